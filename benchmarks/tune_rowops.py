@@ -1,0 +1,113 @@
+"""Launch-parameter search for the row kernels (softmax, add + RMSNorm) on the present GPU.
+
+Times each candidate configuration of the on-chip path (rows per program, warps) and of the looped
+path (tile, warps, programs per SM) at M * N = 2^27 bf16, and the decode-size launch costs. Prints
+the best per width; the chosen defaults live in the op files (see NOTES.md).
+Usage: PYTHONPATH=src python benchmarks/tune_rowops.py [out.json]
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import torch
+
+import rooftop
+from rooftop.bench.timing import bench_ms, graph_replay_us, python_launch_us
+from rooftop.ops import _support, rms_norm as rms_mod, softmax as softmax_mod
+
+M_TIMES_N = 2**27
+
+
+def gbps(ms: float, tensors: int, n_elems: int) -> float:
+    return tensors * n_elems * 2 / (ms * 1e-3) / 1e9
+
+
+def onchip_candidates(N: int):
+    for tile in (2048, 4096, 8192, 16384, 32768, 65536):
+        if tile < N or (tile > N and tile > 16384):
+            continue
+        block_m = tile // N
+        for ept in (8, 16, 32, 64):
+            warps = tile // (32 * ept)
+            if 1 <= warps <= 32:
+                yield block_m, warps
+
+
+def run_onchip(mod, fn, N, tensors):
+    out = []
+    real, onchip_max = mod.onchip_config, mod.ONCHIP_MAX
+    mod.ONCHIP_MAX = max(onchip_max, N)
+    for block_m, warps in onchip_candidates(N):
+        mod.onchip_config = lambda M, n, *a, bm=block_m, w=warps: (bm, n if n & (n - 1) == 0 else 1 << n.bit_length(), w)
+        try:
+            ms = bench_ms(fn, warmup_ms=10, rep_ms=40)
+            out.append({"path": "onchip", "N": N, "block_m": block_m, "warps": warps, "GBps": gbps(ms, tensors, M_TIMES_N)})
+        except Exception as e:  # out of resources
+            print("skip", N, block_m, warps, type(e).__name__)
+    mod.onchip_config, mod.ONCHIP_MAX = real, onchip_max
+    return out
+
+
+def run_looped(mod, fn, N, tensors):
+    out = []
+    saved = (mod.ONCHIP_MAX, mod.looped_config, mod.PROGRAMS_PER_SM)
+    mod.ONCHIP_MAX = min(mod.ONCHIP_MAX, N - 1)
+    for tile, warps in ((2048, 4), (4096, 4), (4096, 8), (8192, 8), (8192, 16), (16384, 16), (16384, 32)):
+        for pps in (1, 2, 3, 4):
+            mod.looped_config = lambda n, t=tile, w=warps: (t, w)
+            mod.PROGRAMS_PER_SM = pps
+            ms = bench_ms(fn, warmup_ms=10, rep_ms=40)
+            out.append({"path": "looped", "N": N, "tile": tile, "warps": warps, "pps": pps,
+                        "GBps": gbps(ms, tensors, M_TIMES_N)})
+    mod.ONCHIP_MAX, mod.looped_config, mod.PROGRAMS_PER_SM = saved
+    return out
+
+
+def main(out_path: str) -> None:
+    results = {"device": torch.cuda.get_device_name(), "softmax": [], "add_rms_norm": [], "decode": []}
+    for N in (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144):
+        M = M_TIMES_N // N
+        x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
+        res = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
+        w = torch.rand(N, device="cuda", dtype=torch.bfloat16)
+        sm = lambda: rooftop.softmax(x)  # noqa: E731
+        ar = lambda: rooftop.rms_norm(x, w, 1e-6, residual=res)  # noqa: E731
+        if N <= 65536:
+            results["softmax"] += run_onchip(softmax_mod, sm, N, 2)
+            results["add_rms_norm"] += run_onchip(rms_mod, ar, N, 4)
+        if N >= 16384:
+            results["softmax"] += run_looped(softmax_mod, sm, N, 2)
+        if N >= 16384:
+            results["add_rms_norm"] += run_looped(rms_mod, ar, N, 4)
+        del x, res
+        torch.cuda.empty_cache()
+        for op in ("softmax", "add_rms_norm"):
+            best = max((r for r in results[op] if r["N"] == N), key=lambda r: r["GBps"], default=None)
+            print(op, N, best, flush=True)
+
+    # decode sizes: launch costs, cached launch vs Triton's own path, dispatcher overhead
+    for M in (1, 8, 64):
+        for N in (4096, 8192):
+            x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
+            res = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
+            w = torch.rand(N, device="cuda", dtype=torch.bfloat16)
+            fast = lambda: rooftop.rms_norm(x, w, 1e-6, residual=res)  # noqa: E731
+            via_op = lambda: torch.ops.rooftop.add_rms_norm(x, res, w, 1e-6)  # noqa: E731
+            row = {"M": M, "N": N, "graph_us": graph_replay_us(fast), "python_us": python_launch_us(fast),
+                   "custom_op_python_us": python_launch_us(via_op)}
+            cache = dict(_support._compiled)
+            _support._compiled.clear()
+            real = _support._compiled
+            _support._compiled = type("NoCache", (dict,), {"get": lambda self, k: None})()
+            row["triton_launch_python_us"] = python_launch_us(fast)
+            _support._compiled = real
+            real.update(cache)
+            results["decode"].append(row)
+            print("decode", row, flush=True)
+    with open(out_path, "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "tune.json")

@@ -1,0 +1,1 @@
+"""The benchmark harness: providers, sweeps, timing, results (JSON/CSV) and plots."""

@@ -1,0 +1,106 @@
+"""Sweeps: every provider of an op over its sizes, with the same inputs, in one process."""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import torch
+
+from rooftop import registry
+from rooftop.bench import providers as prov
+from rooftop.bench.timing import bench_ms, graph_replay_us, python_launch_us
+
+DTYPES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16,
+          "fp32": torch.float32, "float32": torch.float32}
+
+
+def parse_dtype(name: str) -> torch.dtype:
+    if name not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {name!r}")
+    return DTYPES[name]
+
+
+def _rel_err(out, ref) -> float:
+    out = out[0] if isinstance(out, (tuple, list)) else out
+    ref = ref[0] if isinstance(ref, (tuple, list)) else ref
+    ref = ref.double()
+    return float(torch.linalg.vector_norm(out.double() - ref) / torch.linalg.vector_norm(ref))
+
+
+def measure(spec: registry.OpSpec, shape: Sequence[int], dtype: torch.dtype, providers: Sequence[str],
+            ceilings, check: bool = True, say: Callable[[str], None] = print) -> list[dict]:
+    """Time each provider on one shape; rows in the DESIGN.md results format. A provider that cannot
+    run is left out, and the reason said."""
+    inputs = spec.make_inputs(tuple(shape), dtype, "cuda")
+    ref = spec.reference(*inputs) if check else None
+    cost = spec.cost(tuple(shape), dtype)
+    rows = []
+    for name in providers:
+        try:
+            fn = prov.make(spec, name)
+            if fn is None:
+                say(f"{spec.name} {list(shape)}: {name} is not importable, left out")
+                continue
+            out = fn(*inputs)  # compiles, warms up
+            err = _rel_err(out, ref) if check else None
+            del out
+            ms = bench_ms(lambda: fn(*inputs))
+        except Exception as e:  # a provider that fails at one size (limits, OOM) is reported, not fatal
+            say(f"{spec.name} {list(shape)}: {name} failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+            torch.cuda.empty_cache()
+            continue
+        seconds = ms * 1e-3
+        rows.append({"op": spec.name, "dtype": str(dtype).replace("torch.", ""), "shape": list(shape),
+                     "provider": name, "ms": ms, "GBps": cost.achieved_GBps(seconds),
+                     "TFLOPs": cost.achieved_TFLOPs(seconds) if cost.bound(ceilings) == "compute" else None,
+                     "roofline_pct": cost.roofline_pct(seconds, ceilings), "rel_err": err,
+                     "flops": cost.flops, "bytes": cost.bytes})
+    del inputs, ref
+    torch.cuda.empty_cache()
+    return rows
+
+
+def run_sweep(op_names: Sequence[str], dtype: torch.dtype, ceilings, shapes=None, providers=None,
+              check: bool = True) -> list[dict]:
+    """Measure every op over its cases (or `shapes`), providers side by side, with a progress bar."""
+    from rich.progress import Progress
+
+    specs = [registry.get(n) for n in op_names]
+    work = [(s, tuple(shape)) for s in specs for shape in (shapes or s.cases)]
+    rows: list[dict] = []
+    with Progress() as progress:
+        task = progress.add_task("measuring", total=len(work))
+        for spec, shape in work:
+            names = providers or prov.available(spec)
+            progress.update(task, description=f"{spec.name} {'x'.join(map(str, shape))}")
+            rows += measure(spec, shape, dtype, names, ceilings, check, say=progress.console.print)
+            progress.advance(task)
+    return rows
+
+
+def decode_latency(op_name: str, shapes, dtype: torch.dtype, providers=("rooftop", "eager", "compile")) -> list[dict]:
+    """Microseconds per call at decode sizes: under CUDA graph replay, and launched from Python."""
+    spec = registry.get(op_name)
+    out = []
+    for shape in shapes:
+        inputs = spec.make_inputs(tuple(shape), dtype, "cuda")
+        for name in providers:
+            fn = prov.make(spec, name)
+            if fn is None:
+                continue
+            call = lambda: fn(*inputs)  # noqa: E731
+            out.append({"op": op_name, "shape": list(shape), "provider": name,
+                        "graph_us": graph_replay_us(call), "python_us": python_launch_us(call)})
+    return out
+
+
+def speedups(rows: list[dict], over: str) -> dict[tuple, float]:
+    """rooftop's speed-up over provider `over` per (op, shape)."""
+    base = {(r["op"], tuple(r["shape"])): r["ms"] for r in rows if r["provider"] == over}
+    return {(r["op"], tuple(r["shape"])): base[(r["op"], tuple(r["shape"]))] / r["ms"]
+            for r in rows if r["provider"] == "rooftop" and (r["op"], tuple(r["shape"])) in base}
+
+
+def geomean(values) -> float:
+    values = list(values)
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")

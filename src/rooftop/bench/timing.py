@@ -1,0 +1,47 @@
+"""The one timing helper: median of CUDA-event timings (triton.testing.do_bench flushes L2 between runs)."""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+
+def bench_ms(fn: Callable[[], object], warmup_ms: float = 25, rep_ms: float = 100) -> float:
+    """Median milliseconds of `fn()` on the current CUDA device."""
+    import triton.testing
+
+    return float(triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median"))
+
+
+def graph_replay_us(fn: Callable[[], object], calls: int = 100, reps: int = 20) -> float:
+    """Microseconds per call of `fn` when `calls` of them are captured in one CUDA graph and replayed."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm up (compiles, allocates) outside the capture
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    return bench_ms(graph.replay, warmup_ms=10, rep_ms=50) * 1e3 / calls
+
+
+def python_launch_us(fn: Callable[[], object], calls: int = 1000) -> float:
+    """Microseconds per call of `fn` launched back to back from Python (host-side cost when the GPU keeps up)."""
+    import time
+
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        best = min(best, (time.perf_counter() - start) / calls)
+    return best * 1e6

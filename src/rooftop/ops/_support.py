@@ -1,0 +1,161 @@
+"""What every op file shares: input checks, the row view, the one launch helper, the one way to
+register a torch custom op.
+
+Where an op runs: CUDA tensors run the Triton kernel; CPU tensors run the same kernel in Triton's
+interpreter when TRITON_INTERPRET=1 (tests, CI), else the op's reference.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from typing import Callable, Sequence
+
+import torch
+
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def runs_kernel(x: torch.Tensor) -> bool:
+    """True when `x`'s op should run the Triton kernel (GPU, or CPU under the interpreter)."""
+    return x.is_cuda or (x.device.type == "cpu" and interpreting())
+
+
+@functools.lru_cache(maxsize=None)
+def num_sms(device_index: int) -> int:
+    """Streaming multiprocessors of CUDA device `device_index`; the interpreter (-1) pretends to have 8."""
+    if device_index < 0:
+        return 8
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def onchip_config(M: int, N: int, elems_per_thread: int = 16, block_elems: int = 4096) -> tuple[int, int, int]:
+    """(BLOCK_M, BLOCK_N, num_warps) for a kernel that holds whole rows in registers: several short
+    rows per program so that each program moves a few KB, about `elems_per_thread` values per thread."""
+    block_n = 1 << max(N - 1, 0).bit_length()
+    block_m = max(1, min(block_elems // block_n, 1 << max(M - 1, 0).bit_length()))
+    warps = max(1, min(32, (block_m * block_n) // (32 * elems_per_thread)))
+    return block_m, block_n, 1 << (warps.bit_length() - 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Input checks: every error names the argument.
+
+
+def check_float(name: str, t: object, dtypes: Sequence[torch.dtype] = FLOAT_DTYPES) -> torch.Tensor:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dtype not in dtypes:
+        allowed = ", ".join(str(d).replace("torch.", "") for d in dtypes)
+        raise TypeError(f"{name} has dtype {str(t.dtype).replace('torch.', '')}; expected one of {allowed}")
+    if t.requires_grad and torch.is_grad_enabled():
+        raise RuntimeError(f"{name} requires grad: rooftop ops are forward-only (use torch.no_grad or inference_mode)")
+    return t
+
+
+def check_same_device(name: str, t: torch.Tensor, ref_name: str, ref: torch.Tensor) -> None:
+    if t.device != ref.device:
+        raise ValueError(f"{name} is on {t.device} but {ref_name} is on {ref.device}")
+
+
+def normalize_dim(dim: int, ndim: int, name: str = "dim") -> int:
+    if not isinstance(dim, int):
+        raise TypeError(f"{name} must be an int, got {type(dim).__name__}")
+    if ndim == 0:
+        raise ValueError("x must have at least one dimension")
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"{name}={dim} is out of range for a tensor of {ndim} dimensions")
+    return dim % ndim
+
+
+def as_rows(x: torch.Tensor) -> torch.Tensor:
+    """A 2-D [M, N] view of `x` over its last dim with unit column stride; copies only when the
+    leading dims cannot be flattened into one row stride (rows with stride != N need no copy)."""
+    n = x.shape[-1]
+    if x.dim() == 1:
+        x = x.unsqueeze(0)
+    if x.stride(-1) != 1 and n > 1:
+        x = x.contiguous()
+    try:
+        rows = x.view(-1, n)
+    except RuntimeError:  # leading dims not flattenable into one stride
+        rows = x.reshape(-1, n)
+    if n > 1 and rows.stride(1) != 1:
+        rows = rows.contiguous()
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# The launch helper. Triton's `kernel[grid](...)` spends a few microseconds per call in Python
+# working out which compiled variant to run; at decode sizes that is most of the op. We key the
+# compiled kernel on everything Triton specialises on (dtypes, 16-byte alignment of pointers,
+# ints equal to 1 / divisible by 16 / past 32 bits, constexpr values) and launch it directly.
+
+_compiled: dict[tuple, tuple] = {}
+
+
+def _spec_key(args: tuple) -> tuple:
+    key = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            key += (a.dtype, a.data_ptr() & 15 == 0)
+        elif type(a) is int:
+            key += (a == 1, a & 15 == 0, -(2**31) <= a < 2**31)
+        else:
+            key.append(float if type(a) is float else a)
+    return tuple(key)
+
+
+def launch(kernel, grid: tuple[int, ...], *args, **constexprs) -> None:
+    """Launch a @triton.jit `kernel` on `grid`: runtime `args` positionally, every remaining
+    parameter by keyword, plus launch options (num_warps, num_stages)."""
+    if not args or not isinstance(args[0], torch.Tensor) or not args[0].is_cuda:
+        kernel[grid](*args, **constexprs)
+        return
+    import triton
+
+    device = args[0].device.index
+    key = (id(kernel), device, _spec_key(args), *constexprs.values())
+    entry = _compiled.get(key)
+    if entry is None:  # first call of this variant: Triton compiles (or finds) it
+        compiled = kernel[grid](*args, **constexprs)
+        _compiled[key] = (compiled, tuple(constexprs[n] for n in kernel.arg_names[len(args):]))
+        return
+    compiled, params = entry
+    stream = triton.runtime.driver.active.get_current_stream(device)
+    hooks = triton.knobs.runtime
+    g = (*grid, 1, 1)
+    metadata = compiled.launch_metadata(g, stream, *args, *params) if hooks.launch_enter_hook else None
+    compiled.run(g[0], g[1], g[2], stream, compiled.function, compiled.packed_metadata, metadata,
+                 hooks.launch_enter_hook, hooks.launch_exit_hook, *args, *params)
+
+
+# ---------------------------------------------------------------------------------------------
+# The one way to register an op with torch.library, so that torch.compile sees one opaque node
+# (no graph break) and CUDA graphs capture the launch. Eager calls skip the dispatcher, whose
+# overhead is several microseconds, and call the implementation directly.
+
+
+def torch_op(name: str, *, mutates_args: tuple[str, ...] = (), fake: Callable | None = None):
+    """Decorator: register `fn` as torch.ops.rooftop.<name>; return a callable that runs `fn`
+    directly in eager mode and the registered op under torch.compile tracing."""
+
+    def wrap(fn: Callable) -> Callable:
+        op = torch.library.custom_op(f"rooftop::{name}", mutates_args=mutates_args)(fn)
+        if fake is not None:
+            op.register_fake(fake)
+
+        def call(*args, **kwargs):
+            if torch.compiler.is_compiling():
+                return op(*args, **kwargs)
+            return fn(*args, **kwargs)
+
+        call.op = op
+        call.__name__ = fn.__name__
+        call.__doc__ = fn.__doc__
+        return call
+
+    return wrap

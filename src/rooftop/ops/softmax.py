@@ -1,0 +1,272 @@
+r"""Softmax and log-softmax over one dimension.
+
+For a row x of width N, with m = max_j x_j and s = \sum_j exp(x_j - m):
+
+    softmax(x)_i     = exp(x_i - m) / s
+    log_softmax(x)_i = x_i - m - log(s)
+
+m and s can be built in one pass over the row (the online softmax): keep a running max m and a sum
+s rescaled whenever m grows, s <- s * exp(m_old - m_new) + exp(x - m_new). Partial (m, s) pairs of
+two pieces of a row merge the same way, which lets a row be split across programs.
+
+Which path runs (N = row width, in elements):
+- N <= ONCHIP_MAX: the row sits in registers. One program takes BLOCK_M whole rows, reads them once,
+  writes them once. Traffic: 2 * M * N * itemsize.
+- N > ONCHIP_MAX and enough rows to fill the GPU: one program per row (persistent: the grid is a
+  few programs per SM looping over rows). Pass 1 reads the row tile by tile and keeps an online
+  (max, sum) per lane; pass 2 walks the tiles in reverse, so that the tiles read last in pass 1,
+  the ones most likely still in L2, are read first, and writes the output. The row is read at most
+  twice, the second time mostly from L2 when (programs in flight * row bytes) fits L2 (60 MB on H200).
+- N > ONCHIP_MAX and few rows (fewer than the SMs can share): each row is split into chunks over
+  several programs. Kernel 1 writes each chunk's (max, sum) to a small fp32 workspace [M, chunks, 2];
+  kernel 2 merges the row's pairs and writes its chunk. Two reads of the input, two launches.
+
+Semantics follow torch: a row holding NaN or +inf gives NaN everywhere, a row of all -inf gives NaN,
+-inf entries of a finite row give 0 (log_softmax: -inf). Statistics are fp32 for every input dtype.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from rooftop import registry
+from rooftop.ops._support import (as_rows, check_float, launch, normalize_dim, num_sms, onchip_config, runs_kernel,
+                                  torch_op)
+from rooftop.roofline import Cost
+
+ONCHIP_MAX = 32768  # widest row kept in registers (elements)
+
+# ---------------------------------------------------------------------------------------------
+# Kernels
+
+
+@triton.jit
+def _softmax_onchip_kernel(x_ptr, y_ptr, M, N, x_row_stride, y_row_stride,
+                           LOG: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # Reads BLOCK_M rows once, writes them once: 2 * BLOCK_M * N * itemsize bytes per program.
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    rows = rows.to(tl.int64)  # rows * stride can pass 2^31
+    x = tl.load(x_ptr + rows[:, None] * x_row_stride + cols[None, :], mask=mask, other=-float("inf"))
+    x = x.to(tl.float32)
+    row_max = tl.max(x, axis=1)
+    shifted = x - row_max[:, None]
+    numer = tl.exp(shifted)
+    denom = tl.sum(numer, axis=1)
+    if LOG:
+        y = shifted - tl.log(denom)[:, None]
+    else:
+        y = numer * (1.0 / denom)[:, None]
+    tl.store(y_ptr + rows[:, None] * y_row_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _online_max_sum(x_row, start, end, TILE: tl.constexpr):
+    """Online (max, sum of exp) of x_row[start:end]: a running row max updated once per tile (one
+    exp per element, one per tile), the sums kept per lane and reduced at the end. Reads the span
+    once, the next tile's load in flight while the current one is reduced; asks L2 to keep it."""
+    cols = tl.arange(0, TILE)
+    m = tl.full([], -float("inf"), tl.float32)
+    s = tl.zeros([TILE], tl.float32)
+    x_next = tl.load(x_row + start + cols, mask=start + cols < end, other=-float("inf"), eviction_policy="evict_last")
+    for off in range(start, end, TILE):
+        x = x_next.to(tl.float32)
+        nxt = off + TILE + cols
+        x_next = tl.load(x_row + nxt, mask=nxt < end, other=-float("inf"), eviction_policy="evict_last")
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        # while the max is still -inf there is no mass yet: rescale against 0, not -inf (nan)
+        ref = tl.where(m_new == -float("inf"), 0.0, m_new)
+        s = s * tl.exp(m - ref) + tl.exp(x - ref)
+        m = m_new
+    return m, tl.sum(s, axis=0)
+
+
+@triton.jit
+def _merge_max_sum(m, s):
+    """Merge per-chunk (max, sum) pairs into the row's."""
+    m_all = tl.max(m, axis=0)
+    ref = tl.where(m_all == -float("inf"), 0.0, m_all)
+    return m_all, tl.sum(s * tl.exp(m - ref), axis=0)
+
+
+@triton.jit
+def _write_softmax(x_row, y_row, start, end, row_max, row_sum, LOG: tl.constexpr, TILE: tl.constexpr):
+    """Second pass over x_row[start:end]: tiles in reverse order (the last read are still in L2),
+    the next tile's load in flight while the current one is written."""
+    cols = tl.arange(0, TILE)
+    n_tiles = tl.cdiv(end - start, TILE)
+    inv_sum = 1.0 / row_sum
+    log_sum = tl.log(row_sum)
+    off = start + (n_tiles - 1) * TILE
+    x_next = tl.load(x_row + off + cols, mask=off + cols < end, other=0.0, eviction_policy="evict_first")
+    for t in range(0, n_tiles):
+        x = x_next.to(tl.float32)
+        prev = off - TILE  # the next tile to write; before `start` on the last step: masked off
+        x_next = tl.load(x_row + prev + cols, mask=(prev + cols >= start) & (prev + cols < end), other=0.0,
+                         eviction_policy="evict_first")
+        if LOG:
+            y = x - row_max - log_sum
+        else:
+            y = tl.exp(x - row_max) * inv_sum
+        tl.store(y_row + off + cols, y.to(y_row.dtype.element_ty), mask=off + cols < end)
+        off = prev
+
+
+@triton.jit
+def _softmax_looped_kernel(x_ptr, y_ptr, M, N, x_row_stride, y_row_stride,
+                           LOG: tl.constexpr, TILE: tl.constexpr):
+    # Persistent: program p takes rows p, p + G, ... Per row: one read (pass 1), one read that
+    # mostly hits L2 plus one write (pass 2).
+    for row in range(tl.program_id(0), M, tl.num_programs(0)):
+        x_row = x_ptr + tl.cast(row, tl.int64) * x_row_stride
+        y_row = y_ptr + tl.cast(row, tl.int64) * y_row_stride
+        row_max, row_sum = _online_max_sum(x_row, 0, N, TILE)
+        _write_softmax(x_row, y_row, 0, N, row_max, row_sum, LOG, TILE)
+
+
+@triton.jit
+def _softmax_chunk_stats_kernel(x_ptr, stats_ptr, N, x_row_stride, CHUNK, TILE: tl.constexpr):
+    # Reads one chunk of a row once; writes 2 floats.
+    row = tl.program_id(0)
+    chunk = tl.program_id(1)
+    start = chunk * CHUNK
+    x_row = x_ptr + tl.cast(row, tl.int64) * x_row_stride
+    chunk_max, chunk_sum = _online_max_sum(x_row, start, tl.minimum(start + CHUNK, N), TILE)
+    out = stats_ptr + (row * tl.num_programs(1) + chunk) * 2
+    tl.store(out, chunk_max)
+    tl.store(out + 1, chunk_sum)
+
+
+@triton.jit
+def _softmax_chunk_apply_kernel(x_ptr, y_ptr, stats_ptr, N, x_row_stride, y_row_stride, CHUNK,
+                                LOG: tl.constexpr, TILE: tl.constexpr, CHUNKS_POW2: tl.constexpr):
+    # Reads the row's chunk statistics, merges them, then reads its chunk again and writes it.
+    row = tl.program_id(0)
+    chunk = tl.program_id(1)
+    n_chunks = tl.num_programs(1)
+    c = tl.arange(0, CHUNKS_POW2)
+    stats = stats_ptr + row * n_chunks * 2 + c * 2
+    chunk_max = tl.load(stats, mask=c < n_chunks, other=-float("inf"))
+    chunk_sum = tl.load(stats + 1, mask=c < n_chunks, other=0.0)
+    row_max, row_sum = _merge_max_sum(chunk_max, chunk_sum)
+    start = chunk * CHUNK
+    _write_softmax(x_ptr + tl.cast(row, tl.int64) * x_row_stride, y_ptr + tl.cast(row, tl.int64) * y_row_stride,
+                   start, tl.minimum(start + CHUNK, N), row_max, row_sum, LOG, TILE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch configuration
+
+
+# Launch parameters, chosen by measurement on the H200 (benchmarks/tune_rowops.py, NOTES.md).
+ONCHIP_ELEMS_PER_THREAD = 16
+ONCHIP_BLOCK_ELEMS = 2048
+PROGRAMS_PER_SM = 4
+
+
+def looped_config(N: int) -> tuple[int, int]:
+    """(TILE, num_warps) of the looped paths: 16 elements a thread, larger tiles for wider rows."""
+    tile = 8192 if N <= 65536 else 16384
+    return tile, tile // 512
+
+
+def softmax_rows(rows: torch.Tensor, out: torch.Tensor, log: bool) -> None:
+    """Softmax of each row of the [M, N] view `rows` (unit column stride) into `out` [M, N]."""
+    M, N = rows.shape
+    if M == 0 or N == 0:
+        return
+    if N <= ONCHIP_MAX:
+        block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
+        launch(_softmax_onchip_kernel, (triton.cdiv(M, block_m),), rows, out, M, N, rows.stride(0),
+               out.stride(0), LOG=log, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps)
+        return
+    sms = num_sms(rows.device.index if rows.is_cuda else -1)
+    tile, warps = looped_config(N)
+    if M >= sms:
+        launch(_softmax_looped_kernel, (min(M, PROGRAMS_PER_SM * sms),), rows, out, M, N, rows.stride(0),
+               out.stride(0), LOG=log, TILE=tile, num_warps=warps)
+        return
+    # Few wide rows: split each row over chunks so that about 2 programs per SM work.
+    n_tiles = triton.cdiv(N, tile)
+    n_chunks = min(n_tiles, triton.cdiv(2 * sms, M))
+    chunk = triton.cdiv(n_tiles, n_chunks) * tile
+    n_chunks = triton.cdiv(N, chunk)
+    stats = torch.empty((M, n_chunks, 2), device=rows.device, dtype=torch.float32)  # workspace
+    launch(_softmax_chunk_stats_kernel, (M, n_chunks), rows, stats, N, rows.stride(0), chunk,
+           TILE=tile, num_warps=warps)
+    launch(_softmax_chunk_apply_kernel, (M, n_chunks), rows, out, stats, N, rows.stride(0), out.stride(0),
+           chunk, LOG=log, TILE=tile, CHUNKS_POW2=triton.next_power_of_2(n_chunks), num_warps=warps)
+
+
+# ---------------------------------------------------------------------------------------------
+# Wrapper: checks, layout, the custom op
+
+
+def _softmax_fake(x: torch.Tensor, dim: int, log: bool) -> torch.Tensor:
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch_op("softmax", fake=_softmax_fake)
+def _softmax_op(x: torch.Tensor, dim: int, log: bool) -> torch.Tensor:
+    if not runs_kernel(x):
+        return softmax_reference(x, dim, log).to(x.dtype)
+    if x.numel() == 0:
+        return torch.empty_like(x, memory_format=torch.contiguous_format)
+    moved = x.movedim(dim, -1)
+    out = torch.empty(moved.shape, device=x.device, dtype=x.dtype)
+    softmax_rows(as_rows(moved), out.view(-1, moved.shape[-1]), log)
+    # a dim other than the last comes back in x's own dim order, contiguous (as the fake says)
+    return out if dim == x.dim() - 1 else out.movedim(-1, dim).contiguous()
+
+
+def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """softmax(x) along `dim`, like torch.softmax; fp16/bf16/fp32, statistics in fp32."""
+    check_float("x", x)
+    return _softmax_op(x, normalize_dim(dim, x.dim()), False)
+
+
+def log_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """log_softmax(x) along `dim`, like torch.log_softmax; fp16/bf16/fp32, statistics in fp32."""
+    check_float("x", x)
+    return _softmax_op(x, normalize_dim(dim, x.dim()), True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference, eager form, cost, cases
+
+
+def softmax_reference(x: torch.Tensor, dim: int = -1, log: bool = False) -> torch.Tensor:
+    """The same maths in float64."""
+    return torch.log_softmax(x.double(), dim) if log else torch.softmax(x.double(), dim)
+
+
+def softmax_cost(shape: tuple[int, ...], dtype: torch.dtype) -> Cost:
+    n = math.prod(shape)
+    # max, subtract, exp, sum, scale: about 5 FLOPs per element; read x once, write y once
+    return Cost(flops=5 * n, bytes=2 * n * dtype.itemsize)
+
+
+def _make_rows(shape, dtype, device):
+    return (torch.randn(shape, device=device, dtype=dtype) * 3,)
+
+
+def _liger_softmax():
+    try:
+        from liger_kernel.ops.softmax import LigerSoftmaxFunction
+    except ImportError:
+        return None
+    return lambda x: LigerSoftmaxFunction.apply(x)
+
+
+registry.register(registry.OpSpec(
+    name="softmax", family="softmax", make_inputs=_make_rows, run=softmax,
+    reference=lambda x: softmax_reference(x, -1), eager=lambda x: torch.softmax(x, -1),
+    cost=softmax_cost, cases=registry.row_sweep(), peers={"liger": _liger_softmax}))
+registry.register(registry.OpSpec(
+    name="log_softmax", family="softmax", make_inputs=_make_rows, run=log_softmax,
+    reference=lambda x: softmax_reference(x, -1, log=True), eager=lambda x: torch.log_softmax(x, -1),
+    cost=softmax_cost, cases=registry.row_sweep()))

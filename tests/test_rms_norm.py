@@ -1,0 +1,115 @@
+import pytest
+import torch
+
+import rooftop
+from rooftop.ops.rms_norm import add_rms_norm_reference, rms_norm_reference
+from conftest import TOL, rel_err
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+# 1, odd, prime, non-power-of-two, the widest on-chip row (32768), the looped path, 262144
+SHAPES = [(1, 1), (3, 7), (5, 1000), (4, 4096), (2, 32768), (3, 32771), (2, 262144)]
+
+
+def _inputs(shape, dtype, device, w_dtype=None):
+    x = torch.randn(shape, device=device, dtype=dtype)
+    res = torch.randn(shape, device=device, dtype=dtype)
+    w = torch.rand(shape[-1], device=device, dtype=w_dtype or dtype) + 0.5
+    return x, res, w
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_add_rms_norm_matches_reference(shape, dtype, device):
+    x, res, w = _inputs(shape, dtype, device)
+    y, r = rooftop.rms_norm(x, w, 1e-6, residual=res)
+    y_ref, r_ref = add_rms_norm_reference(x, res, w, 1e-6)
+    assert y.dtype == r.dtype == dtype and y.shape == r.shape == x.shape
+    assert rel_err(y, y_ref) < TOL[dtype]
+    assert rel_err(r, r_ref) < TOL[dtype]
+    # the new residual is x + residual rounded once to the input dtype
+    assert torch.equal(r, (x.float() + res.float()).to(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_rms_norm_matches_reference(shape, dtype, device):
+    x, _, w = _inputs(shape, dtype, device)
+    y = rooftop.rms_norm(x, w, 1e-5)
+    assert rel_err(y, rms_norm_reference(x, w, 1e-5)) < TOL[dtype]
+
+
+@pytest.mark.parametrize("shape", [(4, 4096), (3, 40000)])
+def test_fp32_weight_and_no_weight(shape, device):
+    x, res, w = _inputs(shape, torch.bfloat16, device, w_dtype=torch.float32)
+    y, _ = rooftop.rms_norm(x, w, residual=res)
+    assert y.dtype == torch.bfloat16
+    assert rel_err(y, add_rms_norm_reference(x, res, w)[0]) < TOL[torch.bfloat16]
+    assert rel_err(rooftop.rms_norm(x, None), rms_norm_reference(x, None)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("shape", [(1, 4096), (8, 8192), (5, 1000), (3, 40000)])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_fused_add_rms_norm_in_place(shape, dtype, device):
+    x, res, w = _inputs(shape, dtype, device)
+    y_ref, r_ref = add_rms_norm_reference(x, res, w, 1e-6)
+    x_ptr, res_ptr = x.data_ptr(), res.data_ptr()
+    assert rooftop.fused_add_rms_norm_(x, res, w, 1e-6) is None
+    assert x.data_ptr() == x_ptr and res.data_ptr() == res_ptr
+    assert rel_err(x, y_ref) < TOL[dtype]
+    assert rel_err(res, r_ref) < TOL[dtype]
+
+
+def test_leading_dims_and_non_contiguous_rows(device):
+    big = torch.randn(2, 3, 1100, device=device, dtype=torch.float16)
+    x = big[..., 50:1050]  # rows of 1000 with stride 1100, unaligned start
+    res = torch.randn(2, 3, 1000, device=device, dtype=torch.float16)
+    w = torch.rand(1000, device=device, dtype=torch.float16)
+    y, r = rooftop.rms_norm(x, w, residual=res)
+    y_ref, r_ref = add_rms_norm_reference(x, res, w)
+    assert y.shape == (2, 3, 1000)
+    assert rel_err(y, y_ref) < TOL[torch.float16] and rel_err(r, r_ref) < TOL[torch.float16]
+
+
+def test_empty(device):
+    x = torch.randn(0, 64, device=device)
+    w = torch.ones(64, device=device)
+    assert rooftop.rms_norm(x, w).shape == (0, 64)
+    y, r = rooftop.rms_norm(x, w, residual=x.clone())
+    assert y.shape == r.shape == (0, 64)
+
+
+def test_bad_input(device):
+    x = torch.randn(4, 64, device=device)
+    w = torch.ones(64, device=device)
+    with pytest.raises(TypeError, match="x has dtype int64"):
+        rooftop.rms_norm(torch.ones(4, 64, dtype=torch.int64, device=device), w)
+    with pytest.raises(ValueError, match=r"weight must have shape \(64,\)"):
+        rooftop.rms_norm(x, torch.ones(32, device=device))
+    with pytest.raises(ValueError, match="residual has shape"):
+        rooftop.rms_norm(x, w, residual=torch.randn(4, 32, device=device))
+    with pytest.raises(TypeError, match="residual has dtype"):
+        rooftop.rms_norm(x, w, residual=x.half())
+    with pytest.raises(ValueError, match="weight is on meta"):
+        rooftop.rms_norm(x, torch.ones(64, device="meta"))
+    with pytest.raises(ValueError, match="eps"):
+        rooftop.rms_norm(x, w, eps=-1.0)
+    with pytest.raises(ValueError, match="residual is required"):
+        rooftop.fused_add_rms_norm_(x, None, w)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", [(16384, 8192), (2048, 65536), (64, 1 << 20), (1, 262144)])
+def test_gpu_sizes(shape):
+    x, res, w = _inputs(shape, torch.bfloat16, "cuda")
+    y, r = rooftop.rms_norm(x, w, residual=res)
+    y_ref, r_ref = add_rms_norm_reference(x, res, w)
+    assert rel_err(y, y_ref) < TOL[torch.bfloat16] and rel_err(r, r_ref) < TOL[torch.bfloat16]
+
+
+@pytest.mark.slow
+def test_past_2_31_elements():
+    x, res, w = _inputs((2**31 // 8192 + 3, 8192), torch.bfloat16, "cuda")
+    y, r = rooftop.rms_norm(x, w, residual=res)
+    tail = slice(x.shape[0] - 4, None)
+    y_ref, r_ref = add_rms_norm_reference(x[tail], res[tail], w)
+    assert rel_err(y[tail], y_ref) < TOL[torch.bfloat16] and rel_err(r[tail], r_ref) < TOL[torch.bfloat16]

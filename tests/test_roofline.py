@@ -1,0 +1,86 @@
+import math
+
+import pytest
+
+from rooftop.hardware import Ceilings
+from rooftop.roofline import Cost, attainable_TFLOPs, explain, plot_roofline, ridge_point
+
+# Round ceilings so the expected numbers can be worked out by hand: ridge = 500e12 / 4000e9 = 125.
+C = Ceilings("NVIDIA H200", copy_GBps=4000.0, bf16_mm_TFLOPs=500.0, source="measured",
+             date="2026-11-29", torch="2.11.0")
+# A bf16 row op moving 1 GB with 1 FLOP per byte; a 8192^3 bf16 GEMM.
+COPY_LIKE = Cost(flops=1e9, bytes=1e9)
+GEMM = Cost(flops=2 * 8192**3, bytes=3 * 8192 * 8192 * 2)
+
+
+def test_arithmetic():
+    assert ridge_point(C) == 125.0
+    assert COPY_LIKE.intensity == 1.0
+    assert COPY_LIKE.memory_time_s(C) == pytest.approx(0.25e-3)
+    assert COPY_LIKE.compute_time_s(C) == pytest.approx(2e-6)
+    assert COPY_LIKE.floor_s(C) == pytest.approx(0.25e-3)
+    assert COPY_LIKE.bound(C) == "memory"
+    assert GEMM.intensity == pytest.approx(8192 / 3)
+    assert GEMM.bound(C) == "compute"
+    assert GEMM.floor_s(C) == pytest.approx(2 * 8192**3 / 500e12)
+    assert COPY_LIKE.roofline_pct(0.5e-3, C) == pytest.approx(50.0)
+    assert COPY_LIKE.achieved_GBps(0.5e-3) == pytest.approx(2000.0)
+    assert COPY_LIKE.achieved_TFLOPs(0.5e-3) == pytest.approx(2.0)
+    assert attainable_TFLOPs(1.0, C) == pytest.approx(4.0)
+    assert attainable_TFLOPs(1000.0, C) == 500.0
+    assert COPY_LIKE + GEMM == Cost(COPY_LIKE.flops + GEMM.flops, COPY_LIKE.bytes + GEMM.bytes)
+    assert Cost(0, 0).intensity == math.inf
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="bytes=-1"):
+        Cost(1, -1)
+    with pytest.raises(ValueError, match="seconds=0"):
+        COPY_LIKE.roofline_pct(0, C)
+
+
+def test_explain_memory_bound_at_ceiling():
+    # 0.26 ms against a 0.25 ms floor: 96.2% of roofline, 3846 GB/s.
+    text = explain("softmax", COPY_LIKE, 0.26e-3, C, baseline={"eager": 0.52e-3})
+    assert "memory-bound" in text
+    assert "96.2%" in text and "3846 GB/s" in text and "4000 GB/s" in text
+    assert "fewer bytes" in text
+    assert "2.00x over eager" in text
+
+
+def test_explain_memory_bound_low():
+    text = explain("softmax", COPY_LIKE, 1e-3, C)
+    assert "25.0%" in text and "re-reads" in text
+
+
+def test_explain_launch_bound():
+    tiny = Cost(flops=4096, bytes=4 * 4096)
+    text = explain("rms_norm", tiny, 5e-6, C)
+    assert "launch" in text and "CUDA graph" in text
+
+
+def test_explain_compute_bound():
+    seconds = GEMM.floor_s(C) / 0.5
+    text = explain("matmul", GEMM, seconds, C)
+    assert "compute-bound" in text and "50.0%" in text and "TFLOP/s" in text
+    assert "re-tile" in text
+
+
+def test_explain_ncu():
+    ncu = {"dram_bytes": 1.3e9, "dram_throughput_pct": 71.5, "achieved_occupancy_pct": 45.2,
+           "theoretical_occupancy_pct": 50.0, "registers_per_thread": 64}
+    text = explain("softmax", COPY_LIKE, 0.4e-3, C, ncu=ncu)
+    assert "30% more bytes than the minimum" in text and "re-reads" in text
+    assert "71.5%" in text and "45.2%" in text and "64 registers/thread" in text
+    exact = explain("softmax", COPY_LIKE, 0.4e-3, C, ncu={"dram_bytes": 1.02e9})
+    assert "moves the minimum bytes" in exact
+
+
+def test_plot_roofline(tmp_path):
+    points = [dict(label="softmax", intensity=1.0, TFLOPs=3.8, provider="rooftop"),
+              dict(label="softmax", intensity=1.0, TFLOPs=2.5, provider="eager"),
+              dict(label="matmul", intensity=2730.0, TFLOPs=450.0, provider="rooftop")]
+    path = plot_roofline(points, C, tmp_path / "roofline.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
+    with pytest.raises(ValueError, match="'zero'"):
+        plot_roofline([dict(label="zero", intensity=0.0, TFLOPs=1.0, provider="x")], C, tmp_path / "z.png")
