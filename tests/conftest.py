@@ -64,15 +64,18 @@ def device():
 
 @pytest.fixture(autouse=True)
 def poisoned_empty(monkeypatch):
-    """torch.empty returns NaN-filled float tensors, so an element a kernel forgot to write shows up."""
-    real_empty = torch.empty
+    """torch.empty and torch.empty_like return NaN-filled float tensors, so an element a kernel
+    forgot to write shows up."""
 
-    def empty(*args, **kwargs):
-        t = real_empty(*args, **kwargs)
-        if t.is_floating_point() and not t.requires_grad:  # leave torch.compile's own tensors alone
-            with torch.no_grad():
-                t.fill_(float("nan"))
-        return t
+    def poisoned(real):
+        def alloc(*args, **kwargs):
+            t = real(*args, **kwargs)
+            if t.is_floating_point() and not t.requires_grad:  # leave torch.compile's own tensors alone
+                with torch.no_grad():
+                    t.fill_(float("nan"))
+            return t
+        return alloc
 
-    monkeypatch.setattr(torch, "empty", empty)
+    monkeypatch.setattr(torch, "empty", poisoned(torch.empty))
+    monkeypatch.setattr(torch, "empty_like", poisoned(torch.empty_like))
     yield

@@ -29,7 +29,7 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (as_rows, check_float, check_same_device, launch, num_sms, onchip_config,
+from rooftop.ops._support import (as_rows, cdiv, check_float, check_same_device, launch, num_sms, onchip_config,
                                   runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
@@ -130,7 +130,7 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
             x.stride(0), residual.stride(0) if has_res else 0, y.stride(0), r.stride(0) if has_res else 0, eps)
     if N <= ONCHIP_MAX:
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
-        launch(_rms_norm_onchip_kernel, (triton.cdiv(M, block_m),), *args, HAS_RESIDUAL=has_res,
+        launch(_rms_norm_onchip_kernel, (cdiv(M, block_m),), *args, HAS_RESIDUAL=has_res,
                HAS_WEIGHT=weight is not None, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps)
         return
     programs = min(M, PROGRAMS_PER_SM * num_sms(x.device.index if x.is_cuda else -1))
@@ -174,9 +174,9 @@ def _rms_fake(x, weight, eps):
 def _rms_norm_op(x: torch.Tensor, weight: Optional[torch.Tensor], eps: float) -> torch.Tensor:
     if not runs_kernel(x):
         return rms_norm_reference(x, weight, eps).to(x.dtype)
-    y = torch.empty(x.shape, device=x.device, dtype=x.dtype)
+    y = torch.empty_like(x, memory_format=torch.contiguous_format)
     if x.numel():
-        rms_norm_rows(as_rows(x), None, weight, y.view(-1, x.shape[-1]), None, eps)
+        rms_norm_rows(as_rows(x), None, weight, as_rows(y), None, eps)
     return y
 
 
@@ -191,11 +191,10 @@ def _add_rms_norm_op(x: torch.Tensor, residual: torch.Tensor, weight: Optional[t
     if not runs_kernel(x):
         y, r = add_rms_norm_reference(x, residual, weight, eps)
         return y.to(x.dtype), r.to(x.dtype)
-    y = torch.empty(x.shape, device=x.device, dtype=x.dtype)
-    r = torch.empty(x.shape, device=x.device, dtype=x.dtype)
+    y = torch.empty_like(x, memory_format=torch.contiguous_format)
+    r = torch.empty_like(x, memory_format=torch.contiguous_format)
     if x.numel():
-        n = x.shape[-1]
-        rms_norm_rows(as_rows(x), as_rows(residual), weight, y.view(-1, n), r.view(-1, n), eps)
+        rms_norm_rows(as_rows(x), as_rows(residual), weight, as_rows(y), as_rows(r), eps)
     return y, r
 
 
@@ -208,7 +207,6 @@ def _fused_add_rms_norm_op(x: torch.Tensor, residual: torch.Tensor, weight: Opti
         x.copy_(y)
         return
     if x.numel():
-        n = x.shape[-1]
         x_rows, res_rows = as_rows(x), as_rows(residual)
         if x_rows.data_ptr() != x.data_ptr() or res_rows.data_ptr() != residual.data_ptr() or \
                 x_rows.stride(-1) != 1 or res_rows.stride(-1) != 1:

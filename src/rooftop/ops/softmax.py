@@ -33,7 +33,7 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (as_rows, check_float, launch, normalize_dim, num_sms, onchip_config, runs_kernel,
+from rooftop.ops._support import (as_rows, cdiv, check_float, launch, normalize_dim, num_sms, onchip_config, runs_kernel,
                                   torch_op)
 from rooftop.roofline import Cost
 
@@ -66,23 +66,24 @@ def _softmax_onchip_kernel(x_ptr, y_ptr, M, N, x_row_stride, y_row_stride,
 
 @triton.jit
 def _online_max_sum(x_row, start, end, TILE: tl.constexpr):
-    """Online (max, sum of exp) of x_row[start:end]: a running row max updated once per tile (one
-    exp per element, one per tile), the sums kept per lane and reduced at the end. Reads the span
-    once, the next tile's load in flight while the current one is reduced; asks L2 to keep it."""
+    """Online (max, sum of exp) of x_row[start:end], one running pair per lane, merged at the end.
+    One exp per element and no cross-lane reduction inside the loop: with d = exp(-|x - m|),
+    a new max (x > m) gives s <- s * d + 1, otherwise s <- s + d. Reads the span once, the next
+    tile's load in flight while the current one is folded in; asks L2 to keep it for pass 2."""
     cols = tl.arange(0, TILE)
-    m = tl.full([], -float("inf"), tl.float32)
+    m = tl.full([TILE], -float("inf"), tl.float32)
     s = tl.zeros([TILE], tl.float32)
     x_next = tl.load(x_row + start + cols, mask=start + cols < end, other=-float("inf"), eviction_policy="evict_last")
     for off in range(start, end, TILE):
         x = x_next.to(tl.float32)
         nxt = off + TILE + cols
         x_next = tl.load(x_row + nxt, mask=nxt < end, other=-float("inf"), eviction_policy="evict_last")
-        m_new = tl.maximum(m, tl.max(x, axis=0))
-        # while the max is still -inf there is no mass yet: rescale against 0, not -inf (nan)
-        ref = tl.where(m_new == -float("inf"), 0.0, m_new)
-        s = s * tl.exp(m - ref) + tl.exp(x - ref)
-        m = m_new
-    return m, tl.sum(s, axis=0)
+        # x = -inf adds no mass (and -inf - -inf would be nan); nan and +inf propagate as in torch
+        d = tl.where(x == -float("inf"), 0.0, tl.exp(-tl.abs(x - m)))
+        grew = x > m
+        s = tl.where(grew, s * d + 1.0, s + d)
+        m = tl.where(grew, x, m)
+    return _merge_max_sum(m, s)
 
 
 @triton.jit
@@ -181,7 +182,7 @@ def softmax_rows(rows: torch.Tensor, out: torch.Tensor, log: bool) -> None:
         return
     if N <= ONCHIP_MAX:
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
-        launch(_softmax_onchip_kernel, (triton.cdiv(M, block_m),), rows, out, M, N, rows.stride(0),
+        launch(_softmax_onchip_kernel, (cdiv(M, block_m),), rows, out, M, N, rows.stride(0),
                out.stride(0), LOG=log, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps)
         return
     sms = num_sms(rows.device.index if rows.is_cuda else -1)
@@ -191,10 +192,10 @@ def softmax_rows(rows: torch.Tensor, out: torch.Tensor, log: bool) -> None:
                out.stride(0), LOG=log, TILE=tile, num_warps=warps)
         return
     # Few wide rows: split each row over chunks so that about 2 programs per SM work.
-    n_tiles = triton.cdiv(N, tile)
-    n_chunks = min(n_tiles, triton.cdiv(2 * sms, M))
-    chunk = triton.cdiv(n_tiles, n_chunks) * tile
-    n_chunks = triton.cdiv(N, chunk)
+    n_tiles = cdiv(N, tile)
+    n_chunks = min(n_tiles, cdiv(2 * sms, M))
+    chunk = cdiv(n_tiles, n_chunks) * tile
+    n_chunks = cdiv(N, chunk)
     stats = torch.empty((M, n_chunks, 2), device=rows.device, dtype=torch.float32)  # workspace
     launch(_softmax_chunk_stats_kernel, (M, n_chunks), rows, stats, N, rows.stride(0), chunk,
            TILE=tile, num_warps=warps)
@@ -217,8 +218,8 @@ def _softmax_op(x: torch.Tensor, dim: int, log: bool) -> torch.Tensor:
     if x.numel() == 0:
         return torch.empty_like(x, memory_format=torch.contiguous_format)
     moved = x.movedim(dim, -1)
-    out = torch.empty(moved.shape, device=x.device, dtype=x.dtype)
-    softmax_rows(as_rows(moved), out.view(-1, moved.shape[-1]), log)
+    out = torch.empty_like(moved, memory_format=torch.contiguous_format)
+    softmax_rows(as_rows(moved), as_rows(out), log)
     # a dim other than the last comes back in x's own dim order, contiguous (as the fake says)
     return out if dim == x.dim() - 1 else out.movedim(-1, dim).contiguous()
 
