@@ -66,24 +66,23 @@ def _softmax_onchip_kernel(x_ptr, y_ptr, M, N, x_row_stride, y_row_stride,
 
 @triton.jit
 def _online_max_sum(x_row, start, end, TILE: tl.constexpr):
-    """Online (max, sum of exp) of x_row[start:end], one running pair per lane, merged at the end.
-    One exp per element and no cross-lane reduction inside the loop: with d = exp(-|x - m|),
-    a new max (x > m) gives s <- s * d + 1, otherwise s <- s + d. Reads the span once, the next
-    tile's load in flight while the current one is folded in; asks L2 to keep it for pass 2."""
+    """Online (max, sum of exp) of x_row[start:end]: a running row max updated once per tile (one
+    exp per element, one per tile), the sums kept per lane and reduced at the end. Reads the span
+    once, the next tile's load in flight while the current one is reduced; asks L2 to keep it."""
     cols = tl.arange(0, TILE)
-    m = tl.full([TILE], -float("inf"), tl.float32)
+    m = tl.full([], -float("inf"), tl.float32)
     s = tl.zeros([TILE], tl.float32)
     x_next = tl.load(x_row + start + cols, mask=start + cols < end, other=-float("inf"), eviction_policy="evict_last")
     for off in range(start, end, TILE):
         x = x_next.to(tl.float32)
         nxt = off + TILE + cols
         x_next = tl.load(x_row + nxt, mask=nxt < end, other=-float("inf"), eviction_policy="evict_last")
-        # x = -inf adds no mass (and -inf - -inf would be nan); nan and +inf propagate as in torch
-        d = tl.where(x == -float("inf"), 0.0, tl.exp(-tl.abs(x - m)))
-        grew = x > m
-        s = tl.where(grew, s * d + 1.0, s + d)
-        m = tl.where(grew, x, m)
-    return _merge_max_sum(m, s)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        # while the max is still -inf there is no mass yet: rescale against 0, not -inf (nan)
+        ref = tl.where(m_new == -float("inf"), 0.0, m_new)
+        s = s * tl.exp(m - ref) + tl.exp(x - ref)
+        m = m_new
+    return m, tl.sum(s, axis=0)
 
 
 @triton.jit
