@@ -95,14 +95,6 @@ def _print_rows(rows) -> None:
     _console().print(table)
 
 
-def cmd_roofline(args) -> int:
-    from rooftop.report import build_report
-
-    path = build_report(args.results, args.out, measured=False)
-    print(f"roofline chart and report in {path.parent}")
-    return 0
-
-
 def cmd_profile(args) -> int:
     from rooftop import registry
     from rooftop.hardware import ceilings_for
@@ -134,14 +126,14 @@ def cmd_check(args) -> int:
     import torch
 
     from rooftop import registry
-    from rooftop.bench.sweep import _rel_err, parse_dtype
+    from rooftop.bench.sweep import parse_dtype, rel_err
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     failed = 0
     for spec in registry.all_ops():
         for shape in [(3, 1000), (2, 70000)]:
             inputs = spec.make_inputs(shape, parse_dtype(args.dtype), device)
-            err = _rel_err(spec.run(*inputs), spec.reference(*inputs))
+            err = rel_err(spec.run(*inputs), spec.reference(*inputs))
             ok = err < {"bf16": 1.5e-2, "fp16": 2e-3, "fp32": 1e-5}[args.dtype]
             failed += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {spec.name:16s} {'x'.join(map(str, shape)):>10s} rel err {err:.1e}")
@@ -165,10 +157,10 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=str(RESULTS))
     p.set_defaults(fn=cmd_bench)
 
-    p = sub.add_parser("roofline", help="roofline chart of the results (and the report around it)")
+    p = sub.add_parser("roofline", help="the report, whose roofline chart places every op (alias of report)")
     p.add_argument("--results", default=str(RESULTS))
     p.add_argument("--out", default="report")
-    p.set_defaults(fn=cmd_roofline)
+    p.set_defaults(fn=cmd_report)
 
     p = sub.add_parser("profile", help="one op under Nsight Compute, with a diagnosis")
     p.add_argument("op")

@@ -1,7 +1,6 @@
 """Sweeps: every provider of an op over its sizes, with the same inputs, in one process."""
 from __future__ import annotations
 
-import math
 from typing import Callable, Sequence
 
 import torch
@@ -20,7 +19,7 @@ def parse_dtype(name: str) -> torch.dtype:
     return DTYPES[name]
 
 
-def _rel_err(out, ref) -> float:
+def rel_err(out, ref) -> float:
     out = out[0] if isinstance(out, (tuple, list)) else out
     ref = ref[0] if isinstance(ref, (tuple, list)) else ref
     ref = ref.double()
@@ -42,7 +41,7 @@ def measure(spec: registry.OpSpec, shape: Sequence[int], dtype: torch.dtype, pro
                 say(f"{spec.name} {list(shape)}: {name} is not importable, left out")
                 continue
             out = fn(*inputs)  # compiles, warms up
-            err = _rel_err(out, ref) if check else None
+            err = rel_err(out, ref) if check else None
             del out
             ms = bench_ms(lambda: fn(*inputs))
         except Exception as e:  # a provider that fails at one size (limits, OOM) is reported, not fatal
@@ -99,8 +98,3 @@ def speedups(rows: list[dict], over: str) -> dict[tuple, float]:
     base = {(r["op"], tuple(r["shape"])): r["ms"] for r in rows if r["provider"] == over}
     return {(r["op"], tuple(r["shape"])): base[(r["op"], tuple(r["shape"]))] / r["ms"]
             for r in rows if r["provider"] == "rooftop" and (r["op"], tuple(r["shape"])) in base}
-
-
-def geomean(values) -> float:
-    values = list(values)
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
