@@ -30,8 +30,30 @@ def _interpreter_rounds_bf16_to_nearest() -> None:
     interpreter.InterpreterBuilder.cast_impl = cast_impl
 
 
+def _interpreter_dots_bf16_as_fp32() -> None:
+    """Test-only patch: the interpreter keeps bf16 as raw uint16 bits and its tl.dot multiplies the
+    bits. Widen bf16 operands to fp32 (bits << 16) first; the product is then exact, as on the GPU."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    dot = interpreter.InterpreterBuilder.create_dot
+
+    def widen(t):
+        if t.dtype.scalar != tl.bfloat16:
+            return t
+        bits = np.ascontiguousarray(t.data).view(np.uint16).astype(np.uint32) << 16
+        return interpreter.TensorHandle(bits.view(np.float32), tl.float32)
+
+    def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        return dot(self, widen(a), widen(b), d, input_precision, max_num_imprecise_acc)
+
+    interpreter.InterpreterBuilder.create_dot = create_dot
+
+
 if not HAS_CUDA:
     _interpreter_rounds_bf16_to_nearest()
+    _interpreter_dots_bf16_as_fp32()
 
 # ||out - ref|| / ||ref|| against a float64 reference (DESIGN.md)
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.5e-2}
