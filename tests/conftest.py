@@ -12,9 +12,10 @@ if not HAS_CUDA:
 DEVICE = "cuda" if HAS_CUDA else "cpu"
 
 
-def _interpreter_rounds_bf16_to_nearest() -> None:
+def _interpreter_rounds_like_the_gpu() -> None:
     """Test-only patch: Triton 3.6's interpreter casts float32 -> bfloat16 by truncation, where the
-    GPU rounds to nearest even. Round like the GPU, through torch (bf16 is kept as raw uint16 bits)."""
+    GPU rounds to nearest even, and rounds float32 -> fp8 wrongly. Round like the GPU, through torch
+    (bf16 and fp8 are kept as raw uint bits)."""
     import numpy as np
     import triton.language as tl
     from triton.runtime import interpreter
@@ -28,6 +29,18 @@ def _interpreter_rounds_bf16_to_nearest() -> None:
         return cast(self, src, dst_type)
 
     interpreter.InterpreterBuilder.cast_impl = cast_impl
+
+    # its fp32 -> fp8 rounding drops the carry into the exponent (125.2 -> 64, not 128): cast via torch
+    to_fp8 = interpreter.InterpreterBuilder.create_fp_to_fp
+    fp8 = {tl.float8e4nv: torch.float8_e4m3fn, tl.float8e5: torch.float8_e5m2}
+
+    def create_fp_to_fp(self, src, dst_type, rounding_mode):
+        if src.dtype.scalar == tl.float32 and dst_type.scalar in fp8:
+            vals = torch.from_numpy(np.ascontiguousarray(src.data, dtype=np.float32)).to(fp8[dst_type.scalar])
+            return interpreter.TensorHandle(vals.view(torch.uint8).numpy(), dst_type.scalar)
+        return to_fp8(self, src, dst_type, rounding_mode)
+
+    interpreter.InterpreterBuilder.create_fp_to_fp = create_fp_to_fp
 
 
 def _interpreter_dots_bf16_as_fp32() -> None:
@@ -52,7 +65,7 @@ def _interpreter_dots_bf16_as_fp32() -> None:
 
 
 if not HAS_CUDA:
-    _interpreter_rounds_bf16_to_nearest()
+    _interpreter_rounds_like_the_gpu()
     _interpreter_dots_bf16_as_fp32()
 
 # ||out - ref|| / ||ref|| against a float64 reference (DESIGN.md)

@@ -113,3 +113,89 @@ def test_past_2_31_elements():
     tail = slice(x.shape[0] - 4, None)
     y_ref, r_ref = add_rms_norm_reference(x[tail], res[tail], w)
     assert rel_err(y[tail], y_ref) < TOL[torch.bfloat16] and rel_err(r[tail], r_ref) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("shape", [(3, 7), (4, 4096), (3, 40000)])  # on-chip and looped paths
+def test_gemma_offset_and_out_dtype(shape, device):
+    x, res, w = _inputs(shape, torch.bfloat16, device)
+    w = w - 1.0  # Gemma stores weight - 1
+    y, r = rooftop.rms_norm(x, w, 1e-6, residual=res, offset=1.0, out_dtype=torch.float32)
+    y_ref, r_ref = add_rms_norm_reference(x, res, w, 1e-6, offset=1.0)
+    assert y.dtype == torch.float32 and r.dtype == torch.bfloat16
+    # fp32 output: only the bf16 rounding of r remains
+    assert rel_err(y, rms_norm_reference(r, w, 1e-6, offset=1.0)) < 1e-5
+    assert rel_err(y, y_ref) < TOL[torch.bfloat16]
+    y2 = rooftop.rms_norm(x, w, 1e-6, offset=1.0)
+    assert rel_err(y2, rms_norm_reference(x, w, 1e-6, offset=1.0)) < TOL[torch.bfloat16]
+    x2, res2 = x.clone(), res.clone()
+    rooftop.fused_add_rms_norm_(x2, res2, w, 1e-6, offset=1.0)
+    assert rel_err(x2, y_ref) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("quant", ["fp8", "int8"])
+@pytest.mark.parametrize("shape", [(1, 1), (5, 1000), (2, 32768), (3, 40000), (2, 49152)])
+@pytest.mark.parametrize("with_residual", [False, True])
+def test_quantized_output(shape, quant, with_residual, device):
+    from rooftop.ops.rms_norm import QUANT_FORMATS, quantize_rows_reference
+
+    x, res, w = _inputs(shape, torch.bfloat16, device)
+    if with_residual:
+        q, scale, r = rooftop.rms_norm(x, w, residual=res, quant=quant)
+        assert torch.equal(r, (x.float() + res.float()).bfloat16())
+        y_ref = rms_norm_reference(r, w)  # y normalises the stored (rounded) residual
+    else:
+        q, scale = rooftop.rms_norm(x, w, quant=quant)
+        y_ref = rms_norm_reference(x, w)
+    dtype, _, qmax = QUANT_FORMATS[quant]
+    assert q.dtype == dtype and q.shape == x.shape
+    assert scale.dtype == torch.float32 and scale.shape == (shape[0], 1)
+    q_ref, scale_ref = quantize_rows_reference(y_ref, quant)
+    assert rel_err(scale, scale_ref) < 1e-5
+    # every row uses its full range, and dequantizing gives y back to the format's precision
+    assert torch.allclose(q.float().abs().amax(-1), torch.full((shape[0],), qmax))
+    # dequantized, each element is within the format's rounding of y: half a step for int8; half an
+    # ulp of a 3-bit mantissa (1/16 of |y|) for fp8, with e4m3's subnormal step (2^-9) near zero
+    err = (q.double() * scale.double() - y_ref).abs()
+    if quant == "int8":
+        assert (err <= 0.5 * scale.double() * (1 + 1e-4) + 1e-6 * y_ref.abs()).all()
+    else:
+        assert (err <= y_ref.abs() / 16 * (1 + 1e-4) + scale.double() * 2.0**-10).all()
+    if quant == "int8":  # the same integers as the reference, up to rounding ties of fp32 vs float64
+        assert (q.int() - q_ref.int()).abs().max() <= 1
+        assert (q.int() != q_ref.int()).float().mean() < 1e-3
+    else:
+        assert (q.float() - q_ref.float()).abs().div(q_ref.float().abs().clamp_min(1)).max() <= 0.125
+
+
+def test_variant_bad_input(device):
+    x = torch.randn(4, 64, device=device)
+    w = torch.ones(64, device=device)
+    with pytest.raises(ValueError, match="quant must be"):
+        rooftop.rms_norm(x, w, quant="int4")
+    with pytest.raises(TypeError, match="out_dtype must be"):
+        rooftop.rms_norm(x, w, out_dtype=torch.int8)
+    with pytest.raises(ValueError, match="offset .* needs a weight"):
+        rooftop.rms_norm(x, None, offset=1.0)
+    with pytest.raises(ValueError, match="exclude each other"):
+        rooftop.rms_norm(x, w, quant="fp8", out_dtype=torch.float16)
+
+
+def test_variants_compile_without_graph_break(device):
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    from conftest import HAS_CUDA
+
+    x, res, w = _inputs((4, 256), torch.bfloat16, device)
+
+    def block(x, res, w):
+        q, scale, r = rooftop.rms_norm(x, w, residual=res, quant="int8")
+        y = rooftop.rms_norm(r, w, offset=1.0, out_dtype=torch.float32)
+        return q.float() * scale, y
+
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
+    deq, y = torch.compile(block, backend=counter, fullgraph=True)(x, res, w)
+    assert counter.frame_count == 1
+    r = (x.float() + res.float()).bfloat16()
+    assert y.dtype == torch.float32 and rel_err(y, rms_norm_reference(r, w, offset=1.0)) < 1e-5
+    assert rel_err(deq, rms_norm_reference(r, w)) < 1e-2

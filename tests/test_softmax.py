@@ -8,7 +8,7 @@ from conftest import TOL, rel_err
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 # widths cover: 1, odd, prime, non-power-of-two, the widest on-chip row (65536), the looped path
 # (M >= SMs) and the split path (few rows; the interpreter pretends to have 8 SMs), up to 1M
-SHAPES = [(1, 1), (1, 7), (3, 33), (5, 1000), (17, 4097), (2, 65536), (9, 65537), (3, 100003), (1, 1 << 20)]
+SHAPES = [(1, 1), (1, 7), (3, 33), (5, 1000), (17, 4097), (2, 65536), (8, 40960), (9, 65537), (3, 100003), (1, 1 << 20)]
 
 
 @pytest.mark.parametrize("log", [False, True])
@@ -36,7 +36,7 @@ def test_non_contiguous_rows(device):
     assert rel_err(rooftop.log_softmax(xt), softmax_reference(xt, -1, True)) < 1e-5
 
 
-@pytest.mark.parametrize("width", [5, 70001])  # on-chip and looped/split paths
+@pytest.mark.parametrize("width", [5, 65536, 70001])  # on-chip, split with whole tiles, split
 def test_special_values_follow_torch(width, device):
     inf, nan = float("inf"), float("nan")
     x = torch.randn(5, width, device=device)

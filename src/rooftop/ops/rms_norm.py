@@ -12,6 +12,15 @@ input dtype (it is the new residual stream, stored as such), and normalised:
 `fused_add_rms_norm_(x, residual, w, eps)` does the same in place, with vLLM's semantics:
 residual <- x + residual, x <- rms_norm(residual) * w. Statistics in fp32 for every dtype.
 
+Variants: `offset` scales by (offset + w) (Gemma stores w - 1 and uses offset=1); `out_dtype` picks
+y's dtype; `quant="fp8"|"int8"` quantizes y per row (dynamic per-token absmax) in the same pass:
+
+    s = max_i |y_i| / QMAX   (QMAX = 448 for float8_e4m3fn, 127 for int8);   q_i = y_i / s
+
+(int8 rounds half away from zero, fp8 to nearest even) and returns (q, s) so that the next GEMM
+reads one byte per element. Since y_i = rstd * r_i * (offset + w_i), max|y| = rstd * max|r (offset + w)|
+is known after pass 1 of the looped path too: quantizing costs no extra pass.
+
 Which path runs (N = row width in elements):
 - N <= ONCHIP_MAX: whole rows in registers, BLOCK_M rows a program. Traffic: read x (and residual)
   once, write y (and r) once, read w once per program (it stays in L2).
@@ -34,6 +43,8 @@ from rooftop.ops._support import (as_rows, cdiv, check_float, check_same_device,
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
+# quant name -> (output dtype, QUANT constexpr, largest representable magnitude)
+QUANT_FORMATS = {"fp8": (torch.float8_e4m3fn, 1, 448.0), "int8": (torch.int8, 2, 127.0)}
 # Launch parameters, chosen by measurement on the H200 (benchmarks/tune_rowops.py, NOTES.md).
 ONCHIP_ELEMS_PER_THREAD = 16
 ONCHIP_BLOCK_ELEMS = 2048
@@ -49,10 +60,20 @@ def looped_config(N: int) -> tuple[int, int]:
 
 
 @triton.jit
-def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, M, N, x_stride, res_stride, y_stride, r_stride,
-                            eps, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
-                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    # Reads x (+ residual) once and writes y (+ r) once: (2 or 4) * BLOCK_M * N * itemsize bytes.
+def _quantize(y, scale, QUANT: tl.constexpr, QMAX: tl.constexpr):
+    """y / scale as stored: int8 rounded half away from zero, fp8 clamped (the cast rounds to nearest)."""
+    q = tl.clamp(y / scale, -QMAX, QMAX)
+    if QUANT == 2:
+        q = tl.where(q >= 0, tl.floor(q + 0.5), tl.ceil(q - 0.5))
+    return q
+
+
+@triton.jit
+def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N, x_stride, res_stride, y_stride,
+                            r_stride, eps, w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
+                            QUANT: tl.constexpr, QMAX: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # Reads x (+ residual) once and writes y (+ r) once: (2 or 4) * BLOCK_M * N * itemsize bytes
+    # (y at 1 byte per element when quantized, + 4 bytes of scale per row).
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
     mask = (rows[:, None] < M) & (cols[None, :] < N)
@@ -66,14 +87,36 @@ def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, M, N, x_stride,
     rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
     y = x * rstd[:, None]
     if HAS_WEIGHT:
-        y = y * tl.load(w_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+        y = y * (tl.load(w_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :] + w_offset)
+    if QUANT:
+        scale = tl.maximum(tl.max(tl.abs(y), axis=1), 1e-30) / QMAX
+        tl.store(scale_ptr + rows, scale, mask=rows < M)
+        y = _quantize(y, scale[:, None], QUANT, QMAX)
     tl.store(y_ptr + rows[:, None] * y_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
-def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, M, N, x_stride, res_stride, y_stride, r_stride,
-                            eps, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, TILE: tl.constexpr,
-                            X_POLICY: tl.constexpr):
+def _load_tile(ptr, off, cols, N, EVEN: tl.constexpr, POLICY: tl.constexpr):
+    """Tile [off, off + TILE) of a row of N; EVEN (N a multiple of TILE): unmasked, and an `off`
+    past either end is clamped to the nearest tile (a prefetch never used: it re-reads from L1)."""
+    if EVEN:
+        return tl.load(ptr + tl.minimum(tl.maximum(off, 0), N - cols.shape[0]) + cols, eviction_policy=POLICY)
+    return tl.load(ptr + off + cols, mask=(off + cols >= 0) & (off + cols < N), other=0.0, eviction_policy=POLICY)
+
+
+@triton.jit
+def _store_tile(ptr, off, cols, N, value, EVEN: tl.constexpr, POLICY: tl.constexpr = ""):
+    if EVEN:
+        tl.store(ptr + off + cols, value, eviction_policy=POLICY)
+    else:
+        tl.store(ptr + off + cols, value, mask=off + cols < N, eviction_policy=POLICY)
+
+
+@triton.jit
+def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N, x_stride, res_stride, y_stride,
+                            r_stride, eps, w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
+                            QUANT: tl.constexpr, QMAX: tl.constexpr, TILE: tl.constexpr, X_POLICY: tl.constexpr,
+                            EVEN: tl.constexpr):
     # Per row: pass 1 reads x (+ residual), writes r; pass 2 re-reads r (or x), mostly from L2,
     # and writes y. Persistent: program p takes rows p, p + G, ...
     cols = tl.arange(0, TILE)
@@ -87,64 +130,75 @@ def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, M, N, x_stride,
             src_row = x_row
         # pass 1, the next tile's loads in flight while the current one is summed
         sum_sq = tl.zeros([TILE], tl.float32)
-        x_next = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy=X_POLICY)
+        abs_max = tl.zeros([TILE], tl.float32)  # of r * (offset + w), for the quantization scale
+        x_next = _load_tile(x_row, 0, cols, N, EVEN, X_POLICY)
         if HAS_RESIDUAL:
-            res_next = tl.load(res_row + cols, mask=cols < N, other=0.0, eviction_policy="evict_first")
+            res_next = _load_tile(res_row, 0, cols, N, EVEN, "evict_first")
         for off in range(0, N, TILE):
-            mask = off + cols < N
             r = x_next.to(tl.float32)
-            nxt = off + TILE + cols
-            x_next = tl.load(x_row + nxt, mask=nxt < N, other=0.0, eviction_policy=X_POLICY)
+            x_next = _load_tile(x_row, off + TILE, cols, N, EVEN, X_POLICY)
             if HAS_RESIDUAL:
                 r = (r + res_next.to(tl.float32)).to(r_ptr.dtype.element_ty)  # the new residual, as stored
-                res_next = tl.load(res_row + nxt, mask=nxt < N, other=0.0, eviction_policy="evict_first")
-                tl.store(src_row + off + cols, r, mask=mask, eviction_policy="evict_last")
+                res_next = _load_tile(res_row, off + TILE, cols, N, EVEN, "evict_first")
+                _store_tile(src_row, off, cols, N, r, EVEN, "evict_last")
                 r = r.to(tl.float32)
             sum_sq += r * r
+            if QUANT:
+                rw = r
+                if HAS_WEIGHT:
+                    rw = r * (_load_tile(w_ptr, off, cols, N, EVEN, "evict_last").to(tl.float32) + w_offset)
+                abs_max = tl.maximum(abs_max, tl.abs(rw))
         rstd = tl.rsqrt(tl.sum(sum_sq, axis=0) / N + eps)
+        if QUANT:
+            scale = tl.maximum(tl.max(abs_max, axis=0) * rstd, 1e-30) / QMAX
+            tl.store(scale_ptr + row, scale)
         # pass 2, back to front: the tiles touched last in pass 1 are the likeliest still in L2
         off = (tl.cdiv(N, TILE) - 1) * TILE
-        r_next = tl.load(src_row + off + cols, mask=off + cols < N, other=0.0, eviction_policy="evict_first")
+        r_next = _load_tile(src_row, off, cols, N, EVEN, "evict_first")
         while off >= 0:
             r = r_next.to(tl.float32)
-            prev = off - TILE
-            r_next = tl.load(src_row + prev + cols, mask=(prev + cols >= 0) & (prev + cols < N), other=0.0,
-                             eviction_policy="evict_first")
+            r_next = _load_tile(src_row, off - TILE, cols, N, EVEN, "evict_first")
             y = r * rstd
             if HAS_WEIGHT:
-                y = y * tl.load(w_ptr + off + cols, mask=off + cols < N, other=0.0,
-                                eviction_policy="evict_last").to(tl.float32)
-            tl.store(y_row + off + cols, y.to(y_ptr.dtype.element_ty), mask=off + cols < N)
-            off = prev
+                y = y * (_load_tile(w_ptr, off, cols, N, EVEN, "evict_last").to(tl.float32) + w_offset)
+            if QUANT:
+                y = _quantize(y, scale, QUANT, QMAX)
+            _store_tile(y_row, off, cols, N, y.to(y_ptr.dtype.element_ty), EVEN)
+            off -= TILE
 
 
 def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
-                  y: torch.Tensor, r: Optional[torch.Tensor], eps: float) -> None:
-    """RMSNorm of the [M, N] row views; with `residual`, r <- x + residual first and y <- norm(r).
+                  y: torch.Tensor, r: Optional[torch.Tensor], eps: float, offset: float = 0.0,
+                  scale: Optional[torch.Tensor] = None, quant: Optional[str] = None) -> None:
+    """RMSNorm of the [M, N] row views; with `residual`, r <- x + residual first and y <- norm(r);
+    with `quant`, y is quantized and `scale` [M] (fp32) receives each row's scale.
     Every view has unit column stride; y may alias x and r may alias residual (the in-place op)."""
     M, N = x.shape
     if M == 0 or N == 0:
         return
     has_res = residual is not None
-    args = (x, residual if has_res else x, weight if weight is not None else x, y, r if has_res else y, M, N,
-            x.stride(0), residual.stride(0) if has_res else 0, y.stride(0), r.stride(0) if has_res else 0, eps)
+    _, quant_id, qmax = QUANT_FORMATS[quant] if quant else (None, 0, 1.0)
+    args = (x, residual if has_res else x, weight if weight is not None else x, y, r if has_res else y,
+            scale if quant else x, M, N, x.stride(0), residual.stride(0) if has_res else 0, y.stride(0),
+            r.stride(0) if has_res else 0, eps, offset)
+    flags = dict(HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None, QUANT=quant_id, QMAX=qmax)
     if N <= ONCHIP_MAX:
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
-        launch(_rms_norm_onchip_kernel, (cdiv(M, block_m),), *args, HAS_RESIDUAL=has_res,
-               HAS_WEIGHT=weight is not None, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps)
+        launch(_rms_norm_onchip_kernel, (cdiv(M, block_m),), *args, **flags, BLOCK_M=block_m, BLOCK_N=block_n,
+               num_warps=warps)
         return
     programs = min(M, PROGRAMS_PER_SM * num_sms(x.device.index if x.is_cuda else -1))
     tile, warps = looped_config(N)
     # without a residual pass 2 re-reads x: ask L2 to keep it; with one, x is not read again
-    launch(_rms_norm_looped_kernel, (programs,), *args, HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None,
-           TILE=tile, X_POLICY="evict_first" if has_res else "evict_last", num_warps=warps)
+    launch(_rms_norm_looped_kernel, (programs,), *args, **flags, TILE=tile,
+           X_POLICY="evict_first" if has_res else "evict_last", EVEN=N % tile == 0, num_warps=warps)
 
 
 # ---------------------------------------------------------------------------------------------
 # Wrappers: checks, the custom ops
 
 
-def _check(x, residual, weight, eps) -> None:
+def _check(x, residual, weight, eps, offset=0.0, out_dtype=None, quant=None) -> None:
     check_float("x", x)
     if x.dim() == 0:
         raise ValueError("x must have at least one dimension")
@@ -164,45 +218,99 @@ def _check(x, residual, weight, eps) -> None:
             raise ValueError("weight must be contiguous")
     if not isinstance(eps, (int, float)) or not eps >= 0:
         raise ValueError(f"eps must be a non-negative number, got {eps!r}")
+    if not isinstance(offset, (int, float)) or not math.isfinite(offset):
+        raise ValueError(f"offset must be a finite number, got {offset!r}")
+    if offset != 0 and weight is None:
+        raise ValueError("offset scales by (offset + weight): it needs a weight")
+    if out_dtype is not None and out_dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise TypeError(f"out_dtype must be float16, bfloat16 or float32, got {out_dtype}")
+    if quant is not None:
+        if quant not in QUANT_FORMATS:
+            raise ValueError(f"quant must be None, 'fp8' or 'int8', got {quant!r}")
+        if out_dtype is not None:
+            raise ValueError("out_dtype and quant exclude each other: quant sets the output dtype")
 
 
-def _rms_fake(x, weight, eps):
-    return torch.empty_like(x, memory_format=torch.contiguous_format)
+def _rows_out(x, dtype):
+    """A fresh contiguous output shaped like x."""
+    return torch.empty(x.shape, device=x.device, dtype=dtype)
 
 
-@torch_op("rms_norm", fake=_rms_fake)
-def _rms_norm_op(x: torch.Tensor, weight: Optional[torch.Tensor], eps: float) -> torch.Tensor:
-    if not runs_kernel(x):
-        return rms_norm_reference(x, weight, eps).to(x.dtype)
-    y = torch.empty_like(x, memory_format=torch.contiguous_format)
+def _run(x, residual, weight, eps, offset, out_dtype, quant, in_place=False):
+    """Allocate the outputs (unless in place) and run the kernel; returns (y, scale or None, r or None)."""
+    y_dtype = QUANT_FORMATS[quant][0] if quant else (out_dtype or x.dtype)
+    y = x if in_place else _rows_out(x, y_dtype)
+    r = residual if in_place else (_rows_out(x, x.dtype) if residual is not None else None)
+    scale = torch.empty((*x.shape[:-1], 1), device=x.device, dtype=torch.float32) if quant else None
     if x.numel():
-        rms_norm_rows(as_rows(x), None, weight, as_rows(y), None, eps)
-    return y
+        rms_norm_rows(as_rows(x), as_rows(residual) if residual is not None else None, weight, as_rows(y),
+                      as_rows(r) if r is not None else None, eps, offset,
+                      scale.view(-1) if quant else None, quant)
+    return y, scale, r
 
 
-def _add_rms_fake(x, residual, weight, eps):
-    return (torch.empty_like(x, memory_format=torch.contiguous_format),
-            torch.empty_like(x, memory_format=torch.contiguous_format))
+def _reference_outputs(x, residual, weight, eps, offset, out_dtype, quant):
+    """The op's outputs computed by the float64 reference (CPU without the interpreter)."""
+    if residual is None:
+        y, r = rms_norm_reference(x, weight, eps, offset), None
+    else:
+        y, r = add_rms_norm_reference(x, residual, weight, eps, offset)
+        r = r.to(x.dtype)
+    if quant:
+        q, scale = quantize_rows_reference(y, quant)
+        return q, scale.float(), r
+    return y.to(out_dtype or x.dtype), None, r
 
 
-@torch_op("add_rms_norm", fake=_add_rms_fake)
-def _add_rms_norm_op(x: torch.Tensor, residual: torch.Tensor, weight: Optional[torch.Tensor],
-                     eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _impl(x, residual, weight, eps, offset, out_dtype, quant):
     if not runs_kernel(x):
-        y, r = add_rms_norm_reference(x, residual, weight, eps)
-        return y.to(x.dtype), r.to(x.dtype)
-    y = torch.empty_like(x, memory_format=torch.contiguous_format)
-    r = torch.empty_like(x, memory_format=torch.contiguous_format)
-    if x.numel():
-        rms_norm_rows(as_rows(x), as_rows(residual), weight, as_rows(y), as_rows(r), eps)
+        return _reference_outputs(x, residual, weight, eps, offset, out_dtype, quant)
+    return _run(x, residual, weight, eps, offset, out_dtype, quant)
+
+
+def _fake(x, residual, weight, eps, offset, out_dtype, quant):
+    y_dtype = QUANT_FORMATS[quant][0] if quant else (out_dtype or x.dtype)
+    scale = torch.empty((*x.shape[:-1], 1), device=x.device, dtype=torch.float32) if quant else None
+    return (_rows_out(x, y_dtype), scale, _rows_out(x, x.dtype) if residual is not None else None)
+
+
+@torch_op("rms_norm", fake=lambda x, w, eps, offset, out_dtype: _fake(x, None, w, eps, offset, out_dtype, None)[0])
+def _rms_norm_op(x: torch.Tensor, weight: Optional[torch.Tensor], eps: float, offset: float,
+                 out_dtype: Optional[torch.dtype]) -> torch.Tensor:
+    return _impl(x, None, weight, eps, offset, out_dtype, None)[0]
+
+
+def _add_fake(x, res, w, eps, offset, out_dtype):
+    y, _, r = _fake(x, res, w, eps, offset, out_dtype, None)
     return y, r
+
+
+@torch_op("add_rms_norm", fake=_add_fake)
+def _add_rms_norm_op(x: torch.Tensor, residual: torch.Tensor, weight: Optional[torch.Tensor], eps: float,
+                     offset: float, out_dtype: Optional[torch.dtype]) -> tuple[torch.Tensor, torch.Tensor]:
+    y, _, r = _impl(x, residual, weight, eps, offset, out_dtype, None)
+    return y, r
+
+
+@torch_op("rms_norm_quant",
+          fake=lambda x, w, eps, offset, quant: _fake(x, None, w, eps, offset, None, quant)[:2])
+def _rms_norm_quant_op(x: torch.Tensor, weight: Optional[torch.Tensor], eps: float, offset: float,
+                       quant: str) -> tuple[torch.Tensor, torch.Tensor]:
+    return _impl(x, None, weight, eps, offset, None, quant)[:2]
+
+
+@torch_op("add_rms_norm_quant",
+          fake=lambda x, res, w, eps, offset, quant: _fake(x, res, w, eps, offset, None, quant))
+def _add_rms_norm_quant_op(x: torch.Tensor, residual: torch.Tensor, weight: Optional[torch.Tensor], eps: float,
+                           offset: float, quant: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return _impl(x, residual, weight, eps, offset, None, quant)
 
 
 @torch_op("fused_add_rms_norm_", mutates_args=("x", "residual"))
 def _fused_add_rms_norm_op(x: torch.Tensor, residual: torch.Tensor, weight: Optional[torch.Tensor],
-                           eps: float) -> None:
+                           eps: float, offset: float) -> None:
     if not runs_kernel(x):
-        y, r = add_rms_norm_reference(x, residual, weight, eps)
+        y, _, r = _reference_outputs(x, residual, weight, eps, offset, None, None)
         residual.copy_(r)
         x.copy_(y)
         return
@@ -212,42 +320,69 @@ def _fused_add_rms_norm_op(x: torch.Tensor, residual: torch.Tensor, weight: Opti
                 x_rows.stride(-1) != 1 or res_rows.stride(-1) != 1:
             raise ValueError("fused_add_rms_norm_ works in place: x and residual must be viewable as rows "
                              "of unit column stride")
-        rms_norm_rows(x_rows, res_rows, weight, x_rows, res_rows, eps)
+        rms_norm_rows(x_rows, res_rows, weight, x_rows, res_rows, eps, offset)
 
 
 def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor], eps: float = 1e-6,
-             residual: Optional[torch.Tensor] = None):
-    """RMSNorm over the last dim: y = x / sqrt(mean(x^2) + eps) * weight (weight None: no scale).
-    With `residual`, returns (rms_norm(x + residual), x + residual) from one read of each input."""
-    _check(x, residual, weight, eps)
+             residual: Optional[torch.Tensor] = None, *, offset: float = 0.0,
+             out_dtype: Optional[torch.dtype] = None, quant: Optional[str] = None):
+    """RMSNorm over the last dim: y = x / sqrt(mean(x^2) + eps) * (offset + weight) (weight None: no
+    scale; offset=1.0 is Gemma's (1 + weight)). y has dtype `out_dtype` (default x's).
+
+    With `residual`, returns (y, x + residual) from one read of each input.
+    With `quant="fp8"|"int8"`, y is quantized per row and returned with its scales [..., 1] (fp32,
+    y ~= q * scale): (q, scale), or (q, scale, x + residual) with a residual."""
+    _check(x, residual, weight, eps, offset, out_dtype, quant)
+    eps, offset = float(eps), float(offset)
+    if quant is not None:
+        if residual is None:
+            return _rms_norm_quant_op(x, weight, eps, offset, quant)
+        return _add_rms_norm_quant_op(x, residual, weight, eps, offset, quant)
     if residual is None:
-        return _rms_norm_op(x, weight, float(eps))
-    return _add_rms_norm_op(x, residual, weight, float(eps))
+        return _rms_norm_op(x, weight, eps, offset, out_dtype)
+    return _add_rms_norm_op(x, residual, weight, eps, offset, out_dtype)
 
 
 def fused_add_rms_norm_(x: torch.Tensor, residual: torch.Tensor, weight: Optional[torch.Tensor],
-                        eps: float = 1e-6) -> None:
-    """In place, vLLM's semantics: residual <- x + residual; x <- rms_norm(residual) * weight."""
+                        eps: float = 1e-6, *, offset: float = 0.0) -> None:
+    """In place, vLLM's semantics: residual <- x + residual; x <- rms_norm(residual) * (offset + weight)."""
     if residual is None:
         raise ValueError("residual is required for fused_add_rms_norm_")
-    _check(x, residual, weight, eps)
-    _fused_add_rms_norm_op(x, residual, weight, float(eps))
+    _check(x, residual, weight, eps, offset)
+    _fused_add_rms_norm_op(x, residual, weight, float(eps), float(offset))
 
 
 # ---------------------------------------------------------------------------------------------
 # Reference, eager form, cost, cases
 
 
-def rms_norm_reference(x, weight, eps=1e-6):
+def rms_norm_reference(x, weight, eps=1e-6, offset=0.0):
     """The same maths in float64."""
     xd = x.double()
     y = xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + eps)
-    return y * weight.double() if weight is not None else y
+    return y * (weight.double() + offset) if weight is not None else y
 
 
-def add_rms_norm_reference(x, residual, weight, eps=1e-6):
+def add_rms_norm_reference(x, residual, weight, eps=1e-6, offset=0.0):
     r = x.double() + residual.double()
-    return rms_norm_reference(r, weight, eps), r
+    return rms_norm_reference(r, weight, eps, offset), r
+
+
+def add_rms_norm_quant_reference(x, residual, weight, eps=1e-6, offset=0.0, quant="fp8"):
+    """(y / scale before rounding, scale, r) in float64: what the quantized output approximates."""
+    y, r = add_rms_norm_reference(x, residual, weight, eps, offset)
+    scale = y.abs().amax(-1, keepdim=True).clamp_min(1e-30) / QUANT_FORMATS[quant][2]
+    return y / scale, scale, r
+
+
+def quantize_rows_reference(y, quant):
+    """Dynamic per-row quantization of float64 y: (q in the quant dtype, scale [..., 1] float64)."""
+    dtype, _, qmax = QUANT_FORMATS[quant]
+    scale = y.abs().amax(-1, keepdim=True).clamp_min(1e-30) / qmax
+    q = (y / scale).clamp(-qmax, qmax)
+    if quant == "int8":
+        q = torch.where(q >= 0, torch.floor(q + 0.5), torch.ceil(q - 0.5))
+    return q.to(dtype), scale
 
 
 def add_rms_norm_eager(x, residual, weight, eps=1e-6):
@@ -263,11 +398,22 @@ def rms_norm_eager(x, weight, eps=1e-6):
     return weight * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
 
 
-def _cost(tensors_per_element: int):
+def add_rms_norm_fp8_eager(x, residual, weight, eps=1e-6):
+    """The residual add, RMSNorm and dynamic per-token fp8 quantization, as PyTorch code writes them."""
+    y, r = add_rms_norm_eager(x, residual, weight, eps)
+    scale = y.float().abs().amax(-1, keepdim=True).clamp_min(1e-30) / 448.0
+    return (y.float() / scale).clamp(-448.0, 448.0).to(torch.float8_e4m3fn), scale, r
+
+
+def _cost(tensors_per_element: int, quantized_out: bool = False):
     def cost(shape: tuple[int, ...], dtype: torch.dtype) -> Cost:
         n = math.prod(shape)
-        # square, sum, scale, weight: ~4 FLOPs per element; weight read once
-        return Cost(flops=4 * n, bytes=tensors_per_element * n * dtype.itemsize + shape[-1] * dtype.itemsize)
+        rows = n // shape[-1]
+        # square, sum, scale, weight: ~4 FLOPs per element; weight read once; a quantized y is 1 byte
+        # per element plus a 4-byte scale per row
+        out_bytes = n + 4 * rows if quantized_out else n * dtype.itemsize
+        return Cost(flops=4 * n, bytes=(tensors_per_element - 1) * n * dtype.itemsize + out_bytes
+                    + shape[-1] * dtype.itemsize)
     return cost
 
 
@@ -305,3 +451,8 @@ registry.register(registry.OpSpec(
     name="rms_norm", family="rms_norm", make_inputs=_make_rms, run=lambda x, w: rms_norm(x, w, 1e-6),
     reference=lambda x, w: rms_norm_reference(x, w, 1e-6), eager=rms_norm_eager,
     cost=_cost(2), cases=registry.row_sweep(), peers={"liger": _liger_rms}))
+registry.register(registry.OpSpec(
+    name="add_rms_norm_fp8", family="rms_norm", make_inputs=_make_add_rms,
+    run=lambda x, res, w: rms_norm(x, w, 1e-6, residual=res, quant="fp8"),
+    reference=lambda x, res, w: add_rms_norm_quant_reference(x, res, w, 1e-6, quant="fp8"),
+    eager=add_rms_norm_fp8_eager, cost=_cost(4, quantized_out=True), cases=registry.row_sweep()))

@@ -65,18 +65,26 @@ def _softmax_onchip_kernel(x_ptr, y_ptr, M, N, x_row_stride, y_row_stride,
 
 
 @triton.jit
-def _online_max_sum(x_row, start, end, TILE: tl.constexpr):
+def _online_max_sum(x_row, start, end, TILE: tl.constexpr, EVEN: tl.constexpr):
     """Online (max, sum of exp) of x_row[start:end]: a running row max updated once per tile (one
     exp per element, one per tile), the sums kept per lane and reduced at the end. Reads the span
-    once, the next tile's load in flight while the current one is reduced; asks L2 to keep it."""
+    once, the next tile's load in flight while the current one is reduced; asks L2 to keep it.
+    EVEN (span a multiple of TILE): no masks; the last prefetch re-reads the last tile (from L1)."""
     cols = tl.arange(0, TILE)
     m = tl.full([], -float("inf"), tl.float32)
     s = tl.zeros([TILE], tl.float32)
-    x_next = tl.load(x_row + start + cols, mask=start + cols < end, other=-float("inf"), eviction_policy="evict_last")
+    if EVEN:
+        x_next = tl.load(x_row + start + cols, eviction_policy="evict_last")
+    else:
+        x_next = tl.load(x_row + start + cols, mask=start + cols < end, other=-float("inf"),
+                         eviction_policy="evict_last")
     for off in range(start, end, TILE):
         x = x_next.to(tl.float32)
-        nxt = off + TILE + cols
-        x_next = tl.load(x_row + nxt, mask=nxt < end, other=-float("inf"), eviction_policy="evict_last")
+        if EVEN:
+            x_next = tl.load(x_row + tl.minimum(off + TILE, end - TILE) + cols, eviction_policy="evict_last")
+        else:
+            nxt = off + TILE + cols
+            x_next = tl.load(x_row + nxt, mask=nxt < end, other=-float("inf"), eviction_policy="evict_last")
         m_new = tl.maximum(m, tl.max(x, axis=0))
         # while the max is still -inf there is no mass yet: rescale against 0, not -inf (nan)
         ref = tl.where(m_new == -float("inf"), 0.0, m_new)
@@ -94,7 +102,8 @@ def _merge_max_sum(m, s):
 
 
 @triton.jit
-def _write_softmax(x_row, y_row, start, end, row_max, row_sum, LOG: tl.constexpr, TILE: tl.constexpr):
+def _write_softmax(x_row, y_row, start, end, row_max, row_sum, LOG: tl.constexpr, TILE: tl.constexpr,
+                   EVEN: tl.constexpr):
     """Second pass over x_row[start:end]: tiles in reverse order (the last read are still in L2),
     the next tile's load in flight while the current one is written."""
     cols = tl.arange(0, TILE)
@@ -102,40 +111,49 @@ def _write_softmax(x_row, y_row, start, end, row_max, row_sum, LOG: tl.constexpr
     inv_sum = 1.0 / row_sum
     log_sum = tl.log(row_sum)
     off = start + (n_tiles - 1) * TILE
-    x_next = tl.load(x_row + off + cols, mask=off + cols < end, other=0.0, eviction_policy="evict_first")
+    if EVEN:
+        x_next = tl.load(x_row + off + cols, eviction_policy="evict_first")
+    else:
+        x_next = tl.load(x_row + off + cols, mask=off + cols < end, other=0.0, eviction_policy="evict_first")
     for t in range(0, n_tiles):
         x = x_next.to(tl.float32)
-        prev = off - TILE  # the next tile to write; before `start` on the last step: masked off
-        x_next = tl.load(x_row + prev + cols, mask=(prev + cols >= start) & (prev + cols < end), other=0.0,
-                         eviction_policy="evict_first")
+        prev = off - TILE  # the next tile to write; before `start` on the last step
+        if EVEN:
+            x_next = tl.load(x_row + tl.maximum(prev, start) + cols, eviction_policy="evict_first")
+        else:
+            x_next = tl.load(x_row + prev + cols, mask=(prev + cols >= start) & (prev + cols < end), other=0.0,
+                             eviction_policy="evict_first")
         if LOG:
             y = x - row_max - log_sum
         else:
             y = tl.exp(x - row_max) * inv_sum
-        tl.store(y_row + off + cols, y.to(y_row.dtype.element_ty), mask=off + cols < end)
+        if EVEN:
+            tl.store(y_row + off + cols, y.to(y_row.dtype.element_ty))
+        else:
+            tl.store(y_row + off + cols, y.to(y_row.dtype.element_ty), mask=off + cols < end)
         off = prev
 
 
 @triton.jit
 def _softmax_looped_kernel(x_ptr, y_ptr, M, N, x_row_stride, y_row_stride,
-                           LOG: tl.constexpr, TILE: tl.constexpr):
+                           LOG: tl.constexpr, TILE: tl.constexpr, EVEN: tl.constexpr):
     # Persistent: program p takes rows p, p + G, ... Per row: one read (pass 1), one read that
     # mostly hits L2 plus one write (pass 2).
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
         x_row = x_ptr + tl.cast(row, tl.int64) * x_row_stride
         y_row = y_ptr + tl.cast(row, tl.int64) * y_row_stride
-        row_max, row_sum = _online_max_sum(x_row, 0, N, TILE)
-        _write_softmax(x_row, y_row, 0, N, row_max, row_sum, LOG, TILE)
+        row_max, row_sum = _online_max_sum(x_row, 0, N, TILE, EVEN)
+        _write_softmax(x_row, y_row, 0, N, row_max, row_sum, LOG, TILE, EVEN)
 
 
 @triton.jit
-def _softmax_chunk_stats_kernel(x_ptr, stats_ptr, N, x_row_stride, CHUNK, TILE: tl.constexpr):
+def _softmax_chunk_stats_kernel(x_ptr, stats_ptr, N, x_row_stride, CHUNK, TILE: tl.constexpr, EVEN: tl.constexpr):
     # Reads one chunk of a row once; writes 2 floats.
     row = tl.program_id(0)
     chunk = tl.program_id(1)
     start = chunk * CHUNK
     x_row = x_ptr + tl.cast(row, tl.int64) * x_row_stride
-    chunk_max, chunk_sum = _online_max_sum(x_row, start, tl.minimum(start + CHUNK, N), TILE)
+    chunk_max, chunk_sum = _online_max_sum(x_row, start, tl.minimum(start + CHUNK, N), TILE, EVEN)
     out = stats_ptr + (row * tl.num_programs(1) + chunk) * 2
     tl.store(out, chunk_max)
     tl.store(out + 1, chunk_sum)
@@ -143,7 +161,8 @@ def _softmax_chunk_stats_kernel(x_ptr, stats_ptr, N, x_row_stride, CHUNK, TILE: 
 
 @triton.jit
 def _softmax_chunk_apply_kernel(x_ptr, y_ptr, stats_ptr, N, x_row_stride, y_row_stride, CHUNK,
-                                LOG: tl.constexpr, TILE: tl.constexpr, CHUNKS_POW2: tl.constexpr):
+                                LOG: tl.constexpr, TILE: tl.constexpr, CHUNKS_POW2: tl.constexpr,
+                                EVEN: tl.constexpr):
     # Reads the row's chunk statistics, merges them, then reads its chunk again and writes it.
     row = tl.program_id(0)
     chunk = tl.program_id(1)
@@ -155,7 +174,7 @@ def _softmax_chunk_apply_kernel(x_ptr, y_ptr, stats_ptr, N, x_row_stride, y_row_
     row_max, row_sum = _merge_max_sum(chunk_max, chunk_sum)
     start = chunk * CHUNK
     _write_softmax(x_ptr + tl.cast(row, tl.int64) * x_row_stride, y_ptr + tl.cast(row, tl.int64) * y_row_stride,
-                   start, tl.minimum(start + CHUNK, N), row_max, row_sum, LOG, TILE)
+                   start, tl.minimum(start + CHUNK, N), row_max, row_sum, LOG, TILE, EVEN)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,7 +207,7 @@ def softmax_rows(rows: torch.Tensor, out: torch.Tensor, log: bool) -> None:
     tile, warps = looped_config(N)
     if M >= sms:
         launch(_softmax_looped_kernel, (min(M, PROGRAMS_PER_SM * sms),), rows, out, M, N, rows.stride(0),
-               out.stride(0), LOG=log, TILE=tile, num_warps=warps)
+               out.stride(0), LOG=log, TILE=tile, EVEN=N % tile == 0, num_warps=warps)
         return
     # Few wide rows: split each row over chunks so that about 2 programs per SM work.
     n_tiles = cdiv(N, tile)
@@ -196,10 +215,11 @@ def softmax_rows(rows: torch.Tensor, out: torch.Tensor, log: bool) -> None:
     chunk = cdiv(n_tiles, n_chunks) * tile
     n_chunks = cdiv(N, chunk)
     stats = torch.empty((M, n_chunks, 2), device=rows.device, dtype=torch.float32)  # workspace
+    even = N % tile == 0  # then every chunk (a multiple of the tile) is whole tiles
     launch(_softmax_chunk_stats_kernel, (M, n_chunks), rows, stats, N, rows.stride(0), chunk,
-           TILE=tile, num_warps=warps)
+           TILE=tile, EVEN=even, num_warps=warps)
     launch(_softmax_chunk_apply_kernel, (M, n_chunks), rows, out, stats, N, rows.stride(0), out.stride(0),
-           chunk, LOG=log, TILE=tile, CHUNKS_POW2=triton.next_power_of_2(n_chunks), num_warps=warps)
+           chunk, LOG=log, TILE=tile, CHUNKS_POW2=triton.next_power_of_2(n_chunks), EVEN=even, num_warps=warps)
 
 
 # ---------------------------------------------------------------------------------------------
