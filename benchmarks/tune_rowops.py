@@ -3,12 +3,12 @@
 Times each candidate configuration of the on-chip path (rows per program, warps) and of the looped
 path (tile, warps, programs per SM) at M * N = 2^27 bf16, and the decode-size launch costs. Prints
 the best per width; the chosen defaults live in the op files (see NOTES.md).
-Usage: PYTHONPATH=src python benchmarks/tune_rowops.py [out.json]
+Usage: PYTHONPATH=src python benchmarks/tune_rowops.py [out.json] [--widths 16384,32768] [--no-decode]
 """
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 
 import torch
 
@@ -64,30 +64,31 @@ def run_looped(mod, fn, N, tensors):
     return out
 
 
-def main(out_path: str) -> None:
-    results = {"device": torch.cuda.get_device_name(), "softmax": [], "add_rms_norm": [], "decode": []}
-    for N in (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144):
+def main(out_path: str, widths, decode: bool) -> None:
+    results = {"device": torch.cuda.get_device_name(), "softmax": [], "add_rms_norm": [], "rms_norm": [],
+               "decode": []}
+    for N in widths:
         M = M_TIMES_N // N
         x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
         res = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
         w = torch.rand(N, device="cuda", dtype=torch.bfloat16)
         sm = lambda: rooftop.softmax(x)  # noqa: E731
         ar = lambda: rooftop.rms_norm(x, w, 1e-6, residual=res)  # noqa: E731
-        if N <= 65536:
-            results["softmax"] += run_onchip(softmax_mod, sm, N, 2)
-            results["add_rms_norm"] += run_onchip(rms_mod, ar, N, 4)
-        if N >= 16384:
-            results["softmax"] += run_looped(softmax_mod, sm, N, 2)
-        if N >= 16384:
-            results["add_rms_norm"] += run_looped(rms_mod, ar, N, 4)
+        rn = lambda: rooftop.rms_norm(x, w, 1e-6)  # noqa: E731
+        for op, mod, fn, tensors in (("softmax", softmax_mod, sm, 2), ("add_rms_norm", rms_mod, ar, 4),
+                                     ("rms_norm", rms_mod, rn, 2)):
+            if N <= 65536:
+                results[op] += run_onchip(mod, fn, N, tensors)
+            if N >= 16384:
+                results[op] += run_looped(mod, fn, N, tensors)
         del x, res
         torch.cuda.empty_cache()
-        for op in ("softmax", "add_rms_norm"):
+        for op in ("softmax", "add_rms_norm", "rms_norm"):
             best = max((r for r in results[op] if r["N"] == N), key=lambda r: r["GBps"], default=None)
             print(op, N, best, flush=True)
 
     # decode sizes: launch costs, cached launch vs Triton's own path, dispatcher overhead
-    for M in (1, 8, 64):
+    for M in ((1, 8, 64) if decode else ()):
         for N in (4096, 8192):
             x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
             res = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
@@ -110,4 +111,9 @@ def main(out_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "tune.json")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out", nargs="?", default="tune.json")
+    parser.add_argument("--widths", default="512,1024,2048,4096,8192,16384,32768,65536,131072,262144")
+    parser.add_argument("--no-decode", action="store_true")
+    args = parser.parse_args()
+    main(args.out, [int(w) for w in args.widths.split(",")], not args.no_decode)

@@ -10,8 +10,12 @@ RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 def test_report_renders_committed_results_without_gpu(tmp_path):
     assert main(["report", "--results", str(RESULTS), "--out", str(tmp_path)]) == 0
     page = (tmp_path / "index.html").read_text()
-    for needle in ("softmax", "add_rms_norm", "data:image/png;base64", "NVIDIA H200", "compile"):
+    for needle in ("softmax", "add_rms_norm", "data:image/png;base64", "NVIDIA H200", "compile",
+                   "No GPU measurement in this run", "At a glance"):
         assert needle in page
+    # the committed Nsight Compute readings: the looped kernels' extra bytes at N = 262144, explained
+    assert "DRAM bytes against the cost model" in page
+    assert "softmax (rooftop, 512×262144) moves +23.5% against the cost model: L2 overflow of the second pass" in page
 
 
 def test_info_prints_datasheet(capsys):
@@ -22,3 +26,41 @@ def test_info_prints_datasheet(capsys):
 def test_unknown_op_is_a_clear_error():
     with pytest.raises(KeyError, match="unknown op 'nope'"):
         main(["profile", "nope", "--shape", "1,2"])
+
+
+def test_report_png_without_chromium(tmp_path, monkeypatch, capsys):
+    import rooftop.report
+
+    monkeypatch.setattr(rooftop.report, "find_chromium", lambda: None)
+    assert main(["report", "--results", str(RESULTS), "--out", str(tmp_path), "--png"]) == 0
+    assert "no Chromium found" in capsys.readouterr().out
+
+
+def test_profile_needs_an_op_or_a_model(capsys):
+    assert main(["profile"]) == 2
+    assert "--model" in capsys.readouterr().out
+
+
+def test_profile_op_without_gpu(monkeypatch, capsys):
+    """On a CPU: the kernels an H200 would run (the offline compile, stubbed: tests/test_profile.py runs
+    it for real), their occupancy and the diagnosis."""
+    import torch
+
+    from rooftop.profile import kernels
+
+    if torch.cuda.is_available():
+        pytest.skip("the CPU path")
+    monkeypatch.setattr(kernels, "offline_kernels", lambda op, shape, dtype: [
+        {"kernel": "_softmax_looped_kernel", "grid": [528], "grid_size": 528, "num_warps": 16, "n_regs": 64,
+         "n_spills": 0, "shared": 64, "constexprs": {}, "source": "offline compile for sm_90 (ptxas)"}])
+    assert main(["profile", "softmax", "--shape", "2048,65536"]) == 0
+    out = capsys.readouterr().out
+    assert "minimum 536.9 MB" in out and "_softmax_looped_kernel" in out
+    assert "limited by registers: 64 per thread; at most 40 would fit 3 blocks" in out
+    assert "No CUDA GPU here" in out
+
+
+def test_profile_model_tiny(capsys):
+    assert main(["profile", "--model", "tiny", "--batch", "1", "--seq", "8", "--steps", "1", "--top", "40"]) == 0
+    out = capsys.readouterr().out
+    assert "tiny (built-in Llama-style)" in out and "add_rms_norm" in out and "aten::mm" in out

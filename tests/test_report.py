@@ -1,10 +1,11 @@
+import dataclasses
 import json
 import re
 
 import pytest
 
 from rooftop.bench.plots import plot_curves, size_label
-from rooftop.report import build_report, load_results
+from rooftop.report import build_report, check_render, find_chromium, load_results, render_png
 
 COPY_GBPS = 4249.1
 NBYTES = 2 * 2 * 2**27  # bf16 softmax of 2^27 elements: read + write
@@ -27,6 +28,28 @@ RESULT = {
 }
 
 
+# A compute-bound family (curves in TFLOP/s) and a 4-D one whose x (S) repeats over B (one chart per B).
+GEMM_ROWS = []
+for n, ms_rooftop, ms_cublas in [(1024, 0.0061, 0.0058), (4096, 0.226, 0.214), (8192, 1.71, 1.62)]:
+    flops, nbytes = 2 * n**3, 3 * 2 * n * n
+    for provider, ms in [("rooftop", ms_rooftop), ("cublas", ms_cublas)]:
+        GEMM_ROWS.append({"op": "gemm", "dtype": "bfloat16", "shape": [n, n, n], "provider": provider, "ms": ms,
+                          "GBps": nbytes / ms / 1e6, "TFLOPs": flops / ms / 1e9,
+                          "roofline_pct": 100 * max(flops / 694.1e12, nbytes / COPY_GBPS / 1e9) / (ms * 1e-3),
+                          "flops": flops, "bytes": nbytes})
+ATTN_ROWS = []
+for b in (1, 8):
+    for s, GBps in [(1024, 1500.0), (4096, 2900.0), (16384, 3600.0)]:
+        nbytes = 2 * 2 * b * 8 * s * 128  # bf16 K and V of 8 KV heads
+        ATTN_ROWS.append({"op": "decode_attn", "dtype": "bfloat16", "shape": [b, 32, s, 128], "provider": "rooftop",
+                          "ms": nbytes / GBps / 1e6, "GBps": GBps, "TFLOPs": None,
+                          "roofline_pct": 100 * GBps / COPY_GBPS, "flops": 4 * b * 32 * s * 128, "bytes": nbytes})
+
+
+def _result(rows, date="2026-11-29", **extra):
+    return {**RESULT, "date": date, "rows": rows, "ncu": [], "decode_us": [], "notes": None, **extra}
+
+
 @pytest.fixture
 def results_dir(tmp_path):
     folder = tmp_path / "results"
@@ -34,6 +57,14 @@ def results_dir(tmp_path):
     (folder / "nvidia-h200-2026-11-29-rowops.json").write_text(json.dumps(RESULT))
     (folder / "broken.json").write_text("{not json")
     return folder
+
+
+@pytest.fixture
+def many_results(results_dir):
+    (results_dir / "nvidia-h200-2026-11-01-rowops.json").write_text(json.dumps(_result(ROWS[:2], "2026-11-01")))
+    (results_dir / "nvidia-h200-2026-11-29-gemm.json").write_text(json.dumps(_result(GEMM_ROWS)))
+    (results_dir / "nvidia-h200-2026-11-29-attn.json").write_text(json.dumps(_result(ATTN_ROWS)))
+    return results_dir
 
 
 def test_load_results_skips_broken(results_dir):
@@ -50,8 +81,10 @@ def test_build_report(results_dir, tmp_path):
     assert "rooftop" in page and "eager" in page
     assert "94.3%" in page  # roofline_pct of rooftop at N=4096: 126.3 us floor / 134 us
     assert "3.12x" in page  # rooftop vs eager at N=4096: 0.418 / 0.134
-    assert "Rendered from committed results" in page and "2026-11-29" in page
-    assert "30% more bytes than the minimum" in page  # explain fed with the ncu entry
+    assert "No GPU measurement in this run: rendered from the committed results" in page and "2026-11-29" in page
+    # the ncu reading diagnosed: 30% above the cost model's minimum, listed with its cause
+    assert "(+30.0%): more than 10% above it" in page and "moves +30.0% against the cost model: re-reads" in page
+    assert "Against eager: 1.41–3.65x." in page  # 0.198 / 0.140 and 0.500 / 0.137
     assert "87.3" in page and "Synthetic numbers" in page and "python_us" in page
     md = (tmp_path / "out" / "report.md").read_text()
     pngs = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", md)
@@ -70,3 +103,50 @@ def test_plot_curves(tmp_path):
     with pytest.raises(ValueError, match="x_key='K'"):
         plot_curves(ROWS, tmp_path / "d.png", x_key="K")
     assert [size_label(x) for x in (512, 1024, 65536, 2**20, 3000)] == ["512", "1K", "64K", "1M", "3000"]
+
+
+def test_report_every_family(many_results, tmp_path):
+    with pytest.warns(UserWarning):
+        index = build_report(many_results, tmp_path / "out", measured=True)
+    page = index.read_text()
+    assert "Measured just now" in page
+    assert "superseded by nvidia-h200-2026-11-29-rowops.json" in page  # the older rowops file is not drawn
+    assert page.count("<h2>rowops") == 1
+    # gemm is compute-bound: TFLOP/s curves against M with the matmul ceiling; cublas is a provider column
+    assert 'alt="gemm bfloat16: TFLOP/s by M"' in page and "cublas TFLOP/s (% roofline)" in page
+    assert "rooftop vs cublas" in page and "is compute-bound" in page
+    # decode_attn's S repeats over B: one chart per B
+    for b in (1, 8):
+        assert f'alt="decode_attn bfloat16 (B={b}): GB/s by S"' in page
+    md = (tmp_path / "out" / "report.md").read_text()
+    pngs = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", md)
+    assert len(pngs) == 5  # softmax, gemm, 2 x decode_attn, the roofline
+    assert "| gemm | gemm | bfloat16 | 3 |" in md  # the at-a-glance line
+
+
+def test_quick_session_plan():
+    from rooftop import registry
+    from rooftop.bench import session
+
+    spec = registry.get("softmax")
+    assert [n for _, n in session.quick_shapes(spec)] == list(session.QUICK_WIDTHS)
+    ten = dataclasses.replace(spec, cases=tuple((i + 1, 64) for i in range(10)))
+    assert session.quick_shapes(ten) == ((1, 64), (4, 64), (7, 64), (10, 64))
+    quick = session.ncu_plan(quick=True)
+    families = [registry.get(op).family for op, _, _ in quick]
+    assert sorted(families) == sorted(session.families()) and len(set(families)) == len(families)
+    assert ("softmax", (512, 262144), "rooftop") in quick  # the widest of the equal-traffic quick sizes
+    assert len(session.ncu_plan(quick=False)) >= len(quick)
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="no Chromium (apt-get install chromium) to look at the page")
+def test_report_renders_in_chromium(many_results, tmp_path):
+    """The page as a person sees it: every chart decoded and not blank, the numbers on the page."""
+    with pytest.warns(UserWarning):
+        index = build_report(many_results, tmp_path / "out", measured=False)
+    png = tmp_path / "out" / "page.png"
+    seen = render_png(index, png)
+    assert len(seen["images"]) == 5 and png.stat().st_size > 50_000
+    assert check_render(seen, png, expected_text=("94.3%", "3.12x", "4249")) == []
+    assert check_render(seen, png, expected_text=("no such number 12345",)) == \
+        ["the page does not show 'no such number 12345'"]

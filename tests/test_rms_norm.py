@@ -152,7 +152,7 @@ def test_quantized_output(shape, quant, with_residual, device):
     q_ref, scale_ref = quantize_rows_reference(y_ref, quant)
     assert rel_err(scale, scale_ref) < 1e-5
     # every row uses its full range, and dequantizing gives y back to the format's precision
-    assert torch.allclose(q.float().abs().amax(-1), torch.full((shape[0],), qmax))
+    assert torch.allclose(q.float().abs().amax(-1), torch.full((shape[0],), qmax, device=device))
     # dequantized, each element is within the format's rounding of y: half a step for int8; half an
     # ulp of a 3-bit mantissa (1/16 of |y|) for fp8, with e4m3's subnormal step (2^-9) near zero
     err = (q.double() * scale.double() - y_ref).abs()

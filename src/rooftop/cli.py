@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -12,7 +11,8 @@ RESULTS = Path("benchmarks/results")
 def _console():
     from rich.console import Console
 
-    return Console()
+    # piped output (logs, tests) gets wide lines rather than truncated table cells
+    return Console() if sys.stdout.isatty() else Console(width=160)
 
 
 def _ceilings():
@@ -95,29 +95,112 @@ def _print_rows(rows) -> None:
     _console().print(table)
 
 
+def _table(title: str, headers, rows) -> None:
+    from rich.table import Table
+
+    table = Table(title=title)
+    for h in headers:
+        table.add_column(h, justify="right")
+    for r in rows:
+        table.add_row(*[str(x) for x in r])
+    _console().print(table)
+
+
+_NCU_FIGURES = (("kernel", "kernel", "{}"), ("duration_us", "duration (µs)", "{:.1f}"),
+                ("dram_throughput_pct", "DRAM throughput (% of peak)", "{:.1f}"),
+                ("dram_bytes_read", "DRAM read (MB)", "{:.1f}"), ("dram_bytes_write", "DRAM written (MB)", "{:.1f}"),
+                ("sm_throughput_pct", "SM throughput (%)", "{:.1f}"),
+                ("achieved_occupancy_pct", "achieved occupancy (%)", "{:.1f}"),
+                ("theoretical_occupancy_pct", "theoretical occupancy (%)", "{:.1f}"),
+                ("occupancy_limited_by", "occupancy limited by", "{}"),
+                ("registers_per_thread", "registers / thread", "{:.0f}"),
+                ("static_shared_mem_per_block", "static shared memory / block (B)", "{:.0f}"),
+                ("dynamic_shared_mem_per_block", "dynamic shared memory / block (B)", "{:.0f}"),
+                ("block_size", "threads / block", "{:.0f}"), ("grid_size", "grid (blocks)", "{:.0f}"),
+                ("kernels", "kernels launched", "{:.0f}"))
+
+
 def cmd_profile(args) -> int:
+    if args.model is not None:
+        return _profile_model(args)
+    if not args.op:
+        print("rooftop profile: name an op (rooftop profile softmax --shape 2048,65536) or use --model")
+        return 2
     from rooftop import registry
-    from rooftop.hardware import ceilings_for
-    from rooftop.profile.ncu import profile_op
-    from rooftop.roofline import explain
+    from rooftop.profile.op import profile
 
     spec = registry.get(args.op)
-    shape = tuple(int(s) for s in args.shape.split(","))
-    reading = profile_op(args.op, shape, args.dtype, args.provider)
-    print(json.dumps({k: v for k, v in reading.items() if k != "kernel"}, indent=1))
-    from rooftop.bench.sweep import parse_dtype
+    shape = tuple(int(s) for s in args.shape.split(",")) if args.shape else spec.cases[len(spec.cases) // 2]
+    result = profile(args.op, shape, args.dtype, args.provider, use_ncu=not args.no_ncu)
+    console = _console()
+    console.print(f"[bold]{args.op}[/] {'x'.join(map(str, shape))} {args.dtype}, provider {args.provider}: "
+                  f"minimum {result.cost.bytes / 1e6:.1f} MB, {result.cost.flops / 1e9:.3f} GFLOP")
+    if result.seconds is not None:
+        console.print(f"time per call (do_bench median): {result.seconds * 1e6:.1f} µs")
+    if result.ncu:
+        rows = []
+        for key, label, fmt in _NCU_FIGURES:
+            value = result.ncu.get(key)
+            if value is not None:
+                rows.append((label, fmt.format(value / 1e6 if key.startswith("dram_bytes") else value)))
+        _table("Nsight Compute (one cold call, --clock-control none)", ["figure", "value"], rows)
+    if result.kernels:
+        _table(f"compiled kernels ({result.kernels[0]['source']})",
+               ["kernel", "grid", "warps", "regs", "spills", "smem (B)", "blocks/SM", "occupancy %", "limited by"],
+               [(k["kernel"], "x".join(map(str, k["grid"])), k["num_warps"], k["n_regs"], k["n_spills"], k["shared"],
+                 k["blocks_per_sm"], f"{k['theoretical_occupancy_pct']:.0f}", k["limited_by"]) for k in result.kernels])
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    console.print(result.roofline_text())
+    for label, found in result.diagnoses:
+        console.print(f"[bold]{label}:[/] {found.text}")
+    return 0
 
-    cost = spec.cost(shape, parse_dtype(args.dtype))
-    print(explain(args.op, cost, reading["duration_us"] * 1e-6, ceilings_for(), ncu=reading))
+
+def _profile_model(args) -> int:
+    import torch
+
+    from rooftop.profile.model import profile_model
+
+    case, rows, total_us = profile_model(args.model or None, args.batch, args.seq, args.steps, top=args.top)
+    where = "CUDA time of kernels" if torch.cuda.is_available() else "CPU time of ops (no GPU)"
+    _table(f"{case.name}: top {len(rows)} by {where}, {total_us / 1e3:.1f} ms in all",
+           ["kernel", "op", "shape", "calls", "time (ms)", "% of time", "% of roofline"],
+           [(r.kernel if len(r.kernel) <= 60 else r.kernel[:57] + "...", r.op or "-",
+             "x".join(map(str, r.shape)) if r.shape else "-", r.calls, f"{r.time_us / 1e3:.2f}",
+             f"{100 * r.time_us / total_us:.1f}" if total_us else "-",
+             "-" if r.roofline_pct is None else f"{r.roofline_pct:.1f}") for r in rows])
+    print("op and % of roofline are shown where rooftop knows the op (its own annotated calls, aten ops in "
+          "rooftop.profile.model.ATEN_OPS); '-' elsewhere.")
     return 0
 
 
 def cmd_report(args) -> int:
-    from rooftop.report import build_report
+    import torch
+
+    from rooftop.report import build_report, check_render, find_chromium, render_png
 
     results = Path(args.results)
-    path = build_report(results, args.out, measured=False)
-    print(f"report: {path} (rendered from {results}; measure with benchmarks/gpu_session.py on a GPU)")
+    measured = False
+    if torch.cuda.is_available() and not args.render_only:
+        from rooftop.bench.session import run_session
+
+        run_session(results, quick=args.quick)
+        measured = True
+    elif not torch.cuda.is_available():
+        print(f"no CUDA GPU here: rendering the committed results in {results}")
+    path = build_report(results, args.out, measured=measured)
+    print(f"report: {path} and {Path(args.out) / 'report.md'}")
+    if args.png:
+        if find_chromium() is None:
+            print("--png: no Chromium found, no screenshot")
+            return 0
+        png = Path(args.out) / "report.png"
+        problems = check_render(render_png(path, png), png)
+        print(f"screenshot: {png}" + ("" if problems else " (charts decoded, not blank)"))
+        for problem in problems:
+            print(f"  problem: {problem}")
+        return 1 if problems else 0
     return 0
 
 
@@ -158,21 +241,34 @@ def main(argv=None) -> int:
     p.set_defaults(fn=cmd_bench)
 
     p = sub.add_parser("roofline", help="the report, whose roofline chart places every op (alias of report)")
-    p.add_argument("--results", default=str(RESULTS))
-    p.add_argument("--out", default="report")
-    p.set_defaults(fn=cmd_report)
+    report_parsers = [p]
 
-    p = sub.add_parser("profile", help="one op under Nsight Compute, with a diagnosis")
-    p.add_argument("op")
-    p.add_argument("--shape", required=True, help="e.g. 4096,32768")
+    p = sub.add_parser("profile", help="one op under Nsight Compute (or its compiled resources) with a diagnosis; "
+                                       "or a model's top kernels (--model)")
+    p.add_argument("op", nargs="?", help="registry name, e.g. softmax")
+    p.add_argument("--shape", help="e.g. 4096,32768 (default: the op's middle benchmark case)")
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
-    p.add_argument("--provider", default="rooftop")
+    p.add_argument("--provider", default="rooftop", help="rooftop, eager, compile or a peer (ncu only)")
+    p.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute even when it is installed")
+    p.add_argument("--model", nargs="?", const="", default=None,
+                   help="profile a model's forward instead: 'llama' (transformers), 'tiny' (built-in), a "
+                        "directory with config.json, or a .py file with build_model(device, dtype)")
+    p.add_argument("--batch", type=int, help="--model: sequences per batch (default 8 on a GPU, 1 on a CPU)")
+    p.add_argument("--seq", type=int, help="--model: tokens per sequence (default 512 on a GPU, 64 on a CPU)")
+    p.add_argument("--steps", type=int, default=3, help="--model: forward passes profiled")
+    p.add_argument("--top", type=int, default=15, help="--model: kernels listed")
     p.set_defaults(fn=cmd_profile)
 
-    p = sub.add_parser("report", help="HTML + Markdown report from the results files")
-    p.add_argument("--results", default=str(RESULTS))
-    p.add_argument("--out", default="report")
-    p.set_defaults(fn=cmd_report)
+    p = sub.add_parser("report", help="measure (on a GPU), then the HTML + Markdown report from the results files")
+    report_parsers.append(p)
+    for p in report_parsers:
+        p.add_argument("--results", default=str(RESULTS), help="results folder (read; written when measuring)")
+        p.add_argument("--out", default="report", help="where index.html, report.md and the charts go")
+        p.add_argument("--quick", action="store_true", help="measure the quick preset (under 5 minutes on an H200)")
+        p.add_argument("--render-only", action="store_true", help="do not measure even on a GPU")
+        p.add_argument("--png", action="store_true",
+                       help="also screenshot the page in headless Chromium and check the charts show")
+        p.set_defaults(fn=cmd_report)
 
     p = sub.add_parser("check", help="quick correctness of every op on this machine")
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])

@@ -11,6 +11,8 @@ import os
 from typing import Callable, Sequence
 
 import torch
+import triton
+import triton.language as tl
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
@@ -45,6 +47,27 @@ def onchip_config(M: int, N: int, elems_per_thread: int = 16, block_elems: int =
     block_m = max(1, min(block_elems // block_n, 1 << max(M - 1, 0).bit_length()))
     warps = max(1, min(32, (block_m * block_n) // (32 * elems_per_thread)))
     return block_m, block_n, 1 << (warps.bit_length() - 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tiles of a row for the looped (wide-row) kernels
+
+
+@triton.jit
+def load_tile(ptr, off, cols, N, EVEN: tl.constexpr, POLICY: tl.constexpr):
+    """Tile [off, off + TILE) of a row of N; EVEN (N a multiple of TILE): unmasked, and an `off`
+    past either end is clamped to the nearest tile (a prefetch never used: it re-reads from L1)."""
+    if EVEN:
+        return tl.load(ptr + tl.minimum(tl.maximum(off, 0), N - cols.shape[0]) + cols, eviction_policy=POLICY)
+    return tl.load(ptr + off + cols, mask=(off + cols >= 0) & (off + cols < N), other=0.0, eviction_policy=POLICY)
+
+
+@triton.jit
+def store_tile(ptr, off, cols, N, value, EVEN: tl.constexpr, POLICY: tl.constexpr):
+    if EVEN:
+        tl.store(ptr + off + cols, value, eviction_policy=POLICY)
+    else:
+        tl.store(ptr + off + cols, value, mask=off + cols < N, eviction_policy=POLICY)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -123,8 +146,6 @@ def launch(kernel, grid: tuple[int, ...], *args, **constexprs) -> None:
     if not args or not isinstance(args[0], torch.Tensor) or not args[0].is_cuda:
         kernel[grid](*args, **constexprs)
         return
-    import triton
-
     device = args[0].device.index
     key = (id(kernel), device, _spec_key(args), *constexprs.values())
     entry = _compiled.get(key)

@@ -38,8 +38,8 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (as_rows, cdiv, check_float, check_same_device, launch, num_sms, onchip_config,
-                                  runs_kernel, torch_op)
+from rooftop.ops._support import (as_rows, cdiv, check_float, check_same_device, launch, load_tile, num_sms,
+                                  onchip_config, runs_kernel, store_tile, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -96,23 +96,6 @@ def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
 
 
 @triton.jit
-def _load_tile(ptr, off, cols, N, EVEN: tl.constexpr, POLICY: tl.constexpr):
-    """Tile [off, off + TILE) of a row of N; EVEN (N a multiple of TILE): unmasked, and an `off`
-    past either end is clamped to the nearest tile (a prefetch never used: it re-reads from L1)."""
-    if EVEN:
-        return tl.load(ptr + tl.minimum(tl.maximum(off, 0), N - cols.shape[0]) + cols, eviction_policy=POLICY)
-    return tl.load(ptr + off + cols, mask=(off + cols >= 0) & (off + cols < N), other=0.0, eviction_policy=POLICY)
-
-
-@triton.jit
-def _store_tile(ptr, off, cols, N, value, EVEN: tl.constexpr, POLICY: tl.constexpr = ""):
-    if EVEN:
-        tl.store(ptr + off + cols, value, eviction_policy=POLICY)
-    else:
-        tl.store(ptr + off + cols, value, mask=off + cols < N, eviction_policy=POLICY)
-
-
-@triton.jit
 def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N, x_stride, res_stride, y_stride,
                             r_stride, eps, w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
                             QUANT: tl.constexpr, QMAX: tl.constexpr, TILE: tl.constexpr, X_POLICY: tl.constexpr,
@@ -131,22 +114,22 @@ def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
         # pass 1, the next tile's loads in flight while the current one is summed
         sum_sq = tl.zeros([TILE], tl.float32)
         abs_max = tl.zeros([TILE], tl.float32)  # of r * (offset + w), for the quantization scale
-        x_next = _load_tile(x_row, 0, cols, N, EVEN, X_POLICY)
+        x_next = load_tile(x_row, 0, cols, N, EVEN, X_POLICY)
         if HAS_RESIDUAL:
-            res_next = _load_tile(res_row, 0, cols, N, EVEN, "evict_first")
+            res_next = load_tile(res_row, 0, cols, N, EVEN, "evict_first")
         for off in range(0, N, TILE):
             r = x_next.to(tl.float32)
-            x_next = _load_tile(x_row, off + TILE, cols, N, EVEN, X_POLICY)
+            x_next = load_tile(x_row, off + TILE, cols, N, EVEN, X_POLICY)
             if HAS_RESIDUAL:
                 r = (r + res_next.to(tl.float32)).to(r_ptr.dtype.element_ty)  # the new residual, as stored
-                res_next = _load_tile(res_row, off + TILE, cols, N, EVEN, "evict_first")
-                _store_tile(src_row, off, cols, N, r, EVEN, "evict_last")
+                res_next = load_tile(res_row, off + TILE, cols, N, EVEN, "evict_first")
+                store_tile(src_row, off, cols, N, r, EVEN, "evict_last")
                 r = r.to(tl.float32)
             sum_sq += r * r
             if QUANT:
                 rw = r
                 if HAS_WEIGHT:
-                    rw = r * (_load_tile(w_ptr, off, cols, N, EVEN, "evict_last").to(tl.float32) + w_offset)
+                    rw = r * (load_tile(w_ptr, off, cols, N, EVEN, "evict_last").to(tl.float32) + w_offset)
                 abs_max = tl.maximum(abs_max, tl.abs(rw))
         rstd = tl.rsqrt(tl.sum(sum_sq, axis=0) / N + eps)
         if QUANT:
@@ -154,16 +137,16 @@ def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
             tl.store(scale_ptr + row, scale)
         # pass 2, back to front: the tiles touched last in pass 1 are the likeliest still in L2
         off = (tl.cdiv(N, TILE) - 1) * TILE
-        r_next = _load_tile(src_row, off, cols, N, EVEN, "evict_first")
+        r_next = load_tile(src_row, off, cols, N, EVEN, "evict_first")
         while off >= 0:
             r = r_next.to(tl.float32)
-            r_next = _load_tile(src_row, off - TILE, cols, N, EVEN, "evict_first")
+            r_next = load_tile(src_row, off - TILE, cols, N, EVEN, "evict_first")
             y = r * rstd
             if HAS_WEIGHT:
-                y = y * (_load_tile(w_ptr, off, cols, N, EVEN, "evict_last").to(tl.float32) + w_offset)
+                y = y * (load_tile(w_ptr, off, cols, N, EVEN, "evict_last").to(tl.float32) + w_offset)
             if QUANT:
                 y = _quantize(y, scale, QUANT, QMAX)
-            _store_tile(y_row, off, cols, N, y.to(y_ptr.dtype.element_ty), EVEN)
+            store_tile(y_row, off, cols, N, y.to(y_ptr.dtype.element_ty), EVEN, "")
             off -= TILE
 
 

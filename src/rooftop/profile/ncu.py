@@ -15,6 +15,8 @@ import subprocess
 import sys
 import tempfile
 
+from rooftop.profile.occupancy import RESOURCES, occupancy_from_limits
+
 METRICS = {
     "gpu__time_duration.sum": "duration_us",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_throughput_pct",
@@ -44,9 +46,11 @@ def find_ncu() -> str | None:
 
 
 def _limiting_resource(k: dict) -> str:
-    limits = {name: k.get(f"occupancy_limit_{name}") for name in ("registers", "shared_mem", "warps", "blocks")}
-    limits = {n: v for n, v in limits.items() if v is not None}
-    return min(limits, key=limits.get) if limits else "unknown"
+    """The resources that cap blocks per SM ("none" at full theoretical occupancy)."""
+    limits = {name: k.get(f"occupancy_limit_{name}") for name in RESOURCES}
+    if all(v is None for v in limits.values()) or not k.get("block_size"):
+        return "unknown"
+    return ", ".join(occupancy_from_limits(limits, int(k["block_size"])).limited_by) or "none"
 
 
 def parse_csv(text: str) -> list[dict]:
@@ -80,6 +84,7 @@ def summarize(kernels: list[dict]) -> dict:
     main = max(kernels, key=lambda k: k.get("duration_us", 0.0))
     out = dict(main)
     out["kernels"] = len(kernels)
+    out["kernel_names"] = list(dict.fromkeys(k["kernel"] for k in kernels))
     out["duration_us"] = sum(k.get("duration_us", 0.0) for k in kernels)
     out["dram_bytes"] = sum(k["dram_bytes"] for k in kernels)
     return out

@@ -1,0 +1,305 @@
+r"""Fused element-wise activations of the transformer MLP: SwiGLU, GeGLU and bias + GELU.
+
+    silu(g)      = g * sigmoid(g) = g / (1 + 2^(-g log2 e))
+    gelu(x)      = x Phi(x) = x/2 * (1 + erf(x / sqrt 2)) = x/2 * erfc(-x / sqrt 2)   (approximate="none")
+    gelu_tanh(x) = x/2 * (1 + tanh(u)) = x * sigmoid(2u),  u = sqrt(2/pi) (x + 0.044715 x^3)
+
+    swiglu(gate, up)  = silu(gate) * up
+    geglu(gate, up)   = gelu(gate) * up        (tanh approximation by default, as Gemma / Liger)
+    bias_gelu(x, b)   = gelu(x + b)            (b broadcast over the rows; exact erf by default)
+
+With `up` None, `gate` is the packed [..., 2I] output of a fused gate/up projection: the first
+half of the last dim is the gate and the second the up (`gate, up = x.chunk(2, -1)`); the output
+is [..., I]. Everything is computed in fp32 and rounded once to the input dtype.
+
+Which kernel runs (all memory-bound: each input read once, the output written once):
+- gate and up separate and both contiguous: a flat 1-D kernel over all elements, FLAT_BLOCK
+  elements a program (16 a thread: two 16-byte vectors per input for 16-bit dtypes).
+- packed input, or separate inputs with strided rows: a 2-D row kernel, tiles of
+  BLOCK_M x BLOCK_N (BLOCK_N up to ROWS_BLOCK_ELEMS) with per-tensor row strides. Loads are full
+  16-byte vectors when the row strides and I are multiples of 16 bytes (Triton specialises on it).
+- bias_gelu: the row kernel, the bias tile loaded once per program and broadcast over its rows.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from rooftop import registry
+from rooftop.ops._support import as_rows, cdiv, check_float, check_same_device, launch, runs_kernel, torch_op
+from rooftop.roofline import Cost
+
+# Launch parameters (to be tuned on the H200).
+FLAT_BLOCK = 8192  # elements a program of the flat kernel
+FLAT_WARPS = 16  # -> 16 elements a thread
+ROWS_BLOCK_ELEMS = 8192  # elements a program of the row kernel
+ROWS_ELEMS_PER_THREAD = 16
+
+# ---------------------------------------------------------------------------------------------
+# Kernels
+
+
+@triton.jit
+def _activate(x, ACT: tl.constexpr):
+    """act(x) for fp32 x, ACT one of "silu", "gelu" (exact), "gelu_tanh": one exp2 and one division each."""
+    if ACT == "silu":
+        return x / (1.0 + tl.exp2(-1.4426950408889634 * x))
+    elif ACT == "gelu_tanh":
+        # x * sigmoid(2u): 2u log2(e) = x (2.3022082 + 0.1029432 x^2); inf/-inf saturate to x / -0
+        return x / (1.0 + tl.exp2(-x * (2.302208198144325 + 0.1029432395800235 * x * x)))
+    else:
+        # x * Phi(x) with Phi(x) = erfc(-x / sqrt 2) / 2, erfc from Numerical Recipes' erfcc (Chebyshev,
+        # relative error < 1.2e-7 everywhere): 1 + erf(x / sqrt 2) would cancel in the negative tail
+        # (all of fp32's digits gone by x = -6). One exp2 and one division, like the others.
+        z = tl.abs(x) * 0.7071067811865476
+        t = 1.0 / (1.0 + 0.5 * z)
+        p = t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))
+        p = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + p))))
+        half_erfc = 0.5 * t * tl.exp2((p - z * z) * 1.4426950408889634)  # Phi(-|x|)
+        return x * tl.where(x >= 0, 1.0 - half_erfc, half_erfc)
+
+
+@triton.jit
+def _gated_flat_kernel(gate_ptr, up_ptr, out_ptr, n, ACT: tl.constexpr, BLOCK: tl.constexpr):
+    # Reads BLOCK elements of gate and of up once, writes BLOCK of out once: 3 * n * itemsize in all.
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    gate = tl.load(gate_ptr + offs, mask=mask).to(tl.float32)
+    up = tl.load(up_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(out_ptr + offs, (_activate(gate, ACT) * up).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _act_rows_kernel(a_ptr, b_ptr, out_ptr, M, N, a_stride, b_stride, out_stride, ACT: tl.constexpr,
+                     BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # out = act(a) * b (b: rows like a), or with BIAS out = act(a + b) (b: one row of N, read once
+    # per program, from L2). Reads a (and b) once, writes out once: 3 (BIAS: 2) * M * N * itemsize.
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    rows = rows.to(tl.int64)
+    a = tl.load(a_ptr + rows[:, None] * a_stride + cols[None, :], mask=mask).to(tl.float32)
+    if BIAS:
+        bias = tl.load(b_ptr + cols, mask=cols < N).to(tl.float32)
+        y = _activate(a + bias[None, :], ACT)
+    else:
+        b = tl.load(b_ptr + rows[:, None] * b_stride + cols[None, :], mask=mask).to(tl.float32)
+        y = _activate(a, ACT) * b
+    tl.store(out_ptr + rows[:, None] * out_stride + cols[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch configuration
+
+
+@functools.lru_cache(maxsize=4096)
+def rows_config(M: int, N: int) -> tuple[int, int, int]:
+    """(BLOCK_M, BLOCK_N, num_warps) of the row kernel: tiles of about ROWS_BLOCK_ELEMS elements,
+    ROWS_ELEMS_PER_THREAD a thread; short rows are stacked BLOCK_M to a tile."""
+    block_n = min(triton.next_power_of_2(N), ROWS_BLOCK_ELEMS)
+    block_m = max(1, min(ROWS_BLOCK_ELEMS // block_n, triton.next_power_of_2(M)))
+    warps = max(1, min(16, block_m * block_n // (32 * ROWS_ELEMS_PER_THREAD)))
+    return block_m, block_n, warps
+
+
+def act_rows(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, activation: str, bias: bool) -> None:
+    """out = act(a) * b over [M, N] row views (unit column stride), or act(a + b) with `bias`
+    (b then a vector [N])."""
+    M, N = a.shape
+    block_m, block_n, warps = rows_config(M, N)
+    launch(_act_rows_kernel, (cdiv(M, block_m), cdiv(N, block_n)), a, b, out, M, N, a.stride(0),
+           0 if bias else b.stride(0), out.stride(0), ACT=activation, BIAS=bias, BLOCK_M=block_m,
+           BLOCK_N=block_n, num_warps=warps)
+
+
+# ---------------------------------------------------------------------------------------------
+# Wrappers: checks, the custom ops
+
+
+def _gated_shape(gate: torch.Tensor, up: Optional[torch.Tensor]) -> tuple[int, ...]:
+    return tuple(gate.shape) if up is not None else (*gate.shape[:-1], gate.shape[-1] // 2)
+
+
+def _gated_fake(gate, up, activation):
+    return gate.new_empty(_gated_shape(gate, up))
+
+
+@torch_op("gated_activation", fake=_gated_fake)
+def _gated_op(gate: torch.Tensor, up: Optional[torch.Tensor], activation: str) -> torch.Tensor:
+    if not runs_kernel(gate):
+        return gated_reference(gate, up, activation).to(gate.dtype)
+    out = torch.empty(_gated_shape(gate, up), device=gate.device, dtype=gate.dtype)
+    if out.numel() == 0:
+        return out
+    if up is not None and gate.is_contiguous() and up.is_contiguous():
+        n = gate.numel()
+        launch(_gated_flat_kernel, (cdiv(n, FLAT_BLOCK),), gate, up, out, n, ACT=activation, BLOCK=FLAT_BLOCK,
+               num_warps=FLAT_WARPS)
+        return out
+    if up is None:
+        gate, up = gate.chunk(2, -1)
+    act_rows(as_rows(gate), as_rows(up), as_rows(out), activation, bias=False)
+    return out
+
+
+def _bias_gelu_fake(x, bias, activation):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch_op("bias_gelu", fake=_bias_gelu_fake)
+def _bias_gelu_op(x: torch.Tensor, bias: torch.Tensor, activation: str) -> torch.Tensor:
+    if not runs_kernel(x):
+        return _ACT_F64[activation](x.double() + bias.double()).to(x.dtype)
+    out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    if out.numel():
+        act_rows(as_rows(x), bias, as_rows(out), activation, bias=True)
+    return out
+
+
+def _check_gated(gate, up) -> None:
+    check_float("gate", gate)
+    if gate.dim() == 0:
+        raise ValueError("gate must have at least one dimension")
+    if up is None:
+        if gate.shape[-1] % 2:
+            raise ValueError(f"gate's last dim ({gate.shape[-1]}) must be even when up is None "
+                             "(gate is then the packed [..., 2*I] input: gate half, then up half)")
+        return
+    check_float("up", up)
+    check_same_device("up", up, "gate", gate)
+    if up.dtype != gate.dtype:
+        raise TypeError(f"up has dtype {str(up.dtype).replace('torch.', '')} but gate has "
+                        f"{str(gate.dtype).replace('torch.', '')}")
+    if up.shape != gate.shape:
+        raise ValueError(f"up has shape {tuple(up.shape)} but gate has {tuple(gate.shape)}")
+
+
+def _gelu_activation(approximate: object) -> str:
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+    return "gelu" if approximate == "none" else "gelu_tanh"
+
+
+def swiglu(gate: torch.Tensor, up: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """silu(gate) * up. With up None, gate is the packed [..., 2*I] input (gate half, up half) and
+    the output is [..., I]. fp16/bf16/fp32, computed in fp32."""
+    _check_gated(gate, up)
+    return _gated_op(gate, up, "silu")
+
+
+def geglu(gate: torch.Tensor, up: Optional[torch.Tensor] = None, approximate: str = "tanh") -> torch.Tensor:
+    """gelu(gate, approximate) * up, approximate "tanh" (default) or "none" (erf). With up None,
+    gate is the packed [..., 2*I] input and the output is [..., I]."""
+    _check_gated(gate, up)
+    return _gated_op(gate, up, _gelu_activation(approximate))
+
+
+def bias_gelu(x: torch.Tensor, bias: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    """gelu(x + bias) with bias of shape [x.shape[-1]]; approximate "none" (erf, default) or "tanh"."""
+    check_float("x", x)
+    if x.dim() == 0:
+        raise ValueError("x must have at least one dimension")
+    check_float("bias", bias)
+    check_same_device("bias", bias, "x", x)
+    if bias.shape != (x.shape[-1],):
+        raise ValueError(f"bias must have shape ({x.shape[-1]},) to match x's last dim, got {tuple(bias.shape)}")
+    if bias.numel() > 1 and bias.stride(0) != 1:
+        raise ValueError("bias must be contiguous")
+    return _bias_gelu_op(x, bias, _gelu_activation(approximate))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference, eager forms, cost, cases
+
+_ACT_F64 = {
+    "silu": F.silu,
+    # from erfc: F.gelu's 1 + erf(x / sqrt 2) cancels even in float64 past x = -6
+    "gelu": lambda x: 0.5 * x * torch.special.erfc(-x * 0.5**0.5),
+    "gelu_tanh": functools.partial(F.gelu, approximate="tanh"),
+}
+
+
+def gated_reference(gate: torch.Tensor, up: Optional[torch.Tensor], activation: str) -> torch.Tensor:
+    """act(gate) * up in float64 (up None: gate is the packed [..., 2*I] input)."""
+    if up is None:
+        gate, up = gate.chunk(2, -1)
+    return _ACT_F64[activation](gate.double()) * up.double()
+
+
+def swiglu_reference(gate, up=None):
+    return gated_reference(gate, up, "silu")
+
+
+def geglu_reference(gate, up=None, approximate="tanh"):
+    return gated_reference(gate, up, _gelu_activation(approximate))
+
+
+def bias_gelu_reference(x, bias, approximate="none"):
+    return _ACT_F64[_gelu_activation(approximate)](x.double() + bias.double())
+
+
+def swiglu_packed_eager(x):
+    gate, up = x.chunk(2, -1)
+    return F.silu(gate) * up
+
+
+def _cost(tensors: int, flops_per_element: int, bias: bool = False):
+    """`tensors` [M, N] tensors moved (inputs read once + the output written once), plus a bias row."""
+    def cost(shape: tuple[int, ...], dtype: torch.dtype) -> Cost:
+        n = math.prod(shape)
+        return Cost(flops=flops_per_element * n,
+                    bytes=(tensors * n + (shape[-1] if bias else 0)) * dtype.itemsize)
+    return cost
+
+
+def _make_gated(shape, dtype, device):
+    return torch.randn(shape, device=device, dtype=dtype), torch.randn(shape, device=device, dtype=dtype)
+
+
+def _make_packed(shape, dtype, device):
+    return (torch.randn((*shape[:-1], 2 * shape[-1]), device=device, dtype=dtype),)
+
+
+def _make_bias(shape, dtype, device):
+    return torch.randn(shape, device=device, dtype=dtype), torch.randn(shape[-1], device=device, dtype=dtype)
+
+
+def _liger_swiglu():
+    try:
+        from liger_kernel.ops.swiglu import LigerSiLUMulFunction
+    except ImportError:
+        return None
+    return LigerSiLUMulFunction.apply
+
+
+def _liger_geglu():
+    try:
+        from liger_kernel.ops.geglu import LigerGELUMulFunction
+    except ImportError:
+        return None
+    return LigerGELUMulFunction.apply
+
+
+# FLOPs per output element: silu 4 (mul, exp2, add, div) + 1 (mul by up); gelu_tanh 7 + 1;
+# bias + gelu (erf): 1 + about 6 (erf counted as a few FLOPs)
+registry.register(registry.OpSpec(
+    name="swiglu", family="activations", make_inputs=_make_gated, run=swiglu, reference=swiglu_reference,
+    eager=lambda gate, up: F.silu(gate) * up, cost=_cost(3, 5), cases=registry.row_sweep(),
+    peers={"liger": _liger_swiglu}))
+registry.register(registry.OpSpec(
+    name="swiglu_packed", family="activations", make_inputs=_make_packed, run=swiglu,
+    reference=swiglu_reference, eager=swiglu_packed_eager, cost=_cost(3, 5), cases=registry.row_sweep()))
+registry.register(registry.OpSpec(
+    name="geglu", family="activations", make_inputs=_make_gated, run=geglu, reference=geglu_reference,
+    eager=lambda gate, up: F.gelu(gate, approximate="tanh") * up, cost=_cost(3, 8), cases=registry.row_sweep(),
+    peers={"liger": _liger_geglu}))
+registry.register(registry.OpSpec(
+    name="bias_gelu", family="activations", make_inputs=_make_bias, run=bias_gelu,
+    reference=bias_gelu_reference, eager=lambda x, bias: F.gelu(x + bias), cost=_cost(2, 7, bias=True),
+    cases=registry.row_sweep()))

@@ -1,0 +1,682 @@
+r"""Attention forward for prefill (FlashAttention-2 style): softmax(Q K^T * scale + mask) V without the
+[Sq, Sk] score matrix ever reaching memory.
+
+For one (batch, query head h) with q [Sq, D], k and v [Sk, D] of key/value head h // (Hq / Hkv) (GQA;
+MQA when Hkv = 1), query i is aligned to key position i' = i + Sk - Sq (bottom-right, as flash-attn:
+the last query sees the last key; equals SDPA's is_causal when Sq == Sk) and sees the keys
+
+    j in [i' - left, i' + right],   0 <= j < Sk
+
+with window = (left, right) (None or -1: unbounded; an int w means (w, unbounded)) and causal forcing
+right = 0. Then, with s_ij = scale * q_i . k_j (scale defaults to 1/sqrt(D)) over the keys i sees,
+
+    lse_i = log sum_j exp(s_ij)          out_i = sum_j exp(s_ij - lse_i) v_j
+
+A query that sees no key at all (a window, or causal with Sq > Sk) gets out_i = 0 and lse_i = -inf,
+never NaN. lse is fp32, natural log.
+
+The kernel: one program per BLOCK_M queries of one (batch, head), the query tile held on chip while
+BLOCK_N key/value tiles stream past (online softmax in fp32: running max m and sum l, rescaled when
+m grows; exp2 with scale * log2(e) folded into one multiply-add). The key range of a program is cut
+into three loops: masked tiles at the window's left edge, tiles every query of the block sees fully
+(no mask arithmetic at all), masked tiles on the diagonal / window's right edge / the sequence end.
+Tiles nobody in the block sees are never loaded. Programs are launched heaviest (last) query tile
+first, so that causal's long tiles do not trail at the end.
+
+Which path runs:
+- TMA (sm_90+, and the interpreter), when every base is 16-byte aligned and every stride a multiple
+  of 16 bytes: tiles move through tensor descriptors, out-of-range rows and the head-dim padding read
+  as 0 and stores are clipped. Dense calls pass descriptors made on the host over the 4-D views
+  ([1, 1, rows, D] boxes); varlen calls and warp-specialised configs make 2-D descriptors per
+  (sequence, head) in the kernel (exact sequence bounds; a 128-byte workspace per descriptor and
+  program from triton's allocator).
+- Pointer loads otherwise (older GPUs, unaligned views): masked loads on the masked tiles only.
+- A one-loop kernel (no window, not causal, dense, Sk a multiple of BLOCK_N) on TMA takes
+  ONE_LOOP_CONFIGS, where Triton warp-specialises the loop on Hopper; everything else CONFIGS. Hopper's
+  warp specialisation handles one loop per kernel: a warp-specialised config of a kernel that needs
+  masks runs one loop over the whole key range, masked throughout.
+D <= 256 runs in a tile padded to the next power of two (>= 16). The config tables are first choices,
+to be tuned on the H200.
+
+attention_varlen takes flash-attn's packed layout ([total_tokens, H, D], cu_seqlens int32 [batch+1]):
+the same kernel, each program reading its sequence's bounds. Tokens past cu_seqlens_q[-1] are left
+unwritten, and cu_seqlens are not validated on the device (that would need a host sync).
+
+Traffic: each program reads its query tile once and each key/value tile of its range once (from L2
+when programs of the same head run together); writes its out tile (and lse) once. The floor counted
+by the cost model is q, k, v read once and out written once; FLOPs are 4 * D per (query, visible key).
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Optional, Union
+
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+from rooftop import registry
+from rooftop.ops._support import cdiv, check_float, check_same_device, launch, runs_kernel, torch_op
+from rooftop.roofline import Cost
+
+LOG2E = 1.4426950408889634
+MAX_HEAD_DIM = 256
+MAX_GRID_Y = 65535  # CUDA's limit on the query-tile axis of the grid
+
+Window = Union[None, int, tuple]
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    block_m: int  # queries per program
+    block_n: int  # keys per loop step
+    num_warps: int
+    num_stages: int  # key/value tiles in flight
+    # TMA only: a producer warp group + two consumer groups of num_warps warps (12 warps in all) on
+    # Hopper, descriptors made in the kernel; a kernel that needs masks then runs one loop, masked throughout
+    warp_specialize: bool = False
+
+
+# Launch parameters for 16-bit inputs on sm_90 (H200), per padded head dim: first choices from the
+# Triton tutorial's Hopper configs and a cross-compile for sm_90 (no register spills; q tile +
+# num_stages * (k + v tiles) <= 227 KB of shared memory); to be tuned by measurement.
+# One-loop kernels (non-causal, no window, Sk a multiple of BLOCK_N, TMA): the tutorial's Hopper choice,
+# warp specialisation of the one loop.
+ONE_LOOP_CONFIGS = {16: AttentionConfig(128, 64, 4, 3), 32: AttentionConfig(128, 64, 4, 3),
+                    64: AttentionConfig(128, 128, 4, 3, True), 128: AttentionConfig(128, 128, 4, 2, True),
+                    256: AttentionConfig(128, 64, 8, 2)}
+# Everything else: causal, windows, varlen, a ragged last key tile, pointer loads. Masks on the masked
+# tiles only (up to three loops); a warp_specialize=True entry would instead mask every tile of one loop
+# (compiles for sm_90; which is faster is for measurement to say).
+CONFIGS = {16: AttentionConfig(128, 64, 4, 3), 32: AttentionConfig(128, 64, 4, 3),
+           64: AttentionConfig(128, 128, 8, 3), 128: AttentionConfig(128, 128, 8, 2),
+           256: AttentionConfig(128, 64, 8, 2)}
+# float32 runs exact fp32 dots (no tensor cores): a correctness path, tiles small enough to barely spill.
+FP32_CONFIG = AttentionConfig(32, 16, 4, 2)
+# The interpreter: small tiles so that tiny test sizes still cross several tiles and every loop.
+INTERPRETER_CONFIG = AttentionConfig(16, 16, 4, 1)
+# Set False to force the pointer path where TMA would run (tests, tuning).
+TMA_ENABLED = True
+
+
+def attention_config(block_d: int, dtype: torch.dtype, device: torch.device, one_loop: bool) -> AttentionConfig:
+    if device.type == "cpu":
+        return INTERPRETER_CONFIG
+    if dtype == torch.float32:
+        return FP32_CONFIG
+    return (ONE_LOOP_CONFIGS if one_loop else CONFIGS)[block_d]
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel
+
+
+@triton.jit
+def _tile_source(t, tb, head, start, n_rows, stride_b, stride_h, stride_s, ROWS: tl.constexpr,
+                 BLOCK_D: tl.constexpr, D: tl.constexpr, USE_TMA: tl.constexpr):
+    """Where the tiles of one head of `t` come from: a descriptor made on the host over t's
+    [batch, head, seq, D] view, used as is; else the head's rows start.. start + n_rows, as a 2-D TMA
+    descriptor made here (USE_TMA: bounds exact per sequence) or a pointer."""
+    if isinstance(t, tl.tensor_descriptor):
+        return t
+    else:
+        base = t + tl.cast(tb, tl.int64) * stride_b + tl.cast(head, tl.int64) * stride_h + \
+            tl.cast(start, tl.int64) * stride_s
+        if USE_TMA:
+            return tl.make_tensor_descriptor(base, [tl.maximum(n_rows, 1), D], [stride_s, 1], [ROWS, BLOCK_D])
+        else:
+            return base
+
+
+@triton.jit
+def _load_tile(src, tb, head, start, row0, n_rows, stride_s, ROWS: tl.constexpr, BLOCK_D: tl.constexpr,
+               D: tl.constexpr, MASK_ROWS: tl.constexpr):
+    """Rows row0.. row0 + ROWS of a head (from its row `start`) as [ROWS, BLOCK_D]; columns >= D read as
+    0, and rows >= n_rows too (pointers: with MASK_ROWS; descriptors: rows past their bounds)."""
+    if isinstance(src, tl.tensor_descriptor):
+        if len(src.block_shape) == 4:
+            return src.load([tb, head, start + row0, 0]).reshape([ROWS, BLOCK_D])
+        else:
+            return src.load([row0, 0])
+    else:
+        rows = row0 + tl.arange(0, ROWS)
+        cols = tl.arange(0, BLOCK_D)
+        ptrs = src + rows.to(tl.int64)[:, None] * stride_s + cols[None, :]
+        if MASK_ROWS:
+            return tl.load(ptrs, mask=(rows[:, None] < n_rows) & (cols[None, :] < D), other=0.0)
+        elif BLOCK_D == D:
+            return tl.load(ptrs)
+        else:
+            return tl.load(ptrs, mask=cols[None, :] < D, other=0.0)
+
+
+@triton.jit
+def _attend_tiles(acc, l_i, m_i, q, k_src, v_src, tb, kv_head, k_start, stride_ks, stride_vs, seqlen_k, q_pos,
+                  lo, hi, window_left, window_right, qk_scale,
+                  BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, D: tl.constexpr, MASKED: tl.constexpr,
+                  WARP_SPECIALIZE: tl.constexpr, PRECISION: tl.constexpr):
+    """Online softmax over the key tiles starting at lo, lo + BLOCK_N, ... < hi. MASKED: apply the
+    causal/window/sequence-end mask (scores -inf), guarding rows that have seen no key yet; otherwise
+    every query of the block sees every key of every tile and no mask is computed."""
+    offs_n = tl.arange(0, BLOCK_N)
+    for n0 in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+        k = _load_tile(k_src, tb, kv_head, k_start, n0, seqlen_k, stride_ks, BLOCK_N, BLOCK_D, D, MASKED)
+        qk = tl.dot(q, k.T, input_precision=PRECISION)
+        if MASKED:
+            k_pos = (n0 + offs_n)[None, :]
+            seen = (k_pos < seqlen_k) & (k_pos <= q_pos[:, None] + window_right) & \
+                (k_pos >= q_pos[:, None] - window_left)
+            qk = tl.where(seen, qk * qk_scale, -float("inf"))
+            m_new = tl.maximum(m_i, tl.max(qk, 1))
+            m_ref = tl.where(m_new == -float("inf"), 0.0, m_new)  # no key seen yet: exp2(-inf) = 0, not NaN
+            p = tl.math.exp2(qk - m_ref[:, None])
+            alpha = tl.math.exp2(m_i - m_ref)
+        else:
+            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)  # scale > 0: max commutes with it
+            p = tl.math.exp2(qk * qk_scale - m_new[:, None])
+            alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = _load_tile(v_src, tb, kv_head, k_start, n0, seqlen_k, stride_vs, BLOCK_N, BLOCK_D, D, MASKED)
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _attention_fwd_kernel(q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k,
+                          stride_qb, stride_qh, stride_qs, stride_kb, stride_kh, stride_ks,
+                          stride_vb, stride_vh, stride_vs, stride_ob, stride_oh, stride_os, stride_lb, stride_lh,
+                          n_q_heads, seqlen_q, seqlen_k, kv_group, qk_scale, window_left, window_right,
+                          D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+                          VARLEN: tl.constexpr, MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr,
+                          WRITE_LSE: tl.constexpr, USE_TMA: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+                          PRECISION: tl.constexpr):
+    # Reads the q tile once, each k/v tile of the key range once (BLOCK_N * D * 2 * itemsize bytes per
+    # step, mostly from L2: the programs of one head run side by side), writes out (and lse) once.
+    bh = tl.program_id(0)
+    b = bh // n_q_heads
+    h = bh % n_q_heads
+    kv_head = h // kv_group
+    m0 = (tl.num_programs(1) - 1 - tl.program_id(1)) * BLOCK_M  # heaviest (last) query tiles first
+    if VARLEN:
+        tb = 0
+        q_start = tl.load(cu_seqlens_q + b)
+        seqlen_q = tl.load(cu_seqlens_q + b + 1) - q_start
+        k_start = tl.load(cu_seqlens_k + b)
+        seqlen_k = tl.load(cu_seqlens_k + b + 1) - k_start
+        if not WARP_SPECIALIZE:  # (warp specialisation cannot follow an early exit: it gets no key, below)
+            if m0 >= seqlen_q:  # a tile past a sequence shorter than the longest
+                return
+    else:
+        tb = b
+        q_start = 0
+        k_start = 0
+    q_src = _tile_source(q, tb, h, q_start, seqlen_q, stride_qb, stride_qh, stride_qs, BLOCK_M, BLOCK_D, D, USE_TMA)
+    k_src = _tile_source(k, tb, kv_head, k_start, seqlen_k, stride_kb, stride_kh, stride_ks, BLOCK_N, BLOCK_D, D,
+                         USE_TMA)
+    v_src = _tile_source(v, tb, kv_head, k_start, seqlen_k, stride_vb, stride_vh, stride_vs, BLOCK_N, BLOCK_D, D,
+                         USE_TMA)
+    q_tile = _load_tile(q_src, tb, h, q_start, m0, seqlen_q, stride_qs, BLOCK_M, BLOCK_D, D, True)
+
+    # The key range of the block, cut at tile boundaries into: masked tiles at the window's left edge
+    # [lo, full_lo), tiles every query sees [full_lo, full_hi), masked tiles up to hi (diagonal, right
+    # edge, sequence end). q_pos = i' = i + Sk - Sq, the key position query i is aligned to.
+    offs_m = tl.arange(0, BLOCK_M)
+    q_pos = m0 + offs_m + (seqlen_k - seqlen_q)
+    first_q = m0 + seqlen_k - seqlen_q
+    last_q = tl.minimum(m0 + BLOCK_M, seqlen_q) - 1 + seqlen_k - seqlen_q
+    lo = tl.maximum(first_q - window_left, 0) // BLOCK_N * BLOCK_N
+    hi = tl.maximum(tl.minimum(last_q + window_right + 1, seqlen_k), lo)  # hi == lo: no key for the block
+    if VARLEN:
+        hi = tl.where(m0 < seqlen_q, hi, lo)  # a tile past its sequence
+    full_lo = tl.minimum(tl.maximum(tl.cdiv(tl.maximum(last_q - window_left, 0), BLOCK_N) * BLOCK_N, lo), hi)
+    full_hi = tl.maximum(tl.minimum(tl.maximum(tl.minimum(first_q + window_right + 1, seqlen_k), 0)
+                                    // BLOCK_N * BLOCK_N, hi), full_lo)
+
+    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    # MASK_LEFT / MASK_RIGHT False: that loop is statically empty and left out. Hopper's warp
+    # specialisation handles one loop per kernel: with it, a kernel that needs masks runs one masked loop.
+    if WARP_SPECIALIZE and (MASK_LEFT or MASK_RIGHT):
+        acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks, stride_vs,
+                                      seqlen_k, q_pos, lo, hi, window_left, window_right, qk_scale,
+                                      BLOCK_N, BLOCK_D, D, True, True, PRECISION)
+    else:
+        if MASK_LEFT:
+            acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks,
+                                          stride_vs, seqlen_k, q_pos, lo, full_lo, window_left, window_right,
+                                          qk_scale, BLOCK_N, BLOCK_D, D, True, False, PRECISION)
+        acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks, stride_vs,
+                                      seqlen_k, q_pos, full_lo, full_hi, window_left, window_right, qk_scale,
+                                      BLOCK_N, BLOCK_D, D, False, WARP_SPECIALIZE, PRECISION)
+        if MASK_RIGHT:
+            acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks,
+                                          stride_vs, seqlen_k, q_pos, full_hi, hi, window_left, window_right,
+                                          qk_scale, BLOCK_N, BLOCK_D, D, True, False, PRECISION)
+
+    # a query that saw no key: l = 0, acc = 0 -> out 0, lse -inf
+    l_safe = tl.where(l_i > 0, l_i, 1.0)
+    out = (acc * (1.0 / l_safe)[:, None]).to(q_tile.dtype)
+    rows = m0 + offs_m
+    o_dst = _tile_source(o, tb, h, q_start, seqlen_q, stride_ob, stride_oh, stride_os, BLOCK_M, BLOCK_D, D, USE_TMA)
+    if isinstance(o_dst, tl.tensor_descriptor):  # clips rows past the sequence and columns past D
+        if len(o_dst.block_shape) == 4:
+            o_dst.store([tb, h, m0, 0], out.reshape([1, 1, BLOCK_M, BLOCK_D]))
+        else:
+            o_dst.store([m0, 0], out)
+    else:
+        cols = tl.arange(0, BLOCK_D)
+        tl.store(o_dst + rows.to(tl.int64)[:, None] * stride_os + cols[None, :], out,
+                 mask=(rows < seqlen_q)[:, None] & (cols < D)[None, :])
+    if WRITE_LSE:
+        lse_row = lse + tl.cast(tb, tl.int64) * stride_lb + tl.cast(h, tl.int64) * stride_lh + q_start
+        lse_val = tl.where(l_i > 0, (m_i + tl.math.log2(l_safe)) * 0.6931471805599453, -float("inf"))  # * ln 2
+        tl.store(lse_row + rows, lse_val, mask=rows < seqlen_q)
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch
+
+
+def _block_d(D: int) -> int:
+    return max(16, 1 << (D - 1).bit_length())
+
+
+def _tma_strides(t: torch.Tensor) -> Optional[list[int]]:
+    """Strides of a 4-D [batch, head, seq, D] view for a TMA descriptor, or None when TMA cannot address
+    it. A size-1 dim's stride is never used; it is given the value that keeps the strides ordered."""
+    if t.data_ptr() % 16:
+        return None
+    unit = 16 // t.element_size()
+    strides, span = [1], t.shape[3]
+    for size, stride in zip(reversed(t.shape[:3]), reversed(t.stride()[:3])):
+        if size == 1:
+            stride = cdiv(span, unit) * unit
+        elif stride <= 0 or stride % unit:
+            return None
+        strides.insert(0, stride)
+        span = max(span, stride * size)
+    return strides
+
+
+def _outer_to_inner(strides: list[int]) -> bool:
+    """Strides that shrink from batch to head to seq: the layouts host-made 4-D descriptors are given
+    (a [B, S, H, D] tensor seen as [B, H, S, D] is not; it gets 2-D descriptors made per head)."""
+    return strides[0] >= strides[1] >= strides[2]
+
+
+@functools.lru_cache(maxsize=None)
+def _tma_capable(device_index: int) -> bool:
+    """sm_90+; the interpreter (-1) emulates descriptors."""
+    return device_index < 0 or torch.cuda.get_device_capability(device_index)[0] >= 9
+
+
+def _workspace(size: int, alignment: int, stream: Optional[int]) -> torch.Tensor:
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def _ensure_allocator() -> None:
+    """Kernels that make TMA descriptors on the device need triton's allocator for them (128 bytes per
+    descriptor and program); install one from torch's caching allocator unless the user has set one."""
+    from triton.runtime import _allocation
+
+    if isinstance(_allocation._allocator.get(), _allocation.NullAllocator):
+        triton.set_allocator(_workspace)
+
+
+def _launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, causal, scale, left, right, varlen) -> None:
+    """Run the kernel on 4-D [batch, head, seq, D] views (varlen: batch 1, seq = the packed tokens, and
+    max_q/max_k bound a sequence); lse3 [batch, Hq, seq] or None; left/right: window bounds, -1 unbounded."""
+    D = q4.shape[-1]
+    block_d = _block_d(D)
+    tma_strides = [_tma_strides(t) for t in (q4, k4, v4, o4)]
+    use_tma = TMA_ENABLED and _tma_capable(q4.device.index if q4.is_cuda else -1) and None not in tma_strides
+    mask_left, mask_right = left >= 0, causal or right >= 0 or varlen
+    cfg = attention_config(block_d, q4.dtype, q4.device, use_tma and not (mask_left or mask_right))
+    if k4.shape[2] % cfg.block_n:  # the ragged last key tile goes through the masked loop
+        mask_right = True
+        cfg = attention_config(block_d, q4.dtype, q4.device, False)
+    warp_specialize = use_tma and cfg.warp_specialize
+    tiles_m = cdiv(max_q, cfg.block_m)
+    if tiles_m > MAX_GRID_Y:
+        raise ValueError(f"query length {max_q} is past the kernel's limit of {MAX_GRID_Y * cfg.block_m}")
+    sq, sk, sv, so = tma_strides if use_tma else (list(t.stride()) for t in (q4, k4, v4, o4))
+    args = [q4, k4, v4, o4]
+    if use_tma and not (varlen or warp_specialize) and all(map(_outer_to_inner, (sq, sk, sv, so))):
+        # descriptors made on the host: no in-kernel setup
+        args = [TensorDescriptor(t, list(t.shape), s, [1, 1, rows, block_d]) for t, s, rows in
+                ((q4, sq, cfg.block_m), (k4, sk, cfg.block_n), (v4, sv, cfg.block_n), (o4, so, cfg.block_m))]
+    elif use_tma and q4.is_cuda:  # made per (sequence, head) in the kernel
+        _ensure_allocator()
+    unbounded = max_q + max_k  # wider than any query can reach
+    lse_strides = lse3.stride()[:2] if lse3 is not None else (0, 0)
+    launch(_attention_fwd_kernel, (n_batch * q4.shape[1], tiles_m),
+           *args, lse3 if lse3 is not None else q4, cu_q, cu_k,
+           sq[0], sq[1], sq[2], sk[0], sk[1], sk[2], sv[0], sv[1], sv[2], so[0], so[1], so[2], *lse_strides,
+           q4.shape[1], q4.shape[2], k4.shape[2], q4.shape[1] // k4.shape[1], scale * LOG2E,
+           unbounded if left < 0 else left, 0 if causal else (unbounded if right < 0 else right),
+           D=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_D=block_d, VARLEN=varlen, MASK_LEFT=mask_left,
+           MASK_RIGHT=mask_right, WRITE_LSE=lse3 is not None, USE_TMA=use_tma, WARP_SPECIALIZE=warp_specialize,
+           PRECISION="ieee" if q4.dtype == torch.float32 else "tf32",
+           num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks, the custom ops, the public functions
+
+
+def window_bounds(window: Window, causal: bool) -> tuple[int, int]:
+    """(left, right) from `window`, -1 meaning unbounded; causal makes right 0."""
+    if window is None:
+        left, right = -1, -1
+    elif isinstance(window, int) and not isinstance(window, bool):
+        left, right = window, -1
+    elif isinstance(window, (tuple, list)) and len(window) == 2:
+        left, right = (-1 if w is None else w for w in window)
+    else:
+        raise TypeError(f"window must be None, an int or a (left, right) pair, got {window!r}")
+    for name, w in (("left", left), ("right", right)):
+        if not isinstance(w, int) or isinstance(w, bool) or w < -1:
+            raise ValueError(f"window {name} must be an int >= 0 (or None / -1: unbounded), got {w!r}")
+    if causal:
+        if right > 0:
+            raise ValueError(f"window right must be 0 or None with causal=True, got {right}")
+        right = 0
+    return left, right
+
+
+def _check_scale(scale, D: int) -> float:
+    if scale is None:
+        return 1.0 / math.sqrt(D)
+    if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not 0 < scale < math.inf:
+        raise ValueError(f"scale must be a positive finite number, got {scale!r}")
+    return float(scale)
+
+
+def _check_qkv(q, k, v, ndim: int, layout: str) -> None:
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check_float(name, t)
+        if t.dim() != ndim:
+            raise ValueError(f"{name} must be {ndim}-D {layout}, got shape {tuple(t.shape)}")
+        if t.stride(-1) != 1 and t.shape[-1] > 1:
+            raise ValueError(f"{name} must have unit stride along its last dim (head_dim), got {t.stride(-1)}")
+    for name, t in (("k", k), ("v", v)):
+        check_same_device(name, t, "q", q)
+        if t.dtype != q.dtype:
+            raise TypeError(f"{name} has dtype {t.dtype} but q has {q.dtype}")
+    if v.shape != k.shape:
+        raise ValueError(f"v has shape {tuple(v.shape)} but k has {tuple(k.shape)}")
+    D = q.shape[-1]
+    if k.shape[-1] != D:
+        raise ValueError(f"k has head_dim {k.shape[-1]} but q has {D}")
+    if not 1 <= D <= MAX_HEAD_DIM:
+        raise ValueError(f"q has head_dim {D}; supported: 1..{MAX_HEAD_DIM}")
+    hq, hkv = q.shape[-3 if ndim == 4 else -2], k.shape[-3 if ndim == 4 else -2]
+    if hkv == 0 or hq % hkv:
+        raise ValueError(f"q's {hq} heads must be a multiple of k's and v's {hkv} heads (GQA)")
+
+
+def _new_out(q: torch.Tensor) -> torch.Tensor:
+    """Out [B, Hq, Sq, D] in q's layout: [B, S, H, D] memory when q is a transposed [B, S, H, D] (so that
+    a model's transpose back is free), else contiguous."""
+    B, H, S, D = q.shape
+    if q.stride(1) < q.stride(2) and H > 1 and S > 1:
+        return torch.empty(B, S, H, D, dtype=q.dtype, device=q.device).transpose(1, 2)
+    return torch.empty(B, H, S, D, dtype=q.dtype, device=q.device)
+
+
+def _lse_shape(shape, return_lse: bool):
+    return tuple(shape) if return_lse else (0,)
+
+
+def _attention_fake(q, k, v, causal, scale, left, right, return_lse):
+    return _new_out(q), q.new_empty(_lse_shape(q.shape[:3], return_lse), dtype=torch.float32)
+
+
+@torch_op("attention", fake=_attention_fake)
+def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float, left: int,
+                  right: int, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    if not runs_kernel(q):
+        ref, lse = attention_reference(q, k, v, causal, scale, (left, right), return_lse=True)
+        return _new_out(q).copy_(ref), lse.float() if return_lse else q.new_empty((0,), dtype=torch.float32)
+    B, Hq, Sq, D = q.shape
+    Sk = k.shape[2]
+    out = _new_out(q)
+    lse = torch.empty(_lse_shape((B, Hq, Sq), return_lse), dtype=torch.float32, device=q.device)
+    if out.numel() == 0:
+        return out, lse
+    if Sk == 0:  # no key anywhere
+        out.zero_()
+        lse.fill_(-math.inf)
+        return out, lse
+    _launch(q, k, v, out, lse if return_lse else None, q, q, B, Sq, Sk, causal, scale, left, right, varlen=False)
+    return out, lse
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+              scale: Optional[float] = None, window: Window = None, return_lse: bool = False):
+    """softmax(q k^T * scale + mask) v for q [B, Hq, Sq, D], k and v [B, Hkv, Sk, D] (SDPA's layout; any
+    strides with a unit last one); GQA/MQA when Hq is a multiple of Hkv. causal is aligned bottom-right
+    (query i sees keys j <= i + Sk - Sq); window = (left, right) or left: query i sees keys
+    [i' - left, i' + right], i' = i + Sk - Sq. scale defaults to 1/sqrt(D). Returns out [B, Hq, Sq, D],
+    and with return_lse also lse [B, Hq, Sq] fp32 (natural log). A query that sees no key gets 0 and -inf."""
+    _check_qkv(q, k, v, 4, "[batch, heads, seq, head_dim]")
+    if k.shape[0] != q.shape[0]:
+        raise ValueError(f"k has batch {k.shape[0]} but q has {q.shape[0]}")
+    left, right = window_bounds(window, bool(causal))
+    out, lse = _attention_op(q, k, v, bool(causal), _check_scale(scale, q.shape[-1]), left, right, bool(return_lse))
+    return (out, lse) if return_lse else out
+
+
+def _varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, left, right,
+                 return_lse):
+    return (torch.empty_like(q, memory_format=torch.contiguous_format),
+            q.new_empty(_lse_shape((q.shape[1], q.shape[0]), return_lse), dtype=torch.float32))
+
+
+@torch_op("attention_varlen", fake=_varlen_fake)
+def _attention_varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                         cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool, scale: float,
+                         left: int, right: int, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    if not runs_kernel(q):
+        out, lse = attention_varlen_reference(q, k, v, cu_seqlens_q, cu_seqlens_k, causal, scale, (left, right))
+        return out.to(q.dtype), lse.float() if return_lse else q.new_empty((0,), dtype=torch.float32)
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    lse = torch.empty(_lse_shape((q.shape[1], q.shape[0]), return_lse), dtype=torch.float32, device=q.device)
+    batch = cu_seqlens_q.shape[0] - 1
+    if out.numel() == 0 or batch == 0 or max_seqlen_q == 0:
+        return out, lse
+    if k.shape[0] == 0 or max_seqlen_k == 0:  # no key anywhere
+        out.zero_()
+        lse.fill_(-math.inf)
+        return out, lse
+    # [tokens, H, D] -> [1, H, tokens, D] views: one kernel for both layouts
+    q4, k4, v4, o4 = (t.unsqueeze(0).transpose(1, 2) for t in (q, k, v, out))
+    _launch(q4, k4, v4, o4, lse.unsqueeze(0) if return_lse else None, cu_seqlens_q, cu_seqlens_k, batch,
+            max_seqlen_q, max_seqlen_k, causal, scale, left, right, varlen=True)
+    return out, lse
+
+
+def attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                     cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool = False,
+                     scale: Optional[float] = None, window: Window = None, return_lse: bool = False):
+    """attention() over packed sequences (flash-attn's varlen API): q [total_q, Hq, D], k and v
+    [total_k, Hkv, D]; sequence b is rows cu_seqlens_q[b]:cu_seqlens_q[b+1] of q (likewise k, v), the
+    cu_seqlens int32 [batch + 1]; max_seqlen_q/k bound every sequence's length. Returns out
+    [total_q, Hq, D], and with return_lse also lse [Hq, total_q] fp32."""
+    _check_qkv(q, k, v, 3, "[tokens, heads, head_dim]")
+    for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        if not isinstance(cu, torch.Tensor) or cu.dtype != torch.int32 or cu.dim() != 1 or cu.shape[0] < 1:
+            raise TypeError(f"{name} must be a 1-D int32 tensor [batch + 1]")
+        check_same_device(name, cu, "q", q)
+        if cu.stride(0) != 1 and cu.shape[0] > 1:
+            raise ValueError(f"{name} must be contiguous")
+    if cu_seqlens_k.shape[0] != cu_seqlens_q.shape[0]:
+        raise ValueError(f"cu_seqlens_k has {cu_seqlens_k.shape[0]} entries but cu_seqlens_q has "
+                         f"{cu_seqlens_q.shape[0]}")
+    for name, n in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+        if not isinstance(n, (int, torch.SymInt)) or isinstance(n, bool) or n < 0:
+            raise ValueError(f"{name} must be an int >= 0, got {n!r}")
+    left, right = window_bounds(window, bool(causal))
+    out, lse = _attention_varlen_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, bool(causal),
+                                    _check_scale(scale, q.shape[-1]), left, right, bool(return_lse))
+    return (out, lse) if return_lse else out
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference, eager form, cost, cases
+
+
+def _visible(Sq: int, Sk: int, left: int, right: int, device) -> torch.Tensor:
+    """[Sq, Sk] bool: which keys each query sees (bottom-right aligned; -1 unbounded)."""
+    i = torch.arange(Sq, device=device)[:, None] + (Sk - Sq)
+    j = torch.arange(Sk, device=device)[None, :]
+    seen = torch.ones(Sq, Sk, dtype=torch.bool, device=device)
+    if left >= 0:
+        seen &= j >= i - left
+    if right >= 0:
+        seen &= j <= i + right
+    return seen
+
+
+def attention_reference(q, k, v, causal=False, scale=None, window=None, return_lse=False):
+    """The same maths in float64, the softmax materialised (query rows in chunks, so that it fits on a
+    GPU at S = 16384); GQA by repeat_interleave; rows that see no key give 0 (lse -inf)."""
+    left, right = window_bounds(window, bool(causal))
+    B, Hq, Sq, D = q.shape
+    scale = _check_scale(scale, D)
+    group = Hq // max(k.shape[1], 1)
+    kd = k.double().repeat_interleave(group, 1)
+    vd = v.double().repeat_interleave(group, 1)
+    seen = _visible(Sq, k.shape[2], left, right, q.device)
+    out = torch.zeros(B, Hq, Sq, D, dtype=torch.float64, device=q.device)
+    lse = torch.full((B, Hq, Sq), -math.inf, dtype=torch.float64, device=q.device)
+    chunk = max(1, 2**27 // max(1, B * Hq * k.shape[2]))
+    for s in range(0, Sq, chunk):
+        scores = (q[:, :, s:s + chunk].double() @ kd.transpose(-1, -2)) * scale
+        scores = scores.masked_fill(~seen[s:s + chunk], -math.inf)
+        rows_lse = torch.logsumexp(scores, -1)
+        p = torch.exp(scores - torch.where(torch.isinf(rows_lse), 0.0, rows_lse)[..., None])
+        out[:, :, s:s + chunk] = p @ vd
+        lse[:, :, s:s + chunk] = rows_lse
+    return (out, lse) if return_lse else out
+
+
+def attention_varlen_reference(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=False, scale=None, window=None):
+    """Per sequence, the dense reference (float64): (out [total_q, Hq, D], lse [Hq, total_q])."""
+    out = torch.zeros(q.shape, dtype=torch.float64, device=q.device)
+    lse = torch.full((q.shape[1], q.shape[0]), -math.inf, dtype=torch.float64, device=q.device)
+    cq, ck = cu_seqlens_q.tolist(), cu_seqlens_k.tolist()
+    for b in range(len(cq) - 1):
+        qs, ks = slice(cq[b], cq[b + 1]), slice(ck[b], ck[b + 1])
+        o, l = attention_reference(q[qs].transpose(0, 1)[None], k[ks].transpose(0, 1)[None],
+                                   v[ks].transpose(0, 1)[None], causal, scale, window, return_lse=True)
+        out[qs] = o[0].transpose(0, 1)
+        lse[:, qs] = l[0]
+    return out, lse
+
+
+def attention_eager(q, k, v, causal=False, scale=None, window=None):
+    """Materialised attention as a model writes it (Hugging Face's eager path): scores in the input
+    dtype, softmax in fp32, GQA by repeating k/v heads."""
+    left, right = window_bounds(window, bool(causal))
+    group = q.shape[1] // k.shape[1]
+    if group > 1:
+        k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+    scores = (q @ k.transpose(-1, -2)) * _check_scale(scale, q.shape[-1])
+    if left >= 0 or right >= 0:
+        scores = scores.masked_fill(~_visible(q.shape[2], k.shape[2], left, right, q.device), -math.inf)
+    return torch.softmax(scores.float(), dim=-1).to(q.dtype) @ v
+
+
+def visible_pairs(Sq: int, Sk: int, left: int = -1, right: int = -1) -> int:
+    """Number of (query, key) pairs attended, per (batch, head)."""
+    i = torch.arange(Sq, dtype=torch.int64) + (Sk - Sq)
+    lo = (i - left).clamp_min(0) if left >= 0 else torch.zeros_like(i)
+    hi = (i + right).clamp_max(Sk - 1) if right >= 0 else torch.full_like(i, Sk - 1)
+    return int((hi - lo + 1).clamp_min(0).sum())
+
+
+def attention_cost(shape: tuple[int, ...], dtype: torch.dtype, causal: bool = False, window: Window = None) -> Cost:
+    """shape [B, Hq, S, D] (Sq = Sk = S): q, k, v read once, out written once; QK^T and PV, 2 * D FLOPs
+    each per visible (query, key) pair."""
+    B, H, S, D = shape
+    left, right = window_bounds(window, causal)
+    return Cost(flops=4 * B * H * D * visible_pairs(S, S, left, right), bytes=4 * B * H * S * D * dtype.itemsize)
+
+
+def _make_qkv(shape, dtype, device):
+    return tuple(torch.randn(shape, device=device, dtype=dtype) for _ in range(3))
+
+
+def _sdpa_peer(backend_name: str, causal: bool):
+    """SDPA with one backend forced; None when that backend cannot run here."""
+    def factory():
+        if not torch.cuda.is_available():
+            return None
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        backend = getattr(SDPBackend, backend_name)
+
+        def run(q, k, v):
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=q.shape[1] != k.shape[1])
+
+        try:
+            probe = torch.randn(1, 2, 128, 64, device="cuda", dtype=torch.bfloat16)
+            run(probe, probe, probe)
+        except RuntimeError:
+            return None
+        return run
+    return factory
+
+
+def attention_peak_memory(S: int = 16384, B: int = 1, H: int = 16, D: int = 128, dtype: torch.dtype = torch.bfloat16,
+                          causal: bool = False) -> dict[str, Optional[int]]:
+    """Peak bytes allocated by one call beyond its inputs (torch.cuda.max_memory_allocated), for rooftop's
+    attention and the materialised eager form (None where that ran out of memory). Needs a GPU."""
+    q, k, v = _make_qkv((B, H, S, D), dtype, "cuda")
+    peaks: dict[str, Optional[int]] = {}
+    for name, fn in (("rooftop", lambda: attention(q, k, v, causal)),
+                     ("eager", lambda: attention_eager(q, k, v, causal))):
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        try:
+            out = fn()
+            torch.cuda.synchronize()
+            peaks[name] = torch.cuda.max_memory_allocated() - base
+            del out
+        except torch.OutOfMemoryError:
+            peaks[name] = None
+        torch.cuda.empty_cache()
+    return peaks
+
+
+ATTENTION_SWEEP = (512, 1024, 2048, 4096, 8192, 16384)
+
+
+def attention_cases(heads: int, head_dim: int, tokens: int = 16384) -> tuple[tuple[int, int, int, int], ...]:
+    """[B, H, S, D] cases with B * S = tokens (the anchors' sweep)."""
+    return tuple((tokens // s, heads, s, head_dim) for s in ATTENTION_SWEEP)
+
+
+for _name, _heads, _dim in (("attention", 16, 128), ("attention_d64", 32, 64), ("attention_d256", 8, 256)):
+    for _causal in (False, True):
+        registry.register(registry.OpSpec(
+            name=_name + ("_causal" if _causal else ""), family="attention", make_inputs=_make_qkv,
+            run=lambda q, k, v, c=_causal: attention(q, k, v, c),
+            reference=lambda q, k, v, c=_causal: attention_reference(q, k, v, c),
+            eager=lambda q, k, v, c=_causal: attention_eager(q, k, v, c),
+            cost=lambda shape, dtype, c=_causal: attention_cost(shape, dtype, c),
+            cases=attention_cases(_heads, _dim),
+            peers={p: _sdpa_peer(b, _causal) for p, b in (("sdpa_flash", "FLASH_ATTENTION"),
+                                                          ("sdpa_cudnn", "CUDNN_ATTENTION"),
+                                                          ("sdpa_efficient", "EFFICIENT_ATTENTION"))},
+            x_key="S"))

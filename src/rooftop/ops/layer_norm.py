@@ -1,0 +1,448 @@
+r"""LayerNorm, optionally fused with the residual add of a pre-norm transformer block.
+
+For a row x of width N, weight w, bias b and eps:
+
+    mean = (1/N) \sum_j x_j,   var = (1/N) \sum_j (x_j - mean)^2
+    layer_norm(x)_i = (x_i - mean) / sqrt(var + eps) * w_i + b_i        (w or b None: left out)
+
+With a residual (the pre-norm residual stream), r = x + residual is formed first, rounded to the
+input dtype (it is the new residual stream, stored as such), and normalised:
+
+    r = x + residual;   y = layer_norm(r)        -> returns (y, r)
+
+`fused_add_layer_norm_(x, residual, w, b, eps)` does the same in place, with vLLM's semantics:
+residual <- x + residual, x <- layer_norm(residual).
+
+Statistics in fp32 for every dtype, of the shifted values x - s, s a first fp32 estimate of the
+mean: x - s is exact for x within a factor 2 of s (Sterbenz), so mean and variance keep fp32
+precision relative to the spread of the row, not to its mean. (A row 1e4 + randn: an fp32 mean alone
+is off by up to 5e-4, which every output inherits; E[x^2] - E[x]^2 loses everything.)
+- whole row on chip: s = fp32(sum(x) / N); then, from registers, c = mean(x - s) (the part of the
+  mean that s missed) and m2 = mean((x - s)^2); var = m2 - c^2 and y = ((x - s) - c) * rstd.
+- looped: s = the mean of the row's first tile. A lane (one thread's GROUP contiguous values of a
+  tile) keeps a running (n, mean, M2) of its values x - s; each tile's group, of n_b values with mean
+  mean_b and M2_b (deviations taken about mean_b), is folded in by Chan's parallel merge:
+      delta = mean_b - mean,   mean += delta n_b / (n + n_b),   M2 += M2_b + delta^2 n n_b / (n + n_b),
+  and after the row the lanes merge the same way:
+      mean = \sum_l n_l mean_l / N,   M2 = \sum_l [M2_l + n_l (mean_l - mean)^2],   var = M2 / N.
+
+Which path runs (N = row width in elements):
+- N <= ONCHIP_MAX: whole rows in registers, BLOCK_M rows a program. Traffic: read x (and residual)
+  once, write y (and r) once, read w and b once per program (they stay in L2).
+- N > ONCHIP_MAX: persistent, one 32-warp program per SM, one row at a time. Pass 1 reads x (and
+  residual), writes r and folds each tile into the lanes' statistics, with the next tiles' loads in
+  flight (two of x alone, one each of x and residual); pass 2 walks the row back to front (the tiles
+  last touched are still in L2), reads r (or x) again and writes y, while the next row's first
+  tiles load. DRAM traffic is the minimum while (rows in flight * row bytes) fits L2: one row per SM,
+  17 MB for bf16 rows of 65536, 34 MB at 131072; at 262144 (67 MB) part of pass 2 reads DRAM.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from rooftop import registry
+from rooftop.ops._support import (as_rows, cdiv, check_float, check_same_device, launch, load_tile, num_sms,
+                                  onchip_config, runs_kernel, store_tile, torch_op)
+from rooftop.roofline import Cost
+
+ONCHIP_MAX = 32768  # widest row kept in registers (elements)
+# Launch parameters. On-chip: rms_norm's measured choices (NOTES.md); all to be tuned on the H200.
+ONCHIP_ELEMS_PER_THREAD = 16
+ONCHIP_BLOCK_ELEMS = 2048
+# Looped: one 32-warp program per SM (all the registers of one), which keeps loads in flight across
+# its rows itself (the next row's first tiles during pass 2), so one program per SM is enough.
+PROGRAMS_PER_SM = 1
+
+
+def looped_config(N: int, itemsize: int, vectorized: bool) -> tuple[int, int]:
+    """(TILE, num_warps) of the looped path. Loads that vectorize (16-byte aligned rows, N a multiple
+    of 16): 32 bytes a thread per tile (two 16-byte vectors), so that the Welford state, the tile
+    folded in and the tiles in flight fit the 64 registers a thread that 32 warps allow. Scalar loads
+    (each with its address and mask) fit 4 values a thread. Checked with ptxas for sm_90: no spills."""
+    return (32768 // itemsize if vectorized else 4096), 32
+
+
+def x_tiles_ahead(has_residual: bool) -> int:
+    """Tiles of x in flight in pass 1: 2 alone, 1 beside the residual's: 64 bytes a thread either way
+    (32 KB an SM with one tile, the likely limit of rms_norm's looped kernel without a residual:
+    73% of copy at N = 65536, against 91% with one)."""
+    return 1 if has_residual else 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels
+
+
+@triton.jit
+def _layer_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, M, N, x_stride, res_stride, y_stride,
+                              r_stride, eps, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
+                              HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # Reads x (+ residual) once and writes y (+ r) once: (2 or 4) * BLOCK_M * N * itemsize bytes.
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    rows = rows.to(tl.int64)
+    x = tl.load(x_ptr + rows[:, None] * x_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    if HAS_RESIDUAL:
+        res = tl.load(res_ptr + rows[:, None] * res_stride + cols[None, :], mask=mask, other=0.0)
+        r = (x + res.to(tl.float32)).to(r_ptr.dtype.element_ty)  # the new residual stream, as stored
+        tl.store(r_ptr + rows[:, None] * r_stride + cols[None, :], r, mask=mask)
+        x = r.to(tl.float32)
+    shift = tl.sum(x, axis=1) / N  # the fp32 mean, off by up to half an ulp of the mean
+    d = tl.where(mask, x - shift[:, None], 0.0)  # exact where x is near the mean
+    # sum(d) and sum(d^2) in one reduction (one pass through shared memory, not two)
+    sum_d, sum_dd = tl.split(tl.sum(tl.join(d, d * d), axis=1))
+    corr = sum_d / N  # what the shift missed of the mean
+    var = tl.maximum(sum_dd / N - corr * corr, 0.0)
+    y = (d - corr[:, None]) * tl.rsqrt(var + eps)[:, None]
+    if HAS_WEIGHT:
+        y = y * tl.load(w_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+    if HAS_BIAS:
+        y = y + tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+    tl.store(y_ptr + rows[:, None] * y_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _as_words(tile):
+    """A tile of 16-bit floats as 32-bit words, two values each (fp32 tiles as they are). Prefetched
+    tiles cross the loop in this form: ptxas then leaves them in the registers their loads fill. As
+    16-bit values it repacked them at the end of each trip (sm_90, Triton 3.6), which waits for the
+    load just issued: no load stayed in flight across trips."""
+    words = tile
+    if tile.dtype.primitive_bitwidth == 16:
+        even, odd = tl.split(tl.reshape(tile, [tile.shape[0] // 2, 2]))
+        words = even.to(tl.uint16, bitcast=True).to(tl.uint32) | (odd.to(tl.uint16, bitcast=True).to(tl.uint32) << 16)
+    return words
+
+
+@triton.jit
+def _from_words(words, DTYPE: tl.constexpr):
+    """The fp32 values of a tile of DTYPE held as `_as_words` made it, in their order."""
+    if DTYPE == tl.bfloat16:
+        even = (words << 16).to(tl.float32, bitcast=True)
+        odd = (words & 0xFFFF0000).to(tl.float32, bitcast=True)
+        values = tl.reshape(tl.join(even, odd), [words.shape[0] * 2])
+    elif DTYPE == tl.float16:
+        even = (words & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+        odd = (words >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+        values = tl.reshape(tl.join(even, odd), [words.shape[0] * 2])
+    else:
+        values = words.to(tl.float32)
+    return values
+
+
+@triton.jit
+def _row_head(x_ptr, res_ptr, row, M, N, x_stride, res_stride, cols, HAS_RESIDUAL: tl.constexpr,
+              X_AHEAD: tl.constexpr, X_POLICY: tl.constexpr):
+    """The loads that start `row`, as words: x's first X_AHEAD tiles and the residual's first (masked
+    off for a row past the last); unused ones are returned as x's first."""
+    live = row < M
+    x_row = x_ptr + tl.cast(row, tl.int64) * x_stride
+    x_first = _as_words(tl.load(x_row + cols, mask=live & (cols < N), other=0.0, eviction_policy=X_POLICY))
+    x_second = x_first
+    if X_AHEAD == 2:
+        x_second = _as_words(tl.load(x_row + cols.shape[0] + cols, mask=live & (cols.shape[0] + cols < N), other=0.0,
+                                     eviction_policy=X_POLICY))
+    res_first = x_first
+    if HAS_RESIDUAL:
+        res_first = _as_words(tl.load(res_ptr + tl.cast(row, tl.int64) * res_stride + cols, mask=live & (cols < N),
+                                      other=0.0, eviction_policy="evict_first"))
+    return x_first, x_second, res_first
+
+
+@triton.jit
+def _layer_norm_looped_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, M, N, x_stride, res_stride, y_stride,
+                              r_stride, eps, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
+                              HAS_BIAS: tl.constexpr, TILE: tl.constexpr, GROUP: tl.constexpr,
+                              X_AHEAD: tl.constexpr, X_POLICY: tl.constexpr, EVEN: tl.constexpr):
+    # Per row: pass 1 reads x (+ residual), writes r; pass 2 re-reads r (or x), mostly from L2,
+    # and writes y. Persistent: program p takes rows p, p + G, ... Loads in flight all the time:
+    # X_AHEAD tiles of x (+ one of the residual) ahead in pass 1, and the next row's first tiles
+    # during pass 2.
+    cols = tl.arange(0, TILE)
+    DTYPE: tl.constexpr = x_ptr.dtype.element_ty
+    x_next, x_after, res_next = _row_head(x_ptr, res_ptr, tl.program_id(0), M, N, x_stride, res_stride, cols,
+                                          HAS_RESIDUAL, X_AHEAD, X_POLICY)
+    for row in range(tl.program_id(0), M, tl.num_programs(0)):
+        x_row = x_ptr + tl.cast(row, tl.int64) * x_stride
+        y_row = y_ptr + tl.cast(row, tl.int64) * y_stride
+        if HAS_RESIDUAL:
+            res_row = res_ptr + tl.cast(row, tl.int64) * res_stride
+            src_row = r_ptr + tl.cast(row, tl.int64) * r_stride  # pass 2 reads the stored new residual
+        else:
+            src_row = x_row
+        # the shift: the mean of the first tile (already loaded), from registers so that the in-place
+        # op cannot race its own stores
+        r = _from_words(x_next, DTYPE)
+        if HAS_RESIDUAL:
+            r = (r + _from_words(res_next, DTYPE)).to(DTYPE).to(tl.float32)
+        shift = tl.sum(r, axis=0) / tl.minimum(N, TILE)
+        # pass 1: fold each tile into the lanes' running (count, mean, M2) of r - shift. The next
+        # loads are issued after the residual's store, so that ptxas can land them in place.
+        count = tl.zeros([TILE // GROUP], tl.float32)
+        mean = tl.zeros([TILE // GROUP], tl.float32)
+        m2 = tl.zeros([TILE // GROUP], tl.float32)
+        for off in range(0, N, TILE):
+            r = _from_words(x_next, DTYPE)
+            if HAS_RESIDUAL:
+                r = (r + _from_words(res_next, DTYPE)).to(DTYPE)  # the new residual, as stored
+                store_tile(src_row, off, cols, N, r, EVEN, "evict_last")
+                r = r.to(tl.float32)
+                res_next = _as_words(load_tile(res_row, off + TILE, cols, N, EVEN, "evict_first"))
+            if X_AHEAD == 2:
+                x_next = x_after
+                x_after = _as_words(load_tile(x_row, off + 2 * TILE, cols, N, EVEN, X_POLICY))
+            else:
+                x_next = _as_words(load_tile(x_row, off + TILE, cols, N, EVEN, X_POLICY))
+            # each lane's GROUP values of this tile (one thread's, contiguous): count, mean, deviations
+            group = tl.reshape(r - shift, [TILE // GROUP, GROUP])
+            if EVEN:
+                g_count = GROUP * 1.0
+                g_mean = tl.sum(group, axis=1) / GROUP
+                g_dev = group - g_mean[:, None]
+            else:
+                live = tl.reshape(off + cols < N, [TILE // GROUP, GROUP])
+                g_count = tl.sum(live.to(tl.float32), axis=1)
+                g_mean = tl.sum(tl.where(live, group, 0.0), axis=1) / tl.maximum(g_count, 1.0)
+                g_dev = tl.where(live, group - g_mean[:, None], 0.0)
+            # Chan's merge of the group into the lane
+            total = count + g_count
+            delta = g_mean - mean
+            share = g_count / tl.maximum(total, 1.0)
+            mean += delta * share
+            m2 += tl.sum(g_dev * g_dev, axis=1) + delta * delta * count * share
+            count = total
+        # Chan's merge of the lanes: the row's mean (of r - shift) and variance
+        row_mean = tl.sum(count * mean, axis=0) / N
+        lane_dev = mean - row_mean
+        rstd = tl.rsqrt(tl.sum(m2 + count * lane_dev * lane_dev, axis=0) / N + eps)
+        centre = row_mean * rstd  # y = (r - shift) * rstd - centre: one multiply-add an element
+        x_next, x_after, res_next = _row_head(x_ptr, res_ptr, row + tl.num_programs(0), M, N, x_stride, res_stride,
+                                              cols, HAS_RESIDUAL, X_AHEAD, X_POLICY)
+        # pass 2, back to front: the tiles touched last in pass 1 are the likeliest still in L2
+        off = (tl.cdiv(N, TILE) - 1) * TILE
+        r_next = load_tile(src_row, off, cols, N, EVEN, "evict_first")
+        while off >= 0:
+            r = r_next.to(tl.float32)
+            r_next = load_tile(src_row, off - TILE, cols, N, EVEN, "evict_first")
+            y = (r - shift) * rstd - centre
+            if HAS_WEIGHT:
+                y = y * load_tile(w_ptr, off, cols, N, EVEN, "evict_last").to(tl.float32)
+            if HAS_BIAS:
+                y = y + load_tile(b_ptr, off, cols, N, EVEN, "evict_last").to(tl.float32)
+            # y is not read again: its lines leave L2 first, the rows still to be re-read stay
+            store_tile(y_row, off, cols, N, y.to(y_ptr.dtype.element_ty), EVEN, "evict_first")
+            off -= TILE
+
+
+def layer_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
+                    bias: Optional[torch.Tensor], y: torch.Tensor, r: Optional[torch.Tensor], eps: float) -> None:
+    """LayerNorm of the [M, N] row views; with `residual`, r <- x + residual first and y <- norm(r).
+    Every view has unit column stride; y may alias x and r may alias residual (the in-place op)."""
+    M, N = x.shape
+    if M == 0 or N == 0:
+        return
+    has_res = residual is not None
+    args = (x, residual if has_res else x, weight if weight is not None else x, bias if bias is not None else x, y,
+            r if has_res else y, M, N, x.stride(0), residual.stride(0) if has_res else 0, y.stride(0),
+            r.stride(0) if has_res else 0, eps)
+    flags = dict(HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None)
+    if N <= ONCHIP_MAX:
+        block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
+        launch(_layer_norm_onchip_kernel, (cdiv(M, block_m),), *args, **flags, BLOCK_M=block_m, BLOCK_N=block_n,
+               num_warps=warps)
+        return
+    programs = min(M, PROGRAMS_PER_SM * num_sms(x.device.index if x.is_cuda else -1))
+    views = [t for t in (x, residual, y, r) if t is not None]
+    vectors = [t for t in (weight, bias) if t is not None]
+    # what Triton specialises on: 16-byte aligned pointers, row strides and N multiples of 16
+    vectorized = N % 16 == 0 and all(t.stride(0) % 16 == 0 for t in views) and \
+        all(t.data_ptr() % 16 == 0 for t in views + vectors)
+    tile, warps = looped_config(N, x.element_size(), vectorized)
+    # without a residual pass 2 re-reads x: ask L2 to keep it; with one, x is not read again.
+    # A lane's group is (with vectorized loads) one thread's 16-byte vector: no other thread is needed.
+    launch(_layer_norm_looped_kernel, (programs,), *args, **flags, TILE=tile, GROUP=16 // x.element_size(),
+           X_AHEAD=x_tiles_ahead(has_res), X_POLICY="evict_first" if has_res else "evict_last",
+           EVEN=N % tile == 0, num_warps=warps)
+
+
+# ---------------------------------------------------------------------------------------------
+# Wrappers: checks, the custom ops
+
+
+def _check_param(name: str, t: torch.Tensor, x: torch.Tensor) -> None:
+    """weight or bias: a float vector as wide as x's rows, on x's device, contiguous."""
+    check_float(name, t)
+    check_same_device(name, t, "x", x)
+    if t.shape != (x.shape[-1],):
+        raise ValueError(f"{name} must have shape ({x.shape[-1]},) to match x's last dim, got {tuple(t.shape)}")
+    if t.stride(0) != 1 and t.numel() > 1:
+        raise ValueError(f"{name} must be contiguous")
+
+
+def _check(x, residual, weight, bias, eps) -> None:
+    check_float("x", x)
+    if x.dim() == 0:
+        raise ValueError("x must have at least one dimension")
+    if residual is not None:
+        check_float("residual", residual)
+        check_same_device("residual", residual, "x", x)
+        if residual.shape != x.shape:
+            raise ValueError(f"residual has shape {tuple(residual.shape)} but x has {tuple(x.shape)}")
+        if residual.dtype != x.dtype:
+            raise TypeError(f"residual has dtype {residual.dtype} but x has {x.dtype}")
+    if weight is not None:
+        _check_param("weight", weight, x)
+    if bias is not None:
+        _check_param("bias", bias, x)
+    if not isinstance(eps, (int, float)) or not eps >= 0:
+        raise ValueError(f"eps must be a non-negative number, got {eps!r}")
+
+
+def _reference_outputs(x, residual, weight, bias, eps):
+    """(y, r) as the op returns them, from the float64 reference (CPU without the interpreter)."""
+    r = x if residual is None else (x + residual).contiguous()  # the new residual, rounded to x's dtype
+    return layer_norm_reference(r, weight, bias, eps).to(x.dtype).contiguous(), r
+
+
+def _ln_fake(x, weight, bias, eps):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch_op("layer_norm", fake=_ln_fake)
+def _layer_norm_op(x: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[torch.Tensor],
+                   eps: float) -> torch.Tensor:
+    if not runs_kernel(x):
+        return _reference_outputs(x, None, weight, bias, eps)[0]
+    y = torch.empty_like(x, memory_format=torch.contiguous_format)
+    if x.numel():
+        layer_norm_rows(as_rows(x), None, weight, bias, as_rows(y), None, eps)
+    return y
+
+
+def _add_ln_fake(x, residual, weight, bias, eps):
+    return (torch.empty_like(x, memory_format=torch.contiguous_format),
+            torch.empty_like(x, memory_format=torch.contiguous_format))
+
+
+@torch_op("add_layer_norm", fake=_add_ln_fake)
+def _add_layer_norm_op(x: torch.Tensor, residual: torch.Tensor, weight: Optional[torch.Tensor],
+                       bias: Optional[torch.Tensor], eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    if not runs_kernel(x):
+        return _reference_outputs(x, residual, weight, bias, eps)
+    y = torch.empty_like(x, memory_format=torch.contiguous_format)
+    r = torch.empty_like(x, memory_format=torch.contiguous_format)
+    if x.numel():
+        layer_norm_rows(as_rows(x), as_rows(residual), weight, bias, as_rows(y), as_rows(r), eps)
+    return y, r
+
+
+@torch_op("fused_add_layer_norm_", mutates_args=("x", "residual"))
+def _fused_add_layer_norm_op(x: torch.Tensor, residual: torch.Tensor, weight: Optional[torch.Tensor],
+                             bias: Optional[torch.Tensor], eps: float) -> None:
+    if not runs_kernel(x):
+        y, r = _reference_outputs(x, residual, weight, bias, eps)
+        residual.copy_(r)
+        x.copy_(y)
+        return
+    if x.numel():
+        x_rows, res_rows = as_rows(x), as_rows(residual)
+        if x_rows.data_ptr() != x.data_ptr() or res_rows.data_ptr() != residual.data_ptr() or \
+                x_rows.stride(-1) != 1 or res_rows.stride(-1) != 1:
+            raise ValueError("fused_add_layer_norm_ works in place: x and residual must be viewable as rows "
+                             "of unit column stride")
+        layer_norm_rows(x_rows, res_rows, weight, bias, x_rows, res_rows, eps)
+
+
+def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[torch.Tensor], eps: float = 1e-5,
+               residual: Optional[torch.Tensor] = None):
+    """LayerNorm over the last dim: y = (x - mean) / sqrt(var + eps) * weight + bias (None: left out).
+    With `residual`, returns (layer_norm(x + residual), x + residual) from one read of each input."""
+    _check(x, residual, weight, bias, eps)
+    if residual is None:
+        return _layer_norm_op(x, weight, bias, float(eps))
+    return _add_layer_norm_op(x, residual, weight, bias, float(eps))
+
+
+def fused_add_layer_norm_(x: torch.Tensor, residual: torch.Tensor, weight: Optional[torch.Tensor],
+                          bias: Optional[torch.Tensor], eps: float = 1e-5) -> None:
+    """In place, vLLM's semantics: residual <- x + residual; x <- layer_norm(residual, weight, bias)."""
+    if residual is None:
+        raise ValueError("residual is required for fused_add_layer_norm_")
+    _check(x, residual, weight, bias, eps)
+    _fused_add_layer_norm_op(x, residual, weight, bias, float(eps))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference, eager form, cost, cases
+
+
+def layer_norm_reference(x, weight, bias, eps=1e-5):
+    """The same maths in float64."""
+    xd = x.double()
+    centred = xd - xd.mean(-1, keepdim=True)
+    y = centred * torch.rsqrt(centred.pow(2).mean(-1, keepdim=True) + eps)
+    if weight is not None:
+        y = y * weight.double()
+    return y + bias.double() if bias is not None else y
+
+
+def add_layer_norm_reference(x, residual, weight, bias, eps=1e-5):
+    r = x.double() + residual.double()
+    return layer_norm_reference(r, weight, bias, eps), r
+
+
+def layer_norm_eager(x, weight, bias, eps=1e-5):
+    return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
+
+
+def add_layer_norm_eager(x, residual, weight, bias, eps=1e-5):
+    """As a pre-norm block writes it: the residual add, then nn.LayerNorm."""
+    r = x + residual
+    return F.layer_norm(r, (r.shape[-1],), weight, bias, eps), r
+
+
+def _cost(tensors_per_element: int, flops_per_element: int):
+    def cost(shape: tuple[int, ...], dtype: torch.dtype) -> Cost:
+        n = math.prod(shape)
+        # weight and bias read once
+        return Cost(flops=flops_per_element * n,
+                    bytes=tensors_per_element * n * dtype.itemsize + 2 * shape[-1] * dtype.itemsize)
+    return cost
+
+
+def _make_ln(shape, dtype, device):
+    n = shape[-1]
+    return (torch.randn(shape, device=device, dtype=dtype), torch.rand(n, device=device, dtype=dtype) + 0.5,
+            torch.randn(n, device=device, dtype=dtype))
+
+
+def _make_add_ln(shape, dtype, device):
+    x, w, b = _make_ln(shape, dtype, device)
+    return x, torch.randn(shape, device=device, dtype=dtype), w, b
+
+
+def _liger_ln():
+    try:
+        from liger_kernel.ops.layer_norm import LigerLayerNormFunction
+    except ImportError:
+        return None
+    return lambda x, w, b: LigerLayerNormFunction.apply(x, w, b, 1e-5)
+
+
+# FLOPs per element: centre, square, two sums, normalise, scale, shift (+ the residual add)
+registry.register(registry.OpSpec(
+    name="add_layer_norm", family="layer_norm", make_inputs=_make_add_ln,
+    run=lambda x, res, w, b: layer_norm(x, w, b, 1e-5, residual=res),
+    reference=lambda x, res, w, b: add_layer_norm_reference(x, res, w, b, 1e-5), eager=add_layer_norm_eager,
+    cost=_cost(4, 8), cases=registry.row_sweep()))
+registry.register(registry.OpSpec(
+    name="layer_norm", family="layer_norm", make_inputs=_make_ln, run=lambda x, w, b: layer_norm(x, w, b, 1e-5),
+    reference=lambda x, w, b: layer_norm_reference(x, w, b, 1e-5), eager=layer_norm_eager,
+    cost=_cost(2, 7), cases=registry.row_sweep(), peers={"liger": _liger_ln}))

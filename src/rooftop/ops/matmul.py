@@ -1,0 +1,673 @@
+r"""GEMM on the tensor cores with the epilogue fused, so that the output is written once.
+
+For a [M, K] (or [batch, M, K]) and b [K, N] (or [batch, K, N]), optional bias [N] and residual
+(the output's shape):
+
+    acc = a @ b                                     fp32 accumulation
+    out = cast(act(acc + bias) + residual, out_dtype)
+
+act is one of relu, gelu (erf), gelu_tanh, silu; out_dtype defaults to a's dtype. The epilogue runs
+in fp32 on the accumulator. Inputs are float16 / bfloat16 / float32; float32 follows
+torch.get_float32_matmul_precision(): "highest" (torch's default) multiplies in IEEE fp32, "high" or
+"medium" in TF32 on the tensor cores.
+
+`matmul_fp8` takes float8_e4m3fn a [M, K], b [K, N] with per-row scales of a ([M], [M, 1] or one
+value) and per-column scales of b ([N], [1, N] or one value), fp32:
+
+    out = cast((a @ b) * a_scale[:, None] * b_scale[None, :] + bias, out_dtype)
+
+Which kernel runs:
+- TMA persistent (sm_90+; the interpreter runs it too): when the problem is one 2-D GEMM after
+  folding the batch of a 3-D a into M (a's rows evenly strided, as a contiguous [B, S, K] is) and a,
+  b and the output suit TMA: one unit stride, the other a multiple of 16 bytes, a 16-byte aligned
+  base, K > 0. a and b may each be either way round (a.t(), b.t() views need no copy). One program
+  per SM loops over the output tiles in GROUP_M order; the tensor descriptors are built on the device,
+  in a workspace of 128 bytes per descriptor per program that Triton takes from the allocator set
+  with triton.set_allocator (a torch allocation). fp8 needs a and b K-major here (b = w.t() of a
+  row-major [N, K] w): Hopper's fp8 wgmma reads both operands K-major from shared memory; an fp8 b
+  that is N-major takes the grouped kernel (Triton transposes it through registers).
+- grouped (everything else: any strides, batched b, unaligned views, and fp32 in IEEE precision, which
+  runs on the CUDA cores and wants its operands in registers): one program per output tile, GROUP_M
+  row-tiles walking the columns together so that they share B panels in L2, masked pointer loads
+  pipelined over num_stages.
+Both fuse the same epilogue. The launch configuration comes from a pruned candidate list for the
+regime of M (M <= 64: narrow tiles, the weight streams once; M > 128: 128 x 256 tiles), plus
+GROUPED_EXTRA grouped candidates where TMA can run, timed on the first call per (device, shape
+bucket, dtypes, layout, epilogue) and remembered on disk (rooftop.ops._autotune). Untuned (interpreter,
+graph capture, ROOFTOP_AUTOTUNE=0) it is the first candidate whose tiles fill the SMs.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from rooftop import registry
+from rooftop.ops import _autotune
+from rooftop.ops._support import (cdiv, check_float, check_same_device, interpreting, launch, num_sms, runs_kernel,
+                                  torch_op)
+from rooftop.roofline import Cost
+
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
+FP8_DTYPES = (torch.float8_e4m3fn,)
+OUT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+# Launch parameters, to be tuned on the H200.
+GROUP_M = 8  # row-tiles that walk the columns together (L2 reuse of B)
+# Candidates (BLOCK_M, BLOCK_N, bytes of K per stage and operand row, num_stages, num_warps,
+# EPILOGUE_SUBTILE), likeliest first. BLOCK_K = k_bytes // itemsize: 128 bytes is one 128-byte
+# swizzled row (BLOCK_K 64 for 16-bit inputs, 128 for fp8, 32 for fp32). EPILOGUE_SUBTILE stores the
+# output tile in two halves (TMA kernel only): half the shared memory for staging, one more stage.
+LARGE_M_CONFIGS = (  # M > 128: compute-bound
+    (128, 256, 128, 3, 8, True), (128, 256, 128, 4, 8, True), (128, 256, 128, 3, 8, False),
+    (128, 128, 128, 4, 8, False), (128, 128, 128, 4, 4, False), (128, 128, 256, 3, 8, False),
+    (256, 128, 128, 3, 8, True), (64, 256, 128, 4, 4, True), (64, 128, 128, 4, 4, False),
+)
+MEDIUM_M_CONFIGS = (  # 64 < M <= 128
+    (128, 128, 128, 4, 8, False), (64, 256, 128, 4, 4, True), (64, 128, 128, 4, 4, False),
+    (128, 256, 128, 3, 8, True), (64, 64, 256, 4, 4, False),
+)
+SMALL_M_CONFIGS = (  # M <= 64: memory-bound, the weight streams once; narrow tiles fill the SMs
+    (64, 64, 256, 4, 4, False), (64, 128, 256, 3, 4, False), (64, 32, 256, 5, 4, False),
+    (64, 64, 128, 6, 4, False),
+)
+TINY_M_CONFIGS = (  # M <= 32, grouped kernel (mma.sync; the TMA kernel's wgmma tiles are 64 rows)
+    (16, 64, 256, 4, 4, False), (32, 64, 256, 4, 4, False), (16, 128, 256, 3, 4, False),
+)
+FMA_CONFIGS = (  # fp32 in IEEE precision: CUDA-core FMA, the accumulator and operands in registers
+    (128, 128, 128, 3, 8, False), (64, 128, 128, 3, 4, False), (128, 64, 128, 3, 4, False),
+    (64, 64, 128, 3, 4, False),
+)
+GROUPED_EXTRA = 2  # grouped candidates also timed where the TMA kernel can run
+MIN_WAVE_EFFICIENCY = 0.8  # untuned default: the first candidate whose tiles fill the SMs this well
+SMEM_RESERVE = 2048  # bytes of shared memory kept for barriers and small layout changes
+# tl.range(warp_specialize=...) on the TMA kernel's tile loop (then not flattened). Triton 3.6 builds no
+# warp-specialized partitions for sm_90 (checked in its TTGIR), so on the H200 it only turns flattening off.
+WARP_SPECIALIZE = False
+# The interpreter: small tiles so that tests cross tile edges; the TMA kernel stores in halves.
+INTERPRETER_CONFIG = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=2, num_stages=2, num_warps=4)
+INTERPRETER_SUBTILE = True
+
+# ---------------------------------------------------------------------------------------------
+# Kernels
+
+
+@triton.jit
+def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    """(pid_m, pid_n) of output tile `tile_id`: GROUP_M row-tiles walk the columns together, so the
+    B tiles they share are still in L2."""
+    tiles_per_group = GROUP_M * num_pid_n
+    first_m = (tile_id // tiles_per_group) * GROUP_M
+    group_rows = tl.minimum(num_pid_m - first_m, GROUP_M)
+    return first_m + tile_id % group_rows, (tile_id % tiles_per_group) // group_rows
+
+
+@triton.jit
+def _epilogue(acc, rows, cols, M, N, bias_ptr, bias_stride, res_ptr, res_stride_m, res_stride_n,
+              a_scale_ptr, a_scale_stride, b_scale_ptr, b_scale_stride, HAS_SCALES: tl.constexpr,
+              HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr):
+    """The fp32 accumulator tile (rows x cols) -> scales, + bias, activation, + residual, in fp32."""
+    row_ok = rows < M
+    col_ok = cols < N
+    rows = rows.to(tl.int64)
+    cols = cols.to(tl.int64)
+    if HAS_SCALES:
+        a_scale = tl.load(a_scale_ptr + rows * a_scale_stride, mask=row_ok, other=0.0)
+        b_scale = tl.load(b_scale_ptr + cols * b_scale_stride, mask=col_ok, other=0.0)
+        acc = acc * a_scale[:, None] * b_scale[None, :]
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + cols * bias_stride, mask=col_ok, other=0.0).to(tl.float32)[None, :]
+    if ACTIVATION == "relu":
+        acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)
+    elif ACTIVATION == "gelu":
+        acc = 0.5 * acc * (1.0 + tl.math.erf(acc * 0.7071067811865476))
+    elif ACTIVATION == "gelu_tanh":  # 0.5 * (1 + tanh(z)) = sigmoid(2 z), z = sqrt(2/pi) (x + 0.044715 x^3)
+        acc = acc * tl.sigmoid(1.5957691216057308 * (acc + 0.044715 * acc * acc * acc))
+    elif ACTIVATION == "silu":
+        acc = acc * tl.sigmoid(acc)
+    if HAS_RESIDUAL:
+        res = tl.load(res_ptr + rows[:, None] * res_stride_m + cols[None, :] * res_stride_n,
+                      mask=row_ok[:, None] & col_ok[None, :], other=0.0)
+        acc += res.to(tl.float32)
+    return acc
+
+
+@triton.jit
+def _matmul_grouped_kernel(a_ptr, b_ptr, out_ptr, bias_ptr, res_ptr, a_scale_ptr, b_scale_ptr, M, N, K,
+                           stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
+                           stride_rb, stride_rm, stride_rn, bias_stride, a_scale_stride, b_scale_stride,
+                           HAS_SCALES: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+                           HAS_RESIDUAL: tl.constexpr, INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
+                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    # One program per output tile (batch-major). Reads a row-panel of A and a column-panel of B
+    # (other programs of the group hit the same panels in L2: DRAM sees A and B about once), the
+    # bias/residual tile once, writes the output tile once.
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    tiles = num_pid_m * num_pid_n
+    batch = (tl.program_id(0) // tiles).to(tl.int64)
+    pid_m, pid_n = _tile_coords(tl.program_id(0) % tiles, num_pid_m, num_pid_n, GROUP_M)
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    a_ptrs = (a_ptr + batch * stride_ab + rows.to(tl.int64)[:, None] * stride_am
+              + ks.to(tl.int64)[None, :] * stride_ak)
+    b_ptrs = (b_ptr + batch * stride_bb + ks.to(tl.int64)[:, None] * stride_bk
+              + cols.to(tl.int64)[None, :] * stride_bn)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
+        b = tl.load(b_ptrs, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    acc = _epilogue(acc, rows, cols, M, N, bias_ptr, bias_stride, res_ptr + batch * stride_rb, stride_rm,
+                    stride_rn, a_scale_ptr, a_scale_stride, b_scale_ptr, b_scale_stride, HAS_SCALES, HAS_BIAS,
+                    ACTIVATION, HAS_RESIDUAL)
+    out_ptrs = out_ptr + (batch * M + rows.to(tl.int64))[:, None] * N + cols[None, :]
+    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def _matmul_tma_kernel(a_ptr, b_ptr, out_ptr, bias_ptr, res_ptr, a_scale_ptr, b_scale_ptr, M, N, K,
+                       stride_a, stride_b, stride_rm, stride_rn, bias_stride, a_scale_stride, b_scale_stride,
+                       A_K_MAJOR: tl.constexpr, B_K_MAJOR: tl.constexpr, HAS_SCALES: tl.constexpr,
+                       HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
+                       INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                       BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
+                       FLATTEN: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, NUM_SMS: tl.constexpr):
+    # Persistent: program p computes tiles p, p + NUM_SMS, ... TMA brings A and B tiles into shared
+    # memory (num_stages deep, zero-filled past the edges); A and B are read about once from DRAM
+    # (GROUP_M order keeps the shared panels in L2), the output tile is written once by TMA after the
+    # fused epilogue (bias and residual tiles read once).
+    if A_K_MAJOR:
+        a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_a, 1],
+                                           block_shape=[BLOCK_M, BLOCK_K])
+    else:
+        a_desc = tl.make_tensor_descriptor(a_ptr, shape=[K, M], strides=[stride_a, 1],
+                                           block_shape=[BLOCK_K, BLOCK_M])
+    if B_K_MAJOR:
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_b, 1],
+                                           block_shape=[BLOCK_N, BLOCK_K])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_b, 1],
+                                           block_shape=[BLOCK_K, BLOCK_N])
+    out_desc = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[N, 1],
+                                         block_shape=[BLOCK_M, BLOCK_N // 2 if EPILOGUE_SUBTILE else BLOCK_N])
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    # the epilogue keeps its own tile counter so that the flattened loop's prologue and epilogue
+    # do not share a value (as Triton's persistent-matmul tutorial does)
+    tile_id_c = tl.program_id(0) - NUM_SMS
+    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS, flatten=FLATTEN,
+                            warp_specialize=WARP_SPECIALIZE):
+        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            off_k = ki * BLOCK_K
+            if A_K_MAJOR:
+                a = a_desc.load([off_m, off_k])
+            else:
+                a = a_desc.load([off_k, off_m]).T
+            if B_K_MAJOR:
+                b = b_desc.load([off_n, off_k]).T
+            else:
+                b = b_desc.load([off_k, off_n])
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+
+        tile_id_c += NUM_SMS
+        pid_m, pid_n = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        rows = off_m + tl.arange(0, BLOCK_M)
+        if EPILOGUE_SUBTILE:
+            halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+            acc0, acc1 = tl.split(halves)
+            cols = off_n + tl.arange(0, BLOCK_N // 2)
+            out0 = _epilogue(acc0, rows, cols, M, N, bias_ptr, bias_stride, res_ptr, stride_rm, stride_rn,
+                             a_scale_ptr, a_scale_stride, b_scale_ptr, b_scale_stride, HAS_SCALES, HAS_BIAS,
+                             ACTIVATION, HAS_RESIDUAL)
+            out_desc.store([off_m, off_n], out0.to(out_ptr.dtype.element_ty))
+            out1 = _epilogue(acc1, rows, cols + BLOCK_N // 2, M, N, bias_ptr, bias_stride, res_ptr, stride_rm,
+                             stride_rn, a_scale_ptr, a_scale_stride, b_scale_ptr, b_scale_stride, HAS_SCALES,
+                             HAS_BIAS, ACTIVATION, HAS_RESIDUAL)
+            out_desc.store([off_m, off_n + BLOCK_N // 2], out1.to(out_ptr.dtype.element_ty))
+        else:
+            out = _epilogue(acc, rows, off_n + tl.arange(0, BLOCK_N), M, N, bias_ptr, bias_stride, res_ptr,
+                            stride_rm, stride_rn, a_scale_ptr, a_scale_stride, b_scale_ptr, b_scale_stride,
+                            HAS_SCALES, HAS_BIAS, ACTIVATION, HAS_RESIDUAL)
+            out_desc.store([off_m, off_n], out.to(out_ptr.dtype.element_ty))
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch: which kernel, which configuration
+
+
+@functools.lru_cache(maxsize=None)
+def _device_limits(device_index: int) -> tuple[int, int, int]:
+    """(SMs, shared memory a program may use in bytes, compute capability major); the interpreter is -1."""
+    if device_index < 0:
+        return num_sms(-1), 1 << 30, 9
+    props = torch.cuda.get_device_properties(device_index)
+    return props.multi_processor_count, props.shared_memory_per_block_optin, props.major
+
+
+def _tma_layout(t: torch.Tensor) -> Optional[tuple[bool, int]]:
+    """For a 2-D view TMA can address: (its last dim is the contiguous one, the other dim's stride);
+    None when it cannot (no unit stride, a stride not a multiple of 16 bytes, unaligned base)."""
+    if t.data_ptr() % 16:
+        return None
+    rows, cols = t.shape
+    (s0, s1), align = t.stride(), 16 // t.element_size()
+    if s1 == 1 and s0 % align == 0 and s0 >= cols:
+        return True, s0
+    if s0 == 1 and s1 % align == 0 and s1 >= rows:
+        return False, s1
+    return None
+
+
+def _input_precision(dtype: torch.dtype) -> str:
+    """fp32 follows torch: IEEE under "highest" precision (the default), TF32 otherwise."""
+    if dtype == torch.float32 and torch.get_float32_matmul_precision() == "highest":
+        return "ieee"
+    return "tf32"  # the tensor-core default; 16-bit and fp8 inputs ignore it
+
+
+def _use_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> Optional[tuple[bool, bool, int, int]]:
+    """(A_K_MAJOR, B_K_MAJOR, stride_a, stride_b) when the TMA kernel can run this 2-D problem, else None."""
+    if not interpreting() and _device_limits(a.device.index)[2] < 9:
+        return None
+    if a.shape[1] == 0 or (out.shape[1] * out.element_size()) % 16 or out.data_ptr() % 16:
+        return None
+    if _input_precision(a.dtype) == "ieee":  # FMA, not tensor cores: the grouped kernel's registers suit it
+        return None
+    a_layout, b_layout = _tma_layout(a), _tma_layout(b)
+    if a_layout is None or b_layout is None:
+        return None
+    (a_k_major, stride_a), (b_n_major, stride_b) = a_layout, b_layout
+    if a.dtype in FP8_DTYPES and not (a_k_major and not b_n_major):
+        return None  # fp8 wgmma reads both operands K-major
+    return a_k_major, not b_n_major, stride_a, stride_b
+
+
+def _wave_efficiency(tiles: int, sms: int) -> float:
+    return tiles / (cdiv(tiles, sms) * sms)
+
+
+@functools.lru_cache(maxsize=4096)
+def _configs(tma: bool, fma: bool, M: int, N: int, batch: int, itemsize: int, out_itemsize: int,
+             res_itemsize: int, device_index: int) -> tuple[dict, ...]:
+    """The pruned launch configurations (KERNEL "tma" or "grouped"), the untuned default first. With
+    `tma` the TMA kernel's candidates come first, then GROUPED_EXTRA grouped ones for the tuner."""
+    if device_index < 0:
+        if tma:
+            return (dict(KERNEL="tma", **INTERPRETER_CONFIG, EPILOGUE_SUBTILE=INTERPRETER_SUBTILE, FLATTEN=True,
+                         WARP_SPECIALIZE=False),)
+        return (dict(KERNEL="grouped", **INTERPRETER_CONFIG),)
+    sms, smem, _ = _device_limits(device_index)
+    table = FMA_CONFIGS if fma else LARGE_M_CONFIGS if M > 128 else MEDIUM_M_CONFIGS if M > 64 else SMALL_M_CONFIGS
+    candidates = []
+    for kernel in ("tma", "grouped") if tma else ("grouped",):
+        rows = (TINY_M_CONFIGS + table) if kernel == "grouped" and M <= 32 else table
+        found = []
+        for block_m, block_n, k_bytes, stages, warps, subtile in rows:
+            block_n = min(block_n, max(32, _autotune.bucket(N)))  # no tile much wider than N
+            block_k = k_bytes // itemsize
+            need = stages * (block_m + block_n) * block_k * itemsize
+            if kernel == "tma":  # the output tile staged for the TMA store, the residual tile's layout change
+                need += block_m * block_n // (2 if subtile else 1) * (out_itemsize + res_itemsize)
+            if need > smem - SMEM_RESERVE:
+                continue
+            config = dict(KERNEL=kernel, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=GROUP_M,
+                          num_stages=stages, num_warps=warps)
+            if kernel == "tma":
+                config.update(EPILOGUE_SUBTILE=subtile, FLATTEN=not WARP_SPECIALIZE, WARP_SPECIALIZE=WARP_SPECIALIZE)
+            if config not in found:
+                found.append(config)
+        candidates += found if kernel == "tma" or not tma else found[:GROUPED_EXTRA]
+    efficiency = [_wave_efficiency(batch * cdiv(M, c["BLOCK_M"]) * cdiv(N, c["BLOCK_N"]), sms) for c in candidates]
+    first = next((i for i, e in enumerate(efficiency) if e >= MIN_WAVE_EFFICIENCY and
+                  candidates[i]["KERNEL"] == candidates[0]["KERNEL"]), 0)
+    return (candidates[first], *candidates[:first], *candidates[first + 1:])
+
+
+def _tma_workspace(size: int, alignment: int, stream: Optional[int]) -> torch.Tensor:
+    """Global memory for the tensor descriptors the TMA kernel builds on the device."""
+    return torch.empty(size, device="cuda", dtype=torch.int8)
+
+
+def _fold(t: torch.Tensor) -> Optional[torch.Tensor]:
+    """[batch, rows, cols] -> [batch * rows, cols] without a copy, or None when the strides forbid it."""
+    try:
+        return t.view(-1, t.shape[-1])
+    except RuntimeError:
+        return None
+
+
+def _gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optional[torch.Tensor],
+          residual: Optional[torch.Tensor], activation: Optional[str], a_scale: Optional[torch.Tensor] = None,
+          b_scale: Optional[torch.Tensor] = None) -> None:
+    """out <- epilogue(a @ b): out a fresh contiguous [.., M, N], a/b/residual of any strides."""
+    if a.dim() == 3 and b.dim() == 2:  # fold the batch into M when the strides allow it
+        a2, res2 = _fold(a), _fold(residual) if residual is not None else None
+        if a2 is not None and (residual is None or res2 is not None):
+            a, residual, out = a2, res2, out.view(-1, out.shape[-1])
+    M, K = a.shape[-2:]
+    N = b.shape[-1]
+    batch = out.shape[0] if out.dim() == 3 else 1
+    device_index = a.device.index if a.is_cuda else -1
+    sms = _device_limits(device_index)[0]
+    precision = _input_precision(a.dtype)
+    tma = _use_tma(a, b, out) if out.dim() == 2 else None
+    a_k_major, b_k_major, stride_a, stride_b = tma or (True, True, 0, 0)
+    scale_strides = (0, 0)
+    if a_scale is not None:  # one value: stride 0
+        scale_strides = (a_scale.stride(0) if a_scale.numel() > 1 else 0,
+                         b_scale.stride(-1) if b_scale.numel() > 1 else 0)
+    args = (a, b, out, bias if bias is not None else out, residual if residual is not None else out,
+            a_scale if a_scale is not None else out, b_scale if b_scale is not None else out, M, N, K)
+    res_strides = (residual.stride(-2), residual.stride(-1)) if residual is not None else (0, 0)
+    epilogue_args = (*res_strides, bias.stride(0) if bias is not None else 0, *scale_strides)
+    grouped_args = (a.stride(0) if a.dim() == 3 else 0, a.stride(-2), a.stride(-1),
+                    b.stride(0) if b.dim() == 3 else 0, b.stride(-2), b.stride(-1),
+                    residual.stride(0) if residual is not None and residual.dim() == 3 else 0)
+    flags = dict(HAS_SCALES=a_scale is not None, HAS_BIAS=bias is not None, ACTIVATION=activation,
+                 HAS_RESIDUAL=residual is not None, INPUT_PRECISION=precision)
+    if tma is not None and a.is_cuda:
+        triton.set_allocator(_tma_workspace)
+
+    def run(config: dict) -> None:
+        params = dict(config)
+        kernel = params.pop("KERNEL")
+        tiles = cdiv(M, params["BLOCK_M"]) * cdiv(N, params["BLOCK_N"])
+        if kernel == "tma":
+            launch(_matmul_tma_kernel, (min(sms, tiles),), *args, stride_a, stride_b, *epilogue_args,
+                   A_K_MAJOR=a_k_major, B_K_MAJOR=b_k_major, **flags, **params, NUM_SMS=sms)
+        else:
+            launch(_matmul_grouped_kernel, (batch * tiles,), *args, *grouped_args, *epilogue_args, **flags, **params)
+
+    configs = _configs(tma is not None, precision == "ieee", M, N, batch, a.element_size(), out.element_size(),
+                       residual.element_size() if residual is not None else 0, device_index)
+    layout = ("tma", *tma[:2]) if tma else ("grouped", a.stride(-1) == 1, b.stride(-2) == 1)
+    key = (_autotune.bucket(M), _autotune.bucket(N), _autotune.bucket(K), _autotune.bucket(batch), a.dtype,
+           out.dtype, *layout, *flags.values())
+    run(_autotune.choose("matmul", key, configs, run, device=_autotune.device_name(device_index),
+                         tune=_autotune.may_tune(a)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Wrappers: checks, the custom ops
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _out_shape(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
+    batch = a.shape[0] if a.dim() == 3 else b.shape[0] if b.dim() == 3 else None
+    return (a.shape[-2], b.shape[-1]) if batch is None else (batch, a.shape[-2], b.shape[-1])
+
+
+def _check_operands(a, b, dtypes) -> None:
+    check_float("a", a, dtypes)
+    check_float("b", b, dtypes)
+    check_same_device("b", b, "a", a)
+    if b.dtype != a.dtype:
+        raise TypeError(f"b has dtype {_dtype_name(b.dtype)} but a has {_dtype_name(a.dtype)}")
+    if a.dim() not in (2, 3):
+        raise ValueError(f"a must be [M, K] or [batch, M, K], got shape {tuple(a.shape)}")
+    if b.dim() not in (2, 3):
+        raise ValueError(f"b must be [K, N] or [batch, K, N], got shape {tuple(b.shape)}")
+    if b.shape[-2] != a.shape[-1]:
+        raise ValueError(f"b has {b.shape[-2]} rows but a has K = {a.shape[-1]} columns "
+                         f"(a {tuple(a.shape)}, b {tuple(b.shape)})")
+    if a.dim() == 3 and b.dim() == 3 and a.shape[0] != b.shape[0]:
+        raise ValueError(f"b has batch {b.shape[0]} but a has batch {a.shape[0]}")
+
+
+def _check_epilogue(a, b, bias, residual, out_dtype) -> None:
+    N = b.shape[-1]
+    if bias is not None:
+        check_float("bias", bias)
+        check_same_device("bias", bias, "a", a)
+        if bias.shape != (N,):
+            raise ValueError(f"bias must have shape ({N},) to match b's last dim, got {tuple(bias.shape)}")
+    if residual is not None:
+        check_float("residual", residual)
+        check_same_device("residual", residual, "a", a)
+        if residual.shape != _out_shape(a, b):
+            raise ValueError(f"residual has shape {tuple(residual.shape)} but the output has {_out_shape(a, b)}")
+    if out_dtype not in OUT_DTYPES:
+        raise TypeError(f"out_dtype must be one of float16, bfloat16, float32, got {out_dtype!r}")
+
+
+def _fake(a, b, *rest):
+    """Both ops' meta implementation: the output's shape, out_dtype (the last argument)."""
+    return a.new_empty(_out_shape(a, b), dtype=rest[-1])
+
+
+@torch_op("matmul", fake=_fake)
+def _matmul_op(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor], residual: Optional[torch.Tensor],
+               activation: Optional[str], out_dtype: torch.dtype) -> torch.Tensor:
+    if not runs_kernel(a):
+        return matmul_reference(a, b, bias, activation, residual).to(out_dtype)
+    out = torch.empty(_out_shape(a, b), device=a.device, dtype=out_dtype)
+    if out.numel():
+        _gemm(a, b, out, bias, residual, activation)
+    return out
+
+
+@torch_op("matmul_fp8", fake=_fake)
+def _matmul_fp8_op(a: torch.Tensor, b: torch.Tensor, a_scale: torch.Tensor, b_scale: torch.Tensor,
+                   bias: Optional[torch.Tensor], out_dtype: torch.dtype) -> torch.Tensor:
+    if not runs_kernel(a):
+        return matmul_fp8_reference(a, b, a_scale, b_scale, bias).to(out_dtype)
+    out = torch.empty(_out_shape(a, b), device=a.device, dtype=out_dtype)
+    if out.numel():
+        _gemm(a, b, out, bias, None, None, a_scale, b_scale)
+    return out
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor] = None, activation: Optional[str] = None,
+           residual: Optional[torch.Tensor] = None, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """a @ b (b is [K, N], as torch.matmul; a [M, K] or [batch, M, K], b [K, N] or [batch, K, N]), then
+    in fp32: + bias [N], activation (None, "relu", "gelu", "gelu_tanh", "silu"), + residual (the
+    output's shape), cast to out_dtype (default a's dtype). Any strides; one write of the output.
+    float32 inputs multiply in IEEE fp32 or TF32 as torch.get_float32_matmul_precision() says."""
+    _check_operands(a, b, (torch.float16, torch.bfloat16, torch.float32))
+    if activation is not None and not isinstance(activation, str):
+        raise TypeError(f"activation must be None or a str, got {type(activation).__name__}")
+    if activation is not None and activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be None or one of {', '.join(ACTIVATIONS)}, got {activation!r}")
+    out_dtype = a.dtype if out_dtype is None else out_dtype
+    _check_epilogue(a, b, bias, residual, out_dtype)
+    return _matmul_op(a, b, bias, residual, activation, out_dtype)
+
+
+def _check_scale(name: str, scale, shapes: tuple) -> None:
+    check_float(name, scale, (torch.float32,))
+    if scale.shape not in shapes:
+        raise ValueError(f"{name} must have shape {' or '.join(map(str, shapes))} (or be one value), "
+                         f"got {tuple(scale.shape)}")
+
+
+def matmul_fp8(a: torch.Tensor, b: torch.Tensor, a_scale: torch.Tensor, b_scale: torch.Tensor,
+               bias: Optional[torch.Tensor] = None, out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    """(a @ b) * a_scale[:, None] * b_scale[None, :] (+ bias) for float8_e4m3fn a [M, K] and b [K, N];
+    a_scale per row ([M] or [M, 1]), b_scale per column ([N] or [1, N]), or one value each, float32.
+    Fastest with b = w.t() of a row-major [N, K] w (as torch._scaled_mm wants it)."""
+    _check_operands(a, b, FP8_DTYPES)
+    if a.dim() != 2 or b.dim() != 2:
+        raise ValueError(f"matmul_fp8 takes 2-D a and b, got a {tuple(a.shape)} and b {tuple(b.shape)}")
+    M, N = a.shape[0], b.shape[1]
+    _check_scale("a_scale", a_scale, ((), (1,), (1, 1), (M,), (M, 1)))
+    _check_scale("b_scale", b_scale, ((), (1,), (1, 1), (N,), (1, N)))
+    check_same_device("a_scale", a_scale, "a", a)
+    check_same_device("b_scale", b_scale, "a", a)
+    _check_epilogue(a, b, bias, None, out_dtype)
+    return _matmul_fp8_op(a, b, a_scale, b_scale, bias, out_dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference, eager form, cost, cases, the roofline of LLM GEMMs
+
+
+def _activate(x: torch.Tensor, activation: Optional[str]) -> torch.Tensor:
+    if activation is None:
+        return x
+    if activation == "gelu_tanh":
+        return F.gelu(x, approximate="tanh")
+    return {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}[activation](x)
+
+
+def matmul_reference(a, b, bias=None, activation=None, residual=None):
+    """The same maths in float64."""
+    out = torch.matmul(a.double(), b.double())
+    if bias is not None:
+        out = out + bias.double()
+    out = _activate(out, activation)
+    return out + residual.double() if residual is not None else out
+
+
+def matmul_fp8_reference(a, b, a_scale, b_scale, bias=None):
+    out = torch.matmul(a.double(), b.double()) * a_scale.double().reshape(-1, 1) * b_scale.double().reshape(1, -1)
+    return out + bias.double() if bias is not None else out
+
+
+def matmul_eager(a, b, bias=None, activation=None, residual=None):
+    """As a model writes it: the matmul (cuBLAS), then each epilogue step as its own kernel."""
+    out = torch.matmul(a, b)
+    if bias is not None:
+        out = out + bias
+    out = _activate(out, activation)
+    return out + residual if residual is not None else out
+
+
+def matmul_fp8_eager(a, b, a_scale, b_scale, bias=None, out_dtype=torch.bfloat16):
+    """Without fp8 kernels: dequantize to out_dtype, multiply, scale."""
+    out = torch.matmul(a.to(out_dtype), b.to(out_dtype)) * (a_scale.reshape(-1, 1) * b_scale.reshape(1, -1))
+    return out + bias if bias is not None else out
+
+
+def gemm_cost(shape: tuple[int, ...], dtype: torch.dtype, *, in_itemsize: Optional[int] = None, bias: bool = False,
+              residual: bool = False, scales: bool = False) -> Cost:
+    """[M, N, K]: 2 M N K FLOPs; a, b, the output (and bias, residual, scales) moved once each."""
+    M, N, K = shape
+    size = dtype.itemsize
+    moved = ((M * K + K * N) * (in_itemsize or size) + M * N * size + (N * size if bias else 0)
+             + (M * N * size if residual else 0) + (4 * (M + N) if scales else 0))
+    return Cost(flops=2 * M * N * K, bytes=moved)
+
+
+# Weight shapes (N, K) of the GEMMs of one decoder layer (q/k/v fused, gate/up fused).
+LLAMA_WEIGHTS = {
+    "llama3-8b": {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)},
+    "llama3-70b": {"qkv": (10240, 8192), "o": (8192, 8192), "gate_up": (57344, 8192), "down": (8192, 28672)},
+}
+SQUARE_CASES = ((2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192))
+PREFILL_M = (512, 2048, 8192)
+
+
+def _prefill(layers: tuple[tuple[str, str], ...], ms=PREFILL_M) -> tuple[tuple[int, int, int], ...]:
+    return tuple((m, *LLAMA_WEIGHTS[model][layer]) for model, layer in layers for m in ms)
+
+
+ALL_LAYERS = tuple((model, layer) for model in LLAMA_WEIGHTS for layer in LLAMA_WEIGHTS[model])
+
+
+def gemm_roofline(ceilings, dtype: torch.dtype = torch.bfloat16,
+                  ms: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)) -> list[dict]:
+    """The roofline of the Llama-3 8B/70B GEMMs, token count M against each weight [K, N]: intensity,
+    the ridge point of `ceilings` (hardware.Ceilings), which bound, the floor time and the attainable
+    TFLOP/s. Decode (small M) streams the weights and is memory-bound; prefill is compute-bound past
+    M of about the ridge point (intensity ~ M for M << N, K at 2 bytes an element)."""
+    from rooftop.roofline import attainable_TFLOPs, ridge_point
+
+    ridge = ridge_point(ceilings)
+    rows = []
+    for model, layer in ALL_LAYERS:
+        N, K = LLAMA_WEIGHTS[model][layer]
+        for M in ms:
+            cost = gemm_cost((M, N, K), dtype)
+            rows.append({"model": model, "layer": layer, "M": M, "N": N, "K": K, "flops": cost.flops,
+                         "bytes": cost.bytes, "intensity": cost.intensity, "ridge": ridge,
+                         "bound": cost.bound(ceilings), "floor_us": cost.floor_s(ceilings) * 1e6,
+                         "attainable_TFLOPs": attainable_TFLOPs(cost.intensity, ceilings)})
+    return rows
+
+
+def _make_gemm(shape, dtype, device):
+    """a [M, K] and b = w.t() of an nn.Linear weight w [N, K] (K-major, as models hold it)."""
+    M, N, K = shape
+    a = torch.randn(M, K, device=device, dtype=dtype)
+    w = torch.randn(N, K, device=device, dtype=dtype) / math.sqrt(K)
+    return a, w.t()
+
+
+def _make_bias(shape, dtype, device):
+    return (*_make_gemm(shape, dtype, device), torch.randn(shape[1], device=device, dtype=dtype))
+
+
+def _make_residual(shape, dtype, device):
+    return (*_make_gemm(shape, dtype, device), torch.randn(shape[0], shape[1], device=device, dtype=dtype))
+
+
+def _make_fp8(shape, dtype, device):
+    """fp8 a and b (K-major), per-row / per-column scales as a dynamic quantizer produces them."""
+    M, N, K = shape
+    a = torch.randn(M, K, device=device)
+    w = torch.randn(N, K, device=device) / math.sqrt(K)
+    fp8_max = torch.finfo(torch.float8_e4m3fn).max
+    a_scale = a.abs().amax(1) / fp8_max
+    b_scale = w.abs().amax(1) / fp8_max
+    a8 = (a / a_scale[:, None]).to(torch.float8_e4m3fn)
+    w8 = (w / b_scale[:, None]).to(torch.float8_e4m3fn)
+    return a8, w8.t(), a_scale, b_scale
+
+
+def _scaled_mm():
+    if not hasattr(torch, "_scaled_mm"):
+        return None
+    return lambda a, b, sa, sb: torch._scaled_mm(a, b, scale_a=sa.reshape(-1, 1), scale_b=sb.reshape(1, -1),
+                                                 out_dtype=torch.bfloat16)
+
+
+registry.register(registry.OpSpec(
+    name="matmul", family="matmul", make_inputs=_make_gemm, run=lambda a, b: matmul(a, b),
+    reference=matmul_reference, eager=matmul_eager, cost=gemm_cost,
+    cases=SQUARE_CASES + _prefill(ALL_LAYERS), peers={"cublas": lambda: torch.matmul}, x_key="M"))
+registry.register(registry.OpSpec(
+    name="matmul_bias_silu", family="matmul", make_inputs=_make_bias,
+    run=lambda a, b, bias: matmul(a, b, bias, "silu"),
+    reference=lambda a, b, bias: matmul_reference(a, b, bias, "silu"),
+    eager=lambda a, b, bias: matmul_eager(a, b, bias, "silu"),
+    cost=functools.partial(gemm_cost, bias=True),
+    cases=SQUARE_CASES + _prefill((("llama3-8b", "gate_up"), ("llama3-70b", "gate_up"))),
+    # cuBLASLt adds the bias in its epilogue (addmm); the SiLU is one more pass
+    peers={"cublas": lambda: lambda a, b, bias: F.silu(torch.addmm(bias, a, b))}, x_key="M"))
+registry.register(registry.OpSpec(
+    name="matmul_residual", family="matmul", make_inputs=_make_residual,
+    run=lambda a, b, res: matmul(a, b, residual=res),
+    reference=lambda a, b, res: matmul_reference(a, b, residual=res),
+    eager=lambda a, b, res: matmul_eager(a, b, residual=res),
+    cost=functools.partial(gemm_cost, residual=True),
+    cases=SQUARE_CASES + _prefill((("llama3-8b", "o"), ("llama3-8b", "down"), ("llama3-70b", "o"),
+                                   ("llama3-70b", "down"))),
+    # cuBLAS accumulates into C (addmm with beta = 1): the residual add fused on its side too
+    peers={"cublas": lambda: lambda a, b, res: torch.addmm(res, a, b)}, x_key="M"))
+registry.register(registry.OpSpec(
+    name="matmul_fp8", family="matmul", make_inputs=_make_fp8,
+    run=lambda a, b, sa, sb: matmul_fp8(a, b, sa, sb),
+    reference=matmul_fp8_reference, eager=matmul_fp8_eager,
+    cost=lambda shape, dtype: gemm_cost(shape, torch.bfloat16, in_itemsize=1, scales=True),  # bf16 out
+    cases=SQUARE_CASES + _prefill((("llama3-8b", "gate_up"), ("llama3-8b", "down"), ("llama3-70b", "qkv"),
+                                   ("llama3-70b", "down")), ms=(2048, 8192)),
+    peers={"scaled_mm": _scaled_mm}, x_key="M"))

@@ -1,0 +1,581 @@
+r"""Weight-only quantized matmul for decoding: W4A16 and W8A16 (int4 / int8 weights, fp16 / bf16 activations).
+
+Quantization (per output column n, per group of G = group_size consecutive k; W is nn.Linear's [N, K]):
+
+    asymmetric:  s = (max(w, 0) - min(w, 0)) / (2^bits - 1),   z = round(-min(w, 0) / s)
+    symmetric:   s = max|w| / (2^(bits-1) - 1),                  z = 2^(bits-1)  (not stored)
+    code c = clamp(round(w / s) + z, 0, 2^bits - 1);            dequantized w = s * (c - z)
+
+s is rounded to the scale dtype (w's dtype, bfloat16 for float32 weights) before the codes are
+taken, so that weights on the grid (w = s * (c - z) with codes 0 and 2^bits - 1 in every group)
+quantize back to exactly (c, s, z). s * (c - z) is exact in float32; `dequantize()` returns it.
+
+Storage (`QuantizedWeight`), K-major so that a program reading a block of columns streams 16-byte
+words along N and every group's scales are one contiguous row:
+    packed  int32 [K / P, N], P = 32 / bits codes a word: word (j, n) holds column n's codes for
+            k = P*j .. P*j + P - 1; code i (k = P*j + i) sits in bits [bits*i, bits*(i+1)), the
+            least significant first (int4: nibble 0 = k = 8j, nibble 7 = k = 8j + 7; int8: byte i).
+            Codes are unsigned: 0..15 or 0..255 (symmetric: the signed value plus 2^(bits-1)).
+    scales  [K / G, N] in the scale dtype;  zeros  uint8 [K / G, N] (asymmetric) or None (symmetric).
+Bits per weight: bits + (16 + 8 * asymmetric) / G  (int4, G = 128, asymmetric: 4.1875).
+
+quant_matmul(x, qw, bias) = x @ dequantize(qw).T + bias, fp32 accumulation, output in x's dtype.
+Which path runs (M = rows of x, thresholds are the tunable constants below):
+- M <= GEMV_MAX_M: `_qgemv_kernel` on the CUDA cores. A program owns BLOCK_N columns (8 a thread)
+  and a range of k-steps (split-K); each thread holds every word row of its columns, so all sums
+  over k stay in the thread. A code becomes a float without an int->float conversion: shifted to
+  bit 15 (int4: odd codes to bit 19, sharing the even neighbour's shift) and OR-ed into the mantissa
+  of magic = 256 (or 16), it reads as magic + c. Per code: one LOP3 (mask | magic), one FMA with x,
+  half a shift (int4). Scale, zero point and magic are applied once per k-step and column:
+  sum_k x s (c - z) = s * (sum_k x (magic + c) - sum_k x magic - z sum_k x), the x sums shared by
+  all columns. (Offline sm_90a SASS of the main loop: ~3.9 instructions a code for int4.)
+- M <= DOT_MAX_M: `_qgemm_kernel` on the tensor cores (wgmma on Hopper): each k-tile of words is
+  unpacked the same way and scaled with one FMA, (magic + c) * s - (z + magic) * s = s * (c - z),
+  exact for bf16 / fp16 scales, then rounded once to x's dtype (exactly dequantize(x.dtype)) and fed
+  to tl.dot as the A operand of W x^T (swap-AB: N is the MMA's M side, so BLOCK_M can be 16).
+- M > DOT_MAX_M (prefill) or float32 x: dequantize to a [N, K] weight (documented workspace: N * K
+  elements of x's dtype) and call F.linear (cuBLAS), which is then compute-bound anyway.
+Both fused kernels split K over programs when the output tiles alone cannot fill the SMs. Split-K
+workspace: fp32 partials [SPLIT_K, M, N] and an int32 arrival counter per output tile (zeroed per
+call); the last program of a tile to arrive sums the partials in split order (deterministic), adds
+the bias and writes the output: one launch, no host synchronisation.
+"""
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from rooftop import registry
+from rooftop.ops._support import (FLOAT_DTYPES, as_rows, cdiv, check_float, check_same_device, launch, num_sms,
+                                  runs_kernel, torch_op)
+from rooftop.roofline import Cost
+
+BITS = (4, 8)
+GROUP_SIZES = (32, 64, 128)
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+
+# Dispatch by M (rows of x); to be tuned on the H200.
+GEMV_MAX_M = 1  # up to here: CUDA-core GEMV
+DOT_MAX_M = 512  # up to here: fused tensor-core kernel; above: dequantize + cuBLAS
+# Launch parameters; to be tuned on the H200.
+GEMV_BLOCK_N = 256  # columns of a GEMV program: with one warp, 8 a thread (two 16-byte loads a word row)
+GEMV_WARPS = 1
+GEMV_WORD_ROWS = 4  # word rows a k-step (int4: 32 k, int8: 16 k), all held by each thread (8: ~250 registers)
+GEMV_PROGRAMS_PER_SM = 8  # split K until the grid has this many programs per SM...
+GEMV_MIN_STEPS = 4  # ...keeping at least this many k-steps a split (the partials cost 8 bytes an output a split)
+DOT_PROGRAMS_PER_SM = 2
+DOT_BLOCK_N = 128
+DEQUANT_BLOCK_K = 64
+DEQUANT_BLOCK_N = 64
+MAGIC15 = 0x43800000  # bits of the float 256.0 = 2^(23 - 15): see _unpack
+
+
+def _split_k(programs: int, tiles: int, most: int) -> int:
+    """Splits of K (a power of two: few compiled variants) for `tiles` output tiles to make about
+    `programs` programs, at most `most`."""
+    return max(1, min(triton.next_power_of_2(cdiv(programs, tiles)), most))
+
+
+def gemv_config(M: int, N: int, K: int, bits: int, group_size: int, sms: int) -> tuple[int, int, int, int]:
+    """(BLOCK_N, BLOCK_K, SPLIT_K, num_warps) of the GEMV: split K until the grid fills the SMs."""
+    block_k = min(GEMV_WORD_ROWS * 32 // bits, group_size)
+    split = _split_k(GEMV_PROGRAMS_PER_SM * sms, cdiv(N, GEMV_BLOCK_N), max(1, K // (block_k * GEMV_MIN_STEPS)))
+    return GEMV_BLOCK_N, block_k, split, GEMV_WARPS
+
+
+def dot_config(M: int, N: int, K: int, group_size: int, sms: int) -> tuple[int, int, int, int, int, int]:
+    """(BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K, num_warps, num_stages) of the tensor-core kernel. BLOCK_K
+    divides the group, so a k-tile has one scale per column."""
+    block_m = 16 if M <= 16 else 32 if M <= 32 else 64 if M <= 64 else 128
+    block_k = min(group_size, 128 if M <= 16 else 64)
+    split = _split_k(DOT_PROGRAMS_PER_SM * sms, cdiv(M, block_m) * cdiv(N, DOT_BLOCK_N), K // block_k)
+    return block_m, DOT_BLOCK_N, block_k, split, 8 if block_m >= 128 else 4, 4 if M <= 64 else 3
+
+
+def kernel_path(M: int, dtype: torch.dtype = torch.bfloat16) -> str:
+    """Which implementation quant_matmul runs for M rows of x of `dtype`: "gemv", "dot" or "dequant"."""
+    if dtype not in HALF_DTYPES or M > DOT_MAX_M:
+        return "dequant"
+    return "gemv" if M <= GEMV_MAX_M else "dot"
+
+# ---------------------------------------------------------------------------------------------
+# Kernels
+
+
+@triton.jit
+def _unpack(words, idx, magic15, BITS: tl.constexpr):
+    """(magic + c, magic) in float32 for code `idx` of `words`, with no int->float conversion: the code
+    is shifted to bit 15 (int4: odd codes to bit 19, sharing their even neighbour's shift: one shift per
+    two codes) and OR-ed into the mantissa of the float magic = 2^(23 - bit) (256 or 16). `magic15` is
+    the bit pattern of 256.0 passed at run time: in a register, mask and OR fuse into one LOP3."""
+    bit = 15 + BITS * (idx % (8 // BITS))
+    shift = bit - BITS * idx
+    moved = (words << tl.maximum(shift, 0)) >> tl.maximum(-shift, 0)  # arithmetic >>: bits < 20 are exact
+    magic = magic15 - ((bit - 15) << 23)  # the float 2^(23 - bit)
+    codes = ((moved & (((1 << BITS) - 1) << bit)) | magic).to(tl.float32, bitcast=True)
+    return codes, magic.to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _scale_and_zero(s_ptr, z_ptr, g, cols, col_mask, N, HAS_ZERO: tl.constexpr, BITS: tl.constexpr):
+    """Group g's scale s and zero point z for `cols`, as float32."""
+    s = tl.load(s_ptr + g * N + cols, mask=col_mask, other=0.0).to(tl.float32)
+    if HAS_ZERO:
+        z = tl.load(z_ptr + g * N + cols, mask=col_mask, other=0).to(tl.float32)
+    else:
+        z = tl.full(s.shape, 2 ** (BITS - 1), tl.float32)
+    return s, z
+
+
+@triton.jit
+def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, split,
+                  SPLIT_K: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """Write the [BLOCK_M, BLOCK_N] fp32 tile `acc` (split `split` of SPLIT_K) + bias to the output.
+    With SPLIT_K > 1, each split stores its partial to the workspace and the last to arrive sums
+    them in split order, so the result does not depend on the arrival order."""
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    rows = rows.to(tl.int64)
+    is_last = True
+    if SPLIT_K > 1:
+        part_ptrs = ws_ptr + rows[:, None] * N + cols[None, :]  # workspace [SPLIT_K, M, N]
+        plane = tl.cast(M, tl.int64) * N
+        tl.store(part_ptrs + split * plane, acc, mask=mask)
+        tl.debug_barrier()  # every thread's partial is written before the arrival is published
+        arrived = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel", scope="gpu")
+        is_last = arrived == SPLIT_K - 1
+        if is_last:
+            acc = tl.zeros_like(acc)
+            for s in range(SPLIT_K):  # .cg: other SMs wrote these, skip this SM's L1
+                acc += tl.load(part_ptrs + s * plane, mask=mask, other=0.0, cache_modifier=".cg")
+    if is_last:
+        if HAS_BIAS:
+            acc += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+        tl.store(out_ptr + rows[:, None] * out_stride + cols[None, :], acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
+                  magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
+                  HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # Grid (N / BLOCK_N, SPLIT_K). Reads its [K / SPLIT_K, BLOCK_N] slab of packed words once (the grid
+    # reads every word once), one row of scales (and zeros) per k-step, and x's rows (from L2).
+    # Writes BLOCK_M x BLOCK_N outputs (or fp32 partials, re-read once by the tile's last program).
+    # A thread holds all WORDS rows of its columns, so every sum over k stays in the thread:
+    # sum_k x s (c - z) = s * (sum_k x (magic + c) - sum_k x magic - z sum_k x), the x sums shared by all columns.
+    PACK: tl.constexpr = 32 // BITS  # codes per word
+    WORDS: tl.constexpr = BLOCK_K // PACK  # word rows per k-step
+    pid_n = tl.program_id(0)
+    split = tl.program_id(1)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    rows = tl.arange(0, BLOCK_M)
+    word_rows = tl.arange(0, WORDS)
+    idx = tl.arange(0, PACK)
+    k_steps = K // BLOCK_K
+    per_split = tl.cdiv(k_steps, SPLIT_K)
+    t_end = tl.minimum((split + 1) * per_split, k_steps)
+    # words [1, WORDS, 1, BLOCK_N]: the layout of the whole step (the codes axis, broadcast from size
+    # 1, stays in-thread); activations [BLOCK_M, WORDS, PACK]: x[m, k0 + PACK*j + i], loaded 3-D so
+    # that their layout cannot win over the words' and broadcast to every column's thread
+    w_ptrs = w_ptr + word_rows[None, :, None, None].to(tl.int64) * N + cols[None, None, None, :]
+    w_mask = col_mask[None, None, None, :]
+    x_ptrs = x_ptr + rows[:, None, None].to(tl.int64) * x_stride + word_rows[None, :, None] * PACK + idx[None, None, :]
+    x_mask = rows[:, None, None] < M
+    acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+    for t in range(split * per_split, t_end):
+        words = tl.load(w_ptrs + tl.cast(t * WORDS, tl.int64) * N, mask=w_mask, other=0)
+        x = tl.load(x_ptrs + t * BLOCK_K, mask=x_mask, other=0.0).to(tl.float32)[:, :, :, None]
+        codes, magic = _unpack(words, idx[None, None, :, None], magic15, BITS)
+        dots = tl.sum(tl.sum(codes * x, axis=2), axis=1)  # [BLOCK_M, BLOCK_N]
+        x_sum = tl.sum(tl.sum(x, axis=2), axis=1)  # [BLOCK_M, 1]
+        x_magic = tl.sum(tl.sum(x * magic, axis=2), axis=1)
+        s, z = _scale_and_zero(s_ptr, z_ptr, t * BLOCK_K // GROUP, cols, col_mask, N, HAS_ZERO, BITS)
+        acc += s[None, :] * (dots - x_magic - z[None, :] * x_sum)
+    _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid_n, split, SPLIT_K, HAS_BIAS)
+
+
+@triton.jit
+def _dequant_tile(w_ptr, s_ptr, z_ptr, k0, cols, col_mask, N, magic15, BITS: tl.constexpr, GROUP: tl.constexpr,
+                  HAS_ZERO: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr):
+    """W^T[k0 : k0 + BLOCK_K, cols] as fp32 s * (c - z) = (magic + c) * s - (z + magic) * s: one FMA a
+    code, exact for bf16 and fp16 scales (every product fits 24 bits). BLOCK_K divides GROUP."""
+    PACK: tl.constexpr = 32 // BITS
+    word_rows = k0 // PACK + tl.arange(0, BLOCK_K // PACK)
+    idx = tl.arange(0, PACK)[None, :, None]
+    words = tl.load(w_ptr + word_rows[:, None, None].to(tl.int64) * N + cols[None, None, :],
+                    mask=col_mask[None, None, :], other=0)  # [WORDS, 1, BLOCK_N]
+    codes, magic = _unpack(words, idx, magic15, BITS)
+    s, z = _scale_and_zero(s_ptr, z_ptr, k0 // GROUP, cols, col_mask, N, HAS_ZERO, BITS)
+    offset = -(z[None, None, :] + magic) * s[None, None, :]
+    return tl.reshape(codes * s[None, None, :] + offset, (BLOCK_K, BLOCK_N))
+
+
+@triton.jit
+def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
+                  magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
+                  HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # Grid (M tiles * N tiles, SPLIT_K), the M tiles of one N tile adjacent so that they share its
+    # weights through L2. Reads its [K / SPLIT_K, BLOCK_N] slab of packed words once and its
+    # [BLOCK_M, K / SPLIT_K] slab of x; writes a BLOCK_M x BLOCK_N output tile (or fp32 partials).
+    pid = tl.program_id(0)
+    split = tl.program_id(1)
+    m_tiles = tl.cdiv(M, BLOCK_M)
+    pid_m = pid % m_tiles
+    pid_n = pid // m_tiles
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    ks = tl.arange(0, BLOCK_K)
+    xt_ptrs = x_ptr + rows[None, :].to(tl.int64) * x_stride + ks[:, None]  # x^T tile [BLOCK_K, BLOCK_M]
+    xt_mask = rows[None, :] < M
+    k_steps = K // BLOCK_K
+    per_split = tl.cdiv(k_steps, SPLIT_K)
+    t_end = tl.minimum((split + 1) * per_split, k_steps)
+    acc = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)
+    for t in range(split * per_split, t_end):
+        k0 = t * BLOCK_K
+        w = _dequant_tile(w_ptr, s_ptr, z_ptr, k0, cols, col_mask, N, magic15, BITS, GROUP, HAS_ZERO, BLOCK_K, BLOCK_N)
+        xt = tl.load(xt_ptrs + k0, mask=xt_mask, other=0.0)
+        acc = tl.dot(tl.trans(w.to(xt.dtype)), xt, acc)  # [BLOCK_N, BLOCK_M] += W x^T
+    _store_output(tl.trans(acc), rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid, split,
+                  SPLIT_K, HAS_BIAS)
+
+
+@triton.jit
+def _dequantize_kernel(w_ptr, s_ptr, z_ptr, out_ptr, N, K, magic15, BITS: tl.constexpr, GROUP: tl.constexpr,
+                       HAS_ZERO: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr):
+    # Reads each packed word and each group's scales (and zeros) once; writes W [N, K] once.
+    k0 = tl.program_id(0) * BLOCK_K
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    wt = _dequant_tile(w_ptr, s_ptr, z_ptr, k0, cols, col_mask, N, magic15, BITS, GROUP, HAS_ZERO, BLOCK_K, BLOCK_N)
+    ks = k0 + tl.arange(0, BLOCK_K)
+    tl.store(out_ptr + cols[None, :].to(tl.int64) * K + ks[:, None], wt.to(out_ptr.dtype.element_ty),
+             mask=col_mask[None, :])
+
+# ---------------------------------------------------------------------------------------------
+# The quantized weight
+
+
+@dataclass(frozen=True)
+class QuantizedWeight:
+    """A weight quantized by `quantize_weight` (layout in the module docstring)."""
+
+    packed: torch.Tensor  # int32 [K * bits / 32, N]
+    scales: torch.Tensor  # [K / group_size, N]
+    zeros: Optional[torch.Tensor]  # uint8 [K / group_size, N], None when symmetric
+    bits: int
+    group_size: int
+    shape: tuple[int, int]  # (N, K) = (out_features, in_features)
+    dtype: torch.dtype  # the original weight's
+
+    @property
+    def symmetric(self) -> bool:
+        return self.zeros is None
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.packed, self.scales, self.zeros) if t is not None)
+
+    def dequantize(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """The [N, K] weight s * (c - z): exact in float32 (the default), rounded once otherwise."""
+        return dequantize(self.packed, self.scales, self.zeros, self.bits, self.group_size, dtype)
+
+    def to(self, device) -> "QuantizedWeight":
+        move = lambda t: t if t is None else t.to(device)  # noqa: E731
+        return QuantizedWeight(move(self.packed), move(self.scales), move(self.zeros), self.bits, self.group_size,
+                               self.shape, self.dtype)
+
+
+def _check_format(bits, group_size) -> None:
+    if bits not in BITS:
+        raise ValueError(f"bits must be 4 or 8, got {bits!r}")
+    if group_size not in GROUP_SIZES:
+        raise ValueError(f"group_size must be one of {', '.join(map(str, GROUP_SIZES))}, got {group_size!r}")
+
+
+def quantize_weight(w: torch.Tensor, bits: int = 4, group_size: int = 128, symmetric: bool = False,
+                    scale_dtype: Optional[torch.dtype] = None) -> QuantizedWeight:
+    """Quantize an nn.Linear weight w [N, K] group-wise along K (see the module docstring). Scales are
+    kept in `scale_dtype` (default: w's dtype, bfloat16 for float32 w). Runs once, off the hot path."""
+    w = w.detach()
+    check_float("w", w)
+    _check_format(bits, group_size)
+    if w.dim() != 2:
+        raise ValueError(f"w must be 2-D [out_features, in_features], got shape {tuple(w.shape)}")
+    N, K = w.shape
+    if K == 0 or K % group_size:
+        raise ValueError(f"w's in_features (K={K}) must be a positive multiple of group_size={group_size}")
+    scale_dtype = scale_dtype or (w.dtype if w.dtype in HALF_DTYPES else torch.bfloat16)
+    if scale_dtype not in FLOAT_DTYPES:
+        raise TypeError(f"scale_dtype must be float16, bfloat16 or float32, got {scale_dtype}")
+    if not bool(torch.isfinite(w).all()):
+        raise ValueError("w has non-finite values (inf or NaN)")
+    top = 2**bits - 1
+    wg = w.float().reshape(N, K // group_size, group_size)
+    if symmetric:
+        s = wg.abs().amax(-1) / (2 ** (bits - 1) - 1)
+    else:
+        lo = wg.amin(-1).clamp(max=0)
+        s = (wg.amax(-1).clamp(min=0) - lo) / top
+    s = s.to(scale_dtype)
+    s = torch.where(s == 0, torch.ones_like(s), s).float()  # an all-zero (or underflowing) group
+    z = torch.full_like(s, 2 ** (bits - 1)) if symmetric else torch.round(-lo / s).clamp(0, top)
+    codes = (torch.round(wg / s[..., None]) + z[..., None]).clamp(0, top).to(torch.int64)
+    pack = 32 // bits
+    shifts = torch.arange(pack, device=w.device) * bits
+    words = (codes.reshape(N, K // pack, pack) << shifts).sum(-1)  # < 2^32, as int64
+    words = torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
+    return QuantizedWeight(packed=words.t().contiguous(), scales=s.t().to(scale_dtype).contiguous(),
+                           zeros=None if symmetric else z.t().to(torch.uint8).contiguous(),
+                           bits=bits, group_size=group_size, shape=(N, K), dtype=w.dtype)
+
+
+def unpack_codes(packed: torch.Tensor, bits: int) -> torch.Tensor:
+    """The codes c as int32 [K, N] (plain PyTorch)."""
+    pack = 32 // bits
+    shifts = torch.arange(pack, device=packed.device, dtype=torch.int32) * bits
+    codes = (packed[:, None, :] >> shifts[None, :, None]) & (2**bits - 1)
+    return codes.reshape(-1, packed.shape[1])
+
+
+def dequantize_reference(packed, scales, zeros, bits, group_size, dtype=torch.float32) -> torch.Tensor:
+    """dequantize in plain PyTorch: W [N, K] = s * (c - z), computed exactly in float32."""
+    codes = unpack_codes(packed, bits).float()
+    s = scales.float().repeat_interleave(group_size, dim=0)
+    z = 2.0 ** (bits - 1) if zeros is None else zeros.float().repeat_interleave(group_size, dim=0)
+    return (s * (codes - z)).t().to(dtype)
+
+
+def dequantize(packed, scales, zeros, bits, group_size, dtype=torch.float32) -> torch.Tensor:
+    """W [N, K] = s * (c - z) in `dtype` (exact in float32), by `_dequantize_kernel` where kernels run."""
+    if not runs_kernel(packed):
+        return dequantize_reference(packed, scales, zeros, bits, group_size, dtype)
+    K, N = packed.shape[0] * 32 // bits, packed.shape[1]
+    out = torch.empty((N, K), device=packed.device, dtype=dtype)
+    block_k = min(DEQUANT_BLOCK_K, group_size)
+    if out.numel():
+        launch(_dequantize_kernel, (K // block_k, cdiv(N, DEQUANT_BLOCK_N)), packed, scales,
+               packed if zeros is None else zeros, out, N, K, MAGIC15, BITS=bits, GROUP=group_size, HAS_ZERO=zeros is not None,
+               BLOCK_K=block_k, BLOCK_N=DEQUANT_BLOCK_N, num_warps=4)
+    return out
+
+# ---------------------------------------------------------------------------------------------
+# quant_matmul: checks, the custom op
+
+
+def _quant_matmul_fake(x, packed, scales, zeros, bias, bits, group_size):
+    return x.new_empty((*x.shape[:-1], packed.shape[1]))
+
+
+@torch_op("quant_matmul", fake=_quant_matmul_fake)
+def _quant_matmul_op(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: Optional[torch.Tensor],
+                     bias: Optional[torch.Tensor], bits: int, group_size: int) -> torch.Tensor:
+    N = packed.shape[1]
+    if not runs_kernel(x):
+        return quant_matmul_reference(x, packed, scales, zeros, bias, bits, group_size).to(x.dtype)
+    rows = as_rows(x)
+    M, K = rows.shape
+    path = kernel_path(M, x.dtype)
+    if path == "dequant":
+        return F.linear(x, dequantize(packed, scales, zeros, bits, group_size, x.dtype), bias)
+    out = torch.empty((M, N), device=x.device, dtype=x.dtype)
+    if M == 0 or N == 0:
+        return out.reshape(*x.shape[:-1], N)
+    sms = num_sms(x.device.index if x.is_cuda else -1)
+    if path == "gemv":
+        block_n, block_k, split, warps = gemv_config(M, N, K, bits, group_size, sms)
+        kernel, grid, tiles = _qgemv_kernel, (cdiv(N, block_n), split), cdiv(N, block_n)
+        tile_args = dict(BLOCK_M=triton.next_power_of_2(M), BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps)
+    else:
+        block_m, block_n, block_k, split, warps, stages = dot_config(M, N, K, group_size, sms)
+        tiles = cdiv(M, block_m) * cdiv(N, block_n)
+        kernel, grid = _qgemm_kernel, (tiles, split)
+        tile_args = dict(BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, num_stages=stages)
+    # split-K workspace: fp32 partials [split, M, N] and one arrival counter per output tile
+    partials = torch.empty((split, M, N), device=x.device, dtype=torch.float32) if split > 1 else out
+    counters = torch.zeros(tiles, device=x.device, dtype=torch.int32) if split > 1 else packed
+    launch(kernel, grid, rows, packed, scales, packed if zeros is None else zeros, out if bias is None else bias,
+           out, partials, counters, M, N, K, rows.stride(0), out.stride(0), MAGIC15, SPLIT_K=split, BITS=bits, GROUP=group_size,
+           HAS_ZERO=zeros is not None, HAS_BIAS=bias is not None, **tile_args)
+    return out.reshape(*x.shape[:-1], N)
+
+
+def _check(x, qweight, bias) -> None:
+    if not isinstance(qweight, QuantizedWeight):
+        raise TypeError(f"qweight must be a QuantizedWeight (from quantize_weight), got {type(qweight).__name__}")
+    check_float("x", x)
+    if x.dim() == 0:
+        raise ValueError("x must have at least one dimension")
+    check_same_device("qweight", qweight.packed, "x", x)
+    N, K = qweight.shape
+    if x.shape[-1] != K:
+        raise ValueError(f"x has last dim {x.shape[-1]} but qweight has in_features K={K}")
+    if bias is not None:
+        check_float("bias", bias)
+        check_same_device("bias", bias, "x", x)
+        if bias.shape != (N,):
+            raise ValueError(f"bias must have shape ({N},) to match qweight's out_features, got {tuple(bias.shape)}")
+        if bias.stride(0) != 1 and N > 1:
+            raise ValueError("bias must be contiguous")
+
+
+def quant_matmul(x: torch.Tensor, qweight: QuantizedWeight, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """x [..., K] @ dequantize(qweight).T (+ bias) -> [..., N] in x's dtype, accumulated in fp32."""
+    _check(x, qweight, bias)
+    return _quant_matmul_op(x, qweight.packed, qweight.scales, qweight.zeros, bias, qweight.bits, qweight.group_size)
+
+# ---------------------------------------------------------------------------------------------
+# Modules
+
+
+class QuantLinear(torch.nn.Module):
+    """Drop-in for nn.Linear holding a quantized weight (buffers packed, scales, zeros, bias)."""
+
+    def __init__(self, qweight: QuantizedWeight, bias: Optional[torch.Tensor] = None):
+        super().__init__()
+        self.out_features, self.in_features = qweight.shape
+        self.bits, self.group_size, self.weight_dtype = qweight.bits, qweight.group_size, qweight.dtype
+        self.register_buffer("packed", qweight.packed)
+        self.register_buffer("scales", qweight.scales)
+        self.register_buffer("zeros", qweight.zeros)
+        self.register_buffer("bias", None if bias is None else bias.detach())
+
+    @classmethod
+    def from_linear(cls, linear: torch.nn.Linear, bits: int = 4, group_size: int = 128,
+                    symmetric: bool = False) -> "QuantLinear":
+        return cls(quantize_weight(linear.weight, bits, group_size, symmetric), linear.bias)
+
+    @property
+    def qweight(self) -> QuantizedWeight:
+        return QuantizedWeight(self.packed, self.scales, self.zeros, self.bits, self.group_size,
+                               (self.out_features, self.in_features), self.weight_dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return quant_matmul(x, self.qweight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
+                f"bits={self.bits}, group_size={self.group_size}, symmetric={self.zeros is None}")
+
+
+def quantize_model(model: torch.nn.Module, bits: int = 4, group_size: int = 128, symmetric: bool = False,
+                   skip: Sequence[str] = ("lm_head",)) -> dict:
+    """Replace `model`'s nn.Linear modules by QuantLinear in place. A module is skipped when its name
+    or its last name component matches a pattern of `skip` (fnmatch), or when its in_features is not
+    a multiple of group_size. Returns {"quantized": [names], "skipped": {name: reason}}."""
+    _check_format(bits, group_size)
+    report: dict = {"quantized": [], "skipped": {}}
+    linears = [(name, m) for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+    for name, linear in linears:
+        if any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(name.rsplit(".", 1)[-1], p) for p in skip):
+            report["skipped"][name] = "matches skip"
+            continue
+        if linear.in_features % group_size:
+            report["skipped"][name] = f"in_features={linear.in_features} is not a multiple of group_size={group_size}"
+            continue
+        parent, _, attr = name.rpartition(".")
+        setattr(model.get_submodule(parent) if parent else model, attr,
+                QuantLinear.from_linear(linear, bits, group_size, symmetric))
+        report["quantized"].append(name)
+    return report
+
+# ---------------------------------------------------------------------------------------------
+# Reference, quantization error, cost, cases
+
+
+def quant_matmul_reference(x, packed, scales, zeros, bias, bits, group_size) -> torch.Tensor:
+    """The same maths in float64: x @ dequantize(w).T + bias."""
+    out = x.double() @ dequantize_reference(packed, scales, zeros, bits, group_size).double().t()
+    return out if bias is None else out + bias.double()
+
+
+def quantization_error(w: torch.Tensor, qweight: QuantizedWeight, x: Optional[torch.Tensor] = None) -> dict:
+    """||dequantize(qweight) - w|| / ||w||, and with x, ||quant_matmul(x, qweight) - x w^T|| / ||x w^T||
+    (float64 on the true weight): what the quantization costs in accuracy, for the benchmark to record."""
+    def rel(a, b):
+        b = b.double()
+        return float(torch.linalg.vector_norm(a.double() - b) / torch.linalg.vector_norm(b).clamp_min(1e-300))
+
+    err = {"weight_rel_err": rel(qweight.dequantize(), w)}
+    if x is not None:
+        err["matmul_rel_err"] = rel(quant_matmul(x, qweight), x.double() @ w.double().t())
+    return err
+
+
+BENCH_GROUP = 128
+
+
+def _make_inputs(bits):
+    def make(shape, dtype, device):
+        M, N, K = shape
+        w = torch.randn(N, K, device=device, dtype=dtype) * K**-0.5
+        return torch.randn(M, K, device=device, dtype=dtype), quantize_weight(w, bits, BENCH_GROUP), w
+    return make
+
+
+def _cost(bits):
+    def cost(shape, dtype) -> Cost:
+        M, N, K = shape
+        groups = N * K // BENCH_GROUP
+        # packed codes + scales (x's dtype) + uint8 zeros, x, out: each once
+        weight = N * K * bits // 8 + groups * (dtype.itemsize + 1)
+        return Cost(flops=2 * M * N * K, bytes=weight + (M * K + M * N) * dtype.itemsize)
+    return cost
+
+
+def _eager(x, qw, w):
+    """What a model writes in PyTorch for a quantized linear: unpack and scale, then F.linear."""
+    return F.linear(x, dequantize_reference(qw.packed, qw.scales, qw.zeros, qw.bits, qw.group_size, x.dtype))
+
+
+def _reference(x, qw, w):
+    return quant_matmul_reference(x, qw.packed, qw.scales, qw.zeros, None, qw.bits, qw.group_size)
+
+
+def _cublas():
+    return lambda x, qw, w: F.linear(x, w)  # the bf16 weight before quantization
+
+
+def _tinygemm_layout(qw: QuantizedWeight) -> tuple[torch.Tensor, torch.Tensor]:
+    """The same int4 weight as torch's tinygemm takes it: codes as uint8 [N, K/2] (even k in the high
+    nibble) and scales_and_zeros bf16 [K/G, N, 2], where w = (c - 8) * s + zero, so zero = s * (8 - z)."""
+    codes = unpack_codes(qw.packed, 4).t()
+    pairs = (codes[:, ::2] << 4 | codes[:, 1::2]).to(torch.uint8).contiguous()
+    s = qw.scales.float()
+    z = 8.0 if qw.zeros is None else qw.zeros.float()
+    return pairs, torch.stack([s, s * (8.0 - z)], dim=-1).to(torch.bfloat16).contiguous()
+
+
+def _tinygemm():
+    if not torch.cuda.is_available() or not hasattr(torch.ops.aten, "_weight_int4pack_mm"):
+        return None
+    converted = {}
+
+    def run(x, qw, w):
+        if x.dtype != torch.bfloat16:
+            raise TypeError("tinygemm takes bfloat16 activations only")
+        if converted.get("qw") is not qw:  # converted on the first (warm-up) call, outside the timing
+            pairs, scales_and_zeros = _tinygemm_layout(qw)
+            K = qw.shape[1]
+            inner_k_tiles = 8 if K % 1024 == 0 else 4 if K % 512 == 0 else 2
+            converted.update(qw=qw, packed=torch.ops.aten._convert_weight_to_int4pack(pairs, inner_k_tiles),
+                             scales_and_zeros=scales_and_zeros)
+        return torch.ops.aten._weight_int4pack_mm(x, converted["packed"], qw.group_size, converted["scales_and_zeros"])
+    return run
+
+
+BENCH_SHAPES = ((4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192))
+BENCH_CASES = tuple((M, N, K) for M in (1, 16, 64, 256) for N, K in BENCH_SHAPES)
+
+for _bits, _peers in ((4, {"cublas": _cublas, "tinygemm": _tinygemm}), (8, {"cublas": _cublas})):
+    registry.register(registry.OpSpec(
+        name=f"quant_matmul_int{_bits}", family="quant_matmul", make_inputs=_make_inputs(_bits),
+        run=lambda x, qw, w: quant_matmul(x, qw), reference=_reference, eager=_eager, cost=_cost(_bits),
+        cases=BENCH_CASES, peers=_peers, x_key="M"))

@@ -1,0 +1,306 @@
+r"""Row reductions over the last dim: sum, max, mean and L2 norm.
+
+For a row x of width N:
+
+    row_sum(x)  = \sum_j x_j
+    row_mean(x) = (\sum_j x_j) / N
+    row_norm(x) = sqrt(\sum_j x_j^2)
+    row_max(x)  = max_j x_j          (torch.amax: a NaN anywhere in the row gives NaN)
+
+Each is one of three fp32 reductions of the row (REDUCTION: "sum", "sumsq", "max") followed by a
+finishing step on the row's total (FINISH: "none", "mean", "sqrt"); the kernels are written once for
+all of them, with REDUCTION and FINISH as constexprs. Totals of pieces of a row combine with the same
+reduction (partial sums add, partial maxima take the max), which lets a row be split across programs.
+The result is stored in x's dtype, or in `out_dtype` (e.g. float32) when given.
+
+Which path runs (M rows of N elements, S streaming multiprocessors; `reduce_path`):
+- N <= ONCHIP_MAX, "onchip": BLOCK_M whole rows a program, loaded at once and reduced in registers.
+- N > ONCHIP_MAX and M large enough to give every SM PROGRAMS_PER_SM programs, "looped": a
+  persistent grid; each program takes whole rows (p, p + G, ...) and walks a row tile by tile, the
+  next two tiles' loads in flight while the current one is folded into per-lane fp32 accumulators.
+- N > ONCHIP_MAX and fewer rows ("split"): each row is cut into chunks so that about
+  PROGRAMS_PER_SM * S programs work. Kernel 1 writes each chunk's fp32 total to a workspace
+  [M, chunks] (at most PROGRAMS_PER_SM * S floats); kernel 2 combines a row's totals and finishes.
+Traffic on every path: x read once (M * N * itemsize), the result written once (M * out itemsize);
+the split path adds its workspace, written and read once (a few KB).
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+import triton
+import triton.language as tl
+
+from rooftop import registry
+from rooftop.ops._support import (FLOAT_DTYPES, as_rows, cdiv, check_float, launch, num_sms, onchip_config,
+                                  runs_kernel, torch_op)
+from rooftop.roofline import Cost
+
+ONCHIP_MAX = 32768  # widest row kept in registers (elements)
+# Launch parameters, to be tuned on the H200 (benchmarks/tune_rowops.py). Registers from ptxas for
+# sm_90: on-chip 19-32 (bf16; full occupancy), looped/split 46-50 (4-5 programs of 8 warps an SM).
+ONCHIP_ELEMS_PER_THREAD = 16
+ONCHIP_BLOCK_ELEMS = 4096  # no output tile to hold: larger programs than the normalising ops
+LOOPED_TILE_BYTES = 8192  # one tile of the looped and split paths (two in flight per program)
+LOOPED_WARPS = 8  # 16 (fp16/bf16) or 8 (fp32) elements a thread per tile
+PROGRAMS_PER_SM = 4  # looped and split paths: programs per SM, all resident at once (a persistent grid)
+COMBINE_WARPS = 4
+
+
+# kind -> (REDUCTION over the row in fp32, FINISH applied to the row's total)
+KINDS = {"sum": ("sum", "none"), "mean": ("sum", "mean"), "norm": ("sumsq", "sqrt"), "max": ("max", "none")}
+
+# ---------------------------------------------------------------------------------------------
+# Kernels
+
+
+@triton.jit
+def _identity(REDUCTION: tl.constexpr):
+    """What masked-off lanes hold: leaves any total unchanged."""
+    if REDUCTION == "max":
+        value = -float("inf")
+    else:
+        value = 0.0
+    return value
+
+
+@triton.jit
+def _fold(acc, x, REDUCTION: tl.constexpr):
+    """acc with x folded in, element by element (fp32)."""
+    if REDUCTION == "max":
+        acc = tl.maximum(acc, x, propagate_nan=tl.PropagateNan.ALL)  # max.NaN: torch.amax keeps NaN
+    elif REDUCTION == "sumsq":
+        acc = acc + x * x
+    else:
+        acc = acc + x
+    return acc
+
+
+@triton.jit
+def _total(v, axis, REDUCTION: tl.constexpr):
+    """Reduce the lanes of v along `axis`: partial sums (and sums of squares) add, maxima max."""
+    if REDUCTION == "max":
+        # tl.max is fmax, which drops NaN; a count of NaN lanes puts it back (a reduce with a
+        # NaN-keeping combine does the same but runs element by element in the interpreter)
+        t = tl.where(tl.sum((v != v).to(tl.int32), axis) > 0, float("nan"), tl.max(v, axis))
+    else:
+        t = tl.sum(v, axis)
+    return t
+
+
+@triton.jit
+def _finish(total, N, FINISH: tl.constexpr):
+    if FINISH == "mean":
+        total = total / N
+    elif FINISH == "sqrt":
+        total = tl.sqrt_rn(total)
+    return total
+
+
+@triton.jit
+def _reduce_span(x_row, start, end, REDUCTION: tl.constexpr, TILE: tl.constexpr):
+    """The fp32 total of x_row[start:end], read once, tile by tile into per-lane accumulators, with two
+    tiles' loads always in flight: the loop is unrolled by two so that each buffer keeps its registers
+    (a copy between buffers would wait for the load)."""
+    cols = tl.arange(0, TILE)
+    acc = tl.full([TILE], _identity(REDUCTION), tl.float32)
+    buf_a = tl.load(x_row + start + cols, mask=start + cols < end, other=_identity(REDUCTION),
+                    eviction_policy="evict_first")
+    buf_b = tl.load(x_row + start + TILE + cols, mask=start + TILE + cols < end, other=_identity(REDUCTION),
+                    eviction_policy="evict_first")
+    for off in range(start, end, 2 * TILE):
+        # loads past `end` (the last steps) are masked off: no traffic
+        x = buf_a.to(tl.float32)
+        nxt = off + 2 * TILE + cols
+        buf_a = tl.load(x_row + nxt, mask=nxt < end, other=_identity(REDUCTION), eviction_policy="evict_first")
+        acc = _fold(acc, x, REDUCTION)
+        x = buf_b.to(tl.float32)
+        nxt = off + 3 * TILE + cols
+        buf_b = tl.load(x_row + nxt, mask=nxt < end, other=_identity(REDUCTION), eviction_policy="evict_first")
+        acc = _fold(acc, x, REDUCTION)
+    return _total(acc, 0, REDUCTION)
+
+
+@triton.jit
+def _row_reduce_onchip_kernel(x_ptr, out_ptr, M, N, x_stride,
+                              REDUCTION: tl.constexpr, FINISH: tl.constexpr,
+                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # Reads BLOCK_M rows once (BLOCK_M * N * itemsize bytes), writes BLOCK_M results.
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    x = tl.load(x_ptr + rows.to(tl.int64)[:, None] * x_stride + cols[None, :], mask=mask,
+                other=_identity(REDUCTION), eviction_policy="evict_first").to(tl.float32)
+    total = _total(_fold(_identity(REDUCTION), x, REDUCTION), 1, REDUCTION)
+    tl.store(out_ptr + rows, _finish(total, N, FINISH).to(out_ptr.dtype.element_ty), mask=rows < M)
+
+
+@triton.jit
+def _row_reduce_looped_kernel(x_ptr, out_ptr, M, N, x_stride,
+                              REDUCTION: tl.constexpr, FINISH: tl.constexpr, TILE: tl.constexpr):
+    # Persistent: program p takes rows p, p + G, ...; reads each row once, writes one result a row.
+    for row in range(tl.program_id(0), M, tl.num_programs(0)):
+        total = _reduce_span(x_ptr + tl.cast(row, tl.int64) * x_stride, 0, N, REDUCTION, TILE)
+        tl.store(out_ptr + row, _finish(total, N, FINISH).to(out_ptr.dtype.element_ty))
+
+
+@triton.jit
+def _row_reduce_chunk_kernel(x_ptr, partial_ptr, N, x_stride, CHUNK,
+                             REDUCTION: tl.constexpr, TILE: tl.constexpr):
+    # Reads one chunk of a row once; writes its fp32 total to partial[row, chunk].
+    row = tl.program_id(0)
+    chunk = tl.program_id(1)
+    start = chunk * CHUNK
+    total = _reduce_span(x_ptr + tl.cast(row, tl.int64) * x_stride, start, tl.minimum(start + CHUNK, N),
+                         REDUCTION, TILE)
+    tl.store(partial_ptr + row * tl.num_programs(1) + chunk, total)
+
+
+@triton.jit
+def _row_reduce_combine_kernel(partial_ptr, out_ptr, N, n_chunks,
+                               REDUCTION: tl.constexpr, FINISH: tl.constexpr, CHUNKS_POW2: tl.constexpr):
+    # Reads a row's n_chunks fp32 totals, writes its result.
+    row = tl.program_id(0)
+    c = tl.arange(0, CHUNKS_POW2)
+    partial = tl.load(partial_ptr + row * n_chunks + c, mask=c < n_chunks, other=_identity(REDUCTION))
+    total = _total(partial, 0, REDUCTION)
+    tl.store(out_ptr + row, _finish(total, N, FINISH).to(out_ptr.dtype.element_ty))
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch configuration
+
+
+def reduce_path(M: int, N: int, sms: int) -> str:
+    """Which kernel path reduces M rows of N elements on a GPU of `sms` SMs: "onchip", "looped"
+    (one program a row, persistent) or "split" (rows cut into chunks over programs)."""
+    if N <= ONCHIP_MAX:
+        return "onchip"
+    # split when the rows alone cannot give every SM its programs: at least 2 chunks a row are needed
+    return "split" if PROGRAMS_PER_SM * sms // M >= 2 else "looped"
+
+
+def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
+    """Reduce each row of the [M, N] view `rows` (unit column stride, N > 0) into out[M] (contiguous)."""
+    M, N = rows.shape
+    if M == 0:
+        return
+    reduction, finish = KINDS[kind]
+    sms = num_sms(rows.device.index if rows.is_cuda else -1)
+    path = reduce_path(M, N, sms)
+    if path == "onchip":
+        block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
+        launch(_row_reduce_onchip_kernel, (cdiv(M, block_m),), rows, out, M, N, rows.stride(0),
+               REDUCTION=reduction, FINISH=finish, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps)
+        return
+    tile = LOOPED_TILE_BYTES // rows.element_size()
+    if path == "looped":
+        # as many programs as fit, trimmed so that every program gets the same number of rows
+        programs = cdiv(M, cdiv(M, PROGRAMS_PER_SM * sms))
+        launch(_row_reduce_looped_kernel, (programs,), rows, out, M, N, rows.stride(0),
+               REDUCTION=reduction, FINISH=finish, TILE=tile, num_warps=LOOPED_WARPS)
+        return
+    n_tiles = cdiv(N, tile)
+    n_chunks = min(n_tiles, PROGRAMS_PER_SM * sms // M)
+    chunk = cdiv(n_tiles, n_chunks) * tile
+    n_chunks = cdiv(N, chunk)
+    partial = torch.empty((M, n_chunks), device=rows.device, dtype=torch.float32)  # the workspace
+    launch(_row_reduce_chunk_kernel, (M, n_chunks), rows, partial, N, rows.stride(0), chunk,
+           REDUCTION=reduction, TILE=tile, num_warps=LOOPED_WARPS)
+    launch(_row_reduce_combine_kernel, (M,), partial, out, N, n_chunks, REDUCTION=reduction, FINISH=finish,
+           CHUNKS_POW2=triton.next_power_of_2(n_chunks), num_warps=COMBINE_WARPS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Wrappers: checks, the custom op
+
+
+def _row_reduce_fake(x: torch.Tensor, kind: str, out_dtype: torch.dtype) -> torch.Tensor:
+    return x.new_empty(x.shape[:-1], dtype=out_dtype)
+
+
+@torch_op("row_reduce", fake=_row_reduce_fake)
+def _row_reduce_op(x: torch.Tensor, kind: str, out_dtype: torch.dtype) -> torch.Tensor:
+    if not runs_kernel(x) or x.numel() == 0:  # empty rows: sum and norm 0, mean NaN, as torch
+        return row_reduce_reference(x, kind).to(out_dtype)
+    out = torch.empty(x.shape[:-1], device=x.device, dtype=out_dtype)
+    reduce_rows(as_rows(x), out.view(-1), kind)
+    return out
+
+
+def _row_reduce(x: torch.Tensor, kind: str, out_dtype: Optional[torch.dtype]) -> torch.Tensor:
+    check_float("x", x)
+    if x.dim() == 0:
+        raise ValueError("x must have at least one dimension")
+    if out_dtype is None:
+        out_dtype = x.dtype
+    elif out_dtype not in FLOAT_DTYPES:
+        raise TypeError(f"out_dtype must be one of float16, bfloat16, float32, got {out_dtype}")
+    if kind == "max" and x.shape[-1] == 0:
+        raise ValueError(f"x has an empty last dim (shape {tuple(x.shape)}): the max of an empty row is undefined")
+    return _row_reduce_op(x, kind, out_dtype)
+
+
+def row_sum(x: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """x.sum(-1): [..., N] -> [...], accumulated in fp32, stored in x's dtype (or `out_dtype`)."""
+    return _row_reduce(x, "sum", out_dtype)
+
+
+def row_max(x: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """x.amax(-1): [..., N] -> [...]; NaN in a row gives NaN, like torch.amax."""
+    return _row_reduce(x, "max", out_dtype)
+
+
+def row_mean(x: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """x.mean(-1): [..., N] -> [...], accumulated in fp32, stored in x's dtype (or `out_dtype`)."""
+    return _row_reduce(x, "mean", out_dtype)
+
+
+def row_norm(x: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """torch.linalg.vector_norm(x, dim=-1), the L2 norm sqrt(sum x^2) of each row, accumulated in fp32."""
+    return _row_reduce(x, "norm", out_dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference, eager form, cost, cases
+
+
+def row_reduce_reference(x: torch.Tensor, kind: str) -> torch.Tensor:
+    """The same maths in float64."""
+    xd = x.double()
+    if kind == "sum":
+        return xd.sum(-1)
+    if kind == "mean":
+        return xd.mean(-1)
+    if kind == "norm":
+        return torch.linalg.vector_norm(xd, dim=-1)
+    return xd.amax(-1)
+
+
+EAGER = {
+    "sum": lambda x: x.sum(-1),
+    "max": lambda x: x.amax(-1),
+    "mean": lambda x: x.mean(-1),
+    "norm": lambda x: torch.linalg.vector_norm(x, dim=-1),
+}
+
+
+def _cost(flops_per_element: int):
+    def cost(shape: tuple[int, ...], dtype: torch.dtype) -> Cost:
+        n, rows = math.prod(shape), math.prod(shape[:-1])
+        # read x once, write one result a row
+        return Cost(flops=flops_per_element * n, bytes=(n + rows) * dtype.itemsize)
+    return cost
+
+
+def _make_rows(shape, dtype, device):
+    return (torch.randn(shape, device=device, dtype=dtype),)
+
+
+for _kind, _fn, _flops in (("sum", row_sum, 1), ("max", row_max, 1), ("mean", row_mean, 1), ("norm", row_norm, 2)):
+    registry.register(registry.OpSpec(
+        name=f"row_{_kind}", family="reductions", make_inputs=_make_rows, run=_fn,
+        reference=lambda x, kind=_kind: row_reduce_reference(x, kind), eager=EAGER[_kind],
+        cost=_cost(_flops), cases=registry.row_sweep()))

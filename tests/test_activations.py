@@ -1,0 +1,213 @@
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conftest import DEVICE, HAS_CUDA, TOL, rel_err
+from rooftop.ops.activations import (FLAT_BLOCK, ROWS_BLOCK_ELEMS, bias_gelu, bias_gelu_reference, geglu,
+                                     geglu_reference, swiglu, swiglu_reference)
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+# 1 row, odd and prime widths, non-power-of-two, one flat block exactly and one element past it,
+# a row wider than the row kernel's tile (two column tiles, the second one ragged)
+SHAPES = [(1, 1), (3, 7), (5, 1000), (2, FLAT_BLOCK // 2), (1, FLAT_BLOCK + 1), (2, ROWS_BLOCK_ELEMS + 13)]
+
+
+def _randn(shape, dtype, device, scale=3.0):
+    return torch.randn(shape, device=device, dtype=dtype) * scale  # 3: reach both tails of the activations
+
+
+GATED = [
+    (swiglu, swiglu_reference, {}),
+    (geglu, geglu_reference, {"approximate": "tanh"}),
+    (geglu, geglu_reference, {"approximate": "none"}),
+]
+GATED_IDS = ["swiglu", "geglu_tanh", "geglu_erf"]
+
+
+@pytest.mark.parametrize("fn, ref, kwargs", GATED, ids=GATED_IDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_gated_separate(fn, ref, kwargs, shape, dtype, device):
+    gate, up = _randn(shape, dtype, device), _randn(shape, dtype, device)
+    out = fn(gate, up, **kwargs)
+    assert out.dtype == dtype and out.shape == gate.shape
+    assert rel_err(out, ref(gate, up, **kwargs)) < TOL[dtype]
+
+
+@pytest.mark.parametrize("fn, ref, kwargs", GATED, ids=GATED_IDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (5, 1000), (2, ROWS_BLOCK_ELEMS + 13)])
+def test_gated_packed(fn, ref, kwargs, shape, dtype, device):
+    M, inter = shape
+    x = _randn((M, 2 * inter), dtype, device)
+    out = fn(x, **kwargs)
+    assert out.dtype == dtype and out.shape == (M, inter)
+    assert rel_err(out, ref(x, **kwargs)) < TOL[dtype]
+    gate, up = x.chunk(2, -1)
+    assert rel_err(out, ref(gate, up, **kwargs)) < TOL[dtype]
+
+
+def test_matches_torch_activations(device):
+    """The kernels' formulas (exp2 sigmoid, tanh via sigmoid, erf) against torch's own, fp32."""
+    gate, up = _randn((4, 999), torch.float32, device), _randn((4, 999), torch.float32, device)
+    assert rel_err(swiglu(gate, up), F.silu(gate) * up) < 1e-5
+    assert rel_err(geglu(gate, up), F.gelu(gate, approximate="tanh") * up) < 1e-5
+    assert rel_err(geglu(gate, up, "none"), F.gelu(gate) * up) < 1e-5
+    bias = _randn(999, torch.float32, device)
+    assert rel_err(bias_gelu(gate, bias, "tanh"), F.gelu(gate + bias, approximate="tanh")) < 1e-5
+
+
+def test_extreme_values(device):
+    """Saturation: no inf/NaN from exp2 overflow at large |x|; silu/gelu(-big) -> 0, (+big) -> x."""
+    gate = torch.tensor([-1e4, -200.0, -90.0, -20.0, 0.0, 20.0, 90.0, 200.0, 1e4, 3e38, -3e38], device=device)
+    up = torch.ones_like(gate)
+    for out, ref in [(swiglu(gate, up), swiglu_reference(gate, up)),
+                     (geglu(gate, up), geglu_reference(gate, up)),
+                     (geglu(gate, up, "none"), geglu_reference(gate, up, "none"))]:
+        assert torch.isfinite(out).all()
+        torch.testing.assert_close(out, ref.float(), rtol=1e-5, atol=1e-6)
+
+
+def test_gelu_negative_tail_keeps_its_digits(device):
+    """Exact gelu in fp32 from erfc: element-wise relative error stays small where x/2 (1 + erf(x/sqrt 2))
+    cancels (1e-4 relative at x = -3, all digits lost by x = -6)."""
+    x = torch.linspace(-10.0, 10.0, 2001, device=device)
+    ref = bias_gelu_reference(x, torch.zeros(1, device=device))
+    out = bias_gelu(x, torch.zeros(1, device=device).expand(2001).contiguous())
+    assert ((out.double() - ref).abs() <= 2e-5 * ref.abs()).all()
+    gate = x.reshape(1, -1)
+    assert ((geglu(gate, torch.ones_like(gate), "none").double() - ref).abs() <= 2e-5 * ref.abs()).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (5, 1000), (2, ROWS_BLOCK_ELEMS + 13)])
+def test_bias_gelu(shape, approximate, dtype, device):
+    # x + bias ~ N(0, 2): a lone element deep in the negative tail (gelu ~ 1e-15) is not the point here
+    x, bias = _randn(shape, dtype, device, 1.0), _randn(shape[-1], dtype, device, 1.0)
+    out = bias_gelu(x, bias, approximate)
+    assert out.dtype == dtype and out.shape == x.shape
+    assert rel_err(out, bias_gelu_reference(x, bias, approximate)) < TOL[dtype]
+
+
+def test_bias_gelu_fp32_bias_and_leading_dims(device):
+    x = _randn((2, 3, 100), torch.bfloat16, device)
+    bias = _randn(100, torch.float32, device)
+    out = bias_gelu(x, bias)
+    assert out.shape == x.shape and out.dtype == torch.bfloat16
+    assert rel_err(out, bias_gelu_reference(x, bias)) < TOL[torch.bfloat16]
+
+
+def test_leading_dims_and_non_contiguous_rows(device):
+    # rows of 1000 with stride 1100 and an unaligned start; up with another stride (row path)
+    gate = _randn((2, 3, 1100), torch.float16, device)[..., 50:1050]
+    up = _randn((2, 3, 1200), torch.float16, device)[..., 1:1001]
+    out = swiglu(gate, up)
+    assert out.shape == (2, 3, 1000) and out.is_contiguous()
+    assert rel_err(out, swiglu_reference(gate, up)) < TOL[torch.float16]
+    # a transposed gate: rows cannot be viewed with unit column stride
+    gate_t = _randn((40, 6), torch.float16, device).t()
+    up_t = _randn((6, 40), torch.float16, device)
+    assert rel_err(geglu(gate_t, up_t), geglu_reference(gate_t, up_t)) < TOL[torch.float16]
+    # a packed input that is itself a strided view, with leading dims
+    packed = _randn((2, 5, 300), torch.bfloat16, device)[..., 20:220]
+    out = swiglu(packed)
+    assert out.shape == (2, 5, 100)
+    assert rel_err(out, swiglu_reference(packed)) < TOL[torch.bfloat16]
+    x = _randn((4, 130), torch.float32, device)[:, 1:129]
+    bias = _randn(128, torch.float32, device)
+    assert rel_err(bias_gelu(x, bias), bias_gelu_reference(x, bias)) < TOL[torch.float32]
+
+
+def test_1d_input(device):
+    gate, up = _randn(77, torch.float32, device), _randn(77, torch.float32, device)
+    assert rel_err(swiglu(gate, up), swiglu_reference(gate, up)) < TOL[torch.float32]
+    packed = _randn(78, torch.float32, device)
+    out = swiglu(packed)
+    assert out.shape == (39,) and rel_err(out, swiglu_reference(packed)) < TOL[torch.float32]
+
+
+def test_empty(device):
+    gate = torch.randn(0, 64, device=device)
+    assert swiglu(gate, gate.clone()).shape == (0, 64)
+    assert geglu(gate).shape == (0, 32)
+    assert swiglu(torch.randn(3, 0, device=device)).shape == (3, 0)
+    assert bias_gelu(gate, torch.randn(64, device=device)).shape == (0, 64)
+
+
+def test_bad_input(device):
+    x = torch.randn(4, 64, device=device)
+    with pytest.raises(TypeError, match="gate has dtype int64"):
+        swiglu(torch.ones(4, 64, dtype=torch.int64, device=device), x)
+    with pytest.raises(TypeError, match="up has dtype float16 but gate has float32"):
+        swiglu(x, x.half())
+    with pytest.raises(ValueError, match=r"up has shape \(4, 32\)"):
+        geglu(x, torch.randn(4, 32, device=device))
+    with pytest.raises(ValueError, match="up is on meta"):
+        swiglu(x, torch.randn(4, 64, device="meta"))
+    with pytest.raises(ValueError, match="gate's last dim \\(7\\) must be even"):
+        swiglu(torch.randn(4, 7, device=device))
+    with pytest.raises(ValueError, match="gate must have at least one dimension"):
+        swiglu(torch.tensor(1.0, device=device))
+    with pytest.raises(ValueError, match="approximate"):
+        geglu(x, x, approximate="erf")
+    with pytest.raises(TypeError, match="x has dtype"):
+        bias_gelu(x.to(torch.float64), torch.randn(64, device=device))
+    with pytest.raises(ValueError, match=r"bias must have shape \(64,\)"):
+        bias_gelu(x, torch.randn(32, device=device))
+    with pytest.raises(ValueError, match="bias must be contiguous"):
+        bias_gelu(x, torch.randn(128, device=device)[::2])
+    with pytest.raises(ValueError, match="bias is on meta"):
+        bias_gelu(x, torch.randn(64, device="meta"))
+    with pytest.raises(RuntimeError, match="gate requires grad"):
+        swiglu(torch.randn(4, 64, device=device, requires_grad=True))
+
+
+def test_compiles_without_graph_break():
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    def mlp_act(h, gate, up, x, bias):
+        return swiglu(h) + geglu(gate, up) * 0.5, bias_gelu(x, bias) * 2.0
+
+    h = torch.randn(3, 2, 128, device=DEVICE, dtype=torch.float16)
+    gate, up = torch.randn(3, 2, 64, device=DEVICE, dtype=torch.float16), torch.randn(3, 2, 64, device=DEVICE,
+                                                                                    dtype=torch.float16)
+    x, bias = torch.randn(5, 96, device=DEVICE, dtype=torch.float16), torch.randn(96, device=DEVICE,
+                                                                                  dtype=torch.float16)
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
+    act, gelu_out = torch.compile(mlp_act, backend=counter, fullgraph=True)(h, gate, up, x, bias)
+    assert counter.frame_count == 1
+    ref = swiglu_reference(h).half().double() + geglu_reference(gate, up).half().double() * 0.5
+    assert act.shape == (3, 2, 64) and rel_err(act, ref) < 5e-3
+    assert rel_err(gelu_out, bias_gelu_reference(x, bias) * 2.0) < TOL[torch.float16]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", [(16384, 8192), (2048, 65536), (64, 1 << 20), (1, 262144), (4096, 14336)])
+def test_gpu_sizes(shape):
+    gate, up = _randn(shape, torch.bfloat16, "cuda"), _randn(shape, torch.bfloat16, "cuda")
+    assert rel_err(swiglu(gate, up), swiglu_reference(gate, up)) < TOL[torch.bfloat16]
+    packed = torch.cat([gate, up], -1)
+    assert rel_err(swiglu(packed), swiglu_reference(packed)) < TOL[torch.bfloat16]
+    assert rel_err(geglu(gate, up), geglu_reference(gate, up)) < TOL[torch.bfloat16]
+    bias = _randn(shape[-1], torch.bfloat16, "cuda")
+    assert rel_err(bias_gelu(gate, bias), bias_gelu_reference(gate, bias)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.slow
+def test_past_2_31_elements():
+    shape = (2**31 // 8192 + 3, 8192)
+    gate, up = _randn(shape, torch.bfloat16, "cuda"), _randn(shape, torch.bfloat16, "cuda")
+    tail = slice(shape[0] - 4, None)
+    out = swiglu(gate, up)  # flat kernel
+    assert rel_err(out[tail], swiglu_reference(gate[tail], up[tail])) < TOL[torch.bfloat16]
+    del out
+    bias = _randn(8192, torch.bfloat16, "cuda")
+    out = bias_gelu(gate, bias)  # row kernel
+    assert rel_err(out[tail], bias_gelu_reference(gate[tail], bias)) < TOL[torch.bfloat16]
+    del out
+    packed = torch.cat([gate[: shape[0] // 2 + 2], up[: shape[0] // 2 + 2]], -1)  # [M/2, 16384]: > 2^31
+    del gate, up
+    half_tail = slice(packed.shape[0] - 4, None)
+    assert rel_err(swiglu(packed)[half_tail], swiglu_reference(packed[half_tail])) < TOL[torch.bfloat16]

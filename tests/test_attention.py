@@ -1,0 +1,336 @@
+import pytest
+import torch
+
+import rooftop.ops.attention as attention_mod
+from conftest import DEVICE, HAS_CUDA, TOL, rel_err
+from rooftop import registry
+from rooftop.ops.attention import (AttentionConfig, attention, attention_cost, attention_eager, attention_reference,
+                                   attention_varlen, attention_varlen_reference, visible_pairs)
+
+
+def _qkv(B, Hq, Hkv, Sq, Sk, D, dtype, device):
+    q = torch.randn(B, Hq, Sq, D, device=device, dtype=dtype)
+    k = torch.randn(B, Hkv, Sk, D, device=device, dtype=dtype)
+    v = torch.randn(B, Hkv, Sk, D, device=device, dtype=dtype)
+    return q, k, v
+
+
+def _check(q, k, v, causal=False, window=None, scale=None, tol=None):
+    out, lse = attention(q, k, v, causal, scale=scale, window=window, return_lse=True)
+    ref, ref_lse = attention_reference(q, k, v, causal, scale=scale, window=window, return_lse=True)
+    assert out.shape == q.shape and out.dtype == q.dtype
+    assert lse.shape == q.shape[:3] and lse.dtype == torch.float32
+    assert not out.isnan().any() and not lse.isnan().any()
+    assert rel_err(out, ref) < (tol or TOL[q.dtype])
+    assert rel_err(lse, ref_lse) < 1e-5  # -inf exactly where the reference has it
+    return out, lse
+
+
+# (B, Hq, Hkv, Sq, Sk, D, dtype): odd lengths, GQA ratios 1/4/8, Sq < Sk and Sq > Sk (causal: queries with no
+# key), one query, head dims padded to the next power of two (40 -> 64, 72 -> 128)
+CASES = [
+    (1, 2, 2, 37, 37, 64, torch.float16),
+    (2, 4, 1, 50, 50, 16, torch.bfloat16),
+    (1, 8, 1, 33, 33, 16, torch.float16),
+    (1, 2, 2, 20, 70, 64, torch.bfloat16),
+    (1, 2, 2, 70, 20, 64, torch.float16),
+    (1, 4, 2, 1, 45, 64, torch.bfloat16),
+    (1, 2, 1, 29, 31, 40, torch.float32),
+    (1, 2, 2, 24, 41, 72, torch.float16),
+]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("B, Hq, Hkv, Sq, Sk, D, dtype", CASES)
+def test_matches_reference(B, Hq, Hkv, Sq, Sk, D, dtype, causal, device):
+    _check(*_qkv(B, Hq, Hkv, Sq, Sk, D, dtype, device), causal)
+
+
+def test_sdpa_semantics_when_lengths_match(device):
+    """Equal lengths: SDPA's causal mask and default scale; without lse, out alone."""
+    q, k, v = _qkv(1, 2, 2, 40, 40, 32, torch.float32, device)
+    for causal in (False, True):
+        ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        assert rel_err(attention(q, k, v, causal), ref.double()) < 1e-5
+
+
+def test_queries_past_the_keys_see_nothing(device):
+    """Causal with Sq > Sk: the first Sq - Sk queries see no key: out 0 and lse -inf, never NaN."""
+    q, k, v = _qkv(1, 2, 2, 45, 12, 64, torch.float16, device)
+    out, lse = _check(q, k, v, causal=True)
+    assert torch.equal(out[:, :, :33], torch.zeros_like(out[:, :, :33]))
+    assert torch.isneginf(lse[:, :, :33]).all() and torch.isfinite(lse[:, :, 33:]).all()
+
+
+@pytest.mark.parametrize("causal, window, Sq, Sk", [
+    (False, (5, 3), 40, 40),     # both edges masked: three loops
+    (True, 7, 40, 40),           # sliding window (Mistral): left edge and diagonal
+    (False, 9, 30, 50),          # left only, Sq < Sk
+    (False, (0, 0), 33, 33),     # the diagonal alone
+    (True, (3, None), 50, 20),   # Sq > Sk: queries with no key
+    (False, (2, 1), 60, 10),     # windows that miss every key for most queries
+])
+def test_windows(causal, window, Sq, Sk, device):
+    _check(*_qkv(1, 2, 1, Sq, Sk, 64, torch.float16, device), causal, window=window)
+
+
+def test_scale(device):
+    _check(*_qkv(1, 2, 2, 20, 30, 64, torch.bfloat16, device), True, scale=0.3)
+
+
+@pytest.mark.parametrize("tma", [True, False])
+@pytest.mark.parametrize("config", [AttentionConfig(16, 16, 4, 1), AttentionConfig(32, 16, 4, 1),
+                                    AttentionConfig(16, 32, 4, 1), AttentionConfig(16, 16, 4, 1, True)])
+def test_paths_and_tiles(config, tma, monkeypatch, device):
+    """Host-made descriptors, descriptors made in the kernel (warp-specialised configs) and pointer loads;
+    query tiles taller and shorter than key tiles; Sk a multiple of the key tile (one loop) or not."""
+    if HAS_CUDA:
+        pytest.skip("interpreter tile configs")
+    monkeypatch.setattr(attention_mod, "INTERPRETER_CONFIG", config)
+    monkeypatch.setattr(attention_mod, "TMA_ENABLED", tma)
+    _check(*_qkv(1, 2, 1, 40, 64, 64, torch.float16, device), False)
+    _check(*_qkv(1, 2, 1, 40, 45, 64, torch.float16, device), True, window=(20, 0))
+
+
+def test_strided_inputs(device):
+    """q/k/v transposed from [B, S, H, D] (no copies: the kernel takes the strides; out comes back in
+    the same memory layout), and views that TMA cannot address (rows 2 bytes off 16-byte alignment)."""
+    q = torch.randn(2, 33, 4, 64, device=device, dtype=torch.float16).transpose(1, 2)  # [B, H, S, D] view
+    k, v = (torch.randn(2, 30, 6, 64, device=device, dtype=torch.float16).transpose(1, 2)[:, 2:4, 1:]
+            for _ in range(2))  # 2 of 6 kv heads, keys from position 1: rows still 16-byte aligned
+    assert not q.is_contiguous() and q.stride(-1) == 1
+    out, _ = _check(q, k, v, causal=True)
+    assert out.stride(1) < out.stride(2)  # [B, S, H, D] memory, like q
+    base = torch.randn(1, 2, 30, 72, device=device, dtype=torch.float16)
+    q, k, v = base[..., 1:65], base[:, :, 3:, 5:69], base[:, :, 3:, 7:71]  # unaligned: pointer loads
+    _check(q, k, v, causal=False)
+
+
+def test_empty(device):
+    q, k, v = _qkv(1, 2, 2, 0, 9, 16, torch.float16, device)
+    out, lse = attention(q, k, v, return_lse=True)
+    assert out.shape == (1, 2, 0, 16) and lse.shape == (1, 2, 0)
+    assert attention(*_qkv(0, 2, 2, 5, 5, 16, torch.float16, device)).shape == (0, 2, 5, 16)
+    q, k, v = _qkv(1, 2, 2, 5, 0, 16, torch.float16, device)  # no keys: zeros, -inf
+    out, lse = attention(q, k, v, True, return_lse=True)
+    assert torch.equal(out, torch.zeros_like(out)) and torch.isneginf(lse).all()
+
+
+def _packed(lengths, heads, D, dtype, device):
+    return torch.randn(sum(lengths), heads, D, device=device, dtype=dtype)
+
+
+def _cu(lengths, device):
+    return torch.tensor([0] + lengths, device=device).cumsum(0).to(torch.int32)
+
+
+@pytest.mark.parametrize("causal, window", [(False, None), (True, None), (True, 6)])
+def test_varlen_matches_per_sequence(causal, window, device):
+    """Three sequences of different lengths (one with more queries than keys), GQA 2:1: each is the
+    dense attention of that sequence; tiles that straddle sequences must not mix them."""
+    len_q, len_k = [5, 33, 17], [9, 33, 12]
+    q = _packed(len_q, 4, 64, torch.bfloat16, device)
+    k, v = (_packed(len_k, 2, 64, torch.bfloat16, device) for _ in range(2))
+    cu_q, cu_k = _cu(len_q, device), _cu(len_k, device)
+    out, lse = attention_varlen(q, k, v, cu_q, cu_k, max(len_q), max(len_k), causal, window=window, return_lse=True)
+    assert out.shape == q.shape and lse.shape == (4, q.shape[0])
+    ref, ref_lse = attention_varlen_reference(q, k, v, cu_q, cu_k, causal, window=window)
+    assert rel_err(out, ref) < TOL[torch.bfloat16] and rel_err(lse, ref_lse) < 1e-5
+    qs, ks = slice(5, 38), slice(9, 42)  # the middle sequence, through the dense op
+    dense = attention(q[qs].transpose(0, 1)[None], k[ks].transpose(0, 1)[None], v[ks].transpose(0, 1)[None],
+                      causal, window=window)
+    assert rel_err(out[qs], dense[0].transpose(0, 1)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("config", [None, AttentionConfig(16, 16, 4, 1, True)])
+def test_varlen_empty_sequences(config, monkeypatch, device):
+    """A sequence with no query and one with no key (its queries: 0, lse -inf); tiles past a short
+    sequence, which warp-specialised configs run (with an empty key range) rather than exit."""
+    if config is not None:
+        monkeypatch.setattr(attention_mod, "INTERPRETER_CONFIG", config)
+    len_q, len_k = [0, 7, 6], [4, 0, 10]
+    q = _packed(len_q, 2, 16, torch.float16, device)
+    k, v = (_packed(len_k, 2, 16, torch.float16, device) for _ in range(2))
+    cu_q, cu_k = _cu(len_q, device), _cu(len_k, device)
+    out, lse = attention_varlen(q, k, v, cu_q, cu_k, 7, 10, return_lse=True)
+    ref, ref_lse = attention_varlen_reference(q, k, v, cu_q, cu_k)
+    assert rel_err(out, ref) < TOL[torch.float16] and rel_err(lse, ref_lse) < 1e-5
+    assert torch.equal(out[:7], torch.zeros_like(out[:7])) and torch.isneginf(lse[:, :7]).all()
+
+
+def test_bad_input(device):
+    q, k, v = _qkv(1, 4, 2, 8, 8, 32, torch.float16, device)
+    with pytest.raises(TypeError, match="q has dtype int64"):
+        attention(torch.ones(1, 4, 8, 32, dtype=torch.int64, device=device), k, v)
+    with pytest.raises(TypeError, match="k has dtype"):
+        attention(q, k.float(), v)
+    with pytest.raises(ValueError, match="q must be 4-D"):
+        attention(q[0], k, v)
+    with pytest.raises(ValueError, match="v has shape"):
+        attention(q, k, v[:, :, :5])
+    with pytest.raises(ValueError, match="k has batch"):
+        attention(q, k.expand(2, -1, -1, -1), v.expand(2, -1, -1, -1))
+    with pytest.raises(ValueError, match="k has head_dim"):
+        attention(q, k[..., :16], v[..., :16])
+    with pytest.raises(ValueError, match="multiple of k's and v's 3 heads"):
+        attention(q, *_qkv(1, 3, 3, 8, 8, 32, torch.float16, device)[1:])
+    with pytest.raises(ValueError, match="head_dim 320"):
+        attention(*_qkv(1, 2, 2, 4, 4, 320, torch.float16, device))
+    with pytest.raises(ValueError, match="k is on meta"):
+        attention(q, k.to("meta"), v.to("meta"))
+    with pytest.raises(ValueError, match="q must have unit stride"):
+        attention(q.transpose(2, 3).contiguous().transpose(2, 3), k, v)
+    with pytest.raises(ValueError, match="scale"):
+        attention(q, k, v, scale=0.0)
+    with pytest.raises(ValueError, match="window right must be 0"):
+        attention(q, k, v, causal=True, window=(4, 2))
+    with pytest.raises(ValueError, match="window left"):
+        attention(q, k, v, window=-3)
+    with pytest.raises(TypeError, match="window must be"):
+        attention(q, k, v, window=(1, 2, 3))
+    qp, kp = q[0].transpose(0, 1), k[0].transpose(0, 1)  # [8, H, 32]
+    cu = torch.tensor([0, 8], dtype=torch.int32, device=device)
+    with pytest.raises(TypeError, match="cu_seqlens_q must be a 1-D int32"):
+        attention_varlen(qp, kp, kp, cu.long(), cu, 8, 8)
+    with pytest.raises(ValueError, match="cu_seqlens_k has 3 entries"):
+        attention_varlen(qp, kp, kp, cu, torch.tensor([0, 4, 8], dtype=torch.int32, device=device), 8, 8)
+    with pytest.raises(ValueError, match="max_seqlen_k"):
+        attention_varlen(qp, kp, kp, cu, cu, 8, -1)
+    with pytest.raises(ValueError, match="q must be 3-D"):
+        attention_varlen(q, kp, kp, cu, cu, 8, 8)
+
+
+def test_compiles_without_graph_break():
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    def block(q, k, v, qp, kp, vp, cu):
+        out = attention(q, k, v, causal=True)
+        packed = attention_varlen(qp, kp, vp, cu, cu, 20, 20, causal=True)
+        return out * 2.0, packed + 1.0
+
+    q, k, v = _qkv(1, 4, 2, 20, 20, 32, torch.float16, DEVICE)
+    qp, kp, vp = (t[0].transpose(0, 1).contiguous() for t in (q, k, v))
+    cu = torch.tensor([0, 20], dtype=torch.int32, device=DEVICE)
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
+    out, packed = torch.compile(block, backend=counter, fullgraph=True)(q, k, v, qp, kp, vp, cu)
+    assert counter.frame_count == 1
+    ref = attention_reference(q, k, v, causal=True)
+    assert rel_err(out, 2.0 * ref) < TOL[torch.float16]
+    assert rel_err(packed, ref[0].transpose(0, 1) + 1.0) < TOL[torch.float16]
+
+
+def test_eager_form_matches_reference(device):
+    q, k, v = _qkv(1, 4, 2, 30, 30, 32, torch.float32, device)
+    for causal, window in ((False, None), (True, None), (True, 5)):
+        assert rel_err(attention_eager(q, k, v, causal, window=window),
+                       attention_reference(q, k, v, causal, window=window)) < 1e-5
+
+
+@pytest.mark.parametrize("Sq, Sk, left, right", [(64, 64, -1, 0), (10, 50, -1, 0), (50, 10, -1, 0),
+                                                 (40, 40, 7, 0), (30, 30, 3, 2), (20, 20, -1, -1)])
+def test_cost_counts_visible_pairs(Sq, Sk, left, right):
+    assert visible_pairs(Sq, Sk, left, right) == int(attention_mod._visible(Sq, Sk, left, right, "cpu").sum())
+
+
+def test_cost_and_registry():
+    cost = attention_cost((2, 16, 1024, 128), torch.bfloat16, causal=True)
+    assert cost.flops == 4 * 2 * 16 * 128 * (1024 * 1025 // 2)
+    assert cost.bytes == 4 * 2 * 16 * 1024 * 128 * 2
+    assert attention_cost((2, 16, 1024, 128), torch.bfloat16).flops == 4 * 2 * 16 * 1024 * 1024 * 128
+    for name in ("attention", "attention_causal", "attention_d64", "attention_d64_causal", "attention_d256",
+                 "attention_d256_causal"):
+        spec = registry.get(name)
+        assert spec.family == "attention" and spec.x_key == "S"
+        assert all(B * S == 16384 for B, _, S, _ in spec.cases)
+        assert set(spec.peers) == {"sdpa_flash", "sdpa_cudnn", "sdpa_efficient"}
+    spec = registry.get("attention_causal")
+    inputs = spec.make_inputs((1, 2, 24, 128), torch.float16, DEVICE)
+    assert rel_err(spec.run(*inputs), spec.reference(*inputs)) < TOL[torch.float16]
+    if not HAS_CUDA:
+        assert spec.peers["sdpa_flash"]() is None
+
+
+# ---------------------------------------------------------------------------------------------
+# On the GPU
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("D", [64, 128, 256])
+def test_gpu_matches_sdpa_math_fp32(D, causal):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q, k, v = _qkv(2, 8, 8, 300, 300, D, torch.float32, "cuda")
+    with sdpa_kernel(SDPBackend.MATH):
+        ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+    assert rel_err(attention(q, k, v, causal), ref) < 1e-5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("D", [64, 128, 256, 96])
+@pytest.mark.parametrize("S", [1024, 1000])  # one loop (warp-specialised) and a ragged last key tile
+def test_gpu_16bit(S, D, causal, dtype):
+    _check(*_qkv(2, 8, 4, S, S, D, dtype, "cuda"), causal)
+
+
+@pytest.mark.gpu
+def test_gpu_varlen_and_windows():
+    len_q = [1000, 1, 513, 2048]
+    q = _packed(len_q, 16, 128, torch.bfloat16, "cuda")
+    k, v = (_packed(len_q, 4, 128, torch.bfloat16, "cuda") for _ in range(2))
+    cu = _cu(len_q, "cuda")
+    for causal, window in ((False, None), (True, None), (True, 256)):
+        out, lse = attention_varlen(q, k, v, cu, cu, 2048, 2048, causal, window=window, return_lse=True)
+        ref, ref_lse = attention_varlen_reference(q, k, v, cu, cu, causal, window=window)
+        assert rel_err(out, ref) < TOL[torch.bfloat16] and rel_err(lse, ref_lse) < 1e-5
+
+
+@pytest.mark.gpu
+def test_gpu_pointer_path(monkeypatch):
+    monkeypatch.setattr(attention_mod, "TMA_ENABLED", False)
+    for causal in (False, True):
+        _check(*_qkv(2, 8, 2, 777, 777, 128, torch.bfloat16, "cuda"), causal)
+
+
+@pytest.mark.gpu
+def test_gpu_cuda_graph_capture():
+    q, k, v = _qkv(2, 8, 8, 512, 512, 128, torch.bfloat16, "cuda")
+    cu = torch.tensor([0, 300, 512], dtype=torch.int32, device="cuda")
+    qp, kp, vp = (t[0].transpose(0, 1).contiguous() for t in (q, k, v))
+
+    def step():
+        return attention(q, k, v, True), attention_varlen(qp, kp, vp, cu, cu, 300, 300, True)
+
+    step()  # compile outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out, packed = step()
+    for t in (q, k, v, qp, kp, vp):
+        t.copy_(torch.randn_like(t))
+    graph.replay()
+    assert rel_err(out, attention_reference(q, k, v, True)) < TOL[torch.bfloat16]
+    assert rel_err(packed, attention_varlen_reference(qp, kp, vp, cu, cu, True)[0]) < TOL[torch.bfloat16]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("causal", [False, True])
+def test_gpu_long_sequence(causal):
+    _check(*_qkv(1, 16, 16, 16384, 16384, 128, torch.bfloat16, "cuda"), causal)
+
+
+@pytest.mark.slow
+def test_gpu_past_2_31_elements():
+    """q, k, v of 2^31 + elements each: 64-bit offsets. The last batch is checked."""
+    q, k, v = _qkv(1025, 16, 16, 1024, 1024, 128, torch.bfloat16, "cuda")
+    out = attention(q, k, v, True)
+    assert rel_err(out[-1:], attention_reference(q[-1:], k[-1:], v[-1:], True)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+def test_gpu_peak_memory():
+    peaks = attention_mod.attention_peak_memory(S=4096)
+    assert peaks["rooftop"] <= 2 * 16 * 4096 * 128 * 2  # out (and Triton's workspace), no score matrix
+    assert peaks["eager"] > 16 * 4096 * 4096 * 2

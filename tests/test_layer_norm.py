@@ -1,0 +1,279 @@
+import pytest
+import torch
+
+from conftest import HAS_CUDA, TOL, rel_err
+from rooftop import registry
+from rooftop.ops.layer_norm import (ONCHIP_MAX, add_layer_norm_reference, fused_add_layer_norm_, layer_norm,
+                                    layer_norm_reference, looped_config)
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+# 1, odd, prime, non-power-of-two, the widest on-chip row (32768), the looped path: a partial last
+# tile (32771, 40000), whole tiles only (49152: 3 tiles of 16-bit values, 6 of fp32)
+SHAPES = [(1, 1), (3, 7), (5, 1000), (4, 4096), (2, 32768), (3, 32771), (2, 40000), (2, 49152)]
+ONCHIP, LOOPED = (4, 4096), (2, 40000)
+
+
+def _inputs(shape, dtype, device, param_dtype=None):
+    x = torch.randn(shape, device=device, dtype=dtype)
+    res = torch.randn(shape, device=device, dtype=dtype)
+    w = torch.rand(shape[-1], device=device, dtype=param_dtype or dtype) + 0.5
+    b = torch.randn(shape[-1], device=device, dtype=param_dtype or dtype)
+    return x, res, w, b
+
+
+def test_paths_under_test():
+    assert ONCHIP[1] <= ONCHIP_MAX < 32771 <= LOOPED[1]
+    assert 49152 % looped_config(49152, 2, True)[0] == 49152 % looped_config(49152, 4, True)[0] == 0  # whole tiles
+    assert 40000 % looped_config(40000, 2, True)[0] != 0 and 40000 % looped_config(40000, 4, True)[0] != 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_layer_norm_matches_reference(shape, dtype, device):
+    x, _, w, b = _inputs(shape, dtype, device)
+    y = layer_norm(x, w, b, 1e-5)
+    assert y.dtype == dtype and y.shape == x.shape
+    assert rel_err(y, layer_norm_reference(x, w, b, 1e-5)) < TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_add_layer_norm_matches_reference(shape, dtype, device):
+    x, res, w, b = _inputs(shape, dtype, device)
+    y, r = layer_norm(x, w, b, 1e-6, residual=res)
+    y_ref, r_ref = add_layer_norm_reference(x, res, w, b, 1e-6)
+    assert y.dtype == r.dtype == dtype and y.shape == r.shape == x.shape
+    assert rel_err(y, y_ref) < TOL[dtype]
+    assert rel_err(r, r_ref) < TOL[dtype]
+    # the new residual is x + residual rounded once to the input dtype
+    assert torch.equal(r, (x.float() + res.float()).to(dtype))
+
+
+@pytest.mark.parametrize("params, shape", [("no weight", ONCHIP), ("no bias", ONCHIP), ("neither", ONCHIP),
+                                           ("fp32 weight and bias", ONCHIP), ("neither", LOOPED),
+                                           ("fp32 weight and bias", LOOPED)])
+def test_optional_and_fp32_params(params, shape, device):
+    x, res, w, b = _inputs(shape, torch.bfloat16, device, param_dtype=torch.float32 if "fp32" in params else None)
+    w = None if params in ("no weight", "neither") else w
+    b = None if params in ("no bias", "neither") else b
+    y, _ = layer_norm(x, w, b, residual=res)
+    assert y.dtype == torch.bfloat16
+    assert rel_err(y, add_layer_norm_reference(x, res, w, b)[0]) < TOL[torch.bfloat16]
+    assert rel_err(layer_norm(x, w, b), layer_norm_reference(x, w, b)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("shape", [(1, 4096), (5, 1000), LOOPED])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_fused_add_layer_norm_in_place(shape, dtype, device):
+    x, res, w, b = _inputs(shape, dtype, device)
+    y_ref, r_ref = add_layer_norm_reference(x, res, w, b, 1e-5)
+    x_ptr, res_ptr = x.data_ptr(), res.data_ptr()
+    assert fused_add_layer_norm_(x, res, w, b, 1e-5) is None
+    assert x.data_ptr() == x_ptr and res.data_ptr() == res_ptr
+    assert rel_err(x, y_ref) < TOL[dtype]
+    assert rel_err(res, r_ref) < TOL[dtype]
+
+
+@pytest.mark.parametrize("shape", [(9, 32784), (9, 49152)])  # more rows than the interpreter's 8 programs
+def test_looped_programs_take_several_rows(shape, device):
+    x, res, w, b = _inputs(shape, torch.bfloat16, device)
+    y_ref, r_ref = add_layer_norm_reference(x, res, w, b)
+    assert rel_err(layer_norm(x, w, b), layer_norm_reference(x, w, b)) < TOL[torch.bfloat16]
+    fused_add_layer_norm_(x, res, w, b)
+    assert rel_err(x, y_ref) < TOL[torch.bfloat16] and rel_err(res, r_ref) < TOL[torch.bfloat16]
+    x32 = torch.randn(shape, device=device)
+    assert rel_err(layer_norm(x32, None, None), layer_norm_reference(x32, None, None)) < TOL[torch.float32]
+
+
+@pytest.mark.parametrize("shape", [ONCHIP, LOOPED])
+def test_large_mean_float32(shape, device):
+    """Rows 1e4 + randn: statistics from shifted values keep fp32 precision; the textbook one-pass
+    E[x^2] - E[x]^2 in fp32 fails the same check."""
+    x = 1e4 + torch.randn(shape, device=device)
+    w = torch.rand(shape[-1], device=device) + 0.5
+    ref = layer_norm_reference(x, w, None)
+    assert rel_err(layer_norm(x, w, None), ref) < TOL[torch.float32]
+    mean = x.mean(-1, keepdim=True)
+    naive = (x - mean) * torch.rsqrt((x * x).mean(-1, keepdim=True) - mean * mean + 1e-5) * w
+    assert not rel_err(naive, ref) < TOL[torch.float32]
+    # the same through the residual stream: r = randn + (1e4 + randn), rounded to fp32
+    y, r = layer_norm(torch.randn_like(x), w, None, residual=x)
+    assert rel_err(y, layer_norm_reference(r, w, None)) < TOL[torch.float32]
+
+
+@pytest.mark.parametrize("shape", [ONCHIP, LOOPED])
+def test_large_mean_bfloat16(shape, device):
+    # bf16 values near 1e4 are 64 apart: a spread of a few steps around a mean 150 times larger
+    x = (1e4 + 64 * torch.randn(shape, device=device)).to(torch.bfloat16)
+    assert x.double().std(-1).min() > 32
+    w = torch.rand(shape[-1], device=device, dtype=torch.bfloat16) + 0.5
+    b = torch.randn(shape[-1], device=device, dtype=torch.bfloat16)
+    assert rel_err(layer_norm(x, w, b), layer_norm_reference(x, w, b)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("shape", [ONCHIP, LOOPED])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_constant_rows_give_the_bias(shape, dtype, device):
+    x = torch.full(shape, 1e4, device=device, dtype=dtype)  # variance 0: y = bias, never nan
+    _, _, w, b = _inputs(shape, dtype, device)
+    assert rel_err(layer_norm(x, w, b), b.expand(shape)) < TOL[dtype]
+
+
+@pytest.mark.parametrize("width", [1000, 40000])  # on-chip, looped
+def test_leading_dims_and_non_contiguous_rows(width, device):
+    big = torch.randn(2, 1, width + 100, device=device, dtype=torch.float16)
+    x = big[..., 50:width + 50]  # row stride != width, unaligned start
+    res = torch.randn(2, 1, width, device=device, dtype=torch.float16)
+    _, _, w, b = _inputs((width,), torch.float16, device)
+    y, r = layer_norm(x, w, b, residual=res)
+    y_ref, r_ref = add_layer_norm_reference(x, res, w, b)
+    assert y.shape == r.shape == (2, 1, width)
+    assert rel_err(y, y_ref) < TOL[torch.float16] and rel_err(r, r_ref) < TOL[torch.float16]
+    assert rel_err(layer_norm(x, w, b), layer_norm_reference(x, w, b)) < TOL[torch.float16]
+
+
+@pytest.mark.parametrize("shape", [(0, 64), (3, 0), (0,)])
+def test_empty(shape, device):
+    x = torch.randn(shape, device=device)
+    w, b = torch.ones(shape[-1], device=device), torch.zeros(shape[-1], device=device)
+    assert layer_norm(x, w, b).shape == shape
+    y, r = layer_norm(x, w, b, residual=x.clone())
+    assert y.shape == r.shape == shape
+    fused_add_layer_norm_(x, x.clone(), w, b)
+
+
+def test_bad_input(device):
+    x = torch.randn(4, 64, device=device)
+    w, b = torch.ones(64, device=device), torch.zeros(64, device=device)
+    with pytest.raises(TypeError, match="x has dtype int64"):
+        layer_norm(torch.ones(4, 64, dtype=torch.int64, device=device), w, b)
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        layer_norm([1.0, 2.0], w, b)
+    with pytest.raises(ValueError, match=r"weight must have shape \(64,\)"):
+        layer_norm(x, torch.ones(32, device=device), b)
+    with pytest.raises(ValueError, match=r"bias must have shape \(64,\)"):
+        layer_norm(x, w, torch.zeros(4, 64, device=device))
+    with pytest.raises(TypeError, match="bias has dtype float64"):
+        layer_norm(x, w, b.double())
+    with pytest.raises(ValueError, match="weight must be contiguous"):
+        layer_norm(x, torch.ones(128, device=device)[::2], b)
+    with pytest.raises(ValueError, match="residual has shape"):
+        layer_norm(x, w, b, residual=torch.randn(4, 32, device=device))
+    with pytest.raises(TypeError, match="residual has dtype"):
+        layer_norm(x, w, b, residual=x.half())
+    with pytest.raises(ValueError, match="weight is on meta"):
+        layer_norm(x, torch.ones(64, device="meta"), b)
+    with pytest.raises(ValueError, match="bias is on meta"):
+        layer_norm(x, w, torch.zeros(64, device="meta"))
+    with pytest.raises(ValueError, match="residual is on meta"):
+        layer_norm(x, w, b, residual=torch.randn(4, 64, device="meta"))
+    with pytest.raises(ValueError, match="eps"):
+        layer_norm(x, w, b, eps=-1.0)
+    with pytest.raises(ValueError, match="residual is required"):
+        fused_add_layer_norm_(x, None, w, b)
+    with pytest.raises(ValueError, match="in place"):
+        fused_add_layer_norm_(torch.randn(64, 4, device=device).t(), x.clone(), w, b)
+
+
+def test_registry_entries(device):
+    specs = {s.name: s for s in registry.all_ops() if s.family == "layer_norm"}
+    assert set(specs) == {"layer_norm", "add_layer_norm"}
+    for spec in specs.values():
+        inputs = spec.make_inputs((3, 96), torch.float32, device)
+        ref = spec.reference(*inputs)
+        out, eager = spec.run(*inputs), spec.eager(*inputs)
+        for got in (out, eager):
+            got, want = (got, ref) if spec.name == "layer_norm" else (got[0], ref[0])
+            assert rel_err(got, want) < TOL[torch.float32]
+    tensors = {"layer_norm": 2, "add_layer_norm": 4}
+    for name, spec in specs.items():  # each [M, N] tensor once, weight and bias once
+        assert spec.cost((8, 1024), torch.bfloat16).bytes == (tensors[name] * 8 * 1024 + 2 * 1024) * 2
+
+
+def test_ops_are_registered():
+    for name in ("layer_norm", "add_layer_norm", "fused_add_layer_norm_"):
+        assert hasattr(torch.ops.rooftop, name)
+
+
+def test_compiles_without_graph_break(device):
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    def block(x, residual, weight, bias):
+        """A pre-norm block's norm as a model calls it, then the next block's, in place."""
+        y, residual = layer_norm(x, weight, bias, 1e-5, residual=residual)
+        h = y * 2.0
+        fused_add_layer_norm_(h, residual, weight, bias, 1e-5)
+        return layer_norm(h, weight, None), residual
+
+    x, res, w, b = _inputs((2, 3, 1000), torch.float16, device)
+    y1, r1 = add_layer_norm_reference(x, res, w, b)
+    y2, r2 = add_layer_norm_reference(y1.half() * 2.0, r1.half(), w, b)
+    torch._dynamo.reset()
+    # on the CPU the custom ops' boundaries are what we test; inductor's C++ codegen is not ours
+    counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
+    out, new_res = torch.compile(block, backend=counter, fullgraph=True)(x, res.clone(), w, b)
+    assert counter.frame_count == 1
+    assert rel_err(new_res, r2) < TOL[torch.float16]
+    assert rel_err(out, layer_norm_reference(y2.half(), w, None)) < 5e-3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", [(16384, 8192), (2048, 65536), (512, 262144), (64, 1 << 20), (1, 262144)])
+def test_gpu_sizes(shape):
+    x, res, w, b = _inputs(shape, torch.bfloat16, "cuda")
+    y, r = layer_norm(x, w, b, residual=res)
+    y_ref, r_ref = add_layer_norm_reference(x, res, w, b)
+    assert rel_err(y, y_ref) < TOL[torch.bfloat16] and rel_err(r, r_ref) < TOL[torch.bfloat16]
+    assert rel_err(layer_norm(x, w, b), layer_norm_reference(x, w, b)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", [(4, 262144), (2, 1 << 20)])
+def test_gpu_large_mean_wide_rows(shape):
+    x = 1e4 + torch.randn(shape, device="cuda")
+    assert rel_err(layer_norm(x, None, None), layer_norm_reference(x, None, None)) < TOL[torch.float32]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [8192, 65536])  # on-chip, looped
+def test_past_2_31_elements(width):
+    x, res, w, b = _inputs((2**31 // width + 3, width), torch.bfloat16, "cuda")
+    y, r = layer_norm(x, w, b, residual=res)
+    tail = slice(x.shape[0] - 4, None)
+    y_ref, r_ref = add_layer_norm_reference(x[tail], res[tail], w, b)
+    assert rel_err(y[tail], y_ref) < TOL[torch.bfloat16] and rel_err(r[tail], r_ref) < TOL[torch.bfloat16]
+    del y, r
+    y = layer_norm(x, w, b)
+    assert rel_err(y[tail], layer_norm_reference(x[tail], w, b)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1, 4096), (8, 100000)])  # on-chip, looped
+def test_cuda_graph_capture_and_replay(shape):
+    x, res, w, b = _inputs(shape, torch.bfloat16, "cuda")
+    layer_norm(x, w, b, residual=res)  # compile outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y, r = layer_norm(x, w, b, residual=res)
+    for _ in range(2):  # fresh data through the same graph
+        x.copy_(torch.randn_like(x))
+        res.copy_(torch.randn_like(res))
+        graph.replay()
+        y_ref, r_ref = add_layer_norm_reference(x, res, w, b)
+        assert rel_err(y, y_ref) < TOL[torch.bfloat16] and rel_err(r, r_ref) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+def test_gpu_peers_and_eager_agree():
+    for spec in registry.all_ops():
+        if spec.family != "layer_norm":
+            continue
+        inputs = spec.make_inputs((64, 4096), torch.bfloat16, "cuda")
+        ref = spec.reference(*inputs)
+        ref = ref if spec.name == "layer_norm" else ref[0]
+        providers = {"eager": spec.eager, **{name: factory() for name, factory in spec.peers.items()}}
+        for name, fn in providers.items():
+            if fn is not None:
+                out = fn(*inputs)
+                out = out if spec.name == "layer_norm" else out[0]
+                assert rel_err(out, ref) < TOL[torch.bfloat16], (spec.name, name)

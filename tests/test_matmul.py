@@ -1,0 +1,506 @@
+import json
+
+import pytest
+import torch
+
+import rooftop.ops.matmul as mm
+from conftest import DEVICE, HAS_CUDA, TOL, rel_err
+from rooftop import registry
+from rooftop.ops import _autotune
+from rooftop.ops.matmul import (ACTIVATIONS, gemm_cost, gemm_roofline, matmul, matmul_fp8, matmul_fp8_reference,
+                                matmul_reference)
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+# (M, N, K): one row; odd and prime (output rows not 16-byte aligned: the grouped kernel); aligned
+# (the TMA kernel; the interpreter runs it too); several tiles each way with K tails
+SHAPES = [(1, 40, 24), (37, 29, 53), (64, 48, 96), (70, 96, 40)]
+FP8 = torch.float8_e4m3fn
+
+
+@pytest.fixture(autouse=True)
+def fresh_autotune(tmp_path, monkeypatch):
+    """A private autotune cache, and no timing (the GPU keeps to the default configurations) unless a
+    test turns it on."""
+    monkeypatch.setenv("ROOFTOP_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("ROOFTOP_AUTOTUNE", "0")
+    _autotune.forget()
+    yield
+    _autotune.forget()
+
+
+@pytest.fixture
+def kernels(monkeypatch):
+    """The names of the kernels launched, in order."""
+    names = []
+    real = mm.launch
+
+    def spy(kernel, grid, *args, **kwargs):
+        names.append(kernel.fn.__name__)
+        return real(kernel, grid, *args, **kwargs)
+
+    monkeypatch.setattr(mm, "launch", spy)
+    return names
+
+
+@pytest.fixture
+def grouped_only(monkeypatch):
+    monkeypatch.setattr(mm, "_use_tma", lambda a, b, out: None)
+
+
+def _randn(*shape, dtype=torch.bfloat16):
+    return torch.randn(*shape, device=DEVICE, dtype=dtype)
+
+
+def _fp8_inputs(M, N, K, b_k_major=True):
+    a = (torch.randn(M, K, device=DEVICE) * 8).to(FP8)
+    b = (torch.randn(N, K, device=DEVICE) * 8).to(FP8).t() if b_k_major else \
+        (torch.randn(K, N, device=DEVICE) * 8).to(FP8)
+    return a, b, torch.rand(M, device=DEVICE) + 0.5, torch.rand(N, device=DEVICE) + 0.5
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_matches_reference(shape, dtype):
+    M, N, K = shape
+    a, b = _randn(M, K, dtype=dtype), _randn(K, N, dtype=dtype)
+    out = matmul(a, b)
+    assert out.shape == (M, N) and out.dtype == dtype
+    assert rel_err(out, matmul_reference(a, b)) < TOL[dtype]
+
+
+def test_dispatch(kernels, monkeypatch):
+    """TMA where every operand allows it, the grouped kernel otherwise."""
+    a, b = _randn(64, 96), _randn(96, 48)
+    cases = [
+        ((a, b), "_matmul_tma_kernel"),
+        ((a.float(), b.float()), "_matmul_grouped_kernel"),  # IEEE fp32: FMA, not tensor cores
+        ((a[:, 1:89], b[1:89]), "_matmul_grouped_kernel"),  # a's base not 16-byte aligned
+        ((a, b[:, :45]), "_matmul_grouped_kernel"),  # output rows of 90 bytes
+        ((a.view(2, 32, 96), b), "_matmul_tma_kernel"),  # batch folded into M
+        ((_randn(2, 96, 32).transpose(1, 2), b), "_matmul_grouped_kernel"),  # cannot fold
+        ((a.view(2, 32, 96), b.expand(2, 96, 48)), "_matmul_grouped_kernel"),  # batched b
+    ]
+    for (x, y), expected in cases:
+        out = matmul(x, y)
+        assert kernels[-1] == expected, (tuple(x.shape), x.stride(), expected)
+        assert rel_err(out, matmul_reference(x, y)) < TOL[x.dtype]
+    monkeypatch.setattr(torch, "get_float32_matmul_precision", lambda: "high")  # TF32 on the tensor cores
+    out = matmul(a.float(), b.float())
+    assert kernels[-1] == "_matmul_tma_kernel"
+    assert rel_err(out, matmul_reference(a.float(), b.float())) < 5e-3
+
+
+@pytest.mark.parametrize("path", ["tma", "grouped"])
+@pytest.mark.parametrize("activation", [None, *ACTIVATIONS])
+def test_epilogue(activation, path, request):
+    if path == "grouped":
+        request.getfixturevalue("grouped_only")
+    M, N, K = 40, 64, 48
+    a, b = _randn(M, K), _randn(K, N)
+    bias, residual = _randn(N), _randn(M, N)
+    out = matmul(a, b, bias, activation, residual)
+    assert rel_err(out, matmul_reference(a, b, bias, activation, residual)) < TOL[torch.bfloat16]
+    # each part on its own, and an output dtype other than the inputs'
+    out = matmul(a, b, activation=activation, out_dtype=torch.float32)
+    assert out.dtype == torch.float32
+    assert rel_err(out, matmul_reference(a, b, activation=activation)) < 1e-5
+
+
+@pytest.mark.parametrize("path", ["tma", "grouped"])
+def test_mixed_dtypes_in_epilogue(path, request):
+    if path == "grouped":
+        request.getfixturevalue("grouped_only")
+    a, b = _randn(33, 40, dtype=torch.float16), _randn(40, 32, dtype=torch.float16)
+    bias, residual = _randn(32, dtype=torch.float32), _randn(33, 32, dtype=torch.bfloat16)
+    out = matmul(a, b, bias, "gelu", residual, out_dtype=torch.bfloat16)
+    assert out.dtype == torch.bfloat16
+    assert rel_err(out, matmul_reference(a, b, bias, "gelu", residual)) < TOL[torch.bfloat16]
+    out = matmul(a, b, residual=residual)  # residual bf16, output fp16
+    assert out.dtype == torch.float16 and rel_err(out, matmul_reference(a, b, residual=residual)) < TOL[torch.float16]
+
+
+@pytest.mark.parametrize("path", ["tma", "grouped"])
+@pytest.mark.parametrize("a_t, b_t", [(False, True), (True, False), (True, True)])
+def test_transposed_operands(a_t, b_t, path, request, kernels):
+    """a.t() / b.t() views go in as they are (no copy): both strides reach the kernel."""
+    if path == "grouped":
+        request.getfixturevalue("grouped_only")
+    M, N, K = 40, 48, 72
+    a = _randn(K, M).t() if a_t else _randn(M, K)
+    b = _randn(N, K).t() if b_t else _randn(K, N)
+    bias = _randn(N)
+    out = matmul(a, b, bias, "silu")
+    assert kernels[-1] == f"_matmul_{path}_kernel"
+    assert rel_err(out, matmul_reference(a, b, bias, "silu")) < TOL[torch.bfloat16]
+
+
+def test_strided_views(kernels):
+    big_a, big_b = _randn(50, 120), _randn(80, 72)
+    a, b = big_a[3:43, 8:72], big_b[5:69, 8:56]  # row strides past the width, 16-byte aligned starts
+    bias = _randn(96)[::2]  # stride 2
+    residual = _randn(40, 96)[:, ::2]  # column stride 2
+    out = matmul(a, b, bias, "relu", residual)
+    assert kernels[-1] == "_matmul_tma_kernel"
+    assert rel_err(out, matmul_reference(a, b, bias, "relu", residual)) < TOL[torch.bfloat16]
+    a, b = big_a[3:43, 7:71], big_b[5:69, 1:49]  # unaligned
+    out = matmul(a, b, bias, "relu", residual)
+    assert kernels[-1] == "_matmul_grouped_kernel"
+    assert rel_err(out, matmul_reference(a, b, bias, "relu", residual)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("form", ["a3_b2", "a3_b2_unfoldable", "a3_b3", "a2_b3"])
+def test_batched(form):
+    B, M, N, K = 3, 20, 32, 40
+    a = {"a3_b2": _randn(B, M, K), "a3_b2_unfoldable": _randn(B, K, M).transpose(1, 2),
+         "a3_b3": _randn(B, M, K), "a2_b3": _randn(M, K)}[form]
+    b = _randn(B, N, K).transpose(1, 2) if form.endswith("b3") else _randn(K, N)
+    bias, residual = _randn(N), _randn(B, M, N)
+    out = matmul(a, b, bias, "gelu_tanh", residual)
+    assert out.shape == (B, M, N)
+    assert rel_err(out, matmul_reference(a, b, bias, "gelu_tanh", residual)) < TOL[torch.bfloat16]
+    assert rel_err(matmul(a, b), torch.matmul(a.double(), b.double())) < TOL[torch.bfloat16]
+
+
+def test_folded_batch_with_unfoldable_residual():
+    a, b = _randn(2, 16, 32), _randn(32, 48)
+    residual = _randn(16, 2, 48).transpose(0, 1)  # [2, 16, 48] that cannot be viewed as rows
+    out = matmul(a, b, residual=residual)
+    assert rel_err(out, matmul_reference(a, b, residual=residual)) < TOL[torch.bfloat16]
+
+
+def test_tiny_and_empty():
+    a, b = _randn(1, 1), _randn(1, 1)
+    assert rel_err(matmul(a, b), matmul_reference(a, b)) < TOL[torch.bfloat16]
+    # K = 0: the epilogue of a zero accumulator
+    a, b, bias, residual = _randn(5, 0), _randn(0, 24), _randn(24), _randn(5, 24)
+    out = matmul(a, b, bias, "silu", residual)
+    assert rel_err(out, matmul_reference(a, b, bias, "silu", residual)) < TOL[torch.bfloat16]
+    assert matmul(_randn(0, 8), _randn(8, 16)).shape == (0, 16)
+    assert matmul(_randn(4, 8), _randn(8, 0)).shape == (4, 0)
+    assert matmul(_randn(0, 4, 8), _randn(8, 16)).shape == (0, 4, 16)
+
+
+@pytest.mark.parametrize("b_k_major", [True, False])
+def test_fp8(b_k_major, kernels):
+    M, N, K = 48, 64, 96
+    a, b, a_scale, b_scale = _fp8_inputs(M, N, K, b_k_major)
+    bias = _randn(N, dtype=torch.float32)
+    out = matmul_fp8(a, b, a_scale, b_scale, bias)
+    assert out.dtype == torch.bfloat16 and out.shape == (M, N)
+    assert kernels[-1] == ("_matmul_tma_kernel" if b_k_major else "_matmul_grouped_kernel")
+    assert rel_err(out, matmul_fp8_reference(a, b, a_scale, b_scale, bias)) < TOL[torch.bfloat16]
+    # [M, 1] / [1, N] scales, one value for either, a strided one; other output dtypes
+    one = torch.tensor(0.75, device=DEVICE)
+    for sa, sb, dtype in [(a_scale[:, None], b_scale[None, :], torch.float16), (one, b_scale, torch.float32),
+                          (torch.rand(2 * M, device=DEVICE)[::2] + 0.5, one.reshape(1), torch.bfloat16)]:
+        out = matmul_fp8(a, b, sa, sb, out_dtype=dtype)
+        assert out.dtype == dtype
+        assert rel_err(out, matmul_fp8_reference(a, b, sa, sb)) < TOL[dtype] * 2
+
+
+def test_bad_input():
+    a, b = _randn(4, 8), _randn(8, 16)
+    bad = [
+        (TypeError, "a has dtype int64", lambda: matmul(a.long(), b)),
+        (TypeError, "b has dtype float16 but a has", lambda: matmul(a, b.half())),
+        (ValueError, "b has 7 rows but a has K = 8", lambda: matmul(a, b[:7])),
+        (ValueError, "a must be", lambda: matmul(a[0], b)),
+        (ValueError, "b must be", lambda: matmul(a, b[None, None])),
+        (ValueError, "b has batch 3 but a has batch 2", lambda: matmul(_randn(2, 4, 8), _randn(3, 8, 16))),
+        (ValueError, r"bias must have shape \(16,\)", lambda: matmul(a, b, bias=_randn(8))),
+        (ValueError, "residual has shape", lambda: matmul(a, b, residual=_randn(4, 8))),
+        (ValueError, "activation must be None or one of", lambda: matmul(a, b, activation="tanh")),
+        (TypeError, "activation must be None or a str", lambda: matmul(a, b, activation=torch.tanh)),
+        (TypeError, "out_dtype must be one of", lambda: matmul(a, b, out_dtype=torch.int32)),
+        (ValueError, "b is on meta", lambda: matmul(a, torch.empty(8, 16, device="meta", dtype=a.dtype))),
+        (ValueError, "bias is on meta", lambda: matmul(a, b, bias=torch.empty(16, device="meta", dtype=a.dtype))),
+        (TypeError, "residual has dtype int32", lambda: matmul(a, b, residual=torch.ones(4, 16, dtype=torch.int32,
+                                                                                        device=DEVICE))),
+        (RuntimeError, "a requires grad", lambda: matmul(a.float().requires_grad_(), b.float())),
+    ]
+    a8, b8, sa, sb = _fp8_inputs(4, 16, 8)
+    bad += [
+        (TypeError, "a has dtype bfloat16; expected one of float8_e4m3fn", lambda: matmul_fp8(a, b8, sa, sb)),
+        (ValueError, "matmul_fp8 takes 2-D", lambda: matmul_fp8(a8[None], b8, sa, sb)),
+        (TypeError, "a_scale has dtype bfloat16", lambda: matmul_fp8(a8, b8, sa.bfloat16(), sb)),
+        (ValueError, "a_scale must have shape", lambda: matmul_fp8(a8, b8, sa[:3], sb)),
+        (ValueError, "b_scale must have shape", lambda: matmul_fp8(a8, b8, sa, sb[:, None])),
+        (TypeError, "out_dtype must be one of", lambda: matmul_fp8(a8, b8, sa, sb, out_dtype=FP8)),
+    ]
+    for error, message, call in bad:
+        with pytest.raises(error, match=message):
+            call()
+
+
+def test_compiles_without_graph_break():
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    def mlp(x, w_up, bias, w_down, residual, x8, w8, s8a, s8b):
+        h = matmul(x, w_up.t(), bias, "silu")
+        y = matmul(h, w_down.t(), residual=residual) * 2.0
+        return y, matmul_fp8(x8, w8.t(), s8a, s8b)
+
+    x, w_up, bias = _randn(8, 32), _randn(64, 32), _randn(64)
+    w_down, residual = _randn(32, 64), _randn(8, 32)
+    x8, w8t, s8a, s8b = _fp8_inputs(8, 16, 32)
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
+    y, y8 = torch.compile(mlp, backend=counter, fullgraph=True)(x, w_up, bias, w_down, residual, x8, w8t.t(),
+                                                                 s8a, s8b)
+    assert counter.frame_count == 1
+    h = matmul_reference(x, w_up.t(), bias, "silu").bfloat16()
+    assert rel_err(y, 2 * matmul_reference(h, w_down.t(), residual=residual)) < 2 * TOL[torch.bfloat16]
+    assert rel_err(y8, matmul_fp8_reference(x8, w8t, s8a, s8b)) < TOL[torch.bfloat16]
+
+
+def test_autotune_times_once_and_remembers_on_disk(tmp_path, monkeypatch):
+    configs = ({"BLOCK": 16}, {"BLOCK": 32}, {"BLOCK": 64}, {"BLOCK": 128})
+    ms = {16: 3.0, 32: 1.0, 64: 2.0}
+    ran = []
+
+    def run(config):
+        ran.append(config)
+        if config["BLOCK"] == 128:
+            raise RuntimeError("out of resources")  # skipped, not fatal
+
+    monkeypatch.setattr(_autotune, "time_ms", lambda fn: (fn(), ms[ran[-1]["BLOCK"]])[1])
+    key = (1024, torch.bfloat16, None)
+    assert _autotune.choose("op", key, configs, run, device="dev", tune=False) == configs[0]
+    assert ran == [] and not list(tmp_path.iterdir())  # no timing, nothing remembered
+    with pytest.warns(UserWarning, match="skipped"):
+        assert _autotune.choose("op", key, configs, run, device="dev", tune=True) == {"BLOCK": 32}
+    assert ran == list(configs)
+    [path] = tmp_path.iterdir()
+    assert json.loads(path.read_text()) == {"op|1024|torch.bfloat16|None": {"BLOCK": 32}}
+    _autotune.forget()  # a new process: the choice comes from the file, nothing is timed
+    ran.clear()
+    assert _autotune.choose("op", key, configs, run, device="dev", tune=True) == {"BLOCK": 32}
+    assert ran == []
+    _autotune.forget()  # candidates changed: the stale entry is tuned again
+    with pytest.warns(UserWarning, match="skipped"):
+        assert _autotune.choose("op", key, configs[2:], run, device="dev", tune=True) == {"BLOCK": 64}
+    assert len(json.loads(path.read_text())) == 1
+
+
+def test_autotune_remembers_nothing_when_no_candidate_runs(tmp_path, monkeypatch):
+    def run(config):
+        raise RuntimeError("out of resources")
+
+    monkeypatch.setattr(_autotune, "time_ms", lambda fn: fn())
+    with pytest.warns(UserWarning, match="skipped"):
+        assert _autotune.choose("op", (1,), ({"A": 1}, {"A": 2}), run, device="dev", tune=True) == {"A": 1}
+    assert not list(tmp_path.iterdir())
+
+
+def test_no_tuning_on_the_interpreter(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROOFTOP_AUTOTUNE", "1")
+    monkeypatch.setattr(_autotune, "time_ms", lambda fn: pytest.fail("timed a configuration"))
+    a = torch.randn(16, 32, dtype=torch.bfloat16)
+    assert not _autotune.may_tune(a)
+    if not HAS_CUDA:
+        matmul(a, torch.randn(32, 16, dtype=torch.bfloat16))
+        assert not list(tmp_path.iterdir())
+
+
+def test_candidate_configurations(monkeypatch):
+    """The pruned lists on an H200-like device: never empty, within shared memory, default first."""
+    monkeypatch.setattr(mm, "_device_limits", lambda index: (132, 232448, 9))
+    mm._configs.cache_clear()
+    try:
+        for tma, fma, itemsize in [(True, False, 2), (False, False, 2), (True, False, 1), (False, True, 4)]:
+            for M, N in [(1, 4096), (48, 40), (100, 4096), (512, 4096), (1000, 48), (8192, 28672)]:
+                for out_size, res_size in [(2, 0), (2, 2), (4, 4)]:
+                    configs = mm._configs(tma, fma, M, N, 1, itemsize, out_size, res_size, 0)
+                    assert configs and configs[0]["KERNEL"] == ("tma" if tma else "grouped")
+                    assert sum(c["KERNEL"] == "grouped" for c in configs) <= (mm.GROUPED_EXTRA if tma else 99)
+                    assert len(configs) == len({tuple(c.items()) for c in configs})
+                    for c in configs:
+                        assert c["BLOCK_N"] <= max(32, _autotune.bucket(N)) and c["BLOCK_K"] * itemsize in (128, 256)
+                        smem = c["num_stages"] * (c["BLOCK_M"] + c["BLOCK_N"]) * c["BLOCK_K"] * itemsize
+                        if c["KERNEL"] == "tma":
+                            smem += c["BLOCK_M"] * c["BLOCK_N"] // (1 + c["EPILOGUE_SUBTILE"]) * (out_size + res_size)
+                        assert smem <= 232448 - mm.SMEM_RESERVE
+        big = mm._configs(True, False, 8192, 8192, 1, 2, 2, 0, 0)[0]
+        assert (big["BLOCK_M"], big["BLOCK_N"], big["BLOCK_K"], big["EPILOGUE_SUBTILE"]) == (128, 256, 64, True)
+        # 512 x 4096 has 64 tiles of 128 x 256 for 132 SMs: the default takes 128 x 128 (128 tiles)
+        prefill = mm._configs(True, False, 512, 4096, 1, 2, 2, 0, 0)[0]
+        assert (prefill["BLOCK_M"], prefill["BLOCK_N"]) == (128, 128)
+        assert mm._configs(True, False, 8192, 8192, 1, 1, 2, 0, 0)[0]["BLOCK_K"] == 128  # fp8
+    finally:
+        mm._configs.cache_clear()
+
+
+def test_registry_cases_and_costs():
+    specs = {s.name: s for s in registry.all_ops() if s.family == "matmul"}
+    assert set(specs) == {"matmul", "matmul_bias_silu", "matmul_residual", "matmul_fp8"}
+    cases = specs["matmul"].cases
+    assert (8192, 8192, 8192) in cases and (512, 28672, 4096) in cases and (8192, 8192, 28672) in cases
+    assert all(s.x_key == "M" for s in specs.values())
+    cost = gemm_cost((512, 28672, 4096), torch.bfloat16)
+    assert cost.flops == 2 * 512 * 28672 * 4096
+    assert cost.bytes == 2 * (512 * 4096 + 4096 * 28672 + 512 * 28672)
+    assert specs["matmul_residual"].cost((4, 8, 16), torch.bfloat16).bytes == 2 * (64 + 128 + 2 * 32)
+    assert specs["matmul_fp8"].cost((4, 8, 16), torch.bfloat16).bytes == 64 + 128 + 2 * 32 + 4 * 12
+    for spec in specs.values():  # the declared callables agree on a small case
+        inputs = spec.make_inputs((24, 32, 48), torch.bfloat16, DEVICE)
+        ref = spec.reference(*inputs)
+        assert rel_err(spec.run(*inputs), ref) < TOL[torch.bfloat16]
+        assert rel_err(spec.eager(*inputs), ref) < 2 * TOL[torch.bfloat16]
+
+
+def test_gemm_roofline():
+    from rooftop.hardware import ceilings_for
+    from rooftop.roofline import ridge_point
+
+    ceilings = ceilings_for("NVIDIA H200")  # datasheet (the cache dir is empty)
+    rows = gemm_roofline(ceilings)
+    assert len(rows) == 8 * 14
+    by = {(r["model"], r["layer"], r["M"]): r for r in rows}
+    decode, prefill = by[("llama3-8b", "gate_up", 1)], by[("llama3-8b", "gate_up", 8192)]
+    assert decode["bound"] == "memory" and prefill["bound"] == "compute"
+    assert decode["intensity"] == pytest.approx(2 * 28672 * 4096 / (2 * (4096 + 4096 * 28672 + 28672)))
+    assert prefill["ridge"] == pytest.approx(ridge_point(ceilings))
+    for model, layer in mm.ALL_LAYERS:  # memory-bound below the ridge, compute-bound above, once
+        bounds = [by[(model, layer, m)]["bound"] for m in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048,
+                                                          4096, 8192)]
+        assert bounds == sorted(bounds, key=lambda b: b == "compute")
+
+
+# ---------------------------------------------------------------------------------------------
+# On the GPU
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1024, 1024, 8192), (4096, 4096, 8192), (1, 4096, 8192), (333, 1000, 8192)])
+def test_gpu_long_k(shape, kernels):
+    M, N, K = shape
+    a, b = torch.randn(M, K, device="cuda", dtype=torch.bfloat16), torch.randn(N, K, device="cuda",
+                                                                              dtype=torch.bfloat16).t()
+    bias, residual = torch.randn(N, device="cuda", dtype=torch.bfloat16), torch.randn(M, N, device="cuda",
+                                                                                     dtype=torch.bfloat16)
+    out = matmul(a, b, bias, "silu", residual)
+    assert kernels[-1] == ("_matmul_tma_kernel" if (N * 2) % 16 == 0 else "_matmul_grouped_kernel")
+    assert rel_err(out, matmul_reference(a, b, bias, "silu", residual)) < 1e-2
+    assert rel_err(matmul(a, b), matmul_reference(a, b)) < 1e-2
+
+
+def _problems():
+    """(name, call, float64 reference) covering each table of candidates, both kernels and fp8."""
+    g = torch.Generator(device="cuda").manual_seed(0)
+
+    def r(*s, dtype=torch.bfloat16):
+        return torch.randn(*s, device="cuda", dtype=dtype, generator=g)
+
+    def gemm(name, a, b, **kwargs):
+        return name, lambda: matmul(a, b, **kwargs), matmul_reference(a, b, **kwargs)
+
+    a8, b8, sa, sb = _fp8_inputs(1024, 768, 2048)
+    bias8 = r(768)
+    return [
+        gemm("large", r(2048, 1024), r(1536, 1024).t(), bias=r(1536), activation="silu", residual=r(2048, 1536)),
+        gemm("medium", r(100, 2048), r(2048, 1024)),
+        gemm("small", r(7, 4096), r(4096, 4096).t(), activation="gelu"),
+        gemm("a_t", r(1024, 512).t(), r(1024, 768), residual=r(512, 768)),
+        gemm("grouped", r(300, 1001)[:, 1:], r(1000, 999), bias=r(999)),
+        gemm("fp32", r(256, 512, dtype=torch.float32), r(512, 256, dtype=torch.float32)),
+        ("fp8", lambda: matmul_fp8(a8, b8, sa, sb, bias8), matmul_fp8_reference(a8, b8, sa, sb, bias8)),
+    ]
+
+
+@pytest.mark.gpu
+def test_gpu_every_candidate_configuration_is_correct(monkeypatch):
+    """The tuner may pick any candidate: each one must be right."""
+    for name, call, ref in _problems():
+        candidates = []
+        monkeypatch.setattr(_autotune, "choose", lambda op, key, configs, *args, **kw: candidates.extend(configs)
+                            or configs[0])
+        call()
+        assert len(candidates) > 1, name
+        for config in candidates:
+            monkeypatch.setattr(_autotune, "choose", lambda *args, config=config, **kw: config)
+            tol = 5e-3 if name == "fp32" else TOL[torch.bfloat16]
+            assert rel_err(call(), ref) < tol, (name, config)
+
+
+@pytest.mark.gpu
+def test_gpu_autotune_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROOFTOP_AUTOTUNE", "1")
+    timed = []
+    real_time = _autotune.time_ms
+    monkeypatch.setattr(_autotune, "time_ms", lambda fn: (timed.append(1), real_time(fn))[1])
+    a, b = torch.randn(512, 1024, device="cuda", dtype=torch.bfloat16), torch.randn(1024, 2048, device="cuda",
+                                                                                   dtype=torch.bfloat16)
+    out = matmul(a, b)
+    assert len(timed) > 1 and rel_err(out, matmul_reference(a, b)) < TOL[torch.bfloat16]
+    [path] = tmp_path.glob("autotune-*.json")
+    assert any(key.startswith("matmul|512|2048|1024") for key in json.loads(path.read_text()))
+    _autotune.forget()
+    timed.clear()
+    assert rel_err(matmul(a, b), matmul_reference(a, b)) < TOL[torch.bfloat16]
+    assert timed == []
+
+
+@pytest.mark.gpu
+def test_gpu_fp8_against_scaled_mm():
+    a, b, a_scale, b_scale = _fp8_inputs(1024, 2048, 4096)
+    out = matmul_fp8(a, b, a_scale, b_scale)
+    ref = matmul_fp8_reference(a, b, a_scale, b_scale)
+    assert rel_err(out, ref) < 1e-2
+    peer = torch._scaled_mm(a, b, scale_a=a_scale[:, None], scale_b=b_scale[None, :], out_dtype=torch.bfloat16)
+    assert rel_err(out, peer.double()) < 1e-2
+
+
+@pytest.mark.gpu
+def test_gpu_peers_run():
+    for spec in registry.all_ops():
+        if spec.family != "matmul":
+            continue
+        inputs = spec.make_inputs((256, 512, 1024), torch.bfloat16, "cuda")
+        ref = spec.reference(*inputs)
+        for name, factory in spec.peers.items():
+            fn = factory()
+            if fn is not None:
+                assert rel_err(fn(*inputs), ref) < 2e-2, (spec.name, name)
+
+
+@pytest.mark.gpu
+def test_gpu_cuda_graph_capture():
+    a, b = torch.randn(256, 512, device="cuda", dtype=torch.bfloat16), torch.randn(768, 512, device="cuda",
+                                                                                  dtype=torch.bfloat16).t()
+    bias = torch.randn(768, device="cuda", dtype=torch.bfloat16)
+    matmul(a, b, bias, "silu")  # compile outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = matmul(a, b, bias, "silu")
+    for _ in range(2):
+        a.copy_(torch.randn_like(a))
+        graph.replay()
+        assert rel_err(out, matmul_reference(a, b, bias, "silu")) < TOL[torch.bfloat16]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", [(8192, 8192, 8192), (8192, 28672, 4096), (2048, 57344, 8192)])
+def test_gpu_large(shape):
+    M, N, K = shape
+    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    b = (torch.randn(N, K, device="cuda", dtype=torch.bfloat16) / K**0.5).t()
+    residual = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
+    assert rel_err(matmul(a, b, residual=residual), matmul_reference(a, b, residual=residual)) < 1e-2
+
+
+@pytest.mark.slow
+def test_gpu_past_2_31_elements():
+    """64-bit offsets: an output and an a of more than 2^31 elements."""
+    M = 2**31 // 4096 + 129
+    a = torch.randn(M, 64, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(64, 4096, device="cuda", dtype=torch.bfloat16)
+    residual = torch.randn(M, 4096, device="cuda", dtype=torch.bfloat16)
+    out = matmul(a, b, residual=residual)
+    tail = slice(M - 200, None)
+    assert rel_err(out[tail], matmul_reference(a[tail], b, residual=residual[tail])) < TOL[torch.bfloat16]
+    del out, residual
+    a = torch.randn(M, 4096, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(4096, 64, device="cuda", dtype=torch.bfloat16)
+    for view in (a, a.t().contiguous().t()):  # K-major and M-major a
+        out = matmul(view, b)
+        assert rel_err(out[tail], matmul_reference(view[tail], b)) < TOL[torch.bfloat16]

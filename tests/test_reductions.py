@@ -1,0 +1,168 @@
+import math
+
+import pytest
+import torch
+
+from conftest import HAS_CUDA, TOL, rel_err
+from rooftop import registry
+from rooftop.ops import reductions
+from rooftop.ops._support import num_sms
+from rooftop.ops.reductions import reduce_path, row_max, row_mean, row_norm, row_reduce_reference, row_sum
+
+FNS = {"sum": row_sum, "max": row_max, "mean": row_mean, "norm": row_norm}
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+# 1 element, odd, prime, the widest on-chip row, past it with few rows and one long row (split path
+# here and on the GPU), past it with enough rows for the looped path in the interpreter (8 "SMs")
+SHAPES = [(1, 1), (3, 7), (5, 1000), (2, 32768), (3, 40000), (1, 300000), (17, 32771)]
+SMS = num_sms(0 if HAS_CUDA else -1)
+
+
+def _rand(shape, dtype, device):
+    # offset so that no long row sums to nearly 0 (a relative check would then measure only rounding),
+    # small enough that sums of 300000 stay inside float16's range
+    return torch.randn(shape, device=device, dtype=dtype) + 0.1
+
+
+def _check(kind, x, out_dtype=None):
+    out = FNS[kind](x, out_dtype=out_dtype)
+    dtype = out_dtype or x.dtype
+    assert out.dtype == dtype and out.shape == x.shape[:-1] and out.device == x.device
+    assert rel_err(out, row_reduce_reference(x, kind)) < TOL[dtype], kind
+    return out
+
+
+@pytest.mark.parametrize("kind", FNS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_matches_reference(shape, dtype, kind, device):
+    _check(kind, _rand(shape, dtype, device))
+
+
+def test_paths():
+    onchip_max, split_max_rows = reductions.ONCHIP_MAX, reductions.PROGRAMS_PER_SM * SMS // 2
+    assert reduce_path(1, onchip_max, SMS) == reduce_path(10**6, onchip_max, SMS) == "onchip"
+    assert reduce_path(1, onchip_max + 1, SMS) == reduce_path(split_max_rows, 1 << 20, SMS) == "split"
+    assert reduce_path(split_max_rows + 1, onchip_max + 1, SMS) == "looped"
+    # the shapes above reach every path here
+    paths = {reduce_path(m, n, SMS) for m, n in SHAPES}
+    assert paths == ({"onchip", "split", "looped"} if not HAS_CUDA else {"onchip", "split"})
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("path", ["onchip", "looped", "split"])
+def test_every_path_with_small_tiles(path, dtype, monkeypatch, device):
+    """Every path on every device, with tiles of 128 (bf16) / 64 (fp32) elements: rows of 7 / 13 tiles
+    (odd: the loop is unrolled by two), the last one partial. Row 0 holds a NaN in its last tile, row 1
+    is all -inf, row 2 holds -inf among finite values."""
+    if path != "onchip":
+        monkeypatch.setattr(reductions, "ONCHIP_MAX", 64)
+    monkeypatch.setattr(reductions, "LOOPED_TILE_BYTES", 256)
+    monkeypatch.setattr(reductions, "PROGRAMS_PER_SM", 1)  # fewer rows reach the looped path
+    M = 3 if path != "looped" else SMS + 3  # looped: programs get 2 rows, one gets 1
+    N = 800
+    assert reduce_path(M, N, SMS) == path
+    x = _rand((M, N), dtype, device)
+    for kind in FNS:
+        _check(kind, x)
+    x[0, N - 3] = float("nan")
+    x[1] = float("-inf")
+    x[2, ::3] = float("-inf")
+    out = row_max(x)
+    assert out[0].isnan() and out[1] == float("-inf")
+    assert torch.equal(out[2:], x[2:].amax(-1))
+
+
+def test_fp32_output_from_bf16(device):
+    x = _rand((4, 3000), torch.bfloat16, device)
+    for kind in FNS:
+        out = _check(kind, x, out_dtype=torch.float32)
+        # exact inputs, fp32 accumulation: far inside the bf16 tolerance
+        assert rel_err(out, row_reduce_reference(x, kind)) < 1e-5
+
+
+def test_leading_dims_and_strides(device):
+    big = _rand((2, 3, 1100), torch.float16, device)
+    x = big[..., 50:1050]  # rows of 1000 with stride 1100, unaligned start: read in place
+    columns = _rand((1000, 5), torch.bfloat16, device).t()  # unit row stride: copied to rows first
+    vector = _rand((777,), torch.float32, device)
+    for kind in FNS:
+        assert _check(kind, x).shape == (2, 3)
+        _check(kind, columns)
+        assert _check(kind, vector).shape == ()
+
+
+def test_empty(device):
+    for kind in FNS:
+        assert FNS[kind](torch.randn(0, 64, device=device)).shape == (0,)
+        assert FNS[kind](torch.randn(2, 0, 64, device=device, dtype=torch.bfloat16)).shape == (2, 0)
+    empty_rows = torch.randn(3, 0, device=device)
+    assert torch.equal(row_sum(empty_rows), torch.zeros(3, device=device))
+    assert torch.equal(row_norm(empty_rows), torch.zeros(3, device=device))
+    assert row_mean(empty_rows).isnan().all()  # as torch: 0 / 0
+
+
+def test_bad_input(device):
+    x = torch.randn(4, 64, device=device)
+    with pytest.raises(TypeError, match="x has dtype int64"):
+        row_sum(torch.ones(4, 64, dtype=torch.int64, device=device))
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        row_max([1.0, 2.0])
+    with pytest.raises(TypeError, match="out_dtype must be one of"):
+        row_mean(x, out_dtype=torch.int32)
+    with pytest.raises(ValueError, match="x must have at least one dimension"):
+        row_norm(torch.tensor(1.0, device=device))
+    with pytest.raises(ValueError, match="x has an empty last dim"):
+        row_max(torch.randn(3, 0, device=device))
+    with pytest.raises(RuntimeError, match="x requires grad"):
+        row_sum(x.requires_grad_())
+
+
+def test_registry():
+    for kind in FNS:
+        spec = registry.get(f"row_{kind}")
+        assert spec.family == "reductions" and spec.cases == registry.row_sweep()
+        cost = spec.cost((512, 4096), torch.bfloat16)
+        assert cost.bytes == 512 * 4096 * 2 + 512 * 2
+        (x,) = spec.make_inputs((3, 100), torch.float32, "cpu")
+        assert rel_err(spec.eager(x), spec.reference(x)) < TOL[torch.float32]
+    assert hasattr(torch.ops.rooftop, "row_reduce")
+
+
+@pytest.mark.parametrize("shape", [(4, 96), (2, 3, 1000)])
+def test_compiles_without_graph_break(shape):
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    def stats(x):
+        return row_sum(x), row_max(x), row_mean(x, out_dtype=torch.float32), row_norm(x) * 2.0
+
+    x = _rand(shape, torch.float16, "cuda" if HAS_CUDA else "cpu")
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
+    total, top, mean, twice_norm = torch.compile(stats, backend=counter, fullgraph=True)(x)
+    assert counter.frame_count == 1
+    assert rel_err(total, row_reduce_reference(x, "sum")) < TOL[torch.float16]
+    assert rel_err(top, row_reduce_reference(x, "max")) == 0
+    assert mean.dtype == torch.float32 and rel_err(mean, row_reduce_reference(x, "mean")) < TOL[torch.float32]
+    assert rel_err(twice_norm, 2 * row_reduce_reference(x, "norm")) < TOL[torch.float16]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", [(1, 1 << 20), (7, 1 << 20), (64, 1 << 20), (128, 1 << 20), (512, 262144),
+                                   (2048, 65536), (4096, 32768), (262144, 512), (300, 100003)])
+def test_gpu_sizes(shape):
+    x = _rand(shape, torch.bfloat16, "cuda")
+    for kind in FNS:
+        _check(kind, x)
+        _check(kind, x, out_dtype=torch.float32)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", [(2**31 // 8192 + 3, 8192), (300, 2**23 + 1), (2, 2**30 + 5)])
+def test_past_2_31_elements(shape):
+    """Each path (onchip, looped, split on the H200) over a tensor past 2^31 elements: the last rows."""
+    assert math.prod(shape) > 2**31
+    x = _rand(shape, torch.bfloat16, "cuda")
+    tail = slice(shape[0] - 2, None)
+    for kind in FNS:
+        out = FNS[kind](x)
+        assert rel_err(out[tail], row_reduce_reference(x[tail], kind)) < TOL[torch.bfloat16]

@@ -1,0 +1,236 @@
+import pytest
+import torch
+
+from conftest import DEVICE, HAS_CUDA, TOL, rel_err
+from rooftop.ops.rope import BLOCK_ELEMS, apply_rope, apply_rotary_pos_emb, rope_reference, rotary_cos_sin
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def _qk(B, HQ, HK, S, D, dtype, device):
+    return (torch.randn(B, HQ, S, D, device=device, dtype=dtype),
+            torch.randn(B, HK, S, D, device=device, dtype=dtype))
+
+
+def _cos_sin(positions, rd, dtype, device):
+    """HF's cos/sin at `positions` (an int tensor), in `dtype`; positions spread past 1000 so that
+    the angles wrap many times."""
+    return rotary_cos_sin(positions.to(device), rd, dtype=dtype)
+
+
+def _check(q, k, cos, sin, dtype, **kwargs):
+    q_out, k_out = apply_rope(q, k, cos, sin, **kwargs)
+    q_ref, k_ref = rope_reference(q, k, cos, sin, kwargs.get("position_ids"), kwargs.get("interleaved", False),
+                                  kwargs.get("rotary_dim"))
+    assert q_out.shape == q.shape and k_out.shape == k.shape and q_out.dtype == k_out.dtype == q.dtype
+    assert rel_err(q_out, q_ref) < TOL[dtype]
+    assert rel_err(k_out, k_ref) < TOL[dtype]
+    return q_out, k_out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("interleaved", [False, True], ids=["neox", "gptj"])
+@pytest.mark.parametrize("rotary_dim", [None, 32], ids=["full", "partial"])
+def test_layouts_dtypes_partial(rotary_dim, interleaved, dtype, device):
+    B, HQ, HK, S, D = 2, 4, 2, 5, 64
+    q, k = _qk(B, HQ, HK, S, D, dtype, device)
+    cos, sin = _cos_sin(torch.arange(S) * 300, rotary_dim or D, dtype, device)
+    q_out, k_out = _check(q, k, cos, sin, dtype, interleaved=interleaved, rotary_dim=rotary_dim)
+    if rotary_dim is not None:  # the pass-through dims are copied exactly
+        assert torch.equal(q_out[..., rotary_dim:], q[..., rotary_dim:])
+        assert torch.equal(k_out[..., rotary_dim:], k[..., rotary_dim:])
+
+
+@pytest.mark.parametrize("interleaved", [False, True], ids=["neox", "gptj"])
+@pytest.mark.parametrize("B, HQ, HK, S, D, rotary_dim", [
+    (1, 1, 1, 1, 2, None),  # the smallest: one token, one pair
+    (3, 8, 2, 7, 128, None),  # odd S, GQA
+    (1, 8, 8, 3, 96, None),  # rd/2 = 48: not a power of two
+    (2, 6, 3, 3, 80, 32),  # Phi-2: D = 80, rotary over 32
+    (1, 40, 8, 2, 128, 64),  # more heads than one tile holds: the head loop runs twice, ragged
+])
+def test_shapes(B, HQ, HK, S, D, rotary_dim, interleaved, device):
+    assert 40 * 128 > BLOCK_ELEMS
+    q, k = _qk(B, HQ, HK, S, D, torch.float32, device)
+    cos, sin = _cos_sin(torch.arange(S) * 7 + 3, rotary_dim or D, torch.float32, device)
+    _check(q, k, cos, sin, torch.float32, interleaved=interleaved, rotary_dim=rotary_dim)
+
+
+def test_neox_matches_hugging_face_eager(device):
+    """The kernel against HF's own python in fp32 (rotate_half, cos/sin [B, S, D])."""
+    q, k = _qk(2, 4, 2, 6, 64, torch.float32, device)
+    cos, sin = _cos_sin(torch.arange(6).expand(2, 6), 64, torch.float32, device)
+    q_out, k_out = apply_rope(q, k, cos, sin)
+    q_hf, k_hf = apply_rotary_pos_emb(q, k, cos, sin)
+    torch.testing.assert_close(q_out, q_hf, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(k_out, k_hf, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("interleaved", [False, True], ids=["neox", "gptj"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_position_ids(interleaved, dtype, device):
+    B, HQ, HK, S, D = 2, 4, 2, 5, 64
+    q, k = _qk(B, HQ, HK, S, D, dtype, device)
+    cos, sin = _cos_sin(torch.arange(4096), D, dtype, device)  # the table [max_pos, D]
+    pos_1d = torch.randint(0, 4096, (S,), device=device)
+    _check(q, k, cos, sin, dtype, position_ids=pos_1d, interleaved=interleaved)
+    pos_2d = torch.randint(0, 4096, (B, S), device=device, dtype=torch.int32)
+    q_out, _ = _check(q, k, cos, sin, dtype, position_ids=pos_2d, interleaved=interleaved)
+    # each batch really uses its own positions
+    q_b1, _ = apply_rope(q[1:], k[1:], cos, sin, position_ids=pos_2d[1], interleaved=interleaved)
+    assert torch.equal(q_out[1:], q_b1)
+    _check(q, k, cos, sin, dtype, position_ids=pos_2d[:1], interleaved=interleaved)  # [1, S]: broadcast
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_batched_cos_and_fp32_cos(dtype, device):
+    B, HQ, HK, S, D = 3, 4, 1, 4, 64
+    q, k = _qk(B, HQ, HK, S, D, dtype, device)
+    positions = torch.randint(0, 10000, (B, S))
+    cos, sin = _cos_sin(positions, D, dtype, device)  # [B, S, D]: per-sequence positions
+    _check(q, k, cos, sin, dtype)
+    cos32, sin32 = _cos_sin(positions, D, torch.float32, device)
+    _check(q, k, cos32, sin32, dtype)
+    _check(q, k, cos32[:1], sin32[:1], dtype)  # [1, S, D]: broadcast over the batch
+
+
+@pytest.mark.parametrize("interleaved", [False, True], ids=["neox", "gptj"])
+@pytest.mark.parametrize("rotary_dim", [None, 16], ids=["full", "partial"])
+def test_in_place(rotary_dim, interleaved, device):
+    q, k = _qk(2, 4, 2, 3, 32, torch.bfloat16, device)
+    cos, sin = _cos_sin(torch.arange(3) + 100, rotary_dim or 32, torch.bfloat16, device)
+    q_ref, k_ref = rope_reference(q, k, cos, sin, None, interleaved, rotary_dim)
+    q_pass, k_pass = q[..., rotary_dim or 32:].clone(), k[..., rotary_dim or 32:].clone()
+    q_ptr, k_ptr = q.data_ptr(), k.data_ptr()
+    q_out, k_out = apply_rope(q, k, cos, sin, interleaved=interleaved, rotary_dim=rotary_dim, inplace=True)
+    assert q_out is q and k_out is k and q.data_ptr() == q_ptr and k.data_ptr() == k_ptr
+    assert rel_err(q, q_ref) < TOL[torch.bfloat16] and rel_err(k, k_ref) < TOL[torch.bfloat16]
+    assert torch.equal(q[..., rotary_dim or 32:], q_pass) and torch.equal(k[..., rotary_dim or 32:], k_pass)
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_strided_views_of_fused_qkv(inplace, device):
+    """q, k, v sliced from one [B, S, (Hq + 2 Hkv) * D] projection and transposed to [B, H, S, D]."""
+    B, S, HQ, HK, D = 2, 5, 4, 2, 64
+    qkv = torch.randn(B, S, (HQ + 2 * HK) * D, device=device, dtype=torch.float16)
+    q = qkv[..., : HQ * D].view(B, S, HQ, D).transpose(1, 2)
+    k = qkv[..., HQ * D: (HQ + HK) * D].view(B, S, HK, D).transpose(1, 2)
+    v_before = qkv[..., (HQ + HK) * D:].clone()
+    cos, sin = _cos_sin(torch.arange(S), D, torch.float16, device)
+    q_ref, k_ref = rope_reference(q, k, cos, sin)
+    q_out, k_out = apply_rope(q, k, cos, sin, inplace=inplace)
+    assert rel_err(q_out, q_ref) < TOL[torch.float16] and rel_err(k_out, k_ref) < TOL[torch.float16]
+    assert (q_out.data_ptr() == q.data_ptr()) == inplace
+    assert torch.equal(qkv[..., (HQ + HK) * D:], v_before)  # v untouched
+    # a dense but transposed q ([B, S, H, D] memory) keeps its layout in the output
+    q_t = torch.randn(B, S, HQ, D, device=device, dtype=torch.float16).transpose(1, 2)
+    out, _ = apply_rope(q_t, k, cos, sin)
+    assert out.stride() == q_t.stride()
+    assert rel_err(out, rope_reference(q_t, k, cos, sin)[0]) < TOL[torch.float16]
+
+
+def test_empty(device):
+    q, k = _qk(2, 4, 2, 0, 64, torch.float32, device)
+    cos, sin = _cos_sin(torch.arange(0), 64, torch.float32, device)
+    q_out, k_out = apply_rope(q, k, cos, sin)
+    assert q_out.shape == (2, 4, 0, 64) and k_out.shape == (2, 2, 0, 64)
+    q, k = _qk(0, 4, 2, 3, 64, torch.float32, device)
+    cos, sin = _cos_sin(torch.arange(3), 64, torch.float32, device)
+    assert apply_rope(q, k, cos, sin, inplace=True)[0].shape == (0, 4, 3, 64)
+
+
+def test_bad_input(device):
+    q, k = _qk(2, 4, 2, 5, 64, torch.float32, device)
+    cos, sin = _cos_sin(torch.arange(5), 64, torch.float32, device)
+    with pytest.raises(ValueError, match=r"cos has shape \(5, 32\)"):
+        apply_rope(q, k, cos[:, :32], sin[:, :32])
+    with pytest.raises(ValueError, match=r"cos has shape \(4, 64\)"):
+        apply_rope(q, k, cos[:4], sin[:4])
+    with pytest.raises(ValueError, match=r"cos has shape \(3, 5, 64\)"):
+        apply_rope(q, k, cos.expand(3, 5, 64), sin.expand(3, 5, 64))
+    with pytest.raises(ValueError, match=r"sin has shape \(5, 32\) but cos has \(5, 64\)"):
+        apply_rope(q, k, cos, sin[:, :32])
+    with pytest.raises(ValueError, match="cos must have unit stride"):
+        apply_rope(q, k, torch.randn(5, 128, device=device)[:, ::2], sin)
+    with pytest.raises(ValueError, match="rotary_dim must be even"):
+        apply_rope(q, k, cos[:, :31], sin[:, :31], rotary_dim=31)
+    with pytest.raises(ValueError, match=r"rotary_dim must be even and in \[2, D=64\], got 66"):
+        apply_rope(q, k, cos, sin, rotary_dim=66)
+    with pytest.raises(TypeError, match="rotary_dim must be an int"):
+        apply_rope(q, k, cos, sin, rotary_dim=64.0)
+    with pytest.raises(TypeError, match="q has dtype int64"):
+        apply_rope(q.long(), k, cos, sin)
+    with pytest.raises(TypeError, match="k has dtype torch.float16 but q has torch.float32"):
+        apply_rope(q, k.half(), cos, sin)
+    with pytest.raises(TypeError, match="cos has dtype float64"):
+        apply_rope(q, k, cos.double(), sin)
+    with pytest.raises(ValueError, match="k is on meta"):
+        apply_rope(q, k.to("meta"), cos, sin)
+    with pytest.raises(ValueError, match="sin is on meta"):
+        apply_rope(q, k, cos, sin.to("meta"))
+    with pytest.raises(ValueError, match="q must be 4-D"):
+        apply_rope(q[0], k, cos, sin)
+    with pytest.raises(ValueError, match=r"k has shape \(2, 2, 5, 32\)"):
+        apply_rope(q, k[..., :32], cos, sin)
+    with pytest.raises(ValueError, match="k must have unit stride in its head dim"):
+        apply_rope(q, torch.randn(2, 2, 5, 128, device=device)[..., ::2], cos, sin)
+    table_cos, table_sin = _cos_sin(torch.arange(100), 64, torch.float32, device)
+    with pytest.raises(TypeError, match="position_ids has dtype float32"):
+        apply_rope(q, k, table_cos, table_sin, position_ids=torch.zeros(5, device=device))
+    with pytest.raises(ValueError, match=r"position_ids must have shape \[S\] or \[B or 1, S\]"):
+        apply_rope(q, k, table_cos, table_sin, position_ids=torch.zeros(6, device=device, dtype=torch.long))
+    with pytest.raises(ValueError, match="position_ids is on meta"):
+        apply_rope(q, k, table_cos, table_sin, position_ids=torch.zeros(5, device="meta", dtype=torch.long))
+    with pytest.raises(ValueError, match=r"cos has shape \(2, 5, 64\); expected \[max_position"):
+        apply_rope(q, k, cos.expand(2, 5, 64), sin.expand(2, 5, 64),
+                   position_ids=torch.zeros(5, device=device, dtype=torch.long))
+
+
+def test_compiles_without_graph_break():
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    def attention_prologue(q, k, cos, sin, q2, k2, cos32, sin32, table_cos, table_sin, pos):
+        q_out, k_out = apply_rope(q, k, cos, sin)
+        apply_rope(q2, k2, cos32, sin32, interleaved=True, rotary_dim=32, inplace=True)
+        table_q, _ = apply_rope(q, k, table_cos, table_sin, position_ids=pos)
+        return q_out * 2.0, k_out + 1.0, q2 * 1.0, table_q
+
+    q, k = _qk(2, 4, 2, 6, 64, torch.float16, DEVICE)
+    q2, k2 = _qk(2, 4, 2, 6, 64, torch.float16, DEVICE)
+    cos, sin = _cos_sin(torch.arange(6) * 11, 64, torch.float16, DEVICE)
+    cos32, sin32 = _cos_sin(torch.arange(6) * 11, 32, torch.float16, DEVICE)
+    table_cos, table_sin = _cos_sin(torch.arange(100), 64, torch.float16, DEVICE)
+    pos = torch.tensor([5, 40, 3, 99, 1, 0], device=DEVICE)
+    q_ref, k_ref = rope_reference(q, k, cos, sin)
+    q2_ref, _ = rope_reference(q2, k2, cos32, sin32, None, True, 32)
+    table_ref, _ = rope_reference(q, k, table_cos, table_sin, pos)
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
+    compiled = torch.compile(attention_prologue, backend=counter, fullgraph=True)
+    q_out, k_out, q2_out, table_q = compiled(q, k, cos, sin, q2, k2, cos32, sin32, table_cos, table_sin, pos)
+    assert counter.frame_count == 1
+    assert rel_err(q_out, q_ref * 2.0) < TOL[torch.float16] and rel_err(k_out, k_ref + 1.0) < TOL[torch.float16]
+    assert rel_err(q2_out, q2_ref) < TOL[torch.float16]
+    assert rel_err(table_q, table_ref) < TOL[torch.float16]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("interleaved", [False, True], ids=["neox", "gptj"])
+@pytest.mark.parametrize("S, D, rotary_dim", [(32768, 128, None), (4096, 256, 64), (8192, 80, 32)])
+def test_gpu_sizes(S, D, rotary_dim, interleaved):
+    q, k = _qk(1, 32, 8, S, D, torch.bfloat16, "cuda")
+    cos, sin = _cos_sin(torch.arange(S), rotary_dim or D, torch.bfloat16, "cuda")
+    _check(q, k, cos, sin, torch.bfloat16, interleaved=interleaved, rotary_dim=rotary_dim)
+
+
+@pytest.mark.slow
+def test_past_2_31_elements():
+    B, HQ, HK, S, D = 1, 64, 8, 2**31 // (64 * 128) + 5, 128
+    q = torch.randn(B, S, HQ, D, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+    k = torch.randn(B, S, HK, D, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+    cos, sin = _cos_sin(torch.arange(S), D, torch.bfloat16, "cuda")
+    tail = slice(S - 3, None)
+    q_tail, k_tail = q[:, :, tail].clone(), k[:, :, tail].clone()
+    apply_rope(q, k, cos, sin, inplace=True)
+    q_ref, k_ref = rope_reference(q_tail, k_tail, cos[tail], sin[tail])
+    assert rel_err(q[:, :, tail], q_ref) < TOL[torch.bfloat16] and rel_err(k[:, :, tail], k_ref) < TOL[torch.bfloat16]
