@@ -8,7 +8,7 @@ RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 
 
 def test_report_renders_committed_results_without_gpu(tmp_path):
-    assert main(["report", "--results", str(RESULTS), "--out", str(tmp_path)]) == 0
+    assert main(["report", "--results", str(RESULTS), "--out", str(tmp_path), "--render-only"]) == 0
     page = (tmp_path / "index.html").read_text()
     for needle in ("softmax", "add_rms_norm", "data:image/png;base64", "NVIDIA H200", "compile",
                    "No GPU measurement in this run", "At a glance"):
@@ -32,7 +32,7 @@ def test_report_png_without_chromium(tmp_path, monkeypatch, capsys):
     import rooftop.report
 
     monkeypatch.setattr(rooftop.report, "find_chromium", lambda: None)
-    assert main(["report", "--results", str(RESULTS), "--out", str(tmp_path), "--png"]) == 0
+    assert main(["report", "--results", str(RESULTS), "--out", str(tmp_path), "--png", "--render-only"]) == 0
     assert "no Chromium found" in capsys.readouterr().out
 
 
