@@ -1,7 +1,8 @@
 """One GPU session's measurements (rooftop.bench.session): ceilings, every registered family's sweep
 with its providers side by side, decode-size launch costs, Nsight Compute readings.
 
-Usage (on the GPU machine): PYTHONPATH=src python benchmarks/gpu_session.py OUT_DIR [--quick]
+Usage (on the GPU machine): PYTHONPATH=src python benchmarks/gpu_session.py OUT_DIR [--quick] [--families a,b]
+[--no-ncu]
 Prints a short table last; writes OUT_DIR/<device>-<date>-<family>.json (+ .csv).
 `rooftop report` does the same on a GPU, then renders the report.
 """
@@ -15,5 +16,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--quick", action="store_true", help="fewer sizes and providers (under 5 minutes on an H200)")
+    parser.add_argument("--families", help="comma-separated families to measure (default: all)")
+    parser.add_argument("--no-ncu", action="store_true", help="no Nsight Compute readings")
     args = parser.parse_args()
-    run_session(args.out, quick=args.quick)
+    run_session(args.out, quick=args.quick, only=set(args.families.split(",")) if args.families else None,
+                with_ncu=not args.no_ncu)

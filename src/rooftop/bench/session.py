@@ -81,8 +81,10 @@ def ncu_plan(quick: bool) -> list[tuple[str, tuple, str]]:
     return plan
 
 
-def run_session(out: str | Path, quick: bool = False, say: Callable[[str], None] = print) -> list[Path]:
-    """Measure every family on the present GPU; write out/<device>-<date>-<family>.json (+ .csv)."""
+def run_session(out: str | Path, quick: bool = False, say: Callable[[str], None] = print,
+                only: set[str] | None = None, with_ncu: bool = True) -> list[Path]:
+    """Measure every family (or those in `only`) on the present GPU; write
+    out/<device>-<date>-<family>.json (+ .csv)."""
     from rooftop.hardware import measure_ceilings
     from rooftop.profile.ncu import find_ncu, profile_op
 
@@ -93,9 +95,13 @@ def run_session(out: str | Path, quick: bool = False, say: Callable[[str], None]
     say(f"{device}: copy {ceilings.copy_GBps:.0f} GB/s, bf16 mm {ceilings.bf16_mm_TFLOPs:.0f} TFLOP/s")
 
     ncu = []
-    if find_ncu():
+    if not with_ncu:
+        say("Nsight Compute readings not asked for")
+    elif find_ncu():
         ncu_start = time.time()
         for op, shape, provider in ncu_plan(quick):
+            if only and registry.get(op).family not in only:
+                continue
             if quick and time.time() - ncu_start > NCU_QUICK_BUDGET_S:
                 say(f"ncu: quick budget of {NCU_QUICK_BUDGET_S} s spent, {op} {list(shape)} left out")
                 continue
@@ -107,11 +113,14 @@ def run_session(out: str | Path, quick: bool = False, say: Callable[[str], None]
         say("ncu not found: no Nsight Compute readings")
 
     decode = [] if quick else [d for op in DECODE_OPS if op in {s.name for s in registry.all_ops()}
+                               and (not only or registry.get(op).family in only)
                                for d in decode_latency(op, DECODE_SHAPES, torch.bfloat16)]
     calibration = host_calibration()
 
     paths, all_rows = [], {}
     for family, specs in families().items():
+        if only and family not in only:
+            continue
         rows = []
         for spec in specs:
             providers = [p for p in prov.available(spec) if p != "compile"] if quick else None
