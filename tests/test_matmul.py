@@ -195,7 +195,9 @@ def test_fp8(b_k_major, kernels):
                           (torch.rand(2 * M, device=DEVICE)[::2] + 0.5, one.reshape(1), torch.bfloat16)]:
         out = matmul_fp8(a, b, sa, sb, out_dtype=dtype)
         assert out.dtype == dtype
-        assert rel_err(out, matmul_fp8_reference(a, b, sa, sb)) < TOL[dtype] * 2
+        # Hopper's fp8 MMA accumulates with fewer bits than fp32 (about 1e-4 seen on the H200): an fp32
+        # output is held to that, not to fp32 rounding
+        assert rel_err(out, matmul_fp8_reference(a, b, sa, sb)) < max(TOL[dtype] * 2, 5e-4)
 
 
 def test_bad_input():
