@@ -84,3 +84,16 @@ def test_plot_roofline(tmp_path):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
     with pytest.raises(ValueError, match="'zero'"):
         plot_roofline([dict(label="zero", intensity=0.0, TFLOPs=1.0, provider="x")], C, tmp_path / "z.png")
+
+
+def test_compute_scale_raises_the_compute_roof():
+    from rooftop.hardware import Ceilings
+
+    c = Ceilings(device="X", copy_GBps=4000.0, bf16_mm_TFLOPs=700.0, source="test", date="2026-11-29", torch="x")
+    bf16 = Cost(flops=2 * 8192**3, bytes=3 * 8192**2 * 2)
+    fp8 = Cost(flops=2 * 8192**3, bytes=3 * 8192**2, compute_scale=2.0)
+    assert fp8.compute_time_s(c) == pytest.approx(bf16.compute_time_s(c) / 2)
+    # 1300 TFLOP/s of fp8 is 93% of its 1400 TFLOP/s roof, not 186% of the bf16 one
+    assert fp8.roofline_pct(fp8.flops / 1300e12, c) == pytest.approx(100 * 1300 / 1400)
+    with pytest.raises(ValueError, match="different compute roofs"):
+        bf16 + fp8

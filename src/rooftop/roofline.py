@@ -16,10 +16,13 @@ from rooftop.hardware import Ceilings
 
 @dataclass(frozen=True)
 class Cost:
-    """Minimum work of one call: floating-point operations and bytes moved to and from DRAM."""
+    """Minimum work of one call: floating-point operations and bytes moved to and from DRAM.
+    `compute_scale`: the op's compute roof as a multiple of the measured bf16 matmul rate (2 for fp8
+    tensor cores, the datasheet ratio on Hopper and Blackwell; not measured)."""
 
     flops: float
     bytes: float
+    compute_scale: float = 1.0
 
     def __post_init__(self):
         if self.flops < 0 or self.bytes < 0:
@@ -34,7 +37,7 @@ class Cost:
         return self.bytes / (c.copy_GBps * 1e9)
 
     def compute_time_s(self, c: Ceilings) -> float:
-        return self.flops / (c.bf16_mm_TFLOPs * 1e12)
+        return self.flops / (c.bf16_mm_TFLOPs * self.compute_scale * 1e12)
 
     def floor_s(self, c: Ceilings) -> float:
         return max(self.memory_time_s(c), self.compute_time_s(c))
@@ -52,7 +55,9 @@ class Cost:
         return self.flops / _positive(seconds) / 1e12
 
     def __add__(self, other: Cost) -> Cost:
-        return Cost(self.flops + other.flops, self.bytes + other.bytes)
+        if self.compute_scale != other.compute_scale:
+            raise ValueError("Cost: cannot add costs with different compute roofs")
+        return Cost(self.flops + other.flops, self.bytes + other.bytes, self.compute_scale)
 
 
 def _positive(seconds: float) -> float:

@@ -573,7 +573,8 @@ def gemm_cost(shape: tuple[int, ...], dtype: torch.dtype, *, in_itemsize: Option
     size = dtype.itemsize
     moved = ((M * K + K * N) * (in_itemsize or size) + M * N * size + (N * size if bias else 0)
              + (M * N * size if residual else 0) + (4 * (M + N) if scales else 0))
-    return Cost(flops=2 * M * N * K, bytes=moved)
+    # fp8 operands (in_itemsize 1) run on the fp8 tensor cores: twice the bf16 roof
+    return Cost(flops=2 * M * N * K, bytes=moved, compute_scale=2.0 if in_itemsize == 1 else 1.0)
 
 
 # Weight shapes (N, K) of the GEMMs of one decoder layer (q/k/v fused, gate/up fused).
