@@ -70,6 +70,20 @@ def store_tile(ptr, off, cols, N, value, EVEN: tl.constexpr, POLICY: tl.constexp
         tl.store(ptr + off + cols, value, mask=off + cols < N, eviction_policy=POLICY)
 
 
+@triton.jit
+def load_rows_add_residual(x_ptr, res_ptr, r_ptr, rows, cols, mask, x_stride, res_stride, r_stride,
+                           HAS_RESIDUAL: tl.constexpr):
+    """The fp32 tile x[rows, cols] of an on-chip row kernel. With a residual: r = x + residual, rounded
+    to r's dtype, is stored (the new residual stream, as stored) and returned in its place."""
+    x = tl.load(x_ptr + rows[:, None] * x_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    if HAS_RESIDUAL:
+        res = tl.load(res_ptr + rows[:, None] * res_stride + cols[None, :], mask=mask, other=0.0)
+        r = (x + res.to(tl.float32)).to(r_ptr.dtype.element_ty)
+        tl.store(r_ptr + rows[:, None] * r_stride + cols[None, :], r, mask=mask)
+        x = r.to(tl.float32)
+    return x
+
+
 # ---------------------------------------------------------------------------------------------
 # Input checks: every error names the argument.
 
@@ -88,6 +102,32 @@ def check_float(name: str, t: object, dtypes: Sequence[torch.dtype] = FLOAT_DTYP
 def check_same_device(name: str, t: torch.Tensor, ref_name: str, ref: torch.Tensor) -> None:
     if t.device != ref.device:
         raise ValueError(f"{name} is on {t.device} but {ref_name} is on {ref.device}")
+
+
+def check_norm_inputs(x, residual, eps, **params) -> None:
+    """The checks every row norm shares: x, a residual like x, per-column parameters (weight, bias:
+    None or a contiguous float vector as wide as x's rows, on x's device), eps >= 0."""
+    check_float("x", x)
+    if x.dim() == 0:
+        raise ValueError("x must have at least one dimension")
+    if residual is not None:
+        check_float("residual", residual)
+        check_same_device("residual", residual, "x", x)
+        if residual.shape != x.shape:
+            raise ValueError(f"residual has shape {tuple(residual.shape)} but x has {tuple(x.shape)}")
+        if residual.dtype != x.dtype:
+            raise TypeError(f"residual has dtype {residual.dtype} but x has {x.dtype}")
+    for name, t in params.items():
+        if t is None:
+            continue
+        check_float(name, t)
+        check_same_device(name, t, "x", x)
+        if t.shape != (x.shape[-1],):
+            raise ValueError(f"{name} must have shape ({x.shape[-1]},) to match x's last dim, got {tuple(t.shape)}")
+        if t.stride(0) != 1 and t.numel() > 1:
+            raise ValueError(f"{name} must be contiguous")
+    if not isinstance(eps, (int, float)) or not eps >= 0:
+        raise ValueError(f"eps must be a non-negative number, got {eps!r}")
 
 
 def normalize_dim(dim: int, ndim: int, name: str = "dim") -> int:

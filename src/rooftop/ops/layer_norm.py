@@ -47,8 +47,8 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (as_rows, cdiv, check_float, check_same_device, launch, load_tile, num_sms,
-                                  onchip_config, runs_kernel, store_tile, torch_op)
+from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, launch, load_rows_add_residual, load_tile,
+                                  num_sms, onchip_config, runs_kernel, store_tile, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -88,12 +88,7 @@ def _layer_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, M, N, 
     cols = tl.arange(0, BLOCK_N)
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     rows = rows.to(tl.int64)
-    x = tl.load(x_ptr + rows[:, None] * x_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-    if HAS_RESIDUAL:
-        res = tl.load(res_ptr + rows[:, None] * res_stride + cols[None, :], mask=mask, other=0.0)
-        r = (x + res.to(tl.float32)).to(r_ptr.dtype.element_ty)  # the new residual stream, as stored
-        tl.store(r_ptr + rows[:, None] * r_stride + cols[None, :], r, mask=mask)
-        x = r.to(tl.float32)
+    x = load_rows_add_residual(x_ptr, res_ptr, r_ptr, rows, cols, mask, x_stride, res_stride, r_stride, HAS_RESIDUAL)
     shift = tl.sum(x, axis=1) / N  # the fp32 mean, off by up to half an ulp of the mean
     d = tl.where(mask, x - shift[:, None], 0.0)  # exact where x is near the mean
     # sum(d) and sum(d^2) in one reduction (one pass through shared memory, not two)
@@ -276,35 +271,6 @@ def layer_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
 # Wrappers: checks, the custom ops
 
 
-def _check_param(name: str, t: torch.Tensor, x: torch.Tensor) -> None:
-    """weight or bias: a float vector as wide as x's rows, on x's device, contiguous."""
-    check_float(name, t)
-    check_same_device(name, t, "x", x)
-    if t.shape != (x.shape[-1],):
-        raise ValueError(f"{name} must have shape ({x.shape[-1]},) to match x's last dim, got {tuple(t.shape)}")
-    if t.stride(0) != 1 and t.numel() > 1:
-        raise ValueError(f"{name} must be contiguous")
-
-
-def _check(x, residual, weight, bias, eps) -> None:
-    check_float("x", x)
-    if x.dim() == 0:
-        raise ValueError("x must have at least one dimension")
-    if residual is not None:
-        check_float("residual", residual)
-        check_same_device("residual", residual, "x", x)
-        if residual.shape != x.shape:
-            raise ValueError(f"residual has shape {tuple(residual.shape)} but x has {tuple(x.shape)}")
-        if residual.dtype != x.dtype:
-            raise TypeError(f"residual has dtype {residual.dtype} but x has {x.dtype}")
-    if weight is not None:
-        _check_param("weight", weight, x)
-    if bias is not None:
-        _check_param("bias", bias, x)
-    if not isinstance(eps, (int, float)) or not eps >= 0:
-        raise ValueError(f"eps must be a non-negative number, got {eps!r}")
-
-
 def _reference_outputs(x, residual, weight, bias, eps):
     """(y, r) as the op returns them, from the float64 reference (CPU without the interpreter)."""
     r = x if residual is None else (x + residual).contiguous()  # the new residual, rounded to x's dtype
@@ -364,7 +330,7 @@ def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[t
                residual: Optional[torch.Tensor] = None):
     """LayerNorm over the last dim: y = (x - mean) / sqrt(var + eps) * weight + bias (None: left out).
     With `residual`, returns (layer_norm(x + residual), x + residual) from one read of each input."""
-    _check(x, residual, weight, bias, eps)
+    check_norm_inputs(x, residual, eps, weight=weight, bias=bias)
     if residual is None:
         return _layer_norm_op(x, weight, bias, float(eps))
     return _add_layer_norm_op(x, residual, weight, bias, float(eps))
@@ -375,7 +341,7 @@ def fused_add_layer_norm_(x: torch.Tensor, residual: torch.Tensor, weight: Optio
     """In place, vLLM's semantics: residual <- x + residual; x <- layer_norm(residual, weight, bias)."""
     if residual is None:
         raise ValueError("residual is required for fused_add_layer_norm_")
-    _check(x, residual, weight, bias, eps)
+    check_norm_inputs(x, residual, eps, weight=weight, bias=bias)
     _fused_add_layer_norm_op(x, residual, weight, bias, float(eps))
 
 

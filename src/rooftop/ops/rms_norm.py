@@ -38,8 +38,8 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (as_rows, cdiv, check_float, check_same_device, launch, load_tile, num_sms,
-                                  onchip_config, runs_kernel, store_tile, torch_op)
+from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, launch, load_rows_add_residual, load_tile,
+                                  num_sms, onchip_config, runs_kernel, store_tile, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -78,12 +78,7 @@ def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
     cols = tl.arange(0, BLOCK_N)
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     rows = rows.to(tl.int64)
-    x = tl.load(x_ptr + rows[:, None] * x_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-    if HAS_RESIDUAL:
-        res = tl.load(res_ptr + rows[:, None] * res_stride + cols[None, :], mask=mask, other=0.0)
-        r = (x + res.to(tl.float32)).to(r_ptr.dtype.element_ty)  # the new residual stream, as stored
-        tl.store(r_ptr + rows[:, None] * r_stride + cols[None, :], r, mask=mask)
-        x = r.to(tl.float32)
+    x = load_rows_add_residual(x_ptr, res_ptr, r_ptr, rows, cols, mask, x_stride, res_stride, r_stride, HAS_RESIDUAL)
     rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
     y = x * rstd[:, None]
     if HAS_WEIGHT:
@@ -182,25 +177,7 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
 
 
 def _check(x, residual, weight, eps, offset=0.0, out_dtype=None, quant=None) -> None:
-    check_float("x", x)
-    if x.dim() == 0:
-        raise ValueError("x must have at least one dimension")
-    if residual is not None:
-        check_float("residual", residual)
-        check_same_device("residual", residual, "x", x)
-        if residual.shape != x.shape:
-            raise ValueError(f"residual has shape {tuple(residual.shape)} but x has {tuple(x.shape)}")
-        if residual.dtype != x.dtype:
-            raise TypeError(f"residual has dtype {residual.dtype} but x has {x.dtype}")
-    if weight is not None:
-        check_float("weight", weight)
-        check_same_device("weight", weight, "x", x)
-        if weight.shape != (x.shape[-1],):
-            raise ValueError(f"weight must have shape ({x.shape[-1]},) to match x's last dim, got {tuple(weight.shape)}")
-        if weight.stride(0) != 1 and weight.numel() > 1:
-            raise ValueError("weight must be contiguous")
-    if not isinstance(eps, (int, float)) or not eps >= 0:
-        raise ValueError(f"eps must be a non-negative number, got {eps!r}")
+    check_norm_inputs(x, residual, eps, weight=weight)
     if not isinstance(offset, (int, float)) or not math.isfinite(offset):
         raise ValueError(f"offset must be a finite number, got {offset!r}")
     if offset != 0 and weight is None:

@@ -160,30 +160,30 @@ def _rope_fake(q, k, cos, sin, position_ids, interleaved, rotary_dim):
     return torch.empty_like(q), torch.empty_like(k)
 
 
-@torch_op("apply_rope", fake=_rope_fake)
-def _rope_op(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-             position_ids: Optional[torch.Tensor], interleaved: bool,
-             rotary_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
-    # empty_like keeps q's layout when q is dense (e.g. [B, S, H, D] memory seen as [B, H, S, D])
-    q_out, k_out = torch.empty_like(q), torch.empty_like(k)
+def _rope_into(q, k, q_out, k_out, cos, sin, position_ids, interleaved, rotary_dim) -> None:
+    """Rotated q, k into q_out, k_out (which may be q, k): the kernel, or the reference off-GPU."""
     if runs_kernel(q):
         rope_launch(q, k, q_out, k_out, cos, sin, position_ids, interleaved, rotary_dim)
     else:
         q_ref, k_ref = rope_reference(q, k, cos, sin, position_ids, interleaved, rotary_dim)
         q_out.copy_(q_ref)
         k_out.copy_(k_ref)
+
+
+@torch_op("apply_rope", fake=_rope_fake)
+def _rope_op(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+             position_ids: Optional[torch.Tensor], interleaved: bool,
+             rotary_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    # empty_like keeps q's layout when q is dense (e.g. [B, S, H, D] memory seen as [B, H, S, D])
+    q_out, k_out = torch.empty_like(q), torch.empty_like(k)
+    _rope_into(q, k, q_out, k_out, cos, sin, position_ids, interleaved, rotary_dim)
     return q_out, k_out
 
 
 @torch_op("apply_rope_", mutates_args=("q", "k"))
 def _rope_inplace_op(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                      position_ids: Optional[torch.Tensor], interleaved: bool, rotary_dim: int) -> None:
-    if runs_kernel(q):
-        rope_launch(q, k, q, k, cos, sin, position_ids, interleaved, rotary_dim)
-    else:
-        q_ref, k_ref = rope_reference(q, k, cos, sin, position_ids, interleaved, rotary_dim)
-        q.copy_(q_ref)
-        k.copy_(k_ref)
+    _rope_into(q, k, q, k, cos, sin, position_ids, interleaved, rotary_dim)
 
 
 def _check(q, k, cos, sin, position_ids, rotary_dim) -> int:
