@@ -199,3 +199,10 @@ def test_variants_compile_without_graph_break(device):
     r = (x.float() + res.float()).bfloat16()
     assert y.dtype == torch.float32 and rel_err(y, rms_norm_reference(r, w, offset=1.0)) < 1e-5
     assert rel_err(deq, rms_norm_reference(r, w)) < 1e-2
+
+
+def test_in_place_needs_row_views(device):
+    x = torch.randn(64, 8, device=device).t()  # rows of stride 1 do not exist: a copy would be written
+    res, w = torch.randn(8, 64, device=device), torch.ones(64, device=device)
+    with pytest.raises(ValueError, match="fused_add_rms_norm_ works in place"):
+        rooftop.fused_add_rms_norm_(x, res, w)

@@ -49,6 +49,14 @@ def onchip_config(M: int, N: int, elems_per_thread: int = 16, block_elems: int =
     return block_m, block_n, 1 << (warps.bit_length() - 1)
 
 
+def in_place_rows(op: str, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Row views of tensors an op writes in place: they must be views of the tensors themselves."""
+    rows = tuple(as_rows(t) for t in tensors)
+    if any(r.data_ptr() != t.data_ptr() or r.stride(-1) != 1 for r, t in zip(rows, tensors)):
+        raise ValueError(f"{op} works in place: its tensors must be viewable as rows of unit column stride")
+    return rows
+
+
 # ---------------------------------------------------------------------------------------------
 # Tiles of a row for the looped (wide-row) kernels
 

@@ -47,8 +47,8 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, launch, load_rows_add_residual, load_tile,
-                                  num_sms, onchip_config, runs_kernel, store_tile, torch_op)
+from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, in_place_rows, launch, load_rows_add_residual,
+                                  load_tile, num_sms, onchip_config, runs_kernel, store_tile, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -318,11 +318,7 @@ def _fused_add_layer_norm_op(x: torch.Tensor, residual: torch.Tensor, weight: Op
         x.copy_(y)
         return
     if x.numel():
-        x_rows, res_rows = as_rows(x), as_rows(residual)
-        if x_rows.data_ptr() != x.data_ptr() or res_rows.data_ptr() != residual.data_ptr() or \
-                x_rows.stride(-1) != 1 or res_rows.stride(-1) != 1:
-            raise ValueError("fused_add_layer_norm_ works in place: x and residual must be viewable as rows "
-                             "of unit column stride")
+        x_rows, res_rows = in_place_rows("fused_add_layer_norm_", x, residual)
         layer_norm_rows(x_rows, res_rows, weight, bias, x_rows, res_rows, eps)
 
 
