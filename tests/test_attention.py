@@ -80,9 +80,9 @@ def test_scale(device):
 
 @pytest.mark.parametrize("tma", [True, False])
 @pytest.mark.parametrize("config", [AttentionConfig(16, 16, 4, 1), AttentionConfig(32, 16, 4, 1),
-                                    AttentionConfig(16, 32, 4, 1), AttentionConfig(16, 16, 4, 1, True)])
+                                    AttentionConfig(16, 32, 4, 1)])
 def test_paths_and_tiles(config, tma, monkeypatch, device):
-    """Host-made descriptors, descriptors made in the kernel (warp-specialised configs) and pointer loads;
+    """Host-made descriptors and pointer loads;
     query tiles taller and shorter than key tiles; Sk a multiple of the key tile (one loop) or not."""
     if HAS_CUDA:
         pytest.skip("interpreter tile configs")
@@ -142,12 +142,9 @@ def test_varlen_matches_per_sequence(causal, window, device):
     assert rel_err(out[qs], dense[0].transpose(0, 1)) < TOL[torch.bfloat16]
 
 
-@pytest.mark.parametrize("config", [None, AttentionConfig(16, 16, 4, 1, True)])
-def test_varlen_empty_sequences(config, monkeypatch, device):
+def test_varlen_empty_sequences(device):
     """A sequence with no query and one with no key (its queries: 0, lse -inf); tiles past a short
-    sequence, which warp-specialised configs run (with an empty key range) rather than exit."""
-    if config is not None:
-        monkeypatch.setattr(attention_mod, "INTERPRETER_CONFIG", config)
+    sequence exit."""
     len_q, len_k = [0, 7, 6], [4, 0, 10]
     q = _packed(len_q, 2, 16, torch.float16, device)
     k, v = (_packed(len_k, 2, 16, torch.float16, device) for _ in range(2))
@@ -271,7 +268,7 @@ def test_gpu_matches_sdpa_math_fp32(D, causal):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("D", [64, 128, 256, 96])
-@pytest.mark.parametrize("S", [1024, 1000])  # one loop (warp-specialised) and a ragged last key tile
+@pytest.mark.parametrize("S", [1024, 1000])  # one loop and a ragged last key tile
 def test_gpu_16bit(S, D, causal, dtype):
     _check(*_qkv(2, 8, 4, S, S, D, dtype, "cuda"), causal)
 

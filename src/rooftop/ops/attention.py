@@ -27,14 +27,12 @@ Which path runs:
 - TMA (sm_90+, and the interpreter), when every base is 16-byte aligned and every stride a multiple
   of 16 bytes: tiles move through tensor descriptors, out-of-range rows and the head-dim padding read
   as 0 and stores are clipped. Dense calls pass descriptors made on the host over the 4-D views
-  ([1, 1, rows, D] boxes); varlen calls and warp-specialised configs make 2-D descriptors per
-  (sequence, head) in the kernel (exact sequence bounds; a 128-byte workspace per descriptor and
+  ([1, 1, rows, D] boxes); varlen calls and layouts whose strides do not shrink inward make 2-D
+  descriptors per (sequence, head) in the kernel (exact sequence bounds; a 128-byte workspace per descriptor and
   program from triton's allocator).
 - Pointer loads otherwise (older GPUs, unaligned views): masked loads on the masked tiles only.
 - A one-loop kernel (no window, not causal, dense, Sk a multiple of BLOCK_N) on TMA takes
-  ONE_LOOP_CONFIGS, where Triton warp-specialises the loop on Hopper; everything else CONFIGS. Hopper's
-  warp specialisation handles one loop per kernel: a warp-specialised config of a kernel that needs
-  masks runs one loop over the whole key range, masked throughout.
+  ONE_LOOP_CONFIGS; everything else CONFIGS.
 D <= 256 runs in a tile padded to the next power of two (>= 16). The config tables are first choices,
 to be tuned on the H200.
 
@@ -75,22 +73,18 @@ class AttentionConfig:
     block_n: int  # keys per loop step
     num_warps: int
     num_stages: int  # key/value tiles in flight
-    # TMA only: a producer warp group + two consumer groups of num_warps warps (12 warps in all) on
-    # Hopper, descriptors made in the kernel; a kernel that needs masks then runs one loop, masked throughout
-    warp_specialize: bool = False
 
 
 # Launch parameters for 16-bit inputs on sm_90 (H200), per padded head dim: first choices from the
 # Triton tutorial's Hopper configs and a cross-compile for sm_90 (no register spills; q tile +
 # num_stages * (k + v tiles) <= 227 KB of shared memory); to be tuned by measurement.
 # One-loop kernels (non-causal, no window, Sk a multiple of BLOCK_N, TMA). Warp specialisation of
-# the one loop (the tutorial's Hopper choice, 4 warps) wrote NaN on the H200 (2026-11-29): off.
+# the one loop (the tutorial's Hopper choice, 4 warps) wrote NaN on the H200 (2026-11-29): not used.
 ONE_LOOP_CONFIGS = {16: AttentionConfig(128, 64, 4, 3), 32: AttentionConfig(128, 64, 4, 3),
                     64: AttentionConfig(128, 128, 8, 3), 128: AttentionConfig(128, 128, 8, 2),
                     256: AttentionConfig(128, 64, 8, 2)}
 # Everything else: causal, windows, varlen, a ragged last key tile, pointer loads. Masks on the masked
-# tiles only (up to three loops); a warp_specialize=True entry would instead mask every tile of one loop
-# (compiles for sm_90; which is faster is for measurement to say).
+# tiles only (up to three loops).
 CONFIGS = {16: AttentionConfig(128, 64, 4, 3), 32: AttentionConfig(128, 64, 4, 3),
            64: AttentionConfig(128, 128, 8, 3), 128: AttentionConfig(128, 128, 8, 2),
            256: AttentionConfig(128, 64, 8, 2)}
@@ -157,12 +151,12 @@ def _load_tile(src, tb, head, start, row0, n_rows, stride_s, ROWS: tl.constexpr,
 def _attend_tiles(acc, l_i, m_i, q, k_src, v_src, tb, kv_head, k_start, stride_ks, stride_vs, seqlen_k, q_pos,
                   lo, hi, window_left, window_right, qk_scale,
                   BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, D: tl.constexpr, MASKED: tl.constexpr,
-                  WARP_SPECIALIZE: tl.constexpr, PRECISION: tl.constexpr):
+                  PRECISION: tl.constexpr):
     """Online softmax over the key tiles starting at lo, lo + BLOCK_N, ... < hi. MASKED: apply the
     causal/window/sequence-end mask (scores -inf), guarding rows that have seen no key yet; otherwise
     every query of the block sees every key of every tile and no mask is computed."""
     offs_n = tl.arange(0, BLOCK_N)
-    for n0 in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+    for n0 in tl.range(lo, hi, BLOCK_N):
         k = _load_tile(k_src, tb, kv_head, k_start, n0, seqlen_k, stride_ks, BLOCK_N, BLOCK_D, D, MASKED)
         qk = tl.dot(q, k.T, input_precision=PRECISION)
         if MASKED:
@@ -192,8 +186,7 @@ def _attention_fwd_kernel(q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k,
                           n_q_heads, seqlen_q, seqlen_k, kv_group, qk_scale, window_left, window_right,
                           D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                           VARLEN: tl.constexpr, MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr,
-                          WRITE_LSE: tl.constexpr, USE_TMA: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
-                          PRECISION: tl.constexpr):
+                          WRITE_LSE: tl.constexpr, USE_TMA: tl.constexpr, PRECISION: tl.constexpr):
     # Reads the q tile once, each k/v tile of the key range once (BLOCK_N * D * 2 * itemsize bytes per
     # step, mostly from L2: the programs of one head run side by side), writes out (and lse) once.
     bh = tl.program_id(0)
@@ -207,9 +200,8 @@ def _attention_fwd_kernel(q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k,
         seqlen_q = tl.load(cu_seqlens_q + b + 1) - q_start
         k_start = tl.load(cu_seqlens_k + b)
         seqlen_k = tl.load(cu_seqlens_k + b + 1) - k_start
-        if not WARP_SPECIALIZE:  # (warp specialisation cannot follow an early exit: it gets no key, below)
-            if m0 >= seqlen_q:  # a tile past a sequence shorter than the longest
-                return
+        if m0 >= seqlen_q:  # a tile past a sequence shorter than the longest
+            return
     else:
         tb = b
         q_start = 0
@@ -230,8 +222,6 @@ def _attention_fwd_kernel(q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k,
     last_q = tl.minimum(m0 + BLOCK_M, seqlen_q) - 1 + seqlen_k - seqlen_q
     lo = tl.maximum(first_q - window_left, 0) // BLOCK_N * BLOCK_N
     hi = tl.maximum(tl.minimum(last_q + window_right + 1, seqlen_k), lo)  # hi == lo: no key for the block
-    if VARLEN:
-        hi = tl.where(m0 < seqlen_q, hi, lo)  # a tile past its sequence
     full_lo = tl.minimum(tl.maximum(tl.cdiv(tl.maximum(last_q - window_left, 0), BLOCK_N) * BLOCK_N, lo), hi)
     full_hi = tl.maximum(tl.minimum(tl.maximum(tl.minimum(first_q + window_right + 1, seqlen_k), 0)
                                     // BLOCK_N * BLOCK_N, hi), full_lo)
@@ -239,24 +229,18 @@ def _attention_fwd_kernel(q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k,
     m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
-    # MASK_LEFT / MASK_RIGHT False: that loop is statically empty and left out. Hopper's warp
-    # specialisation handles one loop per kernel: with it, a kernel that needs masks runs one masked loop.
-    if WARP_SPECIALIZE and (MASK_LEFT or MASK_RIGHT):
-        acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks, stride_vs,
-                                      seqlen_k, q_pos, lo, hi, window_left, window_right, qk_scale,
-                                      BLOCK_N, BLOCK_D, D, True, True, PRECISION)
-    else:
-        if MASK_LEFT:
-            acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks,
-                                          stride_vs, seqlen_k, q_pos, lo, full_lo, window_left, window_right,
-                                          qk_scale, BLOCK_N, BLOCK_D, D, True, False, PRECISION)
-        acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks, stride_vs,
-                                      seqlen_k, q_pos, full_lo, full_hi, window_left, window_right, qk_scale,
-                                      BLOCK_N, BLOCK_D, D, False, WARP_SPECIALIZE, PRECISION)
-        if MASK_RIGHT:
-            acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks,
-                                          stride_vs, seqlen_k, q_pos, full_hi, hi, window_left, window_right,
-                                          qk_scale, BLOCK_N, BLOCK_D, D, True, False, PRECISION)
+    # MASK_LEFT / MASK_RIGHT False: that loop is statically empty and left out.
+    if MASK_LEFT:
+        acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks,
+                                      stride_vs, seqlen_k, q_pos, lo, full_lo, window_left, window_right,
+                                      qk_scale, BLOCK_N, BLOCK_D, D, True, PRECISION)
+    acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks, stride_vs,
+                                  seqlen_k, q_pos, full_lo, full_hi, window_left, window_right, qk_scale,
+                                  BLOCK_N, BLOCK_D, D, False, PRECISION)
+    if MASK_RIGHT:
+        acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks,
+                                      stride_vs, seqlen_k, q_pos, full_hi, hi, window_left, window_right,
+                                      qk_scale, BLOCK_N, BLOCK_D, D, True, PRECISION)
 
     # a query that saw no key: l = 0, acc = 0 -> out 0, lse -inf
     l_safe = tl.where(l_i > 0, l_i, 1.0)
@@ -340,13 +324,12 @@ def _launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, causal, sca
     if k4.shape[2] % cfg.block_n:  # the ragged last key tile goes through the masked loop
         mask_right = True
         cfg = attention_config(block_d, q4.dtype, q4.device, False)
-    warp_specialize = use_tma and cfg.warp_specialize
     tiles_m = cdiv(max_q, cfg.block_m)
     if tiles_m > MAX_GRID_Y:
         raise ValueError(f"query length {max_q} is past the kernel's limit of {MAX_GRID_Y * cfg.block_m}")
     sq, sk, sv, so = tma_strides if use_tma else (list(t.stride()) for t in (q4, k4, v4, o4))
     args = [q4, k4, v4, o4]
-    if use_tma and not (varlen or warp_specialize) and all(map(_outer_to_inner, (sq, sk, sv, so))):
+    if use_tma and not varlen and all(map(_outer_to_inner, (sq, sk, sv, so))):
         # descriptors made on the host: no in-kernel setup
         args = [TensorDescriptor(t, list(t.shape), s, [1, 1, rows, block_d]) for t, s, rows in
                 ((q4, sq, cfg.block_m), (k4, sk, cfg.block_n), (v4, sv, cfg.block_n), (o4, so, cfg.block_m))]
@@ -360,7 +343,7 @@ def _launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, causal, sca
            q4.shape[1], q4.shape[2], k4.shape[2], q4.shape[1] // k4.shape[1], scale * LOG2E,
            unbounded if left < 0 else left, 0 if causal else (unbounded if right < 0 else right),
            D=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_D=block_d, VARLEN=varlen, MASK_LEFT=mask_left,
-           MASK_RIGHT=mask_right, WRITE_LSE=lse3 is not None, USE_TMA=use_tma, WARP_SPECIALIZE=warp_specialize,
+           MASK_RIGHT=mask_right, WRITE_LSE=lse3 is not None, USE_TMA=use_tma,
            PRECISION="ieee" if q4.dtype == torch.float32 else "tf32",
            num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 

@@ -86,9 +86,6 @@ FMA_CONFIGS = (  # fp32 in IEEE precision: CUDA-core FMA, the accumulator and op
 GROUPED_EXTRA = 2  # grouped candidates also timed where the TMA kernel can run
 MIN_WAVE_EFFICIENCY = 0.8  # untuned default: the first candidate whose tiles fill the SMs this well
 SMEM_RESERVE = 2048  # bytes of shared memory kept for barriers and small layout changes
-# tl.range(warp_specialize=...) on the TMA kernel's tile loop (then not flattened). Triton 3.6 builds no
-# warp-specialized partitions for sm_90 (checked in its TTGIR), so on the H200 it only turns flattening off.
-WARP_SPECIALIZE = False
 # The interpreter: small tiles so that tests cross tile edges; the TMA kernel stores in halves.
 INTERPRETER_CONFIG = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=2, num_stages=2, num_warps=4)
 INTERPRETER_SUBTILE = True
@@ -180,7 +177,7 @@ def _matmul_tma_kernel(a_ptr, b_ptr, out_ptr, bias_ptr, res_ptr, a_scale_ptr, b_
                        HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
                        INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                        BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
-                       FLATTEN: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, NUM_SMS: tl.constexpr):
+                       NUM_SMS: tl.constexpr):
     # Persistent: program p computes tiles p, p + NUM_SMS, ... TMA brings A and B tiles into shared
     # memory (num_stages deep, zero-filled past the edges); A and B are read about once from DRAM
     # (GROUP_M order keeps the shared panels in L2), the output tile is written once by TMA after the
@@ -203,10 +200,10 @@ def _matmul_tma_kernel(a_ptr, b_ptr, out_ptr, bias_ptr, res_ptr, a_scale_ptr, b_
     num_pid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
     # the epilogue keeps its own tile counter so that the flattened loop's prologue and epilogue
-    # do not share a value (as Triton's persistent-matmul tutorial does)
+    # do not share a value (as Triton's persistent-matmul tutorial does). Not warp-specialised: Triton
+    # 3.6 builds no warp-specialized partitions for this loop on sm_90 (checked in its TTGIR).
     tile_id_c = tl.program_id(0) - NUM_SMS
-    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS, flatten=FLATTEN,
-                            warp_specialize=WARP_SPECIALIZE):
+    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS, flatten=True):
         pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
@@ -309,8 +306,7 @@ def _configs(tma: bool, fma: bool, M: int, N: int, batch: int, itemsize: int, ou
     `tma` the TMA kernel's candidates come first, then GROUPED_EXTRA grouped ones for the tuner."""
     if device_index < 0:
         if tma:
-            return (dict(KERNEL="tma", **INTERPRETER_CONFIG, EPILOGUE_SUBTILE=INTERPRETER_SUBTILE, FLATTEN=True,
-                         WARP_SPECIALIZE=False),)
+            return (dict(KERNEL="tma", **INTERPRETER_CONFIG, EPILOGUE_SUBTILE=INTERPRETER_SUBTILE),)
         return (dict(KERNEL="grouped", **INTERPRETER_CONFIG),)
     sms, smem, _ = _device_limits(device_index)
     table = FMA_CONFIGS if fma else LARGE_M_CONFIGS if M > 128 else MEDIUM_M_CONFIGS if M > 64 else SMALL_M_CONFIGS
@@ -329,7 +325,7 @@ def _configs(tma: bool, fma: bool, M: int, N: int, batch: int, itemsize: int, ou
             config = dict(KERNEL=kernel, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=GROUP_M,
                           num_stages=stages, num_warps=warps)
             if kernel == "tma":
-                config.update(EPILOGUE_SUBTILE=subtile, FLATTEN=not WARP_SPECIALIZE, WARP_SPECIALIZE=WARP_SPECIALIZE)
+                config.update(EPILOGUE_SUBTILE=subtile)
             if config not in found:
                 found.append(config)
         candidates += found if kernel == "tma" or not tma else found[:GROUPED_EXTRA]
