@@ -506,3 +506,17 @@ def test_gpu_past_2_31_elements():
     for view in (a, a.t().contiguous().t()):  # K-major and M-major a
         out = matmul(view, b)
         assert rel_err(out[tail], matmul_reference(view[tail], b)) < TOL[torch.bfloat16]
+
+
+def test_gemm_roofline_turns_compute_bound_with_the_token_count():
+    from rooftop.hardware import Ceilings
+    from rooftop.ops.matmul import gemm_roofline
+
+    c = Ceilings(device="H200", copy_GBps=4245.0, bf16_mm_TFLOPs=709.0, source="test", date="2026-11-29", torch="x")
+    rows = gemm_roofline(c)
+    for layer in {(r["model"], r["layer"]) for r in rows}:
+        curve = sorted((r for r in rows if (r["model"], r["layer"]) == layer), key=lambda r: r["M"])
+        assert curve[0]["bound"] == "memory" and curve[-1]["bound"] == "compute"  # decode vs prefill
+        assert all(a["intensity"] < b["intensity"] for a, b in zip(curve, curve[1:]))
+        # at M = 1 the weight dominates: about one FLOP per byte, far below the ridge
+        assert 0.9 < curve[0]["intensity"] < 1.1 and curve[0]["attainable_TFLOPs"] < 5

@@ -25,6 +25,8 @@ RESULT = {
              "registers_per_thread": 40, "dram_bytes": NBYTES * 1.3, "duration_us": 70.1}],
     "decode_us": [{"op": "softmax", "shape": [1, 4096], "provider": "rooftop", "graph_us": 1.9, "python_us": 6.2}],
     "notes": "Synthetic numbers for the test.",
+    "tables": {"Peak memory (synthetic)": [{"shape": [1, 16, 16384, 128], "rooftop_MB": 67.1,
+                                             "materialised_MB": 17246.0}]},
 }
 
 
@@ -86,6 +88,7 @@ def test_build_report(results_dir, tmp_path):
     assert "(+30.0%): more than 10% above it" in page and "moves +30.0% against the cost model: re-reads" in page
     assert "Against eager: 1.41–3.65x." in page  # 0.198 / 0.140 and 0.500 / 0.137
     assert "87.3" in page and "Synthetic numbers" in page and "python_us" in page
+    assert "Peak memory (synthetic)" in page and "17246.00" in page and "materialised_MB" in page  # a family table
     md = (tmp_path / "out" / "report.md").read_text()
     pngs = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", md)
     assert len(pngs) == 2  # the softmax curves and the roofline chart

@@ -65,6 +65,32 @@ def all_ops() -> list[OpSpec]:
     return list(_OPS.values())
 
 
+@dataclass(frozen=True)
+class FamilyTable:
+    """A table a family adds to its results and the report beside the sweep: make(ceilings) -> rows
+    (dicts). needs_gpu: it measures on the GPU (run by the session), else it is a model that can be
+    computed anywhere."""
+
+    family: str
+    title: str
+    make: Callable
+    needs_gpu: bool = True
+
+
+_TABLES: list[FamilyTable] = []
+
+
+def register_table(table: FamilyTable) -> FamilyTable:
+    _TABLES.append(table)
+    return table
+
+
+def family_tables(family: str) -> list[FamilyTable]:
+    import rooftop.ops  # noqa: F401
+
+    return [t for t in _TABLES if t.family == family]
+
+
 def row_sweep(total_elements: int = 2**27, widths=(512, 1024, 2048, 4096, 8192, 16384, 32768, 65536,
                                                    131072, 262144)) -> tuple[tuple[int, int], ...]:
     """[M, N] row-op cases with M * N = total_elements (the anchors' sweep)."""

@@ -498,6 +498,8 @@ def _blocks(all_results: list[dict], results_dir: Path, measured: bool, out_dir:
             if representative is not None:
                 representatives.setdefault(device, []).append((dtype, representative))
         family_blocks += _ncu_table(result)
+        for title, rows in result.get("tables", {}).items():
+            family_blocks += [("h3", title), ("table", *_dict_table(rows, ()))]
         if result.get("decode_us"):
             family_blocks += [("h3", "Decode-size calls (µs per call: CUDA graph replay, Python launch)"),
                               ("table", *_dict_table(result["decode_us"],

@@ -131,6 +131,14 @@ def run_session(out: str | Path, quick: bool = False, say: Callable[[str], None]
             continue
         names = {s.name for s in specs}
         extra = {"ncu": [n for n in ncu if n["op"] in names]}
+        tables = {}
+        for table in registry.family_tables(family):
+            try:
+                tables[table.title] = table.make(ceilings)
+            except Exception as e:  # a table that cannot be made is reported, not fatal
+                say(f"{family}: table {table.title!r} failed: {type(e).__name__}: {e}")
+        if tables:
+            extra["tables"] = tables
         if any(d["op"] in names for d in decode):
             extra["decode_us"] = [d for d in decode if d["op"] in names]
             extra["host_calibration_us"] = calibration

@@ -663,3 +663,18 @@ for _name, _heads, _dim in (("attention", 16, 128), ("attention_d64", 32, 64), (
                                                           ("sdpa_cudnn", "CUDNN_ATTENTION"),
                                                           ("sdpa_efficient", "EFFICIENT_ATTENTION"))},
             x_key="S"))
+
+
+def _peak_memory_table(ceilings) -> list[dict]:
+    rows = []
+    for causal in (False, True):
+        peaks = attention_peak_memory(S=16384, causal=causal)
+        rows.append({"shape": [1, 16, 16384, 128], "causal": causal,
+                     "rooftop_MB": peaks["rooftop"] / 1e6,
+                     "materialised_MB": None if peaks["eager"] is None else peaks["eager"] / 1e6})
+    return rows
+
+
+registry.register_table(registry.FamilyTable(
+    family="attention", title="Peak memory of one call beyond its inputs, S = 16384, bf16 "
+    "(rooftop against attention that materialises the scores)", make=_peak_memory_table))

@@ -610,6 +610,12 @@ def gemm_roofline(ceilings, dtype: torch.dtype = torch.bfloat16,
     return rows
 
 
+def _roofline_table(ceilings) -> list[dict]:
+    """gemm_roofline's rows, trimmed for the report: the turn from memory- to compute-bound per layer."""
+    keep = ("model", "layer", "M", "N", "K", "intensity", "bound", "attainable_TFLOPs")
+    return [{k: r[k] for k in keep} for r in gemm_roofline(ceilings, ms=(1, 16, 64, 128, 256, 512, 2048, 8192))]
+
+
 def _make_gemm(shape, dtype, device):
     """a [M, K] and b = w.t() of an nn.Linear weight w [N, K] (K-major, as models hold it)."""
     M, N, K = shape
@@ -677,3 +683,7 @@ registry.register(registry.OpSpec(
     cases=SQUARE_CASES + _prefill((("llama3-8b", "gate_up"), ("llama3-8b", "down"), ("llama3-70b", "qkv"),
                                    ("llama3-70b", "down")), ms=(2048, 8192)),
     peers={"scaled_mm": _scaled_mm}, x_key="M"))
+registry.register_table(registry.FamilyTable(
+    family="matmul", title="GEMM on the roofline: Llama-3 8B/70B weight shapes against the token count M "
+    "(a model: intensity, bound and attainable TFLOP/s on the measured ceilings)", make=_roofline_table,
+    needs_gpu=False))

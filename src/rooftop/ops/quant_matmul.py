@@ -579,3 +579,24 @@ for _bits, _peers in ((4, {"cublas": _cublas, "tinygemm": _tinygemm}), (8, {"cub
         name=f"quant_matmul_int{_bits}", family="quant_matmul", make_inputs=_make_inputs(_bits),
         run=lambda x, qw, w: quant_matmul(x, qw), reference=_reference, eager=_eager, cost=_cost(_bits),
         cases=BENCH_CASES, peers=_peers, x_key="M"))
+
+
+def quantization_error_table(ceilings=None, N: int = 4096, K: int = 4096, M: int = 16, seed: int = 0) -> list[dict]:
+    """Quantization error of a random normal [N, K] weight (and of x @ w.T for random x [M, K]) for each
+    format: what 4 or 8 bits cost in accuracy."""
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    g = torch.Generator(device=device).manual_seed(seed)
+    w = torch.randn(N, K, device=device, generator=g).bfloat16() * K**-0.5
+    x = torch.randn(M, K, device=device, generator=g).bfloat16()
+    rows = []
+    for bits in (4, 8):
+        for group in (32, 64, 128):
+            for symmetric in (False, True):
+                err = quantization_error(w, quantize_weight(w, bits, group, symmetric), x)
+                rows.append({"bits": bits, "group_size": group, "symmetric": symmetric, **err})
+    return rows
+
+
+registry.register_table(registry.FamilyTable(
+    family="quant_matmul", title="Quantization error (random normal weight 4096 x 4096, x 16 x 4096, bf16)",
+    make=quantization_error_table, needs_gpu=False))
