@@ -7,7 +7,8 @@ from rooftop.ops.activations import bias_gelu, geglu, swiglu
 from rooftop.ops.attention import attention, attention_varlen
 from rooftop.ops.layer_norm import fused_add_layer_norm_, layer_norm
 from rooftop.ops.matmul import matmul, matmul_fp8
-from rooftop.ops.quant_matmul import QuantizedWeight, QuantLinear, quant_matmul, quantize_model, quantize_weight
+from rooftop.ops.quant_matmul import (QuantizedWeight, QuantLinear, quant_matmul, quantize_model,
+                                      quantize_weight)
 from rooftop.ops.reductions import row_max, row_mean, row_norm, row_sum
 from rooftop.ops.rms_norm import fused_add_rms_norm_, rms_norm
 from rooftop.ops.rope import apply_rope

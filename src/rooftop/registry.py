@@ -27,6 +27,7 @@ class OpSpec:
     cases:       default sweep shapes
     peers:       provider name -> factory returning a callable like `run`, or None when not importable
     x_key:       which shape entry the curves are drawn against ("N" = last dim)
+    check_cases: small shapes for `rooftop check` (quick correctness, also in the interpreter)
     """
 
     name: str
@@ -39,6 +40,7 @@ class OpSpec:
     cases: tuple[tuple[int, ...], ...]
     peers: dict[str, Callable[[], Callable | None]] = field(default_factory=dict)
     x_key: str = "N"
+    check_cases: tuple[tuple[int, ...], ...] = ((3, 1000), (2, 70000))  # on-chip and looped row paths
 
 
 _OPS: dict[str, OpSpec] = {}

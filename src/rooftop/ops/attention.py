@@ -658,7 +658,7 @@ for _name, _heads, _dim in (("attention", 16, 128), ("attention_d64", 32, 64), (
             reference=lambda q, k, v, c=_causal: attention_reference(q, k, v, c),
             eager=lambda q, k, v, c=_causal: attention_eager(q, k, v, c),
             cost=lambda shape, dtype, c=_causal: attention_cost(shape, dtype, c),
-            cases=attention_cases(_heads, _dim),
+            cases=attention_cases(_heads, _dim), check_cases=((1, 2, 100, _dim), (2, 2, 37, _dim)),
             peers={p: _sdpa_peer(b, _causal) for p, b in (("sdpa_flash", "FLASH_ATTENTION"),
                                                           ("sdpa_cudnn", "CUDNN_ATTENTION"),
                                                           ("sdpa_efficient", "EFFICIENT_ATTENTION"))},

@@ -652,10 +652,12 @@ def _scaled_mm():
                                                  out_dtype=torch.bfloat16)
 
 
+GEMM_CHECK_CASES = ((33, 65, 70), (1, 48, 64))  # odd sizes, a single row
 registry.register(registry.OpSpec(
     name="matmul", family="matmul", make_inputs=_make_gemm, run=lambda a, b: matmul(a, b),
     reference=matmul_reference, eager=matmul_eager, cost=gemm_cost,
-    cases=SQUARE_CASES + _prefill(ALL_LAYERS), peers={"cublas": lambda: torch.matmul}, x_key="M"))
+    cases=SQUARE_CASES + _prefill(ALL_LAYERS), peers={"cublas": lambda: torch.matmul}, x_key="M",
+    check_cases=GEMM_CHECK_CASES))
 registry.register(registry.OpSpec(
     name="matmul_bias_silu", family="matmul", make_inputs=_make_bias,
     run=lambda a, b, bias: matmul(a, b, bias, "silu"),
@@ -664,7 +666,8 @@ registry.register(registry.OpSpec(
     cost=functools.partial(gemm_cost, bias=True),
     cases=SQUARE_CASES + _prefill((("llama3-8b", "gate_up"), ("llama3-70b", "gate_up"))),
     # cuBLASLt adds the bias in its epilogue (addmm); the SiLU is one more pass
-    peers={"cublas": lambda: lambda a, b, bias: F.silu(torch.addmm(bias, a, b))}, x_key="M"))
+    peers={"cublas": lambda: lambda a, b, bias: F.silu(torch.addmm(bias, a, b))}, x_key="M",
+    check_cases=GEMM_CHECK_CASES))
 registry.register(registry.OpSpec(
     name="matmul_residual", family="matmul", make_inputs=_make_residual,
     run=lambda a, b, res: matmul(a, b, residual=res),
@@ -674,7 +677,7 @@ registry.register(registry.OpSpec(
     cases=SQUARE_CASES + _prefill((("llama3-8b", "o"), ("llama3-8b", "down"), ("llama3-70b", "o"),
                                    ("llama3-70b", "down"))),
     # cuBLAS accumulates into C (addmm with beta = 1): the residual add fused on its side too
-    peers={"cublas": lambda: lambda a, b, res: torch.addmm(res, a, b)}, x_key="M"))
+    peers={"cublas": lambda: lambda a, b, res: torch.addmm(res, a, b)}, x_key="M", check_cases=GEMM_CHECK_CASES))
 registry.register(registry.OpSpec(
     name="matmul_fp8", family="matmul", make_inputs=_make_fp8,
     run=lambda a, b, sa, sb: matmul_fp8(a, b, sa, sb),
@@ -682,7 +685,7 @@ registry.register(registry.OpSpec(
     cost=lambda shape, dtype: gemm_cost(shape, torch.bfloat16, in_itemsize=1, scales=True),  # bf16 out
     cases=SQUARE_CASES + _prefill((("llama3-8b", "gate_up"), ("llama3-8b", "down"), ("llama3-70b", "qkv"),
                                    ("llama3-70b", "down")), ms=(2048, 8192)),
-    peers={"scaled_mm": _scaled_mm}, x_key="M"))
+    peers={"scaled_mm": _scaled_mm}, x_key="M", check_cases=GEMM_CHECK_CASES))
 registry.register_table(registry.FamilyTable(
     family="matmul", title="GEMM on the roofline: Llama-3 8B/70B weight shapes against the token count M "
     "(a model: intensity, bound and attainable TFLOP/s on the measured ceilings)", make=_roofline_table,

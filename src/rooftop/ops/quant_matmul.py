@@ -578,7 +578,7 @@ for _bits, _peers in ((4, {"cublas": _cublas, "tinygemm": _tinygemm}), (8, {"cub
     registry.register(registry.OpSpec(
         name=f"quant_matmul_int{_bits}", family="quant_matmul", make_inputs=_make_inputs(_bits),
         run=lambda x, qw, w: quant_matmul(x, qw), reference=_reference, eager=_eager, cost=_cost(_bits),
-        cases=BENCH_CASES, peers=_peers, x_key="M"))
+        cases=BENCH_CASES, peers=_peers, x_key="M", check_cases=((1, 96, 256), (17, 64, 384))))
 
 
 def quantization_error_table(ceilings=None, N: int = 4096, K: int = 4096, M: int = 16, seed: int = 0) -> list[dict]:

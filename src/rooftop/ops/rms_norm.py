@@ -211,11 +211,8 @@ def _run(x, residual, weight, eps, offset, out_dtype, quant, in_place=False):
 
 def _reference_outputs(x, residual, weight, eps, offset, out_dtype, quant):
     """The op's outputs computed by the float64 reference (CPU without the interpreter)."""
-    if residual is None:
-        y, r = rms_norm_reference(x, weight, eps, offset), None
-    else:
-        y, r = add_rms_norm_reference(x, residual, weight, eps, offset)
-        r = r.to(x.dtype)
+    r = None if residual is None else (x.double() + residual.double()).to(x.dtype)  # stored, then normalised
+    y = rms_norm_reference(x if r is None else r, weight, eps, offset)
     if quant:
         q, scale = quantize_rows_reference(y, quant)
         return q, scale.float(), r
@@ -325,10 +322,12 @@ def add_rms_norm_reference(x, residual, weight, eps=1e-6, offset=0.0):
 
 
 def add_rms_norm_quant_reference(x, residual, weight, eps=1e-6, offset=0.0, quant="fp8"):
-    """(y / scale before rounding, scale, r) in float64: what the quantized output approximates."""
-    y, r = add_rms_norm_reference(x, residual, weight, eps, offset)
-    scale = y.abs().amax(-1, keepdim=True).clamp_min(1e-30) / QUANT_FORMATS[quant][2]
-    return y / scale, scale, r
+    """(q, scale, r) of the fused form, q's values in float64: y of the stored (rounded) residual,
+    quantized as the op does."""
+    _, r = add_rms_norm_reference(x, residual, weight, eps, offset)
+    y = rms_norm_reference(r.to(x.dtype), weight, eps, offset)
+    q, scale = quantize_rows_reference(y, quant)
+    return q.double(), scale, r
 
 
 def quantize_rows_reference(y, quant):

@@ -340,4 +340,4 @@ registry.register(registry.OpSpec(
     name="apply_rope", family="rope", make_inputs=_make_rope, run=apply_rope, reference=rope_reference,
     eager=apply_rotary_pos_emb, cost=rope_cost,
     cases=tuple((1, 32, s, 128) for s in (512, 1024, 2048, 4096, 8192, 16384, 32768)),
-    peers={"liger": _liger_rope}, x_key="S"))
+    peers={"liger": _liger_rope}, x_key="S", check_cases=((1, 4, 17, 64), (2, 8, 5, 128))))
