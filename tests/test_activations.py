@@ -31,7 +31,9 @@ def test_gated_separate(fn, ref, kwargs, shape, dtype, device):
     gate, up = _randn(shape, dtype, device), _randn(shape, dtype, device)
     out = fn(gate, up, **kwargs)
     assert out.dtype == dtype and out.shape == gate.shape
-    assert rel_err(out, ref(gate, up, **kwargs)) < TOL[dtype]
+    # against the reference rounded to the output dtype, as the op rounds once: a lone far-tail value
+    # (gelu(-7) * up ~ 1e-11) underflows to 0 in fp16, an error of 100% on a 1-element tensor otherwise
+    assert rel_err(out, ref(gate, up, **kwargs).to(dtype)) < TOL[dtype]
 
 
 @pytest.mark.parametrize("fn, ref, kwargs", GATED, ids=GATED_IDS)
@@ -42,7 +44,7 @@ def test_gated_packed(fn, ref, kwargs, shape, dtype, device):
     x = _randn((M, 2 * inter), dtype, device)
     out = fn(x, **kwargs)
     assert out.dtype == dtype and out.shape == (M, inter)
-    assert rel_err(out, ref(x, **kwargs)) < TOL[dtype]
+    assert rel_err(out, ref(x, **kwargs).to(dtype)) < TOL[dtype]  # rounded as the op rounds (above)
     gate, up = x.chunk(2, -1)
     assert rel_err(out, ref(gate, up, **kwargs)) < TOL[dtype]
 
@@ -87,7 +89,7 @@ def test_bias_gelu(shape, approximate, dtype, device):
     x, bias = _randn(shape, dtype, device, 1.0), _randn(shape[-1], dtype, device, 1.0)
     out = bias_gelu(x, bias, approximate)
     assert out.dtype == dtype and out.shape == x.shape
-    assert rel_err(out, bias_gelu_reference(x, bias, approximate)) < TOL[dtype]
+    assert rel_err(out, bias_gelu_reference(x, bias, approximate).to(dtype)) < TOL[dtype]  # rounded as the op
 
 
 def test_bias_gelu_fp32_bias_and_leading_dims(device):

@@ -300,6 +300,16 @@ def _check_format(bits, group_size) -> None:
         raise ValueError(f"group_size must be one of {', '.join(map(str, GROUP_SIZES))}, got {group_size!r}")
 
 
+def _round_up(s: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Non-negative fp32 scales rounded up to `dtype`: the grid then spans the whole group (rounded to
+    nearest, a scale can shrink the range and clip the group's extremes by up to 2^bits * 2^-9 steps)."""
+    rounded = s.to(dtype)
+    if dtype == torch.float32:
+        return rounded
+    next_up = (rounded.view(torch.int16) + 1).view(dtype)  # the next 16-bit float up, for s >= 0
+    return torch.where(rounded.float() < s, next_up, rounded)
+
+
 def quantize_weight(w: torch.Tensor, bits: int = 4, group_size: int = 128, symmetric: bool = False,
                     scale_dtype: Optional[torch.dtype] = None) -> QuantizedWeight:
     """Quantize an nn.Linear weight w [N, K] group-wise along K (see the module docstring). Scales are
@@ -324,7 +334,7 @@ def quantize_weight(w: torch.Tensor, bits: int = 4, group_size: int = 128, symme
     else:
         lo = wg.amin(-1).clamp(max=0)
         s = (wg.amax(-1).clamp(min=0) - lo) / top
-    s = s.to(scale_dtype)
+    s = _round_up(s, scale_dtype)
     s = torch.where(s == 0, torch.ones_like(s), s).float()  # an all-zero (or underflowing) group
     z = torch.full_like(s, 2 ** (bits - 1)) if symmetric else torch.round(-lo / s).clamp(0, top)
     codes = (torch.round(wg / s[..., None]) + z[..., None]).clamp(0, top).to(torch.int64)
