@@ -1,0 +1,1 @@
+"""Patching other libraries' models to run rooftop's ops (hf: Hugging Face transformers)."""

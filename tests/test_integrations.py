@@ -1,0 +1,85 @@
+"""Patching Hugging Face Llama-style models: module swaps found by duck typing, same outputs."""
+import pytest
+import torch
+from torch import nn
+
+from conftest import DEVICE, HAS_CUDA, rel_err
+from rooftop.integrations.hf import GatedMLP, patch_model
+from rooftop.nn import RMSNorm
+
+
+class LlamaRMSNorm(nn.Module):  # as transformers writes it
+    def __init__(self, hidden, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(hidden) + 0.5)
+        self.variance_epsilon = eps
+
+    def forward(self, x):
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.variance_epsilon)
+        return self.weight * xf.to(x.dtype)
+
+
+class GemmaRMSNorm(nn.Module):
+    def __init__(self, hidden, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.rand(hidden) - 0.5)
+
+    def forward(self, x):
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps) * (1.0 + self.weight.float())).to(x.dtype)
+
+
+class LlamaMLP(nn.Module):
+    def __init__(self, hidden, inter, act):
+        super().__init__()
+        self.gate_proj, self.up_proj = nn.Linear(hidden, inter, bias=False), nn.Linear(hidden, inter, bias=False)
+        self.down_proj = nn.Linear(inter, hidden, bias=False)
+        self.act_fn = act
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+class Layer(nn.Module):
+    def __init__(self, norm, hidden=64, inter=96, act=None):
+        super().__init__()
+        self.input_layernorm = norm(hidden)
+        self.mlp = LlamaMLP(hidden, inter, act or nn.SiLU())
+        self.post_attention_layernorm = norm(hidden)
+
+    def forward(self, x):
+        x = x + self.mlp(self.input_layernorm(x))
+        return self.post_attention_layernorm(x)
+
+
+@pytest.mark.parametrize("norm, act", [(LlamaRMSNorm, nn.SiLU()), (GemmaRMSNorm, nn.GELU(approximate="tanh"))])
+def test_patch_swaps_norms_and_mlps_and_keeps_outputs(norm, act):
+    model = nn.Sequential(Layer(norm, act=act), Layer(norm, act=act)).to(DEVICE)
+    x = torch.randn(2, 5, 64, device=DEVICE)
+    with torch.no_grad():
+        before = model(x)
+        assert patch_model(model) == {"rms_norm": 4, "gated_mlp": 2}
+        assert isinstance(model[0].input_layernorm, RMSNorm) and isinstance(model[1].mlp, GatedMLP)
+        assert model[0].mlp.activation == ("silu" if isinstance(act, nn.SiLU) else "gelu_tanh")
+        assert rel_err(model(x), before) < 1e-5
+
+
+def test_patch_leaves_what_it_does_not_know():
+    layer = Layer(LlamaRMSNorm, act=nn.ReLU()).to(DEVICE)  # ReLU gating: no fused kernel
+    assert patch_model(layer) == {"rms_norm": 2, "gated_mlp": 0}
+    assert isinstance(layer.mlp, LlamaMLP)
+
+
+def test_patch_a_transformers_llama():
+    transformers = pytest.importorskip("transformers")  # installed on the GPU machine
+    config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    model = transformers.LlamaForCausalLM(config).to(DEVICE).eval()
+    ids = torch.randint(0, 128, (1, 12), device=DEVICE)
+    with torch.no_grad():
+        before = model(ids).logits
+        counts = patch_model(model)
+        assert counts == {"rms_norm": 2 * 2 + 1, "gated_mlp": 2}
+        assert rel_err(model(ids).logits, before) < (1e-2 if HAS_CUDA else 1e-4)
