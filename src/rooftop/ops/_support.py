@@ -79,6 +79,18 @@ def store_tile(ptr, off, cols, N, value, EVEN: tl.constexpr, POLICY: tl.constexp
 
 
 @triton.jit
+def row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, row, x_stride, y_stride, res_stride, r_stride,
+                 HAS_RESIDUAL: tl.constexpr):
+    """Row `row` (64-bit offsets) of x, y, the residual, and the row pass 2 re-reads: the stored new
+    residual r, or x itself without a residual (the residual's pointer is then x's, unused)."""
+    row = tl.cast(row, tl.int64)
+    x_row = x_ptr + row * x_stride
+    if HAS_RESIDUAL:
+        return x_row, y_ptr + row * y_stride, res_ptr + row * res_stride, r_ptr + row * r_stride
+    return x_row, y_ptr + row * y_stride, x_row, x_row
+
+
+@triton.jit
 def load_rows_add_residual(x_ptr, res_ptr, r_ptr, rows, cols, mask, x_stride, res_stride, r_stride,
                            HAS_RESIDUAL: tl.constexpr):
     """The fp32 tile x[rows, cols] of an on-chip row kernel. With a residual: r = x + residual, rounded

@@ -48,7 +48,8 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, in_place_rows, launch, load_rows_add_residual,
-                                  load_tile, num_sms, onchip_config, runs_kernel, store_tile, torch_op)
+                                  load_tile, num_sms, onchip_config, row_pointers, runs_kernel, store_tile,
+                                  torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -165,13 +166,8 @@ def _layer_norm_looped_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, M, N, 
     x_next, x_after, res_next = _row_head(x_ptr, res_ptr, tl.program_id(0), M, N, x_stride, res_stride, cols,
                                           HAS_RESIDUAL, X_AHEAD, X_POLICY)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        x_row = x_ptr + tl.cast(row, tl.int64) * x_stride
-        y_row = y_ptr + tl.cast(row, tl.int64) * y_stride
-        if HAS_RESIDUAL:
-            res_row = res_ptr + tl.cast(row, tl.int64) * res_stride
-            src_row = r_ptr + tl.cast(row, tl.int64) * r_stride  # pass 2 reads the stored new residual
-        else:
-            src_row = x_row
+        x_row, y_row, res_row, src_row = row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, row, x_stride, y_stride,
+                                                      res_stride, r_stride, HAS_RESIDUAL)
         # the shift: the mean of the first tile (already loaded), from registers so that the in-place
         # op cannot race its own stores
         r = _from_words(x_next, DTYPE)

@@ -171,6 +171,19 @@ def _matmul_grouped_kernel(a_ptr, b_ptr, out_ptr, bias_ptr, res_ptr, a_scale_ptr
 
 
 @triton.jit
+def _operand_descriptor(ptr, rows, K, stride, K_MAJOR: tl.constexpr, BLOCK_ROWS: tl.constexpr,
+                        BLOCK_K: tl.constexpr):
+    """TMA descriptor of an operand with `rows` rows (M of a, N of b) and K columns: [rows, K] when K is
+    the unit-stride dim (K-major), else [K, rows]."""
+    # one return: the two branches' descriptors differ in type, which a return in each branch may not
+    if K_MAJOR:
+        desc = tl.make_tensor_descriptor(ptr, shape=[rows, K], strides=[stride, 1], block_shape=[BLOCK_ROWS, BLOCK_K])
+    else:
+        desc = tl.make_tensor_descriptor(ptr, shape=[K, rows], strides=[stride, 1], block_shape=[BLOCK_K, BLOCK_ROWS])
+    return desc
+
+
+@triton.jit
 def _matmul_tma_kernel(a_ptr, b_ptr, out_ptr, bias_ptr, res_ptr, a_scale_ptr, b_scale_ptr, M, N, K,
                        stride_a, stride_b, stride_rm, stride_rn, bias_stride, a_scale_stride, b_scale_stride,
                        A_K_MAJOR: tl.constexpr, B_K_MAJOR: tl.constexpr, HAS_SCALES: tl.constexpr,
@@ -182,18 +195,8 @@ def _matmul_tma_kernel(a_ptr, b_ptr, out_ptr, bias_ptr, res_ptr, a_scale_ptr, b_
     # memory (num_stages deep, zero-filled past the edges); A and B are read about once from DRAM
     # (GROUP_M order keeps the shared panels in L2), the output tile is written once by TMA after the
     # fused epilogue (bias and residual tiles read once).
-    if A_K_MAJOR:
-        a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_a, 1],
-                                           block_shape=[BLOCK_M, BLOCK_K])
-    else:
-        a_desc = tl.make_tensor_descriptor(a_ptr, shape=[K, M], strides=[stride_a, 1],
-                                           block_shape=[BLOCK_K, BLOCK_M])
-    if B_K_MAJOR:
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_b, 1],
-                                           block_shape=[BLOCK_N, BLOCK_K])
-    else:
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_b, 1],
-                                           block_shape=[BLOCK_K, BLOCK_N])
+    a_desc = _operand_descriptor(a_ptr, M, K, stride_a, A_K_MAJOR, BLOCK_M, BLOCK_K)
+    b_desc = _operand_descriptor(b_ptr, N, K, stride_b, B_K_MAJOR, BLOCK_N, BLOCK_K)
     out_desc = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[N, 1],
                                          block_shape=[BLOCK_M, BLOCK_N // 2 if EPILOGUE_SUBTILE else BLOCK_N])
     num_pid_m = tl.cdiv(M, BLOCK_M)

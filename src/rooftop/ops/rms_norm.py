@@ -39,7 +39,8 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, in_place_rows, launch, load_rows_add_residual,
-                                  load_tile, num_sms, onchip_config, runs_kernel, store_tile, torch_op)
+                                  load_tile, num_sms, onchip_config, row_pointers, runs_kernel, store_tile,
+                                  torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -99,13 +100,8 @@ def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
     # and writes y. Persistent: program p takes rows p, p + G, ...
     cols = tl.arange(0, TILE)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        x_row = x_ptr + tl.cast(row, tl.int64) * x_stride
-        y_row = y_ptr + tl.cast(row, tl.int64) * y_stride
-        if HAS_RESIDUAL:
-            res_row = res_ptr + tl.cast(row, tl.int64) * res_stride
-            src_row = r_ptr + tl.cast(row, tl.int64) * r_stride  # pass 2 reads the stored new residual
-        else:
-            src_row = x_row
+        x_row, y_row, res_row, src_row = row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, row, x_stride, y_stride,
+                                                      res_stride, r_stride, HAS_RESIDUAL)
         # pass 1, the next tile's loads in flight while the current one is summed
         sum_sq = tl.zeros([TILE], tl.float32)
         abs_max = tl.zeros([TILE], tl.float32)  # of r * (offset + w), for the quantization scale

@@ -1,0 +1,60 @@
+"""Offline sm_90 compile of row-norm, GEMM and attention kernels (no GPU needed): Triton compiles for
+Hopper and ptxas reports registers, spills (STACK) and shared memory. Catches what the interpreter
+does not (e.g. a jit helper returning different types from two branches).
+Usage: .venv/bin/python benchmarks/sm90_compile_check.py   (from the repo root)"""
+import os
+import re
+import subprocess
+import sys
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+sys.path.insert(0, "src")
+from rooftop.ops import rms_norm as rn, layer_norm as ln, matmul as mm, attention as at
+BIN = os.path.dirname(triton.__file__) + "/backends/nvidia/bin/"
+
+def build(fn, types, consts, warps, stages=3, name="k"):
+    sig = {}
+    for a in fn.arg_names:
+        if a in consts: sig[a] = "constexpr"
+        else: sig[a] = types(a)
+    attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names) if sig[a].startswith("*")}
+    c = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
+                       target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps, num_stages=stages))
+    open(f"/tmp/{name}.cubin", "wb").write(c.asm["cubin"])
+    res = subprocess.run([BIN + "cuobjdump", "--dump-resource-usage", f"/tmp/{name}.cubin"], capture_output=True, text=True).stdout
+    print(name, re.search(r"REG:\d+.*", res).group(0)[:80])
+
+def row_types(a):
+    if a.endswith("_ptr"): return "*fp32" if a == "scale_ptr" else "*bf16"
+    if a in ("eps", "w_offset"): return "fp32"
+    return "i32"
+
+for res in (False, True):
+    for quant, qmax in ((0, 1.0), (1, 448.0)):
+        types = (lambda a: "*fp8e4nv" if a == "y_ptr" else row_types(a)) if quant else row_types
+        build(rn._rms_norm_looped_kernel, types, dict(HAS_RESIDUAL=res, HAS_WEIGHT=True, QUANT=quant, QMAX=qmax,
+              TILE=16384, X_POLICY="evict_first", EVEN=True), 32, name=f"rms_looped_r{int(res)}_q{quant}")
+    build(rn._rms_norm_onchip_kernel, row_types, dict(HAS_RESIDUAL=res, HAS_WEIGHT=True, QUANT=0, QMAX=1.0,
+          BLOCK_M=1, BLOCK_N=4096, ), 8, name=f"rms_onchip_r{int(res)}")
+for res in (False, True):
+    build(ln._layer_norm_looped_kernel, lambda a: "*bf16" if a.endswith("_ptr") else ("fp32" if a == "eps" else "i32"),
+          dict(HAS_RESIDUAL=res, HAS_WEIGHT=True, HAS_BIAS=True, TILE=16384, GROUP=8, X_AHEAD=1 if res else 2,
+               X_POLICY="evict_first", EVEN=True), 32, name=f"ln_looped_r{int(res)}")
+mm_types = lambda a: ("*fp32" if "scale" in a else "*bf16") if a.endswith("_ptr") else "i32"
+build(mm._matmul_tma_kernel, mm_types, dict(A_K_MAJOR=True, B_K_MAJOR=True, HAS_SCALES=False, HAS_BIAS=True,
+      ACTIVATION="silu", HAS_RESIDUAL=True, INPUT_PRECISION="tf32", BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8,
+      EPILOGUE_SUBTILE=True, NUM_SMS=132), 8, 3, name="mm_tma")
+build(mm._matmul_tma_kernel, mm_types, dict(A_K_MAJOR=False, B_K_MAJOR=False, HAS_SCALES=False, HAS_BIAS=False,
+      ACTIVATION=None, HAS_RESIDUAL=False, INPUT_PRECISION="tf32", BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8,
+      EPILOGUE_SUBTILE=False, NUM_SMS=132), 8, 3, name="mm_tma_mn")
+def at_types(a):
+    if a in ("q", "k", "v", "o"): return "*bf16"
+    if a == "lse": return "*fp32"
+    if a.startswith("cu_seqlens"): return "*i32"
+    return "fp32" if a == "qk_scale" else "i32"
+for causal in (False, True):
+    build(at._attention_fwd_kernel, at_types, dict(D=128, BLOCK_M=128, BLOCK_N=128, BLOCK_D=128, VARLEN=causal,
+          MASK_LEFT=False, MASK_RIGHT=causal, WRITE_LSE=True, USE_TMA=False, PRECISION="tf32"), 8, 2,
+          name=f"attn_ptr_c{int(causal)}")
