@@ -221,7 +221,8 @@ _ACT_F64 = {
     "silu": F.silu,
     # from erfc: F.gelu's 1 + erf(x / sqrt 2) cancels even in float64 past x = -6
     "gelu": lambda x: 0.5 * x * torch.special.erfc(-x * 0.5**0.5),
-    "gelu_tanh": functools.partial(F.gelu, approximate="tanh"),
+    # x * sigmoid(2u): F.gelu's x/2 (1 + tanh(u)) cancels in float64 too (15% off at x = -7, 0 at -9)
+    "gelu_tanh": lambda x: x * torch.sigmoid(1.5957691216057308 * (x + 0.044715 * x**3)),
 }
 
 
