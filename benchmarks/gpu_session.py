@@ -2,7 +2,7 @@
 with its providers side by side, decode-size launch costs, Nsight Compute readings.
 
 Usage (on the GPU machine): PYTHONPATH=src python benchmarks/gpu_session.py OUT_DIR [--quick] [--families a,b]
-[--no-ncu]
+[--no-ncu] [--all-cases]
 Prints a short table last; writes OUT_DIR/<device>-<date>-<family>.json (+ .csv).
 `rooftop report` does the same on a GPU, then renders the report.
 """
@@ -18,6 +18,7 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="fewer sizes and providers (under 5 minutes on an H200)")
     parser.add_argument("--families", help="comma-separated families to measure (default: all)")
     parser.add_argument("--no-ncu", action="store_true", help="no Nsight Compute readings")
+    parser.add_argument("--all-cases", action="store_true", help="with --quick: every case, not the quick sizes")
     args = parser.parse_args()
     run_session(args.out, quick=args.quick, only=set(args.families.split(",")) if args.families else None,
-                with_ncu=not args.no_ncu)
+                with_ncu=not args.no_ncu, all_cases=args.all_cases)

@@ -32,7 +32,7 @@ def host_vs_graph(rows: list) -> None:
              "apply_rope 1x32x512x128": lambda: rooftop.apply_rope(q, k, cos, cos)}
     for name, fn in cases.items():
         fn()
-        row = {"case": name, "do_bench_us": bench_ms(fn) * 1e3, "graph_us": graph_replay_us(fn)}
+        row = {"case": name, "do_bench_us": bench_ms(fn) * 1e3, "graph_us": graph_replay_us([fn])}
         rows.append(row)
         print(row, flush=True)
 

@@ -95,7 +95,7 @@ def main(out_path: str, widths, decode: bool) -> None:
             w = torch.rand(N, device="cuda", dtype=torch.bfloat16)
             fast = lambda: rooftop.rms_norm(x, w, 1e-6, residual=res)  # noqa: E731
             via_op = lambda: torch.ops.rooftop.add_rms_norm(x, res, w, 1e-6, 0.0, None)  # noqa: E731
-            row = {"M": M, "N": N, "graph_us": graph_replay_us(fast), "python_us": python_launch_us(fast),
+            row = {"M": M, "N": N, "graph_us": graph_replay_us([fast]), "python_us": python_launch_us(fast),
                    "custom_op_python_us": python_launch_us(via_op)}
             cache = dict(_support._compiled)
             _support._compiled.clear()

@@ -120,25 +120,24 @@ def test_paths_match_reference(M, path, bits, symmetric, device):
     assert rel_err(out, _reference(x, qw, bias)) < TOL[torch.bfloat16]
 
 
-def test_split_k_is_used_and_optional(device, monkeypatch):
-    sms = 8 if not HAS_CUDA else torch.cuda.get_device_properties(0).multi_processor_count
-    assert qm.gemv_config(1, 200, 256, 4, 64, sms)[2] > 1
-    assert qm.dot_config(3, 200, 256, 64, sms)[3] > 1
+def test_split_k_is_deterministic_and_matches_unsplit(device):
+    sms = torch.cuda.get_device_properties(0).multi_processor_count if HAS_CUDA else qm.num_sms(-1)
     qw = quantize_weight(torch.randn(200, 256, device=device), 4, 64)
     x = torch.randn(3, 256, device=device, dtype=torch.float16)
-    split = quant_matmul(x, qw)
-    assert torch.equal(split, quant_matmul(x, qw))  # deterministic: partials summed in split order
-    monkeypatch.setattr(qm, "GEMV_PROGRAMS_PER_SM", 0)
-    monkeypatch.setattr(qm, "DOT_PROGRAMS_PER_SM", 0)
-    assert qm.dot_config(3, 200, 256, 64, sms)[3] == 1 and qm.gemv_config(1, 200, 256, 4, 64, sms)[2] == 1
-    for rows in (x, x[:1]):
-        assert rel_err(quant_matmul(rows, qw), _reference(rows, qw)) < TOL[torch.float16]
-    assert rel_err(quant_matmul(x, qw), split) < TOL[torch.float16]
+    for M, path in ((1, "gemv"), (3, "dot")):
+        config = qm.candidates(M, 200, 256, 4, 64, torch.float16, sms)[0]
+        assert config["path"] == path and config["SPLIT_K"] > 1
+        run = lambda c: qm._run_config(c, x[:M], qw.packed, qw.scales, qw.zeros, None, 200, 4, 64)  # noqa: E731
+        split = run(config)
+        assert torch.equal(split, run(config))  # partials summed in split order; the counters reset
+        whole = run({**config, "SPLIT_K": 1})
+        assert rel_err(whole, _reference(x[:M], qw)) < TOL[torch.float16]
+        assert rel_err(split, whole) < TOL[torch.float16]
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 def test_dequantize_path(dtype, device, monkeypatch):
-    monkeypatch.setattr(qm, "DOT_MAX_M", 64)
+    monkeypatch.setattr(qm, "DOT_MAX_M", 64)  # the untimed default for M = 70 becomes dequantize + cuBLAS
     assert qm.kernel_path(70) == "dequant" and qm.kernel_path(1, torch.float32) == "dequant"
     qw = quantize_weight(torch.randn(96, 128, device=device), 4, 32)
     x = torch.randn(70, 128, device=device, dtype=dtype)
@@ -293,6 +292,33 @@ def test_cuda_graph_capture_and_replay():
         x.copy_(torch.randn_like(x))
         graph.replay()
         assert rel_err(out, _reference(x, qw)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("M", [1, 4, 16, 64, 256, 600])
+def test_every_candidate_gpu(M):
+    """Every configuration the tuner may pick is right (N not a multiple of any tile)."""
+    N, K = 1000, 1024
+    for bits, symmetric in ((4, False), (8, True)):
+        qw = quantize_weight(torch.randn(N, K, device="cuda", dtype=torch.bfloat16), bits, 128, symmetric)
+        x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+        bias = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+        ref = _reference(x, qw, bias)
+        for config in qm.candidates(M, N, K, bits, 128, x.dtype, torch.cuda.get_device_properties(0).multi_processor_count):
+            out = qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, bias, N, bits, 128)
+            assert rel_err(out, ref) < TOL[torch.bfloat16], config
+
+
+@pytest.mark.gpu
+def test_plan_reuse_and_alignment():
+    """A repeated call runs the kept plan; a view at another alignment or stride gets its own."""
+    qw = quantize_weight(torch.randn(512, 1024, device="cuda", dtype=torch.bfloat16), 4, 128)
+    wide = torch.randn(8, 1032, device="cuda", dtype=torch.bfloat16)
+    for x in (wide[:, :1024], wide[:, 1:1025], wide[:, 8:].contiguous(), wide[:1, 3:1027]):
+        first = quant_matmul(x, qw)
+        assert rel_err(first, _reference(x, qw)) < TOL[torch.bfloat16]
+        assert torch.equal(quant_matmul(x, qw), first)
 
 
 @pytest.mark.slow

@@ -82,9 +82,10 @@ def ncu_plan(quick: bool) -> list[tuple[str, tuple, str]]:
 
 
 def run_session(out: str | Path, quick: bool = False, say: Callable[[str], None] = print,
-                only: set[str] | None = None, with_ncu: bool = True) -> list[Path]:
+                only: set[str] | None = None, with_ncu: bool = True, all_cases: bool = False) -> list[Path]:
     """Measure every family (or those in `only`) on the present GPU; write
-    out/<device>-<date>-<family>.json (+ .csv)."""
+    out/<device>-<date>-<family>.json (+ .csv). `all_cases`: the quick preset's providers over every
+    case of the op."""
     from rooftop.hardware import measure_ceilings
     from rooftop.profile.ncu import find_ncu, profile_op
 
@@ -124,8 +125,8 @@ def run_session(out: str | Path, quick: bool = False, say: Callable[[str], None]
         rows = []
         for spec in specs:
             providers = [p for p in prov.available(spec) if p != "compile"] if quick else None
-            rows += run_sweep([spec.name], torch.bfloat16, ceilings, quick_shapes(spec) if quick else None,
-                              providers)
+            rows += run_sweep([spec.name], torch.bfloat16, ceilings,
+                              quick_shapes(spec) if quick and not all_cases else None, providers)
         if not rows:
             say(f"{family}: no rows measured, no file written")
             continue
@@ -143,7 +144,8 @@ def run_session(out: str | Path, quick: bool = False, say: Callable[[str], None]
             extra["decode_us"] = [d for d in decode if d["op"] in names]
             extra["host_calibration_us"] = calibration
         if quick:
-            extra["notes"] = "Quick preset: fewer sizes and providers (no torch.compile)."
+            extra["notes"] = ("Quick preset's providers (no torch.compile), every case." if all_cases else
+                              "Quick preset: fewer sizes and providers (no torch.compile).")
         paths.append(write_results(out, family, rows, ceil, device, **extra))
         all_rows[family] = rows
         say(f"wrote {paths[-1]}")
@@ -162,12 +164,17 @@ def print_summary(device, ceilings, all_rows, decode, calibration, ncu, say=prin
                 continue
             key = (r["op"], tuple(r["shape"]))
             value = f"{r['TFLOPs']:6.1f} TFLOP/s" if r.get("TFLOPs") else f"{r['GBps']:5.0f} GB/s"
-            others = "  ".join(f"{o['provider']} {o['ms'] * 1e3:.0f} us" for o in rows
-                               if o["provider"] != "rooftop" and (o["op"], tuple(o["shape"])) == key)
+            peers = [o for o in rows if o["provider"] != "rooftop" and (o["op"], tuple(o["shape"])) == key]
+            others = "  ".join(f"{o['provider']} {o['ms'] * 1e3:.0f}" + (f"/{o['graph_ms'] * 1e3:.1f}" if o.get("graph_ms")
+                                                                       else "") + " us" for o in peers)
             ups = "  ".join(f"x{over[p][key]:.2f} {p}" for p in over if key in over[p])
+            graph = ""
+            if r.get("graph_ms"):  # GPU time alone: the ratio to each peer timed the same way
+                ratios = "  ".join(f"x{o['graph_ms'] / r['graph_ms']:.2f} {o['provider']}" for o in peers if o.get("graph_ms"))
+                graph = f"  [graph {r['graph_ms'] * 1e3:.1f} us ({r['graph_roofline_pct']:4.1f}%) {ratios}]"
             err = "" if r.get("rel_err") is None else f"  err {r['rel_err']:.1e}"
             say(f"{r['op']:14s} {'x'.join(map(str, r['shape'])):>16s}  {value} ({r['roofline_pct']:4.1f}%)  "
-                f"{ups}  | {others}{err}")
+                f"{ups}{graph}  | {others}{err}")
     for d in decode:
         say(f"decode {d['op']} {d['provider']:8s} {d['shape']}: graph {d['graph_us']:.2f} us, "
             f"python {d['python_us']:.1f} us")

@@ -26,14 +26,27 @@ def rel_err(out, ref) -> float:
     return float(torch.linalg.vector_norm(out.double() - ref) / torch.linalg.vector_norm(ref))
 
 
+GRAPH_BELOW_MS = 0.3  # calls shorter than this are also timed on the GPU alone (host launch cost left out)
+GRAPH_INPUT_SETS = 64  # at most this many input copies to rotate through so that L2 stays cold
+
+
+def input_sets(spec: registry.OpSpec, shape: Sequence[int], dtype: torch.dtype, first: tuple) -> list[tuple]:
+    """`first` plus fresh input copies until together they move twice the L2 by the cost model."""
+    l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+    count = min(GRAPH_INPUT_SETS, max(1, -(-2 * l2 // max(1, spec.cost(tuple(shape), dtype).bytes))))
+    return [first] + [spec.make_inputs(tuple(shape), dtype, "cuda") for _ in range(count - 1)]
+
+
 def measure(spec: registry.OpSpec, shape: Sequence[int], dtype: torch.dtype, providers: Sequence[str],
             ceilings, check: bool = True, say: Callable[[str], None] = print) -> list[dict]:
     """Time each provider on one shape; rows in the DESIGN.md results format. A provider that cannot
-    run is left out, and the reason said."""
+    run is left out, and the reason said. `ms` is do_bench's (launched from Python, L2 flushed); a
+    call under GRAPH_BELOW_MS also gets `graph_ms`: its GPU time alone, by graph replay over input
+    copies that exceed L2 (where the host, not the kernel, may set `ms`)."""
     inputs = spec.make_inputs(tuple(shape), dtype, "cuda")
     ref = spec.reference(*inputs) if check else None
     cost = spec.cost(tuple(shape), dtype)
-    rows = []
+    rows, sets = [], None
     for name in providers:
         try:
             fn = prov.make(spec, name)
@@ -44,17 +57,24 @@ def measure(spec: registry.OpSpec, shape: Sequence[int], dtype: torch.dtype, pro
             err = rel_err(out, ref) if check else None
             del out
             ms = bench_ms(lambda: fn(*inputs))
+            graph_ms = None
+            if ms < GRAPH_BELOW_MS:
+                sets = sets or input_sets(spec, shape, dtype, inputs)
+                graph_ms = graph_replay_us([lambda s=s: fn(*s) for s in sets], repeat=max(1, 64 // len(sets))) * 1e-3
         except Exception as e:  # a provider that fails at one size (limits, OOM) is reported, not fatal
             say(f"{spec.name} {list(shape)}: {name} failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
             torch.cuda.empty_cache()
             continue
         seconds = ms * 1e-3
-        rows.append({"op": spec.name, "dtype": str(dtype).replace("torch.", ""), "shape": list(shape),
-                     "provider": name, "ms": ms, "GBps": cost.achieved_GBps(seconds),
-                     "TFLOPs": cost.achieved_TFLOPs(seconds) if cost.bound(ceilings) == "compute" else None,
-                     "roofline_pct": cost.roofline_pct(seconds, ceilings), "rel_err": err,
-                     "flops": cost.flops, "bytes": cost.bytes})
-    del inputs, ref
+        row = {"op": spec.name, "dtype": str(dtype).replace("torch.", ""), "shape": list(shape),
+               "provider": name, "ms": ms, "GBps": cost.achieved_GBps(seconds),
+               "TFLOPs": cost.achieved_TFLOPs(seconds) if cost.bound(ceilings) == "compute" else None,
+               "roofline_pct": cost.roofline_pct(seconds, ceilings), "rel_err": err,
+               "flops": cost.flops, "bytes": cost.bytes}
+        if graph_ms is not None:
+            row.update(graph_ms=graph_ms, graph_roofline_pct=cost.roofline_pct(graph_ms * 1e-3, ceilings))
+        rows.append(row)
+    del inputs, ref, sets
     torch.cuda.empty_cache()
     return rows
 
@@ -89,12 +109,12 @@ def decode_latency(op_name: str, shapes, dtype: torch.dtype, providers=("rooftop
                 continue
             call = lambda: fn(*inputs)  # noqa: E731
             out.append({"op": op_name, "shape": list(shape), "provider": name,
-                        "graph_us": graph_replay_us(call), "python_us": python_launch_us(call)})
+                        "graph_us": graph_replay_us([call]), "python_us": python_launch_us(call)})
     return out
 
 
-def speedups(rows: list[dict], over: str) -> dict[tuple, float]:
-    """rooftop's speed-up over provider `over` per (op, shape)."""
-    base = {(r["op"], tuple(r["shape"])): r["ms"] for r in rows if r["provider"] == over}
-    return {(r["op"], tuple(r["shape"])): base[(r["op"], tuple(r["shape"]))] / r["ms"]
-            for r in rows if r["provider"] == "rooftop" and (r["op"], tuple(r["shape"])) in base}
+def speedups(rows: list[dict], over: str, timing: str = "ms") -> dict[tuple, float]:
+    """rooftop's speed-up over provider `over` per (op, shape), by `timing` ("ms" or "graph_ms")."""
+    base = {(r["op"], tuple(r["shape"])): r[timing] for r in rows if r["provider"] == over and r.get(timing)}
+    return {(r["op"], tuple(r["shape"])): base[(r["op"], tuple(r["shape"]))] / r[timing]
+            for r in rows if r["provider"] == "rooftop" and r.get(timing) and (r["op"], tuple(r["shape"])) in base}

@@ -1,7 +1,7 @@
 """The one timing helper: median of CUDA-event timings (triton.testing.do_bench flushes L2 between runs)."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 
@@ -13,21 +13,25 @@ def bench_ms(fn: Callable[[], object], warmup_ms: float = 25, rep_ms: float = 10
     return float(triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median"))
 
 
-def graph_replay_us(fn: Callable[[], object], calls: int = 100, reps: int = 20) -> float:
-    """Microseconds per call of `fn` when `calls` of them are captured in one CUDA graph and replayed."""
+def graph_replay_us(calls: Sequence[Callable[[], object]], repeat: int = 100) -> float:
+    """Microseconds per call on the GPU alone: the thunks `calls`, `repeat` times over, captured in one
+    CUDA graph and replayed (no host launch cost). Several thunks over different inputs that together
+    exceed L2 give cold-cache figures, as a model's layers see them; one thunk repeated, hot ones."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):  # warm up (compiles, allocates) outside the capture
-        for _ in range(3):
-            fn()
+    with torch.cuda.stream(stream):  # warm up (compiles, tunes, allocates) outside the capture
+        for _ in range(2):
+            for call in calls:
+                call()
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
+        for _ in range(repeat):
+            for call in calls:
+                call()
     graph.replay()
     torch.cuda.synchronize()
-    return bench_ms(graph.replay, warmup_ms=10, rep_ms=50) * 1e3 / calls
+    return bench_ms(graph.replay, warmup_ms=10, rep_ms=50) * 1e3 / (repeat * len(calls))
 
 
 def python_launch_us(fn: Callable[[], object], calls: int = 1000) -> float:

@@ -124,6 +124,12 @@ def choose(op: str, key: tuple, configs: Sequence[Config], run: Callable[[Config
     return best
 
 
+def is_settled(op: str, key: tuple, *, device: str) -> bool:
+    """Whether `choose` has a final choice for (op, key) on `device` (remembered or tuned), so that a
+    caller may keep a launch plan made with it."""
+    return (device, f"{op}|{'|'.join(map(str, key))}") in _memory
+
+
 def forget() -> None:
     """Drop what this process remembers (the files stay): the next choice reads the disk again."""
     _memory.clear()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import torch
 import triton
@@ -185,7 +185,28 @@ def as_rows(x: torch.Tensor) -> torch.Tensor:
 # compiled kernel on everything Triton specialises on (dtypes, 16-byte alignment of pointers,
 # ints equal to 1 / divisible by 16 / past 32 bits, constexpr values) and launch it directly.
 
-_compiled: dict[tuple, tuple] = {}
+_compiled: dict[tuple, "Launch"] = {}
+
+
+class Launch:
+    """One compiled variant of a kernel with its constexpr values fixed: `run(grid, *args)` passes only
+    the runtime arguments to the driver (no specialisation key, no Triton dispatch). An op may keep
+    the Launch its first call returned, under a key that covers what Triton specialises on (`_spec_key`
+    of the runtime arguments), and call it directly (see `Plans`)."""
+
+    __slots__ = ("compiled", "params", "device")
+
+    def __init__(self, compiled, params: tuple, device: int):
+        self.compiled, self.params, self.device = compiled, params, device
+
+    def run(self, grid: tuple[int, ...], *args) -> None:
+        compiled = self.compiled
+        stream = triton.runtime.driver.active.get_current_stream(self.device)
+        hooks = triton.knobs.runtime
+        g = (*grid, 1, 1)
+        metadata = compiled.launch_metadata(g, stream, *args, *self.params) if hooks.launch_enter_hook else None
+        compiled.run(g[0], g[1], g[2], stream, compiled.function, compiled.packed_metadata, metadata,
+                     hooks.launch_enter_hook, hooks.launch_exit_hook, *args, *self.params)
 
 
 def _spec_key(args: tuple) -> tuple:
@@ -200,26 +221,46 @@ def _spec_key(args: tuple) -> tuple:
     return tuple(key)
 
 
-def launch(kernel, grid: tuple[int, ...], *args, **constexprs) -> None:
+def launch(kernel, grid: tuple[int, ...], *args, **constexprs) -> Optional[Launch]:
     """Launch a @triton.jit `kernel` on `grid`: runtime `args` positionally, every remaining
-    parameter by keyword, plus launch options (num_warps, num_stages)."""
+    parameter by keyword, plus launch options (num_warps, num_stages). Returns the Launch used on
+    CUDA (None in the interpreter)."""
     if not args or not isinstance(args[0], torch.Tensor) or not args[0].is_cuda:
         kernel[grid](*args, **constexprs)
-        return
+        return None
     device = args[0].device.index
     key = (id(kernel), device, _spec_key(args), *constexprs.values())
     entry = _compiled.get(key)
     if entry is None:  # first call of this variant: Triton compiles (or finds) it
         compiled = kernel[grid](*args, **constexprs)
-        _compiled[key] = (compiled, tuple(constexprs[n] for n in kernel.arg_names[len(args):]))
-        return
-    compiled, params = entry
-    stream = triton.runtime.driver.active.get_current_stream(device)
-    hooks = triton.knobs.runtime
-    g = (*grid, 1, 1)
-    metadata = compiled.launch_metadata(g, stream, *args, *params) if hooks.launch_enter_hook else None
-    compiled.run(g[0], g[1], g[2], stream, compiled.function, compiled.packed_metadata, metadata,
-                 hooks.launch_enter_hook, hooks.launch_exit_hook, *args, *params)
+        entry = _compiled[key] = Launch(compiled, tuple(constexprs[n] for n in kernel.arg_names[len(args):]), device)
+        return entry
+    entry.run(grid, *args)
+    return entry
+
+
+def alignment_key(*tensors: Optional[torch.Tensor]) -> tuple:
+    """The part of a plan key Triton specialises on that shapes and strides do not say: whether each
+    tensor's address is 16-byte aligned (None for an absent tensor)."""
+    return tuple(None if t is None else t.data_ptr() & 15 == 0 for t in tensors)
+
+
+class Plans(dict):
+    """An op's per-call launch plans: key (shapes, strides, dtypes, flags, alignment_key) -> a callable
+    that launches the call's kernels with everything else decided. A plan is made by the op's slow
+    path (checks, configuration choice, compilation) on the first call with a key; later calls with
+    the key run it directly. Bounded: cleared when it grows past `limit` keys (shapes that vary
+    without end, such as prefill lengths, then cost one slow call each)."""
+
+    def __init__(self, limit: int = 4096):
+        super().__init__()
+        self.limit = limit
+
+    def keep(self, key: tuple, plan: Callable) -> Callable:
+        if len(self) >= self.limit:
+            self.clear()
+        self[key] = plan
+        return plan
 
 
 # ---------------------------------------------------------------------------------------------

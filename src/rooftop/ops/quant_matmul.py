@@ -20,29 +20,37 @@ words along N and every group's scales are one contiguous row:
 Bits per weight: bits + (16 + 8 * asymmetric) / G  (int4, G = 128, asymmetric: 4.1875).
 
 quant_matmul(x, qw, bias) = x @ dequantize(qw).T + bias, fp32 accumulation, output in x's dtype.
-Which path runs (M = rows of x, thresholds are the tunable constants below):
-- M <= GEMV_MAX_M: `_qgemv_kernel` on the CUDA cores. A program owns BLOCK_N columns (8 a thread)
-  and a range of k-steps (split-K); each thread holds every word row of its columns, so all sums
-  over k stay in the thread. A code becomes a float without an int->float conversion: shifted to
-  bit 15 (int4: odd codes to bit 19, sharing the even neighbour's shift) and OR-ed into the mantissa
-  of magic = 256 (or 16), it reads as magic + c. Per code: one LOP3 (mask | magic), one FMA with x,
-  half a shift (int4). Scale, zero point and magic are applied once per k-step and column:
+Which path runs: the fastest, measured. The first call per (device, M bucket, N, K, format) times a
+short candidate list of paths and launch parameters for its regime of M (`candidates`) and remembers
+the choice on disk (rooftop.ops._autotune); untimed (interpreter, CUDA-graph capture, torch.compile
+tracing, ROOFTOP_AUTOTUNE=0) the first candidate runs: the GEMV for M <= GEMV_MAX_M, the tensor-core
+kernel up to DOT_MAX_M, dequantize + cuBLAS above. The paths:
+- "gemv", `_qgemv_kernel` on the CUDA cores (M <= GEMV_TRY_M). A program owns BLOCK_N columns and a
+  range of k-steps (split-K); each thread holds every word row of its columns, so all sums over k
+  stay in the thread. A code becomes a float without an int->float conversion: shifted to bit 15
+  (int4: odd codes to bit 19, sharing the even neighbour's shift) and OR-ed into the mantissa of
+  magic = 256 (or 16), it reads as magic + c. Per code: one LOP3 (mask | magic), one FMA with x, half
+  a shift (int4). Scale, zero point and magic are applied once per k-step and column:
   sum_k x s (c - z) = s * (sum_k x (magic + c) - sum_k x magic - z sum_k x), the x sums shared by
   all columns. (Offline sm_90a SASS of the main loop: ~3.9 instructions a code for int4.)
-- M <= DOT_MAX_M: `_qgemm_kernel` on the tensor cores (wgmma on Hopper): each k-tile of words is
-  unpacked the same way and scaled with one FMA, (magic + c) * s - (z + magic) * s = s * (c - z),
-  exact for bf16 / fp16 scales, then rounded once to x's dtype (exactly dequantize(x.dtype)) and fed
-  to tl.dot as the A operand of W x^T (swap-AB: N is the MMA's M side, so BLOCK_M can be 16).
-- M > DOT_MAX_M (prefill) or float32 x: dequantize to a [N, K] weight (documented workspace: N * K
-  elements of x's dtype) and call F.linear (cuBLAS), which is then compute-bound anyway.
+- "dot", `_qgemm_kernel` on the tensor cores (wgmma on Hopper): each k-tile of words is unpacked the
+  same way and scaled with one FMA, (magic + c) * s - (z + magic) * s = s * (c - z), exact for bf16 /
+  fp16 scales, then rounded once to x's dtype (exactly dequantize(x.dtype)) and fed to tl.dot as the
+  A operand of W x^T (swap-AB: N is the MMA's M side, so BLOCK_M can be 16).
+- "dequant" (and float32 x, always): dequantize to a [N, K] weight (documented workspace: N * K
+  elements of x's dtype) and call F.linear (cuBLAS), compute-bound at prefill sizes anyway.
 Both fused kernels split K over programs when the output tiles alone cannot fill the SMs. Split-K
-workspace: fp32 partials [SPLIT_K, M, N] and an int32 arrival counter per output tile (zeroed per
-call); the last program of a tile to arrive sums the partials in split order (deterministic), adds
-the bias and writes the output: one launch, no host synchronisation.
+workspace: fp32 partials [SPLIT_K, M, N] per call, and an int32 arrival counter per output tile kept
+per (device, stream) and left at zero by each launch (the last program of a tile resets it), so a
+call launches one kernel and synchronises nothing. The last program of a tile to arrive sums the
+partials in split order (deterministic), adds the bias and writes the output.
+A repeated call (same shapes, strides, dtypes, alignment) runs a remembered plan: checks, one lookup,
+the output and partials allocations, one launch.
 """
 from __future__ import annotations
 
 import fnmatch
+import functools
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -52,28 +60,42 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (FLOAT_DTYPES, as_rows, cdiv, check_float, check_same_device, launch, num_sms,
-                                  runs_kernel, torch_op)
+from rooftop.ops import _autotune
+from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, as_rows, cdiv, check_float, check_same_device,
+                                  launch, num_sms, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 BITS = (4, 8)
 GROUP_SIZES = (32, 64, 128)
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 
-# Dispatch by M (rows of x); to be tuned on the H200.
-GEMV_MAX_M = 1  # up to here: CUDA-core GEMV
-DOT_MAX_M = 512  # up to here: fused tensor-core kernel; above: dequantize + cuBLAS
-# Launch parameters; to be tuned on the H200.
-GEMV_BLOCK_N = 256  # columns of a GEMV program: with one warp, 8 a thread (two 16-byte loads a word row)
-GEMV_WARPS = 1
-GEMV_WORD_ROWS = 4  # word rows a k-step (int4: 32 k, int8: 16 k), all held by each thread (8: ~250 registers)
-GEMV_PROGRAMS_PER_SM = 8  # split K until the grid has this many programs per SM...
-GEMV_MIN_STEPS = 4  # ...keeping at least this many k-steps a split (the partials cost 8 bytes an output a split)
-DOT_PROGRAMS_PER_SM = 2
-DOT_BLOCK_N = 128
+# The untimed default's regimes of M (rows of x); the candidate lists below are timed per shape.
+GEMV_MAX_M = 1  # up to here: CUDA-core GEMV first
+GEMV_TRY_M = 4  # up to here the GEMV is also a candidate (its FMAs grow with M; the MMA's do not)
+DOT_MAX_M = 512  # up to here: fused tensor-core kernel first; above: dequantize + cuBLAS first
 DEQUANT_BLOCK_K = 64
 DEQUANT_BLOCK_N = 64
 MAGIC15 = 0x43800000  # bits of the float 256.0 = 2^(23 - 15): see _unpack
+GEMV_MIN_STEPS = 4  # k-steps a split keeps at least (the partials cost 8 bytes an output a split)
+
+# GEMV candidates (BLOCK_N, num_warps, WORD_ROWS, programs per SM to split K towards, num_stages):
+# word rows a k-step (int4: 8 k a row, int8: 4), all held by each thread; more programs per SM put
+# more loads in flight (the GEMV is latency-bound at low occupancy) at the cost of more partials.
+GEMV_CONFIGS = ((256, 1, 4, 8, 1), (256, 1, 4, 16, 1), (256, 1, 4, 32, 1), (128, 1, 4, 32, 1),
+                (256, 1, 4, 16, 3), (512, 2, 4, 16, 1), (256, 2, 2, 32, 2), (256, 1, 8, 8, 1))
+# Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, programs per SM, num_warps, num_stages) by the
+# largest M of the regime; BLOCK_K is capped at the group size (one scale per column a k-tile). The
+# dequantized tile and the accumulator both live in registers: the offline sm_90 compile shows 255
+# registers and spills for the larger tiles at 4 warps, hence 8 warps from BLOCK_M = 64 (none spill
+# here but 64x128x64 at 4 warps, 112 B, and 128x128x64 at 8 warps, 24 B).
+DOT_CONFIGS = (
+    (16, ((16, 128, 128, 2, 4, 4), (16, 64, 128, 4, 4, 4), (16, 128, 128, 4, 4, 3), (16, 256, 128, 2, 8, 3),
+          (16, 128, 64, 4, 4, 5), (16, 64, 64, 8, 4, 4))),
+    (32, ((32, 128, 64, 2, 4, 4), (32, 128, 64, 2, 8, 4), (32, 64, 128, 4, 4, 4), (16, 128, 128, 2, 4, 4))),
+    (64, ((64, 128, 64, 2, 8, 3), (64, 64, 64, 4, 4, 4), (32, 128, 64, 2, 8, 4), (64, 128, 64, 2, 4, 4))),
+    (1 << 62, ((128, 128, 64, 2, 8, 3), (128, 64, 64, 2, 8, 3), (64, 128, 64, 2, 8, 3), (64, 64, 64, 4, 4, 4))),
+)
+INTERPRETER_GEMV = (256, 1, 4, 8, 1)  # the interpreter pretends to have 8 SMs: split-K runs in tests
 
 
 def _split_k(programs: int, tiles: int, most: int) -> int:
@@ -82,27 +104,49 @@ def _split_k(programs: int, tiles: int, most: int) -> int:
     return max(1, min(triton.next_power_of_2(cdiv(programs, tiles)), most))
 
 
-def gemv_config(M: int, N: int, K: int, bits: int, group_size: int, sms: int) -> tuple[int, int, int, int]:
-    """(BLOCK_N, BLOCK_K, SPLIT_K, num_warps) of the GEMV: split K until the grid fills the SMs."""
-    block_k = min(GEMV_WORD_ROWS * 32 // bits, group_size)
-    split = _split_k(GEMV_PROGRAMS_PER_SM * sms, cdiv(N, GEMV_BLOCK_N), max(1, K // (block_k * GEMV_MIN_STEPS)))
-    return GEMV_BLOCK_N, block_k, split, GEMV_WARPS
+def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms: int) -> dict:
+    block_n, warps, word_rows, per_sm, stages = config
+    block_k = min(word_rows * 32 // bits, group_size)
+    split = _split_k(per_sm * sms, cdiv(N, block_n), max(1, K // (block_k * GEMV_MIN_STEPS)))
+    return dict(path="gemv", BLOCK_M=triton.next_power_of_2(M), BLOCK_N=block_n, BLOCK_K=block_k, SPLIT_K=split,
+                num_warps=warps, STAGES=stages)
 
 
-def dot_config(M: int, N: int, K: int, group_size: int, sms: int) -> tuple[int, int, int, int, int, int]:
-    """(BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K, num_warps, num_stages) of the tensor-core kernel. BLOCK_K
-    divides the group, so a k-tile has one scale per column."""
-    block_m = 16 if M <= 16 else 32 if M <= 32 else 64 if M <= 64 else 128
-    block_k = min(group_size, 128 if M <= 16 else 64)
-    split = _split_k(DOT_PROGRAMS_PER_SM * sms, cdiv(M, block_m) * cdiv(N, DOT_BLOCK_N), K // block_k)
-    return block_m, DOT_BLOCK_N, block_k, split, 8 if block_m >= 128 else 4, 4 if M <= 64 else 3
+def _dot(config: tuple, M: int, N: int, K: int, group_size: int, sms: int) -> dict:
+    block_m, block_n, block_k, per_sm, warps, stages = config
+    block_k = min(block_k, group_size)
+    split = _split_k(per_sm * sms, cdiv(M, block_m) * cdiv(N, block_n), K // block_k)
+    return dict(path="dot", BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, SPLIT_K=split, num_warps=warps,
+                num_stages=stages)
+
+
+DEQUANT = dict(path="dequant")
+
+
+def candidates(M: int, N: int, K: int, bits: int, group_size: int, dtype: torch.dtype, sms: int) -> tuple[dict, ...]:
+    """The launch candidates for M rows of x, the untimed default first: dicts with "path" ("gemv",
+    "dot", "dequant") and the kernel's tile sizes, SPLIT_K, num_warps, num_stages."""
+    if dtype not in HALF_DTYPES:
+        return (DEQUANT,)
+    if sms == num_sms(-1):  # the interpreter: one small configuration per path
+        gemv = (_gemv(INTERPRETER_GEMV, M, N, K, bits, group_size, sms),)
+    else:
+        gemv = tuple(_gemv(c, M, N, K, bits, group_size, sms) for c in GEMV_CONFIGS)
+    dots = next(table for top, table in DOT_CONFIGS if M <= top)
+    dot = tuple(_dot(c, M, N, K, group_size, sms) for c in dots)
+    dot = tuple(c for i, c in enumerate(dot) if c not in dot[:i])
+    if M <= GEMV_MAX_M:
+        return gemv + dot[:2]
+    if M <= GEMV_TRY_M:
+        return dot + gemv[:3]
+    if M <= DOT_MAX_M:
+        return dot + (DEQUANT,)
+    return (DEQUANT,) + dot[:2]
 
 
 def kernel_path(M: int, dtype: torch.dtype = torch.bfloat16) -> str:
-    """Which implementation quant_matmul runs for M rows of x of `dtype`: "gemv", "dot" or "dequant"."""
-    if dtype not in HALF_DTYPES or M > DOT_MAX_M:
-        return "dequant"
-    return "gemv" if M <= GEMV_MAX_M else "dot"
+    """The path quant_matmul runs untimed for M rows of x of `dtype`: "gemv", "dot" or "dequant"."""
+    return candidates(M, 256, 256, 4, 128, dtype, num_sms(-1))[0]["path"]
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -138,7 +182,8 @@ def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt
                   SPLIT_K: tl.constexpr, HAS_BIAS: tl.constexpr):
     """Write the [BLOCK_M, BLOCK_N] fp32 tile `acc` (split `split` of SPLIT_K) + bias to the output.
     With SPLIT_K > 1, each split stores its partial to the workspace and the last to arrive sums
-    them in split order, so the result does not depend on the arrival order."""
+    them in split order, so the result does not depend on the arrival order, and zeroes the tile's
+    arrival counter."""
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     rows = rows.to(tl.int64)
     is_last = True
@@ -150,6 +195,7 @@ def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt
         arrived = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel", scope="gpu")
         is_last = arrived == SPLIT_K - 1
         if is_last:
+            tl.store(cnt_ptr + tile, 0)  # every split has arrived: zero for the next launch
             acc = tl.zeros_like(acc)
             for s in range(SPLIT_K):  # .cg: other SMs wrote these, skip this SM's L1
                 acc += tl.load(part_ptrs + s * plane, mask=mask, other=0.0, cache_modifier=".cg")
@@ -162,8 +208,10 @@ def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt
 @triton.jit
 def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                   magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
-                  HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    # Grid (N / BLOCK_N, SPLIT_K). Reads its [K / SPLIT_K, BLOCK_N] slab of packed words once (the grid
+                  HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                  STAGES: tl.constexpr):
+    # Grid (N / BLOCK_N, SPLIT_K). STAGES > 1: the next k-steps' words are copied into shared memory
+    # while this one is summed (more bytes in flight per program). Reads its [K / SPLIT_K, BLOCK_N] slab of packed words once (the grid
     # reads every word once), one row of scales (and zeros) per k-step, and x's rows (from L2).
     # Writes BLOCK_M x BLOCK_N outputs (or fp32 partials, re-read once by the tile's last program).
     # A thread holds all WORDS rows of its columns, so every sum over k stays in the thread:
@@ -188,7 +236,7 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     x_ptrs = x_ptr + rows[:, None, None].to(tl.int64) * x_stride + word_rows[None, :, None] * PACK + idx[None, None, :]
     x_mask = rows[:, None, None] < M
     acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-    for t in range(split * per_split, t_end):
+    for t in tl.range(split * per_split, t_end, num_stages=STAGES):
         words = tl.load(w_ptrs + tl.cast(t * WORDS, tl.int64) * N, mask=w_mask, other=0)
         x = tl.load(x_ptrs + t * BLOCK_K, mask=x_mask, other=0.0).to(tl.float32)[:, :, :, None]
         codes, magic = _unpack(words, idx[None, None, :, None], magic15, BITS)
@@ -384,6 +432,64 @@ def _quant_matmul_fake(x, packed, scales, zeros, bias, bits, group_size):
     return x.new_empty((*x.shape[:-1], packed.shape[1]))
 
 
+_counters: dict[tuple[int, int], torch.Tensor] = {}  # (device, stream) -> int32 arrival counters, kept at zero
+
+
+def _arrival_counters(device: torch.device, tiles: int) -> torch.Tensor:
+    """At least `tiles` zeroed int32 counters for split-K launches on the current stream of `device`.
+    Each launch leaves them at zero, so they are allocated (and zeroed) once per stream; one per stream
+    so that launches on concurrent streams never share a counter."""
+    key = (device.index, triton.runtime.driver.active.get_current_stream(device.index))
+    counters = _counters.get(key)
+    if counters is None or counters.numel() < tiles:
+        if len(_counters) > 64:  # streams come and go (each CUDA-graph capture has its own)
+            _counters.clear()
+        counters = _counters[key] = torch.zeros(max(tiles, 1024), device=device, dtype=torch.int32)
+    return counters
+
+
+def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int, group_size: int,
+                 prepared: Optional[Launch] = None) -> Optional[Launch]:
+    """Run one candidate, the GEMV or the tensor-core kernel (with split-K workspace), writing out;
+    through `prepared` when a plan kept the Launch of an earlier call. Returns the Launch used."""
+    params = dict(config)
+    path, split = params.pop("path"), params.pop("SPLIT_K")
+    M, K = rows.shape
+    N = out.shape[1]
+    kernel = _qgemv_kernel if path == "gemv" else _qgemm_kernel
+    tiles = cdiv(N, params["BLOCK_N"]) * (1 if path == "gemv" else cdiv(M, params["BLOCK_M"]))
+    partials = torch.empty((split, M, N), device=rows.device, dtype=torch.float32) if split > 1 else out
+    counters = packed
+    if split > 1:
+        counters = (_arrival_counters(rows.device, tiles) if rows.is_cuda
+                    else torch.zeros(tiles, device=rows.device, dtype=torch.int32))
+    args = (rows, packed, scales, packed if zeros is None else zeros, out if bias is None else bias, out, partials,
+            counters, M, N, K, rows.stride(0), out.stride(0), MAGIC15)
+    if prepared is not None:
+        prepared.run((tiles, split), *args)
+        return prepared
+    return launch(kernel, (tiles, split), *args, SPLIT_K=split, BITS=bits, GROUP=group_size, HAS_ZERO=zeros is not None,
+                  HAS_BIAS=bias is not None, **params)
+
+
+def _run_config(config: dict, rows, packed, scales, zeros, bias, N: int, bits: int, group_size: int,
+                prepared: Optional[Launch] = None) -> torch.Tensor:
+    """rows @ W^T (+ bias) by one candidate configuration."""
+    if config["path"] == "dequant":
+        return F.linear(rows, dequantize(packed, scales, zeros, bits, group_size, rows.dtype), bias)
+    out = torch.empty((rows.shape[0], N), device=rows.device, dtype=rows.dtype)
+    _launch_path(config, rows, packed, scales, zeros, bias, out, bits, group_size, prepared)
+    return out
+
+
+_plans = Plans()
+
+
+def _plan_key(rows, packed, scales, zeros, bias, bits, group_size) -> tuple:
+    return (rows.shape, rows.stride(0), packed.shape, rows.dtype, scales.dtype, bits, group_size, rows.device.index,
+            None if bias is None else bias.dtype, alignment_key(rows, packed, scales, zeros, bias))
+
+
 @torch_op("quant_matmul", fake=_quant_matmul_fake)
 def _quant_matmul_op(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: Optional[torch.Tensor],
                      bias: Optional[torch.Tensor], bits: int, group_size: int) -> torch.Tensor:
@@ -391,29 +497,29 @@ def _quant_matmul_op(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor
     if not runs_kernel(x):
         return quant_matmul_reference(x, packed, scales, zeros, bias, bits, group_size).to(x.dtype)
     rows = as_rows(x)
+    plan_key = _plan_key(rows, packed, scales, zeros, bias, bits, group_size) if x.is_cuda else None
+    plan = _plans.get(plan_key)
+    if plan is not None:
+        return plan(rows=rows, packed=packed, scales=scales, zeros=zeros, bias=bias).reshape(*x.shape[:-1], N)
     M, K = rows.shape
-    path = kernel_path(M, x.dtype)
-    if path == "dequant":
-        return F.linear(x, dequantize(packed, scales, zeros, bits, group_size, x.dtype), bias)
-    out = torch.empty((M, N), device=x.device, dtype=x.dtype)
     if M == 0 or N == 0:
-        return out.reshape(*x.shape[:-1], N)
-    sms = num_sms(x.device.index if x.is_cuda else -1)
-    if path == "gemv":
-        block_n, block_k, split, warps = gemv_config(M, N, K, bits, group_size, sms)
-        kernel, grid, tiles = _qgemv_kernel, (cdiv(N, block_n), split), cdiv(N, block_n)
-        tile_args = dict(BLOCK_M=triton.next_power_of_2(M), BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps)
-    else:
-        block_m, block_n, block_k, split, warps, stages = dot_config(M, N, K, group_size, sms)
-        tiles = cdiv(M, block_m) * cdiv(N, block_n)
-        kernel, grid = _qgemm_kernel, (tiles, split)
-        tile_args = dict(BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, num_stages=stages)
-    # split-K workspace: fp32 partials [split, M, N] and one arrival counter per output tile
-    partials = torch.empty((split, M, N), device=x.device, dtype=torch.float32) if split > 1 else out
-    counters = torch.zeros(tiles, device=x.device, dtype=torch.int32) if split > 1 else packed
-    launch(kernel, grid, rows, packed, scales, packed if zeros is None else zeros, out if bias is None else bias,
-           out, partials, counters, M, N, K, rows.stride(0), out.stride(0), MAGIC15, SPLIT_K=split, BITS=bits, GROUP=group_size,
-           HAS_ZERO=zeros is not None, HAS_BIAS=bias is not None, **tile_args)
+        return torch.empty((*x.shape[:-1], N), device=x.device, dtype=x.dtype)
+    device_index = x.device.index if x.is_cuda else -1
+    configs = candidates(M, N, K, bits, group_size, x.dtype, num_sms(device_index))
+    run = functools.partial(_run_config, rows=rows, packed=packed, scales=scales, zeros=zeros, bias=bias, N=N,
+                            bits=bits, group_size=group_size)
+    key = (_autotune.bucket(M), N, K, bits, group_size, zeros is not None, bias is not None, x.dtype, scales.dtype)
+    device = _autotune.device_name(device_index)
+    chosen = _autotune.choose("quant_matmul", key, configs, run, device=device, tune=_autotune.may_tune(x))
+    out = run(chosen)
+    if x.is_cuda and _autotune.is_settled("quant_matmul", key, device=device):
+        # the choice is final: later calls with this plan key only allocate and launch (the same
+        # compiled kernel: the plan key fixes everything Triton specialises on)
+        prepared = None
+        if chosen["path"] != "dequant":
+            prepared = _launch_path(chosen, rows, packed, scales, zeros, bias, out, bits, group_size)
+        _plans.keep(plan_key, functools.partial(_run_config, chosen, N=N, bits=bits, group_size=group_size,
+                                                prepared=prepared))
     return out.reshape(*x.shape[:-1], N)
 
 
