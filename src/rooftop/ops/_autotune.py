@@ -87,10 +87,27 @@ def _remember(device: str, entry: str, config: Config) -> None:
 
 
 def time_ms(fn: Callable[[], object]) -> float:
-    """Median milliseconds of fn() (CUDA events, L2 flushed between runs)."""
+    """Median milliseconds of fn() on the GPU alone, L2 flushed between runs: one call captured in a
+    CUDA graph and replayed, so that the host's launch cost (the same for every candidate, and on a
+    slow host longer than a small kernel) does not decide; do_bench of fn itself if it cannot be
+    captured."""
     import triton.testing
 
-    return float(triton.testing.do_bench(fn, warmup=10, rep=40, return_mode="median"))
+    try:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):  # compile and allocate outside the capture
+            fn()
+            fn()
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+        call = graph.replay
+    except RuntimeError:  # not capturable (a host synchronisation, say): time it as it is
+        torch.cuda.synchronize()
+        call = fn
+    return float(triton.testing.do_bench(call, warmup=10, rep=40, return_mode="median"))
 
 
 def choose(op: str, key: tuple, configs: Sequence[Config], run: Callable[[Config], object], *,

@@ -376,7 +376,9 @@ def quantize_weight(w: torch.Tensor, bits: int = 4, group_size: int = 128, symme
     if not bool(torch.isfinite(w).all()):
         raise ValueError("w has non-finite values (inf or NaN)")
     top = 2**bits - 1
-    wg = w.float().reshape(N, K // group_size, group_size)
+    # float64: the scale before rounding is exact enough that rounding it up is never a float32 ulp of
+    # division error (GPU fp32 division is not correctly rounded)
+    wg = w.double().reshape(N, K // group_size, group_size)
     if symmetric:
         s = wg.abs().amax(-1) / (2 ** (bits - 1) - 1)
     else:
