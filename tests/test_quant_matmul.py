@@ -342,3 +342,13 @@ def test_quantization_error_table():
     assert by[(4, 32, False)]["weight_rel_err"] < by[(4, 128, False)]["weight_rel_err"]
     assert by[(4, 128, False)]["weight_rel_err"] < by[(4, 128, True)]["weight_rel_err"]
     assert all(0 < r["matmul_rel_err"] < 0.2 for r in rows)
+
+
+@pytest.mark.parametrize("swap_ab", [True, False])
+def test_tensor_core_orientations(swap_ab, device):
+    """W x^T (the dequantized tile as the MMA's A operand) and x W^T (as its B operand) agree with the reference."""
+    qw = quantize_weight(torch.randn(72, 256, device=device), 4, 64)
+    x = torch.randn(20, 256, device=device, dtype=torch.bfloat16)
+    config = dict(path="dot", BLOCK_M=16, BLOCK_N=32, BLOCK_K=64, SPLIT_K=2, num_warps=4, num_stages=2, SWAP_AB=swap_ab)
+    out = qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, 72, 4, 64)
+    assert rel_err(out, _reference(x, qw)) < TOL[torch.bfloat16]

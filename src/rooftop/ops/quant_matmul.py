@@ -83,8 +83,8 @@ GEMV_MIN_STEPS = 4  # k-steps a split keeps at least (the partials cost 8 bytes 
 # more loads in flight (the GEMV is latency-bound at low occupancy) at the cost of more partials.
 GEMV_CONFIGS = ((256, 1, 4, 8, 1), (256, 1, 4, 16, 1), (256, 1, 4, 32, 1), (128, 1, 4, 32, 1),
                 (256, 1, 4, 16, 3), (512, 2, 4, 16, 1), (256, 2, 2, 32, 2), (256, 1, 8, 8, 1))
-# Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, programs per SM, num_warps, num_stages) by the
-# largest M of the regime; BLOCK_K is capped at the group size (one scale per column a k-tile). The
+# Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, programs per SM, num_warps, num_stages[, SWAP_AB,
+# default True]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a k-tile). The
 # dequantized tile and the accumulator both live in registers: the offline sm_90 compile shows 255
 # registers and spills for the larger tiles at 4 warps, hence 8 warps from BLOCK_M = 64 (none spill
 # here but 64x128x64 at 4 warps, 112 B, and 128x128x64 at 8 warps, 24 B).
@@ -92,8 +92,10 @@ DOT_CONFIGS = (
     (16, ((16, 128, 128, 2, 4, 4), (16, 64, 128, 4, 4, 4), (16, 128, 128, 4, 4, 3), (16, 256, 128, 2, 8, 3),
           (16, 128, 64, 4, 4, 5), (16, 64, 64, 8, 4, 4))),
     (32, ((32, 128, 64, 2, 4, 4), (32, 128, 64, 2, 8, 4), (32, 64, 128, 4, 4, 4), (16, 128, 128, 2, 4, 4))),
-    (64, ((64, 128, 64, 2, 8, 3), (64, 64, 64, 4, 4, 4), (32, 128, 64, 2, 8, 4), (64, 128, 64, 2, 4, 4))),
-    (1 << 62, ((128, 128, 64, 2, 8, 3), (128, 64, 64, 2, 8, 3), (64, 128, 64, 2, 8, 3), (64, 64, 64, 4, 4, 4))),
+    (64, ((64, 128, 64, 2, 8, 3), (64, 64, 64, 4, 4, 4), (32, 128, 64, 2, 8, 4), (64, 128, 64, 2, 4, 4),
+          (64, 128, 64, 2, 4, 4, False), (64, 64, 128, 4, 4, 4, False))),
+    (1 << 62, ((128, 128, 64, 2, 8, 3), (128, 64, 64, 2, 8, 3), (64, 128, 64, 2, 8, 3), (64, 64, 64, 4, 4, 4),
+               (128, 128, 64, 2, 8, 3, False), (64, 128, 64, 2, 4, 4, False), (128, 256, 64, 1, 8, 3, False))),
 )
 INTERPRETER_GEMV = (256, 1, 4, 8, 1)  # the interpreter pretends to have 8 SMs: split-K runs in tests
 
@@ -113,11 +115,11 @@ def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms
 
 
 def _dot(config: tuple, M: int, N: int, K: int, group_size: int, sms: int) -> dict:
-    block_m, block_n, block_k, per_sm, warps, stages = config
+    block_m, block_n, block_k, per_sm, warps, stages, *swap = config
     block_k = min(block_k, group_size)
     split = _split_k(per_sm * sms, cdiv(M, block_m) * cdiv(N, block_n), K // block_k)
     return dict(path="dot", BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, SPLIT_K=split, num_warps=warps,
-                num_stages=stages)
+                num_stages=stages, SWAP_AB=swap[0] if swap else True)
 
 
 DEQUANT = dict(path="dequant")
@@ -267,10 +269,13 @@ def _dequant_tile(w_ptr, s_ptr, z_ptr, k0, cols, col_mask, N, magic15, BITS: tl.
 @triton.jit
 def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                   magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
-                  HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                  HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                  SWAP_AB: tl.constexpr):
     # Grid (M tiles * N tiles, SPLIT_K), the M tiles of one N tile adjacent so that they share its
     # weights through L2. Reads its [K / SPLIT_K, BLOCK_N] slab of packed words once and its
     # [BLOCK_M, K / SPLIT_K] slab of x; writes a BLOCK_M x BLOCK_N output tile (or fp32 partials).
+    # SWAP_AB: W x^T, the dequantized tile the MMA's A operand (from registers; BLOCK_M may be 16);
+    # else x W^T, the tile its B operand (stored once to shared memory; BLOCK_M >= 64 on Hopper).
     pid = tl.program_id(0)
     split = tl.program_id(1)
     m_tiles = tl.cdiv(M, BLOCK_M)
@@ -280,19 +285,28 @@ def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
     ks = tl.arange(0, BLOCK_K)
-    xt_ptrs = x_ptr + rows[None, :].to(tl.int64) * x_stride + ks[:, None]  # x^T tile [BLOCK_K, BLOCK_M]
-    xt_mask = rows[None, :] < M
     k_steps = K // BLOCK_K
     per_split = tl.cdiv(k_steps, SPLIT_K)
     t_end = tl.minimum((split + 1) * per_split, k_steps)
-    acc = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)
+    if SWAP_AB:
+        x_ptrs = x_ptr + rows[None, :].to(tl.int64) * x_stride + ks[:, None]  # x^T tile [BLOCK_K, BLOCK_M]
+        x_mask = rows[None, :] < M
+        acc = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)
+    else:
+        x_ptrs = x_ptr + rows[:, None].to(tl.int64) * x_stride + ks[None, :]  # x tile [BLOCK_M, BLOCK_K]
+        x_mask = rows[:, None] < M
+        acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
     for t in range(split * per_split, t_end):
         k0 = t * BLOCK_K
         w = _dequant_tile(w_ptr, s_ptr, z_ptr, k0, cols, col_mask, N, magic15, BITS, GROUP, HAS_ZERO, BLOCK_K, BLOCK_N)
-        xt = tl.load(xt_ptrs + k0, mask=xt_mask, other=0.0)
-        acc = tl.dot(tl.trans(w.to(xt.dtype)), xt, acc)  # [BLOCK_N, BLOCK_M] += W x^T
-    _store_output(tl.trans(acc), rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid, split,
-                  SPLIT_K, HAS_BIAS)
+        xt = tl.load(x_ptrs + k0, mask=x_mask, other=0.0)
+        if SWAP_AB:
+            acc = tl.dot(tl.trans(w.to(xt.dtype)), xt, acc)  # [BLOCK_N, BLOCK_M] += W x^T
+        else:
+            acc = tl.dot(xt, w.to(xt.dtype), acc)  # [BLOCK_M, BLOCK_N] += x W^T
+    if SWAP_AB:
+        acc = tl.trans(acc)
+    _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid, split, SPLIT_K, HAS_BIAS)
 
 
 @triton.jit

@@ -1,0 +1,66 @@
+"""Every launch candidate of quant_matmul (and a few extra GEMV ones) timed on the GPU alone (graph replay,
+L2 flushed: rooftop.ops._autotune.time_ms) at the benchmark shapes, beside cuBLAS bf16 F.linear timed the
+same way: which configuration wins where, and by how much. Writes OUT/exp-quant-configs.json, prints a table.
+Usage: PYTHONPATH=src python benchmarks/exp_quant_configs.py OUT [--ms 1,16] [--bits 4]"""
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from rooftop.ops import _autotune
+from rooftop.ops import quant_matmul as qm
+
+EXTRA_GEMV = ((128, 1, 4, 64, 1), (256, 1, 4, 64, 1), (256, 1, 2, 32, 1), (128, 1, 2, 64, 1), (256, 1, 4, 32, 3),
+              (512, 4, 4, 8, 1), (1024, 4, 4, 4, 1), (256, 1, 4, 8, 4))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--ms", default="1,16,64,256")
+    parser.add_argument("--bits", default="4,8")
+    parser.add_argument("--budget", type=float, default=150.0)
+    args = parser.parse_args()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    start, rows = time.time(), []
+    for bits in map(int, args.bits.split(",")):
+        for M in map(int, args.ms.split(",")):
+            for N, K in qm.BENCH_SHAPES:
+                if time.time() - start > args.budget:
+                    print(f"budget spent: M={M} N={N} K={K} bits={bits} left out")
+                    continue
+                x, qw, w = qm._make_inputs(bits)((M, N, K), torch.bfloat16, "cuda")
+                configs = list(qm.candidates(M, N, K, bits, 128, x.dtype, sms))
+                if M <= qm.GEMV_TRY_M:
+                    configs += [qm._gemv(c, M, N, K, bits, 128, sms) for c in EXTRA_GEMV]
+                ref = qm._reference(x, qw, w)
+                cublas_us = _autotune.time_ms(lambda: F.linear(x, w)) * 1e3
+                for config in configs:
+                    run = lambda: qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, N, bits, 128)  # noqa: E731
+                    try:
+                        err = float(torch.linalg.vector_norm(run().double() - ref) / torch.linalg.vector_norm(ref))
+                        us = _autotune.time_ms(run) * 1e3
+                    except Exception as e:  # a candidate that does not compile here is recorded, not fatal
+                        rows.append(dict(bits=bits, M=M, N=N, K=K, config=config, error=str(e)[:200]))
+                        continue
+                    rows.append(dict(bits=bits, M=M, N=N, K=K, config=config, us=us, cublas_us=cublas_us, rel_err=err))
+                del x, qw, w
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    Path(args.out, "exp-quant-configs.json").write_text(json.dumps(rows, indent=1))
+    best = {}
+    for r in rows:
+        if "us" in r and r["rel_err"] < 1e-2:
+            key = (r["bits"], r["M"], r["N"], r["K"])
+            if key not in best or r["us"] < best[key]["us"]:
+                best[key] = r
+    for (bits, M, N, K), r in sorted(best.items()):
+        c = {k: v for k, v in r["config"].items() if k not in ("BLOCK_M",)}
+        print(f"int{bits} {M:4d}x{N}x{K}: best {r['us']:7.1f} us  x{r['cublas_us'] / r['us']:.2f} cublas "
+              f"({r['cublas_us']:.1f} us)  {c}")
+
+
+if __name__ == "__main__":
+    main()
