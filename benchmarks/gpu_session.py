@@ -3,6 +3,7 @@ with its providers side by side, decode-size launch costs, Nsight Compute readin
 
 Usage (on the GPU machine): PYTHONPATH=src python benchmarks/gpu_session.py OUT_DIR [--quick] [--families a,b]
 [--no-ncu] [--all-cases]
+[--ops a,b] [--providers p,q] [--widths n1,n2]
 Prints a short table last; writes OUT_DIR/<device>-<date>-<family>.json (+ .csv).
 `rooftop report` does the same on a GPU, then renders the report.
 """
@@ -19,6 +20,12 @@ if __name__ == "__main__":
     parser.add_argument("--families", help="comma-separated families to measure (default: all)")
     parser.add_argument("--no-ncu", action="store_true", help="no Nsight Compute readings")
     parser.add_argument("--all-cases", action="store_true", help="with --quick: every case, not the quick sizes")
+    parser.add_argument("--ops", help="comma-separated ops of those families (default: all)")
+    parser.add_argument("--providers", help="comma-separated providers instead of the preset's")
+    parser.add_argument("--widths", help="comma-separated row widths N for the row sweeps (M * N = 2^27)")
     args = parser.parse_args()
     run_session(args.out, quick=args.quick, only=set(args.families.split(",")) if args.families else None,
-                with_ncu=not args.no_ncu, all_cases=args.all_cases)
+                with_ncu=not args.no_ncu, all_cases=args.all_cases,
+                ops=set(args.ops.split(",")) if args.ops else None,
+                providers=args.providers.split(",") if args.providers else None,
+                widths=tuple(map(int, args.widths.split(","))) if args.widths else None)

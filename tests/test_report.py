@@ -39,6 +39,9 @@ for n, ms_rooftop, ms_cublas in [(1024, 0.0061, 0.0058), (4096, 0.226, 0.214), (
                           "GBps": nbytes / ms / 1e6, "TFLOPs": flops / ms / 1e9,
                           "roofline_pct": 100 * max(flops / 694.1e12, nbytes / COPY_GBPS / 1e9) / (ms * 1e-3),
                           "flops": flops, "bytes": nbytes})
+# the short call also timed on the GPU alone (graph replay): rooftop 4.0 us, cuBLAS 5.0 us
+GEMM_ROWS[0].update(graph_ms=0.0040, graph_roofline_pct=50.0)
+GEMM_ROWS[1].update(graph_ms=0.0050, graph_roofline_pct=40.0)
 ATTN_ROWS = []
 for b in (1, 8):
     for s, GBps in [(1024, 1500.0), (4096, 2900.0), (16384, 3600.0)]:
@@ -118,6 +121,8 @@ def test_report_every_family(many_results, tmp_path):
     # gemm is compute-bound: TFLOP/s curves against M with the matmul ceiling; cublas is a provider column
     assert 'alt="gemm bfloat16: TFLOP/s by M"' in page and "cublas TFLOP/s (% roofline)" in page
     assert "rooftop vs cublas" in page and "is compute-bound" in page
+    # the GPU time alone of the short call: its own table and ratio (5.0 / 4.0 us)
+    assert "GPU time alone" in page and "4.0 (50.0%)" in page and "1.25x cublas" in page
     # decode_attn's S repeats over B: one chart per B
     for b in (1, 8):
         assert f'alt="decode_attn bfloat16 (B={b}): GB/s by S"' in page

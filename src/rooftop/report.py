@@ -272,6 +272,7 @@ def _op_section(result: dict, op: str, dtype: str, rows: list[dict], c: Ceilings
                 speedups[p].append((theirs / ours, shape))
         table.append(line)
     blocks.append(("table", headers, table))
+    blocks += _graph_blocks(by_shape, providers, speedup_over)
 
     summary = {"op": op, "dtype": dtype, "unit": unit, "sizes": len(by_shape), "speedups": speedups}
     ours = [r for r in rows if r["provider"] == "rooftop" and r.get("ms")]
@@ -321,6 +322,34 @@ def _op_section(result: dict, op: str, dtype: str, rows: list[dict], c: Ceilings
                             f"{found.text}"))
     summary["verdicts"] = verdicts
     return blocks, representative, summary
+
+
+def _graph_blocks(by_shape: dict[tuple, dict[str, dict]], providers: list[str], speedup_over: list[str]) -> list[tuple]:
+    """The GPU time alone of short calls (`graph_ms`: CUDA-graph replay over inputs rotated past L2),
+    where do_bench's figure may be the host's launch cost: a table and the ratios."""
+    shapes = [shape for shape, cells in by_shape.items() if any(r.get("graph_ms") for r in cells.values())]
+    if not shapes:
+        return []
+    headers = ["shape"] + [f"{p} µs (% roofline)" for p in providers] + [f"rooftop vs {p}" for p in speedup_over]
+    table, ratios = [], {p: [] for p in speedup_over}
+    for shape in shapes:
+        cells = by_shape[shape]
+        line = [_shape(shape)]
+        for p in providers:
+            r = cells.get(p, {})
+            line.append(f"{r['graph_ms'] * 1e3:.1f} ({r['graph_roofline_pct']:.1f}%)" if r.get("graph_ms") else "—")
+        for p in speedup_over:
+            ours, theirs = cells.get("rooftop", {}).get("graph_ms"), cells.get(p, {}).get("graph_ms")
+            line.append(f"{theirs / ours:.2f}x" if ours and theirs else "—")
+            if ours and theirs:
+                ratios[p].append(theirs / ours)
+        table.append(line)
+    said = "; ".join(f"{_range(v, '{:.2f}')}x {p}" for p, v in ratios.items() if v)
+    return [("p", "GPU time alone of the calls shorter than 0.3 ms (one CUDA graph replaying calls over input copies "
+                  "that together exceed L2, so each reads from DRAM; no host launch cost): the table above is "
+                  f"do_bench from Python, which on this host can time the launch instead of the kernel. "
+                  f"rooftop against the others here: {said or 'no peer timed this way'}."),
+            ("table", headers, table)]
 
 
 def _summary_section(summaries: list[dict]) -> list[tuple]:
