@@ -35,7 +35,8 @@ for res in (False, True):
     for quant, qmax in ((0, 1.0), (1, 448.0)):
         types = (lambda a: "*fp8e4nv" if a == "y_ptr" else row_types(a)) if quant else row_types
         build(rn._rms_norm_looped_kernel, types, dict(HAS_RESIDUAL=res, HAS_WEIGHT=True, QUANT=quant, QMAX=qmax,
-              TILE=16384, X_POLICY="evict_first", EVEN=True), 32, name=f"rms_looped_r{int(res)}_q{quant}")
+              TILE=rn.looped_config(1 << 20, bool(quant))[0], X_POLICY="evict_first", EVEN=True), 32,
+              name=f"rms_looped_r{int(res)}_q{quant}")
     build(rn._rms_norm_onchip_kernel, row_types, dict(HAS_RESIDUAL=res, HAS_WEIGHT=True, QUANT=0, QMAX=1.0,
           BLOCK_M=1, BLOCK_N=4096, ), 8, name=f"rms_onchip_r{int(res)}")
 for res in (False, True):
@@ -45,10 +46,10 @@ for res in (False, True):
 mm_types = lambda a: ("*fp32" if "scale" in a else "*bf16") if a.endswith("_ptr") else "i32"
 build(mm._matmul_tma_kernel, mm_types, dict(A_K_MAJOR=True, B_K_MAJOR=True, HAS_SCALES=False, HAS_BIAS=True,
       ACTIVATION="silu", HAS_RESIDUAL=True, INPUT_PRECISION="tf32", BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8,
-      EPILOGUE_SUBTILE=True, NUM_SMS=132), 8, 3, name="mm_tma")
+      EPILOGUE_SUBTILE=True, RESIDUAL_TMA=True, NUM_SMS=132), 8, 3, name="mm_tma")
 build(mm._matmul_tma_kernel, mm_types, dict(A_K_MAJOR=False, B_K_MAJOR=False, HAS_SCALES=False, HAS_BIAS=False,
       ACTIVATION=None, HAS_RESIDUAL=False, INPUT_PRECISION="tf32", BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8,
-      EPILOGUE_SUBTILE=False, NUM_SMS=132), 8, 3, name="mm_tma_mn")
+      EPILOGUE_SUBTILE=False, RESIDUAL_TMA=False, NUM_SMS=132), 8, 3, name="mm_tma_mn")
 def at_types(a):
     if a in ("q", "k", "v", "o"): return "*bf16"
     if a == "lse": return "*fp32"

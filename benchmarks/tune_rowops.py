@@ -55,7 +55,7 @@ def run_looped(mod, fn, N, tensors):
     mod.ONCHIP_MAX = min(mod.ONCHIP_MAX, N - 1)
     for tile, warps in ((2048, 4), (4096, 4), (4096, 8), (8192, 8), (8192, 16), (16384, 16), (16384, 32)):
         for pps in (1, 2, 3, 4):
-            mod.looped_config = lambda n, t=tile, w=warps: (t, w)
+            mod.looped_config = lambda n, *_, t=tile, w=warps: (t, w)
             mod.PROGRAMS_PER_SM = pps
             ms = bench_ms(fn, warmup_ms=10, rep_ms=40)
             out.append({"path": "looped", "N": N, "tile": tile, "warps": warps, "pps": pps,

@@ -1,3 +1,4 @@
+import itertools
 import json
 
 import pytest
@@ -7,6 +8,7 @@ import rooftop.ops.matmul as mm
 from conftest import DEVICE, HAS_CUDA, TOL, rel_err
 from rooftop import registry
 from rooftop.ops import _autotune
+from rooftop.ops._support import Plans
 from rooftop.ops.matmul import (ACTIVATIONS, gemm_cost, gemm_roofline, matmul, matmul_fp8, matmul_fp8_reference,
                                 matmul_reference)
 
@@ -19,10 +21,11 @@ FP8 = torch.float8_e4m3fn
 
 @pytest.fixture(autouse=True)
 def fresh_autotune(tmp_path, monkeypatch):
-    """A private autotune cache, and no timing (the GPU keeps to the default configurations) unless a
-    test turns it on."""
+    """A private autotune cache, no timing (the GPU keeps to the default configurations) unless a test
+    turns it on, and no launch plans of earlier tests (each test's first call of a shape chooses)."""
     monkeypatch.setenv("ROOFTOP_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("ROOFTOP_AUTOTUNE", "0")
+    monkeypatch.setattr(mm, "_plans", Plans())
     _autotune.forget()
     yield
     _autotune.forget()
@@ -40,6 +43,18 @@ def kernels(monkeypatch):
 
     monkeypatch.setattr(mm, "launch", spy)
     return names
+
+
+@pytest.fixture
+def plan_misses(monkeypatch):
+    """One entry per call that found no launch plan for its key (the slow path). CUDA keeps the plans of
+    remembered choices only: tuning is on, and pretends to time (every candidate ties: the default)."""
+    monkeypatch.setenv("ROOFTOP_AUTOTUNE", "1")
+    monkeypatch.setattr(_autotune, "time_ms", lambda fn: 1.0)
+    misses = []
+    first_gemm = mm._first_gemm
+    monkeypatch.setattr(mm, "_first_gemm", lambda *args: misses.append(args[0].shape) or first_gemm(*args))
+    return misses
 
 
 @pytest.fixture
@@ -180,6 +195,41 @@ def test_tiny_and_empty():
     assert matmul(_randn(0, 4, 8), _randn(8, 16)).shape == (0, 4, 16)
 
 
+def test_plan_serves_only_calls_like_the_first(plan_misses, kernels):
+    """A second call like the first launches the first one's plan on its own tensors (no configuration
+    choice, no launch helper); a call that differs only in alignment or in strides makes its own."""
+    M, N, K = 40, 48, 64
+    storage = _randn(M * K + 8)
+    a, b, bias, residual = storage[:M * K].view(M, K), _randn(K, N), _randn(N), _randn(M, N)
+    first = matmul(a, b, bias, "silu", residual)
+    assert len(plan_misses) == 1 and kernels == ["_matmul_tma_kernel"]
+    assert torch.equal(matmul(a, b, bias, "silu", residual), first)
+    assert len(plan_misses) == 1 and len(kernels) == 1
+    fresh = (_randn(M, K), _randn(K, N), _randn(N), _randn(M, N))  # other addresses, the same key
+    assert rel_err(matmul(fresh[0], fresh[1], fresh[2], "silu", fresh[3]),
+                   matmul_reference(fresh[0], fresh[1], fresh[2], "silu", fresh[3])) < TOL[torch.bfloat16]
+    assert len(plan_misses) == 1
+    # the same shape and strides one element on: not 16-byte aligned, so no TMA
+    shifted = storage[1:M * K + 1].view(M, K)
+    out = matmul(shifted, b, bias, "silu", residual)
+    assert len(plan_misses) == 2 and kernels[-1] == "_matmul_grouped_kernel"
+    assert rel_err(out, matmul_reference(shifted, b, bias, "silu", residual)) < TOL[torch.bfloat16]
+    # other strides: b K-major; a residual of column stride 2 (read through pointers, not TMA)
+    for x, y, res in [(a, _randn(N, K).t(), residual), (a, b, _randn(M, 2 * N)[:, ::2])]:
+        out = matmul(x, y, bias, "silu", res)
+        assert rel_err(out, matmul_reference(x, y, bias, "silu", res)) < TOL[torch.bfloat16]
+    assert len(plan_misses) == 4 and len(mm._plans) == 4
+    assert torch.equal(matmul(a, b, bias, "silu", residual), first) and len(plan_misses) == 4
+
+
+def test_plan_of_a_folded_batch(plan_misses):
+    """A 3-D a folded into M: the plan passes the 3-D tensors, whose addresses are the 2-D views'."""
+    for _ in range(2):
+        a, b, residual = _randn(2, 20, 32), _randn(32, 48), _randn(2, 20, 48)
+        assert rel_err(matmul(a, b, residual=residual), matmul_reference(a, b, residual=residual)) < TOL[torch.bfloat16]
+    assert len(plan_misses) == 1
+
+
 @pytest.mark.parametrize("b_k_major", [True, False])
 def test_fp8(b_k_major, kernels):
     M, N, K = 48, 64, 96
@@ -309,10 +359,12 @@ def test_candidate_configurations(monkeypatch):
     monkeypatch.setattr(mm, "_device_limits", lambda index: (132, 232448, 9))
     mm._configs.cache_clear()
     try:
+        epilogues = [(0, False, None), (0, False, "gelu"), (0, False, "silu"), (2, True, "silu"), (4, True, None),
+                     (2, False, None)]  # (residual itemsize, residual read by TMA, activation)
         for tma, fma, itemsize in [(True, False, 2), (False, False, 2), (True, False, 1), (False, True, 4)]:
             for M, N in [(1, 4096), (48, 40), (100, 4096), (512, 4096), (1000, 48), (8192, 28672)]:
-                for out_size, res_size in [(2, 0), (2, 2), (4, 4)]:
-                    configs = mm._configs(tma, fma, M, N, 1, itemsize, out_size, res_size, 0)
+                for out_size, (res_size, res_tma, activation) in itertools.product((2, 4), epilogues):
+                    configs = mm._configs(tma, fma, M, N, 1, itemsize, out_size, res_size, res_tma, activation, 0)
                     assert configs and configs[0]["KERNEL"] == ("tma" if tma else "grouped")
                     assert sum(c["KERNEL"] == "grouped" for c in configs) <= (mm.GROUPED_EXTRA if tma else 99)
                     assert len(configs) == len({tuple(c.items()) for c in configs})
@@ -322,12 +374,18 @@ def test_candidate_configurations(monkeypatch):
                         if c["KERNEL"] == "tma":
                             smem += c["BLOCK_M"] * c["BLOCK_N"] // (1 + c["EPILOGUE_SUBTILE"]) * (out_size + res_size)
                         assert smem <= 232448 - mm.SMEM_RESERVE
-        big = mm._configs(True, False, 8192, 8192, 1, 2, 2, 0, 0)[0]
+                        # no tile that spills with this epilogue: 128 accumulator registers a thread take
+                        # a light epilogue over the whole tile, or a TMA-read residual over half of it
+                        if c["BLOCK_M"] * c["BLOCK_N"] >= 128 * 32 * c["num_warps"]:
+                            assert not (not c.get("EPILOGUE_SUBTILE") and (res_size or activation == "gelu"))
+                            assert not res_size or (res_tma and c["KERNEL"] == "tma")
+        big = mm._configs(True, False, 8192, 8192, 1, 2, 2, 0, False, None, 0)[0]
         assert (big["BLOCK_M"], big["BLOCK_N"], big["BLOCK_K"], big["EPILOGUE_SUBTILE"]) == (128, 256, 64, True)
+        assert mm._configs(True, False, 8192, 8192, 1, 2, 2, 2, True, "silu", 0)[0] == big  # the residual by TMA
         # 512 x 4096 has 64 tiles of 128 x 256 for 132 SMs: the default takes 128 x 128 (128 tiles)
-        prefill = mm._configs(True, False, 512, 4096, 1, 2, 2, 0, 0)[0]
+        prefill = mm._configs(True, False, 512, 4096, 1, 2, 2, 0, False, None, 0)[0]
         assert (prefill["BLOCK_M"], prefill["BLOCK_N"]) == (128, 128)
-        assert mm._configs(True, False, 8192, 8192, 1, 1, 2, 0, 0)[0]["BLOCK_K"] == 128  # fp8
+        assert mm._configs(True, False, 8192, 8192, 1, 1, 2, 0, False, None, 0)[0]["BLOCK_K"] == 128  # fp8
     finally:
         mm._configs.cache_clear()
 
@@ -413,13 +471,15 @@ def _problems():
 def test_gpu_every_candidate_configuration_is_correct(monkeypatch):
     """The tuner may pick any candidate: each one must be right."""
     for name, call, ref in _problems():
-        candidates = []
-        monkeypatch.setattr(_autotune, "choose", lambda op, key, configs, *args, **kw: candidates.extend(configs)
+        asked = []
+        monkeypatch.setattr(_autotune, "choose", lambda op, key, configs, *args, **kw: asked.append(configs)
                             or configs[0])
         call()
+        candidates = asked[0]
         assert len(candidates) > 1, name
         for config in candidates:
             monkeypatch.setattr(_autotune, "choose", lambda *args, config=config, **kw: config)
+            mm._plans.clear()  # the previous candidate's plan
             tol = 5e-3 if name == "fp32" else TOL[torch.bfloat16]
             assert rel_err(call(), ref) < tol, (name, config)
 
@@ -478,6 +538,41 @@ def test_gpu_cuda_graph_capture():
         a.copy_(torch.randn_like(a))
         graph.replay()
         assert rel_err(out, matmul_reference(a, b, bias, "silu")) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+def test_gpu_plan_kept_only_for_a_remembered_choice(plan_misses, monkeypatch):
+    """The untuned default (here: ROOFTOP_AUTOTUNE=0, as in graph capture) makes no plan: a later call
+    may tune. Once tuned, the plan serves the next calls."""
+    a, b = torch.randn(128, 256, device="cuda", dtype=torch.bfloat16), torch.randn(256, 192, device="cuda",
+                                                                                  dtype=torch.bfloat16)
+    monkeypatch.setenv("ROOFTOP_AUTOTUNE", "0")
+    matmul(a, b)
+    matmul(a, b)
+    assert len(plan_misses) == 2 and not mm._plans
+    monkeypatch.setenv("ROOFTOP_AUTOTUNE", "1")
+    for _ in range(2):
+        assert rel_err(matmul(a, b), matmul_reference(a, b)) < TOL[torch.bfloat16]
+    assert len(plan_misses) == 3 and len(mm._plans) == 1
+
+
+@pytest.mark.gpu
+def test_gpu_plan_under_cuda_graph_capture(plan_misses):
+    """A plan made before a capture launches inside it (the TMA workspace then comes from the graph's
+    pool) and replays right."""
+    a = torch.randn(256, 512, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(768, 512, device="cuda", dtype=torch.bfloat16).t()
+    bias, residual = torch.randn(768, device="cuda", dtype=torch.bfloat16), torch.randn(256, 768, device="cuda",
+                                                                                       dtype=torch.bfloat16)
+    matmul(a, b, bias, "silu", residual)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = matmul(a, b, bias, "silu", residual)
+    assert len(plan_misses) == 1
+    for _ in range(2):
+        a.copy_(torch.randn_like(a))
+        graph.replay()
+        assert rel_err(out, matmul_reference(a, b, bias, "silu", residual)) < TOL[torch.bfloat16]
 
 
 @pytest.mark.slow

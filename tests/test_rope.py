@@ -1,7 +1,9 @@
 import pytest
 import torch
 
+import rooftop.ops.rope as rope
 from conftest import DEVICE, HAS_CUDA, TOL, rel_err
+from rooftop.ops._support import Plans
 from rooftop.ops.rope import BLOCK_ELEMS, apply_rope, apply_rotary_pos_emb, rope_reference, rotary_cos_sin
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -127,6 +129,33 @@ def test_strided_views_of_fused_qkv(inplace, device):
     out, _ = apply_rope(q_t, k, cos, sin)
     assert out.stride() == q_t.stride()
     assert rel_err(out, rope_reference(q_t, k, cos, sin)[0]) < TOL[torch.float16]
+
+
+def test_plan_serves_only_calls_like_the_first(device, monkeypatch):
+    """A second call like the first launches the first one's plan on its own tensors; a call that
+    differs only in alignment, strides or working in place makes its own."""
+    monkeypatch.setattr(rope, "_plans", Plans())
+    misses = []
+    first_rope = rope._first_rope
+    monkeypatch.setattr(rope, "_first_rope", lambda *args: misses.append(args[0].shape) or first_rope(*args))
+    dtype = torch.bfloat16
+    q, k = _qk(1, 4, 2, 6, 32, dtype, device)
+    cos, sin = _cos_sin(torch.arange(6) * 5, 16, dtype, device)
+    first = _check(q, k, cos, sin, dtype, rotary_dim=16)
+    again = apply_rope(q, k, cos, sin, rotary_dim=16)
+    assert len(misses) == 1 and torch.equal(again[0], first[0]) and torch.equal(again[1], first[1])
+    _check(*_qk(1, 4, 2, 6, 32, dtype, device), cos, sin, dtype, rotary_dim=16)  # other addresses
+    assert len(misses) == 1
+    shifted = torch.randn(q.numel() + 1, device=device, dtype=dtype)[1:].view(q.shape)  # not 16-byte aligned
+    _check(shifted, k, cos, sin, dtype, rotary_dim=16)
+    assert len(misses) == 2
+    q_t = torch.randn(1, 6, 4, 32, device=device, dtype=dtype).transpose(1, 2)  # [B, S, H, D] memory
+    _check(q_t, k, cos, sin, dtype, rotary_dim=16)
+    assert len(misses) == 3
+    q_ref, k_ref = rope_reference(q, k, cos, sin, None, False, 16)
+    apply_rope(q, k, cos, sin, rotary_dim=16, inplace=True)  # in place: the pass-through dims stay
+    assert len(misses) == 4
+    assert rel_err(q, q_ref) < TOL[dtype] and rel_err(k, k_ref) < TOL[dtype]
 
 
 def test_empty(device):

@@ -23,9 +23,10 @@ Which kernel runs:
   base, K > 0. a and b may each be either way round (a.t(), b.t() views need no copy). One program
   per SM loops over the output tiles in GROUP_M order; the tensor descriptors are built on the device,
   in a workspace of 128 bytes per descriptor per program that Triton takes from the allocator set
-  with triton.set_allocator (a torch allocation). fp8 needs a and b K-major here (b = w.t() of a
-  row-major [N, K] w): Hopper's fp8 wgmma reads both operands K-major from shared memory; an fp8 b
-  that is N-major takes the grouped kernel (Triton transposes it through registers).
+  with triton.set_allocator (a torch allocation). A row-major residual that suits TMA is read by TMA
+  too, any other through pointers. fp8 needs a and b K-major here (b = w.t() of a row-major [N, K] w):
+  Hopper's fp8 wgmma reads both operands K-major from shared memory; an fp8 b that is N-major takes
+  the grouped kernel (Triton transposes it through registers).
 - grouped (everything else: any strides, batched b, unaligned views, and fp32 in IEEE precision, which
   runs on the CUDA cores and wants its operands in registers): one program per output tile, GROUP_M
   row-tiles walking the columns together so that they share B panels in L2, masked pointer loads
@@ -35,12 +36,15 @@ regime of M (M <= 64: narrow tiles, the weight streams once; M > 128: 128 x 256 
 GROUPED_EXTRA grouped candidates where TMA can run, timed on the first call per (device, shape
 bucket, dtypes, layout, epilogue) and remembered on disk (rooftop.ops._autotune). Untuned (interpreter,
 graph capture, ROOFTOP_AUTOTUNE=0) it is the first candidate whose tiles fill the SMs.
+Host path: once the configuration is final (tuned or remembered; always in the interpreter), a call's
+launch is kept as a plan under its shapes, strides, dtypes, flags and 16-byte alignments; a later call
+with the same key runs the checks, allocates the output and launches the compiled kernel directly.
 """
 from __future__ import annotations
 
 import functools
 import math
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 import torch.nn.functional as F
@@ -49,8 +53,8 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops import _autotune
-from rooftop.ops._support import (cdiv, check_float, check_same_device, interpreting, launch, num_sms, runs_kernel,
-                                  torch_op)
+from rooftop.ops._support import (Launch, Plans, alignment_key, cdiv, check_float, check_same_device, interpreting,
+                                  launch, num_sms, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -86,6 +90,12 @@ FMA_CONFIGS = (  # fp32 in IEEE precision: CUDA-core FMA, the accumulator and op
 GROUPED_EXTRA = 2  # grouped candidates also timed where the TMA kernel can run
 MIN_WAVE_EFFICIENCY = 0.8  # untuned default: the first candidate whose tiles fill the SMs this well
 SMEM_RESERVE = 2048  # bytes of shared memory kept for barriers and small layout changes
+# Tiles whose accumulator takes this many fp32 registers a thread (half of what a thread may hold) are
+# no candidates for the epilogues with which they spill in the sm_90 compile check (integers specialised
+# as Triton does) or sit at 255 registers, a change away from spilling: an erf GELU or a residual over
+# the whole tile (the grouped kernel; the TMA kernel without EPILOGUE_SUBTILE), and a residual read
+# through per-element pointers (not TMA) even over half a tile.
+SPILL_ACC_REGS = 128
 # The interpreter: small tiles so that tests cross tile edges; the TMA kernel stores in halves.
 INTERPRETER_CONFIG = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=2, num_stages=2, num_warps=4)
 INTERPRETER_SUBTILE = True
@@ -184,21 +194,42 @@ def _operand_descriptor(ptr, rows, K, stride, K_MAJOR: tl.constexpr, BLOCK_ROWS:
 
 
 @triton.jit
+def _finish_tile(acc, off_m, off_n, M, N, out_desc, res_desc, bias_ptr, bias_stride, res_ptr, stride_rm, stride_rn,
+                 a_scale_ptr, a_scale_stride, b_scale_ptr, b_scale_stride, HAS_SCALES: tl.constexpr,
+                 HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
+                 RESIDUAL_TMA: tl.constexpr):
+    """The TMA kernel's epilogue of the accumulator (sub)tile at (off_m, off_n), stored by TMA. With
+    RESIDUAL_TMA the residual tile comes in by TMA too (no per-element 64-bit pointers in registers)."""
+    rows = off_m + tl.arange(0, acc.shape[0])
+    cols = off_n + tl.arange(0, acc.shape[1])
+    out = _epilogue(acc, rows, cols, M, N, bias_ptr, bias_stride, res_ptr, stride_rm, stride_rn, a_scale_ptr,
+                    a_scale_stride, b_scale_ptr, b_scale_stride, HAS_SCALES, HAS_BIAS, ACTIVATION,
+                    HAS_RESIDUAL and not RESIDUAL_TMA)
+    if RESIDUAL_TMA:
+        out += res_desc.load([off_m, off_n]).to(tl.float32)
+    out_desc.store([off_m, off_n], out.to(out_desc.dtype))
+
+
+@triton.jit
 def _matmul_tma_kernel(a_ptr, b_ptr, out_ptr, bias_ptr, res_ptr, a_scale_ptr, b_scale_ptr, M, N, K,
                        stride_a, stride_b, stride_rm, stride_rn, bias_stride, a_scale_stride, b_scale_stride,
                        A_K_MAJOR: tl.constexpr, B_K_MAJOR: tl.constexpr, HAS_SCALES: tl.constexpr,
                        HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
                        INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                        BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
-                       NUM_SMS: tl.constexpr):
+                       NUM_SMS: tl.constexpr, RESIDUAL_TMA: tl.constexpr):
     # Persistent: program p computes tiles p, p + NUM_SMS, ... TMA brings A and B tiles into shared
     # memory (num_stages deep, zero-filled past the edges); A and B are read about once from DRAM
     # (GROUP_M order keeps the shared panels in L2), the output tile is written once by TMA after the
     # fused epilogue (bias and residual tiles read once).
     a_desc = _operand_descriptor(a_ptr, M, K, stride_a, A_K_MAJOR, BLOCK_M, BLOCK_K)
     b_desc = _operand_descriptor(b_ptr, N, K, stride_b, B_K_MAJOR, BLOCK_N, BLOCK_K)
-    out_desc = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[N, 1],
-                                         block_shape=[BLOCK_M, BLOCK_N // 2 if EPILOGUE_SUBTILE else BLOCK_N])
+    EPILOGUE_N: tl.constexpr = BLOCK_N // 2 if EPILOGUE_SUBTILE else BLOCK_N
+    out_desc = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK_M, EPILOGUE_N])
+    res_desc = out_desc  # unused without RESIDUAL_TMA
+    if RESIDUAL_TMA:
+        res_desc = tl.make_tensor_descriptor(res_ptr, shape=[M, N], strides=[stride_rm, 1],
+                                             block_shape=[BLOCK_M, EPILOGUE_N])
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
@@ -227,24 +258,19 @@ def _matmul_tma_kernel(a_ptr, b_ptr, out_ptr, bias_ptr, res_ptr, a_scale_ptr, b_
         pid_m, pid_n = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
-        rows = off_m + tl.arange(0, BLOCK_M)
         if EPILOGUE_SUBTILE:
             halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
             acc0, acc1 = tl.split(halves)
-            cols = off_n + tl.arange(0, BLOCK_N // 2)
-            out0 = _epilogue(acc0, rows, cols, M, N, bias_ptr, bias_stride, res_ptr, stride_rm, stride_rn,
-                             a_scale_ptr, a_scale_stride, b_scale_ptr, b_scale_stride, HAS_SCALES, HAS_BIAS,
-                             ACTIVATION, HAS_RESIDUAL)
-            out_desc.store([off_m, off_n], out0.to(out_ptr.dtype.element_ty))
-            out1 = _epilogue(acc1, rows, cols + BLOCK_N // 2, M, N, bias_ptr, bias_stride, res_ptr, stride_rm,
-                             stride_rn, a_scale_ptr, a_scale_stride, b_scale_ptr, b_scale_stride, HAS_SCALES,
-                             HAS_BIAS, ACTIVATION, HAS_RESIDUAL)
-            out_desc.store([off_m, off_n + BLOCK_N // 2], out1.to(out_ptr.dtype.element_ty))
+            _finish_tile(acc0, off_m, off_n, M, N, out_desc, res_desc, bias_ptr, bias_stride, res_ptr, stride_rm,
+                         stride_rn, a_scale_ptr, a_scale_stride, b_scale_ptr, b_scale_stride, HAS_SCALES, HAS_BIAS,
+                         ACTIVATION, HAS_RESIDUAL, RESIDUAL_TMA)
+            _finish_tile(acc1, off_m, off_n + BLOCK_N // 2, M, N, out_desc, res_desc, bias_ptr, bias_stride,
+                         res_ptr, stride_rm, stride_rn, a_scale_ptr, a_scale_stride, b_scale_ptr, b_scale_stride,
+                         HAS_SCALES, HAS_BIAS, ACTIVATION, HAS_RESIDUAL, RESIDUAL_TMA)
         else:
-            out = _epilogue(acc, rows, off_n + tl.arange(0, BLOCK_N), M, N, bias_ptr, bias_stride, res_ptr,
-                            stride_rm, stride_rn, a_scale_ptr, a_scale_stride, b_scale_ptr, b_scale_stride,
-                            HAS_SCALES, HAS_BIAS, ACTIVATION, HAS_RESIDUAL)
-            out_desc.store([off_m, off_n], out.to(out_ptr.dtype.element_ty))
+            _finish_tile(acc, off_m, off_n, M, N, out_desc, res_desc, bias_ptr, bias_stride, res_ptr, stride_rm,
+                         stride_rn, a_scale_ptr, a_scale_stride, b_scale_ptr, b_scale_stride, HAS_SCALES, HAS_BIAS,
+                         ACTIVATION, HAS_RESIDUAL, RESIDUAL_TMA)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,9 +330,11 @@ def _wave_efficiency(tiles: int, sms: int) -> float:
 
 @functools.lru_cache(maxsize=4096)
 def _configs(tma: bool, fma: bool, M: int, N: int, batch: int, itemsize: int, out_itemsize: int,
-             res_itemsize: int, device_index: int) -> tuple[dict, ...]:
+             res_itemsize: int, residual_tma: bool, activation: Optional[str],
+             device_index: int) -> tuple[dict, ...]:
     """The pruned launch configurations (KERNEL "tma" or "grouped"), the untuned default first. With
-    `tma` the TMA kernel's candidates come first, then GROUPED_EXTRA grouped ones for the tuner."""
+    `tma` the TMA kernel's candidates come first, then GROUPED_EXTRA grouped ones for the tuner.
+    res_itemsize: 0 without a residual; residual_tma: the TMA kernel reads it by TMA."""
     if device_index < 0:
         if tma:
             return (dict(KERNEL="tma", **INTERPRETER_CONFIG, EPILOGUE_SUBTILE=INTERPRETER_SUBTILE),)
@@ -320,6 +348,11 @@ def _configs(tma: bool, fma: bool, M: int, N: int, batch: int, itemsize: int, ou
         for block_m, block_n, k_bytes, stages, warps, subtile in rows:
             block_n = min(block_n, max(32, _autotune.bucket(N)))  # no tile much wider than N
             block_k = k_bytes // itemsize
+            if block_m * block_n >= SPILL_ACC_REGS * 32 * warps:
+                whole_tile = kernel == "grouped" or not subtile
+                pointer_residual = res_itemsize and not (kernel == "tma" and residual_tma)
+                if pointer_residual or (whole_tile and (res_itemsize or activation == "gelu")):
+                    continue
             need = stages * (block_m + block_n) * block_k * itemsize
             if kernel == "tma":  # the output tile staged for the TMA store, the residual tile's layout change
                 need += block_m * block_n // (2 if subtile else 1) * (out_itemsize + res_itemsize)
@@ -338,9 +371,14 @@ def _configs(tma: bool, fma: bool, M: int, N: int, batch: int, itemsize: int, ou
     return (candidates[first], *candidates[:first], *candidates[first + 1:])
 
 
+_CUDA = torch.device("cuda")
+
+
 def _tma_workspace(size: int, alignment: int, stream: Optional[int]) -> torch.Tensor:
-    """Global memory for the tensor descriptors the TMA kernel builds on the device."""
-    return torch.empty(size, device="cuda", dtype=torch.int8)
+    """Global memory for the tensor descriptors the TMA kernel builds on the device: a block of torch's
+    caching allocator on the current stream (the launch's), free again once the launch is queued (a
+    later user of the block on that stream runs after the kernel)."""
+    return torch.empty(size, device=_CUDA, dtype=torch.int8)
 
 
 def _fold(t: torch.Tensor) -> Optional[torch.Tensor]:
@@ -351,10 +389,62 @@ def _fold(t: torch.Tensor) -> Optional[torch.Tensor]:
         return None
 
 
+# A call's plan (rooftop.ops._support.Plans) launches the kernel, configuration and grid that the first
+# call with its key chose, with the same integer arguments; only the tensors' addresses are new.
+_plans = Plans()
+
+
+def _plan_key(a, b, out, bias, residual, activation, a_scale, b_scale) -> tuple:
+    """What a call's launch depends on besides the tensors' addresses: shapes, strides and dtypes (they
+    fix every integer argument, the kernel and its configuration), the fp32 precision, the device, and
+    each tensor's 16-byte alignment. out is fresh and contiguous: its shape and strides follow from a's
+    and b's shapes."""
+    return (a.shape, a.stride(), b.shape, b.stride(), a.dtype, out.dtype, activation, a.get_device(),
+            torch.get_float32_matmul_precision() if a.dtype == torch.float32 else None,
+            None if bias is None else (bias.dtype, bias.stride()),
+            None if residual is None else (residual.dtype, residual.stride()),
+            None if a_scale is None else (a_scale.shape, a_scale.stride(), b_scale.shape, b_scale.stride()),
+            alignment_key(a, b, out, bias, residual, a_scale, b_scale))
+
+
+def _plan(launched: Optional[Launch], kernel, grid: tuple[int, ...], scalars: tuple, constexprs: dict,
+          workspace: bool) -> Callable:
+    """plan(a, b, out, bias, residual, a_scale, b_scale) launches `kernel` on `grid` with the integer
+    arguments `scalars`: the compiled kernel directly on CUDA (`launched`, the first call's Launch),
+    Triton's own dispatch in the interpreter. `workspace`: the kernel builds TMA descriptors."""
+    start = functools.partial(launched.run, grid) if launched else functools.partial(kernel[grid], **constexprs)
+
+    def plan(a, b, out, bias, residual, a_scale, b_scale) -> None:
+        if workspace:  # cheap, and the allocator is per context (thread): set it for this one
+            triton.set_allocator(_tma_workspace)
+        # absent epilogue tensors are passed as out, never read; a 3-D a, residual or out has the
+        # address of the 2-D view the first call folded it into
+        start(a, b, out, out if bias is None else bias, out if residual is None else residual,
+              out if a_scale is None else a_scale, out if b_scale is None else b_scale, *scalars)
+
+    return plan
+
+
 def _gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optional[torch.Tensor],
           residual: Optional[torch.Tensor], activation: Optional[str], a_scale: Optional[torch.Tensor] = None,
           b_scale: Optional[torch.Tensor] = None) -> None:
-    """out <- epilogue(a @ b): out a fresh contiguous [.., M, N], a/b/residual of any strides."""
+    """out <- epilogue(a @ b): out a fresh contiguous [.., M, N], a/b/residual of any strides. A call
+    with a known plan key only launches; the first one chooses, compiles and makes the plan."""
+    key = _plan_key(a, b, out, bias, residual, activation, a_scale, b_scale)
+    plan = _plans.get(key)
+    if plan is not None:
+        plan(a, b, out, bias, residual, a_scale, b_scale)
+        return
+    plan = _first_gemm(a, b, out, bias, residual, activation, a_scale, b_scale)
+    if plan is not None:
+        _plans.keep(key, plan)
+
+
+def _first_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optional[torch.Tensor],
+                residual: Optional[torch.Tensor], activation: Optional[str], a_scale: Optional[torch.Tensor],
+                b_scale: Optional[torch.Tensor]) -> Optional[Callable]:
+    """_gemm's slow path: which kernel and configuration (tuned on CUDA), then the launch. Returns the
+    call's plan, or None while the configuration is only the untuned default that a later call may tune."""
     if a.dim() == 3 and b.dim() == 2:  # fold the batch into M when the strides allow it
         a2, res2 = _fold(a), _fold(residual) if residual is not None else None
         if a2 is not None and (residual is None or res2 is not None):
@@ -367,12 +457,15 @@ def _gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optional[to
     precision = _input_precision(a.dtype)
     tma = _use_tma(a, b, out) if out.dim() == 2 else None
     a_k_major, b_k_major, stride_a, stride_b = tma or (True, True, 0, 0)
+    # the TMA kernel reads a row-major residual by TMA too (2-D here: the batch was folded)
+    res_layout = _tma_layout(residual) if tma is not None and residual is not None else None
+    residual_tma = res_layout is not None and res_layout[0]
     scale_strides = (0, 0)
     if a_scale is not None:  # one value: stride 0
         scale_strides = (a_scale.stride(0) if a_scale.numel() > 1 else 0,
                          b_scale.stride(-1) if b_scale.numel() > 1 else 0)
-    args = (a, b, out, bias if bias is not None else out, residual if residual is not None else out,
-            a_scale if a_scale is not None else out, b_scale if b_scale is not None else out, M, N, K)
+    tensors = (a, b, out, bias if bias is not None else out, residual if residual is not None else out,
+               a_scale if a_scale is not None else out, b_scale if b_scale is not None else out)
     res_strides = (residual.stride(-2), residual.stride(-1)) if residual is not None else (0, 0)
     epilogue_args = (*res_strides, bias.stride(0) if bias is not None else 0, *scale_strides)
     grouped_args = (a.stride(0) if a.dim() == 3 else 0, a.stride(-2), a.stride(-1),
@@ -380,35 +473,46 @@ def _gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optional[to
                     residual.stride(0) if residual is not None and residual.dim() == 3 else 0)
     flags = dict(HAS_SCALES=a_scale is not None, HAS_BIAS=bias is not None, ACTIVATION=activation,
                  HAS_RESIDUAL=residual is not None, INPUT_PRECISION=precision)
-    if tma is not None and a.is_cuda:
+    workspace = tma is not None and a.is_cuda
+    if workspace:
         triton.set_allocator(_tma_workspace)
 
-    def run(config: dict) -> None:
-        params = dict(config)
-        kernel = params.pop("KERNEL")
+    def run(config: dict) -> Callable:
+        """Launches the call with `config`; returns the plan that launches calls like it."""
+        params = dict(config, **flags)
         tiles = cdiv(M, params["BLOCK_M"]) * cdiv(N, params["BLOCK_N"])
-        if kernel == "tma":
-            launch(_matmul_tma_kernel, (min(sms, tiles),), *args, stride_a, stride_b, *epilogue_args,
-                   A_K_MAJOR=a_k_major, B_K_MAJOR=b_k_major, **flags, **params, NUM_SMS=sms)
+        if params.pop("KERNEL") == "tma":
+            kernel, grid = _matmul_tma_kernel, (min(sms, tiles),)
+            scalars = (M, N, K, stride_a, stride_b, *epilogue_args)
+            params.update(A_K_MAJOR=a_k_major, B_K_MAJOR=b_k_major, NUM_SMS=sms, RESIDUAL_TMA=residual_tma)
         else:
-            launch(_matmul_grouped_kernel, (batch * tiles,), *args, *grouped_args, *epilogue_args, **flags, **params)
+            kernel, grid = _matmul_grouped_kernel, (batch * tiles,)
+            scalars = (M, N, K, *grouped_args, *epilogue_args)
+        launched = launch(kernel, grid, *tensors, *scalars, **params)
+        return _plan(launched, kernel, grid, scalars, params, workspace and kernel is _matmul_tma_kernel)
 
     configs = _configs(tma is not None, precision == "ieee", M, N, batch, a.element_size(), out.element_size(),
-                       residual.element_size() if residual is not None else 0, device_index)
-    layout = ("tma", *tma[:2]) if tma else ("grouped", a.stride(-1) == 1, b.stride(-2) == 1)
+                       residual.element_size() if residual is not None else 0, residual_tma, activation, device_index)
+    layout = ("tma", *tma[:2], residual_tma) if tma else ("grouped", a.stride(-1) == 1, b.stride(-2) == 1)
     key = (_autotune.bucket(M), _autotune.bucket(N), _autotune.bucket(K), _autotune.bucket(batch), a.dtype,
            out.dtype, *layout, *flags.values())
-    chosen = _autotune.choose("matmul", key, configs, run, device=_autotune.device_name(device_index),
-                              tune=_autotune.may_tune(a))
+    device_name = _autotune.device_name(device_index)
+    chosen = _autotune.choose("matmul", key, configs, run, device=device_name, tune=_autotune.may_tune(a))
     # the shared-memory estimate leaves out the epilogue's layout changes: an untuned choice that does
     # not fit falls through to the next candidate rather than failing the call
     for config in (chosen, *(c for c in configs if c is not chosen)):
         try:
-            run(config)
-            return
+            plan = run(config)
+            break
         except triton.runtime.errors.OutOfResources as err:
             last = err
-    raise last
+    else:
+        raise last
+    # the interpreter never tunes; on CUDA the untuned default (graph capture, ROOFTOP_AUTOTUNE=0) is
+    # not final: a later call may tune
+    if not a.is_cuda or _autotune.is_settled("matmul", key, device=device_name):
+        return plan
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -420,8 +524,12 @@ def _dtype_name(dtype: torch.dtype) -> str:
 
 
 def _out_shape(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
-    batch = a.shape[0] if a.dim() == 3 else b.shape[0] if b.dim() == 3 else None
-    return (a.shape[-2], b.shape[-1]) if batch is None else (batch, a.shape[-2], b.shape[-1])
+    a_shape, b_shape = a.shape, b.shape
+    if len(a_shape) == 3:
+        return a_shape[0], a_shape[1], b_shape[-1]
+    if len(b_shape) == 3:
+        return b_shape[0], a_shape[0], b_shape[2]
+    return a_shape[0], b_shape[1]
 
 
 def _check_operands(a, b, dtypes) -> None:
@@ -430,15 +538,16 @@ def _check_operands(a, b, dtypes) -> None:
     check_same_device("b", b, "a", a)
     if b.dtype != a.dtype:
         raise TypeError(f"b has dtype {_dtype_name(b.dtype)} but a has {_dtype_name(a.dtype)}")
-    if a.dim() not in (2, 3):
-        raise ValueError(f"a must be [M, K] or [batch, M, K], got shape {tuple(a.shape)}")
-    if b.dim() not in (2, 3):
-        raise ValueError(f"b must be [K, N] or [batch, K, N], got shape {tuple(b.shape)}")
-    if b.shape[-2] != a.shape[-1]:
-        raise ValueError(f"b has {b.shape[-2]} rows but a has K = {a.shape[-1]} columns "
-                         f"(a {tuple(a.shape)}, b {tuple(b.shape)})")
-    if a.dim() == 3 and b.dim() == 3 and a.shape[0] != b.shape[0]:
-        raise ValueError(f"b has batch {b.shape[0]} but a has batch {a.shape[0]}")
+    a_shape, b_shape = a.shape, b.shape
+    if len(a_shape) not in (2, 3):
+        raise ValueError(f"a must be [M, K] or [batch, M, K], got shape {tuple(a_shape)}")
+    if len(b_shape) not in (2, 3):
+        raise ValueError(f"b must be [K, N] or [batch, K, N], got shape {tuple(b_shape)}")
+    if b_shape[-2] != a_shape[-1]:
+        raise ValueError(f"b has {b_shape[-2]} rows but a has K = {a_shape[-1]} columns "
+                         f"(a {tuple(a_shape)}, b {tuple(b_shape)})")
+    if len(a_shape) == 3 == len(b_shape) and a_shape[0] != b_shape[0]:
+        raise ValueError(f"b has batch {b_shape[0]} but a has batch {a_shape[0]}")
 
 
 def _check_epilogue(a, b, bias, residual, out_dtype) -> None:
@@ -467,7 +576,7 @@ def _matmul_op(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor], r
                activation: Optional[str], out_dtype: torch.dtype) -> torch.Tensor:
     if not runs_kernel(a):
         return matmul_reference(a, b, bias, activation, residual).to(out_dtype)
-    out = torch.empty(_out_shape(a, b), device=a.device, dtype=out_dtype)
+    out = a.new_empty(_out_shape(a, b), dtype=out_dtype)
     if out.numel():
         _gemm(a, b, out, bias, residual, activation)
     return out
@@ -478,7 +587,7 @@ def _matmul_fp8_op(a: torch.Tensor, b: torch.Tensor, a_scale: torch.Tensor, b_sc
                    bias: Optional[torch.Tensor], out_dtype: torch.dtype) -> torch.Tensor:
     if not runs_kernel(a):
         return matmul_fp8_reference(a, b, a_scale, b_scale, bias).to(out_dtype)
-    out = torch.empty(_out_shape(a, b), device=a.device, dtype=out_dtype)
+    out = a.new_empty(_out_shape(a, b), dtype=out_dtype)
     if out.numel():
         _gemm(a, b, out, bias, None, None, a_scale, b_scale)
     return out
@@ -491,9 +600,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor] = None
     output's shape), cast to out_dtype (default a's dtype). Any strides; one write of the output.
     float32 inputs multiply in IEEE fp32 or TF32 as torch.get_float32_matmul_precision() says."""
     _check_operands(a, b, (torch.float16, torch.bfloat16, torch.float32))
-    if activation is not None and not isinstance(activation, str):
-        raise TypeError(f"activation must be None or a str, got {type(activation).__name__}")
     if activation is not None and activation not in ACTIVATIONS:
+        if not isinstance(activation, str):
+            raise TypeError(f"activation must be None or a str, got {type(activation).__name__}")
         raise ValueError(f"activation must be None or one of {', '.join(ACTIVATIONS)}, got {activation!r}")
     out_dtype = a.dtype if out_dtype is None else out_dtype
     _check_epilogue(a, b, bias, residual, out_dtype)

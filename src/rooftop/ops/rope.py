@@ -26,18 +26,22 @@ q's heads and k's heads, BLOCK_H heads at a time (a [BLOCK_H, rd/2] tile for eac
 GPT-J one contiguous [BLOCK_H, rd] tile split into even and odd lanes in registers), and
 writes them. Traffic: q and k read once and written once (in place with partial rotary: the
 pass-through dims are neither read nor written), plus rd/2 cosines and sines per token.
+
+Host path: the first call with given shapes, strides, dtypes, flags and 16-byte alignments keeps its
+launch as a plan; later calls run the checks and launch the compiled kernel directly.
 """
 from __future__ import annotations
 
 import functools
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import check_float, check_same_device, launch, runs_kernel, torch_op
+from rooftop.ops._support import (Plans, alignment_key, check_float, check_same_device, launch, runs_kernel,
+                                  torch_op)
 from rooftop.roofline import Cost
 
 # Launch parameters (to be tuned on the H200).
@@ -131,25 +135,66 @@ def _batch_seq_strides(t: torch.Tensor, lead: int) -> tuple[int, int]:
     return (t.stride(0) if t.shape[0] > 1 else 0), t.stride(1)
 
 
+# A call's plan (rooftop.ops._support.Plans) launches the compiled kernel with the grid, integer
+# arguments and constexprs of the first call with its key; only the tensors' addresses are new.
+_plans = Plans()
+
+
+def _plan_key(q, k, q_out, k_out, cos, sin, position_ids, interleaved, rotary_dim) -> tuple:
+    """What a call's launch depends on besides the tensors' addresses: shapes, strides and dtypes (they
+    fix every integer argument and constexpr), the flags, whether it works in place, the device, and
+    each tensor's 16-byte alignment. The checks made k's dtype q's and sin's shape cos's."""
+    return (q.shape, q.stride(), k.shape, k.stride(), q_out.stride(), k_out.stride(), q.dtype, cos.shape,
+            cos.stride(), cos.dtype, sin.stride(), sin.dtype,
+            None if position_ids is None else (position_ids.shape, position_ids.stride(), position_ids.dtype),
+            interleaved, rotary_dim, q_out is q, q.get_device(),
+            alignment_key(q, k, q_out, k_out, cos, sin, position_ids))
+
+
 def rope_launch(q, k, q_out, k_out, cos, sin, position_ids, interleaved: bool, rotary_dim: int) -> None:
-    """q_out, k_out <- rope(q), rope(k); the outputs may be q and k themselves (in place)."""
+    """q_out, k_out <- rope(q), rope(k); the outputs may be q and k themselves (in place). A call with a
+    known plan key only launches; the first one works out the launch and makes the plan."""
+    key = _plan_key(q, k, q_out, k_out, cos, sin, position_ids, interleaved, rotary_dim)
+    plan = _plans.get(key)
+    if plan is None:
+        _plans.keep(key, _first_rope(q, k, q_out, k_out, cos, sin, position_ids, interleaved, rotary_dim))
+    else:
+        plan(q, k, q_out, k_out, cos, sin, position_ids)
+
+
+def _no_launch(*tensors) -> None:
+    """The plan of an empty call."""
+
+
+def _first_rope(q, k, q_out, k_out, cos, sin, position_ids, interleaved: bool, rotary_dim: int) -> Callable:
+    """rope_launch's slow path: the launch worked out from the arguments; returns the call's plan."""
     B, HQ, S, D = q.shape
     HK = k.shape[1]
     if B * S == 0 or HQ + HK == 0:
-        return
+        return _no_launch
     half = rotary_dim // 2
     has_pos = position_ids is not None
     cos_sb, cos_ss = _batch_seq_strides(cos, cos.dim() - 1)
     sin_sb, sin_ss = _batch_seq_strides(sin, sin.dim() - 1)
     pos_sb, pos_ss = _batch_seq_strides(position_ids, position_ids.dim()) if has_pos else (0, 0)
-    launch(_rope_kernel, (B * S,), q, k, q_out, k_out, cos, sin, position_ids if has_pos else cos, S, HQ, HK,
-           q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
-           q_out.stride(0), q_out.stride(1), q_out.stride(2), k_out.stride(0), k_out.stride(1), k_out.stride(2),
-           cos_sb, cos_ss, sin_sb, sin_ss, pos_sb, pos_ss,
-           HEAD_DIM=D, HALF=half, BLOCK_HALF=triton.next_power_of_2(half),
-           BLOCK_PASS=triton.next_power_of_2(max(D - rotary_dim, 1)), BLOCK_HQ=heads_per_tile(HQ, D),
-           BLOCK_HK=heads_per_tile(HK, D), INTERLEAVED=interleaved,
-           COPY_PASS=rotary_dim < D and q_out is not q, HAS_POS=has_pos, num_warps=NUM_WARPS)
+    grid = (B * S,)
+    scalars = (S, HQ, HK, q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
+               q_out.stride(0), q_out.stride(1), q_out.stride(2), k_out.stride(0), k_out.stride(1), k_out.stride(2),
+               cos_sb, cos_ss, sin_sb, sin_ss, pos_sb, pos_ss)
+    constexprs = dict(HEAD_DIM=D, HALF=half, BLOCK_HALF=triton.next_power_of_2(half),
+                      BLOCK_PASS=triton.next_power_of_2(max(D - rotary_dim, 1)), BLOCK_HQ=heads_per_tile(HQ, D),
+                      BLOCK_HK=heads_per_tile(HK, D), INTERLEAVED=interleaved,
+                      COPY_PASS=rotary_dim < D and q_out is not q, HAS_POS=has_pos, num_warps=NUM_WARPS)
+    launched = launch(_rope_kernel, grid, q, k, q_out, k_out, cos, sin, position_ids if has_pos else cos, *scalars,
+                      **constexprs)
+    # the compiled kernel directly on CUDA, Triton's own dispatch in the interpreter
+    start = (functools.partial(launched.run, grid) if launched
+             else functools.partial(_rope_kernel[grid], **constexprs))
+
+    def plan(q, k, q_out, k_out, cos, sin, position_ids) -> None:
+        start(q, k, q_out, k_out, cos, sin, cos if position_ids is None else position_ids, *scalars)
+
+    return plan
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,15 +235,16 @@ def _check(q, k, cos, sin, position_ids, rotary_dim) -> int:
     """Checks every argument; returns the rotary dim."""
     check_float("q", q)
     check_float("k", k)
-    for name, t in (("q", q), ("k", k)):
-        if t.dim() != 4:
-            raise ValueError(f"{name} must be 4-D [B, H, S, D], got shape {tuple(t.shape)}")
+    q_shape, k_shape = q.shape, k.shape
+    for name, shape in (("q", q_shape), ("k", k_shape)):
+        if len(shape) != 4:
+            raise ValueError(f"{name} must be 4-D [B, H, S, D], got shape {tuple(shape)}")
     check_same_device("k", k, "q", q)
     if k.dtype != q.dtype:
         raise TypeError(f"k has dtype {k.dtype} but q has {q.dtype}")
-    B, _, S, D = q.shape
-    if (k.shape[0], k.shape[2], k.shape[3]) != (B, S, D):
-        raise ValueError(f"k has shape {tuple(k.shape)} but q has {tuple(q.shape)}: B, S and D must match")
+    B, _, S, D = q_shape
+    if k_shape[0] != B or k_shape[2] != S or k_shape[3] != D:
+        raise ValueError(f"k has shape {tuple(k_shape)} but q has {tuple(q_shape)}: B, S and D must match")
     for name, t in (("q", q), ("k", k)):
         if t.stride(3) != 1 and t.numel() > 0:
             raise ValueError(f"{name} must have unit stride in its head dim (last), got stride {t.stride(3)}")
@@ -211,10 +257,11 @@ def _check(q, k, cos, sin, position_ids, rotary_dim) -> int:
     check_float("sin", sin)
     check_same_device("cos", cos, "q", q)
     check_same_device("sin", sin, "q", q)
+    cos_shape = cos.shape
     if position_ids is None:
         expected = "[S, rotary_dim] or [B or 1, S, rotary_dim]"
-        rows_ok = (cos.dim() == 2 and cos.shape[0] == S) or \
-                  (cos.dim() == 3 and cos.shape[0] in (1, B) and cos.shape[1] == S)
+        rows_ok = (len(cos_shape) == 2 and cos_shape[0] == S) or \
+                  (len(cos_shape) == 3 and cos_shape[0] in (1, B) and cos_shape[1] == S)
     else:
         if not isinstance(position_ids, torch.Tensor):
             raise TypeError(f"position_ids must be a torch.Tensor, got {type(position_ids).__name__}")
@@ -222,17 +269,18 @@ def _check(q, k, cos, sin, position_ids, rotary_dim) -> int:
             raise TypeError(f"position_ids has dtype {str(position_ids.dtype).replace('torch.', '')}; "
                             "expected int32 or int64")
         check_same_device("position_ids", position_ids, "q", q)
-        if not ((position_ids.dim() == 1 and position_ids.shape[0] == S) or
-                (position_ids.dim() == 2 and position_ids.shape[0] in (1, B) and position_ids.shape[1] == S)):
+        pos_shape = position_ids.shape
+        if not ((len(pos_shape) == 1 and pos_shape[0] == S) or
+                (len(pos_shape) == 2 and pos_shape[0] in (1, B) and pos_shape[1] == S)):
             raise ValueError(f"position_ids must have shape [S] or [B or 1, S] with B={B}, S={S}, "
-                             f"got {tuple(position_ids.shape)}")
+                             f"got {tuple(pos_shape)}")
         expected = "[max_position, rotary_dim] (a table indexed by position_ids)"
-        rows_ok = cos.dim() == 2
-    if not rows_ok or cos.shape[-1] != rd:
-        raise ValueError(f"cos has shape {tuple(cos.shape)}; expected {expected} with B={B}, S={S}, "
+        rows_ok = len(cos_shape) == 2
+    if not rows_ok or cos_shape[-1] != rd:
+        raise ValueError(f"cos has shape {tuple(cos_shape)}; expected {expected} with B={B}, S={S}, "
                          f"rotary_dim={rd}")
-    if sin.shape != cos.shape:
-        raise ValueError(f"sin has shape {tuple(sin.shape)} but cos has {tuple(cos.shape)}")
+    if sin.shape != cos_shape:
+        raise ValueError(f"sin has shape {tuple(sin.shape)} but cos has {tuple(cos_shape)}")
     for name, t in (("cos", cos), ("sin", sin)):
         if t.stride(-1) != 1:
             raise ValueError(f"{name} must have unit stride in its last dim, got stride {t.stride(-1)}")
