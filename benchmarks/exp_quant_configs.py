@@ -13,8 +13,7 @@ import torch.nn.functional as F
 from rooftop.ops import _autotune
 from rooftop.ops import quant_matmul as qm
 
-EXTRA_GEMV = ((128, 1, 4, 64, 1), (256, 1, 4, 64, 1), (256, 1, 2, 32, 1), (128, 1, 2, 64, 1), (256, 1, 4, 32, 3),
-              (512, 4, 4, 8, 1), (1024, 4, 4, 4, 1), (256, 1, 4, 8, 4))
+EXTRA_GEMV = ((256, 1, 4, 16, 1, 64), (128, 1, 4, 64, 1, 72), (256, 1, 2, 32, 1, 64), (256, 1, 4, 32, 3, 96))
 
 
 def main():

@@ -27,3 +27,10 @@ for e in prof.events():
         print(k.name[:50], "<-", " <- ".join(chain[:6]))
 orphans = [e for e in prof.events() if e.device_type != torch.autograd.DeviceType.CPU and e.cpu_parent is None]
 print("device events without a CPU parent:", len(orphans), sorted({o.name[:40] for o in orphans})[:8])
+
+from rooftop.profile.model import attribute, known_op  # noqa: E402
+
+mms = [e for e in prof.events() if e.name == "aten::mm"][:3]
+for e in mms:
+    print("aten::mm input_dtypes", getattr(e, "input_dtypes", None), "shapes", e.input_shapes, "->", known_op(e))
+print([(r.kernel[:40], r.op) for r in attribute(prof.events(), None, True)[:6]])

@@ -10,6 +10,8 @@ if not HAS_CUDA:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 DEVICE = "cuda" if HAS_CUDA else "cpu"
+# Tests check correctness: no launch-parameter tuning (seconds of compiling per shape) unless a test asks
+os.environ.setdefault("ROOFTOP_AUTOTUNE", "0")
 
 
 def _interpreter_rounds_like_the_gpu() -> None:

@@ -78,11 +78,13 @@ DEQUANT_BLOCK_N = 64
 MAGIC15 = 0x43800000  # bits of the float 256.0 = 2^(23 - 15): see _unpack
 GEMV_MIN_STEPS = 4  # k-steps a split keeps at least (the partials cost 8 bytes an output a split)
 
-# GEMV candidates (BLOCK_N, num_warps, WORD_ROWS, programs per SM to split K towards, num_stages):
-# word rows a k-step (int4: 8 k a row, int8: 4), all held by each thread; more programs per SM put
-# more loads in flight (the GEMV is latency-bound at low occupancy) at the cost of more partials.
-GEMV_CONFIGS = ((256, 1, 4, 8, 1), (256, 1, 4, 16, 1), (256, 1, 4, 32, 1), (128, 1, 4, 32, 1),
-                (256, 1, 4, 16, 3), (512, 2, 4, 16, 1), (256, 2, 2, 32, 2), (256, 1, 8, 8, 1))
+# GEMV candidates (BLOCK_N, num_warps, WORD_ROWS, programs per SM to split K towards, num_stages[,
+# maxnreg]): word rows a k-step (int4: 8 k a row, int8: 4), all held by each thread; more programs per
+# SM put more loads in flight at the cost of more partials. Nsight Compute on the H200 (int4,
+# 1 x 28672 x 8192): latency-bound, DRAM busy 54%, 20% occupancy limited by 128 registers a thread;
+# maxnreg caps them (more resident programs, perhaps a spill) and lets the tuner weigh the two.
+GEMV_CONFIGS = ((256, 1, 4, 16, 1), (256, 1, 4, 32, 1), (128, 1, 4, 32, 1), (256, 1, 4, 16, 1, 96),
+                (256, 1, 4, 32, 1, 80), (128, 1, 4, 32, 1, 72), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96))
 # Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, programs per SM, num_warps, num_stages[, SWAP_AB,
 # default True]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a k-tile). The
 # dequantized tile and the accumulator both live in registers: the offline sm_90 compile shows 255
@@ -107,11 +109,11 @@ def _split_k(programs: int, tiles: int, most: int) -> int:
 
 
 def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms: int) -> dict:
-    block_n, warps, word_rows, per_sm, stages = config
+    block_n, warps, word_rows, per_sm, stages, *maxnreg = config
     block_k = min(word_rows * 32 // bits, group_size)
     split = _split_k(per_sm * sms, cdiv(N, block_n), max(1, K // (block_k * GEMV_MIN_STEPS)))
     return dict(path="gemv", BLOCK_M=triton.next_power_of_2(M), BLOCK_N=block_n, BLOCK_K=block_k, SPLIT_K=split,
-                num_warps=warps, STAGES=stages)
+                num_warps=warps, STAGES=stages, **({"maxnreg": maxnreg[0]} if maxnreg else {}))
 
 
 def _dot(config: tuple, M: int, N: int, K: int, group_size: int, sms: int) -> dict:
