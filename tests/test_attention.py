@@ -4,6 +4,7 @@ import torch
 import rooftop.ops.attention as attention_mod
 from conftest import DEVICE, HAS_CUDA, TOL, rel_err
 from rooftop import registry
+from rooftop.ops._support import Plans
 from rooftop.ops.attention import (AttentionConfig, attention, attention_cost, attention_eager, attention_reference,
                                    attention_varlen, attention_varlen_reference, visible_pairs)
 
@@ -88,8 +89,100 @@ def test_paths_and_tiles(config, tma, monkeypatch, device):
         pytest.skip("interpreter tile configs")
     monkeypatch.setattr(attention_mod, "INTERPRETER_CONFIG", config)
     monkeypatch.setattr(attention_mod, "TMA_ENABLED", tma)
+    monkeypatch.setattr(attention_mod, "_plans", Plans())  # plans made with another INTERPRETER_CONFIG
     _check(*_qkv(1, 2, 1, 40, 64, 64, torch.float16, device), False)
     _check(*_qkv(1, 2, 1, 40, 45, 64, torch.float16, device), True, window=(20, 0))
+
+
+def test_repeated_calls_take_the_plan(monkeypatch, device):
+    """A repeated call (same shapes, strides, dtypes, flags, alignment) launches the plan its first call
+    left, on new data, with the same result as the slow path; dense and varlen."""
+    monkeypatch.setattr(attention_mod, "_plans", Plans())
+    q, k, v = _qkv(1, 4, 2, 40, 45, 64, torch.float16, device)
+    first, first_lse = attention(q, k, v, True, return_lse=True)
+    assert len(attention_mod._plans) == 1
+    again, again_lse = attention(q, k, v, True, return_lse=True)
+    assert torch.equal(again, first) and torch.equal(again_lse, first_lse)
+    q2, k2, v2 = _qkv(1, 4, 2, 40, 45, 64, torch.float16, device)
+    _check(q2, k2, v2, causal=True)
+    _check(q2, k2, v2, causal=True, scale=0.2)  # the scale is an argument of the plan, not part of its key
+    assert len(attention_mod._plans) == 1
+    len_q = [5, 33, 17]
+    qp = _packed(len_q, 4, 64, torch.bfloat16, device)
+    kp, vp = (_packed(len_q, 2, 64, torch.bfloat16, device) for _ in range(2))
+    cu = _cu(len_q, device)
+    slow = attention_varlen(qp, kp, vp, cu, cu, 33, 33, True)
+    assert len(attention_mod._plans) == 2
+    assert torch.equal(attention_varlen(qp, kp, vp, cu, cu, 33, 33, True), slow)
+    qp2 = _packed(len_q, 4, 64, torch.bfloat16, device)
+    ref, _ = attention_varlen_reference(qp2, kp, vp, cu, cu, True)
+    assert rel_err(attention_varlen(qp2, kp, vp, cu, cu, 33, 33, True), ref) < TOL[torch.bfloat16]
+    assert len(attention_mod._plans) == 2
+
+
+def test_plans_follow_strides_and_alignment(monkeypatch, device):
+    """Same shapes with other strides, or with a base off 16-byte alignment (TMA cannot take it), get a
+    plan of their own: never one made for another layout."""
+    monkeypatch.setattr(attention_mod, "_plans", Plans())
+    shape, strides = (1, 2, 33, 64), (2 * 33 * 72, 33 * 72, 72, 1)  # rows padded to 72: 144 bytes apart
+    buf = torch.randn(3 * 2 * 33 * 72 + 8, device=device, dtype=torch.float16)
+
+    def view(offset):  # q, k, v at `offset` elements into three slots of buf
+        return tuple(buf.as_strided(shape, strides, offset + i * 2 * 33 * 72) for i in range(3))
+
+    _check(*view(0), causal=True)
+    _check(*view(1), causal=True)  # 2 bytes off: pointer loads
+    _check(*view(8), causal=True)  # 16 bytes off: TMA again, the first plan
+    plans = list(attention_mod._plans.values())
+    assert len(plans) == 2 and plans[0].descriptors is not None and plans[1].descriptors is None
+    q, k, v = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in view(0))  # [B, S, H, D] memory
+    _check(q, k, v, causal=True)
+    assert len(attention_mod._plans) == 3
+
+
+def test_untuned_choice_keeps_no_plan(monkeypatch, device):
+    """With several candidates and none tuned (as in CUDA graph capture), the call runs the default and
+    keeps no plan: a later call may tune. One candidate (the interpreter's) is final."""
+    monkeypatch.setattr(attention_mod, "_plans", Plans())
+    candidates = (AttentionConfig(32, 16, 4, 1), AttentionConfig(16, 16, 4, 1))
+    monkeypatch.setattr(attention_mod, "attention_configs", lambda *args, **kwargs: candidates)
+    monkeypatch.setenv("ROOFTOP_AUTOTUNE", "1")  # tuning on, but deferred
+    monkeypatch.setattr(attention_mod._autotune, "may_tune", lambda t: False)
+    _check(*_qkv(1, 2, 2, 20, 20, 64, torch.float16, device), False)
+    assert len(attention_mod._plans) == 0
+
+
+def test_prepared_attention_runs_a_given_config(device):
+    """What benchmarks/exp_attention.py times: one candidate, launched again and again."""
+    q, k, v = _qkv(1, 2, 1, 40, 48, 64, torch.float16, device)
+    run = attention_mod.prepared_attention(q, k, v, True, AttentionConfig(32, 16, 4, 1))
+    for _ in range(2):
+        assert rel_err(run(), attention_reference(q, k, v, True)) < TOL[torch.float16]
+    assert attention_mod.attention_candidates(q, k, v, True)[0] == attention_mod.attention_configs(
+        64, torch.float16, 0 if HAS_CUDA else -1, "masked")[0]
+
+
+@pytest.mark.parametrize("kind", ["one_loop", "masked", "pointer"])
+@pytest.mark.parametrize("block_d", [16, 32, 64, 128, 256])
+def test_tuning_candidates(kind, block_d):
+    """The default first (where it passes), a short list of distinct configurations within the space
+    whose tiles fit shared memory and whose registers are neither spilled nor idle; a GPU with less
+    shared memory gets fewer, and one with too little the smallest configuration."""
+    smem = 232448  # H200, per program
+    found = attention_mod.tuning_candidates(block_d, 2, kind, smem)
+    assert 1 <= len(found) <= attention_mod.MAX_CANDIDATES and len(set(found)) == len(found)
+    default = attention_mod.DEFAULT_CONFIGS[kind][block_d]
+    whole = attention_mod.tuning_candidates(block_d, 2, kind, smem, None)
+    assert whole[:len(found)] == found and (default not in whole or found[0] == default)
+    for c in whole:
+        assert attention_mod.smem_bytes(c, block_d, 2) + attention_mod.SMEM_RESERVE <= smem
+        values = c.block_m * (block_d + c.block_n) / (32 * c.num_warps)
+        assert attention_mod.MIN_VALUES_PER_THREAD <= values <= attention_mod.REGISTER_BUDGET[kind]
+        assert (c.block_m, c.block_n, c.num_warps, c.num_stages) in [
+            (m, n, w, s) for m in attention_mod.BLOCK_M_CHOICES for n in attention_mod.BLOCK_N_CHOICES
+            for w in attention_mod.WARP_CHOICES for s in attention_mod.STAGE_CHOICES]
+    assert len(attention_mod.tuning_candidates(block_d, 2, kind, 101376, None)) <= len(whole)  # sm_89
+    assert attention_mod.tuning_candidates(block_d, 2, kind, 4096) == (AttentionConfig(64, 32, 4, 2),)
 
 
 def test_strided_inputs(device):

@@ -102,8 +102,8 @@ def test_quantization_error_is_bounded(bits, symmetric, device):
     assert 0 < err["weight_rel_err"] < limit and 0 < err["matmul_rel_err"] < limit
 
 
-CASES = [  # (M, expected path): M = 1 the GEMV, 3 and 17 the tensor-core kernel split over K, 70 without split
-    (1, "gemv"), (3, "dot"), (17, "dot"), (70, "dot")]
+CASES = [  # (M, expected untuned path): M = 1 the GEMV, 3 to 40 the tensor-core kernel (split over K), 70 dequantize
+    (1, "gemv"), (3, "dot"), (17, "dot"), (40, "dot"), (70, "dequant")]
 
 
 @pytest.mark.parametrize("symmetric", [False, True])
@@ -136,8 +136,7 @@ def test_split_k_is_deterministic_and_matches_unsplit(device):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
-def test_dequantize_path(dtype, device, monkeypatch):
-    monkeypatch.setattr(qm, "DOT_MAX_M", 64)  # the untimed default for M = 70 becomes dequantize + cuBLAS
+def test_dequantize_path(dtype, device):
     assert qm.kernel_path(70) == "dequant" and qm.kernel_path(1, torch.float32) == "dequant"
     qw = quantize_weight(torch.randn(96, 128, device=device), 4, 32)
     x = torch.randn(70, 128, device=device, dtype=dtype)

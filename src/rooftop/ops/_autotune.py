@@ -142,9 +142,10 @@ def choose(op: str, key: tuple, configs: Sequence[Config], run: Callable[[Config
 
 
 def is_settled(op: str, key: tuple, *, device: str) -> bool:
-    """Whether `choose` has a final choice for (op, key) on `device` (remembered or tuned), so that a
-    caller may keep a launch plan made with it."""
-    return (device, f"{op}|{'|'.join(map(str, key))}") in _memory
+    """Whether `choose` has a final choice for (op, key) on `device`, so that a caller may keep a launch
+    plan made with it: remembered or tuned, or tuning is off (ROOFTOP_AUTOTUNE=0: the default is final).
+    Not while tuning is only deferred (graph capture, torch.compile tracing)."""
+    return os.environ.get("ROOFTOP_AUTOTUNE", "1") == "0" or (device, f"{op}|{'|'.join(map(str, key))}") in _memory
 
 
 def forget() -> None:

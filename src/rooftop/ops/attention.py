@@ -31,10 +31,15 @@ Which path runs:
   descriptors per (sequence, head) in the kernel (exact sequence bounds; a 128-byte workspace per descriptor and
   program from triton's allocator).
 - Pointer loads otherwise (older GPUs, unaligned views): masked loads on the masked tiles only.
-- A one-loop kernel (no window, not causal, dense, Sk a multiple of BLOCK_N) on TMA takes
-  ONE_LOOP_CONFIGS; everything else CONFIGS.
-D <= 256 runs in a tile padded to the next power of two (>= 16). The config tables are first choices,
-to be tuned on the H200.
+D <= 256 runs in a tile padded to the next power of two (>= 16).
+
+Launch configuration (tiles, warps, stages): 16-bit inputs on a GPU time a short candidate list per
+(padded head dim, kind: one loop on TMA / masked loops on TMA / pointer loads), pruned from a small
+space by shared memory and registers, on the first call per shape bucket (rooftop.ops._autotune,
+remembered on disk); untuned (CUDA graph capture, torch.compile tracing) the list's first entry.
+float32 and the interpreter have one configuration each. A call's slow path (layout, configuration,
+compilation) leaves a plan under a key of everything but the data pointers; a repeated call checks
+its inputs, allocates its outputs and launches the compiled kernel directly.
 
 attention_varlen takes flash-attn's packed layout ([total_tokens, H, D], cu_seqlens int32 [batch+1]):
 the same kernel, each program reading its sequence's bounds. Tokens past cu_seqlens_q[-1] are left
@@ -48,8 +53,8 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
-from typing import Optional, Union
+from dataclasses import asdict, dataclass
+from typing import Callable, Optional, Union
 
 import torch
 import triton
@@ -57,7 +62,9 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from rooftop import registry
-from rooftop.ops._support import cdiv, check_float, check_same_device, launch, runs_kernel, torch_op
+from rooftop.ops import _autotune
+from rooftop.ops._support import (Launch, Plans, alignment_key, cdiv, check_float, check_same_device, runs_kernel,
+                                  torch_op)
 from rooftop.roofline import Cost
 
 LOG2E = 1.4426950408889634
@@ -75,33 +82,96 @@ class AttentionConfig:
     num_stages: int  # key/value tiles in flight
 
 
-# Launch parameters for 16-bit inputs on sm_90 (H200), per padded head dim: first choices from the
-# Triton tutorial's Hopper configs and a cross-compile for sm_90 (no register spills; q tile +
-# num_stages * (k + v tiles) <= 227 KB of shared memory); to be tuned by measurement.
-# One-loop kernels (non-causal, no window, Sk a multiple of BLOCK_N, TMA). Warp specialisation of
-# the one loop (the tutorial's Hopper choice, 4 warps) wrote NaN on the H200 (2026-11-29): not used.
-ONE_LOOP_CONFIGS = {16: AttentionConfig(128, 64, 4, 3), 32: AttentionConfig(128, 64, 4, 3),
-                    64: AttentionConfig(128, 128, 8, 3), 128: AttentionConfig(128, 128, 8, 2),
-                    256: AttentionConfig(128, 64, 8, 2)}
-# Everything else: causal, windows, varlen, a ragged last key tile, pointer loads. Masks on the masked
-# tiles only (up to three loops).
-CONFIGS = {16: AttentionConfig(128, 64, 4, 3), 32: AttentionConfig(128, 64, 4, 3),
-           64: AttentionConfig(128, 128, 8, 3), 128: AttentionConfig(128, 128, 8, 2),
-           256: AttentionConfig(128, 64, 8, 2)}
+# Launch configurations. 16-bit inputs on a GPU: a short candidate list per (padded head dim, kind of
+# kernel), timed on first use per shape bucket (rooftop.ops._autotune, remembered on disk). The kinds:
+# "one_loop" (TMA, nothing masked: dense, non-causal, no window), "masked" (TMA with masked loops:
+# causal, windows, varlen) and "pointer" (pointer loads). Warp specialisation of the one loop (the
+# Triton tutorial's Hopper choice) wrote NaN on the H200 (2026-11-29): not a candidate.
+# The untuned default per kind, first in its list where it passes the pruning: the fastest measured on
+# the H200 (benchmarks/exp_attention.py, 2026-11-29, S = 2048 and 8192, B * S = 16384; logs in
+# benchmarks/results/logs/h200-2026-11-29-s4/), else the first choices made before any measurement
+# (the tutorial's Hopper configs, cross-compiled for sm_90 without spills).
+_UNMEASURED = {16: AttentionConfig(128, 64, 4, 3), 32: AttentionConfig(128, 64, 4, 3),
+               64: AttentionConfig(128, 128, 8, 3), 128: AttentionConfig(128, 128, 8, 2),
+               256: AttentionConfig(128, 64, 8, 2)}
+DEFAULT_CONFIGS = {
+    "one_loop": {**_UNMEASURED, 64: AttentionConfig(128, 128, 4, 3), 128: AttentionConfig(128, 128, 8, 3)},
+    "masked": {**_UNMEASURED, 64: AttentionConfig(64, 64, 4, 3), 128: AttentionConfig(128, 128, 8, 3)},
+    "pointer": _UNMEASURED,
+}
+# The space pruned, in order of preference: larger score tiles first (fewer softmax rescales, more reuse
+# of each k/v tile); 3 stages first (two tiles in flight, k and v mostly come from L2), then 2 (less
+# shared memory), then 4.
+BLOCK_M_CHOICES = (128, 64)
+BLOCK_N_CHOICES = (128, 64, 32)
+WARP_CHOICES = (8, 4)
+STAGE_CHOICES = (3, 2, 4)
+# fp32 values per thread of the accumulator and the score tile, BLOCK_M * (BLOCK_D + BLOCK_N) / threads:
+# past the budget ptxas spills (sm_90 compiles of the whole space: the masks, and far more the pointer
+# loads, take registers of their own); under the minimum the warps split too small a tile.
+REGISTER_BUDGET = {"one_loop": 192, "masked": 160, "pointer": 80}
+MIN_VALUES_PER_THREAD = 64
+MAX_CANDIDATES = 8  # each is timed once per shape bucket on first use
+SMEM_RESERVE = 1024  # barriers and reduction scratch beside the tiles (sm_90 compiles: 32 B to 1 KB)
 # float32 runs exact fp32 dots (no tensor cores): a correctness path, tiles small enough to barely spill.
 FP32_CONFIG = AttentionConfig(32, 16, 4, 2)
 # The interpreter: small tiles so that tiny test sizes still cross several tiles and every loop.
 INTERPRETER_CONFIG = AttentionConfig(16, 16, 4, 1)
 # Set False to force the pointer path where TMA would run (tests, tuning).
 TMA_ENABLED = True
+# Set False to make dense calls' descriptors on the device too, as varlen calls do (experiments).
+HOST_DESCRIPTORS = True
 
 
-def attention_config(block_d: int, dtype: torch.dtype, device: torch.device, one_loop: bool) -> AttentionConfig:
-    if device.type == "cpu":
-        return INTERPRETER_CONFIG
+def smem_bytes(config: AttentionConfig, block_d: int, itemsize: int) -> int:
+    """Shared memory of the TMA kernel's tiles: the q tile and num_stages k and v tiles (exact against
+    sm_90 compiles but for SMEM_RESERVE; the pointer path needs less)."""
+    return (config.block_m + 2 * config.num_stages * config.block_n) * block_d * itemsize
+
+
+@functools.lru_cache(maxsize=None)
+def tuning_candidates(block_d: int, itemsize: int, kind: str, smem: int,
+                      limit: Optional[int] = MAX_CANDIDATES) -> tuple[AttentionConfig, ...]:
+    """The configurations tried for 16-bit inputs on a GPU with `smem` bytes of shared memory per
+    program: those of the space whose tiles fit and whose registers neither spill nor go underused
+    (REGISTER_BUDGET[kind]), the default first, then one per tile shape at its preferred stage count,
+    then the shapes' other stage counts (not for pointer loads: sm_90 compiles at 2, 3 and 4 stages are
+    the same kernel); `limit` of them (None: all)."""
+    shapes = sorted(((m, n, w) for m in BLOCK_M_CHOICES for n in BLOCK_N_CHOICES for w in WARP_CHOICES),
+                    key=lambda s: (-s[0] * s[1], -s[0], -s[2]))
+    preferred, others = [], []
+    for block_m, block_n, warps in shapes:
+        if not MIN_VALUES_PER_THREAD <= block_m * (block_d + block_n) / (32 * warps) <= REGISTER_BUDGET[kind]:
+            continue
+        fitting = [c for c in (AttentionConfig(block_m, block_n, warps, s) for s in STAGE_CHOICES)
+                   if smem_bytes(c, block_d, itemsize) + SMEM_RESERVE <= smem]
+        preferred += fitting[:1]
+        if kind != "pointer":  # Triton 3.6 does not pipeline the pointer loads: stages change nothing there
+            others += fitting[1:]
+    found = preferred + others
+    default = DEFAULT_CONFIGS[kind][block_d]
+    if default in found:
+        found.remove(default)
+        found.insert(0, default)
+    if not found:  # a GPU too small for the whole space: the least shared memory, spills or not
+        return (AttentionConfig(min(BLOCK_M_CHOICES), min(BLOCK_N_CHOICES), min(WARP_CHOICES), min(STAGE_CHOICES)),)
+    return tuple(found[:limit])
+
+
+@functools.lru_cache(maxsize=None)
+def _smem_limit(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).shared_memory_per_block_optin
+
+
+def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind: str,
+                      limit: Optional[int] = MAX_CANDIDATES) -> tuple[AttentionConfig, ...]:
+    """The launch configurations tried for a call, the untuned default first; device_index -1: the
+    interpreter."""
+    if device_index < 0:
+        return (INTERPRETER_CONFIG,)
     if dtype == torch.float32:
-        return FP32_CONFIG
-    return (ONE_LOOP_CONFIGS if one_loop else CONFIGS)[block_d]
+        return (FP32_CONFIG,)
+    return tuning_candidates(block_d, dtype.itemsize, kind, _smem_limit(device_index), limit)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -312,40 +382,128 @@ def _ensure_allocator() -> None:
         triton.set_allocator(_workspace)
 
 
-def _launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, causal, scale, left, right, varlen) -> None:
-    """Run the kernel on 4-D [batch, head, seq, D] views (varlen: batch 1, seq = the packed tokens, and
-    max_q/max_k bound a sequence); lse3 [batch, Hq, seq] or None; left/right: window bounds, -1 unbounded."""
-    D = q4.shape[-1]
-    block_d = _block_d(D)
+class _KeyedDescriptor(TensorDescriptor):
+    """A host TMA descriptor made without TensorDescriptor's checks (16-byte aligned base and strides,
+    sizes > 0, block shape), which cost ~20 us of Python per descriptor: a plan's key (alignment,
+    strides, shapes) already holds them. Triton reads only its fields when it launches."""
+
+    def __post_init__(self) -> None:
+        pass
+
+
+class _Plan:
+    """One call's launch with everything its plan key fixes worked out: grid, constexprs, strides and
+    sizes, the descriptors' shapes; after its first launch on CUDA, the compiled kernel, which later
+    calls launch directly (no Triton dispatch). Called with the call's tensors (any views of them with
+    the same data pointers: only descriptors read the 4-D shapes, and those come from the plan).
+
+    Dense calls keep host-made descriptors: the per-call cost left is building 4 descriptor objects and
+    the driver's encoding of them (the data pointer changes every call, so they cannot be cached), while
+    descriptors made on the device would cost every program a global write and a fence before its first
+    load, and every launch an allocation of their workspace (benchmarks/exp_attention.py measures both)."""
+
+    __slots__ = ("grid", "constexprs", "descriptors", "sizes", "windows", "device", "compiled")
+
+    def __init__(self, grid: tuple[int, int], constexprs: dict, descriptors: Optional[list[tuple]], sizes: tuple,
+                 windows: tuple[int, int], device: int):
+        self.grid, self.constexprs, self.descriptors = grid, constexprs, descriptors
+        self.sizes, self.windows, self.device = sizes, windows, device
+        self.compiled: Optional[Launch] = None
+
+    def __call__(self, q, k, v, o, lse, cu_q, cu_k, qk_scale: float) -> None:
+        tiles = (q, k, v, o)
+        if self.descriptors is not None:
+            tiles = [_KeyedDescriptor(t, *d) for t, d in zip(tiles, self.descriptors)]
+        args = (*tiles, q if lse is None else lse, cu_q, cu_k, *self.sizes, qk_scale, *self.windows)
+        if self.compiled is not None:
+            self.compiled.run(self.grid, *args)
+            return
+        # first launch: Triton's dispatch compiles (or finds) the kernel; _support.launch is not used
+        # because its cache keys on the arguments, and host descriptors are not hashable
+        kernel = _attention_fwd_kernel[self.grid](*args, **self.constexprs)
+        if self.device >= 0:
+            params = tuple(self.constexprs[name] for name in _attention_fwd_kernel.arg_names[len(args):])
+            self.compiled = Launch(kernel, params, self.device)
+
+
+def _kind(use_tma: bool, mask_left: bool, mask_right: bool) -> str:
+    """The kernel kind whose candidate list a call takes (see REGISTER_BUDGET)."""
+    return "pointer" if not use_tma else "masked" if mask_left or mask_right else "one_loop"
+
+
+def _layout(q4, k4, v4, o4, varlen: bool) -> tuple[bool, bool, list]:
+    """(TMA, host-made descriptors, the [batch, head, seq] strides of q, k, v, out) for 4-D views."""
     tma_strides = [_tma_strides(t) for t in (q4, k4, v4, o4)]
     use_tma = TMA_ENABLED and _tma_capable(q4.device.index if q4.is_cuda else -1) and None not in tma_strides
-    mask_left, mask_right = left >= 0, causal or right >= 0 or varlen
-    cfg = attention_config(block_d, q4.dtype, q4.device, use_tma and not (mask_left or mask_right))
-    if k4.shape[2] % cfg.block_n:  # the ragged last key tile goes through the masked loop
-        mask_right = True
-        cfg = attention_config(block_d, q4.dtype, q4.device, False)
-    tiles_m = cdiv(max_q, cfg.block_m)
-    if tiles_m > MAX_GRID_Y:
-        raise ValueError(f"query length {max_q} is past the kernel's limit of {MAX_GRID_Y * cfg.block_m}")
-    sq, sk, sv, so = tma_strides if use_tma else (list(t.stride()) for t in (q4, k4, v4, o4))
-    args = [q4, k4, v4, o4]
-    if use_tma and not varlen and all(map(_outer_to_inner, (sq, sk, sv, so))):
-        # descriptors made on the host: no in-kernel setup
-        args = [TensorDescriptor(t, list(t.shape), s, [1, 1, rows, block_d]) for t, s, rows in
-                ((q4, sq, cfg.block_m), (k4, sk, cfg.block_n), (v4, sv, cfg.block_n), (o4, so, cfg.block_m))]
-    elif use_tma and q4.is_cuda:  # made per (sequence, head) in the kernel
+    host_descriptors = use_tma and HOST_DESCRIPTORS and not varlen and all(map(_outer_to_inner, tma_strides))
+    strides = tma_strides if use_tma else [list(t.stride()) for t in (q4, k4, v4, o4)]
+    return use_tma, host_descriptors, strides
+
+
+def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, causal, left, right, varlen,
+                     qk_scale, config: Optional[AttentionConfig] = None) -> tuple[_Plan, bool]:
+    """A call's slow path on 4-D [batch, head, seq, D] views (varlen: batch 1, seq = the packed tokens,
+    max_q/max_k bound a sequence); lse3 [batch, Hq, seq] or None; left/right: window bounds, -1
+    unbounded. Works out the path (TMA or pointers) and the configuration (`config`, else the tuned
+    choice, falling through to the next candidate when one does not fit the GPU), launches the call and
+    returns its plan, and whether that plan may be kept: not when the choice was the untuned default
+    (CUDA graph capture, torch.compile tracing), which a later call may tune."""
+    D = q4.shape[-1]
+    block_d = _block_d(D)
+    device_index = q4.device.index if q4.is_cuda else -1
+    use_tma, host_descriptors, (sq, sk, sv, so) = _layout(q4, k4, v4, o4, varlen)
+    if use_tma and not host_descriptors and q4.is_cuda:
         _ensure_allocator()
+    mask_left, mask_right = left >= 0, causal or right >= 0 or varlen
+    kind = _kind(use_tma, mask_left, mask_right)
     unbounded = max_q + max_k  # wider than any query can reach
-    lse_strides = lse3.stride()[:2] if lse3 is not None else (0, 0)
-    launch(_attention_fwd_kernel, (n_batch * q4.shape[1], tiles_m),
-           *args, lse3 if lse3 is not None else q4, cu_q, cu_k,
-           sq[0], sq[1], sq[2], sk[0], sk[1], sk[2], sv[0], sv[1], sv[2], so[0], so[1], so[2], *lse_strides,
-           q4.shape[1], q4.shape[2], k4.shape[2], q4.shape[1] // k4.shape[1], scale * LOG2E,
-           unbounded if left < 0 else left, 0 if causal else (unbounded if right < 0 else right),
-           D=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_D=block_d, VARLEN=varlen, MASK_LEFT=mask_left,
-           MASK_RIGHT=mask_right, WRITE_LSE=lse3 is not None, USE_TMA=use_tma,
-           PRECISION="ieee" if q4.dtype == torch.float32 else "tf32",
-           num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    sizes = (sq[0], sq[1], sq[2], sk[0], sk[1], sk[2], sv[0], sv[1], sv[2], so[0], so[1], so[2],
+             *(lse3.stride()[:2] if lse3 is not None else (0, 0)),
+             q4.shape[1], q4.shape[2], k4.shape[2], q4.shape[1] // k4.shape[1])
+    windows = (unbounded if left < 0 else left, 0 if causal else (unbounded if right < 0 else right))
+    plans: dict[AttentionConfig, _Plan] = {}
+
+    def run(cfg: AttentionConfig) -> _Plan:
+        plan = plans.get(cfg)
+        if plan is None:
+            tiles_m = cdiv(max_q, cfg.block_m)
+            if tiles_m > MAX_GRID_Y:
+                raise ValueError(f"query length {max_q} is past the kernel's limit of {MAX_GRID_Y * cfg.block_m}")
+            descriptors = None
+            if host_descriptors:
+                descriptors = [(list(t.shape), s, [1, 1, rows, block_d]) for t, s, rows in
+                               ((q4, sq, cfg.block_m), (k4, sk, cfg.block_n), (v4, sv, cfg.block_n),
+                                (o4, so, cfg.block_m))]
+            constexprs = dict(D=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_D=block_d, VARLEN=varlen,
+                              MASK_LEFT=mask_left, MASK_RIGHT=mask_right or k4.shape[2] % cfg.block_n != 0,
+                              WRITE_LSE=lse3 is not None, USE_TMA=use_tma,
+                              PRECISION="ieee" if q4.dtype == torch.float32 else "tf32",
+                              num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+            plan = plans[cfg] = _Plan((n_batch * q4.shape[1], tiles_m), constexprs, descriptors, sizes, windows,
+                                      device_index)
+        plan(q4, k4, v4, o4, lse3, cu_q, cu_k, qk_scale)
+        return plan
+
+    if config is not None:
+        return run(config), False
+    configs = attention_configs(block_d, q4.dtype, device_index, kind)
+    chosen, final = configs[0], len(configs) == 1
+    if not final:
+        # ragged: some key tiles leave a masked tail loop (and its registers) to the one-loop kind
+        ragged = k4.shape[2] % max(BLOCK_N_CHOICES) != 0
+        key = (_autotune.bucket(max_q), _autotune.bucket(max_k), _autotune.bucket(n_batch * q4.shape[1]),
+               q4.dtype, D, kind, causal, left >= 0, right >= 0 and not causal, varlen, ragged)
+        device = _autotune.device_name(device_index)
+        chosen = AttentionConfig(**_autotune.choose(
+            "attention", key, [asdict(c) for c in configs], lambda c: run(AttentionConfig(**c)),
+            device=device, tune=_autotune.may_tune(q4)))
+        final = _autotune.is_settled("attention", key, device=device)
+    for cfg in (chosen, *(c for c in configs if c != chosen)):
+        try:
+            return run(cfg), final
+        except triton.runtime.errors.OutOfResources as err:  # the estimates let through one that does not fit
+            last = err
+    raise last
 
 
 # ---------------------------------------------------------------------------------------------
@@ -420,6 +578,11 @@ def _attention_fake(q, k, v, causal, scale, left, right, return_lse):
     return _new_out(q), q.new_empty(_lse_shape(q.shape[:3], return_lse), dtype=torch.float32)
 
 
+# Plans of calls made before, by key: a repeated call (same shapes, strides, dtypes, flags, alignment)
+# checks its inputs, allocates its outputs and launches the compiled kernel directly.
+_plans = Plans()
+
+
 @torch_op("attention", fake=_attention_fake)
 def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float, left: int,
                   right: int, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -436,7 +599,17 @@ def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
         out.zero_()
         lse.fill_(-math.inf)
         return out, lse
-    _launch(q, k, v, out, lse if return_lse else None, q, q, B, Sq, Sk, causal, scale, left, right, varlen=False)
+    lse3 = lse if return_lse else None
+    # everything the launch depends on but the data pointers and the scale (out's layout follows q's)
+    key = ("dense", q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, causal, left, right,
+           return_lse, TMA_ENABLED, HOST_DESCRIPTORS, alignment_key(q, k, v))
+    plan = _plans.get(key)
+    if plan is not None:
+        plan(q, k, v, out, lse3, q, q, scale * LOG2E)
+        return out, lse
+    plan, final = _plan_and_launch(q, k, v, out, lse3, q, q, B, Sq, Sk, causal, left, right, False, scale * LOG2E)
+    if final:
+        _plans.keep(key, plan)
     return out, lse
 
 
@@ -453,6 +626,38 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     left, right = window_bounds(window, bool(causal))
     out, lse = _attention_op(q, k, v, bool(causal), _check_scale(scale, q.shape[-1]), left, right, bool(return_lse))
     return (out, lse) if return_lse else out
+
+
+def attention_candidates(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                         limit: Optional[int] = MAX_CANDIDATES) -> tuple[AttentionConfig, ...]:
+    """The launch configurations the tuner times for attention(q, k, v, causal) (no window), the untuned
+    default first; limit None: the whole pruned space."""
+    _check_qkv(q, k, v, 4, "[batch, heads, seq, head_dim]")
+    use_tma = _layout(q, k, v, _new_out(q), False)[0]
+    return attention_configs(_block_d(q.shape[-1]), q.dtype, q.device.index if q.is_cuda else -1,
+                             _kind(use_tma, False, bool(causal)), limit)
+
+
+def prepared_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                       config: Optional[AttentionConfig] = None) -> Callable[[], torch.Tensor]:
+    """attention(q, k, v, causal) (no window, q and k of one batch) made ready to repeat with launch
+    configuration `config`, else the tuned choice: one call now chooses and compiles it; the callable
+    allocates out and launches directly. For benchmarks that time each candidate."""
+    _check_qkv(q, k, v, 4, "[batch, heads, seq, head_dim]")
+    B, _, Sq, D = q.shape
+    if not runs_kernel(q) or q.numel() == 0 or k.shape[2] == 0 or k.shape[0] != B:
+        raise ValueError("prepared_attention needs q, k and v of one batch, non-empty, where the kernel runs")
+    left, right = window_bounds(None, bool(causal))
+    qk_scale = LOG2E / math.sqrt(D)
+    plan, _ = _plan_and_launch(q, k, v, _new_out(q), None, q, q, B, Sq, k.shape[2], bool(causal), left, right, False,
+                               qk_scale, config)
+
+    def call() -> torch.Tensor:
+        out = _new_out(q)
+        plan(q, k, v, out, None, q, q, qk_scale)
+        return out
+
+    return call
 
 
 def _varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, left, right,
@@ -477,10 +682,21 @@ def _attention_varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_s
         out.zero_()
         lse.fill_(-math.inf)
         return out, lse
+    lse2 = lse if return_lse else None
+    key = ("varlen", q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, batch, max_seqlen_q,
+           max_seqlen_k, causal, left, right, return_lse, TMA_ENABLED,
+           alignment_key(q, k, v, cu_seqlens_q, cu_seqlens_k))
+    plan = _plans.get(key)
+    if plan is not None:  # the plan takes the tensors as they are: no descriptor reads the 4-D views' shapes
+        plan(q, k, v, out, lse2, cu_seqlens_q, cu_seqlens_k, scale * LOG2E)
+        return out, lse
     # [tokens, H, D] -> [1, H, tokens, D] views: one kernel for both layouts
     q4, k4, v4, o4 = (t.unsqueeze(0).transpose(1, 2) for t in (q, k, v, out))
-    _launch(q4, k4, v4, o4, lse.unsqueeze(0) if return_lse else None, cu_seqlens_q, cu_seqlens_k, batch,
-            max_seqlen_q, max_seqlen_k, causal, scale, left, right, varlen=True)
+    plan, final = _plan_and_launch(q4, k4, v4, o4, None if lse2 is None else lse2.unsqueeze(0), cu_seqlens_q,
+                                   cu_seqlens_k, batch, max_seqlen_q, max_seqlen_k, causal, left, right, True,
+                                   scale * LOG2E)
+    if final:
+        _plans.keep(key, plan)
     return out, lse
 
 

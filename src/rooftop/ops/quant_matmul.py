@@ -70,9 +70,11 @@ GROUP_SIZES = (32, 64, 128)
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 
 # The untimed default's regimes of M (rows of x); the candidate lists below are timed per shape.
+# The lists' first entries are the fastest of exp_quant_configs.py on the H200 (2026-11-29) at the
+# benchmark shapes: narrow (64-column) MMA tiles from M = 16, dequantize + cuBLAS at M = 256.
 GEMV_MAX_M = 1  # up to here: CUDA-core GEMV first
 GEMV_TRY_M = 4  # up to here the GEMV is also a candidate (its FMAs grow with M; the MMA's do not)
-DOT_MAX_M = 512  # up to here: fused tensor-core kernel first; above: dequantize + cuBLAS first
+DOT_MAX_M = 64  # up to here: fused tensor-core kernel first; above: dequantize + cuBLAS first
 DEQUANT_BLOCK_K = 64
 DEQUANT_BLOCK_N = 64
 MAGIC15 = 0x43800000  # bits of the float 256.0 = 2^(23 - 15): see _unpack
@@ -83,7 +85,7 @@ GEMV_MIN_STEPS = 4  # k-steps a split keeps at least (the partials cost 8 bytes 
 # SM put more loads in flight at the cost of more partials. Nsight Compute on the H200 (int4,
 # 1 x 28672 x 8192): latency-bound, DRAM busy 54%, 20% occupancy limited by 128 registers a thread;
 # maxnreg caps them (more resident programs, perhaps a spill) and lets the tuner weigh the two.
-GEMV_CONFIGS = ((256, 1, 4, 16, 1), (256, 1, 4, 32, 1), (128, 1, 4, 32, 1), (256, 1, 4, 16, 1, 96),
+GEMV_CONFIGS = ((256, 1, 4, 32, 1), (256, 1, 4, 16, 1), (128, 1, 4, 32, 1), (256, 1, 4, 16, 1, 96),
                 (256, 1, 4, 32, 1, 80), (128, 1, 4, 32, 1, 72), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96))
 # Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, programs per SM, num_warps, num_stages[, SWAP_AB,
 # default True]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a k-tile). The
@@ -91,12 +93,12 @@ GEMV_CONFIGS = ((256, 1, 4, 16, 1), (256, 1, 4, 32, 1), (128, 1, 4, 32, 1), (256
 # registers and spills for the larger tiles at 4 warps, hence 8 warps from BLOCK_M = 64 (none spill
 # here but 64x128x64 at 4 warps, 112 B, and 128x128x64 at 8 warps, 24 B).
 DOT_CONFIGS = (
-    (16, ((16, 128, 128, 2, 4, 4), (16, 64, 128, 4, 4, 4), (16, 128, 128, 4, 4, 3), (16, 256, 128, 2, 8, 3),
-          (16, 128, 64, 4, 4, 5), (16, 64, 64, 8, 4, 4))),
-    (32, ((32, 128, 64, 2, 4, 4), (32, 128, 64, 2, 8, 4), (32, 64, 128, 4, 4, 4), (16, 128, 128, 2, 4, 4))),
-    (64, ((64, 128, 64, 2, 8, 3), (64, 64, 64, 4, 4, 4), (32, 128, 64, 2, 8, 4), (64, 128, 64, 2, 4, 4),
-          (64, 128, 64, 2, 4, 4, False), (64, 64, 128, 4, 4, 4, False))),
-    (1 << 62, ((128, 128, 64, 2, 8, 3), (128, 64, 64, 2, 8, 3), (64, 128, 64, 2, 8, 3), (64, 64, 64, 4, 4, 4),
+    (16, ((16, 64, 128, 4, 4, 4), (16, 32, 128, 8, 4, 4), (16, 64, 64, 8, 4, 4), (16, 128, 128, 2, 4, 4),
+          (16, 128, 64, 4, 4, 5), (16, 256, 128, 2, 8, 3))),
+    (32, ((32, 64, 128, 4, 4, 4), (32, 128, 64, 2, 4, 4), (32, 128, 64, 2, 8, 4), (16, 64, 128, 4, 4, 4))),
+    (64, ((64, 64, 64, 4, 4, 4), (64, 64, 128, 4, 4, 4, False), (32, 128, 64, 2, 8, 4), (64, 128, 64, 2, 8, 3),
+          (64, 128, 64, 2, 4, 4, False))),
+    (1 << 62, ((64, 64, 64, 4, 4, 4), (128, 64, 64, 2, 8, 3), (128, 128, 64, 2, 8, 3), (64, 128, 64, 2, 8, 3),
                (128, 128, 64, 2, 8, 3, False), (64, 128, 64, 2, 4, 4, False), (128, 256, 64, 1, 8, 3, False))),
 )
 INTERPRETER_GEMV = (256, 1, 4, 8, 1)  # the interpreter pretends to have 8 SMs: split-K runs in tests
