@@ -269,6 +269,12 @@ def test_attribute_kernels_to_known_ops():
     assert rows["indexing_kernel"].op is None and rows["indexing_kernel"].roofline_pct is None
     # no ceilings (a CPU run): the op is still named, the roofline is not guessed
     assert attribute([ours], None)[0].roofline_pct is None
+    # input dtypes not recorded (the H200's torch 2.11): the model's dtype, and only when it is given
+    unrecorded = _event("aten::mm", kernels=[("nvjet_gemm", 10.0)], shapes=[[256, 2048], [2048, 1024]])
+    unrecorded.input_dtypes = None
+    assert attribute([unrecorded], H200)[0].op is None
+    [row] = attribute([unrecorded], H200, model_dtype=torch.bfloat16)
+    assert row.op == "matmul" and row.shape == (256, 1024, 2048) and row.roofline_pct is not None
 
 
 def test_profile_tiny_model_on_cpu():

@@ -182,8 +182,10 @@ class KernelRow:
     roofline_pct: float | None
 
 
-def known_op(event) -> tuple[str, tuple, torch.dtype] | None:
-    """(registry op, shape, dtype) of a profiler event rooftop can cost, else None."""
+def known_op(event, model_dtype: torch.dtype | None = None) -> tuple[str, tuple, torch.dtype] | None:
+    """(registry op, shape, dtype) of a profiler event rooftop can cost, else None. An aten op's dtype
+    is its inputs' where the profiler recorded them (it did not on the H200 with torch 2.11: input_dtypes
+    None), else `model_dtype`, the dtype the model runs in."""
     found = _RANGE.match(event.name)
     if found:
         shape = tuple(int(s) for s in found["shape"].split("x")) if found["shape"] else ()
@@ -191,7 +193,7 @@ def known_op(event) -> tuple[str, tuple, torch.dtype] | None:
     if event.name in ATEN_OPS:
         op, shape_of = ATEN_OPS[event.name]
         dtypes = getattr(event, "input_dtypes", None) or []
-        dtype = next((_ATEN_DTYPES[d] for d in dtypes if d in _ATEN_DTYPES), None)
+        dtype = next((_ATEN_DTYPES[d] for d in dtypes if d in _ATEN_DTYPES), None if dtypes else model_dtype)
         try:
             shape = tuple(shape_of(event.input_shapes))
         except (IndexError, TypeError):
@@ -209,16 +211,17 @@ def _spec(op: str):
         return None
 
 
-def attribute(events, ceilings=None, on_gpu: bool = True) -> list[KernelRow]:
+def attribute(events, ceilings=None, on_gpu: bool = True, model_dtype: torch.dtype | None = None) -> list[KernelRow]:
     """Kernels (on_gpu) or ops' own CPU time, each attributed to the outermost known op above it.
 
-    events: torch.profiler's function events; ceilings: for the % of roofline (None: no roofline).
+    events: torch.profiler's function events; ceilings: for the % of roofline (None: no roofline);
+    model_dtype: the dtype of aten ops whose input dtypes were not recorded.
     """
     rows: dict[tuple, dict] = {}
     instances: dict[int, dict] = {}  # id of a known op's event -> its floor and total time
 
     def visit(event, owner):
-        if owner is None and (found := known_op(event)) is not None and _spec(found[0]) is not None:
+        if owner is None and (found := known_op(event, model_dtype)) is not None and _spec(found[0]) is not None:
             owner = (id(event), found)
             instances[id(event)] = {"floor_s": _floor(found, ceilings), "time_us": 0.0}
         items = [(k.name, k.duration) for k in event.kernels] if on_gpu else \
@@ -283,5 +286,5 @@ def profile_model(name: str | None = None, batch: int | None = None, seq: int | 
                 run()
             if on_gpu:
                 torch.cuda.synchronize()
-    rows = attribute(prof.events(), ceilings, on_gpu)
+    rows = attribute(prof.events(), ceilings, on_gpu, dtype)
     return case, rows[:top], sum(r.time_us for r in rows)
