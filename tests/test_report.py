@@ -123,6 +123,7 @@ def test_report_every_family(many_results, tmp_path):
     assert "rooftop vs cublas" in page and "is compute-bound" in page
     # the GPU time alone of the short call: its own table and ratio (5.0 / 4.0 us)
     assert "GPU time alone" in page and "4.0 (50.0%)" in page and "1.25x cublas" in page
+    assert "(GPU alone: 1.25x)" in page  # and at a glance
     # decode_attn's S repeats over B: one chart per B
     for b in (1, 8):
         assert f'alt="decode_attn bfloat16 (B={b}): GB/s by S"' in page

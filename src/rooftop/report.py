@@ -272,9 +272,11 @@ def _op_section(result: dict, op: str, dtype: str, rows: list[dict], c: Ceilings
                 speedups[p].append((theirs / ours, shape))
         table.append(line)
     blocks.append(("table", headers, table))
-    blocks += _graph_blocks(by_shape, providers, speedup_over)
+    graph_blocks, graph_speedups = _graph_blocks(by_shape, providers, speedup_over)
+    blocks += graph_blocks
 
-    summary = {"op": op, "dtype": dtype, "unit": unit, "sizes": len(by_shape), "speedups": speedups}
+    summary = {"op": op, "dtype": dtype, "unit": unit, "sizes": len(by_shape), "speedups": speedups,
+               "graph_speedups": graph_speedups}
     ours = [r for r in rows if r["provider"] == "rooftop" and r.get("ms")]
     if not ours:
         blocks.append(("p", "No rooftop rows for this op, so no diagnosis."))
@@ -324,12 +326,13 @@ def _op_section(result: dict, op: str, dtype: str, rows: list[dict], c: Ceilings
     return blocks, representative, summary
 
 
-def _graph_blocks(by_shape: dict[tuple, dict[str, dict]], providers: list[str], speedup_over: list[str]) -> list[tuple]:
+def _graph_blocks(by_shape: dict[tuple, dict[str, dict]], providers: list[str],
+                  speedup_over: list[str]) -> tuple[list[tuple], dict[str, list[float]]]:
     """The GPU time alone of short calls (`graph_ms`: CUDA-graph replay over inputs rotated past L2),
-    where do_bench's figure may be the host's launch cost: a table and the ratios."""
+    where do_bench's figure may be the host's launch cost: a table, and rooftop's ratios to each peer."""
     shapes = [shape for shape, cells in by_shape.items() if any(r.get("graph_ms") for r in cells.values())]
     if not shapes:
-        return []
+        return [], {}
     headers = ["shape"] + [f"{p} µs (% roofline)" for p in providers] + [f"rooftop vs {p}" for p in speedup_over]
     table, ratios = [], {p: [] for p in speedup_over}
     for shape in shapes:
@@ -349,7 +352,7 @@ def _graph_blocks(by_shape: dict[tuple, dict[str, dict]], providers: list[str], 
                   "that together exceed L2, so each reads from DRAM; no host launch cost): the table above is "
                   f"do_bench from Python, which on this host can time the launch instead of the kernel. "
                   f"rooftop against the others here: {said or 'no peer timed this way'}."),
-            ("table", headers, table)]
+            ("table", headers, table)], ratios
 
 
 def _summary_section(summaries: list[dict]) -> list[tuple]:
@@ -363,10 +366,16 @@ def _summary_section(summaries: list[dict]) -> list[tuple]:
                 _range(s["pcts"], "{:.1f}") if s.get("pcts") else "—"]
         for p in baselines:
             values = [v for v, _ in s["speedups"].get(p, [])]
-            line.append(_range(values, "{:.2f}") + "x" if values else "—")
+            cell = _range(values, "{:.2f}") + "x" if values else "—"
+            alone = s.get("graph_speedups", {}).get(p)
+            if alone:  # short calls timed on the GPU alone too: where the host may have set do_bench's figure
+                cell += f" (GPU alone: {_range(alone, '{:.2f}')}x)"
+            line.append(cell)
         line.append(", ".join(s.get("verdicts", [])) or "—")
         table.append(line)
-    return [("h2", "At a glance"), ("table", headers, table)]
+    return [("h2", "At a glance"), ("p", "Speed-ups are do_bench's (launched from Python, L2 flushed); in brackets "
+                                        "the same ratio by GPU time alone where short calls were also timed so."),
+            ("table", headers, table)]
 
 
 def _traffic_section(results: list[dict]) -> list[tuple]:
