@@ -2,7 +2,9 @@
 stock (SDPA) against rooftop-patched (fused RMSNorm and SwiGLU), and patched + int4 weights
 (quantize_model). Greedy generation of --new tokens after a --prompt-token prompt, batch --batch;
 tokens/s from wall time after a warm-up run. Writes OUT.json, prints a table.
-Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT.json [--layers 8] [--size 8b|tiny]
+With --compile each model decodes from a static cache through torch.compile (CUDA graphs on a GPU:
+mode "reduce-overhead"), which takes the host's launch cost out of the step.
+Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT.json [--layers 8] [--size 8b|tiny] [--compile]
 """
 from __future__ import annotations
 
@@ -18,6 +20,13 @@ SIZES = {  # Llama-3-8B's layer shapes (fewer layers keep a session short), and 
                vocab_size=128256),
     "tiny": dict(hidden_size=64, intermediate_size=160, num_attention_heads=4, num_key_value_heads=2, vocab_size=256),
 }
+
+
+def compiled(model, ids):
+    """The model decoding from a static cache through torch.compile (CUDA graphs on a GPU)."""
+    model.generation_config.cache_implementation = "static"
+    model.forward = torch.compile(model.forward, mode="reduce-overhead" if ids.is_cuda else "default")
+    return model
 
 
 def tokens_per_s(model, ids, new: int) -> float:
@@ -47,6 +56,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--prompt", type=int, default=128)
     parser.add_argument("--new", type=int, default=64)
+    parser.add_argument("--compile", action="store_true", help="static cache + torch.compile (CUDA graphs)")
     args = parser.parse_args()
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
@@ -55,20 +65,21 @@ def main() -> None:
     config._attn_implementation = "sdpa"
     stock = transformers.LlamaForCausalLM(config).to(device=device, dtype=dtype).eval()
     ids = torch.randint(0, config.vocab_size, (args.batch, args.prompt), device=device)
+    prepare = compiled if args.compile else (lambda model, ids: model)
     rows = []
     with torch.inference_mode():
-        rows.append({"model": "stock (sdpa)", "tokens_per_s": tokens_per_s(stock, ids, args.new)})
-        patched = copy.deepcopy(stock)
+        patched = copy.deepcopy(stock)  # copies before any compile: a compiled forward does not deep-copy
         counts = patch_model(patched)
-        rows.append({"model": f"rooftop-patched {counts}", "tokens_per_s": tokens_per_s(patched, ids, args.new)})
+        quantized = copy.deepcopy(patched)
+        report = rooftop.quantize_model(quantized, bits=4, group_size=128)
         same = torch.equal(stock.generate(ids, max_new_tokens=8, do_sample=False),
                            patched.generate(ids, max_new_tokens=8, do_sample=False))
-        del stock
-        report = rooftop.quantize_model(patched, bits=4, group_size=128)
-        rows.append({"model": f"patched + int4 g128 ({len(report['quantized'])} linears)",
-                     "tokens_per_s": tokens_per_s(patched, ids, args.new)})
+        for name, model in (("stock (sdpa)", stock), (f"rooftop-patched {counts}", patched),
+                            (f"patched + int4 g128 ({len(report['quantized'])} linears)", quantized)):
+            rows.append({"model": name, "tokens_per_s": tokens_per_s(prepare(model, ids), ids, args.new)})
     result = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "size": args.size,
               "layers": args.layers, "batch": args.batch, "prompt": args.prompt, "new": args.new,
+              "compiled": args.compile,
               "greedy_tokens_equal_first_8": same, "rows": rows}
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
