@@ -45,8 +45,8 @@ def test_gated_packed(fn, ref, kwargs, shape, dtype, device):
     out = fn(x, **kwargs)
     assert out.dtype == dtype and out.shape == (M, inter)
     assert rel_err(out, ref(x, **kwargs).to(dtype)) < TOL[dtype]  # rounded as the op rounds (above)
-    gate, up = x.chunk(2, -1)
-    assert rel_err(out, ref(gate, up, **kwargs)) < TOL[dtype]
+    gate, up = x.chunk(2, -1)  # the packed halves are gate and up (rounded like the op, as above)
+    assert rel_err(out, ref(gate, up, **kwargs).to(dtype)) < TOL[dtype]
 
 
 def test_matches_torch_activations(device):
