@@ -38,7 +38,7 @@ def main():
                 ref = qm._reference(x, qw, w)
                 cublas_us = _autotune.time_ms(lambda: F.linear(x, w)) * 1e3
                 for config in configs:
-                    run = lambda: qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, N, bits, 128)  # noqa: E731
+                    run = lambda: qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, N, bits, 128)[0]  # noqa: E731
                     try:
                         err = float(torch.linalg.vector_norm(run().double() - ref) / torch.linalg.vector_norm(ref))
                         us = _autotune.time_ms(run) * 1e3

@@ -127,7 +127,7 @@ def test_split_k_is_deterministic_and_matches_unsplit(device):
     for M, path in ((1, "gemv"), (3, "dot")):
         config = qm.candidates(M, 200, 256, 4, 64, torch.float16, sms)[0]
         assert config["path"] == path and config["SPLIT_K"] > 1
-        run = lambda c: qm._run_config(c, x[:M], qw.packed, qw.scales, qw.zeros, None, 200, 4, 64)  # noqa: E731
+        run = lambda c: qm._run_config(c, x[:M], qw.packed, qw.scales, qw.zeros, None, 200, 4, 64)[0]  # noqa: E731
         split = run(config)
         assert torch.equal(split, run(config))  # partials summed in split order; the counters reset
         whole = run({**config, "SPLIT_K": 1})
@@ -305,7 +305,7 @@ def test_every_candidate_gpu(M):
         bias = torch.randn(N, device="cuda", dtype=torch.bfloat16)
         ref = _reference(x, qw, bias)
         for config in qm.candidates(M, N, K, bits, 128, x.dtype, torch.cuda.get_device_properties(0).multi_processor_count):
-            out = qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, bias, N, bits, 128)
+            out = qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, bias, N, bits, 128)[0]
             assert rel_err(out, ref) < TOL[torch.bfloat16], config
 
 
@@ -349,5 +349,5 @@ def test_tensor_core_orientations(swap_ab, device):
     qw = quantize_weight(torch.randn(72, 256, device=device), 4, 64)
     x = torch.randn(20, 256, device=device, dtype=torch.bfloat16)
     config = dict(path="dot", BLOCK_M=16, BLOCK_N=32, BLOCK_K=64, SPLIT_K=2, num_warps=4, num_stages=2, SWAP_AB=swap_ab)
-    out = qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, 72, 4, 64)
+    out = qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, 72, 4, 64)[0]
     assert rel_err(out, _reference(x, qw)) < TOL[torch.bfloat16]

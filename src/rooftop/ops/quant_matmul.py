@@ -493,13 +493,13 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
 
 
 def _run_config(config: dict, rows, packed, scales, zeros, bias, N: int, bits: int, group_size: int,
-                prepared: Optional[Launch] = None) -> torch.Tensor:
-    """rows @ W^T (+ bias) by one candidate configuration."""
+                prepared: Optional[Launch] = None) -> tuple[torch.Tensor, Optional[Launch]]:
+    """rows @ W^T (+ bias) by one candidate configuration, and the Launch of its kernel (None for
+    dequantize + cuBLAS, and in the interpreter)."""
     if config["path"] == "dequant":
-        return F.linear(rows, dequantize(packed, scales, zeros, bits, group_size, rows.dtype), bias)
+        return F.linear(rows, dequantize(packed, scales, zeros, bits, group_size, rows.dtype), bias), None
     out = torch.empty((rows.shape[0], N), device=rows.device, dtype=rows.dtype)
-    _launch_path(config, rows, packed, scales, zeros, bias, out, bits, group_size, prepared)
-    return out
+    return out, _launch_path(config, rows, packed, scales, zeros, bias, out, bits, group_size, prepared)
 
 
 _plans = Plans()
@@ -520,7 +520,7 @@ def _quant_matmul_op(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor
     plan_key = _plan_key(rows, packed, scales, zeros, bias, bits, group_size) if x.is_cuda else None
     plan = _plans.get(plan_key)
     if plan is not None:
-        return plan(rows=rows, packed=packed, scales=scales, zeros=zeros, bias=bias).reshape(*x.shape[:-1], N)
+        return plan(rows=rows, packed=packed, scales=scales, zeros=zeros, bias=bias)[0].reshape(*x.shape[:-1], N)
     M, K = rows.shape
     if M == 0 or N == 0:
         return torch.empty((*x.shape[:-1], N), device=x.device, dtype=x.dtype)
@@ -531,13 +531,10 @@ def _quant_matmul_op(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor
     key = (_autotune.bucket(M), N, K, bits, group_size, zeros is not None, bias is not None, x.dtype, scales.dtype)
     device = _autotune.device_name(device_index)
     chosen = _autotune.choose("quant_matmul", key, configs, run, device=device, tune=_autotune.may_tune(x))
-    out = run(chosen)
+    out, prepared = run(chosen)
     if x.is_cuda and _autotune.is_settled("quant_matmul", key, device=device):
         # the choice is final: later calls with this plan key only allocate and launch (the same
         # compiled kernel: the plan key fixes everything Triton specialises on)
-        prepared = None
-        if chosen["path"] != "dequant":
-            prepared = _launch_path(chosen, rows, packed, scales, zeros, bias, out, bits, group_size)
         _plans.keep(plan_key, functools.partial(_run_config, chosen, N=N, bits=bits, group_size=group_size,
                                                 prepared=prepared))
     return out.reshape(*x.shape[:-1], N)
