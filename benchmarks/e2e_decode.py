@@ -2,8 +2,8 @@
 stock (SDPA) against rooftop-patched (fused RMSNorm and SwiGLU), and patched + int4 weights
 (quantize_model). Greedy generation of --new tokens after a --prompt-token prompt, batch --batch;
 tokens/s from wall time after a warm-up run. Writes OUT.json, prints a table.
-With --compile each model decodes from a static cache through torch.compile (CUDA graphs on a GPU:
-mode "reduce-overhead"), which takes the host's launch cost out of the step.
+With --compile each model decodes from a static cache, which generate compiles (CUDA graphs on a GPU:
+mode "reduce-overhead"), taking the host's launch cost out of the step.
 Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT.json [--layers 8] [--size 8b|tiny] [--compile]
 """
 from __future__ import annotations
@@ -23,9 +23,11 @@ SIZES = {  # Llama-3-8B's layer shapes (fewer layers keep a session short), and 
 
 
 def compiled(model, ids):
-    """The model decoding from a static cache through torch.compile (CUDA graphs on a GPU)."""
+    """The model decoding from a static cache, which transformers' generate compiles itself on a GPU
+    (torch.compile, mode "reduce-overhead": CUDA graphs; its CompileConfig). Compiling model.forward
+    by hand instead skipped CUDA graphs (the cache's in-place updates are mutated graph inputs) and
+    crashed the process on the H200 (torch 2.11, transformers 5)."""
     model.generation_config.cache_implementation = "static"
-    model.forward = torch.compile(model.forward, mode="reduce-overhead" if ids.is_cuda else "default")
     return model
 
 

@@ -105,6 +105,72 @@ def load_rows_add_residual(x_ptr, res_ptr, r_ptr, rows, cols, mask, x_stride, re
 
 
 # ---------------------------------------------------------------------------------------------
+# Wide rows split over programs that wait for each other (the "split" path of the row kernels)
+#
+# A row of G chunks runs as G adjacent programs (program row * G + chunk). Each holds its chunk in
+# registers, publishes two fp32 partial statistics, waits until the row's G programs have, merges
+# them and writes its chunk: the row is read from DRAM once and written once, with many programs
+# per SM in flight. The wait needs the row's programs resident together. CUDA dispatches programs
+# in increasing order, so with G at most the SM count (one program of any size fits each SM) the
+# lowest unfinished row always has all its programs resident, and nothing deadlocks. Triton's
+# interpreter runs programs one after another: the split path is for GPUs only.
+
+
+def split_chunks(x: torch.Tensor, N: int, chunk: int) -> int:
+    """Chunks of `chunk` elements a row of N is split into on the split path, or 0 where that path
+    cannot run (not a GPU, or more chunks than SMs)."""
+    if not x.is_cuda:
+        return 0
+    chunks = cdiv(N, chunk)
+    return chunks if chunks <= num_sms(x.device.index) else 0
+
+
+_counters: dict[tuple[int, int], torch.Tensor] = {}  # (device, stream) -> int32 arrival counters, kept at zero
+
+
+def arrival_counters(device: torch.device, count: int) -> torch.Tensor:
+    """At least `count` zeroed int32 arrival counters for kernels whose programs count each other in
+    (split-K tiles, split rows), on the current stream of `device`. Each launch leaves the counters
+    it used at zero, so they are allocated (and zeroed) once per stream; one set per stream so that
+    launches on concurrent streams never share a counter."""
+    key = (device.index, triton.runtime.driver.active.get_current_stream(device.index))
+    counters = _counters.get(key)
+    if counters is None or counters.numel() < count:
+        if len(_counters) > 64:  # streams come and go (each CUDA-graph capture has its own)
+            _counters.clear()
+        counters = _counters[key] = torch.zeros(max(count, 1024), device=device, dtype=torch.int32)
+    return counters
+
+
+def split_workspace(x: torch.Tensor, M: int, chunks: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(partials, counters) of a split-path launch: fp32 [M, chunks, 2] and M arrival counters."""
+    return (torch.empty((M, chunks, 2), device=x.device, dtype=torch.float32),
+            arrival_counters(x.device, M))
+
+
+@triton.jit
+def exchange_row_stats(part_ptr, cnt_ptr, row, chunk, a, b, fill_a: tl.constexpr, fill_b: tl.constexpr, G,
+                       G_POW2: tl.constexpr):
+    """Publish chunk `chunk`'s pair (a, b) of row `row`, wait until the row's G chunks have, and return
+    the G pairs as two [G_POW2] vectors (padded with fill_a, fill_b). Reads and writes 8 bytes a chunk
+    and three atomics on the row's counter, which the last reader leaves at zero."""
+    base = part_ptr + tl.cast(row, tl.int64) * (2 * G)
+    tl.store(base + 2 * chunk, a)
+    tl.store(base + 2 * chunk + 1, b)
+    tl.debug_barrier()  # the pair is written before the arrival is published (release)
+    seen = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel", scope="gpu") + 1
+    while seen < G:
+        seen = tl.atomic_add(cnt_ptr + row, 0, sem="acquire", scope="gpu")
+    g = tl.arange(0, G_POW2)
+    # .cg: other SMs wrote these; skip this SM's L1
+    pa = tl.load(base + 2 * g, mask=g < G, other=fill_a, cache_modifier=".cg")
+    pb = tl.load(base + 2 * g + 1, mask=g < G, other=fill_b, cache_modifier=".cg")
+    if tl.atomic_add(cnt_ptr + row, 1, sem="relaxed", scope="gpu") == 2 * G - 1:
+        tl.atomic_xchg(cnt_ptr + row, 0, sem="relaxed", scope="gpu")  # every chunk has read: reset
+    return pa, pb
+
+
+# ---------------------------------------------------------------------------------------------
 # Input checks: every error names the argument.
 
 

@@ -61,8 +61,8 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops import _autotune
-from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, as_rows, cdiv, check_float, check_same_device,
-                                  launch, num_sms, runs_kernel, torch_op)
+from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, arrival_counters, as_rows, cdiv,
+                                  check_float, check_same_device, launch, num_sms, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 BITS = (4, 8)
@@ -452,22 +452,6 @@ def _quant_matmul_fake(x, packed, scales, zeros, bias, bits, group_size):
     return x.new_empty((*x.shape[:-1], packed.shape[1]))
 
 
-_counters: dict[tuple[int, int], torch.Tensor] = {}  # (device, stream) -> int32 arrival counters, kept at zero
-
-
-def _arrival_counters(device: torch.device, tiles: int) -> torch.Tensor:
-    """At least `tiles` zeroed int32 counters for split-K launches on the current stream of `device`.
-    Each launch leaves them at zero, so they are allocated (and zeroed) once per stream; one per stream
-    so that launches on concurrent streams never share a counter."""
-    key = (device.index, triton.runtime.driver.active.get_current_stream(device.index))
-    counters = _counters.get(key)
-    if counters is None or counters.numel() < tiles:
-        if len(_counters) > 64:  # streams come and go (each CUDA-graph capture has its own)
-            _counters.clear()
-        counters = _counters[key] = torch.zeros(max(tiles, 1024), device=device, dtype=torch.int32)
-    return counters
-
-
 def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int, group_size: int,
                  prepared: Optional[Launch] = None) -> Optional[Launch]:
     """Run one candidate, the GEMV or the tensor-core kernel (with split-K workspace), writing out;
@@ -481,7 +465,7 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
     partials = torch.empty((split, M, N), device=rows.device, dtype=torch.float32) if split > 1 else out
     counters = packed
     if split > 1:
-        counters = (_arrival_counters(rows.device, tiles) if rows.is_cuda
+        counters = (arrival_counters(rows.device, tiles) if rows.is_cuda
                     else torch.zeros(tiles, device=rows.device, dtype=torch.int32))
     args = (rows, packed, scales, packed if zeros is None else zeros, out if bias is None else bias, out, partials,
             counters, M, N, K, rows.stride(0), out.stride(0), MAGIC15)

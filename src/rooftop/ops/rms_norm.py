@@ -24,9 +24,17 @@ is known after pass 1 of the looped path too: quantizing costs no extra pass.
 Which path runs (N = row width in elements):
 - N <= ONCHIP_MAX: whole rows in registers, BLOCK_M rows a program. Traffic: read x (and residual)
   once, write y (and r) once, read w once per program (it stays in L2).
-- N > ONCHIP_MAX: persistent, one row at a time per program. Pass 1 reads x (and residual), writes
-  r, sums r^2; pass 2 walks the row back to front (the tiles last touched are still in L2), reads r
-  (or x) again and writes y. The re-read comes from L2 while (programs in flight * row bytes) fits.
+- Split (with a residual, on a GPU, N > SPLIT_MIN_N, at most one chunk per SM): a row is chunks
+  (SPLIT_LAUNCH) over adjacent programs that each hold their chunk in registers and write its r,
+  exchange (sum r^2, max |r (offset + w)|) through global memory (rooftop.ops._support,
+  exchange_row_stats) and write their chunk of y: the on-chip traffic, many programs per SM.
+- Looped (N > ONCHIP_MAX elsewhere): persistent, one row at a time per program. Pass 1 reads x (and
+  residual), writes r, sums r^2; pass 2 walks the row back to front (the tiles last touched are
+  still in L2), reads r (or x) again and writes y. The re-read comes from L2 while (programs in
+  flight * row bytes) fits.
+Split against looped on the H200 (bf16, M * N = 2^27, GPU time alone, benchmarks/exp_split_rows.py):
+with a residual 3609 / 3701 GB/s at N = 65536, 3567 / 3512 at 131072, 3671 / 3317 at 262144, 3398 /
+3110 at 1048576; without one the split path lost at 65536, 131072 and 1048576 (won 5% at 262144).
 """
 from __future__ import annotations
 
@@ -38,9 +46,9 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, in_place_rows, launch, load_rows_add_residual,
-                                  load_tile, num_sms, onchip_config, row_pointers, runs_kernel, store_tile,
-                                  torch_op)
+from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_row_stats, in_place_rows, launch,
+                                  load_rows_add_residual, load_tile, num_sms, onchip_config, row_pointers, runs_kernel,
+                                  split_chunks, split_workspace, store_tile, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -50,6 +58,8 @@ QUANT_FORMATS = {"fp8": (torch.float8_e4m3fn, 1, 448.0), "int8": (torch.int8, 2,
 ONCHIP_ELEMS_PER_THREAD = 16
 ONCHIP_BLOCK_ELEMS = 2048
 PROGRAMS_PER_SM = 4
+SPLIT_LAUNCH = dict(CHUNK=8192, num_warps=8)  # the split path's chunk and warps (benchmarks/exp_split_rows.py)
+SPLIT_MIN_N = 65536  # with a residual, the split path runs above this width
 
 
 def looped_config(N: int, quant: bool = False) -> tuple[int, int]:
@@ -90,6 +100,38 @@ def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
         scale = tl.maximum(tl.max(tl.abs(y), axis=1), 1e-30) / QMAX
         tl.store(scale_ptr + rows, scale, mask=rows < M)
         y = _quantize(y, scale[:, None], QUANT, QMAX)
+    tl.store(y_ptr + rows[:, None] * y_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _rms_norm_split_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, part_ptr, cnt_ptr, N, x_stride, res_stride,
+                           y_stride, r_stride, eps, w_offset, G, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
+                           QUANT: tl.constexpr, QMAX: tl.constexpr, CHUNK: tl.constexpr, G_POW2: tl.constexpr):
+    # Program (row, chunk) = (p // G, p % G): reads its chunk of x (+ residual) and of w once, writes
+    # its chunk of y (+ r) once, exchanges 8 bytes of statistics with the row's other chunks.
+    row = tl.program_id(0) // G
+    chunk = tl.program_id(0) % G
+    rows = tl.full([1], row, tl.int64)
+    cols = chunk * CHUNK + tl.arange(0, CHUNK)
+    mask = cols[None, :] < N
+    r = load_rows_add_residual(x_ptr, res_ptr, r_ptr, rows, cols, mask, x_stride, res_stride, r_stride, HAS_RESIDUAL)
+    abs_max = 0.0  # of r * (offset + w), for the quantization scale
+    if QUANT:
+        if HAS_WEIGHT:  # w is read again after the wait (from L1): not held across it
+            abs_max = tl.max(tl.abs(r * (tl.load(w_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+                                         + w_offset)))
+        else:
+            abs_max = tl.max(tl.abs(r))
+    sums_sq, abs_maxes = exchange_row_stats(part_ptr, cnt_ptr, row, chunk, tl.sum(r * r), abs_max, 0.0, 0.0, G, G_POW2)
+    rstd = tl.rsqrt(tl.sum(sums_sq, axis=0) / N + eps)
+    y = r * rstd
+    if HAS_WEIGHT:
+        y = y * (tl.load(w_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :] + w_offset)
+    if QUANT:
+        scale = tl.maximum(tl.max(abs_maxes, axis=0) * rstd, 1e-30) / QMAX
+        if chunk == 0:
+            tl.store(scale_ptr + row, scale)
+        y = _quantize(y, scale, QUANT, QMAX)
     tl.store(y_ptr + rows[:, None] * y_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
@@ -162,6 +204,12 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
         launch(_rms_norm_onchip_kernel, (cdiv(M, block_m),), *args, **flags, BLOCK_M=block_m, BLOCK_N=block_n,
                num_warps=warps)
+        return
+    chunks = split_chunks(x, N, SPLIT_LAUNCH["CHUNK"]) if has_res and N > SPLIT_MIN_N else 0
+    if chunks:
+        partials, counters = split_workspace(x, M, chunks)
+        launch(_rms_norm_split_kernel, (M * chunks,), *args[:6], partials, counters, *args[7:], chunks, **flags,
+               G_POW2=triton.next_power_of_2(chunks), **SPLIT_LAUNCH)
         return
     programs = min(M, PROGRAMS_PER_SM * num_sms(x.device.index if x.is_cuda else -1))
     tile, warps = looped_config(N, quant is not None)
