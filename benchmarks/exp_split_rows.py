@@ -1,7 +1,7 @@
-"""Experiment: the split path of the wide-row kernels (softmax, rms_norm; rows split over programs that
-exchange partial statistics, rooftop.ops._support.exchange_row_stats) under several launch
-configurations (chunk, warps), against the looped path, same run; GPU time alone (graph replay,
-L2 flushed: rooftop.ops._autotune.time_ms) and from Python (do_bench).
+"""Experiment: the split path of add + RMSNorm for wide rows (rows split over programs that exchange
+partial statistics, rooftop.ops._support.exchange_row_stats) under several launch configurations
+(chunk, warps), against the looped path, same run; GPU time alone (graph replay, L2 flushed:
+rooftop.ops._autotune.time_ms) and from Python (do_bench).
 
 History: a first standalone version (logs/h200-2026-11-29-s5/exp-coop-rows.json) found the split rows
 at ~2950 GB/s for read-then-write kernels and ~3800 GB/s with a residual at every N >= 65536, against
@@ -9,7 +9,9 @@ the looped kernels' 2600-3100 / 3300-3700. Run 2 of this script (logs/h200-2026-
 exp-split-rows-run1.json, do_bench only) saw the production kernels 10% slower than those, with the
 same SASS (offline sm_90 compile): do_bench counts the host's gap when the Python path (workspace
 allocation, launch) outlasts the L2 flush before each call. A layer_norm split kernel was 25-30%
-slower than its looped one without a residual and was dropped.
+slower than its looped one without a residual and was dropped. Run 3 (exp-split-rows-run3.json,
+GPU alone) measured softmax and rms_norm without a residual too: the split path won only at N =
+262144 (+2.6%, +4.8%) and lost elsewhere, so only add + RMSNorm keeps it (this script's cases now).
 Usage: PYTHONPATH=src python benchmarks/exp_split_rows.py OUT.json
 """
 from __future__ import annotations
@@ -23,11 +25,14 @@ import rooftop
 from rooftop.bench.timing import bench_ms
 from rooftop.ops import _autotune
 from rooftop.ops import rms_norm as rn
-from rooftop.ops import softmax as sm
 
 M_TIMES_N = 2**27
 CONFIGS = (dict(CHUNK=8192, num_warps=8), dict(CHUNK=8192, num_warps=16), dict(CHUNK=16384, num_warps=32),
            dict(CHUNK=4096, num_warps=8))
+
+
+def _dequantized(q, scale):
+    return q.float() * scale.reshape(q.shape[0], 1)
 
 
 def main(out_path: str) -> None:
@@ -37,23 +42,21 @@ def main(out_path: str) -> None:
         x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
         res = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
         w = torch.rand(N, device="cuda", dtype=torch.bfloat16) + 0.5
-        cases = {  # op -> (module, tensors moved per element, call, reference)
-            "softmax": (sm, 2, lambda: rooftop.softmax(x), lambda: torch.softmax(x.float(), -1)),
-            "rms_norm": (rn, 2, lambda: rooftop.rms_norm(x, w), lambda: rn.rms_norm_reference(x, w)),
+        cases = {  # op -> (module, bytes moved per element / 2, call, reference)
             "add_rms_norm": (rn, 4, lambda: rooftop.rms_norm(x, w, residual=res)[0],
                              lambda: rn.add_rms_norm_reference(x, res, w)[0]),
+            "add_rms_norm_fp8": (rn, 3.5, lambda: _dequantized(*rooftop.rms_norm(x, w, residual=res, quant="fp8")[:2]),
+                                 lambda: rn.add_rms_norm_reference(x, res, w)[0]),
         }
         for op, (module, tensors, fn, ref) in cases.items():
             expected = ref().float()
             variants = [("looped", None)] + [("split", c) for c in CONFIGS]
             for name, config in variants:
-                saved = module.SPLIT_LAUNCH, module.split_chunks, getattr(module, "SPLIT_MIN_N", None)
+                saved = module.SPLIT_LAUNCH, module.split_chunks
                 if config is None:
                     module.split_chunks = lambda *a: 0
                 else:
                     module.SPLIT_LAUNCH = config
-                    if saved[2] is not None:
-                        module.SPLIT_MIN_N = 0
                 try:
                     err = (fn().float() - expected).abs().max().item()
                     ms = bench_ms(fn, warmup_ms=10, rep_ms=40)
@@ -62,9 +65,7 @@ def main(out_path: str) -> None:
                     print("skip", op, N, name, config, type(e).__name__, str(e)[:100], flush=True)
                     continue
                 finally:
-                    module.SPLIT_LAUNCH, module.split_chunks = saved[:2]
-                    if saved[2] is not None:
-                        module.SPLIT_MIN_N = saved[2]
+                    module.SPLIT_LAUNCH, module.split_chunks = saved
                 rows.append(dict(op=op, N=N, path=name, config=config, max_err=err,
                                  GBps=tensors * M * N * 2 / ms / 1e6, GBps_alone=tensors * M * N * 2 / alone_ms / 1e6))
             mine = [r for r in rows if r["op"] == op and r["N"] == N]
