@@ -1,9 +1,12 @@
-"""Launch-parameter search for the row kernels (softmax, add + RMSNorm) on the present GPU.
+"""Launch-parameter search for the row kernels (softmax, rms_norm, add + RMSNorm, layer_norm) on the
+present GPU.
 
 Times each candidate configuration of the on-chip path (rows per program, warps) and of the looped
-path (tile, warps, programs per SM) at M * N = 2^27 bf16, and the decode-size launch costs. Prints
-the best per width; the chosen defaults live in the op files (see NOTES.md).
-Usage: PYTHONPATH=src python benchmarks/tune_rowops.py [out.json] [--widths 16384,32768] [--no-decode]
+path (tile, warps, programs per SM) at M * N = 2^27 bf16 on the GPU alone (graph replay, L2 flushed:
+rooftop.ops._autotune.time_ms), and the decode-size launch costs. Prints the best per width; the
+chosen defaults live in the op files (see NOTES.md).
+Usage: PYTHONPATH=src python benchmarks/tune_rowops.py [out.json] [--widths 16384,32768] [--ops a,b]
+[--paths onchip,looped] [--no-decode]
 """
 from __future__ import annotations
 
@@ -13,8 +16,8 @@ import json
 import torch
 
 import rooftop
-from rooftop.bench.timing import bench_ms, graph_replay_us, python_launch_us
-from rooftop.ops import _support, rms_norm as rms_mod, softmax as softmax_mod
+from rooftop.bench.timing import graph_replay_us, python_launch_us
+from rooftop.ops import _autotune, _support, layer_norm as ln_mod, rms_norm as rms_mod, softmax as softmax_mod
 
 M_TIMES_N = 2**27
 
@@ -41,7 +44,7 @@ def run_onchip(mod, fn, N, tensors):
     for block_m, warps in onchip_candidates(N):
         mod.onchip_config = lambda M, n, *a, bm=block_m, w=warps: (bm, n if n & (n - 1) == 0 else 1 << n.bit_length(), w)
         try:
-            ms = bench_ms(fn, warmup_ms=10, rep_ms=40)
+            ms = _autotune.time_ms(fn)
             out.append({"path": "onchip", "N": N, "block_m": block_m, "warps": warps, "GBps": gbps(ms, tensors, M_TIMES_N)})
         except Exception as e:  # out of resources
             print("skip", N, block_m, warps, type(e).__name__)
@@ -57,33 +60,35 @@ def run_looped(mod, fn, N, tensors):
         for pps in (1, 2, 3, 4):
             mod.looped_config = lambda n, *_, t=tile, w=warps: (t, w)
             mod.PROGRAMS_PER_SM = pps
-            ms = bench_ms(fn, warmup_ms=10, rep_ms=40)
+            ms = _autotune.time_ms(fn)
             out.append({"path": "looped", "N": N, "tile": tile, "warps": warps, "pps": pps,
                         "GBps": gbps(ms, tensors, M_TIMES_N)})
     mod.ONCHIP_MAX, mod.looped_config, mod.PROGRAMS_PER_SM = saved
     return out
 
 
-def main(out_path: str, widths, decode: bool) -> None:
-    results = {"device": torch.cuda.get_device_name(), "softmax": [], "add_rms_norm": [], "rms_norm": [],
-               "decode": []}
+def main(out_path: str, widths, decode: bool, ops: set, paths: set) -> None:
+    results = {"device": torch.cuda.get_device_name(), "decode": [], **{op: [] for op in ops}}
     for N in widths:
         M = M_TIMES_N // N
         x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
         res = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
         w = torch.rand(N, device="cuda", dtype=torch.bfloat16)
-        sm = lambda: rooftop.softmax(x)  # noqa: E731
-        ar = lambda: rooftop.rms_norm(x, w, 1e-6, residual=res)  # noqa: E731
-        rn = lambda: rooftop.rms_norm(x, w, 1e-6)  # noqa: E731
-        for op, mod, fn, tensors in (("softmax", softmax_mod, sm, 2), ("add_rms_norm", rms_mod, ar, 4),
-                                     ("rms_norm", rms_mod, rn, 2)):
-            if N <= 65536:
+        b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+        cases = {"softmax": (softmax_mod, lambda: rooftop.softmax(x), 2),
+                 "add_rms_norm": (rms_mod, lambda: rooftop.rms_norm(x, w, 1e-6, residual=res), 4),
+                 "rms_norm": (rms_mod, lambda: rooftop.rms_norm(x, w, 1e-6), 2),
+                 "layer_norm": (ln_mod, lambda: rooftop.layer_norm(x, w, b), 2),
+                 "add_layer_norm": (ln_mod, lambda: rooftop.layer_norm(x, w, b, residual=res), 4)}
+        for op in ops:
+            mod, fn, tensors = cases[op]
+            if N <= 65536 and "onchip" in paths:
                 results[op] += run_onchip(mod, fn, N, tensors)
-            if N >= 16384:
+            if N >= 16384 and "looped" in paths:
                 results[op] += run_looped(mod, fn, N, tensors)
         del x, res
         torch.cuda.empty_cache()
-        for op in ("softmax", "add_rms_norm", "rms_norm"):
+        for op in ops:
             best = max((r for r in results[op] if r["N"] == N), key=lambda r: r["GBps"], default=None)
             print(op, N, best, flush=True)
 
@@ -114,6 +119,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("out", nargs="?", default="tune.json")
     parser.add_argument("--widths", default="512,1024,2048,4096,8192,16384,32768,65536,131072,262144")
+    parser.add_argument("--ops", default="softmax,add_rms_norm,rms_norm",
+                        help="of softmax, add_rms_norm, rms_norm, layer_norm, add_layer_norm")
+    parser.add_argument("--paths", default="onchip,looped")
     parser.add_argument("--no-decode", action="store_true")
     args = parser.parse_args()
-    main(args.out, [int(w) for w in args.widths.split(",")], not args.no_decode)
+    main(args.out, [int(w) for w in args.widths.split(",")], not args.no_decode, args.ops.split(","),
+         set(args.paths.split(",")))
