@@ -135,6 +135,19 @@ def test_split_k_is_deterministic_and_matches_unsplit(device):
         assert rel_err(split, whole) < TOL[torch.float16]
 
 
+@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("M", [1, 3])
+def test_gemv_splits_that_cut_groups(M, bits, device):
+    # the GEMV scales once a group: 3 groups of 128 over 5 splits of 3 (int4, the last split empty) or
+    # 5 (int8) k-steps, so that splits start and end inside groups
+    N, K, G = 200, 384, 128
+    qw = quantize_weight(torch.randn(N, K, device=device), bits, G)
+    x = torch.randn(M, K, device=device, dtype=torch.bfloat16)
+    config = {**qm._gemv(qm.INTERPRETER_GEMV, M, N, K, bits, G, 8), "SPLIT_K": 5}
+    out = qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, N, bits, G)[0]
+    assert rel_err(out, _reference(x, qw)) < TOL[torch.bfloat16]
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 def test_dequantize_path(dtype, device):
     assert qm.kernel_path(70) == "dequant" and qm.kernel_path(1, torch.float32) == "dequant"

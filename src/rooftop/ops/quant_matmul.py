@@ -29,10 +29,12 @@ kernel up to DOT_MAX_M, dequantize + cuBLAS above. The paths:
   range of k-steps (split-K); each thread holds every word row of its columns, so all sums over k
   stay in the thread. A code becomes a float without an int->float conversion: shifted to bit 15
   (int4: odd codes to bit 19, sharing the even neighbour's shift) and OR-ed into the mantissa of
-  magic = 256 (or 16), it reads as magic + c. Per code: one LOP3 (mask | magic), one FMA with x, half
-  a shift (int4). Scale, zero point and magic are applied once per k-step and column:
-  sum_k x s (c - z) = s * (sum_k x (magic + c) - sum_k x magic - z sum_k x), the x sums shared by
-  all columns. (Offline sm_90a SASS of the main loop: ~3.9 instructions a code for int4.)
+  magic = 256 (or 16), it reads as magic + c. Per code: one LOP3 (mask | magic), one FMA with x into
+  the thread's fp32 sum over the group, half a shift (int4; int8: one). Scale, zero point and magic
+  are applied once per group and column: sum_k x s (c - z) = s * (sum_k x (magic + c) -
+  sum_k x magic - z sum_k x), the x sums shared by all columns. (Offline sm_90a SASS of the main
+  loop, M = 1, 256 columns a warp, group 128: 3.05 instructions a code for int4, 3.7 for int8;
+  M = 4: 6.3 and 7.0.)
 - "dot", `_qgemm_kernel` on the tensor cores (wgmma on Hopper): each k-tile of words is unpacked the
   same way and scaled with one FMA, (magic + c) * s - (z + magic) * s = s * (c - z), exact for bf16 /
   fp16 scales, then rounded once to x's dtype (exactly dequantize(x.dtype)) and fed to tl.dot as the
@@ -212,45 +214,73 @@ def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt
 
 
 @triton.jit
+def _take(x, k: tl.constexpr):
+    """x[:, k] of x [BLOCK_M, WIDTH] (WIDTH a power of two, at most 32) by halving its in-thread last
+    axis: no data moves."""
+    for level in tl.static_range(5):
+        if x.shape[1] > 1:
+            lo, hi = tl.split(tl.reshape(x, (x.shape[0], x.shape[1] // 2, 2)))
+            x = hi if (k >> level) & 1 else lo
+    return tl.reshape(x, (x.shape[0],))
+
+
+@triton.jit
 def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                   magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   STAGES: tl.constexpr):
-    # Grid (N / BLOCK_N, SPLIT_K). STAGES > 1: the next k-steps' words are copied into shared memory
-    # while this one is summed (more bytes in flight per program). Reads its [K / SPLIT_K, BLOCK_N] slab of packed words once (the grid
-    # reads every word once), one row of scales (and zeros) per k-step, and x's rows (from L2).
-    # Writes BLOCK_M x BLOCK_N outputs (or fp32 partials, re-read once by the tile's last program).
-    # A thread holds all WORDS rows of its columns, so every sum over k stays in the thread:
-    # sum_k x s (c - z) = s * (sum_k x (magic + c) - sum_k x magic - z sum_k x), the x sums shared by all columns.
+    # Grid (N / BLOCK_N, SPLIT_K). STAGES > 1: the group's next k-steps' words are copied into shared
+    # memory while this one is summed (more bytes in flight per program). Reads its [K / SPLIT_K,
+    # BLOCK_N] slab of packed words once (the grid reads every word once), one row of scales (and
+    # zeros) per group, and x's rows (from L2). Writes BLOCK_M x BLOCK_N outputs (or fp32 partials,
+    # re-read once by the tile's last program). A thread holds its columns' words of every k: each
+    # code is one FMA into the thread's fp32 sum over its group, sum_k x (magic + c), scaled once a
+    # group (module docstring).
     PACK: tl.constexpr = 32 // BITS  # codes per word
     WORDS: tl.constexpr = BLOCK_K // PACK  # word rows per k-step
+    STEPS: tl.constexpr = GROUP // BLOCK_K  # k-steps per group
+    # x is loaded XW word rows (up to 32 values) at a time: a whole k-step of it at BLOCK_M = 4 spills
+    XW: tl.constexpr = min(WORDS, max(1, 32 // (BLOCK_M * PACK)))
     pid_n = tl.program_id(0)
     split = tl.program_id(1)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    col_mask = cols < N
+    col_mask = (cols < N)[None, :]
     rows = tl.arange(0, BLOCK_M)
-    word_rows = tl.arange(0, WORDS)
-    idx = tl.arange(0, PACK)
     k_steps = K // BLOCK_K
     per_split = tl.cdiv(k_steps, SPLIT_K)
-    t_end = tl.minimum((split + 1) * per_split, k_steps)
-    # words [1, WORDS, 1, BLOCK_N]: the layout of the whole step (the codes axis, broadcast from size
-    # 1, stays in-thread); activations [BLOCK_M, WORDS, PACK]: x[m, k0 + PACK*j + i], loaded 3-D so
-    # that their layout cannot win over the words' and broadcast to every column's thread
-    w_ptrs = w_ptr + word_rows[None, :, None, None].to(tl.int64) * N + cols[None, None, None, :]
-    w_mask = col_mask[None, None, None, :]
-    x_ptrs = x_ptr + rows[:, None, None].to(tl.int64) * x_stride + word_rows[None, :, None] * PACK + idx[None, None, :]
-    x_mask = rows[:, None, None] < M
+    t_start = split * per_split
+    t_end = tl.minimum(t_start + per_split, k_steps)
+    w_row = w_ptr + tl.cast(t_start * WORDS, tl.int64) * N
+    x_ptrs = (x_ptr + rows[:, None].to(tl.int64) * x_stride + t_start * BLOCK_K
+              + tl.arange(0, XW * PACK)[None, :])
+    x_mask = rows[:, None] < M
     acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-    for t in tl.range(split * per_split, t_end, num_stages=STAGES):
-        words = tl.load(w_ptrs + tl.cast(t * WORDS, tl.int64) * N, mask=w_mask, other=0)
-        x = tl.load(x_ptrs + t * BLOCK_K, mask=x_mask, other=0.0).to(tl.float32)[:, :, :, None]
-        codes, magic = _unpack(words, idx[None, None, :, None], magic15, BITS)
-        dots = tl.sum(tl.sum(codes * x, axis=2), axis=1)  # [BLOCK_M, BLOCK_N]
-        x_sum = tl.sum(tl.sum(x, axis=2), axis=1)  # [BLOCK_M, 1]
-        x_magic = tl.sum(tl.sum(x * magic, axis=2), axis=1)
-        s, z = _scale_and_zero(s_ptr, z_ptr, t * BLOCK_K // GROUP, cols, col_mask, N, HAS_ZERO, BITS)
-        acc += s[None, :] * (dots - x_magic - z[None, :] * x_sum)
+    for g in range(t_start // STEPS, tl.cdiv(t_end, STEPS)):  # the groups this split's k-steps touch
+        dot = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+        # sum_k x over the codes at bit 15 (magic 256) and at bit 19 (16: odd int4 codes); [BLOCK_M, 1]
+        # keeps them in the accumulator's layout (1-D, they get one of their own and a second copy of x)
+        sum15 = tl.zeros([BLOCK_M, 1], tl.float32)
+        sum19 = tl.zeros([BLOCK_M, 1], tl.float32)
+        for t in tl.range(tl.maximum(t_start, g * STEPS), tl.minimum(t_end, g * STEPS + STEPS), num_stages=STAGES):
+            for j in tl.static_range(WORDS):
+                if j % XW == 0:
+                    x = tl.load(x_ptrs + j * PACK, mask=x_mask, other=0.0).to(tl.float32)
+                    # an identity reduction: x then reaches every thread as float32 through shared
+                    # memory, where otherwise every thread would widen it
+                    x = tl.sum(x[:, :, None], axis=2)
+                words = tl.load(w_row + j * N + cols[None, :], mask=col_mask)
+                for i in tl.static_range(PACK):
+                    codes, _ = _unpack(words, i, magic15, BITS)
+                    xk = _take(x, (j % XW) * PACK + i)[:, None]
+                    if i % (8 // BITS) == 0:
+                        sum15 += xk
+                    else:
+                        sum19 += xk
+                    dot = tl.fma(xk, codes, dot)
+            w_row += WORDS * N
+            x_ptrs += BLOCK_K
+        s, z = _scale_and_zero(s_ptr, z_ptr, g, cols[None, :], col_mask, N, HAS_ZERO, BITS)
+        acc = tl.fma(s, dot - (sum15 * 256.0 + sum19 * 16.0 + z * (sum15 + sum19)), acc)
     _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid_n, split, SPLIT_K, HAS_BIAS)
 
 
