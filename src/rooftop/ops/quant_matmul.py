@@ -85,10 +85,14 @@ GEMV_MIN_STEPS = 4  # k-steps a split keeps at least (the partials cost 8 bytes 
 # GEMV candidates (BLOCK_N, num_warps, WORD_ROWS, programs per SM to split K towards, num_stages[,
 # maxnreg]): word rows a k-step (int4: 8 k a row, int8: 4), all held by each thread; more programs per
 # SM put more loads in flight at the cost of more partials. Nsight Compute on the H200 (int4,
-# 1 x 28672 x 8192): latency-bound, DRAM busy 54%, 20% occupancy limited by 128 registers a thread;
-# maxnreg caps them (more resident programs, perhaps a spill) and lets the tuner weigh the two.
-GEMV_CONFIGS = ((256, 1, 4, 32, 1), (256, 1, 4, 16, 1), (128, 1, 4, 32, 1), (256, 1, 4, 16, 1, 96),
-                (256, 1, 4, 32, 1, 80), (128, 1, 4, 32, 1, 72), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96))
+# 1 x 28672 x 8192, the session-4 kernel): latency-bound, DRAM busy 54%, 20% occupancy limited by 128
+# registers a thread (the per-group FMA chains since need 62-96, offline sm_90); maxnreg caps them
+# (more resident programs, perhaps a spill) and lets the tuner weigh the two.
+# First, the untimed default: the fastest measured at M = 1 on 5 of the 6 shapes where the GEMV wins
+# (logs/h200-2026-11-29-s5/exp-quant-configs-m1-new-gemv.json; int4 14336 x 4096: 18.0 us against 27.8
+# for 256 columns).
+GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), (256, 1, 4, 16, 1),
+                (256, 1, 4, 16, 1, 96), (256, 1, 4, 32, 1, 80), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96))
 # Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, programs per SM, num_warps, num_stages[, SWAP_AB,
 # default True]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a k-tile). The
 # dequantized tile and the accumulator both live in registers: the offline sm_90 compile shows 255
