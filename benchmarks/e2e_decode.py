@@ -2,9 +2,9 @@
 stock (SDPA) against rooftop-patched (fused RMSNorm and SwiGLU), and patched + int4 weights
 (quantize_model). Greedy generation of --new tokens after a --prompt-token prompt, batch --batch;
 tokens/s from wall time after a warm-up run. Writes OUT.json, prints a table.
-With --compile each model decodes from a static cache, which generate compiles (CUDA graphs on a GPU:
-mode "reduce-overhead"), taking the host's launch cost out of the step.
-Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT.json [--layers 8] [--size 8b|tiny] [--compile]
+With --graphs each model decodes greedily from a static cache, every step replayed from a CUDA graph
+captured by hand, which takes the host's launch cost out of the step.
+Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT.json [--layers 8] [--size 8b|tiny] [--graphs]
 """
 from __future__ import annotations
 
@@ -22,13 +22,55 @@ SIZES = {  # Llama-3-8B's layer shapes (fewer layers keep a session short), and 
 }
 
 
-def compiled(model, ids):
-    """The model decoding from a static cache, which transformers' generate compiles itself on a GPU
-    (torch.compile, mode "reduce-overhead": CUDA graphs; its CompileConfig). Compiling model.forward
-    by hand instead skipped CUDA graphs (the cache's in-place updates are mutated graph inputs) and
-    crashed the process on the H200 (torch 2.11, transformers 5)."""
-    model.generation_config.cache_implementation = "static"
-    return model
+def graphed_tokens_per_s(model, ids, new: int) -> float:
+    """Greedy decode from a static cache, each step replayed from one CUDA graph captured by hand (as
+    gpt-fast does; on a CPU the same step runs eagerly): the host issues one graph launch a token, so
+    the figure is the GPU's, not the Python launch path's. The cache keeps its length in a device
+    tensor, so positions advance inside the graph. (transformers' own compiled decode failed on torch
+    2.11 / transformers 5: NOTES.md item 26.)"""
+    import inspect
+
+    from transformers import StaticCache
+
+    batch, prompt = ids.shape
+    cache = StaticCache(config=model.config, max_cache_len=prompt + new + 4)
+    cache_arg = "cache" if "cache" in inspect.signature(model.model.forward).parameters else "past_key_values"
+    token = torch.zeros(batch, 1, dtype=torch.long, device=ids.device)
+
+    def forward(input_ids):  # the next token into `token`, in place
+        logits = model(input_ids=input_ids, use_cache=True, **{cache_arg: cache}).logits
+        token.copy_(logits[:, -1:].argmax(-1))
+
+    def step():
+        forward(token)
+
+    def decode():
+        cache.reset()  # zeroes the cache and its length in place: the graph's addresses stay valid
+        forward(ids)  # prefill, eager
+        for _ in range(new - 1):
+            replay()
+
+    replay = step
+    if ids.is_cuda:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up outside the capture: allocates the cache, compiles kernels
+            forward(ids)
+            for _ in range(3):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            step()
+        replay = graph.replay
+    decode()  # warm-up run
+    if ids.is_cuda:
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    decode()
+    if ids.is_cuda:
+        torch.cuda.synchronize()
+    return batch * new / (time.perf_counter() - start)
 
 
 def tokens_per_s(model, ids, new: int) -> float:
@@ -58,7 +100,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--prompt", type=int, default=128)
     parser.add_argument("--new", type=int, default=64)
-    parser.add_argument("--compile", action="store_true", help="static cache + torch.compile (CUDA graphs)")
+    parser.add_argument("--graphs", action="store_true", help="static cache, each decode step a CUDA graph replay")
     args = parser.parse_args()
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
@@ -67,10 +109,9 @@ def main() -> None:
     config._attn_implementation = "sdpa"
     stock = transformers.LlamaForCausalLM(config).to(device=device, dtype=dtype).eval()
     ids = torch.randint(0, config.vocab_size, (args.batch, args.prompt), device=device)
-    prepare = compiled if args.compile else (lambda model, ids: model)
     rows = []
     with torch.inference_mode():
-        patched = copy.deepcopy(stock)  # copies before any compile: a compiled forward does not deep-copy
+        patched = copy.deepcopy(stock)
         counts = patch_model(patched)
         quantized = copy.deepcopy(patched)
         report = rooftop.quantize_model(quantized, bits=4, group_size=128)
@@ -78,15 +119,20 @@ def main() -> None:
                            patched.generate(ids, max_new_tokens=8, do_sample=False))
         for name, model in (("stock (sdpa)", stock), (f"rooftop-patched {counts}", patched),
                             (f"patched + int4 g128 ({len(report['quantized'])} linears)", quantized)):
-            rows.append({"model": name, "tokens_per_s": tokens_per_s(prepare(model, ids), ids, args.new)})
+            try:
+                speed = (graphed_tokens_per_s if args.graphs else tokens_per_s)(model, ids, args.new)
+            except RuntimeError as err:  # e.g. an op that cannot be captured: recorded, the others still run
+                print(f"{name}: {type(err).__name__}: {str(err)[:300]}")
+                speed = None
+            rows.append({"model": name, "tokens_per_s": speed})
     result = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "size": args.size,
               "layers": args.layers, "batch": args.batch, "prompt": args.prompt, "new": args.new,
-              "compiled": args.compile,
+              "cuda_graphs": args.graphs,
               "greedy_tokens_equal_first_8": same, "rows": rows}
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
     for r in rows:
-        print(f"{r['model']:60s} {r['tokens_per_s']:8.1f} tok/s")
+        print(f"{r['model']:60s} {r['tokens_per_s'] or float('nan'):8.1f} tok/s")
     print("patched greedy tokens equal stock's (first 8):", same)
 
 
