@@ -32,6 +32,8 @@ def graphed_tokens_per_s(model, ids, new: int) -> float:
 
     from transformers import StaticCache
 
+    from rooftop.bench.timing import capture_graph
+
     batch, prompt = ids.shape
     cache = StaticCache(config=model.config, max_cache_len=prompt + new + 4)
     cache_arg = "cache" if "cache" in inspect.signature(model.model.forward).parameters else "past_key_values"
@@ -50,34 +52,23 @@ def graphed_tokens_per_s(model, ids, new: int) -> float:
         for _ in range(new - 1):
             replay()
 
-    replay = step
-    if ids.is_cuda:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):  # warm-up outside the capture: allocates the cache, compiles kernels
-            forward(ids)
-            for _ in range(3):
-                step()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+    def warm_up():  # allocates the cache, compiles kernels
+        forward(ids)
+        for _ in range(3):
             step()
-        replay = graph.replay
-    decode()  # warm-up run
-    if ids.is_cuda:
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    decode()
-    if ids.is_cuda:
-        torch.cuda.synchronize()
-    return batch * new / (time.perf_counter() - start)
+
+    replay = capture_graph(warm_up, step).replay if ids.is_cuda else step
+    return _timed(decode, ids, new)
 
 
 def tokens_per_s(model, ids, new: int) -> float:
-    def run():
-        return model.generate(ids, max_new_tokens=new, min_new_tokens=new, do_sample=False)
+    return _timed(lambda: model.generate(ids, max_new_tokens=new, min_new_tokens=new, do_sample=False), ids, new)
 
-    run()  # warm-up: compiles kernels, allocates the cache
+
+def _timed(run, ids, new: int) -> float:
+    """Tokens per second of `run()` generating `new` tokens for each of ids' rows, after a warm-up run
+    (compiles kernels, allocates the cache)."""
+    run()
     if ids.is_cuda:
         torch.cuda.synchronize()
     start = time.perf_counter()

@@ -93,17 +93,10 @@ def time_ms(fn: Callable[[], object]) -> float:
     captured."""
     import triton.testing
 
+    from rooftop.bench.timing import capture_graph
+
     try:
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):  # compile and allocate outside the capture
-            fn()
-            fn()
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            fn()
-        call = graph.replay
+        call = capture_graph(lambda: (fn(), fn()), fn).replay
     except RuntimeError:  # not capturable (a host synchronisation, say): time it as it is
         torch.cuda.synchronize()
         call = fn
