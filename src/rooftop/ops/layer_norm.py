@@ -53,8 +53,11 @@ from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, in_place_row
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
-# Launch parameters. On-chip: rms_norm's measured choices (NOTES.md); all to be tuned on the H200.
-ONCHIP_ELEMS_PER_THREAD = 16
+# On-chip launch, by whether a residual is added (tune_rowops.py, H200, GPU time alone:
+# logs/h200-2026-11-29-s6/tune-layer_norm.json): about 32 values a thread without one (GB/s against 16 a
+# thread: 3947 / 3814 at N = 4096, 3895 / 3479 at 8192, 3589 / 2237 at 16384), 16 with one (the best or
+# within 1% of it from 1024 to 32768 but for 16384: 3799 against 4006 at 64).
+ONCHIP_ELEMS_PER_THREAD = {False: 32, True: 16}
 ONCHIP_BLOCK_ELEMS = 2048
 # Looped: one 32-warp program per SM (all the registers of one), which keeps loads in flight across
 # its rows itself (the next row's first tiles during pass 2), so one program per SM is enough.
@@ -245,7 +248,7 @@ def layer_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
             r.stride(0) if has_res else 0, eps)
     flags = dict(HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None)
     if N <= ONCHIP_MAX:
-        block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
+        block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD[has_res], ONCHIP_BLOCK_ELEMS)
         launch(_layer_norm_onchip_kernel, (cdiv(M, block_m),), *args, **flags, BLOCK_M=block_m, BLOCK_N=block_n,
                num_warps=warps)
         return
