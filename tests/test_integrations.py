@@ -1,9 +1,12 @@
 """Patching Hugging Face Llama-style models: module swaps found by duck typing, same outputs."""
+import copy
+
 import pytest
 import torch
 from torch import nn
 
 from conftest import DEVICE, HAS_CUDA, rel_err
+import rooftop.integrations.hf
 from rooftop.integrations.hf import GatedMLP, patch_model
 from rooftop.nn import RMSNorm
 
@@ -60,7 +63,7 @@ def test_patch_swaps_norms_and_mlps_and_keeps_outputs(norm, act):
     x = torch.randn(2, 5, 64, device=DEVICE)
     with torch.no_grad():
         before = model(x)
-        assert patch_model(model) == {"rms_norm": 4, "gated_mlp": 2}
+        assert patch_model(model) == {"rms_norm": 4, "gated_mlp": 2, "rope": 0}
         assert isinstance(model[0].input_layernorm, RMSNorm) and isinstance(model[1].mlp, GatedMLP)
         assert model[0].mlp.activation == ("silu" if isinstance(act, nn.SiLU) else "gelu_tanh")
         assert rel_err(model(x), before) < 1e-5
@@ -68,7 +71,7 @@ def test_patch_swaps_norms_and_mlps_and_keeps_outputs(norm, act):
 
 def test_patch_leaves_what_it_does_not_know():
     layer = Layer(LlamaRMSNorm, act=nn.ReLU()).to(DEVICE)  # ReLU gating: no fused kernel
-    assert patch_model(layer) == {"rms_norm": 2, "gated_mlp": 0}
+    assert patch_model(layer) == {"rms_norm": 2, "gated_mlp": 0, "rope": 0}
     assert isinstance(layer.mlp, LlamaMLP)
 
 
@@ -77,9 +80,30 @@ def test_patch_a_transformers_llama():
     config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
                                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
     model = transformers.LlamaForCausalLM(config).to(DEVICE).eval()
-    ids = torch.randint(0, 128, (1, 12), device=DEVICE)
+    stock = copy.deepcopy(model)
+    ids = torch.randint(0, 128, (2, 12), device=DEVICE)
+    tol = 1e-2 if HAS_CUDA else 1e-4
     with torch.no_grad():
         before = model(ids).logits
         counts = patch_model(model)
-        assert counts == {"rms_norm": 2 * 2 + 1, "gated_mlp": 2}
-        assert rel_err(model(ids).logits, before) < (1e-2 if HAS_CUDA else 1e-4)
+        assert counts == {"rms_norm": 2 * 2 + 1, "gated_mlp": 2, "rope": 2}
+        assert rel_err(model(ids).logits, before) < tol
+        # a decode step from a cache: rotations at positions 12.. (cos/sin [B, 1, D])
+        for m in (stock, model):
+            out = m(ids, use_cache=True)
+            m.step = m(ids[:, -1:], past_key_values=out.past_key_values, use_cache=True).logits
+        assert rel_err(model.step, stock.step) < tol
+    calls = []
+    rotary = transformers.models.llama.modeling_llama.apply_rotary_pos_emb
+    rope = rooftop.integrations.hf.apply_rope
+    try:  # the patched forward calls rooftop's rope, the unpatched copy Hugging Face's
+        rooftop.integrations.hf.apply_rope = lambda *a: calls.append("rooftop") or rope(*a)
+        transformers.models.llama.modeling_llama.apply_rotary_pos_emb = lambda *a: calls.append("hf") or rotary(*a)
+        with torch.no_grad():
+            stock(ids)
+            assert calls == ["hf"] * 2
+            model(ids)
+            assert calls[2:] == ["rooftop"] * 2
+    finally:
+        rooftop.integrations.hf.apply_rope = rope
+        transformers.models.llama.modeling_llama.apply_rotary_pos_emb = rotary

@@ -4,17 +4,28 @@ Duck-typed, so it follows the architecture rather than a transformers version:
 - an RMSNorm module (class name ending in "RMSNorm", a `weight` and `variance_epsilon` or `eps`) becomes
   rooftop.nn.RMSNorm with the same weight (Gemma's class: offset 1, its (1 + weight) scaling);
 - an MLP with `gate_proj`, `up_proj`, `down_proj` and a SiLU or tanh-GELU `act_fn` runs
-  down(swiglu(gate(x), up(x))) (geglu for GELU): the activation and the product in one pass.
-Parameters are shared, not copied; outputs match the original up to rounding. Attention is left to the
-model's own implementation (choose `attn_implementation="sdpa"` when loading).
+  down(swiglu(gate(x), up(x))) (geglu for GELU): the activation and the product in one pass;
+- an attention module (`q_proj` and `k_proj`) whose forward calls its module's NeoX-layout
+  `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it) gets a forward of its own that
+  calls rooftop.apply_rope instead: q and k rotated in one launch (Hugging Face: ten elementwise kernels).
+  Only that module's forward changes (the function's global is rebound in a copy of the forward, through
+  any functools.wraps decorators); anything unusual (another unsqueeze_dim, autograd, shapes the kernel
+  does not take) calls the original.
+Parameters are shared, not copied; outputs match the original up to rounding. Attention itself is left
+to the model's own implementation (choose `attn_implementation="sdpa"` when loading).
 """
 from __future__ import annotations
+
+import inspect
+import sys
+import types
 
 import torch
 from torch import nn
 
 from rooftop.nn import RMSNorm
 from rooftop.ops.activations import geglu, swiglu
+from rooftop.ops.rope import apply_rope
 
 
 class GatedMLP(nn.Module):
@@ -66,9 +77,64 @@ def _gated_mlp(module: nn.Module) -> GatedMLP | None:
     return GatedMLP(*parts[:3], activation) if activation else None
 
 
+def _fused_rotary(original):
+    """Hugging Face's apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1) by rooftop.apply_rope where
+    the kernel takes the call (q, k [B, H, S, D], cos/sin [S, D] or [B, S, D], no autograd), else `original`."""
+    def apply_rotary_pos_emb(q, k, cos, sin, *args, **kwargs):
+        plain = not args and kwargs.get("unsqueeze_dim", 1) == 1 and set(kwargs) <= {"unsqueeze_dim"}
+        shapes = (q.dim() == 4 and k.dim() == 4 and cos.shape == sin.shape and cos.dim() in (2, 3)
+                  and cos.shape[-1] == q.shape[-1] and cos.shape[-2] == q.shape[2])
+        grads = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, cos, sin))
+        if plain and shapes and not grads and q.dtype == k.dtype and q.stride(-1) == 1 and k.stride(-1) == 1:
+            return apply_rope(q, k, cos, sin)
+        return original(q, k, cos, sin, *args, **kwargs)
+    return apply_rotary_pos_emb
+
+
+def _rebound(fn, target, replacement):
+    """`fn` with `target` replaced by `replacement`: fn itself, or a functools.wraps wrapper (any depth)
+    rebuilt around the replacement through its closure cell. None where the structure is not that."""
+    if fn is target:
+        return replacement
+    inner = getattr(fn, "__wrapped__", None)
+    if inner is None or not isinstance(fn, types.FunctionType) or not fn.__closure__:
+        return None
+    new_inner = _rebound(inner, target, replacement)
+    if new_inner is None or not any(c.cell_contents is inner for c in fn.__closure__):
+        return None
+    cells = tuple(types.CellType(new_inner) if c.cell_contents is inner else c for c in fn.__closure__)
+    new = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, cells)
+    new.__kwdefaults__, new.__wrapped__ = fn.__kwdefaults__, new_inner
+    return new
+
+
+def _fused_rope_forward(module: nn.Module):
+    """A bound forward for an attention module that calls rooftop.apply_rope for its rotary embedding,
+    or None when the module is not of that kind."""
+    if not (hasattr(module, "q_proj") and hasattr(module, "k_proj")):
+        return None
+    forward = type(module).forward
+    inner = inspect.unwrap(forward)
+    home = sys.modules.get(type(module).__module__)
+    rope = inner.__globals__.get("apply_rotary_pos_emb") if isinstance(inner, types.FunctionType) else None
+    if rope is None or rope is not getattr(home, "apply_rotary_pos_emb", None) or \
+            not callable(getattr(home, "rotate_half", None)) or \
+            list(inspect.signature(rope).parameters)[:4] != ["q", "k", "cos", "sin"]:
+        return None
+    patched = types.FunctionType(inner.__code__, {**inner.__globals__, "apply_rotary_pos_emb": _fused_rotary(rope)},
+                                 inner.__name__, inner.__defaults__, inner.__closure__)
+    patched.__kwdefaults__ = inner.__kwdefaults__
+    new = _rebound(forward, inner, patched)
+    return types.MethodType(new, module) if new is not None else None
+
+
 def patch_model(model: nn.Module) -> dict[str, int]:
     """Swap in rooftop's fused modules in place; returns how many of each were replaced."""
-    counts = {"rms_norm": 0, "gated_mlp": 0}
+    counts = {"rms_norm": 0, "gated_mlp": 0, "rope": 0}
+    forward = _fused_rope_forward(model)
+    if forward is not None and "forward" not in vars(model):
+        model.forward = forward
+        counts["rope"] += 1
     for name, child in list(model.named_children()):
         new = _rms_norm(child)
         kind = "rms_norm"
