@@ -14,6 +14,10 @@ from rooftop.ops import _autotune
 from rooftop.ops import quant_matmul as qm
 
 EXTRA_GEMV = ((256, 1, 4, 16, 1, 64), (128, 1, 4, 64, 1, 72), (256, 1, 2, 32, 1, 64), (256, 1, 4, 32, 3, 96))
+# tensor-core candidates beside the table's for M <= 16 (the int4 swap-AB tile is no longer issue-bound:
+# more splits, deeper pipelines, 8 warps)
+EXTRA_DOT = ((16, 128, 64, 8, 4, 5), (16, 128, 64, 4, 4, 6), (16, 128, 64, 2, 4, 5), (16, 64, 64, 4, 4, 6),
+             (16, 128, 128, 4, 4, 3), (16, 256, 64, 4, 8, 4), (16, 128, 64, 4, 8, 4), (16, 64, 128, 8, 4, 5))
 
 
 def main():
@@ -35,6 +39,8 @@ def main():
                 configs = list(qm.candidates(M, N, K, bits, 128, x.dtype, sms))
                 if M <= qm.GEMV_TRY_M:
                     configs += [qm._gemv(c, M, N, K, bits, 128, sms) for c in EXTRA_GEMV]
+                if M <= 16:
+                    configs += [qm._dot(c, M, N, K, 128, sms) for c in EXTRA_DOT]
                 ref = qm._reference(x, qw, w)
                 cublas_us = _autotune.time_ms(lambda: F.linear(x, w)) * 1e3
                 for config in configs:

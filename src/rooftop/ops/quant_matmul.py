@@ -35,10 +35,18 @@ kernel up to DOT_MAX_M, dequantize + cuBLAS above. The paths:
   sum_k x magic - z sum_k x), the x sums shared by all columns. (Offline sm_90a SASS of the main
   loop, M = 1, 256 columns a warp, group 128: 3.05 instructions a code for int4, 3.7 for int8;
   M = 4: 6.3 and 7.0.)
-- "dot", `_qgemm_kernel` on the tensor cores (wgmma on Hopper): each k-tile of words is unpacked the
-  same way and scaled with one FMA, (magic + c) * s - (z + magic) * s = s * (c - z), exact for bf16 /
-  fp16 scales, then rounded once to x's dtype (exactly dequantize(x.dtype)) and fed to tl.dot as the
-  A operand of W x^T (swap-AB: N is the MMA's M side, so BLOCK_M can be 16).
+- "dot", `_qgemm_kernel` on the tensor cores (wgmma on Hopper): each k-tile of words becomes
+  s * (c - z) rounded once to x's dtype (exactly dequantize(x.dtype)), fed to tl.dot as the A operand
+  of W x^T (swap-AB: N is the MMA's M side, so BLOCK_M can be 16). int4: k and n are permuted inside
+  the tile (x^T's rows and the output's columns alike) so that each thread of the wgmma register
+  layout unpacks whole words of its own rows and no data moves between threads; a word's codes i and
+  i + 4 form one register's pair of 16-bit floats: one LOP3 gives magic + c for both (bf16 128, fp16
+  1024), a packed add subtracts magic + z (exact) and a packed multiply scales (one rounding), on a
+  GPU by inline PTX when the scales are in x's dtype, else (and in the interpreter) the float32 FMA
+  below, rounded: the same values. Offline sm_90a SASS of the main loop, bf16, BLOCK_M 16, 64 x 128
+  (BLOCK_N x BLOCK_K) a program of 4 warps: 3.7 instructions a code (was 6.8), 128 x 128: 2.9.
+  int8: unpacked as in the GEMV and scaled with one FMA, (magic + c) * s - (z + magic) * s = s * (c - z),
+  exact for bf16 / fp16 scales, then rounded and moved to the A layout through shared memory (7.4).
 - "dequant" (and float32 x, always): dequantize to a [N, K] weight (documented workspace: N * K
   elements of x's dtype) and call F.linear (cuBLAS), compute-bound at prefill sizes anyway.
 Both fused kernels split K over programs when the output tiles alone cannot fill the SMs. Split-K
@@ -95,12 +103,14 @@ GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), 
                 (256, 1, 4, 16, 1, 96), (256, 1, 4, 32, 1, 80), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96))
 # Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, programs per SM, num_warps, num_stages[, SWAP_AB,
 # default True]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a k-tile). The
-# dequantized tile and the accumulator both live in registers: the offline sm_90 compile shows 255
-# registers and spills for the larger tiles at 4 warps, hence 8 warps from BLOCK_M = 64 (none spill
-# here but 64x128x64 at 4 warps, 112 B, and 128x128x64 at 8 warps, 24 B).
+# dequantized tile and the accumulator both live in registers: int8's tile (and the session-5 int4 one)
+# spilled for the larger tiles at 4 warps, hence 8 warps from BLOCK_M = 64 (the offline sm_90 compile:
+# 64x128x64 at 4 warps, 112 B, and 128x128x64 at 8 warps, 24 B; no int4 swap-AB candidate spills now).
+# At M = 16 (int4, H200, logs/h200-2026-11-29-s6/exp-quant-configs.json) the first is within 16% of the
+# best at the four benchmark shapes; 32-column tiles, narrower than the wgmma's 64 rows, ran 3-4x slower.
 DOT_CONFIGS = (
-    (16, ((16, 64, 128, 4, 4, 4), (16, 32, 128, 8, 4, 4), (16, 64, 64, 8, 4, 4), (16, 128, 128, 2, 4, 4),
-          (16, 128, 64, 4, 4, 5), (16, 256, 128, 2, 8, 3))),
+    (16, ((16, 64, 128, 4, 4, 4), (16, 128, 128, 2, 4, 4), (16, 64, 64, 8, 4, 4), (16, 128, 64, 4, 4, 5),
+          (16, 256, 128, 2, 8, 3))),
     (32, ((32, 64, 128, 4, 4, 4), (32, 128, 64, 2, 4, 4), (32, 128, 64, 2, 8, 4), (16, 64, 128, 4, 4, 4))),
     (64, ((64, 64, 64, 4, 4, 4), (64, 64, 128, 4, 4, 4, False), (32, 128, 64, 2, 8, 4), (64, 128, 64, 2, 8, 3),
           (64, 128, 64, 2, 4, 4, False))),
@@ -305,15 +315,61 @@ def _dequant_tile(w_ptr, s_ptr, z_ptr, k0, cols, col_mask, N, magic15, BITS: tl.
 
 
 @triton.jit
+def _dequant_pairs(words, s, z, magic15, BITS: tl.constexpr, HAS_ZERO: tl.constexpr, DTYPE: tl.constexpr,
+                   PAIRED_ASM: tl.constexpr):
+    """s * (c - z) rounded once to DTYPE for the codes of `words` [WORDS, BLOCK_N], with the group's
+    scales s (16-bit floats for PAIRED_ASM) and zero points z (uint8) of the columns [BLOCK_N], as
+    [WORDS, BLOCK_N, P / 2, 2] (P codes a word): element (j, n, i, h) is code i + h P / 2 of word j,
+    so that a 32-bit register holds two codes one mask extracts together.
+    PAIRED_ASM (int4, s in DTYPE, on a GPU; inline PTX): one LOP3 turns a shifted word into the two
+    16-bit floats magic + c (bf16 0x4300 = 128, fp16 0x6400 = 1024: c lands in the mantissa's low
+    bits), a packed add subtracts magic + z (exact) and a packed multiply scales (rounded once). Else
+    (the interpreter, scales of another dtype): the float32 FMA of `_dequant_tile`, rounded: the same
+    values."""
+    PACK: tl.constexpr = 32 // BITS
+    HALF: tl.constexpr = PACK // 2
+    if HAS_ZERO:
+        z = z.to(tl.int32)
+    else:
+        z = tl.full(s.shape, 2 ** (BITS - 1), tl.int32)
+    if PAIRED_ASM:
+        MAGIC: tl.constexpr = 0x4300 if DTYPE == tl.bfloat16 else 0x6400
+        s_pair = (s.to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF) * 0x10001  # (s, s)
+        neg_zero_pair = (z + (MAGIC | 0x8000)) * 0x10001  # (-(magic + z), -(magic + z)), exact
+        shifted = words[:, :, None] >> (4 * tl.arange(0, HALF))[None, None, :]  # codes i, i + 4 at bits 0, 16
+        args = [shifted, neg_zero_pair[None, :, None], s_pair[None, :, None]]
+        if DTYPE == tl.bfloat16:
+            pairs = tl.inline_asm_elementwise(
+                "{ .reg .b32 v, one, neg0; lop3.b32 v, $1, 0x000F000F, 0x43004300, 0xEA; mov.b32 one, 0x3F803F80; "
+                "mov.b32 neg0, 0x80008000; fma.rn.bf16x2 v, v, one, $2; fma.rn.bf16x2 $0, v, $3, neg0; }",
+                "=r,r,r,r", args, dtype=tl.int32, is_pure=True, pack=1)
+        else:
+            pairs = tl.inline_asm_elementwise(
+                "{ .reg .b32 v, one, neg0; lop3.b32 v, $1, 0x000F000F, 0x64006400, 0xEA; mov.b32 one, 0x3C003C00; "
+                "mov.b32 neg0, 0x80008000; fma.rn.f16x2 v, v, one, $2; fma.rn.f16x2 $0, v, $3, neg0; }",
+                "=r,r,r,r", args, dtype=tl.int32, is_pure=True, pack=1)
+        return tl.join(pairs.to(tl.int16).to(DTYPE, bitcast=True), (pairs >> 16).to(tl.int16).to(DTYPE, bitcast=True))
+    else:
+        idx = tl.arange(0, HALF)[:, None] + HALF * tl.arange(0, 2)[None, :]
+        codes, magic = _unpack(words[:, :, None, None], idx[None, None, :, :], magic15, BITS)
+        s = s.to(tl.float32)[None, :, None, None]
+        offset = -(z.to(tl.float32)[None, :, None, None] + magic) * s
+        return (codes * s + offset).to(DTYPE)
+
+
+@triton.jit
 def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                   magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  SWAP_AB: tl.constexpr):
+                  SWAP_AB: tl.constexpr, PAIRED_ASM: tl.constexpr):
     # Grid (M tiles * N tiles, SPLIT_K), the M tiles of one N tile adjacent so that they share its
     # weights through L2. Reads its [K / SPLIT_K, BLOCK_N] slab of packed words once and its
     # [BLOCK_M, K / SPLIT_K] slab of x; writes a BLOCK_M x BLOCK_N output tile (or fp32 partials).
     # SWAP_AB: W x^T, the dequantized tile the MMA's A operand (from registers; BLOCK_M may be 16);
     # else x W^T, the tile its B operand (stored once to shared memory; BLOCK_M >= 64 on Hopper).
+    PACK: tl.constexpr = 32 // BITS
+    HALF: tl.constexpr = PACK // 2
+    WORDS: tl.constexpr = BLOCK_K // PACK
     pid = tl.program_id(0)
     split = tl.program_id(1)
     m_tiles = tl.cdiv(M, BLOCK_M)
@@ -325,25 +381,62 @@ def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     ks = tl.arange(0, BLOCK_K)
     k_steps = K // BLOCK_K
     per_split = tl.cdiv(k_steps, SPLIT_K)
-    t_end = tl.minimum((split + 1) * per_split, k_steps)
-    if SWAP_AB:
-        x_ptrs = x_ptr + rows[None, :].to(tl.int64) * x_stride + ks[:, None]  # x^T tile [BLOCK_K, BLOCK_M]
+    t_start = split * per_split
+    t_end = tl.minimum(t_start + per_split, k_steps)
+    if SWAP_AB and BITS == 4:
+        # The MMA's A operand is W's tile with k and n permuted (x^T's rows permuted alike, the
+        # output's columns back): a thread of the wgmma A layout holds k' = 2 q + {0, 1} (+ 8 r) for
+        # its lane's q = lane % 4, and rows n' = a, a + 8 (+ 16 r) for a = lane / 4. With word row
+        # j = jq + 4 jr, code k = P j + i + h P / 2 goes to k' = h + 2 jq + 8 i + 4 P jr: a thread
+        # holds whole words and (h) the pair of codes one LOP3 extracts; column 16 b + 2 a + r goes
+        # to n' = 16 b + 8 r + a: a thread's two rows are adjacent columns (one 8-byte load).
+        JR: tl.constexpr = WORDS // 4
+        x_ptrs = x_ptr + rows[None, :].to(tl.int64) * x_stride + (t_start * BLOCK_K + ks)[:, None]  # x^T [BLOCK_K, BLOCK_M]
         x_mask = rows[None, :] < M
+        w_ptrs = w_ptr + (t_start * WORDS + tl.arange(0, WORDS))[:, None].to(tl.int64) * N + cols[None, :]
+        g = tl.minimum(t_start, k_steps - 1) * BLOCK_K // GROUP  # in range for an empty split too
+        s = tl.load(s_ptr + g * N + cols, mask=col_mask, other=0.0)
+        z = tl.load(z_ptr + g * N + cols, mask=col_mask, other=0) if HAS_ZERO else s
         acc = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)
+        for t in range(t_start, t_end):
+            # the next k-tile's scales and zeros (in flight while this one is dequantized; the last
+            # k-tile's are loaded again)
+            g_next = tl.minimum(t + 1, k_steps - 1) * BLOCK_K // GROUP
+            s_next = tl.load(s_ptr + g_next * N + cols, mask=col_mask, other=0.0)
+            z_next = tl.load(z_ptr + g_next * N + cols, mask=col_mask, other=0) if HAS_ZERO else s_next
+            words = tl.load(w_ptrs, mask=col_mask[None, :], other=0)
+            xt = tl.load(x_ptrs, mask=x_mask, other=0.0)
+            pairs = _dequant_pairs(words, s, z, magic15, BITS, HAS_ZERO, xt.dtype, PAIRED_ASM)
+            w = tl.reshape(pairs, (JR, 4, BLOCK_N // 16, 8, 2, HALF, 2))  # jr, jq, b, a, r, i, h
+            w = tl.reshape(tl.permute(w, (2, 4, 3, 0, 5, 1, 6)), (BLOCK_N, BLOCK_K))  # n' = (b, r, a), k' = (jr, i, jq, h)
+            xt = tl.reshape(xt, (JR, 4, 2, HALF, BLOCK_M))  # jr, jq, h, i
+            xt = tl.reshape(tl.permute(xt, (0, 3, 1, 2, 4)), (BLOCK_K, BLOCK_M))
+            acc = tl.dot(w, xt, acc)  # [BLOCK_N, BLOCK_M] += W x^T
+            s, z = s_next, z_next
+            w_ptrs += WORDS * N
+            x_ptrs += BLOCK_K
+        acc = tl.reshape(tl.trans(acc), (BLOCK_M, BLOCK_N // 16, 2, 8))  # columns n' = (b, r, a)
+        acc = tl.reshape(tl.permute(acc, (0, 1, 3, 2)), (BLOCK_M, BLOCK_N))
     else:
-        x_ptrs = x_ptr + rows[:, None].to(tl.int64) * x_stride + ks[None, :]  # x tile [BLOCK_M, BLOCK_K]
-        x_mask = rows[:, None] < M
-        acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-    for t in range(split * per_split, t_end):
-        k0 = t * BLOCK_K
-        w = _dequant_tile(w_ptr, s_ptr, z_ptr, k0, cols, col_mask, N, magic15, BITS, GROUP, HAS_ZERO, BLOCK_K, BLOCK_N)
-        xt = tl.load(x_ptrs + k0, mask=x_mask, other=0.0)
-        if SWAP_AB:
-            acc = tl.dot(tl.trans(w.to(xt.dtype)), xt, acc)  # [BLOCK_N, BLOCK_M] += W x^T
+        if SWAP_AB:  # int8: the float32 tile, rounded, transposed to the A layout through shared memory
+            x_ptrs = x_ptr + rows[None, :].to(tl.int64) * x_stride + ks[:, None]  # x^T tile [BLOCK_K, BLOCK_M]
+            x_mask = rows[None, :] < M
+            acc = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)
         else:
-            acc = tl.dot(xt, w.to(xt.dtype), acc)  # [BLOCK_M, BLOCK_N] += x W^T
-    if SWAP_AB:
-        acc = tl.trans(acc)
+            x_ptrs = x_ptr + rows[:, None].to(tl.int64) * x_stride + ks[None, :]  # x tile [BLOCK_M, BLOCK_K]
+            x_mask = rows[:, None] < M
+            acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+        for t in range(t_start, t_end):
+            k0 = t * BLOCK_K
+            w = _dequant_tile(w_ptr, s_ptr, z_ptr, k0, cols, col_mask, N, magic15, BITS, GROUP, HAS_ZERO, BLOCK_K,
+                              BLOCK_N)
+            xt = tl.load(x_ptrs + k0, mask=x_mask, other=0.0)
+            if SWAP_AB:
+                acc = tl.dot(tl.trans(w.to(xt.dtype)), xt, acc)  # [BLOCK_N, BLOCK_M] += W x^T
+            else:
+                acc = tl.dot(xt, w.to(xt.dtype), acc)  # [BLOCK_M, BLOCK_N] += x W^T
+        if SWAP_AB:
+            acc = tl.trans(acc)
     _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid, split, SPLIT_K, HAS_BIAS)
 
 
@@ -495,6 +588,8 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
     M, K = rows.shape
     N = out.shape[1]
     kernel = _qgemv_kernel if path == "gemv" else _qgemm_kernel
+    if path == "dot":  # inline PTX on a GPU only; its packed 16-bit math rounds once with scales in x's dtype
+        params["PAIRED_ASM"] = rows.is_cuda and bits == 4 and scales.dtype == rows.dtype
     tiles = cdiv(N, params["BLOCK_N"]) * (1 if path == "gemv" else cdiv(M, params["BLOCK_M"]))
     partials = torch.empty((split, M, N), device=rows.device, dtype=torch.float32) if split > 1 else out
     counters = packed
