@@ -1,4 +1,4 @@
-"""Every launch candidate of quant_matmul (and a few extra GEMV ones) timed on the GPU alone (graph replay,
+"""Every launch candidate of quant_matmul (its regime's whole tensor-core table, a few extra GEMV and M <= 16 ones) timed on the GPU alone (graph replay,
 L2 flushed: rooftop.ops._autotune.time_ms) at the benchmark shapes, beside cuBLAS bf16 F.linear timed the
 same way: which configuration wins where, and by how much. Writes OUT/exp-quant-configs.json, prints a table.
 Usage: PYTHONPATH=src python benchmarks/exp_quant_configs.py OUT [--ms 1,16] [--bits 4]"""
@@ -39,8 +39,8 @@ def main():
                 configs = list(qm.candidates(M, N, K, bits, 128, x.dtype, sms))
                 if M <= qm.GEMV_TRY_M:
                     configs += [qm._gemv(c, M, N, K, bits, 128, sms) for c in EXTRA_GEMV]
-                if M <= 16:
-                    configs += [qm._dot(c, M, N, K, 128, sms) for c in EXTRA_DOT]
+                table = next(t for top, t in qm.DOT_CONFIGS if M <= top) + (EXTRA_DOT if M <= 16 else ())
+                configs += [d for d in (qm._dot(c, M, N, K, 128, sms) for c in table) if d not in configs]
                 ref = qm._reference(x, qw, w)
                 cublas_us = _autotune.time_ms(lambda: F.linear(x, w)) * 1e3
                 for config in configs:
