@@ -16,7 +16,7 @@ from rooftop.ops import quant_matmul as qm
 EXTRA_GEMV = ((256, 1, 4, 16, 1, 64), (128, 1, 4, 64, 1, 72), (256, 1, 2, 32, 1, 64), (256, 1, 4, 32, 3, 96))
 # tensor-core candidates beside the table's for M <= 16 (the int4 swap-AB tile is no longer issue-bound:
 # more splits, deeper pipelines, 8 warps)
-EXTRA_DOT = ((16, 128, 64, 8, 4, 5), (16, 128, 64, 4, 4, 6), (16, 128, 64, 2, 4, 5), (16, 64, 64, 4, 4, 6),
+EXTRA_DOT = ((16, 128, 64, 4, 4, 6), (16, 128, 64, 2, 4, 5),
              (16, 128, 128, 4, 4, 3), (16, 256, 64, 4, 8, 4), (16, 128, 64, 4, 8, 4), (16, 64, 128, 8, 4, 5))
 
 
