@@ -108,19 +108,16 @@ GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), 
 # 64x128x64 at 4 warps, 112 B, and 128x128x64 at 8 warps, 24 B; no int4 swap-AB candidate spills now).
 # At M = 16 (int4, H200, logs/h200-2026-11-29-s6/exp-quant-configs-run4.json) the first is the fastest at
 # three of the four benchmark shapes (4096^2: 16.9 us against 15.2 for the second); 32-column tiles,
-# narrower than the wgmma's 64 rows, ran 3-4x slower (logs/.../exp-quant-configs.json). Above 64 rows the
-# first tries 256 rows of x a tile (wgmma n256, 8 warps, 255 registers, no spill): the weight dequantized
-# once for 256 rows, not again per 64- or 128-row tile.
+# narrower than the wgmma's 64 rows, ran 3-4x slower (logs/.../exp-quant-configs.json).
 DOT_CONFIGS = (
     (16, ((16, 128, 64, 4, 4, 5), (16, 64, 64, 4, 4, 6), (16, 128, 128, 2, 4, 4), (16, 64, 128, 4, 4, 4),
           (16, 64, 64, 8, 4, 4), (16, 128, 64, 8, 4, 5))),
     (32, ((32, 64, 128, 4, 4, 4), (32, 128, 64, 2, 4, 4), (32, 128, 64, 2, 8, 4), (16, 64, 128, 4, 4, 4))),
     (64, ((64, 64, 64, 4, 4, 4), (64, 64, 128, 4, 4, 4, False), (32, 128, 64, 2, 8, 4), (64, 128, 64, 2, 8, 3),
           (64, 128, 64, 2, 4, 4, False), (64, 128, 128, 2, 8, 3), (64, 256, 64, 1, 8, 3), (32, 128, 128, 2, 4, 4))),
-    (1 << 62, ((256, 128, 64, 1, 8, 3), (128, 128, 64, 2, 8, 3), (64, 64, 64, 4, 4, 4), (128, 64, 64, 2, 8, 3),
-               (64, 128, 64, 2, 8, 3), (128, 128, 64, 2, 8, 3, False), (64, 128, 64, 2, 4, 4, False),
-               (128, 256, 64, 1, 8, 3, False), (128, 128, 128, 1, 8, 3), (128, 256, 64, 1, 8, 3),
-               (64, 128, 128, 2, 8, 3))),
+    (1 << 62, ((64, 64, 64, 4, 4, 4), (128, 64, 64, 2, 8, 3), (128, 128, 64, 2, 8, 3), (64, 128, 64, 2, 8, 3),
+               (128, 128, 64, 2, 8, 3, False), (64, 128, 64, 2, 4, 4, False), (128, 256, 64, 1, 8, 3, False),
+               (128, 128, 128, 1, 8, 3), (128, 256, 64, 1, 8, 3), (64, 128, 128, 2, 8, 3))),
 )
 INTERPRETER_GEMV = (256, 1, 4, 8, 1)  # the interpreter pretends to have 8 SMs: split-K runs in tests
 
