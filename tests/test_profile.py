@@ -1,5 +1,6 @@
 """Profiling: occupancy maths, the diagnosis, the ncu parser, kernel recording and offline compile,
 the model profiler's attribution. No GPU needed: the figures are fed in."""
+import dataclasses
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -101,6 +102,9 @@ def test_diagnose_latency_bound():
     assert "(+5.6%): within 10%" in found.text
     assert "limited by registers: 64 per thread; at most 40 would fit 3 blocks" in found.text
     assert "the measured copy reaches 88% of the 4800 GB/s" in found.text  # 4247 / 4800
+    # the datasheet fallback is the peak itself: no claim of a measured fraction
+    datasheet = dataclasses.replace(H200, copy_GBps=4800.0, source="datasheet")
+    assert "measured copy" not in diagnose(_reading(), ROWS_COST, (2048, 65536), 2, datasheet).text
 
 
 def test_diagnose_l2_overflow_of_the_second_pass():

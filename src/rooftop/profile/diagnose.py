@@ -162,7 +162,8 @@ def diagnose(reading: dict, cost: Cost | None = None, shape=None, itemsize: int 
     if cost is not None:
         sentences += _traffic_sentences(reading, cost, shape, itemsize, occ, sms, l2_bytes, l2_label, figures)
     dram, sm_pct = reading.get("dram_throughput_pct"), reading.get("sm_throughput_pct")
-    copy_pct = 100 * ceilings.copy_GBps / spec.mem_GBps if ceilings and spec else None
+    # only a measured copy says how much of the datasheet peak is reachable (the datasheet fallback is the peak)
+    copy_pct = 100 * ceilings.copy_GBps / spec.mem_GBps if ceilings and spec and ceilings.source != "datasheet" else None
     if dram is not None:
         ref = f" (the measured copy reaches {copy_pct:.0f}% of the {spec.mem_GBps:.0f} GB/s datasheet peak)" \
             if copy_pct else ""
