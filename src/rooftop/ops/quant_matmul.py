@@ -98,20 +98,28 @@ GEMV_MIN_STEPS = 4  # k-steps a split keeps at least (the partials cost 8 bytes 
 # (more resident programs, perhaps a spill) and lets the tuner weigh the two.
 # First, the untimed default: the fastest measured at M = 1 on 5 of the 6 shapes where the GEMV wins
 # (logs/h200-2026-11-29-s5/exp-quant-configs-m1-new-gemv.json; int4 14336 x 4096: 18.0 us against 27.8
-# for 256 columns).
+# for 256 columns). Nsight Compute of it (session 6, logs/h200-2026-11-29-s6/ncu-quant-int4-1x28672x8192.txt):
+# DRAM 66% busy, occupancy 36%, 72 registers. Offline sm_90 the same loop fits 64 registers (one-warp
+# programs up to the SM's 32-program limit) and 56 (two-warp programs: 36 warps an SM) with no spill: the
+# last two candidates, not yet timed on the GPU.
 GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), (256, 1, 4, 16, 1),
-                (256, 1, 4, 16, 1, 96), (256, 1, 4, 32, 1, 80), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96))
+                (256, 1, 4, 16, 1, 96), (256, 1, 4, 32, 1, 80), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96),
+                (128, 1, 4, 32, 1, 64), (256, 2, 4, 32, 1, 56))
 # Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, programs per SM, num_warps, num_stages[, SWAP_AB,
-# default True]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a k-tile). The
+# default True[, maxnreg]]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a k-tile). The
 # dequantized tile and the accumulator both live in registers: int8's tile (and the session-5 int4 one)
 # spilled for the larger tiles at 4 warps, hence 8 warps from BLOCK_M = 64 (the offline sm_90 compile:
 # 64x128x64 at 4 warps, 112 B, and 128x128x64 at 8 warps, 24 B; no int4 swap-AB candidate spills now).
 # At M = 16 (int4, H200, logs/h200-2026-11-29-s6/exp-quant-configs-run4.json) the first is the fastest at
 # three of the four benchmark shapes (4096^2: 16.9 us against 15.2 for the second); 32-column tiles,
-# narrower than the wgmma's 64 rows, ran 3-4x slower (logs/.../exp-quant-configs.json).
+# narrower than the wgmma's 64 rows, ran 3-4x slower (logs/.../exp-quant-configs.json). Nsight Compute of
+# the first at 16 x 28672 x 8192 (logs/.../ncu-quant-int4-16x28672x8192.txt): DRAM 45% busy, occupancy
+# 25%, five programs an SM by its 91 registers; capped at 80 (offline sm_90: no spill, 3.7 instructions a
+# code) six fit: the last two candidates, not yet timed on the GPU.
 DOT_CONFIGS = (
     (16, ((16, 128, 64, 4, 4, 5), (16, 64, 64, 4, 4, 6), (16, 128, 128, 2, 4, 4), (16, 64, 128, 4, 4, 4),
-          (16, 64, 64, 8, 4, 4), (16, 128, 64, 8, 4, 5))),
+          (16, 64, 64, 8, 4, 4), (16, 128, 64, 8, 4, 5), (16, 128, 64, 4, 4, 5, True, 80),
+          (16, 128, 64, 8, 4, 5, True, 80))),
     (32, ((32, 64, 128, 4, 4, 4), (32, 128, 64, 2, 4, 4), (32, 128, 64, 2, 8, 4), (16, 64, 128, 4, 4, 4))),
     (64, ((64, 64, 64, 4, 4, 4), (64, 64, 128, 4, 4, 4, False), (32, 128, 64, 2, 8, 4), (64, 128, 64, 2, 8, 3),
           (64, 128, 64, 2, 4, 4, False), (64, 128, 128, 2, 8, 3), (64, 256, 64, 1, 8, 3), (32, 128, 128, 2, 4, 4))),
@@ -137,11 +145,12 @@ def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms
 
 
 def _dot(config: tuple, M: int, N: int, K: int, group_size: int, sms: int) -> dict:
-    block_m, block_n, block_k, per_sm, warps, stages, *swap = config
+    block_m, block_n, block_k, per_sm, warps, stages, *rest = config
+    swap, maxnreg = (tuple(rest) + (True, None)[len(rest):])[:2]
     block_k = min(block_k, group_size)
     split = _split_k(per_sm * sms, cdiv(M, block_m) * cdiv(N, block_n), K // block_k)
     return dict(path="dot", BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, SPLIT_K=split, num_warps=warps,
-                num_stages=stages, SWAP_AB=swap[0] if swap else True)
+                num_stages=stages, SWAP_AB=swap, **({"maxnreg": maxnreg} if maxnreg else {}))
 
 
 DEQUANT = dict(path="dequant")
