@@ -11,7 +11,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 sys.path.insert(0, "src")
-from rooftop.ops import rms_norm as rn, layer_norm as ln, matmul as mm, attention as at
+from rooftop.ops import rms_norm as rn, layer_norm as ln, matmul as mm, attention as at, softmax as sm
 BIN = os.path.dirname(triton.__file__) + "/backends/nvidia/bin/"
 
 def build(fn, types, consts, warps, stages=3, name="k"):
@@ -19,7 +19,10 @@ def build(fn, types, consts, warps, stages=3, name="k"):
     for a in fn.arg_names:
         if a in consts: sig[a] = "constexpr"
         else: sig[a] = types(a)
-    attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names) if sig[a].startswith("*")}
+    # pointers 16-byte aligned and N and the row strides multiples of 16, as Triton specialises a launch
+    # on aligned rows (without it the loads do not vectorise and the layouts differ from the GPU's)
+    attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
+             if sig[a].startswith("*") or (sig[a] == "i32" and (a == "N" or "stride" in a))}
     c = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
                        target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps, num_stages=stages))
     open(f"/tmp/{name}.cubin", "wb").write(c.asm["cubin"])
@@ -43,6 +46,9 @@ for res in (False, True):
     build(ln._layer_norm_looped_kernel, lambda a: "*bf16" if a.endswith("_ptr") else ("fp32" if a == "eps" else "i32"),
           dict(HAS_RESIDUAL=res, HAS_WEIGHT=True, HAS_BIAS=True, TILE=16384, GROUP=8, X_AHEAD=1 if res else 2,
                X_POLICY="evict_first", EVEN=True), 32, name=f"ln_looped_r{int(res)}")
+for tile, warps in ((8192, 16), (4096, 8)):
+    build(sm._softmax_looped_kernel, lambda a: "*bf16" if a.endswith("_ptr") else "i32",
+          dict(LOG=False, TILE=tile, EVEN=True), warps, name=f"softmax_looped_{tile}")
 mm_types = lambda a: ("*fp32" if "scale" in a else "*bf16") if a.endswith("_ptr") else "i32"
 build(mm._matmul_tma_kernel, mm_types, dict(A_K_MAJOR=True, B_K_MAJOR=True, HAS_SCALES=False, HAS_BIAS=True,
       ACTIVATION="silu", HAS_RESIDUAL=True, INPUT_PRECISION="tf32", BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8,

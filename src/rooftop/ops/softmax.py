@@ -66,31 +66,35 @@ def _softmax_onchip_kernel(x_ptr, y_ptr, M, N, x_row_stride, y_row_stride,
 
 @triton.jit
 def _online_max_sum(x_row, start, end, TILE: tl.constexpr, EVEN: tl.constexpr):
-    """Online (max, sum of exp) of x_row[start:end]: a running row max updated once per tile (one
-    exp per element, one per tile), the sums kept per lane and reduced at the end. Reads the span
-    once, the next tile's load in flight while the current one is reduced; asks L2 to keep it.
-    EVEN (span a multiple of TILE): no masks; the last prefetch re-reads the last tile (from L1)."""
+    """Online (max, sum of exp) of x_row[start:end]. Each group of VEC adjacent values (the 16 bytes a
+    thread loads together) keeps its own running max and sum, updated once per tile (one exp per
+    element, one per group and tile), so a tile needs no exchange between threads; the groups merge
+    once at the end. Reads the span once, the next tile's load in flight while the current one is
+    reduced; asks L2 to keep it. EVEN (span a multiple of TILE): no masks; the last prefetch re-reads
+    the last tile (from L1)."""
+    VEC: tl.constexpr = 128 // x_row.dtype.element_ty.primitive_bitwidth
+    GROUPS: tl.constexpr = TILE // VEC
     cols = tl.arange(0, TILE)
-    m = tl.full([], -float("inf"), tl.float32)
-    s = tl.zeros([TILE], tl.float32)
+    m = tl.full([GROUPS], -float("inf"), tl.float32)
+    s = tl.zeros([GROUPS], tl.float32)
     if EVEN:
         x_next = tl.load(x_row + start + cols, eviction_policy="evict_last")
     else:
         x_next = tl.load(x_row + start + cols, mask=start + cols < end, other=-float("inf"),
                          eviction_policy="evict_last")
     for off in range(start, end, TILE):
-        x = x_next.to(tl.float32)
+        x = tl.reshape(x_next.to(tl.float32), (GROUPS, VEC))
         if EVEN:
             x_next = tl.load(x_row + tl.minimum(off + TILE, end - TILE) + cols, eviction_policy="evict_last")
         else:
             nxt = off + TILE + cols
             x_next = tl.load(x_row + nxt, mask=nxt < end, other=-float("inf"), eviction_policy="evict_last")
-        m_new = tl.maximum(m, tl.max(x, axis=0))
-        # while the max is still -inf there is no mass yet: rescale against 0, not -inf (nan)
+        m_new = tl.maximum(m, tl.max(x, axis=1))
+        # while a group's max is still -inf it has no mass yet: rescale against 0, not -inf (nan)
         ref = tl.where(m_new == -float("inf"), 0.0, m_new)
-        s = s * tl.exp(m - ref) + tl.exp(x - ref)
+        s = s * tl.exp(m - ref) + tl.sum(tl.exp(x - ref[:, None]), axis=1)
         m = m_new
-    return m, tl.sum(s, axis=0)
+    return _merge_max_sum(m, s)
 
 
 @triton.jit
