@@ -146,7 +146,8 @@ def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms
 
 def _dot(config: tuple, M: int, N: int, K: int, group_size: int, sms: int) -> dict:
     block_m, block_n, block_k, per_sm, warps, stages, *rest = config
-    swap, maxnreg = (tuple(rest) + (True, None)[len(rest):])[:2]
+    swap = rest[0] if rest else True
+    maxnreg = rest[1] if len(rest) > 1 else None
     block_k = min(block_k, group_size)
     split = _split_k(per_sm * sms, cdiv(M, block_m) * cdiv(N, block_n), K // block_k)
     return dict(path="dot", BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, SPLIT_K=split, num_warps=warps,
