@@ -1,4 +1,5 @@
-"""Every launch candidate of quant_matmul (its regime's whole tensor-core table, a few extra GEMV and M <= 16 ones) timed on the GPU alone (graph replay,
+"""Every launch candidate of quant_matmul (its regime's whole tensor-core table, a few extra GEMV and M <= 16
+ones) timed on the GPU alone (graph replay,
 L2 flushed: rooftop.ops._autotune.time_ms) at the benchmark shapes, beside cuBLAS bf16 F.linear timed the
 same way: which configuration wins where, and by how much. Writes OUT/exp-quant-configs.json, prints a table.
 Usage: PYTHONPATH=src python benchmarks/exp_quant_configs.py OUT [--ms 1,16] [--bits 4]"""

@@ -33,7 +33,8 @@ def compile_sm90(consts: dict, warps: int, stages: int, dtype: str = "bf16"):
     fn = qm._qgemm_kernel
     types = {**TYPES, "x_ptr": f"*{dtype}", "s_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "out_ptr": f"*{dtype}"}
     sig = {a: "constexpr" if a in consts else types.get(a, "i32") for a in fn.arg_names}
-    attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names) if sig[a].startswith("*") or a in ALIGNED}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
+             if sig[a].startswith("*") or a in ALIGNED}
     return triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
                           target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps, num_stages=stages))
 
@@ -46,7 +47,8 @@ def sass_and_usage(cubin: bytes) -> tuple[list, str]:
         sass = subprocess.run([BIN + "cuobjdump", "-sass", f.name], capture_output=True, text=True, check=True).stdout
         usage = subprocess.run([BIN + "cuobjdump", "--dump-resource-usage", f.name], capture_output=True, text=True,
                                check=True).stdout
-    insts = [(int(m.group(1), 16), m.group(3), m.group(4).strip()) for m in map(SASS_LINE.search, sass.splitlines()) if m]
+    matches = (SASS_LINE.search(line) for line in sass.splitlines())
+    insts = [(int(m.group(1), 16), m.group(3), m.group(4).strip()) for m in matches if m]
     return insts, re.search(r"REG:\d+.*", usage).group(0)
 
 

@@ -106,7 +106,8 @@ GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), 
                 (256, 1, 4, 16, 1, 96), (256, 1, 4, 32, 1, 80), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96),
                 (128, 1, 4, 32, 1, 64), (256, 2, 4, 32, 1, 56))
 # Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, programs per SM, num_warps, num_stages[, SWAP_AB,
-# default True[, maxnreg]]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a k-tile). The
+# default True[, maxnreg]]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale
+# per column a k-tile). The
 # dequantized tile and the accumulator both live in registers: int8's tile (and the session-5 int4 one)
 # spilled for the larger tiles at 4 warps, hence 8 warps from BLOCK_M = 64 (the offline sm_90 compile:
 # 64x128x64 at 4 warps, 112 B, and 128x128x64 at 8 warps, 24 B; no int4 swap-AB candidate spills now).
@@ -403,7 +404,8 @@ def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
         # holds whole words and (h) the pair of codes one LOP3 extracts; column 16 b + 2 a + r goes
         # to n' = 16 b + 8 r + a: a thread's two rows are adjacent columns (one 8-byte load).
         JR: tl.constexpr = WORDS // 4
-        x_ptrs = x_ptr + rows[None, :].to(tl.int64) * x_stride + (t_start * BLOCK_K + ks)[:, None]  # x^T [BLOCK_K, BLOCK_M]
+        # x^T [BLOCK_K, BLOCK_M]
+        x_ptrs = x_ptr + rows[None, :].to(tl.int64) * x_stride + (t_start * BLOCK_K + ks)[:, None]
         x_mask = rows[None, :] < M
         w_ptrs = w_ptr + (t_start * WORDS + tl.arange(0, WORDS))[:, None].to(tl.int64) * N + cols[None, :]
         g = tl.minimum(t_start, k_steps - 1) * BLOCK_K // GROUP  # in range for an empty split too
@@ -420,7 +422,8 @@ def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
             xt = tl.load(x_ptrs, mask=x_mask, other=0.0)
             pairs = _dequant_pairs(words, s, z, magic15, BITS, HAS_ZERO, xt.dtype, PAIRED_ASM)
             w = tl.reshape(pairs, (JR, 4, BLOCK_N // 16, 8, 2, HALF, 2))  # jr, jq, b, a, r, i, h
-            w = tl.reshape(tl.permute(w, (2, 4, 3, 0, 5, 1, 6)), (BLOCK_N, BLOCK_K))  # n' = (b, r, a), k' = (jr, i, jq, h)
+            # n' = (b, r, a), k' = (jr, i, jq, h)
+            w = tl.reshape(tl.permute(w, (2, 4, 3, 0, 5, 1, 6)), (BLOCK_N, BLOCK_K))
             xt = tl.reshape(xt, (JR, 4, 2, HALF, BLOCK_M))  # jr, jq, h, i
             xt = tl.reshape(tl.permute(xt, (0, 3, 1, 2, 4)), (BLOCK_K, BLOCK_M))
             acc = tl.dot(w, xt, acc)  # [BLOCK_N, BLOCK_M] += W x^T
