@@ -69,7 +69,7 @@ from rooftop.roofline import Cost
 
 LOG2E = 1.4426950408889634
 MAX_HEAD_DIM = 256
-MAX_GRID_Y = 65535  # CUDA's limit on the query-tile axis of the grid
+MAX_PROGRAMS = 2**31 - 1  # CUDA's limit on a grid's x axis
 
 Window = Union[None, int, tuple]
 
@@ -253,17 +253,22 @@ def _attend_tiles(acc, l_i, m_i, q, k_src, v_src, tb, kv_head, k_start, stride_k
 def _attention_fwd_kernel(q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k,
                           stride_qb, stride_qh, stride_qs, stride_kb, stride_kh, stride_ks,
                           stride_vb, stride_vh, stride_vs, stride_ob, stride_oh, stride_os, stride_lb, stride_lh,
-                          n_q_heads, seqlen_q, seqlen_k, kv_group, qk_scale, window_left, window_right,
+                          n_q_heads, seqlen_q, seqlen_k, kv_group, tiles_m, qk_scale, window_left, window_right,
                           D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                           VARLEN: tl.constexpr, MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr,
                           WRITE_LSE: tl.constexpr, USE_TMA: tl.constexpr, PRECISION: tl.constexpr):
     # Reads the q tile once, each k/v tile of the key range once (BLOCK_N * D * 2 * itemsize bytes per
     # step, mostly from L2: the programs of one head run side by side), writes out (and lse) once.
-    bh = tl.program_id(0)
+    # One program per (query tile, batch * head), the query tiles of one head adjacent in launch order:
+    # the programs in flight share a few heads' k/v, read from HBM once and from L2 by the rest. (With
+    # the heads adjacent instead, every program read its head's k/v from HBM: at BLOCK_M = 128 that is
+    # 128 FLOP a byte, under the H200's ridge, so short sequences ran memory-bound.)
+    pid = tl.program_id(0)
+    bh = pid // tiles_m
     b = bh // n_q_heads
     h = bh % n_q_heads
     kv_head = h // kv_group
-    m0 = (tl.num_programs(1) - 1 - tl.program_id(1)) * BLOCK_M  # heaviest (last) query tiles first
+    m0 = (tiles_m - 1 - pid % tiles_m) * BLOCK_M  # heaviest (last) query tiles of a head first
     if VARLEN:
         tb = 0
         q_start = tl.load(cu_seqlens_q + b)
@@ -404,7 +409,7 @@ class _Plan:
 
     __slots__ = ("grid", "constexprs", "descriptors", "sizes", "windows", "device", "compiled")
 
-    def __init__(self, grid: tuple[int, int], constexprs: dict, descriptors: Optional[list[tuple]], sizes: tuple,
+    def __init__(self, grid: tuple[int], constexprs: dict, descriptors: Optional[list[tuple]], sizes: tuple,
                  windows: tuple[int, int], device: int):
         self.grid, self.constexprs, self.descriptors = grid, constexprs, descriptors
         self.sizes, self.windows, self.device = sizes, windows, device
@@ -467,8 +472,9 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
         plan = plans.get(cfg)
         if plan is None:
             tiles_m = cdiv(max_q, cfg.block_m)
-            if tiles_m > MAX_GRID_Y:
-                raise ValueError(f"query length {max_q} is past the kernel's limit of {MAX_GRID_Y * cfg.block_m}")
+            programs = tiles_m * n_batch * q4.shape[1]
+            if programs > MAX_PROGRAMS:
+                raise ValueError(f"batch * heads * query tiles = {programs} is past CUDA's grid limit of {MAX_PROGRAMS}")
             descriptors = None
             if host_descriptors:
                 descriptors = [(list(t.shape), s, [1, 1, rows, block_d]) for t, s, rows in
@@ -479,7 +485,7 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
                               WRITE_LSE=lse3 is not None, USE_TMA=use_tma,
                               PRECISION="ieee" if q4.dtype == torch.float32 else "tf32",
                               num_warps=cfg.num_warps, num_stages=cfg.num_stages)
-            plan = plans[cfg] = _Plan((n_batch * q4.shape[1], tiles_m), constexprs, descriptors, sizes, windows,
+            plan = plans[cfg] = _Plan((programs,), constexprs, descriptors, (*sizes, tiles_m), windows,
                                       device_index)
         plan(q4, k4, v4, o4, lse3, cu_q, cu_k, qk_scale)
         return plan
