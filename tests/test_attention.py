@@ -167,7 +167,8 @@ def test_prepared_attention_runs_a_given_config(device):
 def test_tuning_candidates(kind, block_d):
     """The default first (where it passes), a short list of distinct configurations within the space
     whose tiles fit shared memory and whose registers are neither spilled nor idle; a GPU with less
-    shared memory gets fewer, and one with too little the smallest configuration."""
+    shared memory gets fewer, and one with too little the smallest configuration. Register-capped
+    configurations leave room for a second program an SM."""
     smem = 232448  # H200, per program
     found = attention_mod.tuning_candidates(block_d, 2, kind, smem)
     assert 1 <= len(found) <= attention_mod.MAX_CANDIDATES and len(set(found)) == len(found)
@@ -178,6 +179,10 @@ def test_tuning_candidates(kind, block_d):
         assert attention_mod.smem_bytes(c, block_d, 2) + attention_mod.SMEM_RESERVE <= smem
         values = c.block_m * (block_d + c.block_n) / (32 * c.num_warps)
         assert attention_mod.MIN_VALUES_PER_THREAD <= values <= attention_mod.REGISTER_BUDGET[kind]
+        if c.maxnreg is not None:  # two programs an SM: registers and shared memory for both
+            assert kind != "pointer" and c.maxnreg * 32 * c.num_warps * 2 <= 65536
+            assert values <= attention_mod.PAIRED_MAX_VALUES and c.num_stages == 2
+            assert 2 * (attention_mod.smem_bytes(c, block_d, 2) + attention_mod.SMEM_RESERVE) <= smem
         assert (c.block_m, c.block_n, c.num_warps, c.num_stages) in [
             (m, n, w, s) for m in attention_mod.BLOCK_M_CHOICES for n in attention_mod.BLOCK_N_CHOICES
             for w in attention_mod.WARP_CHOICES for s in attention_mod.STAGE_CHOICES]

@@ -80,6 +80,7 @@ class AttentionConfig:
     block_n: int  # keys per loop step
     num_warps: int
     num_stages: int  # key/value tiles in flight
+    maxnreg: Optional[int] = None  # registers a thread at most (ptxas), None: ptxas's choice
 
 
 # Launch configurations. 16-bit inputs on a GPU: a short candidate list per (padded head dim, kind of
@@ -111,7 +112,14 @@ STAGE_CHOICES = (3, 2, 4)
 # loads, take registers of their own); under the minimum the warps split too small a tile.
 REGISTER_BUDGET = {"one_loop": 192, "masked": 160, "pointer": 80}
 MIN_VALUES_PER_THREAD = 64
-MAX_CANDIDATES = 8  # each is timed once per shape bucket on first use
+MAX_CANDIDATES = 9  # each is timed once per shape bucket on first use
+# Two programs an SM: 8-warp tiles with at most this many score and accumulator values a thread, capped
+# at 128 registers (no spill in sm_90 compiles: 122-127 at D = 128, 128 x 64; 125 at D = 64, 128 x 128)
+# and 2 stages, so that two fit an SM's registers and shared memory. One program's softmax then runs
+# while the other's MMAs do: Triton 3.6 waits for each score MMA before its softmax (no FA3-style
+# overlap inside a program on sm_90), so this is the overlap to be had.
+PAIRED_MAX_VALUES = 96
+PAIRED_MAXNREG = 128
 SMEM_RESERVE = 1024  # barriers and reduction scratch beside the tiles (sm_90 compiles: 32 B to 1 KB)
 # float32 runs exact fp32 dots (no tensor cores): a correctness path, tiles small enough to barely spill.
 FP32_CONFIG = AttentionConfig(32, 16, 4, 2)
@@ -148,7 +156,11 @@ def tuning_candidates(block_d: int, itemsize: int, kind: str, smem: int,
         preferred += fitting[:1]
         if kind != "pointer":  # Triton 3.6 does not pipeline the pointer loads: stages change nothing there
             others += fitting[1:]
-    found = preferred + others
+    paired = [AttentionConfig(m, n, 8, 2, PAIRED_MAXNREG) for m, n, w in shapes
+              if w == 8 and kind != "pointer"
+              and MIN_VALUES_PER_THREAD <= m * (block_d + n) / (32 * w) <= PAIRED_MAX_VALUES
+              and 2 * (smem_bytes(AttentionConfig(m, n, w, 2), block_d, itemsize) + SMEM_RESERVE) <= smem]
+    found = preferred[:1] + paired[:1] + preferred[1:] + paired[1:] + others
     default = DEFAULT_CONFIGS[kind][block_d]
     if default in found:
         found.remove(default)
@@ -474,7 +486,8 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
             tiles_m = cdiv(max_q, cfg.block_m)
             programs = tiles_m * n_batch * q4.shape[1]
             if programs > MAX_PROGRAMS:
-                raise ValueError(f"batch * heads * query tiles = {programs} is past CUDA's grid limit of {MAX_PROGRAMS}")
+                raise ValueError(f"batch * heads * query tiles = {programs} is past CUDA's grid limit "
+                                 f"of {MAX_PROGRAMS}")
             descriptors = None
             if host_descriptors:
                 descriptors = [(list(t.shape), s, [1, 1, rows, block_d]) for t, s, rows in
@@ -485,6 +498,8 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
                               WRITE_LSE=lse3 is not None, USE_TMA=use_tma,
                               PRECISION="ieee" if q4.dtype == torch.float32 else "tf32",
                               num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+            if cfg.maxnreg:
+                constexprs["maxnreg"] = cfg.maxnreg
             plan = plans[cfg] = _Plan((programs,), constexprs, descriptors, (*sizes, tiles_m), windows,
                                       device_index)
         plan(q4, k4, v4, o4, lse3, cu_q, cu_k, qk_scale)
