@@ -76,7 +76,7 @@ def test_patch_leaves_what_it_does_not_know():
 
 
 def test_patch_a_transformers_llama():
-    transformers = pytest.importorskip("transformers")  # installed on the GPU machine
+    transformers = pytest.importorskip("transformers")  # in requirements-cpu.txt and on the GPU machine
     config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
                                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
     model = transformers.LlamaForCausalLM(config).to(DEVICE).eval()
