@@ -69,7 +69,6 @@ def _attention_fwd_gluon(q_desc, k_desc, v_desc, o_desc, seqlen, tiles_m, qk_sca
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
                                                        instr_shape=[16, D, 16])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    s_rows: gl.constexpr = gl.SliceLayout(1, s_layout)
     o_rows: gl.constexpr = gl.SliceLayout(1, o_layout)
 
     q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, D], q_desc.layout)

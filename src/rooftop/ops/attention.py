@@ -20,8 +20,9 @@ BLOCK_N key/value tiles stream past (online softmax in fp32: running max m and s
 m grows; exp2 with scale * log2(e) folded into one multiply-add). The key range of a program is cut
 into three loops: masked tiles at the window's left edge, tiles every query of the block sees fully
 (no mask arithmetic at all), masked tiles on the diagonal / window's right edge / the sequence end.
-Tiles nobody in the block sees are never loaded. Programs are launched heaviest (last) query tile
-first, so that causal's long tiles do not trail at the end.
+Tiles nobody in the block sees are never loaded. Programs are launched head by head (the query tiles
+of a head side by side, so that its k/v come from L2 after the first read), each head's heaviest
+(last) query tile first, so that causal's long tiles do not trail at the end.
 
 Which path runs:
 - TMA (sm_90+, and the interpreter), when every base is 16-byte aligned and every stride a multiple
