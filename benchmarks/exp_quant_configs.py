@@ -17,8 +17,8 @@ from rooftop.ops import quant_matmul as qm
 EXTRA_GEMV = ((256, 1, 4, 16, 1, 64), (128, 1, 4, 64, 1, 72), (256, 1, 2, 32, 1, 64), (256, 1, 4, 32, 3, 96))
 # tensor-core candidates beside the table's for M <= 16 (the int4 swap-AB tile is no longer issue-bound:
 # more splits, deeper pipelines, 8 warps)
-EXTRA_DOT = ((16, 128, 64, 4, 4, 6), (16, 128, 64, 2, 4, 5),
-             (16, 128, 128, 4, 4, 3), (16, 256, 64, 4, 8, 4), (16, 128, 64, 4, 8, 4), (16, 64, 128, 8, 4, 5))
+EXTRA_DOT = ((16, 128, 64, 4, 6), (16, 128, 128, 4, 3), (16, 256, 64, 8, 4), (16, 64, 128, 4, 5),
+             (16, 128, 64, 4, 5, True, 96), (16, 64, 64, 4, 8))
 
 
 def main():
@@ -41,7 +41,7 @@ def main():
                 if M <= qm.GEMV_TRY_M:
                     configs += [qm._gemv(c, M, N, K, bits, 128, sms) for c in EXTRA_GEMV]
                 table = next(t for top, t in qm.DOT_CONFIGS if M <= top) + (EXTRA_DOT if M <= 16 else ())
-                configs += [d for d in (qm._dot(c, M, N, K, 128, sms) for c in table) if d not in configs]
+                configs += [d for d in (qm._dot(c, 128) for c in table) if d not in configs]
                 ref = qm._reference(x, qw, w)
                 cublas_us = _autotune.time_ms(lambda: F.linear(x, w)) * 1e3
                 for config in configs:

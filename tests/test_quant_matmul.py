@@ -123,16 +123,33 @@ def test_paths_match_reference(M, path, bits, symmetric, device):
 def test_split_k_is_deterministic_and_matches_unsplit(device):
     sms = torch.cuda.get_device_properties(0).multi_processor_count if HAS_CUDA else qm.num_sms(-1)
     qw = quantize_weight(torch.randn(200, 256, device=device), 4, 64)
-    x = torch.randn(3, 256, device=device, dtype=torch.float16)
-    for M, path in ((1, "gemv"), (3, "dot")):
-        config = qm.candidates(M, 200, 256, 4, 64, torch.float16, sms)[0]
-        assert config["path"] == path and config["SPLIT_K"] > 1
-        run = lambda c: qm._run_config(c, x[:M], qw.packed, qw.scales, qw.zeros, None, 200, 4, 64)[0]  # noqa: E731
-        split = run(config)
-        assert torch.equal(split, run(config))  # partials summed in split order; the counters reset
-        whole = run({**config, "SPLIT_K": 1})
-        assert rel_err(whole, _reference(x[:M], qw)) < TOL[torch.float16]
-        assert rel_err(split, whole) < TOL[torch.float16]
+    x = torch.randn(1, 256, device=device, dtype=torch.float16)
+    config = qm.candidates(1, 200, 256, 4, 64, torch.float16, sms)[0]
+    assert config["path"] == "gemv" and config["SPLIT_K"] > 1
+    run = lambda c: qm._run_config(c, x, qw.packed, qw.scales, qw.zeros, None, 200, 4, 64)[0]  # noqa: E731
+    split = run(config)
+    assert torch.equal(split, run(config))  # partials summed in split order; the counters reset
+    whole = run({**config, "SPLIT_K": 1})
+    assert rel_err(whole, _reference(x, qw)) < TOL[torch.float16]
+    assert rel_err(split, whole) < TOL[torch.float16]
+
+
+# (M, BLOCK_M), N = 200 in 7 tiles of 32 columns, 4 k-steps; in the interpreter 8 SMs of 4 programs: 7
+# tiles among 28 programs (every tile in 4 pieces), 21 tiles among 32 and 14 among 32 (ranges that cross
+# tiles), 70 tiles (a program a tile); on the H200 (132 SMs) the first regime mostly
+@pytest.mark.parametrize("M,block_m", [(3, 16), (40, 16), (70, 64), (150, 16)])
+def test_stream_k_pieces(M, block_m, device):
+    N, K, G = 200, 256, 64
+    qw = quantize_weight(torch.randn(N, K, device=device), 4, G)
+    x = torch.randn(M, K, device=device, dtype=torch.bfloat16)
+    bias = torch.randn(N, device=device, dtype=torch.bfloat16)
+    config = qm._dot((block_m, 32, 64, 4, 2), G)
+    run = lambda: qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, bias, N, 4, G)[0]  # noqa: E731
+    out = run()
+    assert rel_err(out, _reference(x, qw, bias)) < TOL[torch.bfloat16]
+    assert torch.equal(out, run())  # pieces summed in k order, whatever the arrival order; counters reset
+    if HAS_CUDA:
+        assert not qm.arrival_counters(x.device, 64).any()
 
 
 @pytest.mark.parametrize("bits", [4, 8])
@@ -361,6 +378,6 @@ def test_tensor_core_orientations(swap_ab, device):
     """W x^T (the dequantized tile as the MMA's A operand) and x W^T (as its B operand) agree with the reference."""
     qw = quantize_weight(torch.randn(72, 256, device=device), 4, 64)
     x = torch.randn(20, 256, device=device, dtype=torch.bfloat16)
-    config = dict(path="dot", BLOCK_M=16, BLOCK_N=32, BLOCK_K=64, SPLIT_K=2, num_warps=4, num_stages=2, SWAP_AB=swap_ab)
+    config = qm._dot((16, 32, 64, 4, 2, swap_ab), 64)
     out = qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, 72, 4, 64)[0]
     assert rel_err(out, _reference(x, qw)) < TOL[torch.bfloat16]

@@ -260,10 +260,26 @@ class Launch:
     the Launch its first call returned, under a key that covers what Triton specialises on (`_spec_key`
     of the runtime arguments), and call it directly (see `Plans`)."""
 
-    __slots__ = ("compiled", "params", "device")
+    __slots__ = ("compiled", "params", "device", "_resident")
 
     def __init__(self, compiled, params: tuple, device: int):
         self.compiled, self.params, self.device = compiled, params, device
+        self._resident = None
+
+    @property
+    def resident_per_sm(self) -> int:
+        """Programs of this kernel an SM holds at once (sm_80 / sm_90 limits: 64K registers in four
+        quarters allocated per warp in 256s, 228 KB of shared memory less 1 KB a program, 64 warps,
+        32 programs), for grids sized to one wave of resident programs."""
+        if self._resident is None:
+            c = self.compiled
+            c._init_handles()  # loads the binary: n_regs
+            warps = c.metadata.num_warps
+            per_warp = -(-max(c.n_regs, 1) * 32 // 256) * 256
+            by_regs = 4 * (16384 // per_warp) // warps
+            by_smem = 233472 // (-(-c.metadata.shared // 128) * 128 + 1024)
+            self._resident = max(1, min(by_regs, by_smem, 64 // warps, 32))
+        return self._resident
 
     def run(self, grid: tuple[int, ...], *args) -> None:
         compiled = self.compiled
@@ -287,21 +303,29 @@ def _spec_key(args: tuple) -> tuple:
     return tuple(key)
 
 
-def launch(kernel, grid: tuple[int, ...], *args, **constexprs) -> Optional[Launch]:
-    """Launch a @triton.jit `kernel` on `grid`: runtime `args` positionally, every remaining
-    parameter by keyword, plus launch options (num_warps, num_stages). Returns the Launch used on
-    CUDA (None in the interpreter)."""
+def prepare(kernel, *args, **constexprs) -> Optional[Launch]:
+    """The Launch of a @triton.jit `kernel` for these arguments (as `launch` takes them), compiled on
+    its first use and not run; None in the interpreter."""
     if not args or not isinstance(args[0], torch.Tensor) or not args[0].is_cuda:
-        kernel[grid](*args, **constexprs)
         return None
     device = args[0].device.index
     key = (id(kernel), device, _spec_key(args), *constexprs.values())
     entry = _compiled.get(key)
-    if entry is None:  # first call of this variant: Triton compiles (or finds) it
-        compiled = kernel[grid](*args, **constexprs)
+    if entry is None:  # first use of this variant: Triton compiles it (or finds it in its cache)
+        compiled = kernel.warmup(*args, grid=(1,), **constexprs)
         entry = _compiled[key] = Launch(compiled, tuple(constexprs[n] for n in kernel.arg_names[len(args):]), device)
-        return entry
-    entry.run(grid, *args)
+    return entry
+
+
+def launch(kernel, grid: tuple[int, ...], *args, **constexprs) -> Optional[Launch]:
+    """Launch a @triton.jit `kernel` on `grid`: runtime `args` positionally, every remaining
+    parameter by keyword, plus launch options (num_warps, num_stages). Returns the Launch used on
+    CUDA (None in the interpreter)."""
+    entry = prepare(kernel, *args, **constexprs)
+    if entry is None:
+        kernel[grid](*args, **constexprs)
+    else:
+        entry.run(grid, *args)
     return entry
 
 

@@ -49,11 +49,14 @@ kernel up to DOT_MAX_M, dequantize + cuBLAS above. The paths:
   exact for bf16 / fp16 scales, then rounded and moved to the A layout through shared memory (7.4).
 - "dequant" (and float32 x, always): dequantize to a [N, K] weight (documented workspace: N * K
   elements of x's dtype) and call F.linear (cuBLAS), compute-bound at prefill sizes anyway.
-Both fused kernels split K over programs when the output tiles alone cannot fill the SMs. Split-K
-workspace: fp32 partials [SPLIT_K, M, N] per call, and an int32 arrival counter per output tile kept
-per (device, stream) and left at zero by each launch (the last program of a tile resets it), so a
-call launches one kernel and synchronises nothing. The last program of a tile to arrive sums the
-partials in split order (deterministic), adds the bias and writes the output.
+Both fused kernels cut K between programs when the output tiles alone cannot fill the SMs: the GEMV
+into SPLIT_K equal splits (grid tiles x SPLIT_K), the tensor-core kernel by stream-K (a grid of one wave
+of as many programs as the SMs hold, sharing the tiles x k-steps evenly, so that no last wave runs
+part-empty). Workspace: fp32 partials [pieces, M, N] per call (pieces: the most a tile is cut
+into), and an int32 arrival counter per output tile kept per (device, stream) and left at zero by each
+launch (the last program of a tile resets it), so a call launches one kernel and synchronises nothing.
+The last program of a tile to arrive sums the partials in k order (deterministic), adds the bias and
+writes the output.
 A repeated call (same shapes, strides, dtypes, alignment) runs a remembered plan: checks, one lookup,
 the output and partials allocations, one launch.
 """
@@ -72,7 +75,8 @@ import triton.language as tl
 from rooftop import registry
 from rooftop.ops import _autotune
 from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, arrival_counters, as_rows, cdiv,
-                                  check_float, check_same_device, launch, num_sms, runs_kernel, torch_op)
+                                  check_float, check_same_device, launch, num_sms, prepare, runs_kernel,
+                                  torch_op)
 from rooftop.roofline import Cost
 
 BITS = (4, 8)
@@ -105,30 +109,29 @@ GEMV_MIN_STEPS = 4  # k-steps a split keeps at least (the partials cost 8 bytes 
 GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), (256, 1, 4, 16, 1),
                 (256, 1, 4, 16, 1, 96), (256, 1, 4, 32, 1, 80), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96),
                 (128, 1, 4, 32, 1, 64), (256, 2, 4, 32, 1, 56))
-# Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, programs per SM, num_warps, num_stages[, SWAP_AB,
-# default True[, maxnreg]]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale
-# per column a k-tile). The
-# dequantized tile and the accumulator both live in registers: int8's tile (and the session-5 int4 one)
-# spilled for the larger tiles at 4 warps, hence 8 warps from BLOCK_M = 64 (the offline sm_90 compile:
-# 64x128x64 at 4 warps, 112 B, and 128x128x64 at 8 warps, 24 B; no int4 swap-AB candidate spills now).
-# At M = 16 (int4, H200, logs/h200-2026-11-29-s6/exp-quant-configs-run4.json) the first is the fastest at
-# three of the four benchmark shapes (4096^2: 16.9 us against 15.2 for the second); 32-column tiles,
-# narrower than the wgmma's 64 rows, ran 3-4x slower (logs/.../exp-quant-configs.json). Nsight Compute of
-# the first at 16 x 28672 x 8192 (logs/.../ncu-quant-int4-16x28672x8192.txt): DRAM 45% busy, occupancy
-# 25%, five programs an SM by its 91 registers; capped at 80 (offline sm_90: no spill, 3.7 instructions a
-# code) six fit: the last two candidates, not yet timed on the GPU.
+# Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages[, SWAP_AB, default True[,
+# maxnreg]]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a
+# k-tile). The grid is stream-K over as many programs as the SMs hold (Launch.resident_per_sm), so the
+# tile's registers decide how many loads are in flight. The dequantized tile and the accumulator both
+# live in registers: int8's tile (and the session-5 int4 one) spilled for the larger tiles at 4 warps,
+# hence 8 warps from BLOCK_M = 64. With split-K (to session 7) the first was the fastest at M = 16 on
+# three of the four benchmark shapes (logs/h200-2026-11-29-s6/exp-quant-configs-run4.json); 32-column
+# tiles, narrower than the wgmma's 64 rows, ran 3-4x slower. Nsight Compute of it at 16 x 28672 x 8192
+# (logs/.../ncu-quant-int4-16x28672x8192.txt): DRAM 45% busy, occupancy 25% of a theoretical 31%: 896
+# split-K programs were 1.4 waves of 5 an SM (what stream-K removes). Offline sm_90 with stream-K, int4:
+# 16x128x64 / 4 warps / 5 stages 95 registers (5 an SM), 16x64x64 / 6 stages 64 (8), 16x64x128 96.
 DOT_CONFIGS = (
-    (16, ((16, 128, 64, 4, 4, 5), (16, 64, 64, 4, 4, 6), (16, 128, 128, 2, 4, 4), (16, 64, 128, 4, 4, 4),
-          (16, 64, 64, 8, 4, 4), (16, 128, 64, 8, 4, 5), (16, 128, 64, 4, 4, 5, True, 80),
-          (16, 128, 64, 8, 4, 5, True, 80))),
-    (32, ((32, 64, 128, 4, 4, 4), (32, 128, 64, 2, 4, 4), (32, 128, 64, 2, 8, 4), (16, 64, 128, 4, 4, 4))),
-    (64, ((64, 64, 64, 4, 4, 4), (64, 64, 128, 4, 4, 4, False), (32, 128, 64, 2, 8, 4), (64, 128, 64, 2, 8, 3),
-          (64, 128, 64, 2, 4, 4, False), (64, 128, 128, 2, 8, 3), (64, 256, 64, 1, 8, 3), (32, 128, 128, 2, 4, 4))),
-    (1 << 62, ((64, 64, 64, 4, 4, 4), (128, 64, 64, 2, 8, 3), (128, 128, 64, 2, 8, 3), (64, 128, 64, 2, 8, 3),
-               (128, 128, 64, 2, 8, 3, False), (64, 128, 64, 2, 4, 4, False), (128, 256, 64, 1, 8, 3, False),
-               (128, 128, 128, 1, 8, 3), (128, 256, 64, 1, 8, 3), (64, 128, 128, 2, 8, 3))),
+    (16, ((16, 128, 64, 4, 5), (16, 64, 64, 4, 6), (16, 64, 128, 4, 4), (16, 128, 128, 4, 4), (16, 128, 64, 8, 4),
+          (16, 64, 64, 4, 4))),
+    (32, ((32, 64, 128, 4, 4), (32, 128, 64, 4, 4), (32, 128, 64, 8, 4), (16, 64, 128, 4, 4))),
+    (64, ((64, 64, 64, 4, 4), (64, 64, 128, 4, 4, False), (32, 128, 64, 8, 4), (64, 128, 64, 8, 3),
+          (64, 128, 64, 4, 4, False), (64, 128, 128, 8, 3), (64, 256, 64, 8, 3), (32, 128, 128, 4, 4))),
+    (1 << 62, ((64, 64, 64, 4, 4), (128, 64, 64, 8, 3), (128, 128, 64, 8, 3), (64, 128, 64, 8, 3),
+               (128, 128, 64, 8, 3, False), (64, 128, 64, 4, 4, False), (128, 256, 64, 8, 3, False),
+               (128, 128, 128, 8, 3), (128, 256, 64, 8, 3), (64, 128, 128, 8, 3))),
 )
 INTERPRETER_GEMV = (256, 1, 4, 8, 1)  # the interpreter pretends to have 8 SMs: split-K runs in tests
+INTERPRETER_RESIDENT = 4  # tensor-core programs an SM in the interpreter: stream-K cuts tiles in tests
 
 
 def _split_k(programs: int, tiles: int, most: int) -> int:
@@ -145,13 +148,11 @@ def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms
                 num_warps=warps, STAGES=stages, **({"maxnreg": maxnreg[0]} if maxnreg else {}))
 
 
-def _dot(config: tuple, M: int, N: int, K: int, group_size: int, sms: int) -> dict:
-    block_m, block_n, block_k, per_sm, warps, stages, *rest = config
+def _dot(config: tuple, group_size: int) -> dict:
+    block_m, block_n, block_k, warps, stages, *rest = config
     swap = rest[0] if rest else True
     maxnreg = rest[1] if len(rest) > 1 else None
-    block_k = min(block_k, group_size)
-    split = _split_k(per_sm * sms, cdiv(M, block_m) * cdiv(N, block_n), K // block_k)
-    return dict(path="dot", BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, SPLIT_K=split, num_warps=warps,
+    return dict(path="dot", BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=min(block_k, group_size), num_warps=warps,
                 num_stages=stages, SWAP_AB=swap, **({"maxnreg": maxnreg} if maxnreg else {}))
 
 
@@ -160,7 +161,7 @@ DEQUANT = dict(path="dequant")
 
 def candidates(M: int, N: int, K: int, bits: int, group_size: int, dtype: torch.dtype, sms: int) -> tuple[dict, ...]:
     """The launch candidates for M rows of x, the untimed default first: dicts with "path" ("gemv",
-    "dot", "dequant") and the kernel's tile sizes, SPLIT_K, num_warps, num_stages."""
+    "dot", "dequant") and the kernel's tile sizes, SPLIT_K (GEMV), num_warps, num_stages."""
     if dtype not in HALF_DTYPES:
         return (DEQUANT,)
     if sms == num_sms(-1):  # the interpreter: one small configuration per path
@@ -168,7 +169,7 @@ def candidates(M: int, N: int, K: int, bits: int, group_size: int, dtype: torch.
     else:
         gemv = tuple(_gemv(c, M, N, K, bits, group_size, sms) for c in GEMV_CONFIGS)
     dots = next(table for top, table in DOT_CONFIGS if M <= top)
-    dot = tuple(_dot(c, M, N, K, group_size, sms) for c in dots)
+    dot = tuple(_dot(c, group_size) for c in dots)
     dot = tuple(c for i, c in enumerate(dot) if c not in dot[:i])
     if M <= GEMV_MAX_M:
         return gemv + dot[:2]
@@ -213,26 +214,27 @@ def _scale_and_zero(s_ptr, z_ptr, g, cols, col_mask, N, HAS_ZERO: tl.constexpr, 
 
 
 @triton.jit
-def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, split,
-                  SPLIT_K: tl.constexpr, HAS_BIAS: tl.constexpr):
-    """Write the [BLOCK_M, BLOCK_N] fp32 tile `acc` (split `split` of SPLIT_K) + bias to the output.
-    With SPLIT_K > 1, each split stores its partial to the workspace and the last to arrive sums
-    them in split order, so the result does not depend on the arrival order, and zeroes the tile's
-    arrival counter."""
+def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, piece, pieces,
+                  HAS_BIAS: tl.constexpr):
+    """Write the [BLOCK_M, BLOCK_N] fp32 tile `acc` + bias to the output, where `acc` is piece `piece` of
+    the `pieces` (split-K splits or stream-K pieces, in k order; constexpr or not) that sum to the tile.
+    With more than one piece, each stores its partial to the workspace and the last to arrive sums them
+    in piece order, so the result does not depend on the arrival order, and zeroes the tile's arrival
+    counter."""
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     rows = rows.to(tl.int64)
-    is_last = True
-    if SPLIT_K > 1:
-        part_ptrs = ws_ptr + rows[:, None] * N + cols[None, :]  # workspace [SPLIT_K, M, N]
+    is_last = pieces == 1
+    if pieces > 1:
+        part_ptrs = ws_ptr + rows[:, None] * N + cols[None, :]  # workspace [pieces, M, N]
         plane = tl.cast(M, tl.int64) * N
-        tl.store(part_ptrs + split * plane, acc, mask=mask)
+        tl.store(part_ptrs + piece * plane, acc, mask=mask)
         tl.debug_barrier()  # every thread's partial is written before the arrival is published
         arrived = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel", scope="gpu")
-        is_last = arrived == SPLIT_K - 1
+        is_last = arrived == pieces - 1
         if is_last:
-            tl.store(cnt_ptr + tile, 0)  # every split has arrived: zero for the next launch
+            tl.store(cnt_ptr + tile, 0)  # every piece has arrived: zero for the next launch
             acc = tl.zeros_like(acc)
-            for s in range(SPLIT_K):  # .cg: other SMs wrote these, skip this SM's L1
+            for s in range(pieces):  # .cg: other SMs wrote these, skip this SM's L1
                 acc += tl.load(part_ptrs + s * plane, mask=mask, other=0.0, cache_modifier=".cg")
     if is_last:
         if HAS_BIAS:
@@ -371,31 +373,19 @@ def _dequant_pairs(words, s, z, magic15, BITS: tl.constexpr, HAS_ZERO: tl.conste
 
 
 @triton.jit
-def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
-                  magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
-                  HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  SWAP_AB: tl.constexpr, PAIRED_ASM: tl.constexpr):
-    # Grid (M tiles * N tiles, SPLIT_K), the M tiles of one N tile adjacent so that they share its
-    # weights through L2. Reads its [K / SPLIT_K, BLOCK_N] slab of packed words once and its
-    # [BLOCK_M, K / SPLIT_K] slab of x; writes a BLOCK_M x BLOCK_N output tile (or fp32 partials).
-    # SWAP_AB: W x^T, the dequantized tile the MMA's A operand (from registers; BLOCK_M may be 16);
-    # else x W^T, the tile its B operand (stored once to shared memory; BLOCK_M >= 64 on Hopper).
+def _qgemm_tile(x_ptr, w_ptr, s_ptr, z_ptr, M, N, K, x_stride, magic15, rows, cols, t_start, t_end,
+                BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BLOCK_M: tl.constexpr,
+                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SWAP_AB: tl.constexpr, PAIRED_ASM: tl.constexpr):
+    """The fp32 [BLOCK_M, BLOCK_N] sum of x[rows, k] W[cols, k] over the k-steps t_start .. t_end - 1.
+    Reads that [K-range, BLOCK_N] slab of packed words once and the [BLOCK_M, K-range] slab of x.
+    SWAP_AB: W x^T, the dequantized tile the MMA's A operand (from registers; BLOCK_M may be 16);
+    else x W^T, the tile its B operand (stored once to shared memory; BLOCK_M >= 64 on Hopper)."""
     PACK: tl.constexpr = 32 // BITS
     HALF: tl.constexpr = PACK // 2
     WORDS: tl.constexpr = BLOCK_K // PACK
-    pid = tl.program_id(0)
-    split = tl.program_id(1)
-    m_tiles = tl.cdiv(M, BLOCK_M)
-    pid_m = pid % m_tiles
-    pid_n = pid // m_tiles
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
     ks = tl.arange(0, BLOCK_K)
     k_steps = K // BLOCK_K
-    per_split = tl.cdiv(k_steps, SPLIT_K)
-    t_start = split * per_split
-    t_end = tl.minimum(t_start + per_split, k_steps)
     if SWAP_AB and BITS == 4:
         # The MMA's A operand is W's tile with k and n permuted (x^T's rows permuted alike, the
         # output's columns back): a thread of the wgmma A layout holds k' = 2 q + {0, 1} (+ 8 r) for
@@ -408,7 +398,7 @@ def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
         x_ptrs = x_ptr + rows[None, :].to(tl.int64) * x_stride + (t_start * BLOCK_K + ks)[:, None]
         x_mask = rows[None, :] < M
         w_ptrs = w_ptr + (t_start * WORDS + tl.arange(0, WORDS))[:, None].to(tl.int64) * N + cols[None, :]
-        g = tl.minimum(t_start, k_steps - 1) * BLOCK_K // GROUP  # in range for an empty split too
+        g = t_start * BLOCK_K // GROUP
         s = tl.load(s_ptr + g * N + cols, mask=col_mask, other=0.0)
         z = tl.load(z_ptr + g * N + cols, mask=col_mask, other=0) if HAS_ZERO else s
         acc = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)
@@ -452,7 +442,46 @@ def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
                 acc = tl.dot(xt, w.to(xt.dtype), acc)  # [BLOCK_M, BLOCK_N] += x W^T
         if SWAP_AB:
             acc = tl.trans(acc)
-    _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid, split, SPLIT_K, HAS_BIAS)
+    return acc
+
+
+@triton.jit(do_not_specialize=["programs"])  # compiled (prepare) before `programs` is known
+def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
+                  magic15, programs, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
+                  HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                  SWAP_AB: tl.constexpr, PAIRED_ASM: tl.constexpr):
+    # Stream-K over a grid of P = `programs` >= tiles programs (one wave of as many as the SMs hold at
+    # once, or one a tile where the tiles are more). The T = tiles * k-steps units of work, tile-major
+    # (the M tiles of one N tile adjacent, sharing its weights through L2), are shared evenly: program p
+    # takes units [p T / P, (p + 1) T / P), at most one tile's worth, so at most two tiles' pieces. So
+    # every program ends together, where a grid of whole tiles (or of equal splits of K) leaves its last
+    # wave part-empty: at M = 16, 28672 x 8192, 896 split-K programs are 1.4 waves of 5 programs an SM.
+    # Each piece of a tile is summed by _store_output (a tile's pieces are those of consecutive
+    # programs). (Unrolled twice, not a loop over pieces: in a loop ptxas took 128 registers, not 95.)
+    # Reads the packed words once and x's slabs once per N tile; writes each output once, plus fp32
+    # partials for the tiles cut between programs.
+    pid = tl.program_id(0)
+    m_tiles = tl.cdiv(M, BLOCK_M)
+    k_steps = K // BLOCK_K
+    total = tl.cast(m_tiles * tl.cdiv(N, BLOCK_N), tl.int64) * k_steps
+    u = pid * total // programs
+    u_end = (pid + 1) * total // programs
+    for _ in tl.static_range(2):  # programs >= tiles: a program's range meets at most two tiles
+        if u < u_end:
+            tile = (u // k_steps).to(tl.int32)
+            t_start = (u - tile * k_steps).to(tl.int32)
+            t_end = tl.minimum(k_steps, t_start + (u_end - u)).to(tl.int32)
+            rows = (tile % m_tiles) * BLOCK_M + tl.arange(0, BLOCK_M)
+            cols = (tile // m_tiles) * BLOCK_N + tl.arange(0, BLOCK_N)
+            acc = _qgemm_tile(x_ptr, w_ptr, s_ptr, z_ptr, M, N, K, x_stride, magic15, rows, cols, t_start, t_end, BITS,
+                              GROUP, HAS_ZERO, BLOCK_M, BLOCK_N, BLOCK_K, SWAP_AB, PAIRED_ASM)
+            # the tile's pieces: programs from the owner of its first unit to the owner of its last one
+            # (unit v belongs to program ((v + 1) P - 1) // T)
+            first = ((tile.to(tl.int64) * k_steps + 1) * programs - 1) // total
+            last = ((tile.to(tl.int64) + 1) * k_steps * programs - 1) // total
+            _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, pid - first,
+                          last - first + 1, HAS_BIAS)
+            u += t_end - t_start
 
 
 @triton.jit
@@ -596,28 +625,40 @@ def _quant_matmul_fake(x, packed, scales, zeros, bias, bits, group_size):
 
 def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int, group_size: int,
                  prepared: Optional[Launch] = None) -> Optional[Launch]:
-    """Run one candidate, the GEMV or the tensor-core kernel (with split-K workspace), writing out;
-    through `prepared` when a plan kept the Launch of an earlier call. Returns the Launch used."""
+    """Run one candidate, the GEMV (split-K) or the tensor-core kernel (stream-K), writing out; through
+    `prepared` when a plan kept the Launch of an earlier call. Returns the Launch used."""
     params = dict(config)
-    path, split = params.pop("path"), params.pop("SPLIT_K")
+    path = params.pop("path")
     M, K = rows.shape
     N = out.shape[1]
-    kernel = _qgemv_kernel if path == "gemv" else _qgemm_kernel
-    if path == "dot":  # inline PTX on a GPU only; its packed 16-bit math rounds once with scales in x's dtype
+    tiles = cdiv(N, params["BLOCK_N"])
+    args = [rows, packed, scales, packed if zeros is None else zeros, out if bias is None else bias, out, out,
+            packed, M, N, K, rows.stride(0), out.stride(0), MAGIC15]
+    consts = dict(BITS=bits, GROUP=group_size, HAS_ZERO=zeros is not None, HAS_BIAS=bias is not None)
+    if path == "gemv":
+        kernel, pieces = _qgemv_kernel, params.pop("SPLIT_K")
+        grid = (tiles, pieces)
+        consts["SPLIT_K"] = pieces
+    else:
+        kernel = _qgemm_kernel
+        # inline PTX on a GPU only; its packed 16-bit math rounds once with scales in x's dtype
         params["PAIRED_ASM"] = rows.is_cuda and bits == 4 and scales.dtype == rows.dtype
-    tiles = cdiv(N, params["BLOCK_N"]) * (1 if path == "gemv" else cdiv(M, params["BLOCK_M"]))
-    partials = torch.empty((split, M, N), device=rows.device, dtype=torch.float32) if split > 1 else out
-    counters = packed
-    if split > 1:
-        counters = (arrival_counters(rows.device, tiles) if rows.is_cuda
-                    else torch.zeros(tiles, device=rows.device, dtype=torch.int32))
-    args = (rows, packed, scales, packed if zeros is None else zeros, out if bias is None else bias, out, partials,
-            counters, M, N, K, rows.stride(0), out.stride(0), MAGIC15)
+        tiles *= cdiv(M, params["BLOCK_M"])
+        args.append(1)  # programs, below
+        prepared = prepared or prepare(kernel, *args, **consts, **params)
+        resident = INTERPRETER_RESIDENT if prepared is None else prepared.resident_per_sm
+        slots = resident * num_sms(rows.device.index if rows.is_cuda else -1)
+        programs = args[-1] = max(tiles, min(slots, tiles * (K // params["BLOCK_K"])))
+        grid = (programs,)
+        pieces = 1 if tiles % programs == 0 else cdiv(programs, tiles) + 1  # the most a tile is cut into
+    if pieces > 1:
+        args[6] = torch.empty((pieces, M, N), device=rows.device, dtype=torch.float32)
+        args[7] = (arrival_counters(rows.device, tiles) if rows.is_cuda
+                   else torch.zeros(tiles, device=rows.device, dtype=torch.int32))
     if prepared is not None:
-        prepared.run((tiles, split), *args)
+        prepared.run(grid, *args)
         return prepared
-    return launch(kernel, (tiles, split), *args, SPLIT_K=split, BITS=bits, GROUP=group_size, HAS_ZERO=zeros is not None,
-                  HAS_BIAS=bias is not None, **params)
+    return launch(kernel, grid, *args, **consts, **params)
 
 
 def _run_config(config: dict, rows, packed, scales, zeros, bias, N: int, bits: int, group_size: int,
