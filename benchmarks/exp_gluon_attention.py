@@ -1,4 +1,4 @@
-"""Experiment: FlashAttention forward in Gluon with FA3's overlap inside a warp group (Hopper).
+"""Experiment: FlashAttention forward in Gluon with FA3's overlaps: inside a warp group, and ping-pong (Hopper).
 
 Why: Triton 3.6 waits for each score MMA right after issuing it (NOTES item 41), so a program's softmax
 never overlaps its own tensor-core work, and rooftop's Triton kernel stays at 0.77-0.86x cuDNN at
@@ -17,20 +17,43 @@ MMA that read it has completed and every warp has passed a barrier; the output s
 shared memory and stored by TMA. Traffic: q and out once, each k/v tile once per program (from L2
 mostly: the programs of a head run side by side).
 
-Not wired into rooftop: an experiment to see whether the overlap pays on the H200.
+Ping-pong (`_attention_fwd_pingpong`, now in rooftop.ops.attention_sm90; FA3's other half): item 47 found
+the two warp groups above doing their softmax at the same time (the CTA barrier each step keeps them in
+step), so the tensor cores idle through it. Here gl.warp_specialize splits a program into a 1-warp TMA
+loader (24 registers) and two consumer warp groups (240 registers each, setmaxnreg), each with its own 64
+query rows (a program covers 2 x 64 rows), sharing the k/v ring. No CTA-wide barrier after the fork: each
+ring stage has "ready" mbarriers (TMA bytes) and "empty" ones counted by both consumers (one elected
+arrive each once the MMA that read the stage completed; the loader's first pass waits for parity 1, which
+a fresh mbarrier reports done). A pair of "turn" mbarriers orders the MMA issues (Gluon 3.6 has no named
+barrier): a consumer waits for its turn, issues S_j and P_{j-1} V_{j-1}, passes the turn and runs its
+softmax while the other's MMAs queue behind its own. The intra-warp-group overlap stays (same wait(1) /
+pinned wait(0)); a `gl.thread_barrier` in a partition is a bar.sync of that warp group alone. Prediction:
+a consumer's softmax (64 x BLOCK_N exponentials) takes about as long as the other's MMAs (2 x 64 x
+BLOCK_N x 128), so the tensor cores stay busy: near cuDNN (600-640 TFLOP/s) if the alternation sets in,
+still ~480 if the warp groups keep issuing in step or the single loader warp falls behind.
+
+H200, bf16, D = 128, H = 16, B * S = 16384, dense (2026-12-01, benchmarks/results/logs/h200-2026-12-01-s8/),
+TFLOP/s at S = 2048 / 4096 / 16384: ping-pong 128 x 2 stages 636 / 604 / 614, 128 x 3 stages 583 / 615 /
+629, unpinned (no pin of the full wait) 591 / 612 / 636; cuDNN 583 / 564 / 615. So the ping-pong kernel
+became a path of rooftop.attention (extended there with causal, GQA, lse, D = 64, fp16; the pin kept);
+this script times its configurations through rooftop (prepared_attention), beside the kernel above.
 Usage:
-  .venv/bin/python benchmarks/exp_gluon_attention.py --compile-only   # no GPU: sm_90 registers / spills
-  PYTHONPATH=src python benchmarks/exp_gluon_attention.py OUT_DIR      # H200: check against SDPA, time
+  .venv/bin/python benchmarks/exp_gluon_attention.py --compile-only   # no GPU: sm_90 registers / spills, SASS
+  # H200: check against SDPA (cuDNN), time; the ping-pong configs run first, each first launch under a
+  # 10 s watchdog (exit 124 on a deadlock, what was measured is saved); --variants pingpong: it and cuDNN only
+  PYTHONPATH=src timeout 150 python benchmarks/exp_gluon_attention.py OUT_DIR [--variants pingpong] [--causal]
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -40,6 +63,9 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+from rooftop.ops import attention_sm90
+from rooftop.ops.attention import PINGPONG_CONFIGS
 
 LOG2E = 1.4426950408889634
 CONFIGS = ((128, 128, 2), (128, 128, 3), (128, 64, 3), (128, 64, 4))  # (BLOCK_M, BLOCK_N, STAGES), 8 warps
@@ -163,68 +189,157 @@ def attention_gluon(q, k, v, block_m=128, block_n=128, stages=3, scale=None, pin
     return out
 
 
+def _sass_loops(sass: str) -> list[str]:
+    """One line per loop that issues wgmma (a predicated backward branch around HGMMA): exponentials
+    between the wait for S (gsb0 <= 1) and the full wait (gsb0 <= 0), mbarrier ops, barriers (id, threads)."""
+    lines = re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)
+    code = [(int(addr, 16), text.strip()) for addr, text in lines]
+    reports = []
+    for addr, text in code:
+        target = re.match(r"@!?U?P\d+ BRA (0x[0-9a-f]+)", text)
+        if not target or int(target.group(1), 16) >= addr:
+            continue
+        body = [t for a, t in code if int(target.group(1), 16) <= a <= addr]
+        if not any(t.startswith("HGMMA") for t in body):
+            continue
+        waits = [i for i, t in enumerate(body) if t.startswith("WARPGROUP.DEPBAR.LE")]
+        between = body[waits[0]:waits[-1]] if len(waits) > 1 else []
+        bars = sorted({re.sub(r"BAR.SYNC.DEFER_BLOCKING ", "", t) for t in body if "BAR.SYNC" in t})
+        reports.append(f"loop {target.group(1)}-{addr:#x}: HGMMA {sum(t.startswith('HGMMA') for t in body)}, "
+                       f"MUFU.EX2 {sum('MUFU.EX2' in t for t in between)}/{sum('MUFU.EX2' in t for t in body)} "
+                       f"between the waits, SYNCS {sum('SYNCS' in t for t in body)}, BAR.SYNC {bars}")
+    return reports
+
+
 def compile_only() -> None:
-    """sm_90 compile of each config, no GPU: registers, spills, shared memory."""
+    """sm_90 compile of each config, no GPU: registers, spills, shared memory; for ping-pong, the
+    setmaxnreg values and the shape of each wgmma loop in the SASS."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
     binaries = os.path.dirname(triton.__file__) + "/backends/nvidia/bin/"
+
+    def desc(rows, D):
+        return f"tensordesc<bf16[{rows}, {D}],{gl.NVMMASharedLayout.get_default_for([rows, D], gl.bfloat16)!r}>"
+
+    def build(kernel, sig, consts, num_warps):
+        compiled = triton.compile(GluonASTSource(kernel, sig, consts), target=GPUTarget("cuda", 90, 32),
+                                  options=dict(num_warps=num_warps))
+        Path("/tmp/gluon_attn.cubin").write_bytes(compiled.asm["cubin"])
+        usage, sass = (subprocess.run([binaries + "cuobjdump", flag, "/tmp/gluon_attn.cubin"], capture_output=True,
+                                      text=True).stdout for flag in ("--dump-resource-usage", "-sass"))
+        return compiled, re.search(r"REG:\d+ STACK:\d+", usage).group(0), sass
+
     D = 128
     for block_m, block_n, stages in CONFIGS:
-        def desc(rows):
-            return f"tensordesc<bf16[{rows}, {D}],{gl.NVMMASharedLayout.get_default_for([rows, D], gl.bfloat16)!r}>"
-        sig = {"q_desc": desc(block_m), "k_desc": desc(block_n), "v_desc": desc(block_n), "o_desc": desc(block_m),
+        sig = {"q_desc": desc(block_m, D), "k_desc": desc(block_n, D), "v_desc": desc(block_n, D),
+               "o_desc": desc(block_m, D),
                "seqlen": "i32", "tiles_m": "i32", "qk_scale": "fp32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
                "D": "constexpr", "STAGES": "constexpr", "PIN_WAIT": "constexpr", "num_warps": "constexpr"}
         consts = dict(BLOCK_M=block_m, BLOCK_N=block_n, D=D, STAGES=stages, PIN_WAIT=True, num_warps=8)
-        src = GluonASTSource(_attention_fwd_gluon, sig, consts)
-        compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=8))
-        Path("/tmp/gluon_attn.cubin").write_bytes(compiled.asm["cubin"])
-        usage = subprocess.run([binaries + "cuobjdump", "--dump-resource-usage", "/tmp/gluon_attn.cubin"],
-                               capture_output=True, text=True).stdout
-        print(block_m, block_n, stages, re.search(r"REG:\d+ STACK:\d+", usage).group(0), "smem",
-              compiled.metadata.shared)
+        compiled, usage, _ = build(_attention_fwd_gluon, sig, consts, 8)
+        print(block_m, block_n, stages, usage, "smem", compiled.metadata.shared)
+    for D in attention_sm90.HEAD_DIMS:  # each ping-pong config of rooftop, the heaviest variant (causal, lse)
+        for config in PINGPONG_CONFIGS:
+            rows = attention_sm90.CONSUMER_ROWS
+            sig = {"q_desc": desc(rows, D), "k_desc": desc(config.block_n, D), "v_desc": desc(config.block_n, D),
+                   "o_desc": desc(rows, D), "lse_ptr": "*fp32", "seqlen": "i32", "tiles_m": "i32", "kv_group": "i32",
+                   "qk_scale": "fp32", "BLOCK_N": "constexpr", "STAGES": "constexpr", "CAUSAL": "constexpr",
+                   "WRITE_LSE": "constexpr", "CONSUMER_REGS": "constexpr", "LOADER_REGS": "constexpr"}
+            for causal in (False, True):
+                consts = dict(BLOCK_N=config.block_n, STAGES=config.num_stages, CAUSAL=causal, WRITE_LSE=True,
+                              CONSUMER_REGS=attention_sm90.CONSUMER_REGS, LOADER_REGS=attention_sm90.LOADER_REGS)
+                compiled, usage, sass = build(attention_sm90._attention_fwd_pingpong, sig, consts, 4)
+                # the launch's register count is the warp-specialised kernel's start; setmaxnreg moves each
+                # warp group
+                maxnreg = sorted({int(r, 16) for r in re.findall(r"USETMAXREG\.\S+ (?:UP\d+, )?(0x[0-9a-f]+)", sass)})
+                print(f"pingpong D={D} 2x{rows}x{config.block_n} {config.num_stages} stages"
+                      + (" causal" if causal else ""), usage, "smem", compiled.metadata.shared, "setmaxnreg", maxnreg)
+                for line in _sass_loops(sass):
+                    print("   ", line)
 
 
-def measure(out_dir: str) -> None:
+def _wait_or_exit(limit_s: float, what: str, save) -> None:
+    """Wait for the work launched so far, at most limit_s: a deadlocked kernel would hang synchronize() for
+    ever, so poll an event instead; past the limit, save what was measured and end the process (the
+    driver tears the context and the kernel down with it)."""
+    done = torch.cuda.Event()
+    done.record()
+    deadline = time.monotonic() + limit_s
+    while not done.query():
+        if time.monotonic() > deadline:
+            print(f"WATCHDOG: {what} did not finish within {limit_s} s (deadlock?); exiting", flush=True)
+            save()
+            os._exit(124)
+        time.sleep(0.01)
+
+
+def measure(out_dir: str, variants: str, causal: bool) -> None:
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     import rooftop
+    import rooftop.ops.attention as attention_mod
     from rooftop.bench.timing import bench_ms
     torch.manual_seed(0)
     rows, H, D = [], 16, 128
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+
+    def save():
+        Path(out_dir, "exp-gluon-attention.json").write_text(json.dumps(rows, indent=1))
+
     for S in (2048, 4096, 16384):
         B = 16384 // S
         q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-        flops = 4 * B * H * S * S * D
+        flops = 4 * B * H * D * attention_mod.visible_pairs(S, S, -1, 0 if causal else -1)
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            ref = F.scaled_dot_product_attention(q, k, v)
-            cudnn_ms = bench_ms(lambda: F.scaled_dot_product_attention(q, k, v))
-        rooftop.attention(q, k, v)  # tunes
-        ours_ms = bench_ms(lambda: rooftop.attention(q, k, v))
-        row = dict(S=S, B=B, cudnn_tflops=flops / cudnn_ms / 1e9, rooftop_tflops=flops / ours_ms / 1e9)
-        for (block_m, block_n, stages), pin in [(c, True) for c in CONFIGS] + [(CONFIGS[1], False)]:
-            name = f"gluon_{block_m}x{block_n}x{stages}" + ("" if pin else "_unpinned")
+            ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        row = dict(S=S, B=B, causal=causal)
+        rows.append(row)
+
+        def record(name, make_run, watchdog_s=None):
             try:
-                o = attention_gluon(q, k, v, block_m, block_n, stages, pin_wait=pin)
+                run = make_run()
+                o = run()  # compiles (host side), then launches
+                if watchdog_s:
+                    _wait_or_exit(watchdog_s, f"{name} at S = {S}", save)
                 torch.cuda.synchronize()
                 err = float((o.float() - ref.float()).norm() / ref.float().norm())
-                ms = bench_ms(lambda: attention_gluon(q, k, v, block_m, block_n, stages, pin_wait=pin))
-                row[name] = dict(tflops=flops / ms / 1e9, rel_err=err)
+                row[name] = dict(tflops=flops / bench_ms(run) / 1e9, rel_err=err)
             except Exception as e:  # a config that fails is recorded, not fatal
                 row[name] = dict(error=f"{type(e).__name__}: {str(e)[:300]}")
-        rows.append(row)
+
+        # the new kernel first, each config's first launch under the watchdog
+        for config in PINGPONG_CONFIGS:  # rooftop's plan of that config: its first launch under prepared_attention
+            record(f"pingpong_2x{attention_sm90.CONSUMER_ROWS}x{config.block_n}x{config.num_stages}",
+                   functools.partial(attention_mod.prepared_attention, q, k, v, causal, config), 10.0)
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            row["cudnn_tflops"] = flops / bench_ms(lambda: F.scaled_dot_product_attention(q, k, v,
+                                                                                         is_causal=causal)) / 1e9
+        if variants == "all":
+            rooftop.attention(q, k, v, causal)  # tunes: Gluon and Triton candidates
+            row["rooftop_tflops"] = flops / bench_ms(lambda: rooftop.attention(q, k, v, causal)) / 1e9
+            attention_mod.GLUON_ENABLED = False  # the Triton kernel's best (tunes its own bucket)
+            rooftop.attention(q, k, v, causal)
+            row["rooftop_triton_tflops"] = flops / bench_ms(lambda: rooftop.attention(q, k, v, causal)) / 1e9
+            attention_mod.GLUON_ENABLED = True
+            if not causal:  # the one-warp-group kernel above is dense only
+                for (block_m, block_n, stages), pin in [(c, True) for c in CONFIGS] + [(CONFIGS[1], False)]:
+                    name = f"gluon_{block_m}x{block_n}x{stages}" + ("" if pin else "_unpinned")
+                    record(name, lambda: functools.partial(attention_gluon, q, k, v, block_m, block_n, stages,
+                                                           pin_wait=pin))
         print(json.dumps(row), flush=True)
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    Path(out_dir, "exp-gluon-attention.json").write_text(json.dumps(rows, indent=1))
+        save()
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("out", nargs="?", default="gluon-attention")
     parser.add_argument("--compile-only", action="store_true")
+    parser.add_argument("--variants", choices=("all", "pingpong"), default="all",
+                        help="pingpong: only the ping-pong kernel and cuDNN")
+    parser.add_argument("--causal", action="store_true", help="causal attention (the ping-pong kernel, rooftop)")
     args = parser.parse_args()
     if args.compile_only:
         compile_only()
     else:
-        sys.exit(measure(args.out))
+        sys.exit(measure(args.out, args.variants, args.causal))

@@ -429,3 +429,97 @@ def test_gpu_peak_memory():
     peaks = attention_mod.attention_peak_memory(S=4096)
     assert peaks["rooftop"] <= 2 * 16 * 4096 * 128 * 2  # out (and Triton's workspace), no score matrix
     assert peaks["eager"] > 16 * 4096 * 4096 * 2
+
+
+# ---------------------------------------------------------------------------------------------
+# The Gluon ping-pong path (sm_90)
+
+
+def test_gluon_path_never_on_the_cpu(device):
+    """Gluon has no interpreter: off a GPU (or in the interpreter) no ping-pong candidate is offered and
+    the Triton kernel runs."""
+    q, k, v = _qkv(1, 4, 1, 128, 128, 64, torch.bfloat16, device)
+    if HAS_CUDA and torch.cuda.get_device_capability() == (9, 0):
+        pytest.skip("an sm_90 GPU takes the Gluon path (test_gpu_gluon_dispatch)")
+    assert all(c.kernel == "triton" for c in attention_mod.attention_candidates(q, k, v, True))
+    assert not attention_mod._pingpong_applies(q, k, v, q, True, -1, 0, False)
+
+
+def _sm90():
+    if not HAS_CUDA or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the Gluon kernel needs an sm_90 GPU")
+
+
+def _sdpa_math_fp32(q, k, v, causal, scale):
+    """out by SDPA's math backend and lse by hand, both in float32."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q, k, v = q.float(), k.float(), v.float()
+    with sdpa_kernel(SDPBackend.MATH):
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
+                                                               enable_gqa=True)
+    scores = q @ k.repeat_interleave(q.shape[1] // k.shape[1], 1).transpose(-1, -2) * scale
+    if causal:
+        scores = scores.masked_fill(torch.ones_like(scores, dtype=torch.bool).triu(1), float("-inf"))
+    return out, torch.logsumexp(scores, -1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("group", [1, 4])
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("S", [128, 384, 1024])
+def test_gpu_gluon_matches_sdpa_math(S, D, group, causal, dtype, monkeypatch):
+    """Each ping-pong configuration against float32 SDPA: one key tile to several ring passes, GQA 1 and
+    4, causal (diagonal tiles masked, heaviest tiles first) or not, out and lse, a scale of its own."""
+    _sm90()
+    q, k, v = _qkv(2, 8, 8 // group, S, S, D, dtype, "cuda")
+    scale = 0.3 if group == 4 else None
+    ref, ref_lse = _sdpa_math_fp32(q, k, v, causal, scale or D**-0.5)
+    for config in attention_mod.PINGPONG_CONFIGS:
+        monkeypatch.setattr(attention_mod, "PINGPONG_CONFIGS", (config,))  # the untuned default
+        monkeypatch.setattr(attention_mod, "_plans", Plans())
+        out, lse = attention(q, k, v, causal, scale=scale, return_lse=True)
+        (plan,) = attention_mod._plans.values()
+        assert isinstance(plan, attention_mod.attention_sm90.PingpongPlan)
+        assert not out.isnan().any() and not lse.isnan().any()
+        assert rel_err(out, ref) < TOL[dtype], config
+        assert rel_err(lse, ref_lse) < 1e-5, config
+        again, _ = attention(q, k, v, causal, scale=scale, return_lse=True)  # the plan's direct launch
+        assert torch.equal(again, out) and len(attention_mod._plans) == 1
+
+
+@pytest.mark.gpu
+def test_gpu_gluon_dispatch(monkeypatch):
+    """The Gluon path for 16-bit dense or causal calls it supports, first (the untuned default) among the
+    candidates; the Triton kernel for windows, varlen, Sq != Sk, S not a multiple of 128, other head
+    dims, fp32, layouts it does not take, and with GLUON_ENABLED off."""
+    _sm90()
+
+    def path(q, k, v, causal=False, window=None):
+        monkeypatch.setattr(attention_mod, "_plans", Plans())
+        _check(q, k, v, causal, window=window)
+        (plan,) = attention_mod._plans.values()
+        return "pingpong" if isinstance(plan, attention_mod.attention_sm90.PingpongPlan) else "triton"
+
+    q, k, v = _qkv(1, 8, 2, 256, 256, 128, torch.bfloat16, "cuda")
+    assert attention_mod.attention_candidates(q, k, v, True)[0] == attention_mod.PINGPONG_CONFIGS[0]
+    assert path(q, k, v) == path(q, k, v, True) == "pingpong"
+    assert path(*_qkv(1, 4, 4, 128, 128, 64, torch.float16, "cuda"), True) == "pingpong"
+    assert path(q, k, v, True, window=64) == "triton"
+    assert path(q, k, v, False, window=(32, 32)) == "triton"
+    assert path(q[:, :, :128], k, v, True) == "triton"  # Sq != Sk
+    assert path(*_qkv(1, 8, 2, 200, 200, 128, torch.bfloat16, "cuda")) == "triton"
+    assert path(*_qkv(1, 8, 2, 256, 256, 96, torch.bfloat16, "cuda")) == "triton"
+    assert path(*(t.float() for t in (q, k, v))) == "triton"
+    qt, kt, vt = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in (q, k, v))  # [B, S, H, D] memory
+    assert path(qt, kt, vt, True) == "triton"
+    monkeypatch.setattr(attention_mod, "GLUON_ENABLED", False)
+    assert path(q, k, v, True) == "triton"
+    monkeypatch.setattr(attention_mod, "GLUON_ENABLED", True)
+    qp, kp, vp = (t[0].transpose(0, 1).contiguous() for t in (q, k, v))
+    cu = torch.tensor([0, 256], dtype=torch.int32, device="cuda")
+    monkeypatch.setattr(attention_mod, "_plans", Plans())
+    attention_varlen(qp, kp, vp, cu, cu, 256, 256, True)
+    assert not any(isinstance(p, attention_mod.attention_sm90.PingpongPlan) for p in attention_mod._plans.values())

@@ -25,6 +25,16 @@ of a head side by side, so that its k/v come from L2 after the first read), each
 (last) query tile first, so that causal's long tiles do not trail at the end.
 
 Which path runs:
+- Gluon ping-pong (ops/attention_sm90.py; sm_90 GPUs only, never the interpreter): 16-bit, D 64 or 128,
+  dense or causal with no window, Sq = Sk a multiple of 128, q, k, v contiguous (GQA/MQA, lse, scale
+  as above). FA3's schedule: per program 128 queries in two consumer warp groups of 64 whose MMAs
+  alternate (one's softmax runs under the other's MMAs, and under its own P V: wgmma wait(1)), k/v
+  through a TMA ring filled by a 1-warp loader; causal programs stop at their diagonal and mask only
+  the tiles that cross it. Traffic as below: q, out (and lse) once, each k/v tile of a program's range
+  once per program, mostly from L2. H200, bf16, D = 128, H = 16, B * S = 16384, dense (2026-12-01,
+  benchmarks/results/logs/h200-2026-12-01-s8/), TFLOP/s at S = 2048 / 4096 / 16384: 128 x 2 stages
+  636 / 604 / 614, 128 x 3 stages 583 / 615 / 629; cuDNN 583 / 564 / 615 (this Triton kernel: 0.77-0.86x
+  cuDNN). Its configurations are candidates beside the Triton ones (below), 128 x 2 stages the default.
 - TMA (sm_90+, and the interpreter), when every base is 16-byte aligned and every stride a multiple
   of 16 bytes: tiles move through tensor descriptors, out-of-range rows and the head-dim padding read
   as 0 and stores are clipped. Dense calls pass descriptors made on the host over the 4-D views
@@ -36,8 +46,9 @@ D <= 256 runs in a tile padded to the next power of two (>= 16).
 
 Launch configuration (tiles, warps, stages): 16-bit inputs on a GPU time a short candidate list per
 (padded head dim, kind: one loop on TMA / masked loops on TMA / pointer loads), pruned from a small
-space by shared memory and registers, on the first call per shape bucket (rooftop.ops._autotune,
-remembered on disk); untuned (CUDA graph capture, torch.compile tracing) the list's first entry.
+space by shared memory and registers, preceded by the Gluon kernel's where that applies, on the first
+call per shape bucket (rooftop.ops._autotune, remembered on disk); untuned (CUDA graph capture,
+torch.compile tracing) the list's first entry.
 float32 and the interpreter have one configuration each. A call's slow path (layout, configuration,
 compilation) leaves a plan under a key of everything but the data pointers; a repeated call checks
 its inputs, allocates its outputs and launches the compiled kernel directly.
@@ -63,9 +74,9 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from rooftop import registry
-from rooftop.ops import _autotune
-from rooftop.ops._support import (Launch, Plans, alignment_key, cdiv, check_float, check_same_device, runs_kernel,
-                                  torch_op)
+from rooftop.ops import _autotune, attention_sm90
+from rooftop.ops._support import (Launch, Plans, alignment_key, cdiv, check_float, check_same_device, interpreting,
+                                  runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 LOG2E = 1.4426950408889634
@@ -82,6 +93,9 @@ class AttentionConfig:
     num_warps: int
     num_stages: int  # key/value tiles in flight
     maxnreg: Optional[int] = None  # registers a thread at most (ptxas), None: ptxas's choice
+    # "triton": _attention_fwd_kernel; "pingpong": attention_sm90's Gluon kernel (block_m 128 = two consumer
+    # warp groups of 64 rows, num_warps 4 a warp group, num_stages the k/v ring's depth)
+    kernel: str = "triton"
 
 
 # Launch configurations. 16-bit inputs on a GPU: a short candidate list per (padded head dim, kind of
@@ -126,6 +140,14 @@ SMEM_RESERVE = 1024  # barriers and reduction scratch beside the tiles (sm_90 co
 FP32_CONFIG = AttentionConfig(32, 16, 4, 2)
 # The interpreter: small tiles so that tiny test sizes still cross several tiles and every loop.
 INTERPRETER_CONFIG = AttentionConfig(16, 16, 4, 1)
+# The Gluon ping-pong kernel's candidates (ops/attention_sm90.py) where it applies (_pingpong_applies),
+# timed before the Triton ones; the first, the untuned default, was the fastest at S = 2048 on the H200
+# (the module docstring's figures), 3 stages a little faster at 4096 and 16384; 64-key tiles in a
+# 4-deep ring, unmeasured so far, for the tuner to weigh.
+PINGPONG_CONFIGS = tuple(AttentionConfig(128, block_n, 4, stages, kernel="pingpong")
+                         for block_n, stages in ((128, 2), (128, 3), (64, 4)))
+# Set False to keep sm_90 on the Triton kernel (tests, comparisons).
+GLUON_ENABLED = True
 # Set False to force the pointer path where TMA would run (tests, tuning).
 TMA_ENABLED = True
 # Set False to make dense calls' descriptors on the device too, as varlen calls do (experiments).
@@ -177,14 +199,16 @@ def _smem_limit(device_index: int) -> int:
 
 
 def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind: str,
-                      limit: Optional[int] = MAX_CANDIDATES) -> tuple[AttentionConfig, ...]:
+                      limit: Optional[int] = MAX_CANDIDATES, pingpong: bool = False) -> tuple[AttentionConfig, ...]:
     """The launch configurations tried for a call, the untuned default first; device_index -1: the
-    interpreter."""
+    interpreter. pingpong: the call can take the Gluon kernel (_pingpong_applies), whose configurations
+    come first, then `limit` Triton ones."""
     if device_index < 0:
         return (INTERPRETER_CONFIG,)
     if dtype == torch.float32:
         return (FP32_CONFIG,)
-    return tuning_candidates(block_d, dtype.itemsize, kind, _smem_limit(device_index), limit)
+    triton_configs = tuning_candidates(block_d, dtype.itemsize, kind, _smem_limit(device_index), limit)
+    return PINGPONG_CONFIGS + triton_configs if pingpong else triton_configs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -382,6 +406,19 @@ def _outer_to_inner(strides: list[int]) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
+def _is_sm90(device_index: int) -> bool:
+    return torch.cuda.get_device_capability(device_index) == (9, 0)
+
+
+def _pingpong_applies(q4, k4, v4, o4, causal: bool, left: int, right: int, varlen: bool) -> bool:
+    """Whether the Gluon kernel (attention_sm90) can run this call: an sm_90 GPU (Gluon has no
+    interpreter), dense (no window, not varlen) or causal, and tensors it takes (attention_sm90.supports)."""
+    return (GLUON_ENABLED and q4.is_cuda and not interpreting() and not varlen and left < 0
+            and right == (0 if causal else -1) and _is_sm90(q4.device.index)
+            and attention_sm90.supports(q4, k4, v4, o4))
+
+
+@functools.lru_cache(maxsize=None)
 def _tma_capable(device_index: int) -> bool:
     """sm_90+; the interpreter (-1) emulates descriptors."""
     return device_index < 0 or torch.cuda.get_device_capability(device_index)[0] >= 9
@@ -474,16 +511,22 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
         _ensure_allocator()
     mask_left, mask_right = left >= 0, causal or right >= 0 or varlen
     kind = _kind(use_tma, mask_left, mask_right)
+    pingpong = _pingpong_applies(q4, k4, v4, o4, causal, left, right, varlen)
     unbounded = max_q + max_k  # wider than any query can reach
     sizes = (sq[0], sq[1], sq[2], sk[0], sk[1], sk[2], sv[0], sv[1], sv[2], so[0], so[1], so[2],
              *(lse3.stride()[:2] if lse3 is not None else (0, 0)),
              q4.shape[1], q4.shape[2], k4.shape[2], q4.shape[1] // k4.shape[1])
     windows = (unbounded if left < 0 else left, 0 if causal else (unbounded if right < 0 else right))
-    plans: dict[AttentionConfig, _Plan] = {}
+    plans: dict[AttentionConfig, Union[_Plan, attention_sm90.PingpongPlan]] = {}
 
-    def run(cfg: AttentionConfig) -> _Plan:
+    def run(cfg: AttentionConfig) -> Union[_Plan, attention_sm90.PingpongPlan]:
         plan = plans.get(cfg)
-        if plan is None:
+        if plan is None and cfg.kernel == "pingpong":
+            if not pingpong:
+                raise ValueError(f"{cfg} needs an sm_90 GPU and a call the Gluon kernel supports")
+            plan = plans[cfg] = attention_sm90.PingpongPlan(q4, k4, causal, lse3 is not None, cfg.block_n,
+                                                            cfg.num_stages)
+        elif plan is None:
             tiles_m = cdiv(max_q, cfg.block_m)
             programs = tiles_m * n_batch * q4.shape[1]
             if programs > MAX_PROGRAMS:
@@ -508,13 +551,14 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
 
     if config is not None:
         return run(config), False
-    configs = attention_configs(block_d, q4.dtype, device_index, kind)
+    configs = attention_configs(block_d, q4.dtype, device_index, kind, pingpong=pingpong)
     chosen, final = configs[0], len(configs) == 1
     if not final:
-        # ragged: some key tiles leave a masked tail loop (and its registers) to the one-loop kind
+        # ragged: some key tiles leave a masked tail loop (and its registers) to the one-loop kind;
+        # pingpong: the candidates include the Gluon kernel's (a bucket holds lengths it takes and others)
         ragged = k4.shape[2] % max(BLOCK_N_CHOICES) != 0
         key = (_autotune.bucket(max_q), _autotune.bucket(max_k), _autotune.bucket(n_batch * q4.shape[1]),
-               q4.dtype, D, kind, causal, left >= 0, right >= 0 and not causal, varlen, ragged)
+               q4.dtype, D, kind, causal, left >= 0, right >= 0 and not causal, varlen, ragged, pingpong)
         device = _autotune.device_name(device_index)
         chosen = AttentionConfig(**_autotune.choose(
             "attention", key, [asdict(c) for c in configs], lambda c: run(AttentionConfig(**c)),
@@ -624,7 +668,7 @@ def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
     lse3 = lse if return_lse else None
     # everything the launch depends on but the data pointers and the scale (out's layout follows q's)
     key = ("dense", q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, causal, left, right,
-           return_lse, TMA_ENABLED, HOST_DESCRIPTORS, alignment_key(q, k, v))
+           return_lse, TMA_ENABLED, HOST_DESCRIPTORS, GLUON_ENABLED, alignment_key(q, k, v))
     plan = _plans.get(key)
     if plan is not None:
         plan(q, k, v, out, lse3, q, q, scale * LOG2E)
@@ -655,9 +699,11 @@ def attention_candidates(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, caus
     """The launch configurations the tuner times for attention(q, k, v, causal) (no window), the untuned
     default first; limit None: the whole pruned space."""
     _check_qkv(q, k, v, 4, "[batch, heads, seq, head_dim]")
-    use_tma = _layout(q, k, v, _new_out(q), False)[0]
+    out = _new_out(q)
+    use_tma = _layout(q, k, v, out, False)[0]
     return attention_configs(_block_d(q.shape[-1]), q.dtype, q.device.index if q.is_cuda else -1,
-                             _kind(use_tma, False, bool(causal)), limit)
+                             _kind(use_tma, False, bool(causal)), limit,
+                             _pingpong_applies(q, k, v, out, bool(causal), -1, 0 if causal else -1, False))
 
 
 def prepared_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
