@@ -37,11 +37,15 @@ TFLOP/s at S = 2048 / 4096 / 16384: ping-pong 128 x 2 stages 636 / 604 / 614, 12
 629, unpinned (no pin of the full wait) 591 / 612 / 636; cuDNN 583 / 564 / 615. So the ping-pong kernel
 became a path of rooftop.attention (extended there with causal, GQA, lse, D = 64, fp16; the pin kept);
 this script times its configurations through rooftop (prepared_attention), beside the kernel above.
+Later (2026-12-01) the ping-pong kernel took any TMA-addressable layout (4-D descriptors with the tensors'
+strides), any lengths (Sq != Sk too) and D = 256 (64-key tiles, 2 stages); --head-dim and --layout bshd
+(Hugging Face's transposed views) time those.
 Usage:
   .venv/bin/python benchmarks/exp_gluon_attention.py --compile-only   # no GPU: sm_90 registers / spills, SASS
   # H200: check against SDPA (cuDNN), time; the ping-pong configs run first, each first launch under a
   # 10 s watchdog (exit 124 on a deadlock, what was measured is saved); --variants pingpong: it and cuDNN only
-  PYTHONPATH=src timeout 150 python benchmarks/exp_gluon_attention.py OUT_DIR [--variants pingpong] [--causal]
+  PYTHONPATH=src timeout 150 python benchmarks/exp_gluon_attention.py OUT_DIR [--variants pingpong] [--causal] \
+      [--head-dim 64|128|256] [--layout bhsd|bshd]
 """
 from __future__ import annotations
 
@@ -218,8 +222,8 @@ def compile_only() -> None:
     from triton.experimental.gluon._runtime import GluonASTSource
     binaries = os.path.dirname(triton.__file__) + "/backends/nvidia/bin/"
 
-    def desc(rows, D):
-        return f"tensordesc<bf16[{rows}, {D}],{gl.NVMMASharedLayout.get_default_for([rows, D], gl.bfloat16)!r}>"
+    def desc(block):
+        return f"tensordesc<bf16{list(block)},{gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16)!r}>"
 
     def build(kernel, sig, consts, num_warps):
         compiled = triton.compile(GluonASTSource(kernel, sig, consts), target=GPUTarget("cuda", 90, 32),
@@ -231,18 +235,19 @@ def compile_only() -> None:
 
     D = 128
     for block_m, block_n, stages in CONFIGS:
-        sig = {"q_desc": desc(block_m, D), "k_desc": desc(block_n, D), "v_desc": desc(block_n, D),
-               "o_desc": desc(block_m, D),
+        sig = {"q_desc": desc([block_m, D]), "k_desc": desc([block_n, D]), "v_desc": desc([block_n, D]),
+               "o_desc": desc([block_m, D]),
                "seqlen": "i32", "tiles_m": "i32", "qk_scale": "fp32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
                "D": "constexpr", "STAGES": "constexpr", "PIN_WAIT": "constexpr", "num_warps": "constexpr"}
         consts = dict(BLOCK_M=block_m, BLOCK_N=block_n, D=D, STAGES=stages, PIN_WAIT=True, num_warps=8)
         compiled, usage, _ = build(_attention_fwd_gluon, sig, consts, 8)
         print(block_m, block_n, stages, usage, "smem", compiled.metadata.shared)
+    rows = attention_sm90.CONSUMER_ROWS
     for D in attention_sm90.HEAD_DIMS:  # each ping-pong config of rooftop, the heaviest variant (causal, lse)
-        for config in PINGPONG_CONFIGS:
-            rows = attention_sm90.CONSUMER_ROWS
-            sig = {"q_desc": desc(rows, D), "k_desc": desc(config.block_n, D), "v_desc": desc(config.block_n, D),
-                   "o_desc": desc(rows, D), "lse_ptr": "*fp32", "seqlen": "i32", "tiles_m": "i32", "kv_group": "i32",
+        for config in PINGPONG_CONFIGS[D]:
+            sig = {"q_desc": desc([1, 1, rows, D]), "k_desc": desc([1, 1, config.block_n, D]),
+                   "v_desc": desc([1, 1, config.block_n, D]), "o_desc": desc([1, 1, rows, D]), "lse_ptr": "*fp32",
+                   "seqlen_q": "i32", "seqlen_k": "i32", "tiles_m": "i32", "n_heads": "i32", "kv_group": "i32",
                    "qk_scale": "fp32", "BLOCK_N": "constexpr", "STAGES": "constexpr", "CAUSAL": "constexpr",
                    "WRITE_LSE": "constexpr", "CONSUMER_REGS": "constexpr", "LOADER_REGS": "constexpr"}
             for causal in (False, True):
@@ -253,7 +258,8 @@ def compile_only() -> None:
                 # warp group
                 maxnreg = sorted({int(r, 16) for r in re.findall(r"USETMAXREG\.\S+ (?:UP\d+, )?(0x[0-9a-f]+)", sass)})
                 print(f"pingpong D={D} 2x{rows}x{config.block_n} {config.num_stages} stages"
-                      + (" causal" if causal else ""), usage, "smem", compiled.metadata.shared, "setmaxnreg", maxnreg)
+                      + (" causal" if causal else ""), usage, "smem", compiled.metadata.shared, "setmaxnreg", maxnreg,
+                      "local memory ops", len(re.findall(r"\b(?:LDL|STL)\b", sass)))
                 for line in _sass_loops(sass):
                     print("   ", line)
 
@@ -273,7 +279,7 @@ def _wait_or_exit(limit_s: float, what: str, save) -> None:
         time.sleep(0.01)
 
 
-def measure(out_dir: str, variants: str, causal: bool) -> None:
+def measure(out_dir: str, variants: str, causal: bool, D: int, layout: str) -> None:
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -281,19 +287,23 @@ def measure(out_dir: str, variants: str, causal: bool) -> None:
     import rooftop.ops.attention as attention_mod
     from rooftop.bench.timing import bench_ms
     torch.manual_seed(0)
-    rows, H, D = [], 16, 128
+    rows, H = [], 16 * 128 // D  # the registry's heads per head dim (D = 256: 8)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
 
     def save():
-        Path(out_dir, "exp-gluon-attention.json").write_text(json.dumps(rows, indent=1))
+        Path(out_dir, f"exp-gluon-attention-d{D}-{layout}{'-causal' if causal else ''}.json").write_text(
+            json.dumps(rows, indent=1))
 
     for S in (2048, 4096, 16384):
         B = 16384 // S
-        q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        if layout == "bshd":  # Hugging Face's q.view(B, S, H, D).transpose(1, 2): no copy on either side
+            q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16).transpose(1, 2) for _ in range(3))
+        else:
+            q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
         flops = 4 * B * H * D * attention_mod.visible_pairs(S, S, -1, 0 if causal else -1)
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        row = dict(S=S, B=B, causal=causal)
+        row = dict(S=S, B=B, H=H, D=D, layout=layout, causal=causal)
         rows.append(row)
 
         def record(name, make_run, watchdog_s=None):
@@ -309,7 +319,7 @@ def measure(out_dir: str, variants: str, causal: bool) -> None:
                 row[name] = dict(error=f"{type(e).__name__}: {str(e)[:300]}")
 
         # the new kernel first, each config's first launch under the watchdog
-        for config in PINGPONG_CONFIGS:  # rooftop's plan of that config: its first launch under prepared_attention
+        for config in PINGPONG_CONFIGS[D]:  # rooftop's plan of that config: its first launch under prepared_attention
             record(f"pingpong_2x{attention_sm90.CONSUMER_ROWS}x{config.block_n}x{config.num_stages}",
                    functools.partial(attention_mod.prepared_attention, q, k, v, causal, config), 10.0)
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
@@ -322,7 +332,7 @@ def measure(out_dir: str, variants: str, causal: bool) -> None:
             rooftop.attention(q, k, v, causal)
             row["rooftop_triton_tflops"] = flops / bench_ms(lambda: rooftop.attention(q, k, v, causal)) / 1e9
             attention_mod.GLUON_ENABLED = True
-            if not causal:  # the one-warp-group kernel above is dense only
+            if not causal and D == 128 and layout == "bhsd":  # the one-warp-group kernel above: contiguous, dense
                 for (block_m, block_n, stages), pin in [(c, True) for c in CONFIGS] + [(CONFIGS[1], False)]:
                     name = f"gluon_{block_m}x{block_n}x{stages}" + ("" if pin else "_unpinned")
                     record(name, lambda: functools.partial(attention_gluon, q, k, v, block_m, block_n, stages,
@@ -338,8 +348,11 @@ if __name__ == "__main__":
     parser.add_argument("--variants", choices=("all", "pingpong"), default="all",
                         help="pingpong: only the ping-pong kernel and cuDNN")
     parser.add_argument("--causal", action="store_true", help="causal attention (the ping-pong kernel, rooftop)")
+    parser.add_argument("--head-dim", type=int, choices=attention_sm90.HEAD_DIMS, default=128)
+    parser.add_argument("--layout", choices=("bhsd", "bshd"), default="bhsd",
+                        help="bshd: [B, H, S, D] views of [B, S, H, D] memory (Hugging Face)")
     args = parser.parse_args()
     if args.compile_only:
         compile_only()
     else:
-        sys.exit(measure(args.out, args.variants, args.causal))
+        sys.exit(measure(args.out, args.variants, args.causal, args.head_dim, args.layout))

@@ -451,50 +451,119 @@ def _sm90():
 
 
 def _sdpa_math_fp32(q, k, v, causal, scale):
-    """out by SDPA's math backend and lse by hand, both in float32."""
+    """out by SDPA's math backend and lse by hand, both in float32; causal aligned bottom-right."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     q, k, v = q.float(), k.float(), v.float()
+    Sq, Sk = q.shape[2], k.shape[2]
+    hidden = torch.ones(Sq, Sk, dtype=torch.bool, device=q.device).triu(Sk - Sq + 1) if causal else None
     with sdpa_kernel(SDPBackend.MATH):
-        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
-                                                               enable_gqa=True)
+        out = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=None if hidden is None else ~hidden, scale=scale, enable_gqa=True)
     scores = q @ k.repeat_interleave(q.shape[1] // k.shape[1], 1).transpose(-1, -2) * scale
     if causal:
-        scores = scores.masked_fill(torch.ones_like(scores, dtype=torch.bool).triu(1), float("-inf"))
+        scores = scores.masked_fill(hidden, float("-inf"))
     return out, torch.logsumexp(scores, -1)
+
+
+def _gluon_path(monkeypatch, q, k, v, causal, scale=None):
+    """attention(q, k, v, causal) with lse through each ping-pong configuration of q's head dim, each the
+    untuned default in a fresh plan cache, against float32 SDPA; asserts the Gluon plan ran and its direct
+    launch repeats the result. Returns the last out."""
+    D = q.shape[-1]
+    ref, ref_lse = _sdpa_math_fp32(q, k, v, causal, scale or D**-0.5)
+    for config in attention_mod.PINGPONG_CONFIGS[D]:
+        monkeypatch.setitem(attention_mod.PINGPONG_CONFIGS, D, (config,))
+        monkeypatch.setattr(attention_mod, "_plans", Plans())
+        out, lse = attention(q, k, v, causal, scale=scale, return_lse=True)
+        (plan,) = attention_mod._plans.values()
+        assert isinstance(plan, attention_mod.attention_sm90.PingpongPlan)
+        assert out.shape == q.shape and lse.shape == q.shape[:3]
+        assert not out.isnan().any() and not lse.isnan().any()
+        assert rel_err(out, ref) < TOL[q.dtype], config
+        assert rel_err(lse, ref_lse) < 1e-5, config
+        again, _ = attention(q, k, v, causal, scale=scale, return_lse=True)  # the plan's direct launch
+        assert torch.equal(again, out) and len(attention_mod._plans) == 1
+    return out
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("group", [1, 4])
-@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("D", [64, 128, 256])
 @pytest.mark.parametrize("S", [128, 384, 1024])
 def test_gpu_gluon_matches_sdpa_math(S, D, group, causal, dtype, monkeypatch):
     """Each ping-pong configuration against float32 SDPA: one key tile to several ring passes, GQA 1 and
     4, causal (diagonal tiles masked, heaviest tiles first) or not, out and lse, a scale of its own."""
     _sm90()
     q, k, v = _qkv(2, 8, 8 // group, S, S, D, dtype, "cuda")
-    scale = 0.3 if group == 4 else None
-    ref, ref_lse = _sdpa_math_fp32(q, k, v, causal, scale or D**-0.5)
-    for config in attention_mod.PINGPONG_CONFIGS:
-        monkeypatch.setattr(attention_mod, "PINGPONG_CONFIGS", (config,))  # the untuned default
-        monkeypatch.setattr(attention_mod, "_plans", Plans())
-        out, lse = attention(q, k, v, causal, scale=scale, return_lse=True)
-        (plan,) = attention_mod._plans.values()
-        assert isinstance(plan, attention_mod.attention_sm90.PingpongPlan)
-        assert not out.isnan().any() and not lse.isnan().any()
-        assert rel_err(out, ref) < TOL[dtype], config
-        assert rel_err(lse, ref_lse) < 1e-5, config
-        again, _ = attention(q, k, v, causal, scale=scale, return_lse=True)  # the plan's direct launch
-        assert torch.equal(again, out) and len(attention_mod._plans) == 1
+    _gluon_path(monkeypatch, q, k, v, causal, 0.3 if group == 4 else None)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("S", [1, 63, 200, 1000])
+def test_gpu_gluon_any_length(S, D, causal, monkeypatch):
+    """Lengths that are no multiple of a tile: the last key tile masked past the end (TMA read zeros
+    there), query rows past the end computed on zeros and not stored (TMA clips out per head, lse is
+    masked), a consumer warp group entirely past the end (S = 1, 63), GQA 4."""
+    _sm90()
+    _gluon_path(monkeypatch, *_qkv(2, 8, 2, S, S, D, torch.bfloat16, "cuda"), causal)
+
+
+def _bshd(B, H, S, D, dtype, heads_stored=None):
+    """A [B, H, S, D] view of [B, S, heads_stored, D] memory (Hugging Face's q.view(B, S, H, D).transpose(1, 2);
+    heads_stored > H: the first H heads of a wider row, as in a packed qkv projection)."""
+    t = torch.randn(B, S, heads_stored or H, D, device="cuda", dtype=dtype)
+    return t[:, :, :H].transpose(1, 2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("S", [256, 200])
+def test_gpu_gluon_strided_layouts(S, D, causal, monkeypatch):
+    """Any layout TMA can address, no copies: Hugging Face's transposed [B, S, H, D] views (out comes back
+    in q's memory layout), heads sliced from a packed qkv row, q in one layout and k/v in another, a
+    padded sequence stride; batch 1 (size-1 strides are not used)."""
+    _sm90()
+    dtype = torch.bfloat16
+    hf = tuple(_bshd(2, H, S, D, dtype) for H in (8, 2, 2))
+    out = _gluon_path(monkeypatch, *hf, causal)
+    assert out.stride(1) < out.stride(2) and out.stride(-1) == 1  # [B, S, H, D] memory, like q
+    qkv = torch.randn(2, S, 8 + 2 * 2, D, device="cuda", dtype=dtype)  # one fused projection's output
+    packed = (qkv[:, :, :8].transpose(1, 2), qkv[:, :, 8:10].transpose(1, 2), qkv[:, :, 10:].transpose(1, 2))
+    _gluon_path(monkeypatch, *packed, causal)
+    contiguous_q = torch.randn(2, 8, S, D, device="cuda", dtype=dtype)
+    _gluon_path(monkeypatch, contiguous_q, hf[1], hf[2], causal)
+    padded = torch.randn(1, 8, S, D + 64, device="cuda", dtype=dtype)[..., :D]  # rows (D + 64) * 2 bytes apart
+    _gluon_path(monkeypatch, hf[0][:1], padded[:, :2], padded[:, 2:4], causal)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("D", [128, 256])
+@pytest.mark.parametrize("Sq, Sk", [(128, 384), (200, 1000), (1, 300), (64, 65), (1000, 200), (300, 1)])
+def test_gpu_gluon_unequal_lengths(Sq, Sk, D, causal, monkeypatch):
+    """Sq != Sk (a prefill chunk after a cache): causal aligned bottom-right (query i at key position
+    i + Sk - Sq), which the kernel takes for Sq <= Sk; Sq > Sk only dense (causal: the Triton kernel,
+    test_gpu_gluon_dispatch)."""
+    _sm90()
+    if causal and Sq > Sk:
+        pytest.skip("causal Sq > Sk leaves queries without keys: the Triton kernel's")
+    q = torch.randn(2, 8, Sq, D, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(2, 2, Sk, D, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    _gluon_path(monkeypatch, q, k, v, causal)
 
 
 @pytest.mark.gpu
 def test_gpu_gluon_dispatch(monkeypatch):
-    """The Gluon path for 16-bit dense or causal calls it supports, first (the untuned default) among the
-    candidates; the Triton kernel for windows, varlen, Sq != Sk, S not a multiple of 128, other head
-    dims, fp32, layouts it does not take, and with GLUON_ENABLED off."""
+    """The Gluon path for 16-bit dense or causal calls it supports (D 64 / 128 / 256, any lengths but
+    causal Sq > Sk, any layout TMA can address), first (the untuned default) among the candidates; the
+    Triton kernel for windows, varlen, causal Sq > Sk, other head dims, fp32, views TMA cannot address,
+    with TMA off, and with GLUON_ENABLED off."""
     _sm90()
 
     def path(q, k, v, causal=False, window=None):
@@ -504,17 +573,27 @@ def test_gpu_gluon_dispatch(monkeypatch):
         return "pingpong" if isinstance(plan, attention_mod.attention_sm90.PingpongPlan) else "triton"
 
     q, k, v = _qkv(1, 8, 2, 256, 256, 128, torch.bfloat16, "cuda")
-    assert attention_mod.attention_candidates(q, k, v, True)[0] == attention_mod.PINGPONG_CONFIGS[0]
+    assert attention_mod.attention_candidates(q, k, v, True)[0] == attention_mod.PINGPONG_CONFIGS[128][0]
     assert path(q, k, v) == path(q, k, v, True) == "pingpong"
     assert path(*_qkv(1, 4, 4, 128, 128, 64, torch.float16, "cuda"), True) == "pingpong"
+    assert path(*_qkv(1, 8, 2, 200, 200, 128, torch.bfloat16, "cuda")) == "pingpong"
+    assert path(*_qkv(1, 8, 2, 1, 1, 64, torch.bfloat16, "cuda"), True) == "pingpong"
+    q256, k256, v256 = _qkv(1, 8, 2, 300, 300, 256, torch.bfloat16, "cuda")
+    assert attention_mod.attention_candidates(q256, k256, v256)[0] == attention_mod.PINGPONG_CONFIGS[256][0]
+    assert path(q256, k256, v256, True) == "pingpong"
+    qt, kt, vt = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in (q, k, v))  # [B, S, H, D] memory
+    assert path(qt, kt, vt, True) == "pingpong"
     assert path(q, k, v, True, window=64) == "triton"
     assert path(q, k, v, False, window=(32, 32)) == "triton"
-    assert path(q[:, :, :128], k, v, True) == "triton"  # Sq != Sk
-    assert path(*_qkv(1, 8, 2, 200, 200, 128, torch.bfloat16, "cuda")) == "triton"
+    assert path(q[:, :, :100], k, v, True) == path(q, k[:, :, :100], v[:, :, :100]) == "pingpong"  # Sq != Sk
+    assert path(q, k[:, :, :100], v[:, :, :100], True) == "triton"  # causal Sq > Sk: queries with no key
     assert path(*_qkv(1, 8, 2, 256, 256, 96, torch.bfloat16, "cuda")) == "triton"
     assert path(*(t.float() for t in (q, k, v))) == "triton"
-    qt, kt, vt = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in (q, k, v))  # [B, S, H, D] memory
-    assert path(qt, kt, vt, True) == "triton"
+    base = torch.randn(1, 8, 256, 136, device="cuda", dtype=torch.bfloat16)
+    assert path(base[..., 1:129], base[:, :2, :, 2:130], base[:, 2:4, :, 3:131]) == "triton"  # 2 bytes off
+    monkeypatch.setattr(attention_mod, "TMA_ENABLED", False)
+    assert path(q, k, v, True) == "triton"
+    monkeypatch.setattr(attention_mod, "TMA_ENABLED", True)
     monkeypatch.setattr(attention_mod, "GLUON_ENABLED", False)
     assert path(q, k, v, True) == "triton"
     monkeypatch.setattr(attention_mod, "GLUON_ENABLED", True)

@@ -25,16 +25,19 @@ of a head side by side, so that its k/v come from L2 after the first read), each
 (last) query tile first, so that causal's long tiles do not trail at the end.
 
 Which path runs:
-- Gluon ping-pong (ops/attention_sm90.py; sm_90 GPUs only, never the interpreter): 16-bit, D 64 or 128,
-  dense or causal with no window, Sq = Sk a multiple of 128, q, k, v contiguous (GQA/MQA, lse, scale
-  as above). FA3's schedule: per program 128 queries in two consumer warp groups of 64 whose MMAs
-  alternate (one's softmax runs under the other's MMAs, and under its own P V: wgmma wait(1)), k/v
-  through a TMA ring filled by a 1-warp loader; causal programs stop at their diagonal and mask only
-  the tiles that cross it. Traffic as below: q, out (and lse) once, each k/v tile of a program's range
-  once per program, mostly from L2. H200, bf16, D = 128, H = 16, B * S = 16384, dense (2026-12-01,
-  benchmarks/results/logs/h200-2026-12-01-s8/), TFLOP/s at S = 2048 / 4096 / 16384: 128 x 2 stages
-  636 / 604 / 614, 128 x 3 stages 583 / 615 / 629; cuDNN 583 / 564 / 615 (this Triton kernel: 0.77-0.86x
-  cuDNN). Its configurations are candidates beside the Triton ones (below), 128 x 2 stages the default.
+- Gluon ping-pong (ops/attention_sm90.py; sm_90 GPUs only, never the interpreter): 16-bit, D 64, 128 or
+  256, dense or causal with no window, not varlen, any Sq and Sk (causal: Sq <= Sk), q, k, v and out in
+  any layout the TMA path below takes (contiguous, Hugging Face's transposed [B, S, H, D] views, heads
+  sliced from a packed qkv row: 4-D descriptors with the real strides, which bound each head's rows),
+  GQA/MQA, lse and scale as above. FA3's schedule: per program 128 queries in two consumer warp groups of
+  64 whose MMAs alternate (one's softmax runs under the other's MMAs, and under its own P V: wgmma
+  wait(1)), k/v through a TMA ring filled by a 1-warp loader; causal programs stop at their diagonal and
+  mask only the tiles that cross it (dense: the last key tile, past Sk). Traffic as below: q, out (and
+  lse) once, each k/v tile of a program's range once per program, mostly from L2. H200, bf16, D = 128,
+  H = 16, B * S = 16384, dense (2026-12-01, benchmarks/results/logs/h200-2026-12-01-s8/), TFLOP/s at
+  S = 2048 / 4096 / 16384: 128 x 2 stages 636 / 604 / 614, 128 x 3 stages 583 / 615 / 629; cuDNN 583 / 564
+  / 615 (this Triton kernel: 0.77-0.86x cuDNN). Its configurations are candidates beside the Triton ones
+  (below), 128 x 2 stages the default; D = 256 has one, 64 x 2 stages (unmeasured so far).
 - TMA (sm_90+, and the interpreter), when every base is 16-byte aligned and every stride a multiple
   of 16 bytes: tiles move through tensor descriptors, out-of-range rows and the head-dim padding read
   as 0 and stores are clipped. Dense calls pass descriptors made on the host over the 4-D views
@@ -140,12 +143,14 @@ SMEM_RESERVE = 1024  # barriers and reduction scratch beside the tiles (sm_90 co
 FP32_CONFIG = AttentionConfig(32, 16, 4, 2)
 # The interpreter: small tiles so that tiny test sizes still cross several tiles and every loop.
 INTERPRETER_CONFIG = AttentionConfig(16, 16, 4, 1)
-# The Gluon ping-pong kernel's candidates (ops/attention_sm90.py) where it applies (_pingpong_applies),
-# timed before the Triton ones; the first, the untuned default, was the fastest at S = 2048 on the H200
-# (the module docstring's figures), 3 stages a little faster at 4096 and 16384; 64-key tiles in a
-# 4-deep ring, unmeasured so far, for the tuner to weigh.
-PINGPONG_CONFIGS = tuple(AttentionConfig(128, block_n, 4, stages, kernel="pingpong")
-                         for block_n, stages in ((128, 2), (128, 3), (64, 4)))
+# The Gluon ping-pong kernel's candidates (ops/attention_sm90.py) per head dim where it applies
+# (_pingpong_applies), timed before the Triton ones. D 64 / 128: the first, the untuned default, was the
+# fastest at S = 2048 on the H200 (the module docstring's figures), 3 stages a little faster at 4096 and
+# 16384; 64-key tiles in a 4-deep ring, unmeasured so far, for the tuner to weigh. D 256: the one shape that
+# fits (q 64 KB + 2 stages of 64-key k and v, 64 KB each, of 227 KB; sm_90 compile without spills).
+PINGPONG_CONFIGS = {
+    D: tuple(AttentionConfig(128, block_n, 4, stages, kernel="pingpong") for block_n, stages in shapes)
+    for D, shapes in ((64, ((128, 2), (128, 3), (64, 4))), (128, ((128, 2), (128, 3), (64, 4))), (256, ((64, 2),)))}
 # Set False to keep sm_90 on the Triton kernel (tests, comparisons).
 GLUON_ENABLED = True
 # Set False to force the pointer path where TMA would run (tests, tuning).
@@ -208,7 +213,7 @@ def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind:
     if dtype == torch.float32:
         return (FP32_CONFIG,)
     triton_configs = tuning_candidates(block_d, dtype.itemsize, kind, _smem_limit(device_index), limit)
-    return PINGPONG_CONFIGS + triton_configs if pingpong else triton_configs
+    return PINGPONG_CONFIGS[block_d] + triton_configs if pingpong else triton_configs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -412,10 +417,11 @@ def _is_sm90(device_index: int) -> bool:
 
 def _pingpong_applies(q4, k4, v4, o4, causal: bool, left: int, right: int, varlen: bool) -> bool:
     """Whether the Gluon kernel (attention_sm90) can run this call: an sm_90 GPU (Gluon has no
-    interpreter), dense (no window, not varlen) or causal, and tensors it takes (attention_sm90.supports)."""
-    return (GLUON_ENABLED and q4.is_cuda and not interpreting() and not varlen and left < 0
+    interpreter), TMA on, dense (no window, not varlen) or causal, and tensors it takes
+    (attention_sm90.supports: any strides TMA can address)."""
+    return (GLUON_ENABLED and TMA_ENABLED and q4.is_cuda and not interpreting() and not varlen and left < 0
             and right == (0 if causal else -1) and _is_sm90(q4.device.index)
-            and attention_sm90.supports(q4, k4, v4, o4))
+            and attention_sm90.supports(q4, k4, v4, o4, causal, [_tma_strides(t) for t in (q4, k4, v4, o4)]))
 
 
 @functools.lru_cache(maxsize=None)
@@ -524,8 +530,9 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
         if plan is None and cfg.kernel == "pingpong":
             if not pingpong:
                 raise ValueError(f"{cfg} needs an sm_90 GPU and a call the Gluon kernel supports")
-            plan = plans[cfg] = attention_sm90.PingpongPlan(q4, k4, causal, lse3 is not None, cfg.block_n,
-                                                            cfg.num_stages)
+            # pingpong implies TMA: sq.. are the TMA strides
+            plan = plans[cfg] = attention_sm90.PingpongPlan(q4, k4, (sq, sk, sv, so), causal, lse3 is not None,
+                                                            cfg.block_n, cfg.num_stages)
         elif plan is None:
             tiles_m = cdiv(max_q, cfg.block_m)
             programs = tiles_m * n_batch * q4.shape[1]
