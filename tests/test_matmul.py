@@ -7,12 +7,14 @@ import torch
 import rooftop.ops.matmul as mm
 from conftest import DEVICE, HAS_CUDA, TOL, rel_err
 from rooftop import registry
-from rooftop.ops import _autotune
+from rooftop.ops import _autotune, matmul_sm90
 from rooftop.ops._support import Plans
 from rooftop.ops.matmul import (ACTIVATIONS, gemm_cost, gemm_roofline, matmul, matmul_fp8, matmul_fp8_reference,
                                 matmul_reference)
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+SM90 = HAS_CUDA and torch.cuda.get_device_capability() == (9, 0)
+needs_sm90 = pytest.mark.skipif(not SM90, reason="the Gluon kernel needs an sm_90 GPU")
 # (M, N, K): one row; odd and prime (output rows not 16-byte aligned: the grouped kernel); aligned
 # (the TMA kernel; the interpreter runs it too); several tiles each way with K tails
 SHAPES = [(1, 40, 24), (37, 29, 53), (64, 48, 96), (70, 96, 40)]
@@ -364,7 +366,8 @@ def test_candidate_configurations(monkeypatch):
         for tma, fma, itemsize in [(True, False, 2), (False, False, 2), (True, False, 1), (False, True, 4)]:
             for M, N in [(1, 4096), (48, 40), (100, 4096), (512, 4096), (1000, 48), (8192, 28672)]:
                 for out_size, (res_size, res_tma, activation) in itertools.product((2, 4), epilogues):
-                    configs = mm._configs(tma, fma, M, N, 1, itemsize, out_size, res_size, res_tma, activation, 0)
+                    configs = mm._configs(tma, False, fma, M, N, 1, itemsize, out_size, res_size, res_tma,
+                                          activation, 0)
                     assert configs and configs[0]["KERNEL"] == ("tma" if tma else "grouped")
                     assert sum(c["KERNEL"] == "grouped" for c in configs) <= (mm.GROUPED_EXTRA if tma else 99)
                     assert len(configs) == len({tuple(c.items()) for c in configs})
@@ -379,15 +382,62 @@ def test_candidate_configurations(monkeypatch):
                         if c["BLOCK_M"] * c["BLOCK_N"] >= 128 * 32 * c["num_warps"]:
                             assert not (not c.get("EPILOGUE_SUBTILE") and (res_size or activation == "gelu"))
                             assert not res_size or (res_tma and c["KERNEL"] == "tma")
-        big = mm._configs(True, False, 8192, 8192, 1, 2, 2, 0, False, None, 0)[0]
+        big = mm._configs(True, False, False, 8192, 8192, 1, 2, 2, 0, False, None, 0)[0]
         assert (big["BLOCK_M"], big["BLOCK_N"], big["BLOCK_K"], big["EPILOGUE_SUBTILE"]) == (128, 256, 64, True)
-        assert mm._configs(True, False, 8192, 8192, 1, 2, 2, 2, True, "silu", 0)[0] == big  # the residual by TMA
+        assert mm._configs(True, False, False, 8192, 8192, 1, 2, 2, 2, True, "silu", 0)[0] == big  # the residual by TMA
         # 512 x 4096 has 64 tiles of 128 x 256 for 132 SMs: the default takes 128 x 128 (128 tiles)
-        prefill = mm._configs(True, False, 512, 4096, 1, 2, 2, 0, False, None, 0)[0]
+        prefill = mm._configs(True, False, False, 512, 4096, 1, 2, 2, 0, False, None, 0)[0]
         assert (prefill["BLOCK_M"], prefill["BLOCK_N"]) == (128, 128)
-        assert mm._configs(True, False, 8192, 8192, 1, 1, 2, 0, False, None, 0)[0]["BLOCK_K"] == 128  # fp8
+        assert mm._configs(True, False, False, 8192, 8192, 1, 1, 2, 0, False, None, 0)[0]["BLOCK_K"] == 128  # fp8
+        # the Gluon variants right after the Triton default, those whose staging buffers fit (fp32 out: 2)
+        variants = [v.config() for v in matmul_sm90.VARIANTS]
+        for M, N, out_size, res_size in [(512, 4096, 2, 0), (8192, 8192, 2, 2), (512, 4096, 4, 4), (4096, 200, 2, 0)]:
+            plain = mm._configs(True, False, False, M, N, 1, 2, out_size, res_size, True, "silu", 0)
+            configs = mm._configs(True, True, False, M, N, 1, 2, out_size, res_size, True, "silu", 0)
+            gluon = [c for c in configs if c["KERNEL"] == "gluon"]
+            assert configs[0] == plain[0] and configs[1:1 + len(gluon)] == tuple(gluon)
+            assert tuple(c for c in configs if c["KERNEL"] != "gluon") == plain
+            assert len(gluon) == (4 if out_size == 2 else 2) and all(c in variants for c in gluon)
+            assert all(matmul_sm90.Variant.of(c).smem_bytes(2, out_size) <= 232448 - mm.SMEM_RESERVE for c in gluon)
     finally:
         mm._configs.cache_clear()
+
+
+def test_gluon_never_on_the_cpu(monkeypatch):
+    """Gluon has no interpreter: a CPU call that would take the Gluon kernel on an H200 lists no
+    candidate of it."""
+    a, out = torch.randn(512, 64, dtype=torch.bfloat16), torch.empty(512, 32, dtype=torch.bfloat16)
+    assert not mm._use_gluon(a, out, None, None, (True, False, 64, 32), False)
+    if HAS_CUDA:
+        return  # CPU tensors run the reference there, not the interpreter
+    asked = []
+    choose = _autotune.choose
+    monkeypatch.setattr(_autotune, "choose", lambda op, key, configs, *args, **kw: asked.append(configs)
+                        or choose(op, key, configs, *args, **kw))
+    a, b, bias = _randn(mm.GLUON_MIN_M, 32), _randn(32, 32), _randn(32)
+    assert rel_err(matmul(a, b, bias, "silu"), matmul_reference(a, b, bias, "silu")) < TOL[torch.bfloat16]
+    assert asked and not any(c["KERNEL"] == "gluon" for c in asked[0])
+
+
+def test_gluon_plan_descriptors():
+    """The Gluon plan's host descriptors (built without a GPU): a [M, K] over its row stride, b either
+    way round, the output, the residual over its own rows; one program per tile, at most one per SM."""
+    v = matmul_sm90.VARIANTS[0]  # 64-row boxes a consumer, 256 columns
+    M, N, K = 300, 200, 72
+    a = torch.randn(M, 96, dtype=torch.bfloat16)[:, :K]
+    out = torch.empty(M, N, dtype=torch.bfloat16)
+    residual = torch.randn(M, 264, dtype=torch.bfloat16)[:, :N]
+    for b, b_k_major in [(torch.randn(K, N, dtype=torch.bfloat16), False),
+                         (torch.randn(N, K, dtype=torch.bfloat16).t(), True)]:
+        plan = matmul_sm90.WarpSpecializedPlan(v, a, b, b_k_major, out, None, residual, "silu", 132)
+        a_desc, b_desc, c_desc, res_desc = (d[:3] for d in plan.descriptors)
+        assert a_desc == ([M, K], [96, 1], [64, 64])
+        assert b_desc == (([N, K], [K, 1], [256, 64]) if b_k_major else ([K, N], [N, 1], [64, 256]))
+        assert c_desc == ([M, N], [N, 1], [64, 256]) and res_desc == ([M, N], [264, 1], [64, 256])
+        assert plan.sizes == (M, N, K) and plan.grid == (3,)
+        assert plan.constexprs["B_K_MAJOR"] == b_k_major and plan.constexprs["HAS_RESIDUAL"]
+        for t, d in zip((a, b, out, residual), plan.descriptors):
+            matmul_sm90.TensorDescriptor(t, *d)  # what a first call builds: its checks pass
 
 
 def test_registry_cases_and_costs():
@@ -570,6 +620,122 @@ def test_gpu_plan_under_cuda_graph_capture(plan_misses):
     with torch.cuda.graph(graph):
         out = matmul(a, b, bias, "silu", residual)
     assert len(plan_misses) == 1
+    for _ in range(2):
+        a.copy_(torch.randn_like(a))
+        graph.replay()
+        assert rel_err(out, matmul_reference(a, b, bias, "silu", residual)) < TOL[torch.bfloat16]
+
+
+@pytest.fixture
+def gluon_launches(monkeypatch):
+    """The constexprs of each launch of the Gluon kernel (matmul_sm90), in order."""
+    launches = []
+    real = matmul_sm90.WarpSpecializedPlan.__call__
+
+    def spy(plan, *args):
+        launches.append(plan.constexprs)
+        return real(plan, *args)
+
+    monkeypatch.setattr(matmul_sm90.WarpSpecializedPlan, "__call__", spy)
+    return launches
+
+
+def _choose_always(monkeypatch, config: dict) -> None:
+    """Every matmul call takes `config`, which must be among its candidates."""
+
+    def choose(op, key, configs, run, **kw):
+        assert config in configs, (key, configs)
+        return config
+
+    monkeypatch.setattr(_autotune, "choose", choose)
+    mm._plans.clear()
+
+
+def _gluon_cases():
+    """(what, call, float64 reference, out dtype): square and ragged shapes (M, N, K no tile multiples,
+    a K tail), one large, fp16 and bf16, b as [K, N] and as w.t(), each epilogue, a folded batch."""
+    g = torch.Generator(device="cuda").manual_seed(0)
+
+    def r(*s, dtype=torch.bfloat16):
+        return torch.randn(*s, device="cuda", dtype=dtype, generator=g)
+
+    def case(what, a, b, **kwargs):
+        out_dtype = kwargs.get("out_dtype", a.dtype)
+        kwargs_ref = {k: v for k, v in kwargs.items() if k != "out_dtype"}
+        return what, lambda: matmul(a, b, **kwargs), matmul_reference(a, b, **kwargs_ref), out_dtype
+
+    h = torch.float16
+    return [
+        case("square", r(256, 256), r(256, 256)),
+        case("ragged w.t() bias silu", r(130, 72), r(200, 72).t(), bias=r(200), activation="silu"),
+        case("ragged fp16 gelu_tanh residual", r(130, 72, dtype=h), r(72, 200, dtype=h), activation="gelu_tanh",
+             residual=r(130, 200, dtype=h)),
+        case("large bias silu residual", r(512, 4096), r(4096, 4096) / 64, bias=r(4096), activation="silu",
+             residual=r(512, 4096)),
+        case("large fp16 w.t() relu", r(512, 4096, dtype=h), r(4096, 4096, dtype=h).t() / 64, activation="relu"),
+        case("fp32 out, fp32 residual", r(300, 200), r(200, 264), bias=r(264, dtype=torch.float32), activation="silu",
+             residual=r(300, 264, dtype=torch.float32), out_dtype=torch.float32),
+        case("folded batch, strided rows", r(2, 100, 96)[..., :72], r(72, 136), residual=r(2, 100, 136)),
+    ]
+
+
+@needs_sm90
+@pytest.mark.parametrize("variant", matmul_sm90.VARIANTS, ids=lambda v: v.name)
+def test_gpu_gluon_variant(variant, monkeypatch, gluon_launches):
+    """Each Gluon variant against the float64 reference on every case whose staging buffers it fits."""
+    for what, call, ref, out_dtype in _gluon_cases():
+        if variant.smem_bytes(2, out_dtype.itemsize) > 232448 - mm.SMEM_RESERVE:
+            continue
+        _choose_always(monkeypatch, variant.config())
+        launches = len(gluon_launches)
+        out = call()
+        assert len(gluon_launches) == launches + 1, what
+        assert out.dtype == out_dtype and rel_err(out, ref) < TOL[out_dtype], (what, rel_err(out, ref))
+        assert torch.equal(call(), out), what  # the kept plan, launched directly
+
+
+@needs_sm90
+def test_gpu_gluon_candidates_where_they_apply(monkeypatch):
+    asked = []
+
+    def listed(*args, **kwargs) -> bool:
+        mm._plans.clear()
+        monkeypatch.setattr(_autotune, "choose", lambda op, key, configs, *a, **kw: asked.append((key, configs))
+                            or configs[0])
+        matmul(*args, **kwargs)
+        key, configs = asked[-1]
+        gluon = any(c["KERNEL"] == "gluon" for c in configs)
+        assert gluon == ("gluon" in key) and configs[0]["KERNEL"] != "gluon"  # the untuned default: Triton
+        return gluon
+
+    def r(*s, dtype=torch.bfloat16):
+        return torch.randn(*s, device="cuda", dtype=dtype)
+
+    a, b = r(512, 256), r(256, 384)
+    assert listed(a, b) and listed(a, r(384, 256).t()) and listed(a.view(2, 256, 256), b)
+    assert listed(a.half(), b.half(), r(384), "silu", r(512, 384, dtype=torch.float16))
+    assert not listed(r(256, 512).t(), b)  # a M-major
+    assert not listed(a[:mm.GLUON_MIN_M - 1], b)  # too few rows
+    assert not listed(a.float(), b.float())  # IEEE fp32
+    assert not listed(a, b, residual=r(512, 384, dtype=torch.float16))  # not the output's dtype
+    assert not listed(a, b, residual=r(384, 512).t())  # column-major
+    assert not listed(a, b, activation="gelu")  # spills
+    monkeypatch.setattr(mm, "GLUON_ENABLED", False)
+    assert not listed(a, b)
+
+
+@needs_sm90
+def test_gpu_gluon_plan_under_cuda_graph_capture(monkeypatch, gluon_launches):
+    _choose_always(monkeypatch, matmul_sm90.VARIANTS[0].config())
+    a = torch.randn(256, 512, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(768, 512, device="cuda", dtype=torch.bfloat16).t()
+    bias, residual = torch.randn(768, device="cuda", dtype=torch.bfloat16), torch.randn(256, 768, device="cuda",
+                                                                                       dtype=torch.bfloat16)
+    matmul(a, b, bias, "silu", residual)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = matmul(a, b, bias, "silu", residual)
+    assert len(gluon_launches) == 2
     for _ in range(2):
         a.copy_(torch.randn_like(a))
         graph.replay()

@@ -17,6 +17,25 @@ value) and per-column scales of b ([N], [1, N] or one value), fp32:
     out = cast((a @ b) * a_scale[:, None] * b_scale[None, :] + bias, out_dtype)
 
 Which kernel runs:
+- Gluon warp-specialised (ops/matmul_sm90.py; sm_90 GPUs only, never the interpreter): a candidate of
+  the tuner beside the TMA kernel's where that one runs, a is 16-bit and K-major (row-major [M, K], or a
+  [B, S, K] folded into M), M >= GLUON_MIN_M, the activation is not the erf GELU (it spills there) and a
+  residual, if any, is row-major and of the output's dtype; b may be [K, N] row-major or w.t() of a
+  row-major [N, K] w. One persistent program per SM: a 1-warp TMA loader fills a ring of A and B tiles
+  (3-5 stages, "ready"/"empty" mbarriers) that one or two consumer warp groups (setmaxnreg 232, the
+  loader 40) read with async wgmma, one MMA group in flight. A consumer's epilogue runs this file's
+  `_epilogue` (bias, activation, fp32), adds the residual tile that TMA brought into the output's staging
+  buffer during the mainloop, and stores by TMA while its next tile's mainloop runs. Variants:
+  cooperative 128 x 256 (two warp groups of 64 rows), 128 x 128 with one warp group and 4 or 5 stages,
+  ping-pong 128 x 128 (two warp groups take whole tiles in turn, one's epilogue under the other's
+  mainloop). Traffic as the TMA kernel's below; its descriptors are made on the host (no workspace).
+  H200, bf16, no epilogue, CUDA-graph replay, cold L2 (2026-12-01, benchmarks/exp_gluon_matmul.py, log
+  in benchmarks/results/logs/h200-2026-12-01-s8/), TFLOP/s of the best variant against the TMA kernel
+  (x cuBLAS): 512 x 4096 x 4096 702 (0.98x; 1 warp group, 5 stages) vs 607 (0.85x); 512 x 10240 x 8192
+  596 (0.86x; the same) vs 570 (0.82x); 512 x 6144 x 4096 570 (0.86x; 128 x 256) vs 547 (0.83x); 2048^3
+  679 (1.02x; 1 warp group, 4 stages) vs 632 (0.95x); 4096^3 695 (1.07x; 128 x 256) vs 653 (1.00x);
+  8192^3 685 (1.06x; 128 x 256) vs 661 (1.03x). The tuner weighs its variants per shape bucket; the
+  untuned default stays the TMA kernel's (the Gluon kernel with its fused epilogue is not yet timed).
 - TMA persistent (sm_90+; the interpreter runs it too): when the problem is one 2-D GEMM after
   folding the batch of a 3-D a into M (a's rows evenly strided, as a contiguous [B, S, K] is) and a,
   b and the output suit TMA: one unit stride, the other a multiple of 16 bytes, a 16-byte aligned
@@ -31,11 +50,12 @@ Which kernel runs:
   runs on the CUDA cores and wants its operands in registers): one program per output tile, GROUP_M
   row-tiles walking the columns together so that they share B panels in L2, masked pointer loads
   pipelined over num_stages.
-Both fuse the same epilogue. The launch configuration comes from a pruned candidate list for the
+All fuse the same epilogue. The launch configuration comes from a pruned candidate list for the
 regime of M (M <= 64: narrow tiles, the weight streams once; M > 128: 128 x 256 tiles), plus
-GROUPED_EXTRA grouped candidates where TMA can run, timed on the first call per (device, shape
-bucket, dtypes, layout, epilogue) and remembered on disk (rooftop.ops._autotune). Untuned (interpreter,
-graph capture, ROOFTOP_AUTOTUNE=0) it is the first candidate whose tiles fill the SMs.
+GROUPED_EXTRA grouped candidates where TMA can run and the Gluon variants where they apply, timed on
+the first call per (device, shape bucket, dtypes, layout, whether Gluon applies, epilogue) and
+remembered on disk (rooftop.ops._autotune). Untuned (interpreter, graph capture, torch.compile tracing,
+ROOFTOP_AUTOTUNE=0) it is the first Triton candidate whose tiles fill the SMs.
 Host path: once the configuration is final (tuned or remembered; always in the interpreter), a call's
 launch is kept as a plan under its shapes, strides, dtypes, flags and 16-byte alignments; a later call
 with the same key runs the checks, allocates the output and launches the compiled kernel directly.
@@ -52,7 +72,9 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops import _autotune
+# matmul_sm90's kernel calls this file's _epilogue: it imports this module (a cycle resolved by the time
+# either compiles a kernel)
+from rooftop.ops import _autotune, matmul_sm90
 from rooftop.ops._support import (Launch, Plans, alignment_key, cdiv, check_float, check_same_device, interpreting,
                                   launch, num_sms, runs_kernel, torch_op)
 from rooftop.roofline import Cost
@@ -99,6 +121,11 @@ SPILL_ACC_REGS = 128
 # The interpreter: small tiles so that tests cross tile edges; the TMA kernel stores in halves.
 INTERPRETER_CONFIG = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=2, num_stages=2, num_warps=4)
 INTERPRETER_SUBTILE = True
+# The Gluon kernel (ops/matmul_sm90.py) takes part from this M on: its tiles are 128 rows, and it was
+# measured at M >= 512 (the module docstring); below, the Triton tables' narrower tiles fill the SMs.
+GLUON_MIN_M = 129
+# Set False to keep sm_90 on the Triton kernels (tests, comparisons).
+GLUON_ENABLED = True
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -324,17 +351,36 @@ def _use_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> Optional[tu
     return a_k_major, not b_n_major, stride_a, stride_b
 
 
+@functools.lru_cache(maxsize=None)
+def _is_sm90(device_index: int) -> bool:
+    return torch.cuda.get_device_capability(device_index) == (9, 0)
+
+
+def _use_gluon(a: torch.Tensor, out: torch.Tensor, residual: Optional[torch.Tensor], activation: Optional[str],
+               tma: Optional[tuple[bool, bool, int, int]], residual_tma: bool) -> bool:
+    """Whether the Gluon kernel (matmul_sm90) is a candidate for this 2-D problem that the TMA kernel
+    can run (`tma`): an sm_90 GPU (Gluon has no interpreter), 16-bit a K-major (b either way round),
+    M from GLUON_MIN_M, a residual, if any, that TMA reads into the output's staging buffer (row-major,
+    `residual_tma`, and of the output's dtype), and no erf GELU: with it every variant spills in the
+    sm_90 compile check (56-408 bytes; its whole-tile accumulators take 128 registers a thread)."""
+    return (GLUON_ENABLED and tma is not None and tma[0] and a.is_cuda and not interpreting()
+            and a.dtype in (torch.float16, torch.bfloat16) and a.shape[0] >= GLUON_MIN_M and activation != "gelu"
+            and (residual is None or (residual_tma and residual.dtype == out.dtype)) and _is_sm90(a.device.index))
+
+
 def _wave_efficiency(tiles: int, sms: int) -> float:
     return tiles / (cdiv(tiles, sms) * sms)
 
 
 @functools.lru_cache(maxsize=4096)
-def _configs(tma: bool, fma: bool, M: int, N: int, batch: int, itemsize: int, out_itemsize: int,
+def _configs(tma: bool, gluon: bool, fma: bool, M: int, N: int, batch: int, itemsize: int, out_itemsize: int,
              res_itemsize: int, residual_tma: bool, activation: Optional[str],
              device_index: int) -> tuple[dict, ...]:
-    """The pruned launch configurations (KERNEL "tma" or "grouped"), the untuned default first. With
-    `tma` the TMA kernel's candidates come first, then GROUPED_EXTRA grouped ones for the tuner.
-    res_itemsize: 0 without a residual; residual_tma: the TMA kernel reads it by TMA."""
+    """The pruned launch configurations (KERNEL "gluon", "tma" or "grouped"), the untuned default first.
+    With `tma` the TMA kernel's candidates come first, then GROUPED_EXTRA grouped ones for the tuner;
+    with `gluon` the Gluon kernel's variants that fit the shared memory come right after the default (a
+    Triton one: the Gluon kernel runs only where the tuner timed it). res_itemsize: 0 without a residual;
+    residual_tma: the TMA kernel reads it by TMA."""
     if device_index < 0:
         if tma:
             return (dict(KERNEL="tma", **INTERPRETER_CONFIG, EPILOGUE_SUBTILE=INTERPRETER_SUBTILE),)
@@ -368,7 +414,9 @@ def _configs(tma: bool, fma: bool, M: int, N: int, batch: int, itemsize: int, ou
     efficiency = [_wave_efficiency(batch * cdiv(M, c["BLOCK_M"]) * cdiv(N, c["BLOCK_N"]), sms) for c in candidates]
     first = next((i for i, e in enumerate(efficiency) if e >= MIN_WAVE_EFFICIENCY and
                   candidates[i]["KERNEL"] == candidates[0]["KERNEL"]), 0)
-    return (candidates[first], *candidates[:first], *candidates[first + 1:])
+    gluon_candidates = [v.config() for v in matmul_sm90.VARIANTS
+                        if gluon and v.smem_bytes(itemsize, out_itemsize) <= smem - SMEM_RESERVE]
+    return (candidates[first], *gluon_candidates, *candidates[:first], *candidates[first + 1:])
 
 
 _CUDA = torch.device("cuda")
@@ -396,10 +444,10 @@ _plans = Plans()
 
 def _plan_key(a, b, out, bias, residual, activation, a_scale, b_scale) -> tuple:
     """What a call's launch depends on besides the tensors' addresses: shapes, strides and dtypes (they
-    fix every integer argument, the kernel and its configuration), the fp32 precision, the device, and
-    each tensor's 16-byte alignment. out is fresh and contiguous: its shape and strides follow from a's
-    and b's shapes."""
-    return (a.shape, a.stride(), b.shape, b.stride(), a.dtype, out.dtype, activation, a.get_device(),
+    fix every integer argument, the kernel and its configuration), the fp32 precision, the device,
+    GLUON_ENABLED, and each tensor's 16-byte alignment. out is fresh and contiguous: its shape and
+    strides follow from a's and b's shapes."""
+    return (a.shape, a.stride(), b.shape, b.stride(), a.dtype, out.dtype, activation, a.get_device(), GLUON_ENABLED,
             torch.get_float32_matmul_precision() if a.dtype == torch.float32 else None,
             None if bias is None else (bias.dtype, bias.stride()),
             None if residual is None else (residual.dtype, residual.stride()),
@@ -476,9 +524,19 @@ def _first_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optio
     workspace = tma is not None and a.is_cuda
     if workspace:
         triton.set_allocator(_tma_workspace)
+    gluon = _use_gluon(a, out, residual, activation, tma, residual_tma)
+    gluon_plans: dict[matmul_sm90.Variant, matmul_sm90.WarpSpecializedPlan] = {}  # per variant: timing reruns it
 
     def run(config: dict) -> Callable:
         """Launches the call with `config`; returns the plan that launches calls like it."""
+        if config["KERNEL"] == "gluon":
+            variant = matmul_sm90.Variant.of(config)
+            plan = gluon_plans.get(variant)
+            if plan is None:
+                plan = gluon_plans[variant] = matmul_sm90.WarpSpecializedPlan(variant, a, b, b_k_major, out, bias,
+                                                                              residual, activation, sms)
+            plan(a, b, out, bias, residual)
+            return plan
         params = dict(config, **flags)
         tiles = cdiv(M, params["BLOCK_M"]) * cdiv(N, params["BLOCK_N"])
         if params.pop("KERNEL") == "tma":
@@ -491,9 +549,11 @@ def _first_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optio
         launched = launch(kernel, grid, *tensors, *scalars, **params)
         return _plan(launched, kernel, grid, scalars, params, workspace and kernel is _matmul_tma_kernel)
 
-    configs = _configs(tma is not None, precision == "ieee", M, N, batch, a.element_size(), out.element_size(),
+    configs = _configs(tma is not None, gluon, precision == "ieee", M, N, batch, a.element_size(), out.element_size(),
                        residual.element_size() if residual is not None else 0, residual_tma, activation, device_index)
     layout = ("tma", *tma[:2], residual_tma) if tma else ("grouped", a.stride(-1) == 1, b.stride(-2) == 1)
+    if gluon:  # its candidates join the list: a choice of its own (other calls' keys stay as they were)
+        layout += ("gluon",)
     key = (_autotune.bucket(M), _autotune.bucket(N), _autotune.bucket(K), _autotune.bucket(batch), a.dtype,
            out.dtype, *layout, *flags.values())
     device_name = _autotune.device_name(device_index)
