@@ -1,74 +1,48 @@
 """Experiment: a warp-specialised Gluon softmax staging rows in shared memory, against rooftop's Triton softmax.
 
-Why: on the H200 (bf16, M * N = 2^27, copy 4221 GB/s) rooftop.softmax reaches 95-97 % of a copy at
-N = 1K-8K but 76 / 79 / 74 / 65 % at N = 32768 / 65536 / 131072 / 262144 (ops/softmax.py). At 32768 a
-row sits in the registers of one 32-warp program per SM that loads, reduces and stores in sequence, so
-nothing overlaps the load; wider rows take a two-pass loop whose second pass re-reads the row from L2.
-A row of 32768 bf16 is 64 KB, of 65536 128 KB: either fits the SM's 227 KB of shared memory with room
-for the next row, so a TMA loader can keep reading while the row in hand is reduced and written.
+Why: on the H200 (bf16, M * N = 2^27) rooftop's Triton softmax reaches 94-98 % of a copy at N = 8K-16K but
+79 / 81 / 75 / 66 % at N = 32768 / 65536 / 131072 / 262144 (ops/softmax.py): at 32768 a row sits in the
+registers of one 32-warp program per SM that loads, reduces and stores in sequence, so nothing overlaps the
+load; wider rows take a two-pass loop whose second pass re-reads the row from L2. A 16-bit row of 32768
+(64 KB) or 65536 (128 KB) fits the SM's 227 KB of shared memory with room for the next row, so a TMA loader
+can keep reading while the row in hand is reduced and written.
 
-What: y = softmax(x) over the rows of x [M, N] bf16, N a multiple of CHUNK (or equal to it when
-smaller), finite inputs only (no NaN / inf handling: a row holding one gives garbage, not torch's NaN).
-One persistent program per SM walks rows pid, pid + #SMs, .. gl.warp_specialize splits it into
-- a 1-warp loader: TMA copies of each row's CHUNK-element pieces into a ring of STAGES chunk buffers, one
-  "ready" mbarrier per buffer (expect-tx bytes) and one "empty" one (the consumer's release). TMA boxes
-  are at most 256 elements a side, so the descriptor views x as [M * N / 256, 256] rows of 512 bytes and a
-  chunk is a box of CHUNK / 256 such rows, unswizzled (plain row-major in shared memory);
-- a consumer (the default partition, CONSUMER_WARPS warps): pass 1 waits for each chunk of the row and
-  folds it into a running (max, sum) per group of 8 adjacent elements (one thread's 16-byte vector: the
-  group reduction stays in the thread, no shuffle; one exp2 an element plus one a group for the rescale);
-  the groups merge once per row. Pass 2 reads the chunks again from shared memory, releases each one as
-  soon as its values are in registers (a barrier of the consumer warps, then one arrive), and stores
-  y = exp2(x log2e - m log2e) / s to global memory with plain 16-byte stores (fire and forget: the buffer
-  is not held while the store drains, as it would be for a TMA store).
-A row that fits the ring (chunks per row <= STAGES: N <= 106496 at 13 x 8192) stays whole in shared
-memory through both passes; the rest of the ring is the lead on the next row(s) (N = 8192, 16384: many
-rows in flight). A wider row (131072, 262144) keeps only its last RESIDENT = STAGES - WIDE_LEAD chunks:
-pass 1 releases each earlier chunk as soon as it has read it, so the loader streams on, and pass 2 first
-writes the resident chunks from shared memory (their release starts the next row's loads), then reads the
-early ones again from global memory (L2 mostly, one row-time after their first read) and writes them.
-Pass 1 never waits for a chunk that needs a release still to come: chunk j needs the release of chunk
-j - STAGES, which is an early chunk of the same row (released in pass 1 before j is awaited) or a chunk
-of an earlier row, as long as RESIDENT <= STAGES.
+The kernel is ops/softmax_sm90.py's (its docstring: ring, mbarrier protocol, masking); this file runs its
+variants. Run 1 (benchmarks/results/logs/h200-2026-12-01-s8/exp-gluon-softmax-run1.log) had one consumer
+partition (8 or 4 warps) running pass 1 (online max / sum per 8-element group) and pass 2 (re-read from
+shared memory, 16-byte stores) of each row in sequence: 86-89 % of copy at 16384-65536, 77 % at 8192,
+issue- and latency-bound (~12.5 instructions an element over both passes on 1-2 warps a scheduler, a
+barrier of the consumer warps per chunk). Run 2 (this file) tries:
+- two consumer partitions (warp groups) taking the program's rows in turn, sharing the ring in row order:
+  one's pass 2 overlaps the other's pass 1, and each scheduler holds 2-4 consumer warps. A "turn" mbarrier
+  per consumer orders the pass 1s (a consumer starts a row once the other has waited for every chunk of
+  the row before), which keeps every ring parity wait at most one phase away (--compile-only's model
+  catches the stale wait without it);
+- fewer instructions an element: pass 2 as exp2(x log2e - (max log2e + log2 sum)), one FFMA + one MUFU.EX2 an
+  element (no multiply by 1 / sum), and bf16 widened from 32-bit words by a shift and a mask (1 instruction a
+  value against 1.5): pass 1 6.1, pass 2 4.1 instructions an element against run 1's 6.6 and 5.9. The single
+  consumer below (ws_*) has the same arithmetic, so that it isolates the second consumer;
+- [1, 256] TMA boxes (32 a chunk; what non-contiguous rows and N % 8192 != 0 take) against one box a chunk;
+- 8-warp consumers (setmaxnreg 104 / 120: 2 x 8 + 4 warps), and 4096-element chunks (finer release).
+Widths past the ring (131072, 262144: more chunks than STAGES) are not taken by the kernel (run 1's
+resident-chunk scheme reached 61-67 %, below rooftop's looped kernel); rooftop and torch are still timed.
 
-mbarrier phases: the program's chunks are numbered it = 0, 1, .. in row order by both partitions; chunk
-it goes to buffer it % STAGES as that buffer's use u = it // STAGES. The consumer waits ready[buf] with
-parity u & 1 (the loader's u-th fill completed); the loader waits empty[buf] with parity (u & 1) ^ 1
-(the consumer's release of use u - 1; for u = 0 a fresh barrier reports parity 1 as complete). A parity
-wait is ambiguous only when its barrier can be two phases behind or ahead; here neither can: the loader
-fills use u only after the release of use u - 1, which follows the consumer's wait for fill u - 1, and
-the consumer releases in chunk order (early chunks in pass 1, resident ones in pass 2, row after row),
-so each barrier is at most one phase away from its waiter across the ring's wrap-around. --compile-only
-also runs this protocol (simulate_protocol) under random interleavings of loader, consumer and TMA
-landings for every variant and width: no deadlock, every read sees its own chunk (and a ring one buffer
-short of the resident chunks is caught as a deadlock).
+Offline sm_90 compile (Triton 3.6, --compile-only): no spills (the [1, 256]-box loader stores 8 bytes to the
+stack once, at its start); setmaxnreg 240 for each 4-warp consumer, 24 for the loader's warp group; shared
+memory 213 KB (208 KB ring). Two 4-warp consumers, 8192-element chunks, bf16 or fp16: pass 1 loop 391
+instructions a chunk and thread (8 LDS.128, 72 MUFU.EX2, 1 try-wait, 1 BAR.SYNC), 6.1 an element (7.25 with
+the N % 8192 mask); pass 2 loop 260 (8 LDS.128, 64 MUFU.EX2, 8 STG.E.128, 2 BAR.SYNC, 1 arrive), 4.1 an element
+(log_softmax 3.1; masked 4.3). Named barriers 0 and 2 (128 threads each) for the two consumers, 1 for the
+fork / join. Loader: 1 UTMALDG a chunk (flat) or 32 (335 instructions a chunk on its one warp).
 
-Offline sm_90 compile (Triton 3.6, 2026-12-01), every width: no spills; setmaxnreg 24 for the loader,
-240 for an 8-warp consumer (256 for 4 warps); shared memory 213 KB (the 208 KB ring + barriers + reduction
-scratch). Loader loop: one UTMALDG, one SYNCS try-wait (empty) and one SYNCS arrive (expect-tx) a chunk.
-Consumer (8 warps, 8192-element chunks, 32 elements a thread): pass 1 loop 211 instructions a chunk
-(4 LDS.128, 36 MUFU.EX2, 1 try-wait, 1 BAR.SYNC that Triton's shared-memory barrier analysis puts before
-the wait), 6.6 instructions an element; pass 2 loop 188 (4 LDS.128, 32 MUFU.EX2, 4 STG.E.128, 2 BAR.SYNC,
-1 arrive), 5.9 an element; no shuffle inside a chunk (16 SHFL per row for the merge); the wide rows'
-global re-read loop 181 (4 LDG.E.128, 32 EX2, 4 STG.E.128). Consumer barriers are named, of its own warps
-(BAR.SYNC 0x0, 0x100; 0x80 for 4 warps).
-
-Prediction: a row costs ~12.5 instructions an element over both passes, an issue bound of ~10 elements a
-clock per SM, and 2.1 MUFU.EX2 an element (16 a clock per SM: 7.5 elements), against the ~4 a clock per
-SM that 4.2 TB/s needs (1.05e12 elements/s over 132 SMs at 1.98 GHz). With the loader STAGES - chunks per
-row chunks ahead (32768: 9 chunks, 144 KB in flight per SM; 65536: 5 chunks, 80 KB), the read stream
-never drains between rows, so 32768 and 65536 should reach 90 %+ of copy, 8192 / 16384 about rooftop's
-95 %. Wider rows re-read from L2 only the early chunks, 5 of 16 at 131072 and 21 of 32 at 262144 (rooftop
-re-reads all): above rooftop's 73.5 / 65 %, 262144 least sure (132 SMs x 512 KB rows = 67 MB between a
-chunk's two reads, more than the 50 MB L2). Risks: the consumer's two passes in sequence on 8 warps,
-and a barrier of all consumer warps per chunk, may not issue fast enough; a 3 % tail at 65536 (15.5 rows
-a program) and 131072 / 262144 (7.8 / 3.9).
+Prediction: at 32768 / 65536, two consumers should hide the latency that left run 1 at 85-89 %: 90 %+ of
+copy; 16384 about 90 %; 8192 below rooftop's on-chip kernel (98 %), which keeps it.
 
 Usage:
   .venv/bin/python benchmarks/exp_gluon_softmax.py --compile-only   # no GPU: sm_90 registers / spills / smem, SASS
-  # H200: checks each variant against torch.softmax in fp32, then times the variants, rooftop.softmax,
-  # torch.softmax and a copy; each variant's first launch runs under a 10 s watchdog (exit 124 on a
-  # deadlock, results so far saved)
+  # H200: checks each variant against torch.softmax in fp32, then times the variants, rooftop.softmax as it
+  # dispatches (the Gluon path at 16384 < N <= 65536), rooftop with the Gluon path off, torch.softmax and a
+  # copy; each Gluon first launch runs under a 10 s watchdog (exit 124 on a deadlock, results so far saved)
   PYTHONPATH=src timeout 150 python benchmarks/exp_gluon_softmax.py OUT_DIR
 """
 from __future__ import annotations
@@ -85,184 +59,46 @@ from pathlib import Path
 
 import torch
 import triton
-from triton.experimental import gluon
-from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
-from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+from rooftop.ops import softmax as softmax_mod
+from rooftop.ops import softmax_sm90
+from rooftop.ops.softmax_sm90 import RING_LAYOUT, BOX_COLS, consumer_regs
 
 TOTAL_ELEMS = 1 << 27
-WIDTHS = (8192, 16384, 32768, 65536, 131072, 262144)
-BOX_COLS = 256  # TMA's widest box side: the [*, 256] view's row
-VEC = gl.constexpr(8)  # bf16 elements in one thread's 16-byte vector: one (max, sum) group
-LOADER_REGS = 24
+# 16392: one 8-element vector past two chunks, the masked path's worst case (a third chunk almost all padding)
+WIDTHS = (8192, 16384, 16392, 32768, 65536, 131072, 262144)
 SIMULATED_ROWS, SIMULATED_SEEDS = 6, 200  # the --compile-only model of the ring protocol
-WIDE_LEAD = 2  # ring buffers a row wider than the ring leaves free for the next row's first chunks
-LOG2E = gl.constexpr(1.4426950408889634)
-# chunk buffers unswizzled: the consumer reads a chunk as flat row-major groups of 8
-RING_LAYOUT = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2)
 
 
 @dataclass(frozen=True)
 class Variant:
-    chunk: int  # elements per ring buffer (one TMA box)
+    chunk: int  # elements per ring buffer
     stages: int  # ring buffers
-    consumer_warps: int
+    warps: int  # warps per consumer partition
+    consumers: int  # consumer partitions taking rows in turn
+    flat: bool = True  # one TMA box a chunk where the rows allow it; False: [1, 256] boxes always
 
     @property
     def name(self) -> str:
-        return f"ws_c{self.chunk}_s{self.stages}_w{self.consumer_warps}"
-
-    @property
-    def ring_bytes(self) -> int:
-        return self.chunk * self.stages * 2
+        return (f"{'pp2' if self.consumers == 2 else 'ws'}_c{self.chunk}_s{self.stages}_w{self.warps}"
+                + ("" if self.flat else "_rowbox"))
 
 
 VARIANTS = (
-    Variant(8192, 13, 8),   # 16 KB chunks, 208 KB ring
-    Variant(8192, 13, 4),   # the same ring, half the consumer warps (64 elements a thread a chunk)
-    Variant(4096, 26, 8),   # 8 KB chunks: releases at finer grain, twice the barrier traffic
+    Variant(8192, 13, 4, 1),   # one consumer, as run 1's ws_w4 (with this run's arithmetic)
+    Variant(8192, 13, 4, 2),   # the library's: two 4-warp consumers in turn
+    Variant(8192, 13, 4, 2, flat=False),  # the same with 32 [1, 256] boxes a chunk (non-contiguous rows, N % 8192)
+    Variant(8192, 13, 8, 2),   # two 8-warp consumers (120 registers each)
+    Variant(4096, 26, 4, 2),   # 8 KB chunks: releases at finer grain
 )
 
 
-@gluon.jit
-def _loader(x_desc, ring, ready, empty, M, CHUNKS_PER_ROW: gl.constexpr, NUM_SMS: gl.constexpr,
-            STAGES: gl.constexpr):
-    """Fills the ring in the program's (row, chunk) order: chunk `it` into buffer it % STAGES."""
-    BOX_ROWS: gl.constexpr = x_desc.block_type.shape[0]
-    it = 0
-    for row in range(gl.program_id(0), M, NUM_SMS):
-        for c in range(CHUNKS_PER_ROW):
-            buf = it % STAGES
-            mbarrier.wait(empty.index(buf), ((it // STAGES) & 1) ^ 1)
-            mbarrier.expect(ready.index(buf), x_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(x_desc, [(row * CHUNKS_PER_ROW + c) * BOX_ROWS, 0], ready.index(buf),
-                                            ring.index(buf))
-            it += 1
-
-
-@gluon.jit
-def _read_chunk(ring, buf, chunk_layout: gl.constexpr):
-    """Ring buffer `buf` as fp32 [GROUPS, 8]: the unswizzled [BOX_ROWS, 256] box is plain row-major,
-    the same bytes as [GROUPS, 8]."""
-    GROUPS: gl.constexpr = ring.shape[1] * ring.shape[2] // VEC
-    flat_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
-    x = ring.index(buf)._reinterpret(gl.bfloat16, [GROUPS, VEC], flat_layout).load(chunk_layout)
-    return x.to(gl.float32)
-
-
-@gluon.jit
-def _release(empty, buf):
-    """Hands buffer `buf` back to the loader: every consumer warp has read it before the one arrive."""
-    gl.thread_barrier()
-    mbarrier.arrive(empty.index(buf))
-
-
-@gluon.jit
-def _fold_chunk(x, m, s):
-    """Online (max, sum of exp) per 8-element group, updated by one chunk (all in-thread). Finite
-    inputs: the new max is finite, and the first chunk's exp2(-inf) rescales s = 0 to 0."""
-    m_new = gl.maximum(m, gl.max(x, axis=1))
-    m_scaled = m_new * LOG2E
-    p = gl.exp2(x * LOG2E - gl.expand_dims(m_scaled, 1))
-    return m_new, s * gl.exp2(m * LOG2E - m_scaled) + gl.sum(p, axis=1)
-
-
-@gluon.jit
-def _write_chunk(x, y_ptrs, max_scaled, inv_sum):
-    """y = exp2(x log2e - max log2e) / sum, stored as bf16."""
-    gl.store(y_ptrs, (gl.exp2(x * LOG2E - max_scaled) * inv_sum).to(gl.bfloat16))
-
-
-@gluon.jit
-def _consumer(x_ptr, y_ptr, ring, ready, empty, M, CHUNKS_PER_ROW: gl.constexpr, RESIDENT: gl.constexpr,
-              NUM_SMS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_WARPS: gl.constexpr):
-    """Per row: pass 1 (online max / sum per 8-element group) over the chunks as they land, pass 2
-    (normalise, store to global) over the same chunks. The row's last RESIDENT chunks stay in shared
-    memory until pass 2 has read them; the first EARLY ones (rows wider than the ring) are released as
-    soon as pass 1 has read them, and pass 2 reads them again from global memory (L2 mostly). Buffers
-    are released in the program's chunk order (early ones in pass 1, resident ones in pass 2)."""
-    CHUNK: gl.constexpr = ring.shape[1] * ring.shape[2]
-    GROUPS: gl.constexpr = CHUNK // VEC
-    EARLY: gl.constexpr = CHUNKS_PER_ROW - RESIDENT
-    # thread t of warp w holds groups w * 32 + t, + 32 * CONSUMER_WARPS, ..: a warp reads 512 contiguous
-    # bytes of shared memory per vector load (conflict-free), and stores 512 contiguous bytes
-    chunk_layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [CONSUMER_WARPS, 1], [1, 0])
-    group_layout: gl.constexpr = gl.SliceLayout(1, chunk_layout)
-    offs = (gl.expand_dims(gl.arange(0, GROUPS, layout=group_layout), 1) * VEC
-            + gl.expand_dims(gl.arange(0, VEC, layout=gl.SliceLayout(0, chunk_layout)), 0))
-    it = 0
-    for row in range(gl.program_id(0), M, NUM_SMS):
-        m = gl.full([GROUPS], -float("inf"), gl.float32, group_layout)
-        s = gl.zeros([GROUPS], gl.float32, group_layout)
-        for c in range(CHUNKS_PER_ROW):
-            buf = (it + c) % STAGES
-            mbarrier.wait(ready.index(buf), ((it + c) // STAGES) & 1)
-            m, s = _fold_chunk(_read_chunk(ring, buf, chunk_layout), m, s)
-            if c < EARLY:
-                _release(empty, buf)
-        row_max = gl.max(m, axis=0)
-        row_sum = gl.sum(s * gl.exp2((m - row_max) * LOG2E), axis=0)
-        max_scaled = row_max * LOG2E
-        inv_sum = 1.0 / row_sum
-        # the row width as a constexpr: the 16-byte alignment of rows is known, loads and stores vectorise
-        row_start = row.to(gl.int64) * (CHUNKS_PER_ROW * CHUNK)
-        for c in range(EARLY, CHUNKS_PER_ROW):  # resident chunks first: their release feeds the next row
-            buf = (it + c) % STAGES
-            x = _read_chunk(ring, buf, chunk_layout)
-            _release(empty, buf)
-            _write_chunk(x, y_ptr + row_start + c * CHUNK + offs, max_scaled, inv_sum)
-        for c in range(EARLY):
-            x = gl.load(x_ptr + row_start + c * CHUNK + offs).to(gl.float32)
-            _write_chunk(x, y_ptr + row_start + c * CHUNK + offs, max_scaled, inv_sum)
-        it += CHUNKS_PER_ROW
-
-
-@gluon.jit
-def _softmax_ws_kernel(x_desc, x_ptr, y_ptr, M, CHUNKS_PER_ROW: gl.constexpr, RESIDENT: gl.constexpr,
-                       NUM_SMS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_WARPS: gl.constexpr,
-                       LOADER_REGS: gl.constexpr):
-    """Persistent: the consumer is the default partition (num_warps = CONSUMER_WARPS), the loader a
-    1-warp worker. x_desc views x as [M * N / 256, 256] with a [CHUNK / 256, 256] box."""
-    ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES] + x_desc.block_type.shape, x_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ready.index(i), count=1)  # the loader's expect; the TMA bytes complete the phase
-        mbarrier.init(empty.index(i), count=1)  # one elected arrive of the consumer partition
-    fence_async_shared()
-    gl.warp_specialize([
-        (_consumer, (x_ptr, y_ptr, ring, ready, empty, M, CHUNKS_PER_ROW, RESIDENT, NUM_SMS, STAGES,
-                     CONSUMER_WARPS)),
-        (_loader, (x_desc, ring, ready, empty, M, CHUNKS_PER_ROW, NUM_SMS, STAGES)),
-    ], [1], [LOADER_REGS])
-
-
-def _chunk(v: Variant, N: int) -> int:
-    return min(v.chunk, N)
-
-
-def _box(v: Variant, N: int) -> list[int]:
-    return [_chunk(v, N) // BOX_COLS, BOX_COLS]
-
-
-def _constexprs(v: Variant, N: int, num_sms: int) -> dict:
-    chunks = N // _chunk(v, N)
-    assert N % _chunk(v, N) == 0 and _chunk(v, N) % BOX_COLS == 0, "N must be a multiple of the chunk"
-    # a row wider than the ring keeps its last chunks resident and leaves WIDE_LEAD buffers to the next row
-    resident = chunks if chunks <= v.stages else v.stages - WIDE_LEAD
-    return dict(CHUNKS_PER_ROW=chunks, RESIDENT=resident, NUM_SMS=num_sms, STAGES=v.stages,
-                CONSUMER_WARPS=v.consumer_warps, LOADER_REGS=LOADER_REGS)
-
-
-def softmax_ws(x: torch.Tensor, v: Variant, num_sms: int) -> torch.Tensor:
-    """softmax over the last dim of a contiguous bf16 [M, N] x by the warp-specialised kernel."""
-    M, N = x.shape
-    assert x.dtype == torch.bfloat16 and x.is_contiguous()
-    consts = _constexprs(v, N, num_sms)
+def softmax_variant(x: torch.Tensor, v: Variant, num_sms: int) -> torch.Tensor:
+    """softmax over the last dim of a [M, N] x by the Gluon kernel in variant v."""
     y = torch.empty_like(x)
-    box = _box(v, N)
-    x_desc = TensorDescriptor.from_tensor(x.view(-1, BOX_COLS), box, RING_LAYOUT)
-    _softmax_ws_kernel[(min(num_sms, M),)](x_desc, x, y, M, **consts, num_warps=v.consumer_warps)
+    if not softmax_sm90.supports(x, y, v.chunk, v.stages):
+        raise ValueError(f"{v.name} does not take N={x.shape[1]} ({-(-x.shape[1] // v.chunk)} chunks > {v.stages})")
+    softmax_sm90.softmax_rows(x, y, False, num_sms, v.chunk, v.stages, v.consumers, v.warps, v.flat)
     return y
 
 
@@ -287,15 +123,16 @@ class _MBarrier:
         return (self.phase & 1) != parity
 
 
-def simulate_protocol(chunks: int, resident: int, stages: int, rows: int, seed: int) -> None:
+def simulate_protocol(chunks: int, stages: int, consumers: int, rows: int, seed: int, turns: bool = True) -> None:
     """The kernel's ring protocol for one program, run under a random interleaving of the loader, the
-    consumer and the TMA landings (in any order): raises on a deadlock, or when the consumer reads a buffer
+    consumers and the TMA landings (in any order): raises on a deadlock, or when a consumer reads a buffer
     that does not hold the chunk it expects (a parity wait passed on a stale phase, or a buffer refilled
-    before its release). Mirrors _loader and _consumer step by step; the actors yield True on progress,
-    False while spinning on a barrier."""
+    before its release). Mirrors _loader and _consumer step by step (turns=False drops the turn barriers,
+    which the model must catch); the actors yield True on progress, False while spinning on a barrier."""
     import random
     rng = random.Random(seed)
     ready, empty = [_MBarrier(1) for _ in range(stages)], [_MBarrier(1) for _ in range(stages)]
+    turn = [_MBarrier(1) for _ in range(consumers)]
     ring: list = [None] * stages
     in_flight: list = []  # TMA copies issued, not landed: (buffer, chunk)
 
@@ -311,23 +148,25 @@ def simulate_protocol(chunks: int, resident: int, stages: int, rows: int, seed: 
         if ring[it % stages] != it:
             raise AssertionError(f"chunk {it}: buffer {it % stages} holds chunk {ring[it % stages]}")
 
-    def consumer():
-        early = chunks - resident
-        for row in range(rows):
+    def consumer(who):
+        for k, row in enumerate(range(who, rows, consumers)):
             it = row * chunks
+            if consumers > 1 and turns:
+                while not turn[1 - who].passes((k + who + 1) & 1):
+                    yield False
             for c in range(chunks):  # pass 1
                 while not ready[(it + c) % stages].passes(((it + c) // stages) & 1):
                     yield False
                 read(it + c)
-                if c < early:
-                    empty[(it + c) % stages].arrive()
                 yield True
-            for c in range(early, chunks):  # pass 2 over the resident chunks (early ones: global memory)
+            if consumers > 1:
+                turn[who].arrive()
+            for c in range(chunks):  # pass 2
                 read(it + c)
                 empty[(it + c) % stages].arrive()
                 yield True
 
-    actors, spinning = [loader(), consumer()], set()
+    actors, spinning = [loader()] + [consumer(w) for w in range(consumers)], set()
     while actors:
         pick = rng.randrange(len(actors) + (1 if in_flight else 0))
         if pick == len(actors):
@@ -346,7 +185,7 @@ def simulate_protocol(chunks: int, resident: int, stages: int, rows: int, seed: 
             actors.remove(actor)
             spinning.discard(actor)
         if actors and not in_flight and len(spinning) == len(actors):
-            raise AssertionError(f"deadlock: {chunks} chunks a row, {resident} resident, {stages} stages")
+            raise AssertionError(f"deadlock: {chunks} chunks a row, {stages} stages, {consumers} consumers")
 
 
 LOOP_COUNTS = {"UTMALDG": r"UTMALDG", "SYNCS.TRYWAIT": r"SYNCS\.PHASECHK", "SYNCS.ARRIVE": r"SYNCS\.ARRIVE",
@@ -385,45 +224,59 @@ def _loop_report(sass: str) -> list[str]:
     return reports
 
 
-def compile_only() -> None:
-    """sm_90 compile of each variant and width: registers, spills (stack), shared memory, the setmaxnreg
-    of each partition, and the loops of the SASS (loader: TMA loads and mbarrier ops; consumer: shared
-    loads, EX2s, stores, barriers)."""
+def _compile(v: Variant, N: int, dtype: str = "bf16", log: bool = False, row_stride: int = 0):
+    """sm_90 compile of variant v for [*, N] rows (row_stride: x's, N when 0), as the launch would make it."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
-    binaries = os.path.dirname(triton.__file__) + "/backends/nvidia/bin/"
-    try:  # the model must catch a deadlock: a ring one buffer short of a whole row
-        simulate_protocol(4, 4, 3, SIMULATED_ROWS, 0)
-        raise RuntimeError("the protocol model missed a deadlock")
-    except AssertionError:
-        pass
+    chunks = -(-N // v.chunk)
+    flat = v.flat and N % v.chunk == 0 and row_stride in (0, N)
+    box = [v.chunk // BOX_COLS, BOX_COLS] if flat else [1, BOX_COLS]
+    consts = dict(LOG=log, EVEN=N % v.chunk == 0, FLAT=flat, CHUNK=v.chunk, CHUNKS=chunks, STAGES=v.stages,
+                  CONSUMERS=v.consumers, CONSUMER_REGS=consumer_regs(v.consumers, v.warps),
+                  LOADER_REGS=softmax_sm90.LOADER_REGS)
+    sig = dict(x_desc=f"tensordesc<{dtype}{box},{RING_LAYOUT!r}>", y_ptr=f"*{dtype}", M="i32", N8="i32",
+               y_stride8="i32")
+    sig.update({name: "constexpr" for name in consts})
+    aligned = {(1,): [["tt.divisibility", 16]]}  # y 16-byte aligned, as the launcher specialises torch allocations
+    return triton.compile(GluonASTSource(softmax_sm90._softmax_kernel, sig, consts, aligned),
+                          target=GPUTarget("cuda", 90, 32), options=dict(num_warps=v.warps)), consts
 
-    for v in VARIANTS:
-        for N in WIDTHS:
-            box = _box(v, N)
-            consts = _constexprs(v, N, 132)
-            sig = dict(x_desc=f"tensordesc<bf16{box},{RING_LAYOUT!r}>", x_ptr="*bf16", y_ptr="*bf16", M="i32")
-            sig.update({name: "constexpr" for name in consts})
-            # x_ptr, y_ptr 16-byte aligned, as the launcher specialises torch allocations
-            aligned = {(1,): [["tt.divisibility", 16]], (2,): [["tt.divisibility", 16]]}
-            compiled = triton.compile(GluonASTSource(_softmax_ws_kernel, sig, consts, aligned),
-                                      target=GPUTarget("cuda", 90, 32), options=dict(num_warps=v.consumer_warps))
-            cubin = Path(f"/tmp/gluon_softmax_{v.name}_{N}.cubin")
-            cubin.write_bytes(compiled.asm["cubin"])
-            usage, sass = (subprocess.run([binaries + "cuobjdump", flag, str(cubin)], capture_output=True,
-                                          text=True).stdout for flag in ("--dump-resource-usage", "-sass"))
-            regs = re.search(r"REG:\d+ STACK:\d+", usage).group(0)
-            loader_regs = sorted({int(r, 16) for r in re.findall(r"USETMAXREG\.DEALLOC\S* (0x[0-9a-f]+)", sass)})
-            consumer_regs = sorted({int(r, 16) for r in re.findall(r"USETMAXREG\.TRY_ALLOC\S* UP\d+, (0x[0-9a-f]+)",
-                                                                   sass)} - set(loader_regs))
-            print(f"{v.name} N={N} ({consts['CHUNKS_PER_ROW']} chunks/row): {regs} smem {compiled.metadata.shared} "
-                  f"(ring {v.ring_bytes}); setmaxnreg loader {loader_regs} consumer {consumer_regs}", flush=True)
-            for line in _loop_report(sass):
-                print("   ", line)
+
+def compile_only() -> None:
+    """sm_90 compile of each variant and width: registers, spills (stack), shared memory, the setmaxnreg
+    of each partition, and the loops of the SASS (loader: TMA loads and mbarrier ops; consumers: shared
+    loads, EX2s, stores, barriers); and the ring protocol's model for each."""
+    binaries = os.path.dirname(triton.__file__) + "/backends/nvidia/bin/"
+    for bad in (dict(chunks=4, stages=3, consumers=1), dict(chunks=8, stages=13, consumers=2, turns=False)):
+        try:  # the model must catch a deadlock (a row wider than the ring) and a stale parity wait (no turns)
             for seed in range(SIMULATED_SEEDS):
-                simulate_protocol(consts["CHUNKS_PER_ROW"], consts["RESIDENT"], v.stages, SIMULATED_ROWS, seed)
-            print(f"    protocol model: {SIMULATED_SEEDS} random interleavings of {SIMULATED_ROWS} rows, no deadlock, "
-                  "every read saw its chunk")
+                simulate_protocol(rows=SIMULATED_ROWS, seed=seed, **bad)
+            raise RuntimeError(f"the protocol model missed a fault: {bad}")
+        except AssertionError as e:
+            print(f"protocol model catches {bad}: {e}")
+
+    cases = [(v, N, "bf16", False) for v in VARIANTS for N in WIDTHS if -(-N // v.chunk) <= v.stages]
+    lib = VARIANTS[1]
+    cases += [(lib, 32768, "bf16", True), (lib, 32768, "fp16", False), (lib, 65536 - 8, "bf16", False),
+              (lib, 65536 - 8, "bf16", True)]
+    for v, N, dtype, log in cases:
+        compiled, consts = _compile(v, N, dtype, log)
+        cubin = Path(f"/tmp/gluon_softmax_{v.name}_{N}_{dtype}_{int(log)}.cubin")
+        cubin.write_bytes(compiled.asm["cubin"])
+        usage, sass = (subprocess.run([binaries + "cuobjdump", flag, str(cubin)], capture_output=True,
+                                      text=True).stdout for flag in ("--dump-resource-usage", "-sass"))
+        regs = re.search(r"REG:\d+ STACK:\d+", usage).group(0)
+        maxnreg = sorted({int(r, 16) for r in re.findall(r"USETMAXREG\.\S+ (?:UP\d+, )?(0x[0-9a-f]+)", sass)})
+        bars = sorted(set(re.findall(r"BAR\.SYNC(?:\.DEFER_BLOCKING)? (\S+)", sass)))
+        print(f"{v.name} N={N} {dtype}{' log' if log else ''} ({consts['CHUNKS']} chunks/row, EVEN={consts['EVEN']}, "
+              f"FLAT={consts['FLAT']}): {regs} smem {compiled.metadata.shared}; setmaxnreg {maxnreg}; "
+              f"named barriers {bars}", flush=True)
+        for line in _loop_report(sass):
+            print("   ", line)
+        for seed in range(SIMULATED_SEEDS):
+            simulate_protocol(consts["CHUNKS"], v.stages, v.consumers, SIMULATED_ROWS, seed)
+    print(f"protocol model: {SIMULATED_SEEDS} random interleavings of {SIMULATED_ROWS} rows per case, no deadlock, "
+          "every read saw its chunk")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -442,6 +295,17 @@ def _wait_or_exit(limit_s: float, what: str, save) -> None:
             save()
             os._exit(124)
         time.sleep(0.01)
+
+
+def _without_gluon(fn):
+    """fn with softmax.py's Gluon path switched off: today's Triton kernels."""
+    def run(t):
+        softmax_mod.GLUON_ENABLED = False
+        try:
+            return fn(t)
+        finally:
+            softmax_mod.GLUON_ENABLED = True
+    return run
 
 
 def measure(out_dir: str) -> None:
@@ -493,8 +357,11 @@ def measure(out_dir: str) -> None:
             save()
 
         for v in VARIANTS:  # the new kernels first, each first launch under the watchdog
-            record(v.name, lambda t, v=v: softmax_ws(t, v, num_sms), 10.0)
-        record("rooftop", lambda t: rooftop.softmax(t, -1))
+            if softmax_sm90.supports(x, x, v.chunk, v.stages):
+                record(v.name, lambda t, v=v: softmax_variant(t, v, num_sms), 10.0)
+        # the library as it dispatches (the Gluon path where it applies), then with the Gluon path off
+        record("rooftop", lambda t: rooftop.softmax(t, -1), 10.0)
+        record("rooftop_triton", _without_gluon(lambda t: rooftop.softmax(t, -1)))
         record("torch", lambda t: torch.softmax(t, -1))
         del x, ref
     save()

@@ -8,7 +8,7 @@ import rooftop.ops.matmul as mm
 from conftest import DEVICE, HAS_CUDA, TOL, rel_err
 from rooftop import registry
 from rooftop.ops import _autotune, matmul_sm90
-from rooftop.ops._support import Plans
+from rooftop.ops._support import GluonDescriptor, Plans
 from rooftop.ops.matmul import (ACTIVATIONS, gemm_cost, gemm_roofline, matmul, matmul_fp8, matmul_fp8_reference,
                                 matmul_reference)
 
@@ -430,14 +430,14 @@ def test_gluon_plan_descriptors():
     for b, b_k_major in [(torch.randn(K, N, dtype=torch.bfloat16), False),
                          (torch.randn(N, K, dtype=torch.bfloat16).t(), True)]:
         plan = matmul_sm90.WarpSpecializedPlan(v, a, b, b_k_major, out, None, residual, "silu", 132)
-        a_desc, b_desc, c_desc, res_desc = (d[:3] for d in plan.descriptors)
+        a_desc, b_desc, c_desc, res_desc = (d[:3] for d in plan.launch.descriptors)
         assert a_desc == ([M, K], [96, 1], [64, 64])
         assert b_desc == (([N, K], [K, 1], [256, 64]) if b_k_major else ([K, N], [N, 1], [64, 256]))
         assert c_desc == ([M, N], [N, 1], [64, 256]) and res_desc == ([M, N], [264, 1], [64, 256])
-        assert plan.sizes == (M, N, K) and plan.grid == (3,)
-        assert plan.constexprs["B_K_MAJOR"] == b_k_major and plan.constexprs["HAS_RESIDUAL"]
-        for t, d in zip((a, b, out, residual), plan.descriptors):
-            matmul_sm90.TensorDescriptor(t, *d)  # what a first call builds: its checks pass
+        assert plan.sizes == (M, N, K) and plan.launch.grid == (3,)
+        assert plan.launch.constexprs["B_K_MAJOR"] == b_k_major and plan.launch.constexprs["HAS_RESIDUAL"]
+        for t, d in zip((a, b, out, residual), plan.launch.descriptors):
+            GluonDescriptor(t, *d)  # what a first call builds: its checks pass
 
 
 def test_registry_cases_and_costs():
@@ -633,7 +633,7 @@ def gluon_launches(monkeypatch):
     real = matmul_sm90.WarpSpecializedPlan.__call__
 
     def spy(plan, *args):
-        launches.append(plan.constexprs)
+        launches.append(plan.launch.constexprs)
         return real(plan, *args)
 
     monkeypatch.setattr(matmul_sm90.WarpSpecializedPlan, "__call__", spy)

@@ -2,6 +2,8 @@ import pytest
 import torch
 
 import rooftop
+from rooftop.ops import softmax as softmax_mod
+from rooftop.ops import softmax_sm90
 from rooftop.ops.softmax import softmax_reference
 from conftest import TOL, rel_err
 
@@ -86,3 +88,103 @@ def test_past_2_31_elements():
     tail = slice(x.shape[0] - 4, None)  # the rows past 2^31 elements
     assert rel_err(out[tail], softmax_reference(x[tail])) < TOL[torch.bfloat16]
     assert rel_err(out[:4], softmax_reference(x[:4])) < TOL[torch.bfloat16]
+
+
+# ---------------------------------------------------------------------------------------------
+# The Gluon path (ops/softmax_sm90.py): sm_90 GPUs only
+
+
+def _sm90():
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the Gluon path runs on sm_90 GPUs only")
+
+
+def _gluon_rows() -> int:
+    """Rows enough for the Gluon path, and a few more: the programs' row counts differ by one."""
+    return softmax_sm90.CONSUMERS * torch.cuda.get_device_properties(0).multi_processor_count + 5
+
+
+def _run_gluon(monkeypatch, x, log):
+    """rooftop's (log_)softmax of x, asserting that the Gluon kernel ran."""
+    calls = []
+    real = softmax_sm90.softmax_rows
+    monkeypatch.setattr(softmax_sm90, "softmax_rows", lambda *a, **k: calls.append(1) or real(*a, **k))
+    out = (rooftop.log_softmax if log else rooftop.softmax)(x)
+    torch.cuda.synchronize()
+    assert calls, f"the Gluon path did not run for {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
+    return out
+
+
+def test_gluon_path_never_on_the_cpu(device):
+    x = torch.randn(20, 32768, dtype=torch.bfloat16)
+    assert not softmax_mod.uses_gluon(x, torch.empty_like(x))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("N", [16384 + 8, 24576 + 8, 32768, 65536 - 8, 65536])  # masked last chunk or whole chunks
+def test_gpu_gluon_matches_torch(N, dtype, log, monkeypatch):
+    _sm90()
+    x = torch.randn(_gluon_rows(), N, device="cuda", dtype=dtype) * 4
+    out = _run_gluon(monkeypatch, x, log)
+    ref = torch.log_softmax(x.float(), -1) if log else torch.softmax(x.float(), -1)
+    assert out.dtype == dtype and rel_err(out, ref) < TOL[dtype]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("N", [16384 + 8, 65536])
+def test_gpu_gluon_special_values_follow_torch(N, dtype, monkeypatch):
+    _sm90()
+    inf, nan = float("inf"), float("nan")
+    x = torch.randn(_gluon_rows(), N, device="cuda", dtype=dtype) * 4
+    x[0, :] = -inf  # all -inf: nan
+    x[1, 3] = nan  # a nan: the whole row nan
+    x[2, N - 1] = inf  # +inf (in the last chunk): the whole row nan
+    x[3, : N // 2 + 1] = -inf  # a finite row with -inf entries (whole chunks of them): 0 there, -inf for log
+    x[4, 1::3] = -inf  # -inf inside every 8-element group
+    x[-1, -9:] = -inf  # the last row's tail
+    for log in (False, True):
+        out = _run_gluon(monkeypatch, x, log).float()
+        ref = torch.log_softmax(x.float(), -1) if log else torch.softmax(x.float(), -1)
+        assert torch.equal(torch.isnan(out), torch.isnan(ref))
+        finite = torch.isfinite(ref)
+        assert torch.equal(torch.isfinite(out), finite)
+        assert torch.equal(out[~finite & ~torch.isnan(ref)], ref[~finite & ~torch.isnan(ref)])  # -inf for log
+        assert rel_err(out[finite], ref[finite]) < TOL[dtype]
+
+
+@pytest.mark.gpu
+def test_gpu_gluon_strided_rows(monkeypatch):
+    """A row view with stride != N (TMA boxes of one row) takes the Gluon path; one whose start is not
+    16-byte aligned falls back to the Triton kernels, with the same results."""
+    _sm90()
+    wide = torch.randn(_gluon_rows(), 32768 + 64, device="cuda", dtype=torch.bfloat16) * 4
+    x = wide[:, 8:8 + 32768]  # row stride 32832, base 16 bytes in
+    out = _run_gluon(monkeypatch, x, False)
+    assert rel_err(out, torch.softmax(x.float(), -1)) < TOL[torch.bfloat16]
+    unaligned = wide[:, 4:4 + 32768]
+    assert not softmax_mod.uses_gluon(unaligned, torch.empty_like(unaligned))
+    assert rel_err(rooftop.softmax(unaligned), torch.softmax(unaligned.float(), -1)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+def test_gpu_gluon_dispatch(monkeypatch):
+    """The Gluon path takes 16-bit rows of GLUON_MIN_N < N <= GLUON_MAX_N (N a multiple of 8) with at least
+    2 rows per SM, and nothing else; GLUON_ENABLED switches it off."""
+    _sm90()
+    M = _gluon_rows()
+
+    def takes(shape, dtype=torch.bfloat16):
+        x = torch.empty(shape, device="cuda", dtype=dtype)
+        return softmax_mod.uses_gluon(x, torch.empty_like(x))
+
+    assert takes((M, 32768)) and takes((M, 16392), torch.float16) and takes((M, 65536))
+    assert not takes((M, 16384))  # the on-chip kernel's
+    assert not takes((M, 65536 + 8))  # past GLUON_MAX_N
+    assert not takes((M, 32772))  # N not a multiple of 8: no TMA descriptor
+    assert not takes((M, 32768), torch.float32)
+    assert not takes((M - 10, 32768))  # fewer than 2 rows per SM
+    monkeypatch.setattr(softmax_mod, "GLUON_ENABLED", False)
+    assert not takes((M, 32768))

@@ -13,6 +13,7 @@ from typing import Callable, Optional, Sequence
 import torch
 import triton
 import triton.language as tl
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
@@ -37,6 +38,13 @@ def num_sms(device_index: int) -> int:
     if device_index < 0:
         return 8
     return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+@functools.lru_cache(maxsize=None)
+def is_sm90(device_index: int) -> bool:
+    """Whether CUDA device `device_index` is sm_90 (Hopper), the one target of the Gluon kernels (their
+    wgmma, TMA and setmaxnreg code); Gluon has no interpreter either."""
+    return torch.cuda.get_device_capability(device_index) == (9, 0)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -289,6 +297,38 @@ class Launch:
         metadata = compiled.launch_metadata(g, stream, *args, *self.params) if hooks.launch_enter_hook else None
         compiled.run(g[0], g[1], g[2], stream, compiled.function, compiled.packed_metadata, metadata,
                      hooks.launch_enter_hook, hooks.launch_exit_hook, *args, *self.params)
+
+
+class _UncheckedGluonDescriptor(GluonDescriptor):
+    """A Gluon host descriptor without TensorDescriptor's checks (alignment, sizes), for a launch whose
+    first, checked call already vetted the layout; the launcher reads only its fields."""
+
+    def __post_init__(self) -> None:
+        pass
+
+
+class GluonLaunch:
+    """A Gluon kernel's launch for one call's shapes and strides, as an op's plan keeps it: `descriptors`
+    holds (shape, strides, block, layout) of each TMA operand; `launch(tensors, *args)` passes one host
+    descriptor per tensor, then `args`, then the constexprs. The first call compiles through Gluon's
+    dispatch with checked descriptors; later ones launch the compiled kernel directly (Launch)."""
+
+    __slots__ = ("kernel", "grid", "descriptors", "constexprs", "num_warps", "device", "compiled")
+
+    def __init__(self, kernel, grid: tuple[int, ...], descriptors: list, constexprs: dict, device: int,
+                 num_warps: int = 4):
+        self.kernel, self.grid, self.descriptors, self.constexprs = kernel, grid, descriptors, constexprs
+        self.num_warps, self.device, self.compiled = num_warps, device, None
+
+    def __call__(self, tensors: Sequence[torch.Tensor], *args) -> None:
+        descriptor = GluonDescriptor if self.compiled is None else _UncheckedGluonDescriptor
+        args = (*(descriptor(t, *d) for t, d in zip(tensors, self.descriptors)), *args)
+        if self.compiled is not None:
+            self.compiled.run(self.grid, *args)
+            return
+        compiled = self.kernel[self.grid](*args, **self.constexprs, num_warps=self.num_warps)
+        params = tuple(self.constexprs[name] for name in self.kernel.arg_names[len(args):])
+        self.compiled = Launch(compiled, params, self.device)
 
 
 def _spec_key(args: tuple) -> tuple:

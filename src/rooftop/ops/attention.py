@@ -33,11 +33,13 @@ Which path runs:
   64 whose MMAs alternate (one's softmax runs under the other's MMAs, and under its own P V: wgmma
   wait(1)), k/v through a TMA ring filled by a 1-warp loader; causal programs stop at their diagonal and
   mask only the tiles that cross it (dense: the last key tile, past Sk). Traffic as below: q, out (and
-  lse) once, each k/v tile of a program's range once per program, mostly from L2. H200, bf16, D = 128,
-  H = 16, B * S = 16384, dense (2026-12-01, benchmarks/results/logs/h200-2026-12-01-s8/), TFLOP/s at
-  S = 2048 / 4096 / 16384: 128 x 2 stages 636 / 604 / 614, 128 x 3 stages 583 / 615 / 629; cuDNN 583 / 564
-  / 615 (this Triton kernel: 0.77-0.86x cuDNN). Its configurations are candidates beside the Triton ones
-  (below), 128 x 2 stages the default; D = 256 has one, 64 x 2 stages (unmeasured so far).
+  lse) once, each k/v tile of a program's range once per program, mostly from L2. Its configurations
+  are candidates beside the Triton ones (below), 128 keys x 2 stages the default (D = 256: 64 x 2, the
+  one that fits). H200, bf16, B * S = 16384, tuned, against SDPA's cuDNN backend in the same run
+  (2026-12-01, benchmarks/results/h200-2026-12-01-attention.json): D = 128 at S = 2048 / 4096 / 16384
+  0.95 / 0.95 / 1.01x dense, 0.93 / 0.97 / 1.07x causal (564-622 TFLOP/s dense; the Triton kernel alone:
+  0.77-0.86x); D = 256 0.97 / 0.89 / 1.04x and 0.95 / 0.93 / 1.02x; D = 64 0.87-0.97x. Against SDPA's
+  flash backend 1.3-2.2x at every S from 512.
 - TMA (sm_90+, and the interpreter), when every base is 16-byte aligned and every stride a multiple
   of 16 bytes: tiles move through tensor descriptors, out-of-range rows and the head-dim padding read
   as 0 and stores are clipped. Dense calls pass descriptors made on the host over the 4-D views
@@ -79,7 +81,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from rooftop import registry
 from rooftop.ops import _autotune, attention_sm90
 from rooftop.ops._support import (Launch, Plans, alignment_key, cdiv, check_float, check_same_device, interpreting,
-                                  runs_kernel, torch_op)
+                                  is_sm90, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 LOG2E = 1.4426950408889634
@@ -410,17 +412,12 @@ def _outer_to_inner(strides: list[int]) -> bool:
     return strides[0] >= strides[1] >= strides[2]
 
 
-@functools.lru_cache(maxsize=None)
-def _is_sm90(device_index: int) -> bool:
-    return torch.cuda.get_device_capability(device_index) == (9, 0)
-
-
 def _pingpong_applies(q4, k4, v4, o4, causal: bool, left: int, right: int, varlen: bool) -> bool:
     """Whether the Gluon kernel (attention_sm90) can run this call: an sm_90 GPU (Gluon has no
     interpreter), TMA on, dense (no window, not varlen) or causal, and tensors it takes
     (attention_sm90.supports: any strides TMA can address)."""
     return (GLUON_ENABLED and TMA_ENABLED and q4.is_cuda and not interpreting() and not varlen and left < 0
-            and right == (0 if causal else -1) and _is_sm90(q4.device.index)
+            and right == (0 if causal else -1) and is_sm90(q4.device.index)
             and attention_sm90.supports(q4, k4, v4, o4, causal, [_tma_strides(t) for t in (q4, k4, v4, o4)]))
 
 

@@ -40,9 +40,8 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
-from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from rooftop.ops._support import Launch
+from rooftop.ops._support import GluonLaunch
 
 CONSUMER_ROWS = 64  # query rows per consumer warp group: S and O accumulators of 64 x BLOCK_N / 64 x D
 PROGRAM_ROWS = 2 * CONSUMER_ROWS
@@ -283,46 +282,29 @@ def supports(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tenso
             and all(s is not None for s in tma_strides))
 
 
-class _KeyedDescriptor(TensorDescriptor):
-    """A Gluon host descriptor without TensorDescriptor's checks (alignment, sizes), which a plan made on
-    a checked first call already holds; the launcher reads only its fields."""
-
-    def __post_init__(self) -> None:
-        pass
-
-
 class PingpongPlan:
     """The launch of _attention_fwd_pingpong for one call's shapes and strides with key tiles of
     `block_n` keys and a ring of `stages`, called as attention.py's plans are: (q, k, v, out, lse or None,
     _, _, qk_scale), the tensors [B, H, S, D] with `tma_strides` (supports()). The first call compiles
     through Gluon's dispatch with checked descriptors; later ones launch the compiled kernel directly."""
 
-    __slots__ = ("grid", "sizes", "descriptors", "constexprs", "device", "compiled")
+    __slots__ = ("sizes", "launch")
 
     def __init__(self, q: torch.Tensor, k: torch.Tensor, tma_strides: Sequence[Sequence[int]], causal: bool,
                  write_lse: bool, block_n: int, stages: int):
         B, Hq, Sq, D = q.shape
         tiles_m = -(-Sq // PROGRAM_ROWS)
-        self.grid = (tiles_m * B * Hq,)
         self.sizes = (Sq, k.shape[2], tiles_m, Hq, Hq // k.shape[1])
         dtype = gl.bfloat16 if q.dtype == torch.bfloat16 else gl.float16
         # 4-D descriptors bound each head's rows: loads past the end read 0, stores there are dropped
-        self.descriptors = [(list(t.shape), list(strides), [1, 1, rows, D],
-                             gl.NVMMASharedLayout.get_default_for([1, 1, rows, D], dtype))
-                            for t, strides, rows in zip((q, k, k, q), tma_strides,
-                                                        (CONSUMER_ROWS, block_n, block_n, CONSUMER_ROWS))]
-        self.constexprs = dict(BLOCK_N=block_n, STAGES=stages, CAUSAL=causal, WRITE_LSE=write_lse,
-                               CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS)
-        self.device = q.device.index
-        self.compiled = None
+        descriptors = [(list(t.shape), list(strides), [1, 1, rows, D],
+                        gl.NVMMASharedLayout.get_default_for([1, 1, rows, D], dtype))
+                       for t, strides, rows in zip((q, k, k, q), tma_strides,
+                                                   (CONSUMER_ROWS, block_n, block_n, CONSUMER_ROWS))]
+        constexprs = dict(BLOCK_N=block_n, STAGES=stages, CAUSAL=causal, WRITE_LSE=write_lse,
+                          CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS)
+        self.launch = GluonLaunch(_attention_fwd_pingpong, (tiles_m * B * Hq,), descriptors, constexprs,
+                                  q.device.index)
 
     def __call__(self, q, k, v, out, lse, cu_q, cu_k, qk_scale: float) -> None:
-        descriptor = TensorDescriptor if self.compiled is None else _KeyedDescriptor
-        args = (*(descriptor(t, *d) for t, d in zip((q, k, v, out), self.descriptors)), q if lse is None else lse,
-                *self.sizes, qk_scale)
-        if self.compiled is not None:
-            self.compiled.run(self.grid, *args)
-            return
-        kernel = _attention_fwd_pingpong[self.grid](*args, **self.constexprs, num_warps=4)
-        params = tuple(self.constexprs[name] for name in _attention_fwd_pingpong.arg_names[len(args):])
-        self.compiled = Launch(kernel, params, self.device)
+        self.launch((q, k, v, out), q if lse is None else lse, *self.sizes, qk_scale)

@@ -41,10 +41,9 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
-from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from rooftop.ops import matmul as matmul_ops  # its _tile_coords and _epilogue, resolved when a kernel compiles
-from rooftop.ops._support import Launch, cdiv
+from rooftop.ops._support import GluonLaunch, cdiv
 
 BLOCK_K = 64  # 128 bytes of a 16-bit row: one 128-byte swizzled row of A
 GROUP_M = 8  # row tiles that walk the columns together (matmul.GROUP_M)
@@ -280,14 +279,6 @@ def constexprs(v: Variant, num_sms: int, b_k_major: bool, has_bias: bool, activa
                 HAS_RESIDUAL=has_residual, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS)
 
 
-class _KeyedDescriptor(TensorDescriptor):
-    """A Gluon host descriptor without TensorDescriptor's checks (alignment, sizes), which a plan made on
-    a checked first call already holds; the launcher reads only its fields."""
-
-    def __post_init__(self) -> None:
-        pass
-
-
 class WarpSpecializedPlan:
     """The launch of _matmul_ws_kernel for one call's shapes and strides, called as matmul.py's plans are:
     (a, b, out, bias, residual, a_scale, b_scale), the scales None. a [M, K] row-major; b [K, N] with one
@@ -297,7 +288,7 @@ class WarpSpecializedPlan:
     made for). The first call compiles through Gluon's dispatch with checked descriptors; later ones
     launch the compiled kernel directly."""
 
-    __slots__ = ("grid", "descriptors", "sizes", "constexprs", "device", "compiled")
+    __slots__ = ("sizes", "launch")
 
     def __init__(self, v: Variant, a: torch.Tensor, b: torch.Tensor, b_k_major: bool, out: torch.Tensor,
                  bias: Optional[torch.Tensor], residual: Optional[torch.Tensor], activation: Optional[str],
@@ -307,23 +298,14 @@ class WarpSpecializedPlan:
         a_box, b_box, c_box = boxes(v, b_k_major)
         b_view = ([N, K], [b.stride(1), 1]) if b_k_major else ([K, N], [b.stride(0), 1])
         res_view = ([M, N], [residual.stride(0), 1]) if residual is not None else ([M, N], [N, 1])
-        self.descriptors = [(shape, strides, box, shared_layout(box, t.dtype)) for t, (shape, strides), box in
-                            ((a, ([M, K], [a.stride(0), 1]), a_box), (b, b_view, b_box), (out, ([M, N], [N, 1]), c_box),
-                             (out, res_view, c_box))]
+        descriptors = [(shape, strides, box, shared_layout(box, t.dtype)) for t, (shape, strides), box in
+                       ((a, ([M, K], [a.stride(0), 1]), a_box), (b, b_view, b_box), (out, ([M, N], [N, 1]), c_box),
+                        (out, res_view, c_box))]
         self.sizes = (M, N, K)
-        self.grid = (min(num_sms, cdiv(M, v.block_m) * cdiv(N, v.block_n)),)
-        self.constexprs = constexprs(v, num_sms, b_k_major, bias is not None, activation, residual is not None)
-        self.device = a.device.index
-        self.compiled = None
+        self.launch = GluonLaunch(_matmul_ws_kernel, (min(num_sms, cdiv(M, v.block_m) * cdiv(N, v.block_n)),),
+                                  descriptors, constexprs(v, num_sms, b_k_major, bias is not None, activation,
+                                                          residual is not None), a.device.index)
 
     def __call__(self, a, b, out, bias, residual, a_scale=None, b_scale=None) -> None:
-        descriptor = TensorDescriptor if self.compiled is None else _KeyedDescriptor
-        tensors = (a, b, out, out if residual is None else residual)
-        args = (*(descriptor(t, *d) for t, d in zip(tensors, self.descriptors)), out if bias is None else bias,
-                0 if bias is None else bias.stride(0), *self.sizes)
-        if self.compiled is not None:
-            self.compiled.run(self.grid, *args)
-            return
-        kernel = _matmul_ws_kernel[self.grid](*args, **self.constexprs, num_warps=4)
-        params = tuple(self.constexprs[name] for name in _matmul_ws_kernel.arg_names[len(args):])
-        self.compiled = Launch(kernel, params, self.device)
+        self.launch((a, b, out, out if residual is None else residual), out if bias is None else bias,
+                    0 if bias is None else bias.stride(0), *self.sizes)

@@ -10,6 +10,11 @@ s rescaled whenever m grows, s <- s * exp(m_old - m_new) + exp(x - m_new). Parti
 two pieces of a row merge the same way, which lets a row be split across programs.
 
 Which path runs (N = row width, in elements):
+- Gluon (ops/softmax_sm90.py; sm_90 GPUs only, never the interpreter): GLUON_MIN_N < N <= GLUON_MAX_N, fp16 or
+  bf16, TMA-addressable rows (N and the row stride multiples of 8, a 16-byte aligned base) and at least
+  2 rows per SM. A persistent program per SM: a TMA loader streams the rows into a shared-memory ring
+  that holds more than a row, two consumer warp groups take rows in turn (one's second pass overlaps
+  the other's first), and the second pass reads the row from shared memory. Traffic: 2 * M * N * itemsize.
 - N <= ONCHIP_MAX: the row sits in registers. One program takes BLOCK_M whole rows, reads them once,
   writes them once. Traffic: 2 * M * N * itemsize.
 - N > ONCHIP_MAX and enough rows to fill the GPU: one program per row (persistent: the grid is a
@@ -26,6 +31,7 @@ Semantics follow torch: a row holding NaN or +inf gives NaN everywhere, a row of
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -33,11 +39,21 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (as_rows, cdiv, check_float, launch, normalize_dim, num_sms, onchip_config, runs_kernel,
-                                  torch_op)
+from rooftop.ops import softmax_sm90
+from rooftop.ops._support import (as_rows, cdiv, check_float, interpreting, is_sm90, launch, normalize_dim, num_sms,
+                                  onchip_config, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
+# The Gluon path's widths (exclusive, inclusive). H200, bf16, M * N = 2^27, % of a same-run copy
+# (benchmarks/results/logs/h200-2026-12-01-s8/exp-gluon-softmax-run2.log; rooftop with the Gluon path
+# against rooftop with it off):
+#   N:             8192  16384  16392  32768  65536  131072
+#   Gluon:         86.5   88.6   70.4   89.4   88.9   (rows past the ring: not taken)
+#   Triton paths:  98.5   94.8   42.1   78.2   81.4   75.3
+# At 16384 and below the on-chip kernel wins; a row wider than the ring (13 x 8192 elements) is not taken.
+GLUON_MIN_N, GLUON_MAX_N = 16384, 65536
+GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -204,10 +220,21 @@ def looped_config(N: int) -> tuple[int, int]:
     return 16384, 16 if N <= 65536 else 32
 
 
+def uses_gluon(rows: torch.Tensor, out: torch.Tensor) -> bool:
+    """Whether softmax_rows takes the Gluon path (softmax_sm90) for these [M, N] views."""
+    M, N = rows.shape
+    return (GLUON_ENABLED and rows.is_cuda and not interpreting() and GLUON_MIN_N < N <= GLUON_MAX_N
+            and M >= softmax_sm90.CONSUMERS * num_sms(rows.device.index) and is_sm90(rows.device.index)
+            and softmax_sm90.supports(rows, out))
+
+
 def softmax_rows(rows: torch.Tensor, out: torch.Tensor, log: bool) -> None:
     """Softmax of each row of the [M, N] view `rows` (unit column stride) into `out` [M, N]."""
     M, N = rows.shape
     if M == 0 or N == 0:
+        return
+    if uses_gluon(rows, out):
+        softmax_sm90.softmax_rows(rows, out, log, num_sms(rows.device.index))
         return
     if N <= ONCHIP_MAX:
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
