@@ -53,21 +53,18 @@ import argparse
 import functools
 import json
 import math
-import os
 import re
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
-import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
+from gluon_sm90 import compile_sm90, issues_wgmma, read_cubin, sass_loops, wait_or_exit
 from rooftop.ops import attention_sm90
 from rooftop.ops.attention import PINGPONG_CONFIGS
 
@@ -194,22 +191,14 @@ def attention_gluon(q, k, v, block_m=128, block_n=128, stages=3, scale=None, pin
 
 
 def _sass_loops(sass: str) -> list[str]:
-    """One line per loop that issues wgmma (a predicated backward branch around HGMMA): exponentials
-    between the wait for S (gsb0 <= 1) and the full wait (gsb0 <= 0), mbarrier ops, barriers (id, threads)."""
-    lines = re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)
-    code = [(int(addr, 16), text.strip()) for addr, text in lines]
+    """One line per loop that issues wgmma: exponentials between the wait for S (gsb0 <= 1) and the full
+    wait (gsb0 <= 0), mbarrier ops, barriers (id, threads)."""
     reports = []
-    for addr, text in code:
-        target = re.match(r"@!?U?P\d+ BRA (0x[0-9a-f]+)", text)
-        if not target or int(target.group(1), 16) >= addr:
-            continue
-        body = [t for a, t in code if int(target.group(1), 16) <= a <= addr]
-        if not any(t.startswith("HGMMA") for t in body):
-            continue
+    for start, end, body in sass_loops(sass, issues_wgmma):
         waits = [i for i, t in enumerate(body) if t.startswith("WARPGROUP.DEPBAR.LE")]
         between = body[waits[0]:waits[-1]] if len(waits) > 1 else []
         bars = sorted({re.sub(r"BAR.SYNC.DEFER_BLOCKING ", "", t) for t in body if "BAR.SYNC" in t})
-        reports.append(f"loop {target.group(1)}-{addr:#x}: HGMMA {sum(t.startswith('HGMMA') for t in body)}, "
+        reports.append(f"loop {start:#x}-{end:#x}: HGMMA {sum(t.startswith('HGMMA') for t in body)}, "
                        f"MUFU.EX2 {sum('MUFU.EX2' in t for t in between)}/{sum('MUFU.EX2' in t for t in body)} "
                        f"between the waits, SYNCS {sum('SYNCS' in t for t in body)}, BAR.SYNC {bars}")
     return reports
@@ -218,20 +207,8 @@ def _sass_loops(sass: str) -> list[str]:
 def compile_only() -> None:
     """sm_90 compile of each config, no GPU: registers, spills, shared memory; for ping-pong, the
     setmaxnreg values and the shape of each wgmma loop in the SASS."""
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-    binaries = os.path.dirname(triton.__file__) + "/backends/nvidia/bin/"
-
     def desc(block):
         return f"tensordesc<bf16{list(block)},{gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16)!r}>"
-
-    def build(kernel, sig, consts, num_warps):
-        compiled = triton.compile(GluonASTSource(kernel, sig, consts), target=GPUTarget("cuda", 90, 32),
-                                  options=dict(num_warps=num_warps))
-        Path("/tmp/gluon_attn.cubin").write_bytes(compiled.asm["cubin"])
-        usage, sass = (subprocess.run([binaries + "cuobjdump", flag, "/tmp/gluon_attn.cubin"], capture_output=True,
-                                      text=True).stdout for flag in ("--dump-resource-usage", "-sass"))
-        return compiled, re.search(r"REG:\d+ STACK:\d+", usage).group(0), sass
 
     D = 128
     for block_m, block_n, stages in CONFIGS:
@@ -240,8 +217,8 @@ def compile_only() -> None:
                "seqlen": "i32", "tiles_m": "i32", "qk_scale": "fp32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
                "D": "constexpr", "STAGES": "constexpr", "PIN_WAIT": "constexpr", "num_warps": "constexpr"}
         consts = dict(BLOCK_M=block_m, BLOCK_N=block_n, D=D, STAGES=stages, PIN_WAIT=True, num_warps=8)
-        compiled, usage, _ = build(_attention_fwd_gluon, sig, consts, 8)
-        print(block_m, block_n, stages, usage, "smem", compiled.metadata.shared)
+        compiled = compile_sm90(_attention_fwd_gluon, sig, consts, 8)
+        print(block_m, block_n, stages, read_cubin(compiled).resources, "smem", compiled.metadata.shared)
     rows = attention_sm90.CONSUMER_ROWS
     for D in attention_sm90.HEAD_DIMS:  # each ping-pong config of rooftop, the heaviest variant (causal, lse)
         for config in PINGPONG_CONFIGS[D]:
@@ -253,30 +230,13 @@ def compile_only() -> None:
             for causal in (False, True):
                 consts = dict(BLOCK_N=config.block_n, STAGES=config.num_stages, CAUSAL=causal, WRITE_LSE=True,
                               CONSUMER_REGS=attention_sm90.CONSUMER_REGS, LOADER_REGS=attention_sm90.LOADER_REGS)
-                compiled, usage, sass = build(attention_sm90._attention_fwd_pingpong, sig, consts, 4)
-                # the launch's register count is the warp-specialised kernel's start; setmaxnreg moves each
-                # warp group
-                maxnreg = sorted({int(r, 16) for r in re.findall(r"USETMAXREG\.\S+ (?:UP\d+, )?(0x[0-9a-f]+)", sass)})
+                compiled = compile_sm90(attention_sm90._attention_fwd_pingpong, sig, consts)
+                cubin = read_cubin(compiled)
                 print(f"pingpong D={D} 2x{rows}x{config.block_n} {config.num_stages} stages"
-                      + (" causal" if causal else ""), usage, "smem", compiled.metadata.shared, "setmaxnreg", maxnreg,
-                      "local memory ops", len(re.findall(r"\b(?:LDL|STL)\b", sass)))
-                for line in _sass_loops(sass):
+                      + (" causal" if causal else ""), cubin.resources, "smem", compiled.metadata.shared,
+                      "setmaxnreg", cubin.maxnreg, "local memory ops", cubin.local_memory_ops)
+                for line in _sass_loops(cubin.sass):
                     print("   ", line)
-
-
-def _wait_or_exit(limit_s: float, what: str, save) -> None:
-    """Wait for the work launched so far, at most limit_s: a deadlocked kernel would hang synchronize() for
-    ever, so poll an event instead; past the limit, save what was measured and end the process (the
-    driver tears the context and the kernel down with it)."""
-    done = torch.cuda.Event()
-    done.record()
-    deadline = time.monotonic() + limit_s
-    while not done.query():
-        if time.monotonic() > deadline:
-            print(f"WATCHDOG: {what} did not finish within {limit_s} s (deadlock?); exiting", flush=True)
-            save()
-            os._exit(124)
-        time.sleep(0.01)
 
 
 def measure(out_dir: str, variants: str, causal: bool, D: int, layout: str) -> None:
@@ -311,7 +271,7 @@ def measure(out_dir: str, variants: str, causal: bool, D: int, layout: str) -> N
                 run = make_run()
                 o = run()  # compiles (host side), then launches
                 if watchdog_s:
-                    _wait_or_exit(watchdog_s, f"{name} at S = {S}", save)
+                    wait_or_exit(watchdog_s, f"{name} at S = {S}", save)
                 torch.cuda.synchronize()
                 err = float((o.float() - ref.float()).norm() / ref.float().norm())
                 row[name] = dict(tflops=flops / bench_ms(run) / 1e9, rel_err=err)

@@ -7,26 +7,8 @@ partitions for that loop on sm_90, so one instruction stream issues the TMA load
 the wgmma and runs the epilogue, and every tile's epilogue stalls the tensor cores. Gluon
 (triton.experimental.gluon) lets a kernel split the work as CUTLASS's sm90 "warp-specialized" kernels do.
 
-What (the kernel now lives in src/rooftop/ops/matmul_sm90.py as a path of rooftop.matmul, with its fused
-epilogue, any M, N, K and b also K-major; this script imports it): C = A @ B, A [M, K] and B [K, N]
-row-major bf16 (torch.matmul's layout), fp32 accumulation, C bf16. One persistent program per SM walks the output
-tiles pid, pid + #SMs, .. in grouped order (GROUP_M row tiles share B's column panels in L2).
-gl.warp_specialize splits a program into a 1-warp TMA loader (LOADER_REGS registers) and one or two
-consumer warp groups (CONSUMER_REGS each, setmaxnreg) issuing async wgmma from a STAGES-deep ring of A
-[rows, 64] and B [64, BLOCK_N] tiles (B's [BK, BN] box is natural for row-major B: N-major wgmma operand).
-Per stage a "ready" mbarrier (TMA transaction bytes) and an "empty" one (a consumer's release); no
-CTA-wide barrier after the fork. A consumer keeps one wgmma group in flight (wait(1)) and then releases
-the stage of the previous k-step. Its epilogue (fp32 -> bf16 -> shared memory -> TMA store) waits for
-its previous tile's store only when it reuses the buffer, so the store overlaps the next mainloop.
-Two kinds of variants:
-  cooperative (`coop`): the consumers split a tile's rows (128 x 256: two 64 x 256 halves; 128 x 128
-    with one warp group), each stage is released by every consumer (empty count = #consumers);
-  ping-pong (`pingpong`): two consumers each own whole 128 x 128 tiles, alternately, over one ring
-    (empty count 1); a pair of "turn" mbarriers lets a consumer start a tile's mainloop only once the
-    other has waited for all of its own tile's stages (CUTLASS's order barrier), so one consumer's
-    epilogue runs under the other's mainloop. The turn also guards the ring's phases: without it a
-    consumer could wait on a stage's ready parity while that stage still holds the other consumer's
-    older tile (one phase behind), and the wait would pass at once on stale data.
+What: the kernel of src/rooftop/ops/matmul_sm90.py (its docstring describes the partitions, the ring and the
+cooperative / ping-pong variants), a path of rooftop.matmul; this script compiles and times its variants.
 
 Prediction: the loader runs STAGES k-steps ahead and no consumer waits on its own issue of loads, so at
 4096^3 / 8192^3 the 128 x 256 cooperative kernel should match cuBLAS (~700 TFLOP/s) and rooftop. At
@@ -70,19 +52,13 @@ Usage:
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import re
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-import triton
 
+from gluon_sm90 import compile_sm90, issues_wgmma, main, read_cubin, results, sass_loops, wait_or_exit
 from rooftop.ops import _autotune
 from rooftop.ops import matmul as matmul_ops
 from rooftop.ops.matmul_sm90 import (VARIANTS, Variant, WarpSpecializedPlan, _matmul_ws_kernel, boxes, constexprs,
@@ -120,19 +96,12 @@ def matmul_ws(v: Variant, num_sms: int, activation=None):
 
 
 def _loop_report(sass: str) -> list[str]:
-    """One line per loop that issues wgmma (a predicated backward branch around HGMMA): its HGMMA,
-    wgmma waits, mbarrier (SYNCS) ops and bar.syncs (with their barrier id and thread count)."""
-    code = [(int(addr, 16), text.strip()) for addr, text in re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)]
+    """One line per loop that issues wgmma: its HGMMA, wgmma waits, mbarrier (SYNCS) ops and bar.syncs
+    (with their barrier id and thread count)."""
     reports = []
-    for addr, text in code:
-        target = re.match(r"@!?U?P\d+ BRA (0x[0-9a-f]+)", text)
-        if not target or int(target.group(1), 16) >= addr:
-            continue
-        body = [t for a, t in code if int(target.group(1), 16) <= a <= addr]
-        if not any(t.startswith("HGMMA") for t in body):
-            continue
+    for start, end, body in sass_loops(sass, issues_wgmma):
         bars = sorted({re.sub(r"BAR\.SYNC\.DEFER_BLOCKING ", "", t) for t in body if "BAR.SYNC" in t})
-        reports.append(f"loop {target.group(1)}-{addr:#x} ({len(body)} instr): "
+        reports.append(f"loop {start:#x}-{end:#x} ({len(body)} instr): "
                        f"HGMMA {sum(t.startswith('HGMMA') for t in body)}, "
                        f"DEPBAR {[t.split()[-1] for t in body if t.startswith('WARPGROUP.DEPBAR')]}, "
                        f"SYNCS {sum('SYNCS' in t for t in body)}, "
@@ -143,10 +112,6 @@ def _loop_report(sass: str) -> list[str]:
 def compile_only() -> None:
     """sm_90 compile of each variant with each of COMPILE_EPILOGUES: registers, spills (stack), shared
     memory, setmaxnreg values, and the wgmma loops of the SASS."""
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-    binaries = os.path.dirname(triton.__file__) + "/backends/nvidia/bin/"
-
     for v in VARIANTS:
         for b_k_major, bias, activation, residual in COMPILE_EPILOGUES:
             a_box, b_box, c_box = boxes(v, b_k_major)
@@ -155,39 +120,19 @@ def compile_only() -> None:
             sig.update(bias_ptr="*bf16", bias_stride="i32", M="i32", N="i32", K="i32")
             consts = constexprs(v, 132, b_k_major, bias, activation, residual)
             sig.update({name: "constexpr" for name in consts})
-            compiled = triton.compile(GluonASTSource(_matmul_ws_kernel, sig, consts),
-                                      target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))
-            cubin = Path(f"/tmp/gluon_matmul_{v.name}.cubin")
-            cubin.write_bytes(compiled.asm["cubin"])
-            usage, sass = (subprocess.run([binaries + "cuobjdump", flag, str(cubin)], capture_output=True,
-                                          text=True).stdout for flag in ("--dump-resource-usage", "-sass"))
-            maxnreg = sorted({int(r, 16) for r in re.findall(r"USETMAXREG\.\S+ (?:UP\d+, )?(0x[0-9a-f]+)", sass)})
-            bar0 = len(re.findall(r"BAR\.SYNC(?:\.DEFER_BLOCKING)? 0x0\s*;", sass))
-            regs = re.search(r"REG:\d+ STACK:\d+", usage).group(0)
+            compiled = compile_sm90(_matmul_ws_kernel, sig, consts)
+            cubin = read_cubin(compiled)
             what = ", ".join(filter(None, ("b K-major" if b_k_major else "b N-major", "bias" if bias else "",
                                            activation, "residual" if residual else "")))
-            print(f"{v.name} ({what}): {regs} smem {compiled.metadata.shared} (ring + C {v.smem_bytes(2, 2)}) "
-                  f"setmaxnreg {maxnreg} bare BAR.SYNC 0x0: {bar0}", flush=True)
-            for line in _loop_report(sass):
+            print(f"{v.name} ({what}): {cubin.resources} smem {compiled.metadata.shared} (ring + C "
+                  f"{v.smem_bytes(2, 2)}) setmaxnreg {cubin.maxnreg} bare BAR.SYNC 0x0: {cubin.bare_cta_barriers}",
+                  flush=True)
+            for line in _loop_report(cubin.sass):
                 print("   ", line)
 
 
 # ---------------------------------------------------------------------------------------------
 # GPU run
-
-
-def _wait_or_exit(limit_s: float, what: str, save) -> None:
-    """Wait for the work launched so far, at most limit_s: a deadlocked kernel would hang synchronize()
-    for ever, so poll an event; past the limit save what was measured and end the process."""
-    done = torch.cuda.Event()
-    done.record()
-    deadline = time.monotonic() + limit_s
-    while not done.query():
-        if time.monotonic() > deadline:
-            print(f"WATCHDOG: {what} did not finish within {limit_s} s (deadlock?); exiting", flush=True)
-            save()
-            os._exit(124)
-        time.sleep(0.01)
 
 
 def measure(out_dir: str) -> None:
@@ -200,12 +145,7 @@ def measure(out_dir: str) -> None:
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False  # the fp32 reference in full precision
     num_sms = torch.cuda.get_device_properties(0).multi_processor_count
-    rows: list[dict] = []
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    out_path = Path(out_dir, "exp-gluon-matmul.json")
-
-    def save():
-        out_path.write_text(json.dumps(rows, indent=1))
+    rows, save = results(out_dir, "exp-gluon-matmul.json")
 
     def rooftop_triton(*args):  # the Triton kernels alone (the Gluon kernel off): a key tuned of its own
         matmul_ops.GLUON_ENABLED = False
@@ -234,7 +174,7 @@ def measure(out_dir: str) -> None:
             try:
                 c = gemm(*inputs)  # compiles or tunes (host side), then launches
                 if watchdog_s:
-                    _wait_or_exit(watchdog_s, f"{provider} at {problem}", save)
+                    wait_or_exit(watchdog_s, f"{provider} at {problem}", save)
                 torch.cuda.synchronize()
                 row["rel_err"] = float((c.float() - ref).norm() / ref.norm())
                 if row["rel_err"] < 1e-2:
@@ -285,11 +225,4 @@ def _print_table(rows: list[dict], problems) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("out", nargs="?", default="gluon-matmul")
-    parser.add_argument("--compile-only", action="store_true")
-    args = parser.parse_args()
-    if args.compile_only:
-        compile_only()
-    else:
-        sys.exit(measure(args.out))
+    main("gluon-matmul", compile_only, measure)

@@ -79,15 +79,9 @@ Usage:
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import re
-import subprocess
-import sys
-import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import triton
@@ -96,6 +90,8 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+from gluon_sm90 import compile_sm90, issues_wgmma, main, read_cubin, results, sass_loops, wait_or_exit
 
 BLOCK_K = 64  # k a step: 8 word rows, 128 bytes of bf16 x (one 128-byte swizzled row); divides the group
 WORDS = BLOCK_K // 8
@@ -419,14 +415,8 @@ def _loop_report(sass: str) -> list[str]:
     count, HGMMA, wgmma waits, mbarrier (SYNCS) ops, bar.syncs and the dequantization's SHF / LOP3 / packed
     bf16 math (ptxas turns fma(v, 1, -(128 + z)) into HADD2 and fma(v, s, -0) into HMUL2) / PRMT, shared
     loads (LDSM: the words) and stores, local memory (spills)."""
+    loops = [(start, end) for start, end, _ in sass_loops(sass, issues_wgmma)]
     code = [(int(addr, 16), text.strip()) for addr, text in re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)]
-    loops = []  # (start, end) of each backward branch's range that holds an HGMMA
-    for addr, text in code:
-        target = re.match(r"@!?U?P\d+ BRA (0x[0-9a-f]+)", text)
-        if target and int(target.group(1), 16) < addr:
-            start = int(target.group(1), 16)
-            if any(t.startswith("HGMMA") for a, t in code if start <= a <= addr):
-                loops.append((start, addr))
     reports = []
     for start, end in loops:
         body = [t for a, t in code if start <= a <= end]
@@ -457,47 +447,21 @@ def _signature(v: Variant, block_m: int, has_zero: bool) -> tuple[dict, dict]:
 def compile_only() -> None:
     """sm_90 compile of each variant at BLOCK_M 16 and 64, with and without zero points: registers,
     spills (stack), shared memory, setmaxnreg values, and the wgmma loops of the SASS."""
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-    binaries = os.path.dirname(triton.__file__) + "/backends/nvidia/bin/"
-
     for v in VARIANTS:
         for block_m in BATCHES:
             for has_zero in (True, False):
                 sig, consts = _signature(v, block_m, has_zero)
-                compiled = triton.compile(GluonASTSource(_w4a16_ws_kernel, sig, consts),
-                                          target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))
-                cubin = Path(f"/tmp/gluon_quant_{v.name}_m{block_m}_z{int(has_zero)}.cubin")
-                cubin.write_bytes(compiled.asm["cubin"])
-                usage, sass = (subprocess.run([binaries + "cuobjdump", flag, str(cubin)], capture_output=True,
-                                              text=True).stdout for flag in ("--dump-resource-usage", "-sass"))
-                maxnreg = sorted({int(r, 16) for r in re.findall(r"USETMAXREG\.\S+ (?:UP\d+, )?(0x[0-9a-f]+)", sass)})
-                regs = re.search(r"REG:\d+ STACK:\d+", usage).group(0)
-                # a CTA-wide barrier after the fork would wait for warps of other partitions: a deadlock
-                bar0 = len(re.findall(r"BAR\.SYNC(?:\.DEFER_BLOCKING)? 0x0\s*;", sass))
-                print(f"{v.name} BLOCK_M {block_m} {'asym' if has_zero else 'sym'}: {regs} smem "
-                      f"{compiled.metadata.shared} (ring + A {v.smem_bytes(block_m, has_zero)}) setmaxnreg {maxnreg} "
-                      f"bare BAR.SYNC 0x0: {bar0}", flush=True)
-                for line in _loop_report(sass):
+                compiled = compile_sm90(_w4a16_ws_kernel, sig, consts)
+                cubin = read_cubin(compiled)
+                print(f"{v.name} BLOCK_M {block_m} {'asym' if has_zero else 'sym'}: {cubin.resources} smem "
+                      f"{compiled.metadata.shared} (ring + A {v.smem_bytes(block_m, has_zero)}) setmaxnreg "
+                      f"{cubin.maxnreg} bare BAR.SYNC 0x0: {cubin.bare_cta_barriers}", flush=True)
+                for line in _loop_report(cubin.sass):
                     print("   ", line)
 
 
 # ---------------------------------------------------------------------------------------------
 # GPU run
-
-
-def _wait_or_exit(limit_s: float, what: str, save) -> None:
-    """Wait for the work launched so far, at most limit_s: a deadlocked kernel would hang synchronize()
-    for ever, so poll an event; past the limit save what was measured and end the process."""
-    done = torch.cuda.Event()
-    done.record()
-    deadline = time.monotonic() + limit_s
-    while not done.query():
-        if time.monotonic() > deadline:
-            print(f"WATCHDOG: {what} did not finish within {limit_s} s (deadlock?); exiting", flush=True)
-            save()
-            os._exit(124)
-        time.sleep(0.01)
 
 
 def _rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
@@ -518,12 +482,7 @@ def measure(out_dir: str) -> None:
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
     num_sms = torch.cuda.get_device_properties(0).multi_processor_count
-    rows: list[dict] = []
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    out_path = Path(out_dir, "exp-gluon-quant.json")
-
-    def save():
-        out_path.write_text(json.dumps(rows, indent=1))
+    rows, save = results(out_dir, "exp-gluon-quant.json")
 
     def record(shape, provider, fn, ref=None, kernel=None, watchdog=False):
         row = dict(shape=list(shape), provider=provider)
@@ -531,7 +490,7 @@ def measure(out_dir: str) -> None:
         try:
             out = fn()
             if watchdog:  # every shape: its programs' unit ranges (and so their phases) differ
-                _wait_or_exit(WATCHDOG_S, f"{provider} at {shape}", save)
+                wait_or_exit(WATCHDOG_S, f"{provider} at {shape}", save)
             torch.cuda.synchronize()
             if ref is not None:
                 row["rel_err"] = _rel_err(out, ref)
@@ -592,11 +551,4 @@ def _print_table(rows: list[dict]) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("out", nargs="?", default="gluon-quant")
-    parser.add_argument("--compile-only", action="store_true")
-    args = parser.parse_args()
-    if args.compile_only:
-        compile_only()
-    else:
-        sys.exit(measure(args.out))
+    main("gluon-quant", compile_only, measure)

@@ -47,19 +47,13 @@ Usage:
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import re
-import subprocess
-import sys
-import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
-import triton
 
+from gluon_sm90 import compile_sm90, main, read_cubin, results, sass_loops, wait_or_exit
 from rooftop.ops import softmax as softmax_mod
 from rooftop.ops import softmax_sm90
 from rooftop.ops.softmax_sm90 import RING_LAYOUT, BOX_COLS, consumer_regs
@@ -199,17 +193,11 @@ def _loop_report(sass: str) -> list[str]:
     loop also the instructions per element (a 16-byte load brings 8) and the issue bound they imply,
     4 schedulers x 32 lanes / (instructions per element) elements a clock per SM, against the 4 that
     4.2 TB/s needs (each pass is one such loop; a row takes both)."""
-    code = [(int(addr, 16), text.strip()) for addr, text in re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)]
     loops = []
-    for addr, text in code:
-        target = re.match(r"@!?U?P\d+ BRA (0x[0-9a-f]+)", text)
-        if not target or int(target.group(1), 16) >= addr:
-            continue
-        start = int(target.group(1), 16)
-        body = [t for a, t in code if start <= a <= addr]
+    for start, end, body in sass_loops(sass, lambda body: True):
         counts = {name: sum(bool(re.search(pattern, t)) for t in body) for name, pattern in LOOP_COUNTS.items()}
         if counts["UTMALDG"] or counts["LDS.128"] or counts["LDG.E.128"]:
-            loops.append((start, addr, len(body), counts))
+            loops.append((start, end, len(body), counts))
     reports = []
     for start, end, size, counts in loops:
         line = f"loop {start:#x}-{end:#x} ({size} instr): " + ", ".join(f"{k} {n}" for k, n in counts.items() if n)
@@ -226,8 +214,6 @@ def _loop_report(sass: str) -> list[str]:
 
 def _compile(v: Variant, N: int, dtype: str = "bf16", log: bool = False, row_stride: int = 0):
     """sm_90 compile of variant v for [*, N] rows (row_stride: x's, N when 0), as the launch would make it."""
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
     chunks = -(-N // v.chunk)
     flat = v.flat and N % v.chunk == 0 and row_stride in (0, N)
     box = [v.chunk // BOX_COLS, BOX_COLS] if flat else [1, BOX_COLS]
@@ -238,15 +224,13 @@ def _compile(v: Variant, N: int, dtype: str = "bf16", log: bool = False, row_str
                y_stride8="i32")
     sig.update({name: "constexpr" for name in consts})
     aligned = {(1,): [["tt.divisibility", 16]]}  # y 16-byte aligned, as the launcher specialises torch allocations
-    return triton.compile(GluonASTSource(softmax_sm90._softmax_kernel, sig, consts, aligned),
-                          target=GPUTarget("cuda", 90, 32), options=dict(num_warps=v.warps)), consts
+    return compile_sm90(softmax_sm90._softmax_kernel, sig, consts, v.warps, aligned), consts
 
 
 def compile_only() -> None:
     """sm_90 compile of each variant and width: registers, spills (stack), shared memory, the setmaxnreg
     of each partition, and the loops of the SASS (loader: TMA loads and mbarrier ops; consumers: shared
     loads, EX2s, stores, barriers); and the ring protocol's model for each."""
-    binaries = os.path.dirname(triton.__file__) + "/backends/nvidia/bin/"
     for bad in (dict(chunks=4, stages=3, consumers=1), dict(chunks=8, stages=13, consumers=2, turns=False)):
         try:  # the model must catch a deadlock (a row wider than the ring) and a stale parity wait (no turns)
             for seed in range(SIMULATED_SEEDS):
@@ -261,15 +245,11 @@ def compile_only() -> None:
               (lib, 65536 - 8, "bf16", True)]
     for v, N, dtype, log in cases:
         compiled, consts = _compile(v, N, dtype, log)
-        cubin = Path(f"/tmp/gluon_softmax_{v.name}_{N}_{dtype}_{int(log)}.cubin")
-        cubin.write_bytes(compiled.asm["cubin"])
-        usage, sass = (subprocess.run([binaries + "cuobjdump", flag, str(cubin)], capture_output=True,
-                                      text=True).stdout for flag in ("--dump-resource-usage", "-sass"))
-        regs = re.search(r"REG:\d+ STACK:\d+", usage).group(0)
-        maxnreg = sorted({int(r, 16) for r in re.findall(r"USETMAXREG\.\S+ (?:UP\d+, )?(0x[0-9a-f]+)", sass)})
+        cubin = read_cubin(compiled)
+        sass = cubin.sass
         bars = sorted(set(re.findall(r"BAR\.SYNC(?:\.DEFER_BLOCKING)? (\S+)", sass)))
         print(f"{v.name} N={N} {dtype}{' log' if log else ''} ({consts['CHUNKS']} chunks/row, EVEN={consts['EVEN']}, "
-              f"FLAT={consts['FLAT']}): {regs} smem {compiled.metadata.shared}; setmaxnreg {maxnreg}; "
+              f"FLAT={consts['FLAT']}): {cubin.resources} smem {compiled.metadata.shared}; setmaxnreg {cubin.maxnreg}; "
               f"named barriers {bars}", flush=True)
         for line in _loop_report(sass):
             print("   ", line)
@@ -281,20 +261,6 @@ def compile_only() -> None:
 
 # ---------------------------------------------------------------------------------------------
 # GPU run
-
-
-def _wait_or_exit(limit_s: float, what: str, save) -> None:
-    """Wait for the work launched so far, at most limit_s: a deadlocked kernel would hang synchronize()
-    for ever, so poll an event; past the limit save what was measured and end the process."""
-    done = torch.cuda.Event()
-    done.record()
-    deadline = time.monotonic() + limit_s
-    while not done.query():
-        if time.monotonic() > deadline:
-            print(f"WATCHDOG: {what} did not finish within {limit_s} s (deadlock?); exiting", flush=True)
-            save()
-            os._exit(124)
-        time.sleep(0.01)
 
 
 def _without_gluon(fn):
@@ -316,12 +282,7 @@ def measure(out_dir: str) -> None:
 
     torch.manual_seed(0)
     num_sms = torch.cuda.get_device_properties(0).multi_processor_count
-    rows: list[dict] = []
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    out_path = Path(out_dir, "exp-gluon-softmax.json")
-
-    def save():
-        out_path.write_text(json.dumps(rows, indent=1))
+    rows, save = results(out_dir, "exp-gluon-softmax.json")
 
     for N in WIDTHS:
         M = TOTAL_ELEMS // N
@@ -339,7 +300,7 @@ def measure(out_dir: str) -> None:
             try:
                 y = fn(x)  # compiles (host side), then launches
                 if watchdog_s:
-                    _wait_or_exit(watchdog_s, f"{provider} at N={N}", save)
+                    wait_or_exit(watchdog_s, f"{provider} at N={N}", save)
                 torch.cuda.synchronize()
                 diff = y.float() - ref
                 row["max_abs_err"] = float(diff.abs().max())
@@ -384,11 +345,4 @@ def _print_table(rows: list[dict]) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("out", nargs="?", default="gluon-softmax")
-    parser.add_argument("--compile-only", action="store_true")
-    args = parser.parse_args()
-    if args.compile_only:
-        compile_only()
-    else:
-        sys.exit(measure(args.out))
+    main("gluon-softmax", compile_only, measure)
