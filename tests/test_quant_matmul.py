@@ -146,7 +146,9 @@ def test_stream_k_pieces(M, block_m, device):
     config = qm._dot((block_m, 32, 64, 4, 2), G)
     run = lambda: qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, bias, N, 4, G)[0]  # noqa: E731
     out = run()
-    assert rel_err(out, _reference(x, qw, bias)) < TOL[torch.bfloat16]
+    # the partials are fp32: the output's bf16 rounding (~2e-3 here) is the only error; partials rounded to
+    # bf16 too gave 2.7e-3 on the H200
+    assert rel_err(out, _reference(x, qw, bias)) < 2.4e-3
     assert torch.equal(out, run())  # pieces summed in k order, whatever the arrival order; counters reset
     if HAS_CUDA:
         assert not qm.arrival_counters(x.device, 64).any()

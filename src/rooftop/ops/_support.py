@@ -1,5 +1,6 @@
-"""What every op file shares: input checks, the row view, the one launch helper, the one way to
-register a torch custom op.
+"""What every op file shares: input checks, the row view, the one launch helper (`launch`, with
+`prepare` to compile before launching, and `GluonLaunch` its twin for the Gluon kernels of the *_sm90
+files), the one way to register a torch custom op.
 
 Where an op runs: CUDA tensors run the Triton kernel; CPU tensors run the same kernel in Triton's
 interpreter when TRITON_INTERPRET=1 (tests, CI), else the op's reference.
@@ -276,9 +277,10 @@ class Launch:
 
     @property
     def resident_per_sm(self) -> int:
-        """Programs of this kernel an SM holds at once (sm_80 / sm_90 limits: 64K registers in four
-        quarters allocated per warp in 256s, 228 KB of shared memory less 1 KB a program, 64 warps,
-        32 programs), for grids sized to one wave of resident programs."""
+        """Programs of this kernel an SM holds at once, by sm_90's limits (64K registers in four quarters
+        allocated per warp in 256s, 228 KB of shared memory less 1 KB a program, 64 warps, 32 programs),
+        for grids sized to one wave of resident programs. On a GPU with less shared memory or fewer warps
+        an SM the grid is a little more than a wave: slower, never wrong (no program waits on another)."""
         if self._resident is None:
             c = self.compiled
             c._init_handles()  # loads the binary: n_regs
@@ -309,8 +311,8 @@ class _UncheckedGluonDescriptor(GluonDescriptor):
 
 class GluonLaunch:
     """A Gluon kernel's launch for one call's shapes and strides, as an op's plan keeps it: `descriptors`
-    holds (shape, strides, block, layout) of each TMA operand; `launch(tensors, *args)` passes one host
-    descriptor per tensor, then `args`, then the constexprs. The first call compiles through Gluon's
+    holds (shape, strides, block, layout) of each TMA operand; calling it with (tensors, *args) passes one
+    host descriptor per tensor, then `args`, then the constexprs. The first call compiles through Gluon's
     dispatch with checked descriptors; later ones launch the compiled kernel directly (Launch)."""
 
     __slots__ = ("kernel", "grid", "descriptors", "constexprs", "num_warps", "device", "compiled")

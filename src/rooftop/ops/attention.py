@@ -146,13 +146,14 @@ FP32_CONFIG = AttentionConfig(32, 16, 4, 2)
 # The interpreter: small tiles so that tiny test sizes still cross several tiles and every loop.
 INTERPRETER_CONFIG = AttentionConfig(16, 16, 4, 1)
 # The Gluon ping-pong kernel's candidates (ops/attention_sm90.py) per head dim where it applies
-# (_pingpong_applies), timed before the Triton ones. D 64 / 128: the first, the untuned default, was the
-# fastest at S = 2048 on the H200 (the module docstring's figures), 3 stages a little faster at 4096 and
-# 16384; 64-key tiles in a 4-deep ring, unmeasured so far, for the tuner to weigh. D 256: the one shape that
-# fits (q 64 KB + 2 stages of 64-key k and v, 64 KB each, of 227 KB; sm_90 compile without spills).
+# (_pingpong_applies), timed before the Triton ones. D 64 / 128: 128-key tiles, 2 stages (the untuned
+# default) or 3, within about 2% of each other on the H200 (logs/h200-2026-12-01-s8/exp-gluon-attention-*);
+# 64-key tiles in a 4-deep ring ran 0.80-0.88x of them and the tuner never chose them (autotune-run8.json).
+# D 256: the one shape that fits (q 64 KB + 2 stages of 64-key k and v, 64 KB each, of 227 KB; sm_90
+# compile without spills).
 PINGPONG_CONFIGS = {
     D: tuple(AttentionConfig(128, block_n, 4, stages, kernel="pingpong") for block_n, stages in shapes)
-    for D, shapes in ((64, ((128, 2), (128, 3), (64, 4))), (128, ((128, 2), (128, 3), (64, 4))), (256, ((64, 2),)))}
+    for D, shapes in ((64, ((128, 2), (128, 3))), (128, ((128, 2), (128, 3))), (256, ((64, 2),)))}
 # Set False to keep sm_90 on the Triton kernel (tests, comparisons).
 GLUON_ENABLED = True
 # Set False to force the pointer path where TMA would run (tests, tuning).

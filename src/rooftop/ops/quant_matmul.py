@@ -626,6 +626,11 @@ def _quant_matmul_fake(x, packed, scales, zeros, bias, bits, group_size):
     return x.new_empty((*x.shape[:-1], packed.shape[1]))
 
 
+@functools.lru_cache(maxsize=None)
+def _fp32_placeholder(device: torch.device) -> torch.Tensor:
+    return torch.empty(1, device=device, dtype=torch.float32)
+
+
 def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int, group_size: int,
                  prepared: Optional[Launch] = None) -> Optional[Launch]:
     """Run one candidate, the GEMV (split-K) or the tensor-core kernel (stream-K), writing out; through
@@ -647,6 +652,9 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
         # inline PTX on a GPU only; its packed 16-bit math rounds once with scales in x's dtype
         params["PAIRED_ASM"] = rows.is_cuda and bits == 4 and scales.dtype == rows.dtype
         tiles *= cdiv(M, params["BLOCK_M"])
+        # the kernel is compiled before the partials' size is known: its workspace argument must already be
+        # float32 (Triton specialises on the pointer's dtype; a placeholder of x's dtype rounded every partial)
+        args[6] = _fp32_placeholder(rows.device)
         args.append(1)  # programs, below
         prepared = prepared or prepare(kernel, *args, **consts, **params)
         resident = INTERPRETER_RESIDENT if prepared is None else prepared.resident_per_sm

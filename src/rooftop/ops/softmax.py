@@ -31,7 +31,6 @@ Semantics follow torch: a row holding NaN or +inf gives NaN everywhere, a row of
 """
 from __future__ import annotations
 
-import functools
 import math
 
 import torch

@@ -2,7 +2,7 @@ r"""Softmax / log-softmax of rows staged in shared memory, on Hopper (sm_90) in 
 rooftop.softmax (ops/softmax.py chooses it; this file holds the kernel and its launch).
 
 Why: at N = 32768 / 65536 rooftop's Triton kernels load, reduce and store in sequence (on-chip path) or
-re-read the row from L2 (looped path), 79-81 % of a copy on the H200. A 16-bit row of 32768 or 65536 fits in
+re-read the row from L2 (looped path), 78-81 % of a copy on the H200. A 16-bit row of 32768 or 65536 fits in
 shared memory with room for the next: a TMA loader keeps reading while the rows in hand are reduced and
 written, and each element comes from DRAM once (benchmarks/exp_gluon_softmax.py tells how this kernel was
 arrived at and measures its variants).
