@@ -46,7 +46,6 @@ from rooftop.ops import matmul as matmul_ops  # its _tile_coords and _epilogue, 
 from rooftop.ops._support import GluonLaunch, cdiv
 
 BLOCK_K = 64  # 128 bytes of a 16-bit row: one 128-byte swizzled row of A
-GROUP_M = 8  # row tiles that walk the columns together (the value every candidate of matmul.py uses)
 # a 1-warp loader sits in a warp group of its own: 128 * (2 * 232 + 40) = 64512 of the SM's 65536 registers
 CONSUMER_REGS, LOADER_REGS = 232, 40
 GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}
@@ -275,7 +274,7 @@ def boxes(v: Variant, b_k_major: bool) -> tuple[list[int], list[int], list[int]]
 
 def constexprs(v: Variant, num_sms: int, b_k_major: bool, has_bias: bool, activation, has_residual: bool) -> dict:
     return dict(NUM_SMS=num_sms, STAGES=v.stages, NUM_CONSUMERS=v.consumers, PINGPONG=v.pingpong,
-                B_K_MAJOR=b_k_major, GROUP_M=GROUP_M, HAS_BIAS=has_bias, ACTIVATION=activation,
+                B_K_MAJOR=b_k_major, GROUP_M=matmul_ops.GROUP_M, HAS_BIAS=has_bias, ACTIVATION=activation,
                 HAS_RESIDUAL=has_residual, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS)
 
 
