@@ -389,15 +389,23 @@ def test_candidate_configurations(monkeypatch):
         prefill = mm._configs(True, False, False, 512, 4096, 1, 2, 2, 0, False, None, 0)[0]
         assert (prefill["BLOCK_M"], prefill["BLOCK_N"]) == (128, 128)
         assert mm._configs(True, False, False, 8192, 8192, 1, 1, 2, 0, False, None, 0)[0]["BLOCK_K"] == 128  # fp8
-        # the Gluon variants right after the Triton default, those whose staging buffers fit (fp32 out: 2)
+        # the Gluon variants right after the Triton default, those whose staging buffers fit (fp32 out: 2 of
+        # the 4 data-parallel ones), stream-K where its tiles fill the last wave under 90% (132 SMs: 512 x 4096
+        # has 64 tiles of 128 x 256 and 128 of 128 x 128, 4096 x 200 32 and 64, 8192^2 2048 and 4096)
         variants = [v.config() for v in matmul_sm90.VARIANTS]
-        for M, N, out_size, res_size in [(512, 4096, 2, 0), (8192, 8192, 2, 2), (512, 4096, 4, 4), (4096, 200, 2, 0)]:
+        sk_256, sk_128 = "coop_2wg_128x256x64_s3_streamk", "coop_1wg_128x128x64_s5_streamk"
+        for M, N, out_size, res_size, data_parallel, stream_k in [(512, 4096, 2, 0, 4, [sk_256]),
+                                                                   (8192, 8192, 2, 2, 4, []),
+                                                                   (512, 4096, 4, 4, 2, []),
+                                                                   (4096, 200, 2, 0, 4, [sk_256, sk_128])]:
             plain = mm._configs(True, False, False, M, N, 1, 2, out_size, res_size, True, "silu", 0)
             configs = mm._configs(True, True, False, M, N, 1, 2, out_size, res_size, True, "silu", 0)
             gluon = [c for c in configs if c["KERNEL"] == "gluon"]
             assert configs[0] == plain[0] and configs[1:1 + len(gluon)] == tuple(gluon)
             assert tuple(c for c in configs if c["KERNEL"] != "gluon") == plain
-            assert len(gluon) == (4 if out_size == 2 else 2) and all(c in variants for c in gluon)
+            assert all(c in variants for c in gluon)
+            names = [matmul_sm90.Variant.of(c).name for c in gluon]
+            assert len(names) == data_parallel + len(stream_k) and [n for n in names if "streamk" in n] == stream_k
             assert all(matmul_sm90.Variant.of(c).smem_bytes(2, out_size) <= 232448 - mm.SMEM_RESERVE for c in gluon)
     finally:
         mm._configs.cache_clear()
@@ -659,8 +667,9 @@ def _choose_always(monkeypatch, config: dict) -> None:
 
 
 def _gluon_cases():
-    """(what, call, float64 reference, out dtype): square and ragged shapes (M, N, K no tile multiples,
-    a K tail), one large, fp16 and bf16, b as [K, N] and as w.t(), each epilogue, a folded batch."""
+    """(what, call, float64 reference, out dtype, (M, N)): square and ragged shapes (M, N, K no tile
+    multiples, a K tail), one large, fp16 and bf16, b as [K, N] and as w.t(), each epilogue, a folded batch,
+    and a K much longer than M, N (stream-K cuts each tile between dozens of programs)."""
     g = torch.Generator(device="cuda").manual_seed(0)
 
     def r(*s, dtype=torch.bfloat16):
@@ -669,7 +678,8 @@ def _gluon_cases():
     def case(what, a, b, **kwargs):
         out_dtype = kwargs.get("out_dtype", a.dtype)
         kwargs_ref = {k: v for k, v in kwargs.items() if k != "out_dtype"}
-        return what, lambda: matmul(a, b, **kwargs), matmul_reference(a, b, **kwargs_ref), out_dtype
+        folded = (a.numel() // a.shape[-1], b.shape[-1])
+        return what, lambda: matmul(a, b, **kwargs), matmul_reference(a, b, **kwargs_ref), out_dtype, folded
 
     h = torch.float16
     return [
@@ -683,15 +693,21 @@ def _gluon_cases():
         case("fp32 out, fp32 residual", r(300, 200), r(200, 264), bias=r(264, dtype=torch.float32), activation="silu",
              residual=r(300, 264, dtype=torch.float32), out_dtype=torch.float32),
         case("folded batch, strided rows", r(2, 100, 96)[..., :72], r(72, 136), residual=r(2, 100, 136)),
+        case("long K bias silu residual", r(256, 8200), r(8200, 264) / 64, bias=r(264), activation="silu",
+             residual=r(256, 264)),
     ]
 
 
 @needs_sm90
 @pytest.mark.parametrize("variant", matmul_sm90.VARIANTS, ids=lambda v: v.name)
 def test_gpu_gluon_variant(variant, monkeypatch, gluon_launches):
-    """Each Gluon variant against the float64 reference on every case whose staging buffers it fits."""
-    for what, call, ref, out_dtype in _gluon_cases():
-        if variant.smem_bytes(2, out_dtype.itemsize) > 232448 - mm.SMEM_RESERVE:
+    """Each Gluon variant against the float64 reference on every case whose staging buffers it fits and
+    for which the tuner would time it."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for what, call, ref, out_dtype, (M, N) in _gluon_cases():
+        tiles = -(-M // variant.block_m) * -(-N // variant.block_n)
+        if variant.smem_bytes(2, out_dtype.itemsize) > 232448 - mm.SMEM_RESERVE or not matmul_sm90.timed(
+                variant, tiles, sms):
             continue
         _choose_always(monkeypatch, variant.config())
         launches = len(gluon_launches)

@@ -120,6 +120,23 @@ def test_gluon_path_never_on_the_cpu(device):
     assert not softmax_mod.uses_gluon(x, torch.empty_like(x))
 
 
+def test_gluon_rows_past_the_ring_are_opt_in_and_checked():
+    """supports() keeps a row wider than the ring out unless past_ring=True (ops/norm_sm90.py relies on the
+    default); a launch asking a row past the ring for more kept chunks than the ring holds, or for two
+    consumers, is refused before anything runs (both would break the ring protocol)."""
+    x = torch.empty(4, 131072, dtype=torch.bfloat16)
+    out = torch.empty_like(x)
+    assert not softmax_sm90.supports(x, out) and softmax_sm90.supports(x, out, past_ring=True)
+    assert softmax_sm90.supports(x[:, :106496], out[:, :106496])  # 13 chunks: fits
+    assert softmax_sm90.config(16) == (1, 8, softmax_sm90.STAGES - softmax_sm90.WIDE_STREAM)
+    with pytest.raises(ValueError, match="keep=14"):
+        softmax_sm90.softmax_rows(x, out, False, 8, keep=14)
+    with pytest.raises(ValueError, match="keep=3"):
+        softmax_sm90.softmax_rows(x[:, :32768], out[:, :32768], False, 8, keep=3)
+    with pytest.raises(ValueError, match="consumers=2"):
+        softmax_sm90.softmax_rows(x, out, False, 8, consumers=2)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -133,8 +150,22 @@ def test_gpu_gluon_matches_torch(N, dtype, log, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("N, dtype", [(106496 + 8, torch.bfloat16), (131072, torch.float16), (131072, torch.bfloat16),
+                                      (131072 + 8, torch.bfloat16), (262144, torch.bfloat16)])
+def test_gpu_gluon_rows_past_the_ring_match_torch(N, dtype, log, monkeypatch):
+    """Rows wider than the ring (one consumer, the head re-read): just past it (14 chunks), whole chunks,
+    a masked 17th chunk, 32 chunks."""
+    _sm90()
+    x = torch.randn(_gluon_rows(), N, device="cuda", dtype=dtype) * 4
+    out = _run_gluon(monkeypatch, x, log)
+    ref = torch.log_softmax(x.float(), -1) if log else torch.softmax(x.float(), -1)
+    assert out.dtype == dtype and rel_err(out, ref) < TOL[dtype]
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("N", [16384 + 8, 65536])
+@pytest.mark.parametrize("N", [16384 + 8, 65536, 131072 + 8, 262144])  # in the ring; past it (head re-read)
 def test_gpu_gluon_special_values_follow_torch(N, dtype, monkeypatch):
     _sm90()
     inf, nan = float("inf"), float("nan")
@@ -142,7 +173,8 @@ def test_gpu_gluon_special_values_follow_torch(N, dtype, monkeypatch):
     x[0, :] = -inf  # all -inf: nan
     x[1, 3] = nan  # a nan: the whole row nan
     x[2, N - 1] = inf  # +inf (in the last chunk): the whole row nan
-    x[3, : N // 2 + 1] = -inf  # a finite row with -inf entries (whole chunks of them): 0 there, -inf for log
+    x[3, : N // 2 + 1] = -inf  # a finite row with -inf entries (whole chunks of them, past the ring: of the
+    # re-read head): 0 there, -inf for log
     x[4, 1::3] = -inf  # -inf inside every 8-element group
     x[-1, -9:] = -inf  # the last row's tail
     for log in (False, True):
@@ -156,23 +188,26 @@ def test_gpu_gluon_special_values_follow_torch(N, dtype, monkeypatch):
 
 
 @pytest.mark.gpu
-def test_gpu_gluon_strided_rows(monkeypatch):
+@pytest.mark.parametrize("N", [32768, 131072])  # in the ring; past it
+def test_gpu_gluon_strided_rows(N, monkeypatch):
     """A row view with stride != N (TMA boxes of one row) takes the Gluon path; one whose start is not
     16-byte aligned falls back to the Triton kernels, with the same results."""
     _sm90()
-    wide = torch.randn(_gluon_rows(), 32768 + 64, device="cuda", dtype=torch.bfloat16) * 4
-    x = wide[:, 8:8 + 32768]  # row stride 32832, base 16 bytes in
-    out = _run_gluon(monkeypatch, x, False)
-    assert rel_err(out, torch.softmax(x.float(), -1)) < TOL[torch.bfloat16]
-    unaligned = wide[:, 4:4 + 32768]
+    wide = torch.randn(_gluon_rows(), N + 64, device="cuda", dtype=torch.bfloat16) * 4
+    x = wide[:, 8:8 + N]  # row stride N + 64, base 16 bytes in
+    for log in (False, True):
+        out = _run_gluon(monkeypatch, x, log)
+        ref = torch.log_softmax(x.float(), -1) if log else torch.softmax(x.float(), -1)
+        assert rel_err(out, ref) < TOL[torch.bfloat16]
+    unaligned = wide[:, 4:4 + N]
     assert not softmax_mod.uses_gluon(unaligned, torch.empty_like(unaligned))
     assert rel_err(rooftop.softmax(unaligned), torch.softmax(unaligned.float(), -1)) < TOL[torch.bfloat16]
 
 
 @pytest.mark.gpu
 def test_gpu_gluon_dispatch(monkeypatch):
-    """The Gluon path takes 16-bit rows of GLUON_MIN_N < N <= GLUON_MAX_N (N a multiple of 8) with at least
-    2 rows per SM, and nothing else; GLUON_ENABLED switches it off."""
+    """The Gluon path takes 16-bit rows of GLUON_MIN_N < N <= GLUON_MAX_N (N a multiple of 8; in the ring or
+    past it) with at least 2 rows per SM, and nothing else; GLUON_ENABLED switches it off."""
     _sm90()
     M = _gluon_rows()
 
@@ -181,8 +216,9 @@ def test_gpu_gluon_dispatch(monkeypatch):
         return softmax_mod.uses_gluon(x, torch.empty_like(x))
 
     assert takes((M, 32768)) and takes((M, 16392), torch.float16) and takes((M, 65536))
+    assert takes((M, 106496)) and takes((M, 106496 + 8)) and takes((M, 262144))  # the ring's last; past it
     assert not takes((M, 16384))  # the on-chip kernel's
-    assert not takes((M, 65536 + 8))  # past GLUON_MAX_N
+    assert not takes((M, 262144 + 8))  # past GLUON_MAX_N
     assert not takes((M, 32772))  # N not a multiple of 8: no TMA descriptor
     assert not takes((M, 32768), torch.float32)
     assert not takes((M - 10, 32768))  # fewer than 2 rows per SM

@@ -37,7 +37,9 @@ Which kernel runs:
   8192^3 685 (1.06x; 128 x 256) vs 661 (1.03x). The tuner weighs its variants per shape bucket; the
   untuned default stays the TMA kernel's. Tuned rooftop.matmul with the Gluon candidates, same run as
   cuBLAS (exp-gluon-matmul-library.log): 512 x 4096 x 4096 0.99x, 512 x 10240 x 8192 0.82x, 512 x 6144 x
-  4096 0.86x, 2048^3 1.00x, 4096^3 1.01x, 8192^3 1.00x; 4096^3 + bias + SiLU 1.42x cuBLAS + eager.
+  4096 0.86x, 2048^3 1.00x, 4096^3 1.01x, 8192^3 1.00x; 4096^3 + bias + SiLU 1.42x cuBLAS + eager. Its
+  stream-K variants (matmul_sm90.timed: where the last wave is under 90% full) took 512 x 10240 x 8192 to
+  0.93x (graph replay; results file h200-2026-12-01-matmul.json).
 - TMA persistent (sm_90+; the interpreter runs it too): when the problem is one 2-D GEMM after
   folding the batch of a 3-D a into M (a's rows evenly strided, as a contiguous [B, S, K] is) and a,
   b and the output suit TMA: one unit stride, the other a multiple of 16 bytes, a 16-byte aligned
@@ -412,7 +414,8 @@ def _configs(tma: bool, gluon: bool, fma: bool, M: int, N: int, batch: int, item
     first = next((i for i, e in enumerate(efficiency) if e >= MIN_WAVE_EFFICIENCY and
                   candidates[i]["KERNEL"] == candidates[0]["KERNEL"]), 0)
     gluon_candidates = [v.config() for v in matmul_sm90.VARIANTS
-                        if gluon and v.smem_bytes(itemsize, out_itemsize) <= smem - SMEM_RESERVE]
+                        if gluon and v.smem_bytes(itemsize, out_itemsize) <= smem - SMEM_RESERVE
+                        and matmul_sm90.timed(v, batch * cdiv(M, v.block_m) * cdiv(N, v.block_n), sms)]
     return (candidates[first], *gluon_candidates, *candidates[:first], *candidates[first + 1:])
 
 

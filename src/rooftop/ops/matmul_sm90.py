@@ -27,9 +27,19 @@ stores, so no dimension need be a multiple of the tile. Two kinds of variants:
     epilogue runs under the other's mainloop. The turn also guards the ring's phases: without it a
     consumer could wait on a stage's ready parity while that stage still holds the other consumer's
     older tile (one phase behind), and the wait would pass at once on stale data.
+  stream-K (`streamk`, cooperative): where the tiles fill the SMs' last wave badly (512 x 10240 has 320
+    tiles of 128 x 128: 2.4 waves on 132 SMs), the programs form groups of R = cdiv(M, BLOCK_M), one
+    program per tile row, and the groups share the column panels x k-steps evenly; the R programs of a
+    group read the same B tiles at about the same time, so B comes from DRAM once (an ungrouped split,
+    each program its own run of tiles x k-steps, ran 0.5-0.8x slower: 132 programs at 132 different
+    k-steps re-read B from DRAM). A tile cut between groups: each piece stores its fp32 partial to a
+    workspace slot and counts itself in on the tile's arrival counter; the last to arrive sums the pieces
+    in k order (deterministic), zeroes the counter, and runs the epilogue.
 
 Traffic: a and b about once from DRAM (GROUP_M order), bias and the residual tile once per tile, the
-output once.
+output once; stream-K adds each cut tile's partials (fp32, written once and read once, mostly in L2).
+Measured (H200, bf16, 2026-12-01, graph replay, logs/h200-2026-12-01-s9/): 512 x 10240 x 8192 tuned with
+stream-K (128 x 128) 0.93x cuBLAS, was 0.87x; 512 x 6144 x 4096 stays 0.89x (the TMA kernel chosen).
 """
 from __future__ import annotations
 
@@ -43,11 +53,12 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma_wait)
 
 from rooftop.ops import matmul as matmul_ops  # its _tile_coords and _epilogue, resolved when a kernel compiles
-from rooftop.ops._support import GluonLaunch, cdiv
+from rooftop.ops._support import GluonLaunch, arrival_counters, cdiv
 
 BLOCK_K = 64  # 128 bytes of a 16-bit row: one 128-byte swizzled row of A
 # a 1-warp loader sits in a warp group of its own: 128 * (2 * 232 + 40) = 64512 of the SM's 65536 registers
 CONSUMER_REGS, LOADER_REGS = 232, 40
+STREAM_K_BELOW = 0.9  # wave efficiency under which the stream-K variants are timed
 GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}
 
 
@@ -58,11 +69,13 @@ class Variant:
     stages: int
     consumers: int
     pingpong: bool
+    stream_k: bool = False  # cooperative only
 
     @property
     def name(self) -> str:
         kind = "pingpong" if self.pingpong else "coop"
-        return f"{kind}_{self.consumers}wg_{self.block_m}x{self.block_n}x{BLOCK_K}_s{self.stages}"
+        return (f"{kind}_{self.consumers}wg_{self.block_m}x{self.block_n}x{BLOCK_K}_s{self.stages}"
+                + ("_streamk" if self.stream_k else ""))
 
     @property
     def a_boxes(self) -> int:  # A boxes per stage: one per consumer when they split the rows
@@ -80,12 +93,12 @@ class Variant:
     def config(self) -> dict:
         """rooftop.matmul's launch configuration (JSON-able, for its tuner) of this variant."""
         return dict(KERNEL="gluon", BLOCK_M=self.block_m, BLOCK_N=self.block_n, num_stages=self.stages,
-                    CONSUMERS=self.consumers, PINGPONG=self.pingpong)
+                    CONSUMERS=self.consumers, PINGPONG=self.pingpong, STREAM_K=self.stream_k)
 
     @staticmethod
     def of(config: dict) -> "Variant":
         return Variant(config["BLOCK_M"], config["BLOCK_N"], config["num_stages"], config["CONSUMERS"],
-                       config["PINGPONG"])
+                       config["PINGPONG"], config.get("STREAM_K", False))
 
 
 # Measured on the H200 (bf16, 2026-12-01; ops/matmul.py's docstring has the figures): 128 x 256 with two
@@ -95,26 +108,70 @@ VARIANTS = (
     Variant(128, 128, 4, 1, False),  # one warp group, 128 x 128: 4 x 32 KB + 32 KB
     Variant(128, 128, 4, 2, True),   # ping-pong, two 128 x 128 tiles in flight: 4 x 32 KB + 2 x 32 KB
     Variant(128, 128, 5, 1, False),  # deeper ring: 5 x 32 KB + 32 KB
+    # stream-K (where the tiles are not whole waves: 512 x 10240 = 320 tiles of 128 x 128 on 132 SMs)
+    Variant(128, 256, 3, 2, False, True),
+    Variant(128, 128, 5, 1, False, True),
 )
 
 
 @gluon.jit
-def _loader(a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, NUM_SMS: gl.constexpr, STAGES: gl.constexpr,
-            A_BOXES: gl.constexpr, B_K_MAJOR: gl.constexpr, GROUP_M: gl.constexpr):
-    """Fills the ring in the program's (tile, k-step) order: step `it` goes to stage it % STAGES, its
+def _schedule(M, N, K, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, STREAM_K: gl.constexpr):
+    """The program's work: (k_tiles, stream_k, total, start, end, segments). Data-parallel: tiles pid,
+    pid + G, .. whole (G programs, at most one an SM). Stream-K (G a multiple of the R = cdiv(M, BLOCK_M)
+    tile rows): program pid = g * R + r takes tile row r of its group g's share [start, end) of the
+    `total` column panels x k-steps laid end to end (each group at least one step; otherwise it runs
+    data-parallel), so the R programs that read the same B tiles read them at about the same time;
+    `segments`: the pieces (whole tiles or parts) of the program's work."""
+    rows = gl.cdiv(M, BLOCK_M)
+    panels = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    programs = gl.num_programs(0)
+    groups = gl.maximum(programs // rows, 1)
+    total = panels.to(gl.int64) * k_tiles
+    stream_k = STREAM_K and (groups * rows == programs) & (total >= groups)
+    start = (gl.program_id(0) // rows).to(gl.int64) * total // groups
+    end = (gl.program_id(0) // rows + 1).to(gl.int64) * total // groups
+    if stream_k:
+        segments = (gl.cdiv(end, k_tiles) - start // k_tiles).to(gl.int32)
+    else:
+        segments = gl.cdiv(rows * panels - gl.program_id(0), programs)
+    return k_tiles, stream_k, total, start, end, segments
+
+
+@gluon.jit
+def _segment(local, M, N, k_tiles, stream_k, start, end, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+             GROUP_M: gl.constexpr):
+    """The program's segment `local`: (pid_m, pid_n, k0, k1, it): the k-steps [k0, k1) of the tile
+    (pid_m, pid_n), whose first is the program's ring step `it` (the loader's running count)."""
+    rows = gl.cdiv(M, BLOCK_M)
+    if stream_k:
+        panel = start // k_tiles + local
+        first = panel * k_tiles
+        k0 = gl.maximum(start - first, 0)
+        k1 = gl.minimum(end - first, k_tiles)
+        return (gl.program_id(0) % rows, panel.to(gl.int32), k0.to(gl.int32), k1.to(gl.int32),
+                (first + k0 - start).to(gl.int32))
+    else:
+        pid_m, pid_n = matmul_ops._tile_coords(gl.program_id(0) + local * gl.num_programs(0), rows,
+                                               gl.cdiv(N, BLOCK_N), GROUP_M)
+        return pid_m, pid_n, local * 0, k_tiles, local * k_tiles
+
+
+@gluon.jit
+def _loader(a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, STAGES: gl.constexpr,
+            A_BOXES: gl.constexpr, B_K_MAJOR: gl.constexpr, GROUP_M: gl.constexpr, STREAM_K: gl.constexpr):
+    """Fills the ring in the program's (segment, k-step) order: step `it` goes to stage it % STAGES, its
     use it // STAGES of that stage."""
     CONSUMER_ROWS: gl.constexpr = a_desc.block_type.shape[0]
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_K_MAJOR else b_desc.block_type.shape[1]
     BLOCK_M: gl.constexpr = CONSUMER_ROWS * A_BOXES
-    num_pid_m = gl.cdiv(M, BLOCK_M)
-    num_pid_n = gl.cdiv(N, BLOCK_N)
-    k_tiles = gl.cdiv(K, BLOCK_K)
+    k_tiles, stream_k, total, start, end, segments = _schedule(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, STREAM_K)
     STAGE_BYTES: gl.constexpr = A_BOXES * a_desc.block_type.nbytes + b_desc.block_type.nbytes
     it = 0
-    for tile_id in range(gl.program_id(0), num_pid_m * num_pid_n, NUM_SMS):
-        pid_m, pid_n = matmul_ops._tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
-        for kk in range(k_tiles):
+    for local in range(segments):
+        pid_m, pid_n, k0, k1, _ = _segment(local, M, N, k_tiles, stream_k, start, end, BLOCK_M, BLOCK_N, GROUP_M)
+        for kk in range(k0, k1):
             stage = it % STAGES
             # use u may start once the consumers released use u - 1 (empty phase u - 1 completed); for
             # u = 0 the wait is for parity 1, which a fresh mbarrier reports as complete
@@ -133,12 +190,49 @@ def _loader(a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, NUM_SMS: gl.c
 
 
 @gluon.jit
-def _consumer(c_desc, res_desc, bias_ptr, bias_stride, a_smem, b_smem, c_smem, ready, empty, turn, res_ready, M, N,
-              K, CONSUMER: gl.constexpr, NUM_CONSUMERS: gl.constexpr, PINGPONG: gl.constexpr,
-              NUM_SMS: gl.constexpr, STAGES: gl.constexpr, B_K_MAJOR: gl.constexpr, GROUP_M: gl.constexpr,
-              HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, HAS_RESIDUAL: gl.constexpr):
-    """One warp group's accumulator [CONSUMER_ROWS, BLOCK_N] per tile. Cooperative: every tile of the
-    program, rows CONSUMER * CONSUMER_ROWS .. of it. Ping-pong: the program's tiles CONSUMER,
+def _stream_k_fixup(acc, ws_ptr, cnt_ptr, pid_m, pid_n, k0, k1, k_tiles, start, total, rows,
+                    CONSUMER: gl.constexpr, NUM_CONSUMERS: gl.constexpr):
+    """(acc, final): the whole tile's sum when this segment [k0, k1) completes it, else acc unchanged and
+    final False (see _schedule: the groups share `total` steps, this program's group from `start` on). A
+    tile cut between groups: each piece stores its fp32 partial in the workspace slot (program, first or
+    last segment of it, consumer) and counts itself in on the tile's arrival counter (per consumer); the
+    last to arrive zeroes the counter for the next launch and sums the pieces in k order (the same bits
+    whoever arrives last)."""
+    final = (k0 == 0) & (k1 == k_tiles)
+    if (k0 > 0) | (k1 < k_tiles):
+        layout: gl.constexpr = acc.type.layout
+        ROWS: gl.constexpr = acc.shape[0]
+        COLS: gl.constexpr = acc.shape[1]
+        offs = (gl.expand_dims(gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout)), 1) * COLS
+                + gl.expand_dims(gl.arange(0, COLS, layout=gl.SliceLayout(0, layout)), 0))
+        groups = gl.num_programs(0) // rows  # group g's share starts at step g * total // groups:
+        first_step = pid_n.to(gl.int64) * k_tiles
+        first = ((first_step + 1) * groups - 1) // total  # the groups holding the panel's first, last k-step
+        last = ((first_step + k_tiles) * groups - 1) // total
+        slot = (start < first_step).to(gl.int64)  # 1: the program's last segment, 0: its first
+        piece = (gl.program_id(0).to(gl.int64) * 2 + slot) * NUM_CONSUMERS + CONSUMER
+        gl.store(ws_ptr + piece * (ROWS * COLS) + offs, acc)
+        gl.thread_barrier()  # the warp group's partial is written before the arrival is published (release)
+        counter = cnt_ptr + (pid_n * rows + pid_m) * NUM_CONSUMERS + CONSUMER
+        final = gl.atomic_add(counter, 1, sem="acq_rel", scope="gpu") == last - first
+        if final:
+            gl.store(counter, 0)
+            acc = gl.zeros_like(acc)
+            for g in range(first, last + 1):  # .cg: other SMs wrote these, skip this SM's L1
+                g_slot = (g * total // groups < first_step).to(gl.int64)
+                g_piece = ((g * rows + pid_m) * 2 + g_slot) * NUM_CONSUMERS + CONSUMER
+                acc += gl.load(ws_ptr + g_piece * (ROWS * COLS) + offs, cache_modifier=".cg")
+    return acc, final
+
+
+@gluon.jit
+def _consumer(c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, b_smem, c_smem, ready, empty, turn,
+              res_ready, M, N, K, CONSUMER: gl.constexpr, NUM_CONSUMERS: gl.constexpr, PINGPONG: gl.constexpr,
+              STAGES: gl.constexpr, B_K_MAJOR: gl.constexpr, GROUP_M: gl.constexpr,
+              HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, HAS_RESIDUAL: gl.constexpr,
+              STREAM_K: gl.constexpr):
+    """One warp group's accumulator [CONSUMER_ROWS, BLOCK_N] per segment. Cooperative: every segment of
+    the program, rows CONSUMER * CONSUMER_ROWS .. of its tile. Ping-pong: the program's tiles CONSUMER,
     CONSUMER + 2, .., whole, each mainloop entered on this consumer's turn."""
     CONSUMER_ROWS: gl.constexpr = c_desc.block_type.shape[0]
     BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
@@ -150,69 +244,73 @@ def _consumer(c_desc, res_desc, bias_ptr, bias_stride, a_smem, b_smem, c_smem, r
     TILE_STEP: gl.constexpr = NUM_CONSUMERS if PINGPONG else 1
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BLOCK_N, 16])
-    num_pid_m = gl.cdiv(M, BLOCK_M)
-    num_pid_n = gl.cdiv(N, BLOCK_N)
-    k_tiles = gl.cdiv(K, BLOCK_K)
-    pid = gl.program_id(0)
-    program_tiles = gl.cdiv(num_pid_m * num_pid_n - pid, NUM_SMS)
-    for local in range(FIRST_TILE, program_tiles, TILE_STEP):
-        pid_m, pid_n = matmul_ops._tile_coords(pid + local * NUM_SMS, num_pid_m, num_pid_n, GROUP_M)
+    k_tiles, stream_k, total, start, end, segments = _schedule(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, STREAM_K)
+    for local in range(FIRST_TILE, segments, TILE_STEP):
+        pid_m, pid_n, k0, k1, it = _segment(local, M, N, k_tiles, stream_k, start, end, BLOCK_M, BLOCK_N, GROUP_M)
         off_m = pid_m * BLOCK_M + A_SLOT * CONSUMER_ROWS
         off_n = pid_n * BLOCK_N
+        res_parity = ((local - FIRST_TILE) // TILE_STEP) & 1
         if HAS_RESIDUAL:  # the residual tile comes into the staging buffer under the mainloop
             tma.store_wait(0)  # once the previous tile's store has read the buffer
             gl.thread_barrier()
             mbarrier.expect(res_ready, res_desc.block_type.nbytes)
             tma.async_copy_global_to_shared(res_desc, [off_m, off_n], res_ready, c_smem)
-        it = local * k_tiles  # the ring position of this tile's first k-step (the loader's order)
         if PINGPONG:  # my turn number local // 2: completion local // 2 of turn[CONSUMER]
             mbarrier.wait(turn.index(CONSUMER), (local // NUM_CONSUMERS) & 1)
         acc = gl.zeros([CONSUMER_ROWS, BLOCK_N], gl.float32, acc_layout)
-        for kk in range(k_tiles):
+        for kk in range(k0, k1):
             stage = it % STAGES
             mbarrier.wait(ready.index(stage), (it // STAGES) & 1)
             b_tile = b_smem.index(stage)
             if B_K_MAJOR:
                 b_tile = b_tile.permute((1, 0))
             acc = warpgroup_mma(a_smem.index(stage * A_BOXES + A_SLOT), b_tile, acc, is_async=True)
-            # the MMA of the previous k-step has completed: its stage is free (none before a tile's first)
+            # the MMA of the previous k-step has completed: its stage is free (none before a segment's first)
             acc = warpgroup_mma_wait(1, deps=(acc, ))
-            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=kk > 0)
+            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=kk > k0)
             it += 1
         if PINGPONG:  # every stage of my tile has been waited for: the other consumer may enter its mainloop
             mbarrier.arrive(turn.index(1 - CONSUMER))
         acc = warpgroup_mma_wait(0, deps=(acc, ))
         mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES))  # K > 0: matmul.py runs no TMA kernel at K = 0
-
-        # epilogue, in fp32 on the accumulator: matmul.py's bias and activation, then the residual
-        rows = off_m + gl.arange(0, CONSUMER_ROWS, layout=gl.SliceLayout(1, acc_layout))
-        cols = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
-        acc = matmul_ops._epilogue(acc, rows, cols, M, N, bias_ptr, bias_stride, bias_ptr, 0, 0, bias_ptr, 0,
-                                   bias_ptr, 0, False, HAS_BIAS, ACTIVATION, False)
-        if HAS_RESIDUAL:  # each thread reads and rewrites the same elements of the buffer: no barrier between
-            mbarrier.wait(res_ready, ((local - FIRST_TILE) // TILE_STEP) & 1)
-            acc += c_smem.load(acc_layout).to(gl.float32)
+        if STREAM_K:
+            acc, final = _stream_k_fixup(acc, ws_ptr, cnt_ptr, pid_m, pid_n, k0, k1, k_tiles, start, total,
+                                         gl.cdiv(M, BLOCK_M), CONSUMER, NUM_CONSUMERS)
         else:
-            # my previous tile's TMA store must have read c_smem before it is overwritten (the issuing
-            # thread waits, the warp group's barrier passes that on)
-            tma.store_wait(0)
+            final = k1 == k_tiles  # always: a data-parallel segment is a whole tile
+        if final:  # epilogue, in fp32 on the accumulator: matmul.py's bias and activation, then the residual
+            rows = off_m + gl.arange(0, CONSUMER_ROWS, layout=gl.SliceLayout(1, acc_layout))
+            cols = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
+            acc = matmul_ops._epilogue(acc, rows, cols, M, N, bias_ptr, bias_stride, bias_ptr, 0, 0, bias_ptr, 0,
+                                       bias_ptr, 0, False, HAS_BIAS, ACTIVATION, False)
+            if HAS_RESIDUAL:  # each thread reads and rewrites the same elements of the buffer: no barrier between
+                mbarrier.wait(res_ready, res_parity)
+                acc += c_smem.load(acc_layout).to(gl.float32)
+            else:
+                # my previous tile's TMA store must have read c_smem before it is overwritten (the issuing
+                # thread waits, the warp group's barrier passes that on)
+                tma.store_wait(0)
+                gl.thread_barrier()
+            c_smem.store(acc.to(c_desc.dtype))
+            fence_async_shared()
             gl.thread_barrier()
-        c_smem.store(acc.to(c_desc.dtype))
-        fence_async_shared()
-        gl.thread_barrier()
-        tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_smem)
+            tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_smem)
+        elif HAS_RESIDUAL:  # a piece that another program completes: its residual tile is not used
+            mbarrier.wait(res_ready, res_parity)
     tma.store_wait(0)
 
 
 @gluon.jit
-def _matmul_ws_kernel(a_desc, b_desc, c_desc, res_desc, bias_ptr, bias_stride, M, N, K, NUM_SMS: gl.constexpr,
+def _matmul_ws_kernel(a_desc, b_desc, c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, M, N, K,
                       STAGES: gl.constexpr, NUM_CONSUMERS: gl.constexpr, PINGPONG: gl.constexpr,
                       B_K_MAJOR: gl.constexpr, GROUP_M: gl.constexpr, HAS_BIAS: gl.constexpr,
-                      ACTIVATION: gl.constexpr, HAS_RESIDUAL: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                      LOADER_REGS: gl.constexpr):
+                      ACTIVATION: gl.constexpr, HAS_RESIDUAL: gl.constexpr, STREAM_K: gl.constexpr,
+                      CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
     """Persistent warp-specialised GEMM: consumer 0 is the default partition (num_warps = 4), consumer 1
     (if any) and the loader are workers. res_desc: the residual's, laid out as the output's (c_desc
-    itself, never read, without a residual)."""
+    itself, never read, without a residual). ws_ptr, cnt_ptr: stream-K's fp32 partials [programs, 2,
+    NUM_CONSUMERS, CONSUMER_ROWS, BLOCK_N] and int32 arrival counters [tiles, NUM_CONSUMERS] (unread
+    placeholders without STREAM_K)."""
     A_BOXES: gl.constexpr = 1 if PINGPONG else NUM_CONSUMERS
     dtype: gl.constexpr = a_desc.dtype
     a_smem = gl.allocate_shared_memory(dtype, [STAGES * A_BOXES] + a_desc.block_type.shape, a_desc.layout)
@@ -239,22 +337,22 @@ def _matmul_ws_kernel(a_desc, b_desc, c_desc, res_desc, bias_ptr, bias_stride, M
     # the partitions' arguments inline: a tuple bound to a name would turn its constexprs into tensors
     if NUM_CONSUMERS == 2:
         gl.warp_specialize([
-            (_consumer, (c_desc, res_desc, bias_ptr, bias_stride, a_smem, b_smem, c_smem.index(0), ready, empty, turn,
-                         res_ready.index(0), M, N, K, 0, NUM_CONSUMERS, PINGPONG, NUM_SMS, STAGES, B_K_MAJOR,
-                         GROUP_M, HAS_BIAS, ACTIVATION, HAS_RESIDUAL)),
-            (_consumer, (c_desc, res_desc, bias_ptr, bias_stride, a_smem, b_smem, c_smem.index(1), ready, empty, turn,
-                         res_ready.index(1), M, N, K, 1, NUM_CONSUMERS, PINGPONG, NUM_SMS, STAGES, B_K_MAJOR,
-                         GROUP_M, HAS_BIAS, ACTIVATION, HAS_RESIDUAL)),
-            (_loader, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, NUM_SMS, STAGES, A_BOXES, B_K_MAJOR,
-                       GROUP_M)),
+            (_consumer, (c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, b_smem, c_smem.index(0),
+                         ready, empty, turn, res_ready.index(0), M, N, K, 0, NUM_CONSUMERS, PINGPONG,
+                         STAGES, B_K_MAJOR, GROUP_M, HAS_BIAS, ACTIVATION, HAS_RESIDUAL, STREAM_K)),
+            (_consumer, (c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, b_smem, c_smem.index(1),
+                         ready, empty, turn, res_ready.index(1), M, N, K, 1, NUM_CONSUMERS, PINGPONG,
+                         STAGES, B_K_MAJOR, GROUP_M, HAS_BIAS, ACTIVATION, HAS_RESIDUAL, STREAM_K)),
+            (_loader, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, STAGES, A_BOXES, B_K_MAJOR,
+                       GROUP_M, STREAM_K)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
     else:
         gl.warp_specialize([
-            (_consumer, (c_desc, res_desc, bias_ptr, bias_stride, a_smem, b_smem, c_smem.index(0), ready, empty, turn,
-                         res_ready.index(0), M, N, K, 0, NUM_CONSUMERS, PINGPONG, NUM_SMS, STAGES, B_K_MAJOR,
-                         GROUP_M, HAS_BIAS, ACTIVATION, HAS_RESIDUAL)),
-            (_loader, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, NUM_SMS, STAGES, A_BOXES, B_K_MAJOR,
-                       GROUP_M)),
+            (_consumer, (c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, b_smem, c_smem.index(0),
+                         ready, empty, turn, res_ready.index(0), M, N, K, 0, NUM_CONSUMERS, PINGPONG,
+                         STAGES, B_K_MAJOR, GROUP_M, HAS_BIAS, ACTIVATION, HAS_RESIDUAL, STREAM_K)),
+            (_loader, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, STAGES, A_BOXES, B_K_MAJOR,
+                       GROUP_M, STREAM_K)),
         ], [1], [LOADER_REGS])
 
 
@@ -272,10 +370,16 @@ def boxes(v: Variant, b_k_major: bool) -> tuple[list[int], list[int], list[int]]
     return [v.consumer_rows, BLOCK_K], b_box, [v.consumer_rows, v.block_n]
 
 
-def constexprs(v: Variant, num_sms: int, b_k_major: bool, has_bias: bool, activation, has_residual: bool) -> dict:
-    return dict(NUM_SMS=num_sms, STAGES=v.stages, NUM_CONSUMERS=v.consumers, PINGPONG=v.pingpong,
+def constexprs(v: Variant, b_k_major: bool, has_bias: bool, activation, has_residual: bool) -> dict:
+    return dict(STAGES=v.stages, NUM_CONSUMERS=v.consumers, PINGPONG=v.pingpong,
                 B_K_MAJOR=b_k_major, GROUP_M=matmul_ops.GROUP_M, HAS_BIAS=has_bias, ACTIVATION=activation,
-                HAS_RESIDUAL=has_residual, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS)
+                HAS_RESIDUAL=has_residual, STREAM_K=v.stream_k, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS)
+
+
+def timed(v: Variant, tiles: int, num_sms: int) -> bool:
+    """Whether the tuner times variant v for a problem of `tiles` of its tiles: stream-K only where they fill
+    the SMs' last wave less than STREAM_K_BELOW (elsewhere its partials cost and buy nothing)."""
+    return not v.stream_k or tiles / (cdiv(tiles, num_sms) * num_sms) < STREAM_K_BELOW
 
 
 class WarpSpecializedPlan:
@@ -284,10 +388,12 @@ class WarpSpecializedPlan:
     unit stride (b_k_major: b = w.t() of a row-major [N, K] w); out [M, N] contiguous; residual None or
     [M, N] of out's dtype with unit column stride; every other stride and every base 16-byte aligned
     (matmul.py checks; a 3-D a, out or residual is passed at the address of the 2-D view the plan was
-    made for). The first call compiles through Gluon's dispatch with checked descriptors; later ones
-    launch the compiled kernel directly."""
+    made for). The first call compiles through Gluon's dispatch with checked descriptors; later ones launch
+    the compiled kernel directly. Stream-K runs min(num_sms, tiles x k-steps) programs; its workspace: fp32
+    partials (programs x 2 x the tile: 17 / 34 MB for 128 x 128 / 128 x 256 on 132 SMs) allocated per
+    call, and the stream's arrival counters (_support.arrival_counters)."""
 
-    __slots__ = ("sizes", "launch")
+    __slots__ = ("sizes", "launch", "partials", "counters", "device")
 
     def __init__(self, v: Variant, a: torch.Tensor, b: torch.Tensor, b_k_major: bool, out: torch.Tensor,
                  bias: Optional[torch.Tensor], residual: Optional[torch.Tensor], activation: Optional[str],
@@ -300,11 +406,20 @@ class WarpSpecializedPlan:
         descriptors = [(shape, strides, box, shared_layout(box, t.dtype)) for t, (shape, strides), box in
                        ((a, ([M, K], [a.stride(0), 1]), a_box), (b, b_view, b_box), (out, ([M, N], [N, 1]), c_box),
                         (out, res_view, c_box))]
+        tiles = cdiv(M, v.block_m) * cdiv(N, v.block_n)
         self.sizes = (M, N, K)
-        self.launch = GluonLaunch(_matmul_ws_kernel, (min(num_sms, cdiv(M, v.block_m) * cdiv(N, v.block_n)),),
-                                  descriptors, constexprs(v, num_sms, b_k_major, bias is not None, activation,
-                                                          residual is not None), a.device.index)
+        self.device = a.device
+        rows = cdiv(M, v.block_m)  # stream-K: groups of `rows` programs (see _schedule), one step each at least
+        groups = min(num_sms // rows, cdiv(N, v.block_n) * cdiv(K, BLOCK_K))
+        grid = groups * rows if v.stream_k and groups > 0 else min(num_sms, tiles)
+        # stream-K's (elements of the partials, counters); without, float32 / int32 placeholders
+        self.partials = grid * 2 * v.block_m * v.block_n if v.stream_k else 1
+        self.counters = tiles * v.consumers if v.stream_k else 1
+        self.launch = GluonLaunch(_matmul_ws_kernel, (grid,), descriptors, constexprs(
+            v, b_k_major, bias is not None, activation, residual is not None), a.device.index)
 
     def __call__(self, a, b, out, bias, residual, a_scale=None, b_scale=None) -> None:
+        partials = torch.empty(self.partials, device=self.device, dtype=torch.float32)
         self.launch((a, b, out, out if residual is None else residual), out if bias is None else bias,
-                    0 if bias is None else bias.stride(0), *self.sizes)
+                    0 if bias is None else bias.stride(0), partials, arrival_counters(self.device, self.counters),
+                    *self.sizes)

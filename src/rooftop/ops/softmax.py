@@ -12,9 +12,12 @@ two pieces of a row merge the same way, which lets a row be split across program
 Which path runs (N = row width, in elements):
 - Gluon (ops/softmax_sm90.py; sm_90 GPUs only, never the interpreter): GLUON_MIN_N < N <= GLUON_MAX_N, fp16 or
   bf16, TMA-addressable rows (N and the row stride multiples of 8, a 16-byte aligned base) and at least
-  2 rows per SM. A persistent program per SM: a TMA loader streams the rows into a shared-memory ring
-  that holds more than a row, two consumer warp groups take rows in turn (one's second pass overlaps
-  the other's first), and the second pass reads the row from shared memory. Traffic: 2 * M * N * itemsize.
+  2 rows per SM. A persistent program per SM: a TMA loader streams the rows into a shared-memory ring.
+  A row that fits the ring (N <= 106496): two consumer warp groups take rows in turn (one's second pass
+  overlaps the other's first), and the second pass reads the row from shared memory. Traffic:
+  2 * M * N * itemsize. A wider row: one consumer; the ring keeps the row's tail, and the loader re-reads
+  its head for the second pass right behind the first, from L2 while the programs' heads fit it.
+  Traffic: 2 * M * N * itemsize from DRAM, plus what of the head L2 has lost.
 - N <= ONCHIP_MAX: the row sits in registers. One program takes BLOCK_M whole rows, reads them once,
   writes them once. Traffic: 2 * M * N * itemsize.
 - N > ONCHIP_MAX and enough rows to fill the GPU: one program per row (persistent: the grid is a
@@ -44,14 +47,15 @@ from rooftop.ops._support import (as_rows, cdiv, check_float, interpreting, is_s
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
-# The Gluon path's widths (exclusive, inclusive). H200, bf16, M * N = 2^27, % of a same-run copy
-# (benchmarks/results/logs/h200-2026-12-01-s8/exp-gluon-softmax-run2.log; rooftop with the Gluon path
-# against rooftop with it off):
-#   N:             8192  16384  16392  32768  65536  131072
-#   Gluon:         86.5   88.6   70.4   89.4   88.9   (rows past the ring: not taken)
-#   Triton paths:  98.5   94.8   42.1   78.2   81.4   75.3
-# At 16384 and below the on-chip kernel wins; a row wider than the ring (13 x 8192 elements) is not taken.
-GLUON_MIN_N, GLUON_MAX_N = 16384, 65536
+# The Gluon path's widths (exclusive, inclusive). H200, bf16, M * N = 2^27, % of a same-run copy, rooftop
+# with the Gluon path against rooftop with it off (benchmarks/results/logs/h200-2026-12-01-s8/
+# exp-gluon-softmax-run2.log up to 65536; logs/h200-2026-12-01-s9/exp-gluon-softmax-run3.log past it):
+#   N:             8192  16384  16392  32768  65536  131072  131080  262144
+#   Gluon:         86.5   88.6   70.4   89.4   88.9   77.0    74.9    69.0
+#   Triton paths:  98.5   94.8   42.1   78.2   81.4   72.4    33.7    66.0
+# At 16384 and below the on-chip kernel wins. Rows past the ring (more than 13 x 8192 elements) re-read
+# the head that the ring cannot keep: from L2 in part at 131072, mostly from DRAM at 262144.
+GLUON_MIN_N, GLUON_MAX_N = 16384, 262144
 GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
 
 # ---------------------------------------------------------------------------------------------
@@ -224,7 +228,7 @@ def uses_gluon(rows: torch.Tensor, out: torch.Tensor) -> bool:
     M, N = rows.shape
     return (GLUON_ENABLED and rows.is_cuda and not interpreting() and GLUON_MIN_N < N <= GLUON_MAX_N
             and M >= softmax_sm90.CONSUMERS * num_sms(rows.device.index) and is_sm90(rows.device.index)
-            and softmax_sm90.supports(rows, out))
+            and softmax_sm90.supports(rows, out, past_ring=True))
 
 
 def softmax_rows(rows: torch.Tensor, out: torch.Tensor, log: bool) -> None:

@@ -18,21 +18,47 @@ it into
   its values are in registers (a barrier of the partition's warps, then one arrive) and stores the result with
   16-byte stores straight from registers. Two consumers overlap one's pass 2 with the other's pass 1: a single
   4-8 warp consumer running both passes in sequence is issue- and latency-bound (85-89 % of copy).
-Chunks are numbered it = 0, 1, .. in the program's row order; chunk it goes to buffer it % STAGES as that
-buffer's use u = it // STAGES: the consumer waits ready with parity u & 1, the loader waits empty with parity
-(u & 1) ^ 1 (a fresh barrier passes parity 1). A parity wait is right only when its barrier is at most one
-phase away. The loader side holds: a buffer's uses are filled and released in order. The consumer side needs
-use u - 1 of a buffer to have landed before a consumer waits for use u; with two consumers use u - 1 may be the
-other's chunk. A "turn" mbarrier per consumer orders the pass 1s: a consumer starts pass 1 of a row once the
-other has finished pass 1 of the row before (arrive on its turn barrier; parity (k + w + 1) & 1 for consumer
-w's k-th row), so every chunk of earlier rows has landed, and within the row the consumer has waited for the
-earlier chunks itself. No deadlock while a row fits the ring (CHUNKS <= STAGES): the loads of row r wait only
-for releases of earlier rows, and a pass 2 waits for nothing.
+Ring slots are numbered it = 0, 1, .. in the program's order (a row's slots: its chunks, then for a row past
+the ring the re-read chunks, below); slot it goes to buffer it % STAGES as that buffer's use u = it // STAGES:
+the consumer waits ready with parity u & 1, the loader waits empty with parity (u & 1) ^ 1 (a fresh barrier
+passes parity 1). A parity wait is right only when its barrier is at most one phase away. The loader side
+holds: a buffer's uses are filled and released in order. The consumer side needs use u - 1 of a buffer to
+have landed before a consumer waits for use u; with two consumers use u - 1 may be the other's chunk. A "turn"
+mbarrier per consumer orders the pass 1s: a consumer starts pass 1 of a row once the other has finished pass 1
+of the row before (arrive on its turn barrier; parity (k + w + 1) & 1 for consumer w's k-th row), so every
+chunk of earlier rows has landed, and within the row the consumer has waited for the earlier chunks itself.
+No deadlock while a row fits the ring (CHUNKS <= STAGES): the loads of row r wait only for releases of earlier
+rows, and a pass 2 waits for nothing.
+
+Rows past the ring (CHUNKS > STAGES; 16-bit rows over 208 KB, N > 106496): one consumer (8 warps), which keeps
+the row's last KEEP chunks in the ring and has its first HEAD = CHUNKS - KEEP read twice. The loader streams a
+row's CHUNKS chunks, then its head again, newest chunk first (HEAD more slots); pass 1 folds every chunk and
+releases the head's at once; pass 2 writes the kept tail (releasing it), then each re-read as it lands. The
+re-reads are issued as soon as buffers free, right behind the row's last chunk, while the head is still among
+the newest data in L2; with one consumer a row is read at the SM's full pace, in about half the time two
+consumers sharing the SM would take; the output stores ask L2 to evict them first. Model: L2 keeps the last
+~50 MB read; 132 programs, each reading about half the time, read 132 x 16 KB / 2 ~ 1 MB while one of them
+reads or writes a chunk. Head chunk c (re-read i = HEAD - 1 - c-th) waits for the CHUNKS - 1 - c chunks after
+it and, past the 3 buffers free at the row's end, i - 3 chunk writes: at most ~18 MB at N = 131072 (16 chunks,
+HEAD 6: every re-read hits), ~53 MB at 262144 (32, HEAD 22: the oldest chunk or two miss). Traffic:
+2 * M * N * itemsize from DRAM plus the misses, against the Triton looped kernel's 3 * M * N * itemsize at
+262144 (its second pass comes from DRAM there).
+Protocol: one consumer waits for every slot of the program in order (pass 1 the chunks, pass 2 the re-reads;
+the kept tail was waited for in pass 1), so use u - 1 of a buffer has always landed before it waits for use u,
+and the parity waits hold without turns. No deadlock for 1 <= KEEP <= STAGES: slot j lands once slot
+j - STAGES is released; a head chunk and a re-read are released once they and the slots before them have
+landed, a kept chunk once its row's last chunk has; for j - STAGES kept, its row's last chunk comes at most
+KEEP - 1 <= STAGES - 1 slots after it, before j. So every slot's landing waits only on landings of earlier
+slots (benchmarks/exp_gluon_softmax.py --compile-only models it, and finds the deadlock at KEEP = STAGES + 1).
+Two consumers would break the parity argument: the slot before a buffer's next chunk may be the other
+consumer's re-read, which the turn (taken at the end of pass 1) does not cover (the model finds the stale
+wait). KEEP = STAGES - WIDE_STREAM = 10 leaves 3 buffers (48 KB) to prefetch the next row while the tail is
+written.
 
 Rows: the descriptor views x as [M, N] with x's row stride and a [1, 256] box (TMA's widest side), CHUNK / 256
 copies a chunk; columns past N read 0 and pass 1 masks them to -inf. Contiguous rows that are whole chunks
 (N % CHUNK == 0) take one box a chunk from the flat [M * N / 256, 256] view instead. Needs (supports()): fp16 or
-bf16, N a multiple of 8, a 16-byte aligned base and row stride, CHUNKS <= STAGES.
+bf16, N a multiple of 8, a 16-byte aligned base and row stride, CHUNKS <= STAGES (past_ring=True: any width).
 
 Semantics as softmax.py: a group's max is -inf while it has no mass, and its exponentials are then taken
 against 0 (not -inf - -inf = nan); NaN or +inf in a row makes its sum NaN, an all -inf row has max -inf and
@@ -51,6 +77,11 @@ CHUNK = 8192  # elements per ring buffer (16 KB)
 STAGES = 13  # ring buffers: 208 KB of the 227 KB a program may use
 CONSUMERS = 2
 CONSUMER_WARPS = 4
+# rows past the ring: one consumer partition (the protocol allows no more) of WIDE_WARPS warps, keeping all but
+# WIDE_STREAM buffers' worth of the row's tail (the docstring says why). Measured (H200, 2026-12-01, exp_gluon_
+# softmax.py run 3): keeping 10 / 12 / 6 of the 13 buffers 77.3 / 77.3 / 76.2% of copy at 131072, 69.0 / 68.9
+# / 68.2% at 262144
+WIDE_WARPS, WIDE_STREAM = 8, 3
 LOADER_REGS = 24
 BOX_COLS = 256  # TMA's widest box side
 VEC = gl.constexpr(8)  # 16-bit elements in one thread's 16-byte vector: one (max, sum) group
@@ -61,44 +92,66 @@ RING_LAYOUT = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, ra
 
 
 @gluon.jit
-def _loader(x_desc, ring, ready, empty, M, CHUNKS: gl.constexpr, STAGES: gl.constexpr, FLAT: gl.constexpr):
-    """Fills the ring in the program's (row, chunk) order: chunk `it` into buffer it % STAGES."""
+def _load_slot(x_desc, ring, ready, empty, row, c, it, CHUNKS: gl.constexpr, STAGES: gl.constexpr,
+               FLAT: gl.constexpr):
+    """Chunk c of `row` into ring slot `it` (buffer it % STAGES) once the slot's last use is released."""
     BOX_ROWS: gl.constexpr = x_desc.block_type.shape[0]
     BOX_COLS: gl.constexpr = x_desc.block_type.shape[1]
     BOXES: gl.constexpr = ring.shape[1] // BOX_ROWS  # TMA copies a chunk
     CHUNK: gl.constexpr = ring.shape[1] * ring.shape[2]
+    buf = it % STAGES
+    mbarrier.wait(empty.index(buf), ((it // STAGES) & 1) ^ 1)
+    # out-of-bounds columns are filled (with 0) and counted all the same
+    mbarrier.expect(ready.index(buf), BOXES * x_desc.block_type.nbytes)
+    if FLAT:
+        tma.async_copy_global_to_shared(x_desc, [(row * CHUNKS + c) * BOX_ROWS, 0], ready.index(buf),
+                                        ring.index(buf))
+    else:
+        for j in gl.static_range(BOXES):
+            tma.async_copy_global_to_shared(x_desc, [row, c * CHUNK + j * BOX_COLS], ready.index(buf),
+                                            ring.index(buf).slice(j, 1))
+
+
+@gluon.jit
+def _loader(x_desc, ring, ready, empty, M, CHUNKS: gl.constexpr, STAGES: gl.constexpr, FLAT: gl.constexpr,
+            HEAD: gl.constexpr = 0):
+    """Fills the ring in the program's (row, slot) order: slot `it` into buffer it % STAGES. A row's slots are
+    its CHUNKS chunks, then (HEAD > 0) its first HEAD chunks again, newest first."""
     it = 0
     for row in range(gl.program_id(0), M, gl.num_programs(0)):
         for c in range(CHUNKS):
-            buf = it % STAGES
-            mbarrier.wait(empty.index(buf), ((it // STAGES) & 1) ^ 1)
-            # out-of-bounds columns are filled (with 0) and counted all the same
-            mbarrier.expect(ready.index(buf), BOXES * x_desc.block_type.nbytes)
-            if FLAT:
-                tma.async_copy_global_to_shared(x_desc, [(row * CHUNKS + c) * BOX_ROWS, 0], ready.index(buf),
-                                                ring.index(buf))
-            else:
-                for j in gl.static_range(BOXES):
-                    tma.async_copy_global_to_shared(x_desc, [row, c * CHUNK + j * BOX_COLS],
-                                                    ready.index(buf), ring.index(buf).slice(j, 1))
+            _load_slot(x_desc, ring, ready, empty, row, c, it, CHUNKS, STAGES, FLAT)
             it += 1
+        for q in range(HEAD):
+            _load_slot(x_desc, ring, ready, empty, row, HEAD - 1 - q, it, CHUNKS, STAGES, FLAT)
+            it += 1
+
+
+@gluon.jit
+def _widen(v, chunk_layout: gl.constexpr):
+    """16-byte vectors of a chunk as fp32 [GROUPS, 8]: bf16 comes as [GROUPS, 4] 32-bit words of two values,
+    widened by a shift and a mask (one instruction a value; the plain conversion takes 1.5), fp16 as itself."""
+    if v.dtype == gl.int32:
+        lo = (v << 16).to(gl.float32, bitcast=True)  # the word's first value (little-endian)
+        hi = (v & -65536).to(gl.float32, bitcast=True)
+        x = gl.convert_layout(gl.join(lo, hi).reshape([v.shape[0], VEC]), chunk_layout)
+    else:
+        x = v.to(gl.float32)
+    return x
 
 
 @gluon.jit
 def _read_chunk(ring, buf, chunk_layout: gl.constexpr):
     """Ring buffer `buf` as fp32 [GROUPS, 8]: the unswizzled [rows, 256] buffer is plain row-major, the same
-    bytes as [GROUPS, 8]. bf16 is read as 32-bit words of two values, widened by a shift and a mask (one
-    instruction a value; the plain conversion takes 1.5)."""
+    bytes as [GROUPS, 8] (bf16: read as 32-bit words, see _widen)."""
     GROUPS: gl.constexpr = ring.shape[1] * ring.shape[2] // VEC
     flat_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     if ring.dtype == gl.bfloat16:
         word_layout: gl.constexpr = gl.BlockedLayout([1, VEC // 2], [32, 1], chunk_layout.warps_per_cta, [1, 0])
-        w = ring.index(buf)._reinterpret(gl.int32, [GROUPS, VEC // 2], flat_layout).load(word_layout)
-        lo = (w << 16).to(gl.float32, bitcast=True)  # the word's first value (little-endian)
-        hi = (w & -65536).to(gl.float32, bitcast=True)
-        return gl.convert_layout(gl.join(lo, hi).reshape([GROUPS, VEC]), chunk_layout)
-    x = ring.index(buf)._reinterpret(ring.dtype, [GROUPS, VEC], flat_layout).load(chunk_layout)
-    return x.to(gl.float32)
+        v = ring.index(buf)._reinterpret(gl.int32, [GROUPS, VEC // 2], flat_layout).load(word_layout)
+    else:
+        v = ring.index(buf)._reinterpret(ring.dtype, [GROUPS, VEC], flat_layout).load(chunk_layout)
+    return _widen(v, chunk_layout)
 
 
 @gluon.jit
@@ -112,14 +165,77 @@ def _fold_chunk(x, m, s):
 
 
 @gluon.jit
+def _release(empty, buf):
+    """Hands ring buffer `buf` back to the loader: a barrier of the partition's warps (all have read it),
+    then one arrive."""
+    gl.thread_barrier()
+    mbarrier.arrive(empty.index(buf))
+
+
+@gluon.jit
+def _fold_ring(ring, ready, empty, it, m, s, offs, N, FIRST: gl.constexpr, END: gl.constexpr,
+               RELEASE: gl.constexpr, EVEN: gl.constexpr, chunk_layout: gl.constexpr):
+    """Pass 1 over the row's chunks FIRST .. END - 1 (its chunk 0 is the program's chunk `it`): wait for each
+    to land and fold it into (m, s); RELEASE: hand the buffer back at once (the head of a row past the ring)."""
+    STAGES: gl.constexpr = ring.shape[0]
+    CHUNK: gl.constexpr = ring.shape[1] * ring.shape[2]
+    for c in range(FIRST, END):
+        buf = (it + c) % STAGES
+        mbarrier.wait(ready.index(buf), ((it + c) // STAGES) & 1)
+        x = _read_chunk(ring, buf, chunk_layout)
+        if RELEASE:
+            _release(empty, buf)
+        if not EVEN:  # TMA filled the columns past N with 0
+            x = gl.where(offs < N - c * CHUNK, x, -float("inf"))
+        m, s = _fold_chunk(x, m, s)
+    return m, s
+
+
+@gluon.jit
+def _write_ring(ring, ready, empty, it, y_row, shift, offs, N, FIRST: gl.constexpr, END: gl.constexpr,
+                SLOTS: gl.constexpr, REREAD: gl.constexpr, LOG: gl.constexpr, EVEN: gl.constexpr,
+                POLICY: gl.constexpr, chunk_layout: gl.constexpr):
+    """Pass 2 over the row's slots FIRST .. END - 1, all in the ring: read the chunk, release its buffer,
+    normalise (softmax y = exp2(x log2e - shift), shift = max log2e + log2 sum: one FFMA + one MUFU.EX2 an
+    element; log_softmax y = x - shift, shift = max + ln sum) and store with 16-byte stores straight from
+    registers. REREAD: slots of the head re-read (slot q holds chunk SLOTS - 1 - q), waited for first;
+    else slot q is chunk q, waited for in pass 1."""
+    STAGES: gl.constexpr = ring.shape[0]
+    CHUNK: gl.constexpr = ring.shape[1] * ring.shape[2]
+    for q in range(FIRST, END):
+        buf = (it + q) % STAGES
+        if REREAD:
+            mbarrier.wait(ready.index(buf), ((it + q) // STAGES) & 1)
+            c = SLOTS - 1 - q
+        else:
+            c = q
+        x = _read_chunk(ring, buf, chunk_layout)
+        _release(empty, buf)
+        if LOG:
+            y = (x - shift).to(y_row.dtype.element_ty)
+        else:
+            y = gl.exp2(x * LOG2E - shift).to(y_row.dtype.element_ty)
+        if EVEN:
+            gl.store(y_row + c * CHUNK + offs, y, eviction_policy=POLICY)
+        else:
+            gl.store(y_row + c * CHUNK + offs, y, mask=offs < N - c * CHUNK, eviction_policy=POLICY)
+
+
+@gluon.jit
 def _consumer(y_ptr, ring, ready, empty, turns, M, N8, y_stride8, WHO: gl.constexpr, LOG: gl.constexpr,
-              EVEN: gl.constexpr, CHUNKS: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr,
+              EVEN: gl.constexpr, CHUNKS: gl.constexpr, KEEP: gl.constexpr, CONSUMERS: gl.constexpr,
               WARPS: gl.constexpr):
     """Consumer WHO's rows: pass 1 (online max / sum) over the chunks as they land, pass 2 (normalise,
-    release, store) over the same chunks in shared memory. N8, y_stride8: N and y's row stride in 8-element
-    vectors (so that the compiler knows stores and masks come in whole 16-byte vectors)."""
+    release, store) over the KEEP chunks of the row's tail still in the ring, then (a row past the ring,
+    one consumer) over the HEAD = CHUNKS - KEEP chunks of its head as their re-reads land. N8, y_stride8: N
+    and y's row stride in 8-element vectors (so that the compiler knows stores and masks come in whole
+    16-byte vectors)."""
     CHUNK: gl.constexpr = ring.shape[1] * ring.shape[2]
     GROUPS: gl.constexpr = CHUNK // VEC
+    HEAD: gl.constexpr = CHUNKS - KEEP
+    SLOTS: gl.constexpr = CHUNKS + HEAD  # ring slots a row takes (the loader's order)
+    # a row past the ring: the stores ask L2 to evict them first, so that it keeps the head for its re-read
+    POLICY: gl.constexpr = "evict_first" if HEAD > 0 else ""
     # thread t of warp w holds groups w * 32 + t, + 32 * WARPS, ..: a warp reads 512 contiguous bytes of
     # shared memory per vector load (conflict-free), and stores 512 contiguous bytes
     chunk_layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [WARPS, 1], [1, 0])
@@ -130,51 +246,37 @@ def _consumer(y_ptr, ring, ready, empty, turns, M, N8, y_stride8, WHO: gl.conste
     programs = gl.num_programs(0)
     k = 0  # this consumer's rows so far
     for row in range(gl.program_id(0) + WHO * programs, M, CONSUMERS * programs):
-        it = (k * CONSUMERS + WHO) * CHUNKS  # the program's number of this row's first chunk
+        it = (k * CONSUMERS + WHO) * SLOTS  # the program's number of this row's first slot
         if CONSUMERS > 1:  # the other consumer has finished pass 1 of the row before (see the docstring)
             mbarrier.wait(turns.index(1 - WHO), (k + WHO + 1) & 1)
         m = gl.full([GROUPS], -float("inf"), gl.float32, group_layout)
         s = gl.zeros([GROUPS], gl.float32, group_layout)
-        for c in range(CHUNKS):
-            buf = (it + c) % STAGES
-            mbarrier.wait(ready.index(buf), ((it + c) // STAGES) & 1)
-            x = _read_chunk(ring, buf, chunk_layout)
-            if not EVEN:  # TMA filled the columns past N with 0
-                x = gl.where(offs < N - c * CHUNK, x, -float("inf"))
-            m, s = _fold_chunk(x, m, s)
+        if HEAD > 0:
+            m, s = _fold_ring(ring, ready, empty, it, m, s, offs, N, 0, HEAD, True, EVEN, chunk_layout)
+        m, s = _fold_ring(ring, ready, empty, it, m, s, offs, N, HEAD, CHUNKS, False, EVEN, chunk_layout)
         if CONSUMERS > 1:
             mbarrier.arrive(turns.index(WHO))
         row_max = gl.max(m, axis=0)
         ref = gl.where(row_max == -float("inf"), 0.0, row_max)
         row_sum = gl.sum(s * gl.exp2((m - ref) * LOG2E), axis=0)
-        # softmax: y = exp2(x log2e - (max log2e + log2 sum)), one FFMA + one MUFU.EX2 an element
-        # log_softmax: y = x - (max + ln sum)
         if LOG:
             shift = row_max + gl.log2(row_sum) * LN2
         else:
             shift = row_max * LOG2E + gl.log2(row_sum)
         y_row = y_ptr + row.to(gl.int64) * y_stride8 * VEC
-        for c in range(CHUNKS):
-            buf = (it + c) % STAGES
-            x = _read_chunk(ring, buf, chunk_layout)
-            gl.thread_barrier()  # every warp of the partition has read the buffer before the one arrive
-            mbarrier.arrive(empty.index(buf))
-            if LOG:
-                y = (x - shift).to(y_ptr.dtype.element_ty)
-            else:
-                y = gl.exp2(x * LOG2E - shift).to(y_ptr.dtype.element_ty)
-            if EVEN:
-                gl.store(y_row + c * CHUNK + offs, y)
-            else:
-                gl.store(y_row + c * CHUNK + offs, y, mask=offs < N - c * CHUNK)
+        _write_ring(ring, ready, empty, it, y_row, shift, offs, N, HEAD, CHUNKS, SLOTS, False, LOG, EVEN, POLICY,
+                    chunk_layout)
+        if HEAD > 0:
+            _write_ring(ring, ready, empty, it, y_row, shift, offs, N, CHUNKS, SLOTS, SLOTS, True, LOG, EVEN, POLICY,
+                        chunk_layout)
         k += 1
 
 
 @gluon.jit
 def _softmax_kernel(x_desc, y_ptr, M, N8, y_stride8, LOG: gl.constexpr, EVEN: gl.constexpr, FLAT: gl.constexpr,
                     CHUNK: gl.constexpr, CHUNKS: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr,
-                    CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
-    """Persistent: consumer 0 is the default partition (num_warps warps), the others and the 1-warp loader
+                    KEEP: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
+    """Persistent: consumer 0 is the default partition (num_warps warps), the other and the 1-warp loader
     workers. The ring's buffers are [CHUNK / 256, 256]; x_desc's box is one of their rows, or all of them
     (FLAT)."""
     WARPS: gl.constexpr = gl.num_warps()
@@ -191,14 +293,14 @@ def _softmax_kernel(x_desc, y_ptr, M, N8, y_stride8, LOG: gl.constexpr, EVEN: gl
     fence_async_shared()
     if CONSUMERS == 2:
         gl.warp_specialize([
-            (_consumer, (y_ptr, ring, ready, empty, turns, M, N8, y_stride8, 0, LOG, EVEN, CHUNKS, STAGES, 2, WARPS)),
-            (_consumer, (y_ptr, ring, ready, empty, turns, M, N8, y_stride8, 1, LOG, EVEN, CHUNKS, STAGES, 2, WARPS)),
-            (_loader, (x_desc, ring, ready, empty, M, CHUNKS, STAGES, FLAT)),
+            (_consumer, (y_ptr, ring, ready, empty, turns, M, N8, y_stride8, 0, LOG, EVEN, CHUNKS, KEEP, 2, WARPS)),
+            (_consumer, (y_ptr, ring, ready, empty, turns, M, N8, y_stride8, 1, LOG, EVEN, CHUNKS, KEEP, 2, WARPS)),
+            (_loader, (x_desc, ring, ready, empty, M, CHUNKS, STAGES, FLAT, CHUNKS - KEEP)),
         ], [WARPS, 1], [CONSUMER_REGS, LOADER_REGS])
     else:
         gl.warp_specialize([
-            (_consumer, (y_ptr, ring, ready, empty, turns, M, N8, y_stride8, 0, LOG, EVEN, CHUNKS, STAGES, 1, WARPS)),
-            (_loader, (x_desc, ring, ready, empty, M, CHUNKS, STAGES, FLAT)),
+            (_consumer, (y_ptr, ring, ready, empty, turns, M, N8, y_stride8, 0, LOG, EVEN, CHUNKS, KEEP, 1, WARPS)),
+            (_loader, (x_desc, ring, ready, empty, M, CHUNKS, STAGES, FLAT, CHUNKS - KEEP)),
         ], [1], [LOADER_REGS])
 
 
@@ -213,14 +315,25 @@ def consumer_regs(consumers: int, warps: int) -> int:
     return min(240, (65536 - 128 * LOADER_REGS) // (consumers * warps * 32) // 8 * 8)
 
 
-def supports(x: torch.Tensor, out: torch.Tensor, chunk: int = CHUNK, stages: int = STAGES) -> bool:
+def supports(x: torch.Tensor, out: torch.Tensor, chunk: int = CHUNK, stages: int = STAGES,
+             past_ring: bool = False) -> bool:
     """Whether the kernel can take the [M, N] row views x (unit column stride) and out as they are: 16-bit,
     TMA-addressable rows (16-byte aligned base and row stride, N a multiple of 8, rows that do not overlap),
-    out's rows 16-byte aligned too, and a row that fits the ring."""
+    out's rows 16-byte aligned too, and a row that fits the ring (past_ring: or one that does not, whose
+    head pass 2 re-reads)."""
     M, N = x.shape
     return (x.dtype in (torch.float16, torch.bfloat16) and out.dtype == x.dtype and M > 0 and N % 8 == 0
             and x.stride(0) % 8 == 0 and x.stride(0) >= N and x.data_ptr() % 16 == 0 and out.stride(0) % 8 == 0
-            and out.data_ptr() % 16 == 0 and cdiv(N, chunk) <= stages)
+            and out.data_ptr() % 16 == 0 and (past_ring or cdiv(N, chunk) <= stages))
+
+
+def config(chunks: int) -> tuple[int, int, int]:
+    """(consumers, warps a consumer, chunks kept in the ring) for rows of `chunks` chunks: two 4-warp consumers
+    for a row that fits the ring, one 8-warp consumer keeping all but WIDE_STREAM buffers' worth of the tail
+    of a row past it (both measured: the docstring)."""
+    if chunks <= STAGES:
+        return CONSUMERS, CONSUMER_WARPS, chunks
+    return 1, WIDE_WARPS, STAGES - WIDE_STREAM
 
 
 class _Plan:
@@ -229,15 +342,23 @@ class _Plan:
 
     __slots__ = ("sizes", "launch")
 
-    def __init__(self, x: torch.Tensor, out: torch.Tensor, log: bool, chunk: int, stages: int, consumers: int,
-                 warps: int, programs: int, flat: bool):
+    def __init__(self, x: torch.Tensor, out: torch.Tensor, log: bool, programs: int, consumers: int, warps: int,
+                 keep: int):
         M, N = x.shape
-        flat = flat and N % chunk == 0 and x.stride(0) == N  # whole chunks of contiguous rows: one box a chunk
-        box = [chunk // BOX_COLS, BOX_COLS] if flat else [1, BOX_COLS]
+        chunks = cdiv(N, CHUNK)
+        if chunks <= STAGES and keep != chunks or not 1 <= keep <= min(chunks, STAGES):
+            raise ValueError(f"keep={keep}: a row of {chunks} chunks keeps all of them in a ring of {STAGES} "
+                             f"buffers when it fits, else 1 to {STAGES}")
+        if keep < chunks and consumers != 1:
+            raise ValueError(f"consumers={consumers}: a row past the ring ({chunks} chunks, {STAGES} buffers) "
+                             "takes one consumer")
+        flat = N % CHUNK == 0 and x.stride(0) == N  # whole chunks of contiguous rows: one box a chunk
+        box = [CHUNK // BOX_COLS, BOX_COLS] if flat else [1, BOX_COLS]
         view = ([M * N // BOX_COLS, BOX_COLS], [BOX_COLS, 1]) if flat else ([M, N], [x.stride(0), 1])
         self.sizes = (M, N // 8, out.stride(0) // 8)
-        constexprs = dict(LOG=log, EVEN=N % chunk == 0, FLAT=flat, CHUNK=chunk, CHUNKS=cdiv(N, chunk), STAGES=stages,
-                          CONSUMERS=consumers, CONSUMER_REGS=consumer_regs(consumers, warps), LOADER_REGS=LOADER_REGS)
+        constexprs = dict(LOG=log, EVEN=N % CHUNK == 0, FLAT=flat, CHUNK=CHUNK, CHUNKS=chunks, STAGES=STAGES,
+                          CONSUMERS=consumers, KEEP=keep, CONSUMER_REGS=consumer_regs(consumers, warps),
+                          LOADER_REGS=LOADER_REGS)
         self.launch = GluonLaunch(_softmax_kernel, (min(programs, M),), [(*view, box, RING_LAYOUT)], constexprs,
                                   x.device.index, warps)
 
@@ -248,16 +369,17 @@ class _Plan:
 _plans: dict[tuple, _Plan] = {}
 
 
-def softmax_rows(x: torch.Tensor, out: torch.Tensor, log: bool, programs: int, chunk: int = CHUNK, stages: int = STAGES,
-                 consumers: int = CONSUMERS, warps: int = CONSUMER_WARPS, flat: bool = True) -> None:
+def softmax_rows(x: torch.Tensor, out: torch.Tensor, log: bool, programs: int, consumers: int | None = None,
+                 warps: int | None = None, keep: int | None = None) -> None:
     """Softmax (log: log_softmax) of each row of the [M, N] view x into out, `programs` persistent programs
-    (one per SM); supports(x, out) must hold. flat=False keeps the [1, 256] boxes where the flat view would
-    apply (benchmarks/exp_gluon_softmax.py measures both)."""
-    key = (x.device.index, x.dtype, *x.shape, x.stride(0), out.stride(0), log, programs, chunk, stages, consumers,
-           warps, flat)
+    (one per SM); supports(x, out, past_ring=True) must hold. consumers, warps, keep: config()'s when None
+    (benchmarks/exp_gluon_softmax.py measures others)."""
+    key = (x.device.index, x.dtype, *x.shape, x.stride(0), out.stride(0), log, programs, consumers, warps, keep)
     plan = _plans.get(key)
     if plan is None:
         if len(_plans) > 4096:  # shapes that vary without end
             _plans.clear()
-        plan = _plans[key] = _Plan(x, out, log, chunk, stages, consumers, warps, programs, flat)
+        default = config(cdiv(x.shape[1], CHUNK))
+        consumers, warps, keep = (d if v is None else v for v, d in zip((consumers, warps, keep), default))
+        plan = _plans[key] = _Plan(x, out, log, programs, consumers, warps, keep)
     plan(x, out)
