@@ -1,9 +1,11 @@
 import pytest
 import torch
 import torch.nn.functional as F
+import triton
+import triton.language as tl
 
 from conftest import DEVICE, HAS_CUDA, TOL, rel_err
-from rooftop.ops.activations import (FLAT_BLOCK, ROWS_BLOCK_ELEMS, bias_gelu, bias_gelu_reference, geglu,
+from rooftop.ops.activations import (FLAT_BLOCK, ROWS_BLOCK_ELEMS, _activate, bias_gelu, bias_gelu_reference, geglu,
                                      geglu_reference, swiglu, swiglu_reference)
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -70,6 +72,14 @@ def test_extreme_values(device):
         torch.testing.assert_close(out, ref.float(), rtol=1e-5, atol=1e-6)
 
 
+def test_gelu_at_infinities(device):
+    """The erf GELU at +-inf and NaN: inf as torch's CUDA kernel, 0 (the limit) at -inf, NaN stays NaN."""
+    x = torch.tensor([float("inf"), -float("inf"), float("nan"), 1.0], device=device)
+    for dtype in (torch.float32, torch.bfloat16):
+        out = bias_gelu(x.to(dtype), torch.zeros(4, device=device, dtype=dtype)).float()
+        assert out[0] == float("inf") and out[1] == 0 and out[2].isnan() and abs(out[3] - 0.8413) < 1e-2
+
+
 def test_gelu_negative_tail_keeps_its_digits(device):
     """Exact gelu in fp32 from erfc: element-wise relative error stays small where x/2 (1 + erf(x/sqrt 2))
     cancels (1e-4 relative at x = -3, all digits lost by x = -6)."""
@@ -79,6 +89,51 @@ def test_gelu_negative_tail_keeps_its_digits(device):
     assert ((out.double() - ref).abs() <= 2e-5 * ref.abs()).all()
     gate = x.reshape(1, -1)
     assert ((geglu(gate, torch.ones_like(gate), "none").double() - ref).abs() <= 2e-5 * ref.abs()).all()
+
+
+@triton.jit
+def _gelu_kernel(x_ptr, out_ptr, n, TO_BF16: tl.constexpr, APPROX: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, _activate(tl.load(x_ptr + offs, mask=mask), "gelu", APPROX, TO_BF16), mask=mask)
+
+
+@pytest.mark.parametrize("to_bf16, bound", [(True, 2e-6), (False, 8e-7)])
+def test_gelu_erf_approximation(to_bf16, bound, device):
+    """The erf GELU in fp32, before any rounding to the output dtype, against float64 on a dense grid of
+    inputs to |x| = 14 (past it |gelu| < 2^-126, flushed), tiny ones and huge ones: relative error at
+    most `bound` (the polynomial's 1.1e-6 for bf16 outputs, 4e-8 for the others, plus fp32's rounding
+    and, on a GPU, rcp.approx / ex2.approx) + x^2 2^-22 (fp32's rounding of the exponent x^2 log2(e)/2,
+    as large as what rounding x to fp32 alone does to the result). A polynomial of one degree less, or
+    the bf16 one for fp16 / fp32 outputs, fails. Results under 2^-124 in magnitude only within 2^-124: a GPU
+    flushes the subnormal 2^(..) of v 2^(..) (v < 4) to 0."""
+    x = torch.cat([torch.linspace(-14.0, 14.0, 1_000_001), torch.logspace(-30, 1.15, 20_001),
+                   -torch.logspace(-30, 1.15, 20_001), torch.tensor([-3e38, -1e4, -20.0, 20.0, 1e4, 3e38])]).to(device)
+    out = torch.full_like(x, float("nan"))
+    _gelu_kernel[(triton.cdiv(x.numel(), 4096),)](x, out, x.numel(), TO_BF16=to_bf16, APPROX=x.is_cuda, BLOCK=4096)
+    xd = x.double()
+    ref = bias_gelu_reference(xd, torch.zeros(1, dtype=torch.float64, device=device))
+    err = (out.double() - ref).abs()
+    normal = ref.abs() >= 2.0**-124
+    assert (err[normal] <= (bound + xd[normal] ** 2 * 2.0**-22) * ref[normal].abs()).all()
+    assert (err[~normal] <= 2.0**-124).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_bias_gelu_rounds_as_exact_gelu(dtype, device):
+    """Every finite 16-bit input with 2^-100 <= |x| <= 14 through bias_gelu (bias 0): the result is exact
+    gelu correctly rounded to the dtype, up to one ulp on a few (none in the interpreter; rcp.approx and
+    ex2.approx on a GPU may move a near-tie); results under 2^-124 in magnitude (bf16's range, x < -13.1)
+    only within 2^-124 (a GPU flushes subnormal intermediates)."""
+    every = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype)
+    x = every[torch.isfinite(every) & (every.float().abs() <= 14) & (every.float().abs() >= 2.0**-100)]
+    x = x.reshape(1, -1).to(device)
+    zero = torch.zeros(x.shape[-1], dtype=dtype, device=device)
+    out, exact = bias_gelu(x, zero), bias_gelu_reference(x, zero)
+    tiny = exact.abs() < 2.0**-124
+    ulps = (out.view(torch.int16).int() - exact.to(dtype).view(torch.int16).int())[~tiny]
+    assert ulps.abs().max() <= 1 and (ulps != 0).float().mean() <= 2e-3
+    assert (out[tiny].float().abs() <= 2.0**-124).all()
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -3,6 +3,8 @@ import torch
 
 from conftest import HAS_CUDA, TOL, rel_err
 from rooftop import registry
+from rooftop.ops import layer_norm as layer_norm_mod
+from rooftop.ops import norm_sm90
 from rooftop.ops.layer_norm import (ONCHIP_MAX, add_layer_norm_reference, fused_add_layer_norm_, layer_norm,
                                     layer_norm_reference, looped_config)
 
@@ -277,3 +279,147 @@ def test_gpu_peers_and_eager_agree():
                 out = fn(*inputs)
                 out = out if spec.name == "layer_norm" else out[0]
                 assert rel_err(out, ref) < TOL[torch.bfloat16], (spec.name, name)
+
+
+# ---------------------------------------------------------------------------------------------
+# The Gluon path (ops/norm_sm90.py): sm_90 GPUs only
+
+
+def _sm90():
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the Gluon path runs on sm_90 GPUs only")
+
+
+def _gluon_rows() -> int:
+    """Rows for the Gluon path: several laps of the rings per program, and row counts that differ by one."""
+    return 4 * norm_sm90.CONSUMERS * torch.cuda.get_device_properties(0).multi_processor_count + 5
+
+
+def _run_gluon(monkeypatch, fn):
+    """fn()'s result, asserting that it ran the Gluon kernel."""
+    calls = []
+    real = norm_sm90.norm_rows
+    monkeypatch.setattr(norm_sm90, "norm_rows", lambda *a, **k: calls.append(1) or real(*a, **k))
+    out = fn()
+    torch.cuda.synchronize()
+    assert calls, "the Gluon path did not run"
+    return out
+
+
+def test_gluon_path_never_on_the_cpu(device):
+    x, res, w, b = _inputs((300, 32768), torch.bfloat16, "cpu")
+    assert not layer_norm_mod.uses_gluon(x, None, w, b, torch.empty_like(x), None)
+    assert not layer_norm_mod.uses_gluon(x, res, w, b, torch.empty_like(x), torch.empty_like(x))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("dtype, N", [(torch.bfloat16, 49152), (torch.bfloat16, 32776), (torch.bfloat16, 65536),
+                                      (torch.float16, 16392), (torch.float16, 40960)])  # 8192 or 4096 chunks
+@pytest.mark.parametrize("rows", ["laps", "2^27 elements"])
+def test_gpu_gluon_matches_reference(N, dtype, residual, rows, monkeypatch):
+    """Every element of the new residual is x + residual rounded once (a buffer refilled before its last read
+    shows here: run 1 of benchmarks/exp_gluon_norms.py)."""
+    _sm90()
+    x, res, w, b = _inputs((_gluon_rows() if rows == "laps" else (1 << 27) // N, N), dtype, "cuda")
+    if residual:
+        y, r = _run_gluon(monkeypatch, lambda: layer_norm(x, w, b, 1e-5, residual=res))
+        y_ref, r_ref = add_layer_norm_reference(x, res, w, b, 1e-5)
+        assert torch.equal(r, (x.float() + res.float()).to(dtype))
+        assert rel_err(r, r_ref) < TOL[dtype]
+    else:
+        y = _run_gluon(monkeypatch, lambda: layer_norm(x, w, b, 1e-5))
+        y_ref = layer_norm_reference(x, w, b, 1e-5)
+    assert y.dtype == dtype and rel_err(y, y_ref) < TOL[dtype]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("params", ["no weight", "no bias", "neither", "fp32 weight and bias"])
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("N", [32776, 65536])  # 4096-element chunks; 8192 but with fp32 parameters
+def test_gpu_gluon_optional_and_fp32_params(params, residual, N, monkeypatch):
+    _sm90()
+    x, res, w, b = _inputs((_gluon_rows(), N), torch.bfloat16, "cuda",
+                           param_dtype=torch.float32 if "fp32" in params else None)
+    w = None if params in ("no weight", "neither") else w
+    b = None if params in ("no bias", "neither") else b
+    if residual:
+        y, _ = _run_gluon(monkeypatch, lambda: layer_norm(x, w, b, residual=res))
+        assert rel_err(y, add_layer_norm_reference(x, res, w, b)[0]) < TOL[torch.bfloat16]
+    else:
+        y = _run_gluon(monkeypatch, lambda: layer_norm(x, w, b))
+        assert rel_err(y, layer_norm_reference(x, w, b)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("N", [32776, 65536])
+def test_gpu_gluon_large_mean(N, monkeypatch):
+    """Rows 1e4 + 64 randn in bf16 (values 64 apart): the statistics keep the spread; and the same rows as the
+    residual stream; constant rows give the bias."""
+    _sm90()
+    x, res, w, b = _inputs((_gluon_rows(), N), torch.bfloat16, "cuda")
+    big = (1e4 + 64 * torch.randn_like(x, dtype=torch.float32)).to(torch.bfloat16)
+    y = _run_gluon(monkeypatch, lambda: layer_norm(big, w, b))
+    assert rel_err(y, layer_norm_reference(big, w, b)) < TOL[torch.bfloat16]
+    y, r = _run_gluon(monkeypatch, lambda: layer_norm((64 * x.float()).bfloat16(), w, b, residual=big))
+    assert rel_err(y, layer_norm_reference(r, w, b)) < TOL[torch.bfloat16]
+    const = torch.full_like(x, 1e4)
+    assert rel_err(_run_gluon(monkeypatch, lambda: layer_norm(const, w, b)), b.expand(x.shape)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+def test_gpu_gluon_strided_rows(monkeypatch):
+    """Row views with stride != N (TMA boxes of one row) take the Gluon path; one whose start is not 16-byte
+    aligned falls back to the Triton kernels, with the same results."""
+    _sm90()
+    N = 65536
+    _, res, w, b = _inputs((_gluon_rows(), N), torch.bfloat16, "cuda")
+    wide = torch.randn(_gluon_rows(), N + 64, device="cuda", dtype=torch.bfloat16)
+    x = wide[:, 8:8 + N]  # row stride N + 64, base 16 bytes in
+    y, r = _run_gluon(monkeypatch, lambda: layer_norm(x, w, b, residual=res))
+    y_ref, r_ref = add_layer_norm_reference(x, res, w, b)
+    assert rel_err(y, y_ref) < TOL[torch.bfloat16] and rel_err(r, r_ref) < TOL[torch.bfloat16]
+    assert rel_err(_run_gluon(monkeypatch, lambda: layer_norm(x, w, b)), layer_norm_reference(x, w, b)) < \
+        TOL[torch.bfloat16]
+    unaligned = wide[:, 4:4 + N]
+    assert not layer_norm_mod.uses_gluon(unaligned, None, w, b, torch.empty_like(unaligned), None)
+    assert rel_err(layer_norm(unaligned, w, b), layer_norm_reference(unaligned, w, b)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("N", [32776, 65536])
+def test_gpu_gluon_fused_add_in_place(N, monkeypatch):
+    _sm90()
+    x, res, w, b = _inputs((_gluon_rows(), N), torch.bfloat16, "cuda")
+    y_ref, _ = add_layer_norm_reference(x, res, w, b)
+    r_new = (x.float() + res.float()).bfloat16()
+    _run_gluon(monkeypatch, lambda: fused_add_layer_norm_(x, res, w, b))
+    assert torch.equal(res, r_new)
+    assert rel_err(x, y_ref) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+def test_gpu_gluon_dispatch(monkeypatch):
+    """The Gluon path takes 16-bit rows of GLUON_MIN_N < N <= GLUON_MAX_N (N a multiple of 8; with a residual
+    not TRITON_RES_N) with at least 2 rows per SM and 16-byte aligned parameters, and nothing else; GLUON_ENABLED
+    switches it off."""
+    _sm90()
+    M = 2 * torch.cuda.get_device_properties(0).multi_processor_count
+
+    def takes(shape, dtype=torch.bfloat16, residual=False, bias_offset=0):
+        x = torch.empty(shape, device="cuda", dtype=dtype)
+        w = torch.empty(shape[1], device="cuda", dtype=dtype)
+        b = torch.empty(shape[1] + bias_offset, device="cuda", dtype=dtype)[bias_offset:]
+        r = torch.empty_like(x) if residual else None
+        return layer_norm_mod.uses_gluon(x, torch.empty_like(x) if residual else None, w, b, torch.empty_like(x), r)
+
+    assert takes((M, 32768)) and takes((M, 16392), torch.float16) and takes((M, 65536), residual=True)
+    assert not takes((M, 32768), residual=True) and takes((M, 32776), residual=True)  # TRITON_RES_N: Triton's
+    assert not takes((M, 16384))  # the on-chip kernel's
+    assert not takes((M, 65536 + 8))  # past GLUON_MAX_N
+    assert not takes((M, 32772))  # N not a multiple of 8: no TMA descriptor
+    assert not takes((M, 32768), torch.float32)
+    assert not takes((M - 1, 32768))  # fewer than 2 rows per SM
+    assert not takes((M, 32768), bias_offset=1)  # a bias not 16-byte aligned
+    monkeypatch.setattr(layer_norm_mod, "GLUON_ENABLED", False)
+    assert not takes((M, 32768))

@@ -2,6 +2,8 @@ import pytest
 import torch
 
 import rooftop
+from rooftop.ops import norm_sm90
+from rooftop.ops import rms_norm as rms_norm_mod
 from rooftop.ops.rms_norm import add_rms_norm_reference, rms_norm_reference
 from conftest import TOL, rel_err
 
@@ -206,3 +208,132 @@ def test_in_place_needs_row_views(device):
     res, w = torch.randn(8, 64, device=device), torch.ones(64, device=device)
     with pytest.raises(ValueError, match="fused_add_rms_norm_ works in place"):
         rooftop.fused_add_rms_norm_(x, res, w)
+
+
+# ---------------------------------------------------------------------------------------------
+# The Gluon path (ops/norm_sm90.py): sm_90 GPUs only
+
+
+def _sm90():
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the Gluon path runs on sm_90 GPUs only")
+
+
+def _gluon_rows() -> int:
+    """Rows for the Gluon path: several laps of the rings per program, and row counts that differ by one."""
+    return 4 * norm_sm90.CONSUMERS * torch.cuda.get_device_properties(0).multi_processor_count + 5
+
+
+def _run_gluon(monkeypatch, fn):
+    """fn()'s result, asserting that it ran the Gluon kernel."""
+    calls = []
+    real = norm_sm90.norm_rows
+    monkeypatch.setattr(norm_sm90, "norm_rows", lambda *a, **k: calls.append(1) or real(*a, **k))
+    out = fn()
+    torch.cuda.synchronize()
+    assert calls, "the Gluon path did not run"
+    return out
+
+
+def test_gluon_path_never_on_the_cpu(device):
+    x = torch.randn(300, 32768, dtype=torch.bfloat16)
+    w = torch.ones(32768, dtype=torch.bfloat16)
+    assert not rms_norm_mod.uses_gluon(x, None, w, torch.empty_like(x), None)
+    assert not rms_norm_mod.uses_gluon(x, x.clone(), w, torch.empty_like(x), torch.empty_like(x))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("dtype, N", [(torch.bfloat16, 49152), (torch.bfloat16, 32776), (torch.bfloat16, 65536),
+                                      (torch.float16, 16392), (torch.float16, 40960)])  # 8192 or 4096 chunks
+@pytest.mark.parametrize("rows", ["laps", "2^27 elements"])
+def test_gpu_gluon_matches_reference(N, dtype, residual, rows, monkeypatch):
+    """Every element of the new residual is x + residual rounded once (a buffer refilled before its last read
+    shows here: run 1 of benchmarks/exp_gluon_norms.py)."""
+    _sm90()
+    x, res, w = _inputs((_gluon_rows() if rows == "laps" else (1 << 27) // N, N), dtype, "cuda")
+    if residual:
+        y, r = _run_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w, 1e-6, residual=res))
+        y_ref, r_ref = add_rms_norm_reference(x, res, w, 1e-6)
+        assert torch.equal(r, (x.float() + res.float()).to(dtype))
+        assert rel_err(r, r_ref) < TOL[dtype]
+    else:
+        y = _run_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w, 1e-6))
+        y_ref = rms_norm_reference(x, w, 1e-6)
+    assert y.dtype == dtype and rel_err(y, y_ref) < TOL[dtype]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("weight", ["fp32", "none", "gemma offset"])
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("N", [32776, 65536])  # 4096-element chunks; 8192 but with an fp32 weight
+def test_gpu_gluon_weight_variants(weight, residual, N, monkeypatch):
+    _sm90()
+    w_dtype = torch.float32 if weight == "fp32" else None
+    x, res, w = _inputs((_gluon_rows(), N), torch.bfloat16, "cuda", w_dtype)
+    w, offset = {"fp32": (w, 0.0), "none": (None, 0.0), "gemma offset": (w - 1.0, 1.0)}[weight]
+    out = _run_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w, 1e-6, residual=res if residual else None,
+                                                           offset=offset))
+    y = out[0] if residual else out
+    y_ref = (add_rms_norm_reference(x, res, w, 1e-6, offset)[0] if residual
+             else rms_norm_reference(x, w, 1e-6, offset))
+    assert rel_err(y, y_ref) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+def test_gpu_gluon_strided_rows(monkeypatch):
+    """Row views with stride != N (TMA boxes of one row) take the Gluon path; one whose start is not 16-byte
+    aligned falls back to the Triton kernels, with the same results."""
+    _sm90()
+    N = 65536
+    wide = torch.randn(_gluon_rows(), N + 64, device="cuda", dtype=torch.bfloat16)
+    res = torch.randn(_gluon_rows(), N, device="cuda", dtype=torch.bfloat16)
+    w = torch.rand(N, device="cuda", dtype=torch.bfloat16) + 0.5
+    x = wide[:, 8:8 + N]  # row stride N + 64, base 16 bytes in
+    y, r = _run_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w, residual=res))
+    y_ref, r_ref = add_rms_norm_reference(x, res, w)
+    assert rel_err(y, y_ref) < TOL[torch.bfloat16] and rel_err(r, r_ref) < TOL[torch.bfloat16]
+    assert rel_err(_run_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w)), rms_norm_reference(x, w)) < \
+        TOL[torch.bfloat16]
+    unaligned = wide[:, 4:4 + N]
+    assert not rms_norm_mod.uses_gluon(unaligned, None, w, torch.empty_like(unaligned), None)
+    assert rel_err(rooftop.rms_norm(unaligned, w), rms_norm_reference(unaligned, w)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("N", [32776, 65536])
+def test_gpu_gluon_fused_add_in_place(N, monkeypatch):
+    _sm90()
+    x, res, w = _inputs((_gluon_rows(), N), torch.bfloat16, "cuda")
+    y_ref, _ = add_rms_norm_reference(x, res, w, 1e-6)
+    r_new = (x.float() + res.float()).bfloat16()
+    _run_gluon(monkeypatch, lambda: rooftop.fused_add_rms_norm_(x, res, w, 1e-6))
+    assert torch.equal(res, r_new)
+    assert rel_err(x, y_ref) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+def test_gpu_gluon_dispatch(monkeypatch):
+    """The Gluon path takes 16-bit rows of GLUON_MIN_N < N <= GLUON_MAX_N but TRITON_RES_N with a residual (N a multiple of 8) with at
+    least 2 rows per SM, y in x's dtype and no quantization, and nothing else; GLUON_ENABLED switches it off."""
+    _sm90()
+    M = 2 * torch.cuda.get_device_properties(0).multi_processor_count
+
+    def takes(shape, dtype=torch.bfloat16, residual=False, quant=None, y_dtype=None):
+        x = torch.empty(shape, device="cuda", dtype=dtype)
+        w = torch.empty(shape[1], device="cuda", dtype=dtype)
+        y = torch.empty(shape, device="cuda", dtype=y_dtype or dtype)
+        r = torch.empty_like(x) if residual else None
+        return rms_norm_mod.uses_gluon(x, torch.empty_like(x) if residual else None, w, y, r, quant)
+
+    assert takes((M, 65536)) and takes((M, 16392), torch.float16) and takes((M, 65536), residual=True)
+    assert takes((M, 32776)) and takes((M, 49152), residual=True)
+    assert takes((M, 32768)) and not takes((M, 32768), residual=True)  # TRITON_RES_N: Triton's kernel wins
+    assert not takes((M, 16384))  # the on-chip kernel's
+    assert not takes((M, 65536 + 8))  # past GLUON_MAX_N
+    assert not takes((M, 32772))  # N not a multiple of 8: no TMA descriptor
+    assert not takes((M, 65536), torch.float32)
+    assert not takes((M - 1, 65536))  # fewer than 2 rows per SM
+    assert not takes((M, 65536), quant="fp8") and not takes((M, 65536), y_dtype=torch.float32)
+    monkeypatch.setattr(rms_norm_mod, "GLUON_ENABLED", False)
+    assert not takes((M, 65536))

@@ -19,6 +19,7 @@ precision relative to the spread of the row, not to its mean. (A row 1e4 + randn
 is off by up to 5e-4, which every output inherits; E[x^2] - E[x]^2 loses everything.)
 - whole row on chip: s = fp32(sum(x) / N); then, from registers, c = mean(x - s) (the part of the
   mean that s missed) and m2 = mean((x - s)^2); var = m2 - c^2 and y = ((x - s) - c) * rstd.
+  The Gluon path does the same with the row in shared memory (a second pass over it, not over HBM).
 - looped: s = the mean of the row's first tile. A lane (one thread's GROUP contiguous values of a
   tile) keeps a running (n, mean, M2) of its values x - s; each tile's group, of n_b values with mean
   mean_b and M2_b (deviations taken about mean_b), is folded in by Chan's parallel merge:
@@ -27,6 +28,11 @@ is off by up to 5e-4, which every output inherits; E[x^2] - E[x]^2 loses everyth
       mean = \sum_l n_l mean_l / N,   M2 = \sum_l [M2_l + n_l (mean_l - mean)^2],   var = M2 / N.
 
 Which path runs (N = row width in elements):
+- Gluon (sm_90 GPUs, GLUON_MIN_N < N <= GLUON_MAX_N but not N = TRITON_RES_N with a residual, at least 2
+  rows per SM, 16-bit x, the rows, weight and bias as norm_sm90.supports takes them): ops/norm_sm90.py, a
+  persistent program per SM whose TMA loader streams the rows (and the residual) into shared memory, where
+  the row stays: the mean, then the deviations from it (two passes over shared memory, one read from HBM),
+  then y. x (and residual) read from HBM once, y (and r) written once; w and b re-read per row from L2.
 - N <= ONCHIP_MAX: whole rows in registers, BLOCK_M rows a program. Traffic: read x (and residual)
   once, write y (and r) once, read w and b once per program (they stay in L2).
 - N > ONCHIP_MAX: persistent, one 32-warp program per SM, one row at a time. Pass 1 reads x (and
@@ -47,9 +53,10 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, in_place_rows, launch, load_rows_add_residual,
-                                  load_tile, num_sms, onchip_config, row_pointers, runs_kernel, store_tile,
-                                  torch_op)
+from rooftop.ops import norm_sm90
+from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, in_place_rows, interpreting, is_sm90, launch,
+                                  load_rows_add_residual, load_tile, num_sms, onchip_config, row_pointers,
+                                  runs_kernel, store_tile, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -62,6 +69,15 @@ ONCHIP_BLOCK_ELEMS = 2048
 # Looped: one 32-warp program per SM (all the registers of one), which keeps loads in flight across
 # its rows itself (the next row's first tiles during pass 2), so one program per SM is enough.
 PROGRAMS_PER_SM = 1
+# The Gluon path's widths (exclusive, inclusive), but for TRITON_RES_N with a residual. Measured (H200, bf16,
+# M * N = 2^27, % of copy, Gluon against Triton; benchmarks/exp_gluon_norms.py run 1, logs/h200-2026-12-01-s9):
+# layer_norm 71.4 / 22.0 at 16392, 84.2 / 71.6 at 32768, 73.2 / 27.1 at 32776, 79.3 / 65.4 at 65536 (8192-element
+# chunks); add_layer_norm 87.7 / 20.6, 88.0 / 36.4 (32776), 86.0 / 77.1 (65536). Triton's kernels collapse where
+# N is not a multiple of their tile; with a residual they win at TRITON_RES_N: 92.1 against 90.1. Rows wider
+# than x's ring (norm_sm90) are not taken.
+GLUON_MIN_N, GLUON_MAX_N = 16384, 65536
+TRITON_RES_N = 32768
+GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
 
 
 def looped_config(N: int, itemsize: int, vectorized: bool) -> tuple[int, int]:
@@ -235,12 +251,25 @@ def _layer_norm_looped_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, M, N, 
             off -= TILE
 
 
+def uses_gluon(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
+               bias: Optional[torch.Tensor], y: torch.Tensor, r: Optional[torch.Tensor]) -> bool:
+    """Whether layer_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views."""
+    M, N = x.shape
+    return (GLUON_ENABLED and x.is_cuda and not interpreting() and GLUON_MIN_N < N <= GLUON_MAX_N
+            and not (residual is not None and N == TRITON_RES_N)
+            and M >= norm_sm90.CONSUMERS * num_sms(x.device.index) and is_sm90(x.device.index)
+            and norm_sm90.supports(x, residual, weight, bias, y, r, True))
+
+
 def layer_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
                     bias: Optional[torch.Tensor], y: torch.Tensor, r: Optional[torch.Tensor], eps: float) -> None:
     """LayerNorm of the [M, N] row views; with `residual`, r <- x + residual first and y <- norm(r).
     Every view has unit column stride; y may alias x and r may alias residual (the in-place op)."""
     M, N = x.shape
     if M == 0 or N == 0:
+        return
+    if uses_gluon(x, residual, weight, bias, y, r):
+        norm_sm90.norm_rows(x, residual, weight, bias, y, r, eps, 0.0, True, num_sms(x.device.index))
         return
     has_res = residual is not None
     args = (x, residual if has_res else x, weight if weight is not None else x, bias if bias is not None else x, y,

@@ -22,6 +22,11 @@ reads one byte per element. Since y_i = rstd * r_i * (offset + w_i), max|y| = rs
 is known after pass 1 of the looped path too: quantizing costs no extra pass.
 
 Which path runs (N = row width in elements):
+- Gluon (sm_90 GPUs, GLUON_MIN_N < N <= GLUON_MAX_N but N != TRITON_RES_N with a residual, at least 2 rows
+  per SM, 16-bit x, y in x's dtype, no quant, the rows and weight as norm_sm90.supports takes them): ops/norm_sm90.py, a
+  persistent program per SM whose TMA loader streams the rows (and the residual) into shared memory, where
+  the row stays for pass 2: x (and residual) read from HBM once, y (and r) written once; w re-read per row
+  from L2.
 - N <= ONCHIP_MAX: whole rows in registers, BLOCK_M rows a program. Traffic: read x (and residual)
   once, write y (and r) once, read w once per program (it stays in L2).
 - Split (with a residual, on a GPU, N > SPLIT_MIN_N, at most one chunk per SM): a row is chunks
@@ -46,9 +51,10 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_row_stats, in_place_rows, launch,
-                                  load_rows_add_residual, load_tile, num_sms, onchip_config, row_pointers, runs_kernel,
-                                  split_chunks, split_workspace, store_tile, torch_op)
+from rooftop.ops import norm_sm90
+from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_row_stats, in_place_rows, interpreting,
+                                  is_sm90, launch, load_rows_add_residual, load_tile, num_sms, onchip_config,
+                                  row_pointers, runs_kernel, split_chunks, split_workspace, store_tile, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -60,6 +66,15 @@ ONCHIP_BLOCK_ELEMS = 2048
 PROGRAMS_PER_SM = 4
 SPLIT_LAUNCH = dict(CHUNK=8192, num_warps=8)  # the split path's chunk and warps (benchmarks/exp_split_rows.py)
 SPLIT_MIN_N = 65536  # with a residual, the split path runs above this width
+# The Gluon path's widths (exclusive, inclusive), but for TRITON_RES_N with a residual. Measured (H200, bf16, M * N = 2^27, % of copy,
+# Gluon against Triton; benchmarks/exp_gluon_norms.py run 1, logs/h200-2026-12-01-s9): rms_norm 79.6 / 37.0 at
+# 16392, 79.6 / 4.9 at 32776, 89.4 / 74.7 at 65536 (8192-element chunks); add_rms_norm 87.3 / 46.9, 89.3 / 8.4,
+# 90.8 / 87.5. Triton's kernels collapse where N is not a multiple of their tile. At 32768 (run 2, 8192-element
+# chunks, the release fenced): rms_norm Gluon 89.7 / Triton 87.4, add_rms_norm 93.1 / 98.7: Triton keeps
+# TRITON_RES_N with a residual. Rows wider than x's ring (norm_sm90) are not taken.
+GLUON_MIN_N, GLUON_MAX_N = 16384, 65536
+TRITON_RES_N = 32768
+GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
 
 
 def looped_config(N: int, quant: bool = False) -> tuple[int, int]:
@@ -185,6 +200,15 @@ def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
             off -= TILE
 
 
+def uses_gluon(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor], y: torch.Tensor,
+               r: Optional[torch.Tensor], quant: Optional[str] = None) -> bool:
+    """Whether rms_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views."""
+    M, N = x.shape
+    return (GLUON_ENABLED and quant is None and x.is_cuda and not interpreting() and GLUON_MIN_N < N <= GLUON_MAX_N
+            and not (residual is not None and N == TRITON_RES_N) and M >= norm_sm90.CONSUMERS * num_sms(x.device.index) and is_sm90(x.device.index)
+            and norm_sm90.supports(x, residual, weight, None, y, r, False))
+
+
 def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
                   y: torch.Tensor, r: Optional[torch.Tensor], eps: float, offset: float = 0.0,
                   scale: Optional[torch.Tensor] = None, quant: Optional[str] = None) -> None:
@@ -193,6 +217,9 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
     Every view has unit column stride; y may alias x and r may alias residual (the in-place op)."""
     M, N = x.shape
     if M == 0 or N == 0:
+        return
+    if uses_gluon(x, residual, weight, y, r, quant):
+        norm_sm90.norm_rows(x, residual, weight, None, y, r, eps, offset, False, num_sms(x.device.index))
         return
     has_res = residual is not None
     _, quant_id, qmax = QUANT_FORMATS[quant] if quant else (None, 0, 1.0)

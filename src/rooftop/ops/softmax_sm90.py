@@ -166,8 +166,12 @@ def _fold_chunk(x, m, s):
 
 @gluon.jit
 def _release(empty, buf):
-    """Hands ring buffer `buf` back to the loader: a barrier of the partition's warps (all have read it),
-    then one arrive."""
+    """Hands ring buffer `buf` back to its loader once the partition's reads (and writes) of it are done: each
+    thread's fence.proxy.async orders its generic-proxy accesses to the buffer before the TMA (async-proxy)
+    write that will refill it, then a barrier of the partition's warps, then one arrive. Without the fence a
+    shared-memory load still queued behind the partition's global stores may read the refill (seen in
+    ops/norm_sm90.py with a residual: its docstring)."""
+    fence_async_shared()
     gl.thread_barrier()
     mbarrier.arrive(empty.index(buf))
 

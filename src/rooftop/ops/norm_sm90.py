@@ -1,0 +1,354 @@
+r"""RMSNorm and LayerNorm of wide rows staged in shared memory, optionally fused with the residual add, on
+Hopper (sm_90) in Gluon: one of the paths of rooftop.rms_norm and rooftop.layer_norm (ops/rms_norm.py and
+ops/layer_norm.py choose it; this file holds the kernel and its launch).
+
+What it computes, per row of N (fp32 statistics; y, h rounded to x's dtype):
+
+    h = x + residual   (rounded to x's dtype: the new residual stream, stored; without a residual h = x)
+    rms_norm:    y_i = h_i * rsqrt(mean_j(h_j^2) + eps) * (offset + w_i)                (w None: no scale)
+    layer_norm:  s = mean_j(h_j) in fp32;  d_i = h_i - s;  c = mean_j(d_j);  var = mean_j(d_j^2) - c^2
+                 y_i = (d_i - c) * rsqrt(var + eps) * w_i + b_i                         (w, b None: left out)
+
+LayerNorm takes its statistics in two passes over the row in shared memory (one read from HBM): the mean,
+then the deviations from it. d = h - s is exact for h within a factor 2 of s (Sterbenz), and c, what s's
+rounding missed, is removed from every d: mean and variance keep fp32 precision relative to the row's spread,
+not its mean (rows 1e4 + randn pass; E[h^2] - E[h]^2 would lose everything).
+
+Why: at N = 32768-65536 rooftop's Triton kernels re-read the row from L2 for pass 2 (looped) or hold it in
+registers with nothing overlapping the load (on-chip): 64-87 % of a copy on the H200. A 16-bit row of up to
+65536 fits in shared memory with room for (part of) the next; this is ops/softmax_sm90.py's scheme (its docstring has
+the ring's mbarrier protocol and the turn barriers that make the parity waits safe), whose loader and chunk
+reader this kernel imports.
+
+The kernel: one persistent program per SM walks rows pid, pid + G, .. (G programs). gl.warp_specialize splits
+it into
+- a 1-warp TMA loader of x's CHUNK-element pieces (8192 or 4096, config()) into a ring of X_STAGES buffers
+  (softmax_sm90._loader), and with a residual a second one filling a ring of R_STAGES buffers with the
+  residual's pieces;
+- two 4-warp consumer partitions taking the program's rows in turn (turn mbarriers, as softmax's). Pass 1
+  waits for each chunk as it lands (with a residual: for both pieces, forms h, rounds it, stores it to the
+  new residual from registers, writes it back over x's piece in shared memory and releases the residual's
+  buffer at once) and sums h^2 (rms) or h (layer) per group of 8 adjacent elements, in-thread. LayerNorm then
+  re-reads the chunks from shared memory for sum(d) and sum(d^2). Pass 2 reads each chunk again, releases its
+  buffer, scales it by the weight (and bias) and stores y from registers. The weight and bias come from L2,
+  each chunk's loads issued one chunk ahead (the next row's first chunk during the last: they are per column).
+Only x's (or h's) pieces are held until pass 2; the residual's leave the ring during pass 1.
+
+Protocol (why every value read is the one meant; benchmarks/exp_gluon_norms.py --compile-only models it). Slots
+are numbered in the program's order in both rings (row q's chunk c: slot q * CHUNKS + c, buffer slot % STAGES
+of its ring, use slot // STAGES); the loaders fill each ring's slots in order, each once the buffer's previous
+use is released. (1) A ready wait for use u is right when use u - 1 of the buffer has landed: the turns make
+the pass 1s of the program's rows run one after the other, so the only consumer waiting on either ring has
+seen every earlier slot land (a residual ring smaller than a row, R_STAGES < CHUNKS, is no exception: use u - 1
+of a residual buffer is the same row's chunk R_STAGES back, or a row before, both waited for). (2) No deadlock
+while a row of x fits its ring (CHUNKS <= X_STAGES; the residual's ring needs no such bound: pass 1 releases
+each residual chunk before waiting for the next): the loads of a row wait only for releases of earlier rows,
+or of the same row's earlier residual chunks. (3) A buffer is not refilled while its values are still needed:
+x's buffer holds x's chunk, then (with a residual) h, until pass 2 reads it for the last time and releases it;
+the residual's buffer until pass 1 has read it. Release (_release) orders the partition's shared-memory
+accesses before the TMA write that refills the buffer (softmax_sm90._release): each thread's fence.proxy.async (the TMA writes through
+the async proxy, which a barrier of the warps does not order), then the barrier, then one arrive. Without the
+fence, run 1 of the experiment (H200) found new residuals that were not x + residual bit for bit (add_layer_norm
+at every width, add_rms_norm at 16392 and with 8192-element chunks), where every mbarrier wait and release is
+right by (1)-(3): the PTX proxy rules allow a load of the buffer, still queued (behind the partition's global
+stores of h and y) when the arrive went out, to read the refill (deepseek-ai/DeepEP#642 fixed a race between
+LDS and TMA loads the same way). The fence also publishes pass 1's writes of h to the async proxy.
+Memory traffic: x (and the residual) read from HBM once, y (and h) written once: 2 (4) * M * N * itemsize;
+the weight and bias read once per row from L2. Shared memory: X_STAGES + R_STAGES buffers of CHUNK elements.
+
+Needs (supports()): fp16 or bf16 x, y (and h) of x's dtype, N a multiple of 8, 16-byte aligned bases and
+row strides (the TMA rows; y's, h's vector stores; the weight and bias, of any float dtype), rows that do not
+overlap, CHUNKS <= X_STAGES. Columns past N read 0 (TMA) and are masked where they would count; the weight
+and bias are read there at the last vector's columns (unmasked loads, values never used).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
+
+from rooftop.ops import softmax_sm90
+from rooftop.ops._support import GluonLaunch, cdiv
+from rooftop.ops.softmax_sm90 import (BOX_COLS, LOADER_REGS, RING_LAYOUT, VEC, _loader, _read_chunk, _release,
+                                      consumer_regs)
+
+# Ring buffers: 8192-element chunks (16 KB; 14 buffers, 4 of them the residual's) where they compile without
+# spills, 16-bit weight and bias and whole chunks (N % 8192 == 0); else 4096 (28 buffers, 4 the residual's): with
+# 8192, LayerNorm's pass 2 needs more than the consumers' 240 registers when the weight and bias are fp32 (a chunk
+# ahead in flight) or N % 8192 != 0 (benchmarks/exp_gluon_norms.py --compile-only). Measured (H200, bf16, % of copy,
+# exp_gluon_norms run 1): at N = 65536 8192-element chunks 89.4 / 79.3 / 90.8 (residual ring 4) / 86.0 (4096, ring
+# 4) against 4096 with a ring of 8: 75.0 / 71.7 / 85.7 / 78.1 (rms_norm, layer_norm, add_rms_norm, add_layer_norm)
+WIDE_CHUNK, WIDE_BUFFERS = 8192, 14  # 224 KB of the 227 KB a program may use (barriers, scratch: under 1 KB)
+CHUNK, BUFFERS = 4096, 28
+RES_STAGES = 4  # with a residual, the buffers of the residual's ring (the others are x's)
+CONSUMERS = 2  # consumer partitions taking rows in turn
+CONSUMER_WARPS = 4
+
+
+@gluon.jit
+def _write_chunk(ring, buf, h, chunk_layout: gl.constexpr):
+    """h ([GROUPS, 8] in chunk_layout, the ring's dtype) into ring buffer `buf`, each thread's groups where
+    _read_chunk reads them back in the same thread (no barrier between the two)."""
+    GROUPS: gl.constexpr = ring.shape[1] * ring.shape[2] // VEC
+    flat_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    ring.index(buf)._reinterpret(ring.dtype, [GROUPS, VEC], flat_layout).store(h)
+
+
+@gluon.jit
+def _param_cols(col, starts, lanes, N, EVEN: gl.constexpr):
+    """The weight's and bias's columns of the chunk at `col`: past N (a last chunk in part) the last vector
+    again, so that the loads need no mask (those columns are neither counted nor stored)."""
+    if EVEN:
+        return col + starts + lanes
+    return gl.minimum(col + starts, N - VEC) + lanes
+
+
+@gluon.jit
+def _add_residual(x, it, x_ring, x_buf, r_ring, r_ready, r_empty, h_ptrs, live, EVEN: gl.constexpr,
+                  chunk_layout: gl.constexpr):
+    """Chunk `it`'s h = x + residual, rounded to x's dtype: stored to the new residual (h_ptrs), written back
+    over x's buffer; the residual's buffer released. Returns h in fp32."""
+    R_STAGES: gl.constexpr = r_ring.shape[0]
+    r_buf = it % R_STAGES
+    mbarrier.wait(r_ready.index(r_buf), (it // R_STAGES) & 1)
+    h = (x + _read_chunk(r_ring, r_buf, chunk_layout)).to(r_ring.dtype)
+    _release(r_empty, r_buf)
+    _write_chunk(x_ring, x_buf, h, chunk_layout)
+    if EVEN:
+        gl.store(h_ptrs, h)
+    else:
+        gl.store(h_ptrs, h, mask=live)
+    return h.to(gl.float32)
+
+
+@gluon.jit
+def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty, turns, M, N8,
+              y_stride8, h_stride8, eps, w_offset, WHO: gl.constexpr, LAYER: gl.constexpr, HAS_RES: gl.constexpr,
+              HAS_W: gl.constexpr, HAS_B: gl.constexpr, EVEN: gl.constexpr, CHUNKS: gl.constexpr,
+              WARPS: gl.constexpr):
+    """Consumer WHO's rows (the module docstring). N8, y_stride8, h_stride8: N and the row strides in
+    8-element vectors (so that the compiler knows stores and masks come in whole 16-byte vectors)."""
+    X_STAGES: gl.constexpr = x_ring.shape[0]
+    CHUNK: gl.constexpr = x_ring.shape[1] * x_ring.shape[2]
+    GROUPS: gl.constexpr = CHUNK // VEC
+    # thread t of warp w holds groups w * 32 + t, + 32 * WARPS, ..: a warp reads 512 contiguous bytes of
+    # shared memory per vector load (conflict-free), and stores 512 contiguous bytes
+    chunk_layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [WARPS, 1], [1, 0])
+    group_layout: gl.constexpr = gl.SliceLayout(1, chunk_layout)
+    # each group's first column (masks come per group: N is a multiple of 8)
+    group_starts = gl.arange(0, GROUPS, layout=group_layout) * VEC
+    starts = gl.expand_dims(group_starts, 1)
+    lanes = gl.expand_dims(gl.arange(0, VEC, layout=gl.SliceLayout(0, chunk_layout)), 0)
+    offs = starts + lanes
+    N = N8 * VEC
+    programs = gl.num_programs(0)
+    # the first chunk's weight and bias; pass 2 loads each next one a chunk ahead
+    if HAS_W:
+        w_next = gl.load(w_ptr + _param_cols(0, starts, lanes, N, EVEN))
+    if HAS_B:
+        b_next = gl.load(b_ptr + _param_cols(0, starts, lanes, N, EVEN))
+    k = 0  # this consumer's rows so far
+    for row in range(gl.program_id(0) + WHO * programs, M, 2 * programs):
+        it = (2 * k + WHO) * CHUNKS  # the program's number of this row's first chunk
+        # the other consumer has finished pass 1 of the row before (softmax_sm90's docstring)
+        mbarrier.wait(turns.index(1 - WHO), (k + WHO + 1) & 1)
+        h_row = h_ptr + row.to(gl.int64) * h_stride8 * VEC
+        # pass 1: per group, sum of h^2 (rms) or of h (layer), as the chunks land
+        acc = gl.zeros([GROUPS], gl.float32, group_layout)
+        for c in range(CHUNKS):
+            buf = (it + c) % X_STAGES
+            mbarrier.wait(x_ready.index(buf), ((it + c) // X_STAGES) & 1)
+            x = _read_chunk(x_ring, buf, chunk_layout)
+            if HAS_RES:
+                x = _add_residual(x, it + c, x_ring, buf, r_ring, r_ready, r_empty, h_row + c * CHUNK + offs,
+                                  starts < N - c * CHUNK, EVEN, chunk_layout)
+            if LAYER:
+                acc += gl.sum(x, axis=1)
+            else:
+                acc += gl.sum(x * x, axis=1)
+        mbarrier.arrive(turns.index(WHO))
+        if LAYER:  # the deviations from the fp32 mean, from shared memory (the docstring)
+            shift = gl.sum(acc, axis=0) / N
+            sum_d = gl.zeros([GROUPS], gl.float32, group_layout)
+            sum_dd = gl.zeros([GROUPS], gl.float32, group_layout)
+            for c in range(CHUNKS):
+                d = _read_chunk(x_ring, (it + c) % X_STAGES, chunk_layout) - shift
+                chunk_d = gl.sum(d, axis=1)
+                chunk_dd = gl.sum(d * d, axis=1)
+                if not EVEN:  # the groups past N (read as 0) left out: 8 selects a thread, not 64
+                    chunk_d = gl.where(group_starts < N - c * CHUNK, chunk_d, 0.0)
+                    chunk_dd = gl.where(group_starts < N - c * CHUNK, chunk_dd, 0.0)
+                sum_d += chunk_d
+                sum_dd += chunk_dd
+            corr = gl.sum(sum_d, axis=0) / N
+            rstd = gl.rsqrt(gl.maximum(gl.sum(sum_dd, axis=0) / N - corr * corr, 0.0) + eps)
+            centre = corr * rstd  # y = (h - shift) * rstd - centre
+        else:
+            rstd = gl.rsqrt(gl.sum(acc, axis=0) / N + eps)
+            offset_rstd = w_offset * rstd  # y = h * (w * rstd + offset * rstd)
+        # pass 2: normalise, release, store
+        y_row = y_ptr + row.to(gl.int64) * y_stride8 * VEC
+        for c in range(CHUNKS):
+            nxt = ((c + 1) % CHUNKS) * CHUNK  # the last chunk prefetches the next row's first
+            if HAS_W:
+                w = w_next.to(gl.float32)
+                w_next = gl.load(w_ptr + _param_cols(nxt, starts, lanes, N, EVEN))
+            if HAS_B:
+                b = b_next.to(gl.float32)
+                b_next = gl.load(b_ptr + _param_cols(nxt, starts, lanes, N, EVEN))
+            buf = (it + c) % X_STAGES
+            x = _read_chunk(x_ring, buf, chunk_layout)
+            _release(x_empty, buf)  # also fences pass 1's writes of h into the buffer
+            if LAYER:
+                y = (x - shift) * rstd - centre
+                if HAS_W:
+                    y = y * w
+                if HAS_B:
+                    y = y + b
+            elif HAS_W:
+                y = x * (w * rstd + offset_rstd)
+            else:
+                y = x * rstd
+            y = y.to(y_ptr.dtype.element_ty)
+            if EVEN:
+                gl.store(y_row + c * CHUNK + offs, y)
+            else:
+                gl.store(y_row + c * CHUNK + offs, y, mask=starts < N - c * CHUNK)
+        k += 1
+
+
+@gluon.jit
+def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, M, N8, y_stride8, h_stride8, eps, w_offset,
+                 LAYER: gl.constexpr, HAS_RES: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr,
+                 EVEN: gl.constexpr, FLAT: gl.constexpr, CHUNK: gl.constexpr, CHUNKS: gl.constexpr,
+                 X_STAGES: gl.constexpr, R_STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                 LOADER_REGS: gl.constexpr):
+    """Persistent: consumer 0 is the default partition (num_warps warps), consumer 1 and the 1-warp loaders
+    workers. The rings' buffers are [CHUNK / 256, 256]; a descriptor's box is one of their rows, or all of
+    them (FLAT). Without a residual r_desc, h_ptr are x's descriptor and y (unused)."""
+    WARPS: gl.constexpr = gl.num_warps()
+    ROWS: gl.constexpr = CHUNK // x_desc.block_type.shape[1]
+    BOX_COLS: gl.constexpr = x_desc.block_type.shape[1]
+    x_ring = gl.allocate_shared_memory(x_desc.dtype, [X_STAGES, ROWS, BOX_COLS], x_desc.layout)
+    x_ready = gl.allocate_shared_memory(gl.int64, [X_STAGES, 1], mbarrier.MBarrierLayout())
+    x_empty = gl.allocate_shared_memory(gl.int64, [X_STAGES, 1], mbarrier.MBarrierLayout())
+    turns = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(X_STAGES):
+        mbarrier.init(x_ready.index(i), count=1)  # the loader's expect; the TMA bytes complete the phase
+        mbarrier.init(x_empty.index(i), count=1)  # one elected arrive of a consumer partition
+    for i in gl.static_range(2):
+        mbarrier.init(turns.index(i), count=1)
+    if HAS_RES:
+        r_ring = gl.allocate_shared_memory(r_desc.dtype, [R_STAGES, ROWS, BOX_COLS], r_desc.layout)
+        r_ready = gl.allocate_shared_memory(gl.int64, [R_STAGES, 1], mbarrier.MBarrierLayout())
+        r_empty = gl.allocate_shared_memory(gl.int64, [R_STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(R_STAGES):
+            mbarrier.init(r_ready.index(i), count=1)
+            mbarrier.init(r_empty.index(i), count=1)
+    else:  # placeholders, never touched
+        r_ring, r_ready, r_empty = x_ring, x_ready, x_empty
+    fence_async_shared()
+    if HAS_RES:
+        gl.warp_specialize([
+            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty, turns, M, N8,
+                         y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS)),
+            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty, turns, M, N8,
+                         y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS)),
+            (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
+            (_loader, (r_desc, r_ring, r_ready, r_empty, M, CHUNKS, R_STAGES, FLAT)),
+        ], [WARPS, 1, 1], [CONSUMER_REGS, LOADER_REGS, LOADER_REGS])
+    else:
+        gl.warp_specialize([
+            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty, turns, M, N8,
+                         y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS)),
+            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty, turns, M, N8,
+                         y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS)),
+            (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
+        ], [WARPS, 1], [CONSUMER_REGS, LOADER_REGS])
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch
+
+
+def config(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
+           bias: Optional[torch.Tensor], layer: bool) -> tuple[int, int, int]:
+    """(chunk, buffers, residual's buffers) for these [M, N] row views: 8192-element chunks for whole chunks
+    and 16-bit parameters, and for LayerNorm contiguous rows too (row boxes spill there), else 4096 (the
+    constants' comment says why and what they measured)."""
+    N = x.shape[1]
+    contiguous = all(t is None or t.stride(0) == N for t in (x, residual))
+    if (N % WIDE_CHUNK == 0 and all(t is None or t.element_size() == 2 for t in (weight, bias))
+            and (contiguous or not layer)):
+        return WIDE_CHUNK, WIDE_BUFFERS, RES_STAGES
+    return CHUNK, BUFFERS, RES_STAGES
+
+
+def supports(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
+             bias: Optional[torch.Tensor], y: torch.Tensor, h: Optional[torch.Tensor], layer: bool,
+             rings: Optional[tuple[int, int, int]] = None) -> bool:
+    """Whether the kernel can take the [M, N] row views (unit column stride) as they are: x and y, and the
+    residual and h, as softmax_sm90.supports takes a row view and its output (16-bit, TMA-addressable rows,
+    16-byte aligned stores), a row of x that fits x's ring (the residual's streams through its own), and a
+    16-byte aligned weight and bias of any float dtype. rings: (chunk, buffers, residual's buffers), config()'s
+    when None."""
+    chunk, buffers, res_stages = rings or config(x, residual, weight, bias, layer)
+    n_chunks = cdiv(x.shape[1], chunk)
+    x_stages = buffers - (res_stages if residual is not None else 0)
+    return (softmax_sm90.supports(x, y, chunk, x_stages)
+            and (residual is None or softmax_sm90.supports(residual, h, chunk, n_chunks))
+            and all(t is None or t.data_ptr() % 16 == 0 for t in (weight, bias)))
+
+
+class _Plan:
+    """The launch of _norm_kernel for one call's shapes, strides and dtypes: the first call compiles through
+    Gluon's dispatch with checked descriptors; later ones launch the compiled kernel directly."""
+
+    __slots__ = ("sizes", "launch")
+
+    def __init__(self, x, residual, weight, bias, y, h, layer: bool, programs: int, chunk: int, buffers: int,
+                 res_stages: int):
+        M, N = x.shape
+        rows = [x, x if residual is None else residual]  # the kernel's two descriptors (x's twice without one)
+        # whole chunks of contiguous rows: one box a chunk
+        flat = N % chunk == 0 and all(t.stride(0) == N for t in rows)
+        box = [chunk // BOX_COLS, BOX_COLS] if flat else [1, BOX_COLS]
+        views = [([M * N // BOX_COLS, BOX_COLS], [BOX_COLS, 1]) if flat else ([M, N], [t.stride(0), 1]) for t in rows]
+        r_stages = res_stages if residual is not None else 0
+        self.sizes = (M, N // 8, y.stride(0) // 8, (h if h is not None else y).stride(0) // 8)
+        constexprs = dict(LAYER=layer, HAS_RES=residual is not None, HAS_W=weight is not None, HAS_B=bias is not None,
+                          EVEN=N % chunk == 0, FLAT=flat, CHUNK=chunk, CHUNKS=cdiv(N, chunk),
+                          X_STAGES=buffers - r_stages, R_STAGES=r_stages,
+                          CONSUMER_REGS=consumer_regs(CONSUMERS, CONSUMER_WARPS), LOADER_REGS=LOADER_REGS)
+        self.launch = GluonLaunch(_norm_kernel, (min(programs, M),), [(*v, box, RING_LAYOUT) for v in views],
+                                  constexprs, x.device.index, CONSUMER_WARPS)
+
+    def __call__(self, x, residual, weight, bias, y, h, eps: float, offset: float) -> None:
+        # absent tensors: x's descriptor twice, y for h, x for the weight and bias (never touched)
+        self.launch((x, residual if residual is not None else x), y, h if h is not None else y,
+                    weight if weight is not None else x, bias if bias is not None else x, *self.sizes, eps, offset)
+
+
+_plans: dict[tuple, _Plan] = {}
+
+
+def norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
+              bias: Optional[torch.Tensor], y: torch.Tensor, h: Optional[torch.Tensor], eps: float, offset: float,
+              layer: bool, programs: int, rings: Optional[tuple[int, int, int]] = None) -> None:
+    """LayerNorm (layer) or RMSNorm (offset: rms_norm's) of each row of the [M, N] view x, or of
+    h <- x + residual, into y; `programs` persistent programs (one per SM); supports(...) must hold. y may
+    alias x and h the residual (the in-place ops). rings: (chunk, buffers, residual's buffers), config()'s when
+    None (the experiment, benchmarks/exp_gluon_norms.py, varies them)."""
+    chunk, buffers, res_stages = rings or config(x, residual, weight, bias, layer)
+    key = (x.device.index, x.dtype, *x.shape, x.stride(0), y.stride(0), layer, programs, chunk, buffers,
+           None if residual is None else (residual.stride(0), h.stride(0), res_stages),
+           None if weight is None else weight.dtype, None if bias is None else bias.dtype)
+    plan = _plans.get(key)
+    if plan is None:
+        if len(_plans) > 4096:  # shapes that vary without end
+            _plans.clear()
+        plan = _plans[key] = _Plan(x, residual, weight, bias, y, h, layer, programs, chunk, buffers, res_stages)
+    plan(x, residual, weight, bias, y, h, eps, offset)
