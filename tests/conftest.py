@@ -116,3 +116,28 @@ def poisoned_empty(monkeypatch):
     monkeypatch.setattr(torch, "empty", poisoned(torch.empty))
     monkeypatch.setattr(torch, "empty_like", poisoned(torch.empty_like))
     yield
+
+
+def skip_unless_sm90() -> None:
+    """Skips the calling test where there is no sm_90 GPU: the Gluon kernels run there only."""
+    if not HAS_CUDA or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the Gluon path runs on sm_90 GPUs only")
+
+
+def norm_gluon_rows() -> int:
+    """Rows for the norms' Gluon path (ops/norm_sm90.py): several laps of the rings per program, and row
+    counts that differ by one."""
+    from rooftop.ops import norm_sm90
+    return 4 * norm_sm90.CONSUMERS * torch.cuda.get_device_properties(0).multi_processor_count + 5
+
+
+def run_norm_gluon(monkeypatch, fn):
+    """fn()'s result, asserting that it ran the norms' Gluon kernel."""
+    from rooftop.ops import norm_sm90
+    calls = []
+    real = norm_sm90.norm_rows
+    monkeypatch.setattr(norm_sm90, "norm_rows", lambda *a, **k: calls.append(1) or real(*a, **k))
+    out = fn()
+    torch.cuda.synchronize()
+    assert calls, "the Gluon path did not run"
+    return out

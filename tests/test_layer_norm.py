@@ -1,10 +1,9 @@
 import pytest
 import torch
 
-from conftest import HAS_CUDA, TOL, rel_err
+from conftest import HAS_CUDA, TOL, norm_gluon_rows, rel_err, run_norm_gluon, skip_unless_sm90
 from rooftop import registry
 from rooftop.ops import layer_norm as layer_norm_mod
-from rooftop.ops import norm_sm90
 from rooftop.ops.layer_norm import (ONCHIP_MAX, add_layer_norm_reference, fused_add_layer_norm_, layer_norm,
                                     layer_norm_reference, looped_config)
 
@@ -285,27 +284,6 @@ def test_gpu_peers_and_eager_agree():
 # The Gluon path (ops/norm_sm90.py): sm_90 GPUs only
 
 
-def _sm90():
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("the Gluon path runs on sm_90 GPUs only")
-
-
-def _gluon_rows() -> int:
-    """Rows for the Gluon path: several laps of the rings per program, and row counts that differ by one."""
-    return 4 * norm_sm90.CONSUMERS * torch.cuda.get_device_properties(0).multi_processor_count + 5
-
-
-def _run_gluon(monkeypatch, fn):
-    """fn()'s result, asserting that it ran the Gluon kernel."""
-    calls = []
-    real = norm_sm90.norm_rows
-    monkeypatch.setattr(norm_sm90, "norm_rows", lambda *a, **k: calls.append(1) or real(*a, **k))
-    out = fn()
-    torch.cuda.synchronize()
-    assert calls, "the Gluon path did not run"
-    return out
-
-
 def test_gluon_path_never_on_the_cpu(device):
     x, res, w, b = _inputs((300, 32768), torch.bfloat16, "cpu")
     assert not layer_norm_mod.uses_gluon(x, None, w, b, torch.empty_like(x), None)
@@ -320,15 +298,15 @@ def test_gluon_path_never_on_the_cpu(device):
 def test_gpu_gluon_matches_reference(N, dtype, residual, rows, monkeypatch):
     """Every element of the new residual is x + residual rounded once (a buffer refilled before its last read
     shows here: run 1 of benchmarks/exp_gluon_norms.py)."""
-    _sm90()
-    x, res, w, b = _inputs((_gluon_rows() if rows == "laps" else (1 << 27) // N, N), dtype, "cuda")
+    skip_unless_sm90()
+    x, res, w, b = _inputs((norm_gluon_rows() if rows == "laps" else (1 << 27) // N, N), dtype, "cuda")
     if residual:
-        y, r = _run_gluon(monkeypatch, lambda: layer_norm(x, w, b, 1e-5, residual=res))
+        y, r = run_norm_gluon(monkeypatch, lambda: layer_norm(x, w, b, 1e-5, residual=res))
         y_ref, r_ref = add_layer_norm_reference(x, res, w, b, 1e-5)
         assert torch.equal(r, (x.float() + res.float()).to(dtype))
         assert rel_err(r, r_ref) < TOL[dtype]
     else:
-        y = _run_gluon(monkeypatch, lambda: layer_norm(x, w, b, 1e-5))
+        y = run_norm_gluon(monkeypatch, lambda: layer_norm(x, w, b, 1e-5))
         y_ref = layer_norm_reference(x, w, b, 1e-5)
     assert y.dtype == dtype and rel_err(y, y_ref) < TOL[dtype]
 
@@ -338,16 +316,16 @@ def test_gpu_gluon_matches_reference(N, dtype, residual, rows, monkeypatch):
 @pytest.mark.parametrize("residual", [False, True])
 @pytest.mark.parametrize("N", [32776, 65536])  # 4096-element chunks; 8192 but with fp32 parameters
 def test_gpu_gluon_optional_and_fp32_params(params, residual, N, monkeypatch):
-    _sm90()
-    x, res, w, b = _inputs((_gluon_rows(), N), torch.bfloat16, "cuda",
+    skip_unless_sm90()
+    x, res, w, b = _inputs((norm_gluon_rows(), N), torch.bfloat16, "cuda",
                            param_dtype=torch.float32 if "fp32" in params else None)
     w = None if params in ("no weight", "neither") else w
     b = None if params in ("no bias", "neither") else b
     if residual:
-        y, _ = _run_gluon(monkeypatch, lambda: layer_norm(x, w, b, residual=res))
+        y, _ = run_norm_gluon(monkeypatch, lambda: layer_norm(x, w, b, residual=res))
         assert rel_err(y, add_layer_norm_reference(x, res, w, b)[0]) < TOL[torch.bfloat16]
     else:
-        y = _run_gluon(monkeypatch, lambda: layer_norm(x, w, b))
+        y = run_norm_gluon(monkeypatch, lambda: layer_norm(x, w, b))
         assert rel_err(y, layer_norm_reference(x, w, b)) < TOL[torch.bfloat16]
 
 
@@ -356,30 +334,31 @@ def test_gpu_gluon_optional_and_fp32_params(params, residual, N, monkeypatch):
 def test_gpu_gluon_large_mean(N, monkeypatch):
     """Rows 1e4 + 64 randn in bf16 (values 64 apart): the statistics keep the spread; and the same rows as the
     residual stream; constant rows give the bias."""
-    _sm90()
-    x, res, w, b = _inputs((_gluon_rows(), N), torch.bfloat16, "cuda")
+    skip_unless_sm90()
+    x, res, w, b = _inputs((norm_gluon_rows(), N), torch.bfloat16, "cuda")
     big = (1e4 + 64 * torch.randn_like(x, dtype=torch.float32)).to(torch.bfloat16)
-    y = _run_gluon(monkeypatch, lambda: layer_norm(big, w, b))
+    y = run_norm_gluon(monkeypatch, lambda: layer_norm(big, w, b))
     assert rel_err(y, layer_norm_reference(big, w, b)) < TOL[torch.bfloat16]
-    y, r = _run_gluon(monkeypatch, lambda: layer_norm((64 * x.float()).bfloat16(), w, b, residual=big))
+    y, r = run_norm_gluon(monkeypatch, lambda: layer_norm((64 * x.float()).bfloat16(), w, b, residual=big))
     assert rel_err(y, layer_norm_reference(r, w, b)) < TOL[torch.bfloat16]
     const = torch.full_like(x, 1e4)
-    assert rel_err(_run_gluon(monkeypatch, lambda: layer_norm(const, w, b)), b.expand(x.shape)) < TOL[torch.bfloat16]
+    out = run_norm_gluon(monkeypatch, lambda: layer_norm(const, w, b))
+    assert rel_err(out, b.expand(x.shape)) < TOL[torch.bfloat16]
 
 
 @pytest.mark.gpu
 def test_gpu_gluon_strided_rows(monkeypatch):
     """Row views with stride != N (TMA boxes of one row) take the Gluon path; one whose start is not 16-byte
     aligned falls back to the Triton kernels, with the same results."""
-    _sm90()
+    skip_unless_sm90()
     N = 65536
-    _, res, w, b = _inputs((_gluon_rows(), N), torch.bfloat16, "cuda")
-    wide = torch.randn(_gluon_rows(), N + 64, device="cuda", dtype=torch.bfloat16)
+    _, res, w, b = _inputs((norm_gluon_rows(), N), torch.bfloat16, "cuda")
+    wide = torch.randn(norm_gluon_rows(), N + 64, device="cuda", dtype=torch.bfloat16)
     x = wide[:, 8:8 + N]  # row stride N + 64, base 16 bytes in
-    y, r = _run_gluon(monkeypatch, lambda: layer_norm(x, w, b, residual=res))
+    y, r = run_norm_gluon(monkeypatch, lambda: layer_norm(x, w, b, residual=res))
     y_ref, r_ref = add_layer_norm_reference(x, res, w, b)
     assert rel_err(y, y_ref) < TOL[torch.bfloat16] and rel_err(r, r_ref) < TOL[torch.bfloat16]
-    assert rel_err(_run_gluon(monkeypatch, lambda: layer_norm(x, w, b)), layer_norm_reference(x, w, b)) < \
+    assert rel_err(run_norm_gluon(monkeypatch, lambda: layer_norm(x, w, b)), layer_norm_reference(x, w, b)) < \
         TOL[torch.bfloat16]
     unaligned = wide[:, 4:4 + N]
     assert not layer_norm_mod.uses_gluon(unaligned, None, w, b, torch.empty_like(unaligned), None)
@@ -389,11 +368,11 @@ def test_gpu_gluon_strided_rows(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("N", [32776, 65536])
 def test_gpu_gluon_fused_add_in_place(N, monkeypatch):
-    _sm90()
-    x, res, w, b = _inputs((_gluon_rows(), N), torch.bfloat16, "cuda")
+    skip_unless_sm90()
+    x, res, w, b = _inputs((norm_gluon_rows(), N), torch.bfloat16, "cuda")
     y_ref, _ = add_layer_norm_reference(x, res, w, b)
     r_new = (x.float() + res.float()).bfloat16()
-    _run_gluon(monkeypatch, lambda: fused_add_layer_norm_(x, res, w, b))
+    run_norm_gluon(monkeypatch, lambda: fused_add_layer_norm_(x, res, w, b))
     assert torch.equal(res, r_new)
     assert rel_err(x, y_ref) < TOL[torch.bfloat16]
 
@@ -403,7 +382,7 @@ def test_gpu_gluon_dispatch(monkeypatch):
     """The Gluon path takes 16-bit rows of GLUON_MIN_N < N <= GLUON_MAX_N (N a multiple of 8; with a residual
     not TRITON_RES_N) with at least 2 rows per SM and 16-byte aligned parameters, and nothing else; GLUON_ENABLED
     switches it off."""
-    _sm90()
+    skip_unless_sm90()
     M = 2 * torch.cuda.get_device_properties(0).multi_processor_count
 
     def takes(shape, dtype=torch.bfloat16, residual=False, bias_offset=0):

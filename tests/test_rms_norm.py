@@ -2,10 +2,9 @@ import pytest
 import torch
 
 import rooftop
-from rooftop.ops import norm_sm90
 from rooftop.ops import rms_norm as rms_norm_mod
 from rooftop.ops.rms_norm import add_rms_norm_reference, rms_norm_reference
-from conftest import TOL, rel_err
+from conftest import TOL, norm_gluon_rows, rel_err, run_norm_gluon, skip_unless_sm90
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 # 1, odd, prime, non-power-of-two, the widest on-chip row (32768), the looped path, 262144
@@ -214,27 +213,6 @@ def test_in_place_needs_row_views(device):
 # The Gluon path (ops/norm_sm90.py): sm_90 GPUs only
 
 
-def _sm90():
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("the Gluon path runs on sm_90 GPUs only")
-
-
-def _gluon_rows() -> int:
-    """Rows for the Gluon path: several laps of the rings per program, and row counts that differ by one."""
-    return 4 * norm_sm90.CONSUMERS * torch.cuda.get_device_properties(0).multi_processor_count + 5
-
-
-def _run_gluon(monkeypatch, fn):
-    """fn()'s result, asserting that it ran the Gluon kernel."""
-    calls = []
-    real = norm_sm90.norm_rows
-    monkeypatch.setattr(norm_sm90, "norm_rows", lambda *a, **k: calls.append(1) or real(*a, **k))
-    out = fn()
-    torch.cuda.synchronize()
-    assert calls, "the Gluon path did not run"
-    return out
-
-
 def test_gluon_path_never_on_the_cpu(device):
     x = torch.randn(300, 32768, dtype=torch.bfloat16)
     w = torch.ones(32768, dtype=torch.bfloat16)
@@ -250,15 +228,15 @@ def test_gluon_path_never_on_the_cpu(device):
 def test_gpu_gluon_matches_reference(N, dtype, residual, rows, monkeypatch):
     """Every element of the new residual is x + residual rounded once (a buffer refilled before its last read
     shows here: run 1 of benchmarks/exp_gluon_norms.py)."""
-    _sm90()
-    x, res, w = _inputs((_gluon_rows() if rows == "laps" else (1 << 27) // N, N), dtype, "cuda")
+    skip_unless_sm90()
+    x, res, w = _inputs((norm_gluon_rows() if rows == "laps" else (1 << 27) // N, N), dtype, "cuda")
     if residual:
-        y, r = _run_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w, 1e-6, residual=res))
+        y, r = run_norm_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w, 1e-6, residual=res))
         y_ref, r_ref = add_rms_norm_reference(x, res, w, 1e-6)
         assert torch.equal(r, (x.float() + res.float()).to(dtype))
         assert rel_err(r, r_ref) < TOL[dtype]
     else:
-        y = _run_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w, 1e-6))
+        y = run_norm_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w, 1e-6))
         y_ref = rms_norm_reference(x, w, 1e-6)
     assert y.dtype == dtype and rel_err(y, y_ref) < TOL[dtype]
 
@@ -268,11 +246,11 @@ def test_gpu_gluon_matches_reference(N, dtype, residual, rows, monkeypatch):
 @pytest.mark.parametrize("residual", [False, True])
 @pytest.mark.parametrize("N", [32776, 65536])  # 4096-element chunks; 8192 but with an fp32 weight
 def test_gpu_gluon_weight_variants(weight, residual, N, monkeypatch):
-    _sm90()
+    skip_unless_sm90()
     w_dtype = torch.float32 if weight == "fp32" else None
-    x, res, w = _inputs((_gluon_rows(), N), torch.bfloat16, "cuda", w_dtype)
+    x, res, w = _inputs((norm_gluon_rows(), N), torch.bfloat16, "cuda", w_dtype)
     w, offset = {"fp32": (w, 0.0), "none": (None, 0.0), "gemma offset": (w - 1.0, 1.0)}[weight]
-    out = _run_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w, 1e-6, residual=res if residual else None,
+    out = run_norm_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w, 1e-6, residual=res if residual else None,
                                                            offset=offset))
     y = out[0] if residual else out
     y_ref = (add_rms_norm_reference(x, res, w, 1e-6, offset)[0] if residual
@@ -284,16 +262,16 @@ def test_gpu_gluon_weight_variants(weight, residual, N, monkeypatch):
 def test_gpu_gluon_strided_rows(monkeypatch):
     """Row views with stride != N (TMA boxes of one row) take the Gluon path; one whose start is not 16-byte
     aligned falls back to the Triton kernels, with the same results."""
-    _sm90()
+    skip_unless_sm90()
     N = 65536
-    wide = torch.randn(_gluon_rows(), N + 64, device="cuda", dtype=torch.bfloat16)
-    res = torch.randn(_gluon_rows(), N, device="cuda", dtype=torch.bfloat16)
+    wide = torch.randn(norm_gluon_rows(), N + 64, device="cuda", dtype=torch.bfloat16)
+    res = torch.randn(norm_gluon_rows(), N, device="cuda", dtype=torch.bfloat16)
     w = torch.rand(N, device="cuda", dtype=torch.bfloat16) + 0.5
     x = wide[:, 8:8 + N]  # row stride N + 64, base 16 bytes in
-    y, r = _run_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w, residual=res))
+    y, r = run_norm_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w, residual=res))
     y_ref, r_ref = add_rms_norm_reference(x, res, w)
     assert rel_err(y, y_ref) < TOL[torch.bfloat16] and rel_err(r, r_ref) < TOL[torch.bfloat16]
-    assert rel_err(_run_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w)), rms_norm_reference(x, w)) < \
+    assert rel_err(run_norm_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w)), rms_norm_reference(x, w)) < \
         TOL[torch.bfloat16]
     unaligned = wide[:, 4:4 + N]
     assert not rms_norm_mod.uses_gluon(unaligned, None, w, torch.empty_like(unaligned), None)
@@ -303,20 +281,21 @@ def test_gpu_gluon_strided_rows(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("N", [32776, 65536])
 def test_gpu_gluon_fused_add_in_place(N, monkeypatch):
-    _sm90()
-    x, res, w = _inputs((_gluon_rows(), N), torch.bfloat16, "cuda")
+    skip_unless_sm90()
+    x, res, w = _inputs((norm_gluon_rows(), N), torch.bfloat16, "cuda")
     y_ref, _ = add_rms_norm_reference(x, res, w, 1e-6)
     r_new = (x.float() + res.float()).bfloat16()
-    _run_gluon(monkeypatch, lambda: rooftop.fused_add_rms_norm_(x, res, w, 1e-6))
+    run_norm_gluon(monkeypatch, lambda: rooftop.fused_add_rms_norm_(x, res, w, 1e-6))
     assert torch.equal(res, r_new)
     assert rel_err(x, y_ref) < TOL[torch.bfloat16]
 
 
 @pytest.mark.gpu
 def test_gpu_gluon_dispatch(monkeypatch):
-    """The Gluon path takes 16-bit rows of GLUON_MIN_N < N <= GLUON_MAX_N but TRITON_RES_N with a residual (N a multiple of 8) with at
-    least 2 rows per SM, y in x's dtype and no quantization, and nothing else; GLUON_ENABLED switches it off."""
-    _sm90()
+    """The Gluon path takes 16-bit rows of GLUON_MIN_N < N <= GLUON_MAX_N but TRITON_RES_N with a residual (N a
+    multiple of 8) with at least 2 rows per SM, y in x's dtype and no quantization, and nothing else;
+    GLUON_ENABLED switches it off."""
+    skip_unless_sm90()
     M = 2 * torch.cuda.get_device_properties(0).multi_processor_count
 
     def takes(shape, dtype=torch.bfloat16, residual=False, quant=None, y_dtype=None):
