@@ -397,7 +397,8 @@ def test_candidate_configurations(monkeypatch):
         for M, N, out_size, res_size, data_parallel, stream_k in [(512, 4096, 2, 0, 4, [sk_256]),
                                                                    (8192, 8192, 2, 2, 4, []),
                                                                    (512, 4096, 4, 4, 2, []),
-                                                                   (4096, 200, 2, 0, 4, [sk_256, sk_128])]:
+                                                                   (4096, 200, 2, 0, 4, [sk_256, sk_128]),
+                                                                   (9000, 264, 2, 0, 4, [])]:  # 71 tile rows
             plain = mm._configs(True, False, False, M, N, 1, 2, out_size, res_size, True, "silu", 0)
             configs = mm._configs(True, True, False, M, N, 1, 2, out_size, res_size, True, "silu", 0)
             gluon = [c for c in configs if c["KERNEL"] == "gluon"]
@@ -425,6 +426,22 @@ def test_gluon_never_on_the_cpu(monkeypatch):
     a, b, bias = _randn(mm.GLUON_MIN_M, 32), _randn(32, 32), _randn(32)
     assert rel_err(matmul(a, b, bias, "silu"), matmul_reference(a, b, bias, "silu")) < TOL[torch.bfloat16]
     assert asked and not any(c["KERNEL"] == "gluon" for c in asked[0])
+
+
+def test_gluon_stream_k_plan_grid():
+    """Stream-K's grid and workspace (built without a GPU): groups of one program per tile row, as many as
+    the SMs hold; data-parallel, with placeholders, where fewer than two groups fit."""
+    v = next(v for v in matmul_sm90.VARIANTS if v.stream_k and v.block_n == 128)
+    for M, N, K, grid, partials in [(512, 10240, 8192, 132, 132 * 2 * 128 * 128),  # 33 groups of 4
+                                    (300, 264, 128, 6 * 3, 6 * 3 * 2 * 128 * 128),  # 3 x 2 k-steps: 6 groups
+                                    (9000, 264, 64, 132, 1)]:  # 71 tile rows: one group, data-parallel
+        a, b = torch.empty(M, K, dtype=torch.bfloat16), torch.empty(K, N, dtype=torch.bfloat16)
+        plan = matmul_sm90.WarpSpecializedPlan(v, a, b, False, torch.empty(M, N, dtype=torch.bfloat16), None, None,
+                                               None, 132)
+        assert plan.launch.grid == (grid,) and plan.partials == partials, (M, N, K)
+        assert plan.counters == (1 if partials == 1 else -(-M // 128) * -(-N // 128))
+    with pytest.raises(ValueError, match="stream_k"):
+        matmul_sm90.Variant(128, 128, 4, 2, True, True)
 
 
 def test_gluon_plan_descriptors():
@@ -705,9 +722,8 @@ def test_gpu_gluon_variant(variant, monkeypatch, gluon_launches):
     for which the tuner would time it."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for what, call, ref, out_dtype, (M, N) in _gluon_cases():
-        tiles = -(-M // variant.block_m) * -(-N // variant.block_n)
         if variant.smem_bytes(2, out_dtype.itemsize) > 232448 - mm.SMEM_RESERVE or not matmul_sm90.timed(
-                variant, tiles, sms):
+                variant, M, N, sms):
             continue
         _choose_always(monkeypatch, variant.config())
         launches = len(gluon_launches)

@@ -33,8 +33,8 @@ Which kernel runs (all memory-bound: each input read once, the output written on
 - packed input, or separate inputs with strided rows: a 2-D row kernel, tiles of
   BLOCK_M x BLOCK_N (BLOCK_N up to ROWS_BLOCK_ELEMS) with per-tensor row strides. Loads are full
   16-byte vectors when the row strides and I are multiples of 16 bytes (Triton specialises on it).
-- bias_gelu: the row kernel, BIAS_ELEMS_PER_THREAD values a thread in tiles of at least two rows, so
-  that a thread's two rows share its bias values (loaded and converted once). It moves 4 bytes an
+- bias_gelu: the row kernel, BIAS_ELEMS_PER_THREAD values a thread in tiles of two rows or more (M > 1),
+  so that a thread's two rows share its bias values (loaded and converted once). It moves 4 bytes an
   element (bf16): at the H200's copy rate an SM must retire 4 elements a clock, 128 threads'
   instructions, so the instructions an element decide its speed. Offline sm_90 SASS, bf16, erf:
   18.7 an element (the erfcc form before: 25.3, at 80% of copy), tanh 11.6 (15.1).
@@ -124,7 +124,8 @@ def _gated_flat_kernel(gate_ptr, up_ptr, out_ptr, n, ACT: tl.constexpr, APPROX: 
 
 @triton.jit
 def _act_rows_kernel(a_ptr, b_ptr, out_ptr, M, N, a_stride, b_stride, out_stride, ACT: tl.constexpr,
-                     APPROX: tl.constexpr, BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN: tl.constexpr):
+                     APPROX: tl.constexpr, BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     EVEN: tl.constexpr):
     # out = act(a) * b (b: rows like a), or with BIAS out = act(a + b) (b: one row of N, read once
     # per program, from L2). Reads a (and b) once, writes out once: 3 (BIAS: 2) * M * N * itemsize.
     # EVEN (the tiles divide M and N): no masks, whose compares cost instructions the erf needs.

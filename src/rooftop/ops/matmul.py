@@ -37,9 +37,10 @@ Which kernel runs:
   8192^3 685 (1.06x; 128 x 256) vs 661 (1.03x). The tuner weighs its variants per shape bucket; the
   untuned default stays the TMA kernel's. Tuned rooftop.matmul with the Gluon candidates, same run as
   cuBLAS (exp-gluon-matmul-library.log): 512 x 4096 x 4096 0.99x, 512 x 10240 x 8192 0.82x, 512 x 6144 x
-  4096 0.86x, 2048^3 1.00x, 4096^3 1.01x, 8192^3 1.00x; 4096^3 + bias + SiLU 1.42x cuBLAS + eager. Its
-  stream-K variants (matmul_sm90.timed: where the last wave is under 90% full) took 512 x 10240 x 8192 to
-  0.93x (graph replay; results file h200-2026-12-01-matmul.json).
+  4096 0.86x, 2048^3 1.00x, 4096^3 1.01x, 8192^3 1.00x; 4096^3 + bias + SiLU 1.42x cuBLAS + eager (session
+  8). Session 9 added stream-K variants (matmul_sm90.timed: where the last wave is under 90% full); its
+  results file (h200-2026-12-01-matmul.json, graph replay): 512 x 10240 x 8192 0.93x, 512 x 6144 x 4096
+  0.89x, 512 x 4096 x 4096 0.97x, 2048^3 0.97x, 4096^3 1.00x.
 - TMA persistent (sm_90+; the interpreter runs it too): when the problem is one 2-D GEMM after
   folding the batch of a 3-D a into M (a's rows evenly strided, as a contiguous [B, S, K] is) and a,
   b and the output suit TMA: one unit stride, the other a multiple of 16 bytes, a 16-byte aligned
@@ -415,7 +416,7 @@ def _configs(tma: bool, gluon: bool, fma: bool, M: int, N: int, batch: int, item
                   candidates[i]["KERNEL"] == candidates[0]["KERNEL"]), 0)
     gluon_candidates = [v.config() for v in matmul_sm90.VARIANTS
                         if gluon and v.smem_bytes(itemsize, out_itemsize) <= smem - SMEM_RESERVE
-                        and matmul_sm90.timed(v, batch * cdiv(M, v.block_m) * cdiv(N, v.block_n), sms)]
+                        and matmul_sm90.timed(v, batch * M, N, sms)]
     return (candidates[first], *gluon_candidates, *candidates[:first], *candidates[first + 1:])
 
 
@@ -554,6 +555,9 @@ def _first_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optio
     layout = ("tma", *tma[:2], residual_tma) if tma else ("grouped", a.stride(-1) == 1, b.stride(-2) == 1)
     if gluon:  # its candidates join the list: a choice of its own (other calls' keys stay as they were)
         layout += ("gluon",)
+        # stream-K is timed for some shapes of a bucket only (matmul_sm90.timed): those get a choice of their own
+        if any(c.get("STREAM_K") for c in configs):
+            layout += ("streamk",)
     key = (_autotune.bucket(M), _autotune.bucket(N), _autotune.bucket(K), _autotune.bucket(batch), a.dtype,
            out.dtype, *layout, *flags.values())
     device_name = _autotune.device_name(device_index)

@@ -37,9 +37,11 @@ stores, so no dimension need be a multiple of the tile. Two kinds of variants:
     in k order (deterministic), zeroes the counter, and runs the epilogue.
 
 Traffic: a and b about once from DRAM (GROUP_M order), bias and the residual tile once per tile, the
-output once; stream-K adds each cut tile's partials (fp32, written once and read once, mostly in L2).
-Measured (H200, bf16, 2026-12-01, graph replay, logs/h200-2026-12-01-s9/): 512 x 10240 x 8192 tuned with
-stream-K (128 x 128) 0.93x cuBLAS, was 0.87x; 512 x 6144 x 4096 stays 0.89x (the TMA kernel chosen).
+output once; stream-K adds each cut tile's partials (fp32, written once and read once, mostly in L2), and
+every piece of a cut tile brings in the residual tile (only the last uses it).
+Measured (H200, bf16, 2026-12-01, session 9's tuned results file, graph replay against cuBLAS in the same
+run; logs/h200-2026-12-01-s9/): 512 x 10240 x 8192 0.93x with stream-K (128 x 128; session 6's file: 0.87x);
+512 x 6144 x 4096 0.89x (the TMA kernel chosen; 0.92x in session 6's file).
 """
 from __future__ import annotations
 
@@ -70,6 +72,10 @@ class Variant:
     consumers: int
     pingpong: bool
     stream_k: bool = False  # cooperative only
+
+    def __post_init__(self):
+        if self.stream_k and self.pingpong:
+            raise ValueError(f"stream_k: cooperative variants only, not ping-pong ({self})")
 
     @property
     def name(self) -> str:
@@ -376,10 +382,21 @@ def constexprs(v: Variant, b_k_major: bool, has_bias: bool, activation, has_resi
                 HAS_RESIDUAL=has_residual, STREAM_K=v.stream_k, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS)
 
 
-def timed(v: Variant, tiles: int, num_sms: int) -> bool:
-    """Whether the tuner times variant v for a problem of `tiles` of its tiles: stream-K only where they fill
-    the SMs' last wave less than STREAM_K_BELOW (elsewhere its partials cost and buy nothing)."""
-    return not v.stream_k or tiles / (cdiv(tiles, num_sms) * num_sms) < STREAM_K_BELOW
+def stream_k_groups(v: Variant, M: int, N: int, K: int, num_sms: int) -> int:
+    """Groups of cdiv(M, BLOCK_M) programs the stream-K schedule forms (see _schedule): as many as fit the SMs,
+    at most one a k-step; under 2 no tile is cut (the variant then runs data-parallel, or on one group)."""
+    return min(num_sms // cdiv(M, v.block_m), cdiv(N, v.block_n) * cdiv(K, BLOCK_K))
+
+
+def timed(v: Variant, M: int, N: int, num_sms: int) -> bool:
+    """Whether the tuner times variant v for an M x N output: stream-K only where its tiles fill the SMs'
+    last wave less than STREAM_K_BELOW (elsewhere its partials cost and buy nothing) and at least two groups
+    of tile rows fit the SMs (M <= 66 x 128 on 132 SMs)."""
+    if not v.stream_k:
+        return True
+    tiles = cdiv(M, v.block_m) * cdiv(N, v.block_n)
+    return (matmul_ops._wave_efficiency(tiles, num_sms) < STREAM_K_BELOW
+            and num_sms // cdiv(M, v.block_m) >= 2)
 
 
 class WarpSpecializedPlan:
@@ -389,9 +406,10 @@ class WarpSpecializedPlan:
     [M, N] of out's dtype with unit column stride; every other stride and every base 16-byte aligned
     (matmul.py checks; a 3-D a, out or residual is passed at the address of the 2-D view the plan was
     made for). The first call compiles through Gluon's dispatch with checked descriptors; later ones launch
-    the compiled kernel directly. Stream-K runs min(num_sms, tiles x k-steps) programs; its workspace: fp32
-    partials (programs x 2 x the tile: 17 / 34 MB for 128 x 128 / 128 x 256 on 132 SMs) allocated per
-    call, and the stream's arrival counters (_support.arrival_counters)."""
+    the compiled kernel directly. Stream-K runs stream_k_groups() x cdiv(M, BLOCK_M) programs where that
+    makes 2 groups or more (else min(num_sms, tiles), data-parallel); its workspace: fp32 partials (programs
+    x 2 x the tile: at most 17 / 34 MB for 128 x 128 / 128 x 256 on 132 SMs) allocated per call, and the
+    stream's arrival counters (_support.arrival_counters)."""
 
     __slots__ = ("sizes", "launch", "partials", "counters", "device")
 
@@ -409,12 +427,12 @@ class WarpSpecializedPlan:
         tiles = cdiv(M, v.block_m) * cdiv(N, v.block_n)
         self.sizes = (M, N, K)
         self.device = a.device
-        rows = cdiv(M, v.block_m)  # stream-K: groups of `rows` programs (see _schedule), one step each at least
-        groups = min(num_sms // rows, cdiv(N, v.block_n) * cdiv(K, BLOCK_K))
-        grid = groups * rows if v.stream_k and groups > 0 else min(num_sms, tiles)
+        groups = stream_k_groups(v, M, N, K, num_sms)
+        stream_k = v.stream_k and groups >= 2  # else the kernel finds no group to cut a tile with (_schedule)
+        grid = groups * cdiv(M, v.block_m) if stream_k else min(num_sms, tiles)
         # stream-K's (elements of the partials, counters); without, float32 / int32 placeholders
-        self.partials = grid * 2 * v.block_m * v.block_n if v.stream_k else 1
-        self.counters = tiles * v.consumers if v.stream_k else 1
+        self.partials = grid * 2 * v.block_m * v.block_n if stream_k else 1
+        self.counters = tiles * v.consumers if stream_k else 1
         self.launch = GluonLaunch(_matmul_ws_kernel, (grid,), descriptors, constexprs(
             v, b_k_major, bias is not None, activation, residual is not None), a.device.index)
 

@@ -45,9 +45,10 @@ while a row of x fits its ring (CHUNKS <= X_STAGES; the residual's ring needs no
 each residual chunk before waiting for the next): the loads of a row wait only for releases of earlier rows,
 or of the same row's earlier residual chunks. (3) A buffer is not refilled while its values are still needed:
 x's buffer holds x's chunk, then (with a residual) h, until pass 2 reads it for the last time and releases it;
-the residual's buffer until pass 1 has read it. Release (_release) orders the partition's shared-memory
-accesses before the TMA write that refills the buffer (softmax_sm90._release): each thread's fence.proxy.async (the TMA writes through
-the async proxy, which a barrier of the warps does not order), then the barrier, then one arrive. Without the
+the residual's buffer until pass 1 has read it. Release (softmax_sm90._release) orders the partition's
+shared-memory accesses before the TMA write that refills the buffer: each thread's fence.proxy.async (the TMA
+writes through the async proxy, which a barrier of the warps does not order), then the barrier, then one
+arrive. Without the
 fence, run 1 of the experiment (H200) found new residuals that were not x + residual bit for bit (add_layer_norm
 at every width, add_rms_norm at 16392 and with 8192-element chunks), where every mbarrier wait and release is
 right by (1)-(3): the PTX proxy rules allow a load of the buffer, still queued (behind the partition's global
@@ -75,12 +76,13 @@ from rooftop.ops._support import GluonLaunch, cdiv
 from rooftop.ops.softmax_sm90 import (BOX_COLS, LOADER_REGS, RING_LAYOUT, VEC, _loader, _read_chunk, _release,
                                       consumer_regs)
 
-# Ring buffers: 8192-element chunks (16 KB; 14 buffers, 4 of them the residual's) where they compile without
-# spills, 16-bit weight and bias and whole chunks (N % 8192 == 0); else 4096 (28 buffers, 4 the residual's): with
-# 8192, LayerNorm's pass 2 needs more than the consumers' 240 registers when the weight and bias are fp32 (a chunk
-# ahead in flight) or N % 8192 != 0 (benchmarks/exp_gluon_norms.py --compile-only). Measured (H200, bf16, % of copy,
-# exp_gluon_norms run 1): at N = 65536 8192-element chunks 89.4 / 79.3 / 90.8 (residual ring 4) / 86.0 (4096, ring
-# 4) against 4096 with a ring of 8: 75.0 / 71.7 / 85.7 / 78.1 (rms_norm, layer_norm, add_rms_norm, add_layer_norm)
+# Ring buffers: 8192-element chunks (16 KB; 14 buffers, 4 of them the residual's) where they compile without spills,
+# 16-bit weight and bias, whole chunks (N % 8192 == 0) and, for LayerNorm, contiguous rows; else 4096 (28 buffers, 4
+# the residual's): with 8192, LayerNorm's pass 2 needs more than the consumers' 240 registers when the weight and bias
+# are fp32 (a chunk ahead in flight) or N % 8192 != 0 (benchmarks/exp_gluon_norms.py --compile-only). Measured (H200,
+# bf16, % of copy, exp_gluon_norms run 1): at N = 65536 8192-element chunks 89.4 / 79.3 / 90.8 (residual ring 4) /
+# 86.0 (4096, ring 4) against 4096 with a ring of 8: 75.0 / 71.7 / 85.7 / 78.1 (rms_norm, layer_norm, add_rms_norm,
+# add_layer_norm)
 WIDE_CHUNK, WIDE_BUFFERS = 8192, 14  # 224 KB of the 227 KB a program may use (barriers, scratch: under 1 KB)
 CHUNK, BUFFERS = 4096, 28
 RES_STAGES = 4  # with a residual, the buffers of the residual's ring (the others are x's)

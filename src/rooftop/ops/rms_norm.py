@@ -66,12 +66,12 @@ ONCHIP_BLOCK_ELEMS = 2048
 PROGRAMS_PER_SM = 4
 SPLIT_LAUNCH = dict(CHUNK=8192, num_warps=8)  # the split path's chunk and warps (benchmarks/exp_split_rows.py)
 SPLIT_MIN_N = 65536  # with a residual, the split path runs above this width
-# The Gluon path's widths (exclusive, inclusive), but for TRITON_RES_N with a residual. Measured (H200, bf16, M * N = 2^27, % of copy,
-# Gluon against Triton; benchmarks/exp_gluon_norms.py run 1, logs/h200-2026-12-01-s9): rms_norm 79.6 / 37.0 at
-# 16392, 79.6 / 4.9 at 32776, 89.4 / 74.7 at 65536 (8192-element chunks); add_rms_norm 87.3 / 46.9, 89.3 / 8.4,
-# 90.8 / 87.5. Triton's kernels collapse where N is not a multiple of their tile. At 32768 (run 2, 8192-element
-# chunks, the release fenced): rms_norm Gluon 89.7 / Triton 87.4, add_rms_norm 93.1 / 98.7: Triton keeps
-# TRITON_RES_N with a residual. Rows wider than x's ring (norm_sm90) are not taken.
+# The Gluon path's widths (exclusive, inclusive), but for TRITON_RES_N with a residual. Measured (H200, bf16, M * N =
+# 2^27, % of copy, Gluon against Triton; benchmarks/exp_gluon_norms.py run 1, logs/h200-2026-12-01-s9): rms_norm 79.6
+# / 37.0 at 16392, 79.6 / 4.9 at 32776, 89.4 / 74.7 at 65536 (8192-element chunks); add_rms_norm 87.3 / 46.9, 89.3 /
+# 8.4, 90.8 / 87.5. Triton's kernels collapse where N is not a multiple of their tile. At 32768 (run 2, 8192-element
+# chunks, the release fenced): rms_norm Gluon 89.7 / Triton 87.4, add_rms_norm 93.1 / 98.7: Triton keeps TRITON_RES_N
+# with a residual. Rows wider than x's ring (norm_sm90) are not taken.
 GLUON_MIN_N, GLUON_MAX_N = 16384, 65536
 TRITON_RES_N = 32768
 GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
@@ -205,7 +205,8 @@ def uses_gluon(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Option
     """Whether rms_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views."""
     M, N = x.shape
     return (GLUON_ENABLED and quant is None and x.is_cuda and not interpreting() and GLUON_MIN_N < N <= GLUON_MAX_N
-            and not (residual is not None and N == TRITON_RES_N) and M >= norm_sm90.CONSUMERS * num_sms(x.device.index) and is_sm90(x.device.index)
+            and not (residual is not None and N == TRITON_RES_N)
+            and M >= norm_sm90.CONSUMERS * num_sms(x.device.index) and is_sm90(x.device.index)
             and norm_sm90.supports(x, residual, weight, None, y, r, False))
 
 
