@@ -139,23 +139,13 @@ def test_gluon_rows_past_the_ring_are_opt_in_and_checked():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("log", [False, True])
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("N", [16384 + 8, 24576 + 8, 32768, 65536 - 8, 65536])  # masked last chunk or whole chunks
+@pytest.mark.parametrize("N, dtype", [(N, dtype) for N in (16384 + 8, 24576 + 8, 32768, 65536 - 8, 65536)
+                                      for dtype in (torch.float16, torch.bfloat16)]
+                         + [(106496 + 8, torch.bfloat16), (131072, torch.float16), (131072, torch.bfloat16),
+                            (131072 + 8, torch.bfloat16), (262144, torch.bfloat16)])
 def test_gpu_gluon_matches_torch(N, dtype, log, monkeypatch):
-    _sm90()
-    x = torch.randn(_gluon_rows(), N, device="cuda", dtype=dtype) * 4
-    out = _run_gluon(monkeypatch, x, log)
-    ref = torch.log_softmax(x.float(), -1) if log else torch.softmax(x.float(), -1)
-    assert out.dtype == dtype and rel_err(out, ref) < TOL[dtype]
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("log", [False, True])
-@pytest.mark.parametrize("N, dtype", [(106496 + 8, torch.bfloat16), (131072, torch.float16), (131072, torch.bfloat16),
-                                      (131072 + 8, torch.bfloat16), (262144, torch.bfloat16)])
-def test_gpu_gluon_rows_past_the_ring_match_torch(N, dtype, log, monkeypatch):
-    """Rows wider than the ring (one consumer, the head re-read): just past it (14 chunks), whole chunks,
-    a masked 17th chunk, 32 chunks."""
+    """Rows in the ring (a masked last chunk or whole chunks) and wider than it (one consumer, the head
+    re-read): just past it (14 chunks), whole chunks, a masked 17th chunk, 32 chunks."""
     _sm90()
     x = torch.randn(_gluon_rows(), N, device="cuda", dtype=dtype) * 4
     out = _run_gluon(monkeypatch, x, log)
