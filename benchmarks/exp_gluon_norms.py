@@ -60,8 +60,7 @@ from dataclasses import dataclass
 
 import torch
 
-from exp_gluon_softmax import _MBarrier
-from gluon_sm90 import compile_sm90, main, read_cubin, results, sass_loops, wait_or_exit
+from gluon_sm90 import MBarrier, compile_sm90, main, read_cubin, results, sass_loops, step, wait_or_exit
 from rooftop.ops import layer_norm as layer_norm_mod
 from rooftop.ops import norm_sm90
 from rooftop.ops import rms_norm as rms_norm_mod
@@ -132,10 +131,10 @@ def simulate_protocol(chunks: int, x_stages: int, r_stages: int, rows: int, seed
     and _consumer step by step; actors yield True on progress, False while spinning on a barrier."""
     rng = random.Random(seed)
     rings = {"x": x_stages, "r": r_stages} if r_stages else {"x": x_stages}
-    ready = {name: [_MBarrier(1) for _ in range(n)] for name, n in rings.items()}
-    empty = {name: [_MBarrier(1) for _ in range(n)] for name, n in rings.items()}
+    ready = {name: [MBarrier(1) for _ in range(n)] for name, n in rings.items()}
+    empty = {name: [MBarrier(1) for _ in range(n)] for name, n in rings.items()}
     held = {name: [None] * n for name, n in rings.items()}  # (what, chunk) each buffer holds
-    turn = [_MBarrier(1), _MBarrier(1)]
+    turn = [MBarrier(1), MBarrier(1)]
     in_flight: list = []  # TMA copies issued, not landed: (ring, buffer, chunk)
     pending: list[list] = [[], []]  # per consumer: shared-memory accesses issued, not performed
 
@@ -210,15 +209,7 @@ def simulate_protocol(chunks: int, x_stages: int, r_stages: int, rows: int, seed
             ready[name][buf].arrive()
             spinning.clear()
             continue
-        actor = actors[pick]
-        try:
-            if next(actor):
-                spinning.clear()
-            else:
-                spinning.add(actor)
-        except StopIteration:
-            actors.remove(actor)
-            spinning.discard(actor)
+        step(actors[pick], actors, spinning)
         if actors and not in_flight and not late and len(spinning) == len(actors):
             raise AssertionError(f"deadlock: {chunks} chunks a row, rings {rings}")
 

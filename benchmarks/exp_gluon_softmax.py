@@ -67,7 +67,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
-from gluon_sm90 import compile_sm90, main, read_cubin, results, sass_loops, wait_or_exit
+from gluon_sm90 import MBarrier, compile_sm90, main, read_cubin, results, sass_loops, step, wait_or_exit
 from rooftop.ops import softmax as softmax_mod
 from rooftop.ops import softmax_sm90
 from rooftop.ops._support import GluonLaunch, cdiv
@@ -206,23 +206,6 @@ def ringcopy(x: torch.Tensor, num_sms: int, tma_store: bool) -> torch.Tensor:
 # Offline check (no GPU)
 
 
-class _MBarrier:
-    """An mbarrier as the kernel uses it: `count` arrivals (plus any expected TMA bytes, here one
-    completion) end a phase; wait(parity) passes once the phase of that parity has completed, i.e. while
-    the current phase's parity differs (a fresh barrier passes wait(1) at once)."""
-
-    def __init__(self, count: int):
-        self.count, self.pending, self.phase = count, count, 0
-
-    def arrive(self) -> None:
-        self.pending -= 1
-        if self.pending == 0:
-            self.phase, self.pending = self.phase + 1, self.count
-
-    def passes(self, parity: int) -> bool:
-        return (self.phase & 1) != parity
-
-
 def simulate_protocol(chunks: int, stages: int, consumers: int, rows: int, seed: int, keep: Optional[int] = None,
                       turns: bool = True) -> None:
     """The kernel's ring protocol for one program, run under a random interleaving of the loader, the
@@ -237,8 +220,8 @@ def simulate_protocol(chunks: int, stages: int, consumers: int, rows: int, seed:
     rng = random.Random(seed)
     keep = chunks if keep is None else keep
     head, slots = chunks - keep, 2 * chunks - keep
-    ready, empty = [_MBarrier(1) for _ in range(stages)], [_MBarrier(1) for _ in range(stages)]
-    turn = [_MBarrier(1) for _ in range(consumers)]
+    ready, empty = [MBarrier(1) for _ in range(stages)], [MBarrier(1) for _ in range(stages)]
+    turn = [MBarrier(1) for _ in range(consumers)]
     ring: list = [None] * stages
     in_flight: list = []  # TMA copies issued, not landed: (buffer, (slot, chunk), slow)
     slow = 0.25 * (seed % 2)  # odd seeds: a quarter of the copies land late
@@ -297,15 +280,7 @@ def simulate_protocol(chunks: int, stages: int, consumers: int, rows: int, seed:
             ready[buf].arrive()
             spinning.clear()
             continue
-        actor = rng.choice(actors)
-        try:
-            if next(actor):
-                spinning.clear()
-            else:
-                spinning.add(actor)
-        except StopIteration:
-            actors.remove(actor)
-            spinning.discard(actor)
+        step(rng.choice(actors), actors, spinning)
 
 
 LOOP_COUNTS = {"UTMALDG": r"UTMALDG", "SYNCS.TRYWAIT": r"SYNCS\.PHASECHK", "SYNCS.ARRIVE": r"SYNCS\.ARRIVE",

@@ -1,6 +1,7 @@
 """What the Gluon experiment scripts (benchmarks/exp_gluon_*.py) share: the offline sm_90 compile and the
-readout of its cubin (resources, setmaxnreg values, the loops of the SASS), and the GPU run's watchdog.
-No GPU is needed for the first two."""
+readout of its cubin (resources, setmaxnreg values, the loops of the SASS), the pieces of the mbarrier
+protocol models (MBarrier, step), and the GPU run's watchdog.
+Only the watchdog needs a GPU."""
 from __future__ import annotations
 
 import argparse
@@ -68,6 +69,37 @@ def sass_loops(sass: str, keep: Callable[[list[str]], bool]) -> list[tuple[int, 
 
 def issues_wgmma(body: list[str]) -> bool:
     return any(t.startswith("HGMMA") for t in body)
+
+
+class MBarrier:
+    """An mbarrier in the protocol models, as the kernels use it: `count` arrivals (plus any expected TMA
+    bytes, here one completion) end a phase; wait(parity) passes once the phase of that parity has completed,
+    i.e. while the current phase's parity differs (a fresh barrier passes wait(1) at once)."""
+
+    def __init__(self, count: int):
+        self.count, self.pending, self.phase = count, count, 0
+
+    def arrive(self) -> None:
+        self.pending -= 1
+        if self.pending == 0:
+            self.phase, self.pending = self.phase + 1, self.count
+
+    def passes(self, parity: int) -> bool:
+        return (self.phase & 1) != parity
+
+
+def step(actor, actors: list, spinning: set) -> None:
+    """One move of an actor (a generator) of the experiments' mbarrier protocol models: it yields True when it
+    progressed (every spinning actor may now pass), False when a wait did not pass (it spins); a finished
+    actor leaves `actors`. A model is deadlocked when every actor spins and nothing is in flight."""
+    try:
+        if next(actor):
+            spinning.clear()
+        else:
+            spinning.add(actor)
+    except StopIteration:
+        actors.remove(actor)
+        spinning.discard(actor)
 
 
 def results(out_dir: str, name: str) -> tuple[list[dict], Callable[[], None]]:
