@@ -391,14 +391,19 @@ def test_candidate_configurations(monkeypatch):
         assert mm._configs(True, False, False, 8192, 8192, 1, 1, 2, 0, False, None, 0)[0]["BLOCK_K"] == 128  # fp8
         # the Gluon variants right after the Triton default, those whose staging buffers fit (fp32 out: 2 of
         # the 4 data-parallel ones), stream-K where its tiles fill the last wave under 90% (132 SMs: 512 x 4096
-        # has 64 tiles of 128 x 256 and 128 of 128 x 128, 4096 x 200 32 and 64, 8192^2 2048 and 4096)
+        # has 64 tiles of 128 x 256 and 128 of 128 x 128, 4096 x 200 32 and 64, 8192^2 2048 and 4096), the
+        # 192 / 160 widths where their tiles fill the waves to 95% and 128 / 256 do not (512 x 6144: 128 tiles of
+        # 128 x 192, 97%, against 73%; 512 x 10240: 256 of 128 x 160, 97%, against 81% / 61%; 8192^2: 99% against
+        # 97%, not timed)
         variants = [v.config() for v in matmul_sm90.VARIANTS]
         sk_256, sk_128 = "coop_2wg_128x256x64_s3_streamk", "coop_1wg_128x128x64_s5_streamk"
-        for M, N, out_size, res_size, data_parallel, stream_k in [(512, 4096, 2, 0, 4, [sk_256]),
-                                                                   (8192, 8192, 2, 2, 4, []),
-                                                                   (512, 4096, 4, 4, 2, []),
-                                                                   (4096, 200, 2, 0, 4, [sk_256, sk_128]),
-                                                                   (9000, 264, 2, 0, 4, [])]:  # 71 tile rows
+        w_192, w_160 = "coop_2wg_128x192x64_s4", "coop_2wg_128x160x64_s5"
+        for M, N, out_size, res_size, data_parallel, stream_k, wave in [
+                (512, 4096, 2, 0, 4, [sk_256], []), (8192, 8192, 2, 2, 4, [], []), (512, 4096, 4, 4, 2, [], []),
+                (4096, 200, 2, 0, 4, [sk_256, sk_128], []), (9000, 264, 2, 0, 4, [], []),  # 71 tile rows
+                (512, 6144, 2, 2, 4, [sk_256, sk_128], [w_192]), (512, 10240, 2, 0, 4, [sk_256, sk_128], [w_160]),
+                (512, 6144, 4, 4, 2, [sk_128], []),  # fp32 out: the 192 / 160 staging buffers do not fit
+                (2048, 6144, 2, 0, 4, [], [])]:  # 97% each way
             plain = mm._configs(True, False, False, M, N, 1, 2, out_size, res_size, True, "silu", 0)
             configs = mm._configs(True, True, False, M, N, 1, 2, out_size, res_size, True, "silu", 0)
             gluon = [c for c in configs if c["KERNEL"] == "gluon"]
@@ -406,7 +411,9 @@ def test_candidate_configurations(monkeypatch):
             assert tuple(c for c in configs if c["KERNEL"] != "gluon") == plain
             assert all(c in variants for c in gluon)
             names = [matmul_sm90.Variant.of(c).name for c in gluon]
-            assert len(names) == data_parallel + len(stream_k) and [n for n in names if "streamk" in n] == stream_k
+            assert len(names) == data_parallel + len(stream_k) + len(wave), (M, N, names)
+            assert [n for n in names if "streamk" in n] == stream_k
+            assert [n for n in names if n in (w_192, w_160)] == wave
             assert all(matmul_sm90.Variant.of(c).smem_bytes(2, out_size) <= 232448 - mm.SMEM_RESERVE for c in gluon)
     finally:
         mm._configs.cache_clear()
@@ -442,6 +449,11 @@ def test_gluon_stream_k_plan_grid():
         assert plan.counters == (1 if partials == 1 else -(-M // 128) * -(-N // 128))
     with pytest.raises(ValueError, match="stream_k"):
         matmul_sm90.Variant(128, 128, 4, 2, True, True)
+    with pytest.raises(ValueError, match="stream_k"):
+        matmul_sm90.Variant(128, 192, 4, 2, False, True)
+    for block_n in (96, 384):
+        with pytest.raises(ValueError, match="block_n"):
+            matmul_sm90.Variant(128, block_n, 4, 2, False)
 
 
 def test_gluon_plan_descriptors():
@@ -463,6 +475,14 @@ def test_gluon_plan_descriptors():
         assert plan.launch.constexprs["B_K_MAJOR"] == b_k_major and plan.launch.constexprs["HAS_RESIDUAL"]
         for t, d in zip((a, b, out, residual), plan.launch.descriptors):
             GluonDescriptor(t, *d)  # what a first call builds: its checks pass
+    # 128 x 160: b's and the output's boxes 32 columns (the tile's 128 + 32 in whole boxes)
+    v = next(v for v in matmul_sm90.VARIANTS if v.block_n == 160)
+    b = torch.randn(N, K, dtype=torch.bfloat16).t()
+    plan = matmul_sm90.WarpSpecializedPlan(v, a, b, True, out, None, residual, None, 132)
+    assert [d[2] for d in plan.launch.descriptors] == [[64, 64], [32, 64], [64, 32], [64, 32]]
+    assert plan.launch.constexprs["BLOCK_N"] == 160 and plan.launch.grid == (3 * 2,)
+    for t, d in zip((a, b, out, residual), plan.launch.descriptors):
+        GluonDescriptor(t, *d)
 
 
 def test_registry_cases_and_costs():
@@ -686,7 +706,9 @@ def _choose_always(monkeypatch, config: dict) -> None:
 def _gluon_cases():
     """(what, call, float64 reference, out dtype, (M, N)): square and ragged shapes (M, N, K no tile
     multiples, a K tail), one large, fp16 and bf16, b as [K, N] and as w.t(), each epilogue, a folded batch,
-    and a K much longer than M, N (stream-K cuts each tile between dozens of programs)."""
+    a K much longer than M, N (stream-K cuts each tile between dozens of programs), and for each wave-fitting
+    width w (128 + lo columns) an N that the tuner times it at: M = 512 (4 tile rows) and a quarter of the
+    SMs' tiles in a row, the last one ragged in its lo columns or ending in its first 128 (lo all past N)."""
     g = torch.Generator(device="cuda").manual_seed(0)
 
     def r(*s, dtype=torch.bfloat16):
@@ -699,6 +721,13 @@ def _gluon_cases():
         return what, lambda: matmul(a, b, **kwargs), matmul_reference(a, b, **kwargs_ref), out_dtype, folded
 
     h = torch.float16
+    tiles_in_row = torch.cuda.get_device_properties(0).multi_processor_count // 4
+    wave = []
+    for w in sorted({v.block_n for v in matmul_sm90.VARIANTS if v.wave_fit}):
+        lo_ragged, lo_past_n = tiles_in_row * w - 24, (tiles_in_row - 1) * w + 104
+        wave += [case(f"wave {w}: N {lo_ragged}, w.t() bias silu residual", r(512, 200), r(lo_ragged, 200).t(),
+                      bias=r(lo_ragged), activation="silu", residual=r(512, lo_ragged)),
+                 case(f"wave {w}: N {lo_past_n}, fp16", r(512, 200, dtype=h), r(200, lo_past_n, dtype=h))]
     return [
         case("square", r(256, 256), r(256, 256)),
         case("ragged w.t() bias silu", r(130, 72), r(200, 72).t(), bias=r(200), activation="silu"),
@@ -712,7 +741,7 @@ def _gluon_cases():
         case("folded batch, strided rows", r(2, 100, 96)[..., :72], r(72, 136), residual=r(2, 100, 136)),
         case("long K bias silu residual", r(256, 8200), r(8200, 264) / 64, bias=r(264), activation="silu",
              residual=r(256, 264)),
-    ]
+    ] + wave
 
 
 @needs_sm90
@@ -721,16 +750,19 @@ def test_gpu_gluon_variant(variant, monkeypatch, gluon_launches):
     """Each Gluon variant against the float64 reference on every case whose staging buffers it fits and
     for which the tuner would time it."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    ran = 0
     for what, call, ref, out_dtype, (M, N) in _gluon_cases():
         if variant.smem_bytes(2, out_dtype.itemsize) > 232448 - mm.SMEM_RESERVE or not matmul_sm90.timed(
                 variant, M, N, sms):
             continue
+        ran += 1
         _choose_always(monkeypatch, variant.config())
         launches = len(gluon_launches)
         out = call()
         assert len(gluon_launches) == launches + 1, what
         assert out.dtype == out_dtype and rel_err(out, ref) < TOL[out_dtype], (what, rel_err(out, ref))
         assert torch.equal(call(), out), what  # the kept plan, launched directly
+    assert ran, f"{variant.name}: no case it is timed at"
 
 
 @needs_sm90

@@ -129,8 +129,16 @@ def _act_rows_kernel(a_ptr, b_ptr, out_ptr, M, N, a_stride, b_stride, out_stride
     # out = act(a) * b (b: rows like a), or with BIAS out = act(a + b) (b: one row of N, read once
     # per program, from L2). Reads a (and b) once, writes out once: 3 (BIAS: 2) * M * N * itemsize.
     # EVEN (the tiles divide M and N): no masks, whose compares cost instructions the erf needs.
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    # Which blocks run side by side, measured on the H200 (bf16, N >= 16384): gated, a row's column blocks
+    # (a 1-D grid: swiglu_packed 100% of copy, 96% with the row blocks adjacent); bias, the row blocks (the
+    # 2-D grid (row blocks, column blocks): bias_gelu 90-92%, 79-83% on a 1-D grid, either order).
+    if BIAS:
+        row_block, col_block = tl.program_id(0), tl.program_id(1)
+    else:
+        col_blocks = tl.cdiv(N, BLOCK_N)
+        row_block, col_block = tl.program_id(0) // col_blocks, tl.program_id(0) % col_blocks
+    rows = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = col_block * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = None if EVEN else (rows[:, None] < M) & (cols[None, :] < N)
     rows = rows.to(tl.int64)
     a = to_fp32(tl.load(a_ptr + rows[:, None] * a_stride + cols[None, :], mask=mask))
@@ -165,7 +173,8 @@ def act_rows(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, activation: st
     (b then a vector [N])."""
     M, N = a.shape
     block_m, block_n, warps = rows_config(M, N, bias)
-    launch(_act_rows_kernel, (cdiv(M, block_m), cdiv(N, block_n)), a, b, out, M, N, a.stride(0),
+    grid = (cdiv(M, block_m), cdiv(N, block_n)) if bias else (cdiv(M, block_m) * cdiv(N, block_n),)
+    launch(_act_rows_kernel, grid, a, b, out, M, N, a.stride(0),
            0 if bias else b.stride(0), out.stride(0), ACT=activation, APPROX=a.is_cuda, BIAS=bias, BLOCK_M=block_m,
            BLOCK_N=block_n, EVEN=M % block_m == 0 and N % block_n == 0, num_warps=warps)
 

@@ -40,7 +40,8 @@ Which kernel runs:
   4096 0.86x, 2048^3 1.00x, 4096^3 1.01x, 8192^3 1.00x; 4096^3 + bias + SiLU 1.42x cuBLAS + eager (session
   8). Session 9 added stream-K variants (matmul_sm90.timed: where the last wave is under 90% full); its
   results file (h200-2026-12-01-matmul.json, graph replay): 512 x 10240 x 8192 0.93x, 512 x 6144 x 4096
-  0.89x, 512 x 4096 x 4096 0.97x, 2048^3 0.97x, 4096^3 1.00x.
+  0.89x, 512 x 4096 x 4096 0.97x, 2048^3 0.97x, 4096^3 1.00x. Cooperative 128 x 192 and 128 x 160 variants
+  (where their tiles fill the waves and 128 / 256 do not: matmul_sm90.timed) are not measured yet.
 - TMA persistent (sm_90+; the interpreter runs it too): when the problem is one 2-D GEMM after
   folding the batch of a 3-D a into M (a's rows evenly strided, as a contiguous [B, S, K] is) and a,
   b and the output suit TMA: one unit stride, the other a multiple of 16 bytes, a 16-byte aligned
@@ -555,9 +556,12 @@ def _first_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optio
     layout = ("tma", *tma[:2], residual_tma) if tma else ("grouped", a.stride(-1) == 1, b.stride(-2) == 1)
     if gluon:  # its candidates join the list: a choice of its own (other calls' keys stay as they were)
         layout += ("gluon",)
-        # stream-K is timed for some shapes of a bucket only (matmul_sm90.timed): those get a choice of their own
+        # stream-K and the wave-fitting widths are timed for some shapes of a bucket only (matmul_sm90.timed):
+        # those get a choice of their own
         if any(c.get("STREAM_K") for c in configs):
             layout += ("streamk",)
+        layout += tuple(f"n{c['BLOCK_N']}" for c in configs
+                        if c["KERNEL"] == "gluon" and matmul_sm90.Variant.of(c).wave_fit)
     key = (_autotune.bucket(M), _autotune.bucket(N), _autotune.bucket(K), _autotune.bucket(batch), a.dtype,
            out.dtype, *layout, *flags.values())
     device_name = _autotune.device_name(device_index)

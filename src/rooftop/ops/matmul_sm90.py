@@ -21,6 +21,11 @@ tile overlaps the next mainloop. Out-of-range rows, columns and the K tail: TMA 
 stores, so no dimension need be a multiple of the tile. Two kinds of variants:
   cooperative (`coop`): the consumers split a tile's rows (128 x 256: two 64 x 256 halves; 128 x 128
     with one warp group), each stage is released by every consumer (empty count = #consumers);
+    128 x 192 and 128 x 160 (`wave_fit`) fill the SMs' waves where 128 and 256 columns do not (512 x 6144:
+    128 tiles of 128 x 192 on 132 SMs, 192 of 128 x 128, 96 of 128 x 256). Gluon's tensors, buffers and
+    TMA boxes are powers of two, so such a tile is two: a consumer holds accumulators of 128 and of 64 / 32
+    columns (two wgmma groups a k-step), b's stage and the output's staging buffer are two buffers each,
+    moved by TMA in boxes of 64 / 32 columns;
   ping-pong (`pingpong`): two consumers each own whole 128 x 128 tiles, alternately, over one ring
     (empty count 1); a pair of "turn" mbarriers lets a consumer start a tile's mainloop only once the
     other has waited for all of its own tile's stages (CUTLASS's order barrier), so one consumer's
@@ -61,6 +66,7 @@ BLOCK_K = 64  # 128 bytes of a 16-bit row: one 128-byte swizzled row of A
 # a 1-warp loader sits in a warp group of its own: 128 * (2 * 232 + 40) = 64512 of the SM's 65536 registers
 CONSUMER_REGS, LOADER_REGS = 232, 40
 STREAM_K_BELOW = 0.9  # wave efficiency under which the stream-K variants are timed
+WAVE_FIT = 0.95  # the wave efficiency a wave-fitting width (Variant.wave_fit) reaches and 128 / 256 miss, to be timed
 GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}
 
 
@@ -74,14 +80,31 @@ class Variant:
     stream_k: bool = False  # cooperative only
 
     def __post_init__(self):
-        if self.stream_k and self.pingpong:
-            raise ValueError(f"stream_k: cooperative variants only, not ping-pong ({self})")
+        if self.stream_k and (self.pingpong or self.wave_fit):
+            raise ValueError(f"stream_k: cooperative power-of-two tiles only ({self})")
+        hi, lo = self.n_pieces
+        if not hi or hi & (hi - 1) or lo & (lo - 1):
+            raise ValueError(f"block_n: a power of two from 128 or 128 + a power of two ({self})")
 
     @property
     def name(self) -> str:
         kind = "pingpong" if self.pingpong else "coop"
         return (f"{kind}_{self.consumers}wg_{self.block_m}x{self.block_n}x{BLOCK_K}_s{self.stages}"
                 + ("_streamk" if self.stream_k else ""))
+
+    @property
+    def n_pieces(self) -> tuple[int, int]:
+        """(hi, lo): the tile's columns as a power of two and a rest (0 or a power of two under 128), since
+        Gluon's tensors, shared-memory buffers and TMA boxes are powers of two: 192 = 128 + 64, 160 = 128 + 32."""
+        return self.block_n - self.block_n % 128, self.block_n % 128
+
+    @property
+    def wave_fit(self) -> bool:  # a width between the powers of two, for M x N that they split into waves badly
+        return self.n_pieces[1] > 0
+
+    @property
+    def box_n(self) -> int:  # columns of b's and the output's TMA boxes: both pieces are whole boxes
+        return self.n_pieces[1] or self.block_n
 
     @property
     def a_boxes(self) -> int:  # A boxes per stage: one per consumer when they split the rows
@@ -114,6 +137,10 @@ VARIANTS = (
     Variant(128, 128, 4, 1, False),  # one warp group, 128 x 128: 4 x 32 KB + 32 KB
     Variant(128, 128, 4, 2, True),   # ping-pong, two 128 x 128 tiles in flight: 4 x 32 KB + 2 x 32 KB
     Variant(128, 128, 5, 1, False),  # deeper ring: 5 x 32 KB + 32 KB
+    # widths that fill the waves where 128 and 256 do not (timed()): 512 x 6144 has 128 tiles of 128 x 192 on
+    # 132 SMs (97% of one wave), 512 x 10240 256 of 128 x 160 (97% of two); two consumers of 64 rows each
+    Variant(128, 192, 4, 2, False),  # 4 x 40 KB + 2 x 24 KB
+    Variant(128, 160, 5, 2, False),  # 5 x 36 KB + 2 x 20 KB
     # stream-K (where the tiles are not whole waves: 512 x 10240 = 320 tiles of 128 x 128 on 132 SMs)
     Variant(128, 256, 3, 2, False, True),
     Variant(128, 128, 5, 1, False, True),
@@ -164,16 +191,30 @@ def _segment(local, M, N, k_tiles, stream_k, start, end, BLOCK_M: gl.constexpr, 
 
 
 @gluon.jit
-def _loader(a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, STAGES: gl.constexpr,
-            A_BOXES: gl.constexpr, B_K_MAJOR: gl.constexpr, GROUP_M: gl.constexpr, STREAM_K: gl.constexpr):
+def _load_b(b_desc, n, k, bar, dst, B_K_MAJOR: gl.constexpr):
+    """TMA load of b's box at column n, k-step offset k."""
+    if B_K_MAJOR:
+        tma.async_copy_global_to_shared(b_desc, [n, k], bar, dst)
+    else:
+        tma.async_copy_global_to_shared(b_desc, [k, n], bar, dst)
+
+
+@gluon.jit
+def _loader(a_desc, b_desc, a_smem, b_smem, b_lo_smem, ready, empty, M, N, K, STAGES: gl.constexpr,
+            A_BOXES: gl.constexpr, BLOCK_N: gl.constexpr, B_K_MAJOR: gl.constexpr, GROUP_M: gl.constexpr,
+            STREAM_K: gl.constexpr):
     """Fills the ring in the program's (segment, k-step) order: step `it` goes to stage it % STAGES, its
-    use it // STAGES of that stage."""
+    use it // STAGES of that stage; b's tile box by box, its first N_HI columns into b_smem, the rest (N_LO,
+    if any) into b_lo_smem."""
     CONSUMER_ROWS: gl.constexpr = a_desc.block_type.shape[0]
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
-    BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_K_MAJOR else b_desc.block_type.shape[1]
+    N_DIM: gl.constexpr = 0 if B_K_MAJOR else 1
+    BOX_N: gl.constexpr = b_desc.block_type.shape[N_DIM]
+    N_LO: gl.constexpr = BLOCK_N % 128  # Variant.n_pieces
+    N_HI: gl.constexpr = BLOCK_N - N_LO
     BLOCK_M: gl.constexpr = CONSUMER_ROWS * A_BOXES
     k_tiles, stream_k, total, start, end, segments = _schedule(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, STREAM_K)
-    STAGE_BYTES: gl.constexpr = A_BOXES * a_desc.block_type.nbytes + b_desc.block_type.nbytes
+    STAGE_BYTES: gl.constexpr = A_BOXES * a_desc.block_type.nbytes + BLOCK_N // BOX_N * b_desc.block_type.nbytes
     it = 0
     for local in range(segments):
         pid_m, pid_n, k0, k1, _ = _segment(local, M, N, k_tiles, stream_k, start, end, BLOCK_M, BLOCK_N, GROUP_M)
@@ -186,12 +227,12 @@ def _loader(a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, STAGES: gl.co
             for box in gl.static_range(A_BOXES):
                 tma.async_copy_global_to_shared(a_desc, [pid_m * BLOCK_M + box * CONSUMER_ROWS, kk * BLOCK_K],
                                                 ready.index(stage), a_smem.index(stage * A_BOXES + box))
-            if B_K_MAJOR:
-                tma.async_copy_global_to_shared(b_desc, [pid_n * BLOCK_N, kk * BLOCK_K], ready.index(stage),
-                                                b_smem.index(stage))
-            else:
-                tma.async_copy_global_to_shared(b_desc, [kk * BLOCK_K, pid_n * BLOCK_N], ready.index(stage),
-                                                b_smem.index(stage))
+            for box in gl.static_range(N_HI // BOX_N):
+                _load_b(b_desc, pid_n * BLOCK_N + box * BOX_N, kk * BLOCK_K, ready.index(stage),
+                        b_smem.index(stage).slice(box * BOX_N, BOX_N, dim=N_DIM), B_K_MAJOR)
+            if N_LO > 0:
+                _load_b(b_desc, pid_n * BLOCK_N + N_HI, kk * BLOCK_K, ready.index(stage), b_lo_smem.index(stage),
+                        B_K_MAJOR)
             it += 1
 
 
@@ -232,16 +273,40 @@ def _stream_k_fixup(acc, ws_ptr, cnt_ptr, pid_m, pid_n, k0, k1, k_tiles, start, 
 
 
 @gluon.jit
-def _consumer(c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, b_smem, c_smem, ready, empty, turn,
-              res_ready, M, N, K, CONSUMER: gl.constexpr, NUM_CONSUMERS: gl.constexpr, PINGPONG: gl.constexpr,
-              STAGES: gl.constexpr, B_K_MAJOR: gl.constexpr, GROUP_M: gl.constexpr,
-              HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, HAS_RESIDUAL: gl.constexpr,
+def _bias_act(acc, off_m, off_n, M, N, bias_ptr, bias_stride, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr):
+    """matmul.py's bias and activation, in fp32 on the accumulator of output columns off_n.."""
+    layout: gl.constexpr = acc.type.layout
+    rows = off_m + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, layout))
+    cols = off_n + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, layout))
+    return matmul_ops._epilogue(acc, rows, cols, M, N, bias_ptr, bias_stride, bias_ptr, 0, 0, bias_ptr, 0,
+                                bias_ptr, 0, False, HAS_BIAS, ACTIVATION, False)
+
+
+@gluon.jit
+def _stage_out(acc, c_buf, HAS_RESIDUAL: gl.constexpr):
+    """acc (+ the residual tile that TMA brought into c_buf) into the staging buffer c_buf, cast; each thread
+    reads and rewrites the same elements of the buffer: no barrier between."""
+    if HAS_RESIDUAL:
+        acc += c_buf.load(acc.type.layout).to(gl.float32)
+    c_buf.store(acc.to(c_buf.dtype))
+
+
+@gluon.jit
+def _consumer(c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, b_smem, b_lo_smem, c_smem, c_lo_smem,
+              ready, empty, turn, res_ready, M, N, K, CONSUMER: gl.constexpr, NUM_CONSUMERS: gl.constexpr,
+              PINGPONG: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr, B_K_MAJOR: gl.constexpr,
+              GROUP_M: gl.constexpr, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, HAS_RESIDUAL: gl.constexpr,
               STREAM_K: gl.constexpr):
-    """One warp group's accumulator [CONSUMER_ROWS, BLOCK_N] per segment. Cooperative: every segment of
-    the program, rows CONSUMER * CONSUMER_ROWS .. of its tile. Ping-pong: the program's tiles CONSUMER,
-    CONSUMER + 2, .., whole, each mainloop entered on this consumer's turn."""
+    """One warp group's accumulator [CONSUMER_ROWS, BLOCK_N] per segment; where BLOCK_N is no power of two
+    (Variant.n_pieces), two: columns [0, N_HI) and [N_HI, BLOCK_N), split as b's stage (b_smem, b_lo_smem)
+    and the output's staging buffer (c_smem, c_lo_smem) are, which TMA fills and drains box by box.
+    Cooperative: every segment of the program, rows CONSUMER * CONSUMER_ROWS .. of its tile. Ping-pong: the
+    program's tiles CONSUMER, CONSUMER + 2, .., whole, each mainloop entered on this consumer's turn."""
     CONSUMER_ROWS: gl.constexpr = c_desc.block_type.shape[0]
-    BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
+    BOX_N: gl.constexpr = c_desc.block_type.shape[1]
+    N_LO: gl.constexpr = BLOCK_N % 128  # Variant.n_pieces
+    N_HI: gl.constexpr = BLOCK_N - N_LO
+    gl.static_assert(N_LO == 0 or not STREAM_K, "stream-K's fixup takes one accumulator: power-of-two tiles only")
     BLOCK_K: gl.constexpr = a_smem.shape[2]
     A_BOXES: gl.constexpr = 1 if PINGPONG else NUM_CONSUMERS
     A_SLOT: gl.constexpr = 0 if PINGPONG else CONSUMER
@@ -249,58 +314,81 @@ def _consumer(c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, 
     FIRST_TILE: gl.constexpr = CONSUMER if PINGPONG else 0
     TILE_STEP: gl.constexpr = NUM_CONSUMERS if PINGPONG else 1
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                         instr_shape=[16, BLOCK_N, 16])
+                                                         instr_shape=[16, N_HI, 16])
     k_tiles, stream_k, total, start, end, segments = _schedule(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, STREAM_K)
     for local in range(FIRST_TILE, segments, TILE_STEP):
         pid_m, pid_n, k0, k1, it = _segment(local, M, N, k_tiles, stream_k, start, end, BLOCK_M, BLOCK_N, GROUP_M)
         off_m = pid_m * BLOCK_M + A_SLOT * CONSUMER_ROWS
         off_n = pid_n * BLOCK_N
         res_parity = ((local - FIRST_TILE) // TILE_STEP) & 1
-        if HAS_RESIDUAL:  # the residual tile comes into the staging buffer under the mainloop
-            tma.store_wait(0)  # once the previous tile's store has read the buffer
+        if HAS_RESIDUAL:  # the residual tile comes into the staging buffers under the mainloop
+            tma.store_wait(0)  # once the previous tile's stores have read the buffers
             gl.thread_barrier()
-            mbarrier.expect(res_ready, res_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(res_desc, [off_m, off_n], res_ready, c_smem)
+            mbarrier.expect(res_ready, BLOCK_N // BOX_N * res_desc.block_type.nbytes)
+            for box in gl.static_range(N_HI // BOX_N):
+                tma.async_copy_global_to_shared(res_desc, [off_m, off_n + box * BOX_N], res_ready,
+                                                c_smem.slice(box * BOX_N, BOX_N, dim=1))
+            if N_LO > 0:
+                tma.async_copy_global_to_shared(res_desc, [off_m, off_n + N_HI], res_ready, c_lo_smem)
         if PINGPONG:  # my turn number local // 2: completion local // 2 of turn[CONSUMER]
             mbarrier.wait(turn.index(CONSUMER), (local // NUM_CONSUMERS) & 1)
-        acc = gl.zeros([CONSUMER_ROWS, BLOCK_N], gl.float32, acc_layout)
+        acc = gl.zeros([CONSUMER_ROWS, N_HI], gl.float32, acc_layout)
+        if N_LO > 0:
+            acc_lo = gl.zeros([CONSUMER_ROWS, N_LO], gl.float32, gl.NVMMADistributedLayout(
+                version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, N_LO, 16]))
         for kk in range(k0, k1):
             stage = it % STAGES
             mbarrier.wait(ready.index(stage), (it // STAGES) & 1)
+            a_tile = a_smem.index(stage * A_BOXES + A_SLOT)
             b_tile = b_smem.index(stage)
             if B_K_MAJOR:
                 b_tile = b_tile.permute((1, 0))
-            acc = warpgroup_mma(a_smem.index(stage * A_BOXES + A_SLOT), b_tile, acc, is_async=True)
-            # the MMA of the previous k-step has completed: its stage is free (none before a segment's first)
-            acc = warpgroup_mma_wait(1, deps=(acc, ))
+            acc = warpgroup_mma(a_tile, b_tile, acc, is_async=True)
+            # the MMAs of the previous k-step have completed (one wgmma group per accumulator): its stage is
+            # free (none before a segment's first)
+            if N_LO > 0:
+                b_lo = b_lo_smem.index(stage)
+                if B_K_MAJOR:
+                    b_lo = b_lo.permute((1, 0))
+                acc_lo = warpgroup_mma(a_tile, b_lo, acc_lo, is_async=True)
+                acc, acc_lo = warpgroup_mma_wait(2, deps=(acc, acc_lo))
+            else:
+                acc = warpgroup_mma_wait(1, deps=(acc, ))
             mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=kk > k0)
             it += 1
         if PINGPONG:  # every stage of my tile has been waited for: the other consumer may enter its mainloop
             mbarrier.arrive(turn.index(1 - CONSUMER))
-        acc = warpgroup_mma_wait(0, deps=(acc, ))
+        if N_LO > 0:
+            acc, acc_lo = warpgroup_mma_wait(0, deps=(acc, acc_lo))
+        else:
+            acc = warpgroup_mma_wait(0, deps=(acc, ))
         mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES))  # K > 0: matmul.py runs no TMA kernel at K = 0
         if STREAM_K:
             acc, final = _stream_k_fixup(acc, ws_ptr, cnt_ptr, pid_m, pid_n, k0, k1, k_tiles, start, total,
                                          gl.cdiv(M, BLOCK_M), CONSUMER, NUM_CONSUMERS)
         else:
             final = k1 == k_tiles  # always: a data-parallel segment is a whole tile
-        if final:  # epilogue, in fp32 on the accumulator: matmul.py's bias and activation, then the residual
-            rows = off_m + gl.arange(0, CONSUMER_ROWS, layout=gl.SliceLayout(1, acc_layout))
-            cols = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
-            acc = matmul_ops._epilogue(acc, rows, cols, M, N, bias_ptr, bias_stride, bias_ptr, 0, 0, bias_ptr, 0,
-                                       bias_ptr, 0, False, HAS_BIAS, ACTIVATION, False)
-            if HAS_RESIDUAL:  # each thread reads and rewrites the same elements of the buffer: no barrier between
+        if final:  # epilogue: bias and activation, then the residual
+            acc = _bias_act(acc, off_m, off_n, M, N, bias_ptr, bias_stride, HAS_BIAS, ACTIVATION)
+            if N_LO > 0:
+                acc_lo = _bias_act(acc_lo, off_m, off_n + N_HI, M, N, bias_ptr, bias_stride, HAS_BIAS, ACTIVATION)
+            if HAS_RESIDUAL:
                 mbarrier.wait(res_ready, res_parity)
-                acc += c_smem.load(acc_layout).to(gl.float32)
             else:
-                # my previous tile's TMA store must have read c_smem before it is overwritten (the issuing
-                # thread waits, the warp group's barrier passes that on)
+                # my previous tile's TMA stores must have read the staging buffers before they are overwritten
+                # (the issuing thread waits, the warp group's barrier passes that on)
                 tma.store_wait(0)
                 gl.thread_barrier()
-            c_smem.store(acc.to(c_desc.dtype))
+            _stage_out(acc, c_smem, HAS_RESIDUAL)
+            if N_LO > 0:
+                _stage_out(acc_lo, c_lo_smem, HAS_RESIDUAL)
             fence_async_shared()
             gl.thread_barrier()
-            tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_smem)
+            for box in gl.static_range(N_HI // BOX_N):
+                tma.async_copy_shared_to_global(c_desc, [off_m, off_n + box * BOX_N],
+                                                c_smem.slice(box * BOX_N, BOX_N, dim=1))
+            if N_LO > 0:
+                tma.async_copy_shared_to_global(c_desc, [off_m, off_n + N_HI], c_lo_smem)
         elif HAS_RESIDUAL:  # a piece that another program completes: its residual tile is not used
             mbarrier.wait(res_ready, res_parity)
     tma.store_wait(0)
@@ -309,19 +397,33 @@ def _consumer(c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, 
 @gluon.jit
 def _matmul_ws_kernel(a_desc, b_desc, c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, M, N, K,
                       STAGES: gl.constexpr, NUM_CONSUMERS: gl.constexpr, PINGPONG: gl.constexpr,
-                      B_K_MAJOR: gl.constexpr, GROUP_M: gl.constexpr, HAS_BIAS: gl.constexpr,
+                      BLOCK_N: gl.constexpr, B_K_MAJOR: gl.constexpr, GROUP_M: gl.constexpr, HAS_BIAS: gl.constexpr,
                       ACTIVATION: gl.constexpr, HAS_RESIDUAL: gl.constexpr, STREAM_K: gl.constexpr,
                       CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
     """Persistent warp-specialised GEMM: consumer 0 is the default partition (num_warps = 4), consumer 1
     (if any) and the loader are workers. res_desc: the residual's, laid out as the output's (c_desc
     itself, never read, without a residual). ws_ptr, cnt_ptr: stream-K's fp32 partials [programs, 2,
     NUM_CONSUMERS, CONSUMER_ROWS, BLOCK_N] and int32 arrival counters [tiles, NUM_CONSUMERS] (unread
-    placeholders without STREAM_K)."""
+    placeholders without STREAM_K). b's and the output's boxes may be narrower than BLOCK_N (Variant.box_n)."""
     A_BOXES: gl.constexpr = 1 if PINGPONG else NUM_CONSUMERS
+    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
+    CONSUMER_ROWS: gl.constexpr = c_desc.block_type.shape[0]
+    N_LO: gl.constexpr = BLOCK_N % 128  # Variant.n_pieces
+    N_HI: gl.constexpr = BLOCK_N - N_LO
     dtype: gl.constexpr = a_desc.dtype
     a_smem = gl.allocate_shared_memory(dtype, [STAGES * A_BOXES] + a_desc.block_type.shape, a_desc.layout)
-    b_smem = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
-    c_smem = gl.allocate_shared_memory(c_desc.dtype, [NUM_CONSUMERS] + c_desc.block_type.shape, c_desc.layout)
+    # b's and the output's columns [0, N_HI) in buffers of whole boxes, the rest (if any: one box) apart
+    if B_K_MAJOR:
+        b_smem = gl.allocate_shared_memory(dtype, [STAGES, N_HI, BLOCK_K], b_desc.layout)
+    else:
+        b_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_K, N_HI], b_desc.layout)
+    c_smem = gl.allocate_shared_memory(c_desc.dtype, [NUM_CONSUMERS, CONSUMER_ROWS, N_HI], c_desc.layout)
+    if N_LO > 0:
+        b_lo_smem = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
+        c_lo_smem = gl.allocate_shared_memory(c_desc.dtype, [NUM_CONSUMERS] + c_desc.block_type.shape, c_desc.layout)
+    else:  # placeholders, never read
+        b_lo_smem = b_smem
+        c_lo_smem = c_smem
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
@@ -343,22 +445,25 @@ def _matmul_ws_kernel(a_desc, b_desc, c_desc, res_desc, bias_ptr, bias_stride, w
     # the partitions' arguments inline: a tuple bound to a name would turn its constexprs into tensors
     if NUM_CONSUMERS == 2:
         gl.warp_specialize([
-            (_consumer, (c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, b_smem, c_smem.index(0),
-                         ready, empty, turn, res_ready.index(0), M, N, K, 0, NUM_CONSUMERS, PINGPONG,
-                         STAGES, B_K_MAJOR, GROUP_M, HAS_BIAS, ACTIVATION, HAS_RESIDUAL, STREAM_K)),
-            (_consumer, (c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, b_smem, c_smem.index(1),
-                         ready, empty, turn, res_ready.index(1), M, N, K, 1, NUM_CONSUMERS, PINGPONG,
-                         STAGES, B_K_MAJOR, GROUP_M, HAS_BIAS, ACTIVATION, HAS_RESIDUAL, STREAM_K)),
-            (_loader, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, STAGES, A_BOXES, B_K_MAJOR,
-                       GROUP_M, STREAM_K)),
+            (_consumer, (c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, b_smem, b_lo_smem,
+                         c_smem.index(0), c_lo_smem.index(0), ready, empty, turn, res_ready.index(0), M, N, K, 0,
+                         NUM_CONSUMERS, PINGPONG, STAGES, BLOCK_N, B_K_MAJOR, GROUP_M, HAS_BIAS, ACTIVATION,
+                         HAS_RESIDUAL, STREAM_K)),
+            (_consumer, (c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, b_smem, b_lo_smem,
+                         c_smem.index(1), c_lo_smem.index(1), ready, empty, turn, res_ready.index(1), M, N, K, 1,
+                         NUM_CONSUMERS, PINGPONG, STAGES, BLOCK_N, B_K_MAJOR, GROUP_M, HAS_BIAS, ACTIVATION,
+                         HAS_RESIDUAL, STREAM_K)),
+            (_loader, (a_desc, b_desc, a_smem, b_smem, b_lo_smem, ready, empty, M, N, K, STAGES, A_BOXES, BLOCK_N,
+                       B_K_MAJOR, GROUP_M, STREAM_K)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
     else:
         gl.warp_specialize([
-            (_consumer, (c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, b_smem, c_smem.index(0),
-                         ready, empty, turn, res_ready.index(0), M, N, K, 0, NUM_CONSUMERS, PINGPONG,
-                         STAGES, B_K_MAJOR, GROUP_M, HAS_BIAS, ACTIVATION, HAS_RESIDUAL, STREAM_K)),
-            (_loader, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, STAGES, A_BOXES, B_K_MAJOR,
-                       GROUP_M, STREAM_K)),
+            (_consumer, (c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, b_smem, b_lo_smem,
+                         c_smem.index(0), c_lo_smem.index(0), ready, empty, turn, res_ready.index(0), M, N, K, 0,
+                         NUM_CONSUMERS, PINGPONG, STAGES, BLOCK_N, B_K_MAJOR, GROUP_M, HAS_BIAS, ACTIVATION,
+                         HAS_RESIDUAL, STREAM_K)),
+            (_loader, (a_desc, b_desc, a_smem, b_smem, b_lo_smem, ready, empty, M, N, K, STAGES, A_BOXES, BLOCK_N,
+                       B_K_MAJOR, GROUP_M, STREAM_K)),
         ], [1], [LOADER_REGS])
 
 
@@ -372,12 +477,12 @@ def shared_layout(block: list[int], dtype: torch.dtype):
 
 def boxes(v: Variant, b_k_major: bool) -> tuple[list[int], list[int], list[int]]:
     """TMA boxes of a, b and the output (and the residual)."""
-    b_box = [v.block_n, BLOCK_K] if b_k_major else [BLOCK_K, v.block_n]
-    return [v.consumer_rows, BLOCK_K], b_box, [v.consumer_rows, v.block_n]
+    b_box = [v.box_n, BLOCK_K] if b_k_major else [BLOCK_K, v.box_n]
+    return [v.consumer_rows, BLOCK_K], b_box, [v.consumer_rows, v.box_n]
 
 
 def constexprs(v: Variant, b_k_major: bool, has_bias: bool, activation, has_residual: bool) -> dict:
-    return dict(STAGES=v.stages, NUM_CONSUMERS=v.consumers, PINGPONG=v.pingpong,
+    return dict(STAGES=v.stages, NUM_CONSUMERS=v.consumers, PINGPONG=v.pingpong, BLOCK_N=v.block_n,
                 B_K_MAJOR=b_k_major, GROUP_M=matmul_ops.GROUP_M, HAS_BIAS=has_bias, ACTIVATION=activation,
                 HAS_RESIDUAL=has_residual, STREAM_K=v.stream_k, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS)
 
@@ -391,12 +496,17 @@ def stream_k_groups(v: Variant, M: int, N: int, K: int, num_sms: int) -> int:
 def timed(v: Variant, M: int, N: int, num_sms: int) -> bool:
     """Whether the tuner times variant v for an M x N output: stream-K only where its tiles fill the SMs'
     last wave less than STREAM_K_BELOW (elsewhere its partials cost and buy nothing) and at least two groups
-    of tile rows fit the SMs (M <= 66 x 128 on 132 SMs)."""
-    if not v.stream_k:
-        return True
-    tiles = cdiv(M, v.block_m) * cdiv(N, v.block_n)
-    return (matmul_ops._wave_efficiency(tiles, num_sms) < STREAM_K_BELOW
-            and num_sms // cdiv(M, v.block_m) >= 2)
+    of tile rows fit the SMs (M <= 66 x 128 on 132 SMs); a wave-fitting width only where its tiles fill the
+    waves to WAVE_FIT and 128- and 256-wide ones do not (512 x 6144: 97% against 73% on 132 SMs), so that
+    the shapes that the powers of two fill pay no extra tuning."""
+    def efficiency(block_n: int) -> float:
+        return matmul_ops._wave_efficiency(cdiv(M, v.block_m) * cdiv(N, block_n), num_sms)
+
+    if v.stream_k:
+        return efficiency(v.block_n) < STREAM_K_BELOW and num_sms // cdiv(M, v.block_m) >= 2
+    if v.wave_fit:
+        return efficiency(v.block_n) >= WAVE_FIT > max(efficiency(128), efficiency(256))
+    return True
 
 
 class WarpSpecializedPlan:
