@@ -14,7 +14,10 @@ import torch.nn.functional as F
 from rooftop.ops import _autotune
 from rooftop.ops import quant_matmul as qm
 
-EXTRA_GEMV = ((256, 1, 4, 16, 1, 64), (128, 1, 4, 64, 1, 72), (256, 1, 2, 32, 1, 64), (256, 1, 4, 32, 3, 96))
+EXTRA_GEMV = ((256, 1, 4, 16, 1, 64), (128, 1, 4, 64, 1, 72), (256, 1, 2, 32, 1, 64), (256, 1, 4, 32, 3, 96),
+              # more word rows a k-step: more 16-byte loads in flight a thread before it waits (session 10, not yet timed)
+              (128, 1, 8, 32, 1, 96), (128, 1, 8, 16, 1, 96), (128, 1, 16, 16, 1, 128), (128, 1, 16, 8, 1, 128),
+              (128, 1, 8, 32, 2, 96), (128, 2, 8, 16, 1, 96), (256, 2, 8, 16, 1, 96))
 # tensor-core candidates beside the table's for M <= 16 (the int4 swap-AB tile is no longer issue-bound:
 # more splits, deeper pipelines, 8 warps)
 EXTRA_DOT = ((16, 128, 64, 4, 6), (16, 128, 128, 4, 3), (16, 256, 64, 8, 4), (16, 64, 128, 4, 5),

@@ -4,15 +4,17 @@ path against the float64 reference, the modules, torch.compile.
 Tolerance: outputs are compared with x @ dequantize(w).T in float64 at TOL[dtype] (DESIGN.md). The
 fused kernels' only roundings are the output's (and on the tensor-core path the dequantized weight's,
 to x's dtype, exactly as dequantize(x.dtype) rounds it), about 2e-3 relative for bfloat16."""
+import json
 from collections import OrderedDict
 
 import pytest
 import torch
 
-from conftest import HAS_CUDA, TOL, rel_err
+from conftest import HAS_CUDA, TOL, rel_err, skip_unless_sm90
 from rooftop import registry
 from rooftop.ops import quant_matmul as qm
-from rooftop.ops.quant_matmul import (QuantizedWeight, QuantLinear, dequantize_reference, quant_matmul,
+from rooftop.ops import quant_matmul_sm90 as qsm90
+from rooftop.ops.quant_matmul import (QuantLinear, dequantize_reference, quant_matmul,
                                       quant_matmul_reference, quantization_error, quantize_model, quantize_weight,
                                       unpack_codes)
 
@@ -383,3 +385,183 @@ def test_tensor_core_orientations(swap_ab, device):
     config = qm._dot((16, 32, 64, 4, 2, swap_ab), 64)
     out = qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, 72, 4, 64)[0]
     assert rel_err(out, _reference(x, qw)) < TOL[torch.bfloat16]
+
+
+# ---------------------------------------------------------------------------------------------
+# The Gluon kernel (ops/quant_matmul_sm90.py): sm_90 GPUs only, a tuner candidate from M = 17
+
+
+def _gluon_weight(N, K, zeros, dtype=torch.bfloat16, device="cpu"):
+    """Tensors in quant_matmul's format without quantizing (for the layout checks and plans, no GPU)."""
+    z = torch.zeros(K // 128, N, dtype=torch.uint8, device=device) if zeros else None
+    return (torch.zeros(K // 8, N, dtype=torch.int32, device=device),
+            torch.ones(K // 128, N, dtype=dtype, device=device), z)
+
+
+def test_gluon_candidates_only_on_sm90(device):
+    """The Gluon variants join the candidates only where `_use_gluon` holds (an sm_90 GPU, M > 16, a layout the
+    kernel takes), right after the untimed default, which stays a Triton / dequantize path; JSON-able."""
+    sms = 132
+    for M in (1, 4, 16, 17, 40, 64, 65, 256, 4096):
+        plain = qm.candidates(M, 4096, 4096, 4, 128, torch.bfloat16, sms)
+        assert not any(c["path"] == "gluon" for c in plain)
+        configs = qm.candidates(M, 4096, 4096, 4, 128, torch.bfloat16, sms, gluon=True)
+        gluon = [c for c in configs if c["path"] == "gluon"]
+        assert configs[0] == plain[0] and configs[0]["path"] in ("gemv", "dot", "dequant")
+        assert tuple(c for c in configs if c["path"] != "gluon") == plain
+        expected = () if M < qm.GLUON_MIN_M else qsm90.variants_for(M)
+        assert [qsm90.Variant.of(c) for c in gluon] == list(expected) and configs[1:1 + len(gluon)] == tuple(gluon)
+        for c in gluon:
+            assert json.loads(json.dumps(c)) == c and qsm90.Variant.of(c).config() == c
+    names = lambda M: [v.name for v in qsm90.variants_for(M)]  # noqa: E731
+    assert names(17) == names(64) == ["ws_m64n128_c1d1_s8w3_sk", "ws_m64n256_c1d2_s4w3"]
+    assert names(65) == names(8192) == ["ws_m256n128_c2d1_s4w3", "ws_m256n128_c2d1_s4w3_sk"]
+    assert all(v.smem_bytes(True) <= qsm90.SMEM_LIMIT - 1024 for v in qsm90.VARIANTS)
+    # float32 x: dequantize + cuBLAS only, whatever the flag
+    assert qm.candidates(100, 4096, 4096, 4, 128, torch.float32, sms, gluon=True) == (qm.DEQUANT,)
+    # where they apply: an sm_90 GPU only (never the interpreter, never another GPU)
+    packed, scales, zeros = _gluon_weight(4096 + 64, 1024, True, device=device)
+    x = torch.randn(100, 1024, dtype=torch.bfloat16, device=device)
+    sm90 = HAS_CUDA and torch.cuda.get_device_capability() == (9, 0)
+    assert qm._use_gluon(x, packed, scales, zeros, 4, 128) == sm90
+    assert not qm._use_gluon(x[:16], packed, scales, zeros, 4, 128)
+
+
+def test_gluon_supports_layouts():
+    """The layouts the kernel takes (module docstring; no device needed): int4, group 128, 16-bit x with scales of
+    its dtype, 16-byte aligned row strides and bases, N a multiple of 8 (of 16 with zero points)."""
+    def ok(x, N=4096 + 64, zeros=True, dtype=torch.bfloat16, bits=4, group=128):
+        packed, scales, z = _gluon_weight(N, x.shape[1], zeros, dtype)
+        return qsm90.supports(x, packed, scales, z, bits, group)
+
+    x = torch.randn(100, 1032, dtype=torch.bfloat16)
+    assert ok(x[:, :1024]) and ok(x[:, 8:]) and ok(x[:, :1024].half(), dtype=torch.float16)
+    assert ok(x[:, :1024], N=200, zeros=False) and not ok(x[:, :1024], N=200)  # zero pairs' rows of 200 bytes
+    assert not ok(x[:, :1024], N=204, zeros=False)  # scale pairs' rows of 408 bytes
+    assert not ok(x[:, 1:1025])  # base not 16-byte aligned
+    assert not ok(torch.randn(100, 1028, dtype=torch.bfloat16)[:, :1024])  # row stride of 2056 bytes
+    assert not ok(x[:, :1024], dtype=torch.float16)  # scales of another dtype than x's
+    assert not ok(x[:, :1024].float(), dtype=torch.float32)
+    assert not ok(x[:, :1024], bits=8) and not ok(x[:, :1024], group=64)
+
+
+def test_gluon_plan_descriptors():
+    """QuantWSPlan's host descriptors (built without a GPU): x over its row stride, the words, the scale and zero
+    pairs; the persistent grid (one program an SM, at most one a tile or, stream-K, a group of a tile) and
+    stream-K's workspace; a first call's descriptor checks pass."""
+    from rooftop.ops._support import GluonDescriptor
+
+    M, N, K = 100, 4096 + 64, 1024
+    x = torch.randn(M, 1032, dtype=torch.bfloat16)[:, 8:]
+    for zeros in (True, False):
+        packed, scales, z = _gluon_weight(N, K, zeros)
+        for v in qsm90.VARIANTS:
+            plan = qsm90.QuantWSPlan(v, x, packed, scales, z, None, 132)
+            x_d, w_d, s_d, z_d = (d[:3] for d in plan.launch.descriptors)
+            assert x_d == ([M, K], [1032, 1], [v.rows, 64]) and w_d == ([K // 8, N], [N, 1], [16, v.dq_cols])
+            assert s_d == ([K // 128, N // 2], [N // 2, 1], [1, v.dq_cols // 2]) and z_d == s_d
+            tiles = -(-M // v.block_m) * -(-N // v.block_n)
+            programs = min(132, tiles * K // 128) if v.stream_k else min(132, tiles)
+            assert plan.launch.grid == (programs,) and plan.sizes == (M, N, K)
+            assert plan.partials == (programs * 2 * v.block_m * v.block_n if v.stream_k else 1)
+            assert plan.counters == (tiles * v.consumers if v.stream_k else 1)
+            assert plan.launch.constexprs["HAS_ZERO"] == zeros and not plan.launch.constexprs["HAS_BIAS"]
+            for t, d in zip((x, packed, *qsm90.pair_views(scales, z)), plan.launch.descriptors):
+                GluonDescriptor(t, *d)  # what a first call builds: its checks pass
+    with pytest.raises(ValueError, match="block_n"):
+        qsm90.Variant(64, 384, 1, 1, 4, 3)
+    with pytest.raises(ValueError, match="block_m"):
+        qsm90.Variant(96, 128, 1, 1, 4, 3)
+
+
+def _gluon_inputs(M, N, K, zeros, bias, dtype=torch.bfloat16):
+    qw = quantize_weight(torch.randn(N, K, device="cuda", dtype=dtype) * K**-0.5, 4, 128, symmetric=not zeros)
+    x = torch.randn(M, K, device="cuda", dtype=dtype)
+    b = torch.randn(N, device="cuda", dtype=dtype) if bias else None
+    return x, qw, b
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bias", [False, True], ids=["", "bias"])
+@pytest.mark.parametrize("zeros", [True, False], ids=["asym", "sym"])
+@pytest.mark.parametrize("N,K", [(4096 + 64, 4096), (4096 + 64, 1024), (200, 4096), (200, 1024)])
+@pytest.mark.parametrize("M", [17, 64, 100, 256])
+@pytest.mark.parametrize("variant", qsm90.VARIANTS, ids=lambda v: v.name)
+def test_gpu_gluon_variant(variant, M, N, K, zeros, bias):
+    """Each Gluon variant run directly against the float64 reference: M not a multiple of the tile rows (17, 100),
+    N not a multiple of the tile columns (4160: the last tile ragged, for 256 columns its second dequantizer's
+    columns all past N; 200: one ragged tile), K long and short (stream-K cuts tiles into several pieces or
+    none), with and without zero points and bias; deterministic; the arrival counters left at zero. N = 200 with
+    zero points is a layout TMA cannot read (zero pairs' rows of 200 bytes): no Gluon candidate there."""
+    skip_unless_sm90()
+    x, qw, b = _gluon_inputs(M, N, K, zeros, bias)
+    args = (x, qw.packed, qw.scales, qw.zeros)
+    if N % 16 and zeros:
+        assert not qsm90.supports(*args, 4, 128) and not qm._use_gluon(*args, 4, 128)
+        return
+    assert qm._use_gluon(*args, 4, 128)
+    run = lambda: qm._run_config(variant.config(), *args, b, N, 4, 128)  # noqa: E731
+    out, plan = run()
+    assert isinstance(plan, qsm90.QuantWSPlan) and out.shape == (M, N) and out.dtype == x.dtype
+    err = rel_err(out, _reference(x, qw, b))
+    assert err < TOL[torch.bfloat16], err
+    assert torch.equal(run()[0], out)  # stream-K pieces summed in k order, whatever the arrival order
+    assert not qm.arrival_counters(x.device, 4096).any()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("zeros", [True, False], ids=["asym", "sym"])
+@pytest.mark.parametrize("variant", qsm90.VARIANTS, ids=lambda v: v.name)
+def test_gpu_gluon_variant_fp16(variant, zeros):
+    """fp16 x (and scales): the dequantizers' f16x2 PTX (magic 1024), bias of fp32."""
+    skip_unless_sm90()
+    M, N, K = 100, 4096 + 64, 1024
+    x, qw, _ = _gluon_inputs(M, N, K, zeros, False, torch.float16)
+    b = torch.randn(N, device="cuda")
+    out = qm._run_config(variant.config(), x, qw.packed, qw.scales, qw.zeros, b, N, 4, 128)[0]
+    assert out.dtype == torch.float16
+    err = rel_err(out, _reference(x, qw, b))
+    assert err < TOL[torch.float16], err
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M", [17, 256])
+def test_gpu_gluon_through_quant_matmul(M, monkeypatch, tmp_path):
+    """quant_matmul with a Gluon variant chosen (made the default here): the op's slow path, the kept plan (one
+    launch of the plan's compiled kernel), and capture and replay in a CUDA graph."""
+    skip_unless_sm90()
+    from rooftop.ops import _autotune
+    from rooftop.ops._support import Plans
+
+    monkeypatch.setenv("ROOFTOP_CACHE_DIR", str(tmp_path))  # no remembered choice of an earlier run
+    monkeypatch.setenv("ROOFTOP_AUTOTUNE", "0")  # untimed: the first candidate, final (the plan is kept)
+    monkeypatch.setattr(qm, "_plans", Plans())
+    _autotune.forget()
+    real = qm.candidates
+    chosen = []
+
+    def gluon_first(*args, **kwargs):
+        configs = real(*args, **kwargs)
+        gluon = [c for c in configs if c["path"] == "gluon"]
+        chosen.append(gluon[-1])
+        return (gluon[-1],) + tuple(c for c in configs if c is not gluon[-1])
+
+    monkeypatch.setattr(qm, "candidates", gluon_first)
+    launches = []
+    spy = qsm90.QuantWSPlan.__call__
+    monkeypatch.setattr(qsm90.QuantWSPlan, "__call__", lambda plan, *a: launches.append(plan) or spy(plan, *a))
+    try:
+        x, qw, b = _gluon_inputs(M, 4096, 2048, True, True)
+        out = quant_matmul(x, qw, b)
+        assert len(launches) == 1 and rel_err(out, _reference(x, qw, b)) < TOL[torch.bfloat16]
+        assert torch.equal(quant_matmul(x, qw, b), out) and len(chosen) == 1  # the kept plan: no candidates
+        assert launches[1] is launches[0]
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = quant_matmul(x, qw, b)
+        for _ in range(2):
+            x.copy_(torch.randn_like(x))
+            graph.replay()
+            assert rel_err(captured, _reference(x, qw, b)) < TOL[torch.bfloat16]
+    finally:
+        _autotune.forget()

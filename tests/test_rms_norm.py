@@ -3,7 +3,7 @@ import torch
 
 import rooftop
 from rooftop.ops import rms_norm as rms_norm_mod
-from rooftop.ops.rms_norm import add_rms_norm_reference, rms_norm_reference
+from rooftop.ops.rms_norm import add_rms_norm_reference, quantize_rows_reference, rms_norm_reference
 from conftest import TOL, norm_gluon_rows, rel_err, run_norm_gluon, skip_unless_sm90
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -137,7 +137,7 @@ def test_gemma_offset_and_out_dtype(shape, device):
 @pytest.mark.parametrize("shape", [(1, 1), (5, 1000), (2, 32768), (3, 40000), (2, 49152)])
 @pytest.mark.parametrize("with_residual", [False, True])
 def test_quantized_output(shape, quant, with_residual, device):
-    from rooftop.ops.rms_norm import QUANT_FORMATS, quantize_rows_reference
+    from rooftop.ops.rms_norm import QUANT_FORMATS
 
     x, res, w = _inputs(shape, torch.bfloat16, device)
     if with_residual:
@@ -207,6 +207,94 @@ def test_in_place_needs_row_views(device):
     res, w = torch.randn(8, 64, device=device), torch.ones(64, device=device)
     with pytest.raises(ValueError, match="fused_add_rms_norm_ works in place"):
         rooftop.fused_add_rms_norm_(x, res, w)
+
+
+# ---------------------------------------------------------------------------------------------
+# The reload kernel (_rms_norm_reload_kernel): pass 1 reduces, pass 2 loads the row again
+
+
+def _spy_launches(monkeypatch):
+    """The kernels rms_norm_rows launches, by name, from now on."""
+    names = []
+    real = rms_norm_mod.launch
+    monkeypatch.setattr(rms_norm_mod, "launch", lambda kernel, *a, **k: names.append(kernel.fn.__name__)
+                        or real(kernel, *a, **k))
+    return names
+
+
+def _small_reload(monkeypatch):
+    """The reload kernel's bounds and tiles moved down to reach it at small widths: tiles of 256 values of a
+    16-bit x, 128 of fp32."""
+    monkeypatch.setattr(rms_norm_mod, "RELOAD_MIN_N", 128)
+    monkeypatch.setattr(rms_norm_mod, "RELOAD_RESIDUAL", True)
+    monkeypatch.setattr(rms_norm_mod, "RELOAD_TILE_BYTES", 512)
+    return _spy_launches(monkeypatch)
+
+
+def test_reload_widths():
+    """The reload kernel takes RELOAD_MIN_N < N <= RELOAD_MAX_N, rows with a residual only if RELOAD_RESIDUAL,
+    no quantizing rows."""
+    lo, hi = rms_norm_mod.RELOAD_MIN_N, rms_norm_mod.RELOAD_MAX_N
+    assert rms_norm_mod.reload_width(lo + 1, False) and rms_norm_mod.reload_width(hi, False)
+    assert not rms_norm_mod.reload_width(lo, False) and not rms_norm_mod.reload_width(hi + 1, False)
+    assert rms_norm_mod.reload_width(hi, True) == rms_norm_mod.RELOAD_RESIDUAL
+    assert not rms_norm_mod.reload_width(hi, False, "fp8")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+# bf16: two tiles (the second masked), two whole ones; fp32 tiles are half as wide
+@pytest.mark.parametrize("N", [24000, 32768])
+def test_reload_kernel_at_its_widths(N, dtype, device, monkeypatch):
+    launched = _spy_launches(monkeypatch)
+    x, _, w = _inputs((3, N), dtype, device)
+    assert rms_norm_mod.reload_width(N, False)
+    assert rel_err(rooftop.rms_norm(x, w, 1e-6), rms_norm_reference(x, w, 1e-6)) < TOL[dtype]
+    assert launched == ["_rms_norm_reload_kernel"]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+# 16-bit: one tile; four (the last masked); two (the second masked); fp32 tiles are half as wide
+@pytest.mark.parametrize("N", [256, 1000, 300])
+@pytest.mark.parametrize("weight", ["bf16", "fp32", "none", "gemma offset"])
+@pytest.mark.parametrize("residual", [False, True])
+def test_reload_kernel_matches_reference(N, dtype, weight, residual, device, monkeypatch):
+    """The reload kernel at small widths (its bounds and tile moved down), each tile shape of the wide rows."""
+    launched = _small_reload(monkeypatch)
+    x, res, w = _inputs((5, N), dtype, device, torch.float32 if weight == "fp32" else None)
+    w, offset = {"bf16": (w, 0.0), "fp32": (w, 0.0), "none": (None, 0.0), "gemma offset": (w - 1.0, 1.0)}[weight]
+    if residual:
+        y, r = rooftop.rms_norm(x, w, 1e-6, residual=res, offset=offset)
+        y_ref, r_ref = add_rms_norm_reference(x, res, w, 1e-6, offset)
+        assert torch.equal(r, (x.float() + res.float()).to(dtype))
+    else:
+        y = rooftop.rms_norm(x, w, 1e-6, offset=offset)
+        y_ref = rms_norm_reference(x, w, 1e-6, offset)
+    assert y.dtype == dtype and rel_err(y, y_ref) < TOL[dtype]
+    assert launched == ["_rms_norm_reload_kernel"]
+
+
+@pytest.mark.parametrize("N", [256, 1000])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_reload_kernel_in_place(N, dtype, device, monkeypatch):
+    """fused_add_rms_norm_ through the reload kernel: pass 1 overwrites the residual with r, pass 2 re-reads r
+    and overwrites x with y."""
+    launched = _small_reload(monkeypatch)
+    x, res, w = _inputs((3, N), dtype, device)
+    y_ref, r_ref = add_rms_norm_reference(x, res, w, 1e-6)
+    r_new = (x.float() + res.float()).to(dtype)
+    rooftop.fused_add_rms_norm_(x, res, w, 1e-6)
+    assert torch.equal(res, r_new)
+    assert rel_err(x, y_ref) < TOL[dtype]
+    assert launched == ["_rms_norm_reload_kernel"]
+
+
+def test_reload_kernel_not_when_quantizing(device, monkeypatch):
+    """Quantizing rows keep the on-chip kernel at the reload kernel's widths."""
+    launched = _small_reload(monkeypatch)
+    x, _, w = _inputs((4, 256), torch.bfloat16, device)
+    q, scale = rooftop.rms_norm(x, w, quant="int8")
+    assert launched == ["_rms_norm_onchip_kernel"]
+    assert rel_err(scale, quantize_rows_reference(rms_norm_reference(x, w), "int8")[1]) < 1e-5
 
 
 # ---------------------------------------------------------------------------------------------
@@ -307,8 +395,13 @@ def test_gpu_gluon_dispatch(monkeypatch):
 
     assert takes((M, 65536)) and takes((M, 16392), torch.float16) and takes((M, 65536), residual=True)
     assert takes((M, 32776)) and takes((M, 49152), residual=True)
-    assert takes((M, 32768)) and not takes((M, 32768), residual=True)  # TRITON_RES_N: Triton's kernel wins
-    assert not takes((M, 16384))  # the on-chip kernel's
+    assert not takes((M, 32768), residual=True)  # TRITON_RES_N: Triton's kernel wins
+    # the reload kernel's widths, but for rows whose Triton loads do not vectorize (N a multiple of 8, not 16)
+    assert not takes((M, 32768)) and not takes((M, 24576)) and takes((M, 16392), torch.float16)
+    monkeypatch.setattr(rms_norm_mod, "RELOAD_MAX_N", rms_norm_mod.RELOAD_MIN_N)  # the reload kernel switched off
+    assert takes((M, 32768)) and takes((M, 24576))
+    monkeypatch.undo()
+    assert not takes((M, 16384))  # not past GLUON_MIN_N: the on-chip kernel's
     assert not takes((M, 65536 + 8))  # past GLUON_MAX_N
     assert not takes((M, 32772))  # N not a multiple of 8: no TMA descriptor
     assert not takes((M, 65536), torch.float32)

@@ -113,6 +113,43 @@ def load_rows_add_residual(x_ptr, res_ptr, r_ptr, rows, cols, mask, x_stride, re
     return x
 
 
+def rows_vectorize(N: int, views: Sequence[torch.Tensor], vectors: Sequence[Optional[torch.Tensor]] = ()) -> bool:
+    """Whether a Triton kernel's loads and stores of these [M, N] row `views` (and per-column `vectors`)
+    vectorize to 16 bytes: what Triton specialises on, 16-byte aligned pointers, N and the row strides
+    multiples of 16. Where they do not, its kernels issue a load per element (several times slower)."""
+    vectors = [t for t in vectors if t is not None]
+    return (N % 16 == 0 and all(t.stride(0) % 16 == 0 for t in views)
+            and all(t.data_ptr() % 16 == 0 for t in (*views, *vectors)))
+
+
+@triton.jit
+def load_tile_again(ptr, offs, mask, POLICY: tl.constexpr):
+    """Pass 2's fp32 tile `offs` of a reload kernel (r or x, read again: not kept, evict_first), or of a
+    per-column vector (w, b: re-read by every row, evict_last). `mask` None: a whole tile."""
+    if mask is None:
+        v = tl.load(ptr + offs, eviction_policy=POLICY)
+    else:
+        v = tl.load(ptr + offs, mask=mask, other=0.0, eviction_policy=POLICY)
+    return v.to(tl.float32)
+
+
+@triton.jit
+def load_tile_add_residual(x_row, res_row, r_row, offs, mask, HAS_RESIDUAL: tl.constexpr):
+    """Pass 1's fp32 tile `offs` of r for a kernel whose pass 2 loads the row again ("reload" kernels:
+    no values held across the passes). r = x without a residual, loaded evict_last (pass 2 re-reads x);
+    with one r = x + residual, rounded to r's dtype, is stored evict_last (the new residual stream, as
+    stored, which pass 2 re-reads: the same thread's own stores, in program order) and returned as
+    stored; x and the residual are not read again (evict_first). `mask` None: a whole tile."""
+    if HAS_RESIDUAL:
+        x = load_tile_again(x_row, offs, mask, "evict_first")
+        r = (x + load_tile_again(res_row, offs, mask, "evict_first")).to(r_row.dtype.element_ty)
+        tl.store(r_row + offs, r, mask=mask, eviction_policy="evict_last")
+        r = r.to(tl.float32)
+    else:
+        r = load_tile_again(x_row, offs, mask, "evict_last")
+    return r
+
+
 # ---------------------------------------------------------------------------------------------
 # Wide rows split over programs that wait for each other (the "split" path of the row kernels)
 #

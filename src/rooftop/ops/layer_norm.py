@@ -20,6 +20,12 @@ is off by up to 5e-4, which every output inherits; E[x^2] - E[x]^2 loses everyth
 - whole row on chip: s = fp32(sum(x) / N); then, from registers, c = mean(x - s) (the part of the
   mean that s missed) and m2 = mean((x - s)^2); var = m2 - c^2 and y = ((x - s) - c) * rstd.
   The Gluon path does the same with the row in shared memory (a second pass over it, not over HBM).
+- Welford (one row a program): s = the mean of the row's first tile. Lane l (column l of an RBLOCK-wide
+  tile) sees d_{l + t RBLOCK} = x - s, t = 0, 1, ..; over whole tiles every lane has the same count, so
+  Welford's update takes one scalar reciprocal a tile and no division an element:
+      delta = d - mean_l,   mean_l += delta / (t + 1),   m2_l += delta (d - mean_l)
+  (t = 0 sets mean_l = d, m2_l = 0). A last partial tile updates its live lanes only (the others see
+  d = mean_l: delta 0), whose counts n_l become one more. The lanes merge by Chan's formula, below.
 - looped: s = the mean of the row's first tile. A lane (one thread's GROUP contiguous values of a
   tile) keeps a running (n, mean, M2) of its values x - s; each tile's group, of n_b values with mean
   mean_b and M2_b (deviations taken about mean_b), is folded in by Chan's parallel merge:
@@ -33,6 +39,17 @@ Which path runs (N = row width in elements):
   persistent program per SM whose TMA loader streams the rows (and the residual) into shared memory, where
   the row stays: the mean, then the deviations from it (two passes over shared memory, one read from HBM),
   then y. x (and residual) read from HBM once, y (and r) written once; w and b re-read per row from L2.
+- Welford (WELFORD_MIN_N < N <= WELFORD_MAX_N, without a residual unless WELFORD_RESIDUAL; ahead of Gluon but
+  for rows whose loads do not vectorize, should the widths meet): one row a program (grid M), WELFORD_RBLOCK-wide
+  tiles over WELFORD_WARPS warps, N a constexpr: the loops' trip counts are constants and whole tiles need no
+  mask. One compile per width, which a model has few of (its hidden sizes).
+  Pass 1 loads x (evict_last) tile by tile into the lanes' Welford state; pass 2 loads x again (evict_first:
+  the program's own bytes of a moment ago, from L1 or L2) with w and b (evict_last) and writes y. With a
+  residual pass 1 stores r = x + residual (evict_last) and pass 2 re-reads r (the thread's own stores, in
+  program order). HBM traffic: x (and residual) read once, y (and r) written once. Registers: a tile of 4
+  values a thread and the lanes' state, not the row (32 a thread for 16-bit rows, offline sm_90 compile, no
+  spills): four 16-warp programs an SM. torch.compile's kernel of this structure ran
+  at 94.1% of copy at N = 16384 on the H200 (bf16, M * N = 2^27), where the on-chip kernel ran at 85.9%.
 - N <= ONCHIP_MAX: whole rows in registers, BLOCK_M rows a program. Traffic: read x (and residual)
   once, write y (and r) once, read w and b once per program (they stay in L2).
 - N > ONCHIP_MAX: persistent, one 32-warp program per SM, one row at a time. Pass 1 reads x (and
@@ -55,8 +72,8 @@ import triton.language as tl
 from rooftop import registry
 from rooftop.ops import norm_sm90
 from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, in_place_rows, interpreting, is_sm90, launch,
-                                  load_rows_add_residual, load_tile, num_sms, onchip_config, row_pointers,
-                                  runs_kernel, store_tile, torch_op)
+                                  load_rows_add_residual, load_tile, load_tile_add_residual, load_tile_again, num_sms,
+                                  onchip_config, row_pointers, rows_vectorize, runs_kernel, store_tile, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -78,6 +95,14 @@ PROGRAMS_PER_SM = 1
 GLUON_MIN_N, GLUON_MAX_N = 16384, 65536
 TRITON_RES_N = 32768
 GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
+# The Welford kernel's widths (exclusive, inclusive), tile and warps, after torch.compile's looped Welford for this
+# norm (94.1% of copy at N = 16384, bf16, M * N = 2^27, 2048-wide tiles over 16 warps; the on-chip kernel 85.9%).
+# Measured on the H200 (2026-12-01, benchmarks/exp_norm_reload.py, GPU time, against the on-chip kernel it replaces):
+# layer_norm 1.15x at 12288, 1.02x at 16384 (compile there still 1.08x ours); with a residual (WELFORD_RESIDUAL) 1.17x
+# at 12288, 1.01x at 16384. The tile is narrowed to the widest power of two <= N for rows narrower than it (tests).
+WELFORD_MIN_N, WELFORD_MAX_N = 8192, 16384
+WELFORD_RBLOCK, WELFORD_WARPS = 2048, 16
+WELFORD_RESIDUAL = True
 
 
 def looped_config(N: int, itemsize: int, vectorized: bool) -> tuple[int, int]:
@@ -121,6 +146,65 @@ def _layer_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, M, N, 
     if HAS_BIAS:
         y = y + tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
     tl.store(y_ptr + rows[:, None] * y_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _welford_out_tile(src_row, w_ptr, b_ptr, y_row, offs, mask, shift, rstd, centre, HAS_WEIGHT: tl.constexpr,
+                      HAS_BIAS: tl.constexpr):
+    """Pass 2 of the Welford kernel on tile `offs` (`mask` None: a whole tile): y = (r - s) rstd - centre,
+    times w, plus b."""
+    y = (load_tile_again(src_row, offs, mask, "evict_first") - shift) * rstd - centre
+    if HAS_WEIGHT:
+        y = y * load_tile_again(w_ptr, offs, mask, "evict_last")
+    if HAS_BIAS:
+        y = y + load_tile_again(b_ptr, offs, mask, "evict_last")
+    tl.store(y_row + offs, y.to(y_row.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, x_stride, res_stride, y_stride, r_stride,
+                               eps, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
+                               N: tl.constexpr, RBLOCK: tl.constexpr):
+    # Row program_id(0). HBM: x (+ residual) read once, y (+ r) written once; pass 2's loads of the row
+    # are the program's own bytes again (L1 or L2), w and b come from L2. N is a constexpr: TILES whole
+    # tiles (a loop of constant trip count, unmasked) and a masked TAIL of N % RBLOCK columns.
+    tl.static_assert(N >= RBLOCK)
+    TILES: tl.constexpr = N // RBLOCK
+    TAIL: tl.constexpr = N % RBLOCK
+    x_row, y_row, res_row, src_row = row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, tl.program_id(0), x_stride, y_stride,
+                                                  res_stride, r_stride, HAS_RESIDUAL)
+    cols = tl.arange(0, RBLOCK)
+    # pass 1. The first tile gives the shift s (its fp32 mean) and each lane's first value: mean_l = d, m2_l = 0
+    r = load_tile_add_residual(x_row, res_row, src_row, cols, None, HAS_RESIDUAL)
+    shift = tl.sum(r, axis=0) / RBLOCK
+    mean = r - shift
+    m2 = tl.zeros([RBLOCK], tl.float32)
+    for t in tl.range(1, TILES):  # each lane's (t + 1)th value: one reciprocal a tile
+        d = load_tile_add_residual(x_row, res_row, src_row, t * RBLOCK + cols, None, HAS_RESIDUAL) - shift
+        delta = d - mean
+        mean += delta * (1.0 / (t + 1))
+        m2 += delta * (d - mean)
+    count = TILES * 1.0  # values a lane has seen: the same for all, but past a tail
+    if TAIL > 0:
+        live = cols < TAIL
+        d = load_tile_add_residual(x_row, res_row, src_row, TILES * RBLOCK + cols, live, HAS_RESIDUAL) - shift
+        d = tl.where(live, d, mean)  # the lanes past the end: delta 0, unchanged
+        delta = d - mean
+        mean += delta * (1.0 / (TILES + 1))
+        m2 += delta * (d - mean)
+        count = count + live.to(tl.float32)
+    # Chan's merge of the lanes: the row's mean of d and its variance
+    row_mean = tl.sum(count * mean, axis=0) / N
+    lane_dev = mean - row_mean
+    rstd = tl.rsqrt(tl.sum(m2 + count * lane_dev * lane_dev, axis=0) / N + eps)
+    centre = row_mean * rstd  # y = (r - s) rstd - centre: s + row_mean is not formed (it would round)
+    # pass 2: the row again
+    for t in tl.range(0, TILES):
+        _welford_out_tile(src_row, w_ptr, b_ptr, y_row, t * RBLOCK + cols, None, shift, rstd, centre, HAS_WEIGHT,
+                          HAS_BIAS)
+    if TAIL > 0:
+        _welford_out_tile(src_row, w_ptr, b_ptr, y_row, TILES * RBLOCK + cols, cols < TAIL, shift, rstd, centre,
+                          HAS_WEIGHT, HAS_BIAS)
 
 
 @triton.jit
@@ -251,12 +335,36 @@ def _layer_norm_looped_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, M, N, 
             off -= TILE
 
 
+def welford_width(N: int, has_residual: bool) -> bool:
+    """Whether rows of N (with or without a residual) are the Welford kernel's width."""
+    return WELFORD_MIN_N < N <= WELFORD_MAX_N and (WELFORD_RESIDUAL or not has_residual)
+
+
+def welford_rblock(N: int) -> int:
+    """The Welford kernel's tile for rows of N: WELFORD_RBLOCK, or the widest power of two <= N."""
+    return min(WELFORD_RBLOCK, 1 << (N.bit_length() - 1))
+
+
+def _launch_welford(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
+                    bias: Optional[torch.Tensor], y: torch.Tensor, r: Optional[torch.Tensor], eps: float) -> None:
+    """The Welford kernel on the [M, N] row views, one program a row (a compile per N)."""
+    M, N = x.shape
+    has_res = residual is not None
+    launch(_layer_norm_welford_kernel, (M,), x, residual if has_res else x, weight if weight is not None else x,
+           bias if bias is not None else x, y, r if has_res else y, x.stride(0), residual.stride(0) if has_res else 0,
+           y.stride(0), r.stride(0) if has_res else 0, eps, HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None,
+           HAS_BIAS=bias is not None, N=N, RBLOCK=welford_rblock(N), num_warps=WELFORD_WARPS)
+
+
 def uses_gluon(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
                bias: Optional[torch.Tensor], y: torch.Tensor, r: Optional[torch.Tensor]) -> bool:
-    """Whether layer_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views."""
+    """Whether layer_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views. Of the Welford
+    kernel's widths it takes only rows whose Triton loads would not vectorize."""
     M, N = x.shape
     return (GLUON_ENABLED and x.is_cuda and not interpreting() and GLUON_MIN_N < N <= GLUON_MAX_N
             and not (residual is not None and N == TRITON_RES_N)
+            and not (welford_width(N, residual is not None)
+                     and rows_vectorize(N, [t for t in (x, residual, y, r) if t is not None], [weight, bias]))
             and M >= norm_sm90.CONSUMERS * num_sms(x.device.index) and is_sm90(x.device.index)
             and norm_sm90.supports(x, residual, weight, bias, y, r, True))
 
@@ -272,6 +380,9 @@ def layer_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
         norm_sm90.norm_rows(x, residual, weight, bias, y, r, eps, 0.0, True, num_sms(x.device.index))
         return
     has_res = residual is not None
+    if welford_width(N, has_res):
+        _launch_welford(x, residual, weight, bias, y, r, eps)
+        return
     args = (x, residual if has_res else x, weight if weight is not None else x, bias if bias is not None else x, y,
             r if has_res else y, M, N, x.stride(0), residual.stride(0) if has_res else 0, y.stride(0),
             r.stride(0) if has_res else 0, eps)
@@ -282,11 +393,7 @@ def layer_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
                num_warps=warps)
         return
     programs = min(M, PROGRAMS_PER_SM * num_sms(x.device.index if x.is_cuda else -1))
-    views = [t for t in (x, residual, y, r) if t is not None]
-    vectors = [t for t in (weight, bias) if t is not None]
-    # what Triton specialises on: 16-byte aligned pointers, row strides and N multiples of 16
-    vectorized = N % 16 == 0 and all(t.stride(0) % 16 == 0 for t in views) and \
-        all(t.data_ptr() % 16 == 0 for t in views + vectors)
+    vectorized = rows_vectorize(N, [t for t in (x, residual, y, r) if t is not None], [weight, bias])
     tile, warps = looped_config(N, x.element_size(), vectorized)
     # without a residual pass 2 re-reads x: ask L2 to keep it; with one, x is not read again.
     # A lane's group is (with vectorized loads) one thread's 16-byte vector: no other thread is needed.

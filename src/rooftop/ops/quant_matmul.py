@@ -24,7 +24,8 @@ Which path runs: the fastest, measured. The first call per (device, M bucket, N,
 short candidate list of paths and launch parameters for its regime of M (`candidates`) and remembers
 the choice on disk (rooftop.ops._autotune); untimed (interpreter, CUDA-graph capture, torch.compile
 tracing, ROOFTOP_AUTOTUNE=0) the first candidate runs: the GEMV for M <= GEMV_MAX_M, the tensor-core
-kernel up to DOT_MAX_M, dequantize + cuBLAS above. The paths:
+kernel up to DOT_MAX_M, dequantize + cuBLAS above (never the Gluon kernel below: it runs only where the tuner
+timed it). The paths:
 - "gemv", `_qgemv_kernel` on the CUDA cores (M <= GEMV_TRY_M). A program owns BLOCK_N columns and a
   range of k-steps (split-K); each thread holds every word row of its columns, so all sums over k
   stay in the thread. A code becomes a float without an int->float conversion: shifted to bit 15
@@ -49,6 +50,17 @@ kernel up to DOT_MAX_M, dequantize + cuBLAS above. The paths:
   exact for bf16 / fp16 scales, then rounded and moved to the A layout through shared memory (7.4).
 - "dequant" (and float32 x, always): dequantize to a [N, K] weight (documented workspace: N * K
   elements of x's dtype) and call F.linear (cuBLAS), compute-bound at prefill sizes anyway.
+- "gluon" (sm_90 GPUs only, never the interpreter; `_use_gluon`): ops/quant_matmul_sm90.py's warp-specialised
+  persistent kernel, a 1-warp TMA loader of x, dequantizer warp groups with their own TMA rings of words writing
+  s * (c - z) into a ring of B tiles, and MMA warp groups with async wgmma (stream-K variants sum a cut tile's
+  pieces in k order, deterministic). It applies for M >= GLUON_MIN_M, int4, group 128, x bf16 / fp16 with scales
+  of x's dtype, and layouts TMA takes (quant_matmul_sm90.supports: 16-byte aligned row strides and bases, N a
+  multiple of 8, of 16 with zero points); elsewhere the other candidates run. Its variants are tuner candidates
+  (quant_matmul_sm90.variants_for: the winners on the H200 of M = 64 for M <= 64, of M = 256 above), right after
+  the untimed default, which stays a Triton / dequantize path. H200, bf16, group 128, graph replay, cold L2
+  (x cuBLAS bf16): M = 256, 28672 x 8192 0.89x (dequantize + cuBLAS 0.54x), 14336 x 4096 0.82x (0.54x),
+  4096 x 14336 0.69x (0.57x); M = 64: 0.80 / 1.10 / 1.17 / 1.34x at 4096^2 / 14336 x 4096 / 4096 x 14336 /
+  28672 x 8192 (the Triton kernel 0.66 / 1.07 / 1.08 / 1.20x).
 Both fused kernels cut K between programs when the output tiles alone cannot fill the SMs: the GEMV
 into SPLIT_K equal splits (grid tiles x SPLIT_K), the tensor-core kernel by stream-K (a grid of one wave
 of as many programs as the SMs hold, sharing the tiles x k-steps evenly, so that no last wave runs
@@ -73,10 +85,10 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops import _autotune
+from rooftop.ops import _autotune, quant_matmul_sm90
 from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, arrival_counters, as_rows, cdiv,
-                                  check_float, check_same_device, launch, num_sms, prepare, runs_kernel,
-                                  torch_op)
+                                  check_float, check_same_device, interpreting, is_sm90, launch, num_sms, prepare,
+                                  runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 BITS = (4, 8)
@@ -133,6 +145,10 @@ DOT_CONFIGS = (
                (128, 128, 64, 8, 3, False), (64, 128, 64, 4, 4, False), (128, 256, 64, 8, 3, False),
                (128, 128, 128, 8, 3), (128, 256, 64, 8, 3), (64, 128, 128, 8, 3))),
 )
+# The Gluon kernel (ops/quant_matmul_sm90.py) is a tuner candidate from this M on (sm_90 GPUs, the layouts it
+# takes): its tiles are 64 rows or more. Set GLUON_ENABLED False to keep sm_90 on the Triton paths.
+GLUON_MIN_M = 17
+GLUON_ENABLED = True
 INTERPRETER_GEMV = (256, 1, 4, 8, 1)  # the interpreter pretends to have 8 SMs: split-K runs in tests
 INTERPRETER_RESIDENT = 4  # tensor-core programs an SM in the interpreter: stream-K cuts tiles in tests
 
@@ -162,11 +178,17 @@ def _dot(config: tuple, group_size: int) -> dict:
 DEQUANT = dict(path="dequant")
 
 
-def candidates(M: int, N: int, K: int, bits: int, group_size: int, dtype: torch.dtype, sms: int) -> tuple[dict, ...]:
+def candidates(M: int, N: int, K: int, bits: int, group_size: int, dtype: torch.dtype, sms: int,
+               gluon: bool = False) -> tuple[dict, ...]:
     """The launch candidates for M rows of x, the untimed default first: dicts with "path" ("gemv",
-    "dot", "dequant") and the kernel's tile sizes, SPLIT_K (GEMV), num_warps, num_stages."""
+    "dot", "dequant", "gluon") and the kernel's tile sizes, SPLIT_K (GEMV), num_warps, num_stages (the Gluon
+    kernel's: quant_matmul_sm90.Variant.config). gluon: whether the Gluon kernel applies to the call
+    (`_use_gluon`); its variants for M's regime then come right after the default (never first: untimed
+    calls run the first)."""
     if dtype not in HALF_DTYPES:
         return (DEQUANT,)
+    gluon_configs = (tuple(v.config() for v in quant_matmul_sm90.variants_for(M)) if gluon and M >= GLUON_MIN_M
+                     else ())
     if sms == num_sms(-1):  # the interpreter: one small configuration per path
         gemv = (_gemv(INTERPRETER_GEMV, M, N, K, bits, group_size, sms),)
     else:
@@ -179,13 +201,23 @@ def candidates(M: int, N: int, K: int, bits: int, group_size: int, dtype: torch.
     if M <= GEMV_TRY_M:
         return dot + gemv[:3]
     if M <= DOT_MAX_M:
-        return dot + (DEQUANT,)
-    return (DEQUANT,) + dot[:2]
+        return dot[:1] + gluon_configs + dot[1:] + (DEQUANT,)
+    return (DEQUANT,) + gluon_configs + dot[:2]
 
 
 def kernel_path(M: int, dtype: torch.dtype = torch.bfloat16) -> str:
     """The path quant_matmul runs untimed for M rows of x of `dtype`: "gemv", "dot" or "dequant"."""
     return candidates(M, 256, 256, 4, 128, dtype, num_sms(-1))[0]["path"]
+
+
+def _use_gluon(rows: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: Optional[torch.Tensor],
+               bits: int, group_size: int) -> bool:
+    """Whether the Gluon kernel (quant_matmul_sm90) is a candidate for this call: an sm_90 GPU (its wgmma, TMA
+    and setmaxnreg; Gluon has no interpreter), M >= GLUON_MIN_M, and a format and layout it takes
+    (quant_matmul_sm90.supports: int4, group 128, x bf16 / fp16 with scales of its dtype, TMA's alignments)."""
+    return (GLUON_ENABLED and rows.is_cuda and not interpreting() and rows.shape[0] >= GLUON_MIN_M
+            and quant_matmul_sm90.supports(rows, packed, scales, zeros, bits, group_size)
+            and is_sm90(rows.device.index))
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -673,12 +705,18 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
 
 
 def _run_config(config: dict, rows, packed, scales, zeros, bias, N: int, bits: int, group_size: int,
-                prepared: Optional[Launch] = None) -> tuple[torch.Tensor, Optional[Launch]]:
+                prepared=None) -> tuple[torch.Tensor, object]:
     """rows @ W^T (+ bias) by one candidate configuration, and the Launch of its kernel (None for
-    dequantize + cuBLAS, and in the interpreter)."""
+    dequantize + cuBLAS, and in the interpreter; the Gluon kernel's: its quant_matmul_sm90.QuantWSPlan, which
+    holds its descriptors, made for this call's shapes and strides)."""
     if config["path"] == "dequant":
         return F.linear(rows, dequantize(packed, scales, zeros, bits, group_size, rows.dtype), bias), None
     out = torch.empty((rows.shape[0], N), device=rows.device, dtype=rows.dtype)
+    if config["path"] == "gluon":
+        plan = prepared or quant_matmul_sm90.QuantWSPlan(quant_matmul_sm90.Variant.of(config), rows, packed, scales,
+                                                         zeros, bias, num_sms(rows.device.index))
+        plan(rows, packed, scales, zeros, bias, out)
+        return out, plan
     return out, _launch_path(config, rows, packed, scales, zeros, bias, out, bits, group_size, prepared)
 
 
@@ -705,10 +743,20 @@ def _quant_matmul_op(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor
     if M == 0 or N == 0:
         return torch.empty((*x.shape[:-1], N), device=x.device, dtype=x.dtype)
     device_index = x.device.index if x.is_cuda else -1
-    configs = candidates(M, N, K, bits, group_size, x.dtype, num_sms(device_index))
-    run = functools.partial(_run_config, rows=rows, packed=packed, scales=scales, zeros=zeros, bias=bias, N=N,
-                            bits=bits, group_size=group_size)
+    gluon = _use_gluon(rows, packed, scales, zeros, bits, group_size)
+    configs = candidates(M, N, K, bits, group_size, x.dtype, num_sms(device_index), gluon)
+    gluon_plans: dict = {}  # per Gluon variant: the tuner runs each candidate many times, its descriptors once
+
+    def run(config: dict):
+        prepared = gluon_plans.get(quant_matmul_sm90.Variant.of(config)) if config["path"] == "gluon" else None
+        out, used = _run_config(config, rows, packed, scales, zeros, bias, N, bits, group_size, prepared)
+        if config["path"] == "gluon":
+            gluon_plans[quant_matmul_sm90.Variant.of(config)] = used
+        return out, used
+
     key = (_autotune.bucket(M), N, K, bits, group_size, zeros is not None, bias is not None, x.dtype, scales.dtype)
+    if gluon:  # its candidates join the list: a choice of its own (other calls' keys stay as they were)
+        key += ("gluon",)
     device = _autotune.device_name(device_index)
     chosen = _autotune.choose("quant_matmul", key, configs, run, device=device, tune=_autotune.may_tune(x))
     out, prepared = run(chosen)

@@ -27,6 +27,18 @@ Which path runs (N = row width in elements):
   persistent program per SM whose TMA loader streams the rows (and the residual) into shared memory, where
   the row stays for pass 2: x (and residual) read from HBM once, y (and r) written once; w re-read per row
   from L2.
+- Reload (RELOAD_MIN_N < N <= RELOAD_MAX_N, no quant, without a residual unless RELOAD_RESIDUAL; ahead of
+  Gluon but for rows whose loads do not vectorize, rooftop.ops._support.rows_vectorize): one row a program
+  (grid M) of RELOAD_WARPS warps, the row in tiles of up to RELOAD_TILE_BYTES (one or two tiles of bf16 at
+  these widths), and no value kept across the two passes. Pass 1 loads the row (evict_last) and reduces
+  sum x^2; pass 2 loads the row again (evict_first: from L1 or L2, the program's own bytes of a moment ago)
+  with w and writes y. With a residual, pass 1 stores r = x + residual (evict_last) and
+  pass 2 re-reads r: the thread's own stores (the same tile shape and pointers in both passes give the same
+  layout), in program order, and the row's reduction puts a barrier of the whole program between the passes.
+  HBM traffic is the on-chip kernel's (x and residual read once, y and r written once); what it saves is
+  registers: the row need not live across its reduction, so two 32-warp programs share an SM
+  (torch.compile's kernel of this structure ran at 95.5% of copy at N = 32768 on the H200, against 85.5% for
+  the on-chip kernel and 87.8% for Gluon; ours 1.05x the Gluon path there, compile 1.05x ours).
 - N <= ONCHIP_MAX: whole rows in registers, BLOCK_M rows a program. Traffic: read x (and residual)
   once, write y (and r) once, read w once per program (it stays in L2).
 - Split (with a residual, on a GPU, N > SPLIT_MIN_N, at most one chunk per SM): a row is chunks
@@ -53,8 +65,9 @@ import triton.language as tl
 from rooftop import registry
 from rooftop.ops import norm_sm90
 from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_row_stats, in_place_rows, interpreting,
-                                  is_sm90, launch, load_rows_add_residual, load_tile, num_sms, onchip_config,
-                                  row_pointers, runs_kernel, split_chunks, split_workspace, store_tile, torch_op)
+                                  is_sm90, launch, load_rows_add_residual, load_tile, load_tile_add_residual,
+                                  load_tile_again, num_sms, onchip_config, row_pointers, rows_vectorize, runs_kernel,
+                                  split_chunks, split_workspace, store_tile, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -75,6 +88,20 @@ SPLIT_MIN_N = 65536  # with a residual, the split path runs above this width
 GLUON_MIN_N, GLUON_MAX_N = 16384, 65536
 TRITON_RES_N = 32768
 GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
+# The reload kernel's widths (exclusive, inclusive) and warps, after torch.compile's kernel for this norm (95.5% of
+# copy at N = 32768, bf16, M * N = 2^27, the whole row one tile over 32 warps). Measured on the H200 (2026-12-01,
+# benchmarks/exp_norm_reload.py, GPU time): at 32768 1.05x the Gluon path it replaces (compile 1.05x it still); at
+# 12288 / 16384 0.92x / 0.98x the on-chip kernel, which keeps those. RELOAD_RESIDUAL (rows with a residual too):
+# 0.94-0.97x the paths it would replace at 12288-32768, so off. Quantizing rows keep the on-chip kernel (with
+# quant this kernel failed a GPU test of the int8 codes, not understood).
+RELOAD_MIN_N, RELOAD_MAX_N = 16384, 32768
+RELOAD_WARPS = 32
+RELOAD_RESIDUAL = False
+# The reload kernel's widest tile in bytes of x: 32 KB (16 bf16 values a thread over 32 warps) keeps it at 32
+# registers a thread (offline sm_90 compile, aligned rows, no spills: bf16 at N = 16384 and 32768, with and without a
+# residual), so that two 32-warp programs share an SM. The whole bf16 row as one tile took 38 at N = 32768 (and ran
+# 0.92x the two tiles).
+RELOAD_TILE_BYTES = 32768
 
 
 def looped_config(N: int, quant: bool = False) -> tuple[int, int]:
@@ -116,6 +143,31 @@ def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
         tl.store(scale_ptr + rows, scale, mask=rows < M)
         y = _quantize(y, scale[:, None], QUANT, QMAX)
     tl.store(y_ptr + rows[:, None] * y_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, M, N, x_stride, res_stride, y_stride, r_stride, eps,
+                            w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, TILE: tl.constexpr,
+                            PARTS: tl.constexpr):
+    # Row program_id(0), PARTS tiles of TILE (PARTS * TILE >= N). HBM: x (+ residual) read once, y (+ r)
+    # written once, as the on-chip kernel; pass 2's loads of the row (and w) are the program's own bytes again,
+    # from L1 or L2. Nothing of the row lives across the reduction, and each tile is reduced to a scalar (pass 1)
+    # or stored (pass 2) before the next one's registers are needed.
+    x_row, y_row, res_row, src_row = row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, tl.program_id(0), x_stride, y_stride,
+                                                  res_stride, r_stride, HAS_RESIDUAL)
+    cols = tl.arange(0, TILE)
+    sum_sq = 0.0  # pass 1
+    for part in tl.static_range(PARTS):
+        offs = part * TILE + cols
+        r = load_tile_add_residual(x_row, res_row, src_row, offs, offs < N, HAS_RESIDUAL)
+        sum_sq += tl.sum(r * r, axis=0)
+    rstd = tl.rsqrt(sum_sq / N + eps)
+    for part in tl.static_range(PARTS):  # pass 2: the row (r or x) again, y = r rstd (offset + w)
+        offs = part * TILE + cols
+        y = load_tile_again(src_row, offs, offs < N, "evict_first") * rstd
+        if HAS_WEIGHT:
+            y = y * (load_tile_again(w_ptr, offs, offs < N, "evict_last") + w_offset)
+        tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty), mask=offs < N)
 
 
 @triton.jit
@@ -200,12 +252,20 @@ def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
             off -= TILE
 
 
+def reload_width(N: int, has_residual: bool, quant: Optional[str] = None) -> bool:
+    """Whether rows of N (with or without a residual, quantized or not) take the reload kernel."""
+    return RELOAD_MIN_N < N <= RELOAD_MAX_N and (RELOAD_RESIDUAL or not has_residual) and quant is None
+
+
 def uses_gluon(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor], y: torch.Tensor,
                r: Optional[torch.Tensor], quant: Optional[str] = None) -> bool:
-    """Whether rms_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views."""
+    """Whether rms_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views. Of the reload kernel's
+    widths it takes only rows whose Triton loads would not vectorize."""
     M, N = x.shape
     return (GLUON_ENABLED and quant is None and x.is_cuda and not interpreting() and GLUON_MIN_N < N <= GLUON_MAX_N
             and not (residual is not None and N == TRITON_RES_N)
+            and not (reload_width(N, residual is not None)
+                     and rows_vectorize(N, [t for t in (x, residual, y, r) if t is not None], [weight]))
             and M >= norm_sm90.CONSUMERS * num_sms(x.device.index) and is_sm90(x.device.index)
             and norm_sm90.supports(x, residual, weight, None, y, r, False))
 
@@ -228,6 +288,11 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
             scale if quant else x, M, N, x.stride(0), residual.stride(0) if has_res else 0, y.stride(0),
             r.stride(0) if has_res else 0, eps, offset)
     flags = dict(HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None, QUANT=quant_id, QMAX=qmax)
+    if reload_width(N, has_res, quant):
+        tile = min(triton.next_power_of_2(N), RELOAD_TILE_BYTES // x.element_size())
+        launch(_rms_norm_reload_kernel, (M,), *args[:5], *args[6:], HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None,
+               TILE=tile, PARTS=cdiv(N, tile), num_warps=RELOAD_WARPS)
+        return
     if N <= ONCHIP_MAX:
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
         launch(_rms_norm_onchip_kernel, (cdiv(M, block_m),), *args, **flags, BLOCK_M=block_m, BLOCK_N=block_n,

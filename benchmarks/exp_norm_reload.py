@@ -1,0 +1,115 @@
+"""Experiment: the reload kernels of rms_norm / layer_norm (session 10: NOTES.md items 69, 71) against the paths they
+replace and torch.compile, on the H200, bf16, M * N = 2^27, GPU time (graph replay, L2 flushed: _autotune.time_ms).
+
+Per op and width, the library as it dispatches ("library"), the path it took before the reload kernels ("before":
+the reload / Welford width range emptied, so Gluon or the on-chip kernel runs), for the residual forms the reload
+kernels switched on for them too ("reload_res"), for rms_norm the whole row as one tile ("one_tile"), and
+torch.compile of the eager reference (dynamo reset per width). % of a float32 device copy timed the same way.
+Usage: PYTHONPATH=src python benchmarks/exp_norm_reload.py OUT_DIR   (prints a table last, writes exp-norm-reload.json)
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+import rooftop
+from rooftop.ops import _autotune
+from rooftop.ops import layer_norm as ln
+from rooftop.ops import rms_norm as rn
+
+WIDTHS = (12288, 16384, 32768)
+ELEMENTS = 1 << 27
+
+
+@contextlib.contextmanager
+def patched(module, **values):
+    old = {k: getattr(module, k) for k in values}
+    for k, v in values.items():
+        setattr(module, k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            setattr(module, k, v)
+
+
+def variants(op: str):
+    """(name, module, overrides) of the library paths timed for `op`."""
+    if op.endswith("rms_norm"):
+        yield "library", rn, {}
+        yield "before", rn, dict(RELOAD_MAX_N=rn.RELOAD_MIN_N)
+        if op.startswith("add"):
+            yield "reload_res", rn, dict(RELOAD_RESIDUAL=True)
+        else:
+            yield "one_tile", rn, dict(RELOAD_TILE_BYTES={False: 1 << 20, True: 1 << 20})
+    else:
+        yield "library", ln, {}
+        yield "before", ln, dict(WELFORD_MAX_N=ln.WELFORD_MIN_N)
+        if op.startswith("add"):
+            yield "reload_res", ln, dict(WELFORD_RESIDUAL=True)
+
+
+def calls(op: str, x, res, w, b):
+    """(rooftop call, eager reference) of `op`."""
+    if op == "rms_norm":
+        return lambda: rooftop.rms_norm(x, w), lambda: rn.rms_norm_eager(x, w)
+    if op == "add_rms_norm":
+        return lambda: rooftop.rms_norm(x, w, residual=res), lambda: rn.add_rms_norm_eager(x, res, w)
+    if op == "layer_norm":
+        return lambda: rooftop.layer_norm(x, w, b), lambda: ln.layer_norm_eager(x, w, b)
+    return lambda: rooftop.layer_norm(x, w, b, residual=res), lambda: ln.add_layer_norm_eager(x, res, w, b)
+
+
+def copy_bandwidth() -> float:
+    """GB/s of a 1 GiB float32 device copy (read + write), timed as the kernels are."""
+    src = torch.empty(1 << 28, device="cuda", dtype=torch.float32)
+    dst = torch.empty_like(src)
+    return 2 * src.nbytes / _autotune.time_ms(lambda: dst.copy_(src)) / 1e6
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    copy_gbps = copy_bandwidth()
+    rows = []
+    for op in ("rms_norm", "layer_norm", "add_rms_norm", "add_layer_norm"):
+        for N in WIDTHS:
+            M = ELEMENTS // N
+            x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
+            res = torch.randn_like(x)
+            w = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+            b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+            run, eager = calls(op, x, res, w, b)
+            nbytes = (4 if op.startswith("add") else 2) * x.nbytes
+            ref = eager()
+            ref = ref[0] if isinstance(ref, tuple) else ref
+            for name, module, overrides in variants(op):
+                with patched(module, **overrides):
+                    got = run()
+                    got = got[0] if isinstance(got, tuple) else got
+                    err = float((got.double() - ref.double()).norm() / ref.double().norm())
+                    us = _autotune.time_ms(run) * 1e3
+                rows.append(dict(op=op, N=N, provider=name, us=us, pct=100 * nbytes / us / 1e3 / copy_gbps, err=err))
+                print(json.dumps(rows[-1]), flush=True)
+            torch._dynamo.reset()
+            compiled = torch.compile(eager)
+            compiled()
+            us = _autotune.time_ms(compiled) * 1e3
+            rows.append(dict(op=op, N=N, provider="compile", us=us, pct=100 * nbytes / us / 1e3 / copy_gbps))
+            print(json.dumps(rows[-1]), flush=True)
+            (out / "exp-norm-reload.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows), indent=1))
+    print(f"\ncopy {copy_gbps:.0f} GB/s; % of copy (GPU time), bf16, M * N = 2^27")
+    names = ("library", "before", "reload_res", "one_tile", "compile")
+    print(f"{'op':16s} {'N':>6s} " + " ".join(f"{n:>10s}" for n in names))
+    for op in ("rms_norm", "layer_norm", "add_rms_norm", "add_layer_norm"):
+        for N in WIDTHS:
+            found = {r["provider"]: r["pct"] for r in rows if r["op"] == op and r["N"] == N}
+            print(f"{op:16s} {N:6d} " + " ".join(f"{found[n]:9.1f}%" if n in found else f"{'-':>10s}" for n in names))
+
+
+if __name__ == "__main__":
+    main()

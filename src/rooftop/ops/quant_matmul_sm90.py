@@ -1,0 +1,710 @@
+r"""W4A16 GEMM on Hopper (sm_90) in Gluon: a warp-specialised persistent kernel in which warp groups of their own
+dequantize the int4 weight into shared memory while the tensor cores work; one of the paths of
+rooftop.quant_matmul (ops/quant_matmul.py times it as a tuner candidate; this file holds the kernel, its launch
+and its variants; benchmarks/exp_gluon_quant_ws.py tells how it was arrived at, models its protocol and times it).
+
+Why: for prefill-sized batches (M = 17-256 and up) the library's other paths are the Triton swap-AB kernel, whose
+warps dequantize the tile they then multiply (one instruction stream: the dequantization stalls the MMA), and
+dequantize + cuBLAS, which writes the bf16 weight and reads it back (0.54x cuBLAS bf16 at M = 256). The GEMM is
+compute-bound at M = 256 (28672 x 8192: cuBLAS 180 us) and the dequantization is ~235M codes x ~3 instructions,
+~20 us of the H200's issue spread over all SMs: hidden under the MMA it costs nothing, and reading 4.2 bits a
+weight instead of 16 beats cuBLAS where the weight's DRAM read decides (M = 64).
+
+What: out[M, N] = x[M, K] @ W^T (+ bias) with W = dequantize(qw) of `quantize_weight` (int4, group 128, with zero
+points or symmetric, scales in x's dtype; quant_matmul's packed format unchanged: int32 words [K / 8, N], K-major,
+nibble i of word (j, n) the code of k = 8 j + i; scales [K / G, N]; zeros uint8 [K / G, N] or None); x bf16 or
+fp16, fp32 accumulation, output in x's dtype (bias of any float dtype, added in fp32). x is the wgmma's A operand
+([ROWS, 64] boxes by TMA, 128-byte swizzle); the B operand is W^T's tile [64 k, BLOCK_N n] in an N-major NVMMA
+shared layout, written by the dequantizers. One program per SM (persistent) over the tiles (BLOCK_M x BLOCK_N;
+tile t is (pid_m, pid_n) = (t % R, t // R), R = cdiv(M, BLOCK_M) row tiles, so that the row tiles of a column
+panel are neighbours and its words come from L2 the second time):
+  data-parallel: program p takes tiles p, p + P, .. whole (P = min(#SMs, tiles));
+  stream-K (`_sk`): the U2 = tiles x K / 128 groups (a tile's pair of k-steps, one group of scales) are cut into
+    P = min(#SMs, U2) contiguous runs, program p groups [p U2 / P, (p + 1) U2 / P); a tile cut between programs is
+    summed deterministically (below). Runs of whole groups: a dequantizer iteration never straddles two.
+Out-of-range rows and columns: TMA reads zeros (x's rows past M; words, scales and zero points past N, which
+dequantize to 0), the output store is masked, so neither M nor N need be a multiple of the tile; K is a multiple of
+the group (128), which is what the format guarantees.
+Every partition walks the program's steps i = 0, 1, .. (a step: one k-step of 64 of one tile; `_step`, `_next`) in
+the same order; step i uses ring slot i % STAGES (x and B); group g = i // 2 words slot g % W_STAGES.
+gl.warp_specialize partitions (setmaxnreg each: Variant's consumer_regs, dequant_regs, loader_regs; consumer 0,
+the default partition, gets what Triton leaves of the 65536):
+  consumers (CONSUMERS warp groups, each ROWS = BLOCK_M / CONSUMERS rows of the tile, an fp32 accumulator [ROWS,
+    BLOCK_N], wgmma n = 128 instructions): per step wait x_ready and b_ready, async wgmma (A = its x box of the
+    slot, B = the slot's dequantized tile), wgmma wait(1), then release the previous step's slot (arrive on
+    mma_done: its MMA has completed, so x and B of that slot may be rewritten). At a segment's last step wait(0),
+    release, epilogue: a whole tile gets the bias and is stored in x's dtype by plain masked stores from the
+    accumulator (no staging buffer: shared memory goes to the rings); a stream-K piece goes through `_fixup`.
+  dequantizers (DEQUANTIZERS warp groups; d owns columns COLS d .. of the tile, COLS = BLOCK_N / DEQUANTIZERS =
+    128 or 256): each has its own ring of W_STAGES slots of one group's words [16, COLS] (int32: a plain 2-D TMA
+    box of the [K / 8, N] tensor, 8 KB at 128 columns), scale pairs [1, COLS / 2] (the 16-bit [K / G, N] viewed as
+    int32 [K / G, N / 2]) and zero pairs [1, COLS / 2] (the uint8 [K / G, N] viewed as int16 [K / G, N / 2]), and
+    fills it itself by TMA, W_STAGES groups ahead (no loader involved, so its lead does not depend on the x ring).
+    Per group g (steps 2g, 2g + 1): wait w_ready; load the scale and zero pairs and step 2g's words into registers
+    (each thread one word row, 8 adjacent columns: 2 x LDS.128) and dequantize them; load step 2g + 1's words;
+    thread barrier (every thread has read the slot), refill the slot with group g + W_STAGES (expect + 3 TMA, one
+    elected thread); then per step: wait mma_done (the B slot's previous MMA done), store the 16-bit tile [64, COLS]
+    into its columns of the slot's B buffer (STS.128: 8 adjacent n of a k row a store), fence_async_shared (each
+    thread: its generic-proxy stores ordered before the wgmma's async-proxy reads), arrive on b_ready (Gluon's
+    arrive is a bar.sync of the warp group, then one elected arrive: every thread's stores and fence precede it).
+    `_dequantize`: inline PTX (`_dequant_asm`), per pair of adjacent columns (16 codes) 2 PRMT, 6 SHF, 8 LOP3
+    ((t >> 4q) & 0x000F000F | magic pair: bf16 0x4300 = 128, fp16 0x6400 = 1024, the pair magic + c), 8 packed fma
+    (- (magic + z): exact) and 8 packed multiplies by s (rounded once): bit for bit qw.dequantize(x.dtype) (a
+    Python emulation of the bf16 PTX agreed bit for bit, with and without zero points).
+  loader (1 warp): per step wait mma_done (the slot's previous use consumed), expect and TMA x's CONSUMERS boxes
+    [ROWS, 64] of the step into the slot.
+mbarrier protocol (use u of a slot = step i // STAGES, or group g // W_STAGES; wait(parity) passes once the phase
+of that parity has completed, a fresh barrier passes wait(1)):
+  x_ready[s]    count 1 (the loader's expect; the TMA bytes complete it).  Consumers wait parity u & 1.
+  b_ready[s]    count DEQUANTIZERS (one elected arrive each).              Consumers wait parity u & 1.
+  mma_done[s]   count CONSUMERS (one elected arrive per consumer once the MMA of use u completed). The loader (before
+                x use u) and each dequantizer (before writing B use u) wait parity (u & 1) ^ 1: the release of use
+                u - 1 (u = 0: passes at once).
+  w_ready[d][s] count 1 (dequantizer d's own expect; the TMA bytes). Only dequantizer d waits, parity u & 1.
+  No waiter can see a phase two behind: each barrier's waiters walk the steps in order, so a waiter of use u has
+  seen use u - 1 complete, and use u + 1 cannot complete before this waiter's own part in use u (mma_done's two
+  kinds of waiters: neither the loader's x nor a dequantizer's B of use u + 1 exists before mma_done of use u,
+  which needs every consumer's release of use u, itself after their waits on x_ready / b_ready of use u).
+  No deadlock: the loader waits only on mma_done and issues x in step order; a dequantizer waits only on its own
+  words and on mma_done; consumers release in order. The experiment's `simulate_protocol` (its --compile-only)
+  checks both on random interleavings of the partitions, TMA landings and wgmma reads, and that every read sees
+  its own step.
+  Words slot reuse (WAR): the refill is issued after the thread barrier that follows every thread's shared loads
+  of the slot (their values are in registers; Gluon adds a bar.sync and a proxy fence before each TMA copy).
+Stream-K fix-up (`_fixup`, deterministic, as matmul_sm90's): a cut tile's piece (per consumer) is stored as fp32
+to the workspace slot (program, 0 for the program's first segment / 1 for its last, consumer); after a thread
+barrier one thread counts it in on the tile's counter (atomic acq_rel, gpu scope); the last of the tile's pieces
+(programs first .. last, the owners of its first and last groups) resets the counter and sums the slots in program
+(k) order, adds the bias, then stores: the same bits whatever the arrival order (the experiment's
+`check_stream_k` checks the bookkeeping). Workspace (QuantWSPlan): P x 2 x BLOCK_M x BLOCK_N fp32 per call (34.6 MB
+at 256 x 128 on 132 SMs) and tiles x CONSUMERS int32 counters of the stream (_support.arrival_counters), left at
+zero by every launch.
+
+Shared memory: STAGES x (x boxes + B tile) + DEQUANTIZERS x W_STAGES x (words, scales, zeros) <= 227 KB.
+Registers: 128 x (the warp groups' setmaxnreg values) <= 65536 (the 1-warp loader takes a warp group's share).
+
+Where it applies (`supports`; quant_matmul also asks for an sm_90 GPU, never the interpreter, and M > 16): int4,
+group 128, x bf16 / fp16 with scales of x's dtype; TMA's rules: x's rows of unit column stride, its row stride and
+every base 16-byte aligned; packed, scales (and zeros) contiguous, N a multiple of 8 (the scale pairs' rows are 2N
+bytes), of 16 with zero points (the zero pairs' rows are N bytes). Elsewhere the other candidates run.
+
+Measured (H200, int4 group 128 with zero points, bf16, GPU time of CUDA-graph replay with L2 cold, 2026-12-01,
+benchmarks/exp_gluon_quant_ws.py; every variant correct, rel err 1.66e-3), against cuBLAS bf16 on the unquantized
+weight (x cuBLAS, higher is better; "library" the quant_matmul of then, untimed: Triton swap-AB at M = 64,
+dequantize + cuBLAS at M = 256):
+  M = 256, N x K:  28672 x 8192  ws_m256n128_c2d1_s4w3(_sk) 0.89x (202 us; library 0.54x, cuBLAS 180 us)
+                   14336 x 4096  ws_m256n128_c2d1_s4w3      0.82x (library 0.54x)
+                   4096 x 14336  ws_m256n128_c2d1_s4w3_sk   0.69x (library 0.57x)
+                   4096 x 4096   ws_m128n128_c2d1_s6w3_sk   0.65x (library 0.77x: not a candidate)
+  M = 64:          ws_m64n128_c1d1_s8w3_sk 0.80 / 1.10 / 1.17 / 1.19x at 4096^2 / 14336 x 4096 / 4096 x 14336 /
+                   28672 x 8192 (the library's Triton kernel 0.66 / 1.07 / 1.08 / 1.20x); ws_m64n256_c1d2_s4w3
+                   1.34x at 28672 x 8192.
+Those winners are the candidates (`variants_for`): the two 64-row variants for M <= 64, the two 256 x 128 ones
+above; the tuner times them beside the Triton and dequantize paths per shape and keeps whichever is fastest.
+Not measured yet: fp16 x, a bias, N not a multiple of the tile, M other than 64 and 256.
+
+Offline sm_90 compile (Triton 3.6, benchmarks/exp_gluon_quant_ws.py --compile-only --library --fp16 --bias:
+specialised as a GPU launch on aligned tensors is; the same for bf16 and fp16, with or without bias and zero
+points): no bare CTA barrier after the fork, no LDL / STL in a k-step or dequantizer loop. Registers a thread
+(consumer 0 / consumer 1 / dequantizer(s) / loader), the launch's REG and STACK, shared memory (asym / sym):
+  ws_m64n128_c1d1_s8w3_sk    256 / - / 96 / 24       REG 168, STACK 0            222768 / 222368 B
+  ws_m64n256_c1d2_s4w3       256 / - / 96 x 2 / 24   REG 128, STACK 0            215748 / 214932 B
+  ws_m256n128_c2d1_s4w3      200 / 200 / 88 / 24     REG 128, STACK 0            222692 / 222276 B
+  ws_m256n128_c2d1_s4w3_sk   200 / 200 / 88 / 24     REG 128, STACK 16 (18 LDL / STL: values kept across
+                             setmaxnreg at the partitions' entry and exit, one LDL per segment in a consumer's
+                             segment loop; the measured experiment kernel: STACK 16, 17)   222708 / 222292 B
+Consumer k-step loop 58 instructions at 64 x 128 (4 HGMMA), 66-68 at 64 x 256 and 128 x 128 (8); dequantizer loop
+(a group: 2 k-steps, 128 codes a thread) 435-438 instructions with zero points (3.4 a code), 402-406 symmetric (3.15).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+                                                              warpgroup_mma_wait)
+
+from rooftop.ops._support import GluonLaunch, arrival_counters, cdiv
+
+BLOCK_K = 64  # k a step: 8 word rows, 128 bytes of 16-bit x (one 128-byte swizzled row); divides the group
+WORDS = BLOCK_K // 8
+GROUP = 128  # the one group size: a dequantizer iteration is one group of two k-steps
+BITS = 4
+SMALL_M = 64  # the regimes of M: up to here the 64-row variants, above the 256-row ones (variants_for)
+SMEM_LIMIT = 232448  # 227 KB a block on sm_90
+GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
+_BK, _WORDS, _GROUP = gl.constexpr(BLOCK_K), gl.constexpr(WORDS), gl.constexpr(GROUP)  # in kernels
+
+
+@dataclass(frozen=True)
+class Variant:
+    block_m: int
+    block_n: int
+    consumers: int  # MMA warp groups, each block_m / consumers rows
+    dequantizers: int  # warp groups, each dq_cols = block_n / dequantizers columns (128 or 256)
+    stages: int  # x / B ring
+    w_stages: int  # each dequantizer's words ring
+    stream_k: bool = False
+    consumer_regs: int = 0  # setmaxnreg of consumer 1 (consumer 0 is the default partition: Triton gives it the rest)
+    dequant_regs: int = 0
+    loader_regs: int = 24
+
+    def __post_init__(self):
+        if self.dq_cols not in (128, 256) or self.block_n != self.dq_cols * self.dequantizers:
+            raise ValueError(f"block_n: 128 or 256 columns a dequantizer ({self})")
+        if self.rows not in (64, 128) or self.consumers not in (1, 2) or self.block_m != self.rows * self.consumers:
+            raise ValueError(f"block_m: one or two consumers of 64 or 128 rows ({self})")
+
+    @property
+    def dq_cols(self) -> int:  # columns a dequantizer: 128 (8 words a thread a step) or 256 (16)
+        return self.block_n // self.dequantizers
+
+    @property
+    def rows(self) -> int:  # rows of a consumer's accumulator (and of an x box)
+        return self.block_m // self.consumers
+
+    @property
+    def name(self) -> str:
+        return (f"ws_m{self.block_m}n{self.block_n}_c{self.consumers}d{self.dequantizers}"
+                f"_s{self.stages}w{self.w_stages}" + ("_sk" if self.stream_k else ""))
+
+    def smem_bytes(self, has_zero: bool) -> int:
+        """The x / B ring (16-bit) and the dequantizers' words rings."""
+        words = 2 * WORDS * self.dq_cols * 4 + self.dq_cols // 2 * 4 + (self.dq_cols // 2 * 2 if has_zero else 0)
+        return (self.stages * (self.block_m * BLOCK_K * 2 + BLOCK_K * self.block_n * 2)
+                + self.dequantizers * self.w_stages * words)
+
+    def tiles(self, M: int, N: int) -> int:
+        return cdiv(M, self.block_m) * cdiv(N, self.block_n)
+
+    def programs(self, M: int, N: int, K: int, num_sms: int) -> int:
+        """The persistent grid: one program an SM, at most one a tile (data-parallel) or a group of a tile
+        (stream-K), so that every program has work."""
+        tiles = self.tiles(M, N)
+        return min(num_sms, tiles * (K // GROUP)) if self.stream_k else min(num_sms, tiles)
+
+    def config(self) -> dict:
+        """quant_matmul's launch configuration (JSON-able, for its tuner) of this variant."""
+        return dict(path="gluon", BLOCK_M=self.block_m, BLOCK_N=self.block_n, CONSUMERS=self.consumers,
+                    DEQUANTIZERS=self.dequantizers, STAGES=self.stages, W_STAGES=self.w_stages,
+                    STREAM_K=self.stream_k, CONSUMER_REGS=self.consumer_regs, DEQUANT_REGS=self.dequant_regs,
+                    LOADER_REGS=self.loader_regs)
+
+    @staticmethod
+    def of(config: dict) -> "Variant":
+        return Variant(config["BLOCK_M"], config["BLOCK_N"], config["CONSUMERS"], config["DEQUANTIZERS"],
+                       config["STAGES"], config["W_STAGES"], config["STREAM_K"], config["CONSUMER_REGS"],
+                       config["DEQUANT_REGS"], config["LOADER_REGS"])
+
+
+# Register budgets: 128 threads x (sum over the warp groups) <= 65536, i.e. the setmaxnreg values sum to <= 512
+# with the default partition (consumer 0) given the rest by Triton. An accumulator of 128 fp32 (128 x 128 or
+# 64 x 256 a warp group) needs ~180-200 a thread with the epilogue; a dequantizer 88-96 at 128 columns.
+# The winners of the H200 run (module docstring), by regime of M:
+M256_N128 = Variant(256, 128, 2, 1, 4, 3, False, 200, 88)  # one 256 x 128 tile dequantized once for all rows
+M256_N128_SK = Variant(256, 128, 2, 1, 4, 3, True, 200, 88)
+M64_N128_SK = Variant(64, 128, 1, 1, 8, 3, True, 0, 96)  # one 64-row consumer, one dequantizer, more tiles
+M64_N256 = Variant(64, 256, 1, 2, 4, 3, False, 0, 96)  # two dequantizers of 128 columns
+VARIANTS = (M64_N128_SK, M64_N256, M256_N128, M256_N128_SK)
+REGIMES = ((SMALL_M, (M64_N128_SK, M64_N256)), (1 << 62, (M256_N128, M256_N128_SK)))
+
+
+def variants_for(M: int) -> tuple[Variant, ...]:
+    """The variants the tuner times for M rows of x (REGIMES: the measured winners of M's regime)."""
+    return next(table for top, table in REGIMES if M <= top)
+
+
+def supports(rows: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: Optional[torch.Tensor],
+             bits: int, group_size: int) -> bool:
+    """Whether the kernel can run this call's layout (the device aside): int4, group 128, x [M, K] 16-bit with
+    scales of its dtype, and what TMA needs: unit column strides, 16-byte aligned row strides and bases
+    (module docstring). quant_matmul's format keeps packed, scales and zeros contiguous."""
+    if bits != BITS or group_size != GROUP or rows.dtype not in GL_DTYPES or scales.dtype != rows.dtype:
+        return False
+    M, K = rows.shape
+    N = packed.shape[1]
+    if M == 0 or N == 0 or K % GROUP or rows.stride(1) != 1 or (rows.stride(0) * rows.element_size()) % 16:
+        return False
+    tensors = (rows, packed, scales) + (() if zeros is None else (zeros,))
+    if any(t.data_ptr() % 16 for t in tensors) or not all(t.is_contiguous() for t in tensors[1:]):
+        return False
+    return N % (8 if zeros is None else 16) == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Dequantization (inline PTX)
+
+
+def _dequant_asm(has_zero: bool, fp16: bool) -> tuple[str, str]:
+    """PTX of one `inline_asm_elementwise` call with pack = 16: the 16 codes of a pair of adjacent columns
+    (n even, n + 1) of one word row j, k = 8 j + q, as 8 registers of two 16-bit floats $q = (w(8j+q, n),
+    w(8j+q, n+1)). Operands, 16 a input (one a packed element, element e = (q, h) = (e // 2, e % 2)): $8 / $9 the
+    words of columns n and n + 1; zeros: $24 = the int16 pair (z_n | z_{n+1} << 8) sign-extended; scales: $24 or
+    $40 = the 16-bit pair (s_n, s_{n+1}) as one int32.
+    Two PRMT put nibbles 0-3 (4-7) of both words in one register, column n in bits 0-15, n + 1 in 16-31; a
+    shift by 4 q' and one LOP3 ((t >> 4q') & 0x000F000F | magic pair) give the pair magic + c (bf16 0x4300 = 128,
+    fp16 0x6400 = 1024: c lands in the mantissa's low bits); a packed fma (v * 1 - (magic + z); -(magic + z) is
+    0xC300 | z in bf16, 0xE400 | z in fp16) gives c - z exactly, a packed multiply by s rounds once."""
+    kind, magic, neg, one = ("f16x2", 0x6400, 0xE4, 0x3C00) if fp16 else ("bf16x2", 0x4300, 0xC3, 0x3F80)
+    scale = "$40" if has_zero else "$24"
+    lines = ["{ .reg .b32 tl, th, t, v, one, nz;", f"mov.b32 one, {one << 16 | one:#010x};"]
+    # the pair's zero points into bytes 0 and 2, the sign and exponent byte of -(magic + z) into bytes 1, 3
+    lines.append(f"prmt.b32 nz, $24, {neg << 24 | neg << 8:#010x}, 0x7150;" if has_zero
+                 else f"mov.b32 nz, {(neg << 8 | 8) * 0x10001:#010x};")  # symmetric: z = 8
+    lines += ["prmt.b32 tl, $8, $9, 0x5410;", "prmt.b32 th, $8, $9, 0x7632;"]
+    for q in range(8):
+        src, shift = ("tl" if q < 4 else "th"), 4 * (q % 4)
+        if shift:
+            lines += [f"shr.b32 t, {src}, {shift};", f"lop3.b32 v, t, 0x000F000F, {magic * 0x10001:#010x}, 0xEA;"]
+        else:
+            lines.append(f"lop3.b32 v, {src}, 0x000F000F, {magic * 0x10001:#010x}, 0xEA;")
+        lines += [f"fma.rn.{kind} v, v, one, nz;", f"mul.rn.{kind} ${q}, v, {scale};"]
+    lines.append("}")
+    constraints = ",".join(["=r"] * 8 + ["r"] * (16 * (3 if has_zero else 2)))
+    return "\n".join(lines), constraints
+
+
+_ASM_Z_BF16, _CONS_Z = (gl.constexpr(v) for v in _dequant_asm(True, False))
+_ASM_S_BF16, _CONS_S = (gl.constexpr(v) for v in _dequant_asm(False, False))
+_ASM_Z_FP16 = gl.constexpr(_dequant_asm(True, True)[0])
+_ASM_S_FP16 = gl.constexpr(_dequant_asm(False, True)[0])
+
+
+# [8 j, 64 m, 8 q, 2 h] (code k = 8 j + q of column n = 2 m + h of a dequantizer's 128): each thread one word row
+# j and 4 column pairs m (8 adjacent columns), all their 8 q x 2 h in registers, h fastest then q: pack = 16 hands
+# one asm call the 16 codes of one column pair
+_DQ_L4 = gl.constexpr(gl.BlockedLayout([1, 4, 8, 2], [2, 16, 1, 1], [4, 1, 1, 1], [3, 2, 1, 0]))
+# the words of a step, [8 j, COLS]: one word row and 8 adjacent columns a thread (the dequantizer's layout, 2-D)
+_WORDS_2D = gl.constexpr(gl.BlockedLayout([1, 8], [2, 16], [4, 1], [1, 0]))
+
+
+@gluon.jit
+def _load_words(w_slot, STEP: gl.constexpr):
+    """Word rows 8 STEP .. 8 STEP + 7 of w_slot [16, COLS] (shared, int32: a group's two k-steps) as [8 j,
+    COLS / 2 m, 2 h] in the dequantizer's layout (the reshape and conversion move no data: asserted trivial)."""
+    COLS: gl.constexpr = w_slot.shape[1]
+    words = w_slot.slice(STEP * _WORDS, _WORDS, dim=0).load(_WORDS_2D)
+    return gl.convert_layout(gl.reshape(words, [_WORDS, COLS // 2, 2]), gl.SliceLayout(2, _DQ_L4),
+                             assert_trivial=True)
+
+
+@gluon.jit
+def _load_pairs(slot, HAS_ZERO: gl.constexpr):
+    """A group's scale pairs (int32: (s_2m, s_2m+1) as 16-bit floats) or zero pairs (int16: z_2m | z_2m+1 << 8,
+    then sign-extended: only its two low bytes are read) of the slot [1, COLS / 2], as [1, COLS / 2, 1, 1]."""
+    L_PAIR: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(2, gl.SliceLayout(3, _DQ_L4)))
+    v = slot.reshape([slot.shape[1]]).load(L_PAIR)
+    if HAS_ZERO:
+        v = v.to(gl.int32)
+    return gl.expand_dims(gl.expand_dims(gl.expand_dims(v, 0), 2), 3)
+
+
+@gluon.jit
+def _dequantize(words, s, z, HAS_ZERO: gl.constexpr, DTYPE: gl.constexpr):
+    """The DTYPE tile [64, COLS] = s * (c - z) (k rows, n columns) of `words` [8, COLS / 2, 2] (`_load_words`)
+    with the group's scale pairs s and zero pairs z (`_load_pairs`; z unused without zero points)."""
+    L_Q: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(3, _DQ_L4)))  # [8 q]
+    COLS: gl.constexpr = words.shape[1] * 2
+    q = gl.expand_dims(gl.expand_dims(gl.expand_dims(gl.arange(0, 8, layout=L_Q), 0), 1), 3)  # [1, 1, 8, 1]
+    words, _ = gl.broadcast(gl.expand_dims(words, 2), q)  # [8, COLS / 2, 8, 2]: the word pair for every q
+    if HAS_ZERO:
+        if DTYPE == gl.float16:
+            tile = gl.inline_asm_elementwise(_ASM_Z_FP16, _CONS_Z, [words, z, s], dtype=gl.float16, is_pure=True,
+                                             pack=16)
+        else:
+            tile = gl.inline_asm_elementwise(_ASM_Z_BF16, _CONS_Z, [words, z, s], dtype=gl.bfloat16, is_pure=True,
+                                             pack=16)
+    else:
+        if DTYPE == gl.float16:
+            tile = gl.inline_asm_elementwise(_ASM_S_FP16, _CONS_S, [words, s], dtype=gl.float16, is_pure=True, pack=16)
+        else:
+            tile = gl.inline_asm_elementwise(_ASM_S_BF16, _CONS_S, [words, s], dtype=gl.bfloat16, is_pure=True, pack=16)
+    return gl.reshape(gl.permute(tile, (0, 2, 1, 3)), [_BK, COLS])  # (j, q, m, h) -> [k, n]
+
+
+# ---------------------------------------------------------------------------------------------
+# Schedule
+
+
+@gluon.jit
+def _schedule(M, N, K, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STREAM_K: gl.constexpr):
+    """(rows, k_tiles, start, n_steps): the program's steps (always an even number of whole groups: K % 128 == 0).
+    Stream-K: units [start, start + n_steps) of the U = tiles x k_tiles (unit v: k-step v % k_tiles of tile v //
+    k_tiles), program p the groups [p U2 / P, (p + 1) U2 / P) of the U2 = U / 2 (products in 64 bits).
+    Data-parallel: tiles pid, pid + P, .. (start = 0), k_tiles steps each."""
+    rows = gl.cdiv(M, BLOCK_M)
+    k_tiles = K // _BK
+    tiles = rows * gl.cdiv(N, BLOCK_N)
+    programs = gl.num_programs(0)
+    pid = gl.program_id(0)
+    if STREAM_K:  # in whole groups (pairs of steps), so that a dequantizer iteration never straddles two runs
+        total2 = tiles.to(gl.int64) * (k_tiles // 2)
+        start = (2 * (pid * total2 // programs)).to(gl.int32)
+        n_steps = (2 * ((pid + 1) * total2 // programs)).to(gl.int32) - start
+    else:
+        start = pid * 0
+        n_steps = gl.cdiv(tiles - pid, programs) * k_tiles
+    return rows, k_tiles, start, n_steps
+
+
+@gluon.jit
+def _step(i, rows, k_tiles, start, STREAM_K: gl.constexpr):
+    """(tile, kk) of the program's step i."""
+    if STREAM_K:
+        unit = start + i
+        tile = unit // k_tiles
+        kk = unit - tile * k_tiles
+    else:
+        local = i // k_tiles
+        tile = gl.program_id(0) + local * gl.num_programs(0)
+        kk = i - local * k_tiles
+    return tile, kk
+
+
+@gluon.jit
+def _first(rows, k_tiles, start, STREAM_K: gl.constexpr):
+    """The cursor (tile, kk, pid_m, pid_n) of the program's step 0."""
+    tile, kk = _step(0, rows, k_tiles, start, STREAM_K)
+    pid_n = tile // rows
+    return tile, kk, tile - pid_n * rows, pid_n
+
+
+@gluon.jit
+def _next(tile, kk, pid_m, pid_n, rows, k_tiles, STREAM_K: gl.constexpr):
+    """The cursor of the step after (tile, kk): no division but at a tile change (a step's divisions by the
+    run-time k_tiles and rows would cost the dequantizer ~1.5 instructions a code)."""
+    kk += 1
+    if kk == k_tiles:
+        kk = 0
+        if STREAM_K:
+            tile += 1
+        else:
+            tile += gl.num_programs(0)
+        pid_n = tile // rows
+        pid_m = tile - pid_n * rows
+    return tile, kk, pid_m, pid_n
+
+
+# ---------------------------------------------------------------------------------------------
+# Partitions
+
+
+@gluon.jit
+def _loader(x_desc, x_smem, x_ready, mma_done, M, N, K, BLOCK_N: gl.constexpr, CONSUMERS: gl.constexpr,
+            STAGES: gl.constexpr, STREAM_K: gl.constexpr):
+    """x's boxes of step i into slot i % STAGES, once the slot's previous MMA has completed."""
+    ROWS: gl.constexpr = x_desc.block_type.shape[0]
+    BLOCK_M: gl.constexpr = ROWS * CONSUMERS
+    rows, k_tiles, start, n_steps = _schedule(M, N, K, BLOCK_M, BLOCK_N, STREAM_K)
+    tile, kk, pid_m, pid_n = _first(rows, k_tiles, start, STREAM_K)
+    for i in range(n_steps):
+        slot = i % STAGES
+        mbarrier.wait(mma_done.index(slot), ((i // STAGES) & 1) ^ 1)
+        mbarrier.expect(x_ready.index(slot), CONSUMERS * x_desc.block_type.nbytes)
+        for c in gl.static_range(CONSUMERS):
+            tma.async_copy_global_to_shared(x_desc, [pid_m * BLOCK_M + c * ROWS, kk * _BK], x_ready.index(slot),
+                                            x_smem.index(slot * CONSUMERS + c))
+        tile, kk, pid_m, pid_n = _next(tile, kk, pid_m, pid_n, rows, k_tiles, STREAM_K)
+
+
+@gluon.jit
+def _b_store(tile_b, b_smem, b_ready, mma_done, i, DQ: gl.constexpr, STAGES: gl.constexpr):
+    """Step i's dequantized columns into B slot i % STAGES (use i // STAGES) once its previous MMA has completed."""
+    COLS: gl.constexpr = tile_b.shape[1]
+    slot = i % STAGES
+    mbarrier.wait(mma_done.index(slot), ((i // STAGES) & 1) ^ 1)
+    if COLS == b_smem.shape[2]:
+        b_smem.index(slot).store(tile_b)
+    else:
+        b_smem.index(slot).slice(DQ * COLS, COLS, dim=1).store(tile_b)
+    fence_async_shared()  # this thread's generic-proxy stores before the wgmma's async-proxy reads
+    mbarrier.arrive(b_ready.index(slot))  # bar.sync of the warp group, then one elected arrive
+
+
+@gluon.jit
+def _dequantizer(w_desc, s_desc, z_desc, w_smem, s_smem, z_smem, b_smem, w_ready, b_ready, mma_done, M, N, K,
+                 DQ: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr, W_STAGES: gl.constexpr,
+                 HAS_ZERO: gl.constexpr, STREAM_K: gl.constexpr):
+    """Dequantizer DQ: columns DQ * COLS .. of every step's B tile, from its own words ring (module docstring),
+    one group (two steps: 16 word rows, one row of scales and zeros) an iteration; w_smem [W_STAGES, 16, COLS],
+    s_smem / z_smem [W_STAGES, 1, COLS / 2] are its own. The cursor (tile, kk, pid_m, pid_n) walks the groups
+    whose words are loaded, W_STAGES ahead of group g."""
+    BLOCK_N: gl.constexpr = b_smem.shape[2]
+    DTYPE: gl.constexpr = b_smem.dtype
+    COLS: gl.constexpr = w_desc.block_type.shape[1]
+    rows, k_tiles, start, n_steps = _schedule(M, N, K, BLOCK_M, BLOCK_N, STREAM_K)
+    n_groups = n_steps // 2
+    W_BYTES: gl.constexpr = w_desc.block_type.nbytes + s_desc.block_type.nbytes + (z_desc.block_type.nbytes
+                                                                                   if HAS_ZERO else 0)
+    tile, kk, pid_m, pid_n = _first(rows, k_tiles, start, STREAM_K)
+    for g in range(gl.minimum(n_groups, W_STAGES)):  # prologue: the first W_STAGES groups' words
+        col = pid_n * BLOCK_N + DQ * COLS
+        bar = w_ready.index(g)
+        mbarrier.expect(bar, W_BYTES)
+        tma.async_copy_global_to_shared(w_desc, [kk * _WORDS, col], bar, w_smem.index(g))
+        tma.async_copy_global_to_shared(s_desc, [kk * _BK // _GROUP, col // 2], bar, s_smem.index(g))
+        if HAS_ZERO:
+            tma.async_copy_global_to_shared(z_desc, [kk * _BK // _GROUP, col // 2], bar, z_smem.index(g))
+        tile, kk, pid_m, pid_n = _next(tile, kk + 1, pid_m, pid_n, rows, k_tiles, STREAM_K)
+    for g in range(n_groups):
+        ws = g % W_STAGES
+        mbarrier.wait(w_ready.index(ws), (g // W_STAGES) & 1)
+        w_slot = w_smem.index(ws)
+        s = _load_pairs(s_smem.index(ws), False)
+        z = _load_pairs(z_smem.index(ws), True) if HAS_ZERO else s
+        tile_a = _dequantize(_load_words(w_slot, 0), s, z, HAS_ZERO, DTYPE)
+        words_b = _load_words(w_slot, 1)
+        # every thread has read the slot (its values are in registers) before one thread refills it by TMA
+        # (Gluon also puts a warp-group bar.sync before each TMA copy)
+        gl.thread_barrier()
+        if g + W_STAGES < n_groups:
+            col = pid_n * BLOCK_N + DQ * COLS
+            bar = w_ready.index(ws)
+            mbarrier.expect(bar, W_BYTES)
+            tma.async_copy_global_to_shared(w_desc, [kk * _WORDS, col], bar, w_slot)
+            tma.async_copy_global_to_shared(s_desc, [kk * _BK // _GROUP, col // 2], bar, s_smem.index(ws))
+            if HAS_ZERO:
+                tma.async_copy_global_to_shared(z_desc, [kk * _BK // _GROUP, col // 2], bar, z_smem.index(ws))
+            tile, kk, pid_m, pid_n = _next(tile, kk + 1, pid_m, pid_n, rows, k_tiles, STREAM_K)
+        _b_store(tile_a, b_smem, b_ready, mma_done, 2 * g, DQ, STAGES)
+        _b_store(_dequantize(words_b, s, z, HAS_ZERO, DTYPE), b_smem, b_ready, mma_done, 2 * g + 1, DQ, STAGES)
+
+
+@gluon.jit
+def _fixup(acc, ws_ptr, cnt_ptr, offs, tile, start, k_tiles, total2, CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr):
+    """(acc, final) for a stream-K piece of `tile` (module docstring): the tile's sum in k order and True for
+    the last of its pieces to arrive, else (acc, False). offs: a workspace slot's offsets in acc's layout; total2:
+    the groups (pairs of steps) shared by the programs (64-bit), program p owning groups [p U2 / P, (p + 1) U2 /
+    P)."""
+    SLOT: gl.constexpr = acc.shape[0] * acc.shape[1]
+    programs = gl.num_programs(0)
+    first_unit = tile * k_tiles
+    first_group = (first_unit // 2).to(gl.int64)
+    # the owners of the tile's first and last groups: group v belongs to program ((v + 1) P - 1) // U2
+    first = (((first_group + 1) * programs - 1) // total2).to(gl.int32)
+    last = (((first_group + k_tiles // 2) * programs - 1) // total2).to(gl.int32)
+    slot = (start < first_unit).to(gl.int32)  # 0: the program's first segment, 1: its last
+    piece = (gl.program_id(0) * 2 + slot) * CONSUMERS + CONSUMER
+    gl.store(ws_ptr + piece.to(gl.int64) * SLOT + offs, acc)
+    gl.thread_barrier()  # the warp group's partial is written before the arrival is published
+    counter = cnt_ptr + tile * CONSUMERS + CONSUMER
+    final = gl.atomic_add(counter, 1, sem="acq_rel", scope="gpu") == last - first
+    if final:
+        gl.store(counter, 0)  # every piece has arrived: zero for the next launch
+        acc = gl.zeros_like(acc)
+        for g in range(first, last + 1):  # k order; .cg: other SMs wrote these, skip this SM's L1
+            g_slot = (2 * (g * total2 // programs) < first_unit).to(gl.int32)
+            g_piece = (g * 2 + g_slot) * CONSUMERS + CONSUMER
+            acc += gl.load(ws_ptr + g_piece.to(gl.int64) * SLOT + offs, cache_modifier=".cg")
+    return acc, final
+
+
+@gluon.jit
+def _consumer(x_smem, b_smem, x_ready, b_ready, mma_done, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N, K,
+              CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr, STAGES: gl.constexpr, STREAM_K: gl.constexpr,
+              HAS_BIAS: gl.constexpr):
+    """Consumer warp group CONSUMER: rows CONSUMER * ROWS .. of each tile; one fp32 accumulator per segment (a
+    whole tile, or a stream-K piece of one)."""
+    ROWS: gl.constexpr = x_smem.shape[1]
+    BLOCK_N: gl.constexpr = b_smem.shape[2]
+    BLOCK_M: gl.constexpr = ROWS * CONSUMERS
+    # wgmma n <= 128: one m64n256k16 instruction needs ~154 registers, over the kernel-wide cap of 65536 / (32 x
+    # the launch's warps) that ptxas applies to a single instruction (128 at 13-16 warps)
+    MMA_N: gl.constexpr = min(BLOCK_N, 128)
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, MMA_N, 16])
+    rows, k_tiles, start, n_steps = _schedule(M, N, K, BLOCK_M, BLOCK_N, STREAM_K)
+    total2 = (rows * gl.cdiv(N, BLOCK_N)).to(gl.int64) * (k_tiles // 2)
+    r_idx = gl.arange(0, ROWS, layout=gl.SliceLayout(1, acc_layout))
+    c_idx = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
+    offs = gl.expand_dims(r_idx, 1) * BLOCK_N + gl.expand_dims(c_idx, 0)  # a workspace slot [ROWS, BLOCK_N]
+    i = 0
+    while i < n_steps:
+        tile, k0 = _step(i, rows, k_tiles, start, STREAM_K)
+        seg = gl.minimum(k_tiles - k0, n_steps - i)  # steps of this segment
+        acc = gl.zeros([ROWS, BLOCK_N], gl.float32, acc_layout)
+        for j in range(seg):
+            slot = i % STAGES
+            phase = (i // STAGES) & 1
+            mbarrier.wait(x_ready.index(slot), phase)
+            mbarrier.wait(b_ready.index(slot), phase)
+            acc = warpgroup_mma(x_smem.index(slot * CONSUMERS + CONSUMER), b_smem.index(slot), acc, is_async=True)
+            # the MMA of the previous step has completed: its slot (x and B) is free (none before a segment's first)
+            acc = warpgroup_mma_wait(1, deps=(acc, ))
+            mbarrier.arrive(mma_done.index((i + STAGES - 1) % STAGES), pred=j > 0)
+            i += 1
+        acc = warpgroup_mma_wait(0, deps=(acc, ))
+        mbarrier.arrive(mma_done.index((i + STAGES - 1) % STAGES))
+        pid_m = tile % rows
+        pid_n = tile // rows
+        final = True
+        if STREAM_K:
+            if (k0 > 0) | (k0 + seg < k_tiles):  # a piece of a cut tile
+                acc, final = _fixup(acc, ws_ptr, cnt_ptr, offs, tile, start, k_tiles, total2, CONSUMER, CONSUMERS)
+        if final:
+            out_rows = pid_m * BLOCK_M + CONSUMER * ROWS + r_idx
+            out_cols = pid_n * BLOCK_N + c_idx
+            if HAS_BIAS:
+                bias = gl.load(bias_ptr + out_cols, mask=out_cols < N, other=0.0).to(gl.float32)
+                acc += gl.expand_dims(bias, 0)
+            ptrs = out_ptr + gl.expand_dims(out_rows.to(gl.int64) * N, 1) + gl.expand_dims(out_cols, 0)
+            mask = gl.expand_dims(out_rows < M, 1) & gl.expand_dims(out_cols < N, 0)
+            gl.store(ptrs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@gluon.jit(do_not_specialize=["M"])  # M only bounds loops and masks: one compiled kernel for every M
+def _w4a16_ws_kernel(x_desc, w_desc, s_desc, z_desc, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N, K,
+                     BLOCK_N: gl.constexpr, CONSUMERS: gl.constexpr, DEQUANTIZERS: gl.constexpr,
+                     STAGES: gl.constexpr, W_STAGES: gl.constexpr, HAS_ZERO: gl.constexpr, HAS_BIAS: gl.constexpr,
+                     STREAM_K: gl.constexpr, CONSUMER_REGS: gl.constexpr, DEQUANT_REGS: gl.constexpr,
+                     LOADER_REGS: gl.constexpr):
+    """Persistent warp-specialised W4A16 GEMM (module docstring): consumer 0 is the default partition
+    (num_warps = 4); consumer 1, the dequantizers and the loader are workers. z_desc: a placeholder (the scales')
+    without zero points; bias_ptr: the output's without a bias. ws_ptr / cnt_ptr: stream-K's workspace and
+    counters (placeholders otherwise). out [M, N] contiguous, of x's dtype."""
+    ROWS: gl.constexpr = x_desc.block_type.shape[0]
+    BLOCK_M: gl.constexpr = ROWS * CONSUMERS
+    dtype: gl.constexpr = x_desc.dtype
+    x_smem = gl.allocate_shared_memory(dtype, [STAGES * CONSUMERS, ROWS, _BK], x_desc.layout)
+    b_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([_BK, BLOCK_N], dtype)
+    b_smem = gl.allocate_shared_memory(dtype, [STAGES, _BK, BLOCK_N], b_layout)
+    # each dequantizer's own words ring (separate allocations: one a partition)
+    w_smem0 = gl.allocate_shared_memory(gl.int32, [W_STAGES] + w_desc.block_type.shape, w_desc.layout)
+    s_smem0 = gl.allocate_shared_memory(gl.int32, [W_STAGES] + s_desc.block_type.shape, s_desc.layout)
+    if HAS_ZERO:
+        z_smem0 = gl.allocate_shared_memory(gl.int16, [W_STAGES] + z_desc.block_type.shape, z_desc.layout)
+    else:
+        z_smem0 = s_smem0  # not read
+    x_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    b_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mma_done = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    w_ready0 = gl.allocate_shared_memory(gl.int64, [W_STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(x_ready.index(s), count=1)  # the loader's expect; the TMA bytes complete the phase
+        mbarrier.init(b_ready.index(s), count=DEQUANTIZERS)  # one elected arrive per dequantizer
+        mbarrier.init(mma_done.index(s), count=CONSUMERS)  # one elected arrive per consumer
+    for s in gl.static_range(W_STAGES):
+        mbarrier.init(w_ready0.index(s), count=1)  # the dequantizer's expect; the TMA bytes
+    if DEQUANTIZERS == 2:
+        w_smem1 = gl.allocate_shared_memory(gl.int32, [W_STAGES] + w_desc.block_type.shape, w_desc.layout)
+        s_smem1 = gl.allocate_shared_memory(gl.int32, [W_STAGES] + s_desc.block_type.shape, s_desc.layout)
+        if HAS_ZERO:
+            z_smem1 = gl.allocate_shared_memory(gl.int16, [W_STAGES] + z_desc.block_type.shape, z_desc.layout)
+        else:
+            z_smem1 = s_smem1
+        w_ready1 = gl.allocate_shared_memory(gl.int64, [W_STAGES, 1], mbarrier.MBarrierLayout())
+        for s in gl.static_range(W_STAGES):
+            mbarrier.init(w_ready1.index(s), count=1)
+    fence_async_shared()
+
+    # the partitions' arguments inline: a tuple bound to a name would turn its constexprs into tensors
+    if CONSUMERS == 2:
+        if DEQUANTIZERS == 2:
+            gl.warp_specialize([
+                (_consumer, (x_smem, b_smem, x_ready, b_ready, mma_done, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
+                             K, 0, CONSUMERS, STAGES, STREAM_K, HAS_BIAS)),
+                (_consumer, (x_smem, b_smem, x_ready, b_ready, mma_done, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
+                             K, 1, CONSUMERS, STAGES, STREAM_K, HAS_BIAS)),
+                (_dequantizer, (w_desc, s_desc, z_desc, w_smem0, s_smem0, z_smem0, b_smem, w_ready0, b_ready, mma_done,
+                                M, N, K, 0, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K)),
+                (_dequantizer, (w_desc, s_desc, z_desc, w_smem1, s_smem1, z_smem1, b_smem, w_ready1, b_ready, mma_done,
+                                M, N, K, 1, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K)),
+                (_loader, (x_desc, x_smem, x_ready, mma_done, M, N, K, BLOCK_N, CONSUMERS, STAGES, STREAM_K)),
+            ], [4, 4, 4, 1], [CONSUMER_REGS, DEQUANT_REGS, DEQUANT_REGS, LOADER_REGS])
+        else:
+            gl.warp_specialize([
+                (_consumer, (x_smem, b_smem, x_ready, b_ready, mma_done, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
+                             K, 0, CONSUMERS, STAGES, STREAM_K, HAS_BIAS)),
+                (_consumer, (x_smem, b_smem, x_ready, b_ready, mma_done, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
+                             K, 1, CONSUMERS, STAGES, STREAM_K, HAS_BIAS)),
+                (_dequantizer, (w_desc, s_desc, z_desc, w_smem0, s_smem0, z_smem0, b_smem, w_ready0, b_ready, mma_done,
+                                M, N, K, 0, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K)),
+                (_loader, (x_desc, x_smem, x_ready, mma_done, M, N, K, BLOCK_N, CONSUMERS, STAGES, STREAM_K)),
+            ], [4, 4, 1], [CONSUMER_REGS, DEQUANT_REGS, LOADER_REGS])
+    else:
+        if DEQUANTIZERS == 2:
+            gl.warp_specialize([
+                (_consumer, (x_smem, b_smem, x_ready, b_ready, mma_done, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
+                             K, 0, CONSUMERS, STAGES, STREAM_K, HAS_BIAS)),
+                (_dequantizer, (w_desc, s_desc, z_desc, w_smem0, s_smem0, z_smem0, b_smem, w_ready0, b_ready, mma_done,
+                                M, N, K, 0, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K)),
+                (_dequantizer, (w_desc, s_desc, z_desc, w_smem1, s_smem1, z_smem1, b_smem, w_ready1, b_ready, mma_done,
+                                M, N, K, 1, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K)),
+                (_loader, (x_desc, x_smem, x_ready, mma_done, M, N, K, BLOCK_N, CONSUMERS, STAGES, STREAM_K)),
+            ], [4, 4, 1], [DEQUANT_REGS, DEQUANT_REGS, LOADER_REGS])
+        else:
+            gl.warp_specialize([
+                (_consumer, (x_smem, b_smem, x_ready, b_ready, mma_done, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
+                             K, 0, CONSUMERS, STAGES, STREAM_K, HAS_BIAS)),
+                (_dequantizer, (w_desc, s_desc, z_desc, w_smem0, s_smem0, z_smem0, b_smem, w_ready0, b_ready, mma_done,
+                                M, N, K, 0, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K)),
+                (_loader, (x_desc, x_smem, x_ready, mma_done, M, N, K, BLOCK_N, CONSUMERS, STAGES, STREAM_K)),
+            ], [4, 1], [DEQUANT_REGS, LOADER_REGS])
+
+
+# ---------------------------------------------------------------------------------------------
+# Host side
+
+
+def layouts(v: Variant, dtype: torch.dtype) -> dict:
+    """Shared layouts of the TMA boxes: x's [ROWS, 64] 16-bit tile 128-byte swizzled (the wgmma's A operand);
+    words, scale pairs, zero pairs unswizzled (read by ordinary shared loads)."""
+    return dict(x=gl.NVMMASharedLayout.get_default_for([v.rows, BLOCK_K], GL_DTYPES[dtype]),
+                w=gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2),
+                s=gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2),
+                z=gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2))
+
+
+def boxes(v: Variant) -> dict:
+    # TMA writes shared memory at 128-byte aligned addresses: every box here is a multiple of 128 bytes
+    return dict(x=[v.rows, BLOCK_K], w=[2 * WORDS, v.dq_cols], s=[1, v.dq_cols // 2], z=[1, v.dq_cols // 2])
+
+
+def constexprs(v: Variant, has_zero: bool, has_bias: bool) -> dict:
+    return dict(BLOCK_N=v.block_n, CONSUMERS=v.consumers, DEQUANTIZERS=v.dequantizers, STAGES=v.stages,
+                W_STAGES=v.w_stages, HAS_ZERO=has_zero, HAS_BIAS=has_bias, STREAM_K=v.stream_k,
+                CONSUMER_REGS=v.consumer_regs or 24, DEQUANT_REGS=v.dequant_regs, LOADER_REGS=v.loader_regs)
+
+
+def pair_views(scales: torch.Tensor, zeros: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The scales as int32 [K / G, N / 2] (a word: the 16-bit pair (s_2m, s_2m+1)) and the zeros as int16 [K / G,
+    N / 2] (z_2m | z_2m+1 << 8), which TMA moves; without zeros the scale pairs again (a placeholder, never read)."""
+    s = scales.view(torch.int32)
+    return s, (s if zeros is None else zeros.view(torch.int16))
+
+
+class QuantWSPlan:
+    """The launch of _w4a16_ws_kernel with variant v for one call's shapes, strides and dtypes (what quant_matmul's
+    plan key fixes), called as quant_matmul runs a path: (rows, packed, scales, zeros, bias, out). rows [M, K] and
+    the weight must suit the kernel (`supports`); out [M, N] contiguous, of rows' dtype. The first call compiles
+    through Gluon's dispatch with checked descriptors; later ones launch the compiled kernel directly. Stream-K's
+    workspace: fp32 partials (programs x 2 x the tile: 34.6 MB at 256 x 128 on 132 SMs) allocated per call, and the
+    stream's arrival counters (_support.arrival_counters)."""
+
+    __slots__ = ("sizes", "launch", "partials", "counters", "device")
+
+    def __init__(self, v: Variant, rows: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor,
+                 zeros: Optional[torch.Tensor], bias: Optional[torch.Tensor], num_sms: int):
+        M, K = rows.shape
+        N = packed.shape[1]
+        lay, box = layouts(v, rows.dtype), boxes(v)
+        z_key = "s" if zeros is None else "z"  # without zeros the scale pairs' descriptor stands in
+        views = {"x": ([M, K], [rows.stride(0), 1]), "w": ([K // 8, N], [N, 1]), "s": ([K // GROUP, N // 2], [N // 2, 1]),
+                 "z": ([K // GROUP, N // 2], [N // 2, 1])}
+        self.launch = GluonLaunch(_w4a16_ws_kernel, (v.programs(M, N, K, num_sms),),
+                                  [(*views[k], box[k], lay[k]) for k in ("x", "w", "s", z_key)],
+                                  constexprs(v, zeros is not None, bias is not None), rows.device.index)
+        self.sizes = (M, N, K)
+        self.device = rows.device
+        # stream-K's (elements of the partials, counters); without, float32 / int32 placeholders
+        self.partials = self.launch.grid[0] * 2 * v.block_m * v.block_n if v.stream_k else 1
+        self.counters = v.tiles(M, N) * v.consumers if v.stream_k else 1
+
+    def __call__(self, rows, packed, scales, zeros, bias, out) -> None:
+        s, z = pair_views(scales, zeros)
+        partials = torch.empty(self.partials, device=self.device, dtype=torch.float32)
+        self.launch((rows, packed, s, z), out, out if bias is None else bias, partials,
+                    arrival_counters(self.device, self.counters), *self.sizes)
