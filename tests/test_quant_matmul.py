@@ -443,6 +443,7 @@ def test_gluon_supports_layouts():
     assert not ok(x[:, :1024], dtype=torch.float16)  # scales of another dtype than x's
     assert not ok(x[:, :1024].float(), dtype=torch.float32)
     assert not ok(x[:, :1024], bits=8) and not ok(x[:, :1024], group=64)
+    assert not ok(torch.randn(1024, dtype=torch.bfloat16).expand(100, 1024))  # a broadcast x (row stride 0)
 
 
 def test_gluon_plan_descriptors():
@@ -506,7 +507,7 @@ def test_gpu_gluon_variant(variant, M, N, K, zeros, bias):
     err = rel_err(out, _reference(x, qw, b))
     assert err < TOL[torch.bfloat16], err
     assert torch.equal(run()[0], out)  # stream-K pieces summed in k order, whatever the arrival order
-    assert not qm.arrival_counters(x.device, 4096).any()
+    assert not qm.arrival_counters(x.device, plan.counters).any()  # the plan's own counters, reset
 
 
 @pytest.mark.gpu

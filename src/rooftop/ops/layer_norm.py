@@ -39,8 +39,7 @@ Which path runs (N = row width in elements):
   persistent program per SM whose TMA loader streams the rows (and the residual) into shared memory, where
   the row stays: the mean, then the deviations from it (two passes over shared memory, one read from HBM),
   then y. x (and residual) read from HBM once, y (and r) written once; w and b re-read per row from L2.
-- Welford (WELFORD_MIN_N < N <= WELFORD_MAX_N, without a residual unless WELFORD_RESIDUAL; ahead of Gluon but
-  for rows whose loads do not vectorize, should the widths meet): one row a program (grid M), WELFORD_RBLOCK-wide
+- Welford (WELFORD_MIN_N < N <= WELFORD_MAX_N, without a residual unless WELFORD_RESIDUAL): one row a program (grid M), WELFORD_RBLOCK-wide
   tiles over WELFORD_WARPS warps, N a constexpr: the loops' trip counts are constants and whole tiles need no
   mask. One compile per width, which a model has few of (its hidden sizes).
   Pass 1 loads x (evict_last) tile by tile into the lanes' Welford state; pass 2 loads x again (evict_first:
@@ -358,13 +357,11 @@ def _launch_welford(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
 
 def uses_gluon(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
                bias: Optional[torch.Tensor], y: torch.Tensor, r: Optional[torch.Tensor]) -> bool:
-    """Whether layer_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views. Of the Welford
-    kernel's widths it takes only rows whose Triton loads would not vectorize."""
+    """Whether layer_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views (its widths start where
+    the Welford kernel's end)."""
     M, N = x.shape
     return (GLUON_ENABLED and x.is_cuda and not interpreting() and GLUON_MIN_N < N <= GLUON_MAX_N
             and not (residual is not None and N == TRITON_RES_N)
-            and not (welford_width(N, residual is not None)
-                     and rows_vectorize(N, [t for t in (x, residual, y, r) if t is not None], [weight, bias]))
             and M >= norm_sm90.CONSUMERS * num_sms(x.device.index) and is_sm90(x.device.index)
             and norm_sm90.supports(x, residual, weight, bias, y, r, True))
 

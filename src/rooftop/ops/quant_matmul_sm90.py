@@ -226,7 +226,8 @@ def supports(rows: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zer
         return False
     M, K = rows.shape
     N = packed.shape[1]
-    if M == 0 or N == 0 or K % GROUP or rows.stride(1) != 1 or (rows.stride(0) * rows.element_size()) % 16:
+    if (M == 0 or N == 0 or K % GROUP or rows.stride(1) != 1 or rows.stride(0) < K  # not a broadcast x
+            or (rows.stride(0) * rows.element_size()) % 16):
         return False
     tensors = (rows, packed, scales) + (() if zeros is None else (zeros,))
     if any(t.data_ptr() % 16 for t in tensors) or not all(t.is_contiguous() for t in tensors[1:]):
