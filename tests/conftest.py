@@ -118,6 +118,15 @@ def poisoned_empty(monkeypatch):
     yield
 
 
+def spy_launches(monkeypatch, module) -> list:
+    """The names of the kernels `module` launches (through its `launch`), from now on."""
+    names = []
+    real = module.launch
+    monkeypatch.setattr(module, "launch", lambda kernel, *a, **k: names.append(kernel.fn.__name__)
+                        or real(kernel, *a, **k))
+    return names
+
+
 def skip_unless_sm90() -> None:
     """Skips the calling test where there is no sm_90 GPU: the Gluon kernels run there only."""
     if not HAS_CUDA or torch.cuda.get_device_capability() != (9, 0):

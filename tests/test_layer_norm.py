@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from conftest import HAS_CUDA, TOL, norm_gluon_rows, rel_err, run_norm_gluon, skip_unless_sm90
+from conftest import HAS_CUDA, TOL, norm_gluon_rows, rel_err, run_norm_gluon, skip_unless_sm90, spy_launches
 from rooftop import registry
 from rooftop.ops import layer_norm as layer_norm_mod
 from rooftop.ops.layer_norm import (ONCHIP_MAX, add_layer_norm_reference, fused_add_layer_norm_, layer_norm,
@@ -287,21 +287,12 @@ def test_gpu_peers_and_eager_agree():
 # The Welford kernel (_layer_norm_welford_kernel): one row a program, N a constexpr
 
 
-def _spy_launches(monkeypatch):
-    """The kernels layer_norm_rows launches, by name, from now on."""
-    names = []
-    real = layer_norm_mod.launch
-    monkeypatch.setattr(layer_norm_mod, "launch", lambda kernel, *a, **k: names.append(kernel.fn.__name__)
-                        or real(kernel, *a, **k))
-    return names
-
-
 def _small_welford(monkeypatch, rblock=128):
     """The Welford kernel's bounds and tile moved down to reach it at small widths."""
     monkeypatch.setattr(layer_norm_mod, "WELFORD_MIN_N", 64)
     monkeypatch.setattr(layer_norm_mod, "WELFORD_RBLOCK", rblock)
     monkeypatch.setattr(layer_norm_mod, "WELFORD_RESIDUAL", True)
-    return _spy_launches(monkeypatch)
+    return spy_launches(monkeypatch, layer_norm_mod)
 
 
 def test_welford_widths():
@@ -318,7 +309,7 @@ def test_welford_widths():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("N", [WELFORD[1], 16384])  # whole tiles and a tail; whole tiles only
 def test_welford_kernel_at_its_widths(N, dtype, device, monkeypatch):
-    launched = _spy_launches(monkeypatch)
+    launched = spy_launches(monkeypatch, layer_norm_mod)
     x, _, w, b = _inputs((3, N), dtype, device)
     if layer_norm_mod.welford_width(N, False):
         assert rel_err(layer_norm(x, w, b), layer_norm_reference(x, w, b)) < TOL[dtype]

@@ -4,7 +4,7 @@ import torch
 import rooftop
 from rooftop.ops import rms_norm as rms_norm_mod
 from rooftop.ops.rms_norm import add_rms_norm_reference, quantize_rows_reference, rms_norm_reference
-from conftest import TOL, norm_gluon_rows, rel_err, run_norm_gluon, skip_unless_sm90
+from conftest import TOL, norm_gluon_rows, rel_err, run_norm_gluon, skip_unless_sm90, spy_launches
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 # 1, odd, prime, non-power-of-two, the widest on-chip row (32768), the looped path, 262144
@@ -213,22 +213,13 @@ def test_in_place_needs_row_views(device):
 # The reload kernel (_rms_norm_reload_kernel): pass 1 reduces, pass 2 loads the row again
 
 
-def _spy_launches(monkeypatch):
-    """The kernels rms_norm_rows launches, by name, from now on."""
-    names = []
-    real = rms_norm_mod.launch
-    monkeypatch.setattr(rms_norm_mod, "launch", lambda kernel, *a, **k: names.append(kernel.fn.__name__)
-                        or real(kernel, *a, **k))
-    return names
-
-
 def _small_reload(monkeypatch):
     """The reload kernel's bounds and tiles moved down to reach it at small widths: tiles of 256 values of a
     16-bit x, 128 of fp32."""
     monkeypatch.setattr(rms_norm_mod, "RELOAD_MIN_N", 128)
     monkeypatch.setattr(rms_norm_mod, "RELOAD_RESIDUAL", True)
     monkeypatch.setattr(rms_norm_mod, "RELOAD_TILE_BYTES", 512)
-    return _spy_launches(monkeypatch)
+    return spy_launches(monkeypatch, rms_norm_mod)
 
 
 def test_reload_widths():
@@ -245,7 +236,7 @@ def test_reload_widths():
 # bf16: two tiles (the second masked), two whole ones; fp32 tiles are half as wide
 @pytest.mark.parametrize("N", [24000, 32768])
 def test_reload_kernel_at_its_widths(N, dtype, device, monkeypatch):
-    launched = _spy_launches(monkeypatch)
+    launched = spy_launches(monkeypatch, rms_norm_mod)
     x, _, w = _inputs((3, N), dtype, device)
     assert rms_norm_mod.reload_width(N, False)
     assert rel_err(rooftop.rms_norm(x, w, 1e-6), rms_norm_reference(x, w, 1e-6)) < TOL[dtype]
