@@ -5,13 +5,16 @@ Per op and width, the library as it dispatches ("library"), the path it took bef
 the reload / Welford width range emptied, so Gluon or the on-chip kernel runs), for the residual forms the reload
 kernels switched on for them too ("reload_res"), for rms_norm the whole row as one tile ("one_tile"), and
 torch.compile of the eager reference (dynamo reset per width). % of a float32 device copy timed the same way.
-Usage: PYTHONPATH=src python benchmarks/exp_norm_reload.py OUT_DIR   (prints a table last, writes exp-norm-reload.json)
+Rows wider than the reload / Welford ranges also time those kernels stretched to them ("stretched": the range
+widened, Gluon off; for layer_norm also over 32 warps, "stretched_w32"): do they beat Gluon and the looped kernels?
+Usage: PYTHONPATH=src python benchmarks/exp_norm_reload.py OUT_DIR [--widths 12288,16384,32768] [--ops rms_norm,...]
+(prints a table last, writes exp-norm-reload.json)
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
-import sys
 from pathlib import Path
 
 import torch
@@ -37,17 +40,26 @@ def patched(module, **values):
             setattr(module, k, v)
 
 
-def variants(op: str):
-    """(name, module, overrides) of the library paths timed for `op`."""
+def variants(op: str, N: int):
+    """(name, module, overrides) of the library paths timed for `op` at width N."""
+    wide = 1 << 20
     if op.endswith("rms_norm"):
         yield "library", rn, {}
+        if N > rn.RELOAD_MAX_N:
+            yield "stretched", rn, dict(RELOAD_MAX_N=wide, GLUON_ENABLED=False, RELOAD_RESIDUAL=op.startswith("add"))
+            return
         yield "before", rn, dict(RELOAD_MAX_N=rn.RELOAD_MIN_N)
         if op.startswith("add"):
             yield "reload_res", rn, dict(RELOAD_RESIDUAL=True)
         else:
-            yield "one_tile", rn, dict(RELOAD_TILE_BYTES={False: 1 << 20, True: 1 << 20})
+            yield "one_tile", rn, dict(RELOAD_TILE_BYTES=1 << 20)
     else:
         yield "library", ln, {}
+        if N > ln.WELFORD_MAX_N:
+            yield "stretched", ln, dict(WELFORD_MAX_N=wide, GLUON_ENABLED=False, WELFORD_RESIDUAL=True)
+            yield "stretched_w32", ln, dict(WELFORD_MAX_N=wide, GLUON_ENABLED=False, WELFORD_RESIDUAL=True,
+                                            WELFORD_WARPS=32)
+            return
         yield "before", ln, dict(WELFORD_MAX_N=ln.WELFORD_MIN_N)
         if op.startswith("add"):
             yield "reload_res", ln, dict(WELFORD_RESIDUAL=True)
@@ -72,12 +84,18 @@ def copy_bandwidth() -> float:
 
 
 def main() -> None:
-    out = Path(sys.argv[1])
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--widths", default=",".join(map(str, WIDTHS)))
+    parser.add_argument("--ops", default="rms_norm,layer_norm,add_rms_norm,add_layer_norm")
+    args = parser.parse_args()
+    widths, ops = [int(n) for n in args.widths.split(",")], args.ops.split(",")
+    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     copy_gbps = copy_bandwidth()
     rows = []
-    for op in ("rms_norm", "layer_norm", "add_rms_norm", "add_layer_norm"):
-        for N in WIDTHS:
+    for op in ops:
+        for N in widths:
             M = ELEMENTS // N
             x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
             res = torch.randn_like(x)
@@ -87,7 +105,7 @@ def main() -> None:
             nbytes = (4 if op.startswith("add") else 2) * x.nbytes
             ref = eager()
             ref = ref[0] if isinstance(ref, tuple) else ref
-            for name, module, overrides in variants(op):
+            for name, module, overrides in variants(op, N):
                 with patched(module, **overrides):
                     got = run()
                     got = got[0] if isinstance(got, tuple) else got
@@ -103,10 +121,10 @@ def main() -> None:
             print(json.dumps(rows[-1]), flush=True)
             (out / "exp-norm-reload.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows), indent=1))
     print(f"\ncopy {copy_gbps:.0f} GB/s; % of copy (GPU time), bf16, M * N = 2^27")
-    names = ("library", "before", "reload_res", "one_tile", "compile")
+    names = ("library", "before", "reload_res", "one_tile", "stretched", "stretched_w32", "compile")
     print(f"{'op':16s} {'N':>6s} " + " ".join(f"{n:>10s}" for n in names))
-    for op in ("rms_norm", "layer_norm", "add_rms_norm", "add_layer_norm"):
-        for N in WIDTHS:
+    for op in ops:
+        for N in widths:
             found = {r["provider"]: r["pct"] for r in rows if r["op"] == op and r["N"] == N}
             print(f"{op:16s} {N:6d} " + " ".join(f"{found[n]:9.1f}%" if n in found else f"{'-':>10s}" for n in names))
 
