@@ -55,6 +55,8 @@ def variants(op: str, N: int):
             yield "one_tile", rn, dict(RELOAD_TILE_BYTES=1 << 20)
     else:
         yield "library", ln, {}
+        if op.startswith("add") and N == ln.TRITON_RES_N:  # the width where Triton's kernel is taken over Gluon
+            yield "gluon", ln, dict(TRITON_RES_N=0)
         if N > ln.WELFORD_MAX_N:
             yield "stretched", ln, dict(WELFORD_MAX_N=wide, GLUON_ENABLED=False, WELFORD_RESIDUAL=True)
             yield "stretched_w32", ln, dict(WELFORD_MAX_N=wide, GLUON_ENABLED=False, WELFORD_RESIDUAL=True,
@@ -121,7 +123,7 @@ def main() -> None:
             print(json.dumps(rows[-1]), flush=True)
             (out / "exp-norm-reload.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows), indent=1))
     print(f"\ncopy {copy_gbps:.0f} GB/s; % of copy (GPU time), bf16, M * N = 2^27")
-    names = ("library", "before", "reload_res", "one_tile", "stretched", "stretched_w32", "compile")
+    names = ("library", "before", "reload_res", "one_tile", "gluon", "stretched", "stretched_w32", "compile")
     print(f"{'op':16s} {'N':>6s} " + " ".join(f"{n:>10s}" for n in names))
     for op in ops:
         for N in widths:

@@ -19,7 +19,8 @@ precision relative to the spread of the row, not to its mean. (A row 1e4 + randn
 is off by up to 5e-4, which every output inherits; E[x^2] - E[x]^2 loses everything.)
 - whole row on chip: s = fp32(sum(x) / N); then, from registers, c = mean(x - s) (the part of the
   mean that s missed) and m2 = mean((x - s)^2); var = m2 - c^2 and y = ((x - s) - c) * rstd.
-  The Gluon path does the same with the row in shared memory (a second pass over it, not over HBM).
+  The Gluon path takes s from the row's first chunk instead (as Welford does, below), so that sum(d) and
+  sum(d^2) come in the pass that sees the chunks land, with no second pass over the row in shared memory.
 - Welford (one row a program): s = the mean of the row's first tile. Lane l (column l of an RBLOCK-wide
   tile) sees d_{l + t RBLOCK} = x - s, t = 0, 1, ..; over whole tiles every lane has the same count, so
   Welford's update takes one scalar reciprocal a tile and no division an element:
@@ -37,8 +38,7 @@ Which path runs (N = row width in elements):
 - Gluon (sm_90 GPUs, GLUON_MIN_N < N <= GLUON_MAX_N but not N = TRITON_RES_N with a residual, at least 2
   rows per SM, 16-bit x, the rows, weight and bias as norm_sm90.supports takes them): ops/norm_sm90.py, a
   persistent program per SM whose TMA loader streams the rows (and the residual) into shared memory, where
-  the row stays: the mean, then the deviations from it (two passes over shared memory, one read from HBM),
-  then y. x (and residual) read from HBM once, y (and r) written once; w and b re-read per row from L2.
+  the row stays: sum(d) and sum(d^2) as the chunks land (d = x - s, s the first chunk's mean), then y. x (and residual) read from HBM once, y (and r) written once; w and b re-read per row from L2.
 - Welford (WELFORD_MIN_N < N <= WELFORD_MAX_N, without a residual unless WELFORD_RESIDUAL): one row a program (grid M), WELFORD_RBLOCK-wide
   tiles over WELFORD_WARPS warps, N a constexpr: the loops' trip counts are constants and whole tiles need no
   mask. One compile per width, which a model has few of (its hidden sizes).

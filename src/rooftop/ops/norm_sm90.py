@@ -6,13 +6,16 @@ What it computes, per row of N (fp32 statistics; y, h rounded to x's dtype):
 
     h = x + residual   (rounded to x's dtype: the new residual stream, stored; without a residual h = x)
     rms_norm:    y_i = h_i * rsqrt(mean_j(h_j^2) + eps) * (offset + w_i)                (w None: no scale)
-    layer_norm:  s = mean_j(h_j) in fp32;  d_i = h_i - s;  c = mean_j(d_j);  var = mean_j(d_j^2) - c^2
-                 y_i = (d_i - c) * rsqrt(var + eps) * w_i + b_i                         (w, b None: left out)
+    layer_norm:  s = the fp32 mean of the row's first chunk;  d_i = h_i - s;  c = mean_j(d_j);
+                 var = mean_j(d_j^2) - c^2;  y_i = (d_i - c) * rsqrt(var + eps) * w_i + b_i  (w, b None: left out)
 
-LayerNorm takes its statistics in two passes over the row in shared memory (one read from HBM): the mean,
-then the deviations from it. d = h - s is exact for h within a factor 2 of s (Sterbenz), and c, what s's
-rounding missed, is removed from every d: mean and variance keep fp32 precision relative to the row's spread,
-not its mean (rows 1e4 + randn pass; E[h^2] - E[h]^2 would lose everything).
+LayerNorm takes its statistics in one pass, as the chunks land, as RMSNorm does: the first chunk gives the shift
+s, then every chunk adds sum(d) and sum(d^2). d = h - s is exact for h within a factor 2 of s (Sterbenz), and c,
+the part of the mean that s missed, is removed from every d: mean and variance keep fp32 precision relative to
+the row's spread, not its mean (rows 1e4 + randn pass; E[h^2] - E[h]^2 would lose everything). (Until session
+11 s was the whole row's mean, which took a second pass over the row in shared memory between pass 1 and pass 2,
+the row's buffers taken that much longer. H200, bf16, M * N = 2^27, GPU time, % of copy, before / after:
+layer_norm 80.9 / 83.6 at N = 32768, 77.7 / 81.0 at 65536; add_layer_norm 82.2 / 86.5 at 65536.)
 
 Why: at N = 32768-65536 rooftop's Triton kernels re-read the row from L2 for pass 2 (looped) or hold it in
 registers with nothing overlapping the load (on-chip): 64-87 % of a copy on the H200. A 16-bit row of up to
@@ -28,8 +31,8 @@ it into
 - two 4-warp consumer partitions taking the program's rows in turn (turn mbarriers, as softmax's). Pass 1
   waits for each chunk as it lands (with a residual: for both pieces, forms h, rounds it, stores it to the
   new residual from registers, writes it back over x's piece in shared memory and releases the residual's
-  buffer at once) and sums h^2 (rms) or h (layer) per group of 8 adjacent elements, in-thread. LayerNorm then
-  re-reads the chunks from shared memory for sum(d) and sum(d^2). Pass 2 reads each chunk again, releases its
+  buffer at once) and sums h^2 (rms), or d = h - s and d^2 (layer), per group of 8 adjacent elements,
+  in-thread. Pass 2 reads each chunk again, releases its
   buffer, scales it by the weight (and bias) and stores y from registers. The weight and bias come from L2,
   each chunk's loads issued one chunk ahead (the next row's first chunk during the last: they are per column).
 Only x's (or h's) pieces are held until pass 2; the residual's leave the ring during pass 1.
@@ -158,8 +161,10 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, x_ring, x_ready, x_empty, r_ring, r_re
         # the other consumer has finished pass 1 of the row before (softmax_sm90's docstring)
         mbarrier.wait(turns.index(1 - WHO), (k + WHO + 1) & 1)
         h_row = h_ptr + row.to(gl.int64) * h_stride8 * VEC
-        # pass 1: per group, sum of h^2 (rms) or of h (layer), as the chunks land
+        # pass 1, as the chunks land: per group, sum of h^2 (rms), or of d = h - shift and of d^2 (layer)
         acc = gl.zeros([GROUPS], gl.float32, group_layout)
+        acc_dd = gl.zeros([GROUPS], gl.float32, group_layout)
+        shift = 0.0
         for c in range(CHUNKS):
             buf = (it + c) % X_STAGES
             mbarrier.wait(x_ready.index(buf), ((it + c) // X_STAGES) & 1)
@@ -168,25 +173,22 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, x_ring, x_ready, x_empty, r_ring, r_re
                 x = _add_residual(x, it + c, x_ring, buf, r_ring, r_ready, r_empty, h_row + c * CHUNK + offs,
                                   starts < N - c * CHUNK, EVEN, chunk_layout)
             if LAYER:
-                acc += gl.sum(x, axis=1)
-            else:
-                acc += gl.sum(x * x, axis=1)
-        mbarrier.arrive(turns.index(WHO))
-        if LAYER:  # the deviations from the fp32 mean, from shared memory (the docstring)
-            shift = gl.sum(acc, axis=0) / N
-            sum_d = gl.zeros([GROUPS], gl.float32, group_layout)
-            sum_dd = gl.zeros([GROUPS], gl.float32, group_layout)
-            for c in range(CHUNKS):
-                d = _read_chunk(x_ring, (it + c) % X_STAGES, chunk_layout) - shift
+                if c == 0:  # the first chunk's fp32 mean (columns past N read 0)
+                    shift = gl.sum(gl.sum(x, axis=1), axis=0) / gl.minimum(N, CHUNK)
+                d = x - shift
                 chunk_d = gl.sum(d, axis=1)
                 chunk_dd = gl.sum(d * d, axis=1)
                 if not EVEN:  # the groups past N (read as 0) left out: 8 selects a thread, not 64
                     chunk_d = gl.where(group_starts < N - c * CHUNK, chunk_d, 0.0)
                     chunk_dd = gl.where(group_starts < N - c * CHUNK, chunk_dd, 0.0)
-                sum_d += chunk_d
-                sum_dd += chunk_dd
-            corr = gl.sum(sum_d, axis=0) / N
-            rstd = gl.rsqrt(gl.maximum(gl.sum(sum_dd, axis=0) / N - corr * corr, 0.0) + eps)
+                acc += chunk_d
+                acc_dd += chunk_dd
+            else:
+                acc += gl.sum(x * x, axis=1)
+        mbarrier.arrive(turns.index(WHO))
+        if LAYER:
+            corr = gl.sum(acc, axis=0) / N  # the mean of d: what the shift missed of the row's mean
+            rstd = gl.rsqrt(gl.maximum(gl.sum(acc_dd, axis=0) / N - corr * corr, 0.0) + eps)
             centre = corr * rstd  # y = (h - shift) * rstd - centre
         else:
             rstd = gl.rsqrt(gl.sum(acc, axis=0) / N + eps)
