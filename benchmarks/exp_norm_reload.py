@@ -43,6 +43,14 @@ def patched(module, **values):
 def variants(op: str, N: int):
     """(name, module, overrides) of the library paths timed for `op` at width N."""
     wide = 1 << 20
+    module = rn if op.endswith("rms_norm") else ln
+    if not op.startswith("add") and N > module.SPLIT_MIN_N:  # the split-words kernels' launch parameters
+        yield "library", module, {}
+        yield "looped", module, dict(SPLIT_MIN_N=wide)
+        for chunk, warps, cap in ((8192, 8, None), (16384, 16, None), (16384, 8, None), (16384, 8, 56), (32768, 16, None)):
+            launch = dict(CHUNK=chunk, num_warps=warps, **(dict(maxnreg=cap) if cap else {}))
+            yield f"c{chunk}_w{warps}" + (f"_r{cap}" if cap else ""), module, dict(SPLIT_WORDS_LAUNCH=launch)
+        return
     if op.endswith("rms_norm"):
         yield "library", rn, {}
         if N > rn.RELOAD_MAX_N:
@@ -63,6 +71,8 @@ def variants(op: str, N: int):
                                             WELFORD_WARPS=32)
             return
         yield "before", ln, dict(WELFORD_MAX_N=ln.WELFORD_MIN_N)
+        if N > ln.WELFORD_MIN_N:  # the Gluon kernel brought down to the Welford kernel's widths
+            yield "gluon", ln, dict(WELFORD_MAX_N=ln.WELFORD_MIN_N, GLUON_MIN_N=ln.WELFORD_MIN_N)
         if op.startswith("add"):
             yield "reload_res", ln, dict(WELFORD_RESIDUAL=True)
 
@@ -123,7 +133,8 @@ def main() -> None:
             print(json.dumps(rows[-1]), flush=True)
             (out / "exp-norm-reload.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows), indent=1))
     print(f"\ncopy {copy_gbps:.0f} GB/s; % of copy (GPU time), bf16, M * N = 2^27")
-    names = ("library", "before", "reload_res", "one_tile", "gluon", "stretched", "stretched_w32", "compile")
+    names = sorted({r["provider"] for r in rows if r["provider"] != "compile"} - {"library"}, key=str)
+    names = ("library", *names, "compile")
     print(f"{'op':16s} {'N':>6s} " + " ".join(f"{n:>10s}" for n in names))
     for op in ops:
         for N in widths:

@@ -1,13 +1,17 @@
-"""The split path of add + RMSNorm for wide rows (rows over programs that wait for each other; GPU
-only: the interpreter runs programs one after another): more rows than SMs, a ragged last chunk, in
-place, quantized, and the arrival counters left at zero for the next launch."""
+"""The split paths of the norms for wide rows (rows over programs that wait for each other): add + RMSNorm,
+and RMSNorm / LayerNorm without a residual (the split-words kernels). On a GPU: more rows than SMs, a ragged last
+chunk, in place, quantized, and the arrival counters left at zero for the next launch. The interpreter runs
+programs one after another, so there the split-words kernels run rows of one chunk (the chunk made wide)."""
 import pytest
 import torch
 
 import rooftop
 from rooftop.ops import _support
-from rooftop.ops.rms_norm import add_rms_norm_reference
-from conftest import TOL, rel_err
+from rooftop.ops import layer_norm as layer_norm_mod
+from rooftop.ops import rms_norm as rms_norm_mod
+from rooftop.ops.layer_norm import layer_norm_reference
+from rooftop.ops.rms_norm import add_rms_norm_reference, rms_norm_reference
+from conftest import DEVICE, HAS_CUDA, TOL, rel_err, spy_launches
 
 WIDTH = 65536 + 8193  # past the split threshold, the last chunk ragged
 
@@ -47,3 +51,80 @@ def test_many_rows_match_reference_and_reset_counters(op):
         counters = _support.arrival_counters(x.device, rows)
         assert int(counters.count_nonzero()) == 0
 
+
+
+def _split_words_calls(x, w, b):
+    """(rooftop call, float64 reference, kernel) of each op the split-words kernels serve."""
+    return {
+        "rms_norm": (lambda: rooftop.rms_norm(x, w), lambda: rms_norm_reference(x, w), "_rms_norm_split_words_kernel"),
+        "rms_norm_gemma": (lambda: rooftop.rms_norm(x, w, offset=1.0), lambda: rms_norm_reference(x, w, offset=1.0),
+                           "_rms_norm_split_words_kernel"),
+        "rms_norm_no_weight": (lambda: rooftop.rms_norm(x, None), lambda: rms_norm_reference(x, None),
+                               "_rms_norm_split_words_kernel"),
+        "layer_norm": (lambda: rooftop.layer_norm(x, w, b), lambda: layer_norm_reference(x, w, b),
+                       "_layer_norm_split_words_kernel"),
+        "layer_norm_no_params": (lambda: rooftop.layer_norm(x, None, None), lambda: layer_norm_reference(x, None, None),
+                                 "_layer_norm_split_words_kernel"),
+    }
+
+
+def _check_split_words(op, rows, N, dtype, mean, monkeypatch):
+    """The op through its split-words kernel against the float64 reference, twice (the counters left at zero)."""
+    x = (mean + torch.randn(rows, N, dtype=torch.float32)).to(dtype).to(DEVICE)
+    w = (torch.rand(N) + 0.5).to(dtype).to(DEVICE)
+    b = torch.randn(N).to(dtype).to(DEVICE)
+    call, ref, kernel = _split_words_calls(x, w, b)[op]
+    module = layer_norm_mod if op.startswith("layer") else rms_norm_mod
+    launched = spy_launches(monkeypatch, module)
+    expected = ref()
+    for _ in range(2):
+        assert rel_err(call(), expected) < TOL[dtype]
+    assert launched == [kernel] * 2
+    if HAS_CUDA:
+        torch.cuda.synchronize()
+        assert int(_support.arrival_counters(x.device, rows).count_nonzero()) == 0
+
+
+@pytest.mark.parametrize("op", ["rms_norm", "rms_norm_gemma", "rms_norm_no_weight", "layer_norm",
+                                "layer_norm_no_params"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("N", [3000, 4096])
+def test_split_words_one_chunk(op, dtype, N, monkeypatch):
+    """A row of one chunk (the interpreter's case; on a GPU too): whole and ragged chunks, rows centred on 0 and,
+    for LayerNorm, on 1e4 (bf16 values there are 64 apart: the chunk's own mean keeps the spread)."""
+    for module in (rms_norm_mod, layer_norm_mod):
+        monkeypatch.setattr(module, "SPLIT_MIN_N", 2048)
+        monkeypatch.setattr(module, "SPLIT_WORDS_LAUNCH", dict(CHUNK=4096, num_warps=4))
+        monkeypatch.setattr(module, "GLUON_ENABLED", False)
+        monkeypatch.setattr(module, "ONCHIP_MAX", 1024)
+    monkeypatch.setattr(rms_norm_mod, "RELOAD_MAX_N", rms_norm_mod.RELOAD_MIN_N)
+    monkeypatch.setattr(layer_norm_mod, "WELFORD_MAX_N", layer_norm_mod.WELFORD_MIN_N)
+    _check_split_words(op, 3, N, dtype, 0.0, monkeypatch)
+    if op == "layer_norm":
+        _check_split_words(op, 3, N, dtype, 1e4 if dtype == torch.bfloat16 else 1e2, monkeypatch)
+
+
+def test_split_words_takes_only_what_it_can():
+    """16-bit rows of even width, x, y and the parameters of one dtype and 4-byte aligned: else no chunks."""
+    x = torch.zeros(2, 4096, dtype=torch.bfloat16, device=DEVICE)
+    w = torch.ones(4096, dtype=torch.bfloat16, device=DEVICE)
+    assert _support.split_words_chunks(x, torch.empty_like(x), [w, None], 4096) == 1
+    assert _support.split_words_chunks(x.float(), x.float(), [w], 4096) == 0  # not 16-bit
+    assert _support.split_words_chunks(x, x, [w.float()], 4096) == 0  # a weight of another dtype
+    assert _support.split_words_chunks(x[:, 1:], x[:, 1:], [w], 4096) == 0  # odd width, misaligned
+    assert _support.split_words_chunks(x, x, [torch.ones(4097, dtype=torch.bfloat16, device=DEVICE)[1:]], 4096) == 0
+    if not HAS_CUDA:
+        assert _support.split_words_chunks(x, x, [w], 1024) == 0  # several chunks: GPUs only
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", ["rms_norm", "rms_norm_gemma", "rms_norm_no_weight", "layer_norm",
+                                "layer_norm_no_params"])
+def test_split_words_many_rows_and_chunks(op, monkeypatch):
+    """More rows than SMs, several chunks a row, the last ragged; LayerNorm also on rows centred on 1e4."""
+    if not HAS_CUDA:
+        pytest.skip("several chunks a row: GPUs only")
+    rows = 2 * torch.cuda.get_device_properties(0).multi_processor_count + 5
+    _check_split_words(op, rows, WIDTH + 1, torch.bfloat16, 0.0, monkeypatch)
+    if op == "layer_norm":
+        _check_split_words(op, rows, 262144, torch.bfloat16, 1e4, monkeypatch)

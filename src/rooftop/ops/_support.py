@@ -164,10 +164,10 @@ def load_tile_add_residual(x_row, res_row, r_row, offs, mask, HAS_RESIDUAL: tl.c
 
 def split_chunks(x: torch.Tensor, N: int, chunk: int) -> int:
     """Chunks of `chunk` elements a row of N is split into on the split path, or 0 where that path
-    cannot run (not a GPU, or more chunks than SMs)."""
-    if not x.is_cuda:
-        return 0
+    cannot run (more chunks than SMs, or more than one off a GPU)."""
     chunks = cdiv(N, chunk)
+    if not x.is_cuda:  # the interpreter runs programs one after another: a row of one chunk waits for no other
+        return chunks if chunks == 1 else 0
     return chunks if chunks <= num_sms(x.device.index) else 0
 
 
@@ -178,7 +178,9 @@ def arrival_counters(device: torch.device, count: int) -> torch.Tensor:
     """At least `count` zeroed int32 arrival counters for kernels whose programs count each other in
     (split-K tiles, split rows), on the current stream of `device`. Each launch leaves the counters
     it used at zero, so they are allocated (and zeroed) once per stream; one set per stream so that
-    launches on concurrent streams never share a counter."""
+    launches on concurrent streams never share a counter. Off a GPU (the interpreter) fresh ones each call."""
+    if device.type != "cuda":
+        return torch.zeros(max(count, 1), device=device, dtype=torch.int32)
     key = (device.index, triton.runtime.driver.active.get_current_stream(device.index))
     counters = _counters.get(key)
     if counters is None or counters.numel() < count:
@@ -214,6 +216,55 @@ def exchange_row_stats(part_ptr, cnt_ptr, row, chunk, a, b, fill_a: tl.constexpr
     if tl.atomic_add(cnt_ptr + row, 1, sem="relaxed", scope="gpu") == 2 * G - 1:
         tl.atomic_xchg(cnt_ptr + row, 0, sem="relaxed", scope="gpu")  # every chunk has read: reset
     return pa, pb
+
+
+def split_words_chunks(x: torch.Tensor, y: torch.Tensor, vectors: Sequence[Optional[torch.Tensor]], chunk: int) -> int:
+    """Chunks of `chunk` elements the [M, N] rows x split into on a split path that moves 16-bit rows as
+    32-bit words of two values (x, y and the per-column `vectors` w, b all of x's dtype, N even, rows and
+    bases 4-byte aligned), or 0 where it cannot run (split_chunks' rule, or a layout it cannot take)."""
+    N = x.shape[1]
+    tensors = [x, y, *(v for v in vectors if v is not None)]
+    if (x.element_size() != 2 or N % 2 or any(t.dtype != x.dtype or t.data_ptr() % 4 for t in tensors)
+            or x.stride(0) % 2 or y.stride(0) % 2):
+        return 0
+    return split_chunks(x, N, chunk)
+
+
+@triton.jit
+def unpack_words(words, DTYPE: tl.constexpr):
+    """The fp32 values (even, odd) of 32-bit words that each hold two 16-bit floats of DTYPE, element 2i in
+    the low half (as little-endian memory has them): one shift or mask a bf16 value, no data moves."""
+    if DTYPE == tl.bfloat16:
+        even = (words << 16).to(tl.float32, bitcast=True)
+        odd = (words & 0xFFFF0000).to(tl.float32, bitcast=True)
+    else:
+        even = (words & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+        odd = (words >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+    return even, odd
+
+
+@triton.jit
+def pack_words(even, odd, DTYPE: tl.constexpr):
+    """unpack_words' inverse: fp32 (even, odd) rounded to DTYPE, two to a 32-bit word."""
+    low = even.to(DTYPE).to(tl.uint16, bitcast=True).to(tl.uint32)
+    high = odd.to(DTYPE).to(tl.uint16, bitcast=True).to(tl.uint32)
+    return low | (high << 16)
+
+
+@triton.jit
+def load_word_pairs(ptr, words, live, DTYPE: tl.constexpr):
+    """The fp32 (even, odd) values of a 16-bit vector (a weight, a bias) at word offsets `words`."""
+    return unpack_words(tl.load(ptr.to(tl.pointer_type(tl.uint32)) + words, mask=live, other=0), DTYPE)
+
+
+@triton.jit
+def opaque_zero(statistic):
+    """A uint32 0 whose bits the compiler cannot know (all ones where `statistic` is nan: the row's output
+    is nan then anyway). `unpack_words(words | opaque_zero(s))` gives the values of `unpack_words(words)`,
+    but the compiler cannot merge the two, so a split kernel holds a chunk across its wait as the words its
+    loads filled (one register a pair), not as the fp32 values of the first unpacking (two). Not a 0 / 1
+    flag: with its high bits known, `(words | flag) & 0xFFFF0000` folds to `words & 0xFFFF0000`."""
+    return (-(statistic != statistic).to(tl.int32)).to(tl.uint32, bitcast=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -696,8 +696,7 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
         pieces = 1 if tiles % programs == 0 else cdiv(programs, tiles) + 1  # the most a tile is cut into
     if pieces > 1:
         args[6] = torch.empty((pieces, M, N), device=rows.device, dtype=torch.float32)
-        args[7] = (arrival_counters(rows.device, tiles) if rows.is_cuda
-                   else torch.zeros(tiles, device=rows.device, dtype=torch.int32))
+        args[7] = arrival_counters(rows.device, tiles)
     if prepared is not None:
         prepared.run(grid, *args)
         return prepared

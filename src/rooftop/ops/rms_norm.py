@@ -45,6 +45,11 @@ Which path runs (N = row width in elements):
   (SPLIT_LAUNCH) over adjacent programs that each hold their chunk in registers and write its r,
   exchange (sum r^2, max |r (offset + w)|) through global memory (rooftop.ops._support,
   exchange_row_stats) and write their chunk of y: the on-chip traffic, many programs per SM.
+- Split-words (without a residual or quant, on a GPU, N > SPLIT_MIN_N, 16-bit x, y and weight of one dtype, N
+  even, rows 4-byte aligned, at most one chunk per SM: _support.split_words_chunks): as the split path, but each
+  program holds its chunk as the 32-bit words its loads filled (two values a register, _support.opaque_zero) in
+  two halves, each finished before the next half's weight is loaded: 60 registers, four 8-warp programs an SM.
+  H200 (bf16, M * N = 2^27, GPU time, % of copy): 79.4 / 79.8 at N = 131072 / 262144, the looped kernel 69.0 / 63.7.
 - Looped (N > ONCHIP_MAX elsewhere): persistent, one row at a time per program. Pass 1 reads x (and
   residual), writes r, sums r^2; pass 2 walks the row back to front (the tiles last touched are
   still in L2), reads r (or x) again and writes y. The re-read comes from L2 while (programs in
@@ -66,8 +71,9 @@ from rooftop import registry
 from rooftop.ops import norm_sm90
 from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_row_stats, in_place_rows, interpreting,
                                   is_sm90, launch, load_rows_add_residual, load_tile, load_tile_add_residual,
-                                  load_tile_again, num_sms, onchip_config, row_pointers, rows_vectorize, runs_kernel,
-                                  split_chunks, split_workspace, store_tile, torch_op)
+                                  load_tile_again, load_word_pairs, num_sms, onchip_config, opaque_zero, pack_words,
+                                  row_pointers, rows_vectorize, runs_kernel, split_chunks, split_words_chunks,
+                                  split_workspace, store_tile, torch_op, unpack_words)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -78,7 +84,13 @@ ONCHIP_ELEMS_PER_THREAD = 16
 ONCHIP_BLOCK_ELEMS = 2048
 PROGRAMS_PER_SM = 4
 SPLIT_LAUNCH = dict(CHUNK=8192, num_warps=8)  # the split path's chunk and warps (benchmarks/exp_split_rows.py)
-SPLIT_MIN_N = 65536  # with a residual, the split path runs above this width
+SPLIT_MIN_N = 65536  # the split paths run above this width
+# Without a residual (and without quant): the split-words kernel, chunks held as 32-bit words of two values, in two
+# halves. Measured on the H200 (bf16, M * N = 2^27, GPU time, % of copy; benchmarks/exp_split_packed.py, then
+# exp_norm_reload.py with this kernel, logs/h200-2026-12-01-s11): 16384-element chunks over 8 warps 79.4 / 79.8 at
+# N = 131072 / 262144 (60 registers, 4 programs an SM), over 16 warps 77.9 / 78.1, 8192 over 8 warps 71.6 / 70.4,
+# 32768 over 16 warps 62.8 / 60.7, the looped kernel 69.0 / 63.7; holding the chunk as fp32: 66-68.
+SPLIT_WORDS_LAUNCH = dict(CHUNK=16384, num_warps=8)
 # The Gluon path's widths (exclusive, inclusive), but for TRITON_RES_N with a residual. Measured (H200, bf16, M * N =
 # 2^27, % of copy, Gluon against Triton; benchmarks/exp_gluon_norms.py run 1, logs/h200-2026-12-01-s9): rms_norm 79.6
 # / 37.0 at 16392, 79.6 / 4.9 at 32776, 89.4 / 74.7 at 65536 (8192-element chunks); add_rms_norm 87.3 / 46.9, 89.3 /
@@ -203,6 +215,48 @@ def _rms_norm_split_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, part_
 
 
 @triton.jit
+def _rms_split_words_out(x_words, w_ptr, y_row, words, live, rstd, w_offset, HAS_WEIGHT: tl.constexpr,
+                         DTYPE: tl.constexpr):
+    """y = x rstd (offset + w) of one half chunk held as words (of DTYPE values), stored as words."""
+    x_even, x_odd = unpack_words(x_words, DTYPE)
+    y_even = x_even * rstd
+    y_odd = x_odd * rstd
+    if HAS_WEIGHT:
+        w_even, w_odd = load_word_pairs(w_ptr, words, live, DTYPE)
+        y_even = y_even * (w_even + w_offset)
+        y_odd = y_odd * (w_odd + w_offset)
+    tl.store(y_row + words, pack_words(y_even, y_odd, DTYPE), mask=live)
+
+
+@triton.jit(do_not_specialize=["G"])
+def _rms_norm_split_words_kernel(x_ptr, w_ptr, y_ptr, part_ptr, cnt_ptr, N, x_stride, y_stride, eps, w_offset, G,
+                                 HAS_WEIGHT: tl.constexpr, CHUNK: tl.constexpr, G_POW2: tl.constexpr):
+    # Program (row, chunk) = (p // G, p % G), without a residual: reads its chunk of x once and writes its chunk
+    # of y once, both as 32-bit words of two values, exchanges 4 bytes of statistics with the row's other chunks.
+    # The chunk lives across the wait as the words its loads filled (opaque_zero), and it is two halves, each
+    # finished (w loaded, y stored) before the next: the registers a program holds decide how many share an SM.
+    DTYPE: tl.constexpr = x_ptr.dtype.element_ty
+    HALF: tl.constexpr = CHUNK // 4  # words in half a chunk
+    row = tl.program_id(0) // G
+    chunk = tl.program_id(0) % G
+    lo = chunk * (CHUNK // 2) + tl.arange(0, HALF)  # word offsets in the row
+    hi = lo + HALF
+    x_row = (x_ptr + tl.cast(row, tl.int64) * x_stride).to(tl.pointer_type(tl.uint32))
+    x_lo = tl.load(x_row + lo, mask=lo < N // 2, other=0)
+    x_hi = tl.load(x_row + hi, mask=hi < N // 2, other=0)
+    even, odd = unpack_words(x_lo, DTYPE)
+    sum_sq = tl.sum(even * even + odd * odd, axis=0)
+    even, odd = unpack_words(x_hi, DTYPE)
+    sum_sq += tl.sum(even * even + odd * odd, axis=0)
+    sums_sq, _ = exchange_row_stats(part_ptr, cnt_ptr, row, chunk, sum_sq, 0.0, 0.0, 0.0, G, G_POW2)
+    rstd = tl.rsqrt(tl.sum(sums_sq, axis=0) / N + eps)
+    hidden = opaque_zero(rstd)
+    y_row = (y_ptr + tl.cast(row, tl.int64) * y_stride).to(tl.pointer_type(tl.uint32))
+    _rms_split_words_out(x_lo | hidden, w_ptr, y_row, lo, lo < N // 2, rstd, w_offset, HAS_WEIGHT, DTYPE)
+    _rms_split_words_out(x_hi | hidden, w_ptr, y_row, hi, hi < N // 2, rstd, w_offset, HAS_WEIGHT, DTYPE)
+
+
+@triton.jit
 def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N, x_stride, res_stride, y_stride,
                             r_stride, eps, w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
                             QUANT: tl.constexpr, QMAX: tl.constexpr, TILE: tl.constexpr, X_POLICY: tl.constexpr,
@@ -298,6 +352,14 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
         launch(_rms_norm_onchip_kernel, (cdiv(M, block_m),), *args, **flags, BLOCK_M=block_m, BLOCK_N=block_n,
                num_warps=warps)
         return
+    if not has_res and quant is None and N > SPLIT_MIN_N:
+        chunks = split_words_chunks(x, y, [weight], SPLIT_WORDS_LAUNCH["CHUNK"])
+        if chunks:
+            partials, counters = split_workspace(x, M, chunks)
+            launch(_rms_norm_split_words_kernel, (M * chunks,), x, weight if weight is not None else x, y, partials,
+                   counters, N, x.stride(0), y.stride(0), eps, offset, chunks, HAS_WEIGHT=weight is not None,
+                   G_POW2=triton.next_power_of_2(chunks), **SPLIT_WORDS_LAUNCH)
+            return
     chunks = split_chunks(x, N, SPLIT_LAUNCH["CHUNK"]) if has_res and N > SPLIT_MIN_N else 0
     if chunks:
         partials, counters = split_workspace(x, M, chunks)
