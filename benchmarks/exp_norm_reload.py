@@ -44,6 +44,14 @@ def variants(op: str, N: int):
     """(name, module, overrides) of the library paths timed for `op` at width N."""
     wide = 1 << 20
     module = rn if op.endswith("rms_norm") else ln
+    if op.startswith("add") and N == module.GLUON_MAX_N:  # the split-words kernel at Gluon's widest rows
+        yield "library", module, {}
+        yield "split_words", module, dict(GLUON_MAX_N=N // 2, SPLIT_MIN_N=N // 2)
+        return
+    if op.startswith("add") and N > module.SPLIT_MIN_N:  # the split-words kernels with a residual
+        yield "library", module, {}
+        yield "before", module, dict(SPLIT_WORDS_RESIDUAL=False)
+        return
     if not op.startswith("add") and N > module.SPLIT_MIN_N:  # the split-words kernels' launch parameters
         yield "library", module, {}
         yield "looped", module, dict(SPLIT_MIN_N=wide)

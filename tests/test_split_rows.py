@@ -53,40 +53,65 @@ def test_many_rows_match_reference_and_reset_counters(op):
 
 
 
-def _split_words_calls(x, w, b):
-    """(rooftop call, float64 reference, kernel) of each op the split-words kernels serve."""
+def _split_words_calls(x, res, w, b):
+    """(rooftop call, float64 reference, kernel) of each op the split-words kernels serve: y, or (y, r) with a
+    residual (the in-place forms return (x, residual) after the call), whose y normalises r = x + residual as
+    stored (rounded to x's dtype)."""
+    rms, ln = "_rms_norm_split_words_kernel", "_layer_norm_split_words_kernel"
+
+    def in_place(fn):
+        def call():
+            xc, rc = x.clone(), res.clone()
+            fn(xc, rc)
+            return xc, rc
+        return call
+
     return {
-        "rms_norm": (lambda: rooftop.rms_norm(x, w), lambda: rms_norm_reference(x, w), "_rms_norm_split_words_kernel"),
+        "rms_norm": (lambda: rooftop.rms_norm(x, w), lambda: rms_norm_reference(x, w), rms),
         "rms_norm_gemma": (lambda: rooftop.rms_norm(x, w, offset=1.0), lambda: rms_norm_reference(x, w, offset=1.0),
-                           "_rms_norm_split_words_kernel"),
-        "rms_norm_no_weight": (lambda: rooftop.rms_norm(x, None), lambda: rms_norm_reference(x, None),
-                               "_rms_norm_split_words_kernel"),
-        "layer_norm": (lambda: rooftop.layer_norm(x, w, b), lambda: layer_norm_reference(x, w, b),
-                       "_layer_norm_split_words_kernel"),
+                           rms),
+        "rms_norm_no_weight": (lambda: rooftop.rms_norm(x, None), lambda: rms_norm_reference(x, None), rms),
+        "add_rms_norm": (lambda: rooftop.rms_norm(x, w, residual=res), lambda: rms_norm_reference(x + res, w), rms),
+        "fused_add_rms_norm_": (in_place(lambda xc, rc: rooftop.fused_add_rms_norm_(xc, rc, w)),
+                                lambda: rms_norm_reference(x + res, w), rms),
+        "layer_norm": (lambda: rooftop.layer_norm(x, w, b), lambda: layer_norm_reference(x, w, b), ln),
         "layer_norm_no_params": (lambda: rooftop.layer_norm(x, None, None), lambda: layer_norm_reference(x, None, None),
-                                 "_layer_norm_split_words_kernel"),
+                                 ln),
+        "add_layer_norm": (lambda: rooftop.layer_norm(x, w, b, residual=res),
+                           lambda: layer_norm_reference(x + res, w, b), ln),
+        "fused_add_layer_norm_": (in_place(lambda xc, rc: rooftop.fused_add_layer_norm_(xc, rc, w, b)),
+                                  lambda: layer_norm_reference(x + res, w, b), ln),
     }
 
 
+SPLIT_WORDS_OPS = ["rms_norm", "rms_norm_gemma", "rms_norm_no_weight", "add_rms_norm", "fused_add_rms_norm_",
+                   "layer_norm", "layer_norm_no_params", "add_layer_norm", "fused_add_layer_norm_"]
+
+
 def _check_split_words(op, rows, N, dtype, mean, monkeypatch):
-    """The op through its split-words kernel against the float64 reference, twice (the counters left at zero)."""
+    """The op through its split-words kernel against the float64 reference, twice (the counters left at zero);
+    with a residual the new residual stream too, bit for bit x + residual rounded."""
     x = (mean + torch.randn(rows, N, dtype=torch.float32)).to(dtype).to(DEVICE)
+    res = torch.randn(rows, N).to(dtype).to(DEVICE)
     w = (torch.rand(N) + 0.5).to(dtype).to(DEVICE)
     b = torch.randn(N).to(dtype).to(DEVICE)
-    call, ref, kernel = _split_words_calls(x, w, b)[op]
-    module = layer_norm_mod if op.startswith("layer") else rms_norm_mod
+    call, ref, kernel = _split_words_calls(x, res, w, b)[op]
+    module = layer_norm_mod if "layer" in op else rms_norm_mod
     launched = spy_launches(monkeypatch, module)
     expected = ref()
     for _ in range(2):
-        assert rel_err(call(), expected) < TOL[dtype]
+        out = call()
+        if isinstance(out, tuple):
+            assert torch.equal(out[1], x + res)
+            out = out[0]
+        assert rel_err(out, expected) < TOL[dtype]
     assert launched == [kernel] * 2
     if HAS_CUDA:
         torch.cuda.synchronize()
         assert int(_support.arrival_counters(x.device, rows).count_nonzero()) == 0
 
 
-@pytest.mark.parametrize("op", ["rms_norm", "rms_norm_gemma", "rms_norm_no_weight", "layer_norm",
-                                "layer_norm_no_params"])
+@pytest.mark.parametrize("op", SPLIT_WORDS_OPS)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("N", [3000, 4096])
 def test_split_words_one_chunk(op, dtype, N, monkeypatch):
@@ -100,31 +125,35 @@ def test_split_words_one_chunk(op, dtype, N, monkeypatch):
     monkeypatch.setattr(rms_norm_mod, "RELOAD_MAX_N", rms_norm_mod.RELOAD_MIN_N)
     monkeypatch.setattr(layer_norm_mod, "WELFORD_MAX_N", layer_norm_mod.WELFORD_MIN_N)
     _check_split_words(op, 3, N, dtype, 0.0, monkeypatch)
-    if op == "layer_norm":
+    if op in ("layer_norm", "add_layer_norm"):
         _check_split_words(op, 3, N, dtype, 1e4 if dtype == torch.bfloat16 else 1e2, monkeypatch)
 
 
 def test_split_words_takes_only_what_it_can():
-    """16-bit rows of even width, x, y and the parameters of one dtype and 4-byte aligned: else no chunks."""
+    """16-bit rows of even width and stride, rows and parameters of one dtype and 4-byte aligned: else no chunks."""
     x = torch.zeros(2, 4096, dtype=torch.bfloat16, device=DEVICE)
     w = torch.ones(4096, dtype=torch.bfloat16, device=DEVICE)
-    assert _support.split_words_chunks(x, torch.empty_like(x), [w, None], 4096) == 1
-    assert _support.split_words_chunks(x.float(), x.float(), [w], 4096) == 0  # not 16-bit
-    assert _support.split_words_chunks(x, x, [w.float()], 4096) == 0  # a weight of another dtype
-    assert _support.split_words_chunks(x[:, 1:], x[:, 1:], [w], 4096) == 0  # odd width, misaligned
-    assert _support.split_words_chunks(x, x, [torch.ones(4097, dtype=torch.bfloat16, device=DEVICE)[1:]], 4096) == 0
+    y = torch.empty_like(x)
+    assert _support.split_words_chunks([x, y, None, None], [w, None], 4096) == 1
+    assert _support.split_words_chunks([x, y, x, y], [w], 4096) == 1
+    assert _support.split_words_chunks([x.float(), y.float()], [w], 4096) == 0  # not 16-bit
+    assert _support.split_words_chunks([x, y], [w.float()], 4096) == 0  # a weight of another dtype
+    assert _support.split_words_chunks([x, y, x.half(), y], [w], 4096) == 0  # a residual of another dtype
+    assert _support.split_words_chunks([x[:, 1:], y[:, 1:]], [w], 4096) == 0  # odd width, misaligned
+    wide = torch.zeros(2, 4098, dtype=torch.bfloat16, device=DEVICE)
+    assert _support.split_words_chunks([x, y, wide[:, 1:4097]], [w], 4096) == 0  # a residual misaligned
+    assert _support.split_words_chunks([x, y], [torch.ones(4097, dtype=torch.bfloat16, device=DEVICE)[1:]], 4096) == 0
     if not HAS_CUDA:
-        assert _support.split_words_chunks(x, x, [w], 1024) == 0  # several chunks: GPUs only
+        assert _support.split_words_chunks([x, y], [w], 1024) == 0  # several chunks: GPUs only
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("op", ["rms_norm", "rms_norm_gemma", "rms_norm_no_weight", "layer_norm",
-                                "layer_norm_no_params"])
+@pytest.mark.parametrize("op", SPLIT_WORDS_OPS)
 def test_split_words_many_rows_and_chunks(op, monkeypatch):
     """More rows than SMs, several chunks a row, the last ragged; LayerNorm also on rows centred on 1e4."""
     if not HAS_CUDA:
         pytest.skip("several chunks a row: GPUs only")
     rows = 2 * torch.cuda.get_device_properties(0).multi_processor_count + 5
     _check_split_words(op, rows, WIDTH + 1, torch.bfloat16, 0.0, monkeypatch)
-    if op == "layer_norm":
+    if op in ("layer_norm", "add_layer_norm"):
         _check_split_words(op, rows, 262144, torch.bfloat16, 1e4, monkeypatch)

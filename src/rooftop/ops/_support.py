@@ -218,16 +218,43 @@ def exchange_row_stats(part_ptr, cnt_ptr, row, chunk, a, b, fill_a: tl.constexpr
     return pa, pb
 
 
-def split_words_chunks(x: torch.Tensor, y: torch.Tensor, vectors: Sequence[Optional[torch.Tensor]], chunk: int) -> int:
-    """Chunks of `chunk` elements the [M, N] rows x split into on a split path that moves 16-bit rows as
-    32-bit words of two values (x, y and the per-column `vectors` w, b all of x's dtype, N even, rows and
-    bases 4-byte aligned), or 0 where it cannot run (split_chunks' rule, or a layout it cannot take)."""
+def split_words_chunks(rows: Sequence[Optional[torch.Tensor]], vectors: Sequence[Optional[torch.Tensor]],
+                       chunk: int) -> int:
+    """Chunks of `chunk` elements the [M, N] row views `rows` (x first; y, and the residual and r where
+    present) split into on a split path that moves 16-bit rows as 32-bit words of two values (the rows and
+    the per-column `vectors`, w and b, all of x's dtype, N even, row strides even, bases 4-byte aligned), or
+    0 where it cannot run (split_chunks' rule, or a layout it cannot take). None entries are absent tensors."""
+    x = rows[0]
     N = x.shape[1]
-    tensors = [x, y, *(v for v in vectors if v is not None)]
+    rows = [t for t in rows if t is not None]
+    tensors = rows + [v for v in vectors if v is not None]
     if (x.element_size() != 2 or N % 2 or any(t.dtype != x.dtype or t.data_ptr() % 4 for t in tensors)
-            or x.stride(0) % 2 or y.stride(0) % 2):
+            or any(t.stride(0) % 2 for t in rows)):
         return 0
     return split_chunks(x, N, chunk)
+
+
+@triton.jit
+def load_chunk_words(x_row, res_row, r_row, words, live, HAS_RESIDUAL: tl.constexpr, DTYPE: tl.constexpr):
+    """A split-words kernel's piece of row r at word offsets `words`, as words of two DTYPE values: x's; with
+    a residual r = x + residual rounded to DTYPE (the new residual stream), also stored to r_row. Row
+    pointers as 32-bit word pointers."""
+    r = tl.load(x_row + words, mask=live, other=0)
+    if HAS_RESIDUAL:
+        x_even, x_odd = unpack_words(r, DTYPE)
+        res_even, res_odd = unpack_words(tl.load(res_row + words, mask=live, other=0), DTYPE)
+        r = pack_words(x_even + res_even, x_odd + res_odd, DTYPE)
+        tl.store(r_row + words, r, mask=live)
+    return r
+
+
+@triton.jit
+def word_row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, row, x_stride, y_stride, res_stride, r_stride):
+    """row_pointers as 32-bit word pointers: (x_row, y_row, res_row, r_row) of `row` (strides in elements)."""
+    row = tl.cast(row, tl.int64)
+    words = tl.pointer_type(tl.uint32)
+    return ((x_ptr + row * x_stride).to(words), (y_ptr + row * y_stride).to(words),
+            (res_ptr + row * res_stride).to(words), (r_ptr + row * r_stride).to(words))
 
 
 @triton.jit

@@ -49,13 +49,14 @@ Which path runs (N = row width in elements):
   values a thread and the lanes' state, not the row (32 a thread for 16-bit rows, offline sm_90 compile, no
   spills): four 16-warp programs an SM. torch.compile's kernel of this structure ran
   at 94.1% of copy at N = 16384 on the H200 (bf16, M * N = 2^27), where the on-chip kernel ran at 85.9%.
-- Split-words (without a residual, on a GPU, N > SPLIT_MIN_N, 16-bit x, y, weight and bias of one dtype, N even,
-  rows 4-byte aligned, at most one chunk per SM: _support.split_words_chunks): a row's chunks run as adjacent
-  programs that each hold their chunk in registers as the 32-bit words its loads filled (two values a register),
-  take the chunk's mean and sum of squared deviations from it, exchange them through global memory
+- Split-words (on a GPU, N > SPLIT_MIN_N, 16-bit x, y (residual, r), weight and bias of one dtype, N even, rows
+  4-byte aligned, at most one chunk per SM: _support.split_words_chunks): a row's chunks run as adjacent programs
+  that each hold their chunk (of r, stored first) in registers as the 32-bit words its loads filled (two values a
+  register), take the chunk's mean and sum of squared deviations from it, exchange them through global memory
   (_support.exchange_row_stats), merge them by Chan's formula and write their chunk of y, in two halves. HBM
-  traffic: x read once, y written once. H200 (bf16, M * N = 2^27, GPU time, % of copy): 69.2 / 67.8 at N = 131072 /
-  262144, the looped kernel 58.9 / 58.6.
+  traffic: x (and residual) read once, y (and r) written once. H200 (bf16, M * N = 2^27, GPU time, % of copy):
+  69.2 / 67.8 at N = 131072 / 262144, the looped kernel 58.9 / 58.6; with a residual 84.3 / 83.7 against 75.4 /
+  74.3.
 - N <= ONCHIP_MAX: whole rows in registers, BLOCK_M rows a program. Traffic: read x (and residual)
   once, write y (and r) once, read w and b once per program (they stay in L2).
 - N > ONCHIP_MAX: persistent, one 32-warp program per SM, one row at a time. Pass 1 reads x (and
@@ -79,9 +80,9 @@ from rooftop import registry
 from rooftop.ops import norm_sm90
 from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_row_stats, in_place_rows, interpreting,
                                   is_sm90, launch, load_rows_add_residual, load_tile, load_tile_add_residual,
-                                  load_tile_again, load_word_pairs, num_sms, onchip_config, opaque_zero, pack_words,
-                                  row_pointers, rows_vectorize, runs_kernel, split_words_chunks, split_workspace,
-                                  store_tile, torch_op, unpack_words)
+                                  load_chunk_words, load_tile_again, load_word_pairs, num_sms, onchip_config,
+                                  opaque_zero, pack_words, row_pointers, rows_vectorize, runs_kernel, split_words_chunks,
+                                  split_workspace, store_tile, torch_op, unpack_words, word_row_pointers)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -111,7 +112,7 @@ GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach 
 WELFORD_MIN_N, WELFORD_MAX_N = 8192, 16384
 WELFORD_RBLOCK, WELFORD_WARPS = 2048, 16
 WELFORD_RESIDUAL = True
-# Without a residual, rows wider than SPLIT_MIN_N take the split-words kernel (a row's chunks over adjacent programs
+# Rows wider than SPLIT_MIN_N take the split-words kernel (a row's chunks over adjacent programs
 # that exchange statistics, each chunk held as 32-bit words of two values; as rms_norm's). Measured on the H200 (bf16,
 # M * N = 2^27, GPU time, benchmarks/exp_split_packed.py): one kernel of this kind with the whole chunk's w and b
 # loaded after the wait (108 registers, 2 programs an SM) ran 57% of copy at N = 131072 and 262144, the looped kernel
@@ -120,6 +121,9 @@ WELFORD_RESIDUAL = True
 # warps 65.7 / 58.7; 16384 over 16 warps 56.7 / 56.1; exp_norm_reload.py, logs/h200-2026-12-01-s11).
 SPLIT_MIN_N = 65536
 SPLIT_WORDS_LAUNCH = dict(CHUNK=16384, num_warps=8, maxnreg=80)
+# With a residual too: 84.3 / 83.7% of copy at 131072 / 262144 against the looped kernel's 75.4 / 74.3; at 65536 even
+# with Gluon (exp_norm_reload.py, logs/h200-2026-12-01-s11/exp-split-words-residual.log).
+SPLIT_WORDS_RESIDUAL = True
 
 
 def looped_config(N: int, itemsize: int, vectorized: bool) -> tuple[int, int]:
@@ -252,30 +256,32 @@ def _ln_split_words_out(x_words, w_ptr, b_ptr, y_row, words, live, mean, rstd, H
 
 
 @triton.jit(do_not_specialize=["G"])
-def _layer_norm_split_words_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, cnt_ptr, N, x_stride, y_stride, eps, G,
+def _layer_norm_split_words_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, part_ptr, cnt_ptr, N, x_stride,
+                                   res_stride, y_stride, r_stride, eps, G, HAS_RESIDUAL: tl.constexpr,
                                    HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, CHUNK: tl.constexpr,
                                    G_POW2: tl.constexpr):
-    # Program (row, chunk) = (p // G, p % G), without a residual: reads its chunk of x once and writes its chunk
-    # of y once, both as 32-bit words of two values, exchanges 8 bytes of statistics (the chunk's mean and sum of
-    # squared deviations from it, from registers) with the row's other chunks, merged by Chan's formula. As
-    # rms_norm's split-words kernel, the chunk lives across the wait as words (opaque_zero), in two halves.
+    # Program (row, chunk) = (p // G, p % G): reads its chunk of x (+ residual) once and writes its chunk of y (+ r)
+    # once, all as 32-bit words of two values, exchanges 8 bytes of statistics (the chunk's mean and sum of squared
+    # deviations from it, from registers) with the row's other chunks, merged by Chan's formula. As rms_norm's
+    # split-words kernel, the chunk lives across the wait as words (opaque_zero), in two halves.
     DTYPE: tl.constexpr = x_ptr.dtype.element_ty
     HALF: tl.constexpr = CHUNK // 4  # words in half a chunk
     row = tl.program_id(0) // G
     chunk = tl.program_id(0) % G
     lo = chunk * (CHUNK // 2) + tl.arange(0, HALF)  # word offsets in the row
     hi = lo + HALF
-    x_row = (x_ptr + tl.cast(row, tl.int64) * x_stride).to(tl.pointer_type(tl.uint32))
-    x_lo = tl.load(x_row + lo, mask=lo < N // 2, other=0)
-    x_hi = tl.load(x_row + hi, mask=hi < N // 2, other=0)
-    even, odd = unpack_words(x_lo, DTYPE)
+    x_row, y_row, res_row, r_row = word_row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, row, x_stride, y_stride,
+                                                     res_stride, r_stride)
+    r_lo = load_chunk_words(x_row, res_row, r_row, lo, lo < N // 2, HAS_RESIDUAL, DTYPE)
+    r_hi = load_chunk_words(x_row, res_row, r_row, hi, hi < N // 2, HAS_RESIDUAL, DTYPE)
+    even, odd = unpack_words(r_lo, DTYPE)
     total = tl.sum(even + odd, axis=0)
-    even, odd = unpack_words(x_hi, DTYPE)
+    even, odd = unpack_words(r_hi, DTYPE)
     total += tl.sum(even + odd, axis=0)
     chunk_mean = total / tl.minimum(N - chunk * CHUNK, CHUNK).to(tl.float32)
     hidden = opaque_zero(chunk_mean)  # the deviations unpack anew: no fp32 copy of the chunk lives past the sum
-    m2 = (_squared_deviations(x_lo | hidden, lo < N // 2, chunk_mean, DTYPE)
-          + _squared_deviations(x_hi | hidden, hi < N // 2, chunk_mean, DTYPE))
+    m2 = (_squared_deviations(r_lo | hidden, lo < N // 2, chunk_mean, DTYPE)
+          + _squared_deviations(r_hi | hidden, hi < N // 2, chunk_mean, DTYPE))
     means, m2s = exchange_row_stats(part_ptr, cnt_ptr, row, chunk, chunk_mean, m2, 0.0, 0.0, G, G_POW2)
     g = tl.arange(0, G_POW2)
     counts = tl.where(g < G, tl.minimum(N - g * CHUNK, CHUNK), 0).to(tl.float32)
@@ -283,9 +289,8 @@ def _layer_norm_split_words_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, cnt_ptr
     spread = means - mean
     rstd = tl.rsqrt(tl.sum(m2s + counts * spread * spread, axis=0) / N + eps)
     hidden = opaque_zero(rstd)
-    y_row = (y_ptr + tl.cast(row, tl.int64) * y_stride).to(tl.pointer_type(tl.uint32))
-    _ln_split_words_out(x_lo | hidden, w_ptr, b_ptr, y_row, lo, lo < N // 2, mean, rstd, HAS_WEIGHT, HAS_BIAS, DTYPE)
-    _ln_split_words_out(x_hi | hidden, w_ptr, b_ptr, y_row, hi, hi < N // 2, mean, rstd, HAS_WEIGHT, HAS_BIAS, DTYPE)
+    _ln_split_words_out(r_lo | hidden, w_ptr, b_ptr, y_row, lo, lo < N // 2, mean, rstd, HAS_WEIGHT, HAS_BIAS, DTYPE)
+    _ln_split_words_out(r_hi | hidden, w_ptr, b_ptr, y_row, hi, hi < N // 2, mean, rstd, HAS_WEIGHT, HAS_BIAS, DTYPE)
 
 
 @triton.jit
@@ -471,14 +476,12 @@ def layer_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
         launch(_layer_norm_onchip_kernel, (cdiv(M, block_m),), *args, **flags, BLOCK_M=block_m, BLOCK_N=block_n,
                num_warps=warps)
         return
-    if not has_res and N > SPLIT_MIN_N:
-        chunks = split_words_chunks(x, y, [weight, bias], SPLIT_WORDS_LAUNCH["CHUNK"])
+    if N > SPLIT_MIN_N and (SPLIT_WORDS_RESIDUAL or not has_res):
+        chunks = split_words_chunks([x, y, residual, r], [weight, bias], SPLIT_WORDS_LAUNCH["CHUNK"])
         if chunks:
             partials, counters = split_workspace(x, M, chunks)
-            launch(_layer_norm_split_words_kernel, (M * chunks,), x, weight if weight is not None else x,
-                   bias if bias is not None else x, y, partials, counters, N, x.stride(0), y.stride(0), eps, chunks,
-                   HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None,
-                   G_POW2=triton.next_power_of_2(chunks), **SPLIT_WORDS_LAUNCH)
+            launch(_layer_norm_split_words_kernel, (M * chunks,), *args[:6], partials, counters, N, *args[8:13],
+                   chunks, **flags, G_POW2=triton.next_power_of_2(chunks), **SPLIT_WORDS_LAUNCH)
             return
     programs = min(M, PROGRAMS_PER_SM * num_sms(x.device.index if x.is_cuda else -1))
     vectorized = rows_vectorize(N, [t for t in (x, residual, y, r) if t is not None], [weight, bias])

@@ -41,15 +41,18 @@ Which path runs (N = row width in elements):
   the on-chip kernel and 87.8% for Gluon; ours 1.05x the Gluon path there, compile 1.05x ours).
 - N <= ONCHIP_MAX: whole rows in registers, BLOCK_M rows a program. Traffic: read x (and residual)
   once, write y (and r) once, read w once per program (it stays in L2).
-- Split (with a residual, on a GPU, N > SPLIT_MIN_N, at most one chunk per SM): a row is chunks
+- Split (with a residual and quant, or rows the split-words kernel cannot take; on a GPU, N > SPLIT_MIN_N, at
+  most one chunk per SM): a row is chunks
   (SPLIT_LAUNCH) over adjacent programs that each hold their chunk in registers and write its r,
   exchange (sum r^2, max |r (offset + w)|) through global memory (rooftop.ops._support,
   exchange_row_stats) and write their chunk of y: the on-chip traffic, many programs per SM.
-- Split-words (without a residual or quant, on a GPU, N > SPLIT_MIN_N, 16-bit x, y and weight of one dtype, N
-  even, rows 4-byte aligned, at most one chunk per SM: _support.split_words_chunks): as the split path, but each
-  program holds its chunk as the 32-bit words its loads filled (two values a register, _support.opaque_zero) in
-  two halves, each finished before the next half's weight is loaded: 60 registers, four 8-warp programs an SM.
-  H200 (bf16, M * N = 2^27, GPU time, % of copy): 79.4 / 79.8 at N = 131072 / 262144, the looped kernel 69.0 / 63.7.
+- Split-words (no quant, on a GPU, N > SPLIT_MIN_N, 16-bit x, y (residual, r) and weight of one dtype, N even,
+  rows 4-byte aligned, at most one chunk per SM: _support.split_words_chunks; ahead of the split path): as the
+  split path, but each program holds its chunk (of r) as the 32-bit words its loads filled (two values a
+  register, _support.opaque_zero) in two halves, each finished before the next half's weight is loaded: 60
+  registers (74 with a residual), four (three) 8-warp programs an SM. H200 (bf16, M * N = 2^27, GPU time, % of
+  copy): 79.4 / 79.8 at N = 131072 / 262144, the looped kernel 69.0 / 63.7; with a residual 89.9 / 89.4, the split
+  kernel 84.4 / 86.5.
 - Looped (N > ONCHIP_MAX elsewhere): persistent, one row at a time per program. Pass 1 reads x (and
   residual), writes r, sums r^2; pass 2 walks the row back to front (the tiles last touched are
   still in L2), reads r (or x) again and writes y. The re-read comes from L2 while (programs in
@@ -71,9 +74,10 @@ from rooftop import registry
 from rooftop.ops import norm_sm90
 from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_row_stats, in_place_rows, interpreting,
                                   is_sm90, launch, load_rows_add_residual, load_tile, load_tile_add_residual,
-                                  load_tile_again, load_word_pairs, num_sms, onchip_config, opaque_zero, pack_words,
-                                  row_pointers, rows_vectorize, runs_kernel, split_chunks, split_words_chunks,
-                                  split_workspace, store_tile, torch_op, unpack_words)
+                                  load_chunk_words, load_tile_again, load_word_pairs, num_sms, onchip_config,
+                                  opaque_zero, pack_words, row_pointers, rows_vectorize, runs_kernel, split_chunks,
+                                  split_words_chunks, split_workspace, store_tile, torch_op, unpack_words,
+                                  word_row_pointers)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -91,6 +95,9 @@ SPLIT_MIN_N = 65536  # the split paths run above this width
 # N = 131072 / 262144 (60 registers, 4 programs an SM), over 16 warps 77.9 / 78.1, 8192 over 8 warps 71.6 / 70.4,
 # 32768 over 16 warps 62.8 / 60.7, the looped kernel 69.0 / 63.7; holding the chunk as fp32: 66-68.
 SPLIT_WORDS_LAUNCH = dict(CHUNK=16384, num_warps=8)
+# With a residual (and no quant) too, ahead of the split kernel: 89.9 / 89.4% of copy at 131072 / 262144 against its
+# 84.4 / 86.5; at 65536 even with Gluon (exp_norm_reload.py, logs/h200-2026-12-01-s11/exp-split-words-residual.log).
+SPLIT_WORDS_RESIDUAL = True
 # The Gluon path's widths (exclusive, inclusive), but for TRITON_RES_N with a residual. Measured (H200, bf16, M * N =
 # 2^27, % of copy, Gluon against Triton; benchmarks/exp_gluon_norms.py run 1, logs/h200-2026-12-01-s9): rms_norm 79.6
 # / 37.0 at 16392, 79.6 / 4.9 at 32776, 89.4 / 74.7 at 65536 (8192-element chunks); add_rms_norm 87.3 / 46.9, 89.3 /
@@ -229,31 +236,32 @@ def _rms_split_words_out(x_words, w_ptr, y_row, words, live, rstd, w_offset, HAS
 
 
 @triton.jit(do_not_specialize=["G"])
-def _rms_norm_split_words_kernel(x_ptr, w_ptr, y_ptr, part_ptr, cnt_ptr, N, x_stride, y_stride, eps, w_offset, G,
+def _rms_norm_split_words_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, part_ptr, cnt_ptr, N, x_stride, res_stride,
+                                 y_stride, r_stride, eps, w_offset, G, HAS_RESIDUAL: tl.constexpr,
                                  HAS_WEIGHT: tl.constexpr, CHUNK: tl.constexpr, G_POW2: tl.constexpr):
-    # Program (row, chunk) = (p // G, p % G), without a residual: reads its chunk of x once and writes its chunk
-    # of y once, both as 32-bit words of two values, exchanges 4 bytes of statistics with the row's other chunks.
-    # The chunk lives across the wait as the words its loads filled (opaque_zero), and it is two halves, each
-    # finished (w loaded, y stored) before the next: the registers a program holds decide how many share an SM.
+    # Program (row, chunk) = (p // G, p % G): reads its chunk of x (+ residual) once and writes its chunk of y (+ r)
+    # once, all as 32-bit words of two values, exchanges 4 bytes of statistics with the row's other chunks. The
+    # chunk (of r) lives across the wait as words (opaque_zero), and it is two halves, each finished (w loaded, y
+    # stored) before the next: the registers a program holds decide how many share an SM.
     DTYPE: tl.constexpr = x_ptr.dtype.element_ty
     HALF: tl.constexpr = CHUNK // 4  # words in half a chunk
     row = tl.program_id(0) // G
     chunk = tl.program_id(0) % G
     lo = chunk * (CHUNK // 2) + tl.arange(0, HALF)  # word offsets in the row
     hi = lo + HALF
-    x_row = (x_ptr + tl.cast(row, tl.int64) * x_stride).to(tl.pointer_type(tl.uint32))
-    x_lo = tl.load(x_row + lo, mask=lo < N // 2, other=0)
-    x_hi = tl.load(x_row + hi, mask=hi < N // 2, other=0)
-    even, odd = unpack_words(x_lo, DTYPE)
+    x_row, y_row, res_row, r_row = word_row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, row, x_stride, y_stride,
+                                                     res_stride, r_stride)
+    r_lo = load_chunk_words(x_row, res_row, r_row, lo, lo < N // 2, HAS_RESIDUAL, DTYPE)
+    r_hi = load_chunk_words(x_row, res_row, r_row, hi, hi < N // 2, HAS_RESIDUAL, DTYPE)
+    even, odd = unpack_words(r_lo, DTYPE)
     sum_sq = tl.sum(even * even + odd * odd, axis=0)
-    even, odd = unpack_words(x_hi, DTYPE)
+    even, odd = unpack_words(r_hi, DTYPE)
     sum_sq += tl.sum(even * even + odd * odd, axis=0)
     sums_sq, _ = exchange_row_stats(part_ptr, cnt_ptr, row, chunk, sum_sq, 0.0, 0.0, 0.0, G, G_POW2)
     rstd = tl.rsqrt(tl.sum(sums_sq, axis=0) / N + eps)
     hidden = opaque_zero(rstd)
-    y_row = (y_ptr + tl.cast(row, tl.int64) * y_stride).to(tl.pointer_type(tl.uint32))
-    _rms_split_words_out(x_lo | hidden, w_ptr, y_row, lo, lo < N // 2, rstd, w_offset, HAS_WEIGHT, DTYPE)
-    _rms_split_words_out(x_hi | hidden, w_ptr, y_row, hi, hi < N // 2, rstd, w_offset, HAS_WEIGHT, DTYPE)
+    _rms_split_words_out(r_lo | hidden, w_ptr, y_row, lo, lo < N // 2, rstd, w_offset, HAS_WEIGHT, DTYPE)
+    _rms_split_words_out(r_hi | hidden, w_ptr, y_row, hi, hi < N // 2, rstd, w_offset, HAS_WEIGHT, DTYPE)
 
 
 @triton.jit
@@ -352,13 +360,13 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
         launch(_rms_norm_onchip_kernel, (cdiv(M, block_m),), *args, **flags, BLOCK_M=block_m, BLOCK_N=block_n,
                num_warps=warps)
         return
-    if not has_res and quant is None and N > SPLIT_MIN_N:
-        chunks = split_words_chunks(x, y, [weight], SPLIT_WORDS_LAUNCH["CHUNK"])
+    if quant is None and N > SPLIT_MIN_N and (SPLIT_WORDS_RESIDUAL or not has_res):
+        chunks = split_words_chunks([x, y, residual, r], [weight], SPLIT_WORDS_LAUNCH["CHUNK"])
         if chunks:
             partials, counters = split_workspace(x, M, chunks)
-            launch(_rms_norm_split_words_kernel, (M * chunks,), x, weight if weight is not None else x, y, partials,
-                   counters, N, x.stride(0), y.stride(0), eps, offset, chunks, HAS_WEIGHT=weight is not None,
-                   G_POW2=triton.next_power_of_2(chunks), **SPLIT_WORDS_LAUNCH)
+            launch(_rms_norm_split_words_kernel, (M * chunks,), *args[:5], partials, counters, N, *args[8:14], chunks,
+                   HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None, G_POW2=triton.next_power_of_2(chunks),
+                   **SPLIT_WORDS_LAUNCH)
             return
     chunks = split_chunks(x, N, SPLIT_LAUNCH["CHUNK"]) if has_res and N > SPLIT_MIN_N else 0
     if chunks:
