@@ -19,14 +19,16 @@ precision relative to the spread of the row, not to its mean. (A row 1e4 + randn
 is off by up to 5e-4, which every output inherits; E[x^2] - E[x]^2 loses everything.)
 - whole row on chip: s = fp32(sum(x) / N); then, from registers, c = mean(x - s) (the part of the
   mean that s missed) and m2 = mean((x - s)^2); var = m2 - c^2 and y = ((x - s) - c) * rstd.
-  The Gluon path takes s from the row's first chunk instead (as Welford does, below), so that sum(d) and
-  sum(d^2) come in the pass that sees the chunks land, with no second pass over the row in shared memory.
-- Welford (one row a program): s = the mean of the row's first tile. Lane l (column l of an RBLOCK-wide
+  The Gluon path takes s from the row's first chunk instead, so that sum(d) and sum(d^2) come in the pass
+  that sees the chunks land, with no second pass over the row in shared memory.
+- Welford (one row a program): s = the row's first value (a scalar load: no reduction across the program,
+  and |s - mean|^2 <= N var bounds what the shift leaves of the mean). Lane l (column l of an RBLOCK-wide
   tile) sees d_{l + t RBLOCK} = x - s, t = 0, 1, ..; over whole tiles every lane has the same count, so
   Welford's update takes one scalar reciprocal a tile and no division an element:
       delta = d - mean_l,   mean_l += delta / (t + 1),   m2_l += delta (d - mean_l)
   (t = 0 sets mean_l = d, m2_l = 0). A last partial tile updates its live lanes only (the others see
-  d = mean_l: delta 0), whose counts n_l become one more. The lanes merge by Chan's formula, below.
+  d = mean_l: delta 0), whose counts n_l become one more. The lanes merge by Chan's formula (below) in one
+  reduction of (n, mean, M2) triples (_chan_merge).
 - looped: s = the mean of the row's first tile. A lane (one thread's GROUP contiguous values of a
   tile) keeps a running (n, mean, M2) of its values x - s; each tile's group, of n_b values with mean
   mean_b and M2_b (deviations taken about mean_b), is folded in by Chan's parallel merge:
@@ -108,7 +110,9 @@ GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach 
 # norm (94.1% of copy at N = 16384, bf16, M * N = 2^27, 2048-wide tiles over 16 warps; the on-chip kernel 85.9%).
 # Measured on the H200 (2026-12-01, benchmarks/exp_norm_reload.py, GPU time, against the on-chip kernel it replaces):
 # layer_norm 1.15x at 12288, 1.02x at 16384 (compile there still 1.08x ours); with a residual (WELFORD_RESIDUAL) 1.17x
-# at 12288, 1.01x at 16384. The tile is narrowed to the widest power of two <= N for rows narrower than it (tests).
+# at 12288, 1.01x at 16384. With one merge reduction instead of three (session 11, exp-welford-one-merge.log): 93.4% of
+# copy at 16384 (compile 93.8), 94.4% at 12288 (on-chip 76.1). The tile is narrowed to the widest power of two <= N
+# for rows narrower than it (tests).
 WELFORD_MIN_N, WELFORD_MAX_N = 8192, 16384
 WELFORD_RBLOCK, WELFORD_WARPS = 2048, 16
 WELFORD_RESIDUAL = True
@@ -170,10 +174,19 @@ def _layer_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, M, N, 
 
 
 @triton.jit
+def _chan_merge(n_a, mean_a, m2_a, n_b, mean_b, m2_b):
+    """Chan's parallel merge of two (count, mean, M2) summaries (counts > 0): tl.reduce's combine function."""
+    n = n_a + n_b
+    share = n_b / n
+    delta = mean_b - mean_a
+    return n, mean_a + delta * share, m2_a + m2_b + delta * delta * n_a * share
+
+
+@triton.jit
 def _welford_out_tile(src_row, w_ptr, b_ptr, y_row, offs, mask, shift, rstd, centre, HAS_WEIGHT: tl.constexpr,
                       HAS_BIAS: tl.constexpr):
-    """Pass 2 of the Welford kernel on tile `offs` (`mask` None: a whole tile): y = (r - s) rstd - centre,
-    times w, plus b."""
+    """Pass 2 of the Welford kernel on tile `offs` (`mask` None: a whole tile): y = (r - s) rstd - centre, times
+    w, plus b."""
     y = (load_tile_again(src_row, offs, mask, "evict_first") - shift) * rstd - centre
     if HAS_WEIGHT:
         y = y * load_tile_again(w_ptr, offs, mask, "evict_last")
@@ -188,24 +201,30 @@ def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, x_str
                                N: tl.constexpr, RBLOCK: tl.constexpr):
     # Row program_id(0). HBM: x (+ residual) read once, y (+ r) written once; pass 2's loads of the row
     # are the program's own bytes again (L1 or L2), w and b come from L2. N is a constexpr: TILES whole
-    # tiles (a loop of constant trip count, unmasked) and a masked TAIL of N % RBLOCK columns.
+    # tiles (a loop of constant trip count, unmasked) and a masked TAIL of N % RBLOCK columns. One reduction
+    # across the program (the lanes' merge): each is a round trip through shared memory and a barrier.
     tl.static_assert(N >= RBLOCK)
     TILES: tl.constexpr = N // RBLOCK
     TAIL: tl.constexpr = N % RBLOCK
     x_row, y_row, res_row, src_row = row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, tl.program_id(0), x_stride, y_stride,
                                                   res_stride, r_stride, HAS_RESIDUAL)
     cols = tl.arange(0, RBLOCK)
-    # pass 1. The first tile gives the shift s (its fp32 mean) and each lane's first value: mean_l = d, m2_l = 0
-    r = load_tile_add_residual(x_row, res_row, src_row, cols, None, HAS_RESIDUAL)
-    shift = tl.sum(r, axis=0) / RBLOCK
-    mean = r - shift
+    shift = tl.load(x_row).to(tl.float32)  # the row's first value (of x + residual: exactness needs no rounding)
+    if HAS_RESIDUAL:
+        shift += tl.load(res_row).to(tl.float32)
+        # In place the first tile's store of r overwrites residual[0]: every thread's load of it must be performed
+        # before (bar.sync orders a thread's earlier accesses before the other threads' later ones). Without the
+        # barrier a slow warp read r[0], lanes got different shifts, and the H200 failed the in-place GPU test.
+        tl.debug_barrier()
+    # pass 1. The first tile gives each lane its first value: mean_l = d, m2_l = 0
+    mean = load_tile_add_residual(x_row, res_row, src_row, cols, None, HAS_RESIDUAL) - shift
     m2 = tl.zeros([RBLOCK], tl.float32)
     for t in tl.range(1, TILES):  # each lane's (t + 1)th value: one reciprocal a tile
         d = load_tile_add_residual(x_row, res_row, src_row, t * RBLOCK + cols, None, HAS_RESIDUAL) - shift
         delta = d - mean
         mean += delta * (1.0 / (t + 1))
         m2 += delta * (d - mean)
-    count = TILES * 1.0  # values a lane has seen: the same for all, but past a tail
+    count = tl.full([RBLOCK], TILES, tl.float32)  # values a lane has seen: the same for all, but past a tail
     if TAIL > 0:
         live = cols < TAIL
         d = load_tile_add_residual(x_row, res_row, src_row, TILES * RBLOCK + cols, live, HAS_RESIDUAL) - shift
@@ -214,10 +233,8 @@ def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, x_str
         mean += delta * (1.0 / (TILES + 1))
         m2 += delta * (d - mean)
         count = count + live.to(tl.float32)
-    # Chan's merge of the lanes: the row's mean of d and its variance
-    row_mean = tl.sum(count * mean, axis=0) / N
-    lane_dev = mean - row_mean
-    rstd = tl.rsqrt(tl.sum(m2 + count * lane_dev * lane_dev, axis=0) / N + eps)
+    _, row_mean, row_m2 = tl.reduce((count, mean, m2), 0, _chan_merge)  # of d
+    rstd = tl.rsqrt(row_m2 / N + eps)
     centre = row_mean * rstd  # y = (r - s) rstd - centre: s + row_mean is not formed (it would round)
     # pass 2: the row again
     for t in tl.range(0, TILES):
