@@ -92,6 +92,11 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 from rooftop.ops._support import cdiv, launch, prepare  # noqa: E402
+# the library's split-words helpers (ops/rms_norm.py and ops/layer_norm.py took this experiment's kernels in)
+from rooftop.ops._support import load_word_pairs as _load_pairs  # noqa: E402
+from rooftop.ops._support import opaque_zero as _unknown_zero  # noqa: E402
+from rooftop.ops._support import pack_words as _pack  # noqa: E402
+from rooftop.ops._support import unpack_words as _unpack  # noqa: E402
 
 TOTAL_ELEMS = 1 << 27
 WIDTHS = (65536, 131072, 262144)
@@ -143,42 +148,6 @@ def _exchange(part_ptr, cnt_ptr, row, chunk, a, b, G, G_POW2: tl.constexpr, BACK
     if readers == 2 * G - 1:
         tl.atomic_xchg(cnt_ptr + row, 0, sem="relaxed", scope="gpu")  # every chunk has read: reset
     return pa, pb, readers
-
-
-@triton.jit
-def _unpack(words, DTYPE: tl.constexpr):
-    """The fp32 values (even, odd) of 32-bit words each holding two 16-bit floats of DTYPE, element 2i in the low
-    half (as little-endian memory has them): one shift or mask a bf16 value."""
-    if DTYPE == tl.bfloat16:
-        even = (words << 16).to(tl.float32, bitcast=True)
-        odd = (words & 0xFFFF0000).to(tl.float32, bitcast=True)
-    else:
-        even = (words & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
-        odd = (words >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
-    return even, odd
-
-
-@triton.jit
-def _pack(even, odd, DTYPE: tl.constexpr):
-    """_unpack's inverse: fp32 (even, odd) rounded to DTYPE, two to a 32-bit word."""
-    low = even.to(DTYPE).to(tl.uint16, bitcast=True).to(tl.uint32)
-    high = odd.to(DTYPE).to(tl.uint16, bitcast=True).to(tl.uint32)
-    return low | (high << 16)
-
-
-@triton.jit
-def _load_pairs(ptr, words, live, DTYPE: tl.constexpr):
-    """The fp32 (even, odd) values of the 16-bit vector at `ptr` (a weight, a bias) at word offsets `words`."""
-    return _unpack(tl.load(ptr.to(tl.pointer_type(tl.uint32)) + words, mask=live, other=0), DTYPE)
-
-
-@triton.jit
-def _unknown_zero(statistic):
-    """A uint32 0 whose bits the compiler cannot know (all ones if `statistic` is nan, when the op's output is nan
-    anyway). `words | _unknown_zero(s)` unpacks to the same values as `words`, but MLIR / LLVM cannot merge the two
-    unpackings, so the fp32 values of the first are not kept alive to serve the second: the words are. Not a 0 / 1
-    flag: with its high bits known, LLVM folds `(words | flag) & 0xFFFF0000` to `words & 0xFFFF0000`."""
-    return (-(statistic != statistic).to(tl.int32)).to(tl.uint32, bitcast=True)
 
 
 @triton.jit(do_not_specialize=["G"])

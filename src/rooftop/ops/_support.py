@@ -249,12 +249,25 @@ def load_chunk_words(x_row, res_row, r_row, words, live, HAS_RESIDUAL: tl.conste
 
 
 @triton.jit
-def word_row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, row, x_stride, y_stride, res_stride, r_stride):
-    """row_pointers as 32-bit word pointers: (x_row, y_row, res_row, r_row) of `row` (strides in elements)."""
-    row = tl.cast(row, tl.int64)
+def load_split_chunk(x_ptr, y_ptr, res_ptr, r_ptr, x_stride, y_stride, res_stride, r_stride, N, G,
+                     HAS_RESIDUAL: tl.constexpr, CHUNK: tl.constexpr):
+    """The start of a split-words program: its (row, chunk) = (p // G, p % G), the word offsets of its chunk's
+    two halves (lo, hi) in the row, their words of r (load_chunk_words: with a residual, r is stored) and y's
+    row as a word pointer. Strides in elements."""
+    DTYPE: tl.constexpr = x_ptr.dtype.element_ty
+    HALF: tl.constexpr = CHUNK // 4  # words in half a chunk
+    row = tl.program_id(0) // G
+    chunk = tl.program_id(0) % G
+    lo = chunk * (CHUNK // 2) + tl.arange(0, HALF)
+    hi = lo + HALF
+    row64 = tl.cast(row, tl.int64)
     words = tl.pointer_type(tl.uint32)
-    return ((x_ptr + row * x_stride).to(words), (y_ptr + row * y_stride).to(words),
-            (res_ptr + row * res_stride).to(words), (r_ptr + row * r_stride).to(words))
+    x_row = (x_ptr + row64 * x_stride).to(words)
+    res_row = (res_ptr + row64 * res_stride).to(words)
+    r_row = (r_ptr + row64 * r_stride).to(words)
+    r_lo = load_chunk_words(x_row, res_row, r_row, lo, lo < N // 2, HAS_RESIDUAL, DTYPE)
+    r_hi = load_chunk_words(x_row, res_row, r_row, hi, hi < N // 2, HAS_RESIDUAL, DTYPE)
+    return row, chunk, lo, hi, r_lo, r_hi, (y_ptr + row64 * y_stride).to(words)
 
 
 @triton.jit

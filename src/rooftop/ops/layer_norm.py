@@ -82,9 +82,9 @@ from rooftop import registry
 from rooftop.ops import norm_sm90
 from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_row_stats, in_place_rows, interpreting,
                                   is_sm90, launch, load_rows_add_residual, load_tile, load_tile_add_residual,
-                                  load_chunk_words, load_tile_again, load_word_pairs, num_sms, onchip_config,
+                                  load_split_chunk, load_tile_again, load_word_pairs, num_sms, onchip_config,
                                   opaque_zero, pack_words, row_pointers, rows_vectorize, runs_kernel, split_words_chunks,
-                                  split_workspace, store_tile, torch_op, unpack_words, word_row_pointers)
+                                  split_workspace, store_tile, torch_op, unpack_words)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -282,15 +282,8 @@ def _layer_norm_split_words_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, p
     # deviations from it, from registers) with the row's other chunks, merged by Chan's formula. As rms_norm's
     # split-words kernel, the chunk lives across the wait as words (opaque_zero), in two halves.
     DTYPE: tl.constexpr = x_ptr.dtype.element_ty
-    HALF: tl.constexpr = CHUNK // 4  # words in half a chunk
-    row = tl.program_id(0) // G
-    chunk = tl.program_id(0) % G
-    lo = chunk * (CHUNK // 2) + tl.arange(0, HALF)  # word offsets in the row
-    hi = lo + HALF
-    x_row, y_row, res_row, r_row = word_row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, row, x_stride, y_stride,
-                                                     res_stride, r_stride)
-    r_lo = load_chunk_words(x_row, res_row, r_row, lo, lo < N // 2, HAS_RESIDUAL, DTYPE)
-    r_hi = load_chunk_words(x_row, res_row, r_row, hi, hi < N // 2, HAS_RESIDUAL, DTYPE)
+    row, chunk, lo, hi, r_lo, r_hi, y_row = load_split_chunk(x_ptr, y_ptr, res_ptr, r_ptr, x_stride, y_stride,
+                                                             res_stride, r_stride, N, G, HAS_RESIDUAL, CHUNK)
     even, odd = unpack_words(r_lo, DTYPE)
     total = tl.sum(even + odd, axis=0)
     even, odd = unpack_words(r_hi, DTYPE)
