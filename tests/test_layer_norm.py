@@ -89,6 +89,21 @@ def test_looped_programs_take_several_rows(shape, device):
     assert rel_err(layer_norm(x32, None, None), layer_norm_reference(x32, None, None)) < TOL[torch.float32]
 
 
+def test_welford_float32_outlier_first_value(device):
+    """fp32 rows of randn whose first value is 1e4 away: the Welford kernel's shift is not the first value for
+    fp32 rows (it would leave fp32's tolerance), with and without a residual (in place too)."""
+    x = torch.randn(WELFORD, device=device)
+    x[:, 0] = 1e4
+    w = torch.rand(WELFORD[-1], device=device) + 0.5
+    assert rel_err(layer_norm(x, w, None), layer_norm_reference(x, w, None)) < TOL[torch.float32]
+    res = torch.randn_like(x)
+    y, r = layer_norm(res, w, None, residual=x)
+    assert rel_err(y, layer_norm_reference(r, w, None)) < TOL[torch.float32]
+    xc, rc = res.clone(), x.clone()
+    fused_add_layer_norm_(xc, rc, w, None)
+    assert torch.equal(rc, r) and rel_err(xc, layer_norm_reference(r, w, None)) < TOL[torch.float32]
+
+
 @pytest.mark.parametrize("shape", [ONCHIP, LOOPED, WELFORD])
 def test_large_mean_float32(shape, device):
     """Rows 1e4 + randn: statistics from shifted values keep fp32 precision; the textbook one-pass

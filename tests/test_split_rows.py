@@ -90,8 +90,10 @@ SPLIT_WORDS_OPS = ["rms_norm", "rms_norm_gemma", "rms_norm_no_weight", "add_rms_
 
 def _check_split_words(op, rows, N, dtype, mean, monkeypatch):
     """The op through its split-words kernel against the float64 reference, twice (the counters left at zero);
-    with a residual the new residual stream too, bit for bit x + residual rounded."""
-    x = (mean + torch.randn(rows, N, dtype=torch.float32)).to(dtype).to(DEVICE)
+    with a residual the new residual stream too, bit for bit x + residual rounded. Rows centred on `mean` spread
+    over many steps of the dtype there (bf16 values near 1e4 are 64 apart)."""
+    spread = max(1.0, 16 * mean * torch.finfo(dtype).eps) if mean else 1.0
+    x = (mean + spread * torch.randn(rows, N, dtype=torch.float32)).to(dtype).to(DEVICE)
     res = torch.randn(rows, N).to(dtype).to(DEVICE)
     w = (torch.rand(N) + 0.5).to(dtype).to(DEVICE)
     b = torch.randn(N).to(dtype).to(DEVICE)
@@ -140,6 +142,8 @@ def test_split_words_takes_only_what_it_can():
     assert _support.split_words_chunks([x, y], [w.float()], 4096) == 0  # a weight of another dtype
     assert _support.split_words_chunks([x, y, x.half(), y], [w], 4096) == 0  # a residual of another dtype
     assert _support.split_words_chunks([x[:, 1:], y[:, 1:]], [w], 4096) == 0  # odd width, misaligned
+    odd_stride = torch.zeros(2, 4097, dtype=torch.bfloat16, device=DEVICE)[:, :4096]  # aligned base, stride 4097
+    assert _support.split_words_chunks([odd_stride, y], [w], 4096) == 0
     wide = torch.zeros(2, 4098, dtype=torch.bfloat16, device=DEVICE)
     assert _support.split_words_chunks([x, y, wide[:, 1:4097]], [w], 4096) == 0  # a residual misaligned
     assert _support.split_words_chunks([x, y], [torch.ones(4097, dtype=torch.bfloat16, device=DEVICE)[1:]], 4096) == 0
@@ -157,3 +161,11 @@ def test_split_words_many_rows_and_chunks(op, monkeypatch):
     _check_split_words(op, rows, WIDTH + 1, torch.bfloat16, 0.0, monkeypatch)
     if op in ("layer_norm", "add_layer_norm"):
         _check_split_words(op, rows, 262144, torch.bfloat16, 1e4, monkeypatch)
+
+
+def test_split_rows_switch(monkeypatch):
+    """ROOFTOP_SPLIT_ROWS=0 (SPLIT_ROWS_ENABLED) leaves every split path unused."""
+    x = torch.zeros(2, 4096, dtype=torch.bfloat16, device=DEVICE)
+    assert _support.split_words_chunks([x, x], [], 4096) == 1
+    monkeypatch.setattr(_support, "SPLIT_ROWS_ENABLED", False)
+    assert _support.split_words_chunks([x, x], [], 4096) == 0 and _support.split_chunks(x, 4096, 4096) == 0

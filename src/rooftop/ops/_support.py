@@ -162,9 +162,16 @@ def load_tile_add_residual(x_row, res_row, r_row, offs, mask, HAS_RESIDUAL: tl.c
 # interpreter runs programs one after another: the split path is for GPUs only.
 
 
+# ROOFTOP_SPLIT_ROWS=0 turns the split paths off (the looped kernels run): their wait assumes that every SM the
+# device reports takes programs, which an MPS SM limit or a green context breaks (the spin would never end).
+SPLIT_ROWS_ENABLED = os.environ.get("ROOFTOP_SPLIT_ROWS", "1") != "0"
+
+
 def split_chunks(x: torch.Tensor, N: int, chunk: int) -> int:
     """Chunks of `chunk` elements a row of N is split into on the split path, or 0 where that path
-    cannot run (more chunks than SMs, or more than one off a GPU)."""
+    cannot run (more chunks than SMs, or more than one off a GPU, or ROOFTOP_SPLIT_ROWS=0)."""
+    if not SPLIT_ROWS_ENABLED:
+        return 0
     chunks = cdiv(N, chunk)
     if not x.is_cuda:  # the interpreter runs programs one after another: a row of one chunk waits for no other
         return chunks if chunks == 1 else 0

@@ -21,10 +21,12 @@ is off by up to 5e-4, which every output inherits; E[x^2] - E[x]^2 loses everyth
   mean that s missed) and m2 = mean((x - s)^2); var = m2 - c^2 and y = ((x - s) - c) * rstd.
   The Gluon path takes s from the row's first chunk instead, so that sum(d) and sum(d^2) come in the pass
   that sees the chunks land, with no second pass over the row in shared memory.
-- Welford (one row a program): s = the row's first value (a scalar load: no reduction across the program,
-  and |s - mean|^2 <= N var bounds what the shift leaves of the mean). Lane l (column l of an RBLOCK-wide
-  tile) sees d_{l + t RBLOCK} = x - s, t = 0, 1, ..; over whole tiles every lane has the same count, so
-  Welford's update takes one scalar reciprocal a tile and no division an element:
+- Welford (one row a program): s = the row's first value for 16-bit rows (a scalar load: no reduction across
+  the program; |s - mean|^2 <= N var bounds what the shift leaves of the mean, and the error it brings stays
+  under the output's rounding), the mean of its first tile for fp32 rows (a reduction more; |s - mean|^2 <=
+  (N / RBLOCK) var: a first value 1e4 away in a row of randn cost 1.2e-5 relative, over fp32's 1e-5). Lane l
+  (column l of an RBLOCK-wide tile) sees d_{l + t RBLOCK} = x - s, t = 0, 1, ..; over whole tiles every lane
+  has the same count, so Welford's update takes one scalar reciprocal a tile and no division an element:
       delta = d - mean_l,   mean_l += delta / (t + 1),   m2_l += delta (d - mean_l)
   (t = 0 sets mean_l = d, m2_l = 0). A last partial tile updates its live lanes only (the others see
   d = mean_l: delta 0), whose counts n_l become one more. The lanes merge by Chan's formula (below) in one
@@ -209,15 +211,20 @@ def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, x_str
     x_row, y_row, res_row, src_row = row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, tl.program_id(0), x_stride, y_stride,
                                                   res_stride, r_stride, HAS_RESIDUAL)
     cols = tl.arange(0, RBLOCK)
-    shift = tl.load(x_row).to(tl.float32)  # the row's first value (of x + residual: exactness needs no rounding)
-    if HAS_RESIDUAL:
-        shift += tl.load(res_row).to(tl.float32)
-        # In place the first tile's store of r overwrites residual[0]: every thread's load of it must be performed
-        # before (bar.sync orders a thread's earlier accesses before the other threads' later ones). Without the
-        # barrier a slow warp read r[0], lanes got different shifts, and the H200 failed the in-place GPU test.
-        tl.debug_barrier()
+    SCALAR_SHIFT: tl.constexpr = x_ptr.dtype.element_ty != tl.float32
+    if SCALAR_SHIFT:  # 16-bit rows: the row's first value (of x + residual: exactness needs no rounding)
+        shift = tl.load(x_row).to(tl.float32)
+        if HAS_RESIDUAL:
+            shift += tl.load(res_row).to(tl.float32)
+            # In place the first tile's store of r overwrites residual[0]: every thread's load of it must be
+            # performed before (bar.sync orders a thread's earlier accesses before the other threads' later ones).
+            # Without the barrier a slow warp read r[0], lanes got different shifts: an H200 GPU test failed.
+            tl.debug_barrier()
     # pass 1. The first tile gives each lane its first value: mean_l = d, m2_l = 0
-    mean = load_tile_add_residual(x_row, res_row, src_row, cols, None, HAS_RESIDUAL) - shift
+    first = load_tile_add_residual(x_row, res_row, src_row, cols, None, HAS_RESIDUAL)
+    if not SCALAR_SHIFT:  # fp32 rows: the first tile's mean (a reduction more), |s - mean|^2 <= (N / RBLOCK) var
+        shift = tl.sum(first, axis=0) / RBLOCK
+    mean = first - shift
     m2 = tl.zeros([RBLOCK], tl.float32)
     for t in tl.range(1, TILES):  # each lane's (t + 1)th value: one reciprocal a tile
         d = load_tile_add_residual(x_row, res_row, src_row, t * RBLOCK + cols, None, HAS_RESIDUAL) - shift
