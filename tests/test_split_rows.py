@@ -4,6 +4,8 @@ chunk, in place, quantized, and the arrival counters left at zero for the next l
 programs one after another, so there the split-words kernels run rows of one chunk (the chunk made wide)."""
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 import rooftop
 from rooftop.ops import _support
@@ -149,6 +151,57 @@ def test_split_words_takes_only_what_it_can():
     assert _support.split_words_chunks([x, y], [torch.ones(4097, dtype=torch.bfloat16, device=DEVICE)[1:]], 4096) == 0
     if not HAS_CUDA:
         assert _support.split_words_chunks([x, y], [w], 1024) == 0  # several chunks: GPUs only
+
+
+@triton.jit
+def _exchange_without_wait(part_ptr, cnt_ptr, row, chunk, a, b, fill_a: tl.constexpr, fill_b: tl.constexpr, G,
+                           G_POW2: tl.constexpr):
+    """_support.exchange_row_stats without the wait (the interpreter runs programs one after another): publish,
+    then read whatever the row's chunks have published so far."""
+    base = part_ptr + tl.cast(row, tl.int64) * (2 * G)
+    tl.store(base + 2 * chunk, a)
+    tl.store(base + 2 * chunk + 1, b)
+    g = tl.arange(0, G_POW2)
+    return (tl.load(base + 2 * g, mask=g < G, other=fill_a), tl.load(base + 2 * g + 1, mask=g < G, other=fill_b))
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="the GPU runs the real exchange: test_split_words_many_rows_and_chunks")
+@pytest.mark.parametrize("op", SPLIT_WORDS_OPS)
+def test_split_words_chunks_merge_in_the_interpreter(op, monkeypatch):
+    """Rows of several chunks off a GPU: the exchange without its wait, over one workspace kept across two calls,
+    so that the second call's programs read every chunk's statistics (the first's, the same values): the merges
+    of counts, means and sums over G > 1 chunks, a ragged last chunk (its second half empty) and G_POW2 > G."""
+    partials = {}
+
+    def kept_workspace(x, M, chunks):
+        if "p" not in partials:
+            partials["p"] = torch.zeros((M, chunks, 2), dtype=torch.float32)
+        return partials["p"], torch.zeros(M, dtype=torch.int32)
+
+    for module in (rms_norm_mod, layer_norm_mod):
+        monkeypatch.setattr(module, "SPLIT_MIN_N", 64)
+        monkeypatch.setattr(module, "SPLIT_WORDS_LAUNCH", dict(CHUNK=128, num_warps=1))
+        monkeypatch.setattr(module, "GLUON_ENABLED", False)
+        monkeypatch.setattr(module, "ONCHIP_MAX", 32)
+        monkeypatch.setattr(module, "exchange_row_stats", _exchange_without_wait)
+        monkeypatch.setattr(module, "split_workspace", kept_workspace)
+    monkeypatch.setattr(rms_norm_mod, "RELOAD_MAX_N", rms_norm_mod.RELOAD_MIN_N)
+    monkeypatch.setattr(layer_norm_mod, "WELFORD_MAX_N", layer_norm_mod.WELFORD_MIN_N)
+    monkeypatch.setattr(_support, "split_chunks", lambda x, N, chunk: _support.cdiv(N, chunk))
+    N = 5 * 128 + 50  # 6 chunks (G_POW2 8), the last of 50 values: its second half empty
+    x = (3.0 + torch.randn(3, N)).to(torch.bfloat16)  # a mean the chunks' statistics must carry
+    res = torch.randn(3, N).to(torch.bfloat16)
+    w = (torch.rand(N) + 0.5).to(torch.bfloat16)
+    b = torch.randn(N).to(torch.bfloat16)
+    call, ref, kernel = _split_words_calls(x, res, w, b)[op]
+    launched = spy_launches(monkeypatch, layer_norm_mod if "layer" in op else rms_norm_mod)
+    call()  # publishes every chunk's statistics
+    out = call()
+    if isinstance(out, tuple):
+        assert torch.equal(out[1], x + res)
+        out = out[0]
+    assert rel_err(out, ref()) < TOL[torch.bfloat16]
+    assert launched == [kernel] * 2
 
 
 @pytest.mark.gpu
