@@ -159,7 +159,7 @@ def load_tile_add_residual(x_row, res_row, r_row, offs, mask, HAS_RESIDUAL: tl.c
 # per SM in flight. The wait needs the row's programs resident together. CUDA dispatches programs
 # in increasing order, so with G at most the SM count (one program of any size fits each SM) the
 # lowest unfinished row always has all its programs resident, and nothing deadlocks. Triton's
-# interpreter runs programs one after another: the split path is for GPUs only.
+# interpreter runs programs one after another: off a GPU only rows of one chunk take a split path.
 
 
 # ROOFTOP_SPLIT_ROWS=0 turns the split paths off (the looped kernels run): their wait assumes that every SM the

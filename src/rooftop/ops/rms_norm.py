@@ -88,8 +88,8 @@ ONCHIP_BLOCK_ELEMS = 2048
 PROGRAMS_PER_SM = 4
 SPLIT_LAUNCH = dict(CHUNK=8192, num_warps=8)  # the split path's chunk and warps (benchmarks/exp_split_rows.py)
 SPLIT_MIN_N = 65536  # the split paths run above this width
-# Without a residual (and without quant): the split-words kernel, chunks held as 32-bit words of two values, in two
-# halves. Measured on the H200 (bf16, M * N = 2^27, GPU time, % of copy; benchmarks/exp_split_packed.py, then
+# The split-words kernel (no quant): chunks held as 32-bit words of two values, in two halves. Without a residual,
+# measured on the H200 (bf16, M * N = 2^27, GPU time, % of copy; benchmarks/exp_split_packed.py, then
 # exp_norm_reload.py with this kernel, logs/h200-2026-12-01-s11): 16384-element chunks over 8 warps 79.4 / 79.8 at
 # N = 131072 / 262144 (60 registers, 4 programs an SM), over 16 warps 77.9 / 78.1, 8192 over 8 warps 71.6 / 70.4,
 # 32768 over 16 warps 62.8 / 60.7, the looped kernel 69.0 / 63.7; holding the chunk as fp32: 66-68.
