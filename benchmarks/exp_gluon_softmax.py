@@ -313,16 +313,18 @@ def _loop_report(sass: str) -> list[str]:
     return reports
 
 
-def _compile(v: Variant, N: int, dtype: str = "bf16", log: bool = False, row_stride: int = 0):
-    """sm_90 compile of variant v for [*, N] rows (row_stride: x's, N when 0), as the launch would make it."""
+def _compile(v: Variant, N: int, dtype: str = "bf16", log: bool = False, row_stride: int = 0, parts: int = 1):
+    """sm_90 compile of variant v for [*, N] rows (row_stride: x's, N when 0; parts > 1: rows of N / parts, the
+    parts of wider rows), as the launch would make it."""
     chunks = cdiv(N, CHUNK)
     flat = N % CHUNK == 0 and row_stride in (0, N)
     box = [CHUNK // BOX_COLS, BOX_COLS] if flat else [1, BOX_COLS]
     consts = dict(LOG=log, EVEN=N % CHUNK == 0, FLAT=flat, CHUNK=CHUNK, CHUNKS=chunks, STAGES=STAGES,
-                  CONSUMERS=v.consumers, KEEP=chunks if v.keep is None else v.keep,
+                  CONSUMERS=v.consumers, KEEP=chunks if v.keep is None else v.keep, PARTS=parts,
                   CONSUMER_REGS=consumer_regs(v.consumers, v.warps), LOADER_REGS=LOADER_REGS)
-    sig = dict(x_desc=f"tensordesc<{dtype}{box},{RING_LAYOUT!r}>", y_ptr=f"*{dtype}", M="i32", N8="i32",
-               y_stride8="i32")
+    exchange = ("*fp32", "*i32") if parts > 1 else (f"*{dtype}", f"*{dtype}")
+    sig = dict(x_desc=f"tensordesc<{dtype}{box},{RING_LAYOUT!r}>", y_ptr=f"*{dtype}", ws_ptr=exchange[0],
+               cnt_ptr=exchange[1], M="i32", N8="i32", y_stride8="i32")
     sig.update({name: "constexpr" for name in consts})
     aligned = {(1,): [["tt.divisibility", 16]]}  # y 16-byte aligned, as the launcher specialises torch allocations
     return compile_sm90(softmax_sm90._softmax_kernel, sig, consts, v.warps, aligned), consts

@@ -4,6 +4,7 @@ import torch
 import rooftop
 from rooftop.ops import softmax as softmax_mod
 from rooftop.ops import softmax_sm90
+from rooftop.ops._support import arrival_counters
 from rooftop.ops.softmax import softmax_reference
 from conftest import TOL, rel_err
 
@@ -135,6 +136,11 @@ def test_gluon_rows_past_the_ring_are_opt_in_and_checked():
         softmax_sm90.softmax_rows(x[:, :32768], out[:, :32768], False, 8, keep=3)
     with pytest.raises(ValueError, match="consumers=2"):
         softmax_sm90.softmax_rows(x, out, False, 8, consumers=2)
+    # parts of rows: contiguous rows of a multiple of 8 * parts elements only
+    with pytest.raises(ValueError, match="parts=2"):
+        softmax_sm90.softmax_rows(x[:, :131064], out[:, :131064], False, 8, parts=2)
+    with pytest.raises(ValueError, match="parts=4"):
+        softmax_sm90.softmax_rows(x[:, :32768], out[:, :32768], False, 8, parts=4)  # row stride 131072
 
 
 @pytest.mark.gpu
@@ -178,6 +184,27 @@ def test_gpu_gluon_special_values_follow_torch(N, dtype, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("N, parts", [(131072, 2), (262144, 4), (196608, 4), (1048576, 16)])
+def test_gpu_gluon_rows_in_parts(N, parts, log, monkeypatch):
+    """Contiguous rows past the ring are split into parts of at most PART_MAX_N, each a program's, which
+    merge their (max, sum) pairs through global memory: the result matches torch, does not depend on which
+    part arrives last (bit-equal on a second run), and the rows' counters are left at zero."""
+    _sm90()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    M = softmax_sm90.CONSUMERS * sms // parts + 3
+    x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16) * 4
+    x[1, N // parts:] = -float("inf")  # a row with all its mass in the first part
+    assert softmax_mod.gluon_parts(x, torch.empty_like(x)) == parts
+    out = _run_gluon(monkeypatch, x, log)
+    ref = torch.log_softmax(x.float(), -1) if log else torch.softmax(x.float(), -1)
+    finite = torch.isfinite(ref)
+    assert torch.equal(torch.isfinite(out), finite) and rel_err(out[finite], ref[finite]) < TOL[torch.bfloat16]
+    assert torch.equal(out, (rooftop.log_softmax if log else rooftop.softmax)(x))
+    assert not arrival_counters(x.device, M).any()
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("N", [32768, 131072])  # in the ring; past it
 def test_gpu_gluon_strided_rows(N, monkeypatch):
     """A row view with stride != N (TMA boxes of one row) takes the Gluon path; one whose start is not
@@ -208,7 +235,8 @@ def test_gpu_gluon_dispatch(monkeypatch):
     assert takes((M, 32768)) and takes((M, 16392), torch.float16) and takes((M, 65536))
     assert takes((M, 106496)) and takes((M, 106496 + 8)) and takes((M, 262144))  # the ring's last; past it
     assert not takes((M, 16384))  # the on-chip kernel's
-    assert not takes((M, 262144 + 8))  # past GLUON_MAX_N
+    assert not takes((M, 262144 + 8))  # past GLUON_MAX_N, not in parts (not a multiple of 8 * 8)
+    assert takes((M, 1048576))  # in 16 parts
     assert not takes((M, 32772))  # N not a multiple of 8: no TMA descriptor
     assert not takes((M, 32768), torch.float32)
     assert not takes((M - 10, 32768))  # fewer than 2 rows per SM

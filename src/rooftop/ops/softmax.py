@@ -42,8 +42,8 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops import softmax_sm90
-from rooftop.ops._support import (as_rows, cdiv, check_float, interpreting, is_sm90, launch, normalize_dim, num_sms,
-                                  onchip_config, runs_kernel, torch_op)
+from rooftop.ops._support import (SPLIT_ROWS_ENABLED, as_rows, cdiv, check_float, interpreting, is_sm90, launch,
+                                  normalize_dim, num_sms, onchip_config, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -57,6 +57,7 @@ ONCHIP_MAX = 32768  # widest row kept in registers (elements)
 # the head that the ring cannot keep: from L2 in part at 131072, mostly from DRAM at 262144.
 GLUON_MIN_N, GLUON_MAX_N = 16384, 262144
 GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
+PART_MAX_N = 65536  # rows past the ring split into parts of at most this (fit the ring with the next row's)
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -223,12 +224,27 @@ def looped_config(N: int) -> tuple[int, int]:
     return 16384, 16 if N <= 65536 else 32
 
 
+def gluon_parts(rows: torch.Tensor, out: torch.Tensor) -> int:
+    """How the Gluon path (softmax_sm90) takes these [M, N] views: 0 not at all, 1 whole rows, P > 1 each row
+    split into P parts of at most PART_MAX_N (rows past the ring, contiguous, N a multiple of 8 P; the parts
+    exchange their statistics, so their programs must all be resident: SPLIT_ROWS_ENABLED)."""
+    M, N = rows.shape
+    if not (GLUON_ENABLED and rows.is_cuda and not interpreting() and N > GLUON_MIN_N and is_sm90(rows.device.index)
+            and softmax_sm90.supports(rows, out, past_ring=True)):
+        return 0
+    sms = num_sms(rows.device.index)
+    parts = triton.next_power_of_2(cdiv(N, PART_MAX_N))
+    if not (N > softmax_sm90.STAGES * softmax_sm90.CHUNK and SPLIT_ROWS_ENABLED and rows.stride(0) == N
+            and out.stride(0) == N and N % (8 * parts) == 0 and parts <= sms):
+        parts = 1  # whole rows, in the ring or past it (the head re-read)
+    if parts == 1 and N > GLUON_MAX_N or M * parts < softmax_sm90.CONSUMERS * sms:
+        return 0
+    return parts
+
+
 def uses_gluon(rows: torch.Tensor, out: torch.Tensor) -> bool:
     """Whether softmax_rows takes the Gluon path (softmax_sm90) for these [M, N] views."""
-    M, N = rows.shape
-    return (GLUON_ENABLED and rows.is_cuda and not interpreting() and GLUON_MIN_N < N <= GLUON_MAX_N
-            and M >= softmax_sm90.CONSUMERS * num_sms(rows.device.index) and is_sm90(rows.device.index)
-            and softmax_sm90.supports(rows, out, past_ring=True))
+    return gluon_parts(rows, out) > 0
 
 
 def softmax_rows(rows: torch.Tensor, out: torch.Tensor, log: bool) -> None:
@@ -236,8 +252,9 @@ def softmax_rows(rows: torch.Tensor, out: torch.Tensor, log: bool) -> None:
     M, N = rows.shape
     if M == 0 or N == 0:
         return
-    if uses_gluon(rows, out):
-        softmax_sm90.softmax_rows(rows, out, log, num_sms(rows.device.index))
+    parts = gluon_parts(rows, out)
+    if parts:
+        softmax_sm90.softmax_rows(rows, out, log, num_sms(rows.device.index), parts=parts)
         return
     if N <= ONCHIP_MAX:
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)

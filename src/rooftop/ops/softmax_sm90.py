@@ -71,7 +71,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
-from rooftop.ops._support import GluonLaunch, cdiv
+from rooftop.ops._support import GluonLaunch, arrival_counters, cdiv
 
 CHUNK = 8192  # elements per ring buffer (16 KB)
 STAGES = 13  # ring buffers: 208 KB of the 227 KB a program may use
@@ -226,9 +226,43 @@ def _write_ring(ring, ready, empty, it, y_row, shift, offs, N, FIRST: gl.constex
 
 
 @gluon.jit
-def _consumer(y_ptr, ring, ready, empty, turns, M, N8, y_stride8, WHO: gl.constexpr, LOG: gl.constexpr,
+def _merge_parts(ws_ptr, cnt_ptr, part_row, part_max, part_sum, PARTS: gl.constexpr, WARPS: gl.constexpr):
+    """(max, sum of exp) of a whole row from its PARTS parts, rows part_row - part_row % PARTS + p of the kernel's
+    [M * PARTS, N / PARTS] view, each a program's at the same step (the module docstring): the partition's first
+    thread publishes this part's pair to ws [M * PARTS, 2], counts itself in on the row's counter (release) and
+    polls it (acquire) until every part has; then the partition reads the PARTS pairs, and the thread counts
+    itself out: the row's last part to leave sets the counter back to 0 for the next launch."""
+    THREADS: gl.constexpr = 32 * WARPS
+    thread_layout: gl.constexpr = gl.BlockedLayout([1], [32], [WARPS], [0])
+    t = gl.arange(0, THREADS, layout=thread_layout)
+    first = t == 0
+    counter = cnt_ptr + part_row // PARTS + t * 0
+    pairs = ws_ptr + (part_row - part_row % PARTS).to(gl.int64) * 2
+    mine = pairs + 2 * (part_row % PARTS) + t * 0
+    zero = gl.zeros([THREADS], gl.float32, thread_layout)
+    none = gl.zeros([THREADS], gl.int32, thread_layout)  # Gluon's atomics take tensors, not scalars
+    gl.store(mine, part_max + zero, mask=first)
+    gl.store(mine + 1, part_sum + zero, mask=first)
+    arrived = gl.atomic_add(counter, none + 1, mask=first, sem="acq_rel", scope="gpu")
+    seen = gl.max(gl.where(first, arrived + 1, none), axis=0)
+    while seen < PARTS:
+        polled = gl.atomic_add(counter, none, mask=first, sem="acquire", scope="gpu")
+        seen = gl.max(gl.where(first, polled, none), axis=0)
+    # the reduction's barrier orders the first thread's acquire before every thread's loads (.cg: from L2)
+    p = gl.arange(0, PARTS, layout=thread_layout)
+    maxes = gl.load(pairs + 2 * p, cache_modifier=".cg")
+    sums = gl.load(pairs + 2 * p + 1, cache_modifier=".cg")
+    left = gl.atomic_add(counter, none + 1, mask=first, sem="relaxed", scope="gpu")
+    gl.atomic_xchg(counter, none, mask=first & (left == 2 * PARTS - 1), sem="relaxed", scope="gpu")
+    row_max = gl.max(maxes, axis=0)
+    ref = gl.where(row_max == -float("inf"), 0.0, row_max)
+    return row_max, gl.sum(sums * gl.exp2((maxes - ref) * LOG2E), axis=0)
+
+
+@gluon.jit
+def _consumer(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, WHO: gl.constexpr, LOG: gl.constexpr,
               EVEN: gl.constexpr, CHUNKS: gl.constexpr, KEEP: gl.constexpr, CONSUMERS: gl.constexpr,
-              WARPS: gl.constexpr):
+              WARPS: gl.constexpr, PARTS: gl.constexpr):
     """Consumer WHO's rows: pass 1 (online max / sum) over the chunks as they land, pass 2 (normalise,
     release, store) over the KEEP chunks of the row's tail still in the ring, then (a row past the ring,
     one consumer) over the HEAD = CHUNKS - KEEP chunks of its head as their re-reads land. N8, y_stride8: N
@@ -263,6 +297,8 @@ def _consumer(y_ptr, ring, ready, empty, turns, M, N8, y_stride8, WHO: gl.conste
         row_max = gl.max(m, axis=0)
         ref = gl.where(row_max == -float("inf"), 0.0, row_max)
         row_sum = gl.sum(s * gl.exp2((m - ref) * LOG2E), axis=0)
+        if PARTS > 1:  # `row` is a part of a row: merge with the others
+            row_max, row_sum = _merge_parts(ws_ptr, cnt_ptr, row, row_max, row_sum, PARTS, WARPS)
         if LOG:
             shift = row_max + gl.log2(row_sum) * LN2
         else:
@@ -277,9 +313,10 @@ def _consumer(y_ptr, ring, ready, empty, turns, M, N8, y_stride8, WHO: gl.conste
 
 
 @gluon.jit
-def _softmax_kernel(x_desc, y_ptr, M, N8, y_stride8, LOG: gl.constexpr, EVEN: gl.constexpr, FLAT: gl.constexpr,
-                    CHUNK: gl.constexpr, CHUNKS: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr,
-                    KEEP: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
+def _softmax_kernel(x_desc, y_ptr, ws_ptr, cnt_ptr, M, N8, y_stride8, LOG: gl.constexpr, EVEN: gl.constexpr,
+                    FLAT: gl.constexpr, CHUNK: gl.constexpr, CHUNKS: gl.constexpr, STAGES: gl.constexpr,
+                    CONSUMERS: gl.constexpr, KEEP: gl.constexpr, PARTS: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                    LOADER_REGS: gl.constexpr):
     """Persistent: consumer 0 is the default partition (num_warps warps), the other and the 1-warp loader
     workers. The ring's buffers are [CHUNK / 256, 256]; x_desc's box is one of their rows, or all of them
     (FLAT)."""
@@ -297,13 +334,16 @@ def _softmax_kernel(x_desc, y_ptr, M, N8, y_stride8, LOG: gl.constexpr, EVEN: gl
     fence_async_shared()
     if CONSUMERS == 2:
         gl.warp_specialize([
-            (_consumer, (y_ptr, ring, ready, empty, turns, M, N8, y_stride8, 0, LOG, EVEN, CHUNKS, KEEP, 2, WARPS)),
-            (_consumer, (y_ptr, ring, ready, empty, turns, M, N8, y_stride8, 1, LOG, EVEN, CHUNKS, KEEP, 2, WARPS)),
+            (_consumer, (y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, 0, LOG, EVEN, CHUNKS,
+                         KEEP, 2, WARPS, PARTS)),
+            (_consumer, (y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, 1, LOG, EVEN, CHUNKS,
+                         KEEP, 2, WARPS, PARTS)),
             (_loader, (x_desc, ring, ready, empty, M, CHUNKS, STAGES, FLAT, CHUNKS - KEEP)),
         ], [WARPS, 1], [CONSUMER_REGS, LOADER_REGS])
     else:
         gl.warp_specialize([
-            (_consumer, (y_ptr, ring, ready, empty, turns, M, N8, y_stride8, 0, LOG, EVEN, CHUNKS, KEEP, 1, WARPS)),
+            (_consumer, (y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, 0, LOG, EVEN, CHUNKS,
+                         KEEP, 1, WARPS, PARTS)),
             (_loader, (x_desc, ring, ready, empty, M, CHUNKS, STAGES, FLAT, CHUNKS - KEEP)),
         ], [1], [LOADER_REGS])
 
@@ -342,12 +382,13 @@ def config(chunks: int) -> tuple[int, int, int]:
 
 class _Plan:
     """The launch of _softmax_kernel for one call's shapes and strides: the first call compiles through
-    Gluon's dispatch with a checked descriptor; later ones launch the compiled kernel directly."""
+    Gluon's dispatch with a checked descriptor; later ones launch the compiled kernel directly. x and out are
+    the kernel's [M * parts, N / parts] views (parts > 1: contiguous rows split into parts)."""
 
-    __slots__ = ("sizes", "launch")
+    __slots__ = ("sizes", "launch", "rows")
 
     def __init__(self, x: torch.Tensor, out: torch.Tensor, log: bool, programs: int, consumers: int, warps: int,
-                 keep: int):
+                 keep: int, parts: int):
         M, N = x.shape
         chunks = cdiv(N, CHUNK)
         if chunks <= STAGES and keep != chunks or not 1 <= keep <= min(chunks, STAGES):
@@ -356,34 +397,51 @@ class _Plan:
         if keep < chunks and consumers != 1:
             raise ValueError(f"consumers={consumers}: a row past the ring ({chunks} chunks, {STAGES} buffers) "
                              "takes one consumer")
+        if parts > 1 and (keep < chunks or programs % parts or M % parts):
+            raise ValueError(f"parts={parts}: parts of a row fit the ring, on a multiple of {parts} programs")
         flat = N % CHUNK == 0 and x.stride(0) == N  # whole chunks of contiguous rows: one box a chunk
         box = [CHUNK // BOX_COLS, BOX_COLS] if flat else [1, BOX_COLS]
         view = ([M * N // BOX_COLS, BOX_COLS], [BOX_COLS, 1]) if flat else ([M, N], [x.stride(0), 1])
         self.sizes = (M, N // 8, out.stride(0) // 8)
+        self.rows = M // parts if parts > 1 else 0  # the rows whose parts exchange statistics
         constexprs = dict(LOG=log, EVEN=N % CHUNK == 0, FLAT=flat, CHUNK=CHUNK, CHUNKS=chunks, STAGES=STAGES,
-                          CONSUMERS=consumers, KEEP=keep, CONSUMER_REGS=consumer_regs(consumers, warps),
+                          CONSUMERS=consumers, KEEP=keep, PARTS=parts, CONSUMER_REGS=consumer_regs(consumers, warps),
                           LOADER_REGS=LOADER_REGS)
         self.launch = GluonLaunch(_softmax_kernel, (min(programs, M),), [(*view, box, RING_LAYOUT)], constexprs,
                                   x.device.index, warps)
 
     def __call__(self, x: torch.Tensor, out: torch.Tensor) -> None:
-        self.launch((x,), out, *self.sizes)
+        if self.rows:  # a (max, sum) pair a part, a counter a row
+            exchange = (torch.empty(2 * self.sizes[0], device=x.device, dtype=torch.float32),
+                        arrival_counters(x.device, self.rows))
+        else:  # unused: the kernel compiles no exchange
+            exchange = (out, out)
+        self.launch((x,), out, *exchange, *self.sizes)
 
 
 _plans: dict[tuple, _Plan] = {}
 
 
 def softmax_rows(x: torch.Tensor, out: torch.Tensor, log: bool, programs: int, consumers: int | None = None,
-                 warps: int | None = None, keep: int | None = None) -> None:
+                 warps: int | None = None, keep: int | None = None, parts: int = 1) -> None:
     """Softmax (log: log_softmax) of each row of the [M, N] view x into out, `programs` persistent programs
-    (one per SM); supports(x, out, past_ring=True) must hold. consumers, warps, keep: config()'s when None
-    (benchmarks/exp_gluon_softmax.py measures others)."""
-    key = (x.device.index, x.dtype, *x.shape, x.stride(0), out.stride(0), log, programs, consumers, warps, keep)
+    (one per SM); supports(x, out, past_ring=True) must hold. parts > 1: contiguous x and out whose rows are
+    split into `parts` parts that fit the ring, each a program's, merging their statistics (the module
+    docstring); programs is then rounded down to a multiple of parts. consumers, warps, keep: config()'s when
+    None (benchmarks/exp_gluon_softmax.py measures others)."""
+    M, N = x.shape
+    if parts > 1:
+        if x.stride(0) != N or out.stride(0) != N or N % (8 * parts):
+            raise ValueError(f"parts={parts}: contiguous rows of a multiple of {8 * parts} elements, not {N} "
+                             f"with strides {x.stride(0)}, {out.stride(0)}")
+        x, out = x.view(M * parts, N // parts), out.view(M * parts, N // parts)
+        programs -= programs % parts
+    key = (x.device.index, x.dtype, *x.shape, x.stride(0), out.stride(0), log, programs, consumers, warps, keep, parts)
     plan = _plans.get(key)
     if plan is None:
         if len(_plans) > 4096:  # shapes that vary without end
             _plans.clear()
         default = config(cdiv(x.shape[1], CHUNK))
         consumers, warps, keep = (d if v is None else v for v, d in zip((consumers, warps, keep), default))
-        plan = _plans[key] = _Plan(x, out, log, programs, consumers, warps, keep)
+        plan = _plans[key] = _Plan(x, out, log, programs, consumers, warps, keep, parts)
     plan(x, out)
