@@ -105,7 +105,9 @@ DEQUANT_BLOCK_K = 64
 DEQUANT_BLOCK_N = 64
 MAGIC15 = 0x43800000  # bits of the float 256.0 = 2^(23 - 15): see _unpack
 GEMV_MIN_STEPS = 4  # k-steps a split keeps at least (the partials cost 8 bytes an output a split)
-GEMV_SUM_REGS = 64  # registers a thread of the GEMV's last split fills with partials at once (SUM_BATCH of them)
+# registers a thread of a tile's last piece fills with partials at once (_store_output's SUM_BATCH): the tensor-core
+# kernel's fewer (a stream-K tile has a few pieces; offline sm_90, 16 x 64 x 128 tiles: 96 registers, 128 with 64)
+SUM_REGS = {"gemv": 64, "dot": 32}
 
 # GEMV candidates (BLOCK_N, num_warps, WORD_ROWS, programs per SM to split K towards, num_stages[,
 # maxnreg]): word rows a k-step (int4: 8 k a row, int8: 4), all held by each thread; more programs per
@@ -251,7 +253,7 @@ def _scale_and_zero(s_ptr, z_ptr, g, cols, col_mask, N, HAS_ZERO: tl.constexpr, 
 
 @triton.jit
 def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, piece, pieces,
-                  HAS_BIAS: tl.constexpr, SUM_BATCH: tl.constexpr = 1):
+                  HAS_BIAS: tl.constexpr, SUM_BATCH: tl.constexpr):
     """Write the [BLOCK_M, BLOCK_N] fp32 tile `acc` + bias to the output, where `acc` is piece `piece` of
     the `pieces` (split-K splits or stream-K pieces, in k order; constexpr or not) that sum to the tile.
     With more than one piece, each stores its partial to the workspace and the last to arrive sums them
@@ -491,7 +493,7 @@ def _qgemm_tile(x_ptr, w_ptr, s_ptr, z_ptr, M, N, K, x_stride, magic15, rows, co
 def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                   magic15, programs, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  SWAP_AB: tl.constexpr, PAIRED_ASM: tl.constexpr):
+                  SWAP_AB: tl.constexpr, PAIRED_ASM: tl.constexpr, SUM_BATCH: tl.constexpr):
     # Stream-K over a grid of P = `programs` >= tiles programs (one wave of as many as the SMs hold at
     # once, or one a tile where the tiles are more). The T = tiles * k-steps units of work, tile-major
     # (the M tiles of one N tile adjacent, sharing its weights through L2), are shared evenly: program p
@@ -522,7 +524,7 @@ def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
             first = ((tile.to(tl.int64) * k_steps + 1) * programs - 1) // total
             last = ((tile.to(tl.int64) + 1) * k_steps * programs - 1) // total
             _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, pid - first,
-                          last - first + 1, HAS_BIAS)
+                          last - first + 1, HAS_BIAS, SUM_BATCH)
             u += t_end - t_start
 
 
@@ -682,11 +684,12 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
     args = [rows, packed, scales, packed if zeros is None else zeros, out if bias is None else bias, out, out,
             packed, M, N, K, rows.stride(0), out.stride(0), MAGIC15]
     consts = dict(BITS=bits, GROUP=group_size, HAS_ZERO=zeros is not None, HAS_BIAS=bias is not None)
+    per_thread = max(1, params["BLOCK_M"] * params["BLOCK_N"] // (32 * params["num_warps"]))  # fp32 of a partial
+    consts["SUM_BATCH"] = max(1, SUM_REGS[path] // per_thread)
     if path == "gemv":
         kernel, pieces = _qgemv_kernel, params.pop("SPLIT_K")
         grid = (tiles, pieces)
-        per_thread = max(1, params["BLOCK_M"] * params["BLOCK_N"] // (32 * params["num_warps"]))  # fp32 of a partial
-        consts.update(SPLIT_K=pieces, SUM_BATCH=max(1, GEMV_SUM_REGS // per_thread))
+        consts["SPLIT_K"] = pieces
     else:
         kernel = _qgemm_kernel
         # inline PTX on a GPU only; its packed 16-bit math rounds once with scales in x's dtype
