@@ -236,9 +236,10 @@ def consumer_loops(sass: str, per_thread: int) -> list[tuple[str, int, float, di
 
 
 def _compile(op: str, N: int, v: Variant | None = LIBRARY, dtype: str = "bf16", param: str | None = "bf16",
-             flat: bool = True):
+             flat: bool = True, parts: int = 1):
     """sm_90 compile of op's kernel for [*, N] rows as the launch makes it: param the weight's (and bias's)
-    dtype, None for none; flat=False: the [1, 256] boxes of strided rows; v None: the library's rings."""
+    dtype, None for none; flat=False: the [1, 256] boxes of strided rows; v None: the library's rings; parts > 1:
+    the rows are parts of rows `parts` times wider (N per part)."""
     layer, residual = _op_flags(op)
     chunk, buffers, res_stages = _library_rings(op, N, param, flat) if v is None else v.rings()
     r_stages = res_stages if residual else 0
@@ -246,11 +247,12 @@ def _compile(op: str, N: int, v: Variant | None = LIBRARY, dtype: str = "bf16", 
     box = [chunk // BOX_COLS, BOX_COLS] if flat else [1, BOX_COLS]
     consts = dict(LAYER=layer, HAS_RES=residual, HAS_W=param is not None, HAS_B=layer and param is not None,
                   EVEN=N % chunk == 0, FLAT=flat, CHUNK=chunk, CHUNKS=-(-N // chunk), X_STAGES=buffers - r_stages,
-                  R_STAGES=r_stages, LOADER_REGS=LOADER_REGS,
+                  R_STAGES=r_stages, PARTS=parts, LOADER_REGS=LOADER_REGS,
                   CONSUMER_REGS=consumer_regs(norm_sm90.CONSUMERS, norm_sm90.CONSUMER_WARPS))
     desc = f"tensordesc<{dtype}{box},{RING_LAYOUT!r}>"
     sig = dict(x_desc=desc, r_desc=desc, y_ptr=f"*{dtype}", h_ptr=f"*{dtype}", w_ptr=f"*{param or dtype}",
-               b_ptr=f"*{param or dtype}", M="i32", N8="i32", y_stride8="i32", h_stride8="i32", eps="fp32",
+               b_ptr=f"*{param or dtype}", ws_ptr="*fp32" if parts > 1 else f"*{dtype}",
+               cnt_ptr="*i32" if parts > 1 else f"*{dtype}", M="i32", N8="i32", y_stride8="i32", h_stride8="i32", eps="fp32",
                w_offset="fp32")
     sig.update({name: "constexpr" for name in consts})
     aligned = {(i,): [["tt.divisibility", 16]] for i in (2, 3, 4, 5)}  # y, h, w, b 16-byte aligned (supports())

@@ -491,6 +491,31 @@ def test_gpu_gluon_fused_add_in_place(N, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("params", ["weight and bias", "neither", "fp32 weight and bias"])
+@pytest.mark.parametrize("dtype, N, parts", [(torch.bfloat16, 131072, 2), (torch.bfloat16, 262144, 4),
+                                             (torch.float16, 196608, 4), (torch.bfloat16, 1 << 20, 16)])
+def test_gpu_gluon_rows_in_parts(dtype, N, parts, params, monkeypatch):
+    """Rows past GLUON_MAX_N (no residual, contiguous) are split into parts, each a program's, which merge their
+    (mean, variance): each part's weight and bias columns, a row whose halves are centred 2e4 apart (the spread
+    between parts), rows around 1e4; the result does not depend on which part arrives last and the rows'
+    counters are left at zero."""
+    skip_unless_sm90()
+    from rooftop.ops._support import arrival_counters
+    M = 2 * torch.cuda.get_device_properties(0).multi_processor_count // parts + 3
+    x, _, w, b = _inputs((M, N), dtype, "cuda", param_dtype=torch.float32 if "fp32" in params else None)
+    w, b = (None, None) if params == "neither" else (w, b)
+    x[1, : N // 2] += 1e4
+    x[1, N // 2:] -= 1e4
+    x[2] = (1e4 + 64 * torch.randn(N, device="cuda")).to(dtype) if dtype == torch.bfloat16 else x[2] + 100
+    assert layer_norm_mod.gluon_parts(x, None, w, b, torch.empty_like(x), None) == parts
+    y = run_norm_gluon(monkeypatch, lambda: layer_norm(x, w, b))
+    assert rel_err(y, layer_norm_reference(x, w, b)) < TOL[dtype]
+    assert rel_err(y[1], layer_norm_reference(x[1:2], w, b)[0]) < TOL[dtype]
+    assert torch.equal(y, layer_norm(x, w, b))
+    assert not arrival_counters(x.device, M).any()
+
+
+@pytest.mark.gpu
 def test_gpu_gluon_dispatch(monkeypatch):
     """The Gluon path takes 16-bit rows of GLUON_MIN_N < N <= GLUON_MAX_N (N a multiple of 8; with a residual
     not TRITON_RES_N) with at least 2 rows per SM and 16-byte aligned parameters, and nothing else; GLUON_ENABLED
@@ -508,7 +533,9 @@ def test_gpu_gluon_dispatch(monkeypatch):
     assert takes((M, 32768)) and takes((M, 16392), torch.float16) and takes((M, 65536), residual=True)
     assert not takes((M, 32768), residual=True) and takes((M, 32776), residual=True)  # TRITON_RES_N: Triton's
     assert not takes((M, 16384))  # the on-chip kernel's
-    assert not takes((M, 65536 + 8))  # past GLUON_MAX_N
+    assert not takes((M, 65536 + 8))  # past GLUON_MAX_N, not a multiple of 8 * 2: not in parts
+    assert takes((M, 131072)) and not takes((M, 131072), residual=True)  # in parts, without a residual only
+    assert not takes((M // 2 - 1, 131072))  # fewer than 2 rows of parts per SM
     assert not takes((M, 32772))  # N not a multiple of 8: no TMA descriptor
     assert not takes((M, 32768), torch.float32)
     assert not takes((M - 1, 32768))  # fewer than 2 rows per SM

@@ -370,6 +370,28 @@ def test_gpu_gluon_fused_add_in_place(N, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("weight", ["weight", "gemma offset", "none", "fp32 weight"])
+@pytest.mark.parametrize("dtype, N, parts", [(torch.bfloat16, 131072, 2), (torch.bfloat16, 262144, 4),
+                                             (torch.float16, 196608, 4), (torch.bfloat16, 1 << 20, 16)])
+def test_gpu_gluon_rows_in_parts(dtype, N, parts, weight, monkeypatch):
+    """Rows past GLUON_MAX_N (no residual, contiguous) are split into parts, each a program's, which merge their
+    mean squares: each part's weight columns, a row whose mass is all in one part; the result does not depend on
+    which part arrives last and the rows' counters are left at zero."""
+    skip_unless_sm90()
+    from rooftop.ops._support import arrival_counters
+    M = 2 * torch.cuda.get_device_properties(0).multi_processor_count // parts + 3
+    x, _, w = _inputs((M, N), dtype, "cuda", torch.float32 if "fp32" in weight else None)
+    w = None if weight == "none" else w
+    offset = 1.0 if weight == "gemma offset" else 0.0
+    x[1, N // parts:] = 0
+    assert rms_norm_mod.gluon_parts(x, None, w, torch.empty_like(x), None) == parts
+    y = run_norm_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w, 1e-6, offset=offset))
+    assert rel_err(y, rms_norm_mod.rms_norm_reference(x, w, 1e-6, offset)) < TOL[dtype]
+    assert torch.equal(y, rooftop.rms_norm(x, w, 1e-6, offset=offset))
+    assert not arrival_counters(x.device, M).any()
+
+
+@pytest.mark.gpu
 def test_gpu_gluon_dispatch(monkeypatch):
     """The Gluon path takes 16-bit rows of GLUON_MIN_N < N <= GLUON_MAX_N but TRITON_RES_N with a residual (N a
     multiple of 8) with at least 2 rows per SM, y in x's dtype and no quantization, and nothing else;
@@ -393,7 +415,9 @@ def test_gpu_gluon_dispatch(monkeypatch):
     assert takes((M, 32768)) and takes((M, 24576))
     monkeypatch.undo()
     assert not takes((M, 16384))  # not past GLUON_MIN_N: the on-chip kernel's
-    assert not takes((M, 65536 + 8))  # past GLUON_MAX_N
+    assert not takes((M, 65536 + 8))  # past GLUON_MAX_N, not a multiple of 8 * 2: not in parts
+    assert takes((M, 131072)) and not takes((M, 131072), residual=True)  # in parts, without a residual only
+    assert not takes((M, 131072), quant="fp8")
     assert not takes((M, 32772))  # N not a multiple of 8: no TMA descriptor
     assert not takes((M, 65536), torch.float32)
     assert not takes((M - 1, 65536))  # fewer than 2 rows per SM

@@ -459,15 +459,24 @@ def _launch_welford(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
            HAS_BIAS=bias is not None, N=N, RBLOCK=welford_rblock(N), num_warps=WELFORD_WARPS)
 
 
+def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
+                bias: Optional[torch.Tensor], y: torch.Tensor, r: Optional[torch.Tensor]) -> int:
+    """How layer_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views: 0 not at all, 1 whole rows (its
+    widths start where the Welford kernel's end), P > 1 rows past GLUON_MAX_N in P parts (norm_sm90.row_parts)."""
+    M, N = x.shape
+    if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > GLUON_MIN_N and is_sm90(x.device.index)):
+        return 0
+    if N > GLUON_MAX_N:
+        return norm_sm90.row_parts(x, residual, weight, bias, y, r, True, GLUON_MAX_N)
+    return int(not (residual is not None and N == TRITON_RES_N)
+               and M >= norm_sm90.CONSUMERS * num_sms(x.device.index)
+               and norm_sm90.supports(x, residual, weight, bias, y, r, True))
+
+
 def uses_gluon(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
                bias: Optional[torch.Tensor], y: torch.Tensor, r: Optional[torch.Tensor]) -> bool:
-    """Whether layer_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views (its widths start where
-    the Welford kernel's end)."""
-    M, N = x.shape
-    return (GLUON_ENABLED and x.is_cuda and not interpreting() and GLUON_MIN_N < N <= GLUON_MAX_N
-            and not (residual is not None and N == TRITON_RES_N)
-            and M >= norm_sm90.CONSUMERS * num_sms(x.device.index) and is_sm90(x.device.index)
-            and norm_sm90.supports(x, residual, weight, bias, y, r, True))
+    """Whether layer_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views (gluon_parts)."""
+    return gluon_parts(x, residual, weight, bias, y, r) > 0
 
 
 def layer_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
@@ -477,8 +486,9 @@ def layer_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
     M, N = x.shape
     if M == 0 or N == 0:
         return
-    if uses_gluon(x, residual, weight, bias, y, r):
-        norm_sm90.norm_rows(x, residual, weight, bias, y, r, eps, 0.0, True, num_sms(x.device.index))
+    parts = gluon_parts(x, residual, weight, bias, y, r)
+    if parts:
+        norm_sm90.norm_rows(x, residual, weight, bias, y, r, eps, 0.0, True, num_sms(x.device.index), parts=parts)
         return
     has_res = residual is not None
     if welford_width(N, has_res):

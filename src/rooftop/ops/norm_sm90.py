@@ -70,14 +70,15 @@ from __future__ import annotations
 from typing import Optional
 
 import torch
+import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
 
 from rooftop.ops import softmax_sm90
-from rooftop.ops._support import GluonLaunch, cdiv
+from rooftop.ops._support import SPLIT_ROWS_ENABLED, GluonLaunch, arrival_counters, cdiv, num_sms
 from rooftop.ops.softmax_sm90 import (BOX_COLS, LOADER_REGS, RING_LAYOUT, VEC, _loader, _read_chunk, _release,
-                                      consumer_regs)
+                                      consumer_regs, part_views)
 
 # Ring buffers: 8192-element chunks (16 KB; 14 buffers, 4 of them the residual's) where they compile without spills,
 # 16-bit weight and bias, whole chunks (N % 8192 == 0) and, for LayerNorm, contiguous rows; else 4096 (28 buffers, 4
@@ -90,6 +91,7 @@ WIDE_CHUNK, WIDE_BUFFERS = 8192, 14  # 224 KB of the 227 KB a program may use (b
 CHUNK, BUFFERS = 4096, 28
 RES_STAGES = 4  # with a residual, the buffers of the residual's ring (the others are x's)
 CONSUMERS = 2  # consumer partitions taking rows in turn
+PARTS_RESIDUAL = False  # rows with a residual past the widest whole row keep the split-words kernels
 CONSUMER_WARPS = 4
 
 
@@ -130,12 +132,14 @@ def _add_residual(x, it, x_ring, x_buf, r_ring, r_ready, r_empty, h_ptrs, live, 
 
 
 @gluon.jit
-def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty, turns, M, N8,
-              y_stride8, h_stride8, eps, w_offset, WHO: gl.constexpr, LAYER: gl.constexpr, HAS_RES: gl.constexpr,
-              HAS_W: gl.constexpr, HAS_B: gl.constexpr, EVEN: gl.constexpr, CHUNKS: gl.constexpr,
-              WARPS: gl.constexpr):
+def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty, turns,
+              M, N8, y_stride8, h_stride8, eps, w_offset, WHO: gl.constexpr, LAYER: gl.constexpr,
+              HAS_RES: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr, EVEN: gl.constexpr,
+              CHUNKS: gl.constexpr, WARPS: gl.constexpr, PARTS: gl.constexpr):
     """Consumer WHO's rows (the module docstring). N8, y_stride8, h_stride8: N and the row strides in
-    8-element vectors (so that the compiler knows stores and masks come in whole 16-byte vectors)."""
+    8-element vectors (so that the compiler knows stores and masks come in whole 16-byte vectors). PARTS > 1:
+    the rows are parts of rows PARTS times wider, and this program's are always part pid % PARTS (the programs
+    are a multiple of PARTS), whose weight and bias columns start N later each."""
     X_STAGES: gl.constexpr = x_ring.shape[0]
     CHUNK: gl.constexpr = x_ring.shape[1] * x_ring.shape[2]
     GROUPS: gl.constexpr = CHUNK // VEC
@@ -150,6 +154,9 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, x_ring, x_ready, x_empty, r_ring, r_re
     offs = starts + lanes
     N = N8 * VEC
     programs = gl.num_programs(0)
+    if PARTS > 1:
+        w_ptr += (gl.program_id(0) % PARTS) * N
+        b_ptr += (gl.program_id(0) % PARTS) * N
     # the first chunk's weight and bias; pass 2 loads each next one a chunk ahead
     if HAS_W:
         w_next = gl.load(w_ptr + _param_cols(0, starts, lanes, N, EVEN))
@@ -188,10 +195,21 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, x_ring, x_ready, x_empty, r_ring, r_re
         mbarrier.arrive(turns.index(WHO))
         if LAYER:
             corr = gl.sum(acc, axis=0) / N  # the mean of d: what the shift missed of the row's mean
-            rstd = gl.rsqrt(gl.maximum(gl.sum(acc_dd, axis=0) / N - corr * corr, 0.0) + eps)
+            var = gl.sum(acc_dd, axis=0) / N - corr * corr
+            if PARTS > 1:  # merge the parts' (mean, variance) (Chan: equal counts)
+                means, variances = softmax_sm90.exchange_pairs(ws_ptr, cnt_ptr, row, shift + corr, var, PARTS, WARPS)
+                mean = gl.sum(means, axis=0) / PARTS
+                spread = means - mean
+                var = (gl.sum(variances, axis=0) + gl.sum(spread * spread, axis=0)) / PARTS
+                corr = mean - shift
+            rstd = gl.rsqrt(gl.maximum(var, 0.0) + eps)
             centre = corr * rstd  # y = (h - shift) * rstd - centre
         else:
-            rstd = gl.rsqrt(gl.sum(acc, axis=0) / N + eps)
+            mean_square = gl.sum(acc, axis=0) / N
+            if PARTS > 1:
+                squares, _ = softmax_sm90.exchange_pairs(ws_ptr, cnt_ptr, row, mean_square, 0.0, PARTS, WARPS)
+                mean_square = gl.sum(squares, axis=0) / PARTS
+            rstd = gl.rsqrt(mean_square + eps)
             offset_rstd = w_offset * rstd  # y = h * (w * rstd + offset * rstd)
         # pass 2: normalise, release, store
         y_row = y_ptr + row.to(gl.int64) * y_stride8 * VEC
@@ -225,10 +243,10 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, x_ring, x_ready, x_empty, r_ring, r_re
 
 
 @gluon.jit
-def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, M, N8, y_stride8, h_stride8, eps, w_offset,
-                 LAYER: gl.constexpr, HAS_RES: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr,
+def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, M, N8, y_stride8, h_stride8, eps,
+                 w_offset, LAYER: gl.constexpr, HAS_RES: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr,
                  EVEN: gl.constexpr, FLAT: gl.constexpr, CHUNK: gl.constexpr, CHUNKS: gl.constexpr,
-                 X_STAGES: gl.constexpr, R_STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                 X_STAGES: gl.constexpr, R_STAGES: gl.constexpr, PARTS: gl.constexpr, CONSUMER_REGS: gl.constexpr,
                  LOADER_REGS: gl.constexpr):
     """Persistent: consumer 0 is the default partition (num_warps warps), consumer 1 and the 1-warp loaders
     workers. The rings' buffers are [CHUNK / 256, 256]; a descriptor's box is one of their rows, or all of
@@ -257,19 +275,23 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, M, N8, y_stride8, h
     fence_async_shared()
     if HAS_RES:
         gl.warp_specialize([
-            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty, turns, M, N8,
-                         y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS)),
-            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty, turns, M, N8,
-                         y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS)),
+            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty,
+                         turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES, HAS_W, HAS_B, EVEN,
+                         CHUNKS, WARPS, PARTS)),
+            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty,
+                         turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES, HAS_W, HAS_B, EVEN,
+                         CHUNKS, WARPS, PARTS)),
             (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
             (_loader, (r_desc, r_ring, r_ready, r_empty, M, CHUNKS, R_STAGES, FLAT)),
         ], [WARPS, 1, 1], [CONSUMER_REGS, LOADER_REGS, LOADER_REGS])
     else:
         gl.warp_specialize([
-            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty, turns, M, N8,
-                         y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS)),
-            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty, turns, M, N8,
-                         y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS)),
+            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty,
+                         turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES, HAS_W, HAS_B, EVEN,
+                         CHUNKS, WARPS, PARTS)),
+            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty,
+                         turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES, HAS_W, HAS_B, EVEN,
+                         CHUNKS, WARPS, PARTS)),
             (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
         ], [WARPS, 1], [CONSUMER_REGS, LOADER_REGS])
 
@@ -307,14 +329,33 @@ def supports(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional
             and all(t is None or t.data_ptr() % 16 == 0 for t in (weight, bias)))
 
 
+def row_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
+              bias: Optional[torch.Tensor], y: torch.Tensor, h: Optional[torch.Tensor], layer: bool, max_n: int) -> int:
+    """The parts (a power of two, each at most max_n wide) that rows wider than max_n are split into on this path,
+    or 0 where they cannot be: a residual (unless PARTS_RESIDUAL), rows that are not contiguous or not a multiple of
+    8 parts wide, fewer than 2 rows of parts an SM, more parts than SMs, or SPLIT_ROWS_ENABLED off (a row's parts
+    wait for each other: their programs must all be resident)."""
+    M, N = x.shape
+    sms = num_sms(x.device.index)
+    parts = triton.next_power_of_2(cdiv(N, max_n))
+    if (not SPLIT_ROWS_ENABLED or (residual is not None and not PARTS_RESIDUAL) or parts > sms
+            or M * parts < CONSUMERS * sms):
+        return 0
+    try:
+        views = part_views(parts, x, residual, y, h)
+    except ValueError:
+        return 0
+    return parts if supports(views[0], views[1], weight, bias, views[2], views[3], layer) else 0
+
+
 class _Plan:
     """The launch of _norm_kernel for one call's shapes, strides and dtypes: the first call compiles through
     Gluon's dispatch with checked descriptors; later ones launch the compiled kernel directly."""
 
-    __slots__ = ("sizes", "launch")
+    __slots__ = ("sizes", "launch", "rows")
 
     def __init__(self, x, residual, weight, bias, y, h, layer: bool, programs: int, chunk: int, buffers: int,
-                 res_stages: int):
+                 res_stages: int, parts: int):
         M, N = x.shape
         rows = [x, x if residual is None else residual]  # the kernel's two descriptors (x's twice without one)
         # whole chunks of contiguous rows: one box a chunk
@@ -323,17 +364,24 @@ class _Plan:
         views = [([M * N // BOX_COLS, BOX_COLS], [BOX_COLS, 1]) if flat else ([M, N], [t.stride(0), 1]) for t in rows]
         r_stages = res_stages if residual is not None else 0
         self.sizes = (M, N // 8, y.stride(0) // 8, (h if h is not None else y).stride(0) // 8)
+        self.rows = M // parts if parts > 1 else 0  # the rows whose parts exchange statistics
         constexprs = dict(LAYER=layer, HAS_RES=residual is not None, HAS_W=weight is not None, HAS_B=bias is not None,
                           EVEN=N % chunk == 0, FLAT=flat, CHUNK=chunk, CHUNKS=cdiv(N, chunk),
-                          X_STAGES=buffers - r_stages, R_STAGES=r_stages,
+                          X_STAGES=buffers - r_stages, R_STAGES=r_stages, PARTS=parts,
                           CONSUMER_REGS=consumer_regs(CONSUMERS, CONSUMER_WARPS), LOADER_REGS=LOADER_REGS)
         self.launch = GluonLaunch(_norm_kernel, (min(programs, M),), [(*v, box, RING_LAYOUT) for v in views],
                                   constexprs, x.device.index, CONSUMER_WARPS)
 
     def __call__(self, x, residual, weight, bias, y, h, eps: float, offset: float) -> None:
-        # absent tensors: x's descriptor twice, y for h, x for the weight and bias (never touched)
+        # absent tensors: x's descriptor twice, y for h, x for the weight and bias, y for the exchange's (never touched)
+        if self.rows:  # a pair of statistics a part, a counter a row
+            exchange = (torch.empty(2 * self.sizes[0], device=x.device, dtype=torch.float32),
+                        arrival_counters(x.device, self.rows))
+        else:
+            exchange = (y, y)
         self.launch((x, residual if residual is not None else x), y, h if h is not None else y,
-                    weight if weight is not None else x, bias if bias is not None else x, *self.sizes, eps, offset)
+                    weight if weight is not None else x, bias if bias is not None else x, *exchange, *self.sizes, eps,
+                    offset)
 
 
 _plans: dict[tuple, _Plan] = {}
@@ -341,18 +389,23 @@ _plans: dict[tuple, _Plan] = {}
 
 def norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
               bias: Optional[torch.Tensor], y: torch.Tensor, h: Optional[torch.Tensor], eps: float, offset: float,
-              layer: bool, programs: int, rings: Optional[tuple[int, int, int]] = None) -> None:
+              layer: bool, programs: int, rings: Optional[tuple[int, int, int]] = None, parts: int = 1) -> None:
     """LayerNorm (layer) or RMSNorm (offset: rms_norm's) of each row of the [M, N] view x, or of
     h <- x + residual, into y; `programs` persistent programs (one per SM); supports(...) must hold. y may
     alias x and h the residual (the in-place ops). rings: (chunk, buffers, residual's buffers), config()'s when
-    None (the experiment, benchmarks/exp_gluon_norms.py, varies them)."""
+    None (the experiment, benchmarks/exp_gluon_norms.py, varies them). parts > 1: contiguous rows (x, y, and the
+    residual and h) split into `parts` parts, each a program's, that merge their statistics (part_views); programs
+    is then rounded down to a multiple of parts."""
+    if parts > 1:
+        x, residual, y, h = part_views(parts, x, residual, y, h)
+        programs -= programs % parts
     chunk, buffers, res_stages = rings or config(x, residual, weight, bias, layer)
-    key = (x.device.index, x.dtype, *x.shape, x.stride(0), y.stride(0), layer, programs, chunk, buffers,
+    key = (x.device.index, x.dtype, *x.shape, x.stride(0), y.stride(0), layer, programs, chunk, buffers, parts,
            None if residual is None else (residual.stride(0), h.stride(0), res_stages),
            None if weight is None else weight.dtype, None if bias is None else bias.dtype)
     plan = _plans.get(key)
     if plan is None:
         if len(_plans) > 4096:  # shapes that vary without end
             _plans.clear()
-        plan = _plans[key] = _Plan(x, residual, weight, bias, y, h, layer, programs, chunk, buffers, res_stages)
+        plan = _plans[key] = _Plan(x, residual, weight, bias, y, h, layer, programs, chunk, buffers, res_stages, parts)
     plan(x, residual, weight, bias, y, h, eps, offset)

@@ -311,17 +311,28 @@ def reload_width(N: int, has_residual: bool, quant: Optional[str] = None) -> boo
     return RELOAD_MIN_N < N <= RELOAD_MAX_N and (RELOAD_RESIDUAL or not has_residual) and quant is None
 
 
+def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor], y: torch.Tensor,
+                r: Optional[torch.Tensor], quant: Optional[str] = None) -> int:
+    """How rms_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views: 0 not at all, 1 whole rows (of the
+    reload kernel's widths only rows whose Triton loads would not vectorize), P > 1 rows past GLUON_MAX_N in P parts
+    (norm_sm90.row_parts)."""
+    M, N = x.shape
+    if not (GLUON_ENABLED and quant is None and x.is_cuda and not interpreting() and N > GLUON_MIN_N
+            and is_sm90(x.device.index)):
+        return 0
+    if N > GLUON_MAX_N:
+        return norm_sm90.row_parts(x, residual, weight, None, y, r, False, GLUON_MAX_N)
+    return int(not (residual is not None and N == TRITON_RES_N)
+               and not (reload_width(N, residual is not None)
+                        and rows_vectorize(N, [t for t in (x, residual, y, r) if t is not None], [weight]))
+               and M >= norm_sm90.CONSUMERS * num_sms(x.device.index)
+               and norm_sm90.supports(x, residual, weight, None, y, r, False))
+
+
 def uses_gluon(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor], y: torch.Tensor,
                r: Optional[torch.Tensor], quant: Optional[str] = None) -> bool:
-    """Whether rms_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views. Of the reload kernel's
-    widths it takes only rows whose Triton loads would not vectorize."""
-    M, N = x.shape
-    return (GLUON_ENABLED and quant is None and x.is_cuda and not interpreting() and GLUON_MIN_N < N <= GLUON_MAX_N
-            and not (residual is not None and N == TRITON_RES_N)
-            and not (reload_width(N, residual is not None)
-                     and rows_vectorize(N, [t for t in (x, residual, y, r) if t is not None], [weight]))
-            and M >= norm_sm90.CONSUMERS * num_sms(x.device.index) and is_sm90(x.device.index)
-            and norm_sm90.supports(x, residual, weight, None, y, r, False))
+    """Whether rms_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views (gluon_parts)."""
+    return gluon_parts(x, residual, weight, y, r, quant) > 0
 
 
 def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
@@ -333,8 +344,9 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
     M, N = x.shape
     if M == 0 or N == 0:
         return
-    if uses_gluon(x, residual, weight, y, r, quant):
-        norm_sm90.norm_rows(x, residual, weight, None, y, r, eps, offset, False, num_sms(x.device.index))
+    parts = gluon_parts(x, residual, weight, y, r, quant)
+    if parts:
+        norm_sm90.norm_rows(x, residual, weight, None, y, r, eps, offset, False, num_sms(x.device.index), parts=parts)
         return
     has_res = residual is not None
     _, quant_id, qmax = QUANT_FORMATS[quant] if quant else (None, 0, 1.0)

@@ -226,12 +226,13 @@ def _write_ring(ring, ready, empty, it, y_row, shift, offs, N, FIRST: gl.constex
 
 
 @gluon.jit
-def _merge_parts(ws_ptr, cnt_ptr, part_row, part_max, part_sum, PARTS: gl.constexpr, WARPS: gl.constexpr):
-    """(max, sum of exp) of a whole row from its PARTS parts, rows part_row - part_row % PARTS + p of the kernel's
-    [M * PARTS, N / PARTS] view, each a program's at the same step (the module docstring): the partition's first
-    thread publishes this part's pair to ws [M * PARTS, 2], counts itself in on the row's counter (release) and
-    polls it (acquire) until every part has; then the partition reads the PARTS pairs, and the thread counts
-    itself out: the row's last part to leave sets the counter back to 0 for the next launch."""
+def exchange_pairs(ws_ptr, cnt_ptr, part_row, a, b, PARTS: gl.constexpr, WARPS: gl.constexpr):
+    """The pairs (a, b) of a row's PARTS parts, as two [PARTS] vectors, this part's (a, b) among them: the parts are
+    rows part_row - part_row % PARTS + p of the kernel's [M * PARTS, N / PARTS] view, each a program's at the same
+    step (softmax's and norm_sm90's docstrings). The partition's first thread publishes (a, b) to ws [M * PARTS, 2],
+    counts itself in on the row's counter (release) and polls it (acquire) until every part has; then the
+    partition reads the PARTS pairs, and the thread counts itself out: the row's last part to leave sets the counter
+    back to 0 for the next launch."""
     THREADS: gl.constexpr = 32 * WARPS
     thread_layout: gl.constexpr = gl.BlockedLayout([1], [32], [WARPS], [0])
     t = gl.arange(0, THREADS, layout=thread_layout)
@@ -241,8 +242,8 @@ def _merge_parts(ws_ptr, cnt_ptr, part_row, part_max, part_sum, PARTS: gl.conste
     mine = pairs + 2 * (part_row % PARTS) + t * 0
     zero = gl.zeros([THREADS], gl.float32, thread_layout)
     none = gl.zeros([THREADS], gl.int32, thread_layout)  # Gluon's atomics take tensors, not scalars
-    gl.store(mine, part_max + zero, mask=first)
-    gl.store(mine + 1, part_sum + zero, mask=first)
+    gl.store(mine, a + zero, mask=first)
+    gl.store(mine + 1, b + zero, mask=first)
     arrived = gl.atomic_add(counter, none + 1, mask=first, sem="acq_rel", scope="gpu")
     seen = gl.max(gl.where(first, arrived + 1, none), axis=0)
     while seen < PARTS:
@@ -250,13 +251,11 @@ def _merge_parts(ws_ptr, cnt_ptr, part_row, part_max, part_sum, PARTS: gl.conste
         seen = gl.max(gl.where(first, polled, none), axis=0)
     # the reduction's barrier orders the first thread's acquire before every thread's loads (.cg: from L2)
     p = gl.arange(0, PARTS, layout=thread_layout)
-    maxes = gl.load(pairs + 2 * p, cache_modifier=".cg")
-    sums = gl.load(pairs + 2 * p + 1, cache_modifier=".cg")
+    all_a = gl.load(pairs + 2 * p, cache_modifier=".cg")
+    all_b = gl.load(pairs + 2 * p + 1, cache_modifier=".cg")
     left = gl.atomic_add(counter, none + 1, mask=first, sem="relaxed", scope="gpu")
     gl.atomic_xchg(counter, none, mask=first & (left == 2 * PARTS - 1), sem="relaxed", scope="gpu")
-    row_max = gl.max(maxes, axis=0)
-    ref = gl.where(row_max == -float("inf"), 0.0, row_max)
-    return row_max, gl.sum(sums * gl.exp2((maxes - ref) * LOG2E), axis=0)
+    return all_a, all_b
 
 
 @gluon.jit
@@ -298,7 +297,10 @@ def _consumer(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride
         ref = gl.where(row_max == -float("inf"), 0.0, row_max)
         row_sum = gl.sum(s * gl.exp2((m - ref) * LOG2E), axis=0)
         if PARTS > 1:  # `row` is a part of a row: merge with the others
-            row_max, row_sum = _merge_parts(ws_ptr, cnt_ptr, row, row_max, row_sum, PARTS, WARPS)
+            maxes, sums = exchange_pairs(ws_ptr, cnt_ptr, row, row_max, row_sum, PARTS, WARPS)
+            row_max = gl.max(maxes, axis=0)
+            ref = gl.where(row_max == -float("inf"), 0.0, row_max)
+            row_sum = gl.sum(sums * gl.exp2((maxes - ref) * LOG2E), axis=0)
         if LOG:
             shift = row_max + gl.log2(row_sum) * LN2
         else:
@@ -380,6 +382,21 @@ def config(chunks: int) -> tuple[int, int, int]:
     return 1, WIDE_WARPS, STAGES - WIDE_STREAM
 
 
+def part_views(parts: int, *rows: torch.Tensor | None) -> tuple[torch.Tensor | None, ...]:
+    """The [M * parts, N / parts] views of contiguous [M, N] rows (None stays None): a ValueError for rows that are
+    not contiguous or not a multiple of 8 * parts wide (each part's 16-byte vectors and TMA rows)."""
+    views = []
+    for t in rows:
+        if t is not None:
+            M, N = t.shape
+            if t.stride(0) != N or N % (8 * parts):
+                raise ValueError(f"parts={parts}: contiguous rows of a multiple of {8 * parts} elements, not {N} "
+                                 f"with row stride {t.stride(0)}")
+            t = t.view(M * parts, N // parts)
+        views.append(t)
+    return tuple(views)
+
+
 class _Plan:
     """The launch of _softmax_kernel for one call's shapes and strides: the first call compiles through
     Gluon's dispatch with a checked descriptor; later ones launch the compiled kernel directly. x and out are
@@ -429,12 +446,8 @@ def softmax_rows(x: torch.Tensor, out: torch.Tensor, log: bool, programs: int, c
     split into `parts` parts that fit the ring, each a program's, merging their statistics (the module
     docstring); programs is then rounded down to a multiple of parts. consumers, warps, keep: config()'s when
     None (benchmarks/exp_gluon_softmax.py measures others)."""
-    M, N = x.shape
     if parts > 1:
-        if x.stride(0) != N or out.stride(0) != N or N % (8 * parts):
-            raise ValueError(f"parts={parts}: contiguous rows of a multiple of {8 * parts} elements, not {N} "
-                             f"with strides {x.stride(0)}, {out.stride(0)}")
-        x, out = x.view(M * parts, N // parts), out.view(M * parts, N // parts)
+        x, out = part_views(parts, x, out)
         programs -= programs % parts
     key = (x.device.index, x.dtype, *x.shape, x.stride(0), out.stride(0), log, programs, consumers, warps, keep, parts)
     plan = _plans.get(key)
