@@ -6,7 +6,8 @@ _autotune.time_ms), % of a float32 device copy timed the same way (the op's mini
 Variants per op: "library" (as it dispatches: parts of at most 65536), "p32k" (parts of at most 32768: more rows of
 parts in a program's ring, more programs to wait for; 8 parts or more leave 128 of 132 programs), "whole" (no parts:
 softmax's one-consumer kernel re-reading the row's head, or past GLUON_MAX_N the Triton kernels; the norms' split-words
-kernels); with a residual, "parts" (norm_sm90.PARTS_RESIDUAL on) against the library's split-words kernels.
+kernels); with a residual, "parts" (norm_sm90.PARTS_RESIDUAL_MIN_N lowered to 65536: parts from 131072 on) against
+the library (split-words kernels up to PARTS_RESIDUAL_MIN_N).
 Run 1 (softmax only, logs/h200-2026-12-01-s12/exp-softmax-parts.log, copy 2703 GB/s): library 118.9 / 117.1 / 115.6%
 at 131072 / 262144 / 1048576 (2 / 4 / 16 parts), p32k 118.4 / 117.4 / 116.0, parts of 16384 97.9 / 96.8 / 92.0,
 whole 116.5 / 103.8 / 87.6.
@@ -41,7 +42,7 @@ def variants(op: str):
         return
     module = rn if op.endswith("rms_norm") else ln
     if op.startswith("add"):
-        yield "parts", norm_sm90, dict(PARTS_RESIDUAL=True)
+        yield "parts", norm_sm90, dict(PARTS_RESIDUAL_MIN_N=65536)
         return
     yield "p32k", module, dict(GLUON_MAX_N=32768)
     yield "whole", norm_sm90, dict(row_parts=lambda *args: 0)

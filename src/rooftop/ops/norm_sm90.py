@@ -91,7 +91,10 @@ WIDE_CHUNK, WIDE_BUFFERS = 8192, 14  # 224 KB of the 227 KB a program may use (b
 CHUNK, BUFFERS = 4096, 28
 RES_STAGES = 4  # with a residual, the buffers of the residual's ring (the others are x's)
 CONSUMERS = 2  # consumer partitions taking rows in turn
-PARTS_RESIDUAL = False  # rows with a residual past the widest whole row keep the split-words kernels
+# Rows with a residual are split into parts only past this width; up to it they keep the split-words kernels. H200,
+# bf16, GPU time, % of copy (logs/h200-2026-12-01-s12/exp-row-parts-norms.log), add_layer_norm split-words / parts:
+# 83.5 / 78.9 at 131072, 83.3 / 77.9 at 262144, 65.9 / 75.5 at 1048576.
+PARTS_RESIDUAL_MIN_N = 262144
 CONSUMER_WARPS = 4
 
 
@@ -332,13 +335,13 @@ def supports(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional
 def row_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
               bias: Optional[torch.Tensor], y: torch.Tensor, h: Optional[torch.Tensor], layer: bool, max_n: int) -> int:
     """The parts (a power of two, each at most max_n wide) that rows wider than max_n are split into on this path,
-    or 0 where they cannot be: a residual (unless PARTS_RESIDUAL), rows that are not contiguous or not a multiple of
+    or 0 where they cannot be: a residual up to PARTS_RESIDUAL_MIN_N, rows that are not contiguous or not a multiple of
     8 parts wide, fewer than 2 rows of parts an SM, more parts than SMs, or SPLIT_ROWS_ENABLED off (a row's parts
     wait for each other: their programs must all be resident)."""
     M, N = x.shape
     sms = num_sms(x.device.index)
     parts = triton.next_power_of_2(cdiv(N, max_n))
-    if (not SPLIT_ROWS_ENABLED or (residual is not None and not PARTS_RESIDUAL) or parts > sms
+    if (not SPLIT_ROWS_ENABLED or (residual is not None and N <= PARTS_RESIDUAL_MIN_N) or parts > sms
             or M * parts < CONSUMERS * sms):
         return 0
     try:
