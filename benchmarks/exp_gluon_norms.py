@@ -252,8 +252,8 @@ def _compile(op: str, N: int, v: Variant | None = LIBRARY, dtype: str = "bf16", 
     desc = f"tensordesc<{dtype}{box},{RING_LAYOUT!r}>"
     sig = dict(x_desc=desc, r_desc=desc, y_ptr=f"*{dtype}", h_ptr=f"*{dtype}", w_ptr=f"*{param or dtype}",
                b_ptr=f"*{param or dtype}", ws_ptr="*fp32" if parts > 1 else f"*{dtype}",
-               cnt_ptr="*i32" if parts > 1 else f"*{dtype}", M="i32", N8="i32", y_stride8="i32", h_stride8="i32", eps="fp32",
-               w_offset="fp32")
+               cnt_ptr="*i32" if parts > 1 else f"*{dtype}", M="i32", N8="i32", y_stride8="i32", h_stride8="i32",
+               eps="fp32", w_offset="fp32")
     sig.update({name: "constexpr" for name in consts})
     aligned = {(i,): [["tt.divisibility", 16]] for i in (2, 3, 4, 5)}  # y, h, w, b 16-byte aligned (supports())
     return compile_sm90(norm_sm90._norm_kernel, sig, consts, norm_sm90.CONSUMER_WARPS, aligned), consts

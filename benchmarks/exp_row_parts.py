@@ -8,9 +8,14 @@ parts in a program's ring, more programs to wait for; 8 parts or more leave 128 
 softmax's one-consumer kernel re-reading the row's head, or past GLUON_MAX_N the Triton kernels; the norms' split-words
 kernels); with a residual, "parts" (norm_sm90.PARTS_RESIDUAL_MIN_N lowered to 65536: parts from 131072 on) against
 the library (split-words kernels up to PARTS_RESIDUAL_MIN_N).
-Run 1 (softmax only, logs/h200-2026-12-01-s12/exp-softmax-parts.log, copy 2703 GB/s): library 118.9 / 117.1 / 115.6%
-at 131072 / 262144 / 1048576 (2 / 4 / 16 parts), p32k 118.4 / 117.4 / 116.0, parts of 16384 97.9 / 96.8 / 92.0,
-whole 116.5 / 103.8 / 87.6.
+Runs on the H200 (logs/h200-2026-12-01-s12/; % of this harness's copy, 2703-2758 GB/s; at 131072 / 262144 / 1048576):
+- 1, softmax only (exp-softmax-parts.log, then this file's predecessor): library 118.9 / 117.1 / 115.6 (2 / 4 / 16
+  parts), p32k 118.4 / 117.4 / 116.0, parts of 16384 97.9 / 96.8 / 92.0, whole 116.5 / 103.8 / 87.6;
+- 2, norms (exp-row-parts-norms.log, copy 2703): rms_norm library 130.5 / 130.6 / 127.3, p32k 122.2 / 117.3 / 109.3,
+  whole 122.3 / 124.7 / 121.7; layer_norm 114.9 / 113.6 / 107.8, 111.6 / 108.5 / 101.2, 107.2 / 105.1 / 99.4;
+  add_layer_norm split-words 130.3 / 130.0 / 102.9, parts 123.1 / 121.6 / 117.8;
+- 3, residuals (exp-row-parts-residual.log, copy 2758, parts past 262144 in the library): add_rms_norm library 137.0 /
+  136.1 / 129.4, parts 135.3 / 132.2 / 129.3; add_layer_norm 128.6 / 128.5 / 115.8, parts 121.0 / 120.3 / 115.7.
 Usage: PYTHONPATH=src python benchmarks/exp_row_parts.py OUT_DIR [--ops softmax,rms_norm,...]   (prints a table
 last, writes exp-row-parts.json)
 """

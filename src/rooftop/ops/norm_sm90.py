@@ -57,6 +57,17 @@ at every width, add_rms_norm at 16392 and with 8192-element chunks), where every
 right by (1)-(3): the PTX proxy rules allow a load of the buffer, still queued (behind the partition's global
 stores of h and y) when the arrive went out, to read the refill (deepseek-ai/DeepEP#642 fixed a race between
 LDS and TMA loads the same way). The fence also publishes pass 1's writes of h to the async proxy.
+Rows in parts (PARTS > 1; row_parts, for rows wider than x's ring: rms_norm.py and layer_norm.py choose it past their
+GLUON_MAX_N): the launch views the rows as [M * PARTS, N / PARTS] (softmax_sm90.part_views), each part a row of the
+kernel above, on a multiple of PARTS programs; program pid always takes part pid % PARTS, so its weight and bias start
+(pid % PARTS) * N / PARTS columns in. Between pass 1 and pass 2 the parts of a row exchange their statistics through
+softmax_sm90.exchange_pairs (its protocol and why it cannot deadlock: softmax_sm90's docstring): RMSNorm the parts'
+mean squares (averaged), LayerNorm each part's mean s + c and variance, merged as Chan's parallel variance with equal
+counts (mean = the parts' mean; var = the mean of their variances + the variance of their means), so that rows whose
+parts sit far apart (halves centred 2e4 apart in the tests) keep their precision. H200, bf16, GPU time, % of copy
+(logs/h200-2026-12-01-s12/exp-row-parts-norms.log, x 2703 / 4220), parts of 65536 / split-words at 131072 / 262144 /
+1048576: rms_norm 83.6 / 78.3, 83.6 / 79.9, 81.5 / 77.9; layer_norm 73.6 / 68.7, 72.8 / 67.3, 69.0 / 63.7 (parts of
+32768 in between); add_layer_norm 78.9 / 83.5, 77.9 / 83.3, 75.5 / 65.9 (hence PARTS_RESIDUAL_MIN_N).
 Memory traffic: x (and the residual) read from HBM once, y (and h) written once: 2 (4) * M * N * itemsize;
 the weight and bias read once per row from L2. Shared memory: X_STAGES + R_STAGES buffers of CHUNK elements.
 
@@ -278,23 +289,23 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, M,
     fence_async_shared()
     if HAS_RES:
         gl.warp_specialize([
-            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty,
-                         turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES, HAS_W, HAS_B, EVEN,
-                         CHUNKS, WARPS, PARTS)),
-            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty,
-                         turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES, HAS_W, HAS_B, EVEN,
-                         CHUNKS, WARPS, PARTS)),
+            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready,
+                         r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES, HAS_W, HAS_B,
+                         EVEN, CHUNKS, WARPS, PARTS)),
+            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready,
+                         r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES, HAS_W, HAS_B,
+                         EVEN, CHUNKS, WARPS, PARTS)),
             (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
             (_loader, (r_desc, r_ring, r_ready, r_empty, M, CHUNKS, R_STAGES, FLAT)),
         ], [WARPS, 1, 1], [CONSUMER_REGS, LOADER_REGS, LOADER_REGS])
     else:
         gl.warp_specialize([
-            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty,
-                         turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES, HAS_W, HAS_B, EVEN,
-                         CHUNKS, WARPS, PARTS)),
-            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty,
-                         turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES, HAS_W, HAS_B, EVEN,
-                         CHUNKS, WARPS, PARTS)),
+            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready,
+                         r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES, HAS_W, HAS_B,
+                         EVEN, CHUNKS, WARPS, PARTS)),
+            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready,
+                         r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES, HAS_W, HAS_B,
+                         EVEN, CHUNKS, WARPS, PARTS)),
             (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
         ], [WARPS, 1], [CONSUMER_REGS, LOADER_REGS])
 

@@ -27,6 +27,11 @@ Which path runs (N = row width in elements):
   persistent program per SM whose TMA loader streams the rows (and the residual) into shared memory, where
   the row stays for pass 2: x (and residual) read from HBM once, y (and r) written once; w re-read per row
   from L2.
+  Rows past GLUON_MAX_N in parts (norm_sm90.row_parts: contiguous rows a multiple of 8 P wide, without a residual
+  or with one past norm_sm90.PARTS_RESIDUAL_MIN_N, at least 2 rows of parts per SM, _support.SPLIT_ROWS_ENABLED):
+  each row is P parts of at most GLUON_MAX_N (a power of two), each part a program's row of the same kernel, the
+  parts' mean squares merged across programs between the passes (softmax_sm90.exchange_pairs); ahead of the
+  split-words kernels.
 - Reload (RELOAD_MIN_N < N <= RELOAD_MAX_N, no quant, without a residual unless RELOAD_RESIDUAL; ahead of
   Gluon but for rows whose loads do not vectorize, rooftop.ops._support.rows_vectorize): one row a program
   (grid M) of RELOAD_WARPS warps, the row in tiles of up to RELOAD_TILE_BYTES (one or two tiles of bf16 at

@@ -15,9 +15,13 @@ Which path runs (N = row width, in elements):
   2 rows per SM. A persistent program per SM: a TMA loader streams the rows into a shared-memory ring.
   A row that fits the ring (N <= 106496): two consumer warp groups take rows in turn (one's second pass
   overlaps the other's first), and the second pass reads the row from shared memory. Traffic:
-  2 * M * N * itemsize. A wider row: one consumer; the ring keeps the row's tail, and the loader re-reads
-  its head for the second pass right behind the first, from L2 while the programs' heads fit it.
-  Traffic: 2 * M * N * itemsize from DRAM, plus what of the head L2 has lost.
+  2 * M * N * itemsize. A wider row, contiguous and a multiple of 8 P wide (gluon_parts): split into P parts
+  of at most PART_MAX_N (a power of two; any N up to 2^20 and past), each a program's as if it were a row, the
+  parts' (max, sum) pairs merged across programs between the passes (softmax_sm90.exchange_pairs: 8 bytes and
+  three atomics a part). Traffic: 2 * M * N * itemsize. Other rows past the ring (N <= GLUON_MAX_N): one
+  consumer; the ring keeps the row's tail, and the loader re-reads its head for the second pass right behind
+  the first, from L2 while the programs' heads fit it. Traffic: 2 * M * N * itemsize from DRAM, plus what of
+  the head L2 has lost.
 - N <= ONCHIP_MAX: the row sits in registers. One program takes BLOCK_M whole rows, reads them once,
   writes them once. Traffic: 2 * M * N * itemsize.
 - N > ONCHIP_MAX and enough rows to fill the GPU: one program per row (persistent: the grid is a
@@ -57,7 +61,12 @@ ONCHIP_MAX = 32768  # widest row kept in registers (elements)
 # the head that the ring cannot keep: from L2 in part at 131072, mostly from DRAM at 262144.
 GLUON_MIN_N, GLUON_MAX_N = 16384, 262144
 GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
-PART_MAX_N = 65536  # rows past the ring split into parts of at most this (fit the ring with the next row's)
+# Contiguous rows past the ring are split into parts of at most this (the widest that leaves room in the ring for
+# the next part). H200, bf16, GPU time, % of copy (logs/h200-2026-12-01-s12/exp-softmax-parts.log, x 2703 / 4220):
+# at 131072 / 262144 / 1048576 parts of 65536 76.2 / 75.0 / 74.0, of 32768 75.8 / 75.2 / 74.3, of 16384 62.7 / 62.0 /
+# 58.9 (16 or more parts leave 128 of 132 programs); whole rows (the head re-read; Triton past 262144) 74.6 / 66.5 /
+# 56.1. Results file (do_bench): softmax 76.6 / 75.0% at 131072 / 262144 (was 75.0 / 66.8).
+PART_MAX_N = 65536
 
 # ---------------------------------------------------------------------------------------------
 # Kernels

@@ -55,6 +55,21 @@ consumer's re-read, which the turn (taken at the end of pass 1) does not cover (
 wait). KEEP = STAGES - WIDE_STREAM = 10 leaves 3 buffers (48 KB) to prefetch the next row while the tail is
 written.
 
+Rows in parts (PARTS > 1; softmax.py chooses them for contiguous rows past the ring): the launch views x and y as
+[M * PARTS, N / PARTS] (part_views), so that each part is a row of the kernel above, in the ring with two consumers,
+and rounds the programs G down to a multiple of PARTS. Part p of row r is the kernel's row q = r PARTS + p, taken
+by program q % G at its step q // G: G % PARTS == 0 puts a row's parts at the same step of PARTS programs (and
+always part pid % PARTS in a program). Between pass 1 and pass 2 each part's consumer calls exchange_pairs: its
+first thread stores the part's (max, sum) to ws [M * PARTS, 2], adds 1 to the row's counter (acq_rel) and polls it
+(acquire) until it reads PARTS; the partition then reads the PARTS pairs (.cg) and merges them as the groups of a
+row merge; the thread adds 1 again and the row's last part to do so (2 PARTS - 1 before it) sets the counter back
+to 0, so arrival_counters stays zeroed between launches. The turn is handed on before the exchange, so the other
+consumer's pass 1 runs while this one waits. No deadlock while every program is resident (one an SM: the ring's
+shared memory; G <= the SMs; _support.SPLIT_ROWS_ENABLED turns the parts off where an MPS limit or a green context
+would break that): by induction on the step k, the exchanges of step k wait only for the pass 1s of step k of
+other programs, which wait for their ring's releases by earlier steps. Traffic: 2 * M * N * itemsize, plus 8
+bytes and three atomics a part.
+
 Rows: the descriptor views x as [M, N] with x's row stride and a [1, 256] box (TMA's widest side), CHUNK / 256
 copies a chunk; columns past N read 0 and pass 1 masks them to -inf. Contiguous rows that are whole chunks
 (N % CHUNK == 0) take one box a chunk from the flat [M * N / 256, 256] view instead. Needs (supports()): fp16 or
