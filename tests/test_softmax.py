@@ -150,8 +150,8 @@ def test_gluon_rows_past_the_ring_are_opt_in_and_checked():
                          + [(106496 + 8, torch.bfloat16), (131072, torch.float16), (131072, torch.bfloat16),
                             (131072 + 8, torch.bfloat16), (262144, torch.bfloat16)])
 def test_gpu_gluon_matches_torch(N, dtype, log, monkeypatch):
-    """Rows in the ring (a masked last chunk or whole chunks) and wider than it (one consumer, the head
-    re-read): just past it (14 chunks), whole chunks, a masked 17th chunk, 32 chunks."""
+    """Rows in the ring (a masked last chunk or whole chunks) and wider than it: just past it (14 chunks: one
+    consumer, the head re-read), whole chunks (contiguous: in parts), a masked 17th chunk (the head re-read)."""
     _sm90()
     x = torch.randn(_gluon_rows(), N, device="cuda", dtype=dtype) * 4
     out = _run_gluon(monkeypatch, x, log)
@@ -181,6 +181,21 @@ def test_gpu_gluon_special_values_follow_torch(N, dtype, monkeypatch):
         assert torch.equal(torch.isfinite(out), finite)
         assert torch.equal(out[~finite & ~torch.isnan(ref)], ref[~finite & ~torch.isnan(ref)])  # -inf for log
         assert rel_err(out[finite], ref[finite]) < TOL[dtype]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("N", [131072, 262144])
+def test_gpu_gluon_whole_rows_past_the_ring(N, monkeypatch):
+    """Contiguous rows of whole chunks past the ring as whole rows (parts off: PART_MAX_N, or
+    ROOFTOP_SPLIT_ROWS=0): one consumer, the head re-read."""
+    _sm90()
+    monkeypatch.setattr(softmax_mod, "PART_MAX_N", 1 << 40)
+    x = torch.randn(_gluon_rows(), N, device="cuda", dtype=torch.bfloat16) * 4
+    assert softmax_mod.gluon_parts(x, torch.empty_like(x)) == 1
+    for log in (False, True):
+        out = _run_gluon(monkeypatch, x, log)
+        ref = torch.log_softmax(x.float(), -1) if log else torch.softmax(x.float(), -1)
+        assert rel_err(out, ref) < TOL[torch.bfloat16]
 
 
 @pytest.mark.gpu

@@ -220,5 +220,17 @@ def test_split_rows_switch(monkeypatch):
     """ROOFTOP_SPLIT_ROWS=0 (SPLIT_ROWS_ENABLED) leaves every split path unused."""
     x = torch.zeros(2, 4096, dtype=torch.bfloat16, device=DEVICE)
     assert _support.split_words_chunks([x, x], [], 4096) == 1
+    wide = None
+    if torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0):  # the Gluon rows in parts
+        from rooftop.ops import layer_norm, rms_norm, softmax
+        wide = torch.zeros(2 * torch.cuda.get_device_properties(0).multi_processor_count, 131072,
+                           dtype=torch.bfloat16, device="cuda")
+        w = wide[0]
+        assert (softmax.gluon_parts(wide, wide) == rms_norm.gluon_parts(wide, None, w, wide, None)
+                == layer_norm.gluon_parts(wide, None, w, w, wide, None) == 2)
     monkeypatch.setattr(_support, "SPLIT_ROWS_ENABLED", False)
     assert _support.split_words_chunks([x, x], [], 4096) == 0 and _support.split_chunks(x, 4096, 4096) == 0
+    if wide is not None:  # softmax's whole rows past the ring instead; the norms' split-words kernels (off too)
+        assert softmax.gluon_parts(wide, wide) == 1
+        assert not rms_norm.gluon_parts(wide, None, w, wide, None)
+        assert not layer_norm.gluon_parts(wide, None, w, w, wide, None)

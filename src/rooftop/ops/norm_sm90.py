@@ -86,8 +86,8 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
 
-from rooftop.ops import softmax_sm90
-from rooftop.ops._support import SPLIT_ROWS_ENABLED, GluonLaunch, arrival_counters, cdiv, num_sms
+from rooftop.ops import _support, softmax_sm90
+from rooftop.ops._support import GluonLaunch, arrival_counters, cdiv, num_sms
 from rooftop.ops.softmax_sm90 import (BOX_COLS, LOADER_REGS, RING_LAYOUT, VEC, _loader, _read_chunk, _release,
                                       consumer_regs, part_views)
 
@@ -346,13 +346,13 @@ def supports(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional
 def row_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
               bias: Optional[torch.Tensor], y: torch.Tensor, h: Optional[torch.Tensor], layer: bool, max_n: int) -> int:
     """The parts (a power of two, each at most max_n wide) that rows wider than max_n are split into on this path,
-    or 0 where they cannot be: a residual up to PARTS_RESIDUAL_MIN_N, rows that are not contiguous or not a multiple of
-    8 parts wide, fewer than 2 rows of parts an SM, more parts than SMs, or SPLIT_ROWS_ENABLED off (a row's parts
-    wait for each other: their programs must all be resident)."""
+    or 0 where they cannot be: a residual up to PARTS_RESIDUAL_MIN_N, rows that are not contiguous or not a multiple
+    of 8 parts wide, fewer than 2 rows of parts an SM, more parts than SMs, or _support.SPLIT_ROWS_ENABLED off (a
+    row's parts wait for each other: their programs must all be resident)."""
     M, N = x.shape
     sms = num_sms(x.device.index)
     parts = triton.next_power_of_2(cdiv(N, max_n))
-    if (not SPLIT_ROWS_ENABLED or (residual is not None and N <= PARTS_RESIDUAL_MIN_N) or parts > sms
+    if (not _support.SPLIT_ROWS_ENABLED or (residual is not None and N <= PARTS_RESIDUAL_MIN_N) or parts > sms
             or M * parts < CONSUMERS * sms):
         return 0
     try:
@@ -411,6 +411,8 @@ def norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optiona
     residual and h) split into `parts` parts, each a program's, that merge their statistics (part_views); programs
     is then rounded down to a multiple of parts."""
     if parts > 1:
+        if programs < parts:
+            raise ValueError(f"parts={parts}: at least as many programs, not {programs}")
         x, residual, y, h = part_views(parts, x, residual, y, h)
         programs -= programs % parts
     chunk, buffers, res_stages = rings or config(x, residual, weight, bias, layer)

@@ -45,9 +45,9 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops import softmax_sm90
-from rooftop.ops._support import (SPLIT_ROWS_ENABLED, as_rows, cdiv, check_float, interpreting, is_sm90, launch,
-                                  normalize_dim, num_sms, onchip_config, runs_kernel, torch_op)
+from rooftop.ops import _support, softmax_sm90
+from rooftop.ops._support import (as_rows, cdiv, check_float, interpreting, is_sm90, launch, normalize_dim, num_sms,
+                                  onchip_config, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -236,14 +236,14 @@ def looped_config(N: int) -> tuple[int, int]:
 def gluon_parts(rows: torch.Tensor, out: torch.Tensor) -> int:
     """How the Gluon path (softmax_sm90) takes these [M, N] views: 0 not at all, 1 whole rows, P > 1 each row
     split into P parts of at most PART_MAX_N (rows past the ring, contiguous, N a multiple of 8 P; the parts
-    exchange their statistics, so their programs must all be resident: SPLIT_ROWS_ENABLED)."""
+    exchange their statistics, so their programs must all be resident: _support.SPLIT_ROWS_ENABLED)."""
     M, N = rows.shape
     if not (GLUON_ENABLED and rows.is_cuda and not interpreting() and N > GLUON_MIN_N and is_sm90(rows.device.index)
             and softmax_sm90.supports(rows, out, past_ring=True)):
         return 0
     sms = num_sms(rows.device.index)
     parts = triton.next_power_of_2(cdiv(N, PART_MAX_N))
-    if not (N > softmax_sm90.STAGES * softmax_sm90.CHUNK and SPLIT_ROWS_ENABLED and rows.stride(0) == N
+    if not (N > softmax_sm90.STAGES * softmax_sm90.CHUNK and _support.SPLIT_ROWS_ENABLED and rows.stride(0) == N
             and out.stride(0) == N and N % (8 * parts) == 0 and parts <= sms):
         parts = 1  # whole rows, in the ring or past it (the head re-read)
     if parts == 1 and N > GLUON_MAX_N or M * parts < softmax_sm90.CONSUMERS * sms:

@@ -429,7 +429,7 @@ class _Plan:
         if keep < chunks and consumers != 1:
             raise ValueError(f"consumers={consumers}: a row past the ring ({chunks} chunks, {STAGES} buffers) "
                              "takes one consumer")
-        if parts > 1 and (keep < chunks or programs % parts or M % parts):
+        if parts > 1 and (keep < chunks or programs % parts):
             raise ValueError(f"parts={parts}: parts of a row fit the ring, on a multiple of {parts} programs")
         flat = N % CHUNK == 0 and x.stride(0) == N  # whole chunks of contiguous rows: one box a chunk
         box = [CHUNK // BOX_COLS, BOX_COLS] if flat else [1, BOX_COLS]
@@ -462,6 +462,8 @@ def softmax_rows(x: torch.Tensor, out: torch.Tensor, log: bool, programs: int, c
     docstring); programs is then rounded down to a multiple of parts. consumers, warps, keep: config()'s when
     None (benchmarks/exp_gluon_softmax.py measures others)."""
     if parts > 1:
+        if programs < parts:
+            raise ValueError(f"parts={parts}: at least as many programs, not {programs}")
         x, out = part_views(parts, x, out)
         programs -= programs % parts
     key = (x.device.index, x.dtype, *x.shape, x.stride(0), out.stride(0), log, programs, consumers, warps, keep, parts)
