@@ -140,6 +140,11 @@ def norm_gluon_rows() -> int:
     return 4 * norm_sm90.CONSUMERS * torch.cuda.get_device_properties(0).multi_processor_count + 5
 
 
+def rows_in_parts(parts: int) -> int:
+    """Rows for a Gluon path whose rows are split into `parts` parts (2 rows of parts an SM), and a few more."""
+    return 2 * torch.cuda.get_device_properties(0).multi_processor_count // parts + 3
+
+
 def run_norm_gluon(monkeypatch, fn):
     """fn()'s result, asserting that it ran the norms' Gluon kernel."""
     from rooftop.ops import norm_sm90

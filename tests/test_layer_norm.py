@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from conftest import HAS_CUDA, TOL, norm_gluon_rows, rel_err, run_norm_gluon, skip_unless_sm90, spy_launches
+from conftest import (HAS_CUDA, TOL, norm_gluon_rows, rel_err, rows_in_parts, run_norm_gluon, skip_unless_sm90,
+                      spy_launches)
 from rooftop import registry
 from rooftop.ops import layer_norm as layer_norm_mod
 from rooftop.ops.layer_norm import (ONCHIP_MAX, add_layer_norm_reference, fused_add_layer_norm_, layer_norm,
@@ -501,7 +502,7 @@ def test_gpu_gluon_rows_in_parts(dtype, N, parts, params, monkeypatch):
     counters are left at zero."""
     skip_unless_sm90()
     from rooftop.ops._support import arrival_counters
-    M = 2 * torch.cuda.get_device_properties(0).multi_processor_count // parts + 3
+    M = rows_in_parts(parts)
     x, _, w, b = _inputs((M, N), dtype, "cuda", param_dtype=torch.float32 if "fp32" in params else None)
     w, b = (None, None) if params == "neither" else (w, b)
     x[1, : N // 2] += 1e4
@@ -522,7 +523,7 @@ def test_gpu_gluon_rows_in_parts_with_residual(monkeypatch):
     skip_unless_sm90()
     from rooftop.ops import norm_sm90
     N, parts = 1 << 20, 16
-    M = 2 * torch.cuda.get_device_properties(0).multi_processor_count // parts + 3
+    M = rows_in_parts(parts)
     x, res, w, b = _inputs((M, N), torch.bfloat16, "cuda")
     assert layer_norm_mod.gluon_parts(x, res, w, b, torch.empty_like(x), torch.empty_like(x)) == parts
     narrow = x[:, :norm_sm90.PARTS_RESIDUAL_MIN_N].contiguous()

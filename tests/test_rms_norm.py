@@ -4,7 +4,7 @@ import torch
 import rooftop
 from rooftop.ops import rms_norm as rms_norm_mod
 from rooftop.ops.rms_norm import add_rms_norm_reference, quantize_rows_reference, rms_norm_reference
-from conftest import TOL, norm_gluon_rows, rel_err, run_norm_gluon, skip_unless_sm90, spy_launches
+from conftest import TOL, norm_gluon_rows, rel_err, rows_in_parts, run_norm_gluon, skip_unless_sm90, spy_launches
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 # 1, odd, prime, non-power-of-two, the widest on-chip row (32768), the looped path, 262144
@@ -379,7 +379,7 @@ def test_gpu_gluon_rows_in_parts(dtype, N, parts, weight, monkeypatch):
     which part arrives last and the rows' counters are left at zero."""
     skip_unless_sm90()
     from rooftop.ops._support import arrival_counters
-    M = 2 * torch.cuda.get_device_properties(0).multi_processor_count // parts + 3
+    M = rows_in_parts(parts)
     x, _, w = _inputs((M, N), dtype, "cuda", torch.float32 if "fp32" in weight else None)
     w = None if weight == "none" else w
     offset = 1.0 if weight == "gemma offset" else 0.0
@@ -399,7 +399,7 @@ def test_gpu_gluon_rows_in_parts_with_residual(monkeypatch):
     skip_unless_sm90()
     from rooftop.ops import norm_sm90
     N, parts = 1 << 20, 16
-    M = 2 * torch.cuda.get_device_properties(0).multi_processor_count // parts + 3
+    M = rows_in_parts(parts)
     x, res, w = _inputs((M, N), torch.bfloat16, "cuda")
     assert rms_norm_mod.gluon_parts(x, res, w, torch.empty_like(x), torch.empty_like(x)) == parts
     narrow = x[:, :norm_sm90.PARTS_RESIDUAL_MIN_N].contiguous()

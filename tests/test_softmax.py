@@ -6,7 +6,7 @@ from rooftop.ops import softmax as softmax_mod
 from rooftop.ops import softmax_sm90
 from rooftop.ops._support import arrival_counters
 from rooftop.ops.softmax import softmax_reference
-from conftest import TOL, rel_err
+from conftest import TOL, rel_err, rows_in_parts
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 # widths cover: 1, odd, prime, non-power-of-two, the widest on-chip row (65536), the looped path
@@ -206,8 +206,7 @@ def test_gpu_gluon_rows_in_parts(N, parts, log, monkeypatch):
     merge their (max, sum) pairs through global memory: the result matches torch, does not depend on which
     part arrives last (bit-equal on a second run), and the rows' counters are left at zero."""
     _sm90()
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    M = softmax_sm90.CONSUMERS * sms // parts + 3
+    M = rows_in_parts(parts)
     x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16) * 4
     x[1, N // parts:] = -float("inf")  # a row with all its mass in the first part
     assert softmax_mod.gluon_parts(x, torch.empty_like(x)) == parts
