@@ -517,25 +517,6 @@ def test_gpu_gluon_rows_in_parts(dtype, N, parts, params, monkeypatch):
 
 
 @pytest.mark.gpu
-def test_gpu_gluon_rows_in_parts_with_residual(monkeypatch):
-    """With a residual, rows past norm_sm90.PARTS_RESIDUAL_MIN_N are split into parts (up to it the split-words
-    kernels run): the new residual is x + residual rounded once, out of place and in place."""
-    skip_unless_sm90()
-    from rooftop.ops import norm_sm90
-    N, parts = 1 << 20, 16
-    M = rows_in_parts(parts)
-    x, res, w, b = _inputs((M, N), torch.bfloat16, "cuda")
-    assert layer_norm_mod.gluon_parts(x, res, w, b, torch.empty_like(x), torch.empty_like(x)) == parts
-    narrow = x[:, :norm_sm90.PARTS_RESIDUAL_MIN_N].contiguous()
-    assert not layer_norm_mod.gluon_parts(narrow, narrow, w[:narrow.shape[1]], b[:narrow.shape[1]], narrow, narrow)
-    y_ref, r_ref = add_layer_norm_reference(x, res, w, b, 1e-5)
-    y, r = run_norm_gluon(monkeypatch, lambda: layer_norm(x, w, b, 1e-5, residual=res))
-    assert torch.equal(r, (x.float() + res.float()).bfloat16()) and rel_err(y, y_ref) < TOL[torch.bfloat16]
-    run_norm_gluon(monkeypatch, lambda: fused_add_layer_norm_(x, res, w, b, 1e-5))
-    assert torch.equal(res, r) and torch.equal(x, y)
-
-
-@pytest.mark.gpu
 def test_gpu_gluon_dispatch(monkeypatch):
     """The Gluon path takes 16-bit rows of GLUON_MIN_N < N <= GLUON_MAX_N (N a multiple of 8; with a residual
     not TRITON_RES_N) with at least 2 rows per SM and 16-byte aligned parameters, and nothing else; GLUON_ENABLED

@@ -393,25 +393,6 @@ def test_gpu_gluon_rows_in_parts(dtype, N, parts, weight, monkeypatch):
 
 
 @pytest.mark.gpu
-def test_gpu_gluon_rows_in_parts_with_residual(monkeypatch):
-    """With a residual, rows past norm_sm90.PARTS_RESIDUAL_MIN_N are split into parts (up to it the split-words
-    kernels run): the new residual is x + residual rounded once, out of place and in place."""
-    skip_unless_sm90()
-    from rooftop.ops import norm_sm90
-    N, parts = 1 << 20, 16
-    M = rows_in_parts(parts)
-    x, res, w = _inputs((M, N), torch.bfloat16, "cuda")
-    assert rms_norm_mod.gluon_parts(x, res, w, torch.empty_like(x), torch.empty_like(x)) == parts
-    narrow = x[:, :norm_sm90.PARTS_RESIDUAL_MIN_N].contiguous()
-    assert not rms_norm_mod.gluon_parts(narrow, narrow, w[:narrow.shape[1]], narrow, narrow)
-    y_ref, r_ref = add_rms_norm_reference(x, res, w, 1e-6)
-    y, r = run_norm_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w, 1e-6, residual=res))
-    assert torch.equal(r, (x.float() + res.float()).bfloat16()) and rel_err(y, y_ref) < TOL[torch.bfloat16]
-    run_norm_gluon(monkeypatch, lambda: rooftop.fused_add_rms_norm_(x, res, w, 1e-6))
-    assert torch.equal(res, r) and torch.equal(x, y)
-
-
-@pytest.mark.gpu
 def test_gpu_gluon_dispatch(monkeypatch):
     """The Gluon path takes 16-bit rows of GLUON_MIN_N < N <= GLUON_MAX_N but TRITON_RES_N with a residual (N a
     multiple of 8) with at least 2 rows per SM, y in x's dtype and no quantization, and nothing else;

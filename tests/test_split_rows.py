@@ -11,9 +11,9 @@ import rooftop
 from rooftop.ops import _support
 from rooftop.ops import layer_norm as layer_norm_mod
 from rooftop.ops import rms_norm as rms_norm_mod
-from rooftop.ops.layer_norm import layer_norm_reference
+from rooftop.ops.layer_norm import add_layer_norm_reference, layer_norm_reference
 from rooftop.ops.rms_norm import add_rms_norm_reference, rms_norm_reference
-from conftest import DEVICE, HAS_CUDA, TOL, rel_err, spy_launches
+from conftest import DEVICE, HAS_CUDA, TOL, rel_err, rows_in_parts, run_norm_gluon, skip_unless_sm90, spy_launches
 
 WIDTH = 65536 + 8193  # past the split threshold, the last chunk ragged
 
@@ -234,3 +234,35 @@ def test_split_rows_switch(monkeypatch):
         assert softmax.gluon_parts(wide, wide) == 1
         assert not rms_norm.gluon_parts(wide, None, w, wide, None)
         assert not layer_norm.gluon_parts(wide, None, w, w, wide, None)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layer", [False, True], ids=["rms_norm", "layer_norm"])
+def test_gpu_gluon_rows_in_parts_with_residual(layer, monkeypatch):
+    """With a residual, rows past norm_sm90.PARTS_RESIDUAL_MIN_N are split into parts (up to it the split-words
+    kernels run): the new residual is x + residual rounded once, out of place and in place."""
+    skip_unless_sm90()
+    from rooftop.ops import norm_sm90
+    N, parts = 1 << 20, 16
+    M = rows_in_parts(parts)
+    x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
+    res = torch.randn_like(x)
+    w = torch.rand(N, device="cuda", dtype=torch.bfloat16) + 0.5
+    b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+    if layer:
+        parts_of = lambda t, r: layer_norm_mod.gluon_parts(t, r, w[:t.shape[1]], b[:t.shape[1]], t, r)  # noqa: E731
+        call = lambda: rooftop.layer_norm(x, w, b, 1e-5, residual=res)  # noqa: E731
+        in_place = lambda: rooftop.fused_add_layer_norm_(x, res, w, b, 1e-5)  # noqa: E731
+        y_ref = add_layer_norm_reference(x, res, w, b, 1e-5)[0]
+    else:
+        parts_of = lambda t, r: rms_norm_mod.gluon_parts(t, r, w[:t.shape[1]], t, r)  # noqa: E731
+        call = lambda: rooftop.rms_norm(x, w, 1e-6, residual=res)  # noqa: E731
+        in_place = lambda: rooftop.fused_add_rms_norm_(x, res, w, 1e-6)  # noqa: E731
+        y_ref = add_rms_norm_reference(x, res, w, 1e-6)[0]
+    assert parts_of(x, res) == parts
+    narrow = x[:, :norm_sm90.PARTS_RESIDUAL_MIN_N].contiguous()
+    assert not parts_of(narrow, narrow)
+    y, r = run_norm_gluon(monkeypatch, call)
+    assert torch.equal(r, (x.float() + res.float()).bfloat16()) and rel_err(y, y_ref) < TOL[torch.bfloat16]
+    run_norm_gluon(monkeypatch, in_place)
+    assert torch.equal(res, r) and torch.equal(x, y)
