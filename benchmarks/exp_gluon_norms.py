@@ -236,10 +236,11 @@ def consumer_loops(sass: str, per_thread: int) -> list[tuple[str, int, float, di
 
 
 def _compile(op: str, N: int, v: Variant | None = LIBRARY, dtype: str = "bf16", param: str | None = "bf16",
-             flat: bool = True, parts: int = 1):
+             flat: bool = True, parts: int = 1, quant: str | None = None):
     """sm_90 compile of op's kernel for [*, N] rows as the launch makes it: param the weight's (and bias's)
     dtype, None for none; flat=False: the [1, 256] boxes of strided rows; v None: the library's rings; parts > 1:
-    the rows are parts of rows `parts` times wider (N per part)."""
+    the rows are parts of rows `parts` times wider (N per part); quant: rms_norm's quantized y ("fp8", "int8")."""
+    quant_id, qmax = rms_norm_mod.QUANT_FORMATS[quant][1:] if quant else (0, 1.0)
     layer, residual = _op_flags(op)
     chunk, buffers, res_stages = _library_rings(op, N, param, flat) if v is None else v.rings()
     r_stages = res_stages if residual else 0
@@ -247,11 +248,13 @@ def _compile(op: str, N: int, v: Variant | None = LIBRARY, dtype: str = "bf16", 
     box = [chunk // BOX_COLS, BOX_COLS] if flat else [1, BOX_COLS]
     consts = dict(LAYER=layer, HAS_RES=residual, HAS_W=param is not None, HAS_B=layer and param is not None,
                   EVEN=N % chunk == 0, FLAT=flat, CHUNK=chunk, CHUNKS=-(-N // chunk), X_STAGES=buffers - r_stages,
-                  R_STAGES=r_stages, PARTS=parts, LOADER_REGS=LOADER_REGS,
+                  R_STAGES=r_stages, PARTS=parts, QUANT=quant_id, QMAX=qmax, LOADER_REGS=LOADER_REGS,
                   CONSUMER_REGS=consumer_regs(norm_sm90.CONSUMERS, norm_sm90.CONSUMER_WARPS))
     desc = f"tensordesc<{dtype}{box},{RING_LAYOUT!r}>"
-    sig = dict(x_desc=desc, r_desc=desc, y_ptr=f"*{dtype}", h_ptr=f"*{dtype}", w_ptr=f"*{param or dtype}",
-               b_ptr=f"*{param or dtype}", ws_ptr="*fp32" if parts > 1 else f"*{dtype}",
+    y_dtype = {None: dtype, "fp8": "fp8e4nv", "int8": "i8"}[quant]
+    sig = dict(x_desc=desc, r_desc=desc, y_ptr=f"*{y_dtype}", h_ptr=f"*{dtype}", w_ptr=f"*{param or dtype}",
+               b_ptr=f"*{param or dtype}", scale_ptr="*fp32" if quant else f"*{dtype}",
+               ws_ptr="*fp32" if parts > 1 else f"*{dtype}",
                cnt_ptr="*i32" if parts > 1 else f"*{dtype}", M="i32", N8="i32", y_stride8="i32", h_stride8="i32",
                eps="fp32", w_offset="fp32")
     sig.update({name: "constexpr" for name in consts})

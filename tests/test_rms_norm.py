@@ -137,8 +137,6 @@ def test_gemma_offset_and_out_dtype(shape, device):
 @pytest.mark.parametrize("shape", [(1, 1), (5, 1000), (2, 32768), (3, 40000), (2, 49152)])
 @pytest.mark.parametrize("with_residual", [False, True])
 def test_quantized_output(shape, quant, with_residual, device):
-    from rooftop.ops.rms_norm import QUANT_FORMATS
-
     x, res, w = _inputs(shape, torch.bfloat16, device)
     if with_residual:
         q, scale, r = rooftop.rms_norm(x, w, residual=res, quant=quant)
@@ -147,13 +145,20 @@ def test_quantized_output(shape, quant, with_residual, device):
     else:
         q, scale = rooftop.rms_norm(x, w, quant=quant)
         y_ref = rms_norm_reference(x, w)
+    _assert_quantized(q, scale, y_ref, quant)
+
+
+def _assert_quantized(q, scale, y_ref, quant):
+    """q, scale: y_ref (float64) quantized per row as quantize_rows_reference does, up to rounding."""
+    from rooftop.ops.rms_norm import QUANT_FORMATS
+
     dtype, _, qmax = QUANT_FORMATS[quant]
-    assert q.dtype == dtype and q.shape == x.shape
-    assert scale.dtype == torch.float32 and scale.shape == (shape[0], 1)
+    assert q.dtype == dtype and q.shape == y_ref.shape
+    assert scale.dtype == torch.float32 and scale.shape == (*y_ref.shape[:-1], 1)
     q_ref, scale_ref = quantize_rows_reference(y_ref, quant)
     assert rel_err(scale, scale_ref) < 1e-5
     # every row uses its full range, and dequantizing gives y back to the format's precision
-    assert torch.allclose(q.float().abs().amax(-1), torch.full((shape[0],), qmax, device=device))
+    assert torch.allclose(q.float().abs().amax(-1), torch.full(y_ref.shape[:-1], qmax, device=q.device))
     # dequantized, each element is within the format's rounding of y: half a step for int8; half an
     # ulp of a 3-bit mantissa (1/16 of |y|) for fp8, with e4m3's subnormal step (2^-9) near zero
     err = (q.double() * scale.double() - y_ref).abs()
@@ -395,7 +400,8 @@ def test_gpu_gluon_rows_in_parts(dtype, N, parts, weight, monkeypatch):
 @pytest.mark.gpu
 def test_gpu_gluon_dispatch(monkeypatch):
     """The Gluon path takes 16-bit rows of GLUON_MIN_N < N <= GLUON_MAX_N but TRITON_RES_N with a residual (N a
-    multiple of 8) with at least 2 rows per SM, y in x's dtype and no quantization, and nothing else;
+    multiple of 8) with at least 2 rows per SM, y in x's dtype or quantized (QUANT_GLUON_MIN_N < N), and nothing
+    else;
     GLUON_ENABLED switches it off."""
     skip_unless_sm90()
     M = 2 * torch.cuda.get_device_properties(0).multi_processor_count
@@ -403,6 +409,7 @@ def test_gpu_gluon_dispatch(monkeypatch):
     def takes(shape, dtype=torch.bfloat16, residual=False, quant=None, y_dtype=None):
         x = torch.empty(shape, device="cuda", dtype=dtype)
         w = torch.empty(shape[1], device="cuda", dtype=dtype)
+        y_dtype = rms_norm_mod.QUANT_FORMATS[quant][0] if quant else y_dtype
         y = torch.empty(shape, device="cuda", dtype=y_dtype or dtype)
         r = torch.empty_like(x) if residual else None
         return rms_norm_mod.uses_gluon(x, torch.empty_like(x) if residual else None, w, y, r, quant)
@@ -418,10 +425,40 @@ def test_gpu_gluon_dispatch(monkeypatch):
     assert not takes((M, 16384))  # not past GLUON_MIN_N: the on-chip kernel's
     assert not takes((M, 65536 + 8))  # past GLUON_MAX_N, not a multiple of 8 * 2: not in parts
     assert takes((M, 131072)) and not takes((M, 131072), residual=True)  # in parts, without a residual only
-    assert not takes((M, 131072), quant="fp8")
+    # quantizing rows: past QUANT_GLUON_MIN_N, TRITON_RES_N too, in parts with a residual too
+    assert takes((M, 16384), quant="fp8") and not takes((M, 8192), quant="int8")
+    assert takes((M, 32768), residual=True, quant="int8") and takes((M, 131072), residual=True, quant="fp8")
     assert not takes((M, 32772))  # N not a multiple of 8: no TMA descriptor
     assert not takes((M, 65536), torch.float32)
     assert not takes((M - 1, 65536))  # fewer than 2 rows per SM
-    assert not takes((M, 65536), quant="fp8") and not takes((M, 65536), y_dtype=torch.float32)
+    assert takes((M, 65536), quant="fp8") and not takes((M, 65536), y_dtype=torch.float32)
     monkeypatch.setattr(rms_norm_mod, "GLUON_ENABLED", False)
     assert not takes((M, 65536))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("quant", ["fp8", "int8"])
+@pytest.mark.parametrize("weight", ["weight", "fp32 gemma offset", "none"])
+@pytest.mark.parametrize("N, parts", [(16384, 1), (32776, 1), (65536, 1), (131072, 2), (1 << 20, 16)])
+@pytest.mark.parametrize("residual", [False, True])
+def test_gpu_gluon_quantized(quant, weight, N, parts, residual, monkeypatch):
+    """Quantizing rows on the Gluon path (rows in parts past GLUON_MAX_N, with a residual too): the scale of each
+    whole row, y / scale rounded as the format does, the new residual bit for bit; row 1's largest value sits in
+    its last part."""
+    skip_unless_sm90()
+    M = rows_in_parts(parts) if parts > 1 else norm_gluon_rows()
+    x, res, w = _inputs((M, N), torch.bfloat16, "cuda", torch.float32 if "fp32" in weight else None)
+    w, offset = {"weight": (w, 0.0), "fp32 gemma offset": (w - 1.0, 1.0), "none": (None, 0.0)}[weight]
+    x[1, -1] = 40.0
+    res = res if residual else None
+    q_dtype = rms_norm_mod.QUANT_FORMATS[quant][0]
+    assert rms_norm_mod.gluon_parts(x, res, w, torch.empty_like(x, dtype=q_dtype), res) == parts
+    out = run_norm_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w, 1e-6, residual=res, offset=offset, quant=quant))
+    if residual:
+        q, scale, r = out
+        assert torch.equal(r, (x.float() + res.float()).bfloat16())
+        y_ref = rms_norm_reference(r, w, 1e-6, offset)
+    else:
+        q, scale = out
+        y_ref = rms_norm_reference(x, w, 1e-6, offset)
+    _assert_quantized(q, scale, y_ref, quant)

@@ -6,6 +6,9 @@ What it computes, per row of N (fp32 statistics; y, h rounded to x's dtype):
 
     h = x + residual   (rounded to x's dtype: the new residual stream, stored; without a residual h = x)
     rms_norm:    y_i = h_i * rsqrt(mean_j(h_j^2) + eps) * (offset + w_i)                (w None: no scale)
+                 quantized (fp8 / int8 y): s = max_j |y_j| / QMAX stored per row, y_i / s stored (rms_norm.py's
+                 formats); max|y| = rsqrt(..) * max|h (offset + w)|, taken in pass 1 (the weight's loads then run
+                 in both passes), so y / s = h_i * (offset + w_i) * (rsqrt(..) / s): no division an element
     layer_norm:  s = the fp32 mean of the row's first chunk;  d_i = h_i - s;  c = mean_j(d_j);
                  var = mean_j(d_j^2) - c^2;  y_i = (d_i - c) * rsqrt(var + eps) * w_i + b_i  (w, b None: left out)
 
@@ -71,9 +74,9 @@ parts sit far apart (halves centred 2e4 apart in the tests) keep their precision
 Memory traffic: x (and the residual) read from HBM once, y (and h) written once: 2 (4) * M * N * itemsize;
 the weight and bias read once per row from L2. Shared memory: X_STAGES + R_STAGES buffers of CHUNK elements.
 
-Needs (supports()): fp16 or bf16 x, y (and h) of x's dtype, N a multiple of 8, 16-byte aligned bases and
-row strides (the TMA rows; y's, h's vector stores; the weight and bias, of any float dtype), rows that do not
-overlap, CHUNKS <= X_STAGES. Columns past N read 0 (TMA) and are masked where they would count; the weight
+Needs (supports()): fp16 or bf16 x, y (and h) of x's dtype (or a 1-byte quantized y), N a multiple of 8, 16-byte
+aligned bases and row strides (the TMA rows; y's, h's vector stores; the weight and bias, of any float dtype), rows
+that do not overlap, CHUNKS <= X_STAGES. Columns past N read 0 (TMA) and are masked where they would count; the weight
 and bias are read there at the last vector's columns (unmasked loads, values never used).
 """
 from __future__ import annotations
@@ -146,14 +149,16 @@ def _add_residual(x, it, x_ring, x_buf, r_ring, r_ready, r_empty, h_ptrs, live, 
 
 
 @gluon.jit
-def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready, r_empty, turns,
-              M, N8, y_stride8, h_stride8, eps, w_offset, WHO: gl.constexpr, LAYER: gl.constexpr,
+def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready,
+              r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, WHO: gl.constexpr, LAYER: gl.constexpr,
               HAS_RES: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr, EVEN: gl.constexpr,
-              CHUNKS: gl.constexpr, WARPS: gl.constexpr, PARTS: gl.constexpr):
+              CHUNKS: gl.constexpr, WARPS: gl.constexpr, PARTS: gl.constexpr, QUANT: gl.constexpr,
+              QMAX: gl.constexpr):
     """Consumer WHO's rows (the module docstring). N8, y_stride8, h_stride8: N and the row strides in
-    8-element vectors (so that the compiler knows stores and masks come in whole 16-byte vectors). PARTS > 1:
+    8-element vectors (so that the compiler knows stores and masks come in whole vectors). PARTS > 1:
     the rows are parts of rows PARTS times wider, and this program's are always part pid % PARTS (the programs
-    are a multiple of PARTS), whose weight and bias columns start N later each."""
+    are a multiple of PARTS), whose weight and bias columns start N later each. QUANT (RMSNorm only; 1 fp8,
+    2 int8): y is stored as y / s, s = max|y| / QMAX of the whole row, stored to scale_ptr."""
     X_STAGES: gl.constexpr = x_ring.shape[0]
     CHUNK: gl.constexpr = x_ring.shape[1] * x_ring.shape[2]
     GROUPS: gl.constexpr = CHUNK // VEC
@@ -184,7 +189,7 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_em
         h_row = h_ptr + row.to(gl.int64) * h_stride8 * VEC
         # pass 1, as the chunks land: per group, sum of h^2 (rms), or of d = h - shift and of d^2 (layer)
         acc = gl.zeros([GROUPS], gl.float32, group_layout)
-        acc_dd = gl.zeros([GROUPS], gl.float32, group_layout)
+        acc_dd = gl.zeros([GROUPS], gl.float32, group_layout)  # LayerNorm: sum d^2; QUANT: max |h (offset + w)|
         shift = 0.0
         for c in range(CHUNKS):
             buf = (it + c) % X_STAGES
@@ -206,6 +211,12 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_em
                 acc_dd += chunk_dd
             else:
                 acc += gl.sum(x * x, axis=1)
+                if QUANT:  # y = rstd * h (offset + w): its largest magnitude is rstd * max|h (offset + w)|
+                    if HAS_W:  # pass 1 takes the weight's loads a chunk ahead too, pass 2 goes on from chunk 0
+                        w = w_next.to(gl.float32)
+                        w_next = gl.load(w_ptr + _param_cols(((c + 1) % CHUNKS) * CHUNK, starts, lanes, N, EVEN))
+                        x = x * (w + w_offset)
+                    acc_dd = gl.maximum(acc_dd, gl.max(gl.abs(x), axis=1))  # columns past N read 0
         mbarrier.arrive(turns.index(WHO))
         if LAYER:
             corr = gl.sum(acc, axis=0) / N  # the mean of d: what the shift missed of the row's mean
@@ -220,10 +231,17 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_em
             centre = corr * rstd  # y = (h - shift) * rstd - centre
         else:
             mean_square = gl.sum(acc, axis=0) / N
+            peak = gl.max(acc_dd, axis=0)
             if PARTS > 1:
-                squares, _ = softmax_sm90.exchange_pairs(ws_ptr, cnt_ptr, row, mean_square, 0.0, PARTS, WARPS)
+                squares, peaks = softmax_sm90.exchange_pairs(ws_ptr, cnt_ptr, row, mean_square, peak, PARTS, WARPS)
                 mean_square = gl.sum(squares, axis=0) / PARTS
+                peak = gl.max(peaks, axis=0)
             rstd = gl.rsqrt(mean_square + eps)
+            if QUANT:  # y / s = h (offset + w) rstd / s: the row's gain takes the 1 / s
+                scale = gl.maximum(peak * rstd, 1e-30) / QMAX
+                if row % PARTS == 0:
+                    gl.store(scale_ptr + row // PARTS, scale)
+                rstd = rstd / scale
             offset_rstd = w_offset * rstd  # y = h * (w * rstd + offset * rstd)
         # pass 2: normalise, release, store
         y_row = y_ptr + row.to(gl.int64) * y_stride8 * VEC
@@ -248,7 +266,9 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_em
                 y = x * (w * rstd + offset_rstd)
             else:
                 y = x * rstd
-            y = y.to(y_ptr.dtype.element_ty)
+            if QUANT == 2:  # int8: half away from zero (the conversion truncates); |y| <= 127 up to rounding
+                y = gl.where(y >= 0, y + 0.5, y - 0.5)
+            y = y.to(y_ptr.dtype.element_ty)  # fp8: to nearest
             if EVEN:
                 gl.store(y_row + c * CHUNK + offs, y)
             else:
@@ -257,11 +277,11 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_em
 
 
 @gluon.jit
-def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, M, N8, y_stride8, h_stride8, eps,
-                 w_offset, LAYER: gl.constexpr, HAS_RES: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr,
+def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, M, N8, y_stride8, h_stride8,
+                 eps, w_offset, LAYER: gl.constexpr, HAS_RES: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr,
                  EVEN: gl.constexpr, FLAT: gl.constexpr, CHUNK: gl.constexpr, CHUNKS: gl.constexpr,
-                 X_STAGES: gl.constexpr, R_STAGES: gl.constexpr, PARTS: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                 LOADER_REGS: gl.constexpr):
+                 X_STAGES: gl.constexpr, R_STAGES: gl.constexpr, PARTS: gl.constexpr, QUANT: gl.constexpr,
+                 QMAX: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
     """Persistent: consumer 0 is the default partition (num_warps warps), consumer 1 and the 1-warp loaders
     workers. The rings' buffers are [CHUNK / 256, 256]; a descriptor's box is one of their rows, or all of
     them (FLAT). Without a residual r_desc, h_ptr are x's descriptor and y (unused)."""
@@ -289,23 +309,23 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, M,
     fence_async_shared()
     if HAS_RES:
         gl.warp_specialize([
-            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready,
-                         r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES, HAS_W, HAS_B,
-                         EVEN, CHUNKS, WARPS, PARTS)),
-            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready,
-                         r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES, HAS_W, HAS_B,
-                         EVEN, CHUNKS, WARPS, PARTS)),
+            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
+                         r_ready, r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES,
+                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX)),
+            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
+                         r_ready, r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES,
+                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX)),
             (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
             (_loader, (r_desc, r_ring, r_ready, r_empty, M, CHUNKS, R_STAGES, FLAT)),
         ], [WARPS, 1, 1], [CONSUMER_REGS, LOADER_REGS, LOADER_REGS])
     else:
         gl.warp_specialize([
-            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready,
-                         r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES, HAS_W, HAS_B,
-                         EVEN, CHUNKS, WARPS, PARTS)),
-            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready,
-                         r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES, HAS_W, HAS_B,
-                         EVEN, CHUNKS, WARPS, PARTS)),
+            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
+                         r_ready, r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES,
+                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX)),
+            (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
+                         r_ready, r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES,
+                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX)),
             (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
         ], [WARPS, 1], [CONSUMER_REGS, LOADER_REGS])
 
@@ -332,13 +352,17 @@ def supports(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional
              rings: Optional[tuple[int, int, int]] = None) -> bool:
     """Whether the kernel can take the [M, N] row views (unit column stride) as they are: x and y, and the
     residual and h, as softmax_sm90.supports takes a row view and its output (16-bit, TMA-addressable rows,
-    16-byte aligned stores), a row of x that fits x's ring (the residual's streams through its own), and a
-    16-byte aligned weight and bias of any float dtype. rings: (chunk, buffers, residual's buffers), config()'s
-    when None."""
+    16-byte aligned stores), or a quantized y (RMSNorm: 1-byte elements, 16-byte aligned, a row stride of whole
+    8-byte vectors), a row of x that fits x's ring (the residual's streams through its own), and a 16-byte
+    aligned weight and bias of any float dtype. rings: (chunk, buffers, residual's buffers), config()'s when
+    None."""
     chunk, buffers, res_stages = rings or config(x, residual, weight, bias, layer)
     n_chunks = cdiv(x.shape[1], chunk)
     x_stages = buffers - (res_stages if residual is not None else 0)
-    return (softmax_sm90.supports(x, y, chunk, x_stages)
+    quantized = y.element_size() == 1
+    if quantized and (layer or y.stride(0) % 8 or y.data_ptr() % 16):
+        return False
+    return (softmax_sm90.supports(x, x if quantized else y, chunk, x_stages)
             and (residual is None or softmax_sm90.supports(residual, h, chunk, n_chunks))
             and all(t is None or t.data_ptr() % 16 == 0 for t in (weight, bias)))
 
@@ -346,14 +370,15 @@ def supports(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional
 def row_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
               bias: Optional[torch.Tensor], y: torch.Tensor, h: Optional[torch.Tensor], layer: bool, max_n: int) -> int:
     """The parts (a power of two, each at most max_n wide) that rows wider than max_n are split into on this path,
-    or 0 where they cannot be: a residual up to PARTS_RESIDUAL_MIN_N, rows that are not contiguous or not a multiple
-    of 8 parts wide, fewer than 2 rows of parts an SM, more parts than SMs, or _support.SPLIT_ROWS_ENABLED off (a
-    row's parts wait for each other: their programs must all be resident)."""
+    or 0 where they cannot be: a residual up to PARTS_RESIDUAL_MIN_N (but for a quantized y: the kernels it would
+    otherwise take hold no quantizing rows), rows that are not contiguous or not a multiple of 8 parts wide, fewer
+    than 2 rows of parts an SM, more parts than SMs, or _support.SPLIT_ROWS_ENABLED off (a row's parts wait for
+    each other: their programs must all be resident)."""
     M, N = x.shape
     sms = num_sms(x.device.index)
     parts = triton.next_power_of_2(cdiv(N, max_n))
-    if (not _support.SPLIT_ROWS_ENABLED or (residual is not None and N <= PARTS_RESIDUAL_MIN_N) or parts > sms
-            or M * parts < CONSUMERS * sms):
+    wide_residual = residual is not None and N <= PARTS_RESIDUAL_MIN_N and y.element_size() != 1
+    if not _support.SPLIT_ROWS_ENABLED or wide_residual or parts > sms or M * parts < CONSUMERS * sms:
         return 0
     try:
         views = part_views(parts, x, residual, y, h)
@@ -369,7 +394,7 @@ class _Plan:
     __slots__ = ("sizes", "launch", "rows")
 
     def __init__(self, x, residual, weight, bias, y, h, layer: bool, programs: int, chunk: int, buffers: int,
-                 res_stages: int, parts: int):
+                 res_stages: int, parts: int, quant: tuple[int, float]):
         M, N = x.shape
         rows = [x, x if residual is None else residual]  # the kernel's two descriptors (x's twice without one)
         # whole chunks of contiguous rows: one box a chunk
@@ -381,21 +406,22 @@ class _Plan:
         self.rows = M // parts if parts > 1 else 0  # the rows whose parts exchange statistics
         constexprs = dict(LAYER=layer, HAS_RES=residual is not None, HAS_W=weight is not None, HAS_B=bias is not None,
                           EVEN=N % chunk == 0, FLAT=flat, CHUNK=chunk, CHUNKS=cdiv(N, chunk),
-                          X_STAGES=buffers - r_stages, R_STAGES=r_stages, PARTS=parts,
+                          X_STAGES=buffers - r_stages, R_STAGES=r_stages, PARTS=parts, QUANT=quant[0], QMAX=quant[1],
                           CONSUMER_REGS=consumer_regs(CONSUMERS, CONSUMER_WARPS), LOADER_REGS=LOADER_REGS)
         self.launch = GluonLaunch(_norm_kernel, (min(programs, M),), [(*v, box, RING_LAYOUT) for v in views],
                                   constexprs, x.device.index, CONSUMER_WARPS)
 
-    def __call__(self, x, residual, weight, bias, y, h, eps: float, offset: float) -> None:
-        # absent tensors: x's descriptor twice, y for h, x for the weight and bias, y for the exchange's (never touched)
+    def __call__(self, x, residual, weight, bias, y, h, scale, eps: float, offset: float) -> None:
+        # absent tensors: x's descriptor twice, y for h, x for the weight, bias and scale, y for the exchange's
+        # (never touched)
         if self.rows:  # a pair of statistics a part, a counter a row
             exchange = (torch.empty(2 * self.sizes[0], device=x.device, dtype=torch.float32),
                         arrival_counters(x.device, self.rows))
         else:
             exchange = (y, y)
         self.launch((x, residual if residual is not None else x), y, h if h is not None else y,
-                    weight if weight is not None else x, bias if bias is not None else x, *exchange, *self.sizes, eps,
-                    offset)
+                    weight if weight is not None else x, bias if bias is not None else x,
+                    scale if scale is not None else x, *exchange, *self.sizes, eps, offset)
 
 
 _plans: dict[tuple, _Plan] = {}
@@ -403,13 +429,15 @@ _plans: dict[tuple, _Plan] = {}
 
 def norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
               bias: Optional[torch.Tensor], y: torch.Tensor, h: Optional[torch.Tensor], eps: float, offset: float,
-              layer: bool, programs: int, rings: Optional[tuple[int, int, int]] = None, parts: int = 1) -> None:
+              layer: bool, programs: int, rings: Optional[tuple[int, int, int]] = None, parts: int = 1,
+              scale: Optional[torch.Tensor] = None, quant: tuple[int, float] = (0, 1.0)) -> None:
     """LayerNorm (layer) or RMSNorm (offset: rms_norm's) of each row of the [M, N] view x, or of
     h <- x + residual, into y; `programs` persistent programs (one per SM); supports(...) must hold. y may
     alias x and h the residual (the in-place ops). rings: (chunk, buffers, residual's buffers), config()'s when
     None (the experiment, benchmarks/exp_gluon_norms.py, varies them). parts > 1: contiguous rows (x, y, and the
     residual and h) split into `parts` parts, each a program's, that merge their statistics (part_views); programs
-    is then rounded down to a multiple of parts."""
+    is then rounded down to a multiple of parts. quant (RMSNorm: rms_norm.QUANT_FORMATS' id and QMAX of y's
+    1-byte dtype): each row's scale into scale [M] (fp32) and y / scale into y."""
     if parts > 1:
         if programs < parts:
             raise ValueError(f"parts={parts}: at least as many programs, not {programs}")
@@ -418,10 +446,11 @@ def norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optiona
     chunk, buffers, res_stages = rings or config(x, residual, weight, bias, layer)
     key = (x.device.index, x.dtype, *x.shape, x.stride(0), y.stride(0), layer, programs, chunk, buffers, parts,
            None if residual is None else (residual.stride(0), h.stride(0), res_stages),
-           None if weight is None else weight.dtype, None if bias is None else bias.dtype)
+           None if weight is None else weight.dtype, None if bias is None else bias.dtype, y.dtype, quant)
     plan = _plans.get(key)
     if plan is None:
         if len(_plans) > 4096:  # shapes that vary without end
             _plans.clear()
-        plan = _plans[key] = _Plan(x, residual, weight, bias, y, h, layer, programs, chunk, buffers, res_stages, parts)
-    plan(x, residual, weight, bias, y, h, eps, offset)
+        plan = _plans[key] = _Plan(x, residual, weight, bias, y, h, layer, programs, chunk, buffers, res_stages, parts,
+                                   quant)
+    plan(x, residual, weight, bias, y, h, scale, eps, offset)

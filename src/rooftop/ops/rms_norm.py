@@ -22,13 +22,15 @@ reads one byte per element. Since y_i = rstd * r_i * (offset + w_i), max|y| = rs
 is known after pass 1 of the looped path too: quantizing costs no extra pass.
 
 Which path runs (N = row width in elements):
-- Gluon (sm_90 GPUs, GLUON_MIN_N < N <= GLUON_MAX_N but N != TRITON_RES_N with a residual, at least 2 rows
-  per SM, 16-bit x, y in x's dtype, no quant, the rows and weight as norm_sm90.supports takes them): ops/norm_sm90.py, a
+- Gluon (sm_90 GPUs, GLUON_MIN_N < N <= GLUON_MAX_N but N != TRITON_RES_N with a residual; with quant
+  QUANT_GLUON_MIN_N < N; at least 2 rows per SM, 16-bit x, y in x's dtype or quantized, the rows and weight as
+  norm_sm90.supports takes them): ops/norm_sm90.py, a
   persistent program per SM whose TMA loader streams the rows (and the residual) into shared memory, where
   the row stays for pass 2: x (and residual) read from HBM once, y (and r) written once; w re-read per row
   from L2.
   Rows past GLUON_MAX_N in parts (norm_sm90.row_parts: contiguous rows a multiple of 8 P wide, without a residual
-  or with one past norm_sm90.PARTS_RESIDUAL_MIN_N, at least 2 rows of parts per SM, _support.SPLIT_ROWS_ENABLED):
+  or with one past norm_sm90.PARTS_RESIDUAL_MIN_N or quantized, at least 2 rows of parts per SM,
+  _support.SPLIT_ROWS_ENABLED):
   each row is P parts of at most GLUON_MAX_N (a power of two), each part a program's row of the same kernel, the
   parts' mean squares merged across programs between the passes (softmax_sm90.exchange_pairs); ahead of the
   split-words kernels.
@@ -109,6 +111,10 @@ SPLIT_WORDS_RESIDUAL = True
 # chunks, the release fenced): rms_norm Gluon 89.7 / Triton 87.4, add_rms_norm 93.1 / 98.7: Triton keeps TRITON_RES_N
 # with a residual. Rows wider than x's ring (norm_sm90) are not taken.
 GLUON_MIN_N, GLUON_MAX_N = 16384, 65536
+# Quantizing rows take the Gluon path past this width (exclusive; rows past GLUON_MAX_N in parts, with a residual
+# too): the Triton kernels' add_rms_norm_fp8 ran 77.1 / 81.7 / 71.6 / 73.8% of copy at N = 16384 / 32768 / 65536 /
+# 131072 (H200, bf16, M * N = 2^27, do_bench; 92.8% at 8192).
+QUANT_GLUON_MIN_N = 8192
 TRITON_RES_N = 32768
 GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
 # The reload kernel's widths (exclusive, inclusive) and warps, after torch.compile's kernel for this norm (95.5% of
@@ -322,13 +328,13 @@ def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optio
     reload kernel's widths only rows whose Triton loads would not vectorize), P > 1 rows past GLUON_MAX_N in P parts
     (norm_sm90.row_parts)."""
     M, N = x.shape
-    if not (GLUON_ENABLED and quant is None and x.is_cuda and not interpreting() and N > GLUON_MIN_N
+    if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > (QUANT_GLUON_MIN_N if quant else GLUON_MIN_N)
             and is_sm90(x.device.index)):
         return 0
     if N > GLUON_MAX_N:
         return norm_sm90.row_parts(x, residual, weight, None, y, r, False, GLUON_MAX_N)
-    return int(not (residual is not None and N == TRITON_RES_N)
-               and not (reload_width(N, residual is not None)
+    return int((quant is not None or not (residual is not None and N == TRITON_RES_N))
+               and not (reload_width(N, residual is not None, quant)
                         and rows_vectorize(N, [t for t in (x, residual, y, r) if t is not None], [weight]))
                and M >= norm_sm90.CONSUMERS * num_sms(x.device.index)
                and norm_sm90.supports(x, residual, weight, None, y, r, False))
@@ -350,11 +356,12 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
     if M == 0 or N == 0:
         return
     parts = gluon_parts(x, residual, weight, y, r, quant)
+    _, quant_id, qmax = QUANT_FORMATS[quant] if quant else (None, 0, 1.0)
     if parts:
-        norm_sm90.norm_rows(x, residual, weight, None, y, r, eps, offset, False, num_sms(x.device.index), parts=parts)
+        norm_sm90.norm_rows(x, residual, weight, None, y, r, eps, offset, False, num_sms(x.device.index), parts=parts,
+                            scale=scale, quant=(quant_id, qmax))
         return
     has_res = residual is not None
-    _, quant_id, qmax = QUANT_FORMATS[quant] if quant else (None, 0, 1.0)
     args = (x, residual if has_res else x, weight if weight is not None else x, y, r if has_res else y,
             scale if quant else x, M, N, x.stride(0), residual.stride(0) if has_res else 0, y.stride(0),
             r.stride(0) if has_res else 0, eps, offset)
