@@ -16,8 +16,14 @@ Runs on the H200 (logs/h200-2026-12-01-s12/; % of this harness's copy, 2703-2758
   add_layer_norm split-words 130.3 / 130.0 / 102.9, parts 123.1 / 121.6 / 117.8;
 - 3, residuals (exp-row-parts-residual.log, copy 2758, parts past 262144 in the library): add_rms_norm library 137.0 /
   136.1 / 129.4, parts 135.3 / 132.2 / 129.3; add_layer_norm 128.6 / 128.5 / 115.8, parts 121.0 / 120.3 / 115.7.
-Usage: PYTHONPATH=src python benchmarks/exp_row_parts.py OUT_DIR [--ops softmax,rms_norm,...]   (prints a table
-last, writes exp-row-parts.json)
+Session 13 adds the quantizing add_rms_norm_fp8 (on the Gluon path since this session: 76-78% of copy from 65536 by
+do_bench, against 88.5% at 32768; a 64K row takes 8 of the 10 buffers of x's ring, so the next row's loads wait on
+this one's pass 2, and pass 1 now costs 13 instructions an element) and two consumer shapes: "w8", 8-warp consumers
+(2 x 8 warps: more warps to hide the latency that Nsight Compute finds holding the Gluon kernels, 72% of the issue
+slots idle at N = 65536, a third of the stalls at the releases' barriers), and "w8c4k", the same with 4096-element
+chunks (8 warps with 8192 spill for layer_norm and the quantizing rms_norm, offline sm_90).
+Usage: PYTHONPATH=src python benchmarks/exp_row_parts.py OUT_DIR [--ops softmax,rms_norm,...] [--widths N,..]
+[--variants library,p32k,..]   (prints a table last, writes exp-row-parts.json)
 """
 from __future__ import annotations
 
@@ -28,14 +34,15 @@ from pathlib import Path
 import torch
 
 import rooftop
-from rooftop.ops import _autotune, norm_sm90
+from rooftop.ops import _autotune, norm_sm90, softmax_sm90
 from rooftop.ops import layer_norm as ln
 from rooftop.ops import rms_norm as rn
 from rooftop.ops import softmax as sm
 from exp_norm_reload import calls, copy_bandwidth, patched
 
 WIDTHS = (131072, 262144, 1 << 20)
-OPS = ("softmax", "rms_norm", "layer_norm", "add_rms_norm", "add_layer_norm")
+OPS = ("softmax", "rms_norm", "layer_norm", "add_rms_norm", "add_layer_norm", "add_rms_norm_fp8")
+WIDE_CONSUMERS = dict(CONSUMER_WARPS=8, _plans={})  # the plans' keys do not hold the warps
 
 
 def variants(op: str):
@@ -44,8 +51,14 @@ def variants(op: str):
     if op == "softmax":
         yield "p32k", sm, dict(PART_MAX_N=32768)
         yield "whole", sm, dict(PART_MAX_N=1 << 40)
+        yield "w8", softmax_sm90, WIDE_CONSUMERS
         return
-    module = rn if op.endswith("rms_norm") else ln
+    yield "w8", norm_sm90, WIDE_CONSUMERS
+    yield "w8c4k", norm_sm90, dict(WIDE_CHUNK=4096, WIDE_BUFFERS=28, **WIDE_CONSUMERS)
+    module = rn if "rms_norm" in op else ln
+    if op == "add_rms_norm_fp8":
+        yield "p32k", module, dict(GLUON_MAX_N=32768)
+        return
     if op.startswith("add"):
         yield "parts", norm_sm90, dict(PARTS_RESIDUAL_MIN_N=65536)
         return
@@ -57,13 +70,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--ops", default=",".join(OPS))
+    parser.add_argument("--widths", default=",".join(map(str, WIDTHS)))
+    parser.add_argument("--variants", default=None, help="names to time (default: all of each op's)")
     args = parser.parse_args()
+    widths = [int(n) for n in args.widths.split(",")]
+    chosen = lambda name: args.variants is None or name in args.variants.split(",")  # noqa: E731
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     copy = copy_bandwidth()
     rows = []
     for op in args.ops.split(","):
-        for N in WIDTHS:
+        for N in widths:
             shape = ((1 << 27) // N, N)
             x = torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 4
             res = torch.randn_like(x)
@@ -71,15 +88,21 @@ def main() -> None:
             b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
             if op == "softmax":
                 call, eager = (lambda: rooftop.softmax(x)), (lambda: torch.softmax(x.float(), -1))
+            elif op == "add_rms_norm_fp8":
+                call = lambda: rooftop.rms_norm(x, w, residual=res, quant="fp8")  # noqa: E731
+                eager = lambda: rn.add_rms_norm_fp8_eager(x, res, w)  # noqa: E731
             else:
                 call, eager = calls(op, x, res, w, b)
-            ref = eager()
-            ref = ref[0] if isinstance(ref, tuple) else ref
-            streams = 4 if op.startswith("add") else 2  # reads and writes of x's size
+            first = lambda out: (out[0].float() * out[1] if op.endswith("fp8")  # noqa: E731
+                                 else out[0] if isinstance(out, tuple) else out)
+            ref = first(eager())
+            # reads and writes of x's size (the quantized y: half)
+            streams = 3.5 if op.endswith("fp8") else 4 if op.startswith("add") else 2
             for name, module, values in variants(op):
+                if not chosen(name):
+                    continue
                 with patched(module, **values):
-                    y = call()
-                    y = y[0] if isinstance(y, tuple) else y
+                    y = first(call())
                     err = float((y.float() - ref.float()).norm() / ref.float().norm())
                     us = _autotune.time_ms(call) * 1e3
                 pct = 100 * streams * x.nbytes / (us * 1e-6) / 1e9 / copy
@@ -87,11 +110,12 @@ def main() -> None:
                 print(json.dumps(rows[-1]), flush=True)
     (out / "exp-row-parts.json").write_text(json.dumps(dict(copy_GBps=copy, rows=rows), indent=1))
     print(f"\ncopy {copy:.0f} GB/s; bf16, % of copy (GPU time); x {4220 / copy:.3f} for the session's 4220 GB/s")
-    print(f"{'op':16}{'variant':10}" + "".join(f"{N:>10}" for N in WIDTHS))
+    print(f"{'op':18}{'variant':10}" + "".join(f"{N:>10}" for N in widths))
     for op in args.ops.split(","):
         for name, _, _ in variants(op):
             cells = {r["N"]: f"{r['pct']:.1f}%" for r in rows if r["op"] == op and r["variant"] == name}
-            print(f"{op:16}{name:10}" + "".join(f"{cells.get(N, '-'):>10}" for N in WIDTHS))
+            if cells:
+                print(f"{op:18}{name:10}" + "".join(f"{cells.get(N, '-'):>10}" for N in widths))
 
 
 if __name__ == "__main__":

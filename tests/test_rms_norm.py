@@ -452,7 +452,7 @@ def test_gpu_gluon_quantized(quant, weight, N, parts, residual, monkeypatch):
     x[1, -1] = 40.0
     res = res if residual else None
     q_dtype = rms_norm_mod.QUANT_FORMATS[quant][0]
-    assert rms_norm_mod.gluon_parts(x, res, w, torch.empty_like(x, dtype=q_dtype), res) == parts
+    assert rms_norm_mod.gluon_parts(x, res, w, torch.empty_like(x, dtype=q_dtype), res, quant) == parts
     out = run_norm_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w, 1e-6, residual=res, offset=offset, quant=quant))
     if residual:
         q, scale, r = out
