@@ -428,6 +428,11 @@ def test_gpu_gluon_dispatch(monkeypatch):
     # quantizing rows: past QUANT_GLUON_MIN_N, TRITON_RES_N too, in parts with a residual too
     assert takes((M, 16384), quant="fp8") and not takes((M, 8192), quant="int8")
     assert takes((M, 32768), residual=True, quant="int8") and takes((M, 131072), residual=True, quant="fp8")
+    wide = torch.empty(M, 65536 + 64, device="cuda", dtype=torch.bfloat16)[:, :65536]  # not in parts: whole rows
+    w = torch.empty(65536, device="cuda", dtype=torch.bfloat16)
+    q = torch.empty(M, 65536, device="cuda", dtype=torch.float8_e4m3fn)
+    assert rms_norm_mod.gluon_parts(wide, None, w, q, None, "fp8") == 1
+    assert rms_norm_mod.gluon_parts(wide.contiguous(), None, w, q, None, "fp8") == 2
     assert not takes((M, 32772))  # N not a multiple of 8: no TMA descriptor
     assert not takes((M, 65536), torch.float32)
     assert not takes((M - 1, 65536))  # fewer than 2 rows per SM
@@ -439,10 +444,10 @@ def test_gpu_gluon_dispatch(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("quant", ["fp8", "int8"])
 @pytest.mark.parametrize("weight", ["weight", "fp32 gemma offset", "none"])
-@pytest.mark.parametrize("N, parts", [(16384, 1), (32776, 1), (65536, 1), (131072, 2), (1 << 20, 16)])
+@pytest.mark.parametrize("N, parts", [(16384, 1), (32776, 1), (65536, 2), (131072, 4), (1 << 20, 32)])
 @pytest.mark.parametrize("residual", [False, True])
 def test_gpu_gluon_quantized(quant, weight, N, parts, residual, monkeypatch):
-    """Quantizing rows on the Gluon path (rows in parts past GLUON_MAX_N, with a residual too): the scale of each
+    """Quantizing rows on the Gluon path (rows in parts past QUANT_PART_MAX_N, with a residual too): the scale of each
     whole row, y / scale rounded as the format does, the new residual bit for bit; row 1's largest value sits in
     its last part."""
     skip_unless_sm90()

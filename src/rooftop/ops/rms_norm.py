@@ -23,8 +23,8 @@ is known after pass 1 of the looped path too: quantizing costs no extra pass.
 
 Which path runs (N = row width in elements):
 - Gluon (sm_90 GPUs, GLUON_MIN_N < N <= GLUON_MAX_N but N != TRITON_RES_N with a residual; with quant
-  QUANT_GLUON_MIN_N < N; at least 2 rows per SM, 16-bit x, y in x's dtype or quantized, the rows and weight as
-  norm_sm90.supports takes them): ops/norm_sm90.py, a
+  QUANT_GLUON_MIN_N < N, past QUANT_PART_MAX_N in parts where they can be; at least 2 rows per SM, 16-bit x, y in
+  x's dtype or quantized, the rows and weight as norm_sm90.supports takes them): ops/norm_sm90.py, a
   persistent program per SM whose TMA loader streams the rows (and the residual) into shared memory, where
   the row stays for pass 2: x (and residual) read from HBM once, y (and r) written once; w re-read per row
   from L2.
@@ -111,10 +111,14 @@ SPLIT_WORDS_RESIDUAL = True
 # chunks, the release fenced): rms_norm Gluon 89.7 / Triton 87.4, add_rms_norm 93.1 / 98.7: Triton keeps TRITON_RES_N
 # with a residual. Rows wider than x's ring (norm_sm90) are not taken.
 GLUON_MIN_N, GLUON_MAX_N = 16384, 65536
-# Quantizing rows take the Gluon path past this width (exclusive; rows past GLUON_MAX_N in parts, with a residual
-# too): the Triton kernels' add_rms_norm_fp8 ran 77.1 / 81.7 / 71.6 / 73.8% of copy at N = 16384 / 32768 / 65536 /
-# 131072 (H200, bf16, M * N = 2^27, do_bench; 92.8% at 8192).
-QUANT_GLUON_MIN_N = 8192
+# Quantizing rows take the Gluon path past QUANT_GLUON_MIN_N (exclusive), contiguous rows past QUANT_PART_MAX_N in parts
+# of at most that (with a residual too): pass 1 also takes max |h (offset + w)| (13 instructions an element with a
+# residual, 7.8 without quant), so a 64K row's next one, 2 chunks in x's ring of 10 behind it, waits on its pass 2.
+# H200, bf16, M * N = 2^27, GPU time, % of copy (benchmarks/exp_row_parts.py, logs/h200-2026-12-01-s13):
+# add_rms_norm_fp8 at 32768 / 65536 / 131072 whole rows (parts of 65536 at 131072) 89.1 / 78.0 / 76.1, parts of 32768
+# 89.2 / 83.5 / 84.1, 8-warp consumers 86.8 / 85.1 / 77.9; the Triton kernels (do_bench) 81.7 / 71.6 / 73.8, 77.1 at
+# 16384, 92.8 at 8192.
+QUANT_GLUON_MIN_N, QUANT_PART_MAX_N = 8192, 32768
 TRITON_RES_N = 32768
 GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
 # The reload kernel's widths (exclusive, inclusive) and warps, after torch.compile's kernel for this norm (95.5% of
@@ -331,8 +335,10 @@ def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optio
     if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > (QUANT_GLUON_MIN_N if quant else GLUON_MIN_N)
             and is_sm90(x.device.index)):
         return 0
-    if N > GLUON_MAX_N:
-        return norm_sm90.row_parts(x, residual, weight, None, y, r, False, GLUON_MAX_N)
+    if N > GLUON_MAX_N or (quant and N > QUANT_PART_MAX_N):
+        parts = norm_sm90.row_parts(x, residual, weight, None, y, r, False, QUANT_PART_MAX_N if quant else GLUON_MAX_N)
+        if parts or N > GLUON_MAX_N:
+            return parts
     return int((quant is not None or not (residual is not None and N == TRITON_RES_N))
                and not (reload_width(N, residual is not None, quant)
                         and rows_vectorize(N, [t for t in (x, residual, y, r) if t is not None], [weight]))
