@@ -21,7 +21,10 @@ do_bench, against 88.5% at 32768; a 64K row takes 8 of the 10 buffers of x's rin
 this one's pass 2, and pass 1 now costs 13 instructions an element) and two consumer shapes: "w8", 8-warp consumers
 (2 x 8 warps: more warps to hide the latency that Nsight Compute finds holding the Gluon kernels, 72% of the issue
 slots idle at N = 65536, a third of the stalls at the releases' barriers), and "w8c4k", the same with 4096-element
-chunks (8 warps with 8192 spill for layer_norm and the quantizing rms_norm, offline sm_90).
+chunks (8 warps with 8192 spill for layer_norm and the quantizing rms_norm, offline sm_90). Then (run 2, after
+Nsight Compute's stall reasons at 65536: rms_norm 3.7 cycles an instruction at barriers, 3.7 on long scoreboards)
+"a2", the norms' weight and bias loads two chunks ahead (norm_sm90.PARAM_AHEAD; add_layer_norm spills 32 bytes), and
+"s14", softmax's ring of 14 buffers (224 KB) instead of 13: one more chunk of slack.
 Usage: PYTHONPATH=src python benchmarks/exp_row_parts.py OUT_DIR [--ops softmax,rms_norm,...] [--widths N,..]
 [--variants library,p32k,..]   (prints a table last, writes exp-row-parts.json)
 """
@@ -52,8 +55,10 @@ def variants(op: str):
         yield "p32k", sm, dict(PART_MAX_N=32768)
         yield "whole", sm, dict(PART_MAX_N=1 << 40)
         yield "w8", softmax_sm90, WIDE_CONSUMERS
+        yield "s14", softmax_sm90, dict(STAGES=14, _plans={})
         return
     yield "w8", norm_sm90, WIDE_CONSUMERS
+    yield "a2", norm_sm90, dict(PARAM_AHEAD=2, _plans={})
     yield "w8c4k", norm_sm90, dict(WIDE_CHUNK=4096, WIDE_BUFFERS=28, **WIDE_CONSUMERS)
     module = rn if "rms_norm" in op else ln
     if op == "add_rms_norm_fp8":

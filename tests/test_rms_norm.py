@@ -166,9 +166,12 @@ def _assert_quantized(q, scale, y_ref, quant):
         assert (err <= 0.5 * scale.double() * (1 + 1e-4) + 1e-6 * y_ref.abs()).all()
     else:
         assert (err <= y_ref.abs() / 16 * (1 + 1e-4) + scale.double() * 2.0**-10).all()
-    if quant == "int8":  # the same integers as the reference, up to rounding ties of fp32 vs float64
+    if quant == "int8":  # the same integers as the reference but where y / s sits within fp32's error of a tie
+        # (y / s = 127 x / max|x| without a weight: bf16 rows tie exactly at ~0.5% of their elements)
+        exact = (y_ref / scale_ref).abs()
+        near_tie = (exact - exact.floor() - 0.5).abs() < 1e-3
         assert (q.int() - q_ref.int()).abs().max() <= 1
-        assert (q.int() != q_ref.int()).float().mean() < 1e-3
+        assert (q.int() == q_ref.int())[~near_tie].all()
     else:
         assert (q.float() - q_ref.float()).abs().div(q_ref.float().abs().clamp_min(1)).max() <= 0.125
 
