@@ -23,8 +23,18 @@ this one's pass 2, and pass 1 now costs 13 instructions an element) and two cons
 slots idle at N = 65536, a third of the stalls at the releases' barriers), and "w8c4k", the same with 4096-element
 chunks (8 warps with 8192 spill for layer_norm and the quantizing rms_norm, offline sm_90). Then (run 2, after
 Nsight Compute's stall reasons at 65536: rms_norm 3.7 cycles an instruction at barriers, 3.7 on long scoreboards)
-"a2", the norms' weight and bias loads two chunks ahead (norm_sm90.PARAM_AHEAD; add_layer_norm spills 32 bytes), and
-"s14", softmax's ring of 14 buffers (224 KB) instead of 13: one more chunk of slack.
+"a2", the norms' weight and bias loads two chunks ahead (add_layer_norm spilled 32 bytes), and "s14", softmax's ring
+of 14 buffers (224 KB) instead of 13: one more chunk of slack. Neither kept (the code is in git history, session 13).
+Runs on the H200 (logs/h200-2026-12-01-s13/, % of copy x 2755 / 4220 at 32768 / 65536 / 131072, GPU time):
+- 1 (exp-row-parts.log): add_rms_norm_fp8 library (whole rows to 65536) 89.1 / 78.0 / 76.1, p32k 89.3 / 83.5 / 84.2,
+  w8 86.8 / 85.1 / 77.9, w8c4k 82.4 / 75.5 / 72.5; rms_norm library 91.0 / 87.1 / 83.9, w8 91.1 / 86.8 / 83.2, w8c4k
+  and p32k lower at 65536 on; layer_norm library 83.6 / 81.0 / 74.6, w8 62.1 / 60.6 / 59.9 (spills), w8c4k 74.8 /
+  70.9 / 70.2, p32k 83.8 / 72.0 / 71.1; add_layer_norm library 90.9 / 86.1 / 84.5, w8c4k 90.9 / 87.7 / 84.5; softmax
+  library 87.2 / 86.8 / 77.1, w8 88.1 / 86.2 / 78.2, p32k 87.6 / 86.7 / 76.4.
+- 2 (exp-row-parts-run2.log; quantizing rows in parts of 32768 now the library's): a2 against the library, rms_norm
+  91.3 / 86.7 / 83.8 vs 91.1 / 87.3 / 84.8, add_rms_norm 96.6 / 90.0 / 90.2 vs 96.7 / 90.0 / 90.0, add_rms_norm_fp8
+  88.0 / 83.4 / 83.5 vs 89.3 / 84.1 / 85.0, layer_norm 77.9 / 74.2 / 71.9 vs 84.0 / 80.8 / 75.0; softmax s14 87.5 /
+  86.9 / 77.6 vs 87.8 / 87.0 / 77.2.
 Usage: PYTHONPATH=src python benchmarks/exp_row_parts.py OUT_DIR [--ops softmax,rms_norm,...] [--widths N,..]
 [--variants library,p32k,..]   (prints a table last, writes exp-row-parts.json)
 """
@@ -55,10 +65,8 @@ def variants(op: str):
         yield "p32k", sm, dict(PART_MAX_N=32768)
         yield "whole", sm, dict(PART_MAX_N=1 << 40)
         yield "w8", softmax_sm90, WIDE_CONSUMERS
-        yield "s14", softmax_sm90, dict(STAGES=14, _plans={})
         return
     yield "w8", norm_sm90, WIDE_CONSUMERS
-    yield "a2", norm_sm90, dict(PARAM_AHEAD=2, _plans={})
     yield "w8c4k", norm_sm90, dict(WIDE_CHUNK=4096, WIDE_BUFFERS=28, **WIDE_CONSUMERS)
     module = rn if "rms_norm" in op else ln
     if op == "add_rms_norm_fp8":

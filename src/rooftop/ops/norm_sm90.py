@@ -110,7 +110,6 @@ CONSUMERS = 2  # consumer partitions taking rows in turn
 # 83.5 / 78.9 at 131072, 83.3 / 77.9 at 262144, 65.9 / 75.5 at 1048576.
 PARTS_RESIDUAL_MIN_N = 262144
 CONSUMER_WARPS = 4
-PARAM_AHEAD = 1  # chunks the weight's and bias's loads run ahead of their use (1 or 2)
 
 
 @gluon.jit
@@ -129,20 +128,6 @@ def _param_cols(col, starts, lanes, N, EVEN: gl.constexpr):
     if EVEN:
         return col + starts + lanes
     return gl.minimum(col + starts, N - VEC) + lanes
-
-
-@gluon.jit
-def _next_params(ptr, nxt, far, c, starts, lanes, N, CHUNKS: gl.constexpr, CHUNK: gl.constexpr, EVEN: gl.constexpr,
-                 AHEAD: gl.constexpr):
-    """Chunk c's weight (or bias) in fp32, the loads in flight moved on: AHEAD (1 or 2) chunks ahead of the one in
-    use (nxt: chunk c + 1's; far: c + 2's with AHEAD 2), wrapping to the row's first (the next row's: same columns)."""
-    cur = nxt.to(gl.float32)
-    if AHEAD == 2:
-        nxt = far
-        far = gl.load(ptr + _param_cols(((c + 2) % CHUNKS) * CHUNK, starts, lanes, N, EVEN))
-    else:
-        nxt = gl.load(ptr + _param_cols(((c + 1) % CHUNKS) * CHUNK, starts, lanes, N, EVEN))
-    return cur, nxt, far
 
 
 @gluon.jit
@@ -168,7 +153,7 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
               r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, WHO: gl.constexpr, LAYER: gl.constexpr,
               HAS_RES: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr, EVEN: gl.constexpr,
               CHUNKS: gl.constexpr, WARPS: gl.constexpr, PARTS: gl.constexpr, QUANT: gl.constexpr,
-              QMAX: gl.constexpr, AHEAD: gl.constexpr):
+              QMAX: gl.constexpr):
     """Consumer WHO's rows (the module docstring). N8, y_stride8, h_stride8: N and the row strides in
     8-element vectors (so that the compiler knows stores and masks come in whole vectors). PARTS > 1:
     the rows are parts of rows PARTS times wider, and this program's are always part pid % PARTS (the programs
@@ -191,13 +176,11 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
     if PARTS > 1:
         w_ptr += (gl.program_id(0) % PARTS) * N
         b_ptr += (gl.program_id(0) % PARTS) * N
-    # the first chunks' weight and bias; pass 2 (and a quantizing pass 1) loads each next one AHEAD chunks ahead
+    # the first chunk's weight and bias; pass 2 loads each next one a chunk ahead
     if HAS_W:
         w_next = gl.load(w_ptr + _param_cols(0, starts, lanes, N, EVEN))
-        w_far = gl.load(w_ptr + _param_cols((1 % CHUNKS) * CHUNK, starts, lanes, N, EVEN)) if AHEAD == 2 else w_next
     if HAS_B:
         b_next = gl.load(b_ptr + _param_cols(0, starts, lanes, N, EVEN))
-        b_far = gl.load(b_ptr + _param_cols((1 % CHUNKS) * CHUNK, starts, lanes, N, EVEN)) if AHEAD == 2 else b_next
     k = 0  # this consumer's rows so far
     for row in range(gl.program_id(0) + WHO * programs, M, 2 * programs):
         it = (2 * k + WHO) * CHUNKS  # the program's number of this row's first chunk
@@ -229,9 +212,9 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
             else:
                 acc += gl.sum(x * x, axis=1)
                 if QUANT:  # y = rstd * h (offset + w): its largest magnitude is rstd * max|h (offset + w)|
-                    if HAS_W:  # pass 1 takes the weight's loads ahead too, pass 2 goes on from chunk 0
-                        w, w_next, w_far = _next_params(w_ptr, w_next, w_far, c, starts, lanes, N, CHUNKS, CHUNK,
-                                                        EVEN, AHEAD)
+                    if HAS_W:  # pass 1 takes the weight's loads a chunk ahead too, pass 2 goes on from chunk 0
+                        w = w_next.to(gl.float32)
+                        w_next = gl.load(w_ptr + _param_cols(((c + 1) % CHUNKS) * CHUNK, starts, lanes, N, EVEN))
                         x = x * (w + w_offset)
                     acc_dd = gl.maximum(acc_dd, gl.max(gl.abs(x), axis=1))  # columns past N read 0
         mbarrier.arrive(turns.index(WHO))
@@ -262,11 +245,14 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
             offset_rstd = w_offset * rstd  # y = h * (w * rstd + offset * rstd)
         # pass 2: normalise, release, store
         y_row = y_ptr + row.to(gl.int64) * y_stride8 * VEC
-        for c in range(CHUNKS):  # the last chunks prefetch the next row's first
+        for c in range(CHUNKS):
+            nxt = ((c + 1) % CHUNKS) * CHUNK  # the last chunk prefetches the next row's first
             if HAS_W:
-                w, w_next, w_far = _next_params(w_ptr, w_next, w_far, c, starts, lanes, N, CHUNKS, CHUNK, EVEN, AHEAD)
+                w = w_next.to(gl.float32)
+                w_next = gl.load(w_ptr + _param_cols(nxt, starts, lanes, N, EVEN))
             if HAS_B:
-                b, b_next, b_far = _next_params(b_ptr, b_next, b_far, c, starts, lanes, N, CHUNKS, CHUNK, EVEN, AHEAD)
+                b = b_next.to(gl.float32)
+                b_next = gl.load(b_ptr + _param_cols(nxt, starts, lanes, N, EVEN))
             buf = (it + c) % X_STAGES
             x = _read_chunk(x_ring, buf, chunk_layout)
             _release(x_empty, buf)  # also fences pass 1's writes of h into the buffer
@@ -295,7 +281,7 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, 
                  eps, w_offset, LAYER: gl.constexpr, HAS_RES: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr,
                  EVEN: gl.constexpr, FLAT: gl.constexpr, CHUNK: gl.constexpr, CHUNKS: gl.constexpr,
                  X_STAGES: gl.constexpr, R_STAGES: gl.constexpr, PARTS: gl.constexpr, QUANT: gl.constexpr,
-                 QMAX: gl.constexpr, AHEAD: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
+                 QMAX: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
     """Persistent: consumer 0 is the default partition (num_warps warps), consumer 1 and the 1-warp loaders
     workers. The rings' buffers are [CHUNK / 256, 256]; a descriptor's box is one of their rows, or all of
     them (FLAT). Without a residual r_desc, h_ptr are x's descriptor and y (unused)."""
@@ -325,10 +311,10 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, 
         gl.warp_specialize([
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES,
-                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, AHEAD)),
+                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX)),
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES,
-                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, AHEAD)),
+                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX)),
             (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
             (_loader, (r_desc, r_ring, r_ready, r_empty, M, CHUNKS, R_STAGES, FLAT)),
         ], [WARPS, 1, 1], [CONSUMER_REGS, LOADER_REGS, LOADER_REGS])
@@ -336,10 +322,10 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, 
         gl.warp_specialize([
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES,
-                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, AHEAD)),
+                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX)),
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES,
-                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, AHEAD)),
+                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX)),
             (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
         ], [WARPS, 1], [CONSUMER_REGS, LOADER_REGS])
 
@@ -421,7 +407,6 @@ class _Plan:
         constexprs = dict(LAYER=layer, HAS_RES=residual is not None, HAS_W=weight is not None, HAS_B=bias is not None,
                           EVEN=N % chunk == 0, FLAT=flat, CHUNK=chunk, CHUNKS=cdiv(N, chunk),
                           X_STAGES=buffers - r_stages, R_STAGES=r_stages, PARTS=parts, QUANT=quant[0], QMAX=quant[1],
-                          AHEAD=PARAM_AHEAD,
                           CONSUMER_REGS=consumer_regs(CONSUMERS, CONSUMER_WARPS), LOADER_REGS=LOADER_REGS)
         self.launch = GluonLaunch(_norm_kernel, (min(programs, M),), [(*v, box, RING_LAYOUT) for v in views],
                                   constexprs, x.device.index, CONSUMER_WARPS)
