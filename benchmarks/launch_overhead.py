@@ -19,6 +19,7 @@ def calls():
     q, k = torch.randn(1, 32, 16, 128, **bf16), torch.randn(1, 8, 16, 128, **bf16)
     cos = torch.randn(16, 128, **bf16)
     return {"add_rms_norm": lambda: rooftop.rms_norm(x, w, 1e-6, residual=res),
+            "softmax": lambda: rooftop.softmax(x), "layer_norm": lambda: rooftop.layer_norm(x, w, w),
             "matmul": lambda: rooftop.matmul(a, b), "quant_matmul": lambda: rooftop.quant_matmul(x, qw),
             "apply_rope": lambda: rooftop.apply_rope(q, k, cos, cos)}
 
@@ -37,4 +38,4 @@ if __name__ == "__main__":
         torch.cuda.synchronize()
         prof.disable()
         print(f"==== {name}: 1000 calls")
-        pstats.Stats(prof).sort_stats("tottime").print_stats(12)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
