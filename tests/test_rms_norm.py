@@ -305,6 +305,21 @@ def test_gluon_path_never_on_the_cpu(device):
     w = torch.ones(32768, dtype=torch.bfloat16)
     assert not rms_norm_mod.uses_gluon(x, None, w, torch.empty_like(x), None)
     assert not rms_norm_mod.uses_gluon(x, x.clone(), w, torch.empty_like(x), torch.empty_like(x))
+    assert not rms_norm_mod.uses_gluon(x, None, w, torch.empty_like(x, dtype=torch.float8_e4m3fn), None, "fp8")
+
+
+def test_gluon_kernel_takes_quantized_rows():
+    """norm_sm90.supports (layouts only, no GPU needed): a 1-byte y for RMSNorm with 16-byte aligned rows of whole
+    8-byte vectors; not for LayerNorm, not a row stride the 8-element vectors do not divide."""
+    from rooftop.ops import norm_sm90
+    x = torch.empty(4, 65536, dtype=torch.bfloat16)
+    w = torch.empty(65536, dtype=torch.bfloat16)
+    q = torch.empty(4, 65536, dtype=torch.int8)
+    assert norm_sm90.supports(x, None, w, None, q, None, False)
+    assert norm_sm90.supports(x, x, w, None, q, torch.empty_like(x), False)
+    assert not norm_sm90.supports(x, None, w, w, q, None, True)
+    assert not norm_sm90.supports(x, None, w, None, torch.empty(4, 65540, dtype=torch.int8)[:, :65536], None, False)
+    assert not norm_sm90.supports(x, None, w, None, torch.empty(4, 65536, dtype=torch.float16), None, False)
 
 
 @pytest.mark.gpu
