@@ -60,12 +60,13 @@ at every width, add_rms_norm at 16392 and with 8192-element chunks), where every
 right by (1)-(3): the PTX proxy rules allow a load of the buffer, still queued (behind the partition's global
 stores of h and y) when the arrive went out, to read the refill (deepseek-ai/DeepEP#642 fixed a race between
 LDS and TMA loads the same way). The fence also publishes pass 1's writes of h to the async proxy.
-Rows in parts (PARTS > 1; row_parts, for rows wider than x's ring: rms_norm.py and layer_norm.py choose it past their
-GLUON_MAX_N, quantizing rows past rms_norm.QUANT_PART_MAX_N): the launch views the rows as [M * PARTS, N / PARTS] (softmax_sm90.part_views), each part a row of the
-kernel above, on a multiple of PARTS programs; program pid always takes part pid % PARTS, so its weight and bias start
-(pid % PARTS) * N / PARTS columns in. Between pass 1 and pass 2 the parts of a row exchange their statistics through
-softmax_sm90.exchange_pairs (its protocol and why it cannot deadlock: softmax_sm90's docstring): RMSNorm the parts'
-mean squares (averaged; quantizing, their max |h (offset + w)| too), LayerNorm each part's mean s + c and variance, merged as Chan's parallel variance with equal
+Rows in parts (PARTS > 1; row_parts, for rows wider than x's ring: rms_norm.py and layer_norm.py choose it past
+their GLUON_MAX_N, quantizing rows past rms_norm.QUANT_PART_MAX_N): the launch views the rows as [M * PARTS, N /
+PARTS] (softmax_sm90.part_views), each part a row of the kernel above, on a multiple of PARTS programs; program pid
+always takes part pid % PARTS, so its weight and bias start (pid % PARTS) * N / PARTS columns in. Between pass 1 and
+pass 2 the parts of a row exchange their statistics through softmax_sm90.exchange_pairs (its protocol and why it
+cannot deadlock: softmax_sm90's docstring): RMSNorm the parts' mean squares (averaged; quantizing, their max |h
+(offset + w)| too), LayerNorm each part's mean s + c and variance, merged as Chan's parallel variance with equal
 counts (mean = the parts' mean; var = the mean of their variances + the variance of their means), so that rows whose
 parts sit far apart (halves centred 2e4 apart in the tests) keep their precision. H200, bf16, GPU time, % of copy
 (logs/h200-2026-12-01-s12/exp-row-parts-norms.log, x 2703 / 4220), parts of 65536 / split-words at 131072 / 262144 /
