@@ -31,9 +31,9 @@ Which path runs (N = row width in elements):
   Rows past GLUON_MAX_N in parts (norm_sm90.row_parts: contiguous rows a multiple of 8 P wide, without a residual
   or with one past norm_sm90.PARTS_RESIDUAL_MIN_N or quantized, at least 2 rows of parts per SM,
   _support.SPLIT_ROWS_ENABLED):
-  each row is P parts of at most GLUON_MAX_N (a power of two), each part a program's row of the same kernel, the
-  parts' mean squares merged across programs between the passes (softmax_sm90.exchange_pairs); ahead of the
-  split-words kernels.
+  each row is P parts of at most GLUON_MAX_N (quantizing: QUANT_PART_MAX_N; P a power of two), each part a
+  program's row of the same kernel, the parts' mean squares (and maxima) merged across programs between the passes
+  (softmax_sm90.exchange_pairs); ahead of the split-words kernels.
 - Reload (RELOAD_MIN_N < N <= RELOAD_MAX_N, no quant, without a residual unless RELOAD_RESIDUAL; ahead of
   Gluon but for rows whose loads do not vectorize, rooftop.ops._support.rows_vectorize): one row a program
   (grid M) of RELOAD_WARPS warps, the row in tiles of up to RELOAD_TILE_BYTES (one or two tiles of bf16 at
@@ -116,7 +116,7 @@ GLUON_MIN_N, GLUON_MAX_N = 16384, 65536
 # residual, 7.8 without quant), so a 64K row's next one, 2 chunks in x's ring of 10 behind it, waits on its pass 2.
 # H200, bf16, M * N = 2^27, GPU time, % of copy (benchmarks/exp_row_parts.py, logs/h200-2026-12-01-s13):
 # add_rms_norm_fp8 at 32768 / 65536 / 131072 whole rows (parts of 65536 at 131072) 89.1 / 78.0 / 76.1, parts of 32768
-# 89.2 / 83.5 / 84.1, 8-warp consumers 86.8 / 85.1 / 77.9; the Triton kernels (do_bench) 81.7 / 71.6 / 73.8, 77.1 at
+# 89.3 / 83.5 / 84.2, 8-warp consumers 86.8 / 85.1 / 77.9; the Triton kernels (do_bench) 81.7 / 71.6 / 73.8, 77.1 at
 # 16384, 92.8 at 8192.
 QUANT_GLUON_MIN_N, QUANT_PART_MAX_N = 8192, 32768
 TRITON_RES_N = 32768
@@ -338,8 +338,8 @@ def reload_width(N: int, has_residual: bool, quant: Optional[str] = None) -> boo
 def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor], y: torch.Tensor,
                 r: Optional[torch.Tensor], quant: Optional[str] = None) -> int:
     """How rms_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views: 0 not at all, 1 whole rows (of the
-    reload kernel's widths only rows whose Triton loads would not vectorize), P > 1 rows past GLUON_MAX_N in P parts
-    (norm_sm90.row_parts)."""
+    reload kernel's widths only rows whose Triton loads would not vectorize), P > 1 rows past GLUON_MAX_N (quantizing:
+    QUANT_PART_MAX_N) in P parts (norm_sm90.row_parts)."""
     M, N = x.shape
     if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > (QUANT_GLUON_MIN_N if quant else GLUON_MIN_N)
             and is_sm90(x.device.index)):
