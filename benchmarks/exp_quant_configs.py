@@ -21,7 +21,11 @@ EXTRA_GEMV = ((256, 1, 4, 16, 1, 64), (128, 1, 4, 64, 1, 72), (256, 1, 2, 32, 1,
 # tensor-core candidates beside the table's for M <= 16 (the int4 swap-AB tile is no longer issue-bound:
 # more splits, deeper pipelines, 8 warps)
 EXTRA_DOT = ((16, 128, 64, 4, 6), (16, 128, 128, 4, 3), (16, 256, 64, 8, 4), (16, 64, 128, 4, 5),
-             (16, 128, 64, 4, 5, True, 96), (16, 64, 64, 4, 8))
+             (16, 128, 64, 4, 5, True, 96), (16, 64, 64, 4, 8),
+             # 1-2 warps: mma.sync (m16n8k16) instead of wgmma, more, smaller programs an SM (offline sm_90: 96-238
+             # registers; session 14)
+             (16, 64, 64, 2, 4), (16, 32, 64, 1, 6), (16, 32, 64, 1, 4), (16, 64, 128, 2, 4), (16, 128, 64, 2, 4),
+             (16, 32, 128, 1, 4))
 
 
 def main():
