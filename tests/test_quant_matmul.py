@@ -338,9 +338,58 @@ def test_every_candidate_gpu(M):
         x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
         bias = torch.randn(N, device="cuda", dtype=torch.bfloat16)
         ref = _reference(x, qw, bias)
-        for config in qm.candidates(M, N, K, bits, 128, x.dtype, torch.cuda.get_device_properties(0).multi_processor_count):
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        for config in qm.candidates(M, N, K, bits, 128, x.dtype, sms, mma=qm._use_mma(x, bits)):
             out = qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, bias, N, bits, 128)[0]
             assert rel_err(out, ref) < TOL[torch.bfloat16], config
+
+
+def test_mma_candidates(device):
+    """The mma.sync GEMV's candidates join the list right after the untimed default (which they never replace) for
+    M <= MMA_MAX_M where `_use_mma` holds: int4, a GPU (inline PTX: never the interpreter), x rows 16-byte aligned."""
+    sms = 132
+    for M in (1, 4, 8, 9, 16, 17, 64):
+        plain = qm.candidates(M, 4096, 4096, 4, 128, torch.bfloat16, sms)
+        configs = qm.candidates(M, 4096, 4096, 4, 128, torch.bfloat16, sms, mma=True)
+        mma = [c for c in configs if c["path"] == "mma"]
+        assert configs[0] == plain[0] and tuple(c for c in configs if c["path"] != "mma") == plain
+        assert len(mma) == (len(qm.MMA_CONFIGS) if M <= qm.MMA_MAX_M else 0)
+        assert configs[1:1 + len(mma)] == tuple(mma)
+        for c in mma:
+            assert json.loads(json.dumps(c)) == c and c["BLOCK_M"] == (8 if M <= 8 else 16)
+            assert c["BLOCK_N"] == 32 * c["num_warps"] and c["SPLIT_K"] <= 4096 // 128
+    x = torch.randn(8, 1032, device=device, dtype=torch.bfloat16)
+    gpu = x.is_cuda and not qm.interpreting()
+    assert qm._use_mma(x[:, :1024], 4) == gpu  # rows 2064 bytes apart, a 16-byte aligned base
+    assert not qm._use_mma(x[:, 1:1025], 4) and not qm._use_mma(x[:, :1024], 8)
+    assert qm._use_mma(x.new_empty(17, 1024)[:16], 4) == gpu and not qm._use_mma(x.new_empty(17, 1024), 4)
+
+
+# (M, N, K, group, symmetric, dtype, which MMA_CONFIGS, extra splits): pairwise over BLOCK_M 8 / 16, PREFETCH on and
+# off, 1 and 2 warps, groups 32 / 64 / 128, zero points or not, both x dtypes, ragged N; few, as each is a compile
+MMA_CASES = [(1, 1000, 1024, 128, False, torch.bfloat16, (0, 1, 2), ()),
+             (16, 4096 + 32, 384, 64, True, torch.float16, (0,), (5,)),
+             (9, 96, 4096, 32, False, torch.bfloat16, (1, 2), ()),
+             (3, 1000, 1024, 128, True, torch.float16, (2,), (1,)),
+             (8, 4096 + 32, 384, 128, False, torch.bfloat16, (0,), (5,))]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,K,group_size,symmetric,dtype,which,splits", MMA_CASES)
+def test_gpu_mma_gemv(M, N, K, group_size, symmetric, dtype, which, splits):
+    """mma.sync GEMV candidates, and splits of K that cut the groups unevenly or none, against the float64
+    reference (with a bias)."""
+    qw = quantize_weight(torch.randn(N, K, device="cuda", dtype=dtype), 4, group_size, symmetric)
+    x = torch.randn(M, K, device="cuda", dtype=dtype)
+    bias = torch.randn(N, device="cuda", dtype=dtype)
+    ref = _reference(x, qw, bias)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert qm._use_mma(x, 4)
+    configs = [qm._mma(qm.MMA_CONFIGS[i], M, N, K, group_size, sms) for i in which]
+    configs += [{**configs[0], "SPLIT_K": split} for split in splits]
+    for config in configs:
+        out = qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, bias, N, 4, group_size)[0]
+        assert out.dtype == dtype and rel_err(out, ref) < TOL[torch.bfloat16], config
 
 
 @pytest.mark.gpu

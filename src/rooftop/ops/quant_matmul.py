@@ -36,6 +36,18 @@ timed it). The paths:
   sum_k x magic - z sum_k x), the x sums shared by all columns. (Offline sm_90a SASS of the main
   loop, M = 1, 256 columns a warp, group 128: 3.05 instructions a code for int4, 3.7 for int8;
   M = 4: 6.3 and 7.0.)
+- "mma" (int4, M <= MMA_MAX_M = 16, a GPU: inline PTX; x rows 16-byte aligned: `_use_mma`), `_qgemv_mma_kernel`: the
+  GEMV's grid (32 columns a warp, split-K over groups) with the products on the tensor cores, one mma.sync m16n8k16
+  per 16 weight columns x 16 k x 8 rows of x, its A operand the dequantized words in the lane's own registers. A
+  lane holds 4 adjacent columns of word rows q, q + 4, .. (q = lane % 4); k inside each k16 step is permuted so that
+  its A fragment is codes (2m, 2m + 4) and (2m + 1, 2m + 5) of its words (one LOP3 a pair, magic + c as two 16-bit
+  floats; a packed add of -(magic + z): c - z exact) and its B fragment the same codes' x, one 16-byte load of x
+  row lane / 4 a word row (two PRMT a k16 step): no x broadcast, and x rows 1-8 cost the same. Offline sm_90a SASS
+  of the loop: ~2.3 instructions a code (the CUDA-core GEMV ~3.8), 1.1 of them integer. PREFETCH loads the next
+  group's words and x before this group's MMAs. H200 (graph replay over 3 input copies, x cuBLAS bf16): M = 1 2.76x
+  at 28672 x 8192 (GEMV 2.51x), 2.14 / 2.04x at 14336 x 4096 / 4096 x 14336; M = 16 2.11 / 1.55 / 1.36x at 28672 x
+  8192 / 14336 x 4096 / 4096 x 14336 (the dot kernel 1.68 / 1.36 / 1.36x). Tuner candidates only (never the untimed
+  default: the interpreter cannot run it).
 - "dot", `_qgemm_kernel` on the tensor cores (wgmma on Hopper): each k-tile of words becomes
   s * (c - z) rounded once to x's dtype (exactly dequantize(x.dtype)), fed to tl.dot as the A operand
   of W x^T (swap-AB: N is the MMA's M side, so BLOCK_M can be 16). int4: k and n are permuted inside
@@ -107,7 +119,7 @@ MAGIC15 = 0x43800000  # bits of the float 256.0 = 2^(23 - 15): see _unpack
 GEMV_MIN_STEPS = 4  # k-steps a split keeps at least (the partials cost 8 bytes an output a split)
 # registers a thread of a tile's last piece fills with partials at once (_store_output's SUM_BATCH): the tensor-core
 # kernel's fewer (a stream-K tile has a few pieces; offline sm_90, 16 x 64 x 128 tiles: 96 registers, 128 with 64)
-SUM_REGS = {"gemv": 64, "dot": 32}
+SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
 
 # GEMV candidates (BLOCK_N, num_warps, WORD_ROWS, programs per SM to split K towards, num_stages[,
 # maxnreg]): word rows a k-step (int4: 8 k a row, int8: 4), all held by each thread; more programs per
@@ -152,6 +164,16 @@ DOT_CONFIGS = (
 # takes): its tiles are 64 rows or more. Set GLUON_ENABLED False to keep sm_90 on the Triton paths.
 GLUON_MIN_M = 17
 GLUON_ENABLED = True
+# The mma.sync GEMV (`_qgemv_mma_kernel`): tuner candidates up to MMA_MAX_M rows (two n8 blocks of the MMA), each
+# (warps, warps an SM to split K towards, PREFETCH[, maxnreg]); the fastest on the H200 at M = 1 / 8 / 16 and the
+# benchmark shapes (logs/h200-2026-12-01-s14/exp-gemv-mma-run2.log, graph replay over 3 input copies): the 1-warp
+# prefetching one with 16 warps an SM at 14336 x 4096 and 4096 x 14336 (M = 16: 20.0 / 24.2 us against the dot
+# kernel's 22.7 / 24.3) and M = 16 at 28672 x 8192 (52.0 against 65.2), 2-warp programs at 28672 x 8192 for M = 1-8
+# (39.8 us against the GEMV's 43.7), the 1-warp one without prefetch at M = 8 (43.3). Prefetching, the next group's
+# words and x take registers: capped (MMA_PREFETCH_REGS by BLOCK_M) where offline sm_90 shows no spill.
+MMA_MAX_M = 16
+MMA_CONFIGS = ((1, 16, True), (2, 32, True), (1, 32, False))
+MMA_PREFETCH_REGS = {8: 96, 16: 128}
 INTERPRETER_GEMV = (256, 1, 4, 8, 1)  # the interpreter pretends to have 8 SMs: split-K runs in tests
 INTERPRETER_RESIDENT = 4  # tensor-core programs an SM in the interpreter: stream-K cuts tiles in tests
 
@@ -170,6 +192,17 @@ def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms
                 num_warps=warps, STAGES=stages, **({"maxnreg": maxnreg[0]} if maxnreg else {}))
 
 
+def _mma(config: tuple, M: int, N: int, K: int, group_size: int, sms: int) -> dict:
+    warps, per_sm, prefetch, *maxnreg = config
+    block_n = 32 * warps
+    block_m = 8 if M <= 8 else 16
+    split = _split_k(per_sm * sms // warps, cdiv(N, block_n), K // group_size)
+    if prefetch and not maxnreg:  # the prefetched group's registers without spills (offline sm_90)
+        maxnreg = [MMA_PREFETCH_REGS[block_m]]
+    return dict(path="mma", BLOCK_M=block_m, BLOCK_N=block_n, SPLIT_K=split, num_warps=warps, PREFETCH=prefetch,
+                **({"maxnreg": maxnreg[0]} if maxnreg else {}))
+
+
 def _dot(config: tuple, group_size: int) -> dict:
     block_m, block_n, block_k, warps, stages, *rest = config
     swap = rest[0] if rest else True
@@ -182,16 +215,18 @@ DEQUANT = dict(path="dequant")
 
 
 def candidates(M: int, N: int, K: int, bits: int, group_size: int, dtype: torch.dtype, sms: int,
-               gluon: bool = False) -> tuple[dict, ...]:
-    """The launch candidates for M rows of x, the untimed default first: dicts with "path" ("gemv",
-    "dot", "dequant", "gluon") and the kernel's tile sizes, SPLIT_K (GEMV), num_warps, num_stages (the Gluon
+               gluon: bool = False, mma: bool = False) -> tuple[dict, ...]:
+    """The launch candidates for M rows of x, the untimed default first: dicts with "path" ("gemv", "mma",
+    "dot", "dequant", "gluon") and the kernel's tile sizes, SPLIT_K (GEMV, mma), num_warps, num_stages (the Gluon
     kernel's: quant_matmul_sm90.Variant.config). gluon: whether the Gluon kernel applies to the call
     (`_use_gluon`); its variants for M's regime then come right after the default (never first: untimed
-    calls run the first)."""
+    calls run the first). mma: whether the mma.sync GEMV applies (`_use_mma`): its candidates for M <= MMA_MAX_M
+    likewise."""
     if dtype not in HALF_DTYPES:
         return (DEQUANT,)
     gluon_configs = (tuple(v.config() for v in quant_matmul_sm90.variants_for(M)) if gluon and M >= GLUON_MIN_M
                      else ())
+    mma_configs = tuple(_mma(c, M, N, K, group_size, sms) for c in MMA_CONFIGS) if mma and M <= MMA_MAX_M else ()
     if sms == num_sms(-1):  # the interpreter: one small configuration per path
         gemv = (_gemv(INTERPRETER_GEMV, M, N, K, bits, group_size, sms),)
     else:
@@ -200,17 +235,24 @@ def candidates(M: int, N: int, K: int, bits: int, group_size: int, dtype: torch.
     dot = tuple(_dot(c, group_size) for c in dots)
     dot = tuple(c for i, c in enumerate(dot) if c not in dot[:i])
     if M <= GEMV_MAX_M:
-        return gemv + dot[:2]
+        return gemv[:1] + mma_configs + gemv[1:] + dot[:2]
     if M <= GEMV_TRY_M:
-        return dot + gemv[:3]
+        return dot[:1] + mma_configs + dot[1:] + gemv[:3]
     if M <= DOT_MAX_M:
-        return dot[:1] + gluon_configs + dot[1:] + (DEQUANT,)
+        return dot[:1] + mma_configs + gluon_configs + dot[1:] + (DEQUANT,)
     return (DEQUANT,) + gluon_configs + dot[:2]
 
 
 def kernel_path(M: int, dtype: torch.dtype = torch.bfloat16) -> str:
     """The path quant_matmul runs untimed for M rows of x of `dtype`: "gemv", "dot" or "dequant"."""
     return candidates(M, 256, 256, 4, 128, dtype, num_sms(-1))[0]["path"]
+
+
+def _use_mma(rows: torch.Tensor, bits: int) -> bool:
+    """Whether the mma.sync GEMV (`_qgemv_mma_kernel`) is a candidate: int4, M <= MMA_MAX_M, a GPU (inline PTX: not
+    the interpreter), x's rows 16-byte aligned (it reads x as 16-byte pieces of int32 pairs)."""
+    return (bits == 4 and rows.is_cuda and not interpreting() and rows.shape[0] <= MMA_MAX_M
+            and rows.stride(0) % 8 == 0 and rows.data_ptr() % 16 == 0)
 
 
 def _use_gluon(rows: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: Optional[torch.Tensor],
@@ -298,9 +340,9 @@ def _take(x, k: tl.constexpr):
 
 @triton.jit
 def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
-                  magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
-                  HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  STAGES: tl.constexpr, SUM_BATCH: tl.constexpr):
+                  magic15, w_tile_stride, w_row_stride, SPLIT_K: tl.constexpr, BITS: tl.constexpr,
+                  GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr,
+                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, SUM_BATCH: tl.constexpr):
     # Grid (N / BLOCK_N, SPLIT_K). STAGES > 1: the group's next k-steps' words are copied into shared
     # memory while this one is summed (more bytes in flight per program). Reads its [K / SPLIT_K,
     # BLOCK_N] slab of packed words once (the grid reads every word once), one row of scales (and
@@ -322,7 +364,10 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     per_split = tl.cdiv(k_steps, SPLIT_K)
     t_start = split * per_split
     t_end = tl.minimum(t_start + per_split, k_steps)
-    w_row = w_ptr + tl.cast(t_start * WORDS, tl.int64) * N
+    # word (j, n) of the program's columns: w_tile_stride words from one column tile to the next, w_row_stride from
+    # one word row to the next ([K / P, N]: BLOCK_N and N)
+    w_row = w_ptr + tl.cast(pid_n, tl.int64) * w_tile_stride + tl.cast(t_start * WORDS, tl.int64) * w_row_stride
+    tile_cols = tl.arange(0, BLOCK_N)[None, :]
     x_ptrs = (x_ptr + rows[:, None].to(tl.int64) * x_stride + t_start * BLOCK_K
               + tl.arange(0, XW * PACK)[None, :])
     x_mask = rows[:, None] < M
@@ -340,7 +385,7 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
                     # an identity reduction: x then reaches every thread as float32 through shared
                     # memory, where otherwise every thread would widen it
                     x = tl.sum(x[:, :, None], axis=2)
-                words = tl.load(w_row + j * N + cols[None, :], mask=col_mask)
+                words = tl.load(w_row + j * w_row_stride + tile_cols, mask=col_mask)
                 for i in tl.static_range(PACK):
                     codes, _ = _unpack(words, i, magic15, BITS)
                     xk = _take(x, (j % XW) * PACK + i)[:, None]
@@ -349,12 +394,181 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
                     else:
                         sum19 += xk
                     dot = tl.fma(xk, codes, dot)
-            w_row += WORDS * N
+            w_row += WORDS * w_row_stride
             x_ptrs += BLOCK_K
         s, z = _scale_and_zero(s_ptr, z_ptr, g, cols[None, :], col_mask, N, HAS_ZERO, BITS)
         acc = tl.fma(s, dot - (sum15 * 256.0 + sum19 * 16.0 + z * (sum15 + sum19)), acc)
     _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid_n, split, SPLIT_K, HAS_BIAS,
                   SUM_BATCH)
+
+
+@triton.jit
+def _mma_m16n8k16(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3, BF16: tl.constexpr):
+    """One warp-wide mma.sync m16n8k16 (fp32 accumulators) from [LANES] tensors whose element e sits in lane e % 32
+    of warp e // 32 (1-D blocked tensors): a0..a3 the lane's A fragment (16-bit pairs as int32), b0, b1 its B
+    fragment, c0..c3 its accumulators. Inline PTX: on a GPU only."""
+    if BF16:
+        return tl.inline_asm_elementwise(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, "
+            "{$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", [a0, a1, a2, a3, b0, b1, c0, c1, c2, c3],
+            dtype=(tl.float32, tl.float32, tl.float32, tl.float32), is_pure=True, pack=1)
+    else:
+        return tl.inline_asm_elementwise(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, "
+            "{$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", [a0, a1, a2, a3, b0, b1, c0, c1, c2, c3],
+            dtype=(tl.float32, tl.float32, tl.float32, tl.float32), is_pure=True, pack=1)
+
+
+@triton.jit
+def _code_pair(words, shift: tl.constexpr, neg_zero_pair, BF16: tl.constexpr):
+    """(c_i - z, c_{i+4} - z) as a pair of 16-bit floats (exact: |c - z| <= 15), i = shift / 4, from int4 words:
+    one LOP3 gives magic + c for both halves (bf16 0x4300 = 128, fp16 0x6400 = 1024), a packed fma adds
+    -(magic + z)."""
+    if BF16:
+        return tl.inline_asm_elementwise(
+            "{ .reg .b32 t, one; lop3.b32 t, $1, 0x000F000F, 0x43004300, 0xEA; mov.b32 one, 0x3F803F80; "
+            "fma.rn.bf16x2 $0, t, one, $2; }", "=r,r,r", [words >> shift, neg_zero_pair], dtype=tl.int32,
+            is_pure=True, pack=1)
+    else:
+        return tl.inline_asm_elementwise(
+            "{ .reg .b32 t, one; lop3.b32 t, $1, 0x000F000F, 0x64006400, 0xEA; mov.b32 one, 0x3C003C00; "
+            "fma.rn.f16x2 $0, t, one, $2; }", "=r,r,r", [words >> shift, neg_zero_pair], dtype=tl.int32,
+            is_pure=True, pack=1)
+
+
+@triton.jit
+def _pair_halves(lo, hi, SELECT: tl.constexpr):
+    """prmt: (lo.h0, hi.h0) for SELECT 0x5410, (lo.h1, hi.h1) for 0x7632."""
+    if SELECT == 0x5410:
+        return tl.inline_asm_elementwise("prmt.b32 $0, $1, $2, 0x5410;", "=r,r,r", [lo, hi], dtype=tl.int32,
+                                         is_pure=True, pack=1)
+    else:
+        return tl.inline_asm_elementwise("prmt.b32 $0, $1, $2, 0x7632;", "=r,r,r", [lo, hi], dtype=tl.int32,
+                                         is_pure=True, pack=1)
+
+
+@triton.jit
+def _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g, valid, q, cols4, col_mask4, x_rows,
+              GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BF16: tl.constexpr):
+    """Group g's operands for the lane (all zero where not `valid`): U = GROUP / 32 word rows (q, q + 4, ..) of
+    its 4 columns, for each the matching 8 values (4 int32 pairs) of each of its x rows `x_rows` (entry u * NB +
+    nb), the columns' scales (fp32) and the pairs -(magic + z) (bf16 128, fp16 1024)."""
+    U: tl.constexpr = GROUP // 32
+    mask4 = col_mask4 & valid
+    words = ()
+    xs = ()
+    for u in tl.static_range(U):
+        j = (g * (GROUP // 8) + q + 4 * u).to(tl.int64)  # the lane's word row
+        words = words + (tl.load(w_ptr + j[:, None] * N + cols4, mask=mask4, other=0),)  # 16 B a lane
+        for nb in tl.static_range(len(x_rows)):
+            xs = xs + (tl.load(x32_ptr + x_rows[nb][:, None] * x_stride32 + 4 * j[:, None] + tl.arange(0, 4)[None, :],
+                               mask=valid, other=0),)
+    s = tl.load(s_ptr + g * N + cols4, mask=mask4, other=0.0).to(tl.float32)
+    if HAS_ZERO:
+        z = tl.load(z_ptr + g * N + cols4, mask=mask4, other=0).to(tl.int32)
+    else:
+        z = tl.full(cols4.shape, 8, tl.int32)
+    MAGIC: tl.constexpr = 0x4300 if BF16 else 0x6400
+    return words, xs, s, (z + (MAGIC | 0x8000)) * 0x10001
+
+
+@triton.jit
+def _mma_group(words, xs, neg_zero, NB: tl.constexpr, BF16: tl.constexpr):
+    """sum_k x[n, k] (c - z)[col, k] over one group's operands (`_mma_load`) in fp32: the lane's 8 NB
+    accumulators, (x rows block nb, m16 tile t, c0..c3) in that order."""
+    zero = tl.zeros([neg_zero.shape[0]], tl.float32)
+    acc = ()
+    for i in tl.static_range(8 * NB):
+        acc = acc + (zero,)
+    z0, z1, z2, z3 = _take(neg_zero, 0), _take(neg_zero, 1), _take(neg_zero, 2), _take(neg_zero, 3)
+    for u in tl.static_range(len(words)):
+        w0, w1, w2, w3 = _take(words[u], 0), _take(words[u], 1), _take(words[u], 2), _take(words[u], 3)
+        for m in tl.static_range(2):  # codes 2m, 2m + 1, 2m + 4, 2m + 5 of the word: one k16 step
+            a0 = (_code_pair(w0, 8 * m, z0, BF16), _code_pair(w1, 8 * m, z1, BF16), _code_pair(w0, 8 * m + 4, z0, BF16),
+                  _code_pair(w1, 8 * m + 4, z1, BF16))  # tile 0: rows r, r + 8 = columns 4 r, 4 r + 1
+            a1 = (_code_pair(w2, 8 * m, z2, BF16), _code_pair(w3, 8 * m, z3, BF16), _code_pair(w2, 8 * m + 4, z2, BF16),
+                  _code_pair(w3, 8 * m + 4, z3, BF16))  # tile 1: columns 4 r + 2, 4 r + 3
+            out = ()
+            for nb in tl.static_range(NB):
+                xa = _take(xs[u * NB + nb], m)
+                xb = _take(xs[u * NB + nb], m + 2)
+                b0 = _pair_halves(xa, xb, 0x5410)  # (x[2m], x[2m + 4])
+                b1 = _pair_halves(xa, xb, 0x7632)  # (x[2m + 1], x[2m + 5])
+                out = out + _mma_m16n8k16(a0[0], a0[1], a0[2], a0[3], b0, b1, acc[8 * nb], acc[8 * nb + 1],
+                                          acc[8 * nb + 2], acc[8 * nb + 3], BF16)
+                out = out + _mma_m16n8k16(a1[0], a1[1], a1[2], a1[3], b0, b1, acc[8 * nb + 4], acc[8 * nb + 5],
+                                          acc[8 * nb + 6], acc[8 * nb + 7], BF16)
+            acc = out
+    return acc
+
+
+@triton.jit
+def _qgemv_mma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
+                      SPLIT_K: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, HAS_BIAS: tl.constexpr,
+                      BF16: tl.constexpr, PREFETCH: tl.constexpr, SUM_BATCH: tl.constexpr, BLOCK_M: tl.constexpr,
+                      BLOCK_N: tl.constexpr):
+    # int4, M <= BLOCK_M (8 or 16: the MMA's n, once or twice), x 16-bit with rows 16-byte aligned. Grid (N /
+    # BLOCK_N, SPLIT_K), BLOCK_N = 32 warps: a warp owns 32 columns (lane L = 4 r + q: columns 4 r .. 4 r + 3 of
+    # the warp's, word rows q, q + 4, ..) as two m16 tiles of mma.sync (tile t: MMA row r = column 4 r + 2 t, row
+    # r + 8 = column 4 r + 2 t + 1); k inside a k16 step is permuted so that a lane's A fragment comes from its own
+    # words (codes 2m, 2m+1, 2m+4, 2m+5 of word rows 4u + 0..3) and its B fragment (x row r, and r + 8) from one
+    # 16-byte load of x. PREFETCH: the next group's operands are loaded before this one's MMAs (in flight while
+    # they run). Reads its [K / SPLIT_K, 32] slab of words once (16 B a lane a word row), a row of scales and zeros
+    # a group, x from L2. Writes BLOCK_M x BLOCK_N outputs or fp32 partials (_store_output).
+    LANES: tl.constexpr = BLOCK_N  # a lane a column: 4 columns x 4 word rows for 4 lanes
+    NB: tl.constexpr = BLOCK_M // 8
+    lane = tl.arange(0, LANES)
+    r = (lane % 32) // 4
+    q = lane % 4
+    col0 = tl.program_id(0) * LANES + (lane // 32) * 32 + 4 * r  # the lane's first column
+    cols4 = col0[:, None] + tl.arange(0, 4)[None, :]
+    col_mask4 = cols4 < N
+    # B column n of block nb = x row 8 nb + r; rows past M repeat the last (their outputs are not stored)
+    x_rows = ()
+    for nb in tl.static_range(NB):
+        x_rows = x_rows + (tl.minimum(8 * nb + r, M - 1).to(tl.int64),)
+    x32_ptr = x_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
+    x_stride32 = x_stride // 2
+    groups = K // GROUP
+    per_split = tl.cdiv(groups, SPLIT_K)
+    g_start = tl.program_id(1) * per_split
+    g_end = tl.minimum(g_start + per_split, groups)
+    acc = ()
+    for i in tl.static_range(8 * NB):
+        acc = acc + (tl.zeros([LANES], tl.float32),)
+    if PREFETCH:
+        nxt = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_start < g_end, q, cols4, col_mask4,
+                        x_rows, GROUP, HAS_ZERO, BF16)
+    for g in range(g_start, g_end):
+        if PREFETCH:
+            words, xs, s, neg_zero = nxt
+            nxt = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g + 1, g + 1 < g_end, q, cols4, col_mask4,
+                            x_rows, GROUP, HAS_ZERO, BF16)
+        else:
+            words, xs, s, neg_zero = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g, True, q, cols4,
+                                               col_mask4, x_rows, GROUP, HAS_ZERO, BF16)
+        part = _mma_group(words, xs, neg_zero, NB, BF16)
+        scaled = ()
+        for i in tl.static_range(8 * NB):  # c0, c1: column 4 r + 2 t; c2, c3: 4 r + 2 t + 1 (tile t = i // 4 % 2)
+            scaled = scaled + (acc[i] + _take(s, (i % 8) // 2) * part[i],)
+        acc = scaled
+    # lane (r, q), block nb, tile t: c0 / c1 = column 4 r + 2 t, x rows 8 nb + 2q / + 1; c2 / c3 = column 4 r + 2 t + 1
+    blocks = ()
+    for nb in tl.static_range(NB):
+        a = acc[8 * nb: 8 * nb + 8]
+        blocks = blocks + (tl.join(tl.join(tl.join(a[0], a[1]), tl.join(a[2], a[3])),
+                                   tl.join(tl.join(a[4], a[5]), tl.join(a[6], a[7]))),)  # [LANES, nl, e, t]
+    WARPS: tl.constexpr = LANES // 32
+    if NB == 1:
+        tile = tl.reshape(blocks[0], (WARPS, 8, 4, 2, 2, 2))  # warp, r, q, nl, e, t
+        tile = tl.reshape(tl.permute(tile, (2, 3, 0, 1, 5, 4)), (8, LANES))  # [x row, column 32 w + 4 r + 2 t + e]
+    else:
+        tile = tl.reshape(tl.join(blocks[0], blocks[1]), (WARPS, 8, 4, 2, 2, 2, 2))  # warp, r, q, nl, e, t, nb
+        tile = tl.reshape(tl.permute(tile, (6, 2, 3, 0, 1, 5, 4)), (16, LANES))
+    rows = tl.arange(0, BLOCK_M)
+    cols = tl.program_id(0) * LANES + tl.arange(0, LANES)
+    _store_output(tile, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tl.program_id(0),
+                  tl.program_id(1), SPLIT_K, HAS_BIAS, SUM_BATCH)
 
 
 @triton.jit
@@ -655,8 +869,8 @@ def dequantize(packed, scales, zeros, bits, group_size, dtype=torch.float32) -> 
     block_k = min(DEQUANT_BLOCK_K, group_size)
     if out.numel():
         launch(_dequantize_kernel, (K // block_k, cdiv(N, DEQUANT_BLOCK_N)), packed, scales,
-               packed if zeros is None else zeros, out, N, K, MAGIC15, BITS=bits, GROUP=group_size, HAS_ZERO=zeros is not None,
-               BLOCK_K=block_k, BLOCK_N=DEQUANT_BLOCK_N, num_warps=4)
+               packed if zeros is None else zeros, out, N, K, MAGIC15, BITS=bits, GROUP=group_size,
+               HAS_ZERO=zeros is not None, BLOCK_K=block_k, BLOCK_N=DEQUANT_BLOCK_N, num_warps=4)
     return out
 
 # ---------------------------------------------------------------------------------------------
@@ -689,7 +903,13 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
     if path == "gemv":
         kernel, pieces = _qgemv_kernel, params.pop("SPLIT_K")
         grid = (tiles, pieces)
+        args += [params["BLOCK_N"], N]  # packed [K / P, N]: the next column tile BLOCK_N words on, the next row N
         consts["SPLIT_K"] = pieces
+    elif path == "mma":
+        kernel, pieces = _qgemv_mma_kernel, params.pop("SPLIT_K")
+        grid = (tiles, pieces)
+        del args[-1], consts["BITS"]  # int4 only, no magic argument
+        consts.update(SPLIT_K=pieces, BF16=rows.dtype == torch.bfloat16)
     else:
         kernel = _qgemm_kernel
         # inline PTX on a GPU only; its packed 16-bit math rounds once with scales in x's dtype
@@ -754,7 +974,8 @@ def _quant_matmul_op(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor
         return torch.empty((*x.shape[:-1], N), device=x.device, dtype=x.dtype)
     device_index = x.device.index if x.is_cuda else -1
     gluon = _use_gluon(rows, packed, scales, zeros, bits, group_size)
-    configs = candidates(M, N, K, bits, group_size, x.dtype, num_sms(device_index), gluon)
+    mma = _use_mma(rows, bits)
+    configs = candidates(M, N, K, bits, group_size, x.dtype, num_sms(device_index), gluon, mma)
     gluon_plans: dict = {}  # per Gluon variant: the tuner runs each candidate many times, its descriptors once
 
     def run(config: dict):
@@ -767,6 +988,8 @@ def _quant_matmul_op(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor
     key = (_autotune.bucket(M), N, K, bits, group_size, zeros is not None, bias is not None, x.dtype, scales.dtype)
     if gluon:  # its candidates join the list: a choice of its own (other calls' keys stay as they were)
         key += ("gluon",)
+    if mma:
+        key += ("mma",)
     device = _autotune.device_name(device_index)
     chosen = _autotune.choose("quant_matmul", key, configs, run, device=device, tune=_autotune.may_tune(x))
     out, prepared = run(chosen)
