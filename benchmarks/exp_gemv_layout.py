@@ -14,6 +14,9 @@ rooftop.ops._autotune.time_ms), beside cuBLAS F.linear on the bf16 weight:
             int stored a program): the memory system's figure for each pattern, with no arithmetic.
 Prediction: if DRAM page locality decides, the tiled reads run near a copy (~4.2 TB/s) and the library's pattern
 below, and the GEMV gains as much as its read probe. Writes OUT/exp-gemv-layout.json, prints a table.
+Seen (logs/h200-2026-12-01-s14/exp-gemv-layout.log): no difference, the GEMV and the read probe alike (e.g. 28672 x
+8192: 51.1 / 51.0 us, reads 39.0 / 39.1 us), so the strides were taken out of the library's kernel again: this script
+runs against commit e99e4f8, where `_qgemv_kernel` still took them.
 Usage: PYTHONPATH=src python benchmarks/exp_gemv_layout.py OUT [--bits 4,8] [--configs 3]"""
 import argparse
 import json

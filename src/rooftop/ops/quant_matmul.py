@@ -340,9 +340,9 @@ def _take(x, k: tl.constexpr):
 
 @triton.jit
 def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
-                  magic15, w_tile_stride, w_row_stride, SPLIT_K: tl.constexpr, BITS: tl.constexpr,
-                  GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr,
-                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, SUM_BATCH: tl.constexpr):
+                  magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
+                  HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                  STAGES: tl.constexpr, SUM_BATCH: tl.constexpr):
     # Grid (N / BLOCK_N, SPLIT_K). STAGES > 1: the group's next k-steps' words are copied into shared
     # memory while this one is summed (more bytes in flight per program). Reads its [K / SPLIT_K,
     # BLOCK_N] slab of packed words once (the grid reads every word once), one row of scales (and
@@ -364,10 +364,7 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     per_split = tl.cdiv(k_steps, SPLIT_K)
     t_start = split * per_split
     t_end = tl.minimum(t_start + per_split, k_steps)
-    # word (j, n) of the program's columns: w_tile_stride words from one column tile to the next, w_row_stride from
-    # one word row to the next ([K / P, N]: BLOCK_N and N)
-    w_row = w_ptr + tl.cast(pid_n, tl.int64) * w_tile_stride + tl.cast(t_start * WORDS, tl.int64) * w_row_stride
-    tile_cols = tl.arange(0, BLOCK_N)[None, :]
+    w_row = w_ptr + tl.cast(t_start * WORDS, tl.int64) * N
     x_ptrs = (x_ptr + rows[:, None].to(tl.int64) * x_stride + t_start * BLOCK_K
               + tl.arange(0, XW * PACK)[None, :])
     x_mask = rows[:, None] < M
@@ -385,7 +382,7 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
                     # an identity reduction: x then reaches every thread as float32 through shared
                     # memory, where otherwise every thread would widen it
                     x = tl.sum(x[:, :, None], axis=2)
-                words = tl.load(w_row + j * w_row_stride + tile_cols, mask=col_mask)
+                words = tl.load(w_row + j * N + cols[None, :], mask=col_mask)
                 for i in tl.static_range(PACK):
                     codes, _ = _unpack(words, i, magic15, BITS)
                     xk = _take(x, (j % XW) * PACK + i)[:, None]
@@ -394,7 +391,7 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
                     else:
                         sum19 += xk
                     dot = tl.fma(xk, codes, dot)
-            w_row += WORDS * w_row_stride
+            w_row += WORDS * N
             x_ptrs += BLOCK_K
         s, z = _scale_and_zero(s_ptr, z_ptr, g, cols[None, :], col_mask, N, HAS_ZERO, BITS)
         acc = tl.fma(s, dot - (sum15 * 256.0 + sum19 * 16.0 + z * (sum15 + sum19)), acc)
@@ -903,7 +900,6 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
     if path == "gemv":
         kernel, pieces = _qgemv_kernel, params.pop("SPLIT_K")
         grid = (tiles, pieces)
-        args += [params["BLOCK_N"], N]  # packed [K / P, N]: the next column tile BLOCK_N words on, the next row N
         consts["SPLIT_K"] = pieces
     elif path == "mma":
         kernel, pieces = _qgemv_mma_kernel, params.pop("SPLIT_K")
