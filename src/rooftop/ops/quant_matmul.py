@@ -465,8 +465,7 @@ def _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g, valid, q, cols4, c
         z = tl.load(z_ptr + g * N + cols4, mask=mask4, other=0).to(tl.int32)
     else:
         z = tl.full(cols4.shape, 8, tl.int32)
-    MAGIC: tl.constexpr = 0x4300 if BF16 else 0x6400
-    return words, xs, s, (z + (MAGIC | 0x8000)) * 0x10001
+    return words, xs, s, _neg_magic_zero_pair(z, BF16)
 
 
 @triton.jit
@@ -585,6 +584,14 @@ def _dequant_tile(w_ptr, s_ptr, z_ptr, k0, cols, col_mask, N, magic15, BITS: tl.
 
 
 @triton.jit
+def _neg_magic_zero_pair(z, BF16: tl.constexpr):
+    """The int32 bits of the 16-bit float pair (-(magic + z), -(magic + z)) for int32 zero points z < 128 (bf16
+    magic 128 = 0x4300, fp16 1024 = 0x6400; exact): what a packed add takes to turn magic + c into c - z."""
+    MAGIC: tl.constexpr = 0x4300 if BF16 else 0x6400
+    return (z + (MAGIC | 0x8000)) * 0x10001
+
+
+@triton.jit
 def _dequant_pairs(words, s, z, magic15, BITS: tl.constexpr, HAS_ZERO: tl.constexpr, DTYPE: tl.constexpr,
                    PAIRED_ASM: tl.constexpr):
     """s * (c - z) rounded once to DTYPE for the codes of `words` [WORDS, BLOCK_N], with the group's
@@ -603,9 +610,8 @@ def _dequant_pairs(words, s, z, magic15, BITS: tl.constexpr, HAS_ZERO: tl.conste
     else:
         z = tl.full(s.shape, 2 ** (BITS - 1), tl.int32)
     if PAIRED_ASM:
-        MAGIC: tl.constexpr = 0x4300 if DTYPE == tl.bfloat16 else 0x6400
         s_pair = (s.to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF) * 0x10001  # (s, s)
-        neg_zero_pair = (z + (MAGIC | 0x8000)) * 0x10001  # (-(magic + z), -(magic + z)), exact
+        neg_zero_pair = _neg_magic_zero_pair(z, DTYPE == tl.bfloat16)
         shifted = words[:, :, None] >> (4 * tl.arange(0, HALF))[None, None, :]  # codes i, i + 4 at bits 0, 16
         args = [shifted, neg_zero_pair[None, :, None], s_pair[None, :, None]]
         if DTYPE == tl.bfloat16:
