@@ -172,8 +172,8 @@ GLUON_ENABLED = True
 # (39.8 us against the GEMV's 43.7), the 1-warp one without prefetch at M = 8 (43.3). Prefetching, the next group's
 # words and x take registers: capped (MMA_PREFETCH_REGS by BLOCK_M) where offline sm_90 shows no spill.
 MMA_MAX_M = 16
-MMA_CONFIGS = ((1, 16, True), (2, 32, True), (1, 32, False))
-MMA_PREFETCH_REGS = {8: 96, 16: 128}
+MMA_CONFIGS = ((1, 16, 1), (2, 32, 1), (1, 32, 0), (1, 32, 2))
+MMA_PREFETCH_REGS = {(8, 1): 104, (8, 2): 128, (16, 1): 136, (16, 2): 192}
 INTERPRETER_GEMV = (256, 1, 4, 8, 1)  # the interpreter pretends to have 8 SMs: split-K runs in tests
 INTERPRETER_RESIDENT = 4  # tensor-core programs an SM in the interpreter: stream-K cuts tiles in tests
 
@@ -192,15 +192,13 @@ def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms
                 num_warps=warps, STAGES=stages, **({"maxnreg": maxnreg[0]} if maxnreg else {}))
 
 
-def _mma(config: tuple, M: int, N: int, K: int, group_size: int, sms: int) -> dict:
+def _mma(config: tuple, M: int) -> dict:
     warps, per_sm, prefetch, *maxnreg = config
-    block_n = 32 * warps
     block_m = 8 if M <= 8 else 16
-    split = _split_k(per_sm * sms // warps, cdiv(N, block_n), K // group_size)
-    if prefetch and not maxnreg:  # the prefetched group's registers without spills (offline sm_90)
-        maxnreg = [MMA_PREFETCH_REGS[block_m]]
-    return dict(path="mma", BLOCK_M=block_m, BLOCK_N=block_n, SPLIT_K=split, num_warps=warps, PREFETCH=prefetch,
-                **({"maxnreg": maxnreg[0]} if maxnreg else {}))
+    if prefetch and not maxnreg:  # the prefetched groups' registers without spills (offline sm_90)
+        maxnreg = [MMA_PREFETCH_REGS[block_m, prefetch]]
+    return dict(path="mma", BLOCK_M=block_m, BLOCK_N=32 * warps, WARPS_PER_SM=per_sm, num_warps=warps,
+                PREFETCH=prefetch, **({"maxnreg": maxnreg[0]} if maxnreg else {}))
 
 
 def _dot(config: tuple, group_size: int) -> dict:
@@ -226,7 +224,7 @@ def candidates(M: int, N: int, K: int, bits: int, group_size: int, dtype: torch.
         return (DEQUANT,)
     gluon_configs = (tuple(v.config() for v in quant_matmul_sm90.variants_for(M)) if gluon and M >= GLUON_MIN_M
                      else ())
-    mma_configs = tuple(_mma(c, M, N, K, group_size, sms) for c in MMA_CONFIGS) if mma and M <= MMA_MAX_M else ()
+    mma_configs = tuple(_mma(c, M) for c in MMA_CONFIGS) if mma and M <= MMA_MAX_M else ()
     if sms == num_sms(-1):  # the interpreter: one small configuration per path
         gemv = (_gemv(INTERPRETER_GEMV, M, N, K, bits, group_size, sms),)
     else:
@@ -499,26 +497,62 @@ def _mma_group(words, xs, neg_zero, NB: tl.constexpr, BF16: tl.constexpr):
 
 
 @triton.jit
+def _mma_tile_sum(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_end, q, cols4, col_mask4, x_rows,
+                  GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BF16: tl.constexpr, PREFETCH: tl.constexpr,
+                  NB: tl.constexpr):
+    """The lane's 8 NB fp32 accumulators (`_mma_group`'s order) of sum_k x (s (c - z)) over groups g_start ..
+    g_end - 1 of its columns `cols4`. PREFETCH (0-2): groups loaded ahead of the one whose MMAs run (in flight
+    while they run)."""
+    acc = ()
+    for i in tl.static_range(8 * NB):
+        acc = acc + (tl.zeros(q.shape, tl.float32),)
+    if PREFETCH >= 1:
+        ahead1 = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_start < g_end, q, cols4, col_mask4,
+                           x_rows, GROUP, HAS_ZERO, BF16)
+    if PREFETCH >= 2:
+        ahead2 = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start + 1, g_start + 1 < g_end, q, cols4,
+                           col_mask4, x_rows, GROUP, HAS_ZERO, BF16)
+    for g in range(g_start, g_end):
+        if PREFETCH == 0:
+            words, xs, s, neg_zero = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g, True, q, cols4,
+                                               col_mask4, x_rows, GROUP, HAS_ZERO, BF16)
+        elif PREFETCH == 1:
+            words, xs, s, neg_zero = ahead1
+            ahead1 = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g + 1, g + 1 < g_end, q, cols4,
+                               col_mask4, x_rows, GROUP, HAS_ZERO, BF16)
+        else:
+            words, xs, s, neg_zero = ahead1
+            ahead1 = ahead2
+            ahead2 = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g + 2, g + 2 < g_end, q, cols4,
+                               col_mask4, x_rows, GROUP, HAS_ZERO, BF16)
+        part = _mma_group(words, xs, neg_zero, NB, BF16)
+        scaled = ()
+        for i in tl.static_range(8 * NB):  # c0, c1: column 4 r + 2 t; c2, c3: 4 r + 2 t + 1 (tile t = i // 4 % 2)
+            scaled = scaled + (acc[i] + _take(s, (i % 8) // 2) * part[i],)
+        acc = scaled
+    return acc
+
+
+@triton.jit(do_not_specialize=["programs"])  # compiled (prepare) before `programs` is known
 def _qgemv_mma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
-                      SPLIT_K: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, HAS_BIAS: tl.constexpr,
+                      programs, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, HAS_BIAS: tl.constexpr,
                       BF16: tl.constexpr, PREFETCH: tl.constexpr, SUM_BATCH: tl.constexpr, BLOCK_M: tl.constexpr,
                       BLOCK_N: tl.constexpr):
-    # int4, M <= BLOCK_M (8 or 16: the MMA's n, once or twice), x 16-bit with rows 16-byte aligned. Grid (N /
-    # BLOCK_N, SPLIT_K), BLOCK_N = 32 warps: a warp owns 32 columns (lane L = 4 r + q: columns 4 r .. 4 r + 3 of
-    # the warp's, word rows q, q + 4, ..) as two m16 tiles of mma.sync (tile t: MMA row r = column 4 r + 2 t, row
-    # r + 8 = column 4 r + 2 t + 1); k inside a k16 step is permuted so that a lane's A fragment comes from its own
-    # words (codes 2m, 2m+1, 2m+4, 2m+5 of word rows 4u + 0..3) and its B fragment (x row r, and r + 8) from one
-    # 16-byte load of x. PREFETCH: the next group's operands are loaded before this one's MMAs (in flight while
-    # they run). Reads its [K / SPLIT_K, 32] slab of words once (16 B a lane a word row), a row of scales and zeros
-    # a group, x from L2. Writes BLOCK_M x BLOCK_N outputs or fp32 partials (_store_output).
+    # int4, M <= BLOCK_M (8 or 16: the MMA's n, once or twice), x 16-bit with rows 16-byte aligned. A warp owns 32
+    # columns (lane L = 4 r + q: columns 4 r .. 4 r + 3 of the warp's, word rows q, q + 4, ..) as two m16 tiles of
+    # mma.sync (tile t: MMA row r = column 4 r + 2 t, row r + 8 = column 4 r + 2 t + 1); k inside a k16 step is
+    # permuted so that a lane's A fragment comes from its own words (codes 2m, 2m+1, 2m+4, 2m+5 of word rows 4u +
+    # 0..3) and its B fragment (x row r, and r + 8) from one 16-byte load of x. Stream-K as _qgemm_kernel's: the
+    # tiles (BLOCK_N columns) x groups units of work shared evenly by `programs` >= tiles programs (one wave of
+    # as many as the SMs hold, or fewer: a config's cap), a program's range meeting at most two tiles. Reads its
+    # [groups, BLOCK_N] slab of words once (16 B a lane a word row), a row of scales and zeros a group, x from L2.
+    # Writes BLOCK_M x BLOCK_N outputs or fp32 partials (_store_output).
     LANES: tl.constexpr = BLOCK_N  # a lane a column: 4 columns x 4 word rows for 4 lanes
     NB: tl.constexpr = BLOCK_M // 8
+    WARPS: tl.constexpr = LANES // 32
     lane = tl.arange(0, LANES)
     r = (lane % 32) // 4
     q = lane % 4
-    col0 = tl.program_id(0) * LANES + (lane // 32) * 32 + 4 * r  # the lane's first column
-    cols4 = col0[:, None] + tl.arange(0, 4)[None, :]
-    col_mask4 = cols4 < N
     # B column n of block nb = x row 8 nb + r; rows past M repeat the last (their outputs are not stored)
     x_rows = ()
     for nb in tl.static_range(NB):
@@ -526,45 +560,38 @@ def _qgemv_mma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_pt
     x32_ptr = x_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
     x_stride32 = x_stride // 2
     groups = K // GROUP
-    per_split = tl.cdiv(groups, SPLIT_K)
-    g_start = tl.program_id(1) * per_split
-    g_end = tl.minimum(g_start + per_split, groups)
-    acc = ()
-    for i in tl.static_range(8 * NB):
-        acc = acc + (tl.zeros([LANES], tl.float32),)
-    if PREFETCH:
-        nxt = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_start < g_end, q, cols4, col_mask4,
-                        x_rows, GROUP, HAS_ZERO, BF16)
-    for g in range(g_start, g_end):
-        if PREFETCH:
-            words, xs, s, neg_zero = nxt
-            nxt = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g + 1, g + 1 < g_end, q, cols4, col_mask4,
-                            x_rows, GROUP, HAS_ZERO, BF16)
-        else:
-            words, xs, s, neg_zero = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g, True, q, cols4,
-                                               col_mask4, x_rows, GROUP, HAS_ZERO, BF16)
-        part = _mma_group(words, xs, neg_zero, NB, BF16)
-        scaled = ()
-        for i in tl.static_range(8 * NB):  # c0, c1: column 4 r + 2 t; c2, c3: 4 r + 2 t + 1 (tile t = i // 4 % 2)
-            scaled = scaled + (acc[i] + _take(s, (i % 8) // 2) * part[i],)
-        acc = scaled
-    # lane (r, q), block nb, tile t: c0 / c1 = column 4 r + 2 t, x rows 8 nb + 2q / + 1; c2 / c3 = column 4 r + 2 t + 1
-    blocks = ()
-    for nb in tl.static_range(NB):
-        a = acc[8 * nb: 8 * nb + 8]
-        blocks = blocks + (tl.join(tl.join(tl.join(a[0], a[1]), tl.join(a[2], a[3])),
-                                   tl.join(tl.join(a[4], a[5]), tl.join(a[6], a[7]))),)  # [LANES, nl, e, t]
-    WARPS: tl.constexpr = LANES // 32
-    if NB == 1:
-        tile = tl.reshape(blocks[0], (WARPS, 8, 4, 2, 2, 2))  # warp, r, q, nl, e, t
-        tile = tl.reshape(tl.permute(tile, (2, 3, 0, 1, 5, 4)), (8, LANES))  # [x row, column 32 w + 4 r + 2 t + e]
-    else:
-        tile = tl.reshape(tl.join(blocks[0], blocks[1]), (WARPS, 8, 4, 2, 2, 2, 2))  # warp, r, q, nl, e, t, nb
-        tile = tl.reshape(tl.permute(tile, (6, 2, 3, 0, 1, 5, 4)), (16, LANES))
-    rows = tl.arange(0, BLOCK_M)
-    cols = tl.program_id(0) * LANES + tl.arange(0, LANES)
-    _store_output(tile, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tl.program_id(0),
-                  tl.program_id(1), SPLIT_K, HAS_BIAS, SUM_BATCH)
+    total = tl.cast(tl.cdiv(N, BLOCK_N), tl.int64) * groups
+    pid = tl.program_id(0)
+    u = (pid * total // programs).to(tl.int32)  # int32 (fewer registers live across the loop): total < 2^31
+    u_end = ((pid + 1) * total // programs).to(tl.int32)
+    for _ in tl.static_range(2):  # programs >= tiles: a program's range meets at most two tiles
+        if u < u_end:
+            tile = u // groups
+            g_start = u - tile * groups
+            g_end = tl.minimum(groups, g_start + (u_end - u))
+            col0 = tile * LANES + (lane // 32) * 32 + 4 * r  # the lane's first column
+            cols4 = col0[:, None] + tl.arange(0, 4)[None, :]
+            acc = _mma_tile_sum(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_end, q, cols4, cols4 < N,
+                                x_rows, GROUP, HAS_ZERO, BF16, PREFETCH, NB)
+            # lane (r, q), block nb, tile t: c0 / c1 = column 4 r + 2 t, x rows 8 nb + 2q / + 1; c2 / c3 = column
+            # 4 r + 2 t + 1
+            blocks = ()
+            for nb in tl.static_range(NB):
+                a = acc[8 * nb: 8 * nb + 8]
+                blocks = blocks + (tl.join(tl.join(tl.join(a[0], a[1]), tl.join(a[2], a[3])),
+                                           tl.join(tl.join(a[4], a[5]), tl.join(a[6], a[7]))),)  # [LANES, nl, e, t]
+            if NB == 1:
+                out = tl.reshape(blocks[0], (WARPS, 8, 4, 2, 2, 2))  # warp, r, q, nl, e, t
+                out = tl.reshape(tl.permute(out, (2, 3, 0, 1, 5, 4)), (8, LANES))  # [x row, col 32 w + 4 r + 2 t + e]
+            else:
+                out = tl.reshape(tl.join(blocks[0], blocks[1]), (WARPS, 8, 4, 2, 2, 2, 2))  # .., t, nb
+                out = tl.reshape(tl.permute(out, (6, 2, 3, 0, 1, 5, 4)), (16, LANES))
+            # the tile's pieces: programs from the owner of its first unit to the owner of its last one
+            first = ((tile.to(tl.int64) * groups + 1) * programs - 1) // total
+            last = ((tile.to(tl.int64) + 1) * groups * programs - 1) // total
+            _store_output(out, tl.arange(0, BLOCK_M), tile * LANES + tl.arange(0, LANES), M, N, b_ptr, out_ptr,
+                          out_stride, ws_ptr, cnt_ptr, tile, pid - first, last - first + 1, HAS_BIAS, SUM_BATCH)
+            u += g_end - g_start
 
 
 @triton.jit
@@ -907,24 +934,27 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
         kernel, pieces = _qgemv_kernel, params.pop("SPLIT_K")
         grid = (tiles, pieces)
         consts["SPLIT_K"] = pieces
-    elif path == "mma":
-        kernel, pieces = _qgemv_mma_kernel, params.pop("SPLIT_K")
-        grid = (tiles, pieces)
-        del args[-1], consts["BITS"]  # int4 only, no magic argument
-        consts.update(SPLIT_K=pieces, BF16=rows.dtype == torch.bfloat16)
     else:
-        kernel = _qgemm_kernel
-        # inline PTX on a GPU only; its packed 16-bit math rounds once with scales in x's dtype
-        params["PAIRED_ASM"] = rows.is_cuda and bits == 4 and scales.dtype == rows.dtype
-        tiles *= cdiv(M, params["BLOCK_M"])
+        if path == "mma":
+            kernel, units = _qgemv_mma_kernel, tiles * (K // group_size)
+            del args[-1], consts["BITS"]  # int4 only, no magic argument
+            consts["BF16"] = rows.dtype == torch.bfloat16
+            cap = params.pop("WARPS_PER_SM") // params["num_warps"]
+        else:
+            kernel = _qgemm_kernel
+            # inline PTX on a GPU only; its packed 16-bit math rounds once with scales in x's dtype
+            params["PAIRED_ASM"] = rows.is_cuda and bits == 4 and scales.dtype == rows.dtype
+            tiles *= cdiv(M, params["BLOCK_M"])
+            units, cap = tiles * (K // params["BLOCK_K"]), None
         # the kernel is compiled before the partials' size is known: its workspace argument must already be
         # float32 (Triton specialises on the pointer's dtype; a placeholder of x's dtype rounded every partial)
         args[6] = _fp32_placeholder(rows.device)
         args.append(1)  # programs, below
         prepared = prepared or prepare(kernel, *args, **consts, **params)
         resident = INTERPRETER_RESIDENT if prepared is None else prepared.resident_per_sm
-        slots = resident * num_sms(rows.device.index if rows.is_cuda else -1)
-        programs = args[-1] = max(tiles, min(slots, tiles * (K // params["BLOCK_K"])))
+        sms = num_sms(rows.device.index if rows.is_cuda else -1)
+        # one wave of resident programs (or fewer: the config's cap), at least one a tile
+        programs = args[-1] = max(tiles, min(sms * resident, sms * (cap or resident), units))
         grid = (programs,)
         pieces = 1 if tiles % programs == 0 else cdiv(programs, tiles) + 1  # the most a tile is cut into
     if pieces > 1:
