@@ -25,12 +25,10 @@ from rooftop.bench.timing import capture_graph, graph_replay_us
 from rooftop.ops import _autotune
 from rooftop.ops import quant_matmul as qm
 
-# (warps, warps an SM, PREFETCH, maxnreg) by BLOCK_M: the registers that keep the loop free of spills (offline sm_90:
-# 8 rows 104 / 128 for prefetch 1 / 2, 16 rows 136 / 192) and one step below (a few spills, more programs an SM)
-MMA_VARIANTS = {8: ((1, 32, 1, 96), (1, 32, 1, 104), (1, 32, 2, 128), (2, 32, 2, 128), (1, 32, 0), (1, 16, 1, 104),
-                    (1, 32, 2, 112)),
-                16: ((1, 32, 1, 128), (1, 32, 1, 136), (1, 32, 2, 168), (1, 32, 2, 192), (2, 32, 1, 128),
-                     (2, 32, 2, 168), (1, 32, 0))}
+# (warps, warps an SM, PREFETCH) by BLOCK_M: a wave of resident programs (registers: MMA_PREFETCH_REGS), two, four
+MMA_VARIANTS = {8: ((1, 16, 1), (1, 32, 1), (1, 64, 1), (2, 32, 1), (1, 12, 2), (1, 24, 2), (1, 48, 2), (1, 32, 0),
+                    (1, 64, 0)),
+                16: ((1, 12, 1), (1, 24, 1), (1, 48, 1), (2, 24, 1), (1, 8, 2), (1, 16, 2), (1, 32, 2), (1, 32, 0))}
 
 
 def zero_flush_ms(fn) -> float:

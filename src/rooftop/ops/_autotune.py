@@ -95,7 +95,7 @@ def _flush_buffer(device_index: int) -> torch.Tensor:
     return torch.ones(FLUSH_BYTES // 4, dtype=torch.int32, device=f"cuda:{device_index}")
 
 
-def time_ms(fn: Callable[[], object], warmup: int = 5, reps: int = 25) -> float:
+def time_ms(fn: Callable[[], object], warmup: int = 5, reps: int = 50) -> float:
     """Median milliseconds of fn() on the GPU alone, from a cold L2: one call captured in a CUDA graph and replayed
     (so that the host's launch cost, the same for every candidate and on a slow host longer than a small kernel,
     does not decide), fn itself if it cannot be captured; CUDA events around each replay. Before each, a read of

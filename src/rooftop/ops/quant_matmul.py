@@ -173,7 +173,7 @@ GLUON_ENABLED = True
 # words and x take registers: capped (MMA_PREFETCH_REGS by BLOCK_M) where offline sm_90 shows no spill.
 MMA_MAX_M = 16
 MMA_CONFIGS = ((1, 16, 1), (2, 32, 1), (1, 32, 0), (1, 32, 2))
-MMA_PREFETCH_REGS = {(8, 1): 104, (8, 2): 128, (16, 1): 136, (16, 2): 192}
+MMA_PREFETCH_REGS = {(8, 1): 120, (8, 2): 168, (16, 1): 168, (16, 2): 216}
 INTERPRETER_GEMV = (256, 1, 4, 8, 1)  # the interpreter pretends to have 8 SMs: split-K runs in tests
 INTERPRETER_RESIDENT = 4  # tensor-core programs an SM in the interpreter: stream-K cuts tiles in tests
 
@@ -497,39 +497,44 @@ def _mma_group(words, xs, neg_zero, NB: tl.constexpr, BF16: tl.constexpr):
 
 
 @triton.jit
+def _mma_accumulate(acc, operands, NB: tl.constexpr, BF16: tl.constexpr):
+    """acc + one group's s * sum_k x (c - z) (`_mma_group` of `_mma_load`'s operands), the lane's 8 NB accumulators."""
+    words, xs, s, neg_zero = operands
+    part = _mma_group(words, xs, neg_zero, NB, BF16)
+    scaled = ()
+    for i in tl.static_range(8 * NB):  # c0, c1: column 4 r + 2 t; c2, c3: 4 r + 2 t + 1 (tile t = i // 4 % 2)
+        scaled = scaled + (acc[i] + _take(s, (i % 8) // 2) * part[i],)
+    return scaled
+
+
+@triton.jit
 def _mma_tile_sum(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_end, q, cols4, col_mask4, x_rows,
                   GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BF16: tl.constexpr, PREFETCH: tl.constexpr,
                   NB: tl.constexpr):
     """The lane's 8 NB fp32 accumulators (`_mma_group`'s order) of sum_k x (s (c - z)) over groups g_start ..
-    g_end - 1 of its columns `cols4`. PREFETCH (0-2): groups loaded ahead of the one whose MMAs run (in flight
-    while they run)."""
+    g_end - 1 of its columns `cols4`. A ring of PREFETCH + 1 groups' operands in registers, the loop unrolled over
+    it: a group's loads are issued into the registers its predecessor in the slot just freed, PREFETCH + 1 groups
+    ahead, so they are in flight during the next PREFETCH groups' MMAs (and no register copies wait on them, as
+    a loop-carried prefetch's did: ptxas moved the loaded registers at the loop's end)."""
+    RING: tl.constexpr = PREFETCH + 1
     acc = ()
     for i in tl.static_range(8 * NB):
         acc = acc + (tl.zeros(q.shape, tl.float32),)
-    if PREFETCH >= 1:
-        ahead1 = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_start < g_end, q, cols4, col_mask4,
-                           x_rows, GROUP, HAS_ZERO, BF16)
-    if PREFETCH >= 2:
-        ahead2 = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start + 1, g_start + 1 < g_end, q, cols4,
-                           col_mask4, x_rows, GROUP, HAS_ZERO, BF16)
-    for g in range(g_start, g_end):
-        if PREFETCH == 0:
-            words, xs, s, neg_zero = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g, True, q, cols4,
-                                               col_mask4, x_rows, GROUP, HAS_ZERO, BF16)
-        elif PREFETCH == 1:
-            words, xs, s, neg_zero = ahead1
-            ahead1 = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g + 1, g + 1 < g_end, q, cols4,
-                               col_mask4, x_rows, GROUP, HAS_ZERO, BF16)
-        else:
-            words, xs, s, neg_zero = ahead1
-            ahead1 = ahead2
-            ahead2 = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g + 2, g + 2 < g_end, q, cols4,
-                               col_mask4, x_rows, GROUP, HAS_ZERO, BF16)
-        part = _mma_group(words, xs, neg_zero, NB, BF16)
-        scaled = ()
-        for i in tl.static_range(8 * NB):  # c0, c1: column 4 r + 2 t; c2, c3: 4 r + 2 t + 1 (tile t = i // 4 % 2)
-            scaled = scaled + (acc[i] + _take(s, (i % 8) // 2) * part[i],)
-        acc = scaled
+    ring = ()
+    for i in tl.static_range(RING):
+        ring = ring + (_mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start + i, g_start + i < g_end, q,
+                                 cols4, col_mask4, x_rows, GROUP, HAS_ZERO, BF16),)
+    for g in range(g_start, g_end, RING):
+        refilled = ()
+        for i in tl.static_range(RING):
+            if i == 0:
+                acc = _mma_accumulate(acc, ring[i], NB, BF16)
+            elif g + i < g_end:
+                acc = _mma_accumulate(acc, ring[i], NB, BF16)
+            refilled = refilled + (_mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g + RING + i,
+                                             g + RING + i < g_end, q, cols4, col_mask4, x_rows, GROUP, HAS_ZERO,
+                                             BF16),)
+        ring = refilled
     return acc
 
 
@@ -939,7 +944,7 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
             kernel, units = _qgemv_mma_kernel, tiles * (K // group_size)
             del args[-1], consts["BITS"]  # int4 only, no magic argument
             consts["BF16"] = rows.dtype == torch.bfloat16
-            cap = params.pop("WARPS_PER_SM") // params["num_warps"]
+            cap = max(1, params.pop("WARPS_PER_SM") // params["num_warps"])
         else:
             kernel = _qgemm_kernel
             # inline PTX on a GPU only; its packed 16-bit math rounds once with scales in x's dtype
@@ -953,8 +958,9 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
         prepared = prepared or prepare(kernel, *args, **consts, **params)
         resident = INTERPRETER_RESIDENT if prepared is None else prepared.resident_per_sm
         sms = num_sms(rows.device.index if rows.is_cuda else -1)
-        # one wave of resident programs (or fewer: the config's cap), at least one a tile
-        programs = args[-1] = max(tiles, min(sms * resident, sms * (cap or resident), units))
+        # the tensor-core kernel: one wave of resident programs; the mma GEMV: its config's programs an SM (more than
+        # a wave may run faster: a program's loads start while another's partials are summed); at least one a tile
+        programs = args[-1] = max(tiles, min(units, sms * (resident if cap is None else cap)))
         grid = (programs,)
         pieces = 1 if tiles % programs == 0 else cdiv(programs, tiles) + 1  # the most a tile is cut into
     if pieces > 1:
