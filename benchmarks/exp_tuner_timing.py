@@ -1,40 +1,51 @@
-r"""Experiment: does the tuner's timing pick what runs fastest in a model? And the stream-K mma GEMV's variants.
+r"""Experiment: does the tuner's timing pick what runs fastest in a model? And the mma GEMV's grids.
 
-Why (NOTES.md session 14, item 105): quant_matmul's tuner timed each candidate as one call after do_bench's L2 flush,
-which writes zeros; the dirty lines are written back during the timed call and add ~9 us, and by that timing the
-mma.sync GEMV and the older kernels came out level where back-to-back replay over input copies (the results
-harness, a model's layers) separates them by 20%. rooftop.ops._autotune.time_ms now flushes by reading.
+Why (NOTES.md session 14, item 105): quant_matmul's tuner (rooftop.ops._autotune.time_ms) times each candidate as one
+captured call after do_bench's L2 flush, which writes zeros; the dirty lines are written back during the timed call
+(~9 us on a 40-60 us kernel), and by that timing the mma.sync GEMV and the older kernels came out level where
+back-to-back replay over input copies (the results harness, a model's layers) separated them by 20%.
 
-For int4 group 128, bf16, each M in --ms and the benchmark shapes, every candidate of the library's list plus the
-mma variants below is checked against the float64 reference and timed three ways: "zero" (the old time_ms: do_bench
-of one captured call, zeroing flush), "read" (the new time_ms) and "truth" (graph replay over input copies that
-together move twice the L2, as the results harness). Prints, per shape, the fastest by truth and each timing's pick
-with its truth time; writes OUT/exp-tuner-timing.json.
-Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_tuner_timing.py OUT [--ms 1,8,16] [--budget 400]"""
+For int4 group 128, bf16, each M in --ms and the benchmark shapes, every candidate of the library's list (--only-mma:
+its untimed default) plus the mma variants below is checked against the float64 reference and timed three ways:
+"zero" (the tuner's time_ms), "read" (the same with a flush that reads 256 MB, leaving L2 clean) and "truth" (graph
+replay over input copies that together move twice the L2, as the results harness). Prints, per shape, the fastest
+by truth and each timing's pick with its truth time; writes OUT/exp-tuner-timing.json.
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_tuner_timing.py OUT [--ms 1,8,16] [--budget 400] [--only-mma]"""
 import argparse
 import json
+import statistics
 import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-import triton.testing
 
 from rooftop.bench.sweep import rel_err
 from rooftop.bench.timing import capture_graph, graph_replay_us
 from rooftop.ops import _autotune
 from rooftop.ops import quant_matmul as qm
 
-# (warps, warps an SM, PREFETCH) by BLOCK_M: a wave of resident programs (registers: MMA_PREFETCH_REGS), two, four
-MMA_VARIANTS = {8: ((1, 16, 1), (1, 32, 1), (1, 64, 1), (2, 32, 1), (1, 12, 2), (1, 24, 2), (1, 48, 2), (1, 32, 0),
-                    (1, 64, 0)),
-                16: ((1, 12, 1), (1, 24, 1), (1, 48, 1), (2, 24, 1), (1, 8, 2), (1, 16, 2), (1, 32, 2), (1, 32, 0))}
+# (warps, warps an SM to split K towards or 0: one wave of resident programs, PREFETCH[, maxnreg]) by BLOCK_M
+MMA_VARIANTS = {8: ((1, 16, True), (2, 32, True), (1, 32, False), (1, 0, True), (1, 0, True, 104), (1, 16, True, 104),
+                    (2, 0, True)),
+                16: ((1, 16, True), (2, 32, True), (1, 32, False), (1, 0, True), (1, 0, True, 136), (2, 0, True))}
 
 
-def zero_flush_ms(fn) -> float:
-    """The tuner's timing to session 14: one captured call, do_bench (L2 flushed by writing zeros)."""
+def read_flush_ms(fn, warmup: int = 5, reps: int = 50) -> float:
+    """Median ms of one captured call of fn, CUDA events around each replay, 256 MB read before each."""
     call = capture_graph(lambda: (fn(), fn()), fn).replay
-    return float(triton.testing.do_bench(call, warmup=10, rep=40, return_mode="median"))
+    flush = torch.ones(64 << 20, dtype=torch.int32, device="cuda")
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(warmup + reps):
+        flush.amax()  # reads every byte, writes one int32
+        if i >= warmup:
+            starts[i - warmup].record()
+        call()
+        if i >= warmup:
+            ends[i - warmup].record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
 
 
 def main():
@@ -42,6 +53,7 @@ def main():
     parser.add_argument("out")
     parser.add_argument("--ms", default="1,8,16")
     parser.add_argument("--budget", type=float, default=400.0)
+    parser.add_argument("--only-mma", action="store_true", help="the library's default and the mma variants only")
     args = parser.parse_args()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
@@ -58,6 +70,8 @@ def main():
             ref = qm._reference(x, qw, w)
             configs = list(qm.candidates(M, N, K, 4, 128, x.dtype, sms, qm._use_gluon(x, qw.packed, qw.scales,
                                                                                        qw.zeros, 4, 128), True))
+            if args.only_mma:
+                configs = configs[:1]
             configs += [c for c in (qm._mma(v, M) for v in MMA_VARIANTS[8 if M <= 8 else 16]) if c not in configs]
             configs.append("cublas")
             found = []
@@ -69,8 +83,8 @@ def main():
                 try:
                     err = rel_err(make(x, qw, w), ref)
                     truth = graph_replay_us([lambda s=s: make(*s) for s in sets], repeat=max(1, 48 // len(sets)))
-                    zero = zero_flush_ms(lambda: make(x, qw, w)) * 1e3
-                    read = _autotune.time_ms(lambda: make(x, qw, w)) * 1e3
+                    zero = _autotune.time_ms(lambda: make(x, qw, w)) * 1e3
+                    read = read_flush_ms(lambda: make(x, qw, w)) * 1e3
                 except Exception as e:  # noqa: BLE001  a candidate that does not compile here is reported
                     print(f"  {config}: {type(e).__name__}: {str(e)[:120]}")
                     continue

@@ -17,7 +17,6 @@ import functools
 import json
 import os
 import re
-import statistics
 import warnings
 from pathlib import Path
 from typing import Callable, Sequence
@@ -87,21 +86,13 @@ def _remember(device: str, entry: str, config: Config) -> None:
         warnings.warn(f"could not write the autotune cache {path}: {err}")
 
 
-FLUSH_BYTES = 256 << 20  # read before each timed call: evicts every line of an L2 of up to ~128 MB
+def time_ms(fn: Callable[[], object]) -> float:
+    """Median milliseconds of fn() on the GPU alone, L2 flushed between runs: one call captured in a
+    CUDA graph and replayed, so that the host's launch cost (the same for every candidate, and on a
+    slow host longer than a small kernel) does not decide; do_bench of fn itself if it cannot be
+    captured."""
+    import triton.testing
 
-
-@functools.lru_cache(maxsize=None)
-def _flush_buffer(device_index: int) -> torch.Tensor:
-    return torch.ones(FLUSH_BYTES // 4, dtype=torch.int32, device=f"cuda:{device_index}")
-
-
-def time_ms(fn: Callable[[], object], warmup: int = 5, reps: int = 50) -> float:
-    """Median milliseconds of fn() on the GPU alone, from a cold L2: one call captured in a CUDA graph and replayed
-    (so that the host's launch cost, the same for every candidate and on a slow host longer than a small kernel,
-    does not decide), fn itself if it cannot be captured; CUDA events around each replay. Before each, a read of
-    FLUSH_BYTES evicts L2 and leaves it clean: triton.testing.do_bench's flush writes zeros instead, and the dirty
-    lines written back during the timed call add ~9 us to a 40-60 us memory-bound kernel, enough to hide a 20%
-    difference between two candidates (NOTES.md, session 14)."""
     from rooftop.bench.timing import capture_graph
 
     try:
@@ -109,18 +100,7 @@ def time_ms(fn: Callable[[], object], warmup: int = 5, reps: int = 50) -> float:
     except RuntimeError:  # not capturable (a host synchronisation, say): time it as it is
         torch.cuda.synchronize()
         call = fn
-    flush = _flush_buffer(torch.cuda.current_device())
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for i in range(warmup + reps):
-        flush.amax()  # reads every byte, writes one int32
-        if i >= warmup:
-            starts[i - warmup].record()
-        call()
-        if i >= warmup:
-            ends[i - warmup].record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+    return float(triton.testing.do_bench(call, warmup=10, rep=40, return_mode="median"))
 
 
 def choose(op: str, key: tuple, configs: Sequence[Config], run: Callable[[Config], object], *,

@@ -172,8 +172,8 @@ GLUON_ENABLED = True
 # (39.8 us against the GEMV's 43.7), the 1-warp one without prefetch at M = 8 (43.3). Prefetching, the next group's
 # words and x take registers: capped (MMA_PREFETCH_REGS by BLOCK_M) where offline sm_90 shows no spill.
 MMA_MAX_M = 16
-MMA_CONFIGS = ((1, 16, 1), (2, 32, 1), (1, 32, 0), (1, 32, 2))
-MMA_PREFETCH_REGS = {(8, 1): 120, (8, 2): 168, (16, 1): 168, (16, 2): 216}
+MMA_CONFIGS = ((1, 16, True), (2, 32, True), (1, 32, False), (1, 0, True))
+MMA_PREFETCH_REGS = {8: 96, 16: 128}
 INTERPRETER_GEMV = (256, 1, 4, 8, 1)  # the interpreter pretends to have 8 SMs: split-K runs in tests
 INTERPRETER_RESIDENT = 4  # tensor-core programs an SM in the interpreter: stream-K cuts tiles in tests
 
@@ -196,7 +196,7 @@ def _mma(config: tuple, M: int) -> dict:
     warps, per_sm, prefetch, *maxnreg = config
     block_m = 8 if M <= 8 else 16
     if prefetch and not maxnreg:  # the prefetched groups' registers without spills (offline sm_90)
-        maxnreg = [MMA_PREFETCH_REGS[block_m, prefetch]]
+        maxnreg = [MMA_PREFETCH_REGS[block_m]]
     return dict(path="mma", BLOCK_M=block_m, BLOCK_N=32 * warps, WARPS_PER_SM=per_sm, num_warps=warps,
                 PREFETCH=prefetch, **({"maxnreg": maxnreg[0]} if maxnreg else {}))
 
@@ -512,29 +512,27 @@ def _mma_tile_sum(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_end, q
                   GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BF16: tl.constexpr, PREFETCH: tl.constexpr,
                   NB: tl.constexpr):
     """The lane's 8 NB fp32 accumulators (`_mma_group`'s order) of sum_k x (s (c - z)) over groups g_start ..
-    g_end - 1 of its columns `cols4`. A ring of PREFETCH + 1 groups' operands in registers, the loop unrolled over
-    it: a group's loads are issued into the registers its predecessor in the slot just freed, PREFETCH + 1 groups
-    ahead, so they are in flight during the next PREFETCH groups' MMAs (and no register copies wait on them, as
-    a loop-carried prefetch's did: ptxas moved the loaded registers at the loop's end)."""
-    RING: tl.constexpr = PREFETCH + 1
+    g_end - 1 of its columns `cols4`. PREFETCH: the next group's operands are loaded before this one's MMAs (in
+    flight while they run)."""
     acc = ()
     for i in tl.static_range(8 * NB):
         acc = acc + (tl.zeros(q.shape, tl.float32),)
-    ring = ()
-    for i in tl.static_range(RING):
-        ring = ring + (_mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start + i, g_start + i < g_end, q,
-                                 cols4, col_mask4, x_rows, GROUP, HAS_ZERO, BF16),)
-    for g in range(g_start, g_end, RING):
-        refilled = ()
-        for i in tl.static_range(RING):
-            if i == 0:
-                acc = _mma_accumulate(acc, ring[i], NB, BF16)
-            elif g + i < g_end:
-                acc = _mma_accumulate(acc, ring[i], NB, BF16)
-            refilled = refilled + (_mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g + RING + i,
-                                             g + RING + i < g_end, q, cols4, col_mask4, x_rows, GROUP, HAS_ZERO,
-                                             BF16),)
-        ring = refilled
+    if PREFETCH:
+        ahead = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_start < g_end, q, cols4, col_mask4,
+                          x_rows, GROUP, HAS_ZERO, BF16)
+    for g in range(g_start, g_end):
+        if PREFETCH:
+            words, xs, s, neg_zero = ahead
+            ahead = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g + 1, g + 1 < g_end, q, cols4, col_mask4,
+                              x_rows, GROUP, HAS_ZERO, BF16)
+        else:
+            words, xs, s, neg_zero = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g, True, q, cols4,
+                                               col_mask4, x_rows, GROUP, HAS_ZERO, BF16)
+        part = _mma_group(words, xs, neg_zero, NB, BF16)
+        scaled = ()
+        for i in tl.static_range(8 * NB):  # c0, c1: column 4 r + 2 t; c2, c3: 4 r + 2 t + 1 (tile t = i // 4 % 2)
+            scaled = scaled + (acc[i] + _take(s, (i % 8) // 2) * part[i],)
+        acc = scaled
     return acc
 
 
@@ -940,27 +938,27 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
         grid = (tiles, pieces)
         consts["SPLIT_K"] = pieces
     else:
+        sms = num_sms(rows.device.index if rows.is_cuda else -1)
         if path == "mma":
             kernel, units = _qgemv_mma_kernel, tiles * (K // group_size)
             del args[-1], consts["BITS"]  # int4 only, no magic argument
             consts["BF16"] = rows.dtype == torch.bfloat16
-            cap = max(1, params.pop("WARPS_PER_SM") // params["num_warps"])
+            per_sm = params.pop("WARPS_PER_SM")  # 0: one wave of resident programs; else splits of K towards it
+            split = _split_k(per_sm * sms // params["num_warps"], tiles, K // group_size) if per_sm else None
         else:
             kernel = _qgemm_kernel
             # inline PTX on a GPU only; its packed 16-bit math rounds once with scales in x's dtype
             params["PAIRED_ASM"] = rows.is_cuda and bits == 4 and scales.dtype == rows.dtype
             tiles *= cdiv(M, params["BLOCK_M"])
-            units, cap = tiles * (K // params["BLOCK_K"]), None
+            units, split = tiles * (K // params["BLOCK_K"]), None
         # the kernel is compiled before the partials' size is known: its workspace argument must already be
         # float32 (Triton specialises on the pointer's dtype; a placeholder of x's dtype rounded every partial)
         args[6] = _fp32_placeholder(rows.device)
         args.append(1)  # programs, below
         prepared = prepared or prepare(kernel, *args, **consts, **params)
         resident = INTERPRETER_RESIDENT if prepared is None else prepared.resident_per_sm
-        sms = num_sms(rows.device.index if rows.is_cuda else -1)
-        # the tensor-core kernel: one wave of resident programs; the mma GEMV: its config's programs an SM (more than
-        # a wave may run faster: a program's loads start while another's partials are summed); at least one a tile
-        programs = args[-1] = max(tiles, min(units, sms * (resident if cap is None else cap)))
+        # one wave of resident programs, or (the mma GEMV) `split` programs a tile; at least one a tile
+        programs = args[-1] = tiles * split if split else max(tiles, min(units, sms * resident))
         grid = (programs,)
         pieces = 1 if tiles % programs == 0 else cdiv(programs, tiles) + 1  # the most a tile is cut into
     if pieces > 1:
