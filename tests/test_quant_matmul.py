@@ -353,11 +353,11 @@ def test_mma_candidates(device):
         configs = qm.candidates(M, 4096, 4096, 4, 128, torch.bfloat16, sms, mma=True)
         mma = [c for c in configs if c["path"] == "mma"]
         assert configs[0] == plain[0] and tuple(c for c in configs if c["path"] != "mma") == plain
-        assert len(mma) == (len(qm.MMA_CONFIGS) if M <= qm.MMA_MAX_M else 0)
+        assert len(mma) == (len(qm.MMA_CONFIGS[8 if M <= 8 else 16]) if M <= qm.MMA_MAX_M else 0)
         assert configs[1:1 + len(mma)] == tuple(mma)
         for c in mma:
             assert json.loads(json.dumps(c)) == c and c["BLOCK_M"] == (8 if M <= 8 else 16)
-            assert c["BLOCK_N"] == 32 * c["num_warps"] and c["WARPS_PER_SM"] in (0, *range(c["num_warps"], 65))
+            assert c["BLOCK_N"] == 32 * c["num_warps"]
     x = torch.randn(8, 1032, device=device, dtype=torch.bfloat16)
     gpu = x.is_cuda and not qm.interpreting()
     assert qm._use_mma(x[:, :1024], 4) == gpu  # rows 2064 bytes apart, a 16-byte aligned base
@@ -365,30 +365,28 @@ def test_mma_candidates(device):
     assert qm._use_mma(x.new_empty(17, 1024)[:16], 4) == gpu and not qm._use_mma(x.new_empty(17, 1024), 4)
 
 
-# (M, N, K, group, symmetric, dtype, which MMA_CONFIGS, extra warps an SM to split K towards): pairwise over BLOCK_M
-# 8 / 16, PREFETCH on and off, 1 and 2 warps, groups 32 / 64 / 128, zero points or not, both x dtypes, ragged N, one
-# wave of resident programs (tiles cut into uneven pieces) or equal splits of K (3 / 4 groups a split, or whole
-# ones); few, as each is a compile
-MMA_CASES = [(1, 1000, 1024, 128, False, torch.bfloat16, (0, 1, 2, 3), ()),
-             (16, 4096 + 32, 384, 64, True, torch.float16, (0,), (3, 1)),
-             (9, 96, 4096, 32, False, torch.bfloat16, (1, 3), ()),
-             (3, 1000, 1024, 128, True, torch.float16, (2,), (1, 3)),
-             (8, 4096 + 32, 384, 128, False, torch.bfloat16, (0,), (5,))]
+# (M, N, K, group, symmetric, dtype, (warps, maxnreg) configs): pairwise over BLOCK_M 8 / 16, 1 and 2 warps, groups
+# 32 / 64 / 128, zero points or not, both x dtypes, ragged N, a program a group (units of work no more than a wave of
+# programs), uneven pieces straddling tiles (16 x 4128 x 4096, group 64: 8256 units over a wave of 2112 programs), a
+# program a tile (K one group: no partials); few, as each is a compile
+MMA_CASES = [(1, 1000, 1024, 128, False, torch.bfloat16, ((1, 104), (2, 96))),
+             (16, 4096 + 32, 4096, 64, True, torch.float16, ((1, 128), (2, 255))),
+             (9, 96, 4096, 32, False, torch.bfloat16, ((2, 128),)),
+             (3, 1000, 128, 128, True, torch.float16, ((1, 96),)),
+             (8, 4096 + 32, 384, 128, False, torch.bfloat16, ((1, 255), (2, 96)))]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("M,N,K,group_size,symmetric,dtype,which,warps_per_sm", MMA_CASES)
-def test_gpu_mma_gemv(M, N, K, group_size, symmetric, dtype, which, warps_per_sm):
-    """mma.sync GEMV candidates, and grids that split K unevenly or not at all, against the float64 reference (with
-    a bias)."""
+@pytest.mark.parametrize("M,N,K,group_size,symmetric,dtype,configs", MMA_CASES)
+def test_gpu_mma_gemv(M, N, K, group_size, symmetric, dtype, configs):
+    """mma.sync GEMV configurations against the float64 reference (with a bias)."""
     qw = quantize_weight(torch.randn(N, K, device="cuda", dtype=dtype), 4, group_size, symmetric)
     x = torch.randn(M, K, device="cuda", dtype=dtype)
     bias = torch.randn(N, device="cuda", dtype=dtype)
     ref = _reference(x, qw, bias)
     assert qm._use_mma(x, 4)
-    configs = [qm._mma(qm.MMA_CONFIGS[i], M) for i in which]
-    configs += [{**configs[0], "WARPS_PER_SM": per_sm} for per_sm in warps_per_sm]
     for config in configs:
+        config = qm._mma(config, M)
         out = qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, bias, N, 4, group_size)[0]
         assert out.dtype == dtype and rel_err(out, ref) < TOL[torch.bfloat16], config
 

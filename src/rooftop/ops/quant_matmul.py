@@ -37,17 +37,18 @@ timed it). The paths:
   loop, M = 1, 256 columns a warp, group 128: 3.05 instructions a code for int4, 3.7 for int8;
   M = 4: 6.3 and 7.0.)
 - "mma" (int4, M <= MMA_MAX_M = 16, a GPU: inline PTX; x rows 16-byte aligned: `_use_mma`), `_qgemv_mma_kernel`: the
-  GEMV's grid (32 columns a warp, split-K over groups) with the products on the tensor cores, one mma.sync m16n8k16
+  GEMV's work (32 columns a warp, groups of k) with the products on the tensor cores, one mma.sync m16n8k16
   per 16 weight columns x 16 k x 8 rows of x, its A operand the dequantized words in the lane's own registers. A
   lane holds 4 adjacent columns of word rows q, q + 4, .. (q = lane % 4); k inside each k16 step is permuted so that
   its A fragment is codes (2m, 2m + 4) and (2m + 1, 2m + 5) of its words (one LOP3 a pair, magic + c as two 16-bit
   floats; a packed add of -(magic + z): c - z exact) and its B fragment the same codes' x, one 16-byte load of x
   row lane / 4 a word row (two PRMT a k16 step): no x broadcast, and x rows 1-8 cost the same. Offline sm_90a SASS
-  of the loop: ~2.3 instructions a code (the CUDA-core GEMV ~3.8), 1.1 of them integer. PREFETCH loads the next
-  group's words and x before this group's MMAs. H200 (graph replay over 3 input copies, x cuBLAS bf16): M = 1 2.76x
-  at 28672 x 8192 (GEMV 2.51x), 2.14 / 2.04x at 14336 x 4096 / 4096 x 14336; M = 16 2.11 / 1.55 / 1.36x at 28672 x
-  8192 / 14336 x 4096 / 4096 x 14336 (the dot kernel 1.68 / 1.36 / 1.36x). Tuner candidates only (never the untimed
-  default: the interpreter cannot run it).
+  of the loop: ~2.3 instructions a code (the CUDA-core GEMV ~3.8), 1.1 of them integer. The next group's words and
+  x are loaded before this group's MMAs. Stream-K over one wave of resident programs, as the "dot" kernel. H200
+  (2026-12-01, graph replay over input copies, x cuBLAS bf16 in the same run): M = 8 1.41 / 1.97 / 1.94 / 2.56x at
+  4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192, M = 16 1.17 / 1.62 / 1.63 / 1.99x (the dot kernel 0.98 /
+  1.36 / 1.36 / 1.68x); at M = 1 level with the CUDA-core GEMV (41.4 against 40.2 us at 28672 x 8192). Tuner
+  candidates only (never the untimed default: the interpreter cannot run it).
 - "dot", `_qgemm_kernel` on the tensor cores (wgmma on Hopper): each k-tile of words becomes
   s * (c - z) rounded once to x's dtype (exactly dequantize(x.dtype)), fed to tl.dot as the A operand
   of W x^T (swap-AB: N is the MMA's M side, so BLOCK_M can be 16). int4: k and n are permuted inside
@@ -73,8 +74,8 @@ timed it). The paths:
   (x cuBLAS bf16): M = 256, 28672 x 8192 0.89x (dequantize + cuBLAS 0.54x), 14336 x 4096 0.82x (0.54x),
   4096 x 14336 0.69x (0.57x); M = 64: 0.80 / 1.10 / 1.17 / 1.34x at 4096^2 / 14336 x 4096 / 4096 x 14336 /
   28672 x 8192 (the Triton kernel 0.66 / 1.07 / 1.08 / 1.20x).
-Both fused kernels cut K between programs when the output tiles alone cannot fill the SMs: the GEMV
-into SPLIT_K equal splits (grid tiles x SPLIT_K), the tensor-core kernel by stream-K (a grid of one wave
+The fused kernels cut K between programs when the output tiles alone cannot fill the SMs: the GEMV
+into SPLIT_K equal splits (grid tiles x SPLIT_K), the tensor-core and mma kernels by stream-K (a grid of one wave
 of as many programs as the SMs hold, sharing the tiles x k-steps evenly, so that no last wave runs
 part-empty). Workspace: fp32 partials [pieces, M, N] per call (pieces: the most a tile is cut
 into), and an int32 arrival counter per output tile kept per (device, stream) and left at zero by each
@@ -164,16 +165,14 @@ DOT_CONFIGS = (
 # takes): its tiles are 64 rows or more. Set GLUON_ENABLED False to keep sm_90 on the Triton paths.
 GLUON_MIN_M = 17
 GLUON_ENABLED = True
-# The mma.sync GEMV (`_qgemv_mma_kernel`): tuner candidates up to MMA_MAX_M rows (two n8 blocks of the MMA), each
-# (warps, warps an SM to split K towards, PREFETCH[, maxnreg]); the fastest on the H200 at M = 1 / 8 / 16 and the
-# benchmark shapes (logs/h200-2026-12-01-s14/exp-gemv-mma-run2.log, graph replay over 3 input copies): the 1-warp
-# prefetching one with 16 warps an SM at 14336 x 4096 and 4096 x 14336 (M = 16: 20.0 / 24.2 us against the dot
-# kernel's 22.7 / 24.3) and M = 16 at 28672 x 8192 (52.0 against 65.2), 2-warp programs at 28672 x 8192 for M = 1-8
-# (39.8 us against the GEMV's 43.7), the 1-warp one without prefetch at M = 8 (43.3). Prefetching, the next group's
-# words and x take registers: capped (MMA_PREFETCH_REGS by BLOCK_M) where offline sm_90 shows no spill.
+# The mma.sync GEMV (`_qgemv_mma_kernel`): tuner candidates up to MMA_MAX_M rows (two n8 blocks of the MMA), by
+# BLOCK_M: (warps, maxnreg), its grid one wave of resident programs (stream-K). On the H200 (logs/h200-2026-12-01-s15/
+# exp-tuner-timing-mma.log, graph replay over input copies, one run) one wave beat equal splits of K towards 16-32
+# warps an SM (1.3-2 waves) everywhere, by up to 25% (16 x 4096 x 14336: 20.3 against 25.6 us); 104 registers (no
+# spill, 16 warps an SM) beat 96 (a few spills in the loop, 20) at M = 8 (15.5 against 17.8 us at 14336 x 4096), and
+# 2-warp programs won at 28672 x 8192 (M = 8: 42.8 us, M = 16: 55.1). Prefetching the next group is always on.
 MMA_MAX_M = 16
-MMA_CONFIGS = ((1, 16, True), (2, 32, True), (1, 32, False), (1, 0, True))
-MMA_PREFETCH_REGS = {8: 96, 16: 128}
+MMA_CONFIGS = {8: ((1, 104), (2, 96), (1, 96)), 16: ((1, 128), (2, 128), (1, 136))}
 INTERPRETER_GEMV = (256, 1, 4, 8, 1)  # the interpreter pretends to have 8 SMs: split-K runs in tests
 INTERPRETER_RESIDENT = 4  # tensor-core programs an SM in the interpreter: stream-K cuts tiles in tests
 
@@ -193,12 +192,8 @@ def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms
 
 
 def _mma(config: tuple, M: int) -> dict:
-    warps, per_sm, prefetch, *maxnreg = config
-    block_m = 8 if M <= 8 else 16
-    if prefetch and not maxnreg:  # the prefetched groups' registers without spills (offline sm_90)
-        maxnreg = [MMA_PREFETCH_REGS[block_m]]
-    return dict(path="mma", BLOCK_M=block_m, BLOCK_N=32 * warps, WARPS_PER_SM=per_sm, num_warps=warps,
-                PREFETCH=prefetch, **({"maxnreg": maxnreg[0]} if maxnreg else {}))
+    warps, maxnreg = config
+    return dict(path="mma", BLOCK_M=8 if M <= 8 else 16, BLOCK_N=32 * warps, num_warps=warps, maxnreg=maxnreg)
 
 
 def _dot(config: tuple, group_size: int) -> dict:
@@ -215,7 +210,7 @@ DEQUANT = dict(path="dequant")
 def candidates(M: int, N: int, K: int, bits: int, group_size: int, dtype: torch.dtype, sms: int,
                gluon: bool = False, mma: bool = False) -> tuple[dict, ...]:
     """The launch candidates for M rows of x, the untimed default first: dicts with "path" ("gemv", "mma",
-    "dot", "dequant", "gluon") and the kernel's tile sizes, SPLIT_K (GEMV, mma), num_warps, num_stages (the Gluon
+    "dot", "dequant", "gluon") and the kernel's tile sizes, SPLIT_K (GEMV), num_warps, num_stages (the Gluon
     kernel's: quant_matmul_sm90.Variant.config). gluon: whether the Gluon kernel applies to the call
     (`_use_gluon`); its variants for M's regime then come right after the default (never first: untimed
     calls run the first). mma: whether the mma.sync GEMV applies (`_use_mma`): its candidates for M <= MMA_MAX_M
@@ -224,7 +219,7 @@ def candidates(M: int, N: int, K: int, bits: int, group_size: int, dtype: torch.
         return (DEQUANT,)
     gluon_configs = (tuple(v.config() for v in quant_matmul_sm90.variants_for(M)) if gluon and M >= GLUON_MIN_M
                      else ())
-    mma_configs = tuple(_mma(c, M) for c in MMA_CONFIGS) if mma and M <= MMA_MAX_M else ()
+    mma_configs = tuple(_mma(c, M) for c in MMA_CONFIGS[8 if M <= 8 else 16]) if mma and M <= MMA_MAX_M else ()
     if sms == num_sms(-1):  # the interpreter: one small configuration per path
         gemv = (_gemv(INTERPRETER_GEMV, M, N, K, bits, group_size, sms),)
     else:
@@ -509,25 +504,19 @@ def _mma_accumulate(acc, operands, NB: tl.constexpr, BF16: tl.constexpr):
 
 @triton.jit
 def _mma_tile_sum(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_end, q, cols4, col_mask4, x_rows,
-                  GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BF16: tl.constexpr, PREFETCH: tl.constexpr,
-                  NB: tl.constexpr):
+                  GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BF16: tl.constexpr, NB: tl.constexpr):
     """The lane's 8 NB fp32 accumulators (`_mma_group`'s order) of sum_k x (s (c - z)) over groups g_start ..
-    g_end - 1 of its columns `cols4`. PREFETCH: the next group's operands are loaded before this one's MMAs (in
-    flight while they run)."""
+    g_end - 1 of its columns `cols4`. The next group's operands are loaded before this one's MMAs (in flight while
+    they run; without, 30-50% slower on the H200)."""
     acc = ()
     for i in tl.static_range(8 * NB):
         acc = acc + (tl.zeros(q.shape, tl.float32),)
-    if PREFETCH:
-        ahead = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_start < g_end, q, cols4, col_mask4,
-                          x_rows, GROUP, HAS_ZERO, BF16)
+    ahead = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_start < g_end, q, cols4, col_mask4,
+                      x_rows, GROUP, HAS_ZERO, BF16)
     for g in range(g_start, g_end):
-        if PREFETCH:
-            words, xs, s, neg_zero = ahead
-            ahead = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g + 1, g + 1 < g_end, q, cols4, col_mask4,
-                              x_rows, GROUP, HAS_ZERO, BF16)
-        else:
-            words, xs, s, neg_zero = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g, True, q, cols4,
-                                               col_mask4, x_rows, GROUP, HAS_ZERO, BF16)
+        words, xs, s, neg_zero = ahead
+        ahead = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g + 1, g + 1 < g_end, q, cols4, col_mask4,
+                          x_rows, GROUP, HAS_ZERO, BF16)
         part = _mma_group(words, xs, neg_zero, NB, BF16)
         scaled = ()
         for i in tl.static_range(8 * NB):  # c0, c1: column 4 r + 2 t; c2, c3: 4 r + 2 t + 1 (tile t = i // 4 % 2)
@@ -539,8 +528,7 @@ def _mma_tile_sum(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_end, q
 @triton.jit(do_not_specialize=["programs"])  # compiled (prepare) before `programs` is known
 def _qgemv_mma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                       programs, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, HAS_BIAS: tl.constexpr,
-                      BF16: tl.constexpr, PREFETCH: tl.constexpr, SUM_BATCH: tl.constexpr, BLOCK_M: tl.constexpr,
-                      BLOCK_N: tl.constexpr):
+                      BF16: tl.constexpr, SUM_BATCH: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     # int4, M <= BLOCK_M (8 or 16: the MMA's n, once or twice), x 16-bit with rows 16-byte aligned. A warp owns 32
     # columns (lane L = 4 r + q: columns 4 r .. 4 r + 3 of the warp's, word rows q, q + 4, ..) as two m16 tiles of
     # mma.sync (tile t: MMA row r = column 4 r + 2 t, row r + 8 = column 4 r + 2 t + 1); k inside a k16 step is
@@ -575,7 +563,7 @@ def _qgemv_mma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_pt
             col0 = tile * LANES + (lane // 32) * 32 + 4 * r  # the lane's first column
             cols4 = col0[:, None] + tl.arange(0, 4)[None, :]
             acc = _mma_tile_sum(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_end, q, cols4, cols4 < N,
-                                x_rows, GROUP, HAS_ZERO, BF16, PREFETCH, NB)
+                                x_rows, GROUP, HAS_ZERO, BF16, NB)
             # lane (r, q), block nb, tile t: c0 / c1 = column 4 r + 2 t, x rows 8 nb + 2q / + 1; c2 / c3 = column
             # 4 r + 2 t + 1
             blocks = ()
@@ -921,7 +909,7 @@ def _fp32_placeholder(device: torch.device) -> torch.Tensor:
 
 def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int, group_size: int,
                  prepared: Optional[Launch] = None) -> Optional[Launch]:
-    """Run one candidate, the GEMV (split-K) or the tensor-core kernel (stream-K), writing out; through
+    """Run one candidate, the GEMV (split-K) or a tensor-core kernel (stream-K), writing out; through
     `prepared` when a plan kept the Launch of an earlier call. Returns the Launch used."""
     params = dict(config)
     path = params.pop("path")
@@ -943,22 +931,19 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
             kernel, units = _qgemv_mma_kernel, tiles * (K // group_size)
             del args[-1], consts["BITS"]  # int4 only, no magic argument
             consts["BF16"] = rows.dtype == torch.bfloat16
-            per_sm = params.pop("WARPS_PER_SM")  # 0: one wave of resident programs; else splits of K towards it
-            split = _split_k(per_sm * sms // params["num_warps"], tiles, K // group_size) if per_sm else None
         else:
             kernel = _qgemm_kernel
             # inline PTX on a GPU only; its packed 16-bit math rounds once with scales in x's dtype
             params["PAIRED_ASM"] = rows.is_cuda and bits == 4 and scales.dtype == rows.dtype
             tiles *= cdiv(M, params["BLOCK_M"])
-            units, split = tiles * (K // params["BLOCK_K"]), None
+            units = tiles * (K // params["BLOCK_K"])
         # the kernel is compiled before the partials' size is known: its workspace argument must already be
         # float32 (Triton specialises on the pointer's dtype; a placeholder of x's dtype rounded every partial)
         args[6] = _fp32_placeholder(rows.device)
         args.append(1)  # programs, below
         prepared = prepared or prepare(kernel, *args, **consts, **params)
         resident = INTERPRETER_RESIDENT if prepared is None else prepared.resident_per_sm
-        # one wave of resident programs, or (the mma GEMV) `split` programs a tile; at least one a tile
-        programs = args[-1] = tiles * split if split else max(tiles, min(units, sms * resident))
+        programs = args[-1] = max(tiles, min(units, sms * resident))  # one wave of resident programs
         grid = (programs,)
         pieces = 1 if tiles % programs == 0 else cdiv(programs, tiles) + 1  # the most a tile is cut into
     if pieces > 1:
