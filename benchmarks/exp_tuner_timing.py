@@ -10,7 +10,8 @@ its untimed default) plus the mma variants below is checked against the float64 
 "zero" (the tuner's time_ms), "read" (the same with a flush that reads 256 MB, leaving L2 clean) and "truth" (graph
 replay over input copies that together move twice the L2, as the results harness). Prints, per shape, the fastest
 by truth and each timing's pick with its truth time; writes OUT/exp-tuner-timing.json.
-Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_tuner_timing.py OUT [--ms 1,8,16] [--budget 400] [--only-mma]"""
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_tuner_timing.py OUT [--ms 1,8,16] [--budget 400] [--only-mma]
+       ... exp_tuner_timing.py --ncu-target M  (under ncu: the mma GEMV's first candidate at M x 28672 x 8192)"""
 import argparse
 import json
 import statistics
@@ -48,13 +49,25 @@ def read_flush_ms(fn, warmup: int = 5, reps: int = 50) -> float:
     return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
 
 
+def ncu_target(M: int) -> None:
+    """Three launches of the mma GEMV's first candidate at M x 28672 x 8192, for Nsight Compute."""
+    x, qw, w = qm._make_inputs(4)((M, 28672, 8192), torch.bfloat16, "cuda")
+    config = qm._mma(qm.MMA_CONFIGS[8 if M <= 8 else 16][0], M)
+    for _ in range(3):
+        qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, 28672, 4, 128)
+    torch.cuda.synchronize()
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("out")
+    parser.add_argument("out", nargs="?")
+    parser.add_argument("--ncu-target", type=int, metavar="M", help="only launch the mma GEMV at M x 28672 x 8192")
     parser.add_argument("--ms", default="1,8,16")
     parser.add_argument("--budget", type=float, default=400.0)
     parser.add_argument("--only-mma", action="store_true", help="the library's default and the mma variants only")
     args = parser.parse_args()
+    if args.ncu_target:
+        return ncu_target(args.ncu_target)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     rows, start, summary = [], time.time(), []
