@@ -26,10 +26,10 @@ from rooftop.bench.timing import capture_graph, graph_replay_us
 from rooftop.ops import _autotune
 from rooftop.ops import quant_matmul as qm
 
-# (warps, warps an SM to split K towards or 0: one wave of resident programs, PREFETCH[, maxnreg]) by BLOCK_M
-MMA_VARIANTS = {8: ((1, 16, True), (2, 32, True), (1, 32, False), (1, 0, True), (1, 0, True, 104), (1, 16, True, 104),
-                    (2, 0, True)),
-                16: ((1, 16, True), (2, 32, True), (1, 32, False), (1, 0, True), (1, 0, True, 136), (2, 0, True))}
+# (warps, maxnreg[, X_AHEAD]) by BLOCK_M (run 3, logs/h200-2026-12-01-s15/exp-tuner-timing-mma.log, had (warps, warps
+# an SM to split K towards or 0: one wave, PREFETCH[, maxnreg]))
+MMA_VARIANTS = {8: ((1, 104), (2, 96), (1, 88, False), (1, 96, False), (2, 88, False)),
+                16: ((1, 128), (2, 128), (1, 120, False), (2, 120, False), (1, 136))}
 
 
 def read_flush_ms(fn, warmup: int = 5, reps: int = 50) -> float:

@@ -365,12 +365,12 @@ def test_mma_candidates(device):
     assert qm._use_mma(x.new_empty(17, 1024)[:16], 4) == gpu and not qm._use_mma(x.new_empty(17, 1024), 4)
 
 
-# (M, N, K, group, symmetric, dtype, (warps, maxnreg) configs): pairwise over BLOCK_M 8 / 16, 1 and 2 warps, groups
-# 32 / 64 / 128, zero points or not, both x dtypes, ragged N, a program a group (units of work no more than a wave of
-# programs), uneven pieces straddling tiles (16 x 4128 x 4096, group 64: 8256 units over a wave of 2112 programs), a
-# program a tile (K one group: no partials); few, as each is a compile
-MMA_CASES = [(1, 1000, 1024, 128, False, torch.bfloat16, ((1, 104), (2, 96))),
-             (16, 4096 + 32, 4096, 64, True, torch.float16, ((1, 128), (2, 255))),
+# (M, N, K, group, symmetric, dtype, (warps, maxnreg[, X_AHEAD]) configs): pairwise over BLOCK_M 8 / 16, 1 and 2
+# warps, x loaded ahead or not, groups 32 / 64 / 128, zero points or not, both x dtypes, ragged N, a program a group
+# (units of work no more than a wave of programs), uneven pieces straddling tiles (16 x 4128 x 4096, group 64: 8256
+# units over a wave of 2112 programs), a program a tile (K one group: no partials); few, as each is a compile
+MMA_CASES = [(1, 1000, 1024, 128, False, torch.bfloat16, ((1, 104), (2, 96, False))),
+             (16, 4096 + 32, 4096, 64, True, torch.float16, ((1, 120, False), (2, 255))),
              (9, 96, 4096, 32, False, torch.bfloat16, ((2, 128),)),
              (3, 1000, 128, 128, True, torch.float16, ((1, 96),)),
              (8, 4096 + 32, 384, 128, False, torch.bfloat16, ((1, 255), (2, 96)))]

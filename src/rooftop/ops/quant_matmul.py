@@ -166,13 +166,151 @@ DOT_CONFIGS = (
 GLUON_MIN_M = 17
 GLUON_ENABLED = True
 # The mma.sync GEMV (`_qgemv_mma_kernel`): tuner candidates up to MMA_MAX_M rows (two n8 blocks of the MMA), by
-# BLOCK_M: (warps, maxnreg), its grid one wave of resident programs (stream-K). On the H200 (logs/h200-2026-12-01-s15/
+# BLOCK_M: (warps, maxnreg[, X_AHEAD, default True]), its grid one wave of resident programs (stream-K). On the H200
+# (logs/h200-2026-12-01-s15/exp-tuner-timing-mma.log, graph replay over input copies, one run) one wave beat equal
+# splits of K towards 16-32 warps an SM (1.3-2 waves) everywhere, by up to 25% (16 x 4096 x 14336: 20.3 against
+# 25.6 us); 104 registers (no spill, 16 warps an SM) beat 96 (a few spills in the loop, 20) at M = 8 (15.5 against
+# 17.8 us at 14336 x 4096), and 2-warp programs won at 28672 x 8192 (M = 8: 42.8 us, M = 16: 55.1). Prefetching the
+# next group is always on. Without x in the prefetch (X_AHEAD False) the loop fits 88 / 120 registers (offline
+# sm_90): 20 warps an SM at M <= 8, no spill at M = 16.
+MMA_MAX_M = 16, a GPU: inline PTX; x rows 16-byte aligned: `_use_mma`), `_qgemv_mma_kernel`: the
+  GEMV's work (32 columns a warp, groups of k) with the products on the tensor cores, one mma.sync m16n8k16
+  per 16 weight columns x 16 k x 8 rows of x, its A operand the dequantized words in the lane's own registers. A
+  lane holds 4 adjacent columns of word rows q, q + 4, .. (q = lane % 4); k inside each k16 step is permuted so that
+  its A fragment is codes (2m, 2m + 4) and (2m + 1, 2m + 5) of its words (one LOP3 a pair, magic + c as two 16-bit
+  floats; a packed add of -(magic + z): c - z exact) and its B fragment the same codes' x, one 16-byte load of x
+  row lane / 4 a word row (two PRMT a k16 step): no x broadcast, and x rows 1-8 cost the same. Offline sm_90a SASS
+  of the loop: ~2.3 instructions a code (the CUDA-core GEMV ~3.8), 1.1 of them integer. The next group's words and
+  x are loaded before this group's MMAs. Stream-K over one wave of resident programs, as the "dot" kernel. H200
+  (2026-12-01, graph replay over input copies, x cuBLAS bf16 in the same run): M = 8 1.41 / 1.97 / 1.94 / 2.56x at
+  4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192, M = 16 1.17 / 1.62 / 1.63 / 1.99x (the dot kernel 0.98 /
+  1.36 / 1.36 / 1.68x); at M = 1 level with the CUDA-core GEMV (41.4 against 40.2 us at 28672 x 8192). Tuner
+  candidates only (never the untimed default: the interpreter cannot run it).
+- "dot", `_qgemm_kernel` on the tensor cores (wgmma on Hopper): each k-tile of words becomes
+  s * (c - z) rounded once to x's dtype (exactly dequantize(x.dtype)), fed to tl.dot as the A operand
+  of W x^T (swap-AB: N is the MMA's M side, so BLOCK_M can be 16). int4: k and n are permuted inside
+  the tile (x^T's rows and the output's columns alike) so that each thread of the wgmma register
+  layout unpacks whole words of its own rows and no data moves between threads; a word's codes i and
+  i + 4 form one register's pair of 16-bit floats: one LOP3 gives magic + c for both (bf16 128, fp16
+  1024), a packed add subtracts magic + z (exact) and a packed multiply scales (one rounding), on a
+  GPU by inline PTX when the scales are in x's dtype, else (and in the interpreter) the float32 FMA
+  below, rounded: the same values. Offline sm_90a SASS of the main loop, bf16, BLOCK_M 16, 64 x 128
+  (BLOCK_N x BLOCK_K) a program of 4 warps: 3.7 instructions a code (was 6.8), 128 x 128: 2.9.
+  int8: unpacked as in the GEMV and scaled with one FMA, (magic + c) * s - (z + magic) * s = s * (c - z),
+  exact for bf16 / fp16 scales, then rounded and moved to the A layout through shared memory (7.4).
+- "dequant" (and float32 x, always): dequantize to a [N, K] weight (documented workspace: N * K
+  elements of x's dtype) and call F.linear (cuBLAS), compute-bound at prefill sizes anyway.
+- "gluon" (sm_90 GPUs only, never the interpreter; `_use_gluon`): ops/quant_matmul_sm90.py's warp-specialised
+  persistent kernel, a 1-warp TMA loader of x, dequantizer warp groups with their own TMA rings of words writing
+  s * (c - z) into a ring of B tiles, and MMA warp groups with async wgmma (stream-K variants sum a cut tile's
+  pieces in k order, deterministic). It applies for M >= GLUON_MIN_M, int4, group 128, x bf16 / fp16 with scales
+  of x's dtype, and layouts TMA takes (quant_matmul_sm90.supports: 16-byte aligned row strides and bases, N a
+  multiple of 8, of 16 with zero points); elsewhere the other candidates run. Its variants are tuner candidates
+  (quant_matmul_sm90.variants_for: the winners on the H200 of M = 64 for M <= 64, of M = 256 above), right after
+  the untimed default, which stays a Triton / dequantize path. H200, bf16, group 128, graph replay, cold L2
+  (x cuBLAS bf16): M = 256, 28672 x 8192 0.89x (dequantize + cuBLAS 0.54x), 14336 x 4096 0.82x (0.54x),
+  4096 x 14336 0.69x (0.57x); M = 64: 0.80 / 1.10 / 1.17 / 1.34x at 4096^2 / 14336 x 4096 / 4096 x 14336 /
+  28672 x 8192 (the Triton kernel 0.66 / 1.07 / 1.08 / 1.20x).
+The fused kernels cut K between programs when the output tiles alone cannot fill the SMs: the GEMV
+into SPLIT_K equal splits (grid tiles x SPLIT_K), the tensor-core and mma kernels by stream-K (a grid of one wave
+of as many programs as the SMs hold, sharing the tiles x k-steps evenly, so that no last wave runs
+part-empty). Workspace: fp32 partials [pieces, M, N] per call (pieces: the most a tile is cut
+into), and an int32 arrival counter per output tile kept per (device, stream) and left at zero by each
+launch (the last program of a tile resets it), so a call launches one kernel and synchronises nothing.
+The last program of a tile to arrive sums the partials in k order (deterministic), adds the bias and
+writes the output.
+A repeated call (same shapes, strides, dtypes, alignment) runs a remembered plan: checks, one lookup,
+the output and partials allocations, one launch.
+"""
+from __future__ import annotations
+
+import fnmatch
+import functools
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from rooftop import registry
+from rooftop.ops import _autotune, quant_matmul_sm90
+from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, arrival_counters, as_rows, cdiv,
+                                  check_float, check_same_device, interpreting, is_sm90, launch, num_sms, prepare,
+                                  runs_kernel, torch_op)
+from rooftop.roofline import Cost
+
+BITS = (4, 8)
+GROUP_SIZES = (32, 64, 128)
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+
+# The untimed default's regimes of M (rows of x); the candidate lists below are timed per shape.
+# The lists' first entries are the fastest of exp_quant_configs.py on the H200 (2026-11-29) at the
+# benchmark shapes: narrow (64-column) MMA tiles from M = 16, dequantize + cuBLAS at M = 256.
+GEMV_MAX_M = 1  # up to here: CUDA-core GEMV first
+GEMV_TRY_M = 4  # up to here the GEMV is also a candidate (its FMAs grow with M; the MMA's do not)
+DOT_MAX_M = 64  # up to here: fused tensor-core kernel first; above: dequantize + cuBLAS first
+DEQUANT_BLOCK_K = 64
+DEQUANT_BLOCK_N = 64
+MAGIC15 = 0x43800000  # bits of the float 256.0 = 2^(23 - 15): see _unpack
+GEMV_MIN_STEPS = 4  # k-steps a split keeps at least (the partials cost 8 bytes an output a split)
+# registers a thread of a tile's last piece fills with partials at once (_store_output's SUM_BATCH): the tensor-core
+# kernel's fewer (a stream-K tile has a few pieces; offline sm_90, 16 x 64 x 128 tiles: 96 registers, 128 with 64)
+SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
+
+# GEMV candidates (BLOCK_N, num_warps, WORD_ROWS, programs per SM to split K towards, num_stages[,
+# maxnreg]): word rows a k-step (int4: 8 k a row, int8: 4), all held by each thread; more programs per
+# SM put more loads in flight at the cost of more partials. Nsight Compute on the H200 (int4,
+# 1 x 28672 x 8192, the session-4 kernel): latency-bound, DRAM busy 54%, 20% occupancy limited by 128
+# registers a thread (the per-group FMA chains since need 62-96, offline sm_90); maxnreg caps them
+# (more resident programs, perhaps a spill) and lets the tuner weigh the two.
+# First, the untimed default: the fastest measured at M = 1 on 5 of the 6 shapes where the GEMV wins
+# (logs/h200-2026-11-29-s5/exp-quant-configs-m1-new-gemv.json; int4 14336 x 4096: 18.0 us against 27.8
+# for 256 columns). Nsight Compute of it (session 6, logs/h200-2026-11-29-s6/ncu-quant-int4-1x28672x8192.txt):
+# DRAM 66% busy, occupancy 36%, 72 registers. Offline sm_90 the same loop fits 64 registers (one-warp
+# programs up to the SM's 32-program limit) and 56 (two-warp programs: 36 warps an SM) with no spill: the
+# last two candidates, not yet timed on the GPU.
+GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), (256, 1, 4, 16, 1),
+                (256, 1, 4, 16, 1, 96), (256, 1, 4, 32, 1, 80), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96),
+                (128, 1, 4, 32, 1, 64), (256, 2, 4, 32, 1, 56))
+# Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages[, SWAP_AB, default True[,
+# maxnreg]]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a
+# k-tile). The grid is stream-K over as many programs as the SMs hold (Launch.resident_per_sm), so the
+# tile's registers decide how many loads are in flight. The dequantized tile and the accumulator both
+# live in registers: int8's tile (and the session-5 int4 one) spilled for the larger tiles at 4 warps,
+# hence 8 warps from BLOCK_M = 64. With split-K (to session 7) the first was the fastest at M = 16 on
+# three of the four benchmark shapes (logs/h200-2026-11-29-s6/exp-quant-configs-run4.json); 32-column
+# tiles, narrower than the wgmma's 64 rows, ran 3-4x slower. Nsight Compute of it at 16 x 28672 x 8192
+# (logs/.../ncu-quant-int4-16x28672x8192.txt): DRAM 45% busy, occupancy 25% of a theoretical 31%: 896
+# split-K programs were 1.4 waves of 5 an SM (what stream-K removes). Offline sm_90 with stream-K, int4:
+# 16x128x64 / 4 warps / 5 stages 95 registers (5 an SM), 16x64x64 / 6 stages 64 (8), 16x64x128 96.
+# Stream-K on the H200 (int4, one call, logs/h200-2026-12-01-s8/exp-quant-configs-q16/q64): the first of
+# each list below is the fastest at M = 16 on all four benchmark shapes (28672 x 8192: 62.0 us, was 64.3
+# with split-K) and at M = 64 on three (4096^2: the unswapped 64x64x128, 19.9 us against 22.1).
+DOT_CONFIGS = (
+    (16, ((16, 128, 128, 4, 3), (16, 128, 64, 4, 5), (16, 64, 64, 4, 6), (16, 64, 128, 4, 4), (16, 128, 128, 4, 4),
+          (16, 128, 64, 8, 4))),
+    (32, ((32, 64, 128, 4, 4), (32, 128, 64, 4, 4), (32, 128, 64, 8, 4), (16, 64, 128, 4, 4))),
+    (64, ((64, 128, 64, 8, 3), (64, 64, 128, 4, 4, False), (64, 64, 64, 4, 4), (32, 128, 64, 8, 4),
+          (64, 128, 64, 4, 4, False), (64, 128, 128, 8, 3), (64, 256, 64, 8, 3), (32, 128, 128, 4, 4))),
+    (1 << 62, ((64, 64, 64, 4, 4), (128, 64, 64, 8, 3), (128, 128, 64, 8, 3), (64, 128, 64, 8, 3),
+               (128, 128, 64, 8, 3, False), (64, 128, 64, 4, 4, False), (128, 256, 64, 8, 3, False),
+               (128, 128, 128, 8, 3), (128, 256, 64, 8, 3), (64, 128, 128, 8, 3))),
+)
+# The Gluon kernel (ops/quant_matmul_sm90.py) is a tuner candidate from this M on (sm_90 GPUs, the layouts it
+# takes): its tiles are 64 rows or more. Set GLUON_ENABLED False to keep sm_90 on the Triton paths.
+GLUON_MIN_M = 17
+GLUON_ENABLED = True
+# The mma.sync GEMV (`_qgemv_mma_kernel`): tuner candidates up to MMA_MAX_M rows (two n8 blocks of the MMA), by
+# BLOCK_M: (warps, maxnreg[, X_AHEAD, default True]), its grid one wave of resident programs (stream-K). On the H200 (logs/h200-2026-12-01-s15/
 # exp-tuner-timing-mma.log, graph replay over input copies, one run) one wave beat equal splits of K towards 16-32
 # warps an SM (1.3-2 waves) everywhere, by up to 25% (16 x 4096 x 14336: 20.3 against 25.6 us); 104 registers (no
 # spill, 16 warps an SM) beat 96 (a few spills in the loop, 20) at M = 8 (15.5 against 17.8 us at 14336 x 4096), and
 # 2-warp programs won at 28672 x 8192 (M = 8: 42.8 us, M = 16: 55.1). Prefetching the next group is always on.
 MMA_MAX_M = 16
-MMA_CONFIGS = {8: ((1, 104), (2, 96), (1, 96)), 16: ((1, 128), (2, 128), (1, 136))}
+MMA_CONFIGS = {8: ((1, 104), (2, 96), (1, 88, False), (1, 96, False)),
+               16: ((1, 128), (2, 128), (1, 120, False), (2, 120, False))}
 INTERPRETER_GEMV = (256, 1, 4, 8, 1)  # the interpreter pretends to have 8 SMs: split-K runs in tests
 INTERPRETER_RESIDENT = 4  # tensor-core programs an SM in the interpreter: stream-K cuts tiles in tests
 
@@ -192,8 +330,9 @@ def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms
 
 
 def _mma(config: tuple, M: int) -> dict:
-    warps, maxnreg = config
-    return dict(path="mma", BLOCK_M=8 if M <= 8 else 16, BLOCK_N=32 * warps, num_warps=warps, maxnreg=maxnreg)
+    warps, maxnreg, *x_ahead = config
+    return dict(path="mma", BLOCK_M=8 if M <= 8 else 16, BLOCK_N=32 * warps, num_warps=warps, maxnreg=maxnreg,
+                X_AHEAD=x_ahead[0] if x_ahead else True)
 
 
 def _dot(config: tuple, group_size: int) -> dict:
@@ -438,27 +577,34 @@ def _pair_halves(lo, hi, SELECT: tl.constexpr):
 
 
 @triton.jit
-def _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g, valid, q, cols4, col_mask4, x_rows,
-              GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BF16: tl.constexpr):
-    """Group g's operands for the lane (all zero where not `valid`): U = GROUP / 32 word rows (q, q + 4, ..) of
-    its 4 columns, for each the matching 8 values (4 int32 pairs) of each of its x rows `x_rows` (entry u * NB +
-    nb), the columns' scales (fp32) and the pairs -(magic + z) (bf16 128, fp16 1024)."""
-    U: tl.constexpr = GROUP // 32
+def _mma_load(w_ptr, s_ptr, z_ptr, N, g, valid, q, cols4, col_mask4, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
+              BF16: tl.constexpr):
+    """Group g's weights for the lane (zero where not `valid`): U = GROUP / 32 word rows (q, q + 4, ..) of its 4
+    columns, the columns' scales (fp32) and the pairs -(magic + z) (bf16 128, fp16 1024)."""
     mask4 = col_mask4 & valid
     words = ()
-    xs = ()
-    for u in tl.static_range(U):
+    for u in tl.static_range(GROUP // 32):
         j = (g * (GROUP // 8) + q + 4 * u).to(tl.int64)  # the lane's word row
         words = words + (tl.load(w_ptr + j[:, None] * N + cols4, mask=mask4, other=0),)  # 16 B a lane
-        for nb in tl.static_range(len(x_rows)):
-            xs = xs + (tl.load(x32_ptr + x_rows[nb][:, None] * x_stride32 + 4 * j[:, None] + tl.arange(0, 4)[None, :],
-                               mask=valid, other=0),)
     s = tl.load(s_ptr + g * N + cols4, mask=mask4, other=0.0).to(tl.float32)
     if HAS_ZERO:
         z = tl.load(z_ptr + g * N + cols4, mask=mask4, other=0).to(tl.int32)
     else:
         z = tl.full(cols4.shape, 8, tl.int32)
-    return words, xs, s, _neg_magic_zero_pair(z, BF16)
+    return words, s, _neg_magic_zero_pair(z, BF16)
+
+
+@triton.jit
+def _mma_load_x(x32_ptr, x_stride32, g, valid, q, x_rows, GROUP: tl.constexpr):
+    """Group g's x for the lane (zero where not `valid`): for each of its word rows the matching 8 values (4 int32
+    pairs) of each of its x rows `x_rows` (entry u * NB + nb)."""
+    xs = ()
+    for u in tl.static_range(GROUP // 32):
+        j = (g * (GROUP // 8) + q + 4 * u).to(tl.int64)
+        for nb in tl.static_range(len(x_rows)):
+            xs = xs + (tl.load(x32_ptr + x_rows[nb][:, None] * x_stride32 + 4 * j[:, None] + tl.arange(0, 4)[None, :],
+                               mask=valid, other=0),)
+    return xs
 
 
 @triton.jit
@@ -504,19 +650,26 @@ def _mma_accumulate(acc, operands, NB: tl.constexpr, BF16: tl.constexpr):
 
 @triton.jit
 def _mma_tile_sum(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_end, q, cols4, col_mask4, x_rows,
-                  GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BF16: tl.constexpr, NB: tl.constexpr):
+                  GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BF16: tl.constexpr, NB: tl.constexpr,
+                  X_AHEAD: tl.constexpr):
     """The lane's 8 NB fp32 accumulators (`_mma_group`'s order) of sum_k x (s (c - z)) over groups g_start ..
-    g_end - 1 of its columns `cols4`. The next group's operands are loaded before this one's MMAs (in flight while
-    they run; without, 30-50% slower on the H200)."""
+    g_end - 1 of its columns `cols4`. The next group's weights are loaded before this one's MMAs (in flight while
+    they run; without, 30-50% slower on the H200), and its x too if X_AHEAD (else this group's x is loaded from L1 /
+    L2 when needed: 16 NB registers fewer, more programs an SM)."""
     acc = ()
     for i in tl.static_range(8 * NB):
         acc = acc + (tl.zeros(q.shape, tl.float32),)
-    ahead = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_start < g_end, q, cols4, col_mask4,
-                      x_rows, GROUP, HAS_ZERO, BF16)
+    ahead = _mma_load(w_ptr, s_ptr, z_ptr, N, g_start, g_start < g_end, q, cols4, col_mask4, GROUP, HAS_ZERO, BF16)
+    if X_AHEAD:
+        x_ahead = _mma_load_x(x32_ptr, x_stride32, g_start, g_start < g_end, q, x_rows, GROUP)
     for g in range(g_start, g_end):
-        words, xs, s, neg_zero = ahead
-        ahead = _mma_load(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g + 1, g + 1 < g_end, q, cols4, col_mask4,
-                          x_rows, GROUP, HAS_ZERO, BF16)
+        words, s, neg_zero = ahead
+        ahead = _mma_load(w_ptr, s_ptr, z_ptr, N, g + 1, g + 1 < g_end, q, cols4, col_mask4, GROUP, HAS_ZERO, BF16)
+        if X_AHEAD:
+            xs = x_ahead
+            x_ahead = _mma_load_x(x32_ptr, x_stride32, g + 1, g + 1 < g_end, q, x_rows, GROUP)
+        else:
+            xs = _mma_load_x(x32_ptr, x_stride32, g, True, q, x_rows, GROUP)
         part = _mma_group(words, xs, neg_zero, NB, BF16)
         scaled = ()
         for i in tl.static_range(8 * NB):  # c0, c1: column 4 r + 2 t; c2, c3: 4 r + 2 t + 1 (tile t = i // 4 % 2)
@@ -528,7 +681,8 @@ def _mma_tile_sum(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_end, q
 @triton.jit(do_not_specialize=["programs"])  # compiled (prepare) before `programs` is known
 def _qgemv_mma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                       programs, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, HAS_BIAS: tl.constexpr,
-                      BF16: tl.constexpr, SUM_BATCH: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                      BF16: tl.constexpr, SUM_BATCH: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                      X_AHEAD: tl.constexpr):
     # int4, M <= BLOCK_M (8 or 16: the MMA's n, once or twice), x 16-bit with rows 16-byte aligned. A warp owns 32
     # columns (lane L = 4 r + q: columns 4 r .. 4 r + 3 of the warp's, word rows q, q + 4, ..) as two m16 tiles of
     # mma.sync (tile t: MMA row r = column 4 r + 2 t, row r + 8 = column 4 r + 2 t + 1); k inside a k16 step is
@@ -563,7 +717,7 @@ def _qgemv_mma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_pt
             col0 = tile * LANES + (lane // 32) * 32 + 4 * r  # the lane's first column
             cols4 = col0[:, None] + tl.arange(0, 4)[None, :]
             acc = _mma_tile_sum(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_end, q, cols4, cols4 < N,
-                                x_rows, GROUP, HAS_ZERO, BF16, NB)
+                                x_rows, GROUP, HAS_ZERO, BF16, NB, X_AHEAD)
             # lane (r, q), block nb, tile t: c0 / c1 = column 4 r + 2 t, x rows 8 nb + 2q / + 1; c2 / c3 = column
             # 4 r + 2 t + 1
             blocks = ()
