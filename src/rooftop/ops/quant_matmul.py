@@ -45,10 +45,12 @@ timed it). The paths:
   row lane / 4 a word row (two PRMT a k16 step): no x broadcast, and x rows 1-8 cost the same. Offline sm_90a SASS
   of the loop: ~2.3 instructions a code (the CUDA-core GEMV ~3.8), 1.1 of them integer. The next group's words and
   x are loaded before this group's MMAs. Stream-K over one wave of resident programs, as the "dot" kernel. H200
-  (2026-12-01, graph replay over input copies, x cuBLAS bf16 in the same run): M = 8 1.41 / 1.97 / 1.94 / 2.56x at
-  4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192, M = 16 1.17 / 1.62 / 1.63 / 1.99x (the dot kernel 0.98 /
-  1.36 / 1.36 / 1.68x); at M = 1 level with the CUDA-core GEMV (41.4 against 40.2 us at 28672 x 8192). Tuner
-  candidates only (never the untimed default: the interpreter cannot run it).
+  (2026-12-01, graph replay over input copies, x cuBLAS bf16 in the same run): M = 8 1.40 / 1.94 / 1.94 / 2.52x at
+  4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192, M = 16 1.16 / 1.67 / 1.60 / 2.08x (the dot kernel 0.98 /
+  1.36 / 1.36 / 1.68x); at M = 1 level with the CUDA-core GEMV (41.5 against 40.1 us at 28672 x 8192). Nsight
+  Compute (1 x 28672 x 8192): 16 warps an SM (104 registers), 61% of issue slots used, DRAM 47% busy at its locked
+  1.34 GHz: latency- and issue-bound, not memory-bound. Tuner candidates only (never the untimed default: the
+  interpreter cannot run it).
 - "dot", `_qgemm_kernel` on the tensor cores (wgmma on Hopper): each k-tile of words becomes
   s * (c - z) rounded once to x's dtype (exactly dequantize(x.dtype)), fed to tl.dot as the A operand
   of W x^T (swap-AB: N is the MMA's M side, so BLOCK_M can be 16). int4: k and n are permuted inside
@@ -171,11 +173,11 @@ GLUON_ENABLED = True
 # splits of K towards 16-32 warps an SM (1.3-2 waves) everywhere, by up to 25% (16 x 4096 x 14336: 20.3 against
 # 25.6 us); 104 registers (no spill, 16 warps an SM) beat 96 (a few spills in the loop, 20) at M = 8 (15.5 against
 # 17.8 us at 14336 x 4096), and 2-warp programs won at 28672 x 8192 (M = 8: 42.8 us, M = 16: 55.1). Prefetching the
-# next group is always on. Without x in the prefetch (X_AHEAD False) the loop fits 88 / 120 registers (offline
-# sm_90): 20 warps an SM at M <= 8, no spill at M = 16.
+# next group is always on; at M = 16 x is better left out of it (X_AHEAD False: loaded from L1 / L2 when needed; the
+# loop then fits 120 registers without spills, offline sm_90): 52.8 against 54.1 us at 28672 x 8192, 18.4 against
+# 19.1 at 14336 x 4096 (exp-tuner-timing-xahead.log); at M <= 8 not (88 registers, 20 warps an SM: 1-7% slower).
 MMA_MAX_M = 16
-MMA_CONFIGS = {8: ((1, 104), (2, 96), (1, 88, False), (1, 96, False)),
-               16: ((1, 128), (2, 128), (1, 120, False), (2, 120, False))}
+MMA_CONFIGS = {8: ((1, 104), (2, 96)), 16: ((1, 120, False), (2, 120, False), (1, 128))}
 INTERPRETER_GEMV = (256, 1, 4, 8, 1)  # the interpreter pretends to have 8 SMs: split-K runs in tests
 INTERPRETER_RESIDENT = 4  # tensor-core programs an SM in the interpreter: stream-K cuts tiles in tests
 
