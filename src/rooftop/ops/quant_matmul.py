@@ -505,17 +505,6 @@ def _mma_group(words, xs, neg_zero, NB: tl.constexpr, BF16: tl.constexpr):
 
 
 @triton.jit
-def _mma_accumulate(acc, operands, NB: tl.constexpr, BF16: tl.constexpr):
-    """acc + one group's s * sum_k x (c - z) (`_mma_group` of `_mma_load`'s operands), the lane's 8 NB accumulators."""
-    words, xs, s, neg_zero = operands
-    part = _mma_group(words, xs, neg_zero, NB, BF16)
-    scaled = ()
-    for i in tl.static_range(8 * NB):  # c0, c1: column 4 r + 2 t; c2, c3: 4 r + 2 t + 1 (tile t = i // 4 % 2)
-        scaled = scaled + (acc[i] + _take(s, (i % 8) // 2) * part[i],)
-    return scaled
-
-
-@triton.jit
 def _mma_tile_sum(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_end, q, cols4, col_mask4, x_rows,
                   GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BF16: tl.constexpr, NB: tl.constexpr,
                   X_AHEAD: tl.constexpr):
@@ -556,7 +545,7 @@ def _qgemv_mma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_pt
     # permuted so that a lane's A fragment comes from its own words (codes 2m, 2m+1, 2m+4, 2m+5 of word rows 4u +
     # 0..3) and its B fragment (x row r, and r + 8) from one 16-byte load of x. Stream-K as _qgemm_kernel's: the
     # tiles (BLOCK_N columns) x groups units of work shared evenly by `programs` >= tiles programs (one wave of
-    # as many as the SMs hold, or fewer: a config's cap), a program's range meeting at most two tiles. Reads its
+    # as many as the SMs hold, or one a tile), a program's range meeting at most two tiles. Reads its
     # [groups, BLOCK_N] slab of words once (16 B a lane a word row), a row of scales and zeros a group, x from L2.
     # Writes BLOCK_M x BLOCK_N outputs or fp32 partials (_store_output).
     LANES: tl.constexpr = BLOCK_N  # a lane a column: 4 columns x 4 word rows for 4 lanes
