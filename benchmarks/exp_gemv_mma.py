@@ -12,6 +12,8 @@ and up to 8 rows of x cost the same (the MMA's n = 8).
 Times (graph replay over 3 input copies, as the results harness; and time_ms, as the tuner) the mma kernel's
 candidates against the library's untimed GEMV (M = 1) and its tuned choice, and cuBLAS bf16, at M = 1, 4, 8 and the
 benchmark shapes; each output checked against the float64 reference. Writes OUT/exp-gemv-mma.json.
+Runs against commit 30908a2, where the mma kernel still took a split-K grid and these configs (session 15 gave it a
+one-wave stream-K grid; benchmarks/exp_tuner_timing.py times its variants now).
 Usage: PYTHONPATH=src python benchmarks/exp_gemv_mma.py OUT"""
 import argparse
 import json
