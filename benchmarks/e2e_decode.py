@@ -4,7 +4,7 @@ stock (SDPA) against rooftop-patched (fused RMSNorm and SwiGLU), and patched + i
 tokens/s from wall time after a warm-up run. Writes OUT.json, prints a table.
 With --graphs each model decodes greedily from a static cache, every step replayed from a CUDA graph
 captured by hand, which takes the host's launch cost out of the step.
-Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT.json [--layers 8] [--size 8b|tiny] [--graphs]
+Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT.json [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
 """
 from __future__ import annotations
 
@@ -92,7 +92,11 @@ def main() -> None:
     parser.add_argument("--prompt", type=int, default=128)
     parser.add_argument("--new", type=int, default=64)
     parser.add_argument("--graphs", action="store_true", help="static cache, each decode step a CUDA graph replay")
+    parser.add_argument("--no-plans", action="store_true", help="every op call takes its full Python path")
     args = parser.parse_args()
+    if args.no_plans:
+        from rooftop.ops import _support
+        _support.PLANS_ENABLED = False
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     config = transformers.LlamaConfig(num_hidden_layers=args.layers, max_position_embeddings=4096,

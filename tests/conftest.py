@@ -101,20 +101,31 @@ def device():
 
 @pytest.fixture(autouse=True)
 def poisoned_empty(monkeypatch):
-    """torch.empty and torch.empty_like return NaN-filled float tensors, so an element a kernel
-    forgot to write shows up."""
+    """torch.empty, empty_like and empty_strided return NaN-filled float tensors, so an element a kernel
+    forgot to write shows up. The fill is hidden from a call's recording (ops/_support.py's plans), as the
+    allocation alone would be."""
+    from torch.utils._python_dispatch import _disable_current_modes
 
     def poisoned(real):
         def alloc(*args, **kwargs):
             t = real(*args, **kwargs)
             if t.is_floating_point() and not t.requires_grad:  # leave torch.compile's own tensors alone
-                with torch.no_grad():
+                with torch.no_grad(), _disable_current_modes():
                     t.fill_(float("nan"))
             return t
         return alloc
 
-    monkeypatch.setattr(torch, "empty", poisoned(torch.empty))
-    monkeypatch.setattr(torch, "empty_like", poisoned(torch.empty_like))
+    for name in ("empty", "empty_like", "empty_strided"):
+        monkeypatch.setattr(torch, name, poisoned(getattr(torch, name)))
+    yield
+
+
+@pytest.fixture(autouse=True)
+def fresh_plans():
+    """Each test starts without recorded calls: a test's switches (monkeypatched module constants) apply
+    to its first call of each signature."""
+    from rooftop.ops import _support
+    _support.clear_plans()
     yield
 
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from typing import Callable, Optional, Sequence
 
 import torch
 import triton
 import triton.language as tl
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -404,11 +406,11 @@ class Launch:
     the Launch its first call returned, under a key that covers what Triton specialises on (`_spec_key`
     of the runtime arguments), and call it directly (see `Plans`)."""
 
-    __slots__ = ("compiled", "params", "device", "_resident")
+    __slots__ = ("compiled", "params", "device", "_resident", "_direct")
 
     def __init__(self, compiled, params: tuple, device: int):
         self.compiled, self.params, self.device = compiled, params, device
-        self._resident = None
+        self._resident = self._direct = None
 
     @property
     def resident_per_sm(self) -> int:
@@ -427,13 +429,42 @@ class Launch:
         return self._resident
 
     def run(self, grid: tuple[int, ...], *args) -> None:
+        _launch_not_recorded()
+        self.start(grid, *args)
+
+    def start(self, grid: tuple[int, ...], *args) -> None:
+        """The launch itself (`run` without telling a recording call, for `launch` and replays). Pointer
+        arguments may be tensors or their addresses (ints: the launcher then skips a driver query each)."""
+        hooks = triton.knobs.runtime
+        direct = self._direct
+        if direct is None:
+            direct = self._direct = self._direct_launch()
+        gx, gy, gz = (*grid, 1, 1)[:3]
+        if direct and not (_hooked(hooks.launch_enter_hook) or _hooked(hooks.launch_exit_hook)):
+            launcher, stream, function, packed, cooperative, pdl = direct
+            launcher(gx, gy, gz, stream(self.device), function, cooperative, pdl, None, None, packed, None, None, None,
+                     *args, *self.params)
+            return
         compiled = self.compiled
         stream = triton.runtime.driver.active.get_current_stream(self.device)
-        hooks = triton.knobs.runtime
-        g = (*grid, 1, 1)
-        metadata = compiled.launch_metadata(g, stream, *args, *self.params) if hooks.launch_enter_hook else None
-        compiled.run(g[0], g[1], g[2], stream, compiled.function, compiled.packed_metadata, metadata,
+        metadata = compiled.launch_metadata((gx, gy, gz), stream, *args, *self.params)
+        compiled.run(gx, gy, gz, stream, compiled.function, compiled.packed_metadata, metadata,
                      hooks.launch_enter_hook, hooks.launch_exit_hook, *args, *self.params)
+
+    def _direct_launch(self) -> tuple:
+        """Triton 3.6's C launcher and its fixed arguments, to call it without the Python wrapper that
+        allocates scratch memory per call, where the kernel needs none; () where that does not apply."""
+        run = self.compiled.run  # loads the binary
+        if not (getattr(run, "global_scratch_size", 1) == 0 and getattr(run, "profile_scratch_size", 1) == 0
+                and hasattr(run, "launch") and hasattr(run, "launch_pdl")):
+            return ()
+        return (run.launch, triton.runtime.driver.active.get_current_stream, self.compiled.function,
+                self.compiled.packed_metadata, run.launch_cooperative_grid, run.launch_pdl)
+
+
+def _hooked(hook) -> bool:
+    """Whether a Triton launch hook (a HookChain in 3.6, a callable or None elsewhere) has anything to call."""
+    return hook is not None and bool(getattr(hook, "calls", True))
 
 
 class _UncheckedGluonDescriptor(GluonDescriptor):
@@ -458,6 +489,7 @@ class GluonLaunch:
         self.num_warps, self.device, self.compiled = num_warps, device, None
 
     def __call__(self, tensors: Sequence[torch.Tensor], *args) -> None:
+        _launch_not_recorded()  # its descriptors hold the tensors' addresses: no replay
         descriptor = GluonDescriptor if self.compiled is None else _UncheckedGluonDescriptor
         args = (*(descriptor(t, *d) for t, d in zip(tensors, self.descriptors)), *args)
         if self.compiled is not None:
@@ -498,11 +530,21 @@ def launch(kernel, grid: tuple[int, ...], *args, **constexprs) -> Optional[Launc
     """Launch a @triton.jit `kernel` on `grid`: runtime `args` positionally, every remaining
     parameter by keyword, plus launch options (num_warps, num_stages). Returns the Launch used on
     CUDA (None in the interpreter)."""
+    recorder = getattr(_recording, "recorder", None)
+    if recorder is None:
+        return _launch(kernel, grid, args, constexprs)
+    with _disable_current_modes():  # the interpreter copies tensors by torch ops of its own
+        entry = _launch(kernel, grid, args, constexprs)
+    recorder.launches.append((entry, kernel, grid, args, constexprs))
+    return entry
+
+
+def _launch(kernel, grid: tuple[int, ...], args: tuple, constexprs: dict) -> Optional[Launch]:
     entry = prepare(kernel, *args, **constexprs)
     if entry is None:
         kernel[grid](*args, **constexprs)
     else:
-        entry.run(grid, *args)
+        entry.start(grid, *args)
     return entry
 
 
@@ -528,6 +570,177 @@ class Plans(dict):
             self.clear()
         self[key] = plan
         return plan
+
+
+# ---------------------------------------------------------------------------------------------
+# Eager call plans. At decode sizes a row op runs 2-5 us on the GPU, and its Python path (checks, the
+# choice of kernel and configuration, Triton's specialisation key) took 40-80 us on the H200's host.
+# A public op decorated with `planned` records its first call for a given argument signature (each
+# tensor's type, shape, strides, dtype, device and address mod 16; each other argument's type and value:
+# all that its checks and choices read): the outputs it allocated and the kernels it launched through
+# `launch`. A later call with that signature allocates the outputs and replays the launches with the new
+# tensors, skipping the rest. A call is recorded only if all it did is that: every torch op it ran an
+# allocation or a view (a TorchDispatchMode watches), no launch but through `launch`, every tensor a
+# launch took one of the call's tensor arguments or a fresh, dense output it returned, matched by its
+# address without ambiguity. Anything else (workspaces, copies, the Gluon kernels' descriptors, tuning)
+# leaves the call unrecorded, and the op takes its full path every time for that signature.
+
+PLANS_ENABLED = True  # False: every call takes its op's full path (an A/B switch, a debugging aid)
+_aten = torch.ops.aten
+_ALLOCATIONS = {_aten.empty, _aten.empty_like, _aten.empty_strided, _aten.new_empty, _aten.new_empty_strided}
+_VIEWS = {_aten.view, _aten._unsafe_view, _aten._reshape_alias, _aten.alias, _aten.detach, _aten.as_strided,
+          _aten.permute, _aten.transpose, _aten.t, _aten.unsqueeze, _aten.squeeze, _aten.expand, _aten.slice,
+          _aten.select, _aten.split, _aten.split_with_sizes, _aten.unbind}
+_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
+_VALUE_TYPES = (int, float, bool, str, type(None), torch.dtype)
+_recording = threading.local()  # .recorder: the _Recorder of the call being recorded on this thread
+
+
+def _launch_not_recorded() -> None:
+    """A kernel launched other than through `launch`: the call being recorded cannot be replayed."""
+    recorder = getattr(_recording, "recorder", None)
+    if recorder is not None:
+        recorder.plannable = False
+
+
+def call_signature(values: tuple) -> Optional[tuple]:
+    """The plan key of a call's argument values (None: a value that no key can stand for)."""
+    key = []
+    for v in values:
+        t = type(v)
+        if t in _TENSOR_TYPES:
+            key += (v.shape, v.stride(), v.dtype, v.get_device(), v.data_ptr() & 15)
+        elif t in _VALUE_TYPES:
+            key += (t, v)
+        else:
+            return None
+    return tuple(key)
+
+
+class _Recorder(TorchDispatchMode):
+    """Watches one call: the launches `launch` made, the storages the call allocated, and whether any
+    other torch op ran."""
+
+    def __init__(self):
+        super().__init__()
+        self.launches: list = []
+        self.storages: set[int] = set()
+        self.plannable = True
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func.overloadpacket in _ALLOCATIONS:
+            self.storages.add(out.untyped_storage().data_ptr())
+        elif func.overloadpacket not in _VIEWS:
+            self.plannable = False
+        return out
+
+    def __enter__(self):
+        self.outer, _recording.recorder = getattr(_recording, "recorder", None), self
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        _recording.recorder = self.outer
+        return super().__exit__(*exc)
+
+    def plan(self, values: tuple, result) -> Optional[Callable]:
+        """The replay of the recorded call whose arguments were `values` and which returned `result`
+        (None, a tensor or a tuple of tensors and Nones), or None if it cannot be replayed."""
+        if not self.plannable:
+            return None
+        inputs = tuple(i for i, v in enumerate(values) if type(v) in _TENSOR_TYPES)
+        pool = [values[i] for i in inputs]  # the tensors a replay has: the arguments', then the fresh outputs
+        fresh = []  # (shape, strides, dtype, device) of each fresh output
+        single = not isinstance(result, tuple)
+        returned = []  # per returned item: its index in the pool, or None
+        for out in (result,) if single else result:
+            if out is None:
+                returned.append(None)
+                continue
+            if not isinstance(out, torch.Tensor):
+                return None
+            index = next((i for i, t in enumerate(pool[:len(inputs)]) if t is out), None)
+            if index is None:  # a fresh output: a whole storage allocated by this call
+                storage = out.untyped_storage()
+                if (storage.data_ptr() not in self.storages or out.storage_offset()
+                        or storage.nbytes() != out.numel() * out.element_size()):
+                    return None
+                index = len(pool)
+                pool.append(out)
+                fresh.append((out.shape, out.stride(), out.dtype, out.device))
+            returned.append(index)
+        owners: dict[int, list[int]] = {}
+        for i, t in enumerate(pool):
+            owners.setdefault(t.data_ptr(), []).append(i)
+        launches = []
+        for entry, kernel, grid, args, constexprs in self.launches:
+            slots = []  # (position in args, index in the pool)
+            for pos, a in enumerate(args):
+                if isinstance(a, torch.Tensor):
+                    owner = owners.get(a.data_ptr(), ())
+                    if len(owner) != 1 or pool[owner[0]].dtype != a.dtype:
+                        return None
+                    slots.append((pos, owner[0]))
+                elif type(a) not in _VALUE_TYPES:
+                    return None
+            start = functools.partial(entry.start, grid) if entry else functools.partial(kernel[grid], **constexprs)
+            template = tuple(None if isinstance(a, torch.Tensor) else a for a in args)  # holds no tensor alive
+            launches.append((start, template, tuple(slots), entry is not None))
+        return functools.partial(_replay, inputs, tuple(fresh), tuple(launches), single, tuple(returned))
+
+
+def _replay(inputs, fresh, launches, single, returned, values):
+    pool = [values[i] for i in inputs]
+    for shape, strides, dtype, device in fresh:
+        pool.append(torch.empty_strided(shape, strides, dtype=dtype, device=device))
+    for start, template, slots, addresses in launches:
+        args = list(template)
+        for pos, i in slots:  # on a GPU the compiled kernel's launcher takes addresses
+            args[pos] = pool[i].data_ptr() if addresses else pool[i]
+        start(*args)
+    if single:
+        return None if returned[0] is None else pool[returned[0]]
+    return tuple(None if i is None else pool[i] for i in returned)
+
+
+_all_plans: list[Plans] = []
+
+
+def clear_plans() -> None:
+    """Forget every recorded call (after changing a module's switches, as tests do)."""
+    for plans in _all_plans:
+        plans.clear()
+
+
+def planned(fn: Callable) -> Callable:
+    """Decorator of a public op: eager calls replay the recorded first call of their argument signature
+    (see above); under torch.compile, inside another op's recording, or with arguments no key stands
+    for, `fn` runs as written."""
+    plans = Plans()
+    _all_plans.append(plans)
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if (not PLANS_ENABLED or torch.compiler.is_compiling()
+                or getattr(_recording, "recorder", None) is not None):
+            return fn(*args, **kwargs)
+        values = (*args, *kwargs.values())
+        key = call_signature(values)
+        if key is None:
+            return fn(*args, **kwargs)
+        key = (*key, *kwargs)
+        plan = plans.get(key)
+        if plan is not None:
+            return plan(values)
+        with _Recorder() as recorder:
+            result = fn(*args, **kwargs)
+        plan = recorder.plan(values, result)
+        if plan is not None:
+            plans.keep(key, plan)
+        return result
+
+    call.plans = plans
+    return call
 
 
 # ---------------------------------------------------------------------------------------------

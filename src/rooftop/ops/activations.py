@@ -51,7 +51,7 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import as_rows, cdiv, check_float, check_same_device, launch, runs_kernel, torch_op
+from rooftop.ops._support import as_rows, cdiv, check_float, check_same_device, launch, planned, runs_kernel, torch_op
 from rooftop.roofline import Cost
 
 # Launch parameters (to be tuned on the H200).
@@ -247,6 +247,7 @@ def _gelu_activation(approximate: object) -> str:
     return "gelu" if approximate == "none" else "gelu_tanh"
 
 
+@planned
 def swiglu(gate: torch.Tensor, up: Optional[torch.Tensor] = None) -> torch.Tensor:
     """silu(gate) * up. With up None, gate is the packed [..., 2*I] input (gate half, up half) and
     the output is [..., I]. fp16/bf16/fp32, computed in fp32."""
@@ -254,6 +255,7 @@ def swiglu(gate: torch.Tensor, up: Optional[torch.Tensor] = None) -> torch.Tenso
     return _gated_op(gate, up, "silu")
 
 
+@planned
 def geglu(gate: torch.Tensor, up: Optional[torch.Tensor] = None, approximate: str = "tanh") -> torch.Tensor:
     """gelu(gate, approximate) * up, approximate "tanh" (default) or "none" (erf). With up None,
     gate is the packed [..., 2*I] input and the output is [..., I]."""
@@ -261,6 +263,7 @@ def geglu(gate: torch.Tensor, up: Optional[torch.Tensor] = None, approximate: st
     return _gated_op(gate, up, _gelu_activation(approximate))
 
 
+@planned
 def bias_gelu(x: torch.Tensor, bias: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     """gelu(x + bias) with bias of shape [x.shape[-1]]; approximate "none" (erf, default) or "tanh"."""
     check_float("x", x)

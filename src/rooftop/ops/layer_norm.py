@@ -90,8 +90,8 @@ from rooftop.ops import norm_sm90
 from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_row_stats, in_place_rows, interpreting,
                                   is_sm90, launch, load_rows_add_residual, load_tile, load_tile_add_residual,
                                   load_split_chunk, load_tile_again, load_word_pairs, num_sms, onchip_config,
-                                  opaque_zero, pack_words, row_pointers, rows_vectorize, runs_kernel, split_words_chunks,
-                                  split_workspace, store_tile, torch_op, unpack_words)
+                                  opaque_zero, pack_words, planned, row_pointers, rows_vectorize, runs_kernel,
+                                  split_words_chunks, split_workspace, store_tile, torch_op, unpack_words)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -580,6 +580,7 @@ def _fused_add_layer_norm_op(x: torch.Tensor, residual: torch.Tensor, weight: Op
         layer_norm_rows(x_rows, res_rows, weight, bias, x_rows, res_rows, eps)
 
 
+@planned
 def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[torch.Tensor], eps: float = 1e-5,
                residual: Optional[torch.Tensor] = None):
     """LayerNorm over the last dim: y = (x - mean) / sqrt(var + eps) * weight + bias (None: left out).
@@ -590,6 +591,7 @@ def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[t
     return _add_layer_norm_op(x, residual, weight, bias, float(eps))
 
 
+@planned
 def fused_add_layer_norm_(x: torch.Tensor, residual: torch.Tensor, weight: Optional[torch.Tensor],
                           bias: Optional[torch.Tensor], eps: float = 1e-5) -> None:
     """In place, vLLM's semantics: residual <- x + residual; x <- layer_norm(residual, weight, bias)."""

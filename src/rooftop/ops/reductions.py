@@ -35,7 +35,7 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops._support import (FLOAT_DTYPES, as_rows, cdiv, check_float, launch, num_sms, onchip_config,
-                                  runs_kernel, torch_op)
+                                  planned, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -243,21 +243,25 @@ def _row_reduce(x: torch.Tensor, kind: str, out_dtype: Optional[torch.dtype]) ->
     return _row_reduce_op(x, kind, out_dtype)
 
 
+@planned
 def row_sum(x: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """x.sum(-1): [..., N] -> [...], accumulated in fp32, stored in x's dtype (or `out_dtype`)."""
     return _row_reduce(x, "sum", out_dtype)
 
 
+@planned
 def row_max(x: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """x.amax(-1): [..., N] -> [...]; NaN in a row gives NaN, like torch.amax."""
     return _row_reduce(x, "max", out_dtype)
 
 
+@planned
 def row_mean(x: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """x.mean(-1): [..., N] -> [...], accumulated in fp32, stored in x's dtype (or `out_dtype`)."""
     return _row_reduce(x, "mean", out_dtype)
 
 
+@planned
 def row_norm(x: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """torch.linalg.vector_norm(x, dim=-1), the L2 norm sqrt(sum x^2) of each row, accumulated in fp32."""
     return _row_reduce(x, "norm", out_dtype)

@@ -82,8 +82,8 @@ from rooftop.ops import norm_sm90
 from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_row_stats, in_place_rows, interpreting,
                                   is_sm90, launch, load_rows_add_residual, load_tile, load_tile_add_residual,
                                   load_split_chunk, load_tile_again, load_word_pairs, num_sms, onchip_config,
-                                  opaque_zero, pack_words, row_pointers, rows_vectorize, runs_kernel, split_chunks,
-                                  split_words_chunks, split_workspace, store_tile, torch_op, unpack_words)
+                                  opaque_zero, pack_words, planned, row_pointers, rows_vectorize, runs_kernel,
+                                  split_chunks, split_words_chunks, split_workspace, store_tile, torch_op, unpack_words)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -516,6 +516,7 @@ def _fused_add_rms_norm_op(x: torch.Tensor, residual: torch.Tensor, weight: Opti
         rms_norm_rows(x_rows, res_rows, weight, x_rows, res_rows, eps, offset)
 
 
+@planned
 def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor], eps: float = 1e-6,
              residual: Optional[torch.Tensor] = None, *, offset: float = 0.0,
              out_dtype: Optional[torch.dtype] = None, quant: Optional[str] = None):
@@ -536,6 +537,7 @@ def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor], eps: float = 1e-6,
     return _add_rms_norm_op(x, residual, weight, eps, offset, out_dtype)
 
 
+@planned
 def fused_add_rms_norm_(x: torch.Tensor, residual: torch.Tensor, weight: Optional[torch.Tensor],
                         eps: float = 1e-6, *, offset: float = 0.0) -> None:
     """In place, vLLM's semantics: residual <- x + residual; x <- rms_norm(residual) * (offset + weight)."""

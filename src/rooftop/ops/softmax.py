@@ -47,7 +47,7 @@ import triton.language as tl
 from rooftop import registry
 from rooftop.ops import _support, softmax_sm90
 from rooftop.ops._support import (as_rows, cdiv, check_float, interpreting, is_sm90, launch, normalize_dim, num_sms,
-                                  onchip_config, runs_kernel, torch_op)
+                                  onchip_config, planned, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -310,12 +310,14 @@ def _softmax_op(x: torch.Tensor, dim: int, log: bool) -> torch.Tensor:
     return out if dim == x.dim() - 1 else out.movedim(-1, dim).contiguous()
 
 
+@planned
 def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """softmax(x) along `dim`, like torch.softmax; fp16/bf16/fp32, statistics in fp32."""
     check_float("x", x)
     return _softmax_op(x, normalize_dim(dim, x.dim()), False)
 
 
+@planned
 def log_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """log_softmax(x) along `dim`, like torch.log_softmax; fp16/bf16/fp32, statistics in fp32."""
     check_float("x", x)

@@ -1,0 +1,162 @@
+"""Eager call plans (ops/_support.py `planned`): a call whose argument signature was recorded replays the
+recorded launches on the new tensors. Each test calls an op twice or more on fresh data, checks the later
+calls against the reference, and checks that they were replays (the op's row function, patched to fail,
+is not reached) or that they could not be (no plan)."""
+import gc
+import weakref
+
+import pytest
+import torch
+
+import rooftop
+from rooftop.ops import activations, layer_norm, reductions, rms_norm, softmax
+from tests.conftest import DEVICE, TOL, rel_err
+
+DT = torch.bfloat16
+
+
+def _rand(*shape, dtype=DT):
+    return torch.randn(*shape, dtype=dtype, device=DEVICE)
+
+
+def _no_full_path(monkeypatch, module, name):
+    """From now on the op's full path fails: only a replay gets through."""
+    def fail(*args, **kwargs):
+        raise AssertionError(f"{module.__name__}.{name} reached: the call was not replayed")
+    monkeypatch.setattr(module, name, fail)
+
+
+def _weight(n):
+    return torch.rand(n, dtype=DT, device=DEVICE) + 0.5
+
+
+# op: (public function, call on fresh inputs -> (outputs, references), module and row function of the full path)
+CASES = {
+    "add_rms_norm": (rooftop.rms_norm, lambda x, r, w: (rooftop.rms_norm(x, w, 1e-6, residual=r),
+                                                        rms_norm.add_rms_norm_reference(x, r, w)),
+                     rms_norm, "rms_norm_rows"),
+    "rms_norm_gemma": (rooftop.rms_norm, lambda x, r, w: (rooftop.rms_norm(x, w, offset=1.0),
+                                                          rms_norm.rms_norm_reference(x, w, offset=1.0)),
+                       rms_norm, "rms_norm_rows"),
+    "rms_norm_fp32_out": (rooftop.rms_norm, lambda x, r, w: (rooftop.rms_norm(x, w, out_dtype=torch.float32),
+                                                             rms_norm.rms_norm_reference(x, w)),
+                          rms_norm, "rms_norm_rows"),
+    "layer_norm_residual": (rooftop.layer_norm,
+                            lambda x, r, w: (rooftop.layer_norm(x, w, w - 1, residual=r),
+                                             layer_norm.add_layer_norm_reference(x, r, w, w - 1)),
+                            layer_norm, "layer_norm_rows"),
+    "softmax": (rooftop.softmax, lambda x, r, w: (rooftop.softmax(x), softmax.softmax_reference(x)),
+                softmax, "softmax_rows"),
+    "log_softmax_dim2": (rooftop.log_softmax, lambda x, r, w: (rooftop.log_softmax(x, 2),
+                                                               softmax.softmax_reference(x, 2, log=True)),
+                         softmax, "softmax_rows"),
+    "swiglu": (rooftop.swiglu, lambda x, r, w: (rooftop.swiglu(x, r), activations.gated_reference(x, r, "silu")),
+               activations, "launch"),
+    "bias_gelu": (rooftop.bias_gelu, lambda x, r, w: (rooftop.bias_gelu(x, w), activations.bias_gelu_reference(x, w)),
+                  activations, "act_rows"),
+    "row_norm": (rooftop.row_norm, lambda x, r, w: (rooftop.row_norm(x), reductions.row_reduce_reference(x, "norm")),
+                 reductions, "reduce_rows"),
+}
+
+
+def _pairs(outputs, references):
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    references = references if isinstance(references, tuple) else (references,)
+    assert len(outputs) == len(references)
+    return zip(outputs, references)
+
+
+@pytest.mark.parametrize("op", CASES)
+def test_replay_matches_reference(op, monkeypatch):
+    """The second and third calls (fresh data, same signature) are replays and right; their outputs are
+    new tensors each call."""
+    fn, call, module, row_fn = CASES[op]
+    shape = (3, 5, 96)
+    before = len(fn.plans)
+    call(_rand(*shape), _rand(*shape), _weight(shape[-1]))
+    assert len(fn.plans) == before + 1, "the first call was not recorded"
+    _no_full_path(monkeypatch, module, row_fn)
+    kept = []
+    for _ in range(2):
+        x, r, w = _rand(*shape), _rand(*shape), _weight(shape[-1])
+        outputs, references = call(x, r, w)
+        for out, ref in _pairs(outputs, references):
+            assert out.shape == ref.shape
+            assert rel_err(out, ref) < TOL[DT if out.dtype != torch.float32 else torch.bfloat16]
+        kept.append(outputs)
+    first, second = (o if isinstance(o, tuple) else (o,) for o in kept)
+    assert all(a.data_ptr() != b.data_ptr() for a, b in zip(first, second))
+
+
+def test_in_place_replay(monkeypatch):
+    """fused_add_rms_norm_ replayed: x and residual written in place, nothing returned."""
+    shape = (4, 64)
+    rooftop.fused_add_rms_norm_(_rand(*shape), _rand(*shape), _weight(64))
+    _no_full_path(monkeypatch, rms_norm, "rms_norm_rows")
+    x, res, w = _rand(*shape), _rand(*shape), _weight(64)
+    y_ref, r_ref = rms_norm.add_rms_norm_reference(x, res, w)
+    assert rooftop.fused_add_rms_norm_(x, res, w) is None
+    assert rel_err(res, r_ref) < TOL[DT] and rel_err(x, y_ref) < TOL[DT]
+
+
+def test_quantized_replay(monkeypatch):
+    """rms_norm(quant="fp8") replayed returns codes and scales equal to the full path's on the same data."""
+    x, w = _rand(6, 128), _weight(128)
+    rooftop.rms_norm(_rand(6, 128), w, quant="fp8")
+    q_full, s_full = rms_norm._impl(x, None, w, 1e-6, 0.0, None, "fp8")[:2]
+    _no_full_path(monkeypatch, rms_norm, "rms_norm_rows")
+    q, s = rooftop.rms_norm(x, w, quant="fp8")
+    assert torch.equal(q.view(torch.uint8), q_full.view(torch.uint8)) and torch.equal(s, s_full)
+
+
+def test_aliased_arguments():
+    """A call whose kernel arguments' addresses are ambiguous (x passed as the residual too) is not
+    recorded; a replay of the unaliased signature takes aliased arguments by position, correctly."""
+    shape = (2, 256)
+    x = _rand(*shape)
+    y, r = rooftop.rms_norm(x, _weight(256), residual=x)
+    assert len(rooftop.rms_norm.plans) == 0
+    rooftop.rms_norm(_rand(*shape), _weight(256), residual=_rand(*shape))
+    assert len(rooftop.rms_norm.plans) == 1
+    x, w = _rand(*shape), _weight(256)
+    y, r = rooftop.rms_norm(x, w, residual=x)
+    y_ref, r_ref = rms_norm.add_rms_norm_reference(x, x, w)
+    assert rel_err(y, y_ref) < TOL[DT] and rel_err(r, r_ref) < TOL[DT]
+
+
+@pytest.mark.parametrize("case", ["copied rows", "packed halves"])
+def test_not_recorded(case):
+    """Calls that copy their input (rows with a stride in the last dim) or pass a kernel a view inside an
+    argument (swiglu's packed halves) make no plan, and stay right call after call."""
+    for _ in range(2):
+        if case == "copied rows":
+            x = _rand(96, 8).t()
+            out, ref, fn = rooftop.softmax(x), softmax.softmax_reference(x), rooftop.softmax
+        else:
+            x = _rand(4, 192)
+            out, ref, fn = rooftop.swiglu(x), activations.gated_reference(x, None, "silu"), rooftop.swiglu
+        assert len(fn.plans) == 0
+        assert rel_err(out, ref) < TOL[DT]
+
+
+def test_new_signature_is_checked():
+    """A plan stands for its signature only: another dtype, shape or eps goes through the checks."""
+    x, w = _rand(2, 64), _weight(64)
+    rooftop.rms_norm(x, w)
+    with pytest.raises(TypeError, match="x"):
+        rooftop.rms_norm(x.to(torch.int32), w)
+    with pytest.raises(ValueError, match="weight"):
+        rooftop.rms_norm(x, _weight(32))
+    with pytest.raises(ValueError, match="eps"):
+        rooftop.rms_norm(x, w, -1.0)
+
+
+def test_plan_holds_no_tensor():
+    """A recorded call's tensors are freed once the caller drops them."""
+    x, w = _rand(2, 64), _weight(64)
+    y = rooftop.rms_norm(x, w)
+    assert len(rooftop.rms_norm.plans) == 1
+    refs = [weakref.ref(t) for t in (x, w, y)]
+    del x, w, y
+    gc.collect()
+    assert all(r() is None for r in refs)
