@@ -5,12 +5,13 @@ captured call after do_bench's L2 flush, which writes zeros; the dirty lines are
 (~9 us on a 40-60 us kernel), and by that timing the mma.sync GEMV and the older kernels came out level where
 back-to-back replay over input copies (the results harness, a model's layers) separated them by 20%.
 
-For int4 group 128, bf16, each M in --ms and the benchmark shapes, every candidate of the library's list (--only-mma:
+For int4 (or --bits 8) group 128, bf16, each M in --ms and the benchmark shapes, every candidate of the library's list (--only-mma:
 its untimed default) plus the mma variants below is checked against the float64 reference and timed three ways:
 "zero" (the tuner's time_ms), "read" (the same with a flush that reads 256 MB, leaving L2 clean) and "truth" (graph
 replay over input copies that together move twice the L2, as the results harness). Prints, per shape, the fastest
 by truth and each timing's pick with its truth time; writes OUT/exp-tuner-timing.json.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_tuner_timing.py OUT [--ms 1,8,16] [--budget 400] [--only-mma]
+       [--bits 8] [--min-steps 16,64]  (GEMV candidates with fewer, longer splits of K too)
        ... exp_tuner_timing.py --ncu-target M  (under ncu: the mma GEMV's first candidate at M x 28672 x 8192)"""
 import argparse
 import json
@@ -65,6 +66,9 @@ def main():
     parser.add_argument("--ms", default="1,8,16")
     parser.add_argument("--budget", type=float, default=400.0)
     parser.add_argument("--only-mma", action="store_true", help="the library's default and the mma variants only")
+    parser.add_argument("--bits", type=int, default=4, choices=(4, 8))
+    parser.add_argument("--min-steps", default="", help="GEMV_MIN_STEPS values to time the GEMV candidates at too "
+                        "(comma-separated; fewer, longer splits of K)")
     args = parser.parse_args()
     if args.ncu_target:
         return ncu_target(args.ncu_target)
@@ -76,23 +80,32 @@ def main():
             if time.time() - start > args.budget:
                 print(f"budget spent: M = {M} {N} x {K} left out")
                 continue
-            first = qm._make_inputs(4)((M, N, K), torch.bfloat16, "cuda")
-            copies = max(1, -(-2 * l2 // (N * K // 2)))
-            sets = [first] + [qm._make_inputs(4)((M, N, K), torch.bfloat16, "cuda") for _ in range(copies - 1)]
+            bits = args.bits
+            first = qm._make_inputs(bits)((M, N, K), torch.bfloat16, "cuda")
+            copies = max(1, -(-2 * l2 // (N * K * bits // 8)))
+            sets = [first] + [qm._make_inputs(bits)((M, N, K), torch.bfloat16, "cuda") for _ in range(copies - 1)]
             x, qw, w = first
             ref = qm._reference(x, qw, w)
-            configs = list(qm.candidates(M, N, K, 4, 128, x.dtype, sms, qm._use_gluon(x, qw.packed, qw.scales,
-                                                                                       qw.zeros, 4, 128), True))
+            configs = list(qm.candidates(M, N, K, bits, 128, x.dtype, sms, qm._use_gluon(x, qw.packed, qw.scales,
+                                                                                          qw.zeros, bits, 128),
+                                         qm._use_mma(x, bits)))
+            default_steps = qm.GEMV_MIN_STEPS
+            for steps in (int(v) for v in args.min_steps.split(",") if v):
+                qm.GEMV_MIN_STEPS = steps
+                configs += [c for c in (qm._gemv(g, M, N, K, bits, 128, sms) for g in qm.GEMV_CONFIGS)
+                            if c not in configs]
+            qm.GEMV_MIN_STEPS = default_steps
             if args.only_mma:
                 configs = configs[:1]
-            configs += [c for c in (qm._mma(v, M) for v in MMA_VARIANTS[8 if M <= 8 else 16]) if c not in configs]
+            if qm._use_mma(x, bits):
+                configs += [c for c in (qm._mma(v, M) for v in MMA_VARIANTS[8 if M <= 8 else 16]) if c not in configs]
             configs.append("cublas")
             found = []
             for config in configs:
                 def make(x, qw, w, config=config):
                     if config == "cublas":
                         return F.linear(x, w)
-                    return qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, N, 4, 128)[0]
+                    return qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, N, bits, 128)[0]
                 try:
                     err = rel_err(make(x, qw, w), ref)
                     truth = graph_replay_us([lambda s=s: make(*s) for s in sets], repeat=max(1, 48 // len(sets)))
