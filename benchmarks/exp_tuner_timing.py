@@ -11,7 +11,7 @@ its untimed default) plus the mma variants below is checked against the float64 
 replay over input copies that together move twice the L2, as the results harness). Prints, per shape, the fastest
 by truth and each timing's pick with its truth time; writes OUT/exp-tuner-timing.json.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_tuner_timing.py OUT [--ms 1,8,16] [--budget 400] [--only-mma]
-       [--bits 8] [--min-steps 16,64]  (GEMV candidates with fewer, longer splits of K too)
+       [--bits 8] [--min-steps 16,64] [--max-split 1000]  (GEMV candidates with other splits of K too)
        ... exp_tuner_timing.py --ncu-target M  (under ncu: the mma GEMV's first candidate at M x 28672 x 8192)"""
 import argparse
 import json
@@ -69,6 +69,7 @@ def main():
     parser.add_argument("--bits", type=int, default=4, choices=(4, 8))
     parser.add_argument("--min-steps", default="", help="GEMV_MIN_STEPS values to time the GEMV candidates at too "
                         "(comma-separated; fewer, longer splits of K)")
+    parser.add_argument("--max-split", default="", help="GEMV_MAX_SPLIT values likewise")
     args = parser.parse_args()
     if args.ncu_target:
         return ncu_target(args.ncu_target)
@@ -89,12 +90,13 @@ def main():
             configs = list(qm.candidates(M, N, K, bits, 128, x.dtype, sms, qm._use_gluon(x, qw.packed, qw.scales,
                                                                                           qw.zeros, bits, 128),
                                          qm._use_mma(x, bits)))
-            default_steps = qm.GEMV_MIN_STEPS
-            for steps in (int(v) for v in args.min_steps.split(",") if v):
-                qm.GEMV_MIN_STEPS = steps
-                configs += [c for c in (qm._gemv(g, M, N, K, bits, 128, sms) for g in qm.GEMV_CONFIGS)
-                            if c not in configs]
-            qm.GEMV_MIN_STEPS = default_steps
+            for name, values in (("GEMV_MIN_STEPS", args.min_steps), ("GEMV_MAX_SPLIT", args.max_split)):
+                default = getattr(qm, name)
+                for value in (int(v) for v in values.split(",") if v):
+                    setattr(qm, name, value)
+                    configs += [c for c in (qm._gemv(g, M, N, K, bits, 128, sms) for g in qm.GEMV_CONFIGS)
+                                if c not in configs]
+                setattr(qm, name, default)
             if args.only_mma:
                 configs = configs[:1]
             if qm._use_mma(x, bits):

@@ -120,6 +120,9 @@ DEQUANT_BLOCK_K = 64
 DEQUANT_BLOCK_N = 64
 MAGIC15 = 0x43800000  # bits of the float 256.0 = 2^(23 - 15): see _unpack
 GEMV_MIN_STEPS = 4  # k-steps a split keeps at least (the partials cost 8 bytes an output a split)
+# The most splits of K: a tile's last program sums its splits' partials one after another. H200, int8, M = 1,
+# 4096 x 14336 (graph replay, logs/h200-2026-12-01-s16/exp-tuner-int8.log): 224 splits 28.3 us, 56 22.7, 14 56.
+GEMV_MAX_SPLIT = 64
 # registers a thread of a tile's last piece fills with partials at once (_store_output's SUM_BATCH): the tensor-core
 # kernel's fewer (a stream-K tile has a few pieces; offline sm_90, 16 x 64 x 128 tiles: 96 registers, 128 with 64)
 SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
@@ -191,7 +194,7 @@ def _split_k(programs: int, tiles: int, most: int) -> int:
 def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms: int) -> dict:
     block_n, warps, word_rows, per_sm, stages, *maxnreg = config
     block_k = min(word_rows * 32 // bits, group_size)
-    split = _split_k(per_sm * sms, cdiv(N, block_n), max(1, K // (block_k * GEMV_MIN_STEPS)))
+    split = _split_k(per_sm * sms, cdiv(N, block_n), max(1, min(GEMV_MAX_SPLIT, K // (block_k * GEMV_MIN_STEPS))))
     return dict(path="gemv", BLOCK_M=triton.next_power_of_2(M), BLOCK_N=block_n, BLOCK_K=block_k, SPLIT_K=split,
                 num_warps=warps, STAGES=stages, **({"maxnreg": maxnreg[0]} if maxnreg else {}))
 
