@@ -8,7 +8,7 @@
 3. The decode figures of the results files (issue 2): add_rms_norm and softmax at M in {1, 8, 64},
    N in {4096, 8192}, rooftop / eager / torch.compile, graph replay and from Python.
 Writes OUT/host-path.json; prints the tables.
-Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_host_path.py OUT
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_host_path.py OUT [--no-decode]  (1 and 2 only)
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from rooftop.bench.session import DECODE_SHAPES, host_calibration
 from rooftop.bench.sweep import decode_latency
 from rooftop.bench.timing import graph_replay_us, python_launch_us
 from rooftop.ops._support import prepare
+from rooftop.ops.rope import rotary_cos_sin
 
 
 @triton.jit
@@ -49,6 +50,8 @@ def planned_calls() -> dict:
     w = torch.rand(4096, **bf16) + 0.5
     gate, up = torch.randn(1, 14336, **bf16), torch.randn(1, 14336, **bf16)
     wide = torch.randn(8, 8192, **bf16)
+    q, k = torch.randn(1, 32, 1, 128, **bf16), torch.randn(1, 8, 1, 128, **bf16)
+    cos, sin = rotary_cos_sin(torch.arange(7, 8, device="cuda"), 128, dtype=torch.bfloat16)
     return {
         "add_rms_norm 1x4096": (rooftop.rms_norm, (x, w, 1e-6, res)),
         "rms_norm 1x4096": (rooftop.rms_norm, (x, w)),
@@ -59,10 +62,11 @@ def planned_calls() -> dict:
         "swiglu 1x14336": (rooftop.swiglu, (gate, up)),
         "bias_gelu 1x4096": (rooftop.bias_gelu, (x, w)),
         "row_sum 8x8192": (rooftop.row_sum, (wide,)),
+        "apply_rope 32+8 heads": (rooftop.apply_rope, (q, k, cos, sin)),
     }
 
 
-def main(out_dir: Path) -> None:
+def main(out_dir: Path, decode: bool) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     result = {"floors": floors(), "ops": [], "decode_us": []}
     for name, (op, args) in planned_calls().items():
@@ -72,7 +76,7 @@ def main(out_dir: Path) -> None:
                               "planned_python_us": python_launch_us(lambda: op(*args)),
                               "full_path_python_us": python_launch_us(lambda: full(*args)),
                               "graph_us": graph_replay_us([lambda: op(*args)])})
-    for op in ("add_rms_norm", "softmax"):
+    for op in ("add_rms_norm", "softmax") if decode else ():
         result["decode_us"] += decode_latency(op, DECODE_SHAPES, torch.bfloat16)
     (out_dir / "host-path.json").write_text(json.dumps(result, indent=1))
     print("floors (us):", {k: round(v, 2) for k, v in result["floors"].items()})
@@ -87,4 +91,4 @@ def main(out_dir: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), "--no-decode" not in sys.argv)

@@ -151,6 +151,18 @@ def test_new_signature_is_checked():
         rooftop.rms_norm(x, w, -1.0)
 
 
+def test_grad_mode_is_checked():
+    """A weight that requires grad is refused while grad mode is on, also after a plan of its signature was
+    recorded under no_grad (as a model's Parameters are used)."""
+    x, w = _rand(2, 64), _weight(64).requires_grad_()
+    with torch.no_grad():
+        for _ in range(2):
+            assert rel_err(rooftop.rms_norm(x, w), rms_norm.rms_norm_reference(x, w.detach())) < TOL[DT]
+    assert len(rooftop.rms_norm.plans) == 1
+    with pytest.raises(RuntimeError, match="weight requires grad"):
+        rooftop.rms_norm(x, w)
+
+
 def test_plan_holds_no_tensor():
     """A recorded call's tensors are freed once the caller drops them."""
     x, w = _rand(2, 64), _weight(64)

@@ -3,7 +3,6 @@ import torch
 
 import rooftop.ops.rope as rope
 from conftest import DEVICE, HAS_CUDA, TOL, rel_err
-from rooftop.ops._support import Plans
 from rooftop.ops.rope import BLOCK_ELEMS, apply_rope, apply_rotary_pos_emb, rope_reference, rotary_cos_sin
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -132,12 +131,11 @@ def test_strided_views_of_fused_qkv(inplace, device):
 
 
 def test_plan_serves_only_calls_like_the_first(device, monkeypatch):
-    """A second call like the first launches the first one's plan on its own tensors; a call that
-    differs only in alignment, strides or working in place makes its own."""
-    monkeypatch.setattr(rope, "_plans", Plans())
+    """A second call like the first replays the first one's launch on its own tensors; a call that differs
+    only in alignment, strides or working in place takes the full path and records its own."""
     misses = []
-    first_rope = rope._first_rope
-    monkeypatch.setattr(rope, "_first_rope", lambda *args: misses.append(args[0].shape) or first_rope(*args))
+    full_path = rope.rope_launch
+    monkeypatch.setattr(rope, "rope_launch", lambda *args: misses.append(args[0].shape) or full_path(*args))
     dtype = torch.bfloat16
     q, k = _qk(1, 4, 2, 6, 32, dtype, device)
     cos, sin = _cos_sin(torch.arange(6) * 5, 16, dtype, device)
@@ -154,7 +152,7 @@ def test_plan_serves_only_calls_like_the_first(device, monkeypatch):
     assert len(misses) == 3
     q_ref, k_ref = rope_reference(q, k, cos, sin, None, False, 16)
     apply_rope(q, k, cos, sin, rotary_dim=16, inplace=True)  # in place: the pass-through dims stay
-    assert len(misses) == 4
+    assert len(misses) == 4 and len(apply_rope.plans) == 4
     assert rel_err(q, q_ref) < TOL[dtype] and rel_err(k, k_ref) < TOL[dtype]
 
 

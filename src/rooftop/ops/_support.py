@@ -604,16 +604,22 @@ def _launch_not_recorded() -> None:
 
 
 def call_signature(values: tuple) -> Optional[tuple]:
-    """The plan key of a call's argument values (None: a value that no key can stand for)."""
+    """The plan key of a call's argument values (None: a value that no key can stand for, or a tensor that
+    the checks refuse for what the key does not say: one that requires grad while grad mode is on)."""
     key = []
-    for v in values:
-        t = type(v)
-        if t in _TENSOR_TYPES:
-            key += (v.shape, v.stride(), v.dtype, v.get_device(), v.data_ptr() & 15)
-        elif t in _VALUE_TYPES:
-            key += (t, v)
-        else:
-            return None
+    try:
+        for v in values:
+            t = type(v)
+            if t in _TENSOR_TYPES:
+                if v.requires_grad and torch.is_grad_enabled():
+                    return None
+                key += (v.shape, v.stride(), v.dtype, v.get_device(), v.data_ptr() & 15)
+            elif t in _VALUE_TYPES:
+                key += (t, v)
+            else:
+                return None
+    except RuntimeError:  # a tensor without strides or storage (sparse, ...): the op's checks say what is wrong
+        return None
     return tuple(key)
 
 

@@ -27,21 +27,20 @@ GPT-J one contiguous [BLOCK_H, rd] tile split into even and odd lanes in registe
 writes them. Traffic: q and k read once and written once (in place with partial rotary: the
 pass-through dims are neither read nor written), plus rd/2 cosines and sines per token.
 
-Host path: the first call with given shapes, strides, dtypes, flags and 16-byte alignments keeps its
-launch as a plan; later calls run the checks and launch the compiled kernel directly.
+Host path: apply_rope is `planned` (ops/_support.py): a repeated call with the same argument signature replays
+the first one's launch on its own tensors, without the checks.
 """
 from __future__ import annotations
 
 import functools
-from typing import Callable, Optional
+from typing import Optional
 
 import torch
 import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (Plans, alignment_key, check_float, check_same_device, launch, runs_kernel,
-                                  torch_op)
+from rooftop.ops._support import check_float, check_same_device, launch, planned, runs_kernel, torch_op
 from rooftop.roofline import Cost
 
 # Launch parameters (to be tuned on the H200).
@@ -135,66 +134,24 @@ def _batch_seq_strides(t: torch.Tensor, lead: int) -> tuple[int, int]:
     return (t.stride(0) if t.shape[0] > 1 else 0), t.stride(1)
 
 
-# A call's plan (rooftop.ops._support.Plans) launches the compiled kernel with the grid, integer
-# arguments and constexprs of the first call with its key; only the tensors' addresses are new.
-_plans = Plans()
-
-
-def _plan_key(q, k, q_out, k_out, cos, sin, position_ids, interleaved, rotary_dim) -> tuple:
-    """What a call's launch depends on besides the tensors' addresses: shapes, strides and dtypes (they
-    fix every integer argument and constexpr), the flags, whether it works in place, the device, and
-    each tensor's 16-byte alignment. The checks made k's dtype q's and sin's shape cos's."""
-    return (q.shape, q.stride(), k.shape, k.stride(), q_out.stride(), k_out.stride(), q.dtype, cos.shape,
-            cos.stride(), cos.dtype, sin.stride(), sin.dtype,
-            None if position_ids is None else (position_ids.shape, position_ids.stride(), position_ids.dtype),
-            interleaved, rotary_dim, q_out is q, q.get_device(),
-            alignment_key(q, k, q_out, k_out, cos, sin, position_ids))
-
-
 def rope_launch(q, k, q_out, k_out, cos, sin, position_ids, interleaved: bool, rotary_dim: int) -> None:
-    """q_out, k_out <- rope(q), rope(k); the outputs may be q and k themselves (in place). A call with a
-    known plan key only launches; the first one works out the launch and makes the plan."""
-    key = _plan_key(q, k, q_out, k_out, cos, sin, position_ids, interleaved, rotary_dim)
-    plan = _plans.get(key)
-    if plan is None:
-        _plans.keep(key, _first_rope(q, k, q_out, k_out, cos, sin, position_ids, interleaved, rotary_dim))
-    else:
-        plan(q, k, q_out, k_out, cos, sin, position_ids)
-
-
-def _no_launch(*tensors) -> None:
-    """The plan of an empty call."""
-
-
-def _first_rope(q, k, q_out, k_out, cos, sin, position_ids, interleaved: bool, rotary_dim: int) -> Callable:
-    """rope_launch's slow path: the launch worked out from the arguments; returns the call's plan."""
+    """q_out, k_out <- rope(q), rope(k); the outputs may be q and k themselves (in place)."""
     B, HQ, S, D = q.shape
     HK = k.shape[1]
     if B * S == 0 or HQ + HK == 0:
-        return _no_launch
+        return
     half = rotary_dim // 2
     has_pos = position_ids is not None
     cos_sb, cos_ss = _batch_seq_strides(cos, cos.dim() - 1)
     sin_sb, sin_ss = _batch_seq_strides(sin, sin.dim() - 1)
     pos_sb, pos_ss = _batch_seq_strides(position_ids, position_ids.dim()) if has_pos else (0, 0)
-    grid = (B * S,)
-    scalars = (S, HQ, HK, q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
-               q_out.stride(0), q_out.stride(1), q_out.stride(2), k_out.stride(0), k_out.stride(1), k_out.stride(2),
-               cos_sb, cos_ss, sin_sb, sin_ss, pos_sb, pos_ss)
-    constexprs = dict(HEAD_DIM=D, HALF=half, BLOCK_HALF=triton.next_power_of_2(half),
-                      BLOCK_PASS=triton.next_power_of_2(max(D - rotary_dim, 1)), BLOCK_HQ=heads_per_tile(HQ, D),
-                      BLOCK_HK=heads_per_tile(HK, D), INTERLEAVED=interleaved,
-                      COPY_PASS=rotary_dim < D and q_out is not q, HAS_POS=has_pos, num_warps=NUM_WARPS)
-    launched = launch(_rope_kernel, grid, q, k, q_out, k_out, cos, sin, position_ids if has_pos else cos, *scalars,
-                      **constexprs)
-    # the compiled kernel directly on CUDA, Triton's own dispatch in the interpreter
-    start = (functools.partial(launched.run, grid) if launched
-             else functools.partial(_rope_kernel[grid], **constexprs))
-
-    def plan(q, k, q_out, k_out, cos, sin, position_ids) -> None:
-        start(q, k, q_out, k_out, cos, sin, cos if position_ids is None else position_ids, *scalars)
-
-    return plan
+    launch(_rope_kernel, (B * S,), q, k, q_out, k_out, cos, sin, position_ids if has_pos else cos, S, HQ, HK,
+           q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2), q_out.stride(0),
+           q_out.stride(1), q_out.stride(2), k_out.stride(0), k_out.stride(1), k_out.stride(2), cos_sb, cos_ss, sin_sb,
+           sin_ss, pos_sb, pos_ss, HEAD_DIM=D, HALF=half, BLOCK_HALF=triton.next_power_of_2(half),
+           BLOCK_PASS=triton.next_power_of_2(max(D - rotary_dim, 1)), BLOCK_HQ=heads_per_tile(HQ, D),
+           BLOCK_HK=heads_per_tile(HK, D), INTERLEAVED=interleaved, COPY_PASS=rotary_dim < D and q_out is not q,
+           HAS_POS=has_pos, num_warps=NUM_WARPS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -287,6 +244,7 @@ def _check(q, k, cos, sin, position_ids, rotary_dim) -> int:
     return rd
 
 
+@planned
 def apply_rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                position_ids: Optional[torch.Tensor] = None, interleaved: bool = False,
                rotary_dim: Optional[int] = None, inplace: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
