@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from rooftop.ops._support import _launch_not_recorded, interpreting
+from rooftop.ops._support import interpreting, not_replayable
 
 Config = dict  # JSON-able launch parameters, e.g. {"BLOCK_M": 128, "num_warps": 8}
 
@@ -119,9 +119,9 @@ def choose(op: str, key: tuple, configs: Sequence[Config], run: Callable[[Config
         return stored
     if not tune:
         if os.environ.get("ROOFTOP_AUTOTUNE", "1") != "0":
-            _launch_not_recorded()  # a deferred default: a call recorded with it would keep it
+            not_replayable()  # a deferred default: a call recorded with it would keep it
         return configs[0]
-    _launch_not_recorded()  # timing runs the candidates on this call's tensors
+    not_replayable()  # timing runs the candidates on this call's tensors
     best, best_ms = configs[0], float("inf")
     for config in configs:
         try:

@@ -429,7 +429,7 @@ class Launch:
         return self._resident
 
     def run(self, grid: tuple[int, ...], *args) -> None:
-        _launch_not_recorded()
+        not_replayable()
         self.start(grid, *args)
 
     def start(self, grid: tuple[int, ...], *args) -> None:
@@ -489,7 +489,7 @@ class GluonLaunch:
         self.num_warps, self.device, self.compiled = num_warps, device, None
 
     def __call__(self, tensors: Sequence[torch.Tensor], *args) -> None:
-        _launch_not_recorded()  # its descriptors hold the tensors' addresses: no replay
+        not_replayable()  # its descriptors hold the tensors' addresses: no replay
         descriptor = GluonDescriptor if self.compiled is None else _UncheckedGluonDescriptor
         args = (*(descriptor(t, *d) for t, d in zip(tensors, self.descriptors)), *args)
         if self.compiled is not None:
@@ -596,8 +596,9 @@ _VALUE_TYPES = (int, float, bool, str, type(None), torch.dtype)
 _recording = threading.local()  # .recorder: the _Recorder of the call being recorded on this thread
 
 
-def _launch_not_recorded() -> None:
-    """A kernel launched other than through `launch`: the call being recorded cannot be replayed."""
+def not_replayable() -> None:
+    """Marks the call being recorded on this thread (if any) as one a replay cannot stand for: it launched a
+    kernel other than through `launch`, or made a choice that is not final (a tuner's deferred default)."""
     recorder = getattr(_recording, "recorder", None)
     if recorder is not None:
         recorder.plannable = False
