@@ -172,3 +172,21 @@ def test_plan_holds_no_tensor():
     del x, w, y
     gc.collect()
     assert all(r() is None for r in refs)
+
+
+@pytest.mark.gpu
+def test_replay_runs_on_the_current_stream():
+    """A replay launches on the stream current at the call: on a side stream, after that stream's pending
+    work (a long sleep, then the copy of the input), not on the stream of the recorded call."""
+    x = _rand(8, 1024)
+    rooftop.softmax(x)
+    assert len(rooftop.softmax.plans) == 1
+    fresh = _rand(8, 1024)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(100_000_000)  # ~50 ms of spinning on the side stream
+        x.copy_(fresh)
+        y = rooftop.softmax(x)
+    torch.cuda.synchronize()
+    assert rel_err(y, softmax.softmax_reference(fresh)) < TOL[DT]
