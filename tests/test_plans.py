@@ -9,10 +9,16 @@ import pytest
 import torch
 
 import rooftop
-from rooftop.ops import activations, layer_norm, reductions, rms_norm, softmax
-from tests.conftest import DEVICE, TOL, rel_err
+from rooftop.ops import _support, activations, layer_norm, reductions, rms_norm, softmax
+from conftest import DEVICE, TOL, rel_err
 
 DT = torch.bfloat16
+
+
+@pytest.fixture(autouse=True)
+def plans_on(monkeypatch):
+    """These tests are about the plans: on even where ROOFTOP_PLANS=0 turns them off for the rest of the suite."""
+    monkeypatch.setattr(_support, "PLANS_ENABLED", True)
 
 
 def _rand(*shape, dtype=DT):

@@ -2,6 +2,7 @@ import pytest
 import torch
 
 import rooftop.ops.rope as rope
+from rooftop.ops import _support
 from conftest import DEVICE, HAS_CUDA, TOL, rel_err
 from rooftop.ops.rope import BLOCK_ELEMS, apply_rope, apply_rotary_pos_emb, rope_reference, rotary_cos_sin
 
@@ -133,6 +134,7 @@ def test_strided_views_of_fused_qkv(inplace, device):
 def test_plan_serves_only_calls_like_the_first(device, monkeypatch):
     """A second call like the first replays the first one's launch on its own tensors; a call that differs
     only in alignment, strides or working in place takes the full path and records its own."""
+    monkeypatch.setattr(_support, "PLANS_ENABLED", True)
     misses = []
     full_path = rope.rope_launch
     monkeypatch.setattr(rope, "rope_launch", lambda *args: misses.append(args[0].shape) or full_path(*args))

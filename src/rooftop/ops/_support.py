@@ -585,7 +585,8 @@ class Plans(dict):
 # address without ambiguity. Anything else (workspaces, copies, the Gluon kernels' descriptors, tuning)
 # leaves the call unrecorded, and the op takes its full path every time for that signature.
 
-PLANS_ENABLED = True  # False: every call takes its op's full path (an A/B switch, a debugging aid)
+# ROOFTOP_PLANS=0 (or PLANS_ENABLED = False): every call takes its op's full path (an A/B switch, a debugging aid)
+PLANS_ENABLED = os.environ.get("ROOFTOP_PLANS", "1") != "0"
 _aten = torch.ops.aten
 _ALLOCATIONS = {_aten.empty, _aten.empty_like, _aten.empty_strided, _aten.new_empty, _aten.new_empty_strided}
 _VIEWS = {_aten.view, _aten._unsafe_view, _aten._reshape_alias, _aten.alias, _aten.detach, _aten.as_strided,
