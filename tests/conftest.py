@@ -130,7 +130,10 @@ def fresh_plans():
 
 
 def spy_launches(monkeypatch, module) -> list:
-    """The names of the kernels `module` launches (through its `launch`), from now on."""
+    """The names of the kernels `module` launches (through its `launch`), from now on; every call takes its
+    full path (a replayed call, ops/_support.py's plans, launches without `launch`)."""
+    from rooftop.ops import _support
+    monkeypatch.setattr(_support, "PLANS_ENABLED", False)
     names = []
     real = module.launch
     monkeypatch.setattr(module, "launch", lambda kernel, *a, **k: names.append(kernel.fn.__name__)

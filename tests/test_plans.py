@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import rooftop
-from rooftop.ops import _support, activations, layer_norm, reductions, rms_norm, softmax
+from rooftop.ops import _support, activations, layer_norm, quant_matmul, reductions, rms_norm, softmax
 from conftest import DEVICE, TOL, rel_err
 
 DT = torch.bfloat16
@@ -92,6 +92,23 @@ def test_replay_matches_reference(op, monkeypatch):
         kept.append(outputs)
     first, second = (o if isinstance(o, tuple) else (o,) for o in kept)
     assert all(a.data_ptr() != b.data_ptr() for a, b in zip(first, second))
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("M", [1, 16])
+def test_quant_matmul_replay(M, bits, monkeypatch):
+    """quant_matmul's later calls replay the first one's launch with new partials and the stream's arrival
+    counters (the interpreter's GEMV splits K at M = 1, its tensor-core kernel cuts tiles at M = 16), through
+    QuantLinear too; on fresh x each time."""
+    N, K = 96, 256
+    qw = rooftop.quantize_weight(torch.randn(N, K, device=DEVICE, dtype=DT) * K**-0.5, bits=bits, group_size=64)
+    layer = rooftop.QuantLinear(qw)
+    layer(_rand(M, K))
+    _no_full_path(monkeypatch, quant_matmul, "_quant_matmul_op")
+    for call in (layer, lambda x: rooftop.quant_matmul(x, qw)):
+        x = _rand(M, K)
+        ref = quant_matmul.quant_matmul_reference(x, qw.packed, qw.scales, qw.zeros, None, bits, 64)
+        assert rel_err(call(x), ref) < TOL[DT]
 
 
 def test_in_place_replay(monkeypatch):

@@ -189,14 +189,17 @@ def arrival_counters(device: torch.device, count: int) -> torch.Tensor:
     it used at zero, so they are allocated (and zeroed) once per stream; one set per stream so that
     launches on concurrent streams never share a counter. Off a GPU (the interpreter) fresh ones each call."""
     if device.type != "cuda":
-        return torch.zeros(max(count, 1), device=device, dtype=torch.int32)
+        with _disable_current_modes():  # a recording call may replay this: it asks again (provided)
+            counters = torch.zeros(max(count, 1), device=device, dtype=torch.int32)
+        return provided(counters, functools.partial(arrival_counters, device, count))
     key = (device.index, triton.runtime.driver.active.get_current_stream(device.index))
     counters = _counters.get(key)
     if counters is None or counters.numel() < count:
         if len(_counters) > 64:  # streams come and go (each CUDA-graph capture has its own)
             _counters.clear()
-        counters = _counters[key] = torch.zeros(max(count, 1024), device=device, dtype=torch.int32)
-    return counters
+        with _disable_current_modes():
+            counters = _counters[key] = torch.zeros(max(count, 1024), device=device, dtype=torch.int32)
+    return provided(counters, functools.partial(arrival_counters, device, count))
 
 
 def split_workspace(x: torch.Tensor, M: int, chunks: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -429,12 +432,14 @@ class Launch:
         return self._resident
 
     def run(self, grid: tuple[int, ...], *args) -> None:
-        not_replayable()
+        recorder = getattr(_recording, "recorder", None)
+        if recorder is not None:
+            recorder.launches.append((self, None, grid, args, None))
         self.start(grid, *args)
 
     def start(self, grid: tuple[int, ...], *args) -> None:
-        """The launch itself (`run` without telling a recording call, for `launch` and replays). Pointer
-        arguments may be tensors or their addresses (ints: the launcher then skips a driver query each)."""
+        """The launch itself (`run` without telling a recording call, for replays). Pointer arguments may be
+        tensors or their addresses (ints: the launcher then skips a driver query each)."""
         hooks = triton.knobs.runtime
         direct = self._direct
         if direct is None:
@@ -530,22 +535,16 @@ def launch(kernel, grid: tuple[int, ...], *args, **constexprs) -> Optional[Launc
     """Launch a @triton.jit `kernel` on `grid`: runtime `args` positionally, every remaining
     parameter by keyword, plus launch options (num_warps, num_stages). Returns the Launch used on
     CUDA (None in the interpreter)."""
-    recorder = getattr(_recording, "recorder", None)
-    if recorder is None:
-        return _launch(kernel, grid, args, constexprs)
-    with _disable_current_modes():  # the interpreter copies tensors by torch ops of its own
-        entry = _launch(kernel, grid, args, constexprs)
-    recorder.launches.append((entry, kernel, grid, args, constexprs))
-    return entry
-
-
-def _launch(kernel, grid: tuple[int, ...], args: tuple, constexprs: dict) -> Optional[Launch]:
     entry = prepare(kernel, *args, **constexprs)
-    if entry is None:
+    if entry is not None:
+        entry.run(grid, *args)
+        return entry
+    recorder = getattr(_recording, "recorder", None)
+    if recorder is not None:
+        recorder.launches.append((None, kernel, grid, args, constexprs))
+    with _disable_current_modes():  # the interpreter copies tensors by torch ops, which a recording must not see
         kernel[grid](*args, **constexprs)
-    else:
-        entry.start(grid, *args)
-    return entry
+    return None
 
 
 def alignment_key(*tensors: Optional[torch.Tensor]) -> tuple:
@@ -578,12 +577,18 @@ class Plans(dict):
 # A public op decorated with `planned` records its first call for a given argument signature (each
 # tensor's type, shape, strides, dtype, device and address mod 16; each other argument's type and value:
 # all that its checks and choices read): the outputs it allocated and the kernels it launched through
-# `launch`. A later call with that signature allocates the outputs and replays the launches with the new
-# tensors, skipping the rest. A call is recorded only if all it did is that: every torch op it ran an
-# allocation or a view (a TorchDispatchMode watches), no launch but through `launch`, every tensor a
-# launch took one of the call's tensor arguments or a fresh, dense output it returned, matched by its
-# address without ambiguity. Anything else (workspaces, copies, the Gluon kernels' descriptors, tuning)
-# leaves the call unrecorded, and the op takes its full path every time for that signature.
+# `launch` or `Launch.run`. A later call with that signature allocates the outputs and replays the
+# launches with the new tensors, skipping the rest. A call is recorded only if all it did is that: every
+# torch op it ran an allocation or a view (a TorchDispatchMode watches), no launch by other means, and
+# every tensor a launch took, matched by its address without ambiguity, one of
+#   - the call's tensor arguments;
+#   - a fresh, dense output it returned (a replay allocates it anew);
+#   - scratch: a whole tensor it allocated and did not return (a replay allocates it anew: the full path
+#     hands the kernel uninitialised memory too);
+#   - a tensor a helper marked `provided` (a replay asks the helper again: the current stream's arrival
+#     counters).
+# Anything else (copies, zeroed workspaces, the Gluon kernels' descriptors, tuning) leaves the call
+# unrecorded, and the op takes its full path every time for that signature.
 
 # ROOFTOP_PLANS=0 (or PLANS_ENABLED = False): every call takes its op's full path (an A/B switch, a debugging aid)
 PLANS_ENABLED = os.environ.get("ROOFTOP_PLANS", "1") != "0"
@@ -599,10 +604,20 @@ _recording = threading.local()  # .recorder: the _Recorder of the call being rec
 
 def not_replayable() -> None:
     """Marks the call being recorded on this thread (if any) as one a replay cannot stand for: it launched a
-    kernel other than through `launch`, or made a choice that is not final (a tuner's deferred default)."""
+    kernel by other means than `launch` and `Launch.run`, or made a choice that is not final (a tuner's
+    deferred default)."""
     recorder = getattr(_recording, "recorder", None)
     if recorder is not None:
         recorder.plannable = False
+
+
+def provided(t: torch.Tensor, again: Callable[[], torch.Tensor]) -> torch.Tensor:
+    """`t`, which a replay of the call being recorded (if any) gets by calling `again()` (a helper's cached
+    tensor that depends on more than the call's signature, such as the current stream)."""
+    recorder = getattr(_recording, "recorder", None)
+    if recorder is not None:
+        recorder.provided[t.data_ptr()] = again
+    return t
 
 
 def call_signature(values: tuple) -> Optional[tuple]:
@@ -633,6 +648,7 @@ class _Recorder(TorchDispatchMode):
         super().__init__()
         self.launches: list = []
         self.storages: set[int] = set()
+        self.provided: dict[int, Callable[[], torch.Tensor]] = {}  # address -> how a replay gets the tensor
         self.plannable = True
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -657,8 +673,8 @@ class _Recorder(TorchDispatchMode):
         if not self.plannable:
             return None
         inputs = tuple(i for i, v in enumerate(values) if type(v) in _TENSOR_TYPES)
-        pool = [values[i] for i in inputs]  # the tensors a replay has: the arguments', then the fresh outputs
-        fresh = []  # (shape, strides, dtype, device) of each fresh output
+        pool = [values[i] for i in inputs]  # the tensors of a replay: the arguments', then the fresh ones
+        fresh = []  # how a replay makes the rest of the pool: (shape, strides, dtype, device), or a `provided` call
         single = not isinstance(result, tuple)
         returned = []  # per returned item: its index in the pool, or None
         for out in (result,) if single else result:
@@ -668,10 +684,8 @@ class _Recorder(TorchDispatchMode):
             if not isinstance(out, torch.Tensor):
                 return None
             index = next((i for i, t in enumerate(pool[:len(inputs)]) if t is out), None)
-            if index is None:  # a fresh output: a whole storage allocated by this call
-                storage = out.untyped_storage()
-                if (storage.data_ptr() not in self.storages or out.storage_offset()
-                        or storage.nbytes() != out.numel() * out.element_size()):
+            if index is None:
+                if not self._whole_allocation(out):
                     return None
                 index = len(pool)
                 pool.append(out)
@@ -685,7 +699,14 @@ class _Recorder(TorchDispatchMode):
             slots = []  # (position in args, index in the pool)
             for pos, a in enumerate(args):
                 if isinstance(a, torch.Tensor):
-                    owner = owners.get(a.data_ptr(), ())
+                    owner = owners.get(a.data_ptr())
+                    if owner is None:  # scratch or provided: one more tensor a replay makes
+                        again = self.provided.get(a.data_ptr())
+                        if again is None and not self._whole_allocation(a):
+                            return None
+                        owner = owners[a.data_ptr()] = [len(pool)]
+                        pool.append(a)
+                        fresh.append(again or (a.shape, a.stride(), a.dtype, a.device))
                     if len(owner) != 1 or pool[owner[0]].dtype != a.dtype:
                         return None
                     slots.append((pos, owner[0]))
@@ -696,11 +717,17 @@ class _Recorder(TorchDispatchMode):
             launches.append((start, template, tuple(slots), entry is not None))
         return functools.partial(_replay, inputs, tuple(fresh), tuple(launches), single, tuple(returned))
 
+    def _whole_allocation(self, t: torch.Tensor) -> bool:
+        """Whether `t` is all of a storage this call allocated (so that a replay can allocate its like)."""
+        storage = t.untyped_storage()
+        return (storage.data_ptr() in self.storages and not t.storage_offset()
+                and storage.nbytes() == t.numel() * t.element_size())
+
 
 def _replay(inputs, fresh, launches, single, returned, values):
     pool = [values[i] for i in inputs]
-    for shape, strides, dtype, device in fresh:
-        pool.append(torch.empty_strided(shape, strides, dtype=dtype, device=device))
+    for make in fresh:
+        pool.append(make() if callable(make) else torch.empty_strided(make[0], make[1], dtype=make[2], device=make[3]))
     for start, template, slots, addresses in launches:
         args = list(template)
         for pos, i in slots:  # on a GPU the compiled kernel's launcher takes addresses

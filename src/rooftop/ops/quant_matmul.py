@@ -84,8 +84,10 @@ into), and an int32 arrival counter per output tile kept per (device, stream) an
 launch (the last program of a tile resets it), so a call launches one kernel and synchronises nothing.
 The last program of a tile to arrive sums the partials in k order (deterministic), adds the bias and
 writes the output.
-A repeated call (same shapes, strides, dtypes, alignment) runs a remembered plan: checks, one lookup,
-the output and partials allocations, one launch.
+A repeated eager call (same shapes, strides, dtypes, alignment) replays the launch its first call recorded
+(ops/_support.py `planned`: the output and partials allocated anew, the stream's arrival counters). Calls
+that cannot be recorded (the Gluon kernel's descriptors, dequantize + cuBLAS) keep a plan of the op's own:
+one lookup, the allocations, one launch.
 """
 from __future__ import annotations
 
@@ -103,7 +105,7 @@ from rooftop import registry
 from rooftop.ops import _autotune, quant_matmul_sm90
 from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, arrival_counters, as_rows, cdiv,
                                   check_float, check_same_device, interpreting, is_sm90, launch, num_sms, prepare,
-                                  runs_kernel, torch_op)
+                                  planned, provided, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 BITS = (4, 8)
@@ -952,7 +954,7 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
             units = tiles * (K // params["BLOCK_K"])
         # the kernel is compiled before the partials' size is known: its workspace argument must already be
         # float32 (Triton specialises on the pointer's dtype; a placeholder of x's dtype rounded every partial)
-        args[6] = _fp32_placeholder(rows.device)
+        args[6] = provided(_fp32_placeholder(rows.device), functools.partial(_fp32_placeholder, rows.device))
         args.append(1)  # programs, below
         prepared = prepared or prepare(kernel, *args, **consts, **params)
         resident = INTERPRETER_RESIDENT if prepared is None else prepared.resident_per_sm
@@ -1035,14 +1037,12 @@ def _quant_matmul_op(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor
     return out.reshape(*x.shape[:-1], N)
 
 
-def _check(x, qweight, bias) -> None:
-    if not isinstance(qweight, QuantizedWeight):
-        raise TypeError(f"qweight must be a QuantizedWeight (from quantize_weight), got {type(qweight).__name__}")
+def _check(x, packed, bias, bits) -> None:
     check_float("x", x)
     if x.dim() == 0:
         raise ValueError("x must have at least one dimension")
-    check_same_device("qweight", qweight.packed, "x", x)
-    N, K = qweight.shape
+    check_same_device("qweight", packed, "x", x)
+    N, K = packed.shape[1], packed.shape[0] * 32 // bits
     if x.shape[-1] != K:
         raise ValueError(f"x has last dim {x.shape[-1]} but qweight has in_features K={K}")
     if bias is not None:
@@ -1056,8 +1056,17 @@ def _check(x, qweight, bias) -> None:
 
 def quant_matmul(x: torch.Tensor, qweight: QuantizedWeight, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
     """x [..., K] @ dequantize(qweight).T (+ bias) -> [..., N] in x's dtype, accumulated in fp32."""
-    _check(x, qweight, bias)
-    return _quant_matmul_op(x, qweight.packed, qweight.scales, qweight.zeros, bias, qweight.bits, qweight.group_size)
+    if not isinstance(qweight, QuantizedWeight):
+        raise TypeError(f"qweight must be a QuantizedWeight (from quantize_weight), got {type(qweight).__name__}")
+    return _quant_matmul(x, qweight.packed, qweight.scales, qweight.zeros, bias, qweight.bits, qweight.group_size)
+
+
+@planned
+def _quant_matmul(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: Optional[torch.Tensor],
+                  bias: Optional[torch.Tensor], bits: int, group_size: int) -> torch.Tensor:
+    """quant_matmul on the weight's tensors: the checks, then the custom op (a repeated eager call replays)."""
+    _check(x, packed, bias, bits)
+    return _quant_matmul_op(x, packed, scales, zeros, bias, bits, group_size)
 
 # ---------------------------------------------------------------------------------------------
 # Modules
@@ -1086,7 +1095,7 @@ class QuantLinear(torch.nn.Module):
                                (self.out_features, self.in_features), self.weight_dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return quant_matmul(x, self.qweight, self.bias)
+        return _quant_matmul(x, self.packed, self.scales, self.zeros, self.bias, self.bits, self.group_size)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
