@@ -3,8 +3,8 @@
 1. The host's floors: torch's add, torch.empty, an empty Triton kernel by Triton's dispatch and by the
    library's direct launch (Launch.start).
 2. Each planned op at a decode size: the public call (a replay after the first call) against its full
-   path (the undecorated function: checks, choices, Triton's specialisation key), microseconds a call
-   back to back from Python, and the GPU time alone (graph replay).
+   path (the undecorated function: checks, choices, Triton's specialisation key; quant_matmul's own plan),
+   microseconds a call back to back from Python, and the GPU time alone (graph replay).
 3. The decode figures of the results files (issue 2): add_rms_norm and softmax at M in {1, 8, 64},
    N in {4096, 8192}, rooftop / eager / torch.compile, graph replay and from Python.
 Writes OUT/host-path.json; prints the tables.
@@ -23,6 +23,7 @@ import rooftop
 from rooftop.bench.session import DECODE_SHAPES, host_calibration
 from rooftop.bench.sweep import decode_latency
 from rooftop.bench.timing import graph_replay_us, python_launch_us
+from rooftop.ops import quant_matmul
 from rooftop.ops._support import prepare
 from rooftop.ops.rope import rotary_cos_sin
 
@@ -43,6 +44,11 @@ def floors() -> dict:
     return out
 
 
+def _weight_tensors(qw) -> tuple:
+    """quant_matmul's planned function's arguments after x: the weight's tensors, no bias, its format."""
+    return qw.packed, qw.scales, qw.zeros, None, qw.bits, qw.group_size
+
+
 def planned_calls() -> dict:
     """name -> (public op, args): decode-size calls of every planned op."""
     bf16 = dict(device="cuda", dtype=torch.bfloat16)
@@ -52,6 +58,8 @@ def planned_calls() -> dict:
     wide = torch.randn(8, 8192, **bf16)
     q, k = torch.randn(1, 32, 1, 128, **bf16), torch.randn(1, 8, 1, 128, **bf16)
     cos, sin = rotary_cos_sin(torch.arange(7, 8, device="cuda"), 128, dtype=torch.bfloat16)
+    weight = torch.randn(4096, 4096, **bf16) / 64
+    qw, qw8 = rooftop.quantize_weight(weight, bits=4), rooftop.quantize_weight(weight, bits=8)
     return {
         "add_rms_norm 1x4096": (rooftop.rms_norm, (x, w, 1e-6, res)),
         "rms_norm 1x4096": (rooftop.rms_norm, (x, w)),
@@ -63,6 +71,8 @@ def planned_calls() -> dict:
         "bias_gelu 1x4096": (rooftop.bias_gelu, (x, w)),
         "row_sum 8x8192": (rooftop.row_sum, (wide,)),
         "apply_rope 32+8 heads": (rooftop.apply_rope, (q, k, cos, sin)),
+        "quant_matmul int4 1x4096x4096": (quant_matmul._quant_matmul, (x, *_weight_tensors(qw))),
+        "quant_matmul int8 1x4096x4096": (quant_matmul._quant_matmul, (x, *_weight_tensors(qw8))),
     }
 
 
