@@ -1,6 +1,7 @@
 """What every op file shares: input checks, the row view, the one launch helper (`launch`, with
 `prepare` to compile before launching, and `GluonLaunch` its twin for the Gluon kernels of the *_sm90
-files), the one way to register a torch custom op.
+files), eager call plans (`planned`: a public op's repeated calls replay the launches of its first), the one
+way to register a torch custom op.
 
 Where an op runs: CUDA tensors run the Triton kernel; CPU tensors run the same kernel in Triton's
 interpreter when TRITON_INTERPRET=1 (tests, CI), else the op's reference.
