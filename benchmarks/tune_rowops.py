@@ -3,7 +3,8 @@ present GPU.
 
 Times each candidate configuration of the on-chip path (rows per program, warps) and of the looped
 path (tile, warps, programs per SM) at M * N = 2^27 bf16 on the GPU alone (graph replay, L2 flushed:
-rooftop.ops._autotune.time_ms), and the decode-size launch costs. Prints the best per width; the
+rooftop.ops._autotune.time_ms), and at decode sizes add + RMSNorm's on-chip warps against torch.compile
+(graph replay). Prints the best per width; the
 chosen defaults live in the op files (see NOTES.md).
 Usage: PYTHONPATH=src python benchmarks/tune_rowops.py [out.json] [--widths 16384,32768] [--ops a,b]
 [--paths onchip,looped] [--no-decode]
@@ -16,10 +17,14 @@ import json
 import torch
 
 import rooftop
-from rooftop.bench.timing import graph_replay_us, python_launch_us
+from rooftop import registry
+from rooftop.bench import providers
+from rooftop.bench.timing import graph_replay_us
 from rooftop.ops import _autotune, _support, layer_norm as ln_mod, rms_norm as rms_mod, softmax as softmax_mod
 
 M_TIMES_N = 2**27
+DECODE_ELEMS_PER_THREAD = (4, 8, 16, 32)
+DECODE_ROUNDS = 5
 
 
 def gbps(ms: float, tensors: int, n_elems: int) -> float:
@@ -68,6 +73,7 @@ def run_looped(mod, fn, N, tensors):
 
 
 def main(out_path: str, widths, decode: bool, ops: set, paths: set) -> None:
+    default_ept = rms_mod.ONCHIP_ELEMS_PER_THREAD
     results = {"device": torch.cuda.get_device_name(), "decode": [], **{op: [] for op in ops}}
     for N in widths:
         M = M_TIMES_N // N
@@ -86,31 +92,32 @@ def main(out_path: str, widths, decode: bool, ops: set, paths: set) -> None:
                 results[op] += run_onchip(mod, fn, N, tensors)
             if N >= 16384 and "looped" in paths:
                 results[op] += run_looped(mod, fn, N, tensors)
-        del x, res
+        x = res = None  # freed before the next width's inputs
         torch.cuda.empty_cache()
         for op in ops:
             best = max((r for r in results[op] if r["N"] == N), key=lambda r: r["GBps"], default=None)
             print(op, N, best, flush=True)
 
-    # decode sizes: launch costs, cached launch vs Triton's own path, dispatcher overhead
+    # decode sizes, add + RMSNorm: the on-chip kernel's values a thread (hence warps) against torch.compile, each
+    # under graph replay (hot L2, as the results' decode table), in interleaved rounds (the figures are ~2 us)
+    spec = registry.get("add_rms_norm")
     for M in ((1, 8, 64) if decode else ()):
         for N in (4096, 8192):
-            x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
-            res = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
-            w = torch.rand(N, device="cuda", dtype=torch.bfloat16)
-            fast = lambda: rooftop.rms_norm(x, w, 1e-6, residual=res)  # noqa: E731
-            via_op = lambda: torch.ops.rooftop.add_rms_norm(x, res, w, 1e-6, 0.0, None)  # noqa: E731
-            row = {"M": M, "N": N, "graph_us": graph_replay_us([fast]), "python_us": python_launch_us(fast),
-                   "custom_op_python_us": python_launch_us(via_op)}
-            cache = dict(_support._compiled)
-            _support._compiled.clear()
-            real = _support._compiled
-            _support._compiled = type("NoCache", (dict,), {"get": lambda self, k: None})()
-            row["triton_launch_python_us"] = python_launch_us(fast)
-            _support._compiled = real
-            real.update(cache)
+            inputs = spec.make_inputs((M, N), torch.bfloat16, "cuda")
+            compiled = providers.make(spec, "compile")
+            runs = {"compile": [], **{ept: [] for ept in DECODE_ELEMS_PER_THREAD}}
+            for _ in range(DECODE_ROUNDS):
+                runs["compile"].append(graph_replay_us([lambda: compiled(*inputs)]))
+                for ept in DECODE_ELEMS_PER_THREAD:
+                    rms_mod.ONCHIP_ELEMS_PER_THREAD = ept
+                    _support.clear_plans()
+                    runs[ept].append(graph_replay_us([lambda: rooftop.rms_norm(inputs[0], inputs[2], 1e-6,
+                                                                                residual=inputs[1])]))
+            rms_mod.ONCHIP_ELEMS_PER_THREAD = default_ept
+            _support.clear_plans()
+            row = {"M": M, "N": N, **{str(k): sorted(v)[len(v) // 2] for k, v in runs.items()}}
             results["decode"].append(row)
-            print("decode", row, flush=True)
+            print("decode graph us (median), compile / values a thread:", row, flush=True)
     with open(out_path, "w") as f:
         json.dump(results, f, indent=1)
 
@@ -124,5 +131,5 @@ if __name__ == "__main__":
     parser.add_argument("--paths", default="onchip,looped")
     parser.add_argument("--no-decode", action="store_true")
     args = parser.parse_args()
-    main(args.out, [int(w) for w in args.widths.split(",")], not args.no_decode, args.ops.split(","),
+    main(args.out, [int(w) for w in args.widths.split(",") if w], not args.no_decode, args.ops.split(","),
          set(args.paths.split(",")))
