@@ -321,7 +321,8 @@ def _compile(v: Variant, N: int, dtype: str = "bf16", log: bool = False, row_str
     box = [CHUNK // BOX_COLS, BOX_COLS] if flat else [1, BOX_COLS]
     consts = dict(LOG=log, EVEN=N % CHUNK == 0, FLAT=flat, CHUNK=CHUNK, CHUNKS=chunks, STAGES=STAGES,
                   CONSUMERS=v.consumers, KEEP=chunks if v.keep is None else v.keep, PARTS=parts,
-                  CONSUMER_REGS=consumer_regs(v.consumers, v.warps), LOADER_REGS=LOADER_REGS)
+                  CONSUMER_REGS=consumer_regs(v.consumers, v.warps), LOADER_REGS=LOADER_REGS,
+                  LEAN=softmax_sm90.LEAN_BARRIERS)
     exchange = ("*fp32", "*i32") if parts > 1 else (f"*{dtype}", f"*{dtype}")
     sig = dict(x_desc=f"tensordesc<{dtype}{box},{RING_LAYOUT!r}>", y_ptr=f"*{dtype}", ws_ptr=exchange[0],
                cnt_ptr=exchange[1], M="i32", N8="i32", y_stride8="i32")

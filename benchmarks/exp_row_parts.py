@@ -35,6 +35,11 @@ Runs on the H200 (logs/h200-2026-12-01-s13/, % of copy x 2755 / 4220 at 32768 / 
   91.3 / 86.7 / 83.8 vs 91.1 / 87.3 / 84.8, add_rms_norm 96.6 / 90.0 / 90.2 vs 96.7 / 90.0 / 90.0, add_rms_norm_fp8
   88.0 / 83.4 / 83.5 vs 89.3 / 84.1 / 85.0, layer_norm 77.9 / 74.2 / 71.9 vs 84.0 / 80.8 / 75.0; softmax s14 87.5 /
   86.9 / 77.6 vs 87.8 / 87.0 / 77.2.
+Session 17 adds "full": the ring kernels with every barrier Triton 3.6's Membar puts in their loops (before each
+mbarrier wait, before a buffer's read after an arrive), which the library now drops where the ring's protocol does
+not need them (softmax_sm90.barrier_not_needed): 1-3 partition barriers a chunk fewer. Predicted from Nsight Compute's
+barrier stalls (a third of the stalls at 65536, item 95): a few % at 32768-262144, most where a chunk's work is
+shortest (rms_norm, softmax).
 Usage: PYTHONPATH=src python benchmarks/exp_row_parts.py OUT_DIR [--ops softmax,rms_norm,...] [--widths N,..]
 [--variants library,p32k,..]   (prints a table last, writes exp-row-parts.json)
 """
@@ -61,6 +66,7 @@ WIDE_CONSUMERS = dict(CONSUMER_WARPS=8, _plans={})  # the plans' keys do not hol
 def variants(op: str):
     """(name, module, overrides) of the paths timed for `op`."""
     yield "library", sm, {}
+    yield "full", softmax_sm90, dict(LEAN_BARRIERS=False)  # Membar's barriers all kept (session 17)
     if op == "softmax":
         yield "p32k", sm, dict(PART_MAX_N=32768)
         yield "whole", sm, dict(PART_MAX_N=1 << 40)

@@ -27,8 +27,10 @@ def compile_sm90(kernel, signature: dict, constexprs: dict, num_warps: int = 4, 
     the 16-byte divisibility a launch specialises on."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
-    return triton.compile(GluonASTSource(kernel, signature, constexprs, attrs), target=GPUTarget("cuda", 90, 32),
-                          options=dict(num_warps=num_warps))
+    from rooftop.ops._support import dropping_marked_barriers
+    with dropping_marked_barriers():  # as GluonLaunch compiles
+        return triton.compile(GluonASTSource(kernel, signature, constexprs, attrs), target=GPUTarget("cuda", 90, 32),
+                              options=dict(num_warps=num_warps))
 
 
 @dataclass

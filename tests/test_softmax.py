@@ -1,10 +1,13 @@
+import re
+
 import pytest
 import torch
+import triton
 
 import rooftop
 from rooftop.ops import softmax as softmax_mod
 from rooftop.ops import softmax_sm90
-from rooftop.ops._support import arrival_counters
+from rooftop.ops._support import BARRIER_MARK, arrival_counters, drop_marked_barriers, dropping_marked_barriers
 from rooftop.ops.softmax import softmax_reference
 from conftest import TOL, rel_err, rows_in_parts
 
@@ -141,6 +144,47 @@ def test_gluon_rows_past_the_ring_are_opt_in_and_checked():
         softmax_sm90.softmax_rows(x[:, :131064], out[:, :131064], False, 8, parts=2)
     with pytest.raises(ValueError, match="parts=4"):
         softmax_sm90.softmax_rows(x[:, :32768], out[:, :32768], False, 8, parts=4)  # row stride 131072
+
+
+def test_drop_marked_barriers_drops_only_the_barrier_a_mark_names():
+    mark = f"\tmov.b32 %r1, %r2; // {BARRIER_MARK}"
+    ptx = "\n".join(["\tbar.sync \t2, 128;",  # no mark: kept
+                     mark, "$L__tmp3:", "\tadd.s32 %r3, %r4, 1;", "\tbar.sync \t2, 128;",  # dropped
+                     "\tld.shared.v4.b32 {%r5, %r6, %r7, %r8}, [%r3];",
+                     mark, "\tld.shared.b32 %r9, [%r3];", "\tbar.sync \t2, 128;",  # a shared read first: kept
+                     mark, "$L__BB0_2:", "\tbarrier.sync \t1;",  # a new block first: kept
+                     mark, "@!%p1 bra $L__BB0_2;", "\tbar.sync \t2, 128;",  # a branch first: kept
+                     mark, "\tbarrier.sync.aligned \t2, 128;"])  # dropped
+    out = drop_marked_barriers(ptx).split("\n")
+    assert len(out) == len(ptx.split("\n")) - 2
+    assert [line for line in out if "sync" in line] == ["\tbar.sync \t2, 128;", "\tbar.sync \t2, 128;",
+                                                       "\tbarrier.sync \t1;", "\tbar.sync \t2, 128;"]
+
+
+def _softmax_ptx(lean: bool) -> str:
+    """PTX of the Gluon softmax's kernel for [*, 65536] bf16 rows, compiled for sm_90 without a GPU as its launch
+    compiles it (GluonLaunch: dropping_marked_barriers)."""
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    consts = dict(LOG=False, EVEN=True, FLAT=True, CHUNK=softmax_sm90.CHUNK, CHUNKS=65536 // softmax_sm90.CHUNK,
+                  STAGES=softmax_sm90.STAGES, CONSUMERS=2, KEEP=65536 // softmax_sm90.CHUNK, PARTS=1,
+                  CONSUMER_REGS=softmax_sm90.consumer_regs(2, 4), LOADER_REGS=softmax_sm90.LOADER_REGS, LEAN=lean)
+    box = [softmax_sm90.CHUNK // softmax_sm90.BOX_COLS, softmax_sm90.BOX_COLS]
+    sig = dict(x_desc=f"tensordesc<bf16{box},{softmax_sm90.RING_LAYOUT!r}>", y_ptr="*bf16", ws_ptr="*bf16",
+               cnt_ptr="*bf16", M="i32", N8="i32", y_stride8="i32", **{name: "constexpr" for name in consts})
+    with dropping_marked_barriers():
+        source = GluonASTSource(softmax_sm90._softmax_kernel, sig, consts, {(1,): [["tt.divisibility", 16]]})
+        compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))
+    return compiled.asm["ptx"]
+
+
+def test_gluon_ring_kernel_loses_the_barriers_its_protocol_does_not_need():
+    """Each consumer's pass 1 loses the barrier before its mbarrier waits and pass 2 the one before its buffer
+    reads (Triton 3.6's Membar; softmax_sm90.barrier_not_needed): 4 of the kernel's named barriers, the
+    releases' barriers kept (pass 2 keeps one barrier a chunk)."""
+    barriers = {lean: len(re.findall(r"\n\s*(?:bar|barrier)\.sync", _softmax_ptx(lean))) for lean in (False, True)}
+    assert barriers[True] == barriers[False] - 4
 
 
 @pytest.mark.gpu

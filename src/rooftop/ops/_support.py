@@ -8,8 +8,10 @@ interpreter when TRITON_INTERPRET=1 (tests, CI), else the op's reference.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import re
 import threading
 from typing import Callable, Optional, Sequence
 
@@ -473,6 +475,59 @@ def _hooked(hook) -> bool:
     return hook is not None and bool(getattr(hook, "calls", True))
 
 
+# Triton 3.6's shared-memory barrier analysis (Membar) puts a barrier of the partition's warps before every mbarrier
+# wait that follows another on the same barrier array, and before every shared-memory read that follows an mbarrier
+# arrive. In the ring kernels of the *_sm90 row files neither is needed (softmax_sm90's docstring says why): a Gluon
+# kernel marks such a spot with `barrier_not_needed` (softmax_sm90), and its launch's PTX loses the one barrier
+# Membar put right after the mark (the first barrier before any other memory, synchronisation or branch instruction).
+BARRIER_MARK = "rooftop: the next barrier is not needed"
+_PTX_ORDERING = {"ld", "st", "atom", "red", "mbarrier", "fence", "membar", "bar", "barrier", "bra", "ret", "exit", "cp",
+                 "cp.async", "wgmma", "call"}
+
+
+def _ptx_opcode(line: str) -> str:
+    """The opcode of a PTX instruction line without its predicate ("bar.sync"), a label's name, or ""."""
+    code = re.sub(r"^\{?\s*(@!?%\w+\s+)?", "", line.strip())
+    return code.split()[0].rstrip(";") if code and not code.startswith("//") else ""
+
+
+def drop_marked_barriers(ptx: str) -> str:
+    """`ptx` without the barriers that follow BARRIER_MARK (see above); a mark followed by anything that orders
+    memory or starts a block (a label other than the line-table's $L__tmp) before a barrier drops nothing."""
+    out, armed = [], False
+    for line in ptx.split("\n"):
+        opcode = _ptx_opcode(line)
+        if BARRIER_MARK in line:
+            armed = True
+        elif armed and opcode in ("bar.sync", "barrier.sync", "barrier.sync.aligned", "barrier.cta.sync"):
+            armed = False
+            continue
+        elif armed and (opcode.split(".")[0] in _PTX_ORDERING or (opcode.endswith(":") and "__tmp" not in opcode)):
+            armed = False
+        out.append(line)
+    return "\n".join(out)
+
+
+@contextlib.contextmanager
+def dropping_marked_barriers():
+    """Compiles inside this context pass their PTX through drop_marked_barriers (Triton's stage hook, restored
+    after; a hook already set still runs)."""
+    runtime = triton.knobs.runtime
+    previous = runtime.add_stages_inspection_hook
+
+    def hook(backend, stages, options, language, capability):
+        if previous is not None:
+            previous(backend, stages, options, language, capability)
+        make_ptx = stages["ptx"]
+        stages["ptx"] = lambda src, metadata: drop_marked_barriers(make_ptx(src, metadata))
+
+    runtime.add_stages_inspection_hook = hook
+    try:
+        yield
+    finally:
+        runtime.add_stages_inspection_hook = previous
+
+
 class _UncheckedGluonDescriptor(GluonDescriptor):
     """A Gluon host descriptor without TensorDescriptor's checks (alignment, sizes), for a launch whose
     first, checked call already vetted the layout; the launcher reads only its fields."""
@@ -501,7 +556,8 @@ class GluonLaunch:
         if self.compiled is not None:
             self.compiled.run(self.grid, *args)
             return
-        compiled = self.kernel[self.grid](*args, **self.constexprs, num_warps=self.num_warps)
+        with dropping_marked_barriers():
+            compiled = self.kernel[self.grid](*args, **self.constexprs, num_warps=self.num_warps)
         params = tuple(self.constexprs[name] for name in self.kernel.arg_names[len(args):])
         self.compiled = Launch(compiled, params, self.device)
 

@@ -93,7 +93,7 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 from rooftop.ops import _support, softmax_sm90
 from rooftop.ops._support import GluonLaunch, arrival_counters, cdiv, num_sms
 from rooftop.ops.softmax_sm90 import (BOX_COLS, LOADER_REGS, RING_LAYOUT, VEC, _loader, _read_chunk, _release,
-                                      consumer_regs, part_views)
+                                      barrier_not_needed, consumer_regs, part_views)
 
 # Ring buffers: 8192-element chunks (16 KB; 14 buffers, 4 of them the residual's) where they compile without spills,
 # 16-bit weight and bias, whole chunks (N % 8192 == 0) and, for LayerNorm, contiguous rows; else 4096 (28 buffers, 4
@@ -133,14 +133,16 @@ def _param_cols(col, starts, lanes, N, EVEN: gl.constexpr):
 
 @gluon.jit
 def _add_residual(x, it, x_ring, x_buf, r_ring, r_ready, r_empty, h_ptrs, live, EVEN: gl.constexpr,
-                  chunk_layout: gl.constexpr):
+                  chunk_layout: gl.constexpr, LEAN: gl.constexpr):
     """Chunk `it`'s h = x + residual, rounded to x's dtype: stored to the new residual (h_ptrs), written back
     over x's buffer; the residual's buffer released. Returns h in fp32."""
     R_STAGES: gl.constexpr = r_ring.shape[0]
     r_buf = it % R_STAGES
+    barrier_not_needed(it, LEAN)
     mbarrier.wait(r_ready.index(r_buf), (it // R_STAGES) & 1)
     h = (x + _read_chunk(r_ring, r_buf, chunk_layout)).to(r_ring.dtype)
     _release(r_empty, r_buf)
+    barrier_not_needed(it, LEAN)  # each thread writes where it read, into a buffer not released
     _write_chunk(x_ring, x_buf, h, chunk_layout)
     if EVEN:
         gl.store(h_ptrs, h)
@@ -154,7 +156,7 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
               r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, WHO: gl.constexpr, LAYER: gl.constexpr,
               HAS_RES: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr, EVEN: gl.constexpr,
               CHUNKS: gl.constexpr, WARPS: gl.constexpr, PARTS: gl.constexpr, QUANT: gl.constexpr,
-              QMAX: gl.constexpr):
+              QMAX: gl.constexpr, LEAN: gl.constexpr):
     """Consumer WHO's rows (the module docstring). N8, y_stride8, h_stride8: N and the row strides in
     8-element vectors (so that the compiler knows stores and masks come in whole vectors). PARTS > 1:
     the rows are parts of rows PARTS times wider, and this program's are always part pid % PARTS (the programs
@@ -194,11 +196,13 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
         shift = 0.0
         for c in range(CHUNKS):
             buf = (it + c) % X_STAGES
+            barrier_not_needed(c, LEAN)
             mbarrier.wait(x_ready.index(buf), ((it + c) // X_STAGES) & 1)
+            barrier_not_needed(c, LEAN)  # (with a residual) after the last chunk's h written into its buffer
             x = _read_chunk(x_ring, buf, chunk_layout)
             if HAS_RES:
                 x = _add_residual(x, it + c, x_ring, buf, r_ring, r_ready, r_empty, h_row + c * CHUNK + offs,
-                                  starts < N - c * CHUNK, EVEN, chunk_layout)
+                                  starts < N - c * CHUNK, EVEN, chunk_layout, LEAN)
             if LAYER:
                 if c == 0:  # the first chunk's fp32 mean (columns past N read 0)
                     shift = gl.sum(gl.sum(x, axis=1), axis=0) / gl.minimum(N, CHUNK)
@@ -255,6 +259,7 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
                 b = b_next.to(gl.float32)
                 b_next = gl.load(b_ptr + _param_cols(nxt, starts, lanes, N, EVEN))
             buf = (it + c) % X_STAGES
+            barrier_not_needed(c, LEAN)
             x = _read_chunk(x_ring, buf, chunk_layout)
             _release(x_empty, buf)  # also fences pass 1's writes of h into the buffer
             if LAYER:
@@ -282,7 +287,7 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, 
                  eps, w_offset, LAYER: gl.constexpr, HAS_RES: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr,
                  EVEN: gl.constexpr, FLAT: gl.constexpr, CHUNK: gl.constexpr, CHUNKS: gl.constexpr,
                  X_STAGES: gl.constexpr, R_STAGES: gl.constexpr, PARTS: gl.constexpr, QUANT: gl.constexpr,
-                 QMAX: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
+                 QMAX: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, LEAN: gl.constexpr):
     """Persistent: consumer 0 is the default partition (num_warps warps), consumer 1 and the 1-warp loaders
     workers. The rings' buffers are [CHUNK / 256, 256]; a descriptor's box is one of their rows, or all of
     them (FLAT). Without a residual r_desc, h_ptr are x's descriptor and y (unused)."""
@@ -312,10 +317,10 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, 
         gl.warp_specialize([
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES,
-                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX)),
+                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN)),
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES,
-                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX)),
+                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN)),
             (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
             (_loader, (r_desc, r_ring, r_ready, r_empty, M, CHUNKS, R_STAGES, FLAT)),
         ], [WARPS, 1, 1], [CONSUMER_REGS, LOADER_REGS, LOADER_REGS])
@@ -323,10 +328,10 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, 
         gl.warp_specialize([
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES,
-                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX)),
+                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN)),
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES,
-                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX)),
+                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN)),
             (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
         ], [WARPS, 1], [CONSUMER_REGS, LOADER_REGS])
 
@@ -408,7 +413,8 @@ class _Plan:
         constexprs = dict(LAYER=layer, HAS_RES=residual is not None, HAS_W=weight is not None, HAS_B=bias is not None,
                           EVEN=N % chunk == 0, FLAT=flat, CHUNK=chunk, CHUNKS=cdiv(N, chunk),
                           X_STAGES=buffers - r_stages, R_STAGES=r_stages, PARTS=parts, QUANT=quant[0], QMAX=quant[1],
-                          CONSUMER_REGS=consumer_regs(CONSUMERS, CONSUMER_WARPS), LOADER_REGS=LOADER_REGS)
+                          CONSUMER_REGS=consumer_regs(CONSUMERS, CONSUMER_WARPS), LOADER_REGS=LOADER_REGS,
+                          LEAN=softmax_sm90.LEAN_BARRIERS)
         self.launch = GluonLaunch(_norm_kernel, (min(programs, M),), [(*v, box, RING_LAYOUT) for v in views],
                                   constexprs, x.device.index, CONSUMER_WARPS)
 
@@ -447,7 +453,8 @@ def norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optiona
     chunk, buffers, res_stages = rings or config(x, residual, weight, bias, layer)
     key = (x.device.index, x.dtype, *x.shape, x.stride(0), y.stride(0), layer, programs, chunk, buffers, parts,
            None if residual is None else (residual.stride(0), h.stride(0), res_stages),
-           None if weight is None else weight.dtype, None if bias is None else bias.dtype, y.dtype, quant)
+           None if weight is None else weight.dtype, None if bias is None else bias.dtype, y.dtype, quant,
+           softmax_sm90.LEAN_BARRIERS)
     plan = _plans.get(key)
     if plan is None:
         if len(_plans) > 4096:  # shapes that vary without end

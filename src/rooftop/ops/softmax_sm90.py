@@ -86,7 +86,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
-from rooftop.ops._support import GluonLaunch, arrival_counters, cdiv
+from rooftop.ops._support import BARRIER_MARK, GluonLaunch, arrival_counters, cdiv
 
 CHUNK = 8192  # elements per ring buffer (16 KB)
 STAGES = 13  # ring buffers: 208 KB of the 227 KB a program may use
@@ -102,6 +102,9 @@ BOX_COLS = 256  # TMA's widest box side
 VEC = gl.constexpr(8)  # 16-bit elements in one thread's 16-byte vector: one (max, sum) group
 LOG2E = gl.constexpr(1.4426950408889634)
 LN2 = gl.constexpr(0.6931471805599453)
+# barrier_not_needed's mark; LEAN_BARRIERS False keeps Membar's barriers (an A/B switch for the ring kernels)
+MARK_ASM = gl.constexpr("mov.b32 $0, $1; // " + BARRIER_MARK)
+LEAN_BARRIERS = True
 # chunk buffers unswizzled: the consumer reads a chunk as flat row-major groups of 8
 RING_LAYOUT = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2)
 
@@ -192,14 +195,27 @@ def _release(empty, buf):
 
 
 @gluon.jit
+def barrier_not_needed(anchor, LEAN: gl.constexpr):
+    """LEAN: marks the spot (before an mbarrier wait or a ring buffer's read) where Triton 3.6's Membar puts a
+    barrier of the partition's warps that the ring's protocol does not need; the launch drops it from the PTX
+    (_support.drop_marked_barriers). Not needed: a consumer's warps wait for a buffer's fill and read it each for
+    itself, and no warp can fall a fill behind, as a buffer is refilled only after the partition's barrier in
+    _release; a read after an arrive reads a buffer not yet released. `anchor`: any scalar (the asm needs an
+    operand)."""
+    if LEAN:
+        gl.inline_asm_elementwise(MARK_ASM, "=r,r", [anchor], dtype=gl.int32, is_pure=False, pack=1)
+
+
+@gluon.jit
 def _fold_ring(ring, ready, empty, it, m, s, offs, N, FIRST: gl.constexpr, END: gl.constexpr,
-               RELEASE: gl.constexpr, EVEN: gl.constexpr, chunk_layout: gl.constexpr):
+               RELEASE: gl.constexpr, EVEN: gl.constexpr, chunk_layout: gl.constexpr, LEAN: gl.constexpr):
     """Pass 1 over the row's chunks FIRST .. END - 1 (its chunk 0 is the program's chunk `it`): wait for each
     to land and fold it into (m, s); RELEASE: hand the buffer back at once (the head of a row past the ring)."""
     STAGES: gl.constexpr = ring.shape[0]
     CHUNK: gl.constexpr = ring.shape[1] * ring.shape[2]
     for c in range(FIRST, END):
         buf = (it + c) % STAGES
+        barrier_not_needed(c, LEAN)
         mbarrier.wait(ready.index(buf), ((it + c) // STAGES) & 1)
         x = _read_chunk(ring, buf, chunk_layout)
         if RELEASE:
@@ -213,7 +229,7 @@ def _fold_ring(ring, ready, empty, it, m, s, offs, N, FIRST: gl.constexpr, END: 
 @gluon.jit
 def _write_ring(ring, ready, empty, it, y_row, shift, offs, N, FIRST: gl.constexpr, END: gl.constexpr,
                 SLOTS: gl.constexpr, REREAD: gl.constexpr, LOG: gl.constexpr, EVEN: gl.constexpr,
-                POLICY: gl.constexpr, chunk_layout: gl.constexpr):
+                POLICY: gl.constexpr, chunk_layout: gl.constexpr, LEAN: gl.constexpr):
     """Pass 2 over the row's slots FIRST .. END - 1, all in the ring: read the chunk, release its buffer,
     normalise (softmax y = exp2(x log2e - shift), shift = max log2e + log2 sum: one FFMA + one MUFU.EX2 an
     element; log_softmax y = x - shift, shift = max + ln sum) and store with 16-byte stores straight from
@@ -223,6 +239,7 @@ def _write_ring(ring, ready, empty, it, y_row, shift, offs, N, FIRST: gl.constex
     CHUNK: gl.constexpr = ring.shape[1] * ring.shape[2]
     for q in range(FIRST, END):
         buf = (it + q) % STAGES
+        barrier_not_needed(q, LEAN)
         if REREAD:
             mbarrier.wait(ready.index(buf), ((it + q) // STAGES) & 1)
             c = SLOTS - 1 - q
@@ -276,7 +293,7 @@ def exchange_pairs(ws_ptr, cnt_ptr, part_row, a, b, PARTS: gl.constexpr, WARPS: 
 @gluon.jit
 def _consumer(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, WHO: gl.constexpr, LOG: gl.constexpr,
               EVEN: gl.constexpr, CHUNKS: gl.constexpr, KEEP: gl.constexpr, CONSUMERS: gl.constexpr,
-              WARPS: gl.constexpr, PARTS: gl.constexpr):
+              WARPS: gl.constexpr, PARTS: gl.constexpr, LEAN: gl.constexpr):
     """Consumer WHO's rows: pass 1 (online max / sum) over the chunks as they land, pass 2 (normalise,
     release, store) over the KEEP chunks of the row's tail still in the ring, then (a row past the ring,
     one consumer) over the HEAD = CHUNKS - KEEP chunks of its head as their re-reads land. N8, y_stride8: N
@@ -304,8 +321,8 @@ def _consumer(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride
         m = gl.full([GROUPS], -float("inf"), gl.float32, group_layout)
         s = gl.zeros([GROUPS], gl.float32, group_layout)
         if HEAD > 0:
-            m, s = _fold_ring(ring, ready, empty, it, m, s, offs, N, 0, HEAD, True, EVEN, chunk_layout)
-        m, s = _fold_ring(ring, ready, empty, it, m, s, offs, N, HEAD, CHUNKS, False, EVEN, chunk_layout)
+            m, s = _fold_ring(ring, ready, empty, it, m, s, offs, N, 0, HEAD, True, EVEN, chunk_layout, LEAN)
+        m, s = _fold_ring(ring, ready, empty, it, m, s, offs, N, HEAD, CHUNKS, False, EVEN, chunk_layout, LEAN)
         if CONSUMERS > 1:
             mbarrier.arrive(turns.index(WHO))
         row_max = gl.max(m, axis=0)
@@ -322,10 +339,10 @@ def _consumer(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride
             shift = row_max * LOG2E + gl.log2(row_sum)
         y_row = y_ptr + row.to(gl.int64) * y_stride8 * VEC
         _write_ring(ring, ready, empty, it, y_row, shift, offs, N, HEAD, CHUNKS, SLOTS, False, LOG, EVEN, POLICY,
-                    chunk_layout)
+                    chunk_layout, LEAN)
         if HEAD > 0:
             _write_ring(ring, ready, empty, it, y_row, shift, offs, N, CHUNKS, SLOTS, SLOTS, True, LOG, EVEN, POLICY,
-                        chunk_layout)
+                        chunk_layout, LEAN)
         k += 1
 
 
@@ -333,7 +350,7 @@ def _consumer(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride
 def _softmax_kernel(x_desc, y_ptr, ws_ptr, cnt_ptr, M, N8, y_stride8, LOG: gl.constexpr, EVEN: gl.constexpr,
                     FLAT: gl.constexpr, CHUNK: gl.constexpr, CHUNKS: gl.constexpr, STAGES: gl.constexpr,
                     CONSUMERS: gl.constexpr, KEEP: gl.constexpr, PARTS: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                    LOADER_REGS: gl.constexpr):
+                    LOADER_REGS: gl.constexpr, LEAN: gl.constexpr):
     """Persistent: consumer 0 is the default partition (num_warps warps), the other and the 1-warp loader
     workers. The ring's buffers are [CHUNK / 256, 256]; x_desc's box is one of their rows, or all of them
     (FLAT)."""
@@ -352,15 +369,15 @@ def _softmax_kernel(x_desc, y_ptr, ws_ptr, cnt_ptr, M, N8, y_stride8, LOG: gl.co
     if CONSUMERS == 2:
         gl.warp_specialize([
             (_consumer, (y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, 0, LOG, EVEN, CHUNKS,
-                         KEEP, 2, WARPS, PARTS)),
+                         KEEP, 2, WARPS, PARTS, LEAN)),
             (_consumer, (y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, 1, LOG, EVEN, CHUNKS,
-                         KEEP, 2, WARPS, PARTS)),
+                         KEEP, 2, WARPS, PARTS, LEAN)),
             (_loader, (x_desc, ring, ready, empty, M, CHUNKS, STAGES, FLAT, CHUNKS - KEEP)),
         ], [WARPS, 1], [CONSUMER_REGS, LOADER_REGS])
     else:
         gl.warp_specialize([
             (_consumer, (y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, 0, LOG, EVEN, CHUNKS,
-                         KEEP, 1, WARPS, PARTS)),
+                         KEEP, 1, WARPS, PARTS, LEAN)),
             (_loader, (x_desc, ring, ready, empty, M, CHUNKS, STAGES, FLAT, CHUNKS - KEEP)),
         ], [1], [LOADER_REGS])
 
@@ -438,7 +455,7 @@ class _Plan:
         self.rows = M // parts if parts > 1 else 0  # the rows whose parts exchange statistics
         constexprs = dict(LOG=log, EVEN=N % CHUNK == 0, FLAT=flat, CHUNK=CHUNK, CHUNKS=chunks, STAGES=STAGES,
                           CONSUMERS=consumers, KEEP=keep, PARTS=parts, CONSUMER_REGS=consumer_regs(consumers, warps),
-                          LOADER_REGS=LOADER_REGS)
+                          LOADER_REGS=LOADER_REGS, LEAN=LEAN_BARRIERS)
         self.launch = GluonLaunch(_softmax_kernel, (min(programs, M),), [(*view, box, RING_LAYOUT)], constexprs,
                                   x.device.index, warps)
 
@@ -466,7 +483,8 @@ def softmax_rows(x: torch.Tensor, out: torch.Tensor, log: bool, programs: int, c
             raise ValueError(f"parts={parts}: at least as many programs, not {programs}")
         x, out = part_views(parts, x, out)
         programs -= programs % parts
-    key = (x.device.index, x.dtype, *x.shape, x.stride(0), out.stride(0), log, programs, consumers, warps, keep, parts)
+    key = (x.device.index, x.dtype, *x.shape, x.stride(0), out.stride(0), log, programs, consumers, warps, keep, parts,
+           LEAN_BARRIERS)
     plan = _plans.get(key)
     if plan is None:
         if len(_plans) > 4096:  # shapes that vary without end
