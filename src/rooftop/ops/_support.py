@@ -620,12 +620,22 @@ class Plans(dict):
     def __init__(self, limit: int = 4096):
         super().__init__()
         self.limit = limit
+        self.misses: dict[tuple, int] = {}  # `planned`: the calls of a key that could not be recorded
 
     def keep(self, key: tuple, plan: Callable) -> Callable:
         if len(self) >= self.limit:
             self.clear()
         self[key] = plan
         return plan
+
+    def miss(self, key: tuple) -> None:
+        if len(self.misses) >= self.limit:
+            self.misses.clear()
+        self.misses[key] = self.misses.get(key, 0) + 1
+
+    def clear(self) -> None:
+        super().clear()
+        self.misses.clear()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -645,7 +655,10 @@ class Plans(dict):
 #   - a tensor a helper marked `provided` (a replay asks the helper again: the current stream's arrival
 #     counters).
 # Anything else (copies, zeroed workspaces, the Gluon kernels' descriptors, tuning) leaves the call
-# unrecorded, and the op takes its full path every time for that signature.
+# unrecorded; after RECORD_ATTEMPTS such calls (the first may have tuned) the op takes its full path for
+# that signature without recording (a recorded call costs several times the full path's host time: with
+# every call recorded, the Gluon norms' do_bench figures fell to 41-62% of copy at N >= 65536, session 17).
+RECORD_ATTEMPTS = 2
 
 # ROOFTOP_PLANS=0 (or PLANS_ENABLED = False): every call takes its op's full path (an A/B switch, a debugging aid)
 PLANS_ENABLED = os.environ.get("ROOFTOP_PLANS", "1") != "0"
@@ -824,11 +837,15 @@ def planned(fn: Callable) -> Callable:
         plan = plans.get(key)
         if plan is not None:
             return plan(values)
+        if plans.misses.get(key, 0) >= RECORD_ATTEMPTS:  # no plan stands for it: the full path, unrecorded
+            return fn(*args, **kwargs)
         with _Recorder() as recorder:
             result = fn(*args, **kwargs)
         plan = recorder.plan(values, result)
         if plan is not None:
             plans.keep(key, plan)
+        else:
+            plans.miss(key)
         return result
 
     call.plans = plans

@@ -92,7 +92,7 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 
 from rooftop.ops import _support, softmax_sm90
 from rooftop.ops._support import GluonLaunch, arrival_counters, cdiv, num_sms
-from rooftop.ops.softmax_sm90 import (BOX_COLS, LOADER_REGS, RING_LAYOUT, VEC, _loader, _read_chunk, _release,
+from rooftop.ops.softmax_sm90 import (BOX_COLS, LOADER_REGS, RING_LAYOUT, VEC, _loader, _read_chunk, _release, _widen,
                                       barrier_not_needed, consumer_regs, part_views)
 
 # Ring buffers: 8192-element chunks (16 KB; 14 buffers, 4 of them the residual's) where they compile without spills,
@@ -123,12 +123,25 @@ def _write_chunk(ring, buf, h, chunk_layout: gl.constexpr):
 
 
 @gluon.jit
-def _param_cols(col, starts, lanes, N, EVEN: gl.constexpr):
-    """The weight's and bias's columns of the chunk at `col`: past N (a last chunk in part) the last vector
-    again, so that the loads need no mask (those columns are neither counted nor stored)."""
-    if EVEN:
-        return col + starts + lanes
-    return gl.minimum(col + starts, N - VEC) + lanes
+def _load_params(ptr, col, N, GROUPS: gl.constexpr, EVEN: gl.constexpr, chunk_layout: gl.constexpr):
+    """The weight's (or bias's) values of the chunk at `col`, as _widen takes them: bf16 as [GROUPS, 4] 32-bit
+    words (widened when used: one instruction a value, the conversion takes 1.5), other dtypes as [GROUPS, 8].
+    Past N (a last chunk in part) the last vector again, so that the loads need no mask (those columns are
+    neither counted nor stored)."""
+    if ptr.dtype.element_ty == gl.bfloat16:
+        layout: gl.constexpr = gl.BlockedLayout([1, VEC // 2], [32, 1], chunk_layout.warps_per_cta, [1, 0])
+        ptr = ptr.to(gl.pointer_type(gl.int32), bitcast=True)
+        width: gl.constexpr = VEC // 2
+    else:
+        layout: gl.constexpr = chunk_layout
+        width: gl.constexpr = VEC
+    # the chunk's start on the base pointer, the offsets in the tensor: the loads' addresses are then one base
+    # and immediate offsets
+    ptr += col // (VEC // width)
+    starts = gl.expand_dims(gl.arange(0, GROUPS, layout=gl.SliceLayout(1, layout)) * width, 1)
+    if not EVEN:
+        starts = gl.minimum(starts, (N - VEC - col) // (VEC // width))
+    return gl.load(ptr + (starts + gl.expand_dims(gl.arange(0, width, layout=gl.SliceLayout(0, layout)), 0)))
 
 
 @gluon.jit
@@ -181,9 +194,9 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
         b_ptr += (gl.program_id(0) % PARTS) * N
     # the first chunk's weight and bias; pass 2 loads each next one a chunk ahead
     if HAS_W:
-        w_next = gl.load(w_ptr + _param_cols(0, starts, lanes, N, EVEN))
+        w_next = _load_params(w_ptr, 0, N, GROUPS, EVEN, chunk_layout)
     if HAS_B:
-        b_next = gl.load(b_ptr + _param_cols(0, starts, lanes, N, EVEN))
+        b_next = _load_params(b_ptr, 0, N, GROUPS, EVEN, chunk_layout)
     k = 0  # this consumer's rows so far
     for row in range(gl.program_id(0) + WHO * programs, M, 2 * programs):
         it = (2 * k + WHO) * CHUNKS  # the program's number of this row's first chunk
@@ -218,8 +231,8 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
                 acc += gl.sum(x * x, axis=1)
                 if QUANT:  # y = rstd * h (offset + w): its largest magnitude is rstd * max|h (offset + w)|
                     if HAS_W:  # pass 1 takes the weight's loads a chunk ahead too, pass 2 goes on from chunk 0
-                        w = w_next.to(gl.float32)
-                        w_next = gl.load(w_ptr + _param_cols(((c + 1) % CHUNKS) * CHUNK, starts, lanes, N, EVEN))
+                        w = _widen(w_next, chunk_layout)
+                        w_next = _load_params(w_ptr, ((c + 1) % CHUNKS) * CHUNK, N, GROUPS, EVEN, chunk_layout)
                         x = x * (w + w_offset)
                     acc_dd = gl.maximum(acc_dd, gl.max(gl.abs(x), axis=1))  # columns past N read 0
         mbarrier.arrive(turns.index(WHO))
@@ -253,11 +266,11 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
         for c in range(CHUNKS):
             nxt = ((c + 1) % CHUNKS) * CHUNK  # the last chunk prefetches the next row's first
             if HAS_W:
-                w = w_next.to(gl.float32)
-                w_next = gl.load(w_ptr + _param_cols(nxt, starts, lanes, N, EVEN))
+                w = _widen(w_next, chunk_layout)
+                w_next = _load_params(w_ptr, nxt, N, GROUPS, EVEN, chunk_layout)
             if HAS_B:
-                b = b_next.to(gl.float32)
-                b_next = gl.load(b_ptr + _param_cols(nxt, starts, lanes, N, EVEN))
+                b = _widen(b_next, chunk_layout)
+                b_next = _load_params(b_ptr, nxt, N, GROUPS, EVEN, chunk_layout)
             buf = (it + c) % X_STAGES
             barrier_not_needed(c, LEAN)
             x = _read_chunk(x_ring, buf, chunk_layout)
