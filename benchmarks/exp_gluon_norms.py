@@ -249,7 +249,8 @@ def _compile(op: str, N: int, v: Variant | None = LIBRARY, dtype: str = "bf16", 
     box = [chunk // BOX_COLS, BOX_COLS] if flat else [1, BOX_COLS]
     consts = dict(LAYER=layer, HAS_RES=residual, HAS_W=param is not None, HAS_B=layer and param is not None,
                   EVEN=N % chunk == 0, FLAT=flat, CHUNK=chunk, CHUNKS=-(-N // chunk), X_STAGES=buffers - r_stages,
-                  R_STAGES=r_stages, PARTS=parts, QUANT=quant_id, QMAX=qmax, LOADER_REGS=LOADER_REGS, LEAN=softmax_sm90.LEAN_BARRIERS,
+                  R_STAGES=r_stages, PARTS=parts, QUANT=quant_id, QMAX=qmax, LOADER_REGS=LOADER_REGS,
+                  LEAN=softmax_sm90.LEAN_BARRIERS,
                   CONSUMER_REGS=consumer_regs(norm_sm90.CONSUMERS, norm_sm90.CONSUMER_WARPS))
     desc = f"tensordesc<{dtype}{box},{RING_LAYOUT!r}>"
     y_dtype = {None: dtype, "fp8": "fp8e4nv", "int8": "i8"}[quant]

@@ -482,7 +482,7 @@ def _hooked(hook) -> bool:
 # Membar put right after the mark (the first barrier before any other memory, synchronisation or branch instruction).
 BARRIER_MARK = "rooftop: the next barrier is not needed"
 _PTX_ORDERING = {"ld", "st", "atom", "red", "mbarrier", "fence", "membar", "bar", "barrier", "bra", "ret", "exit", "cp",
-                 "cp.async", "wgmma", "call"}
+                 "wgmma", "call"}  # opcodes by their first part
 
 
 def _ptx_opcode(line: str) -> str:

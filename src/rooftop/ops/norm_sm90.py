@@ -213,7 +213,8 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
             buf = (it + c) % X_STAGES
             barrier_not_needed(c, LEAN)
             mbarrier.wait(x_ready.index(buf), ((it + c) // X_STAGES) & 1)
-            barrier_not_needed(c, LEAN)  # (with a residual) after the last chunk's h written into its buffer
+            if HAS_RES:  # after the last chunk's h written into its buffer
+                barrier_not_needed(c, LEAN)
             x = _read_chunk(x_ring, buf, chunk_layout)
             if HAS_RES:
                 x = _add_residual(x, it + c, x_ring, buf, r_ring, r_ready, r_empty, h_row + c * CHUNK + offs,
