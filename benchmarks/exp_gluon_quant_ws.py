@@ -83,7 +83,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gluon_sm90 import (MBarrier, compile_sm90, issues_wgmma, read_cubin, results, sass_loops, step,  # noqa: E402
                         wait_or_exit)
-from rooftop.ops import quant_matmul_sm90 as qsm90  # noqa: E402
+from rooftop.ops import quant_matmul_sm90 as qsm90, softmax_sm90  # noqa: E402
 from rooftop.ops.quant_matmul_sm90 import BLOCK_K, GROUP, SMEM_LIMIT, Variant  # noqa: E402
 
 SHAPES = ((4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192))  # N, K
@@ -359,10 +359,14 @@ class W4A16Call:
     """x @ dequantize(qw).T by the library's kernel with variant v on `num_sms` SMs (qsm90.QuantWSPlan, made once
     per (x, qw) pair: descriptors, grid); a call allocates the output (and stream-K's partials) and launches once."""
 
-    def __init__(self, x: torch.Tensor, qw, v: Variant, num_sms: int):
+    def __init__(self, x: torch.Tensor, qw, v: Variant, num_sms: int, lean: bool = True):
         assert qsm90.supports(x, qw.packed, qw.scales, qw.zeros, qw.bits, qw.group_size), "a layout the kernel takes"
         self.args = (x, qw.packed, qw.scales, qw.zeros, None)
-        self.plan = qsm90.QuantWSPlan(v, x, qw.packed, qw.scales, qw.zeros, None, num_sms)
+        kept, softmax_sm90.LEAN_BARRIERS = softmax_sm90.LEAN_BARRIERS, lean  # read by the plan's constexprs
+        try:
+            self.plan = qsm90.QuantWSPlan(v, x, qw.packed, qw.scales, qw.zeros, None, num_sms)
+        finally:
+            softmax_sm90.LEAN_BARRIERS = kept
 
     def __call__(self) -> torch.Tensor:
         M, N, _ = self.plan.sizes
@@ -381,14 +385,15 @@ def _pick(v: Variant, M: int) -> bool:
 
 
 def measure(out_dir: str, batches=BATCHES, budget_s: float = 120.0, tune_library: bool = False,
-            variants=VARIANTS) -> None:
+            variants=VARIANTS, full_barriers: bool = False) -> None:
     """Per shape (N, K) and M: cuBLAS F.linear on the dequantized bf16 weight, rooftop.quant_matmul (its untimed
     default unless tune_library: dequantize + cuBLAS at M > 64, the Triton swap-AB kernel at M <= 64; tuning
     compiles ~10 Triton kernels), then each variant picked for M (int4 group 128 with zero points, the library's
     default format) checked against x @ qw.dequantize(bf16).T and timed (time_ms: graph replay, L2 flushed);
     the symmetric format is checked (not timed) on the first shape with the first variant of each M. The
     variants run after the baselines, so that a fault in one (which ends the process's CUDA context) loses no
-    baseline of its shape. Past budget_s nothing more is launched.
+    baseline of its shape. Past budget_s nothing more is launched. full_barriers: each variant also as "NAME_full",
+    compiled with every barrier Membar puts (softmax_sm90.LEAN_BARRIERS False: the A/B of the marks).
     """
     import torch.nn.functional as F
 
@@ -455,6 +460,8 @@ def measure(out_dir: str, batches=BATCHES, budget_s: float = 120.0, tune_library
                     print(f"budget spent: {v.name} at {shape} not run", flush=True)
                     continue
                 record(shape, v.name, W4A16Call(x, qw, v, num_sms), ref, watchdog=True)
+                if full_barriers:
+                    record(shape, v.name + "_full", W4A16Call(x, qw, v, num_sms, lean=False), ref, watchdog=True)
                 if qs is not None and v is next(u for u in variants if _pick(u, M)):  # one symmetric check an M
                     ref_s = x.float() @ qs.dequantize(torch.bfloat16).float().t()
                     record(shape, v.name + "_sym", W4A16Call(x, qs, v, num_sms), ref_s, watchdog=True, timed=False)
@@ -491,6 +498,8 @@ def main() -> None:
     parser.add_argument("--library", action="store_true", help="the library's variants only (qsm90.VARIANTS)")
     parser.add_argument("--fp16", action="store_true", help="--compile-only: also fp16 x")
     parser.add_argument("--bias", action="store_true", help="--compile-only: also with a bias")
+    parser.add_argument("--full-barriers", action="store_true", help="each variant also with Membar's barriers all "
+                        "kept (_full)")
     args = parser.parse_args()
     table = qsm90.VARIANTS if args.library else VARIANTS
     variants = [v for v in table if not args.variants or any(s in v.name for s in args.variants.split(","))]
@@ -499,7 +508,8 @@ def main() -> None:
         compile_only(variants, dtypes=(torch.bfloat16, torch.float16) if args.fp16 else (torch.bfloat16,),
                      biases=(False, True) if args.bias else (False,))
     else:
-        measure(args.out, tuple(int(b) for b in args.batches.split(",")), args.budget, args.tune_library, variants)
+        measure(args.out, tuple(int(b) for b in args.batches.split(",")), args.budget, args.tune_library, variants,
+                args.full_barriers)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,9 @@ Tolerance: outputs are compared with x @ dequantize(w).T in float64 at TOL[dtype
 fused kernels' only roundings are the output's (and on the tensor-core path the dequantized weight's,
 to x's dtype, exactly as dequantize(x.dtype) rounds it), about 2e-3 relative for bfloat16."""
 import json
+import os
+import subprocess
+import sys
 from collections import OrderedDict
 
 import pytest
@@ -492,6 +495,46 @@ def test_gluon_supports_layouts():
     assert not ok(x[:, :1024].float(), dtype=torch.float32)
     assert not ok(x[:, :1024], bits=8) and not ok(x[:, :1024], group=64)
     assert not ok(torch.randn(1024, dtype=torch.bfloat16).expand(100, 1024))  # a broadcast x (row stride 0)
+
+
+# The kernel of one 64-row variant (one consumer, one dequantizer; zero points, bf16) compiled for sm_90 as its
+# launch compiles it (GluonLaunch: dropping_marked_barriers), in a process of its own (not under Triton's
+# interpreter, which the tests run under on a machine without a GPU); prints the PTX's named barriers with LEAN
+# False, then True.
+_BARRIERS_SCRIPT = """
+import re
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon._runtime import GluonASTSource
+from rooftop.ops import quant_matmul_sm90 as q, softmax_sm90
+from rooftop.ops._support import dropping_marked_barriers
+
+v, box, lay = q.M64_N128_SK, q.boxes(q.M64_N128_SK), q.layouts(q.M64_N128_SK, q.torch.bfloat16)
+types = dict(x="bf16", w="i32", s="i32", z="i16")
+for lean in (False, True):
+    softmax_sm90.LEAN_BARRIERS = lean
+    consts = q.constexprs(v, True, False)
+    sig = {f"{k}_desc": f"tensordesc<{types[k]}{box[k]},{lay[k]!r}>" for k in "xwsz"}
+    sig.update(out_ptr="*bf16", bias_ptr="*bf16", ws_ptr="*fp32", cnt_ptr="*i32", M="i32", N="i32", K="i32")
+    sig.update({name: "constexpr" for name in consts})
+    with dropping_marked_barriers():
+        source = GluonASTSource(q._w4a16_ws_kernel, sig, consts, {})
+        ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4)).asm["ptx"]
+    print(len(re.findall(r"\\n\\s*(?:bar|barrier)\\.sync", ptx)))
+"""
+
+
+def test_gluon_kernel_loses_the_barriers_its_protocol_does_not_need():
+    """The dequantizer's loop loses 5 of the partition barriers Triton 3.6's Membar puts there (before the words'
+    wait, before each of the refill's 3 TMA copies, before the second step's mma_done wait) and the consumer's
+    k-step loop 1 (before its waits); the explicit barrier before the refill and the arrives' own are kept
+    (quant_matmul_sm90's docstring)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", _BARRIERS_SCRIPT], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    full, lean = map(int, done.stdout.split())
+    assert lean == full - 6, (full, lean)
 
 
 def test_gluon_plan_descriptors():

@@ -115,6 +115,12 @@ points): no bare CTA barrier after the fork, no LDL / STL in a k-step or dequant
                              segment loop; the measured experiment kernel: STACK 16, 17)   222708 / 222292 B
 Consumer k-step loop 58 instructions at 64 x 128 (4 HGMMA), 66-68 at 64 x 256 and 128 x 128 (8); dequantizer loop
 (a group: 2 k-steps, 128 codes a thread) 435-438 instructions with zero points (3.4 a code), 402-406 symmetric (3.15).
+Barriers (session 18): Triton 3.6's Membar put 8 partition barriers in each dequantizer group and 2 in each consumer
+k-step; 5 and 1 of them the protocol does not need (before an mbarrier wait each thread makes for itself; one before
+each TMA copy of the refill, after the explicit one): marked with softmax_sm90.barrier_not_needed and dropped at
+compile (LEAN_BARRIERS the switch), 3 and 1 left. H200, same run, GPU time against all kept
+(logs/h200-2026-12-01-s18/exp-quant-lean.log): M = 64 +1.3-5.6% (ws_m64n128_c1d1_s8w3_sk 104.9 against 110.8 us at
+28672 x 8192), M = 256 0-2.6%; outputs as correct (rel err 1.66e-3).
 """
 from __future__ import annotations
 
@@ -127,7 +133,9 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 
+from rooftop.ops import softmax_sm90
 from rooftop.ops._support import GluonLaunch, arrival_counters, cdiv
+from rooftop.ops.softmax_sm90 import barrier_not_needed
 
 BLOCK_K = 64  # k a step: 8 word rows, 128 bytes of 16-bit x (one 128-byte swizzled row); divides the group
 WORDS = BLOCK_K // 8
@@ -412,10 +420,11 @@ def _loader(x_desc, x_smem, x_ready, mma_done, M, N, K, BLOCK_N: gl.constexpr, C
 
 
 @gluon.jit
-def _b_store(tile_b, b_smem, b_ready, mma_done, i, DQ: gl.constexpr, STAGES: gl.constexpr):
+def _b_store(tile_b, b_smem, b_ready, mma_done, i, DQ: gl.constexpr, STAGES: gl.constexpr, LEAN: gl.constexpr):
     """Step i's dequantized columns into B slot i % STAGES (use i // STAGES) once its previous MMA has completed."""
     COLS: gl.constexpr = tile_b.shape[1]
     slot = i % STAGES
+    barrier_not_needed(i, LEAN)  # each thread waits for itself; the stores below follow the wait in every thread
     mbarrier.wait(mma_done.index(slot), ((i // STAGES) & 1) ^ 1)
     if COLS == b_smem.shape[2]:
         b_smem.index(slot).store(tile_b)
@@ -428,7 +437,7 @@ def _b_store(tile_b, b_smem, b_ready, mma_done, i, DQ: gl.constexpr, STAGES: gl.
 @gluon.jit
 def _dequantizer(w_desc, s_desc, z_desc, w_smem, s_smem, z_smem, b_smem, w_ready, b_ready, mma_done, M, N, K,
                  DQ: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr, W_STAGES: gl.constexpr,
-                 HAS_ZERO: gl.constexpr, STREAM_K: gl.constexpr):
+                 HAS_ZERO: gl.constexpr, STREAM_K: gl.constexpr, LEAN: gl.constexpr):
     """Dequantizer DQ: columns DQ * COLS .. of every step's B tile, from its own words ring (module docstring),
     one group (two steps: 16 word rows, one row of scales and zeros) an iteration; w_smem [W_STAGES, 16, COLS],
     s_smem / z_smem [W_STAGES, 1, COLS / 2] are its own. The cursor (tile, kk, pid_m, pid_n) walks the groups
@@ -452,26 +461,32 @@ def _dequantizer(w_desc, s_desc, z_desc, w_smem, s_smem, z_smem, b_smem, w_ready
         tile, kk, pid_m, pid_n = _next(tile, kk + 1, pid_m, pid_n, rows, k_tiles, STREAM_K)
     for g in range(n_groups):
         ws = g % W_STAGES
+        barrier_not_needed(g, LEAN)  # each thread waits for the words itself
         mbarrier.wait(w_ready.index(ws), (g // W_STAGES) & 1)
         w_slot = w_smem.index(ws)
         s = _load_pairs(s_smem.index(ws), False)
         z = _load_pairs(z_smem.index(ws), True) if HAS_ZERO else s
         tile_a = _dequantize(_load_words(w_slot, 0), s, z, HAS_ZERO, DTYPE)
         words_b = _load_words(w_slot, 1)
-        # every thread has read the slot (its values are in registers) before one thread refills it by TMA
-        # (Gluon also puts a warp-group bar.sync before each TMA copy)
+        # every thread has read the slot (its values are in registers; the proxy fence orders its reads before
+        # the async proxy's writes) before one thread refills it by TMA. Membar adds a barrier before each TMA
+        # copy (each "writes" the mbarrier the expect wrote): not needed, one elected thread does all three.
+        fence_async_shared()
         gl.thread_barrier()
         if g + W_STAGES < n_groups:
             col = pid_n * BLOCK_N + DQ * COLS
             bar = w_ready.index(ws)
             mbarrier.expect(bar, W_BYTES)
+            barrier_not_needed(g, LEAN)
             tma.async_copy_global_to_shared(w_desc, [kk * _WORDS, col], bar, w_slot)
+            barrier_not_needed(g, LEAN)
             tma.async_copy_global_to_shared(s_desc, [kk * _BK // _GROUP, col // 2], bar, s_smem.index(ws))
             if HAS_ZERO:
+                barrier_not_needed(g, LEAN)
                 tma.async_copy_global_to_shared(z_desc, [kk * _BK // _GROUP, col // 2], bar, z_smem.index(ws))
             tile, kk, pid_m, pid_n = _next(tile, kk + 1, pid_m, pid_n, rows, k_tiles, STREAM_K)
-        _b_store(tile_a, b_smem, b_ready, mma_done, 2 * g, DQ, STAGES)
-        _b_store(_dequantize(words_b, s, z, HAS_ZERO, DTYPE), b_smem, b_ready, mma_done, 2 * g + 1, DQ, STAGES)
+        _b_store(tile_a, b_smem, b_ready, mma_done, 2 * g, DQ, STAGES, LEAN)
+        _b_store(_dequantize(words_b, s, z, HAS_ZERO, DTYPE), b_smem, b_ready, mma_done, 2 * g + 1, DQ, STAGES, LEAN)
 
 
 @gluon.jit
@@ -506,7 +521,7 @@ def _fixup(acc, ws_ptr, cnt_ptr, offs, tile, start, k_tiles, total2, CONSUMER: g
 @gluon.jit
 def _consumer(x_smem, b_smem, x_ready, b_ready, mma_done, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N, K,
               CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr, STAGES: gl.constexpr, STREAM_K: gl.constexpr,
-              HAS_BIAS: gl.constexpr):
+              HAS_BIAS: gl.constexpr, LEAN: gl.constexpr):
     """Consumer warp group CONSUMER: rows CONSUMER * ROWS .. of each tile; one fp32 accumulator per segment (a
     whole tile, or a stream-K piece of one)."""
     ROWS: gl.constexpr = x_smem.shape[1]
@@ -530,6 +545,7 @@ def _consumer(x_smem, b_smem, x_ready, b_ready, mma_done, out_ptr, bias_ptr, ws_
         for j in range(seg):
             slot = i % STAGES
             phase = (i // STAGES) & 1
+            barrier_not_needed(i, LEAN)  # each warp waits for itself; the wgmma reads what the waits published
             mbarrier.wait(x_ready.index(slot), phase)
             mbarrier.wait(b_ready.index(slot), phase)
             acc = warpgroup_mma(x_smem.index(slot * CONSUMERS + CONSUMER), b_smem.index(slot), acc, is_async=True)
@@ -561,7 +577,7 @@ def _w4a16_ws_kernel(x_desc, w_desc, s_desc, z_desc, out_ptr, bias_ptr, ws_ptr, 
                      BLOCK_N: gl.constexpr, CONSUMERS: gl.constexpr, DEQUANTIZERS: gl.constexpr,
                      STAGES: gl.constexpr, W_STAGES: gl.constexpr, HAS_ZERO: gl.constexpr, HAS_BIAS: gl.constexpr,
                      STREAM_K: gl.constexpr, CONSUMER_REGS: gl.constexpr, DEQUANT_REGS: gl.constexpr,
-                     LOADER_REGS: gl.constexpr):
+                     LOADER_REGS: gl.constexpr, LEAN: gl.constexpr):
     """Persistent warp-specialised W4A16 GEMM (module docstring): consumer 0 is the default partition
     (num_warps = 4); consumer 1, the dequantizers and the loader are workers. z_desc: a placeholder (the scales')
     without zero points; bias_ptr: the output's without a bias. ws_ptr / cnt_ptr: stream-K's workspace and
@@ -606,42 +622,48 @@ def _w4a16_ws_kernel(x_desc, w_desc, s_desc, z_desc, out_ptr, bias_ptr, ws_ptr, 
         if DEQUANTIZERS == 2:
             gl.warp_specialize([
                 (_consumer, (x_smem, b_smem, x_ready, b_ready, mma_done, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
-                             K, 0, CONSUMERS, STAGES, STREAM_K, HAS_BIAS)),
+                             K, 0, CONSUMERS, STAGES, STREAM_K, HAS_BIAS, LEAN)),
                 (_consumer, (x_smem, b_smem, x_ready, b_ready, mma_done, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
-                             K, 1, CONSUMERS, STAGES, STREAM_K, HAS_BIAS)),
+                             K, 1, CONSUMERS, STAGES, STREAM_K, HAS_BIAS, LEAN)),
                 (_dequantizer, (w_desc, s_desc, z_desc, w_smem0, s_smem0, z_smem0, b_smem, w_ready0, b_ready, mma_done,
-                                M, N, K, 0, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K)),
+                                M, N, K, 0, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K,
+                                LEAN)),
                 (_dequantizer, (w_desc, s_desc, z_desc, w_smem1, s_smem1, z_smem1, b_smem, w_ready1, b_ready, mma_done,
-                                M, N, K, 1, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K)),
+                                M, N, K, 1, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K,
+                                LEAN)),
                 (_loader, (x_desc, x_smem, x_ready, mma_done, M, N, K, BLOCK_N, CONSUMERS, STAGES, STREAM_K)),
             ], [4, 4, 4, 1], [CONSUMER_REGS, DEQUANT_REGS, DEQUANT_REGS, LOADER_REGS])
         else:
             gl.warp_specialize([
                 (_consumer, (x_smem, b_smem, x_ready, b_ready, mma_done, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
-                             K, 0, CONSUMERS, STAGES, STREAM_K, HAS_BIAS)),
+                             K, 0, CONSUMERS, STAGES, STREAM_K, HAS_BIAS, LEAN)),
                 (_consumer, (x_smem, b_smem, x_ready, b_ready, mma_done, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
-                             K, 1, CONSUMERS, STAGES, STREAM_K, HAS_BIAS)),
+                             K, 1, CONSUMERS, STAGES, STREAM_K, HAS_BIAS, LEAN)),
                 (_dequantizer, (w_desc, s_desc, z_desc, w_smem0, s_smem0, z_smem0, b_smem, w_ready0, b_ready, mma_done,
-                                M, N, K, 0, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K)),
+                                M, N, K, 0, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K,
+                                LEAN)),
                 (_loader, (x_desc, x_smem, x_ready, mma_done, M, N, K, BLOCK_N, CONSUMERS, STAGES, STREAM_K)),
             ], [4, 4, 1], [CONSUMER_REGS, DEQUANT_REGS, LOADER_REGS])
     else:
         if DEQUANTIZERS == 2:
             gl.warp_specialize([
                 (_consumer, (x_smem, b_smem, x_ready, b_ready, mma_done, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
-                             K, 0, CONSUMERS, STAGES, STREAM_K, HAS_BIAS)),
+                             K, 0, CONSUMERS, STAGES, STREAM_K, HAS_BIAS, LEAN)),
                 (_dequantizer, (w_desc, s_desc, z_desc, w_smem0, s_smem0, z_smem0, b_smem, w_ready0, b_ready, mma_done,
-                                M, N, K, 0, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K)),
+                                M, N, K, 0, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K,
+                                LEAN)),
                 (_dequantizer, (w_desc, s_desc, z_desc, w_smem1, s_smem1, z_smem1, b_smem, w_ready1, b_ready, mma_done,
-                                M, N, K, 1, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K)),
+                                M, N, K, 1, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K,
+                                LEAN)),
                 (_loader, (x_desc, x_smem, x_ready, mma_done, M, N, K, BLOCK_N, CONSUMERS, STAGES, STREAM_K)),
             ], [4, 4, 1], [DEQUANT_REGS, DEQUANT_REGS, LOADER_REGS])
         else:
             gl.warp_specialize([
                 (_consumer, (x_smem, b_smem, x_ready, b_ready, mma_done, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
-                             K, 0, CONSUMERS, STAGES, STREAM_K, HAS_BIAS)),
+                             K, 0, CONSUMERS, STAGES, STREAM_K, HAS_BIAS, LEAN)),
                 (_dequantizer, (w_desc, s_desc, z_desc, w_smem0, s_smem0, z_smem0, b_smem, w_ready0, b_ready, mma_done,
-                                M, N, K, 0, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K)),
+                                M, N, K, 0, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K,
+                                LEAN)),
                 (_loader, (x_desc, x_smem, x_ready, mma_done, M, N, K, BLOCK_N, CONSUMERS, STAGES, STREAM_K)),
             ], [4, 1], [DEQUANT_REGS, LOADER_REGS])
 
@@ -667,7 +689,8 @@ def boxes(v: Variant) -> dict:
 def constexprs(v: Variant, has_zero: bool, has_bias: bool) -> dict:
     return dict(BLOCK_N=v.block_n, CONSUMERS=v.consumers, DEQUANTIZERS=v.dequantizers, STAGES=v.stages,
                 W_STAGES=v.w_stages, HAS_ZERO=has_zero, HAS_BIAS=has_bias, STREAM_K=v.stream_k,
-                CONSUMER_REGS=v.consumer_regs or 24, DEQUANT_REGS=v.dequant_regs, LOADER_REGS=v.loader_regs)
+                CONSUMER_REGS=v.consumer_regs or 24, DEQUANT_REGS=v.dequant_regs, LOADER_REGS=v.loader_regs,
+                LEAN=softmax_sm90.LEAN_BARRIERS)
 
 
 def pair_views(scales: torch.Tensor, zeros: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
