@@ -40,8 +40,12 @@ mbarrier wait, before a buffer's read after an arrive), which the library now dr
 not need them (softmax_sm90.barrier_not_needed): 1-3 partition barriers a chunk fewer. Predicted from Nsight Compute's
 barrier stalls (a third of the stalls at 65536, item 95): a few % at 32768-262144, most where a chunk's work is
 shortest (rms_norm, softmax).
+Session 18 adds --tail: each width at M = 2^27 / N rows and at the multiples of the SM count around it (132 x 15 =
+1980, 2048, 132 x 16 = 2112 at 65536), to see what the last, partly filled round of rows costs: 2048 rows of 65536
+are 16 rows for 68 programs and 15 for 64 (a row-granular kernel's time ~16 rows, 3% over the 15.5 of the mean),
+4096 of 32768 32 rows for 4 programs and 31 for 128. "%" is by each launch's own bytes.
 Usage: PYTHONPATH=src python benchmarks/exp_row_parts.py OUT_DIR [--ops softmax,rms_norm,...] [--widths N,..]
-[--variants library,p32k,..]   (prints a table last, writes exp-row-parts.json)
+[--variants library,p32k,..] [--tail]   (prints a table last, writes exp-row-parts.json)
 """
 from __future__ import annotations
 
@@ -91,6 +95,7 @@ def main() -> None:
     parser.add_argument("--ops", default=",".join(OPS))
     parser.add_argument("--widths", default=",".join(map(str, WIDTHS)))
     parser.add_argument("--variants", default=None, help="names to time (default: all of each op's)")
+    parser.add_argument("--tail", action="store_true", help="also M at the multiples of the SM count around 2^27 / N")
     args = parser.parse_args()
     widths = [int(n) for n in args.widths.split(",")]
     chosen = lambda name: args.variants is None or name in args.variants.split(",")  # noqa: E731
@@ -98,9 +103,14 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     copy = copy_bandwidth()
     rows = []
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    shapes = []
+    for N in widths:
+        M = (1 << 27) // N
+        shapes += [(m, N) for m in sorted({sms * (M // sms), M, sms * -(-M // sms)} if args.tail else {M})]
     for op in args.ops.split(","):
-        for N in widths:
-            shape = ((1 << 27) // N, N)
+        for shape in shapes:
+            N = shape[1]
             x = torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 4
             res = torch.randn_like(x)
             w = torch.rand(N, device="cuda", dtype=torch.bfloat16) + 0.5
@@ -125,16 +135,16 @@ def main() -> None:
                     err = float((y.float() - ref.float()).norm() / ref.float().norm())
                     us = _autotune.time_ms(call) * 1e3
                 pct = 100 * streams * x.nbytes / (us * 1e-6) / 1e9 / copy
-                rows.append(dict(op=op, N=N, variant=name, us=us, pct=pct, err=err))
+                rows.append(dict(op=op, M=shape[0], N=N, variant=name, us=us, pct=pct, err=err))
                 print(json.dumps(rows[-1]), flush=True)
     (out / "exp-row-parts.json").write_text(json.dumps(dict(copy_GBps=copy, rows=rows), indent=1))
     print(f"\ncopy {copy:.0f} GB/s; bf16, % of copy (GPU time); x {4220 / copy:.3f} for the session's 4220 GB/s")
-    print(f"{'op':18}{'variant':10}" + "".join(f"{N:>10}" for N in widths))
+    print(f"{'op':18}{'variant':10}" + "".join(f"{f'{M}x{N}':>13}" for M, N in shapes))
     for op in args.ops.split(","):
         for name, _, _ in variants(op):
-            cells = {r["N"]: f"{r['pct']:.1f}%" for r in rows if r["op"] == op and r["variant"] == name}
+            cells = {(r["M"], r["N"]): f"{r['pct']:.1f}%" for r in rows if r["op"] == op and r["variant"] == name}
             if cells:
-                print(f"{op:18}{name:10}" + "".join(f"{cells.get(N, '-'):>10}" for N in widths))
+                print(f"{op:18}{name:10}" + "".join(f"{cells.get(shape, '-'):>13}" for shape in shapes))
 
 
 if __name__ == "__main__":
