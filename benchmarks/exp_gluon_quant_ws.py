@@ -208,11 +208,15 @@ def simulate_protocol(segments: list[int], stages: int, w_stages: int, consumers
             if g + w_stages < n_groups:  # after the thread barrier: every thread's words are in registers
                 in_flight.append(("w", d, ws, g + w_stages))
             yield True
-            for i in (2 * g, 2 * g + 1):
+            for i in (2 * g, 2 * g + 1):  # step i - 1's publication deferred past step i's dequantization
+                if i > 0:
+                    b_ready[(i - 1) % stages].arrive()  # fence, bar.sync, arrive
                 yield from wait(mma_done[i % stages], ((i // stages) & 1) ^ 1)
-                b_held[i % stages][d] = i  # stores, fence, bar.sync, arrive
-                b_ready[i % stages].arrive()
+                b_held[i % stages][d] = i  # stores
                 yield True
+        if n_groups:
+            b_ready[(2 * n_groups - 1) % stages].arrive()
+            yield True
 
     def consumer(c):
         i = 0

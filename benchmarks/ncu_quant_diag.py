@@ -11,7 +11,8 @@ MMA-bound; on w_ready: the words' loads) and their fences and barriers say which
 Profiled: M64_N256 at 64 x 28672 x 8192 and M256_N128 at 256 x 28672 x 8192 (bf16, int4 group 128 with zero points),
 each launched twice (compile, then the one read). Written per shape s: OUT/quant-s.ncu-rep, OUT/details-s.txt
 (sections), OUT/source-s.csv (per SASS instruction); printed: the instructions holding most stall samples.
-Usage (H200): PYTHONPATH=src:benchmarks python benchmarks/ncu_quant_diag.py OUT_DIR   (runs itself under ncu)
+Usage (H200): PYTHONPATH=src:benchmarks python benchmarks/ncu_quant_diag.py OUT_DIR [0,1]   (runs itself under
+ncu; the second argument: which SHAPES)
 """
 from __future__ import annotations
 
@@ -44,7 +45,9 @@ def kernels(shape: int) -> None:
 
 def top_instructions(table: str, count: int = 25) -> list[str]:
     """The `count` SASS lines of a source page (CSV) with the most warp-stall samples, with their share."""
-    rows = list(csv.DictReader(io.StringIO(table)))
+    lines = table.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"Address"')), len(lines))
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))  # after the "Kernel Name" line
     if not rows:
         return ["(no rows)"]
     key = next((k for k in rows[0] if "Warp Stall Sampling (All" in k), None)
@@ -59,6 +62,8 @@ def top_instructions(table: str, count: int = 25) -> list[str]:
 def main(out_dir: str) -> None:
     os.makedirs(out_dir, exist_ok=True)
     for shape, (M, name) in enumerate(SHAPES):
+        if len(sys.argv) > 2 and str(shape) not in sys.argv[2].split(","):
+            continue
         rep = f"{out_dir}/quant-{shape}"
         run = subprocess.run(["ncu", "--set", "full", "--import-source", "no", "-k", "regex:w4a16", "--launch-skip", "1",
                               "--launch-count", "1", "-f", "-o", rep, sys.executable, __file__, "kernels", str(shape)],

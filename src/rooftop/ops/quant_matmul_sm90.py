@@ -40,13 +40,16 @@ the default partition, gets what Triton leaves of the 65536):
     box of the [K / 8, N] tensor, 8 KB at 128 columns), scale pairs [1, COLS / 2] (the 16-bit [K / G, N] viewed as
     int32 [K / G, N / 2]) and zero pairs [1, COLS / 2] (the uint8 [K / G, N] viewed as int16 [K / G, N / 2]), and
     fills it itself by TMA, W_STAGES groups ahead (no loader involved, so its lead does not depend on the x ring).
-    Per group g (steps 2g, 2g + 1): wait w_ready; load the scale and zero pairs and step 2g's words into registers
-    (each thread one word row, 8 adjacent columns: 2 x LDS.128) and dequantize them; load step 2g + 1's words;
-    thread barrier (every thread has read the slot), refill the slot with group g + W_STAGES (expect + 3 TMA, one
-    elected thread); then per step: wait mma_done (the B slot's previous MMA done), store the 16-bit tile [64, COLS]
-    into its columns of the slot's B buffer (STS.128: 8 adjacent n of a k row a store), fence_async_shared (each
-    thread: its generic-proxy stores ordered before the wgmma's async-proxy reads), arrive on b_ready (Gluon's
-    arrive is a bar.sync of the warp group, then one elected arrive: every thread's stores and fence precede it).
+    Per group g (steps 2g, 2g + 1): wait w_ready; load the scale and zero pairs and both steps' words into registers
+    (each thread one word row, 8 adjacent columns: 2 x LDS.128 a step) and dequantize step 2g's; wait mma_done of
+    step 2g's B slot (its previous MMA done); publish step 2g - 1's B (below); refill the words slot with group g +
+    W_STAGES (expect + 3 TMA, one elected thread: every thread's loads of the slot are complete, by the fence and
+    the barrier of that publication); store the 16-bit tile [64, COLS] into its columns of the slot's B buffer
+    (STS.128: 8 adjacent n of a k row a store); dequantize step 2g + 1's; wait its slot's mma_done; publish step 2g;
+    store step 2g + 1's tile (published in the next group). Publishing step i: fence_async_shared (each thread: its
+    generic-proxy stores ordered before the wgmma's async-proxy reads; it waits for them to complete), arrive on
+    b_ready (Gluon's arrive is a bar.sync of the warp group, then one elected arrive). A step's stores are published
+    one dequantization after they are issued, so that they complete under that arithmetic, not in the fence.
     `_dequantize`: inline PTX (`_dequant_asm`), per pair of adjacent columns (16 codes) 2 PRMT, 6 SHF, 8 LOP3
     ((t >> 4q) & 0x000F000F | magic pair: bf16 0x4300 = 128, fp16 0x6400 = 1024, the pair magic + c), 8 packed fma
     (- (magic + z): exact) and 8 packed multiplies by s (rounded once): bit for bit qw.dequantize(x.dtype) (a
@@ -121,6 +124,17 @@ each TMA copy of the refill, after the explicit one): marked with softmax_sm90.b
 compile (LEAN_BARRIERS the switch), 3 and 1 left. H200, same run, GPU time against all kept
 (logs/h200-2026-12-01-s18/exp-quant-lean.log): M = 64 +1.3-5.6% (ws_m64n128_c1d1_s8w3_sk 104.9 against 110.8 us at
 28672 x 8192), M = 256 0-2.6%; outputs as correct (rel err 1.66e-3).
+Publication deferred (session 18; Nsight Compute, M = 64, 64 x 256 at 28672 x 8192, ncu-quant-m64-*: with each
+step's fence right after its stores, 31% of the dequantizers' stall samples sat in the fence and the barrier after
+the second step's; the consumer's wait for b_ready held its warps' samples: dequantizer-bound). With the stores
+published one dequantization later, and the words' refill behind the first publication (the explicit barrier and
+fence it needed gone): fences 3 -> 2 and barriers 3 -> 2 a group, the fence and barrier samples 31% -> 11%, the
+dequantizers' issue 15% -> 21% of their samples; now their most common stall is the shared-memory pipe
+(short scoreboard, 34%: registers held by stores in flight; L1 throughput 75%). Same GPU, one call later
+(exp-quant-deferred.log; cuBLAS 2-6% slower than in the call before): M = 64 ws_m64n256 47.1 / 48.3 / 140.8 / 87.7
+us (was 50.3 / 51.2 / 153.0 / 94.5: 1.47x cuBLAS at 28672 x 8192), ws_m64n128_sk 22.7 / 37.0 / 37.0 / 98.6 (was
+22.8 / 38.2 / 38.3 / 104.9); M = 256 ws_m256n128_sk 197.5 us at 28672 x 8192 (0.97x; was 203.4), the data-parallel
+one within 2% but 211.7 there (was 202.1).
 """
 from __future__ import annotations
 
@@ -420,18 +434,30 @@ def _loader(x_desc, x_smem, x_ready, mma_done, M, N, K, BLOCK_N: gl.constexpr, C
 
 
 @gluon.jit
-def _b_store(tile_b, b_smem, b_ready, mma_done, i, DQ: gl.constexpr, STAGES: gl.constexpr, LEAN: gl.constexpr):
-    """Step i's dequantized columns into B slot i % STAGES (use i // STAGES) once its previous MMA has completed."""
+def _b_wait(mma_done, i, STAGES: gl.constexpr, LEAN: gl.constexpr):
+    """Until B slot i % STAGES (use i // STAGES) is free: its previous MMA has completed."""
+    barrier_not_needed(i, LEAN)  # each thread waits for itself; its stores follow its own wait
+    mbarrier.wait(mma_done.index(i % STAGES), ((i // STAGES) & 1) ^ 1)
+
+
+@gluon.jit
+def _b_write(tile_b, b_smem, i, DQ: gl.constexpr, STAGES: gl.constexpr, LEAN: gl.constexpr):
+    """Step i's dequantized columns into B slot i % STAGES (after _b_wait; _b_publish hands them over)."""
     COLS: gl.constexpr = tile_b.shape[1]
-    slot = i % STAGES
-    barrier_not_needed(i, LEAN)  # each thread waits for itself; the stores below follow the wait in every thread
-    mbarrier.wait(mma_done.index(slot), ((i // STAGES) & 1) ^ 1)
+    barrier_not_needed(i, LEAN)  # Membar's after the last arrive: each thread writes its own part of a free slot
     if COLS == b_smem.shape[2]:
-        b_smem.index(slot).store(tile_b)
+        b_smem.index(i % STAGES).store(tile_b)
     else:
-        b_smem.index(slot).slice(DQ * COLS, COLS, dim=1).store(tile_b)
-    fence_async_shared()  # this thread's generic-proxy stores before the wgmma's async-proxy reads
-    mbarrier.arrive(b_ready.index(slot))  # bar.sync of the warp group, then one elected arrive
+        b_smem.index(i % STAGES).slice(DQ * COLS, COLS, dim=1).store(tile_b)
+
+
+@gluon.jit
+def _b_publish(b_ready, i, STAGES: gl.constexpr):
+    """Step i's B columns (_b_write) made the consumers': each thread's proxy fence (its generic-proxy stores before
+    the wgmma's async-proxy reads; it waits for them to complete), then the arrive (a bar.sync of the warp group,
+    then one elected arrive)."""
+    fence_async_shared()
+    mbarrier.arrive(b_ready.index(i % STAGES))
 
 
 @gluon.jit
@@ -466,16 +492,24 @@ def _dequantizer(w_desc, s_desc, z_desc, w_smem, s_smem, z_smem, b_smem, w_ready
         w_slot = w_smem.index(ws)
         s = _load_pairs(s_smem.index(ws), False)
         z = _load_pairs(z_smem.index(ws), True) if HAS_ZERO else s
-        tile_a = _dequantize(_load_words(w_slot, 0), s, z, HAS_ZERO, DTYPE)
+        words_a = _load_words(w_slot, 0)
         words_b = _load_words(w_slot, 1)
-        # every thread has read the slot (its values are in registers; the proxy fence orders its reads before
-        # the async proxy's writes) before one thread refills it by TMA. Membar adds a barrier before each TMA
-        # copy (each "writes" the mbarrier the expect wrote): not needed, one elected thread does all three.
+        # Each step's B is published (fence, arrive) one dequantization after its stores, past the wait for the
+        # next step's slot, so that the stores complete under that arithmetic instead of in the fence (Nsight
+        # Compute, M = 64: a third of the dequantizers' stall samples sat in the fence and barrier right after the
+        # second step's stores). Step 2g - 1's fence also waits for this thread's loads of the words slot, and the
+        # arrive's barrier of the warp group makes them every thread's: then one thread may refill the slot.
+        tile_a = _dequantize(words_a, s, z, HAS_ZERO, DTYPE)
+        _b_wait(mma_done, 2 * g, STAGES, LEAN)
         fence_async_shared()
-        gl.thread_barrier()
+        mbarrier.arrive(b_ready.index((2 * g + STAGES - 1) % STAGES), pred=g > 0)  # step 2g - 1's B
         if g + W_STAGES < n_groups:
             col = pid_n * BLOCK_N + DQ * COLS
             bar = w_ready.index(ws)
+            # Membar's barriers before the expect and each TMA copy (for the slot's loads; each copy "writes" the
+            # mbarrier the expect wrote): not needed after the fence and the arrive's barrier (Gluon 3.6 lowers
+            # an arrive of several warps to a bar.sync of them, then one elected arrive, the pred on the arrive)
+            barrier_not_needed(g, LEAN)
             mbarrier.expect(bar, W_BYTES)
             barrier_not_needed(g, LEAN)
             tma.async_copy_global_to_shared(w_desc, [kk * _WORDS, col], bar, w_slot)
@@ -485,8 +519,13 @@ def _dequantizer(w_desc, s_desc, z_desc, w_smem, s_smem, z_smem, b_smem, w_ready
                 barrier_not_needed(g, LEAN)
                 tma.async_copy_global_to_shared(z_desc, [kk * _BK // _GROUP, col // 2], bar, z_smem.index(ws))
             tile, kk, pid_m, pid_n = _next(tile, kk + 1, pid_m, pid_n, rows, k_tiles, STREAM_K)
-        _b_store(tile_a, b_smem, b_ready, mma_done, 2 * g, DQ, STAGES, LEAN)
-        _b_store(_dequantize(words_b, s, z, HAS_ZERO, DTYPE), b_smem, b_ready, mma_done, 2 * g + 1, DQ, STAGES, LEAN)
+        _b_write(tile_a, b_smem, 2 * g, DQ, STAGES, LEAN)
+        tile_b = _dequantize(words_b, s, z, HAS_ZERO, DTYPE)
+        _b_wait(mma_done, 2 * g + 1, STAGES, LEAN)
+        _b_publish(b_ready, 2 * g, STAGES)
+        _b_write(tile_b, b_smem, 2 * g + 1, DQ, STAGES, LEAN)
+    if n_groups > 0:
+        _b_publish(b_ready, 2 * n_groups - 1, STAGES)
 
 
 @gluon.jit
