@@ -8,8 +8,8 @@ words' DRAM read at 1.5 of 4.2 TB/s). A sum of those, not their max, would mean 
 the samples of the consumers' waits (on b_ready: dequantizer-bound) against the dequantizers' (on mma_done:
 MMA-bound; on w_ready: the words' loads) and their fences and barriers say which.
 
-Profiled: M64_N256 at 64 x 28672 x 8192 and M256_N128 at 256 x 28672 x 8192 (bf16, int4 group 128 with zero points),
-each launched twice (compile, then the one read). Written per shape s: OUT/quant-s.ncu-rep, OUT/details-s.txt
+Profiled: M64_N256 at 64 x 28672 x 8192, M256_N128 at 256 x 28672 x 8192 and exp_gluon_quant_rs.py's rs_m64n128 at 64 x
+28672 x 8192 (bf16, int4 group 128 with zero points), each launched twice (compile, then the one read). Written per shape s: OUT/quant-s.ncu-rep, OUT/details-s.txt
 (sections), OUT/source-s.csv (per SASS instruction); printed: the instructions holding most stall samples.
 Usage (H200): PYTHONPATH=src:benchmarks python benchmarks/ncu_quant_diag.py OUT_DIR [0,1]   (runs itself under
 ncu; the second argument: which SHAPES)
@@ -24,7 +24,7 @@ import sys
 
 import torch
 
-SHAPES = ((64, "M64_N256"), (256, "M256_N128"))
+SHAPES = ((64, "M64_N256"), (256, "M256_N128"), (64, "rs_m64n128_s8_sk"))  # the last: exp_gluon_quant_rs.py
 N, K = 28672, 8192
 
 
@@ -37,7 +37,12 @@ def kernels(shape: int) -> None:
     qw = quantize_weight(torch.randn(N, K, device="cuda", dtype=torch.bfloat16) * K**-0.5, 4, 128)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     M, name = SHAPES[shape]
-    call = W4A16Call(torch.randn(M, K, device="cuda", dtype=torch.bfloat16), qw, getattr(qsm90, name), sms)
+    x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    if name.startswith("rs_"):
+        from exp_gluon_quant_rs import VARIANTS, RSCall
+        call = RSCall(x, qw, next(v for v in VARIANTS if v.name == name), sms)
+    else:
+        call = W4A16Call(x, qw, getattr(qsm90, name), sms)
     call()
     call()
     torch.cuda.synchronize()
