@@ -8,8 +8,9 @@ words' DRAM read at 1.5 of 4.2 TB/s). A sum of those, not their max, would mean 
 the samples of the consumers' waits (on b_ready: dequantizer-bound) against the dequantizers' (on mma_done:
 MMA-bound; on w_ready: the words' loads) and their fences and barriers say which.
 
-Profiled: M64_N256 at 64 x 28672 x 8192, M256_N128 at 256 x 28672 x 8192 and exp_gluon_quant_rs.py's rs_m64n128 at 64 x
-28672 x 8192 (bf16, int4 group 128 with zero points), each launched twice (compile, then the one read). Written per shape s: OUT/quant-s.ncu-rep, OUT/details-s.txt
+Profiled: quant_matmul_sm90's RS_M64_N256 at 64 x 28672 x 8192, M256_N128 at 256 x 28672 x 8192 and RS_M64_N128 at 64
+x 28672 x 8192 (bf16, int4 group 128 with zero points), each launched twice (compile, then the one read). Written per
+shape s: OUT/quant-s.ncu-rep, OUT/details-s.txt
 (sections), OUT/source-s.csv (per SASS instruction); printed: the instructions holding most stall samples.
 Usage (H200): PYTHONPATH=src:benchmarks python benchmarks/ncu_quant_diag.py OUT_DIR [0,1]   (runs itself under
 ncu; the second argument: which SHAPES)
@@ -24,13 +25,14 @@ import sys
 
 import torch
 
-SHAPES = ((64, "M64_N256"), (256, "M256_N128"), (64, "rs_m64n128_s8_sk"))  # the last: exp_gluon_quant_rs.py
+SHAPES = ((64, "RS_M64_N256"), (256, "M256_N128"), (64, "RS_M64_N128"))  # quant_matmul_sm90's variants
+# (session 18's readings: shape 0 then the store-through-shared-memory 64 x 256 variant, since replaced, and shape 2
+# the first form of the register-A kernel)
 N, K = 28672, 8192
 
 
 def kernels(shape: int) -> None:
     """SHAPES[shape]'s variant launched twice (ncu reads the second)."""
-    from exp_gluon_quant_ws import W4A16Call
     from rooftop.ops import quant_matmul_sm90 as qsm90
     from rooftop.ops.quant_matmul import quantize_weight
     torch.manual_seed(0)
@@ -38,11 +40,9 @@ def kernels(shape: int) -> None:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     M, name = SHAPES[shape]
     x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-    if name.startswith("rs_"):
-        from exp_gluon_quant_rs import VARIANTS, RSCall
-        call = RSCall(x, qw, next(v for v in VARIANTS if v.name == name), sms)
-    else:
-        call = W4A16Call(x, qw, getattr(qsm90, name), sms)
+    out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+    plan = qsm90.plan(getattr(qsm90, name).config(), x, qw.packed, qw.scales, qw.zeros, None, sms)
+    call = lambda: plan(x, qw.packed, qw.scales, qw.zeros, None, out)  # noqa: E731
     call()
     call()
     torch.cuda.synchronize()
@@ -70,13 +70,15 @@ def main(out_dir: str) -> None:
         if len(sys.argv) > 2 and str(shape) not in sys.argv[2].split(","):
             continue
         rep = f"{out_dir}/quant-{shape}"
-        run = subprocess.run(["ncu", "--set", "full", "--import-source", "no", "-k", "regex:w4a16", "--launch-skip", "1",
-                              "--launch-count", "1", "-f", "-o", rep, sys.executable, __file__, "kernels", str(shape)],
+        run = subprocess.run(["ncu", "--set", "full", "--import-source", "no", "-k", "regex:w4a16",
+                              "--launch-skip", "1", "--launch-count", "1", "-f", "-o", rep, sys.executable, __file__,
+                              "kernels", str(shape)],
                              capture_output=True, text=True)
         print(run.stdout[-1500:], run.stderr[-1500:])
         pages = {}
         for page, extra in (("details", []), ("source", ["--csv", "--print-source", "sass"])):
-            done = subprocess.run(["ncu", "-i", rep + ".ncu-rep", "--page", page, *extra], capture_output=True, text=True)
+            done = subprocess.run(["ncu", "-i", rep + ".ncu-rep", "--page", page, *extra], capture_output=True,
+                                  text=True)
             pages[page] = done.stdout
             with open(f"{out_dir}/{page}-{shape}.{'csv' if extra else 'txt'}", "w") as f:
                 f.write(done.stdout + done.stderr)

@@ -455,18 +455,18 @@ def test_gluon_candidates_only_on_sm90(device):
     sms = 132
     for M in (1, 4, 16, 17, 40, 64, 65, 256, 4096):
         plain = qm.candidates(M, 4096, 4096, 4, 128, torch.bfloat16, sms)
-        assert not any(c["path"] == "gluon" for c in plain)
+        assert not any(c["path"] in qsm90.PATHS for c in plain)
         configs = qm.candidates(M, 4096, 4096, 4, 128, torch.bfloat16, sms, gluon=True)
-        gluon = [c for c in configs if c["path"] == "gluon"]
+        gluon = [c for c in configs if c["path"] in qsm90.PATHS]
         assert configs[0] == plain[0] and configs[0]["path"] in ("gemv", "dot", "dequant")
-        assert tuple(c for c in configs if c["path"] != "gluon") == plain
+        assert tuple(c for c in configs if c["path"] not in qsm90.PATHS) == plain
         expected = () if M < qm.GLUON_MIN_M else qsm90.variants_for(M)
-        assert [qsm90.Variant.of(c) for c in gluon] == list(expected) and configs[1:1 + len(gluon)] == tuple(gluon)
+        assert [qsm90.variant_of(c) for c in gluon] == list(expected) and configs[1:1 + len(gluon)] == tuple(gluon)
         for c in gluon:
-            assert json.loads(json.dumps(c)) == c and qsm90.Variant.of(c).config() == c
+            assert json.loads(json.dumps(c)) == c and qsm90.variant_of(c).config() == c
     names = lambda M: [v.name for v in qsm90.variants_for(M)]  # noqa: E731
-    assert names(17) == names(64) == ["ws_m64n128_c1d1_s8w3_sk", "ws_m64n256_c1d2_s4w3"]
-    assert names(65) == names(8192) == ["ws_m256n128_c2d1_s4w3", "ws_m256n128_c2d1_s4w3_sk"]
+    assert names(17) == names(64) == ["rs_m64n128_s8_sk", "rs_m64n256_s6_sk"]
+    assert names(65) == names(8192) == ["ws_m256n128_c2d1_s4w3", "ws_m256n128_c2d1_s4w3_sk", "rs_m128n128_s6_sk"]
     assert all(v.smem_bytes(True) <= qsm90.SMEM_LIMIT - 1024 for v in qsm90.VARIANTS)
     # float32 x: dequantize + cuBLAS only, whatever the flag
     assert qm.candidates(100, 4096, 4096, 4, 128, torch.float32, sms, gluon=True) == (qm.DEQUANT,)
@@ -497,7 +497,7 @@ def test_gluon_supports_layouts():
     assert not ok(torch.randn(1024, dtype=torch.bfloat16).expand(100, 1024))  # a broadcast x (row stride 0)
 
 
-# The kernel of one 64-row variant (one consumer, one dequantizer; zero points, bf16) compiled for sm_90 as its
+# The kernel of one 256 x 128 variant (two consumers, one dequantizer; zero points, bf16) compiled for sm_90 as its
 # launch compiles it (GluonLaunch: dropping_marked_barriers), in a process of its own (not under Triton's
 # interpreter, which the tests run under on a machine without a GPU); prints the PTX's named barriers with LEAN
 # False, then True.
@@ -509,7 +509,7 @@ from triton.experimental.gluon._runtime import GluonASTSource
 from rooftop.ops import quant_matmul_sm90 as q, softmax_sm90
 from rooftop.ops._support import dropping_marked_barriers
 
-v, box, lay = q.M64_N128_SK, q.boxes(q.M64_N128_SK), q.layouts(q.M64_N128_SK, q.torch.bfloat16)
+v, box, lay = q.M256_N128, q.boxes(q.M256_N128), q.layouts(q.M256_N128, q.torch.bfloat16)
 types = dict(x="bf16", w="i32", s="i32", z="i16")
 for lean in (False, True):
     softmax_sm90.LEAN_BARRIERS = lean
@@ -526,21 +526,21 @@ for lean in (False, True):
 
 def test_gluon_kernel_loses_the_barriers_its_protocol_does_not_need():
     """Of the partition barriers Triton 3.6's Membar puts in the kernel, the dequantizer's loop loses 7 (before the
-    words' wait, before the refill's expect and each of its 3 TMA copies, before each step's stores of B) and the
-    consumer's k-step loop 1 (before its waits); the arrives' own barriers are kept (quant_matmul_sm90's
+    words' wait, before the refill's expect and each of its 3 TMA copies, before each step's stores of B) and each
+    of the two consumers' k-step loops 1 (before its waits); the arrives' own barriers are kept (quant_matmul_sm90's
     docstring)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", _BARRIERS_SCRIPT], env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     full, lean = map(int, done.stdout.split())
-    assert lean == full - 8, (full, lean)
+    assert lean == full - 9, (full, lean)
 
 
 def test_gluon_plan_descriptors():
-    """QuantWSPlan's host descriptors (built without a GPU): x over its row stride, the words, the scale and zero
-    pairs; the persistent grid (one program an SM, at most one a tile or, stream-K, a group of a tile) and
-    stream-K's workspace; a first call's descriptor checks pass."""
+    """The plans' host descriptors (built without a GPU): x over its row stride, the words, the scales and zero
+    points (QuantWSPlan: as pairs; QuantRSPlan: as stored); the persistent grid (one program an SM, at most one a
+    tile or, stream-K, a group of a tile) and stream-K's workspace; a first call's descriptor checks pass."""
     from rooftop.ops._support import GluonDescriptor
 
     M, N, K = 100, 4096 + 64, 1024
@@ -548,22 +548,34 @@ def test_gluon_plan_descriptors():
     for zeros in (True, False):
         packed, scales, z = _gluon_weight(N, K, zeros)
         for v in qsm90.VARIANTS:
-            plan = qsm90.QuantWSPlan(v, x, packed, scales, z, None, 132)
+            plan = qsm90.plan(v.config(), x, packed, scales, z, None, 132)
             x_d, w_d, s_d, z_d = (d[:3] for d in plan.launch.descriptors)
-            assert x_d == ([M, K], [1032, 1], [v.rows, 64]) and w_d == ([K // 8, N], [N, 1], [16, v.dq_cols])
-            assert s_d == ([K // 128, N // 2], [N // 2, 1], [1, v.dq_cols // 2]) and z_d == s_d
+            if isinstance(v, qsm90.RSVariant):
+                assert isinstance(plan, qsm90.QuantRSPlan) and x_d == ([M, K], [1032, 1], [v.block_m, 64])
+                assert w_d == ([K // 8, N], [N, 1], [8, v.block_n]) and s_d == ([K // 128, N], [N, 1], [1, v.block_n])
+                assert z_d == s_d
+                tensors = (x, packed, scales, scales if z is None else z)
+            else:
+                assert isinstance(plan, qsm90.QuantWSPlan) and x_d == ([M, K], [1032, 1], [v.rows, 64])
+                assert w_d == ([K // 8, N], [N, 1], [16, v.dq_cols])
+                assert s_d == ([K // 128, N // 2], [N // 2, 1], [1, v.dq_cols // 2]) and z_d == s_d
+                tensors = (x, packed, *qsm90.pair_views(scales, z))
             tiles = -(-M // v.block_m) * -(-N // v.block_n)
             programs = min(132, tiles * K // 128) if v.stream_k else min(132, tiles)
             assert plan.launch.grid == (programs,) and plan.sizes == (M, N, K)
             assert plan.partials == (programs * 2 * v.block_m * v.block_n if v.stream_k else 1)
             assert plan.counters == (tiles * v.consumers if v.stream_k else 1)
             assert plan.launch.constexprs["HAS_ZERO"] == zeros and not plan.launch.constexprs["HAS_BIAS"]
-            for t, d in zip((x, packed, *qsm90.pair_views(scales, z)), plan.launch.descriptors):
+            for t, d in zip(tensors, plan.launch.descriptors):
                 GluonDescriptor(t, *d)  # what a first call builds: its checks pass
     with pytest.raises(ValueError, match="block_n"):
         qsm90.Variant(64, 384, 1, 1, 4, 3)
     with pytest.raises(ValueError, match="block_m"):
         qsm90.Variant(96, 128, 1, 1, 4, 3)
+    with pytest.raises(ValueError, match="block_m"):
+        qsm90.RSVariant(96, 2, 4)
+    with pytest.raises(ValueError, match="consumers"):
+        qsm90.RSVariant(64, 3, 4)
 
 
 def _gluon_inputs(M, N, K, zeros, bias, dtype=torch.bfloat16):
@@ -594,7 +606,7 @@ def test_gpu_gluon_variant(variant, M, N, K, zeros, bias):
     assert qm._use_gluon(*args, 4, 128)
     run = lambda: qm._run_config(variant.config(), *args, b, N, 4, 128)  # noqa: E731
     out, plan = run()
-    assert isinstance(plan, qsm90.QuantWSPlan) and out.shape == (M, N) and out.dtype == x.dtype
+    assert isinstance(plan, (qsm90.QuantWSPlan, qsm90.QuantRSPlan)) and out.shape == (M, N) and out.dtype == x.dtype
     err = rel_err(out, _reference(x, qw, b))
     assert err < TOL[torch.bfloat16], err
     assert torch.equal(run()[0], out)  # stream-K pieces summed in k order, whatever the arrival order
@@ -605,7 +617,7 @@ def test_gpu_gluon_variant(variant, M, N, K, zeros, bias):
 @pytest.mark.parametrize("zeros", [True, False], ids=["asym", "sym"])
 @pytest.mark.parametrize("variant", qsm90.VARIANTS, ids=lambda v: v.name)
 def test_gpu_gluon_variant_fp16(variant, zeros):
-    """fp16 x (and scales): the dequantizers' f16x2 PTX (magic 1024), bias of fp32."""
+    """fp16 x (and scales): the dequantizations' f16x2 PTX (magic 1024), bias of fp32."""
     skip_unless_sm90()
     M, N, K = 100, 4096 + 64, 1024
     x, qw, _ = _gluon_inputs(M, N, K, zeros, False, torch.float16)
@@ -634,14 +646,15 @@ def test_gpu_gluon_through_quant_matmul(M, monkeypatch, tmp_path):
 
     def gluon_first(*args, **kwargs):
         configs = real(*args, **kwargs)
-        gluon = [c for c in configs if c["path"] == "gluon"]
+        gluon = [c for c in configs if c["path"] in qsm90.PATHS]
         chosen.append(gluon[-1])
         return (gluon[-1],) + tuple(c for c in configs if c is not gluon[-1])
 
     monkeypatch.setattr(qm, "candidates", gluon_first)
     launches = []
-    spy = qsm90.QuantWSPlan.__call__
-    monkeypatch.setattr(qsm90.QuantWSPlan, "__call__", lambda plan, *a: launches.append(plan) or spy(plan, *a))
+    for kind in (qsm90.QuantWSPlan, qsm90.QuantRSPlan):
+        spy = kind.__call__
+        monkeypatch.setattr(kind, "__call__", lambda plan, *a, spy=spy: launches.append(plan) or spy(plan, *a))
     try:
         x, qw, b = _gluon_inputs(M, 4096, 2048, True, True)
         out = quant_matmul(x, qw, b)

@@ -65,17 +65,19 @@ timed it). The paths:
   exact for bf16 / fp16 scales, then rounded and moved to the A layout through shared memory (7.4).
 - "dequant" (and float32 x, always): dequantize to a [N, K] weight (documented workspace: N * K
   elements of x's dtype) and call F.linear (cuBLAS), compute-bound at prefill sizes anyway.
-- "gluon" (sm_90 GPUs only, never the interpreter; `_use_gluon`): ops/quant_matmul_sm90.py's warp-specialised
-  persistent kernel, a 1-warp TMA loader of x, dequantizer warp groups with their own TMA rings of words writing
-  s * (c - z) into a ring of B tiles, and MMA warp groups with async wgmma (stream-K variants sum a cut tile's
-  pieces in k order, deterministic). It applies for M >= GLUON_MIN_M, int4, group 128, x bf16 / fp16 with scales
-  of x's dtype, and layouts TMA takes (quant_matmul_sm90.supports: 16-byte aligned row strides and bases, N a
-  multiple of 8, of 16 with zero points); elsewhere the other candidates run. Its variants are tuner candidates
+- "gluon", "gluon_rs" (sm_90 GPUs only, never the interpreter; `_use_gluon`): ops/quant_matmul_sm90.py's two
+  warp-specialised persistent kernels. "gluon": a 1-warp TMA loader of x, dequantizer warp groups with their own TMA
+  rings of words writing s * (c - z) into a ring of B tiles, and MMA warp groups with async wgmma; "gluon_rs" (swap
+  AB): MMA warp groups that dequantize the weight straight into the wgmma's register A operand, x^T the B operand
+  (stream-K variants of both sum a cut tile's pieces in k order, deterministic). They apply for M >= GLUON_MIN_M,
+  int4, group 128, x bf16 / fp16 with scales of x's dtype, and layouts TMA takes (quant_matmul_sm90.supports:
+  16-byte aligned row strides and bases, N a multiple of 8, of 16 with zero points); elsewhere the other candidates
+  run. Their variants are tuner candidates
   (quant_matmul_sm90.variants_for: the winners on the H200 of M = 64 for M <= 64, of M = 256 above), right after
   the untimed default, which stays a Triton / dequantize path. H200, bf16, group 128, graph replay, cold L2
-  (x cuBLAS bf16): M = 256, 28672 x 8192 0.89x (dequantize + cuBLAS 0.54x), 14336 x 4096 0.82x (0.54x),
-  4096 x 14336 0.69x (0.57x); M = 64: 0.80 / 1.10 / 1.17 / 1.34x at 4096^2 / 14336 x 4096 / 4096 x 14336 /
-  28672 x 8192 (the Triton kernel 0.66 / 1.07 / 1.08 / 1.20x).
+  (x cuBLAS bf16; session 18, logs/h200-2026-12-01-s18/exp-quant-rs-v2.log): M = 64 (register A) 0.87 / 1.28 / 1.31
+  / 1.54x at 4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192; M = 256 0.74x (register A, 128 x 128) / 0.82x
+  (256 x 128) / 0.79x (register A) / 0.93x (256 x 128, stream-K) (dequantize + cuBLAS 0.54-0.77x).
 The fused kernels cut K between programs when the output tiles alone cannot fill the SMs: the GEMV
 into SPLIT_K equal splits (grid tiles x SPLIT_K), the tensor-core and mma kernels by stream-K (a grid of one wave
 of as many programs as the SMs hold, sharing the tiles x k-steps evenly, so that no last wave runs
@@ -221,8 +223,8 @@ DEQUANT = dict(path="dequant")
 def candidates(M: int, N: int, K: int, bits: int, group_size: int, dtype: torch.dtype, sms: int,
                gluon: bool = False, mma: bool = False) -> tuple[dict, ...]:
     """The launch candidates for M rows of x, the untimed default first: dicts with "path" ("gemv", "mma",
-    "dot", "dequant", "gluon") and the kernel's tile sizes, SPLIT_K (GEMV), num_warps, num_stages (the Gluon
-    kernel's: quant_matmul_sm90.Variant.config). gluon: whether the Gluon kernel applies to the call
+    "dot", "dequant", "gluon", "gluon_rs") and the kernel's tile sizes, SPLIT_K (GEMV), num_warps, num_stages (the
+    Gluon kernels': quant_matmul_sm90.Variant.config, RSVariant.config). gluon: whether they apply to the call
     (`_use_gluon`); its variants for M's regime then come right after the default (never first: untimed
     calls run the first). mma: whether the mma.sync GEMV applies (`_use_mma`): its candidates for M <= MMA_MAX_M
     likewise."""
@@ -973,14 +975,13 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
 def _run_config(config: dict, rows, packed, scales, zeros, bias, N: int, bits: int, group_size: int,
                 prepared=None) -> tuple[torch.Tensor, object]:
     """rows @ W^T (+ bias) by one candidate configuration, and the Launch of its kernel (None for
-    dequantize + cuBLAS, and in the interpreter; the Gluon kernel's: its quant_matmul_sm90.QuantWSPlan, which
+    dequantize + cuBLAS, and in the interpreter; the Gluon kernels': their quant_matmul_sm90 plan, which
     holds its descriptors, made for this call's shapes and strides)."""
     if config["path"] == "dequant":
         return F.linear(rows, dequantize(packed, scales, zeros, bits, group_size, rows.dtype), bias), None
     out = torch.empty((rows.shape[0], N), device=rows.device, dtype=rows.dtype)
-    if config["path"] == "gluon":
-        plan = prepared or quant_matmul_sm90.QuantWSPlan(quant_matmul_sm90.Variant.of(config), rows, packed, scales,
-                                                         zeros, bias, num_sms(rows.device.index))
+    if config["path"] in quant_matmul_sm90.PATHS:
+        plan = prepared or quant_matmul_sm90.plan(config, rows, packed, scales, zeros, bias, num_sms(rows.device.index))
         plan(rows, packed, scales, zeros, bias, out)
         return out, plan
     return out, _launch_path(config, rows, packed, scales, zeros, bias, out, bits, group_size, prepared)
@@ -1015,15 +1016,16 @@ def _quant_matmul_op(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor
     gluon_plans: dict = {}  # per Gluon variant: the tuner runs each candidate many times, its descriptors once
 
     def run(config: dict):
-        prepared = gluon_plans.get(quant_matmul_sm90.Variant.of(config)) if config["path"] == "gluon" else None
+        is_gluon = config["path"] in quant_matmul_sm90.PATHS
+        prepared = gluon_plans.get(quant_matmul_sm90.variant_of(config)) if is_gluon else None
         out, used = _run_config(config, rows, packed, scales, zeros, bias, N, bits, group_size, prepared)
-        if config["path"] == "gluon":
-            gluon_plans[quant_matmul_sm90.Variant.of(config)] = used
+        if is_gluon:
+            gluon_plans[quant_matmul_sm90.variant_of(config)] = used
         return out, used
 
     key = (_autotune.bucket(M), N, K, bits, group_size, zeros is not None, bias is not None, x.dtype, scales.dtype)
     if gluon:  # its candidates join the list: a choice of its own (other calls' keys stay as they were)
-        key += ("gluon",)
+        key += ("gluon-rs",)  # since session 18 the register-A kernel's variants among them
     if mma:
         key += ("mma",)
     device = _autotune.device_name(device_index)

@@ -1,7 +1,12 @@
-r"""W4A16 GEMM on Hopper (sm_90) in Gluon: a warp-specialised persistent kernel in which warp groups of their own
-dequantize the int4 weight into shared memory while the tensor cores work; one of the paths of
-rooftop.quant_matmul (ops/quant_matmul.py times it as a tuner candidate; this file holds the kernel, its launch
-and its variants; benchmarks/exp_gluon_quant_ws.py tells how it was arrived at, models its protocol and times it).
+r"""W4A16 GEMM on Hopper (sm_90) in Gluon, two warp-specialised persistent kernels, paths of rooftop.quant_matmul
+(ops/quant_matmul.py times their variants as tuner candidates; this file holds the kernels, their launches and
+variants):
+- `_w4a16_ws_kernel` (Variant; path "gluon"): warp groups of their own dequantize the int4 weight into shared memory
+  while the tensor cores work (benchmarks/exp_gluon_quant_ws.py tells how it was arrived at, models its protocol
+  and times it). Described first, below.
+- `_w4a16_rs_kernel` (RSVariant; path "gluon_rs"; session 18, benchmarks/exp_gluon_quant_rs.py): swap AB, out^T =
+  W x^T; its MMA warp groups dequantize 64 weight rows x 64 k straight into the wgmma's register A operand, x's TMA
+  tile the B operand: no dequantized tile in shared memory. Described at the end.
 
 Why: for prefill-sized batches (M = 17-256 and up) the library's other paths are the Triton swap-AB kernel, whose
 warps dequantize the tile they then multiply (one instruction stream: the dequantization stalls the MMA), and
@@ -102,9 +107,10 @@ dequantize + cuBLAS at M = 256):
   M = 64:          ws_m64n128_c1d1_s8w3_sk 0.80 / 1.10 / 1.17 / 1.19x at 4096^2 / 14336 x 4096 / 4096 x 14336 /
                    28672 x 8192 (the library's Triton kernel 0.66 / 1.07 / 1.08 / 1.20x); ws_m64n256_c1d2_s4w3
                    1.34x at 28672 x 8192.
-Those winners are the candidates (`variants_for`): the two 64-row variants for M <= 64, the two 256 x 128 ones
-above; the tuner times them beside the Triton and dequantize paths per shape and keeps whichever is fastest.
-Not measured yet: fp16 x, a bias, N not a multiple of the tile, M other than 64 and 256.
+The candidates (`variants_for`, since session 18): the register-A kernel's two 64-row variants for M <= 64 (they
+beat this kernel's 64-row ones on every shape measured), above the two 256 x 128 ones and the register-A 128 x 128;
+the tuner times them beside the Triton and dequantize paths per shape and keeps whichever is fastest. fp16 x, a
+bias, N not a multiple of the tile and other M are GPU-tested (test_quant_matmul), not timed.
 
 Offline sm_90 compile (Triton 3.6, benchmarks/exp_gluon_quant_ws.py --compile-only --library --fp16 --bias:
 specialised as a GPU launch on aligned tensors is; the same for bf16 and fp16, with or without bias and zero
@@ -135,6 +141,29 @@ dequantizers' issue 15% -> 21% of their samples; now their most common stall is 
 us (was 50.3 / 51.2 / 153.0 / 94.5: 1.47x cuBLAS at 28672 x 8192), ws_m64n128_sk 22.7 / 37.0 / 37.0 / 98.6 (was
 22.8 / 38.2 / 38.3 / 104.9); M = 256 ws_m256n128_sk 197.5 us at 28672 x 8192 (0.97x; was 203.4), the data-parallel
 one within 2% but 211.7 there (was 202.1).
+
+The register-A kernel (`_w4a16_rs_kernel`, RSVariant). A tile is block_m rows of x by 64 x CONSUMERS weight rows;
+MMA warp group c owns weight rows 64 c .. 64 c + 63 and an fp32 accumulator [64, block_m] (wgmma m64 n=block_m k16,
+A from registers, B = x's [block_m, 64] TMA tile permuted). The A operand's layout (mma v3, k_width 2) gives a
+thread rows r and r + 8 and k = 2t, 2t + 1 (+ 8) of each 16-wide k block (t = lane % 4): the codes of byte t of each
+word. Row r of the tile is weight row PI(r) = 16 (r // 16) + 2 (r % 8) + (r // 8) % 2, so that a thread's two rows
+are adjacent weight rows (its words by LDS.64, its scales as one pair; PI permutes index bits: a reshape and
+permute in registers, no data moved; the epilogue stores row r to column PI(r)). `_rs_asm`: per word, SHF, PRMT,
+LOP3, a packed fma and a packed multiply (2.5 instructions a code), bit for bit dequantize(x.dtype). Per group (two
+k-steps) a warp group reads the scale (and zero) row once; per step it waits for the stage, dequantizes its A tile,
+issues the wgmma and waits for it (wait(0): ptxas of Triton 3.6 serialises every register-A wgmma left in flight
+past the next dequantization, C7512), then releases the stage (empty, count CONSUMERS). A 1-warp loader fills the
+STAGES ring by TMA: x's tile, the words [8, BLOCK_N], the group's scale (zero) row [1, BLOCK_N]. Tiles, stream-K and
+its deterministic fix-up as the other kernel's (`_schedule`, `_step`, `_next`, `_fixup`). Offline sm_90: no spills,
+132 instructions a thread a k-step (32 codes). Measured (H200, bf16, zero points, graph replay, L2 flushed, x cuBLAS,
+logs/h200-2026-12-01-s18/exp-quant-rs-v2.log, the other kernel's variants in the same run):
+  M = 64   RS_M64_N128 20.9 / 33.6 / 34.8 / 91.2 us at 4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192 (0.87 /
+           1.28 / 1.31 / 1.41x; ws_m64n128_sk 22.6 / 36.7 / 37.0 / 98.2), RS_M64_N256 83.1 at 28672 x 8192 (1.54x;
+           ws_m64n256 87.5)
+  M = 256  RS_M128_N128 32.7 / 70.4 / 67.8 / 221.2 (0.74 / 0.69 / 0.79 / 0.82x; the 256 x 128 variants best at 14336
+           x 4096 and 28672 x 8192: 58.4, 195.7)
+Nsight Compute (its first form, before the adjacent rows): issue- and latency-bound (21% issuing, 22% in the wgmma
+wait and the arrive's bar.sync); L1 44%, L2 32%, DRAM 23% at 64 x 28672 x 8192.
 """
 from __future__ import annotations
 
@@ -222,21 +251,73 @@ class Variant:
                        config["DEQUANT_REGS"], config["LOADER_REGS"])
 
 
+@dataclass(frozen=True)
+class RSVariant:
+    """A configuration of the register-A kernel (`_w4a16_rs_kernel`): tiles of block_m rows of x by 64 x consumers
+    weight rows, stream-K or data-parallel over them."""
+    block_m: int  # x rows a tile: the wgmma's N
+    consumers: int  # MMA warp groups, 64 weight rows each
+    stages: int
+    stream_k: bool = True
+    consumer_regs: int = 0  # setmaxnreg of the worker consumers (consumer 0 is the default partition: the rest)
+    loader_regs: int = 24
+
+    def __post_init__(self):
+        if self.block_m not in (64, 128, 256) or self.consumers not in (2, 4):
+            raise ValueError(f"block_m: 64, 128 or 256 rows; consumers: 2 or 4 ({self})")
+
+    @property
+    def block_n(self) -> int:
+        return 64 * self.consumers
+
+    @property
+    def name(self) -> str:
+        return f"rs_m{self.block_m}n{self.block_n}_s{self.stages}" + ("_sk" if self.stream_k else "")
+
+    def smem_bytes(self, has_zero: bool) -> int:
+        """A stage: x's tile, the words, the scale (and zero) row."""
+        return self.stages * (self.block_m * BLOCK_K * 2 + WORDS * self.block_n * 4
+                              + self.block_n * (3 if has_zero else 2))
+
+    tiles = Variant.tiles
+    programs = Variant.programs
+
+    def config(self) -> dict:
+        """quant_matmul's launch configuration (JSON-able, for its tuner) of this variant."""
+        return dict(path="gluon_rs", BLOCK_M=self.block_m, CONSUMERS=self.consumers, STAGES=self.stages,
+                    STREAM_K=self.stream_k, CONSUMER_REGS=self.consumer_regs, LOADER_REGS=self.loader_regs)
+
+    @staticmethod
+    def of(config: dict) -> "RSVariant":
+        return RSVariant(config["BLOCK_M"], config["CONSUMERS"], config["STAGES"], config["STREAM_K"],
+                         config["CONSUMER_REGS"], config["LOADER_REGS"])
+
+
 # Register budgets: 128 threads x (sum over the warp groups) <= 65536, i.e. the setmaxnreg values sum to <= 512
 # with the default partition (consumer 0) given the rest by Triton. An accumulator of 128 fp32 (128 x 128 or
 # 64 x 256 a warp group) needs ~180-200 a thread with the epilogue; a dequantizer 88-96 at 128 columns.
-# The winners of the H200 run (module docstring), by regime of M:
+# The winners of the H200 runs (module docstring), by regime of M:
 M256_N128 = Variant(256, 128, 2, 1, 4, 3, False, 200, 88)  # one 256 x 128 tile dequantized once for all rows
 M256_N128_SK = Variant(256, 128, 2, 1, 4, 3, True, 200, 88)
-M64_N128_SK = Variant(64, 128, 1, 1, 8, 3, True, 0, 96)  # one 64-row consumer, one dequantizer, more tiles
-M64_N256 = Variant(64, 256, 1, 2, 4, 3, False, 0, 96)  # two dequantizers of 128 columns
-VARIANTS = (M64_N128_SK, M64_N256, M256_N128, M256_N128_SK)
-REGIMES = ((SMALL_M, (M64_N128_SK, M64_N256)), (1 << 62, (M256_N128, M256_N128_SK)))
+RS_M64_N128 = RSVariant(64, 2, 8, True, 208)
+RS_M64_N256 = RSVariant(64, 4, 6, True, 120)  # 4 MMA warp groups of 120 registers
+RS_M128_N128 = RSVariant(128, 2, 6, True, 208)
+VARIANTS = (RS_M64_N128, RS_M64_N256, M256_N128, M256_N128_SK, RS_M128_N128)
+REGIMES = ((SMALL_M, (RS_M64_N128, RS_M64_N256)), (1 << 62, (M256_N128, M256_N128_SK, RS_M128_N128)))
 
 
-def variants_for(M: int) -> tuple[Variant, ...]:
-    """The variants the tuner times for M rows of x (REGIMES: the measured winners of M's regime)."""
+def variants_for(M: int) -> tuple:
+    """The variants (Variant, RSVariant) the tuner times for M rows of x (REGIMES: the measured winners of M's
+    regime)."""
     return next(table for top, table in REGIMES if M <= top)
+
+
+PATHS = ("gluon", "gluon_rs")  # quant_matmul's launch paths of Variant and RSVariant configurations
+
+
+def variant_of(config: dict):
+    """The Variant or RSVariant of a launch configuration (its "path": "gluon" or "gluon_rs")."""
+    return RSVariant.of(config) if config["path"] == "gluon_rs" else Variant.of(config)
 
 
 def supports(rows: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: Optional[torch.Tensor],
@@ -708,6 +789,223 @@ def _w4a16_ws_kernel(x_desc, w_desc, s_desc, z_desc, out_ptr, bias_ptr, ws_ptr, 
 
 
 # ---------------------------------------------------------------------------------------------
+# The register-A kernel (swap AB): MMA warp groups dequantize into the wgmma's A operand
+
+
+# [64 r, 8 j, 8 q] (k = 8 j + q) of a warp group's A tile for one k-step, as the wgmma A operand holds it (mma v3,
+# k_width 2): registers q bit 0, r + 8, j (k + 8, then the 16-wide k blocks); lanes q = 2 t (t = l % 4), r = l / 4;
+# warps r = 16 w
+_RS_A3 = gl.constexpr(gl.DistributedLinearLayout(
+    reg_bases=[[0, 0, 1], [8, 0, 0], [0, 1, 0], [0, 2, 0], [0, 4, 0]],
+    lane_bases=[[0, 0, 2], [0, 0, 4], [1, 0, 0], [2, 0, 0], [4, 0, 0]],
+    warp_bases=[[16, 0, 0], [32, 0, 0]], block_bases=[], shape=[64, 8, 8]))
+_RS_WORDS = gl.constexpr(gl.SliceLayout(2, _RS_A3))  # [64 r, 8 j]: a quad's 4 lanes the same words
+_RS_ROWS = gl.constexpr(gl.SliceLayout(1, _RS_WORDS))  # [64 r]
+_RS_Q = gl.constexpr(gl.SliceLayout(0, gl.SliceLayout(0, _RS_A3)))  # [8 q]
+# The A tile's row r holds weight row n = PI(r) = 16 (r // 16) + 2 (r % 8) + (r // 8) % 2, so that a thread's two rows
+# (r, r + 8) are adjacent weight rows. The stage's words [8 j, 64 n] and its scale (zero) row [1, 64 n] are loaded in
+# that physical order (each thread n and n + 1: the words as LDS.64, the scales as one pair), then permuted in
+# registers (`_rs_rows`; no data moves). (A permuted view of the words tile in shared memory is not read as TMA wrote
+# it: memdesc_trans of an unswizzled NVMMA layout, found in session 18.)
+_RS_WORDS_PHYS = gl.constexpr(gl.DistributedLinearLayout(
+    reg_bases=[[0, 1], [1, 0], [2, 0], [4, 0]], lane_bases=[[0, 0], [0, 0], [0, 2], [0, 4], [0, 8]],
+    warp_bases=[[0, 16], [0, 32]], block_bases=[], shape=[8, 64]))
+_RS_ROW_PHYS = gl.constexpr(gl.DistributedLinearLayout(
+    reg_bases=[[0, 1]], lane_bases=[[0, 0], [0, 0], [0, 2], [0, 4], [0, 8]], warp_bases=[[0, 16], [0, 32]],
+    block_bases=[], shape=[1, 64]))
+
+
+def _rs_asm(fp16: bool) -> str:
+    """PTX of one `inline_asm_elementwise` call with pack = 2 (the codes 2t, 2t + 1 of one word, i.e. byte t): $1 (=
+    $2) the word, $3 the PRMT selector of byte t, $5 the scale pair (s, s) as int32, $7 the pair -(magic + z); $0 the
+    two 16-bit floats. z = w >> 4; one PRMT puts byte t of w in byte 0 and byte t of z in byte 2; one LOP3 keeps the
+    low nibbles and sets the magic exponent (the pair magic + c); a packed fma subtracts magic + z exactly, a packed
+    multiply scales (one rounding): bit for bit dequantize(x.dtype), as `_dequant_asm`."""
+    kind, magic, one = ("f16x2", 0x6400, 0x3C00) if fp16 else ("bf16x2", 0x4300, 0x3F80)
+    return "\n".join(["{ .reg .b32 z, v, one;", f"mov.b32 one, {one << 16 | one:#010x};", "shr.b32 z, $1, 4;",
+                      "prmt.b32 v, $1, z, $3;", f"lop3.b32 v, v, 0x000F000F, {magic * 0x10001:#010x}, 0xEA;",
+                      f"fma.rn.{kind} v, v, one, $7;", f"mul.rn.{kind} $0, v, $5;", "}"])
+
+
+_RS_ASM_BF16, _RS_ASM_FP16 = gl.constexpr(_rs_asm(False)), gl.constexpr(_rs_asm(True))
+_RS_CONS = gl.constexpr("=r," + ",".join(["r"] * 8))
+
+
+@gluon.jit
+def _rs_rows(t):
+    """t [64] or [64, 8] from the physical row order (n) to the A tile's (r = PI^-1(n)): n's bits (n5 .. n0) become
+    (n5, n4, n0, n3, n2, n1)."""
+    if len(t.shape) == 1:
+        return gl.reshape(gl.permute(gl.reshape(t, [2, 2, 2, 2, 2, 2]), (0, 1, 5, 2, 3, 4)), [64])
+    else:
+        return gl.reshape(gl.permute(gl.reshape(t, [2, 2, 2, 2, 2, 2, 8]), (0, 1, 5, 2, 3, 4, 6)), [64, 8])
+
+
+@gluon.jit
+def _rs_row_values(slot, col0: gl.constexpr):
+    """The stage's scale (zero) row at columns col0 .. col0 + 63 as [64 r] in the A tile's row order."""
+    row = gl.reshape(slot.slice(col0, 64, dim=1).load(_RS_ROW_PHYS), [64])
+    return gl.convert_layout(_rs_rows(row), _RS_ROWS, assert_trivial=True)
+
+
+@gluon.jit
+def _rs_pairs(s_slot, z_slot, col0: gl.constexpr, HAS_ZERO: gl.constexpr, FP16: gl.constexpr):
+    """(scale pairs (s, s), pairs -(magic + z)) as int32 [64 r] of a group (symmetric: z = 8)."""
+    s_bits = _rs_row_values(s_slot, col0).to(gl.int16, bitcast=True).to(gl.int32) & 0xFFFF
+    NEG: gl.constexpr = 0xE400 if FP16 else 0xC300  # the sign and exponent of -magic
+    if HAS_ZERO:
+        nz = NEG | _rs_row_values(z_slot, col0).to(gl.int32)
+    else:
+        nz = gl.full([64], NEG | 8, gl.int32, _RS_ROWS)
+    return s_bits * 0x10001, nz * 0x10001
+
+
+@gluon.jit
+def _rs_step(acc, x_smem, w_smem, empty, i, s2, nz2, sel, col0: gl.constexpr, a_layout: gl.constexpr,
+             STAGES: gl.constexpr, FP16: gl.constexpr):
+    """Step i (its stage waited for by the caller): this warp group's A tile [64 r, 64 k] dequantized from the stage's
+    words with the group's pairs, times x's tile; the stage released once the MMA completed."""
+    slot = i % STAGES
+    words = w_smem.index(slot).slice(col0, 64, dim=1).load(_RS_WORDS_PHYS)
+    words = gl.convert_layout(_rs_rows(gl.permute(words, (1, 0))), _RS_WORDS, assert_trivial=True)
+    w3, q3 = gl.broadcast(gl.expand_dims(words, 2), gl.expand_dims(gl.expand_dims(sel, 0), 0))
+    s3, _ = gl.broadcast(gl.expand_dims(gl.expand_dims(s2, 1), 2), w3)
+    z3, _ = gl.broadcast(gl.expand_dims(gl.expand_dims(nz2, 1), 2), w3)
+    if FP16:
+        a3 = gl.inline_asm_elementwise(_RS_ASM_FP16, _RS_CONS, [w3, q3, s3, z3], dtype=gl.float16, is_pure=True,
+                                       pack=2)
+    else:
+        a3 = gl.inline_asm_elementwise(_RS_ASM_BF16, _RS_CONS, [w3, q3, s3, z3], dtype=gl.bfloat16, is_pure=True,
+                                       pack=2)
+    a = gl.convert_layout(gl.reshape(a3, [64, _BK]), a_layout, assert_trivial=True)
+    acc = warpgroup_mma(a, x_smem.index(slot).permute((1, 0)), acc, is_async=True)
+    # wait(0): with an MMA of register A in flight past the next step's dequantization (wait(1), also with two steps
+    # an iteration), ptxas of Triton 3.6 serialises every wgmma ("insufficient register resources", C7512, at any
+    # .maxnreg); the other warp groups overlap this one's wait
+    acc = warpgroup_mma_wait(0, deps=(acc, ))
+    mbarrier.arrive(empty.index(slot))
+    return acc
+
+
+@gluon.jit
+def _rs_loader(x_desc, w_desc, s_desc, z_desc, x_smem, w_smem, s_smem, z_smem, ready, empty, M, N, K,
+               BLOCK_N: gl.constexpr, STAGES: gl.constexpr, HAS_ZERO: gl.constexpr, STREAM_K: gl.constexpr):
+    """Per step, once its stage is released: x's [BM, 64] tile, the words [8, BLOCK_N], the group's scale (and zero)
+    row [1, BLOCK_N] into the stage, by TMA."""
+    BM: gl.constexpr = x_desc.block_type.shape[0]
+    BYTES: gl.constexpr = (x_desc.block_type.nbytes + w_desc.block_type.nbytes + s_desc.block_type.nbytes
+                           + (z_desc.block_type.nbytes if HAS_ZERO else 0))
+    rows, k_tiles, start, n_steps = _schedule(M, N, K, BM, BLOCK_N, STREAM_K)
+    tile, kk, pid_m, pid_n = _first(rows, k_tiles, start, STREAM_K)
+    for i in range(n_steps):
+        slot = i % STAGES
+        mbarrier.wait(empty.index(slot), ((i // STAGES) & 1) ^ 1)
+        bar = ready.index(slot)
+        mbarrier.expect(bar, BYTES)
+        tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * _BK], bar, x_smem.index(slot))
+        tma.async_copy_global_to_shared(w_desc, [kk * _WORDS, pid_n * BLOCK_N], bar, w_smem.index(slot))
+        tma.async_copy_global_to_shared(s_desc, [kk * _BK // _GROUP, pid_n * BLOCK_N], bar, s_smem.index(slot))
+        if HAS_ZERO:
+            tma.async_copy_global_to_shared(z_desc, [kk * _BK // _GROUP, pid_n * BLOCK_N], bar, z_smem.index(slot))
+        tile, kk, pid_m, pid_n = _next(tile, kk, pid_m, pid_n, rows, k_tiles, STREAM_K)
+
+
+@gluon.jit
+def _rs_consumer(x_smem, w_smem, s_smem, z_smem, ready, empty, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N, K,
+                 CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr, STAGES: gl.constexpr, HAS_ZERO: gl.constexpr,
+                 STREAM_K: gl.constexpr, HAS_BIAS: gl.constexpr):
+    """Warp group CONSUMER: weight rows 64 CONSUMER .. of each tile, its fp32 accumulator [64 r, BM] (out^T)."""
+    BM: gl.constexpr = x_smem.shape[1]
+    BLOCK_N: gl.constexpr = 64 * CONSUMERS
+    FP16: gl.constexpr = x_smem.dtype == gl.float16
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, BM, 16])
+    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
+    rows, k_tiles, start, n_steps = _schedule(M, N, K, BM, BLOCK_N, STREAM_K)
+    total2 = (rows * gl.cdiv(N, BLOCK_N)).to(gl.int64) * (k_tiles // 2)
+    r_idx = gl.arange(0, 64, layout=gl.SliceLayout(1, acc_layout))
+    m_idx = gl.arange(0, BM, layout=gl.SliceLayout(0, acc_layout))
+    offs = gl.expand_dims(r_idx, 1) * BM + gl.expand_dims(m_idx, 0)  # a workspace slot [64, BM]
+    t = gl.arange(0, 8, layout=_RS_Q) // 2
+    sel = t | (t << 4) | ((t + 4) << 8) | ((t + 4) << 12)  # PRMT: byte t of the word, byte t of the word >> 4
+    col0: gl.constexpr = 64 * CONSUMER
+    i = 0
+    while i < n_steps:
+        tile, k0 = _step(i, rows, k_tiles, start, STREAM_K)
+        seg = gl.minimum(k_tiles - k0, n_steps - i)
+        acc = gl.zeros([64, BM], gl.float32, acc_layout)
+        for g in range(seg // 2):  # a group (two steps: segments are whole groups) an iteration: its scales once
+            mbarrier.wait(ready.index(i % STAGES), (i // STAGES) & 1)
+            s2, nz2 = _rs_pairs(s_smem.index(i % STAGES), z_smem.index(i % STAGES), col0, HAS_ZERO, FP16)
+            acc = _rs_step(acc, x_smem, w_smem, empty, i, s2, nz2, sel, col0, a_layout, STAGES, FP16)
+            mbarrier.wait(ready.index((i + 1) % STAGES), ((i + 1) // STAGES) & 1)
+            acc = _rs_step(acc, x_smem, w_smem, empty, i + 1, s2, nz2, sel, col0, a_layout, STAGES, FP16)
+            i += 2
+        pid_n = tile // rows
+        pid_m = tile - pid_n * rows
+        final = True
+        if STREAM_K:
+            if (k0 > 0) | (k0 + seg < k_tiles):
+                acc, final = _fixup(acc, ws_ptr, cnt_ptr, offs, tile, start, k_tiles, total2, CONSUMER, CONSUMERS)
+        if final:
+            out_n = pid_n * BLOCK_N + col0 + (r_idx // 16) * 16 + (r_idx % 8) * 2 + (r_idx // 8) % 2  # PI(r)
+            out_m = pid_m * BM + m_idx
+            if HAS_BIAS:
+                bias = gl.load(bias_ptr + out_n, mask=out_n < N, other=0.0).to(gl.float32)
+                acc += gl.expand_dims(bias, 1)
+            ptrs = out_ptr + gl.expand_dims(out_m.to(gl.int64) * N, 0) + gl.expand_dims(out_n, 1)
+            mask = gl.expand_dims(out_n < N, 1) & gl.expand_dims(out_m < M, 0)
+            gl.store(ptrs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@gluon.jit(do_not_specialize=["M"])  # M only bounds loops and masks: one compiled kernel for every M
+def _w4a16_rs_kernel(x_desc, w_desc, s_desc, z_desc, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N, K,
+                     CONSUMERS: gl.constexpr, STAGES: gl.constexpr, HAS_ZERO: gl.constexpr, HAS_BIAS: gl.constexpr,
+                     STREAM_K: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
+    """The register-A kernel (module docstring): consumer 0 is the default partition (num_warps = 4); the other
+    consumers and the loader are workers. z_desc: the scales' without zero points; bias_ptr: the output's without a
+    bias; ws_ptr / cnt_ptr: stream-K's workspace and counters (placeholders otherwise). out [M, N] contiguous."""
+    BM: gl.constexpr = x_desc.block_type.shape[0]
+    BLOCK_N: gl.constexpr = 64 * CONSUMERS
+    x_smem = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, _BK], x_desc.layout)
+    w_smem = gl.allocate_shared_memory(gl.int32, [STAGES] + w_desc.block_type.shape, w_desc.layout)
+    s_smem = gl.allocate_shared_memory(s_desc.dtype, [STAGES] + s_desc.block_type.shape, s_desc.layout)
+    if HAS_ZERO:
+        z_smem = gl.allocate_shared_memory(z_desc.dtype, [STAGES] + z_desc.block_type.shape, z_desc.layout)
+    else:
+        z_smem = s_smem  # not read
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)  # the loader's expect; the TMA bytes complete the phase
+        mbarrier.init(empty.index(s), count=CONSUMERS)  # one elected arrive per consumer
+    fence_async_shared()
+    # the partitions' arguments inline: a tuple bound to a name would turn its constexprs into tensors
+    if CONSUMERS == 2:
+        gl.warp_specialize([
+            (_rs_consumer, (x_smem, w_smem, s_smem, z_smem, ready, empty, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
+                            K, 0, CONSUMERS, STAGES, HAS_ZERO, STREAM_K, HAS_BIAS)),
+            (_rs_consumer, (x_smem, w_smem, s_smem, z_smem, ready, empty, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
+                            K, 1, CONSUMERS, STAGES, HAS_ZERO, STREAM_K, HAS_BIAS)),
+            (_rs_loader, (x_desc, w_desc, s_desc, z_desc, x_smem, w_smem, s_smem, z_smem, ready, empty, M, N, K,
+                          BLOCK_N, STAGES, HAS_ZERO, STREAM_K)),
+        ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
+    else:
+        gl.warp_specialize([
+            (_rs_consumer, (x_smem, w_smem, s_smem, z_smem, ready, empty, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
+                            K, 0, CONSUMERS, STAGES, HAS_ZERO, STREAM_K, HAS_BIAS)),
+            (_rs_consumer, (x_smem, w_smem, s_smem, z_smem, ready, empty, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
+                            K, 1, CONSUMERS, STAGES, HAS_ZERO, STREAM_K, HAS_BIAS)),
+            (_rs_consumer, (x_smem, w_smem, s_smem, z_smem, ready, empty, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
+                            K, 2, CONSUMERS, STAGES, HAS_ZERO, STREAM_K, HAS_BIAS)),
+            (_rs_consumer, (x_smem, w_smem, s_smem, z_smem, ready, empty, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
+                            K, 3, CONSUMERS, STAGES, HAS_ZERO, STREAM_K, HAS_BIAS)),
+            (_rs_loader, (x_desc, w_desc, s_desc, z_desc, x_smem, w_smem, s_smem, z_smem, ready, empty, M, N, K,
+                          BLOCK_N, STAGES, HAS_ZERO, STREAM_K)),
+        ], [4, 4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, CONSUMER_REGS, LOADER_REGS])
+
+
+# ---------------------------------------------------------------------------------------------
 # Host side
 
 
@@ -755,7 +1053,8 @@ class QuantWSPlan:
         N = packed.shape[1]
         lay, box = layouts(v, rows.dtype), boxes(v)
         z_key = "s" if zeros is None else "z"  # without zeros the scale pairs' descriptor stands in
-        views = {"x": ([M, K], [rows.stride(0), 1]), "w": ([K // 8, N], [N, 1]), "s": ([K // GROUP, N // 2], [N // 2, 1]),
+        views = {"x": ([M, K], [rows.stride(0), 1]), "w": ([K // 8, N], [N, 1]),
+                 "s": ([K // GROUP, N // 2], [N // 2, 1]),
                  "z": ([K // GROUP, N // 2], [N // 2, 1])}
         self.launch = GluonLaunch(_w4a16_ws_kernel, (v.programs(M, N, K, num_sms),),
                                   [(*views[k], box[k], lay[k]) for k in ("x", "w", "s", z_key)],
@@ -771,3 +1070,42 @@ class QuantWSPlan:
         partials = torch.empty(self.partials, device=self.device, dtype=torch.float32)
         self.launch((rows, packed, s, z), out, out if bias is None else bias, partials,
                     arrival_counters(self.device, self.counters), *self.sizes)
+
+
+class QuantRSPlan:
+    """The launch of _w4a16_rs_kernel with variant v for one call's shapes, strides and dtypes, as QuantWSPlan (its
+    calls, workspace and counters alike): x [M, K], the words [K / 8, N], the scales [K / G, N] (and zeros) by TMA."""
+
+    __slots__ = ("sizes", "launch", "partials", "counters", "device")
+
+    def __init__(self, v: RSVariant, rows: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor,
+                 zeros: Optional[torch.Tensor], bias: Optional[torch.Tensor], num_sms: int):
+        M, K = rows.shape
+        N = packed.shape[1]
+        unswizzled = lambda bits: gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=bits, rank=2)  # noqa
+        x = ([M, K], [rows.stride(0), 1], [v.block_m, BLOCK_K],
+             gl.NVMMASharedLayout.get_default_for([v.block_m, BLOCK_K], GL_DTYPES[rows.dtype]))
+        w = ([K // 8, N], [N, 1], [WORDS, v.block_n], unswizzled(32))
+        s = ([K // GROUP, N], [N, 1], [1, v.block_n], unswizzled(16))
+        z = s if zeros is None else ([K // GROUP, N], [N, 1], [1, v.block_n], unswizzled(8))
+        self.launch = GluonLaunch(_w4a16_rs_kernel, (v.programs(M, N, K, num_sms),), [x, w, s, z],
+                                  dict(CONSUMERS=v.consumers, STAGES=v.stages, HAS_ZERO=zeros is not None,
+                                       HAS_BIAS=bias is not None, STREAM_K=v.stream_k,
+                                       CONSUMER_REGS=v.consumer_regs or 24, LOADER_REGS=v.loader_regs),
+                                  rows.device.index)
+        self.sizes = (M, N, K)
+        self.device = rows.device
+        self.partials = self.launch.grid[0] * 2 * v.block_m * v.block_n if v.stream_k else 1
+        self.counters = v.tiles(M, N) * v.consumers if v.stream_k else 1
+
+    def __call__(self, rows, packed, scales, zeros, bias, out) -> None:
+        partials = torch.empty(self.partials, device=self.device, dtype=torch.float32)
+        self.launch((rows, packed, scales, scales if zeros is None else zeros), out, out if bias is None else bias,
+                    partials, arrival_counters(self.device, self.counters), *self.sizes)
+
+
+def plan(config: dict, rows: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: Optional[torch.Tensor],
+         bias: Optional[torch.Tensor], num_sms: int):
+    """The plan (QuantWSPlan or QuantRSPlan) of a Gluon launch configuration for this call."""
+    v = variant_of(config)
+    return (QuantRSPlan if isinstance(v, RSVariant) else QuantWSPlan)(v, rows, packed, scales, zeros, bias, num_sms)
