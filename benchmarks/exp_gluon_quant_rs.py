@@ -100,17 +100,14 @@ class RSCall:
 def _signature(v: RSVariant, has_zero: bool, dtype=torch.bfloat16) -> tuple[dict, dict, dict]:
     """(signature, constexprs, attrs) of the kernel for an offline compile, as a GPU launch on aligned tensors."""
     xt = {torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
-    unswizzled = lambda bits: qsm90.gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=bits, rank=2)  # noqa
-    x_layout = qsm90.gl.NVMMASharedLayout.get_default_for([v.block_m, 64], qsm90.GL_DTYPES[dtype])
-    descs = dict(x=(xt, [v.block_m, 64], x_layout), w=("i32", [8, v.block_n], unswizzled(32)),
-                 s=(xt, [1, v.block_n], unswizzled(16)), z=("u8", [1, v.block_n], unswizzled(8)))
+    types, boxes = dict(x=xt, w="i32", s=xt, z="u8"), v.boxes(dtype)
     sig = {}
     for k in "xwsz":
-        t, box, lay = descs[k if (k != "z" or has_zero) else "s"]
-        sig[f"{k}_desc"] = f"tensordesc<{t}{box},{lay!r}>"
+        kk = k if (k != "z" or has_zero) else "s"
+        box, lay = boxes[kk]
+        sig[f"{k}_desc"] = f"tensordesc<{types[kk]}{box},{lay!r}>"
     sig.update(out_ptr=f"*{xt}", bias_ptr=f"*{xt}", ws_ptr="*fp32", cnt_ptr="*i32", M="i32", N="i32", K="i32")
-    consts = dict(CONSUMERS=v.consumers, STAGES=v.stages, HAS_ZERO=has_zero, HAS_BIAS=False, STREAM_K=v.stream_k,
-                  CONSUMER_REGS=v.consumer_regs or 24, LOADER_REGS=v.loader_regs)
+    consts = v.constexprs(has_zero, False)
     sig.update({name: "constexpr" for name in consts})
     names = list(sig)
     aligned = ("out_ptr", "bias_ptr", "ws_ptr", "cnt_ptr", "N", "K")

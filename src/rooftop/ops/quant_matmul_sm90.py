@@ -282,6 +282,19 @@ class RSVariant:
     tiles = Variant.tiles
     programs = Variant.programs
 
+    def boxes(self, dtype: torch.dtype) -> dict:
+        """(TMA box, shared layout) of x (dtype), the words, the scales (dtype) and the zero points: x's tile
+        128-byte swizzled (the wgmma's B operand), the others unswizzled (read by ordinary shared loads)."""
+        unswizzled = lambda bits: gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=bits, rank=2)  # noqa
+        return dict(x=([self.block_m, BLOCK_K],
+                       gl.NVMMASharedLayout.get_default_for([self.block_m, BLOCK_K], GL_DTYPES[dtype])),
+                    w=([WORDS, self.block_n], unswizzled(32)), s=([1, self.block_n], unswizzled(16)),
+                    z=([1, self.block_n], unswizzled(8)))
+
+    def constexprs(self, has_zero: bool, has_bias: bool) -> dict:
+        return dict(CONSUMERS=self.consumers, STAGES=self.stages, HAS_ZERO=has_zero, HAS_BIAS=has_bias,
+                    STREAM_K=self.stream_k, CONSUMER_REGS=self.consumer_regs or 24, LOADER_REGS=self.loader_regs)
+
     def config(self) -> dict:
         """quant_matmul's launch configuration (JSON-able, for its tuner) of this variant."""
         return dict(path="gluon_rs", BLOCK_M=self.block_m, CONSUMERS=self.consumers, STAGES=self.stages,
@@ -1082,17 +1095,13 @@ class QuantRSPlan:
                  zeros: Optional[torch.Tensor], bias: Optional[torch.Tensor], num_sms: int):
         M, K = rows.shape
         N = packed.shape[1]
-        unswizzled = lambda bits: gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=bits, rank=2)  # noqa
-        x = ([M, K], [rows.stride(0), 1], [v.block_m, BLOCK_K],
-             gl.NVMMASharedLayout.get_default_for([v.block_m, BLOCK_K], GL_DTYPES[rows.dtype]))
-        w = ([K // 8, N], [N, 1], [WORDS, v.block_n], unswizzled(32))
-        s = ([K // GROUP, N], [N, 1], [1, v.block_n], unswizzled(16))
-        z = s if zeros is None else ([K // GROUP, N], [N, 1], [1, v.block_n], unswizzled(8))
-        self.launch = GluonLaunch(_w4a16_rs_kernel, (v.programs(M, N, K, num_sms),), [x, w, s, z],
-                                  dict(CONSUMERS=v.consumers, STAGES=v.stages, HAS_ZERO=zeros is not None,
-                                       HAS_BIAS=bias is not None, STREAM_K=v.stream_k,
-                                       CONSUMER_REGS=v.consumer_regs or 24, LOADER_REGS=v.loader_regs),
-                                  rows.device.index)
+        box = v.boxes(rows.dtype)
+        views = dict(x=([M, K], [rows.stride(0), 1]), w=([K // 8, N], [N, 1]), s=([K // GROUP, N], [N, 1]),
+                     z=([K // GROUP, N], [N, 1]))
+        z_key = "s" if zeros is None else "z"  # without zeros the scales' descriptor stands in
+        self.launch = GluonLaunch(_w4a16_rs_kernel, (v.programs(M, N, K, num_sms),),
+                                  [(*views[k], *box[k]) for k in ("x", "w", "s", z_key)],
+                                  v.constexprs(zeros is not None, bias is not None), rows.device.index)
         self.sizes = (M, N, K)
         self.device = rows.device
         self.partials = self.launch.grid[0] * 2 * v.block_m * v.block_n if v.stream_k else 1
