@@ -79,16 +79,24 @@ from rooftop.ops import quant_matmul_sm90 as qsm90  # noqa: E402
 from rooftop.ops.quant_matmul_sm90 import GROUP, RSVariant  # noqa: E402
 
 VARIANTS = (qsm90.RS_M64_N128, qsm90.RS_M64_N256, qsm90.RS_M128_N128, RSVariant(256, 2, 4, True, 232))
-SHAPES = ((4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192))
+# session 19: tiles of 8-32 rows of x (wgmma n = 8-32) for M <= 32, deeper rings (a stage 7-13 KB)
+SMALL_VARIANTS = (RSVariant(8, 4, 20, True, 120), RSVariant(8, 2, 24, True, 208), RSVariant(16, 4, 18, True, 120),
+                  RSVariant(16, 2, 24, True, 208), RSVariant(32, 4, 14, True, 120), RSVariant(32, 2, 20, True, 208))
+# a shallow ring and the data-parallel form of the 64 x 128 variant (what a call costs beside its k-steps)
+RING_VARIANTS = (RSVariant(64, 2, 3, True, 208), RSVariant(64, 2, 8, False, 208))
+SHAPES = ((28672, 8192), (14336, 4096), (4096, 14336), (4096, 4096))  # the largest first (a budget cuts the last)
 
 
 class RSCall:
     """x @ dequantize(qw).T by the register-A kernel with variant v (qsm90.QuantRSPlan, made once); a call allocates
     the output and launches once."""
 
-    def __init__(self, x: torch.Tensor, qw, v: RSVariant, sms: int, bias=None):
+    def __init__(self, x: torch.Tensor, qw, v: RSVariant, sms: int, bias=None, programs: int = 0):
         self.args = (x, qw.packed, qw.scales, qw.zeros, bias)
         self.plan = qsm90.QuantRSPlan(v, x, qw.packed, qw.scales, qw.zeros, bias, sms)
+        if programs:  # another persistent grid than the plan's (stream-K shares the units among any number)
+            self.plan.launch.grid = (programs,)
+            self.plan.partials = programs * 2 * v.block_m * v.block_n
 
     def __call__(self) -> torch.Tensor:
         M, N, _ = self.plan.sizes
@@ -132,15 +140,27 @@ def compile_only(variants=VARIANTS) -> None:
                   f"k-loops (a group, 2 steps): {desc} [{time.time() - t0:.0f} s]", flush=True)
 
 
-def measure(out_dir: str, batches=(16, 64, 256), budget_s: float = 150.0) -> None:
+def measure(out_dir: str, batches=(1, 16, 64), budget_s: float = 150.0, with_library: bool = False,
+            shapes=SHAPES, names=None, grids: bool = False) -> None:
     """Per shape and M: cuBLAS on the dequantized weight, exp_gluon_quant_ws.py's variants for M, then each RS variant
     (checked against x @ qw.dequantize(bf16).T, then timed: graph replay, L2 flushed)."""
     import torch.nn.functional as F
 
     from exp_gluon_quant_ws import VARIANTS as WS_VARIANTS, W4A16Call, _pick
     from gluon_sm90 import wait_or_exit
+    from rooftop.ops import quant_matmul as qm
     from rooftop.ops._autotune import time_ms
     from rooftop.ops.quant_matmul import quantize_weight
+
+    def library(x, qw):
+        """quant_matmul tuned without the Gluon kernels (its GEMV, mma.sync and Triton paths): what M <= 16 ran
+        before session 19."""
+        qm.GLUON_ENABLED = False
+        try:
+            qm.quant_matmul(x, qw)
+        finally:
+            qm.GLUON_ENABLED = True
+        return lambda: qm.quant_matmul(x, qw)
 
     os.makedirs(out_dir, exist_ok=True)
     t_start = time.monotonic()
@@ -152,7 +172,7 @@ def measure(out_dir: str, batches=(16, 64, 256), budget_s: float = 150.0) -> Non
         with open(f"{out_dir}/exp-gluon-quant-rs.json", "w") as f:
             json.dump(rows, f, indent=1)
 
-    for N, K in SHAPES:
+    for N, K in shapes:
         w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16) * K**-0.5
         for zeros in ((True, False) if N == 4096 and K == 4096 else (True,)):
             qw = quantize_weight(w, 4, GROUP, symmetric=not zeros)
@@ -163,9 +183,18 @@ def measure(out_dir: str, batches=(16, 64, 256), budget_s: float = 150.0) -> Non
                 x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
                 ref = x.float() @ w_dq.float().t()
                 cands = [("cublas", lambda: F.linear(x, w_dq))]
-                if zeros:
+                if with_library and zeros and M <= 16:
+                    cands.append(("library_triton", library(x, qw)))
+                if zeros and M > 16:
                     cands += [(v.name, W4A16Call(x, qw, v, sms)) for v in WS_VARIANTS if _pick(v, M)]
-                cands += [(v.name, RSCall(x, qw, v, sms)) for v in VARIANTS if v.block_m <= 64 or M > 64]
+                cands += [(v.name, RSCall(x, qw, v, sms)) for v in VARIANTS + SMALL_VARIANTS + RING_VARIANTS
+                          if M / 2 <= v.block_m <= max(16, M)]
+                if grids:  # the 64 x 128 stream-K variant over other grids: a program a tile, two, the SMs
+                    v = qsm90.RS_M64_N128
+                    tiles = v.tiles(M, N)
+                    cands += [(f"{v.name}_p{p}", RSCall(x, qw, v, sms, p)) for p in (tiles, 2 * tiles, sms)]
+                cands = [c for c in cands if names is None or c[0] in names or c[0] == "cublas"
+                         or (grids and "_p" in c[0])]
                 base = None
                 for name, fn in cands:
                     row = dict(shape=[M, N, K], zeros=zeros, provider=name)
@@ -182,15 +211,15 @@ def measure(out_dir: str, batches=(16, 64, 256), budget_s: float = 150.0) -> Non
                             base = row["us"] if name == "cublas" else base
                             row["vs_cublas"] = round(base / row["us"], 3) if base else None
                     except Exception as e:
-                        row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+                        row["error"] = f"{type(e).__name__}: {str(e)[:200]} .. {str(e)[-500:]}"
                     print(json.dumps(row), flush=True)
                     save()
-    print(f"\n{'provider':28}" + "".join(f"{f'{M}x{N}x{K}':>17}" for M in batches for N, K in SHAPES))
+    print(f"\n{'provider':28}" + "".join(f"{f'{M}x{N}x{K}':>17}" for M in batches for N, K in shapes))
     for p in dict.fromkeys(r["provider"] for r in rows):
         cells = {(r["shape"][0], r["shape"][1], r["shape"][2]): r for r in rows if r["provider"] == p and r["zeros"]}
         line = f"{p:28}"
         for M in batches:
-            for N, K in SHAPES:
+            for N, K in shapes:
                 r = cells.get((M, N, K), {})
                 text = f"{r['us']:.1f} {r.get('vs_cublas') or 0:.2f}x" if "us" in r else r.get("error", "-")[:12]
                 line += f"{text:>17}"
@@ -202,10 +231,17 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("out", nargs="?", default="gluon-quant-rs")
     parser.add_argument("--compile-only", action="store_true")
-    parser.add_argument("--batches", default="16,64,256")
+    parser.add_argument("--batches", default="1,16,64")
     parser.add_argument("--budget", type=float, default=150.0)
+    parser.add_argument("--library", action="store_true", help="M <= 16: quant_matmul tuned without Gluon too")
+    parser.add_argument("--shapes", help="NxK,NxK (default: the four benchmark shapes)")
+    parser.add_argument("--variants", help="variant names to run (default: those of each M)")
+    parser.add_argument("--grids", action="store_true", help="the 64 x 128 stream-K variant over other grids too")
     args = parser.parse_args()
     if args.compile_only:
-        compile_only()
+        compile_only(VARIANTS + SMALL_VARIANTS)
     else:
-        measure(args.out, tuple(int(b) for b in args.batches.split(",")), args.budget)
+        shapes = (tuple(tuple(map(int, s.split("x"))) for s in args.shapes.split(",")) if args.shapes
+                  else SHAPES)
+        measure(args.out, tuple(int(b) for b in args.batches.split(",")), args.budget, args.library, shapes,
+                args.variants.split(",") if args.variants else None, args.grids)

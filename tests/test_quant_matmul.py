@@ -497,44 +497,49 @@ def test_gluon_supports_layouts():
     assert not ok(torch.randn(1024, dtype=torch.bfloat16).expand(100, 1024))  # a broadcast x (row stride 0)
 
 
-# The kernel of one 256 x 128 variant (two consumers, one dequantizer; zero points, bf16) compiled for sm_90 as its
-# launch compiles it (GluonLaunch: dropping_marked_barriers), in a process of its own (not under Triton's
-# interpreter, which the tests run under on a machine without a GPU); prints the PTX's named barriers with LEAN
-# False, then True.
+# A 256 x 128 variant of the store-through-shared-memory kernel (two consumers, one dequantizer) and a 64 x 128 one
+# of the register-A kernel (two MMA warp groups), zero points, bf16, compiled for sm_90 as their launches compile
+# them (GluonLaunch: dropping_marked_barriers), in a process of its own (not under Triton's interpreter, which the
+# tests run under on a machine without a GPU); prints each one's PTX named barriers with LEAN False, then True.
 _BARRIERS_SCRIPT = """
 import re
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
-from rooftop.ops import quant_matmul_sm90 as q, softmax_sm90
+from rooftop.ops import quant_matmul_sm90 as q
 from rooftop.ops._support import dropping_marked_barriers
 
-v, box, lay = q.M256_N128, q.boxes(q.M256_N128), q.layouts(q.M256_N128, q.torch.bfloat16)
-types = dict(x="bf16", w="i32", s="i32", z="i16")
-for lean in (False, True):
-    softmax_sm90.LEAN_BARRIERS = lean
-    consts = q.constexprs(v, True, False)
-    sig = {f"{k}_desc": f"tensordesc<{types[k]}{box[k]},{lay[k]!r}>" for k in "xwsz"}
-    sig.update(out_ptr="*bf16", bias_ptr="*bf16", ws_ptr="*fp32", cnt_ptr="*i32", M="i32", N="i32", K="i32")
-    sig.update({name: "constexpr" for name in consts})
-    with dropping_marked_barriers():
-        source = GluonASTSource(q._w4a16_ws_kernel, sig, consts, {})
-        ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4)).asm["ptx"]
-    print(len(re.findall(r"\\n\\s*(?:bar|barrier)\\.sync", ptx)))
+ws, rs = q.M256_N128, q.RS_M64_N128
+ws_boxes = {k: (b, q.layouts(ws, q.torch.bfloat16)[k]) for k, b in q.boxes(ws).items()}
+kernels = ((q._w4a16_ws_kernel, ws_boxes, dict(x="bf16", w="i32", s="i32", z="i16"), q.constexprs(ws, True, False)),
+           (q._w4a16_rs_kernel, rs.boxes(q.torch.bfloat16), dict(x="bf16", w="i32", s="bf16", z="u8"),
+            rs.constexprs(True, False)))
+for kernel, boxes, types, consts in kernels:
+    for lean in (False, True):
+        consts = dict(consts, LEAN=lean)
+        sig = {f"{k}_desc": f"tensordesc<{types[k]}{boxes[k][0]},{boxes[k][1]!r}>" for k in "xwsz"}
+        sig.update(out_ptr="*bf16", bias_ptr="*bf16", ws_ptr="*fp32", cnt_ptr="*i32", M="i32", N="i32", K="i32")
+        sig.update({name: "constexpr" for name in consts})
+        with dropping_marked_barriers():
+            source = GluonASTSource(kernel, sig, consts, {})
+            ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4)).asm["ptx"]
+        print(len(re.findall(r"\\n\\s*(?:bar|barrier)\\.sync", ptx)))
 """
 
 
-def test_gluon_kernel_loses_the_barriers_its_protocol_does_not_need():
-    """Of the partition barriers Triton 3.6's Membar puts in the kernel, the dequantizer's loop loses 7 (before the
-    words' wait, before the refill's expect and each of its 3 TMA copies, before each step's stores of B) and each
-    of the two consumers' k-step loops 1 (before its waits); the arrives' own barriers are kept (quant_matmul_sm90's
-    docstring)."""
+def test_gluon_kernels_lose_the_barriers_their_protocols_do_not_need():
+    """Of the partition barriers Triton 3.6's Membar puts in the kernels: the store-through-shared-memory kernel's
+    dequantizer loop loses 7 (before the words' wait, before the refill's expect and each of its 3 TMA copies,
+    before each step's stores of B) and each of its two consumers' k-step loops 1 (before its waits); each MMA warp
+    group of the register-A kernel 2 (before each of a group's two waits). The arrives' own barriers are kept
+    (quant_matmul_sm90's docstring)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", _BARRIERS_SCRIPT], env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    full, lean = map(int, done.stdout.split())
-    assert lean == full - 9, (full, lean)
+    ws_full, ws_lean, rs_full, rs_lean = map(int, done.stdout.split())
+    assert ws_lean == ws_full - 9, (ws_full, ws_lean)
+    assert rs_lean == rs_full - 4, (rs_full, rs_lean)
 
 
 def test_gluon_plan_descriptors():

@@ -164,6 +164,16 @@ logs/h200-2026-12-01-s18/exp-quant-rs-v2.log, the other kernel's variants in the
            x 4096 and 28672 x 8192: 58.4, 195.7)
 Nsight Compute (its first form, before the adjacent rows): issue- and latency-bound (21% issuing, 22% in the wgmma
 wait and the arrive's bar.sync); L1 44%, L2 32%, DRAM 23% at 64 x 28672 x 8192.
+Session 19: the barrier Membar puts before each ready wait is dropped (LEAN, as the other kernel's: the arrive's
+bar.sync keeps a warp group's warps in phase), 2 of a group's 12. Tiles of 8 to 32 rows of x (wgmma n = 8-32) run
+correctly but lost at M = 1 and 16 to the GEMV and mma.sync paths (exp-quant-rs-small.log, L2 flushed: 1 x 28672 x 8192
+67.8 us with 8-row tiles against 48.4, 16 x 28672 x 8192 68.6 with 16-row tiles against 59.4): a warp group's steps
+run in series (wait, dequantize, MMA, wait(0), arrive), latency-bound at 4 warps a scheduler whatever the MMA's
+size; RSVariant takes them for experiments, the library's variants keep 64 rows and more. Stream-K costs a call
+~4-9 us beside data-parallel tiles (64 x 14336 x K, RS_M64_N128: K = 256 19.2 against 9.9 us, K = 4096 33.7
+against 29.6 where data-parallel runs 112 tiles on 132 SMs; exp-quant-intercept.log): Nsight Compute at K = 256 has
+the SMs active half the kernel's time (13.2 of 26.3 k cycles; data-parallel 61%), the fix-up's atomic (MEMBAR.GPU,
+the result broadcast through a bar.sync) and the partials' sums among its stalls (ncu-source-rs_m64n128_k256.csv.gz).
 """
 from __future__ import annotations
 
@@ -263,8 +273,8 @@ class RSVariant:
     loader_regs: int = 24
 
     def __post_init__(self):
-        if self.block_m not in (64, 128, 256) or self.consumers not in (2, 4):
-            raise ValueError(f"block_m: 64, 128 or 256 rows; consumers: 2 or 4 ({self})")
+        if self.block_m not in (8, 16, 32, 64, 128, 256) or self.consumers not in (2, 4):
+            raise ValueError(f"block_m: 8 to 256 rows, a power of two; consumers: 2 or 4 ({self})")
 
     @property
     def block_n(self) -> int:
@@ -293,7 +303,8 @@ class RSVariant:
 
     def constexprs(self, has_zero: bool, has_bias: bool) -> dict:
         return dict(CONSUMERS=self.consumers, STAGES=self.stages, HAS_ZERO=has_zero, HAS_BIAS=has_bias,
-                    STREAM_K=self.stream_k, CONSUMER_REGS=self.consumer_regs or 24, LOADER_REGS=self.loader_regs)
+                    STREAM_K=self.stream_k, CONSUMER_REGS=self.consumer_regs or 24, LOADER_REGS=self.loader_regs,
+                    LEAN=softmax_sm90.LEAN_BARRIERS)
 
     def config(self) -> dict:
         """quant_matmul's launch configuration (JSON-able, for its tuner) of this variant."""
@@ -926,7 +937,7 @@ def _rs_loader(x_desc, w_desc, s_desc, z_desc, x_smem, w_smem, s_smem, z_smem, r
 @gluon.jit
 def _rs_consumer(x_smem, w_smem, s_smem, z_smem, ready, empty, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N, K,
                  CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr, STAGES: gl.constexpr, HAS_ZERO: gl.constexpr,
-                 STREAM_K: gl.constexpr, HAS_BIAS: gl.constexpr):
+                 STREAM_K: gl.constexpr, HAS_BIAS: gl.constexpr, LEAN: gl.constexpr):
     """Warp group CONSUMER: weight rows 64 CONSUMER .. of each tile, its fp32 accumulator [64 r, BM] (out^T)."""
     BM: gl.constexpr = x_smem.shape[1]
     BLOCK_N: gl.constexpr = 64 * CONSUMERS
@@ -948,9 +959,11 @@ def _rs_consumer(x_smem, w_smem, s_smem, z_smem, ready, empty, out_ptr, bias_ptr
         seg = gl.minimum(k_tiles - k0, n_steps - i)
         acc = gl.zeros([64, BM], gl.float32, acc_layout)
         for g in range(seg // 2):  # a group (two steps: segments are whole groups) an iteration: its scales once
+            barrier_not_needed(i, LEAN)  # Membar's after the last arrive (whose bar.sync keeps every warp in phase)
             mbarrier.wait(ready.index(i % STAGES), (i // STAGES) & 1)
             s2, nz2 = _rs_pairs(s_smem.index(i % STAGES), z_smem.index(i % STAGES), col0, HAS_ZERO, FP16)
             acc = _rs_step(acc, x_smem, w_smem, empty, i, s2, nz2, sel, col0, a_layout, STAGES, FP16)
+            barrier_not_needed(i, LEAN)
             mbarrier.wait(ready.index((i + 1) % STAGES), ((i + 1) // STAGES) & 1)
             acc = _rs_step(acc, x_smem, w_smem, empty, i + 1, s2, nz2, sel, col0, a_layout, STAGES, FP16)
             i += 2
@@ -974,7 +987,8 @@ def _rs_consumer(x_smem, w_smem, s_smem, z_smem, ready, empty, out_ptr, bias_ptr
 @gluon.jit(do_not_specialize=["M"])  # M only bounds loops and masks: one compiled kernel for every M
 def _w4a16_rs_kernel(x_desc, w_desc, s_desc, z_desc, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N, K,
                      CONSUMERS: gl.constexpr, STAGES: gl.constexpr, HAS_ZERO: gl.constexpr, HAS_BIAS: gl.constexpr,
-                     STREAM_K: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
+                     STREAM_K: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
+                     LEAN: gl.constexpr):
     """The register-A kernel (module docstring): consumer 0 is the default partition (num_warps = 4); the other
     consumers and the loader are workers. z_desc: the scales' without zero points; bias_ptr: the output's without a
     bias; ws_ptr / cnt_ptr: stream-K's workspace and counters (placeholders otherwise). out [M, N] contiguous."""
@@ -997,22 +1011,22 @@ def _w4a16_rs_kernel(x_desc, w_desc, s_desc, z_desc, out_ptr, bias_ptr, ws_ptr, 
     if CONSUMERS == 2:
         gl.warp_specialize([
             (_rs_consumer, (x_smem, w_smem, s_smem, z_smem, ready, empty, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
-                            K, 0, CONSUMERS, STAGES, HAS_ZERO, STREAM_K, HAS_BIAS)),
+                            K, 0, CONSUMERS, STAGES, HAS_ZERO, STREAM_K, HAS_BIAS, LEAN)),
             (_rs_consumer, (x_smem, w_smem, s_smem, z_smem, ready, empty, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
-                            K, 1, CONSUMERS, STAGES, HAS_ZERO, STREAM_K, HAS_BIAS)),
+                            K, 1, CONSUMERS, STAGES, HAS_ZERO, STREAM_K, HAS_BIAS, LEAN)),
             (_rs_loader, (x_desc, w_desc, s_desc, z_desc, x_smem, w_smem, s_smem, z_smem, ready, empty, M, N, K,
                           BLOCK_N, STAGES, HAS_ZERO, STREAM_K)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
     else:
         gl.warp_specialize([
             (_rs_consumer, (x_smem, w_smem, s_smem, z_smem, ready, empty, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
-                            K, 0, CONSUMERS, STAGES, HAS_ZERO, STREAM_K, HAS_BIAS)),
+                            K, 0, CONSUMERS, STAGES, HAS_ZERO, STREAM_K, HAS_BIAS, LEAN)),
             (_rs_consumer, (x_smem, w_smem, s_smem, z_smem, ready, empty, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
-                            K, 1, CONSUMERS, STAGES, HAS_ZERO, STREAM_K, HAS_BIAS)),
+                            K, 1, CONSUMERS, STAGES, HAS_ZERO, STREAM_K, HAS_BIAS, LEAN)),
             (_rs_consumer, (x_smem, w_smem, s_smem, z_smem, ready, empty, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
-                            K, 2, CONSUMERS, STAGES, HAS_ZERO, STREAM_K, HAS_BIAS)),
+                            K, 2, CONSUMERS, STAGES, HAS_ZERO, STREAM_K, HAS_BIAS, LEAN)),
             (_rs_consumer, (x_smem, w_smem, s_smem, z_smem, ready, empty, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N,
-                            K, 3, CONSUMERS, STAGES, HAS_ZERO, STREAM_K, HAS_BIAS)),
+                            K, 3, CONSUMERS, STAGES, HAS_ZERO, STREAM_K, HAS_BIAS, LEAN)),
             (_rs_loader, (x_desc, w_desc, s_desc, z_desc, x_smem, w_smem, s_smem, z_smem, ready, empty, M, N, K,
                           BLOCK_N, STAGES, HAS_ZERO, STREAM_K)),
         ], [4, 4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, CONSUMER_REGS, LOADER_REGS])
