@@ -325,9 +325,10 @@ M256_N128 = Variant(256, 128, 2, 1, 4, 3, False, 200, 88)  # one 256 x 128 tile 
 M256_N128_SK = Variant(256, 128, 2, 1, 4, 3, True, 200, 88)
 RS_M64_N128 = RSVariant(64, 2, 8, True, 208)
 RS_M64_N256 = RSVariant(64, 4, 6, True, 120)  # 4 MMA warp groups of 120 registers
+RS_M64_N128_DP = RSVariant(64, 2, 8, False, 208)  # data-parallel: no stream-K fix-up where the tiles fill a wave
 RS_M128_N128 = RSVariant(128, 2, 6, True, 208)
-VARIANTS = (RS_M64_N128, RS_M64_N256, M256_N128, M256_N128_SK, RS_M128_N128)
-REGIMES = ((SMALL_M, (RS_M64_N128, RS_M64_N256)), (1 << 62, (M256_N128, M256_N128_SK, RS_M128_N128)))
+VARIANTS = (RS_M64_N128, RS_M64_N256, RS_M64_N128_DP, M256_N128, M256_N128_SK, RS_M128_N128)
+REGIMES = ((SMALL_M, (RS_M64_N128, RS_M64_N256, RS_M64_N128_DP)), (1 << 62, (M256_N128, M256_N128_SK, RS_M128_N128)))
 
 
 def variants_for(M: int) -> tuple:
