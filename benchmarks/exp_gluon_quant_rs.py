@@ -59,6 +59,23 @@ rs_m128n128 at M = 256 67.8 us at 4096 x 14336 (0.79x; those variants 77.6). Tha
 (ops/quant_matmul_sm90.py: `_w4a16_rs_kernel`, RSVariant, QuantRSPlan, imported here; the first form is in git
 history); this file keeps the experiment's variant table, the offline compile report and the GPU run.
 
+Session 19 (logs/h200-2026-12-02-s19/):
+- Tiles of 8-32 rows of x (SMALL_VARIANTS; wgmma n = 8-32) against quant_matmul tuned without Gluon (--library:
+  its GEMV and mma.sync paths), L2 flushed (exp-quant-rs-small.log): all correct, none faster. 1 x 28672 x 8192: 8 x
+  256 tiles 67.8 us, the library 48.4; 16 x 28672 x 8192: 16 x 256 tiles 68.6 (the 64-row tiles 80.2 in session 18),
+  the library 59.4; at 14336 x 4096 / 4096 x 14336 30-31 us against 18.5-25.7. Predicted: the MMA's share of a step
+  shrinks with n, so the dequantization alone bounds a step. Seen: a warp group's step stays serial (wait, dequantize,
+  MMA, wait(0), arrive) and latency-bound at 4 warps a scheduler, whatever the MMA's size.
+- What a call costs beside its k-steps (--shapes 14336x256,..; RING_VARIANTS; exp-quant-intercept.log): RS_M64_N128
+  at M = 64, N = 14336: stream-K 19.3 / 19.0 / 33.8 us at K = 256 / 1024 / 4096, data-parallel (112 tiles on 132
+  SMs) 9.7 / 14.1 / 30.0, a 3-stage ring 17.5 / 19.6 / 37.4; the harness's floor (one tiny kernel) 4.4 us. Stream-K
+  costs ~4-9 us a call: at K = 4096 it gives each program 12% fewer steps than data-parallel and still loses 13%.
+  Nsight Compute at K = 256 (ncu_pc_sampling.py rs_m64n128_k256): SMs active 13.2 of 26.3 k cycles on average
+  (data-parallel 7.1 of 11.6). --grids (the stream-K variant over another grid) failed to compile on the GPU
+  (exp-quant-grids-error.log: a CompilationError at the warp_specialize call; not understood).
+- The data-parallel 64 x 128 variant as a library candidate (exp-quant-dp.log): 29.8 us at 64 x 14336 x 4096 (1.44x
+  cuBLAS; stream-K 33.8, 1.27x), slower where 32 tiles leave most SMs idle (4096^2: 27.9 against 21.1).
+
 Usage:
   .venv/bin/python benchmarks/exp_gluon_quant_rs.py --compile-only     # no GPU: registers, spills, SASS loops
   PYTHONPATH=src:benchmarks python benchmarks/exp_gluon_quant_rs.py OUT_DIR   # H200: correctness, then timing
