@@ -99,8 +99,10 @@ VARIANTS = (qsm90.RS_M64_N128, qsm90.RS_M64_N256, qsm90.RS_M128_N128, RSVariant(
 # session 19: tiles of 8-32 rows of x (wgmma n = 8-32) for M <= 32, deeper rings (a stage 7-13 KB)
 SMALL_VARIANTS = (RSVariant(8, 4, 20, True, 120), RSVariant(8, 2, 24, True, 208), RSVariant(16, 4, 18, True, 120),
                   RSVariant(16, 2, 24, True, 208), RSVariant(32, 4, 14, True, 120), RSVariant(32, 2, 20, True, 208))
-# a shallow ring and the data-parallel form of the 64 x 128 variant (what a call costs beside its k-steps)
-RING_VARIANTS = (RSVariant(64, 2, 3, True, 208), qsm90.RS_M64_N128_DP)
+# rings of 2-12 stages and the data-parallel form of the 64 x 128 variant (what a call costs beside its k-steps;
+# whether a stream-K fix-up waits for the ring's loads in flight)
+RING_VARIANTS = (RSVariant(64, 2, 2, True, 208), RSVariant(64, 2, 3, True, 208), RSVariant(64, 2, 12, True, 208),
+                 qsm90.RS_M64_N128_DP)
 SHAPES = ((28672, 8192), (14336, 4096), (4096, 14336), (4096, 4096))  # the largest first (a budget cuts the last)
 
 
