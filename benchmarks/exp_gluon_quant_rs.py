@@ -230,7 +230,8 @@ def measure(out_dir: str, batches=(1, 16, 64), budget_s: float = 150.0, with_lib
                             base = row["us"] if name == "cublas" else base
                             row["vs_cublas"] = round(base / row["us"], 3) if base else None
                     except Exception as e:
-                        row["error"] = f"{type(e).__name__}: {str(e)[:200]} .. {str(e)[-500:]}"
+                        cause = f" (from {type(e.__cause__).__name__}: {str(e.__cause__)[:600]})" if e.__cause__ else ""
+                        row["error"] = f"{type(e).__name__}: {str(e)[:200]} .. {str(e)[-300:]}{cause}"
                     print(json.dumps(row), flush=True)
                     save()
     print(f"\n{'provider':28}" + "".join(f"{f'{M}x{N}x{K}':>17}" for M in batches for N, K in shapes))
