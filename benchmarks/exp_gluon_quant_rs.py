@@ -72,7 +72,7 @@ Session 19 (logs/h200-2026-12-02-s19/):
   costs ~4-9 us a call: at K = 4096 it gives each program 12% fewer steps than data-parallel and still loses 13%.
   Nsight Compute at K = 256 (ncu_pc_sampling.py rs_m64n128_k256): SMs active 13.2 of 26.3 k cycles on average
   (data-parallel 7.1 of 11.6). --grids (the stream-K variant over another grid) failed to compile on the GPU
-  (exp-quant-grids-error.log: a CompilationError at the warp_specialize call; not understood).
+  (exp-quant-grids-error.log): RSCall was handed the grid as its bias argument (fixed after the device time).
 - The data-parallel 64 x 128 variant as a library candidate (exp-quant-dp.log): 29.8 us at 64 x 14336 x 4096 (1.44x
   cuBLAS; stream-K 33.8, 1.27x), slower where 32 tiles leave most SMs idle (4096^2: 27.9 against 21.1).
 
@@ -211,7 +211,7 @@ def measure(out_dir: str, batches=(1, 16, 64), budget_s: float = 150.0, with_lib
                 if grids:  # the 64 x 128 stream-K variant over other grids: a program a tile, two, the SMs
                     v = qsm90.RS_M64_N128
                     tiles = v.tiles(M, N)
-                    cands += [(f"{v.name}_p{p}", RSCall(x, qw, v, sms, p)) for p in (tiles, 2 * tiles, sms)]
+                    cands += [(f"{v.name}_p{p}", RSCall(x, qw, v, sms, programs=p)) for p in (tiles, 2 * tiles, sms)]
                 cands = [c for c in cands if names is None or c[0] in names or c[0] == "cublas"
                          or (grids and "_p" in c[0])]
                 base = None
