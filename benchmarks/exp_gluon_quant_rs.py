@@ -208,10 +208,13 @@ def measure(out_dir: str, batches=(1, 16, 64), budget_s: float = 150.0, with_lib
                     cands += [(v.name, W4A16Call(x, qw, v, sms)) for v in WS_VARIANTS if _pick(v, M)]
                 cands += [(v.name, RSCall(x, qw, v, sms)) for v in VARIANTS + SMALL_VARIANTS + RING_VARIANTS
                           if M / 2 <= v.block_m <= max(16, M)]
-                if grids:  # the 64 x 128 stream-K variant over other grids: a program a tile, two, the SMs
+                if grids:  # the 64 x 128 stream-K variant over grids of tiles x S programs (S dividing a tile's
+                    # groups: each program one piece of one tile, one fix-up), and over the SMs (the library's)
                     v = qsm90.RS_M64_N128
-                    tiles = v.tiles(M, N)
-                    cands += [(f"{v.name}_p{p}", RSCall(x, qw, v, sms, programs=p)) for p in (tiles, 2 * tiles, sms)]
+                    tiles, groups = v.tiles(M, N), K // GROUP
+                    grid_sizes = sorted({tiles * s for s in range(1, 9) if groups % s == 0 and tiles * s <= sms}
+                                        | {sms})
+                    cands += [(f"{v.name}_p{p}", RSCall(x, qw, v, sms, programs=p)) for p in grid_sizes]
                 cands = [c for c in cands if names is None or c[0] in names or c[0] == "cublas"
                          or (grids and "_p" in c[0])]
                 base = None
@@ -256,7 +259,8 @@ if __name__ == "__main__":
     parser.add_argument("--library", action="store_true", help="M <= 16: quant_matmul tuned without Gluon too")
     parser.add_argument("--shapes", help="NxK,NxK (default: the four benchmark shapes)")
     parser.add_argument("--variants", help="variant names to run (default: those of each M)")
-    parser.add_argument("--grids", action="store_true", help="the 64 x 128 stream-K variant over other grids too")
+    parser.add_argument("--grids", action="store_true",
+                        help="the 64 x 128 stream-K variant over grids of tiles x S programs too")
     args = parser.parse_args()
     if args.compile_only:
         compile_only(VARIANTS + SMALL_VARIANTS)
