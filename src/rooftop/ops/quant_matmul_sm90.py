@@ -173,7 +173,9 @@ size; RSVariant takes them for experiments, the library's variants keep 64 rows 
 ~4-9 us beside data-parallel tiles (64 x 14336 x K, RS_M64_N128: K = 256 19.2 against 9.9 us, K = 4096 33.7
 against 29.6 where data-parallel runs 112 tiles on 132 SMs; exp-quant-intercept.log): Nsight Compute at K = 256 has
 the SMs active half the kernel's time (13.2 of 26.3 k cycles; data-parallel 61%), the fix-up's atomic (MEMBAR.GPU,
-the result broadcast through a bar.sync) and the partials' sums among its stalls (ncu-source-rs_m64n128_k256.csv.gz).
+the result broadcast through a bar.sync) and the partials' sums among its stalls (ncu-source-rs_m64n128_k256.csv.gz);
+a ring of 2 stages costs as much (not the loads in flight). So RS_M64_N128_DP, the data-parallel form, is a
+candidate beside it: 29.8 against 33.8 us at 64 x 14336 x 4096 (112 tiles), slower where few tiles leave SMs idle.
 """
 from __future__ import annotations
 
