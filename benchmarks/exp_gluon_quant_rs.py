@@ -117,7 +117,7 @@ class RSCall:
         self.plan = qsm90.QuantRSPlan(v, x, qw.packed, qw.scales, qw.zeros, bias, sms)
         if programs:  # another persistent grid than the plan's (stream-K shares the units among any number)
             self.plan.launch.grid = (programs,)
-            self.plan.partials = programs * 2 * v.block_m * v.block_n
+            self.plan.partials = programs * v.block_m * v.block_n
 
     def __call__(self) -> torch.Tensor:
         M, N, _ = self.plan.sizes

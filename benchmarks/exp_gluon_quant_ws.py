@@ -262,8 +262,9 @@ def simulate_protocol(segments: list[int], stages: int, w_stages: int, consumers
             raise AssertionError(f"deadlock: segments {segments}, stages {stages}, w_stages {w_stages}")
 
 
-def _stream_k_pieces(tiles: int, k_tiles: int, programs: int) -> list[list[tuple[int, int, int, int]]]:
-    """Per program, its segments (tile, k0, k1, slot) as _schedule / _consumer / _fixup cut them."""
+def _stream_k_pieces(tiles: int, k_tiles: int, programs: int) -> list[list[tuple[int, int, int, bool]]]:
+    """Per program, its segments (tile, k0, k1, head) as _schedule / _consumer / _fixup cut them (head: _fixup's
+    `start <= first_unit`)."""
     total2 = tiles * (k_tiles // 2)
     out = []
     for p in range(programs):
@@ -273,7 +274,7 @@ def _stream_k_pieces(tiles: int, k_tiles: int, programs: int) -> list[list[tuple
         while i < end:
             tile, k0 = divmod(i, k_tiles)
             k1 = min(k_tiles, k0 + end - i)
-            segs.append((tile, k0, k1, int(start < tile * k_tiles)))
+            segs.append((tile, k0, k1, start <= tile * k_tiles))
             i += k1 - k0
         out.append(segs)
     return out
@@ -281,24 +282,26 @@ def _stream_k_pieces(tiles: int, k_tiles: int, programs: int) -> list[list[tuple
 
 def check_stream_k(tiles: int, k_tiles: int, programs: int) -> None:
     """_fixup's bookkeeping: for every cut tile, programs first .. last (its formulas) are exactly those holding
-    a piece of it, each at the slot (g_slot formula) it wrote, the pieces cover k in order, and no program
-    writes one slot twice."""
+    a piece of it, in k order, covering it; the head piece (k0 = 0) is program first's and the only one `head`
+    marks; every other piece is its program's first segment (so the slot (program, consumer) is written once, and
+    it is stored before the program waits for anything: a head waits only for later programs' first segments,
+    so the waits cannot form a cycle)."""
     total2 = tiles * (k_tiles // 2)
     pieces = _stream_k_pieces(tiles, k_tiles, programs)
     for p, segs in enumerate(pieces):
         assert sum(k1 - k0 for _, k0, k1, _ in segs) % 2 == 0
-        cut = [slot for _, k0, k1, slot in segs if k0 > 0 or k1 < k_tiles]
-        assert len(cut) == len(set(cut)), (p, segs)
     for tile in range(tiles):
         first_unit = tile * k_tiles
         first = ((first_unit // 2 + 1) * programs - 1) // total2
         last = ((first_unit // 2 + k_tiles // 2) * programs - 1) // total2
-        holders = [(p, k0, k1, slot) for p, segs in enumerate(pieces) for t, k0, k1, slot in segs if t == tile]
+        holders = [(p, k0, k1, head) for p, segs in enumerate(pieces) for t, k0, k1, head in segs if t == tile]
         assert [h[0] for h in holders] == list(range(first, last + 1)), (tile, holders, first, last)
         assert holders[0][1] == 0 and holders[-1][2] == k_tiles and all(
             a[2] == b[1] for a, b in zip(holders, holders[1:])), holders
-        for g, k0, k1, slot in holders:
-            assert slot == int(2 * (g * total2 // programs) < first_unit), (tile, g, slot)
+        if len(holders) > 1:
+            assert [h[3] for h in holders] == [True] + [False] * (len(holders) - 1), (tile, holders)
+            for g, k0, k1, _ in holders[1:]:
+                assert pieces[g][0][:3] == (tile, k0, k1), (tile, g, pieces[g])
 
 
 def check_protocol(runs: int = 300) -> None:

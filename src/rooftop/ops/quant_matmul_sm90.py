@@ -79,14 +79,21 @@ of that parity has completed, a fresh barrier passes wait(1)):
   its own step.
   Words slot reuse (WAR): the refill is issued after the thread barrier that follows every thread's shared loads
   of the slot (their values are in registers; Gluon adds a bar.sync and a proxy fence before each TMA copy).
-Stream-K fix-up (`_fixup`, deterministic, as matmul_sm90's): a cut tile's piece (per consumer) is stored as fp32
-to the workspace slot (program, 0 for the program's first segment / 1 for its last, consumer); after a thread
-barrier one thread counts it in on the tile's counter (atomic acq_rel, gpu scope); the last of the tile's pieces
-(programs first .. last, the owners of its first and last groups) resets the counter and sums the slots in program
-(k) order, adds the bias, then stores: the same bits whatever the arrival order (the experiment's
-`check_stream_k` checks the bookkeeping). Workspace (QuantWSPlan): P x 2 x BLOCK_M x BLOCK_N fp32 per call (34.6 MB
-at 256 x 128 on 132 SMs) and tiles x CONSUMERS int32 counters of the stream (_support.arrival_counters), left at
-zero by every launch.
+Stream-K fix-up (`_fixup`, deterministic): a tile cut between programs first .. last (the owners of its first and
+last groups) is completed by its head piece (k from 0: program first's last segment, or its only one). Every other
+piece is the first segment of a later program: stored as fp32 to the workspace slot (program, consumer), then,
+after a thread barrier, counted in on the tile's counter by one thread (a release reduction, gpu scope; nothing
+waited for). The head polls the counter (acquire) until all have, zeroes it for the next launch, adds their slots
+to its own accumulator in k order, then the bias, and stores: the same bits whatever the arrival order. No cycle
+of waits: a head waits only for later programs' first segments, which wait for nothing; and those run early in
+their programs while the head's is late in its own, so the poll seldom spins (the experiment's `check_stream_k`
+checks the bookkeeping). Until session 20 every piece stored its partial and the last to arrive (acq_rel atomic)
+reloaded them all: the 64 x 128 register-A variant at M = 64 spent 4-7 us a call in fix-ups (H200, L2 flushed,
+exp_gluon_quant_rs.py --probe; 19.3 / 33.6 / 90.3 / 21.2 us at 14336 x 256 / 14336 x 4096 / 28672 x 8192 /
+4096^2, without any fix-up 12.5 / 28.5 / 84.5 / 14.5), now 87.2 us at 28672 x 8192, 31.7 at 14336 x 4096, 19.7 at
+4096^2 (logs/h200-2026-12-02-s20/exp-quant-fixup.log). Workspace: P x BLOCK_M x BLOCK_N fp32 per call (17.3 MB at
+256 x 128 on 132 SMs) and tiles x CONSUMERS int32 counters of the stream (_support.arrival_counters), left at zero
+by every launch.
 
 Shared memory: STAGES x (x boxes + B tile) + DEQUANTIZERS x W_STAGES x (words, scales, zeros) <= 227 KB.
 Registers: 128 x (the warp groups' setmaxnreg values) <= 65536 (the 1-warp loader takes a warp group's share).
@@ -638,10 +645,11 @@ def _dequantizer(w_desc, s_desc, z_desc, w_smem, s_smem, z_smem, b_smem, w_ready
 
 @gluon.jit
 def _fixup(acc, ws_ptr, cnt_ptr, offs, tile, start, k_tiles, total2, CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr):
-    """(acc, final) for a stream-K piece of `tile` (module docstring): the tile's sum in k order and True for
-    the last of its pieces to arrive, else (acc, False). offs: a workspace slot's offsets in acc's layout; total2:
-    the groups (pairs of steps) shared by the programs (64-bit), program p owning groups [p U2 / P, (p + 1) U2 /
-    P)."""
+    """(acc, final) for a stream-K piece of `tile` (module docstring): the tile's head piece (k from 0: the last
+    segment of program `first`, or its only one) waits for the others, sums them after its own in k order and
+    returns (the tile's sum, True); any other piece (the first segment of a later program) is stored for the head
+    and counted in, (acc, False). offs: a workspace slot's offsets in acc's layout; total2: the groups (pairs of
+    steps) shared by the programs (64-bit), program p owning groups [p U2 / P, (p + 1) U2 / P)."""
     SLOT: gl.constexpr = acc.shape[0] * acc.shape[1]
     programs = gl.num_programs(0)
     first_unit = tile * k_tiles
@@ -649,20 +657,20 @@ def _fixup(acc, ws_ptr, cnt_ptr, offs, tile, start, k_tiles, total2, CONSUMER: g
     # the owners of the tile's first and last groups: group v belongs to program ((v + 1) P - 1) // U2
     first = (((first_group + 1) * programs - 1) // total2).to(gl.int32)
     last = (((first_group + k_tiles // 2) * programs - 1) // total2).to(gl.int32)
-    slot = (start < first_unit).to(gl.int32)  # 0: the program's first segment, 1: its last
-    piece = (gl.program_id(0) * 2 + slot) * CONSUMERS + CONSUMER
-    gl.store(ws_ptr + piece.to(gl.int64) * SLOT + offs, acc)
-    gl.thread_barrier()  # the warp group's partial is written before the arrival is published
     counter = cnt_ptr + tile * CONSUMERS + CONSUMER
-    final = gl.atomic_add(counter, 1, sem="acq_rel", scope="gpu") == last - first
-    if final:
+    head = start <= first_unit
+    if head:
+        seen = 0
+        while seen < last - first:  # the others finish their first segments before this program its last
+            seen = gl.atomic_add(counter, 0, sem="acquire", scope="gpu")
         gl.store(counter, 0)  # every piece has arrived: zero for the next launch
-        acc = gl.zeros_like(acc)
-        for g in range(first, last + 1):  # k order; .cg: other SMs wrote these, skip this SM's L1
-            g_slot = (2 * (g * total2 // programs) < first_unit).to(gl.int32)
-            g_piece = (g * 2 + g_slot) * CONSUMERS + CONSUMER
-            acc += gl.load(ws_ptr + g_piece.to(gl.int64) * SLOT + offs, cache_modifier=".cg")
-    return acc, final
+        for g in range(first + 1, last + 1):  # k order; .cg: other SMs wrote these, skip this SM's L1
+            acc += gl.load(ws_ptr + (g * CONSUMERS + CONSUMER).to(gl.int64) * SLOT + offs, cache_modifier=".cg")
+    else:  # a program's first segment: its slot (program, consumer) is this piece's alone
+        gl.store(ws_ptr + (gl.program_id(0) * CONSUMERS + CONSUMER).to(gl.int64) * SLOT + offs, acc)
+        gl.thread_barrier()  # the warp group's partial is written before the arrival is published
+        gl.atomic_add(counter, 1, sem="release", scope="gpu")
+    return acc, head
 
 
 @gluon.jit
@@ -1072,7 +1080,7 @@ class QuantWSPlan:
     plan key fixes), called as quant_matmul runs a path: (rows, packed, scales, zeros, bias, out). rows [M, K] and
     the weight must suit the kernel (`supports`); out [M, N] contiguous, of rows' dtype. The first call compiles
     through Gluon's dispatch with checked descriptors; later ones launch the compiled kernel directly. Stream-K's
-    workspace: fp32 partials (programs x 2 x the tile: 34.6 MB at 256 x 128 on 132 SMs) allocated per call, and the
+    workspace: fp32 partials (programs x the tile: 17.3 MB at 256 x 128 on 132 SMs) allocated per call, and the
     stream's arrival counters (_support.arrival_counters)."""
 
     __slots__ = ("sizes", "launch", "partials", "counters", "device")
@@ -1092,7 +1100,7 @@ class QuantWSPlan:
         self.sizes = (M, N, K)
         self.device = rows.device
         # stream-K's (elements of the partials, counters); without, float32 / int32 placeholders
-        self.partials = self.launch.grid[0] * 2 * v.block_m * v.block_n if v.stream_k else 1
+        self.partials = self.launch.grid[0] * v.block_m * v.block_n if v.stream_k else 1
         self.counters = v.tiles(M, N) * v.consumers if v.stream_k else 1
 
     def __call__(self, rows, packed, scales, zeros, bias, out) -> None:
@@ -1121,7 +1129,7 @@ class QuantRSPlan:
                                   v.constexprs(zeros is not None, bias is not None), rows.device.index)
         self.sizes = (M, N, K)
         self.device = rows.device
-        self.partials = self.launch.grid[0] * 2 * v.block_m * v.block_n if v.stream_k else 1
+        self.partials = self.launch.grid[0] * v.block_m * v.block_n if v.stream_k else 1
         self.counters = v.tiles(M, N) * v.consumers if v.stream_k else 1
 
     def __call__(self, rows, packed, scales, zeros, bias, out) -> None:
