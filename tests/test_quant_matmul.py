@@ -466,7 +466,8 @@ def test_gluon_candidates_only_on_sm90(device):
             assert json.loads(json.dumps(c)) == c and qsm90.variant_of(c).config() == c
     names = lambda M: [v.name for v in qsm90.variants_for(M)]  # noqa: E731
     assert names(17) == names(64) == ["rs_m64n128_s8_sk", "rs_m64n256_s6_sk", "rs_m64n128_s8"]
-    assert names(65) == names(8192) == ["ws_m256n128_c2d1_s4w3", "ws_m256n128_c2d1_s4w3_sk", "rs_m128n128_s6_sk"]
+    assert names(65) == names(8192) == ["ws_m256n128_c2d1_s4w3", "ws_m256n128_c2d1_s4w3_sk", "rs_m128n128_s6_sk",
+                                        "rs_m256n128_s4_sk"]
     assert all(v.smem_bytes(True) <= qsm90.SMEM_LIMIT - 1024 for v in qsm90.VARIANTS)
     # float32 x: dequantize + cuBLAS only, whatever the flag
     assert qm.candidates(100, 4096, 4096, 4, 128, torch.float32, sms, gluon=True) == (qm.DEQUANT,)

@@ -1025,7 +1025,7 @@ def _quant_matmul_op(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor
 
     key = (_autotune.bucket(M), N, K, bits, group_size, zeros is not None, bias is not None, x.dtype, scales.dtype)
     if gluon:  # its candidates join the list: a choice of its own (other calls' keys stay as they were)
-        key += ("gluon-rs2",)  # since session 19 the data-parallel register-A variant among them
+        key += ("gluon-rs3",)  # since session 20 the 256-row register-A variant among them
     if mma:
         key += ("mma",)
     device = _autotune.device_name(device_index)

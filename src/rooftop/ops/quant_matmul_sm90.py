@@ -336,8 +336,12 @@ RS_M64_N128 = RSVariant(64, 2, 8, True, 208)
 RS_M64_N256 = RSVariant(64, 4, 6, True, 120)  # 4 MMA warp groups of 120 registers
 RS_M64_N128_DP = RSVariant(64, 2, 8, False, 208)  # data-parallel: no stream-K fix-up where the tiles fill a wave
 RS_M128_N128 = RSVariant(128, 2, 6, True, 208)
-VARIANTS = (RS_M64_N128, RS_M64_N256, RS_M64_N128_DP, M256_N128, M256_N128_SK, RS_M128_N128)
-REGIMES = ((SMALL_M, (RS_M64_N128, RS_M64_N256, RS_M64_N128_DP)), (1 << 62, (M256_N128, M256_N128_SK, RS_M128_N128)))
+# 256 rows of x: the widest shape's winner at M = 256 (H200, L2 flushed, exp-quant-fixup.log: 185 us at 28672 x
+# 8192, cuBLAS 185, M256_N128_SK 195), though it spills a few registers around its fix-up
+RS_M256_N128 = RSVariant(256, 2, 4, True, 232)
+VARIANTS = (RS_M64_N128, RS_M64_N256, RS_M64_N128_DP, M256_N128, M256_N128_SK, RS_M128_N128, RS_M256_N128)
+REGIMES = ((SMALL_M, (RS_M64_N128, RS_M64_N256, RS_M64_N128_DP)),
+           (1 << 62, (M256_N128, M256_N128_SK, RS_M128_N128, RS_M256_N128)))
 
 
 def variants_for(M: int) -> tuple:
