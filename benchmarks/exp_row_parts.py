@@ -44,6 +44,10 @@ Session 18 adds --tail: each width at M = 2^27 / N rows and at the multiples of 
 1980, 2048, 132 x 16 = 2112 at 65536), to see what the last, partly filled round of rows costs: 2048 rows of 65536
 are 16 rows for 68 programs and 15 for 64 (a row-granular kernel's time ~16 rows, 3% over the 15.5 of the mean),
 4096 of 32768 32 rows for 4 programs and 31 for 128. "%" is by each launch's own bytes.
+Session 20 adds the ops "<norm>_bare" (layer_norm_bare, rms_norm_bare, ..): the same rows without a weight and bias,
+to see what their loads cost (Nsight Compute, logs/h200-2026-12-02-s20/ncu-source-layer_norm_65536.csv.gz: LayerNorm's
+pass 2 waits on the words of the next chunk's weight and bias at the top of its loop, 12% of the stall samples;
+loading them two chunks ahead lost 4-8%, exp-row-ahead.log).
 Usage: PYTHONPATH=src python benchmarks/exp_row_parts.py OUT_DIR [--ops softmax,rms_norm,...] [--widths N,..]
 [--variants library,p32k,..] [--tail]   (prints a table last, writes exp-row-parts.json)
 """
@@ -120,6 +124,9 @@ def main() -> None:
             elif op == "add_rms_norm_fp8":
                 call = lambda: rooftop.rms_norm(x, w, residual=res, quant="fp8")  # noqa: E731
                 eager = lambda: rn.add_rms_norm_fp8_eager(x, res, w)  # noqa: E731
+            elif op.endswith("_bare"):  # no weight or bias: what their loads (from L2, every row) cost the kernel
+                call = calls(op[:-len("_bare")], x, res, None, None)[0]
+                eager = calls(op[:-len("_bare")], x, res, torch.ones_like(w), torch.zeros_like(b))[1]
             else:
                 call, eager = calls(op, x, res, w, b)
             first = lambda out: (out[0].float() * out[1] if op.endswith("fp8")  # noqa: E731
