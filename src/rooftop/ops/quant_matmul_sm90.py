@@ -668,18 +668,8 @@ def _fixup(acc, ws_ptr, cnt_ptr, offs, tile, start, k_tiles, total2, CONSUMER: g
         while seen < last - first:  # the others finish their first segments before this program its last
             seen = gl.atomic_add(counter, 0, sem="acquire", scope="gpu")
         gl.store(counter, 0)  # every piece has arrived: zero for the next launch
-        # k order; a loop of one load and its add waits an L2 round trip a slot: tiles of up to 64 x 128 take two
-        # slots at a time (larger ones would spill, offline sm_90); .cg: other SMs wrote these, skip this SM's L1
-        STEP: gl.constexpr = 2 if SLOT * CONSUMERS <= 64 * 128 else 1
-        for g in range(first + 1, last + 1, STEP):
-            one = gl.load(ws_ptr + (g * CONSUMERS + CONSUMER).to(gl.int64) * SLOT + offs, cache_modifier=".cg")
-            if STEP == 2:
-                two = gl.load(ws_ptr + ((g + 1) * CONSUMERS + CONSUMER).to(gl.int64) * SLOT + offs,
-                              mask=offs * 0 + g < last, other=0.0, cache_modifier=".cg")
-                acc += one
-                acc += two  # + 0.0 past the last slot: the same sum
-            else:
-                acc += one
+        for g in range(first + 1, last + 1):  # k order; .cg: other SMs wrote these, skip this SM's L1
+            acc += gl.load(ws_ptr + (g * CONSUMERS + CONSUMER).to(gl.int64) * SLOT + offs, cache_modifier=".cg")
     else:  # a program's first segment: its slot (program, consumer) is this piece's alone
         gl.store(ws_ptr + (gl.program_id(0) * CONSUMERS + CONSUMER).to(gl.int64) * SLOT + offs, acc)
         gl.thread_barrier()  # the warp group's partial is written before the arrival is published
