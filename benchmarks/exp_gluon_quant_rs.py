@@ -76,9 +76,16 @@ Session 19 (logs/h200-2026-12-02-s19/):
 - The data-parallel 64 x 128 variant as a library candidate (exp-quant-dp.log): 29.8 us at 64 x 14336 x 4096 (1.44x
   cuBLAS; stream-K 33.8, 1.27x), slower where 32 tiles leave most SMs idle (4096^2: 27.9 against 21.1).
 
+Session 20 (logs/h200-2026-12-02-s20/): --grids (exp-quant-sk-grids.log) and --probe none / no_atomic (the stream-K
+fix-up swapped for a stand-in: no fix-up at all, or the partials' stores alone; exp-quant-sk-probe-*.log) put the
+stream-K cost in the fix-up's counter and re-reads (NOTES item 141); the library's fix-up since then lets the tile's
+head piece complete it (quant_matmul_sm90's docstring): RS_M64_N128 87.2 / 31.7 / 32.9 / 19.7 us at M = 64
+(exp-quant-fixup.log; before 90.3 / 33.6 / ~35 / 21.2).
+
 Usage:
   .venv/bin/python benchmarks/exp_gluon_quant_rs.py --compile-only     # no GPU: registers, spills, SASS loops
   PYTHONPATH=src:benchmarks python benchmarks/exp_gluon_quant_rs.py OUT_DIR   # H200: correctness, then timing
+  [--batches 64 --shapes 14336x256,.. --variants rs_m64n128_s8_sk,.. --grids --probe none|no_atomic --library]
 """
 from __future__ import annotations
 
