@@ -85,8 +85,9 @@ piece is the first segment of a later program: stored as fp32 to the workspace s
 after a thread barrier, counted in on the tile's counter by one thread (a release reduction, gpu scope; nothing
 waited for). The head polls the counter (acquire) until all have, zeroes it for the next launch, adds their slots
 to its own accumulator in k order, then the bias, and stores: the same bits whatever the arrival order. No cycle
-of waits: a head waits only for later programs' first segments, which wait for nothing; and those run early in
-their programs while the head's is late in its own, so the poll seldom spins (the experiment's `check_stream_k`
+of waits: a head waits only for later programs' first segments, which wait for nothing (and the persistent grid, at
+most one program an SM, runs at once); those run early in their programs while the head's is late in its own, so
+the poll seldom spins (the experiment's `check_stream_k`
 checks the bookkeeping). Until session 20 every piece stored its partial and the last to arrive (acq_rel atomic)
 reloaded them all: the 64 x 128 register-A variant at M = 64 spent 4-7 us a call in fix-ups (H200, L2 flushed,
 exp_gluon_quant_rs.py --probe; 19.3 / 33.6 / 90.3 / 21.2 us at 14336 x 256 / 14336 x 4096 / 28672 x 8192 /
@@ -665,7 +666,7 @@ def _fixup(acc, ws_ptr, cnt_ptr, offs, tile, start, k_tiles, total2, CONSUMER: g
     head = start <= first_unit
     if head:
         seen = 0
-        while seen < last - first:  # the others finish their first segments before this program its last
+        while seen < last - first:  # later programs' first segments, which wait for nothing
             seen = gl.atomic_add(counter, 0, sem="acquire", scope="gpu")
         gl.store(counter, 0)  # every piece has arrived: zero for the next launch
         for g in range(first + 1, last + 1):  # k order; .cg: other SMs wrote these, skip this SM's L1
