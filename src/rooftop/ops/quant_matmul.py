@@ -127,8 +127,6 @@ GEMV_MIN_STEPS = 4  # k-steps a split keeps at least (the partials cost 8 bytes 
 # The most splits of K: a tile's last program sums its splits' partials one after another. H200, int8, M = 1,
 # 4096 x 14336 (graph replay, logs/h200-2026-12-01-s16/exp-tuner-int8.log): 224 splits 28.3 us, 56 22.7, 14 56.
 GEMV_MAX_SPLIT = 64
-# The GEMV's split-K fix-up: the last split completes each tile (True) or the last to arrive does (_store_output)
-GEMV_LAST_COMPLETES = True
 # registers a thread of a tile's last piece fills with partials at once (_store_output's SUM_BATCH): the tensor-core
 # kernel's fewer (a stream-K tile has a few pieces; offline sm_90, 16 x 64 x 128 tiles: 96 registers, 128 with 64)
 SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
@@ -303,7 +301,7 @@ def _scale_and_zero(s_ptr, z_ptr, g, cols, col_mask, N, HAS_ZERO: tl.constexpr, 
 
 @triton.jit
 def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, piece, pieces,
-                  HAS_BIAS: tl.constexpr, SUM_BATCH: tl.constexpr, LAST_COMPLETES: tl.constexpr = False):
+                  HAS_BIAS: tl.constexpr, SUM_BATCH: tl.constexpr):
     """Write the [BLOCK_M, BLOCK_N] fp32 tile `acc` + bias to the output, where `acc` is piece `piece` of
     the `pieces` (split-K splits or stream-K pieces, in k order; constexpr or not) that sum to the tile.
     With more than one piece, each stores its partial to the workspace and the last to arrive sums them
@@ -311,47 +309,24 @@ def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt
     counter. It loads SUM_BATCH partials at a time (masked past `pieces`): a loop of one load and its add
     waits an L2 round trip per piece, which ptxas unrolls away for up to ~64 constexpr pieces but not for
     112 (offline sm_90: 112 dependent round trips; H200, int4 1 x 4096 x 14336, 112 splits: 40 us
-    against 21 with 56).
-    LAST_COMPLETES (split-K: each piece a whole program, piece p of a tile launched after pieces 0 .. p - 1, in
-    the grid's linear order): the last piece completes the tile instead; the others store their partial and count
-    in (a release, no result waited for), the last polls the counter (acquire) until they all have and adds their
-    partials before its own (the same order, the same bits). It waits only for programs launched before it (the
-    blocks' dispatch order that CUB's decoupled look-back relies on too); in the interpreter they have run."""
+    against 21 with 56)."""
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     rows = rows.to(tl.int64)
     is_last = pieces == 1
     if pieces > 1:
         part_ptrs = ws_ptr + rows[:, None] * N + cols[None, :]  # workspace [pieces, M, N]
         plane = tl.cast(M, tl.int64) * N
-        if LAST_COMPLETES:
-            is_last = piece == pieces - 1
-            if is_last:
-                seen = 0
-                while seen < pieces - 1:
-                    seen = tl.atomic_add(cnt_ptr + tile, 0, sem="acquire", scope="gpu")
-                tl.store(cnt_ptr + tile, 0)  # every piece has arrived: zero for the next launch
-                total = tl.zeros_like(acc)
-                for first in range(0, pieces - 1, SUM_BATCH):  # .cg: other SMs wrote these, skip this SM's L1
-                    for s in tl.static_range(SUM_BATCH):
-                        total += tl.load(part_ptrs + (first + s) * plane, mask=mask & (first + s < pieces - 1),
-                                         other=0.0, cache_modifier=".cg")
-                acc = total + acc
-            else:
-                tl.store(part_ptrs + piece * plane, acc, mask=mask)
-                tl.debug_barrier()  # every thread's partial is written before the arrival is published
-                tl.atomic_add(cnt_ptr + tile, 1, sem="release", scope="gpu")
-        else:
-            tl.store(part_ptrs + piece * plane, acc, mask=mask)
-            tl.debug_barrier()  # every thread's partial is written before the arrival is published
-            arrived = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel", scope="gpu")
-            is_last = arrived == pieces - 1
-            if is_last:
-                tl.store(cnt_ptr + tile, 0)  # every piece has arrived: zero for the next launch
-                acc = tl.zeros_like(acc)
-                for first in range(0, pieces, SUM_BATCH):  # .cg: other SMs wrote these, skip this SM's L1
-                    for s in tl.static_range(SUM_BATCH):
-                        acc += tl.load(part_ptrs + (first + s) * plane, mask=mask & (first + s < pieces),
-                                       other=0.0, cache_modifier=".cg")
+        tl.store(part_ptrs + piece * plane, acc, mask=mask)
+        tl.debug_barrier()  # every thread's partial is written before the arrival is published
+        arrived = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel", scope="gpu")
+        is_last = arrived == pieces - 1
+        if is_last:
+            tl.store(cnt_ptr + tile, 0)  # every piece has arrived: zero for the next launch
+            acc = tl.zeros_like(acc)
+            for first in range(0, pieces, SUM_BATCH):  # .cg: other SMs wrote these, skip this SM's L1
+                for s in tl.static_range(SUM_BATCH):
+                    acc += tl.load(part_ptrs + (first + s) * plane, mask=mask & (first + s < pieces), other=0.0,
+                                   cache_modifier=".cg")
     if is_last:
         if HAS_BIAS:
             acc += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
@@ -373,7 +348,7 @@ def _take(x, k: tl.constexpr):
 def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                   magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  STAGES: tl.constexpr, SUM_BATCH: tl.constexpr, LAST_COMPLETES: tl.constexpr):
+                  STAGES: tl.constexpr, SUM_BATCH: tl.constexpr):
     # Grid (N / BLOCK_N, SPLIT_K). STAGES > 1: the group's next k-steps' words are copied into shared
     # memory while this one is summed (more bytes in flight per program). Reads its [K / SPLIT_K,
     # BLOCK_N] slab of packed words once (the grid reads every word once), one row of scales (and
@@ -427,7 +402,7 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
         s, z = _scale_and_zero(s_ptr, z_ptr, g, cols[None, :], col_mask, N, HAS_ZERO, BITS)
         acc = tl.fma(s, dot - (sum15 * 256.0 + sum19 * 16.0 + z * (sum15 + sum19)), acc)
     _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid_n, split, SPLIT_K, HAS_BIAS,
-                  SUM_BATCH, LAST_COMPLETES)
+                  SUM_BATCH)
 
 
 @triton.jit
@@ -966,7 +941,7 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
     if path == "gemv":
         kernel, pieces = _qgemv_kernel, params.pop("SPLIT_K")
         grid = (tiles, pieces)
-        consts.update(SPLIT_K=pieces, LAST_COMPLETES=GEMV_LAST_COMPLETES)
+        consts["SPLIT_K"] = pieces
     else:
         sms = num_sms(rows.device.index if rows.is_cuda else -1)
         if path == "mma":
