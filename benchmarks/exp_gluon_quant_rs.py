@@ -178,11 +178,11 @@ def _fixup_none(acc, ws_ptr, cnt_ptr, offs, tile, start, k_tiles, total2, CONSUM
 @gluon.jit
 def _fixup_no_atomic(acc, ws_ptr, cnt_ptr, offs, tile, start, k_tiles, total2, CONSUMER: gl.constexpr,
                      CONSUMERS: gl.constexpr):
-    """Probe: the partial's store and its thread barrier, no counter (wrong results)."""
+    """Probe: the partial's store and its thread barrier, no counter (wrong results). Every cut piece stores to its
+    program's slot (the workspace holds one a program since session 20; session 20's run stored as many bytes into
+    the two slots a program had then)."""
     SLOT: gl.constexpr = acc.shape[0] * acc.shape[1]
-    slot = (start < tile * k_tiles).to(gl.int32)
-    piece = (gl.program_id(0) * 2 + slot) * CONSUMERS + CONSUMER
-    gl.store(ws_ptr + piece.to(gl.int64) * SLOT + offs, acc)
+    gl.store(ws_ptr + (gl.program_id(0) * CONSUMERS + CONSUMER).to(gl.int64) * SLOT + offs, acc)
     gl.thread_barrier()
     return acc, start >= 0
 
