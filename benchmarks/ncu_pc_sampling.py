@@ -8,6 +8,9 @@ Targets (TARGETS, by name):
   dequantizers' and their fences and barriers say which partition waits on which.
   "rs_m64n128_k256" and "rs_m64n128_dp_k256": that variant stream-K and data-parallel at 64 x 14336 x 256, where
   stream-K costs ~10 us more a call (session 19): which instructions hold that time.
+- issue 6 at batch 1 / 16, quant_matmul's Triton GEMVs at 28672 x 8192: "gemv_m1" (the CUDA-core GEMV's first
+  candidate), "mma_m1", "mma_m16" (the mma.sync GEMV's): both GEMVs run ~40 us at M = 1 where a read of the words runs
+  28 (session 21).
 - issues 2 and 3, the wide-row ring kernels (ops/softmax_sm90.py, ops/norm_sm90.py) at M x N = 2^27 bf16:
   "softmax_32768", "softmax_65536", "layer_norm_65536" (86-88 % and 83-85 % of the copy where 90 % is wanted; the
   last round of rows is not it, NOTES item 129): which wait (the ring's fill, the row statistics' exchange, the
@@ -44,6 +47,24 @@ def _quant(M: int, variant, N: int = N, K: int = K):
     return lambda: plan(x, qw.packed, qw.scales, qw.zeros, None, out)
 
 
+def _gemv(M: int, config: dict, N: int = N, K: int = K):
+    """quant_matmul's Triton GEMV candidate `config` (quant_matmul._gemv / _mma dicts) at M x N x K."""
+    from rooftop.ops import quant_matmul as qm
+    qw = qm.quantize_weight(torch.randn(N, K, device="cuda", dtype=torch.bfloat16) * K**-0.5, 4, 128)
+    x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    return lambda: qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, N, 4, 128)
+
+
+def _mma_config(M: int) -> dict:
+    from rooftop.ops import quant_matmul as qm
+    return qm._mma(qm.MMA_CONFIGS[8 if M <= 8 else 16][0], M)
+
+
+def _gemv_config(M: int) -> dict:
+    from rooftop.ops import quant_matmul as qm
+    return qm._gemv(qm.GEMV_CONFIGS[0], M, N, K, 4, 128, torch.cuda.get_device_properties(0).multi_processor_count)
+
+
 def _rows(op: str, width: int):
     """rooftop's `op` on [2^27 / width, width] bf16 rows (the Gluon ring kernels take these widths)."""
     import rooftop
@@ -67,6 +88,11 @@ TARGETS = {
     # 64 x 14336 x 256: 4 k-steps a tile, where stream-K ran 19.2 us and the data-parallel form 9.9 (session 19)
     "rs_m64n128_k256": ("regex:w4a16", lambda: _quant(64, "RS_M64_N128", 14336, 256)),
     "rs_m64n128_dp_k256": ("regex:w4a16", lambda: _quant(64, _data_parallel("RS_M64_N128"), 14336, 256)),
+    # issue 6 at batch 1: the CUDA-core GEMV and the mma.sync GEMV both run ~40 us where a read of the words runs 28
+    # (session 21: the mma GEMV's instructions cut by a quarter changed nothing)
+    "gemv_m1": ("regex:_qgemv_kernel", lambda: _gemv(1, _gemv_config(1))),
+    "mma_m1": ("regex:_qgemv_mma_kernel", lambda: _gemv(1, _mma_config(1))),
+    "mma_m16": ("regex:_qgemv_mma_kernel", lambda: _gemv(16, _mma_config(16))),
     "softmax_32768": ("regex:_softmax_kernel", lambda: _rows("softmax", 32768)),
     "softmax_65536": ("regex:_softmax_kernel", lambda: _rows("softmax", 65536)),
     "layer_norm_65536": ("regex:_norm_kernel", lambda: _rows("layer_norm", 65536)),

@@ -40,11 +40,15 @@ timed it). The paths:
   GEMV's work (32 columns a warp, groups of k) with the products on the tensor cores, one mma.sync m16n8k16
   per 16 weight columns x 16 k x 8 rows of x, its A operand the dequantized words in the lane's own registers. A
   lane holds 4 adjacent columns of word rows q, q + 4, .. (q = lane % 4); k inside each k16 step is permuted so that
-  its A fragment is codes (2m, 2m + 4) and (2m + 1, 2m + 5) of its words (one LOP3 a pair, magic + c as two 16-bit
-  floats; a packed add of -(magic + z): c - z exact) and its B fragment the same codes' x, one 16-byte load of x
-  row lane / 4 a word row (two PRMT a k16 step): no x broadcast, and x rows 1-8 cost the same. Offline sm_90a SASS
-  of the loop: ~2.3 instructions a code (the CUDA-core GEMV ~3.8), 1.1 of them integer. The next group's words and
-  x are loaded before this group's MMAs. Stream-K over one wave of resident programs, as the "dot" kernel. H200
+  its A fragment is codes (2m, 2m + 4) and (2m + 1, 2m + 5) of its words (one LOP3 a pair: magic + c as two 16-bit
+  floats, exact) and its B fragment the same codes' x, one 16-byte load of x row lane / 4 a word row (two PRMT a
+  k16 step): no x broadcast, and x rows 1-8 cost the same. The zero point comes in once a group, as the CUDA-core
+  GEMV's: sum_k x (c - z) = sum_k x (magic + c) - (magic + z) sum_k x, one FMA an accumulator, with sum_k x from one
+  more MMA a k16 step whose A is all ones (the products and sums exact or fp32; the difference loses ~7 of fp32's 24
+  bits, bf16 output keeps 8). Offline sm_90a SASS of the loop (M = 1, 104 registers): 1.95 instructions a code, 0.9
+  of them integer (with a packed add of -(magic + z) to every pair until session 21: 2.69; the CUDA-core GEMV
+  ~3.8); H200 times unchanged by the cut (session 21, NOTES item 151). The next group's words and x are loaded
+  before this group's MMAs. Stream-K over one wave of resident programs, as the "dot" kernel. H200
   (2026-12-01, graph replay over input copies, x cuBLAS bf16 in the same run): M = 8 1.40 / 1.94 / 1.94 / 2.52x at
   4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192, M = 16 1.16 / 1.67 / 1.60 / 2.08x (the dot kernel 0.98 /
   1.36 / 1.36 / 1.68x); at M = 1 level with the CUDA-core GEMV (41.5 against 40.1 us at 28672 x 8192). Nsight
@@ -423,20 +427,15 @@ def _mma_m16n8k16(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3, BF16: tl.constexpr):
 
 
 @triton.jit
-def _code_pair(words, shift: tl.constexpr, neg_zero_pair, BF16: tl.constexpr):
-    """(c_i - z, c_{i+4} - z) as a pair of 16-bit floats (exact: |c - z| <= 15), i = shift / 4, from int4 words:
-    one LOP3 gives magic + c for both halves (bf16 0x4300 = 128, fp16 0x6400 = 1024), a packed fma adds
-    -(magic + z)."""
+def _code_pair(words, shift: tl.constexpr, BF16: tl.constexpr):
+    """(magic + c_i, magic + c_{i+4}) as a pair of 16-bit floats, i = shift / 4, from int4 words: one LOP3 (mask |
+    magic: bf16 0x4300 = 128, fp16 0x6400 = 1024; c lands in the mantissa's low bits, exact)."""
     if BF16:
-        return tl.inline_asm_elementwise(
-            "{ .reg .b32 t, one; lop3.b32 t, $1, 0x000F000F, 0x43004300, 0xEA; mov.b32 one, 0x3F803F80; "
-            "fma.rn.bf16x2 $0, t, one, $2; }", "=r,r,r", [words >> shift, neg_zero_pair], dtype=tl.int32,
-            is_pure=True, pack=1)
+        return tl.inline_asm_elementwise("lop3.b32 $0, $1, 0x000F000F, 0x43004300, 0xEA;", "=r,r", [words >> shift],
+                                         dtype=tl.int32, is_pure=True, pack=1)
     else:
-        return tl.inline_asm_elementwise(
-            "{ .reg .b32 t, one; lop3.b32 t, $1, 0x000F000F, 0x64006400, 0xEA; mov.b32 one, 0x3C003C00; "
-            "fma.rn.f16x2 $0, t, one, $2; }", "=r,r,r", [words >> shift, neg_zero_pair], dtype=tl.int32,
-            is_pure=True, pack=1)
+        return tl.inline_asm_elementwise("lop3.b32 $0, $1, 0x000F000F, 0x64006400, 0xEA;", "=r,r", [words >> shift],
+                                         dtype=tl.int32, is_pure=True, pack=1)
 
 
 @triton.jit
@@ -451,53 +450,53 @@ def _pair_halves(lo, hi, SELECT: tl.constexpr):
 
 
 @triton.jit
-def _mma_load(w_ptr, s_ptr, z_ptr, N, g, valid, q, cols4, col_mask4, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
+def _mma_load(w_ptrs, s_ptrs, z_ptrs, row_step, col_mask4, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
               BF16: tl.constexpr):
-    """Group g's weights for the lane (zero where not `valid`): U = GROUP / 32 word rows (q, q + 4, ..) of its 4
-    columns, the columns' scales (fp32) and the pairs -(magic + z) (bf16 128, fp16 1024)."""
-    mask4 = col_mask4 & valid
+    """A group's weights for the lane from its pointers (`_mma_tile_sum`): U = GROUP / 32 word rows (q, q + 4, ..:
+    w_ptrs + u * row_step) of its 4 columns, the columns' scales and -(magic + z) (fp32). Columns past N are not
+    loaded (their values, never stored, are whatever the registers held)."""
     words = ()
     for u in tl.static_range(GROUP // 32):
-        j = (g * (GROUP // 8) + q + 4 * u).to(tl.int64)  # the lane's word row
-        words = words + (tl.load(w_ptr + j[:, None] * N + cols4, mask=mask4, other=0),)  # 16 B a lane
-    s = tl.load(s_ptr + g * N + cols4, mask=mask4, other=0.0).to(tl.float32)
+        words = words + (tl.load(w_ptrs + u * row_step, mask=col_mask4),)  # 16 B a lane
+    s = tl.load(s_ptrs, mask=col_mask4).to(tl.float32)
     if HAS_ZERO:
-        z = tl.load(z_ptr + g * N + cols4, mask=mask4, other=0).to(tl.int32)
+        z = tl.load(z_ptrs, mask=col_mask4).to(tl.float32)
     else:
-        z = tl.full(cols4.shape, 8, tl.int32)
-    return words, s, _neg_magic_zero_pair(z, BF16)
+        z = tl.full(s.shape, 8.0, tl.float32)
+    return words, s, -(128.0 if BF16 else 1024.0) - z
 
 
 @triton.jit
-def _mma_load_x(x32_ptr, x_stride32, g, valid, q, x_rows, GROUP: tl.constexpr):
-    """Group g's x for the lane (zero where not `valid`): for each of its word rows the matching 8 values (4 int32
-    pairs) of each of its x rows `x_rows` (entry u * NB + nb)."""
+def _mma_load_x(x_ptrs, NB: tl.constexpr, GROUP: tl.constexpr):
+    """A group's x for the lane: for each of its word rows (q, q + 4, ..) the matching 8 values (4 int32 pairs) of
+    each of its x rows (x_ptrs[nb], at word row q; entry u * NB + nb)."""
     xs = ()
     for u in tl.static_range(GROUP // 32):
-        j = (g * (GROUP // 8) + q + 4 * u).to(tl.int64)
-        for nb in tl.static_range(len(x_rows)):
-            xs = xs + (tl.load(x32_ptr + x_rows[nb][:, None] * x_stride32 + 4 * j[:, None] + tl.arange(0, 4)[None, :],
-                               mask=valid, other=0),)
+        for nb in tl.static_range(NB):
+            xs = xs + (tl.load(x_ptrs[nb] + 16 * u),)
     return xs
 
 
 @triton.jit
-def _mma_group(words, xs, neg_zero, NB: tl.constexpr, BF16: tl.constexpr):
-    """sum_k x[n, k] (c - z)[col, k] over one group's operands (`_mma_load`) in fp32: the lane's 8 NB
-    accumulators, (x rows block nb, m16 tile t, c0..c3) in that order."""
-    zero = tl.zeros([neg_zero.shape[0]], tl.float32)
+def _mma_group(words, xs, NB: tl.constexpr, BF16: tl.constexpr):
+    """One group's sums in fp32: the lane's 8 NB accumulators of sum_k x[n, k] (magic + c)[col, k] ((x rows block nb,
+    m16 tile t, c0..c3) in that order) and its 2 NB of sum_k x[n, k] (block nb: x rows 2q, 2q + 1), the latter by an
+    MMA with an A of ones (one a k16 step for every column, where a packed add of -(magic + z) to every code pair
+    took 16 a k16 step)."""
+    zero = tl.zeros([words[0].shape[0]], tl.float32)
+    one = tl.full([words[0].shape[0]], 0x3F803F80 if BF16 else 0x3C003C00, tl.int32)
     acc = ()
-    for i in tl.static_range(8 * NB):
+    for i in tl.static_range(12 * NB):  # 8 NB sums, then 4 NB sums of x
         acc = acc + (zero,)
-    z0, z1, z2, z3 = _take(neg_zero, 0), _take(neg_zero, 1), _take(neg_zero, 2), _take(neg_zero, 3)
     for u in tl.static_range(len(words)):
         w0, w1, w2, w3 = _take(words[u], 0), _take(words[u], 1), _take(words[u], 2), _take(words[u], 3)
         for m in tl.static_range(2):  # codes 2m, 2m + 1, 2m + 4, 2m + 5 of the word: one k16 step
-            a0 = (_code_pair(w0, 8 * m, z0, BF16), _code_pair(w1, 8 * m, z1, BF16), _code_pair(w0, 8 * m + 4, z0, BF16),
-                  _code_pair(w1, 8 * m + 4, z1, BF16))  # tile 0: rows r, r + 8 = columns 4 r, 4 r + 1
-            a1 = (_code_pair(w2, 8 * m, z2, BF16), _code_pair(w3, 8 * m, z3, BF16), _code_pair(w2, 8 * m + 4, z2, BF16),
-                  _code_pair(w3, 8 * m + 4, z3, BF16))  # tile 1: columns 4 r + 2, 4 r + 3
+            a0 = (_code_pair(w0, 8 * m, BF16), _code_pair(w1, 8 * m, BF16), _code_pair(w0, 8 * m + 4, BF16),
+                  _code_pair(w1, 8 * m + 4, BF16))  # tile 0: rows r, r + 8 = columns 4 r, 4 r + 1
+            a1 = (_code_pair(w2, 8 * m, BF16), _code_pair(w3, 8 * m, BF16), _code_pair(w2, 8 * m + 4, BF16),
+                  _code_pair(w3, 8 * m + 4, BF16))  # tile 1: columns 4 r + 2, 4 r + 3
             out = ()
+            sums = ()
             for nb in tl.static_range(NB):
                 xa = _take(xs[u * NB + nb], m)
                 xb = _take(xs[u * NB + nb], m + 2)
@@ -507,8 +506,13 @@ def _mma_group(words, xs, neg_zero, NB: tl.constexpr, BF16: tl.constexpr):
                                           acc[8 * nb + 2], acc[8 * nb + 3], BF16)
                 out = out + _mma_m16n8k16(a1[0], a1[1], a1[2], a1[3], b0, b1, acc[8 * nb + 4], acc[8 * nb + 5],
                                           acc[8 * nb + 6], acc[8 * nb + 7], BF16)
-            acc = out
-    return acc
+                sums = sums + _mma_m16n8k16(one, one, one, one, b0, b1, acc[8 * NB + 4 * nb], acc[8 * NB + 4 * nb + 1],
+                                            acc[8 * NB + 4 * nb + 2], acc[8 * NB + 4 * nb + 3], BF16)
+            acc = out + sums
+    sx = ()
+    for nb in tl.static_range(NB):
+        sx = sx + (acc[8 * NB + 4 * nb], acc[8 * NB + 4 * nb + 1])
+    return acc[:8 * NB], sx
 
 
 @triton.jit
@@ -516,27 +520,47 @@ def _mma_tile_sum(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_end, q
                   GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BF16: tl.constexpr, NB: tl.constexpr,
                   X_AHEAD: tl.constexpr):
     """The lane's 8 NB fp32 accumulators (`_mma_group`'s order) of sum_k x (s (c - z)) over groups g_start ..
-    g_end - 1 of its columns `cols4`. The next group's weights are loaded before this one's MMAs (in flight while
-    they run; without, 30-50% slower on the H200), and its x too if X_AHEAD (else this group's x is loaded from L1 /
-    L2 when needed: 16 NB registers fewer, more programs an SM)."""
+    g_end - 1 (g_start < g_end) of its columns `cols4`: per group s ((sum x (magic + c)) - (magic + z) sum x), the
+    difference taken in one FMA. The next group's weights are loaded before this one's MMAs (in flight while they
+    run; without, 30-50% slower on the H200), and its x too if X_AHEAD (else this group's x is loaded from L1 / L2
+    when needed: 16 NB registers fewer, more programs an SM). Every load is in bounds: the group after the last
+    loads the last again (an L1 / L2 hit) rather than masking (a masked load first zeroes its registers)."""
     acc = ()
     for i in tl.static_range(8 * NB):
         acc = acc + (tl.zeros(q.shape, tl.float32),)
-    ahead = _mma_load(w_ptr, s_ptr, z_ptr, N, g_start, g_start < g_end, q, cols4, col_mask4, GROUP, HAS_ZERO, BF16)
+    row_step = 4 * N  # word rows q + 4 u
+    group_step = (GROUP // 8) * N
+    w_ptrs = w_ptr + (g_start * (GROUP // 8) + q).to(tl.int64)[:, None] * N + cols4
+    s_ptrs = s_ptr + g_start.to(tl.int64) * N + cols4
+    z_ptrs = z_ptr + g_start.to(tl.int64) * N + cols4
+    x_ptrs = ()
+    for nb in tl.static_range(NB):
+        x_ptrs = x_ptrs + (x32_ptr + x_rows[nb][:, None] * x_stride32 + 4 * (g_start * (GROUP // 8) + q)[:, None]
+                           + tl.arange(0, 4)[None, :],)
+    ahead = _mma_load(w_ptrs, s_ptrs, z_ptrs, row_step, col_mask4, GROUP, HAS_ZERO, BF16)
     if X_AHEAD:
-        x_ahead = _mma_load_x(x32_ptr, x_stride32, g_start, g_start < g_end, q, x_rows, GROUP)
+        x_ahead = _mma_load_x(x_ptrs, NB, GROUP)
     for g in range(g_start, g_end):
-        words, s, neg_zero = ahead
-        ahead = _mma_load(w_ptr, s_ptr, z_ptr, N, g + 1, g + 1 < g_end, q, cols4, col_mask4, GROUP, HAS_ZERO, BF16)
+        words, s, neg_magic_zero = ahead
         if X_AHEAD:
             xs = x_ahead
-            x_ahead = _mma_load_x(x32_ptr, x_stride32, g + 1, g + 1 < g_end, q, x_rows, GROUP)
         else:
-            xs = _mma_load_x(x32_ptr, x_stride32, g, True, q, x_rows, GROUP)
-        part = _mma_group(words, xs, neg_zero, NB, BF16)
+            xs = _mma_load_x(x_ptrs, NB, GROUP)
+        more = (g + 1 < g_end).to(tl.int32)  # 0 at the last group: it loads itself again
+        w_ptrs += more * group_step
+        s_ptrs += more * N
+        z_ptrs += more * N
+        for nb in tl.static_range(NB):
+            x_ptrs = x_ptrs[:nb] + (x_ptrs[nb] + more * (4 * (GROUP // 8)),) + x_ptrs[nb + 1:]
+        ahead = _mma_load(w_ptrs, s_ptrs, z_ptrs, row_step, col_mask4, GROUP, HAS_ZERO, BF16)
+        if X_AHEAD:
+            x_ahead = _mma_load_x(x_ptrs, NB, GROUP)
+        part, sx = _mma_group(words, xs, NB, BF16)
         scaled = ()
         for i in tl.static_range(8 * NB):  # c0, c1: column 4 r + 2 t; c2, c3: 4 r + 2 t + 1 (tile t = i // 4 % 2)
-            scaled = scaled + (acc[i] + _take(s, (i % 8) // 2) * part[i],)
+            col = (i % 8) // 2  # and c0, c2: x row 2 q of block nb = i // 8; c1, c3: 2 q + 1
+            exact = tl.fma(_take(neg_magic_zero, col), sx[2 * (i // 8) + i % 2], part[i])
+            scaled = scaled + (tl.fma(_take(s, col), exact, acc[i]),)
         acc = scaled
     return acc
 
