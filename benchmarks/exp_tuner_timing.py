@@ -30,7 +30,7 @@ from rooftop.ops import quant_matmul as qm
 # (warps, maxnreg[, X_AHEAD]) by BLOCK_M (run 3, logs/h200-2026-12-01-s15/exp-tuner-timing-mma.log, had (warps, warps
 # an SM to split K towards or 0: one wave, PREFETCH[, maxnreg]); session 21's run with an L2 prefetch L2_AHEAD groups
 # ahead, logs/h200-2026-12-02-s21/exp-tuner-timing-l2.log, had a fourth entry: not kept, see NOTES item 152)
-MMA_VARIANTS = {8: ((1, 104), (1, 88), (2, 88), (1, 96), (1, 88, False)),
+MMA_VARIANTS = {8: ((1, 104), (1, 88), (2, 88), (4, 104), (4, 88)),
                 16: ((1, 120, False), (2, 120, False), (1, 128), (1, 112, False), (2, 128))}
 
 

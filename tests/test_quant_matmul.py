@@ -172,6 +172,28 @@ def test_gemv_splits_that_cut_groups(M, bits, device):
     assert rel_err(out, _reference(x, qw)) < TOL[torch.bfloat16]
 
 
+# (bits, N, K, group, symmetric, (BLOCK_N, warps, slices), split): slices of whole groups summed in shared memory, as
+# the GEMV's M = 1 candidates: 2 warps of 4 slices of 64 columns (2 a warp), with a split of K over programs whose last
+# slices lie past K (5 groups in 2 programs of 4 slices), or none; ragged N; symmetric int4 and asymmetric int8
+SLICE_CASES = [(4, 200, 640, 128, False, (64, 2, 4), 2), (8, 96, 256, 32, True, (64, 2, 4), 1),
+               (4, 136, 384, 64, True, (128, 2, 2), 3)]
+
+
+@pytest.mark.parametrize("bits,N,K,G,symmetric,shape,split", SLICE_CASES)
+def test_gemv_slices(bits, N, K, G, symmetric, shape, split, device):
+    block_n, warps, slices = shape
+    qw = quantize_weight(torch.randn(N, K, device=device), bits, G, symmetric)
+    x = torch.randn(1, K, device=device, dtype=torch.bfloat16)
+    bias = torch.randn(N, device=device, dtype=torch.bfloat16)
+    config = {**qm._gemv((block_n, warps, 4, 1, 1, None, slices), 1, N, K, bits, G, 8), "SPLIT_K": split}
+    assert config["SLICES"] == slices and qm._gemv((block_n, warps, 4, 1, 1, None, slices), 2, N, K, bits, G,
+                                                     8)["SLICES"] == 1
+    run = lambda: qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, bias, N, bits, G)[0]  # noqa: E731
+    out = run()
+    assert rel_err(out, _reference(x, qw, bias)) < TOL[torch.bfloat16]
+    assert torch.equal(out, run())
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 def test_dequantize_path(dtype, device):
     assert qm.kernel_path(70) == "dequant" and qm.kernel_path(1, torch.float32) == "dequant"

@@ -27,7 +27,8 @@ tracing, ROOFTOP_AUTOTUNE=0) the first candidate runs: the GEMV for M <= GEMV_MA
 kernel up to DOT_MAX_M, dequantize + cuBLAS above (never the Gluon kernel below: it runs only where the tuner
 timed it). The paths:
 - "gemv", `_qgemv_kernel` on the CUDA cores (M <= GEMV_TRY_M). A program owns BLOCK_N columns and a
-  range of k-steps (split-K); each thread holds every word row of its columns, so all sums over k
+  range of k-steps (split-K; at M = 1 optionally cut again into SLICES runs of whole groups, one a row of the
+  program's tiles, summed in shared memory); each thread holds every word row of its columns, so all sums over k
   stay in the thread. A code becomes a float without an int->float conversion: shifted to bit 15
   (int4: odd codes to bit 19, sharing the even neighbour's shift) and OR-ed into the mantissa of
   magic = 256 (or 16), it reads as magic + c. Per code: one LOP3 (mask | magic), one FMA with x into
@@ -147,9 +148,18 @@ SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
 # DRAM 66% busy, occupancy 36%, 72 registers. Offline sm_90 the same loop fits 64 registers (one-warp
 # programs up to the SM's 32-program limit) and 56 (two-warp programs: 36 warps an SM) with no spill: the
 # last two candidates, not yet timed on the GPU.
+# Then (M = 1; maxnreg, SLICES) candidates whose programs cut their share of K again into SLICES runs of whole groups,
+# summed in shared memory (`_qgemv_kernel`): the workspace's fix-up costs 1.6-6.6 us a call at the splits the GEMV
+# needs (session 21, logs/h200-2026-12-02-s21/exp-gemv-tail*.log: int4 14336 x 4096 13.6 us, 12.0 without it). On
+# the H200 (exp-tuner-timing-slices-int*.log) they win for int8 (14336 x 4096 18.8 us against 22.3, 4096 x 14336 20.0
+# against 22.4, 28672 x 8192 62.0 against 63.9), not for int4 (the slices' x takes layout shuffles: +10% instructions);
+# slices across 8 or 16 warps (barriers of the whole program every k-step for x) ran 1.3-2x slower and are not listed.
+# Last, 8 word rows a k-step (offline sm_90: 72 registers, no spill, 3.1 instructions a code as with 4): twice the
+# bytes in flight a warp, half the splits.
 GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), (256, 1, 4, 16, 1),
                 (256, 1, 4, 16, 1, 96), (256, 1, 4, 32, 1, 80), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96),
-                (128, 1, 4, 32, 1, 64), (256, 2, 4, 32, 1, 56))
+                (128, 1, 4, 32, 1, 64), (256, 2, 4, 32, 1, 56),
+                (64, 1, 4, 32, 1, 72, 2), (128, 4, 4, 6, 1, 72, 4), (128, 1, 8, 32, 1, 72), (128, 1, 8, 16, 1, 72))
 # Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages[, SWAP_AB, default True[,
 # maxnreg]]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a
 # k-tile). The grid is stream-K over as many programs as the SMs hold (Launch.resident_per_sm), so the
@@ -200,11 +210,19 @@ def _split_k(programs: int, tiles: int, most: int) -> int:
 
 
 def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms: int) -> dict:
-    block_n, warps, word_rows, per_sm, stages, *maxnreg = config
+    block_n, warps, word_rows, per_sm, stages, *rest = config
+    maxnreg = rest[0] if rest else None
+    slices = rest[1] if len(rest) > 1 and M == 1 else 1
     block_k = min(word_rows * 32 // bits, group_size)
-    split = _split_k(per_sm * sms, cdiv(N, block_n), max(1, min(GEMV_MAX_SPLIT, K // (block_k * GEMV_MIN_STEPS))))
+    if slices == 1:
+        most = max(1, min(GEMV_MAX_SPLIT, K // (block_k * GEMV_MIN_STEPS)))
+        split = _split_k(per_sm * sms, cdiv(N, block_n), most)
+    else:  # slices of whole groups; no program left without one
+        groups = K // group_size
+        split = _split_k(per_sm * sms, cdiv(N, block_n), max(1, groups // slices))
+        split = cdiv(groups, slices * cdiv(groups, split * slices))
     return dict(path="gemv", BLOCK_M=triton.next_power_of_2(M), BLOCK_N=block_n, BLOCK_K=block_k, SPLIT_K=split,
-                num_warps=warps, STAGES=stages, **({"maxnreg": maxnreg[0]} if maxnreg else {}))
+                num_warps=warps, STAGES=stages, SLICES=slices, **({"maxnreg": maxnreg} if maxnreg else {}))
 
 
 def _mma(config: tuple, M: int) -> dict:
@@ -352,47 +370,64 @@ def _take(x, k: tl.constexpr):
 def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                   magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  STAGES: tl.constexpr, SUM_BATCH: tl.constexpr):
+                  STAGES: tl.constexpr, SUM_BATCH: tl.constexpr, SLICES: tl.constexpr):
     # Grid (N / BLOCK_N, SPLIT_K). STAGES > 1: the group's next k-steps' words are copied into shared
     # memory while this one is summed (more bytes in flight per program). Reads its [K / SPLIT_K,
     # BLOCK_N] slab of packed words once (the grid reads every word once), one row of scales (and
     # zeros) per group, and x's rows (from L2). Writes BLOCK_M x BLOCK_N outputs (or fp32 partials,
     # re-read once by the tile's last program). A thread holds its columns' words of every k: each
     # code is one FMA into the thread's fp32 sum over its group, sum_k x (magic + c), scaled once a
-    # group (module docstring).
+    # group (module docstring). SLICES > 1 (M = 1): the program's k-steps are cut again into SLICES runs of
+    # whole groups, one a row ("lane") of its [SLICES, BLOCK_N] tiles (a warp's, or part of one), summed
+    # through shared memory at the end: SPLIT_K * SLICES parts of K, only SPLIT_K of them through the workspace.
+    tl.static_assert(SLICES == 1 or BLOCK_M == 1)
     PACK: tl.constexpr = 32 // BITS  # codes per word
     WORDS: tl.constexpr = BLOCK_K // PACK  # word rows per k-step
     STEPS: tl.constexpr = GROUP // BLOCK_K  # k-steps per group
+    LANES: tl.constexpr = BLOCK_M * SLICES  # rows of the tiles: x's rows, or the slices of K
     # x is loaded XW word rows (up to 32 values) at a time: a whole k-step of it at BLOCK_M = 4 spills
     XW: tl.constexpr = min(WORDS, max(1, 32 // (BLOCK_M * PACK)))
     pid_n = tl.program_id(0)
     split = tl.program_id(1)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = (cols < N)[None, :]
-    rows = tl.arange(0, BLOCK_M)
+    lanes = tl.arange(0, LANES)
+    rows = lanes % BLOCK_M
     k_steps = K // BLOCK_K
-    per_split = tl.cdiv(k_steps, SPLIT_K)
-    t_start = split * per_split
-    t_end = tl.minimum(t_start + per_split, k_steps)
-    w_row = w_ptr + tl.cast(t_start * WORDS, tl.int64) * N
-    x_ptrs = (x_ptr + rows[:, None].to(tl.int64) * x_stride + t_start * BLOCK_K
+    if SLICES == 1:
+        per_part = tl.cdiv(k_steps, SPLIT_K)
+        t_start = split * per_part
+        t_end = tl.minimum(t_start + per_part, k_steps)
+        w_row = w_ptr + tl.cast(t_start * WORDS, tl.int64) * N  # one pointer: every row of x reads the same words
+        lane_groups = tl.zeros([LANES, 1], tl.int32)
+    else:
+        per_part = tl.cdiv(K // GROUP, SPLIT_K * SLICES) * STEPS  # whole groups a slice
+        t_start = split * SLICES * per_part  # slice s: s * per_part steps further
+        t_end = t_start + per_part
+        lane_groups = ((lanes // BLOCK_M) * (per_part // STEPS))[:, None]  # [LANES, 1]: groups past slice 0's
+        w_row = w_ptr + ((t_start + lane_groups * STEPS) * WORDS).to(tl.int64) * N
+    x_ptrs = (x_ptr + rows[:, None].to(tl.int64) * x_stride + (t_start + lane_groups * STEPS) * BLOCK_K
               + tl.arange(0, XW * PACK)[None, :])
-    x_mask = rows[:, None] < M
-    acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+    acc = tl.zeros([LANES, BLOCK_N], tl.float32)
     for g in range(t_start // STEPS, tl.cdiv(t_end, STEPS)):  # the groups this split's k-steps touch
-        dot = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-        # sum_k x over the codes at bit 15 (magic 256) and at bit 19 (16: odd int4 codes); [BLOCK_M, 1]
+        lane_g = g + lane_groups  # [LANES, 1]
+        valid = (rows[:, None] < M) & (lane_g < K // GROUP)  # a slice past K reads nothing (adds 0)
+        dot = tl.zeros([LANES, BLOCK_N], tl.float32)
+        # sum_k x over the codes at bit 15 (magic 256) and at bit 19 (16: odd int4 codes); [LANES, 1]
         # keeps them in the accumulator's layout (1-D, they get one of their own and a second copy of x)
-        sum15 = tl.zeros([BLOCK_M, 1], tl.float32)
-        sum19 = tl.zeros([BLOCK_M, 1], tl.float32)
+        sum15 = tl.zeros([LANES, 1], tl.float32)
+        sum19 = tl.zeros([LANES, 1], tl.float32)
         for t in tl.range(tl.maximum(t_start, g * STEPS), tl.minimum(t_end, g * STEPS + STEPS), num_stages=STAGES):
             for j in tl.static_range(WORDS):
                 if j % XW == 0:
-                    x = tl.load(x_ptrs + j * PACK, mask=x_mask, other=0.0).to(tl.float32)
+                    x = tl.load(x_ptrs + j * PACK, mask=valid, other=0.0).to(tl.float32)
                     # an identity reduction: x then reaches every thread as float32 through shared
                     # memory, where otherwise every thread would widen it
                     x = tl.sum(x[:, :, None], axis=2)
-                words = tl.load(w_row + j * N + cols[None, :], mask=col_mask)
+                if SLICES == 1:
+                    words = tl.load(w_row + j * N + cols[None, :], mask=col_mask)
+                else:
+                    words = tl.load(w_row + j * N + cols[None, :], mask=col_mask & valid)
                 for i in tl.static_range(PACK):
                     codes, _ = _unpack(words, i, magic15, BITS)
                     xk = _take(x, (j % XW) * PACK + i)[:, None]
@@ -403,10 +438,15 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
                     dot = tl.fma(xk, codes, dot)
             w_row += WORDS * N
             x_ptrs += BLOCK_K
-        s, z = _scale_and_zero(s_ptr, z_ptr, g, cols[None, :], col_mask, N, HAS_ZERO, BITS)
+        if SLICES == 1:
+            s, z = _scale_and_zero(s_ptr, z_ptr, g, cols[None, :], col_mask, N, HAS_ZERO, BITS)
+        else:
+            s, z = _scale_and_zero(s_ptr, z_ptr, lane_g, cols[None, :], col_mask & valid, N, HAS_ZERO, BITS)
         acc = tl.fma(s, dot - (sum15 * 256.0 + sum19 * 16.0 + z * (sum15 + sum19)), acc)
-    _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid_n, split, SPLIT_K, HAS_BIAS,
-                  SUM_BATCH)
+    if SLICES > 1:
+        acc = tl.sum(acc, axis=0, keep_dims=True)  # the slices' sums, across warps through shared memory
+    _store_output(acc, tl.arange(0, BLOCK_M), cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid_n, split,
+                  SPLIT_K, HAS_BIAS, SUM_BATCH)
 
 
 @triton.jit
@@ -960,9 +1000,12 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
     args = [rows, packed, scales, packed if zeros is None else zeros, out if bias is None else bias, out, out,
             packed, M, N, K, rows.stride(0), out.stride(0), MAGIC15]
     consts = dict(BITS=bits, GROUP=group_size, HAS_ZERO=zeros is not None, HAS_BIAS=bias is not None)
-    per_thread = max(1, params["BLOCK_M"] * params["BLOCK_N"] // (32 * params["num_warps"]))  # fp32 of a partial
+    # fp32 of a partial a thread holds (a sum over slices is in every warp)
+    per_thread = max(1, params["BLOCK_M"] * params["BLOCK_N"] // (32 * (1 if params.get("SLICES", 1) > 1 else
+                                                                        params["num_warps"])))
     consts["SUM_BATCH"] = max(1, SUM_REGS[path] // per_thread)
     if path == "gemv":
+        params.setdefault("SLICES", 1)  # a choice cached before slices
         kernel, pieces = _qgemv_kernel, params.pop("SPLIT_K")
         grid = (tiles, pieces)
         consts["SPLIT_K"] = pieces
@@ -1052,6 +1095,8 @@ def _quant_matmul_op(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor
         key += ("gluon-rs3",)  # since session 20 the 256-row register-A variant among them
     if mma:
         key += ("mma",)
+    if M == 1:
+        key += ("slices",)  # since session 21 the GEMV's sliced candidates among them
     device = _autotune.device_name(device_index)
     chosen = _autotune.choose("quant_matmul", key, configs, run, device=device, tune=_autotune.may_tune(x))
     out, prepared = run(chosen)
