@@ -12,6 +12,7 @@ replay over input copies that together move twice the L2, as the results harness
 by truth and each timing's pick with its truth time; writes OUT/exp-tuner-timing.json.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_tuner_timing.py OUT [--ms 1,8,16] [--budget 400] [--only-mma]
        [--bits 8] [--min-steps 16,64] [--max-split 1000]  (GEMV candidates with other splits of K too)
+       [--shapes 28672x8192,14336x4096]
        ... exp_tuner_timing.py --ncu-target M  (under ncu: the mma GEMV's first candidate at M x 28672 x 8192)"""
 import argparse
 import json
@@ -71,6 +72,8 @@ def main():
     parser.add_argument("--min-steps", default="", help="GEMV_MIN_STEPS values to time the GEMV candidates at too "
                         "(comma-separated; fewer, longer splits of K)")
     parser.add_argument("--max-split", default="", help="GEMV_MAX_SPLIT values likewise")
+    parser.add_argument("--shapes", default="", help="N x K shapes to time (comma-separated NxK; default: the "
+                        "benchmark's)")
     args = parser.parse_args()
     if args.ncu_target:
         return ncu_target(args.ncu_target)
@@ -78,7 +81,8 @@ def main():
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     rows, start, summary = [], time.time(), []
     for M in map(int, args.ms.split(",")):
-        for N, K in qm.BENCH_SHAPES:
+        shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",") if s] or qm.BENCH_SHAPES
+        for N, K in shapes:
             if time.time() - start > args.budget:
                 print(f"budget spent: M = {M} {N} x {K} left out")
                 continue
