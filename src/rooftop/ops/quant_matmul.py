@@ -412,6 +412,10 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     for g in range(t_start // STEPS, tl.cdiv(t_end, STEPS)):  # the groups this split's k-steps touch
         lane_g = g + lane_groups  # [LANES, 1]
         valid = (rows[:, None] < M) & (lane_g < K // GROUP)  # a slice past K reads nothing (adds 0)
+        if SLICES == 1:  # the words and scales of [1, BLOCK_N]: every row of x shares them
+            group_rows, group_mask = g, col_mask
+        else:
+            group_rows, group_mask = lane_g, col_mask & valid
         dot = tl.zeros([LANES, BLOCK_N], tl.float32)
         # sum_k x over the codes at bit 15 (magic 256) and at bit 19 (16: odd int4 codes); [LANES, 1]
         # keeps them in the accumulator's layout (1-D, they get one of their own and a second copy of x)
@@ -424,10 +428,7 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
                     # an identity reduction: x then reaches every thread as float32 through shared
                     # memory, where otherwise every thread would widen it
                     x = tl.sum(x[:, :, None], axis=2)
-                if SLICES == 1:
-                    words = tl.load(w_row + j * N + cols[None, :], mask=col_mask)
-                else:
-                    words = tl.load(w_row + j * N + cols[None, :], mask=col_mask & valid)
+                words = tl.load(w_row + j * N + cols[None, :], mask=group_mask)
                 for i in tl.static_range(PACK):
                     codes, _ = _unpack(words, i, magic15, BITS)
                     xk = _take(x, (j % XW) * PACK + i)[:, None]
@@ -438,10 +439,7 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
                     dot = tl.fma(xk, codes, dot)
             w_row += WORDS * N
             x_ptrs += BLOCK_K
-        if SLICES == 1:
-            s, z = _scale_and_zero(s_ptr, z_ptr, g, cols[None, :], col_mask, N, HAS_ZERO, BITS)
-        else:
-            s, z = _scale_and_zero(s_ptr, z_ptr, lane_g, cols[None, :], col_mask & valid, N, HAS_ZERO, BITS)
+        s, z = _scale_and_zero(s_ptr, z_ptr, group_rows, cols[None, :], group_mask, N, HAS_ZERO, BITS)
         acc = tl.fma(s, dot - (sum15 * 256.0 + sum19 * 16.0 + z * (sum15 + sum19)), acc)
     if SLICES > 1:
         acc = tl.sum(acc, axis=0, keep_dims=True)  # the slices' sums, across warps through shared memory
