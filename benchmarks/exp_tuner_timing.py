@@ -74,6 +74,8 @@ def main():
     parser.add_argument("--max-split", default="", help="GEMV_MAX_SPLIT values likewise")
     parser.add_argument("--shapes", default="", help="N x K shapes to time (comma-separated NxK; default: the "
                         "benchmark's)")
+    parser.add_argument("--where", default="", help="keep only the default and the candidates with any of these "
+                        "launch parameters set past its plain value (comma-separated, e.g. X_ASM,SLICES)")
     args = parser.parse_args()
     if args.ncu_target:
         return ncu_target(args.ncu_target)
@@ -104,6 +106,10 @@ def main():
                 setattr(qm, name, default)
             if args.only_mma:
                 configs = configs[:1]
+            if args.where:
+                keys = args.where.split(",")
+                past_plain = lambda v: v is True or type(v) is int and v > 1  # noqa: E731
+                configs = configs[:1] + [c for c in configs[1:] if any(past_plain(c.get(k)) for k in keys)]
             if qm._use_mma(x, bits):
                 configs += [c for c in (qm._mma(v, M) for v in MMA_VARIANTS[8 if M <= 8 else 16]) if c not in configs]
             configs.append("cublas")

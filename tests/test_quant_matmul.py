@@ -194,6 +194,27 @@ def test_gemv_slices(bits, N, K, G, symmetric, shape, split, device):
     assert torch.equal(out, run())
 
 
+# x loaded by inline PTX (X_ASM) in the tile's layout: the slice cases above and one program a warp, bf16 and fp16 x
+X_ASM_CASES = [case + (dtype,) for case in SLICE_CASES + [(4, 1000, 1024, 128, False, (128, 1, 1), 4)]
+               for dtype in (torch.bfloat16, torch.float16)] + [(8, 1000, 1024, 128, False, (256, 4, 4), 2, torch.float16)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bits,N,K,G,symmetric,shape,split,dtype", X_ASM_CASES)
+def test_gpu_gemv_x_asm(bits, N, K, G, symmetric, shape, split, dtype):
+    block_n, warps, slices = shape
+    qw = quantize_weight(torch.randn(N, K, device="cuda", dtype=dtype), bits, G, symmetric)
+    wide = torch.randn(1, K + 8, device="cuda", dtype=dtype)
+    bias = torch.randn(N, device="cuda", dtype=dtype)
+    config = {**qm._gemv((block_n, warps, 4, 1, 1, None, slices, True), 1, N, K, bits, G, 8), "SPLIT_K": split}
+    assert config["X_ASM"]
+    for x in (wide[:, :K], wide[:, 1:K + 1]):  # 16-byte aligned: inline PTX; not: tl.load
+        run = lambda: qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, bias, N, bits, G)[0]  # noqa: E731
+        out = run()
+        assert rel_err(out, _reference(x, qw, bias)) < TOL[torch.bfloat16]
+        assert torch.equal(out, run())
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 def test_dequantize_path(dtype, device):
     assert qm.kernel_path(70) == "dequant" and qm.kernel_path(1, torch.float32) == "dequant"

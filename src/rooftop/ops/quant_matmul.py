@@ -28,8 +28,9 @@ kernel up to DOT_MAX_M, dequantize + cuBLAS above (never the Gluon kernel below:
 timed it). The paths:
 - "gemv", `_qgemv_kernel` on the CUDA cores (M <= GEMV_TRY_M). A program owns BLOCK_N columns and a
   range of k-steps (split-K; at M = 1 optionally cut again into SLICES runs of whole groups, one a row of the
-  program's tiles, summed in shared memory); each thread holds every word row of its columns, so all sums over k
-  stay in the thread. A code becomes a float without an int->float conversion: shifted to bit 15
+  program's tiles, summed in shared memory; X_ASM: a slice a warp, x loaded by each thread of it with inline PTX
+  where Triton would broadcast it through shared memory with a barrier of the whole program); each thread holds every
+  word row of its columns, so all sums over k stay in the thread. A code becomes a float without an int->float conversion: shifted to bit 15
   (int4: odd codes to bit 19, sharing the even neighbour's shift) and OR-ed into the mantissa of
   magic = 256 (or 16), it reads as magic + c. Per code: one LOP3 (mask | magic), one FMA with x into
   the thread's fp32 sum over the group, half a shift (int4; int8: one). Scale, zero point and magic
@@ -154,12 +155,19 @@ SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
 # the H200 (exp-tuner-timing-slices-int*.log) they win for int8 (14336 x 4096 18.8 us against 22.3, 4096 x 14336 20.0
 # against 22.4, 28672 x 8192 62.0 against 63.9), not for int4 (the slices' x takes layout shuffles: +10% instructions);
 # slices across 8 or 16 warps (barriers of the whole program every k-step for x) ran 1.3-2x slower and are not listed.
-# Last, 8 word rows a k-step (offline sm_90: 72 registers, no spill, 3.1 instructions a code as with 4): twice the
+# Then 8 word rows a k-step (offline sm_90: 72 registers, no spill, 3.1 instructions a code as with 4): twice the
 # bytes in flight a warp, half the splits.
+# Last (M = 1; maxnreg, SLICES, X_ASM) a slice a warp with x loaded by each thread itself (inline PTX, `_load_x_pairs`:
+# no shared memory, no barrier; offline sm_90 4.2 instructions a code at 128 columns, 3.5 at 256): splits of K 4x
+# fewer at the same warps. H200 (session 22, logs/h200-2026-12-02-s22/exp-tuner-timing-xasm-int*.log, graph replay,
+# each alone): int4 4096^2 7.7 us (one warp a program: 8.5), 4096 x 14336 14.2 (15.5), 14336 x 4096 13.6 (13.7);
+# int8 4096^2 9.5 (10.4), 4096 x 14336 19.3 (20.0 in two slices a warp), 28672 x 8192 61.0 (61.6). Not kept, slower
+# everywhere: 8 slices of 8 warps, 256 columns, the same at a quarter of the programs, one warp a program with X_ASM.
 GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), (256, 1, 4, 16, 1),
                 (256, 1, 4, 16, 1, 96), (256, 1, 4, 32, 1, 80), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96),
                 (128, 1, 4, 32, 1, 64), (256, 2, 4, 32, 1, 56),
-                (64, 1, 4, 32, 1, 72, 2), (128, 4, 4, 6, 1, 72, 4), (128, 1, 8, 32, 1, 72), (128, 1, 8, 16, 1, 72))
+                (64, 1, 4, 32, 1, 72, 2), (128, 1, 8, 32, 1, 72), (128, 1, 8, 16, 1, 72),
+                (128, 4, 4, 7, 1, 72, 4, True), (64, 4, 4, 7, 1, 72, 4, True), (128, 4, 8, 7, 1, 72, 4, True))
 # Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages[, SWAP_AB, default True[,
 # maxnreg]]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a
 # k-tile). The grid is stream-K over as many programs as the SMs hold (Launch.resident_per_sm), so the
@@ -213,6 +221,7 @@ def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms
     block_n, warps, word_rows, per_sm, stages, *rest = config
     maxnreg = rest[0] if rest else None
     slices = rest[1] if len(rest) > 1 and M == 1 else 1
+    x_asm = len(rest) > 2 and rest[2] and M == 1
     block_k = min(word_rows * 32 // bits, group_size)
     if slices == 1:
         most = max(1, min(GEMV_MAX_SPLIT, K // (block_k * GEMV_MIN_STEPS)))
@@ -222,7 +231,8 @@ def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms
         split = _split_k(per_sm * sms, cdiv(N, block_n), max(1, groups // slices))
         split = cdiv(groups, slices * cdiv(groups, split * slices))
     return dict(path="gemv", BLOCK_M=triton.next_power_of_2(M), BLOCK_N=block_n, BLOCK_K=block_k, SPLIT_K=split,
-                num_warps=warps, STAGES=stages, SLICES=slices, **({"maxnreg": maxnreg} if maxnreg else {}))
+                num_warps=warps, STAGES=stages, SLICES=slices, X_ASM=x_asm,
+                **({"maxnreg": maxnreg} if maxnreg else {}))
 
 
 def _mma(config: tuple, M: int) -> dict:
@@ -367,10 +377,46 @@ def _take(x, k: tl.constexpr):
 
 
 @triton.jit
+def _load_x_pairs(addr, valid, PAIRS: tl.constexpr):
+    """PAIRS int32 words (two 16-bit values of x each) at addr (16-byte aligned for 4, 8 for 2), 0 where not valid:
+    one 16- or 8-byte load by every thread that holds an element of addr, in addr's layout (a load in the
+    accumulator's layout where tl.load would go through shared memory). Inline PTX: on a GPU only."""
+    if PAIRS == 4:
+        return tl.inline_asm_elementwise(
+            "{ .reg .pred p; setp.ne.b32 p, $5, 0; mov.b32 $0, 0; mov.b32 $1, 0; mov.b32 $2, 0; mov.b32 $3, 0; "
+            "@p ld.global.nc.v4.b32 {$0, $1, $2, $3}, [$4]; }", "=r,=r,=r,=r,l,r", [addr, valid.to(tl.int32)],
+            dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True, pack=1)
+    else:
+        return tl.inline_asm_elementwise(
+            "{ .reg .pred p; setp.ne.b32 p, $3, 0; mov.b32 $0, 0; mov.b32 $1, 0; "
+            "@p ld.global.nc.v2.b32 {$0, $1}, [$2]; }", "=r,=r,l,r", [addr, valid.to(tl.int32)],
+            dtype=(tl.int32, tl.int32), is_pure=True, pack=1)
+
+
+@triton.jit
+def _half_to_float(pair, HIGH: tl.constexpr, BF16: tl.constexpr):
+    """The high or low 16-bit float of an int32 pair, as float32 (bf16: the bits moved up, one integer op)."""
+    if BF16:
+        bits = pair & -65536 if HIGH else pair << 16
+        return bits.to(tl.float32, bitcast=True)
+    half = (pair >> 16 if HIGH else pair).to(tl.int16)
+    return half.to(tl.float16, bitcast=True).to(tl.float32)
+
+
+@triton.jit
+def _spread(v, BLOCK_N: tl.constexpr):
+    """A lane's values [LANES, LW] as [LANES, BLOCK_N]: LW = 1 broadcast; LW = 32 (a copy a thread of a warp's 32)
+    each thread's own copy for its BLOCK_N / 32 columns, the layouts matching (no data moves)."""
+    if v.shape[1] > 1:
+        v = tl.reshape(tl.broadcast_to(v[:, :, None], (v.shape[0], 32, BLOCK_N // 32)), (v.shape[0], BLOCK_N))
+    return v
+
+
+@triton.jit
 def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                   magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  STAGES: tl.constexpr, SUM_BATCH: tl.constexpr, SLICES: tl.constexpr):
+                  STAGES: tl.constexpr, SUM_BATCH: tl.constexpr, SLICES: tl.constexpr, X_ASM: tl.constexpr):
     # Grid (N / BLOCK_N, SPLIT_K). STAGES > 1: the group's next k-steps' words are copied into shared
     # memory while this one is summed (more bytes in flight per program). Reads its [K / SPLIT_K,
     # BLOCK_N] slab of packed words once (the grid reads every word once), one row of scales (and
@@ -387,59 +433,72 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     LANES: tl.constexpr = BLOCK_M * SLICES  # rows of the tiles: x's rows, or the slices of K
     # x is loaded XW word rows (up to 32 values) at a time: a whole k-step of it at BLOCK_M = 4 spills
     XW: tl.constexpr = min(WORDS, max(1, 32 // (BLOCK_M * PACK)))
+    # A lane's values: [LANES, 1] broadcast; with X_ASM (Triton gives [LANES, 1] tensors a layout of their own, which
+    # costs a trip through shared memory at each use) those the tile uses (pointers, masks) as [LANES, BLOCK_N], and x
+    # and its sums as [LANES, 32]: one copy a thread, which _spread hands to the thread's columns, no data moved.
+    TW: tl.constexpr = BLOCK_N if X_ASM else 1
+    LW: tl.constexpr = 32 if X_ASM else 1
     pid_n = tl.program_id(0)
     split = tl.program_id(1)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = (cols < N)[None, :]
-    lanes = tl.arange(0, LANES)
-    rows = lanes % BLOCK_M
+    lanes = tl.arange(0, LANES)[:, None]
     k_steps = K // BLOCK_K
     if SLICES == 1:
         per_part = tl.cdiv(k_steps, SPLIT_K)
         t_start = split * per_part
         t_end = tl.minimum(t_start + per_part, k_steps)
-        w_row = w_ptr + tl.cast(t_start * WORDS, tl.int64) * N  # one pointer: every row of x reads the same words
-        lane_groups = tl.zeros([LANES, 1], tl.int32)
     else:
         per_part = tl.cdiv(K // GROUP, SPLIT_K * SLICES) * STEPS  # whole groups a slice
         t_start = split * SLICES * per_part  # slice s: s * per_part steps further
         t_end = t_start + per_part
-        lane_groups = ((lanes // BLOCK_M) * (per_part // STEPS))[:, None]  # [LANES, 1]: groups past slice 0's
-        w_row = w_ptr + ((t_start + lane_groups * STEPS) * WORDS).to(tl.int64) * N
-    x_ptrs = (x_ptr + rows[:, None].to(tl.int64) * x_stride + (t_start + lane_groups * STEPS) * BLOCK_K
-              + tl.arange(0, XW * PACK)[None, :])
+    # groups past slice 0's, in the tile's and in x's layout
+    lane_groups = (lanes // BLOCK_M) * (per_part // STEPS) * (SLICES > 1) + tl.zeros([LANES, TW], tl.int32)
+    x_lane_groups = (lanes // BLOCK_M) * (per_part // STEPS) * (SLICES > 1) + tl.zeros([LANES, LW], tl.int32)
+    x_rows = lanes % BLOCK_M + tl.zeros([LANES, LW], tl.int32)
+    w_step = w_ptr + tl.cast(t_start * WORDS, tl.int64) * N  # the k-step's first word row (of slice 0)
+    w_lane = ((lane_groups * STEPS) * WORDS).to(tl.int64) * N + cols[None, :]  # the lane's words past w_step
+    x_row = x_ptr + x_rows.to(tl.int64) * x_stride + (t_start + x_lane_groups * STEPS) * BLOCK_K
+    x_ptrs = x_row if X_ASM else x_row + tl.arange(0, XW * PACK)[None, :]  # the tl.load of x's
     acc = tl.zeros([LANES, BLOCK_N], tl.float32)
     for g in range(t_start // STEPS, tl.cdiv(t_end, STEPS)):  # the groups this split's k-steps touch
-        lane_g = g + lane_groups  # [LANES, 1]
-        valid = (rows[:, None] < M) & (lane_g < K // GROUP)  # a slice past K reads nothing (adds 0)
+        x_valid = (x_rows < M) & (g + x_lane_groups < K // GROUP)  # a slice past K reads nothing (adds 0)
         if SLICES == 1:  # the words and scales of [1, BLOCK_N]: every row of x shares them
             group_rows, group_mask = g, col_mask
         else:
-            group_rows, group_mask = lane_g, col_mask & valid
+            group_rows = g + lane_groups
+            group_mask = col_mask & (group_rows < K // GROUP)
         dot = tl.zeros([LANES, BLOCK_N], tl.float32)
-        # sum_k x over the codes at bit 15 (magic 256) and at bit 19 (16: odd int4 codes); [LANES, 1]
-        # keeps them in the accumulator's layout (1-D, they get one of their own and a second copy of x)
-        sum15 = tl.zeros([LANES, 1], tl.float32)
-        sum19 = tl.zeros([LANES, 1], tl.float32)
+        # sum_k x over the codes at bit 15 (magic 256) and at bit 19 (16: odd int4 codes) in x's layout
+        sum15 = tl.zeros([LANES, LW], tl.float32)
+        sum19 = tl.zeros([LANES, LW], tl.float32)
         for t in tl.range(tl.maximum(t_start, g * STEPS), tl.minimum(t_end, g * STEPS + STEPS), num_stages=STAGES):
             for j in tl.static_range(WORDS):
-                if j % XW == 0:
-                    x = tl.load(x_ptrs + j * PACK, mask=valid, other=0.0).to(tl.float32)
+                if X_ASM:  # the word row's PACK values of x straight into every thread of the lane
+                    x_pairs = _load_x_pairs(x_row + j * PACK, x_valid, PACK // 2)
+                elif j % XW == 0:
+                    x = tl.load(x_ptrs + j * PACK, mask=x_valid, other=0.0).to(tl.float32)
                     # an identity reduction: x then reaches every thread as float32 through shared
                     # memory, where otherwise every thread would widen it
                     x = tl.sum(x[:, :, None], axis=2)
-                words = tl.load(w_row + j * N + cols[None, :], mask=group_mask)
+                words = tl.load(w_step + j * N + w_lane, mask=group_mask)
                 for i in tl.static_range(PACK):
                     codes, _ = _unpack(words, i, magic15, BITS)
-                    xk = _take(x, (j % XW) * PACK + i)[:, None]
+                    if X_ASM:
+                        xk = _half_to_float(x_pairs[i // 2], i % 2, x_ptr.dtype.element_ty == tl.bfloat16)
+                    else:
+                        xk = _take(x, (j % XW) * PACK + i)[:, None]
                     if i % (8 // BITS) == 0:
                         sum15 += xk
                     else:
                         sum19 += xk
-                    dot = tl.fma(xk, codes, dot)
-            w_row += WORDS * N
+                    dot = tl.fma(_spread(xk, BLOCK_N), codes, dot)
+            w_step += WORDS * N
+            x_row += BLOCK_K
             x_ptrs += BLOCK_K
         s, z = _scale_and_zero(s_ptr, z_ptr, group_rows, cols[None, :], group_mask, N, HAS_ZERO, BITS)
+        sum15 = _spread(sum15, BLOCK_N)
+        sum19 = _spread(sum19, BLOCK_N)
         acc = tl.fma(s, dot - (sum15 * 256.0 + sum19 * 16.0 + z * (sum15 + sum19)), acc)
     if SLICES > 1:
         acc = tl.sum(acc, axis=0, keep_dims=True)  # the slices' sums, across warps through shared memory
@@ -1004,6 +1063,9 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
     consts["SUM_BATCH"] = max(1, SUM_REGS[path] // per_thread)
     if path == "gemv":
         params.setdefault("SLICES", 1)  # a choice cached before slices
+        # x by inline PTX: on a GPU, one row of x 16-byte aligned (as the plans' alignment_key tells)
+        params["X_ASM"] = (params.get("X_ASM", False) and rows.is_cuda and not interpreting() and M == 1
+                           and rows.data_ptr() % 16 == 0)
         kernel, pieces = _qgemv_kernel, params.pop("SPLIT_K")
         grid = (tiles, pieces)
         consts["SPLIT_K"] = pieces
