@@ -167,7 +167,9 @@ GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), 
                 (256, 1, 4, 16, 1, 96), (256, 1, 4, 32, 1, 80), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96),
                 (128, 1, 4, 32, 1, 64), (256, 2, 4, 32, 1, 56),
                 (64, 1, 4, 32, 1, 72, 2), (128, 1, 8, 32, 1, 72), (128, 1, 8, 16, 1, 72),
-                (128, 4, 4, 7, 1, 72, 4, True), (64, 4, 4, 7, 1, 72, 4, True), (128, 4, 8, 7, 1, 72, 4, True))
+                (128, 4, 4, 7, 1, 72, 4, True), (64, 4, 4, 7, 1, 72, 4, True), (128, 4, 8, 7, 1, 72, 4, True),
+                (128, 4, 4, 7, 1, 72, 4, True, True), (128, 4, 8, 7, 1, 72, 4, True, True),
+                (128, 4, 4, 5, 1, 80, 4, True, True), (128, 8, 4, 3, 1, 72, 8, True, True))
 # Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages[, SWAP_AB, default True[,
 # maxnreg]]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a
 # k-tile). The grid is stream-K over as many programs as the SMs hold (Launch.resident_per_sm), so the
@@ -222,6 +224,7 @@ def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms
     maxnreg = rest[0] if rest else None
     slices = rest[1] if len(rest) > 1 and M == 1 else 1
     x_asm = len(rest) > 2 and rest[2] and M == 1
+    unroll = len(rest) > 3 and rest[3] and slices > 1
     block_k = min(word_rows * 32 // bits, group_size)
     if slices == 1:
         most = max(1, min(GEMV_MAX_SPLIT, K // (block_k * GEMV_MIN_STEPS)))
@@ -231,7 +234,7 @@ def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms
         split = _split_k(per_sm * sms, cdiv(N, block_n), max(1, groups // slices))
         split = cdiv(groups, slices * cdiv(groups, split * slices))
     return dict(path="gemv", BLOCK_M=triton.next_power_of_2(M), BLOCK_N=block_n, BLOCK_K=block_k, SPLIT_K=split,
-                num_warps=warps, STAGES=stages, SLICES=slices, X_ASM=x_asm,
+                num_warps=warps, STAGES=stages, SLICES=slices, X_ASM=x_asm, UNROLL=unroll,
                 **({"maxnreg": maxnreg} if maxnreg else {}))
 
 
@@ -413,10 +416,40 @@ def _spread(v, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
+def _gemv_step(w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19, magic15, N, BITS: tl.constexpr,
+               WORDS: tl.constexpr, XW: tl.constexpr, X_ASM: tl.constexpr, BLOCK_N: tl.constexpr):
+    """One k-step of `_qgemv_kernel`: its WORDS word rows (from w_step + w_lane) times x, into the lanes' sums over the
+    group (dot) and of x (sum15, sum19)."""
+    PACK: tl.constexpr = 32 // BITS
+    for j in tl.static_range(WORDS):
+        if X_ASM:  # the word row's PACK values of x straight into every thread of the lane
+            x_pairs = _load_x_pairs(x_row + j * PACK, x_valid, PACK // 2)
+        elif j % XW == 0:
+            x = tl.load(x_ptrs + j * PACK, mask=x_valid, other=0.0).to(tl.float32)
+            # an identity reduction: x then reaches every thread as float32 through shared
+            # memory, where otherwise every thread would widen it
+            x = tl.sum(x[:, :, None], axis=2)
+        words = tl.load(w_step + j * N + w_lane, mask=group_mask)
+        for i in tl.static_range(PACK):
+            codes, _ = _unpack(words, i, magic15, BITS)
+            if X_ASM:
+                xk = _half_to_float(x_pairs[i // 2], i % 2, x_row.dtype.element_ty == tl.bfloat16)
+            else:
+                xk = _take(x, (j % XW) * PACK + i)[:, None]
+            if i % (8 // BITS) == 0:
+                sum15 += xk
+            else:
+                sum19 += xk
+            dot = tl.fma(_spread(xk, BLOCK_N), codes, dot)
+    return dot, sum15, sum19
+
+
+@triton.jit
 def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                   magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  STAGES: tl.constexpr, SUM_BATCH: tl.constexpr, SLICES: tl.constexpr, X_ASM: tl.constexpr):
+                  STAGES: tl.constexpr, SUM_BATCH: tl.constexpr, SLICES: tl.constexpr, X_ASM: tl.constexpr,
+                  UNROLL: tl.constexpr):
     # Grid (N / BLOCK_N, SPLIT_K). STAGES > 1: the group's next k-steps' words are copied into shared
     # memory while this one is summed (more bytes in flight per program). Reads its [K / SPLIT_K,
     # BLOCK_N] slab of packed words once (the grid reads every word once), one row of scales (and
@@ -472,31 +505,23 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
         # sum_k x over the codes at bit 15 (magic 256) and at bit 19 (16: odd int4 codes) in x's layout
         sum15 = tl.zeros([LANES, LW], tl.float32)
         sum19 = tl.zeros([LANES, LW], tl.float32)
-        for t in tl.range(tl.maximum(t_start, g * STEPS), tl.minimum(t_end, g * STEPS + STEPS), num_stages=STAGES):
-            for j in tl.static_range(WORDS):
-                if X_ASM:  # the word row's PACK values of x straight into every thread of the lane
-                    x_pairs = _load_x_pairs(x_row + j * PACK, x_valid, PACK // 2)
-                elif j % XW == 0:
-                    x = tl.load(x_ptrs + j * PACK, mask=x_valid, other=0.0).to(tl.float32)
-                    # an identity reduction: x then reaches every thread as float32 through shared
-                    # memory, where otherwise every thread would widen it
-                    x = tl.sum(x[:, :, None], axis=2)
-                words = tl.load(w_step + j * N + w_lane, mask=group_mask)
-                for i in tl.static_range(PACK):
-                    codes, _ = _unpack(words, i, magic15, BITS)
-                    if X_ASM:
-                        xk = _half_to_float(x_pairs[i // 2], i % 2, x_ptr.dtype.element_ty == tl.bfloat16)
-                    else:
-                        xk = _take(x, (j % XW) * PACK + i)[:, None]
-                    if i % (8 // BITS) == 0:
-                        sum15 += xk
-                    else:
-                        sum19 += xk
-                    dot = tl.fma(_spread(xk, BLOCK_N), codes, dot)
-            w_step += WORDS * N
-            x_row += BLOCK_K
-            x_ptrs += BLOCK_K
-        s, z = _scale_and_zero(s_ptr, z_ptr, group_rows, cols[None, :], group_mask, N, HAS_ZERO, BITS)
+        if UNROLL:  # the group's k-steps in one block (slices: whole groups), for ptxas to issue loads early
+            s, z = _scale_and_zero(s_ptr, z_ptr, group_rows, cols[None, :], group_mask, N, HAS_ZERO, BITS)
+            for _ in tl.static_range(STEPS):
+                dot, sum15, sum19 = _gemv_step(w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19,
+                                               magic15, N, BITS, WORDS, XW, X_ASM, BLOCK_N)
+                w_step += WORDS * N
+                x_row += BLOCK_K
+                x_ptrs += BLOCK_K
+        else:
+            for t in tl.range(tl.maximum(t_start, g * STEPS), tl.minimum(t_end, g * STEPS + STEPS),
+                              num_stages=STAGES):
+                dot, sum15, sum19 = _gemv_step(w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19,
+                                               magic15, N, BITS, WORDS, XW, X_ASM, BLOCK_N)
+                w_step += WORDS * N
+                x_row += BLOCK_K
+                x_ptrs += BLOCK_K
+            s, z = _scale_and_zero(s_ptr, z_ptr, group_rows, cols[None, :], group_mask, N, HAS_ZERO, BITS)
         sum15 = _spread(sum15, BLOCK_N)
         sum19 = _spread(sum19, BLOCK_N)
         acc = tl.fma(s, dot - (sum15 * 256.0 + sum19 * 16.0 + z * (sum15 + sum19)), acc)
@@ -1063,6 +1088,7 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
     consts["SUM_BATCH"] = max(1, SUM_REGS[path] // per_thread)
     if path == "gemv":
         params.setdefault("SLICES", 1)  # a choice cached before slices
+        params.setdefault("UNROLL", False)
         # x by inline PTX: on a GPU, one row of x 16-byte aligned (as the plans' alignment_key tells)
         params["X_ASM"] = (params.get("X_ASM", False) and rows.is_cuda and not interpreting() and M == 1
                            and rows.data_ptr() % 16 == 0)
