@@ -168,8 +168,7 @@ GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), 
                 (128, 1, 4, 32, 1, 64), (256, 2, 4, 32, 1, 56),
                 (64, 1, 4, 32, 1, 72, 2), (128, 1, 8, 32, 1, 72), (128, 1, 8, 16, 1, 72),
                 (128, 4, 4, 7, 1, 72, 4, True), (64, 4, 4, 7, 1, 72, 4, True), (128, 4, 8, 7, 1, 72, 4, True),
-                (128, 4, 4, 7, 1, 72, 4, True, True), (128, 4, 8, 7, 1, 72, 4, True, True),
-                (128, 4, 4, 5, 1, 80, 4, True, True), (128, 8, 4, 3, 1, 72, 8, True, True))
+                (128, 4, 4, 7, 1, 72, 4, True, True), (128, 4, 8, 7, 1, 72, 4, True, True))
 # Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages[, SWAP_AB, default True[,
 # maxnreg]]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a
 # k-tile). The grid is stream-K over as many programs as the SMs hold (Launch.resident_per_sm), so the
