@@ -29,8 +29,9 @@ timed it). The paths:
 - "gemv", `_qgemv_kernel` on the CUDA cores (M <= GEMV_TRY_M). A program owns BLOCK_N columns and a
   range of k-steps (split-K; at M = 1 optionally cut again into SLICES runs of whole groups, one a row of the
   program's tiles, summed in shared memory; X_ASM: a slice a warp, x loaded by each thread of it with inline PTX
-  where Triton would broadcast it through shared memory with a barrier of the whole program); each thread holds every
-  word row of its columns, so all sums over k stay in the thread. A code becomes a float without an int->float conversion: shifted to bit 15
+  where Triton would broadcast it through shared memory with a barrier of the whole program; UNROLL: a slice's group
+  of k-steps unrolled, its loads issued ahead by ptxas); each thread holds every word row of its columns, so all sums
+  over k stay in the thread. A code becomes a float without an int->float conversion: shifted to bit 15
   (int4: odd codes to bit 19, sharing the even neighbour's shift) and OR-ed into the mantissa of
   magic = 256 (or 16), it reads as magic + c. Per code: one LOP3 (mask | magic), one FMA with x into
   the thread's fp32 sum over the group, half a shift (int4; int8: one). Scale, zero point and magic
@@ -163,6 +164,10 @@ SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
 # each alone): int4 4096^2 7.7 us (one warp a program: 8.5), 4096 x 14336 14.2 (15.5), 14336 x 4096 13.6 (13.7);
 # int8 4096^2 9.5 (10.4), 4096 x 14336 19.3 (20.0 in two slices a warp), 28672 x 8192 61.0 (61.6). Not kept, slower
 # everywhere: 8 slices of 8 warps, 256 columns, the same at a quarter of the programs, one warp a program with X_ASM.
+# The last two (UNROLL) take a slice's group of k-steps as one block (slices are whole groups): offline sm_90 3.6
+# instructions a code (4.2 in the loop) and ptxas issues the words' loads 3-4 rows ahead. H200 (exp-tuner-timing-
+# unroll-int*.log): int4 4096^2 7.0 us (7.7 rolled), 14336 x 4096 12.9 (13.6), 4096 x 14336 13.5 (14.2), 28672 x 8192
+# 38.9 (40.5); int8 only at 4096^2 (8.9 against 9.5; 8 word rows spill: 38.6 us against 19.0).
 GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), (256, 1, 4, 16, 1),
                 (256, 1, 4, 16, 1, 96), (256, 1, 4, 32, 1, 80), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96),
                 (128, 1, 4, 32, 1, 64), (256, 2, 4, 32, 1, 56),
