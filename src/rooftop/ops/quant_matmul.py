@@ -421,9 +421,10 @@ def _spread(v, BLOCK_N: tl.constexpr):
 
 @triton.jit
 def _gemv_step(w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19, magic15, N, BITS: tl.constexpr,
-               WORDS: tl.constexpr, XW: tl.constexpr, X_ASM: tl.constexpr, BLOCK_N: tl.constexpr):
+               WORDS: tl.constexpr, BLOCK_K: tl.constexpr, XW: tl.constexpr, X_ASM: tl.constexpr,
+               BLOCK_N: tl.constexpr):
     """One k-step of `_qgemv_kernel`: its WORDS word rows (from w_step + w_lane) times x, into the lanes' sums over the
-    group (dot) and of x (sum15, sum19)."""
+    group (dot) and of x (sum15, sum19); returns them and the pointers moved to the next k-step."""
     PACK: tl.constexpr = 32 // BITS
     for j in tl.static_range(WORDS):
         if X_ASM:  # the word row's PACK values of x straight into every thread of the lane
@@ -445,7 +446,7 @@ def _gemv_step(w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, s
             else:
                 sum19 += xk
             dot = tl.fma(_spread(xk, BLOCK_N), codes, dot)
-    return dot, sum15, sum19
+    return dot, sum15, sum19, w_step + WORDS * N, x_row + BLOCK_K, x_ptrs + BLOCK_K
 
 
 @triton.jit
@@ -512,19 +513,15 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
         if UNROLL:  # the group's k-steps in one block (slices: whole groups), for ptxas to issue loads early
             s, z = _scale_and_zero(s_ptr, z_ptr, group_rows, cols[None, :], group_mask, N, HAS_ZERO, BITS)
             for _ in tl.static_range(STEPS):
-                dot, sum15, sum19 = _gemv_step(w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19,
-                                               magic15, N, BITS, WORDS, XW, X_ASM, BLOCK_N)
-                w_step += WORDS * N
-                x_row += BLOCK_K
-                x_ptrs += BLOCK_K
+                dot, sum15, sum19, w_step, x_row, x_ptrs = _gemv_step(
+                    w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19, magic15, N, BITS, WORDS,
+                    BLOCK_K, XW, X_ASM, BLOCK_N)
         else:
             for t in tl.range(tl.maximum(t_start, g * STEPS), tl.minimum(t_end, g * STEPS + STEPS),
                               num_stages=STAGES):
-                dot, sum15, sum19 = _gemv_step(w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19,
-                                               magic15, N, BITS, WORDS, XW, X_ASM, BLOCK_N)
-                w_step += WORDS * N
-                x_row += BLOCK_K
-                x_ptrs += BLOCK_K
+                dot, sum15, sum19, w_step, x_row, x_ptrs = _gemv_step(
+                    w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19, magic15, N, BITS, WORDS,
+                    BLOCK_K, XW, X_ASM, BLOCK_N)
             s, z = _scale_and_zero(s_ptr, z_ptr, group_rows, cols[None, :], group_mask, N, HAS_ZERO, BITS)
         sum15 = _spread(sum15, BLOCK_N)
         sum19 = _spread(sum19, BLOCK_N)
