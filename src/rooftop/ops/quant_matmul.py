@@ -464,7 +464,10 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     # group (module docstring). SLICES > 1 (M = 1): the program's k-steps are cut again into SLICES runs of
     # whole groups, one a row ("lane") of its [SLICES, BLOCK_N] tiles (a warp's, or part of one), summed
     # through shared memory at the end: SPLIT_K * SLICES parts of K, only SPLIT_K of them through the workspace.
+    # X_ASM (M = 1, x 16-byte aligned, a GPU): x by `_load_x_pairs`, no shared memory. UNROLL (SLICES > 1): a
+    # group's k-steps unrolled, its scales loaded first.
     tl.static_assert(SLICES == 1 or BLOCK_M == 1)
+    tl.static_assert(not UNROLL or SLICES > 1)  # a split of K may cut a group; slices never do
     PACK: tl.constexpr = 32 // BITS  # codes per word
     WORDS: tl.constexpr = BLOCK_K // PACK  # word rows per k-step
     STEPS: tl.constexpr = GROUP // BLOCK_K  # k-steps per group
