@@ -174,9 +174,11 @@ def test_gemv_splits_that_cut_groups(M, bits, device):
 
 # (bits, N, K, group, symmetric, (BLOCK_N, warps, slices), split): slices of whole groups summed in shared memory, as
 # the GEMV's M = 1 candidates: 2 warps of 4 slices of 64 columns (2 a warp), with a split of K over programs whose last
-# slices lie past K (5 groups in 2 programs of 4 slices), or none; ragged N; symmetric int4 and asymmetric int8
+# slices lie past K (5 groups in 2 programs of 4 slices), or none; ragged N; symmetric int4 and asymmetric int8; the
+# last two even (no masks: N a multiple of the tile, the groups of K a multiple of the slices)
 SLICE_CASES = [(4, 200, 640, 128, False, (64, 2, 4), 2), (8, 96, 256, 32, True, (64, 2, 4), 1),
-               (4, 136, 384, 64, True, (128, 2, 2), 3)]
+               (4, 136, 384, 64, True, (128, 2, 2), 3), (4, 128, 512, 128, False, (64, 2, 4), 1),
+               (8, 128, 256, 32, False, (64, 2, 4), 2)]
 
 
 @pytest.mark.parametrize("unroll", [False, True])  # a group's k-steps in one block (slices are whole groups)
@@ -191,6 +193,7 @@ def test_gemv_slices(bits, N, K, G, symmetric, shape, split, unroll, device):
     assert config["UNROLL"] == unroll
     assert config["SLICES"] == slices and qm._gemv((block_n, warps, 4, 1, 1, None, slices), 2, N, K, bits, G,
                                                      8)["SLICES"] == 1
+    assert qm._gemv_extents(config, split, 1, N, K, G)["EVEN"] == (N == 128)  # the even cases
     run = lambda: qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, bias, N, bits, G)[0]  # noqa: E731
     out = run()
     assert rel_err(out, _reference(x, qw, bias)) < TOL[torch.bfloat16]

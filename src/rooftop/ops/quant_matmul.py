@@ -328,11 +328,21 @@ def _unpack(words, idx, magic15, BITS: tl.constexpr):
 
 
 @triton.jit
+def _load_masked(ptrs, mask):
+    """tl.load with 0 where not mask; mask None: every element (no predicates)."""
+    if mask is None:
+        v = tl.load(ptrs)
+    else:
+        v = tl.load(ptrs, mask=mask, other=0)
+    return v
+
+
+@triton.jit
 def _scale_and_zero(s_ptr, z_ptr, g, cols, col_mask, N, HAS_ZERO: tl.constexpr, BITS: tl.constexpr):
     """Group g's scale s and zero point z for `cols`, as float32."""
-    s = tl.load(s_ptr + g * N + cols, mask=col_mask, other=0.0).to(tl.float32)
+    s = _load_masked(s_ptr + g * N + cols, col_mask).to(tl.float32)
     if HAS_ZERO:
-        z = tl.load(z_ptr + g * N + cols, mask=col_mask, other=0).to(tl.float32)
+        z = _load_masked(z_ptr + g * N + cols, col_mask).to(tl.float32)
     else:
         z = tl.full(s.shape, 2 ** (BITS - 1), tl.float32)
     return s, z
@@ -385,19 +395,34 @@ def _take(x, k: tl.constexpr):
 
 @triton.jit
 def _load_x_pairs(addr, valid, PAIRS: tl.constexpr):
-    """PAIRS int32 words (two 16-bit values of x each) at addr (16-byte aligned for 4, 8 for 2), 0 where not valid:
-    one 16- or 8-byte load by every thread that holds an element of addr, in addr's layout (a load in the
-    accumulator's layout where tl.load would go through shared memory). Inline PTX: on a GPU only."""
-    if PAIRS == 4:
+    """PAIRS (4, 2 or 1) int32 words (two 16-bit values of x each) at addr (4 * PAIRS-byte aligned), 0 where not
+    valid (None: all valid, no predicate): one 16-, 8- or 4-byte load by every thread that holds an element of addr,
+    in addr's layout (a load in the accumulator's layout where tl.load would go through shared memory); a tuple of
+    PAIRS tensors, or one tensor for PAIRS 1. Inline PTX: on a GPU only."""
+    if valid is None:
+        if PAIRS == 4:
+            return tl.inline_asm_elementwise("ld.global.nc.v4.b32 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,l", [addr],
+                                             dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True, pack=1)
+        elif PAIRS == 2:
+            return tl.inline_asm_elementwise("ld.global.nc.v2.b32 {$0, $1}, [$2];", "=r,=r,l", [addr],
+                                             dtype=(tl.int32, tl.int32), is_pure=True, pack=1)
+        else:
+            return tl.inline_asm_elementwise("ld.global.nc.b32 $0, [$1];", "=r,l", [addr], dtype=tl.int32,
+                                             is_pure=True, pack=1)
+    elif PAIRS == 4:
         return tl.inline_asm_elementwise(
             "{ .reg .pred p; setp.ne.b32 p, $5, 0; mov.b32 $0, 0; mov.b32 $1, 0; mov.b32 $2, 0; mov.b32 $3, 0; "
             "@p ld.global.nc.v4.b32 {$0, $1, $2, $3}, [$4]; }", "=r,=r,=r,=r,l,r", [addr, valid.to(tl.int32)],
             dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True, pack=1)
-    else:
+    elif PAIRS == 2:
         return tl.inline_asm_elementwise(
             "{ .reg .pred p; setp.ne.b32 p, $3, 0; mov.b32 $0, 0; mov.b32 $1, 0; "
             "@p ld.global.nc.v2.b32 {$0, $1}, [$2]; }", "=r,=r,l,r", [addr, valid.to(tl.int32)],
             dtype=(tl.int32, tl.int32), is_pure=True, pack=1)
+    else:
+        return tl.inline_asm_elementwise(
+            "{ .reg .pred p; setp.ne.b32 p, $2, 0; mov.b32 $0, 0; @p ld.global.nc.b32 $0, [$1]; }", "=r,l,r",
+            [addr, valid.to(tl.int32)], dtype=tl.int32, is_pure=True, pack=1)
 
 
 @triton.jit
@@ -420,33 +445,84 @@ def _spread(v, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
-def _gemv_step(w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19, magic15, N, BITS: tl.constexpr,
-               WORDS: tl.constexpr, BLOCK_K: tl.constexpr, XW: tl.constexpr, X_ASM: tl.constexpr,
-               BLOCK_N: tl.constexpr):
-    """One k-step of `_qgemv_kernel`: its WORDS word rows (from w_step + w_lane) times x, into the lanes' sums over the
-    group (dot) and of x (sum15, sum19); returns them and the pointers moved to the next k-step."""
+def _byte_codes(words):
+    """The 4 bytes c of int8 words as floats 32768 + c, one PRMT each: the byte into bits 8-15 under the exponent
+    byte of 32768.0 (0x47000000) where a shift and a LOP3 put it at bit 15 of 256.0. Inline PTX: on a GPU only."""
+    return tl.inline_asm_elementwise(
+        "prmt.b32 $0, $4, 0x47000000, 0x7404; prmt.b32 $1, $4, 0x47000000, 0x7414; "
+        "prmt.b32 $2, $4, 0x47000000, 0x7424; prmt.b32 $3, $4, 0x47000000, 0x7434;", "=r,=r,=r,=r,r", [words],
+        dtype=(tl.float32, tl.float32, tl.float32, tl.float32), is_pure=True, pack=1)
+
+
+@triton.jit
+def _group_x_sums(x_group, valid, GROUP: tl.constexpr, BF16: tl.constexpr):
+    """(sum of x over a group's even k, over its odd k) from x_group, the group's first x of each lane as [LANES, 32]
+    (a copy a thread), returned in that layout: each thread of the warp loads and adds GROUP / 32 of the values and
+    the warp's shuffles add those up (every thread gets the sums): ~20 instructions a thread, where adding the
+    group's x it widens anyway took GROUP."""
+    PAIRS: tl.constexpr = max(1, GROUP // 64)
+    part = tl.arange(0, 32)[None, :]
+    ok = valid
+    if GROUP < 64:  # half the warp
+        ok = part * 2 < GROUP if valid is None else (part * 2 < GROUP) & valid
+    addr = x_group + part * (2 * PAIRS)
+    if PAIRS == 2:
+        p0, p1 = _load_x_pairs(addr, ok, 2)
+        even = _half_to_float(p0, False, BF16) + _half_to_float(p1, False, BF16)
+        odd = _half_to_float(p0, True, BF16) + _half_to_float(p1, True, BF16)
+    else:
+        p0 = _load_x_pairs(addr, ok, 1)
+        even = _half_to_float(p0, False, BF16)
+        odd = _half_to_float(p0, True, BF16)
+    return _warp_sum(even), _warp_sum(odd)
+
+
+@triton.jit
+def _warp_sum(v):
+    """v [LANES, 32] (dim 1 the threads of a warp) summed along dim 1 into every thread, by 5 butterfly shuffles in
+    place: tl.sum's result [LANES, 1] would take a layout of its own (shared memory and barriers to come back)."""
+    for level in tl.static_range(5):
+        v += tl.inline_asm_elementwise(f"shfl.sync.bfly.b32 $0, $1, {16 >> level}, 31, -1;", "=r,r", [v],
+                                       dtype=tl.float32, is_pure=True, pack=1)
+    return v
+
+
+@triton.jit
+def _gemv_step(w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19, magic15, n_row,
+               BITS: tl.constexpr, WORDS: tl.constexpr, BLOCK_K: tl.constexpr, XW: tl.constexpr, X_ASM: tl.constexpr,
+               SUM_X: tl.constexpr, BLOCK_N: tl.constexpr):
+    """One k-step of `_qgemv_kernel`: its WORDS word rows (from w_step + w_lane, n_row words apart) times x, into the
+    lanes' sums over the group (dot) and, SUM_X, of x (sum15, sum19); returns them and the pointers moved to the next
+    k-step."""
     PACK: tl.constexpr = 32 // BITS
+    BF16: tl.constexpr = x_row.dtype.element_ty == tl.bfloat16
     for j in tl.static_range(WORDS):
         if X_ASM:  # the word row's PACK values of x straight into every thread of the lane
             x_pairs = _load_x_pairs(x_row + j * PACK, x_valid, PACK // 2)
         elif j % XW == 0:
-            x = tl.load(x_ptrs + j * PACK, mask=x_valid, other=0.0).to(tl.float32)
+            x = _load_masked(x_ptrs + j * PACK, x_valid).to(tl.float32)
             # an identity reduction: x then reaches every thread as float32 through shared
             # memory, where otherwise every thread would widen it
             x = tl.sum(x[:, :, None], axis=2)
-        words = tl.load(w_step + j * N + w_lane, mask=group_mask)
+        words = _load_masked(w_step + j * n_row + w_lane, group_mask)
+        if BITS == 8 and X_ASM:
+            bytes4 = _byte_codes(words)
         for i in tl.static_range(PACK):
-            codes, _ = _unpack(words, i, magic15, BITS)
+            if BITS == 8 and X_ASM:
+                codes = bytes4[i]
+            else:
+                codes, _ = _unpack(words, i, magic15, BITS)
             if X_ASM:
-                xk = _half_to_float(x_pairs[i // 2], i % 2, x_row.dtype.element_ty == tl.bfloat16)
+                xk = _half_to_float(x_pairs[i // 2], i % 2, BF16)
             else:
                 xk = _take(x, (j % XW) * PACK + i)[:, None]
-            if i % (8 // BITS) == 0:
-                sum15 += xk
-            else:
-                sum19 += xk
+            if SUM_X:
+                if i % (8 // BITS) == 0:
+                    sum15 += xk
+                else:
+                    sum19 += xk
             dot = tl.fma(_spread(xk, BLOCK_N), codes, dot)
-    return dot, sum15, sum19, w_step + WORDS * N, x_row + BLOCK_K, x_ptrs + BLOCK_K
+    return dot, sum15, sum19, w_step + WORDS * n_row, x_row + BLOCK_K, x_ptrs + BLOCK_K
 
 
 @triton.jit
@@ -454,7 +530,7 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
                   magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   STAGES: tl.constexpr, SUM_BATCH: tl.constexpr, SLICES: tl.constexpr, X_ASM: tl.constexpr,
-                  UNROLL: tl.constexpr):
+                  UNROLL: tl.constexpr, EVEN: tl.constexpr, W_STRIDE: tl.constexpr):
     # Grid (N / BLOCK_N, SPLIT_K). STAGES > 1: the group's next k-steps' words are copied into shared
     # memory while this one is summed (more bytes in flight per program). Reads its [K / SPLIT_K,
     # BLOCK_N] slab of packed words once (the grid reads every word once), one row of scales (and
@@ -464,8 +540,10 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     # group (module docstring). SLICES > 1 (M = 1): the program's k-steps are cut again into SLICES runs of
     # whole groups, one a row ("lane") of its [SLICES, BLOCK_N] tiles (a warp's, or part of one), summed
     # through shared memory at the end: SPLIT_K * SLICES parts of K, only SPLIT_K of them through the workspace.
-    # X_ASM (M = 1, x 16-byte aligned, a GPU): x by `_load_x_pairs`, no shared memory. UNROLL (SLICES > 1): a
-    # group's k-steps unrolled, its scales loaded first.
+    # X_ASM (M = 1, x 16-byte aligned, a GPU): x by `_load_x_pairs`, no shared memory; int8 codes by PRMT
+    # (`_byte_codes`); with slices a group's x sums by the warp's shuffles (`_group_x_sums`). UNROLL (SLICES > 1): a
+    # group's k-steps unrolled, its scales loaded first. EVEN: every column, row of x and slice in range (no
+    # masks, no predicated loads). W_STRIDE: N as a constexpr (0: at run time), the word rows' offsets immediates.
     tl.static_assert(SLICES == 1 or BLOCK_M == 1)
     tl.static_assert(not UNROLL or SLICES > 1)  # a split of K may cut a group; slices never do
     PACK: tl.constexpr = 32 // BITS  # codes per word
@@ -479,10 +557,17 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     # and its sums as [LANES, 32]: one copy a thread, which _spread hands to the thread's columns, no data moved.
     TW: tl.constexpr = BLOCK_N if X_ASM else 1
     LW: tl.constexpr = 32 if X_ASM else 1
+    GROUP_SUMS: tl.constexpr = X_ASM and SLICES > 1  # x's sums a whole group at a time (slices: whole groups)
+    # the float a code reads as is magic + c: int8 by PRMT 32768 + c, else the code at bit 15 (256) or 19 (16)
+    MAGIC15: tl.constexpr = 32768.0 if BITS == 8 and X_ASM else 256.0
+    if W_STRIDE > 0:
+        n_row = W_STRIDE
+    else:
+        n_row = N
     pid_n = tl.program_id(0)
     split = tl.program_id(1)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    col_mask = (cols < N)[None, :]
+    col_mask = None if EVEN else (cols < N)[None, :]
     lanes = tl.arange(0, LANES)[:, None]
     k_steps = K // BLOCK_K
     if SLICES == 1:
@@ -497,38 +582,47 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     lane_groups = (lanes // BLOCK_M) * (per_part // STEPS) * (SLICES > 1) + tl.zeros([LANES, TW], tl.int32)
     x_lane_groups = (lanes // BLOCK_M) * (per_part // STEPS) * (SLICES > 1) + tl.zeros([LANES, LW], tl.int32)
     x_rows = lanes % BLOCK_M + tl.zeros([LANES, LW], tl.int32)
-    w_step = w_ptr + tl.cast(t_start * WORDS, tl.int64) * N  # the k-step's first word row (of slice 0)
-    w_lane = ((lane_groups * STEPS) * WORDS).to(tl.int64) * N + cols[None, :]  # the lane's words past w_step
+    w_step = w_ptr + tl.cast(t_start * WORDS, tl.int64) * n_row  # the k-step's first word row (of slice 0)
+    w_lane = ((lane_groups * STEPS) * WORDS).to(tl.int64) * n_row + cols[None, :]  # the lane's words past w_step
     x_row = x_ptr + x_rows.to(tl.int64) * x_stride + (t_start + x_lane_groups * STEPS) * BLOCK_K
     x_ptrs = x_row if X_ASM else x_row + tl.arange(0, XW * PACK)[None, :]  # the tl.load of x's
     acc = tl.zeros([LANES, BLOCK_N], tl.float32)
     for g in range(t_start // STEPS, tl.cdiv(t_end, STEPS)):  # the groups this split's k-steps touch
-        x_valid = (x_rows < M) & (g + x_lane_groups < K // GROUP)  # a slice past K reads nothing (adds 0)
+        if EVEN:
+            x_valid = None
+        else:  # a slice past K reads nothing (adds 0)
+            x_valid = (x_rows < M) & (g + x_lane_groups < K // GROUP)
         if SLICES == 1:  # the words and scales of [1, BLOCK_N]: every row of x shares them
             group_rows, group_mask = g, col_mask
         else:
             group_rows = g + lane_groups
-            group_mask = col_mask & (group_rows < K // GROUP)
+            group_mask = col_mask if EVEN else col_mask & (group_rows < K // GROUP)
         dot = tl.zeros([LANES, BLOCK_N], tl.float32)
         # sum_k x over the codes at bit 15 (magic 256) and at bit 19 (16: odd int4 codes) in x's layout
-        sum15 = tl.zeros([LANES, LW], tl.float32)
-        sum19 = tl.zeros([LANES, LW], tl.float32)
+        if GROUP_SUMS:
+            sum15, sum19 = _group_x_sums(x_row, x_valid, GROUP, x_ptr.dtype.element_ty == tl.bfloat16)
+            if BITS == 8:  # every int8 code at bit 15
+                sum15 += sum19
+                sum19 = tl.zeros([LANES, LW], tl.float32)
+        else:
+            sum15 = tl.zeros([LANES, LW], tl.float32)
+            sum19 = tl.zeros([LANES, LW], tl.float32)
         if UNROLL:  # the group's k-steps in one block (slices: whole groups), for ptxas to issue loads early
-            s, z = _scale_and_zero(s_ptr, z_ptr, group_rows, cols[None, :], group_mask, N, HAS_ZERO, BITS)
+            s, z = _scale_and_zero(s_ptr, z_ptr, group_rows, cols[None, :], group_mask, n_row, HAS_ZERO, BITS)
             for _ in tl.static_range(STEPS):
                 dot, sum15, sum19, w_step, x_row, x_ptrs = _gemv_step(
-                    w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19, magic15, N, BITS, WORDS,
-                    BLOCK_K, XW, X_ASM, BLOCK_N)
+                    w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19, magic15, n_row, BITS,
+                    WORDS, BLOCK_K, XW, X_ASM, not GROUP_SUMS, BLOCK_N)
         else:
             for t in tl.range(tl.maximum(t_start, g * STEPS), tl.minimum(t_end, g * STEPS + STEPS),
                               num_stages=STAGES):
                 dot, sum15, sum19, w_step, x_row, x_ptrs = _gemv_step(
-                    w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19, magic15, N, BITS, WORDS,
-                    BLOCK_K, XW, X_ASM, BLOCK_N)
-            s, z = _scale_and_zero(s_ptr, z_ptr, group_rows, cols[None, :], group_mask, N, HAS_ZERO, BITS)
+                    w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19, magic15, n_row, BITS,
+                    WORDS, BLOCK_K, XW, X_ASM, not GROUP_SUMS, BLOCK_N)
+            s, z = _scale_and_zero(s_ptr, z_ptr, group_rows, cols[None, :], group_mask, n_row, HAS_ZERO, BITS)
         sum15 = _spread(sum15, BLOCK_N)
         sum19 = _spread(sum19, BLOCK_N)
-        acc = tl.fma(s, dot - (sum15 * 256.0 + sum19 * 16.0 + z * (sum15 + sum19)), acc)
+        acc = tl.fma(s, dot - (sum15 * MAGIC15 + sum19 * 16.0 + z * (sum15 + sum19)), acc)
     if SLICES > 1:
         acc = tl.sum(acc, axis=0, keep_dims=True)  # the slices' sums, across warps through shared memory
     _store_output(acc, tl.arange(0, BLOCK_M), cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid_n, split,
@@ -1074,6 +1168,15 @@ def _fp32_placeholder(device: torch.device) -> torch.Tensor:
     return torch.empty(1, device=device, dtype=torch.float32)
 
 
+def _gemv_extents(params: dict, split: int, M: int, N: int, K: int, group_size: int) -> dict:
+    """`_qgemv_kernel`'s EVEN (every column, row of x and slice in range: no masks; no slice past K when the groups
+    split evenly over SPLIT_K * SLICES) and W_STRIDE (N compiled in where the word rows' offsets are static: a
+    compile per N, for the M = 1 candidates)."""
+    even = (N % params["BLOCK_N"] == 0 and M == params["BLOCK_M"]
+            and (params["SLICES"] == 1 or (K // group_size) % (split * params["SLICES"]) == 0))
+    return dict(EVEN=even, W_STRIDE=N if params["X_ASM"] or params["UNROLL"] else 0)
+
+
 def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int, group_size: int,
                  prepared: Optional[Launch] = None) -> Optional[Launch]:
     """Run one candidate, the GEMV (split-K) or a tensor-core kernel (stream-K), writing out; through
@@ -1099,6 +1202,7 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
         kernel, pieces = _qgemv_kernel, params.pop("SPLIT_K")
         grid = (tiles, pieces)
         consts["SPLIT_K"] = pieces
+        consts.update(_gemv_extents(params, pieces, M, N, K, group_size))
     else:
         sms = num_sms(rows.device.index if rows.is_cuda else -1)
         if path == "mma":
