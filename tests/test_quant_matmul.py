@@ -203,7 +203,8 @@ def test_gemv_slices(bits, N, K, G, symmetric, shape, split, unroll, device):
 # x loaded by inline PTX (X_ASM) in the tile's layout: the slice cases above and one program a warp, bf16 and fp16 x
 X_ASM_CASES = ([case + (dtype,) for case in SLICE_CASES + [(4, 1000, 1024, 128, False, (128, 1, 1), 4)]
                 for dtype in (torch.bfloat16, torch.float16)]
-               + [(8, 1000, 1024, 128, False, (256, 4, 4), 2, torch.float16)])
+               + [(8, 1000, 1024, 128, False, (256, 4, 4), 2, torch.float16),
+                  (4, 256, 1024, 128, False, (128, 4, 4), 2, torch.bfloat16)])  # the M = 1 candidates' layout
 
 
 @pytest.mark.gpu

@@ -172,8 +172,9 @@ GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), 
                 (256, 1, 4, 16, 1, 96), (256, 1, 4, 32, 1, 80), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96),
                 (128, 1, 4, 32, 1, 64), (256, 2, 4, 32, 1, 56),
                 (64, 1, 4, 32, 1, 72, 2), (128, 1, 8, 32, 1, 72), (128, 1, 8, 16, 1, 72),
-                (128, 4, 4, 7, 1, 72, 4, True), (64, 4, 4, 7, 1, 72, 4, True), (128, 4, 8, 7, 1, 72, 4, True),
-                (128, 4, 4, 7, 1, 72, 4, True, True), (128, 4, 8, 7, 1, 72, 4, True, True))
+                (128, 4, 4, 7, 1, 72, 4, True), (64, 4, 4, 7, 1, 72, 4, True), (128, 4, 4, 7, 1, 72, 4, True, True),
+                (128, 4, 4, 4, 1, 72, 4, True, True), (128, 4, 4, 8, 1, 64, 4, True, True),
+                (128, 4, 4, 9, 1, 56, 4, True, True))
 # Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages[, SWAP_AB, default True[,
 # maxnreg]]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a
 # k-tile). The grid is stream-K over as many programs as the SMs hold (Launch.resident_per_sm), so the
@@ -530,7 +531,7 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
                   magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   STAGES: tl.constexpr, SUM_BATCH: tl.constexpr, SLICES: tl.constexpr, X_ASM: tl.constexpr,
-                  UNROLL: tl.constexpr, EVEN: tl.constexpr, W_STRIDE: tl.constexpr):
+                  UNROLL: tl.constexpr, EVEN: tl.constexpr, W_STRIDE: tl.constexpr, GROUP_SUMS: tl.constexpr):
     # Grid (N / BLOCK_N, SPLIT_K). STAGES > 1: the group's next k-steps' words are copied into shared
     # memory while this one is summed (more bytes in flight per program). Reads its [K / SPLIT_K,
     # BLOCK_N] slab of packed words once (the grid reads every word once), one row of scales (and
@@ -541,9 +542,10 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     # whole groups, one a row ("lane") of its [SLICES, BLOCK_N] tiles (a warp's, or part of one), summed
     # through shared memory at the end: SPLIT_K * SLICES parts of K, only SPLIT_K of them through the workspace.
     # X_ASM (M = 1, x 16-byte aligned, a GPU): x by `_load_x_pairs`, no shared memory; int8 codes by PRMT
-    # (`_byte_codes`); with slices a group's x sums by the warp's shuffles (`_group_x_sums`). UNROLL (SLICES > 1): a
-    # group's k-steps unrolled, its scales loaded first. EVEN: every column, row of x and slice in range (no
-    # masks, no predicated loads). W_STRIDE: N as a constexpr (0: at run time), the word rows' offsets immediates.
+    # (`_byte_codes`). GROUP_SUMS (X_ASM, slices): a group's x sums by the warp's shuffles (`_group_x_sums`). UNROLL
+    # (SLICES > 1): a group's k-steps unrolled, its scales loaded first. EVEN: every column, row of x and slice in range
+    # (no masks, no predicated loads). W_STRIDE: N as a constexpr (0: at run time), the word rows' offsets immediates.
+    tl.static_assert(not GROUP_SUMS or (X_ASM and SLICES > 1))
     tl.static_assert(SLICES == 1 or BLOCK_M == 1)
     tl.static_assert(not UNROLL or SLICES > 1)  # a split of K may cut a group; slices never do
     PACK: tl.constexpr = 32 // BITS  # codes per word
@@ -557,7 +559,6 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     # and its sums as [LANES, 32]: one copy a thread, which _spread hands to the thread's columns, no data moved.
     TW: tl.constexpr = BLOCK_N if X_ASM else 1
     LW: tl.constexpr = 32 if X_ASM else 1
-    GROUP_SUMS: tl.constexpr = X_ASM and SLICES > 1  # x's sums a whole group at a time (slices: whole groups)
     # the float a code reads as is magic + c: int8 by PRMT 32768 + c, else the code at bit 15 (256) or 19 (16)
     MAGIC15: tl.constexpr = 32768.0 if BITS == 8 and X_ASM else 256.0
     if W_STRIDE > 0:
@@ -1170,11 +1171,14 @@ def _fp32_placeholder(device: torch.device) -> torch.Tensor:
 
 def _gemv_extents(params: dict, split: int, M: int, N: int, K: int, group_size: int) -> dict:
     """`_qgemv_kernel`'s EVEN (every column, row of x and slice in range: no masks; no slice past K when the groups
-    split evenly over SPLIT_K * SLICES) and W_STRIDE (N compiled in where the word rows' offsets are static: a
-    compile per N, for the M = 1 candidates)."""
+    split evenly over SPLIT_K * SLICES), W_STRIDE (N compiled in where the word rows' offsets are static: a compile
+    per N, for the M = 1 candidates) and GROUP_SUMS (x's sums by `_group_x_sums`: its shuffles take a slice to be
+    one warp's, its 32 threads along the columns, as Triton lays out a slice a warp of 128 columns or more)."""
     even = (N % params["BLOCK_N"] == 0 and M == params["BLOCK_M"]
             and (params["SLICES"] == 1 or (K // group_size) % (split * params["SLICES"]) == 0))
-    return dict(EVEN=even, W_STRIDE=N if params["X_ASM"] or params["UNROLL"] else 0)
+    group_sums = (params["X_ASM"] and params["SLICES"] > 1 and params["SLICES"] == params["num_warps"]
+                  and params["BLOCK_N"] >= 128)
+    return dict(EVEN=even, W_STRIDE=N if params["X_ASM"] or params["UNROLL"] else 0, GROUP_SUMS=group_sums)
 
 
 def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int, group_size: int,
