@@ -594,7 +594,8 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
         else:  # a slice past K reads nothing (adds 0)
             x_valid = (x_rows < M) & (g + x_lane_groups < K // GROUP)
         if SLICES == 1:  # the words and scales of [1, BLOCK_N]: every row of x shares them
-            group_rows, group_mask = g, col_mask
+            group_rows = g
+            group_mask = col_mask  # (None when EVEN: not in a tuple, which takes tensors only)
         else:
             group_rows = g + lane_groups
             group_mask = col_mask if EVEN else col_mask & (group_rows < K // GROUP)
