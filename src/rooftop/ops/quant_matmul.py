@@ -34,11 +34,12 @@ timed it). The paths:
   over k stay in the thread. A code becomes a float without an int->float conversion: shifted to bit 15
   (int4: odd codes to bit 19, sharing the even neighbour's shift) and OR-ed into the mantissa of
   magic = 256 (or 16), it reads as magic + c. Per code: one LOP3 (mask | magic), one FMA with x into
-  the thread's fp32 sum over the group, half a shift (int4; int8: one). Scale, zero point and magic
+  the thread's fp32 sum over the group, half a shift (int4; int8: one, or on a GPU at M = 1 one PRMT in
+  all, the byte into bits 8-15 of 32768.0). Scale, zero point and magic
   are applied once per group and column: sum_k x s (c - z) = s * (sum_k x (magic + c) -
   sum_k x magic - z sum_k x), the x sums shared by all columns. (Offline sm_90a SASS of the main
-  loop, M = 1, 256 columns a warp, group 128: 3.05 instructions a code for int4, 3.7 for int8;
-  M = 4: 6.3 and 7.0.)
+  loop, M = 1, a slice a warp of 128 columns, a group unrolled: 2.96 instructions a code for int4, 2.52
+  for int8; M = 4: 6.3 and 7.0.)
 - "mma" (int4, M <= MMA_MAX_M = 16, a GPU: inline PTX; x rows 16-byte aligned: `_use_mma`), `_qgemv_mma_kernel`: the
   GEMV's work (32 columns a warp, groups of k) with the products on the tensor cores, one mma.sync m16n8k16
   per 16 weight columns x 16 k x 8 rows of x, its A operand the dequantized words in the lane's own registers. A
@@ -168,6 +169,12 @@ SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
 # instructions a code (4.2 in the loop) and ptxas issues the words' loads 3-4 rows ahead. H200 (exp-tuner-timing-
 # unroll-int*.log): int4 4096^2 7.0 us (7.7 rolled), 14336 x 4096 12.9 (13.6), 4096 x 14336 13.5 (14.2), 28672 x 8192
 # 38.9 (40.5); int8 only at 4096^2 (8.9 against 9.5; 8 word rows spill: 38.6 us against 19.0).
+# Session 23 cut the X_ASM loop's instructions (offline sm_90, an unrolled group: int4 3.58 -> 2.96 a code, int8 4.15 ->
+# 2.52; `_gemv_extents`: no masks where even, N compiled in; x's group sums by shuffles; int8 codes by PRMT): H200
+# (logs/h200-2026-12-02-s23/exp-tuner-timing-diet-int*.log, each alone) int4 6.7 / 12.2 / 12.8 / 36.4 us at 4096^2 /
+# 14336 x 4096 / 4096 x 14336 / 28672 x 8192 (7.0 / 12.9 / 13.5 / 38.9 before), int8 8.3 / 18.7 / 18.5 / 60.5 (8.9 /
+# 18.7 / 19.3 / 61.0). The unrolled loop then fits 56 registers without spills: the last two candidates hold 8 and 9
+# programs an SM (not yet timed alone), the one before splits K for one wave at 28672 x 8192 (4 groups a warp).
 GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), (256, 1, 4, 16, 1),
                 (256, 1, 4, 16, 1, 96), (256, 1, 4, 32, 1, 80), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96),
                 (128, 1, 4, 32, 1, 64), (256, 2, 4, 32, 1, 56),
@@ -448,7 +455,9 @@ def _spread(v, BLOCK_N: tl.constexpr):
 @triton.jit
 def _byte_codes(words):
     """The 4 bytes c of int8 words as floats 32768 + c, one PRMT each: the byte into bits 8-15 under the exponent
-    byte of 32768.0 (0x47000000) where a shift and a LOP3 put it at bit 15 of 256.0. Inline PTX: on a GPU only."""
+    byte of 32768.0 (0x47000000) where a shift and a LOP3 put it at bit 15 of 256.0. sum_k x (32768 + c) over a group
+    then keeps ~16 of fp32's 24 bits against sum_k x (c - z) (bf16 output keeps 8; H200 error 1.7e-3 as with 256).
+    Inline PTX: on a GPU only."""
     return tl.inline_asm_elementwise(
         "prmt.b32 $0, $4, 0x47000000, 0x7404; prmt.b32 $1, $4, 0x47000000, 0x7414; "
         "prmt.b32 $2, $4, 0x47000000, 0x7424; prmt.b32 $3, $4, 0x47000000, 0x7434;", "=r,=r,=r,=r,r", [words],
