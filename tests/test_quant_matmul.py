@@ -160,14 +160,15 @@ def test_stream_k_pieces(M, block_m, device):
 
 
 @pytest.mark.parametrize("bits", [4, 8])
-@pytest.mark.parametrize("M", [1, 3])
-def test_gemv_splits_that_cut_groups(M, bits, device):
+@pytest.mark.parametrize("M,N", [(1, 200), (3, 200), (1, 256)])
+def test_gemv_splits_that_cut_groups(M, N, bits, device):
     # the GEMV scales once a group: 3 groups of 128 over 5 splits of 3 (int4, the last split empty) or
-    # 5 (int8) k-steps, so that splits start and end inside groups
-    N, K, G = 200, 384, 128
+    # 5 (int8) k-steps, so that splits start and end inside groups; 1 x 256: no masks (EVEN)
+    K, G = 384, 128
     qw = quantize_weight(torch.randn(N, K, device=device), bits, G)
     x = torch.randn(M, K, device=device, dtype=torch.bfloat16)
     config = {**qm._gemv(qm.INTERPRETER_GEMV, M, N, K, bits, G, 8), "SPLIT_K": 5}
+    assert qm._gemv_extents(config, 5, M, N, K, G)["EVEN"] == (N == 256)
     out = qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, N, bits, G)[0]
     assert rel_err(out, _reference(x, qw)) < TOL[torch.bfloat16]
 
