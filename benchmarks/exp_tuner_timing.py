@@ -12,7 +12,7 @@ replay over input copies that together move twice the L2, as the results harness
 by truth and each timing's pick with its truth time; writes OUT/exp-tuner-timing.json.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_tuner_timing.py OUT [--ms 1,8,16] [--budget 400] [--only-mma]
        [--bits 8] [--min-steps 16,64] [--max-split 1000]  (GEMV candidates with other splits of K too)
-       [--shapes 28672x8192,14336x4096]
+       [--shapes 28672x8192,14336x4096] [--gemv-variants] [--where X_ASM,SLICES]
        ... exp_tuner_timing.py --ncu-target M  (under ncu: the mma GEMV's first candidate at M x 28672 x 8192)"""
 import argparse
 import json
@@ -33,6 +33,12 @@ from rooftop.ops import quant_matmul as qm
 # ahead, logs/h200-2026-12-02-s21/exp-tuner-timing-l2.log, had a fourth entry: not kept, see NOTES item 152)
 MMA_VARIANTS = {8: ((1, 104), (1, 88), (2, 88), (4, 104), (4, 88)),
                 16: ((1, 120, False), (2, 120, False), (1, 128), (1, 112, False), (2, 128))}
+# --gemv-variants (M = 1): GEMV_CONFIGS tuples not in the library's list. Session 23's: the sliced X_ASM loop rolled and
+# pipelined by Triton (STAGES > 1: the words by cp.async into shared memory, STAGES - 1 k-steps ahead, no registers
+# held in flight; ptxas keeps the unrolled group's loads only ~3-4 word rows ahead, NOTES item 161), 4 or 2 word rows a
+# k-step (a slice of one group: 4 or 8 k-steps); shared memory 8 KB a stage at 4 rows.
+GEMV_VARIANTS = ((128, 4, 4, 7, 3, 72, 4, True), (128, 4, 4, 6, 4, 72, 4, True), (128, 4, 2, 7, 4, 72, 4, True),
+                 (128, 4, 2, 7, 6, 72, 4, True), (128, 4, 4, 4, 4, 72, 4, True))
 
 
 def read_flush_ms(fn, warmup: int = 5, reps: int = 50) -> float:
@@ -74,6 +80,7 @@ def main():
     parser.add_argument("--max-split", default="", help="GEMV_MAX_SPLIT values likewise")
     parser.add_argument("--shapes", default="", help="N x K shapes to time (comma-separated NxK; default: the "
                         "benchmark's)")
+    parser.add_argument("--gemv-variants", action="store_true", help="time GEMV_VARIANTS too (M = 1)")
     parser.add_argument("--where", default="", help="keep only the default and the candidates with any of these "
                         "launch parameters set past its plain value (comma-separated, e.g. X_ASM,SLICES)")
     args = parser.parse_args()
@@ -112,6 +119,8 @@ def main():
                 configs = configs[:1] + [c for c in configs[1:] if any(past_plain(c.get(k)) for k in keys)]
             if qm._use_mma(x, bits):
                 configs += [c for c in (qm._mma(v, M) for v in MMA_VARIANTS[8 if M <= 8 else 16]) if c not in configs]
+            if args.gemv_variants and M == 1:
+                configs += [c for c in (qm._gemv(v, M, N, K, bits, 128, sms) for v in GEMV_VARIANTS) if c not in configs]
             configs.append("cublas")
             found = []
             for config in configs:
