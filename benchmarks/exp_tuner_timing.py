@@ -120,7 +120,8 @@ def main():
             if qm._use_mma(x, bits):
                 configs += [c for c in (qm._mma(v, M) for v in MMA_VARIANTS[8 if M <= 8 else 16]) if c not in configs]
             if args.gemv_variants and M == 1:
-                configs += [c for c in (qm._gemv(v, M, N, K, bits, 128, sms) for v in GEMV_VARIANTS) if c not in configs]
+                variants = (qm._gemv(v, M, N, K, bits, 128, sms) for v in GEMV_VARIANTS)
+                configs += [c for c in variants if c not in configs]
             configs.append("cublas")
             found = []
             for config in configs:
