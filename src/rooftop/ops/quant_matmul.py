@@ -609,7 +609,7 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
             group_rows = g + lane_groups
             group_mask = col_mask if EVEN else col_mask & (group_rows < K // GROUP)
         dot = tl.zeros([LANES, BLOCK_N], tl.float32)
-        # sum_k x over the codes at bit 15 (magic 256) and at bit 19 (16: odd int4 codes) in x's layout
+        # sum_k x over the codes at bit 15 (magic MAGIC15) and at bit 19 (16: odd int4 codes) in x's layout
         if GROUP_SUMS:
             sum15, sum19 = _group_x_sums(x_row, x_valid, GROUP, x_ptr.dtype.element_ty == tl.bfloat16)
             if BITS == 8:  # every int8 code at bit 15
