@@ -1,26 +1,30 @@
-r"""Experiment (issue 6; NOTES items 159-161): the batch-1 int4 GEMV with its words staged through a ring of TMA boxes
-in shared memory (Gluon, sm_90), so that an SM keeps ~100-190 KB of words in flight where the Triton GEMV
+r"""Experiment (issue 6; NOTES items 159-161): the batch-1 int4 / int8 GEMV with its words staged through a ring of TMA
+boxes in shared memory (Gluon, sm_90), so that an SM keeps ~100-190 KB of words in flight where the Triton GEMV
 (quant_matmul `_qgemv_kernel`) keeps ~30-40 KB in registers: ptxas issues each word row's load ~3-4 rows ahead of its
 FMAs and no further, whatever the source order (item 161). Predicted: near a streaming read of the words (~8.5 us at
-14336 x 4096 with the GEMV's grid, item 153) where the library's GEMV takes 12.2 us.
+int4 14336 x 4096 with the GEMV's grid, item 153) where the library's GEMV takes 12.2 us.
 
-The kernel, per program (4 warps; BLOCK_N = 512 columns as two 256-column halves, a TMA box being at most 256 wide;
-a thread holds 2 adjacent columns of each half): its split of K, GPS whole groups of 128 (int4: 16 word rows), one
-group a ring slot (two [16, 256] int32 boxes: 32 KB). The first STAGES groups are requested at once; group g is
-waited for (its slot's mbarrier phase), summed (each word row read from shared memory by one 8-byte load a half, x's
-8 values by 4 scalar loads of bf16 pairs from L2, each code one LOP3, half a shift and one FMA into the thread's fp32
-sum, as the Triton GEMV: magic + c, the magic and zero point taken off once a group), then every thread fences its
-shared reads against the async proxy (the TMA refill writes through it), the CTA barrier, and one thread requests
-group g + STAGES into the slot. The program's fp32 partial of its 512 columns goes to ws[split]; the experiment sums
-the splits with torch, timed apart (the library would close them as `_store_output` does).
-Memory traffic: the words once (N K / 2 bytes), scales and zeros once, x from L2, ws (SPLIT x N x 4 bytes) written.
-Shared memory: STAGES x 32 KB (2 programs an SM at 3 stages, 3 at 2).
+The kernel, per program (4 warps; int4: BLOCK_N = 512 columns as two 256-column halves, a TMA box being at most 256
+wide, a thread holding 2 adjacent columns of each half; int8: one half, 256 columns): its split of K, GPS whole groups
+of 128, one group a ring slot (int4: two [16, 256] int32 boxes of word rows, int8 one [32, 256]: 32 KB). The first
+STAGES groups are requested at once; group g is waited for (its slot's mbarrier phase), summed (each word row read
+from shared memory by one 8-byte load a half; x's values taken from the group's 64 pairs, which every thread loads
+whole, 16 loads of 16 bytes; each code one LOP3 and half a shift (int8: one PRMT) and one FMA into the thread's fp32
+sum, as the Triton GEMV: magic + c, the magic and zero point taken off once a group with x's sums over the group,
+added across the CTA), then every thread fences its shared reads against the async proxy (the TMA refill writes
+through it), the CTA barrier, and one thread requests group g + STAGES into the slot. The program's fp32 partial of
+its columns goes to ws[split]; the experiment sums the splits with torch, timed apart (the library would close them
+as `_store_output` does).
+Memory traffic: the words once (N K bits / 8 bytes), scales and zeros once, x from L2, ws (SPLIT x N x 4 bytes)
+written. Shared memory: STAGES x 32 KB (2 programs an SM at 3 stages, 3 at 2).
 
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_gluon_gemv.py OUT  (a GPU: each shape, split and ring depth
        checked against the float64 reference and timed by graph replay over input copies beside the library's tuned
        quant_matmul and cuBLAS bf16; OUT/exp-gluon-gemv.json)
        ... exp_gluon_gemv.py --compile-only  (no GPU: registers, spills, shared memory, the SASS of the group loop)"""
 from __future__ import annotations
+
+import collections
 
 import torch
 import torch.nn.functional as F
@@ -31,13 +35,13 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 from gluon_sm90 import compile_sm90, main, read_cubin, results, sass_loops, wait_or_exit
 
 HALF = gl.constexpr(256)  # columns a TMA box (its largest extent)
-ROWS = gl.constexpr(16)  # word rows a group of 128 int4 codes
 ROW_LAYOUT = gl.constexpr(gl.BlockedLayout([1, 2], [1, 32], [1, 4], [1, 0]))  # a [1, 256] half row: 2 columns a thread
 X_LAYOUT = gl.constexpr(gl.BlockedLayout([64], [32], [4], [0]))  # a group's 64 pairs of x, all in every thread
 SUM_LAYOUT = gl.constexpr(gl.BlockedLayout([1], [32], [4], [0]))  # the same 64 pairs spread over 64 threads
-# (N, K): the benchmark shapes, each with the splits of K to time (programs = N / 512 x split)
+# (N, K): the benchmark shapes, each with the splits of K to time (programs = N / 512 (int8: 256) x split)
 SHAPES = {(4096, 4096): (16, 32), (14336, 4096): (4, 8, 16), (4096, 14336): (14, 28, 56), (28672, 8192): (4, 8, 16)}
 STAGES = (2, 3, 4)
+BITS = (4, 8)
 MAGIC15, MAGIC19 = 0x43800000, 0x41800000  # the bits of 256.0 and 16.0
 
 
@@ -67,35 +71,64 @@ def _element(v, J: gl.constexpr):
 
 
 @gluon.jit
+def _byte_codes(words):
+    """The 4 bytes c of int8 words as float32 32768 + c, one PRMT each (quant_matmul `_byte_codes`)."""
+    return gl.inline_asm_elementwise(
+        "prmt.b32 $0, $4, 0x47000000, 0x7404; prmt.b32 $1, $4, 0x47000000, 0x7414; "
+        "prmt.b32 $2, $4, 0x47000000, 0x7424; prmt.b32 $3, $4, 0x47000000, 0x7434;", "=r,=r,=r,=r,r", [words],
+        dtype=(gl.float32, gl.float32, gl.float32, gl.float32), is_pure=True, pack=1)
+
+
+@gluon.jit
+def _row_dot(words, pairs, R: gl.constexpr, dot, magic15, magic19, BITS: gl.constexpr):
+    """dot + word row R's codes times their x (the group's pairs of x, held whole by every thread)."""
+    PAIRS: gl.constexpr = 16 // BITS  # pairs of x a word row
+    if BITS == 8:
+        codes = _byte_codes(words)
+    for p in gl.static_range(PAIRS):
+        pair = _element(pairs, PAIRS * R + p)
+        x_even = (pair << 16).to(gl.float32, bitcast=True)
+        x_odd = (pair & -65536).to(gl.float32, bitcast=True)
+        if BITS == 4:
+            even, odd = _code_pair(words, magic15, magic19, p)
+        else:
+            even = codes[2 * p]
+            odd = codes[2 * p + 1]
+        dot = gl.fma(even, x_even, gl.fma(odd, x_odd, dot))
+    return dot
+
+
+@gluon.jit
 def _scale_zero(s_ptr, z_ptr, offs):
     return gl.load(s_ptr + offs).to(gl.float32), gl.load(z_ptr + offs).to(gl.float32)
 
 
 @gluon.jit
-def _gemv_ring_kernel(x32_ptr, w_desc, s_ptr, z_ptr, ws_ptr, N, GPS, magic15, magic19, STAGES: gl.constexpr):
+def _gemv_ring_kernel(x32_ptr, w_desc, s_ptr, z_ptr, ws_ptr, N, GPS, magic15, magic19, BITS: gl.constexpr,
+                      STAGES: gl.constexpr):
+    ROWS: gl.constexpr = 4 * BITS  # word rows a group of 128
+    HALVES: gl.constexpr = 2 if BITS == 4 else 1  # boxes a slot (32 KB)
     pid_n = gl.program_id(0)
     split = gl.program_id(1)
-    col0 = pid_n * (2 * HALF)
+    col0 = pid_n * (HALVES * HALF)
     g0 = split * GPS  # the program's first group
-    BOX_BYTES: gl.constexpr = 2 * w_desc.block_type.nbytes
-    w_smem = gl.allocate_shared_memory(gl.int32, [2 * STAGES, ROWS, HALF], w_desc.layout)
+    SLOT_BYTES: gl.constexpr = HALVES * w_desc.block_type.nbytes
+    w_smem = gl.allocate_shared_memory(gl.int32, [HALVES * STAGES, ROWS, HALF], w_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(STAGES):
         mbarrier.init(ready.index(s), count=1)  # the expect; the TMA bytes complete the phase
     for g in gl.static_range(STAGES):  # every slot's first group at once
         if g < GPS:
-            mbarrier.expect(ready.index(g), BOX_BYTES)
-            tma.async_copy_global_to_shared(w_desc, [(g0 + g) * ROWS, col0], ready.index(g), w_smem.index(2 * g))
-            tma.async_copy_global_to_shared(w_desc, [(g0 + g) * ROWS, col0 + HALF], ready.index(g),
-                                            w_smem.index(2 * g + 1))
+            mbarrier.expect(ready.index(g), SLOT_BYTES)
+            for h in gl.static_range(HALVES):
+                tma.async_copy_global_to_shared(w_desc, [(g0 + g) * ROWS, col0 + h * HALF], ready.index(g),
+                                                w_smem.index(HALVES * g + h))
     cols = col0 + gl.arange(0, HALF, layout=gl.SliceLayout(0, ROW_LAYOUT))[None, :]
     acc0 = gl.zeros([1, HALF], gl.float32, ROW_LAYOUT)
-    acc1 = gl.zeros([1, HALF], gl.float32, ROW_LAYOUT)
+    acc1 = gl.zeros([1, HALF], gl.float32, ROW_LAYOUT)  # int4's second half
     for g in range(GPS):
         slot = g % STAGES
         mbarrier.wait(ready.index(slot), (g // STAGES) & 1)
-        half0 = w_smem.index(2 * slot)
-        half1 = w_smem.index(2 * slot + 1)
         x_group = x32_ptr + (g0 + g) * 64  # the group's 128 values of x as 64 bf16 pairs
         pairs = gl.load(x_group + gl.arange(0, 64, layout=X_LAYOUT))  # every thread: 16 loads of 16 bytes
         spread = gl.load(x_group + gl.arange(0, 64, layout=SUM_LAYOUT))  # a pair a thread, for the sums
@@ -105,53 +138,56 @@ def _gemv_ring_kernel(x32_ptr, w_desc, s_ptr, z_ptr, ws_ptr, N, GPS, magic15, ma
         dot0 = gl.zeros([1, HALF], gl.float32, ROW_LAYOUT)
         dot1 = gl.zeros([1, HALF], gl.float32, ROW_LAYOUT)
         for r in gl.static_range(ROWS):
-            w0 = half0.slice(r, 1, dim=0).load(ROW_LAYOUT)
-            w1 = half1.slice(r, 1, dim=0).load(ROW_LAYOUT)
-            for p in gl.static_range(4):
-                pair = _element(pairs, 4 * r + p)
-                x_even = (pair << 16).to(gl.float32, bitcast=True)
-                x_odd = (pair & -65536).to(gl.float32, bitcast=True)
-                even0, odd0 = _code_pair(w0, magic15, magic19, p)
-                even1, odd1 = _code_pair(w1, magic15, magic19, p)
-                dot0 = gl.fma(even0, x_even, gl.fma(odd0, x_odd, dot0))
-                dot1 = gl.fma(even1, x_even, gl.fma(odd1, x_odd, dot1))
+            dot0 = _row_dot(w_smem.index(HALVES * slot).slice(r, 1, dim=0).load(ROW_LAYOUT), pairs, r, dot0, magic15,
+                            magic19, BITS)
+            if HALVES == 2:
+                dot1 = _row_dot(w_smem.index(2 * slot + 1).slice(r, 1, dim=0).load(ROW_LAYOUT), pairs, r, dot1,
+                                magic15, magic19, BITS)
         fence_async_shared()  # this thread's reads of the slot ordered before the refill's async-proxy writes
         gl.thread_barrier()  # every thread's
         if g + STAGES < GPS:
-            mbarrier.expect(ready.index(slot), BOX_BYTES)
-            tma.async_copy_global_to_shared(w_desc, [(g0 + g + STAGES) * ROWS, col0], ready.index(slot), half0)
-            tma.async_copy_global_to_shared(w_desc, [(g0 + g + STAGES) * ROWS, col0 + HALF], ready.index(slot), half1)
+            mbarrier.expect(ready.index(slot), SLOT_BYTES)
+            for h in gl.static_range(HALVES):
+                tma.async_copy_global_to_shared(w_desc, [(g0 + g + STAGES) * ROWS, col0 + h * HALF], ready.index(slot),
+                                                w_smem.index(HALVES * slot + h))
+        if BITS == 4:
+            magic = sum15 * 256.0 + sum19 * 16.0
+        else:
+            magic = (sum15 + sum19) * 32768.0
         s0, z0 = _scale_zero(s_ptr, z_ptr, (g0 + g) * N + cols)
-        s1, z1 = _scale_zero(s_ptr, z_ptr, (g0 + g) * N + cols + HALF)
-        magic = sum15 * 256.0 + sum19 * 16.0
         acc0 = gl.fma(s0, dot0 - (magic + z0 * (sum15 + sum19)), acc0)
-        acc1 = gl.fma(s1, dot1 - (magic + z1 * (sum15 + sum19)), acc1)
+        if HALVES == 2:
+            s1, z1 = _scale_zero(s_ptr, z_ptr, (g0 + g) * N + cols + HALF)
+            acc1 = gl.fma(s1, dot1 - (magic + z1 * (sum15 + sum19)), acc1)
     gl.store(ws_ptr + split * N + cols, acc0)
-    gl.store(ws_ptr + split * N + cols + HALF, acc1)
+    if HALVES == 2:
+        gl.store(ws_ptr + split * N + cols + HALF, acc1)
 
 
 def _word_layout():
     return gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)  # rows read by ordinary loads
 
 
+def _signature(bits: int) -> dict:
+    return dict(x32_ptr="*i32", w_desc=f"tensordesc<i32[{4 * bits}, {HALF.value}],{_word_layout()!r}>",
+                s_ptr="*bf16", z_ptr="*u8", ws_ptr="*fp32", N="i32", GPS="i32", magic15="i32", magic19="i32",
+                BITS="constexpr", STAGES="constexpr")
+
+
 def compile_only() -> None:
-    for stages in STAGES:
-        sig = dict(x32_ptr="*i32", w_desc=f"tensordesc<i32[{ROWS.value}, {HALF.value}],{_word_layout()!r}>", s_ptr="*bf16",
-                   z_ptr="*u8", ws_ptr="*fp32", N="i32", GPS="i32", magic15="i32", magic19="i32",
-                   STAGES="constexpr")
-        compiled = compile_sm90(_gemv_ring_kernel, sig, dict(STAGES=stages),
-                                attrs={(i,): [["tt.divisibility", 16]] for i in (0, 2, 3, 4, 5)})
-        cubin = read_cubin(compiled)
-        print(f"STAGES {stages}: {cubin.resources} smem {compiled.metadata.shared} spills {cubin.local_memory_ops}",
-              flush=True)
-        for start, end, body in sass_loops(cubin.sass, lambda b: any(t.startswith("FFMA") for t in b)):
-            ops: dict = {}
-            for t in body:
-                op = t.split()[0] if not t.startswith("@") else t.split()[1]
-                ops[op.split(".")[0]] = ops.get(op.split(".")[0], 0) + 1
-            top = sorted(ops.items(), key=lambda kv: -kv[1])[:12]
-            print(f"    loop {start:05x}-{end:05x}: {len(body)} instructions / 512 codes a thread = "
-                  f"{len(body) / 512:.2f} a code; " + ", ".join(f"{k} {n}" for k, n in top))
+    for bits in BITS:
+        for stages in STAGES:
+            compiled = compile_sm90(_gemv_ring_kernel, _signature(bits), dict(BITS=bits, STAGES=stages),
+                                    attrs={(i,): [["tt.divisibility", 16]] for i in (0, 2, 3, 4, 5)})
+            cubin = read_cubin(compiled)
+            print(f"int{bits} STAGES {stages}: {cubin.resources} smem {compiled.metadata.shared} spills "
+                  f"{cubin.local_memory_ops}", flush=True)
+            for start, end, body in sass_loops(cubin.sass, lambda b: any(t.startswith("FFMA") for t in b)):
+                ops = collections.Counter((t.split()[1] if t.startswith("@") else t.split()[0]).split(".")[0]
+                                          for t in body)
+                codes = 512 if bits == 4 else 256  # a thread's codes a group: 4 (int8: 2) columns x 128
+                print(f"    loop {start:05x}-{end:05x}: {len(body)} instructions / {codes} codes a thread = "
+                      f"{len(body) / codes:.2f} a code; " + ", ".join(f"{k} {n}" for k, n in ops.most_common(12)))
 
 
 def measure(out_dir: str) -> None:
@@ -162,42 +198,42 @@ def measure(out_dir: str) -> None:
 
     rows, save = results(out_dir, "exp-gluon-gemv.json")
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    for (N, K), splits in SHAPES.items():
-        copies = max(1, -(-2 * l2 // (N * K // 2)))
-        sets = [qm._make_inputs(4)((1, N, K), torch.bfloat16, "cuda") for _ in range(copies)]
-        x, qw, w = sets[0]
-        ref = qm._reference(x, qw, w)
-        lib = lambda x, qw, w: qm.quant_matmul(x, qw)  # noqa: E731  tuned on its first call
-        cublas = lambda x, qw, w: F.linear(x, w)  # noqa: E731
-        lib(*sets[0])  # tuned here, not under the graph's capture (which runs the untimed default)
-        base = {name: graph_replay_us([lambda s=s, f=f: f(*s) for s in sets], repeat=max(1, 48 // copies))
-                for name, f in (("library", lib), ("cublas", cublas))}
-        print(f"{N:5d} x {K:<5d} library {base['library']:6.1f} us  cublas {base['cublas']:6.1f} us", flush=True)
-        groups = K // 128
-        for split in splits:
-            for stages in STAGES:
+    for bits in BITS:
+        columns = (2 if bits == 4 else 1) * HALF.value  # a program's
+        for (N, K), splits in SHAPES.items():
+            copies = max(1, -(-2 * l2 // (N * K * bits // 8)))
+            sets = [qm._make_inputs(bits)((1, N, K), torch.bfloat16, "cuda") for _ in range(copies)]
+            x, qw, w = sets[0]
+            ref = qm._reference(x, qw, w).double()
+            qm.quant_matmul(x, qw)  # tuned here, not under the graph's capture (which runs the untimed default)
+            base = {name: graph_replay_us([lambda s=s, f=f: f(*s) for s in sets], repeat=max(1, 48 // copies))
+                    for name, f in (("library", lambda x, qw, w: qm.quant_matmul(x, qw)),
+                                    ("cublas", lambda x, qw, w: F.linear(x, w)))}
+            print(f"int{bits} {N:5d} x {K:<5d} library {base['library']:6.1f} us  cublas {base['cublas']:6.1f} us",
+                  flush=True)
+            descs = [TensorDescriptor.from_tensor(s[1].packed, [4 * bits, HALF.value], _word_layout()) for s in sets]
+            for split in splits:
                 ws = torch.empty(split, N, device="cuda", dtype=torch.float32)
-                descs = [TensorDescriptor.from_tensor(s[1].packed, [ROWS.value, HALF.value], _word_layout()) for s in sets]
+                for stages in STAGES:
+                    def kernel(i, split=split, stages=stages, ws=ws):
+                        x, qw, _ = sets[i]
+                        _gemv_ring_kernel[(N // columns, split)](
+                            x.view(torch.int32), descs[i], qw.scales, qw.zeros, ws, N, K // 128 // split, MAGIC15,
+                            MAGIC19, BITS=bits, STAGES=stages, num_warps=4)
+                        return ws
 
-                def kernel(i, split=split, stages=stages, ws=ws, descs=descs):
-                    s = sets[i]
-                    _gemv_ring_kernel[(N // (2 * HALF.value), split)](s[0].view(torch.int32), descs[i], s[1].scales,
-                                                                s[1].zeros, ws, N, groups // split, MAGIC15, MAGIC19,
-                                                                STAGES=stages, num_warps=4)
-                    return ws
-
-                kernel(0)
-                wait_or_exit(20, f"{N} x {K} split {split} stages {stages}", save)
-                err = float((ws.sum(0, keepdim=True).double() - ref.double()).norm() / ref.double().norm())
-                alone = graph_replay_us([lambda i=i: kernel(i) for i in range(copies)], repeat=max(1, 48 // copies))
-                summed = graph_replay_us([lambda i=i: kernel(i).sum(0) for i in range(copies)],
-                                         repeat=max(1, 48 // copies))
-                rows.append(dict(N=N, K=K, split=split, stages=stages, rel_err=err, kernel_us=alone, with_sum_us=summed,
-                                 **{f"{k}_us": v for k, v in base.items()}))
-                save()
-                print(f"    split {split:3d} stages {stages}: kernel {alone:6.1f} us, + torch sum {summed:6.1f} us "
-                      f"({base['cublas'] / summed:.2f}x cublas; library {base['cublas'] / base['library']:.2f}x)  "
-                      f"err {err:.1e}", flush=True)
+                    kernel(0)
+                    wait_or_exit(20, f"int{bits} {N} x {K} split {split} stages {stages}", save)
+                    err = float((ws.sum(0, keepdim=True).double() - ref).norm() / ref.norm())
+                    reps = max(1, 48 // copies)
+                    alone = graph_replay_us([lambda i=i: kernel(i) for i in range(copies)], repeat=reps)
+                    summed = graph_replay_us([lambda i=i: kernel(i).sum(0) for i in range(copies)], repeat=reps)
+                    rows.append(dict(bits=bits, N=N, K=K, split=split, stages=stages, rel_err=err, kernel_us=alone,
+                                     with_sum_us=summed, **{f"{k}_us": v for k, v in base.items()}))
+                    save()
+                    print(f"    split {split:3d} stages {stages}: kernel {alone:6.1f} us, + torch sum {summed:6.1f} "
+                          f"us ({base['cublas'] / summed:.2f}x cublas; library {base['cublas'] / base['library']:.2f}x)"
+                          f"  err {err:.1e}", flush=True)
 
 
 if __name__ == "__main__":
