@@ -34,6 +34,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
 from gluon_sm90 import compile_sm90, main, read_cubin, results, sass_loops, wait_or_exit
+from rooftop.ops.quant_matmul import BYTE_CODES_PTX
 
 HALF = gl.constexpr(256)  # columns a TMA box (its largest extent)
 ROW_LAYOUT = gl.constexpr(gl.BlockedLayout([1, 2], [1, 32], [1, 4], [1, 0]))  # a [1, 256] half row: 2 columns a thread
@@ -74,10 +75,8 @@ def _element(v, J: gl.constexpr):
 @gluon.jit
 def _byte_codes(words):
     """The 4 bytes c of int8 words as float32 32768 + c, one PRMT each (quant_matmul `_byte_codes`)."""
-    return gl.inline_asm_elementwise(
-        "prmt.b32 $0, $4, 0x47000000, 0x7404; prmt.b32 $1, $4, 0x47000000, 0x7414; "
-        "prmt.b32 $2, $4, 0x47000000, 0x7424; prmt.b32 $3, $4, 0x47000000, 0x7434;", "=r,=r,=r,=r,r", [words],
-        dtype=(gl.float32, gl.float32, gl.float32, gl.float32), is_pure=True, pack=1)
+    return gl.inline_asm_elementwise(BYTE_CODES_PTX, "=r,=r,=r,=r,r", [words],
+                                     dtype=(gl.float32, gl.float32, gl.float32, gl.float32), is_pure=True, pack=1)
 
 
 @gluon.jit
