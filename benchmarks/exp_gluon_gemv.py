@@ -10,9 +10,9 @@ of 128, one group a ring slot (int4: two [16, 256] int32 boxes of word rows, int
 STAGES groups are requested at once; group g is waited for (its slot's mbarrier phase), summed (each word row read
 from shared memory by one 8-byte load a half; x's values taken from the group's 64 pairs, which every thread loads
 whole, 16 loads of 16 bytes; each code one LOP3 and half a shift (int8: one PRMT) and one FMA into the thread's fp32
-sum, as the Triton GEMV: magic + c, the magic and zero point taken off once a group with x's sums over the group,
-added across the CTA), then every thread fences its shared reads against the async proxy (the TMA refill writes
-through it), the CTA barrier, and one thread requests group g + STAGES into the slot. The program's fp32 partial of
+sum, by quant_matmul's `_unpack` / `_byte_codes`: magic + c, the magic and zero point taken off once a group with
+x's sums over the group, added across the CTA), then every thread fences its shared reads against the async proxy
+(the TMA refill writes through it), the CTA barrier, and one thread requests group g + STAGES into the slot. The program's fp32 partial of
 its columns goes to ws[split], and the tile's last program to arrive sums the splits in order into the bf16 output
 (deterministic, as quant_matmul `_store_output`).
 Memory traffic: the words once (N K bits / 8 bytes), scales and zeros once, x from L2, ws (SPLIT x N x 4 bytes)
@@ -34,7 +34,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
 from gluon_sm90 import compile_sm90, main, read_cubin, results, sass_loops, wait_or_exit
-from rooftop.ops.quant_matmul import BYTE_CODES_PTX
+from rooftop.ops.quant_matmul import MAGIC15, _byte_codes, _unpack  # @triton.jit: Gluon calls them
 
 HALF = gl.constexpr(256)  # columns a TMA box (its largest extent)
 ROW_LAYOUT = gl.constexpr(gl.BlockedLayout([1, 2], [1, 32], [1, 4], [1, 0]))  # a [1, 256] half row: 2 columns a thread
@@ -44,22 +44,6 @@ SUM_LAYOUT = gl.constexpr(gl.BlockedLayout([1], [32], [4], [0]))  # the same 64 
 SHAPES = {(4096, 4096): (16, 32), (14336, 4096): (4, 8, 16), (4096, 14336): (14, 28, 56), (28672, 8192): (4, 8, 16)}
 STAGES = (2, 3, 4)
 BITS = (4, 8)
-MAGIC15, MAGIC19 = 0x43800000, 0x41800000  # the bits of 256.0 and 16.0
-
-
-@gluon.jit
-def _code_pair(words, magic15, magic19, PAIR: gl.constexpr):
-    """Codes 2 PAIR and 2 PAIR + 1 of int4 words as float32 256 + c and 16 + c (quant_matmul `_unpack`: one shift
-    brings the pair to bits 15 and 19, one LOP3 each masks it and ORs in the bits of 256.0 or 16.0, passed at run
-    time: a LOP3 takes one immediate, the mask)."""
-    SHIFT: gl.constexpr = 15 - 8 * PAIR
-    if SHIFT >= 0:
-        moved = words << SHIFT
-    else:
-        moved = words >> -SHIFT  # arithmetic: the sign fills bits past 22 only
-    even = ((moved & (15 << 15)) | magic15).to(gl.float32, bitcast=True)
-    odd = ((moved & (15 << 19)) | magic19).to(gl.float32, bitcast=True)
-    return even, odd
 
 
 @gluon.jit
@@ -73,14 +57,7 @@ def _element(v, J: gl.constexpr):
 
 
 @gluon.jit
-def _byte_codes(words):
-    """The 4 bytes c of int8 words as float32 32768 + c, one PRMT each (quant_matmul `_byte_codes`)."""
-    return gl.inline_asm_elementwise(BYTE_CODES_PTX, "=r,=r,=r,=r,r", [words],
-                                     dtype=(gl.float32, gl.float32, gl.float32, gl.float32), is_pure=True, pack=1)
-
-
-@gluon.jit
-def _row_dot(words, pairs, R: gl.constexpr, dot, magic15, magic19, BITS: gl.constexpr):
+def _row_dot(words, pairs, R: gl.constexpr, dot, magic15, BITS: gl.constexpr):
     """dot + word row R's codes times their x (the group's pairs of x, held whole by every thread)."""
     PAIRS: gl.constexpr = 16 // BITS  # pairs of x a word row
     if BITS == 8:
@@ -90,7 +67,8 @@ def _row_dot(words, pairs, R: gl.constexpr, dot, magic15, magic19, BITS: gl.cons
         x_even = (pair << 16).to(gl.float32, bitcast=True)
         x_odd = (pair & -65536).to(gl.float32, bitcast=True)
         if BITS == 4:
-            even, odd = _code_pair(words, magic15, magic19, p)
+            even, _ = _unpack(words, 2 * p, magic15, 4)  # 256 + c (quant_matmul's: the pair's shift shared)
+            odd, _ = _unpack(words, 2 * p + 1, magic15, 4)  # 16 + c
         else:
             even = codes[2 * p]
             odd = codes[2 * p + 1]
@@ -116,7 +94,7 @@ def _partial_sum(ws_ptr, offs, N, SPLITS, BATCH: gl.constexpr):
 
 
 @gluon.jit
-def _gemv_ring_kernel(x32_ptr, w_desc, s_ptr, z_ptr, ws_ptr, cnt_ptr, out_ptr, N, GPS, magic15, magic19,
+def _gemv_ring_kernel(x32_ptr, w_desc, s_ptr, z_ptr, ws_ptr, cnt_ptr, out_ptr, N, GPS, magic15,
                       BITS: gl.constexpr, STAGES: gl.constexpr):
     ROWS: gl.constexpr = 4 * BITS  # word rows a group of 128
     HALVES: gl.constexpr = 2 if BITS == 4 else 1  # boxes a slot (32 KB)
@@ -151,10 +129,10 @@ def _gemv_ring_kernel(x32_ptr, w_desc, s_ptr, z_ptr, ws_ptr, cnt_ptr, out_ptr, N
         dot1 = gl.zeros([1, HALF], gl.float32, ROW_LAYOUT)
         for r in gl.static_range(ROWS):
             dot0 = _row_dot(w_smem.index(HALVES * slot).slice(r, 1, dim=0).load(ROW_LAYOUT), pairs, r, dot0, magic15,
-                            magic19, BITS)
+                            BITS)
             if HALVES == 2:
                 dot1 = _row_dot(w_smem.index(2 * slot + 1).slice(r, 1, dim=0).load(ROW_LAYOUT), pairs, r, dot1,
-                                magic15, magic19, BITS)
+                                magic15, BITS)
         fence_async_shared()  # this thread's reads of the slot ordered before the refill's async-proxy writes
         gl.thread_barrier()  # every thread's
         if g + STAGES < GPS:
@@ -193,7 +171,7 @@ def _word_layout():
 def _signature(bits: int) -> dict:
     return dict(x32_ptr="*i32", w_desc=f"tensordesc<i32[{4 * bits}, {HALF.value}],{_word_layout()!r}>",
                 s_ptr="*bf16", z_ptr="*u8", ws_ptr="*fp32", cnt_ptr="*i32", out_ptr="*bf16", N="i32", GPS="i32",
-                magic15="i32", magic19="i32",
+                magic15="i32",
                 BITS="constexpr", STAGES="constexpr")
 
 
@@ -244,7 +222,7 @@ def measure(out_dir: str) -> None:
                         x, qw, _ = sets[i]
                         _gemv_ring_kernel[(N // columns, split)](
                             x.view(torch.int32), descs[i], qw.scales, qw.zeros, ws, counters, out, N,
-                            K // 128 // split, MAGIC15, MAGIC19, BITS=bits, STAGES=stages, num_warps=4)
+                            K // 128 // split, MAGIC15, BITS=bits, STAGES=stages, num_warps=4)
                         return out
 
                     kernel(0)

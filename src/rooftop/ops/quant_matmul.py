@@ -452,19 +452,16 @@ def _spread(v, BLOCK_N: tl.constexpr):
     return v
 
 
-# `_byte_codes`' PTX: $0-$3 = bytes 0-3 of $4 moved into bits 8-15 of 0x47000000 (32768.0 + c)
-BYTE_CODES_PTX = tl.constexpr("prmt.b32 $0, $4, 0x47000000, 0x7404; prmt.b32 $1, $4, 0x47000000, 0x7414; "
-                              "prmt.b32 $2, $4, 0x47000000, 0x7424; prmt.b32 $3, $4, 0x47000000, 0x7434;")
-
-
 @triton.jit
 def _byte_codes(words):
     """The 4 bytes c of int8 words as floats 32768 + c, one PRMT each: the byte into bits 8-15 under the exponent
     byte of 32768.0 (0x47000000) where a shift and a LOP3 put it at bit 15 of 256.0. sum_k x (32768 + c) over a group
     then keeps ~16 of fp32's 24 bits against sum_k x (c - z) (bf16 output keeps 8; H200 error 1.7e-3 as with 256).
     Inline PTX: on a GPU only."""
-    return tl.inline_asm_elementwise(BYTE_CODES_PTX, "=r,=r,=r,=r,r", [words],
-                                     dtype=(tl.float32, tl.float32, tl.float32, tl.float32), is_pure=True, pack=1)
+    return tl.inline_asm_elementwise(
+        "prmt.b32 $0, $4, 0x47000000, 0x7404; prmt.b32 $1, $4, 0x47000000, 0x7414; "
+        "prmt.b32 $2, $4, 0x47000000, 0x7424; prmt.b32 $3, $4, 0x47000000, 0x7434;", "=r,=r,=r,=r,r", [words],
+        dtype=(tl.float32, tl.float32, tl.float32, tl.float32), is_pure=True, pack=1)
 
 
 @triton.jit
