@@ -12,9 +12,9 @@ from shared memory by one 8-byte load a half; x's values taken from the group's 
 whole, 16 loads of 16 bytes; each code one LOP3 and half a shift (int8: one PRMT) and one FMA into the thread's fp32
 sum, by quant_matmul's `_unpack` / `_byte_codes`: magic + c, the magic and zero point taken off once a group with
 x's sums over the group, added across the CTA), then every thread fences its shared reads against the async proxy
-(the TMA refill writes through it), the CTA barrier, and one thread requests group g + STAGES into the slot. The program's fp32 partial of
-its columns goes to ws[split], and the tile's last program to arrive sums the splits in order into the bf16 output
-(deterministic, as quant_matmul `_store_output`).
+(the TMA refill writes through it), the CTA barrier, and one thread requests group g + STAGES into the slot. The
+program's fp32 partial of its columns goes to ws[split], and the tile's last program to arrive sums the splits in
+order into the bf16 output (deterministic, as quant_matmul `_store_output`).
 Memory traffic: the words once (N K bits / 8 bytes), scales and zeros once, x from L2, ws (SPLIT x N x 4 bytes)
 written and read back once from L2, the output written. Shared memory: STAGES x 32 KB (2 programs an SM at 3
 stages, 3 at 2).
