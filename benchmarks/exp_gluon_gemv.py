@@ -21,7 +21,8 @@ stages, 3 at 2).
 
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_gluon_gemv.py OUT  (a GPU: each shape, split and ring depth
        checked against the float64 reference and timed by graph replay over input copies beside the library's tuned
-       quant_matmul and cuBLAS bf16; OUT/exp-gluon-gemv.json)
+       quant_matmul and cuBLAS bf16, then at 3 slots with READ_ONLY, the words streamed through the ring with
+       almost no arithmetic: whether a time is the memory's or the issue's; OUT/exp-gluon-gemv.json)
        ... exp_gluon_gemv.py --compile-only  (no GPU: registers, spills, shared memory, the SASS of the group loop)"""
 from __future__ import annotations
 
@@ -57,8 +58,11 @@ def _element(v, J: gl.constexpr):
 
 
 @gluon.jit
-def _row_dot(words, pairs, R: gl.constexpr, dot, magic15, BITS: gl.constexpr):
-    """dot + word row R's codes times their x (the group's pairs of x, held whole by every thread)."""
+def _row_dot(words, pairs, R: gl.constexpr, dot, magic15, BITS: gl.constexpr, READ_ONLY: gl.constexpr):
+    """dot + word row R's codes times their x (the group's pairs of x, held whole by every thread); READ_ONLY: + the
+    words as floats (the ring's streaming rate, nearly no arithmetic; the result is wrong)."""
+    if READ_ONLY:
+        return dot + words.to(gl.float32)
     PAIRS: gl.constexpr = 16 // BITS  # pairs of x a word row
     if BITS == 8:
         codes = _byte_codes(words)
@@ -95,7 +99,7 @@ def _partial_sum(ws_ptr, offs, N, SPLITS, BATCH: gl.constexpr):
 
 @gluon.jit
 def _gemv_ring_kernel(x32_ptr, w_desc, s_ptr, z_ptr, ws_ptr, cnt_ptr, out_ptr, N, GPS, magic15,
-                      BITS: gl.constexpr, STAGES: gl.constexpr):
+                      BITS: gl.constexpr, STAGES: gl.constexpr, READ_ONLY: gl.constexpr = False):
     ROWS: gl.constexpr = 4 * BITS  # word rows a group of 128
     HALVES: gl.constexpr = 2 if BITS == 4 else 1  # boxes a slot (32 KB)
     pid_n = gl.program_id(0)
@@ -129,10 +133,10 @@ def _gemv_ring_kernel(x32_ptr, w_desc, s_ptr, z_ptr, ws_ptr, cnt_ptr, out_ptr, N
         dot1 = gl.zeros([1, HALF], gl.float32, ROW_LAYOUT)
         for r in gl.static_range(ROWS):
             dot0 = _row_dot(w_smem.index(HALVES * slot).slice(r, 1, dim=0).load(ROW_LAYOUT), pairs, r, dot0, magic15,
-                            BITS)
+                            BITS, READ_ONLY)
             if HALVES == 2:
                 dot1 = _row_dot(w_smem.index(2 * slot + 1).slice(r, 1, dim=0).load(ROW_LAYOUT), pairs, r, dot1,
-                                magic15, BITS)
+                                magic15, BITS, READ_ONLY)
         fence_async_shared()  # this thread's reads of the slot ordered before the refill's async-proxy writes
         gl.thread_barrier()  # every thread's
         if g + STAGES < GPS:
@@ -217,23 +221,25 @@ def measure(out_dir: str) -> None:
                 ws = torch.empty(split, N, device="cuda", dtype=torch.float32)
                 counters = torch.zeros(N // columns, device="cuda", dtype=torch.int32)
                 out = torch.empty(1, N, device="cuda", dtype=torch.bfloat16)
-                for stages in STAGES:
-                    def kernel(i, split=split, stages=stages, ws=ws, counters=counters, out=out):
+                # each ring depth, then at 3 slots the words' streaming alone (READ_ONLY: wrong results, not checked)
+                for stages, read_only in [(st, False) for st in STAGES] + [(3, True)]:
+                    def kernel(i, split=split, stages=stages, read_only=read_only, ws=ws, counters=counters, out=out):
                         x, qw, _ = sets[i]
                         _gemv_ring_kernel[(N // columns, split)](
                             x.view(torch.int32), descs[i], qw.scales, qw.zeros, ws, counters, out, N,
-                            K // 128 // split, MAGIC15, BITS=bits, STAGES=stages, num_warps=4)
+                            K // 128 // split, MAGIC15, BITS=bits, STAGES=stages, READ_ONLY=read_only, num_warps=4)
                         return out
 
                     kernel(0)
                     wait_or_exit(20, f"int{bits} {N} x {K} split {split} stages {stages}", save)
                     err = float((out.double() - ref).norm() / ref.norm())
                     us = graph_replay_us([lambda i=i: kernel(i) for i in range(copies)], repeat=max(1, 48 // copies))
-                    rows.append(dict(bits=bits, N=N, K=K, split=split, stages=stages, rel_err=err, us=us,
-                                     **{f"{k}_us": v for k, v in base.items()}))
+                    rows.append(dict(bits=bits, N=N, K=K, split=split, stages=stages, read_only=read_only,
+                                     rel_err=err, us=us, **{f"{k}_us": v for k, v in base.items()}))
                     save()
-                    print(f"    split {split:3d} stages {stages}: {us:6.1f} us ({base['cublas'] / us:.2f}x cublas; "
-                          f"library {base['cublas'] / base['library']:.2f}x)  err {err:.1e}", flush=True)
+                    what = "read only" if read_only else f"{base['cublas'] / us:.2f}x cublas (library "\
+                        f"{base['cublas'] / base['library']:.2f}x), err {err:.1e}"
+                    print(f"    split {split:3d} stages {stages}: {us:6.1f} us  {what}", flush=True)
 
 
 if __name__ == "__main__":
