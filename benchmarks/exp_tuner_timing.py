@@ -33,12 +33,13 @@ from rooftop.ops import quant_matmul as qm
 # ahead, logs/h200-2026-12-02-s21/exp-tuner-timing-l2.log, had a fourth entry: not kept, see NOTES item 152)
 MMA_VARIANTS = {8: ((1, 104), (1, 88), (2, 88), (4, 104), (4, 88)),
                 16: ((1, 120, False), (2, 120, False), (1, 128), (1, 112, False), (2, 128))}
-# --gemv-variants (M = 1): GEMV_CONFIGS tuples not in the library's list. Session 23's: the sliced X_ASM loop rolled and
-# pipelined by Triton (STAGES > 1: the words by cp.async into shared memory, STAGES - 1 k-steps ahead, no registers
-# held in flight; ptxas keeps the unrolled group's loads only ~3-4 word rows ahead, NOTES item 161), 4 or 2 word rows a
-# k-step (a slice of one group: 4 or 8 k-steps); shared memory 8 KB a stage at 4 rows.
-GEMV_VARIANTS = ((128, 4, 4, 7, 3, 72, 4, True), (128, 4, 4, 6, 4, 72, 4, True), (128, 4, 2, 7, 4, 72, 4, True),
-                 (128, 4, 2, 7, 6, 72, 4, True), (128, 4, 4, 4, 4, 72, 4, True))
+# --gemv-variants (M = 1): GEMV_CONFIGS tuples not in the library's list. Session 23's, the sliced X_ASM loop rolled and
+# pipelined by Triton's cp.async (STAGES 3-6), ran 15.1-15.6 us at int4 4096 x 14336 against the unrolled 12.8
+# (logs/h200-2026-12-02-s24/exp-tuner-timing-variants-int4.log): gone. Session 24's: AHEAD (the words of AHEAD k-steps
+# tied, all issued before the first FMA) at other splits (per_sm 2: one wave of 2 groups a warp at the mid shapes)
+# and registers.
+GEMV_VARIANTS = ((128, 4, 4, 2, 1, 128, 4, True, True, 4), (128, 4, 4, 4, 1, 128, 4, True, True, 2),
+                 (128, 4, 4, 2, 1, 96, 4, True, True, 2), (128, 4, 4, 8, 1, 128, 4, True, True, 4))
 
 
 def read_flush_ms(fn, warmup: int = 5, reps: int = 50) -> float:

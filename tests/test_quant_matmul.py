@@ -182,16 +182,20 @@ SLICE_CASES = [(4, 200, 640, 128, False, (64, 2, 4), 2), (8, 96, 256, 32, True, 
                (8, 128, 256, 32, False, (64, 2, 4), 2)]
 
 
-@pytest.mark.parametrize("unroll", [False, True])  # a group's k-steps in one block (slices are whole groups)
+# a group's k-steps in one block (slices are whole groups), and with the words of 2 k-steps loaded at once (AHEAD)
+UNROLL_CASES = [(False, 0), (True, 0), (True, 2)]
+
+
+@pytest.mark.parametrize("unroll,ahead", UNROLL_CASES)
 @pytest.mark.parametrize("bits,N,K,G,symmetric,shape,split", SLICE_CASES)
-def test_gemv_slices(bits, N, K, G, symmetric, shape, split, unroll, device):
+def test_gemv_slices(bits, N, K, G, symmetric, shape, split, unroll, ahead, device):
     block_n, warps, slices = shape
     qw = quantize_weight(torch.randn(N, K, device=device), bits, G, symmetric)
     x = torch.randn(1, K, device=device, dtype=torch.bfloat16)
     bias = torch.randn(N, device=device, dtype=torch.bfloat16)
-    config = {**qm._gemv((block_n, warps, 4, 1, 1, None, slices, False, unroll), 1, N, K, bits, G, 8),
+    config = {**qm._gemv((block_n, warps, 4, 1, 1, None, slices, False, unroll, ahead), 1, N, K, bits, G, 8),
               "SPLIT_K": split}
-    assert config["UNROLL"] == unroll
+    assert config["UNROLL"] == unroll and config["AHEAD"] == ahead
     assert config["SLICES"] == slices and qm._gemv((block_n, warps, 4, 1, 1, None, slices), 2, N, K, bits, G,
                                                      8)["SLICES"] == 1
     assert qm._gemv_extents(config, split, 1, N, K, G)["EVEN"] == (N == 128)  # the even cases
@@ -209,16 +213,16 @@ X_ASM_CASES = ([case + (dtype,) for case in SLICE_CASES + [(4, 1000, 1024, 128, 
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("unroll", [False, True])
+@pytest.mark.parametrize("unroll,ahead", UNROLL_CASES)
 @pytest.mark.parametrize("bits,N,K,G,symmetric,shape,split,dtype", X_ASM_CASES)
-def test_gpu_gemv_x_asm(bits, N, K, G, symmetric, shape, split, dtype, unroll):
+def test_gpu_gemv_x_asm(bits, N, K, G, symmetric, shape, split, dtype, unroll, ahead):
     block_n, warps, slices = shape
     qw = quantize_weight(torch.randn(N, K, device="cuda", dtype=dtype), bits, G, symmetric)
     wide = torch.randn(1, K + 8, device="cuda", dtype=dtype)
     bias = torch.randn(N, device="cuda", dtype=dtype)
-    config = {**qm._gemv((block_n, warps, 4, 1, 1, None, slices, True, unroll), 1, N, K, bits, G, 8),
+    config = {**qm._gemv((block_n, warps, 4, 1, 1, None, slices, True, unroll, ahead), 1, N, K, bits, G, 8),
               "SPLIT_K": split}
-    assert config["X_ASM"]
+    assert config["X_ASM"] and config["AHEAD"] == (ahead if slices > 1 else 0)
     for x in (wide[:, :K], wide[:, 1:K + 1]):  # 16-byte aligned: inline PTX; not: tl.load
         run = lambda: qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, bias, N, bits, G)[0]  # noqa: E731
         out = run()

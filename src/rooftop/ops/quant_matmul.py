@@ -175,13 +175,17 @@ SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
 # 14336 x 4096 / 4096 x 14336 / 28672 x 8192 (7.0 / 12.9 / 13.5 / 38.9 before), int8 8.3 / 18.7 / 18.5 / 60.5 (8.9 /
 # 18.7 / 19.3 / 61.0). The unrolled loop then fits 56 registers without spills: the last two candidates hold 8 and 9
 # programs an SM (not yet timed alone), the one before splits K for one wave at 28672 x 8192 (4 groups a warp).
+# Session 24's last two tie the words of AHEAD k-steps (the 10th entry) so that all are loaded before the first FMA
+# (`_load_rows_tied`; offline sm_90 int4: 16 word rows issued at the group's top at 121 registers, 3.03 instructions a
+# code; AHEAD 2: 8 rows, 95 registers): a warp's bytes in flight 8 / 4 KB where ptxas's own schedule kept ~2.
 GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), (256, 1, 4, 16, 1),
                 (256, 1, 4, 16, 1, 96), (256, 1, 4, 32, 1, 80), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96),
                 (128, 1, 4, 32, 1, 64), (256, 2, 4, 32, 1, 56),
                 (64, 1, 4, 32, 1, 72, 2), (128, 1, 8, 32, 1, 72), (128, 1, 8, 16, 1, 72),
                 (128, 4, 4, 7, 1, 72, 4, True), (64, 4, 4, 7, 1, 72, 4, True), (128, 4, 4, 7, 1, 72, 4, True, True),
                 (128, 4, 4, 4, 1, 72, 4, True, True), (128, 4, 4, 8, 1, 64, 4, True, True),
-                (128, 4, 4, 9, 1, 56, 4, True, True))
+                (128, 4, 4, 9, 1, 56, 4, True, True), (128, 4, 4, 4, 1, 128, 4, True, True, 4),
+                (128, 4, 4, 5, 1, 96, 4, True, True, 2))
 # Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages[, SWAP_AB, default True[,
 # maxnreg]]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a
 # k-tile). The grid is stream-K over as many programs as the SMs hold (Launch.resident_per_sm), so the
@@ -237,6 +241,7 @@ def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms
     slices = rest[1] if len(rest) > 1 and M == 1 else 1
     x_asm = len(rest) > 2 and rest[2] and M == 1
     unroll = len(rest) > 3 and rest[3] and slices > 1
+    ahead = rest[4] if len(rest) > 4 and unroll else 0
     block_k = min(word_rows * 32 // bits, group_size)
     if slices == 1:
         most = max(1, min(GEMV_MAX_SPLIT, K // (block_k * GEMV_MIN_STEPS)))
@@ -246,7 +251,7 @@ def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms
         split = _split_k(per_sm * sms, cdiv(N, block_n), max(1, groups // slices))
         split = cdiv(groups, slices * cdiv(groups, split * slices))
     return dict(path="gemv", BLOCK_M=triton.next_power_of_2(M), BLOCK_N=block_n, BLOCK_K=block_k, SPLIT_K=split,
-                num_warps=warps, STAGES=stages, SLICES=slices, X_ASM=x_asm, UNROLL=unroll,
+                num_warps=warps, STAGES=stages, SLICES=slices, X_ASM=x_asm, UNROLL=unroll, AHEAD=ahead,
                 **({"maxnreg": maxnreg} if maxnreg else {}))
 
 
@@ -498,12 +503,30 @@ def _warp_sum(v):
 
 
 @triton.jit
-def _gemv_step(w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19, magic15, n_row,
+def _load_rows_tied(w_step, w_lane, group_mask, n_row, opaque_zero, ROWS: tl.constexpr):
+    """ROWS word rows (from w_step + w_lane, n_row words apart) as a tuple, the first made to depend on every one (its
+    words xor-ed with (all rows xor-ed) & opaque_zero, a 0 that ptxas cannot fold): the first FMA then waits for
+    every load, so all are issued before it. Otherwise ptxas sinks each load to ~3-4 rows ahead of its use whatever
+    the source order (NOTES item 161), and a warp keeps only ~2 KB in flight."""
+    loaded = ()
+    for j in tl.static_range(ROWS):
+        loaded = loaded + (_load_masked(w_step + j * n_row + w_lane, group_mask),)
+    every = loaded[0]
+    for j in tl.static_range(1, ROWS):
+        every = every ^ loaded[j]
+    rows = (loaded[0] ^ (every & opaque_zero),)
+    for j in tl.static_range(1, ROWS):
+        rows = rows + (loaded[j],)
+    return rows
+
+
+@triton.jit
+def _gemv_step(w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19, magic15, n_row, loaded,
                BITS: tl.constexpr, WORDS: tl.constexpr, BLOCK_K: tl.constexpr, XW: tl.constexpr, X_ASM: tl.constexpr,
-               SUM_X: tl.constexpr, BLOCK_N: tl.constexpr):
-    """One k-step of `_qgemv_kernel`: its WORDS word rows (from w_step + w_lane, n_row words apart) times x, into the
-    lanes' sums over the group (dot) and, SUM_X, of x (sum15, sum19); returns them and the pointers moved to the next
-    k-step."""
+               SUM_X: tl.constexpr, BLOCK_N: tl.constexpr, LOADED_AT: tl.constexpr):
+    """One k-step of `_qgemv_kernel`: its WORDS word rows (from w_step + w_lane, n_row words apart, or loaded[LOADED_AT
+    + j] when loaded is a tuple) times x, into the lanes' sums over the group (dot) and, SUM_X, of x (sum15, sum19);
+    returns them and the pointers moved to the next k-step."""
     PACK: tl.constexpr = 32 // BITS
     BF16: tl.constexpr = x_row.dtype.element_ty == tl.bfloat16
     for j in tl.static_range(WORDS):
@@ -514,7 +537,10 @@ def _gemv_step(w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, s
             # an identity reduction: x then reaches every thread as float32 through shared
             # memory, where otherwise every thread would widen it
             x = tl.sum(x[:, :, None], axis=2)
-        words = _load_masked(w_step + j * n_row + w_lane, group_mask)
+        if loaded is None:
+            words = _load_masked(w_step + j * n_row + w_lane, group_mask)
+        else:
+            words = loaded[LOADED_AT + j]
         if BITS == 8 and X_ASM:
             bytes4 = _byte_codes(words)
         for i in tl.static_range(PACK):
@@ -540,7 +566,8 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
                   magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   STAGES: tl.constexpr, SUM_BATCH: tl.constexpr, SLICES: tl.constexpr, X_ASM: tl.constexpr,
-                  UNROLL: tl.constexpr, EVEN: tl.constexpr, W_STRIDE: tl.constexpr, GROUP_SUMS: tl.constexpr):
+                  UNROLL: tl.constexpr, EVEN: tl.constexpr, W_STRIDE: tl.constexpr, GROUP_SUMS: tl.constexpr,
+                  AHEAD: tl.constexpr):
     # Grid (N / BLOCK_N, SPLIT_K). STAGES > 1: the group's next k-steps' words are copied into shared
     # memory while this one is summed (more bytes in flight per program). Reads its [K / SPLIT_K,
     # BLOCK_N] slab of packed words once (the grid reads every word once), one row of scales (and
@@ -554,7 +581,10 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     # (`_byte_codes`). GROUP_SUMS (X_ASM, slices): a group's x sums by the warp's shuffles (`_group_x_sums`). UNROLL
     # (SLICES > 1): a group's k-steps unrolled, its scales loaded first. EVEN: every column, row of x and slice in range
     # (no masks, no predicated loads). W_STRIDE: N as a constexpr (0: at run time), the word rows' offsets immediates.
+    # AHEAD (UNROLL): the words of AHEAD k-steps loaded at once, tied so that ptxas issues them all before the first
+    # FMA (`_load_rows_tied`): a warp's bytes in flight AHEAD k-steps' words, not ~3-4 rows'.
     tl.static_assert(not GROUP_SUMS or (X_ASM and SLICES > 1))
+    tl.static_assert(AHEAD == 0 or (UNROLL and (GROUP // BLOCK_K) % AHEAD == 0))
     tl.static_assert(SLICES == 1 or BLOCK_M == 1)
     tl.static_assert(not UNROLL or SLICES > 1)  # a split of K may cut a group; slices never do
     PACK: tl.constexpr = 32 // BITS  # codes per word
@@ -620,16 +650,19 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
             sum19 = tl.zeros([LANES, LW], tl.float32)
         if UNROLL:  # the group's k-steps in one block (slices: whole groups), for ptxas to issue loads early
             s, z = _scale_and_zero(s_ptr, z_ptr, group_rows, cols[None, :], group_mask, n_row, HAS_ZERO, BITS)
-            for _ in tl.static_range(STEPS):
+            loaded = None
+            for step in tl.static_range(STEPS):
+                if AHEAD > 0 and step % AHEAD == 0:  # magic15 > 0: its sign bit is an opaque 0
+                    loaded = _load_rows_tied(w_step, w_lane, group_mask, n_row, magic15 >> 31, AHEAD * WORDS)
                 dot, sum15, sum19, w_step, x_row, x_ptrs = _gemv_step(
-                    w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19, magic15, n_row, BITS,
-                    WORDS, BLOCK_K, XW, X_ASM, not GROUP_SUMS, BLOCK_N)
+                    w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19, magic15, n_row, loaded,
+                    BITS, WORDS, BLOCK_K, XW, X_ASM, not GROUP_SUMS, BLOCK_N, (step % max(AHEAD, 1)) * WORDS)
         else:
             for t in tl.range(tl.maximum(t_start, g * STEPS), tl.minimum(t_end, g * STEPS + STEPS),
                               num_stages=STAGES):
                 dot, sum15, sum19, w_step, x_row, x_ptrs = _gemv_step(
-                    w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19, magic15, n_row, BITS,
-                    WORDS, BLOCK_K, XW, X_ASM, not GROUP_SUMS, BLOCK_N)
+                    w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, sum19, magic15, n_row, None,
+                    BITS, WORDS, BLOCK_K, XW, X_ASM, not GROUP_SUMS, BLOCK_N, 0)
             s, z = _scale_and_zero(s_ptr, z_ptr, group_rows, cols[None, :], group_mask, n_row, HAS_ZERO, BITS)
         sum15 = _spread(sum15, BLOCK_N)
         sum19 = _spread(sum19, BLOCK_N)
@@ -1210,6 +1243,7 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
     if path == "gemv":
         params.setdefault("SLICES", 1)  # a choice cached before slices
         params.setdefault("UNROLL", False)
+        params.setdefault("AHEAD", 0)
         # x by inline PTX: on a GPU, one row of x 16-byte aligned (as the plans' alignment_key tells)
         params["X_ASM"] = (params.get("X_ASM", False) and rows.is_cuda and not interpreting() and M == 1
                            and rows.data_ptr() % 16 == 0)
