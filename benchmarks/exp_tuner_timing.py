@@ -37,9 +37,10 @@ MMA_VARIANTS = {8: ((1, 104), (1, 88), (2, 88), (4, 104), (4, 88)),
 # pipelined by Triton's cp.async (STAGES 3-6), ran 15.1-15.6 us at int4 4096 x 14336 against the unrolled 12.8
 # (logs/h200-2026-12-02-s24/exp-tuner-timing-variants-int4.log): gone. Session 24's: AHEAD (the words of AHEAD k-steps
 # tied, all issued before the first FMA) at other splits (per_sm 2: one wave of 2 groups a warp at the mid shapes)
-# and registers.
+# and registers (exp-tuner-timing-ahead-int*.log): int4 14.5-16.5 us at the mid shapes against 12.1-12.7 without,
+# int8 level at best; the library kept AHEAD 2 at 96 registers and per_sm 2 (int8 2-6% faster at the mid shapes).
 GEMV_VARIANTS = ((128, 4, 4, 2, 1, 128, 4, True, True, 4), (128, 4, 4, 4, 1, 128, 4, True, True, 2),
-                 (128, 4, 4, 2, 1, 96, 4, True, True, 2), (128, 4, 4, 8, 1, 128, 4, True, True, 4))
+                 (128, 4, 4, 8, 1, 128, 4, True, True, 4))
 
 
 def read_flush_ms(fn, warmup: int = 5, reps: int = 50) -> float:

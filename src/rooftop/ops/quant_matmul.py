@@ -175,17 +175,20 @@ SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
 # 14336 x 4096 / 4096 x 14336 / 28672 x 8192 (7.0 / 12.9 / 13.5 / 38.9 before), int8 8.3 / 18.7 / 18.5 / 60.5 (8.9 /
 # 18.7 / 19.3 / 61.0). The unrolled loop then fits 56 registers without spills: the last two candidates hold 8 and 9
 # programs an SM (not yet timed alone), the one before splits K for one wave at 28672 x 8192 (4 groups a warp).
-# Session 24's last two tie the words of AHEAD k-steps (the 10th entry) so that all are loaded before the first FMA
-# (`_load_rows_tied`; offline sm_90 int4: 16 word rows issued at the group's top at 121 registers, 3.03 instructions a
-# code; AHEAD 2: 8 rows, 95 registers): a warp's bytes in flight 8 / 4 KB where ptxas's own schedule kept ~2.
+# The last ties the words of AHEAD k-steps (the 10th entry) so that all are loaded before the first FMA
+# (`_load_rows_tied`; offline sm_90: AHEAD 2, 8 word rows issued at once, 95 registers, int4 3.04 instructions a code,
+# int8 2.68): a warp's bytes in flight 4 KB where ptxas's own schedule keeps ~2, at 2 groups a warp (per_sm 2). H200
+# (logs/h200-2026-12-02-s24/exp-tuner-timing-ahead-int*.log, each alone): int8 18.2 us at 14336 x 4096 (18.6-18.8
+# without), 18.4 at 4096 x 14336 (19.2-19.6), level elsewhere; int4 slower everywhere (14.1 against 12.1), as were all
+# 16 word rows a group tied (AHEAD 4, 121 registers: int4 15.0-16.5, int8 level at best): the int4 GEMV at the mid
+# shapes is not held by its loads' issue (NOTES item 163).
 GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), (256, 1, 4, 16, 1),
                 (256, 1, 4, 16, 1, 96), (256, 1, 4, 32, 1, 80), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96),
                 (128, 1, 4, 32, 1, 64), (256, 2, 4, 32, 1, 56),
                 (64, 1, 4, 32, 1, 72, 2), (128, 1, 8, 32, 1, 72), (128, 1, 8, 16, 1, 72),
                 (128, 4, 4, 7, 1, 72, 4, True), (64, 4, 4, 7, 1, 72, 4, True), (128, 4, 4, 7, 1, 72, 4, True, True),
                 (128, 4, 4, 4, 1, 72, 4, True, True), (128, 4, 4, 8, 1, 64, 4, True, True),
-                (128, 4, 4, 9, 1, 56, 4, True, True), (128, 4, 4, 4, 1, 128, 4, True, True, 4),
-                (128, 4, 4, 5, 1, 96, 4, True, True, 2))
+                (128, 4, 4, 9, 1, 56, 4, True, True), (128, 4, 4, 2, 1, 96, 4, True, True, 2))
 # Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages[, SWAP_AB, default True[,
 # maxnreg]]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a
 # k-tile). The grid is stream-K over as many programs as the SMs hold (Launch.resident_per_sm), so the
