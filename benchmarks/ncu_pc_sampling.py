@@ -10,7 +10,7 @@ Targets (TARGETS, by name):
   stream-K costs ~10 us more a call (session 19): which instructions hold that time.
 - issue 6 at batch 1 / 16, quant_matmul's Triton GEMVs at 28672 x 8192: "gemv_m1" (the CUDA-core GEMV's first
   candidate), "mma_m1", "mma_m16" (the mma.sync GEMV's): both GEMVs run ~40 us at M = 1 where a read of the words runs
-  28 (session 21).
+  28 (session 21). "gemv_m1_mid": the kept M = 1 candidate at 14336 x 4096 (session 24).
 - issues 2 and 3, the wide-row ring kernels (ops/softmax_sm90.py, ops/norm_sm90.py) at M x N = 2^27 bf16:
   "softmax_32768", "softmax_65536", "layer_norm_65536" (86-88 % and 83-85 % of the copy where 90 % is wanted; the
   last round of rows is not it, NOTES item 129): which wait (the ring's fill, the row statistics' exchange, the
@@ -60,9 +60,11 @@ def _mma_config(M: int) -> dict:
     return qm._mma(qm.MMA_CONFIGS[8 if M <= 8 else 16][0], M)
 
 
-def _gemv_config(M: int) -> dict:
+def _gemv_config(M: int, config: tuple = None, N: int = N, K: int = K) -> dict:
+    """The GEMV dict of `config` (a GEMV_CONFIGS tuple; its first by default) at M x N x K."""
     from rooftop.ops import quant_matmul as qm
-    return qm._gemv(qm.GEMV_CONFIGS[0], M, N, K, 4, 128, torch.cuda.get_device_properties(0).multi_processor_count)
+    return qm._gemv(config or qm.GEMV_CONFIGS[0], M, N, K, 4, 128,
+                    torch.cuda.get_device_properties(0).multi_processor_count)
 
 
 def _rows(op: str, width: int):
@@ -91,6 +93,10 @@ TARGETS = {
     # issue 6 at batch 1: the CUDA-core GEMV and the mma.sync GEMV both run ~40 us where a read of the words runs 28
     # (session 21: the mma GEMV's instructions cut by a quarter changed nothing)
     "gemv_m1": ("regex:_qgemv_kernel", lambda: _gemv(1, _gemv_config(1))),
+    # session 24: the kept M = 1 candidate (X_ASM, unrolled groups, 4 slices) at 14336 x 4096, 12.1 us where a read
+    # of the words runs ~8.5, and neither fewer instructions (item 159) nor all loads issued early (item 163) helped
+    "gemv_m1_mid": ("regex:_qgemv_kernel", lambda: _gemv(1, _gemv_config(1, (128, 4, 4, 7, 1, 72, 4, True, True),
+                                                                       14336, 4096), 14336, 4096)),
     "mma_m1": ("regex:_qgemv_mma_kernel", lambda: _gemv(1, _mma_config(1))),
     "mma_m16": ("regex:_qgemv_mma_kernel", lambda: _gemv(16, _mma_config(16))),
     "softmax_32768": ("regex:_softmax_kernel", lambda: _rows("softmax", 32768)),
