@@ -1,10 +1,10 @@
 r"""Experiment: what the batch-1 GEMV's split-K costs beside its reads (issue 6: 3x cuBLAS wants ~10 us at 14336 x 4096
 and 4096 x 14336, where the CUDA-core GEMV runs 13.6 / 15.6 and a read of the 30.8 MB ~8.5).
 
-quant_matmul's CUDA-core GEMV (`_qgemv_kernel`, M = 1, its first candidate: 128 columns and 1 warp a program, 4 word
-rows a k-step) at its split of K and at half and twice that, int4 and int8, the benchmark shapes, each timed by graph
-replay over input copies (as the results harness), against:
-  read      exp_gemv_pipeline.read_probe: the same grid and program shape, only reading the words;
+quant_matmul's CUDA-core GEMV (`_qgemv_kernel`, M = 1, --config: by default the first candidate, 128 columns and 1 warp
+a program, 4 word rows a k-step) at its split of K and at half and twice that, int4 and int8, the benchmark shapes,
+each timed by graph replay over input copies (as the results harness), against:
+  read      exp_gemv_pipeline.read_probe: the same grid and program shape (a slice a program), only reading the words;
   no_fixup  (--probe, a process of its own: Triton keeps a kernel's first compile) `_store_output` swapped for a plain
             store of each program's partial into the output: no partials, no arrival counter, no sums (wrong
             results; the store races), so the time of the arithmetic and reads alone.
@@ -14,6 +14,7 @@ warps (shared-memory sums) instead of programs is the cure.
 Writes OUT/exp-gemv-tail[-probe].json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_gemv_tail.py OUT [--probe]
 """
 import argparse
+import ast
 import json
 from pathlib import Path
 
@@ -39,6 +40,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--probe", action="store_true", help="time the GEMV without its fix-up (wrong results)")
+    parser.add_argument("--config", default="(128, 1, 4, 32, 1, 72)",
+                        help="the GEMV_CONFIGS tuple to time (session 24's kept M = 1 one: '(128, 4, 4, 7, 1, 72, 4, "
+                             "True, True)')")
     args = parser.parse_args()
     if args.probe:
         qm._store_output = _store_only  # before anything compiles
@@ -51,7 +55,7 @@ def main():
             sets = [qm._make_inputs(bits)((1, N, K), torch.bfloat16, "cuda") for _ in range(copies)]
             x, qw, w = sets[0]
             ref = qm._reference(x, qw, w)
-            config = qm._gemv(qm.GEMV_CONFIGS[0], 1, N, K, bits, 128, sms)
+            config = qm._gemv(ast.literal_eval(args.config), 1, N, K, bits, 128, sms)
             for split in sorted({max(1, config["SPLIT_K"] // 2), config["SPLIT_K"], config["SPLIT_K"] * 2}):
                 run = {**config, "SPLIT_K": split}
                 fn = lambda x, qw, w, run=run: qm._run_config(run, x, qw.packed, qw.scales, qw.zeros, None, N, bits,
@@ -59,7 +63,8 @@ def main():
                 err = (fn(x, qw, w).float() - ref.float()).norm().item() / ref.float().norm().item()
                 us = graph_replay_us([lambda s=s: fn(*s) for s in sets], repeat=max(1, 48 // len(sets)))
                 words = run["BLOCK_K"] * bits // 32
-                read = graph_replay_us([lambda s=s: read_probe(s[1].packed, N, run["BLOCK_N"], words, split, 1, 1)
+                parts = split * run["SLICES"]
+                read = graph_replay_us([lambda s=s: read_probe(s[1].packed, N, run["BLOCK_N"], words, parts, 1, 1)
                                         for s in sets], repeat=max(1, 48 // len(sets)))
                 row = dict(bits=bits, N=N, K=K, split=split, probe=args.probe, us=us, read_us=read, rel_err=err)
                 rows.append(row)
