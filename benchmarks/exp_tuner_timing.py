@@ -35,12 +35,14 @@ MMA_VARIANTS = {8: ((1, 104), (1, 88), (2, 88), (4, 104), (4, 88)),
                 16: ((1, 120, False), (2, 120, False), (1, 128), (1, 112, False), (2, 128))}
 # --gemv-variants (M = 1): GEMV_CONFIGS tuples not in the library's list. Session 23's, the sliced X_ASM loop rolled and
 # pipelined by Triton's cp.async (STAGES 3-6), ran 15.1-15.6 us at int4 4096 x 14336 against the unrolled 12.8
-# (logs/h200-2026-12-02-s24/exp-tuner-timing-variants-int4.log): gone. Session 24's: AHEAD (the words of AHEAD k-steps
-# tied, all issued before the first FMA) at other splits (per_sm 2: one wave of 2 groups a warp at the mid shapes)
-# and registers (exp-tuner-timing-ahead-int*.log): int4 14.5-16.5 us at the mid shapes against 12.1-12.7 without,
-# int8 level at best; the library kept AHEAD 2 at 96 registers and per_sm 2 (int8 2-6% faster at the mid shapes).
-GEMV_VARIANTS = ((128, 4, 4, 2, 1, 128, 4, True, True, 4), (128, 4, 4, 4, 1, 128, 4, True, True, 2),
-                 (128, 4, 4, 8, 1, 128, 4, True, True, 4))
+# (logs/h200-2026-12-02-s24/exp-tuner-timing-variants-int4.log); session 24's AHEAD ones (a group's word rows tied,
+# all issued before the first FMA; 128 registers, per_sm 2-8) 14.5-16.5 us at the mid shapes against 12.1-12.7
+# (exp-tuner-timing-ahead-int*.log): both gone. Session 24's ncu of the kept M = 1 candidate at 14336 x 4096 (NOTES item
+# 164) put 54% of the warps' stall samples after the loop, ~31% of them waiting on the split-K close's fence and atomic;
+# so now K split over 8 or 16 warps of one program (slices summed in shared memory, no partials, no atomic) at one or
+# two programs a tile (per_sm 0: no split; 1).
+GEMV_VARIANTS = ((128, 16, 4, 0, 1, 72, 16, True, True), (128, 8, 4, 0, 1, 72, 8, True, True),
+                 (128, 16, 4, 1, 1, 64, 16, True, True), (128, 8, 4, 2, 1, 72, 8, True, True))
 
 
 def read_flush_ms(fn, warmup: int = 5, reps: int = 50) -> float:
