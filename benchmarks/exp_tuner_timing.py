@@ -8,8 +8,8 @@ back-to-back replay over input copies (the results harness, a model's layers) se
 For int4 (or --bits 8) group 128, bf16, each M in --ms and the benchmark shapes, every candidate of the library's list
 (--only-mma: its untimed default) plus the mma variants below is checked against the float64 reference and timed
 three ways: "zero" (the tuner's time_ms), "read" (the same with a flush that reads 256 MB, leaving L2 clean) and
-"truth" (graph replay over input copies that together move twice the L2, as the results harness). Prints, per shape, the fastest
-by truth and each timing's pick with its truth time; writes OUT/exp-tuner-timing.json.
+"truth" (graph replay over input copies that together move twice the L2, as the results harness). Prints, per shape, the
+fastest by truth and each timing's pick with its truth time; writes OUT/exp-tuner-timing.json.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_tuner_timing.py OUT [--ms 1,8,16] [--budget 400] [--only-mma]
        [--bits 8] [--min-steps 16,64] [--max-split 1000]  (GEMV candidates with other splits of K too)
        [--shapes 28672x8192,14336x4096] [--gemv-variants] [--where X_ASM,SLICES]
