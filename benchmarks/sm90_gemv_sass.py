@@ -6,14 +6,13 @@ unless AHEAD ties them, NOTES items 161-162).
 Usage: .venv/bin/python benchmarks/sm90_gemv_sass.py [--bits 4] [--shape 14336x4096] [--sass]  (from the repo root)"""
 import argparse
 import collections
-import re
 import sys
 
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from sm90_quant_sass import ALIGNED, TYPES, sass_and_usage
+from sm90_quant_sass import ALIGNED, TYPES, loops, sass_and_usage
 
 sys.path.insert(0, "src")
 from rooftop.ops import quant_matmul as qm  # noqa: E402
@@ -31,15 +30,8 @@ def compile_gemv(params: dict, consts: dict):
 
 
 def group_loop(insts: list) -> list:
-    """The longest backward-branch loop holding FFMAs: the loop over a split's groups."""
-    loops = []
-    for i, (addr, op, args) in enumerate(insts):
-        target = re.search(r"0x([0-9a-f]+)", args)
-        if op.startswith("BRA") and target and int(target.group(1), 16) <= addr:
-            body = [x for x in insts[:i + 1] if x[0] >= int(target.group(1), 16)]
-            if any(x[1] == "FFMA" for x in body):
-                loops.append(body)
-    return max(loops, key=len) if loops else []
+    """The longest loop holding FFMAs: the loop over a split's groups."""
+    return max(loops(insts, "FFMA"), key=len, default=[])
 
 
 def main() -> None:

@@ -52,16 +52,21 @@ def sass_and_usage(cubin: bytes) -> tuple[list, str]:
     return insts, re.search(r"REG:\d+.*", usage).group(0)
 
 
-def k_loop(insts: list) -> list:
-    """The instructions of the innermost loop (a backward BRA) whose body holds an HGMMA."""
-    loops = []
+def loops(insts: list, opcode: str) -> list:
+    """The loops (a backward BRA and its body, as instructions) whose body holds an `opcode...` instruction."""
+    found = []
     for i, (addr, op, args) in enumerate(insts):
         target = re.search(r"0x([0-9a-f]+)", args)
         if op.startswith("BRA") and target and int(target.group(1), 16) <= addr:
             body = [x for x in insts[:i + 1] if x[0] >= int(target.group(1), 16)]
-            if any(x[1].startswith("HGMMA") for x in body):
-                loops.append(body)
-    return min(loops, key=len) if loops else []
+            if any(x[1].startswith(opcode) for x in body):
+                found.append(body)
+    return found
+
+
+def k_loop(insts: list) -> list:
+    """The instructions of the innermost loop whose body holds an HGMMA."""
+    return min(loops(insts, "HGMMA"), key=len, default=[])
 
 
 def report(name: str, consts: dict, warps: int, stages: int, show: bool, dtype: str = "bf16") -> None:
