@@ -8,10 +8,12 @@ each timed by graph replay over input copies (as the results harness), against:
   no_fixup  (--probe, a process of its own: Triton keeps a kernel's first compile) `_store_output` swapped for a plain
             store of each program's partial into the output: no partials, no arrival counter, no sums (wrong
             results; the store races), so the time of the arithmetic and reads alone.
+  unfenced  (--unfenced) the library's close without its fence (quant_matmul.UNFENCED_CLOSE, NOTES item 165).
 Prediction (NOTES item 153): the fix-up (partials stored, an acq_rel atomic, the last program's 32-64 partial loads in
 rounds of SUM_BATCH) costs ~2 us a call at the mid shapes, more with more splits; if so, splitting K among a program's
 warps (shared-memory sums) instead of programs is the cure.
-Writes OUT/exp-gemv-tail[-probe].json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_gemv_tail.py OUT [--probe]
+Writes OUT/exp-gemv-tail-MODE.json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_gemv_tail.py OUT
+       [--probe | --unfenced] [--config '(128, 4, 4, 7, 1, 72, 4, True, True)']
 """
 import argparse
 import ast
@@ -29,7 +31,7 @@ from rooftop.ops import quant_matmul as qm
 
 @triton.jit
 def _store_only(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, piece, pieces,
-                HAS_BIAS: tl.constexpr, SUM_BATCH: tl.constexpr):
+                HAS_BIAS: tl.constexpr, SUM_BATCH: tl.constexpr, UNFENCED: tl.constexpr):
     # the probe's stand-in for quant_matmul._store_output: every piece stores its partial as the tile's output
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     tl.store(out_ptr + rows[:, None].to(tl.int64) * out_stride + cols[None, :], acc.to(out_ptr.dtype.element_ty),
@@ -40,12 +42,15 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--probe", action="store_true", help="time the GEMV without its fix-up (wrong results)")
+    parser.add_argument("--unfenced", action="store_true", help="the close without its fence (UNFENCED_CLOSE)")
     parser.add_argument("--config", default="(128, 1, 4, 32, 1, 72)",
                         help="the GEMV_CONFIGS tuple to time (session 24's kept M = 1 one: '(128, 4, 4, 7, 1, 72, 4, "
                              "True, True)')")
     args = parser.parse_args()
     if args.probe:
         qm._store_output = _store_only  # before anything compiles
+    qm.UNFENCED_CLOSE = args.unfenced
+    mode = "no_fixup" if args.probe else "unfenced" if args.unfenced else "library "
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     rows = []
@@ -66,13 +71,13 @@ def main():
                 parts = split * run["SLICES"]
                 read = graph_replay_us([lambda s=s: read_probe(s[1].packed, N, run["BLOCK_N"], words, parts, 1, 1)
                                         for s in sets], repeat=max(1, 48 // len(sets)))
-                row = dict(bits=bits, N=N, K=K, split=split, probe=args.probe, us=us, read_us=read, rel_err=err)
+                row = dict(bits=bits, N=N, K=K, split=split, mode=mode.strip(), us=us, read_us=read, rel_err=err)
                 rows.append(row)
-                print(f"int{bits} {N:5d}x{K:<5d} split {split:3d}  {'no_fixup' if args.probe else 'library '} "
+                print(f"int{bits} {N:5d}x{K:<5d} split {split:3d}  {mode} "
                       f"{us:6.1f} us  read {read:6.1f} us  err {err:.1e}", flush=True)
             torch.cuda.empty_cache()
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / f"exp-gemv-tail{'-probe' if args.probe else ''}.json").write_text(json.dumps(rows, indent=1))
+    (Path(args.out) / f"exp-gemv-tail-{mode.strip()}.json").write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

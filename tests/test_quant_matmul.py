@@ -17,6 +17,7 @@ from conftest import HAS_CUDA, TOL, rel_err, skip_unless_sm90
 from rooftop import registry
 from rooftop.ops import quant_matmul as qm
 from rooftop.ops import quant_matmul_sm90 as qsm90
+from rooftop.ops._support import UNARRIVED, unarrived_partials
 from rooftop.ops.quant_matmul import (QuantLinear, dequantize_reference, quant_matmul,
                                       quant_matmul_reference, quantization_error, quantize_model, quantize_weight,
                                       unpack_codes)
@@ -171,6 +172,32 @@ def test_gemv_splits_that_cut_groups(M, N, bits, device):
     assert qm._gemv_extents(config, 5, M, N, K, G)["EVEN"] == (N == 256)
     out = qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, N, bits, G)[0]
     assert rel_err(out, _reference(x, qw)) < TOL[torch.bfloat16]
+
+
+# the close without a fence (UNFENCED_CLOSE): 5 splits of K at M = 1 (6 groups of 64: splits that cut groups), and
+# the tensor-core kernel's stream-K pieces at M = 3 (in the interpreter every tile in 4 pieces)
+@pytest.mark.parametrize("M", [1, 3])
+def test_unfenced_close(M, device, monkeypatch):
+    """The partials summed in the same order as by the fenced close (the same bits out), and every workspace slot
+    holding UNARRIVED's bits again afterwards (what the next launch's last programs wait on)."""
+    N, K, G = 200, 384, 64
+    qw = quantize_weight(torch.randn(N, K, device=device), 4, G)
+    x = torch.randn(M, K, device=device, dtype=torch.bfloat16)
+    bias = torch.randn(N, device=device, dtype=torch.bfloat16)
+    config = ({**qm._gemv(qm.INTERPRETER_GEMV, M, N, K, 4, G, 8), "SPLIT_K": 5} if M == 1 else
+              qm._dot((16, 32, 64, 4, 2), G))
+    run = lambda: qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, bias, N, 4, G)[0]  # noqa: E731
+    fenced = run()
+    workspaces = []
+
+    def recorded(device, count):
+        workspaces.append(unarrived_partials(device, count))
+        return workspaces[-1]
+
+    monkeypatch.setattr(qm, "UNFENCED_CLOSE", True)
+    monkeypatch.setattr(qm, "unarrived_partials", recorded)
+    assert torch.equal(run(), fenced)
+    assert len(workspaces) == 1 and (workspaces[0].view(torch.int32) == UNARRIVED).all()
 
 
 # (bits, N, K, group, symmetric, (BLOCK_N, warps, slices), split): slices of whole groups summed in shared memory, as

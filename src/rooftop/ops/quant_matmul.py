@@ -113,9 +113,9 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops import _autotune, quant_matmul_sm90
-from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, arrival_counters, as_rows, cdiv,
-                                  check_float, check_same_device, interpreting, is_sm90, launch, num_sms, prepare,
-                                  planned, provided, runs_kernel, torch_op)
+from rooftop.ops._support import (FLOAT_DTYPES, UNARRIVED, Launch, Plans, alignment_key, arrival_counters, as_rows,
+                                  cdiv, check_float, check_same_device, interpreting, is_sm90, launch, num_sms, prepare,
+                                  planned, provided, runs_kernel, torch_op, unarrived_partials)
 from rooftop.roofline import Cost
 
 BITS = (4, 8)
@@ -138,6 +138,12 @@ GEMV_MAX_SPLIT = 64
 # registers a thread of a tile's last piece fills with partials at once (_store_output's SUM_BATCH): the tensor-core
 # kernel's fewer (a stream-K tile has a few pieces; offline sm_90, 16 x 64 x 128 tiles: 96 registers, 128 with 64)
 SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
+# The split-K / stream-K close (`_store_output`) without its fence: the partials in a workspace of UNARRIVED bits,
+# a relaxed arrival, the last program waiting for the bits to change (one L2 round trip fewer at the end of every
+# program; NOTES item 164). Written offline in session 24, not yet timed: False keeps the measured close until an A/B
+# on the GPU decides which one stays.
+UNFENCED_CLOSE = False
+_UNARRIVED = tl.constexpr(UNARRIVED)
 
 # GEMV candidates (BLOCK_N, num_warps, WORD_ROWS, programs per SM to split K towards, num_stages[,
 # maxnreg]): word rows a k-step (int4: 8 k a row, int8: 4), all held by each thread; more programs per
@@ -365,8 +371,32 @@ def _scale_and_zero(s_ptr, z_ptr, g, cols, col_mask, N, HAS_ZERO: tl.constexpr, 
 
 
 @triton.jit
+def _sum_arrived(own, part_ptrs, plane, mask, piece, pieces, SUM_BATCH: tl.constexpr):
+    """The sum in piece order of the tile's partials, `own` (piece `piece`'s, never stored) and the others' from the
+    workspace, each loaded again (volatile: from L2) until its bits are not UNARRIVED's, then set back to them."""
+    acc = tl.zeros_like(own)
+    for first in range(0, pieces, SUM_BATCH):
+        batch = acc
+        waiting = 1
+        while waiting > 0:  # the batch's loads in flight together; again only if a store had not landed
+            batch = acc
+            unarrived = tl.zeros(own.shape, tl.int32)
+            for s in tl.static_range(SUM_BATCH):
+                other = mask & (first + s < pieces) & (first + s != piece)
+                part = tl.load(part_ptrs + (first + s) * plane, mask=other, other=0.0, volatile=True)
+                unarrived |= ((part.to(tl.int32, bitcast=True) == _UNARRIVED) & other).to(tl.int32)
+                batch += tl.where(first + s == piece, own, part)
+            waiting = tl.max(tl.max(unarrived, axis=1), axis=0)
+        acc = batch
+        for s in tl.static_range(SUM_BATCH):
+            tl.store(part_ptrs + (first + s) * plane, tl.full(own.shape, _UNARRIVED, tl.int32).to(tl.float32,
+                     bitcast=True), mask=mask & (first + s < pieces) & (first + s != piece))
+    return acc
+
+
+@triton.jit
 def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, piece, pieces,
-                  HAS_BIAS: tl.constexpr, SUM_BATCH: tl.constexpr):
+                  HAS_BIAS: tl.constexpr, SUM_BATCH: tl.constexpr, UNFENCED: tl.constexpr):
     """Write the [BLOCK_M, BLOCK_N] fp32 tile `acc` + bias to the output, where `acc` is piece `piece` of
     the `pieces` (split-K splits or stream-K pieces, in k order; constexpr or not) that sum to the tile.
     With more than one piece, each stores its partial to the workspace and the last to arrive sums them
@@ -374,24 +404,37 @@ def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt
     counter. It loads SUM_BATCH partials at a time (masked past `pieces`): a loop of one load and its add
     waits an L2 round trip per piece, which ptxas unrolls away for up to ~64 constexpr pieces but not for
     112 (offline sm_90: 112 dependent round trips; H200, int4 1 x 4096 x 14336, 112 splits: 40 us
-    against 21 with 56)."""
+    against 21 with 56).
+    The arrival is an acq_rel atomic after a fence, so the partials are visible to the last program: two L2
+    round trips (the stores acknowledged, then the atomic) at the end of every program, a quarter of the
+    batch-1 GEMV's warps' time (NOTES item 164). UNFENCED (`unarrived_partials` workspace): a relaxed atomic
+    and no fence; the last program keeps its own partial in registers, reads the others' until none holds
+    UNARRIVED's bits (a store still on its way) and puts those bits back."""
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     rows = rows.to(tl.int64)
     is_last = pieces == 1
     if pieces > 1:
         part_ptrs = ws_ptr + rows[:, None] * N + cols[None, :]  # workspace [pieces, M, N]
         plane = tl.cast(M, tl.int64) * N
-        tl.store(part_ptrs + piece * plane, acc, mask=mask)
-        tl.debug_barrier()  # every thread's partial is written before the arrival is published
-        arrived = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel", scope="gpu")
-        is_last = arrived == pieces - 1
-        if is_last:
-            tl.store(cnt_ptr + tile, 0)  # every piece has arrived: zero for the next launch
-            acc = tl.zeros_like(acc)
-            for first in range(0, pieces, SUM_BATCH):  # .cg: other SMs wrote these, skip this SM's L1
-                for s in tl.static_range(SUM_BATCH):
-                    acc += tl.load(part_ptrs + (first + s) * plane, mask=mask & (first + s < pieces), other=0.0,
-                                   cache_modifier=".cg")
+        if UNFENCED:
+            is_last = tl.atomic_add(cnt_ptr + tile, 1, sem="relaxed", scope="gpu") == pieces - 1
+            if is_last:
+                tl.store(cnt_ptr + tile, 0)  # every piece has arrived: zero for the next launch
+                acc = _sum_arrived(acc, part_ptrs, plane, mask, piece, pieces, SUM_BATCH)
+            else:
+                tl.store(part_ptrs + piece * plane, acc, mask=mask)
+        else:
+            tl.store(part_ptrs + piece * plane, acc, mask=mask)
+            tl.debug_barrier()  # every thread's partial is written before the arrival is published
+            arrived = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel", scope="gpu")
+            is_last = arrived == pieces - 1
+            if is_last:
+                tl.store(cnt_ptr + tile, 0)  # every piece has arrived: zero for the next launch
+                acc = tl.zeros_like(acc)
+                for first in range(0, pieces, SUM_BATCH):  # .cg: other SMs wrote these, skip this SM's L1
+                    for s in tl.static_range(SUM_BATCH):
+                        acc += tl.load(part_ptrs + (first + s) * plane, mask=mask & (first + s < pieces),
+                                       other=0.0, cache_modifier=".cg")
     if is_last:
         if HAS_BIAS:
             acc += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
@@ -568,7 +611,8 @@ def _gemv_step(w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, s
 def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                   magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  STAGES: tl.constexpr, SUM_BATCH: tl.constexpr, SLICES: tl.constexpr, X_ASM: tl.constexpr,
+                  STAGES: tl.constexpr, SUM_BATCH: tl.constexpr, UNFENCED: tl.constexpr, SLICES: tl.constexpr,
+                  X_ASM: tl.constexpr,
                   UNROLL: tl.constexpr, EVEN: tl.constexpr, W_STRIDE: tl.constexpr, GROUP_SUMS: tl.constexpr,
                   AHEAD: tl.constexpr):
     # Grid (N / BLOCK_N, SPLIT_K). STAGES > 1: the group's next k-steps' words are copied into shared
@@ -673,7 +717,7 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     if SLICES > 1:
         acc = tl.sum(acc, axis=0, keep_dims=True)  # the slices' sums, across warps through shared memory
     _store_output(acc, tl.arange(0, BLOCK_M), cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid_n, split,
-                  SPLIT_K, HAS_BIAS, SUM_BATCH)
+                  SPLIT_K, HAS_BIAS, SUM_BATCH, UNFENCED)
 
 
 @triton.jit
@@ -835,8 +879,8 @@ def _mma_tile_sum(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_end, q
 @triton.jit(do_not_specialize=["programs"])  # compiled (prepare) before `programs` is known
 def _qgemv_mma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                       programs, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, HAS_BIAS: tl.constexpr,
-                      BF16: tl.constexpr, SUM_BATCH: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                      X_AHEAD: tl.constexpr):
+                      BF16: tl.constexpr, SUM_BATCH: tl.constexpr, UNFENCED: tl.constexpr, BLOCK_M: tl.constexpr,
+                      BLOCK_N: tl.constexpr, X_AHEAD: tl.constexpr):
     # int4, M <= BLOCK_M (8 or 16: the MMA's n, once or twice), x 16-bit with rows 16-byte aligned. A warp owns 32
     # columns (lane L = 4 r + q: columns 4 r .. 4 r + 3 of the warp's, word rows q, q + 4, ..) as two m16 tiles of
     # mma.sync (tile t: MMA row r = column 4 r + 2 t, row r + 8 = column 4 r + 2 t + 1); k inside a k16 step is
@@ -889,7 +933,8 @@ def _qgemv_mma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_pt
             first = ((tile.to(tl.int64) * groups + 1) * programs - 1) // total
             last = ((tile.to(tl.int64) + 1) * groups * programs - 1) // total
             _store_output(out, tl.arange(0, BLOCK_M), tile * LANES + tl.arange(0, LANES), M, N, b_ptr, out_ptr,
-                          out_stride, ws_ptr, cnt_ptr, tile, pid - first, last - first + 1, HAS_BIAS, SUM_BATCH)
+                          out_stride, ws_ptr, cnt_ptr, tile, pid - first, last - first + 1, HAS_BIAS, SUM_BATCH,
+                          UNFENCED)
             u += g_end - g_start
 
 
@@ -1036,7 +1081,7 @@ def _qgemm_tile(x_ptr, w_ptr, s_ptr, z_ptr, M, N, K, x_stride, magic15, rows, co
 def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                   magic15, programs, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  SWAP_AB: tl.constexpr, PAIRED_ASM: tl.constexpr, SUM_BATCH: tl.constexpr):
+                  SWAP_AB: tl.constexpr, PAIRED_ASM: tl.constexpr, SUM_BATCH: tl.constexpr, UNFENCED: tl.constexpr):
     # Stream-K over a grid of P = `programs` >= tiles programs (one wave of as many as the SMs hold at
     # once, or one a tile where the tiles are more). The T = tiles * k-steps units of work, tile-major
     # (the M tiles of one N tile adjacent, sharing its weights through L2), are shared evenly: program p
@@ -1067,7 +1112,7 @@ def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
             first = ((tile.to(tl.int64) * k_steps + 1) * programs - 1) // total
             last = ((tile.to(tl.int64) + 1) * k_steps * programs - 1) // total
             _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, pid - first,
-                          last - first + 1, HAS_BIAS, SUM_BATCH)
+                          last - first + 1, HAS_BIAS, SUM_BATCH, UNFENCED)
             u += t_end - t_start
 
 
@@ -1243,6 +1288,7 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
     per_thread = max(1, params["BLOCK_M"] * params["BLOCK_N"] // (32 * (1 if params.get("SLICES", 1) > 1 else
                                                                         params["num_warps"])))
     consts["SUM_BATCH"] = max(1, SUM_REGS[path] // per_thread)
+    consts["UNFENCED"] = UNFENCED_CLOSE
     if path == "gemv":
         params.setdefault("SLICES", 1)  # a choice cached before slices
         params.setdefault("UNROLL", False)
@@ -1276,7 +1322,8 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
         grid = (programs,)
         pieces = 1 if tiles % programs == 0 else cdiv(programs, tiles) + 1  # the most a tile is cut into
     if pieces > 1:
-        args[6] = torch.empty((pieces, M, N), device=rows.device, dtype=torch.float32)
+        args[6] = (unarrived_partials(rows.device, pieces * M * N) if UNFENCED_CLOSE else
+                   torch.empty((pieces, M, N), device=rows.device, dtype=torch.float32))
         args[7] = arrival_counters(rows.device, tiles)
     if prepared is not None:
         prepared.run(grid, *args)
