@@ -31,7 +31,7 @@ from rooftop.ops import quant_matmul as qm
 
 @triton.jit
 def _store_only(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, piece, pieces,
-                HAS_BIAS: tl.constexpr, SUM_BATCH: tl.constexpr, UNFENCED: tl.constexpr):
+                HAS_BIAS: tl.constexpr, SUM_BATCH: tl.constexpr, UNFENCED: tl.constexpr, arrival):
     # the probe's stand-in for quant_matmul._store_output: every piece stores its partial as the tile's output
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     tl.store(out_ptr + rows[:, None].to(tl.int64) * out_stride + cols[None, :], acc.to(out_ptr.dtype.element_ty),

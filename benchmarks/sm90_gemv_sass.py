@@ -51,7 +51,7 @@ def main() -> None:
         params["X_ASM"] = True  # as on a GPU with x 16-byte aligned
         split = params.pop("SPLIT_K")
         consts = dict(BITS=a.bits, GROUP=128, HAS_ZERO=True, HAS_BIAS=False, SPLIT_K=split, SUM_BATCH=1,
-                      UNFENCED=a.unfenced,
+                      UNFENCED=2 if a.unfenced else 0,
                       **qm._gemv_extents(params, split, 1, N, K, 128))
         insts, usage = sass_and_usage(compile_gemv(dict(params), consts).asm["cubin"])
         body = group_loop(insts)

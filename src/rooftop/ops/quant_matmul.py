@@ -110,6 +110,7 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import num_threads
 
 from rooftop import registry
 from rooftop.ops import _autotune, quant_matmul_sm90
@@ -371,32 +372,72 @@ def _scale_and_zero(s_ptr, z_ptr, g, cols, col_mask, N, HAS_ZERO: tl.constexpr, 
 
 
 @triton.jit
-def _sum_arrived(own, part_ptrs, plane, mask, piece, pieces, SUM_BATCH: tl.constexpr):
-    """The sum in piece order of the tile's partials, `own` (piece `piece`'s, never stored) and the others' from the
-    workspace, each loaded again (volatile: from L2) until its bits are not UNARRIVED's, then set back to them."""
-    acc = tl.zeros_like(own)
+def _tile_pieces(tile, units, programs, total):
+    """(first, last): the stream-K programs that own a tile's first and last unit (of `units` a tile; unit v
+    belongs to program ((v + 1) P - 1) // T): its pieces are theirs and those between."""
+    first = ((tile.to(tl.int64) * units + 1) * programs - 1) // total
+    last = ((tile.to(tl.int64) + 1) * units * programs - 1) // total
+    return first, last
+
+
+@triton.jit
+def _arrive(cnt_ptr, tile, pieces, UNFENCED: tl.constexpr):
+    """UNFENCED, a tile cut into pieces: the tile's arrival counter incremented now by one thread, relaxed; its old
+    value in that thread's element of a tensor of one element a thread (the others -1) that `_store_output` reduces
+    at the close. Taken where the piece's work starts, so that the atomic's round trip overlaps it. UNFENCED 2 (a
+    GPU): by inline PTX, atom.inc with a bound it never reaches (ptxas aggregates an atom.add over the warp and
+    shuffles its value at once, and tl.atomic_add broadcasts it through shared memory: either waits for it there);
+    1 (the interpreter): tl.atomic_add."""
+    if UNFENCED == 0:
+        arrival = None
+    elif UNFENCED == 2:
+        lane = tl.arange(0, num_threads())
+        first = ((lane == 0) & (pieces > 1)).to(tl.int32)
+        arrival = tl.inline_asm_elementwise(
+            "{ .reg .pred p; setp.ne.s32 p, $2, 0; mov.b32 $0, -1; "
+            "@p atom.relaxed.gpu.global.inc.u32 $0, [$1], 2147483647; }",
+            "=r,l,r", [cnt_ptr + tile + lane * 0, first], dtype=tl.int32, is_pure=False, pack=1)
+    else:
+        lane = tl.arange(0, 32)
+        first = (lane == 0) & (pieces > 1)
+        arrival = tl.where(first, tl.atomic_add(cnt_ptr + tile + lane * 0, tl.full([32], 1, tl.int32), mask=first,
+                                                sem="relaxed", scope="gpu"), -1)
+    return arrival
+
+
+@triton.jit
+def _add_arrived(acc, part_ptrs, plane, mask, pieces, first, SUM_BATCH: tl.constexpr):
+    """acc + partials first .. first + SUM_BATCH - 1 of the tile in piece order (none past `pieces`), loaded
+    together (volatile: from L2), and how many of their values still held UNARRIVED's bits (the sum is then void)."""
+    waiting = 0
+    for s in tl.static_range(SUM_BATCH):
+        valid = mask & (first + s < pieces)
+        part = tl.load(part_ptrs + (first + s) * plane, mask=valid, other=0.0, volatile=True)
+        unarrived = ((part.to(tl.int32, bitcast=True) == _UNARRIVED) & valid).to(tl.int32)
+        waiting += tl.sum(tl.sum(unarrived, axis=1), axis=0)
+        acc += part
+    return acc, waiting
+
+
+@triton.jit
+def _sum_arrived(part_ptrs, plane, mask, pieces, like, SUM_BATCH: tl.constexpr):
+    """The sum in piece order of the tile's partials in the workspace, each batch loaded again until none held
+    UNARRIVED's bits (a store still on its way), then set back to them. `like`: a tile of the sum's layout."""
+    acc = tl.zeros_like(like)
     for first in range(0, pieces, SUM_BATCH):
-        batch = acc
-        waiting = 1
-        while waiting > 0:  # the batch's loads in flight together; again only if a store had not landed
-            batch = acc
-            unarrived = tl.zeros(own.shape, tl.int32)
-            for s in tl.static_range(SUM_BATCH):
-                other = mask & (first + s < pieces) & (first + s != piece)
-                part = tl.load(part_ptrs + (first + s) * plane, mask=other, other=0.0, volatile=True)
-                unarrived |= ((part.to(tl.int32, bitcast=True) == _UNARRIVED) & other).to(tl.int32)
-                batch += tl.where(first + s == piece, own, part)
-            waiting = tl.max(tl.max(unarrived, axis=1), axis=0)
-        acc = batch
+        total, waiting = _add_arrived(acc, part_ptrs, plane, mask, pieces, first, SUM_BATCH)
+        while waiting > 0:
+            total, waiting = _add_arrived(acc, part_ptrs, plane, mask, pieces, first, SUM_BATCH)
+        acc = total
         for s in tl.static_range(SUM_BATCH):
-            tl.store(part_ptrs + (first + s) * plane, tl.full(own.shape, _UNARRIVED, tl.int32).to(tl.float32,
-                     bitcast=True), mask=mask & (first + s < pieces) & (first + s != piece))
+            tl.store(part_ptrs + (first + s) * plane, tl.full(acc.shape, _UNARRIVED, tl.int32).to(tl.float32,
+                     bitcast=True), mask=mask & (first + s < pieces))
     return acc
 
 
 @triton.jit
 def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, piece, pieces,
-                  HAS_BIAS: tl.constexpr, SUM_BATCH: tl.constexpr, UNFENCED: tl.constexpr):
+                  HAS_BIAS: tl.constexpr, SUM_BATCH: tl.constexpr, UNFENCED: tl.constexpr, arrival):
     """Write the [BLOCK_M, BLOCK_N] fp32 tile `acc` + bias to the output, where `acc` is piece `piece` of
     the `pieces` (split-K splits or stream-K pieces, in k order; constexpr or not) that sum to the tile.
     With more than one piece, each stores its partial to the workspace and the last to arrive sums them
@@ -407,22 +448,22 @@ def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt
     against 21 with 56).
     The arrival is an acq_rel atomic after a fence, so the partials are visible to the last program: two L2
     round trips (the stores acknowledged, then the atomic) at the end of every program, a quarter of the
-    batch-1 GEMV's warps' time (NOTES item 164). UNFENCED (`unarrived_partials` workspace): a relaxed atomic
-    and no fence; the last program keeps its own partial in registers, reads the others' until none holds
-    UNARRIVED's bits (a store still on its way) and puts those bits back."""
+    batch-1 GEMV's warps' time (NOTES item 164). UNFENCED (`unarrived_partials` workspace): no fence, and the
+    arrival (`_arrive`) taken when the piece's work started; the last to arrive (every other piece has started and
+    none of them waits: no deadlock, whatever the grid) reads the partials until none holds UNARRIVED's bits (a
+    store still on its way) and puts those bits back."""
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     rows = rows.to(tl.int64)
     is_last = pieces == 1
     if pieces > 1:
         part_ptrs = ws_ptr + rows[:, None] * N + cols[None, :]  # workspace [pieces, M, N]
         plane = tl.cast(M, tl.int64) * N
-        if UNFENCED:
-            is_last = tl.atomic_add(cnt_ptr + tile, 1, sem="relaxed", scope="gpu") == pieces - 1
+        if UNFENCED > 0:
+            tl.store(part_ptrs + piece * plane, acc, mask=mask)  # the last too: read back by the same threads
+            is_last = tl.max(arrival, axis=0) == pieces - 1
             if is_last:
                 tl.store(cnt_ptr + tile, 0)  # every piece has arrived: zero for the next launch
-                acc = _sum_arrived(acc, part_ptrs, plane, mask, piece, pieces, SUM_BATCH)
-            else:
-                tl.store(part_ptrs + piece * plane, acc, mask=mask)
+                acc = _sum_arrived(part_ptrs, plane, mask, pieces, acc, SUM_BATCH)
         else:
             tl.store(part_ptrs + piece * plane, acc, mask=mask)
             tl.debug_barrier()  # every thread's partial is written before the arrival is published
@@ -653,6 +694,7 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
         n_row = N
     pid_n = tl.program_id(0)
     split = tl.program_id(1)
+    arrival = _arrive(cnt_ptr, pid_n, SPLIT_K, UNFENCED)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = None if EVEN else (cols < N)[None, :]
     lanes = tl.arange(0, LANES)[:, None]
@@ -717,7 +759,7 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     if SLICES > 1:
         acc = tl.sum(acc, axis=0, keep_dims=True)  # the slices' sums, across warps through shared memory
     _store_output(acc, tl.arange(0, BLOCK_M), cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid_n, split,
-                  SPLIT_K, HAS_BIAS, SUM_BATCH, UNFENCED)
+                  SPLIT_K, HAS_BIAS, SUM_BATCH, UNFENCED, arrival)
 
 
 @triton.jit
@@ -911,6 +953,8 @@ def _qgemv_mma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_pt
         if u < u_end:
             tile = u // groups
             g_start = u - tile * groups
+            first, last = _tile_pieces(tile, groups, programs, total)
+            arrival = _arrive(cnt_ptr, tile, last - first + 1, UNFENCED)
             g_end = tl.minimum(groups, g_start + (u_end - u))
             col0 = tile * LANES + (lane // 32) * 32 + 4 * r  # the lane's first column
             cols4 = col0[:, None] + tl.arange(0, 4)[None, :]
@@ -929,12 +973,10 @@ def _qgemv_mma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_pt
             else:
                 out = tl.reshape(tl.join(blocks[0], blocks[1]), (WARPS, 8, 4, 2, 2, 2, 2))  # .., t, nb
                 out = tl.reshape(tl.permute(out, (6, 2, 3, 0, 1, 5, 4)), (16, LANES))
-            # the tile's pieces: programs from the owner of its first unit to the owner of its last one
-            first = ((tile.to(tl.int64) * groups + 1) * programs - 1) // total
-            last = ((tile.to(tl.int64) + 1) * groups * programs - 1) // total
+            first, last = _tile_pieces(tile, groups, programs, total)  # again: fewer registers live in the loop
             _store_output(out, tl.arange(0, BLOCK_M), tile * LANES + tl.arange(0, LANES), M, N, b_ptr, out_ptr,
                           out_stride, ws_ptr, cnt_ptr, tile, pid - first, last - first + 1, HAS_BIAS, SUM_BATCH,
-                          UNFENCED)
+                          UNFENCED, arrival)
             u += g_end - g_start
 
 
@@ -1105,14 +1147,13 @@ def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
             t_end = tl.minimum(k_steps, t_start + (u_end - u)).to(tl.int32)
             rows = (tile % m_tiles) * BLOCK_M + tl.arange(0, BLOCK_M)
             cols = (tile // m_tiles) * BLOCK_N + tl.arange(0, BLOCK_N)
+            first, last = _tile_pieces(tile, k_steps, programs, total)
+            arrival = _arrive(cnt_ptr, tile, last - first + 1, UNFENCED)
             acc = _qgemm_tile(x_ptr, w_ptr, s_ptr, z_ptr, M, N, K, x_stride, magic15, rows, cols, t_start, t_end, BITS,
                               GROUP, HAS_ZERO, BLOCK_M, BLOCK_N, BLOCK_K, SWAP_AB, PAIRED_ASM)
-            # the tile's pieces: programs from the owner of its first unit to the owner of its last one
-            # (unit v belongs to program ((v + 1) P - 1) // T)
-            first = ((tile.to(tl.int64) * k_steps + 1) * programs - 1) // total
-            last = ((tile.to(tl.int64) + 1) * k_steps * programs - 1) // total
+            first, last = _tile_pieces(tile, k_steps, programs, total)  # again: fewer registers live in the loop
             _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, pid - first,
-                          last - first + 1, HAS_BIAS, SUM_BATCH, UNFENCED)
+                          last - first + 1, HAS_BIAS, SUM_BATCH, UNFENCED, arrival)
             u += t_end - t_start
 
 
@@ -1287,8 +1328,11 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
     # fp32 of a partial a thread holds (a sum over slices is in every warp)
     per_thread = max(1, params["BLOCK_M"] * params["BLOCK_N"] // (32 * (1 if params.get("SLICES", 1) > 1 else
                                                                         params["num_warps"])))
-    consts["SUM_BATCH"] = max(1, SUM_REGS[path] // per_thread)
-    consts["UNFENCED"] = UNFENCED_CLOSE
+    # the close: 0 fenced, 1 unfenced (the interpreter), 2 unfenced with its arrival by inline PTX (a GPU); unfenced,
+    # half the partials at once (its wait for them keeps more registers: offline sm_90, the mma GEMV at M = 16 and
+    # 120 registers spilled 208 bytes with 4, 16 with 2)
+    consts["UNFENCED"] = (2 if rows.is_cuda and not interpreting() else 1) if UNFENCED_CLOSE else 0
+    consts["SUM_BATCH"] = max(1, SUM_REGS[path] // per_thread // (2 if UNFENCED_CLOSE else 1))
     if path == "gemv":
         params.setdefault("SLICES", 1)  # a choice cached before slices
         params.setdefault("UNROLL", False)
