@@ -459,7 +459,9 @@ def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt
         part_ptrs = ws_ptr + rows[:, None] * N + cols[None, :]  # workspace [pieces, M, N]
         plane = tl.cast(M, tl.int64) * N
         if UNFENCED > 0:
-            tl.store(part_ptrs + piece * plane, acc, mask=mask)  # the last too: read back by the same threads
+            # the last too (it reads its own back: whichever thread reads a slot waits until the store has landed,
+            # so its reset comes after it)
+            tl.store(part_ptrs + piece * plane, acc, mask=mask)
             is_last = tl.max(arrival, axis=0) == pieces - 1
             if is_last:
                 tl.store(cnt_ptr + tile, 0)  # every piece has arrived: zero for the next launch
@@ -653,9 +655,8 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
                   magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   STAGES: tl.constexpr, SUM_BATCH: tl.constexpr, UNFENCED: tl.constexpr, SLICES: tl.constexpr,
-                  X_ASM: tl.constexpr,
-                  UNROLL: tl.constexpr, EVEN: tl.constexpr, W_STRIDE: tl.constexpr, GROUP_SUMS: tl.constexpr,
-                  AHEAD: tl.constexpr):
+                  X_ASM: tl.constexpr, UNROLL: tl.constexpr, EVEN: tl.constexpr, W_STRIDE: tl.constexpr,
+                  GROUP_SUMS: tl.constexpr, AHEAD: tl.constexpr):
     # Grid (N / BLOCK_N, SPLIT_K). STAGES > 1: the group's next k-steps' words are copied into shared
     # memory while this one is summed (more bytes in flight per program). Reads its [K / SPLIT_K,
     # BLOCK_N] slab of packed words once (the grid reads every word once), one row of scales (and
