@@ -8,12 +8,11 @@ each timed by graph replay over input copies (as the results harness), against:
   no_fixup  (--probe, a process of its own: Triton keeps a kernel's first compile) `_store_output` swapped for a plain
             store of each program's partial into the output: no partials, no arrival counter, no sums (wrong
             results; the store races), so the time of the arithmetic and reads alone.
-  unfenced  (--unfenced) the library's close without its fence (quant_matmul.UNFENCED_CLOSE, NOTES item 165).
 Prediction (NOTES item 153): the fix-up (partials stored, an acq_rel atomic, the last program's 32-64 partial loads in
 rounds of SUM_BATCH) costs ~2 us a call at the mid shapes, more with more splits; if so, splitting K among a program's
 warps (shared-memory sums) instead of programs is the cure.
 Writes OUT/exp-gemv-tail-MODE.json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_gemv_tail.py OUT
-       [--probe | --unfenced] [--config '(128, 4, 4, 7, 1, 72, 4, True, True)']
+       [--probe] [--config '(128, 4, 4, 7, 1, 72, 4, True, True)']
 """
 import argparse
 import ast
@@ -31,7 +30,7 @@ from rooftop.ops import quant_matmul as qm
 
 @triton.jit
 def _store_only(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, piece, pieces,
-                HAS_BIAS: tl.constexpr, SUM_BATCH: tl.constexpr, UNFENCED: tl.constexpr, arrival):
+                HAS_BIAS: tl.constexpr, SUM_BATCH: tl.constexpr):
     # the probe's stand-in for quant_matmul._store_output: every piece stores its partial as the tile's output
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     tl.store(out_ptr + rows[:, None].to(tl.int64) * out_stride + cols[None, :], acc.to(out_ptr.dtype.element_ty),
@@ -42,15 +41,13 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--probe", action="store_true", help="time the GEMV without its fix-up (wrong results)")
-    parser.add_argument("--unfenced", action="store_true", help="the close without its fence (UNFENCED_CLOSE)")
     parser.add_argument("--config", default="(128, 1, 4, 32, 1, 72)",
                         help="the GEMV_CONFIGS tuple to time (session 24's kept M = 1 one: '(128, 4, 4, 7, 1, 72, 4, "
                              "True, True)')")
     args = parser.parse_args()
     if args.probe:
         qm._store_output = _store_only  # before anything compiles
-    qm.UNFENCED_CLOSE = args.unfenced
-    mode = "no_fixup" if args.probe else "unfenced" if args.unfenced else "library "
+    mode = "no_fixup" if args.probe else "library "
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     rows = []

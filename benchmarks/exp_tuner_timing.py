@@ -12,7 +12,7 @@ three ways: "zero" (the tuner's time_ms), "read" (the same with a flush that rea
 fastest by truth and each timing's pick with its truth time; writes OUT/exp-tuner-timing.json.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_tuner_timing.py OUT [--ms 1,8,16] [--budget 400] [--only-mma]
        [--bits 8] [--min-steps 16,64] [--max-split 1000]  (GEMV candidates with other splits of K too)
-       [--shapes 28672x8192,14336x4096] [--gemv-variants] [--where X_ASM,SLICES] [--unfenced]
+       [--shapes 28672x8192,14336x4096] [--gemv-variants] [--where X_ASM,SLICES]
        ... exp_tuner_timing.py --ncu-target M  (under ncu: the mma GEMV's first candidate at M x 28672 x 8192)"""
 import argparse
 import json
@@ -39,10 +39,12 @@ MMA_VARIANTS = {8: ((1, 104), (1, 88), (2, 88), (4, 104), (4, 88)),
 # all issued before the first FMA; 128 registers, per_sm 2-8) 14.5-16.5 us at the mid shapes against 12.1-12.7
 # (exp-tuner-timing-ahead-int*.log): both gone. Session 24's ncu of the kept M = 1 candidate at 14336 x 4096 (NOTES item
 # 164) put 54% of the warps' stall samples after the loop, ~31% of them waiting on the split-K close's fence and atomic;
-# so now K split over 8 or 16 warps of one program (slices summed in shared memory, no partials, no atomic) at one or
-# two programs a tile (per_sm 0: no split; 1).
-GEMV_VARIANTS = ((128, 16, 4, 0, 1, 72, 16, True, True), (128, 8, 4, 0, 1, 72, 8, True, True),
-                 (128, 16, 4, 1, 1, 64, 16, True, True), (128, 8, 4, 2, 1, 72, 8, True, True))
+# so K split over 8 or 16 warps of one program (slices summed in shared memory, no partials, no atomic) at one or
+# two programs a tile (per_sm 0: no split; 1). Session 25 (logs/h200-2026-12-02-s25/call-b/variants-int*.log): slower
+# than the split over programs but for int8 14336 x 4096 (16 warps, no split: 17.5 us against 18.1, kept in the
+# library's list) and 28672 x 8192 (8 warps: 56.4 against 57.2); int4 13.3 / 33.1 / 37.6 us against 12.2 / 12.8 / 35.7.
+GEMV_VARIANTS = ((128, 8, 4, 0, 1, 72, 8, True, True), (128, 16, 4, 1, 1, 64, 16, True, True),
+                 (128, 8, 4, 2, 1, 72, 8, True, True))
 
 
 def read_flush_ms(fn, warmup: int = 5, reps: int = 50) -> float:
@@ -87,10 +89,7 @@ def main():
     parser.add_argument("--gemv-variants", action="store_true", help="time GEMV_VARIANTS too (M = 1)")
     parser.add_argument("--where", default="", help="keep only the default and the candidates with any of these "
                         "launch parameters set past its plain value (comma-separated, e.g. X_ASM,SLICES)")
-    parser.add_argument("--unfenced", action="store_true", help="every split-K / stream-K close without its fence "
-                        "(quant_matmul.UNFENCED_CLOSE, NOTES item 165)")
     args = parser.parse_args()
-    qm.UNFENCED_CLOSE = args.unfenced
     if args.ncu_target:
         return ncu_target(args.ncu_target)
     sms = torch.cuda.get_device_properties(0).multi_processor_count

@@ -3,8 +3,7 @@ GEMV_CONFIGS with slices (those the tuner takes at the benchmark shapes) at one 
 instructions a thread issues a code in the group loop with the loop's opcode histogram, and where the word loads sit:
 how many of the loop's 128-bit loads come before its first FFMA (ptxas sinks each to ~3-4 rows ahead of its use
 unless AHEAD ties them, NOTES items 161-162).
-Usage: .venv/bin/python benchmarks/sm90_gemv_sass.py [--bits 4] [--shape 14336x4096] [--sass] [--unfenced]
-       (from the repo root)"""
+Usage: .venv/bin/python benchmarks/sm90_gemv_sass.py [--bits 4] [--shape 14336x4096] [--sass]  (from the repo root)"""
 import argparse
 import collections
 import sys
@@ -40,7 +39,6 @@ def main() -> None:
     ap.add_argument("--bits", type=int, default=4)
     ap.add_argument("--shape", default="14336x4096")
     ap.add_argument("--sass", action="store_true")
-    ap.add_argument("--unfenced", action="store_true", help="the split-K close without its fence (UNFENCED_CLOSE)")
     a = ap.parse_args()
     N, K = map(int, a.shape.split("x"))
     for config in qm.GEMV_CONFIGS:
@@ -51,7 +49,6 @@ def main() -> None:
         params["X_ASM"] = True  # as on a GPU with x 16-byte aligned
         split = params.pop("SPLIT_K")
         consts = dict(BITS=a.bits, GROUP=128, HAS_ZERO=True, HAS_BIAS=False, SPLIT_K=split, SUM_BATCH=1,
-                      UNFENCED=2 if a.unfenced else 0,
                       **qm._gemv_extents(params, split, 1, N, K, 128))
         insts, usage = sass_and_usage(compile_gemv(dict(params), consts).asm["cubin"])
         body = group_loop(insts)

@@ -17,7 +17,6 @@ from conftest import HAS_CUDA, TOL, rel_err, skip_unless_sm90
 from rooftop import registry
 from rooftop.ops import quant_matmul as qm
 from rooftop.ops import quant_matmul_sm90 as qsm90
-from rooftop.ops._support import UNARRIVED, unarrived_partials
 from rooftop.ops.quant_matmul import (QuantLinear, dequantize_reference, quant_matmul,
                                       quant_matmul_reference, quantization_error, quantize_model, quantize_weight,
                                       unpack_codes)
@@ -172,46 +171,6 @@ def test_gemv_splits_that_cut_groups(M, N, bits, device):
     assert qm._gemv_extents(config, 5, M, N, K, G)["EVEN"] == (N == 256)
     out = qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, N, bits, G)[0]
     assert rel_err(out, _reference(x, qw)) < TOL[torch.bfloat16]
-
-
-# the close without a fence (UNFENCED_CLOSE): 5 splits of K at M = 1 (6 groups of 64: splits that cut groups), the
-# tensor-core kernel's stream-K pieces at M = 3 (in the interpreter every tile in 4 pieces), and on a GPU the mma
-# GEMV's stream-K at M = 16 and the sliced X_ASM GEMV at M = 1 (4 splits of 2 slices)
-UNFENCED_CASES = [(1, "gemv"), (3, "dot"), (16, "mma"), (1, "x_asm")]
-
-
-@pytest.mark.parametrize("M,path", UNFENCED_CASES)
-def test_unfenced_close(M, path, device, monkeypatch):
-    """The partials summed in the same order as by the fenced close (the same bits out, call after call: on a GPU
-    a race with a store still on its way would show), and every workspace slot holding UNARRIVED's bits again
-    afterwards (what the next launch's last programs wait on)."""
-    if path in ("mma", "x_asm") and device != "cuda":
-        pytest.skip("inline PTX: a GPU only")
-    N, K, G = 200, 384, 64
-    qw = quantize_weight(torch.randn(N, K, device=device), 4, G)
-    x = torch.randn(M, K, device=device, dtype=torch.bfloat16)
-    bias = torch.randn(N, device=device, dtype=torch.bfloat16)
-    config = {"gemv": lambda: {**qm._gemv(qm.INTERPRETER_GEMV, M, N, K, 4, G, 8), "SPLIT_K": 5},
-              "dot": lambda: qm._dot((16, 32, 64, 4, 2), G),
-              "mma": lambda: qm._mma(qm.MMA_CONFIGS[16][0], M),
-              "x_asm": lambda: {**qm._gemv((128, 2, 4, 1, 1, None, 2, True, True), M, N, K, 4, G, 8),
-                                "SPLIT_K": 4}}[path]()
-    run = lambda: qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, bias, N, 4, G)[0]  # noqa: E731
-    fenced = run()
-    assert rel_err(fenced, _reference(x, qw, bias)) < TOL[torch.bfloat16]
-    workspaces = []
-
-    def recorded(device, count):
-        workspaces.append(unarrived_partials(device, count))
-        return workspaces[-1]
-
-    monkeypatch.setattr(qm, "UNFENCED_CLOSE", True)
-    monkeypatch.setattr(qm, "unarrived_partials", recorded)
-    for _ in range(20 if device == "cuda" else 1):
-        assert torch.equal(run(), fenced)
-    assert workspaces and all((w.view(torch.int32) == UNARRIVED).all() for w in workspaces)
-    if HAS_CUDA:
-        assert not qm.arrival_counters(x.device, 64).any()
 
 
 # (bits, N, K, group, symmetric, (BLOCK_N, warps, slices), split): slices of whole groups summed in shared memory, as

@@ -183,40 +183,26 @@ def split_chunks(x: torch.Tensor, N: int, chunk: int) -> int:
     return chunks if chunks <= num_sms(x.device.index) else 0
 
 
-_per_stream: dict[tuple[str, int, int], torch.Tensor] = {}  # (kind, device, stream) -> a tensor launches leave as found
-
-
-def _stream_tensor(kind: str, device: torch.device, count: int, fill: int) -> torch.Tensor:
-    """At least `count` int32 filled with `fill`, which every launch that uses them leaves so: allocated (and filled)
-    once per current stream of `device`, so that launches on concurrent streams never share one; off a GPU (the
-    interpreter) fresh ones each call."""
-    with _disable_current_modes():  # a recording call may replay this: its caller marks it provided
-        if device.type != "cuda":
-            return torch.full((max(count, 1),), fill, device=device, dtype=torch.int32)
-        key = (kind, device.index, triton.runtime.driver.active.get_current_stream(device.index))
-        t = _per_stream.get(key)
-        if t is None or t.numel() < count:
-            if len(_per_stream) > 64:  # streams come and go (each CUDA-graph capture has its own)
-                _per_stream.clear()
-            t = _per_stream[key] = torch.full((max(count, 1024),), fill, device=device, dtype=torch.int32)
-        return t
+_counters: dict[tuple[int, int], torch.Tensor] = {}  # (device, stream) -> int32 arrival counters, kept at zero
 
 
 def arrival_counters(device: torch.device, count: int) -> torch.Tensor:
     """At least `count` zeroed int32 arrival counters for kernels whose programs count each other in
-    (split-K tiles, split rows), on the current stream of `device`; each launch leaves the counters it used
-    at zero."""
-    return provided(_stream_tensor("counters", device, count, 0), functools.partial(arrival_counters, device, count))
-
-
-UNARRIVED = 0x7FC0DEAD  # a NaN's bits that no float arithmetic of a GPU makes (its NaNs are 0x7FFFFFFF)
-
-
-def unarrived_partials(device: torch.device, count: int) -> torch.Tensor:
-    """At least `count` float32 slots for split-K partials, each holding the bits UNARRIVED until a program stores
-    its partial there; the program that sums a tile's partials puts UNARRIVED back (quant_matmul's unfenced close)."""
-    return provided(_stream_tensor("unarrived", device, count, UNARRIVED).view(torch.float32),
-                    functools.partial(unarrived_partials, device, count))
+    (split-K tiles, split rows), on the current stream of `device`. Each launch leaves the counters
+    it used at zero, so they are allocated (and zeroed) once per stream; one set per stream so that
+    launches on concurrent streams never share a counter. Off a GPU (the interpreter) fresh ones each call."""
+    if device.type != "cuda":
+        with _disable_current_modes():  # a recording call may replay this: it asks again (provided)
+            counters = torch.zeros(max(count, 1), device=device, dtype=torch.int32)
+        return provided(counters, functools.partial(arrival_counters, device, count))
+    key = (device.index, triton.runtime.driver.active.get_current_stream(device.index))
+    counters = _counters.get(key)
+    if counters is None or counters.numel() < count:
+        if len(_counters) > 64:  # streams come and go (each CUDA-graph capture has its own)
+            _counters.clear()
+        with _disable_current_modes():
+            counters = _counters[key] = torch.zeros(max(count, 1024), device=device, dtype=torch.int32)
+    return provided(counters, functools.partial(arrival_counters, device, count))
 
 
 def split_workspace(x: torch.Tensor, M: int, chunks: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -110,13 +110,12 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import num_threads
 
 from rooftop import registry
 from rooftop.ops import _autotune, quant_matmul_sm90
-from rooftop.ops._support import (FLOAT_DTYPES, UNARRIVED, Launch, Plans, alignment_key, arrival_counters, as_rows,
-                                  cdiv, check_float, check_same_device, interpreting, is_sm90, launch, num_sms, prepare,
-                                  planned, provided, runs_kernel, torch_op, unarrived_partials)
+from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, arrival_counters, as_rows, cdiv,
+                                  check_float, check_same_device, interpreting, is_sm90, launch, num_sms, prepare,
+                                  planned, provided, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 BITS = (4, 8)
@@ -139,12 +138,6 @@ GEMV_MAX_SPLIT = 64
 # registers a thread of a tile's last piece fills with partials at once (_store_output's SUM_BATCH): the tensor-core
 # kernel's fewer (a stream-K tile has a few pieces; offline sm_90, 16 x 64 x 128 tiles: 96 registers, 128 with 64)
 SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
-# The split-K / stream-K close (`_store_output`) without its fence: the partials in a workspace of UNARRIVED bits,
-# a relaxed arrival, the last program waiting for the bits to change (one L2 round trip fewer at the end of every
-# program; NOTES item 164). Written offline in session 24, not yet timed: False keeps the measured close until an A/B
-# on the GPU decides which one stays.
-UNFENCED_CLOSE = False
-_UNARRIVED = tl.constexpr(UNARRIVED)
 
 # GEMV candidates (BLOCK_N, num_warps, WORD_ROWS, programs per SM to split K towards, num_stages[,
 # maxnreg]): word rows a k-step (int4: 8 k a row, int8: 4), all held by each thread; more programs per
@@ -189,13 +182,18 @@ _UNARRIVED = tl.constexpr(UNARRIVED)
 # without), 18.4 at 4096 x 14336 (19.2-19.6), level elsewhere; int4 slower everywhere (14.1 against 12.1), as were all
 # 16 word rows a group tied (AHEAD 4, 121 registers: int4 15.0-16.5, int8 level at best): the int4 GEMV at the mid
 # shapes is not held by its loads' issue (NOTES item 163).
+# The last splits K over 16 warps of one program (no split over programs: no partials, no atomic): session 25 (logs/
+# h200-2026-12-02-s25/call-b/variants-int*.log, each alone) int8 14336 x 4096 17.5 us (18.1 the best before), slower
+# elsewhere (int4 13.3 against 12.2 at 14336 x 4096); the close it avoids costs ~0.6-1.3 us there (exp_gemv_tail
+# --probe: 11.6 / 16.4 us without one), and a close without the fence ran 1-15 us slower (NOTES item 166).
 GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), (256, 1, 4, 16, 1),
                 (256, 1, 4, 16, 1, 96), (256, 1, 4, 32, 1, 80), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96),
                 (128, 1, 4, 32, 1, 64), (256, 2, 4, 32, 1, 56),
                 (64, 1, 4, 32, 1, 72, 2), (128, 1, 8, 32, 1, 72), (128, 1, 8, 16, 1, 72),
                 (128, 4, 4, 7, 1, 72, 4, True), (64, 4, 4, 7, 1, 72, 4, True), (128, 4, 4, 7, 1, 72, 4, True, True),
                 (128, 4, 4, 4, 1, 72, 4, True, True), (128, 4, 4, 8, 1, 64, 4, True, True),
-                (128, 4, 4, 9, 1, 56, 4, True, True), (128, 4, 4, 2, 1, 96, 4, True, True, 2))
+                (128, 4, 4, 9, 1, 56, 4, True, True), (128, 4, 4, 2, 1, 96, 4, True, True, 2),
+                (128, 16, 4, 0, 1, 72, 16, True, True))
 # Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages[, SWAP_AB, default True[,
 # maxnreg]]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a
 # k-tile). The grid is stream-K over as many programs as the SMs hold (Launch.resident_per_sm), so the
@@ -372,72 +370,8 @@ def _scale_and_zero(s_ptr, z_ptr, g, cols, col_mask, N, HAS_ZERO: tl.constexpr, 
 
 
 @triton.jit
-def _tile_pieces(tile, units, programs, total):
-    """(first, last): the stream-K programs that own a tile's first and last unit (of `units` a tile; unit v
-    belongs to program ((v + 1) P - 1) // T): its pieces are theirs and those between."""
-    first = ((tile.to(tl.int64) * units + 1) * programs - 1) // total
-    last = ((tile.to(tl.int64) + 1) * units * programs - 1) // total
-    return first, last
-
-
-@triton.jit
-def _arrive(cnt_ptr, tile, pieces, UNFENCED: tl.constexpr):
-    """UNFENCED, a tile cut into pieces: the tile's arrival counter incremented now by one thread, relaxed; its old
-    value in that thread's element of a tensor of one element a thread (the others -1) that `_store_output` reduces
-    at the close. Taken where the piece's work starts, so that the atomic's round trip overlaps it. UNFENCED 2 (a
-    GPU): by inline PTX, atom.inc with a bound it never reaches (ptxas aggregates an atom.add over the warp and
-    shuffles its value at once, and tl.atomic_add broadcasts it through shared memory: either waits for it there);
-    1 (the interpreter): tl.atomic_add."""
-    if UNFENCED == 0:
-        arrival = None
-    elif UNFENCED == 2:
-        lane = tl.arange(0, num_threads())
-        first = ((lane == 0) & (pieces > 1)).to(tl.int32)
-        arrival = tl.inline_asm_elementwise(
-            "{ .reg .pred p; setp.ne.s32 p, $2, 0; mov.b32 $0, -1; "
-            "@p atom.relaxed.gpu.global.inc.u32 $0, [$1], 2147483647; }",
-            "=r,l,r", [cnt_ptr + tile + lane * 0, first], dtype=tl.int32, is_pure=False, pack=1)
-    else:
-        lane = tl.arange(0, 32)
-        first = (lane == 0) & (pieces > 1)
-        arrival = tl.where(first, tl.atomic_add(cnt_ptr + tile + lane * 0, tl.full([32], 1, tl.int32), mask=first,
-                                                sem="relaxed", scope="gpu"), -1)
-    return arrival
-
-
-@triton.jit
-def _add_arrived(acc, part_ptrs, plane, mask, pieces, first, SUM_BATCH: tl.constexpr):
-    """acc + partials first .. first + SUM_BATCH - 1 of the tile in piece order (none past `pieces`), loaded
-    together (volatile: from L2), and how many of their values still held UNARRIVED's bits (the sum is then void)."""
-    waiting = 0
-    for s in tl.static_range(SUM_BATCH):
-        valid = mask & (first + s < pieces)
-        part = tl.load(part_ptrs + (first + s) * plane, mask=valid, other=0.0, volatile=True)
-        unarrived = ((part.to(tl.int32, bitcast=True) == _UNARRIVED) & valid).to(tl.int32)
-        waiting += tl.sum(tl.sum(unarrived, axis=1), axis=0)
-        acc += part
-    return acc, waiting
-
-
-@triton.jit
-def _sum_arrived(part_ptrs, plane, mask, pieces, like, SUM_BATCH: tl.constexpr):
-    """The sum in piece order of the tile's partials in the workspace, each batch loaded again until none held
-    UNARRIVED's bits (a store still on its way), then set back to them. `like`: a tile of the sum's layout."""
-    acc = tl.zeros_like(like)
-    for first in range(0, pieces, SUM_BATCH):
-        total, waiting = _add_arrived(acc, part_ptrs, plane, mask, pieces, first, SUM_BATCH)
-        while waiting > 0:
-            total, waiting = _add_arrived(acc, part_ptrs, plane, mask, pieces, first, SUM_BATCH)
-        acc = total
-        for s in tl.static_range(SUM_BATCH):
-            tl.store(part_ptrs + (first + s) * plane, tl.full(acc.shape, _UNARRIVED, tl.int32).to(tl.float32,
-                     bitcast=True), mask=mask & (first + s < pieces))
-    return acc
-
-
-@triton.jit
 def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, piece, pieces,
-                  HAS_BIAS: tl.constexpr, SUM_BATCH: tl.constexpr, UNFENCED: tl.constexpr, arrival):
+                  HAS_BIAS: tl.constexpr, SUM_BATCH: tl.constexpr):
     """Write the [BLOCK_M, BLOCK_N] fp32 tile `acc` + bias to the output, where `acc` is piece `piece` of
     the `pieces` (split-K splits or stream-K pieces, in k order; constexpr or not) that sum to the tile.
     With more than one piece, each stores its partial to the workspace and the last to arrive sums them
@@ -445,39 +379,24 @@ def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt
     counter. It loads SUM_BATCH partials at a time (masked past `pieces`): a loop of one load and its add
     waits an L2 round trip per piece, which ptxas unrolls away for up to ~64 constexpr pieces but not for
     112 (offline sm_90: 112 dependent round trips; H200, int4 1 x 4096 x 14336, 112 splits: 40 us
-    against 21 with 56).
-    The arrival is an acq_rel atomic after a fence, so the partials are visible to the last program: two L2
-    round trips (the stores acknowledged, then the atomic) at the end of every program, a quarter of the
-    batch-1 GEMV's warps' time (NOTES item 164). UNFENCED (`unarrived_partials` workspace): no fence, and the
-    arrival (`_arrive`) taken when the piece's work started; the last to arrive (every other piece has started and
-    none of them waits: no deadlock, whatever the grid) reads the partials until none holds UNARRIVED's bits (a
-    store still on its way) and puts those bits back."""
+    against 21 with 56)."""
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     rows = rows.to(tl.int64)
     is_last = pieces == 1
     if pieces > 1:
         part_ptrs = ws_ptr + rows[:, None] * N + cols[None, :]  # workspace [pieces, M, N]
         plane = tl.cast(M, tl.int64) * N
-        if UNFENCED > 0:
-            # the last too (it reads its own back: whichever thread reads a slot waits until the store has landed,
-            # so its reset comes after it)
-            tl.store(part_ptrs + piece * plane, acc, mask=mask)
-            is_last = tl.max(arrival, axis=0) == pieces - 1
-            if is_last:
-                tl.store(cnt_ptr + tile, 0)  # every piece has arrived: zero for the next launch
-                acc = _sum_arrived(part_ptrs, plane, mask, pieces, acc, SUM_BATCH)
-        else:
-            tl.store(part_ptrs + piece * plane, acc, mask=mask)
-            tl.debug_barrier()  # every thread's partial is written before the arrival is published
-            arrived = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel", scope="gpu")
-            is_last = arrived == pieces - 1
-            if is_last:
-                tl.store(cnt_ptr + tile, 0)  # every piece has arrived: zero for the next launch
-                acc = tl.zeros_like(acc)
-                for first in range(0, pieces, SUM_BATCH):  # .cg: other SMs wrote these, skip this SM's L1
-                    for s in tl.static_range(SUM_BATCH):
-                        acc += tl.load(part_ptrs + (first + s) * plane, mask=mask & (first + s < pieces),
-                                       other=0.0, cache_modifier=".cg")
+        tl.store(part_ptrs + piece * plane, acc, mask=mask)
+        tl.debug_barrier()  # every thread's partial is written before the arrival is published
+        arrived = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel", scope="gpu")
+        is_last = arrived == pieces - 1
+        if is_last:
+            tl.store(cnt_ptr + tile, 0)  # every piece has arrived: zero for the next launch
+            acc = tl.zeros_like(acc)
+            for first in range(0, pieces, SUM_BATCH):  # .cg: other SMs wrote these, skip this SM's L1
+                for s in tl.static_range(SUM_BATCH):
+                    acc += tl.load(part_ptrs + (first + s) * plane, mask=mask & (first + s < pieces), other=0.0,
+                                   cache_modifier=".cg")
     if is_last:
         if HAS_BIAS:
             acc += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
@@ -654,9 +573,9 @@ def _gemv_step(w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, s
 def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                   magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  STAGES: tl.constexpr, SUM_BATCH: tl.constexpr, UNFENCED: tl.constexpr, SLICES: tl.constexpr,
-                  X_ASM: tl.constexpr, UNROLL: tl.constexpr, EVEN: tl.constexpr, W_STRIDE: tl.constexpr,
-                  GROUP_SUMS: tl.constexpr, AHEAD: tl.constexpr):
+                  STAGES: tl.constexpr, SUM_BATCH: tl.constexpr, SLICES: tl.constexpr, X_ASM: tl.constexpr,
+                  UNROLL: tl.constexpr, EVEN: tl.constexpr, W_STRIDE: tl.constexpr, GROUP_SUMS: tl.constexpr,
+                  AHEAD: tl.constexpr):
     # Grid (N / BLOCK_N, SPLIT_K). STAGES > 1: the group's next k-steps' words are copied into shared
     # memory while this one is summed (more bytes in flight per program). Reads its [K / SPLIT_K,
     # BLOCK_N] slab of packed words once (the grid reads every word once), one row of scales (and
@@ -695,7 +614,6 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
         n_row = N
     pid_n = tl.program_id(0)
     split = tl.program_id(1)
-    arrival = _arrive(cnt_ptr, pid_n, SPLIT_K, UNFENCED)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = None if EVEN else (cols < N)[None, :]
     lanes = tl.arange(0, LANES)[:, None]
@@ -760,7 +678,7 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     if SLICES > 1:
         acc = tl.sum(acc, axis=0, keep_dims=True)  # the slices' sums, across warps through shared memory
     _store_output(acc, tl.arange(0, BLOCK_M), cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid_n, split,
-                  SPLIT_K, HAS_BIAS, SUM_BATCH, UNFENCED, arrival)
+                  SPLIT_K, HAS_BIAS, SUM_BATCH)
 
 
 @triton.jit
@@ -922,8 +840,8 @@ def _mma_tile_sum(w_ptr, x32_ptr, s_ptr, z_ptr, N, x_stride32, g_start, g_end, q
 @triton.jit(do_not_specialize=["programs"])  # compiled (prepare) before `programs` is known
 def _qgemv_mma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                       programs, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, HAS_BIAS: tl.constexpr,
-                      BF16: tl.constexpr, SUM_BATCH: tl.constexpr, UNFENCED: tl.constexpr, BLOCK_M: tl.constexpr,
-                      BLOCK_N: tl.constexpr, X_AHEAD: tl.constexpr):
+                      BF16: tl.constexpr, SUM_BATCH: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                      X_AHEAD: tl.constexpr):
     # int4, M <= BLOCK_M (8 or 16: the MMA's n, once or twice), x 16-bit with rows 16-byte aligned. A warp owns 32
     # columns (lane L = 4 r + q: columns 4 r .. 4 r + 3 of the warp's, word rows q, q + 4, ..) as two m16 tiles of
     # mma.sync (tile t: MMA row r = column 4 r + 2 t, row r + 8 = column 4 r + 2 t + 1); k inside a k16 step is
@@ -954,8 +872,6 @@ def _qgemv_mma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_pt
         if u < u_end:
             tile = u // groups
             g_start = u - tile * groups
-            first, last = _tile_pieces(tile, groups, programs, total)
-            arrival = _arrive(cnt_ptr, tile, last - first + 1, UNFENCED)
             g_end = tl.minimum(groups, g_start + (u_end - u))
             col0 = tile * LANES + (lane // 32) * 32 + 4 * r  # the lane's first column
             cols4 = col0[:, None] + tl.arange(0, 4)[None, :]
@@ -974,10 +890,11 @@ def _qgemv_mma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_pt
             else:
                 out = tl.reshape(tl.join(blocks[0], blocks[1]), (WARPS, 8, 4, 2, 2, 2, 2))  # .., t, nb
                 out = tl.reshape(tl.permute(out, (6, 2, 3, 0, 1, 5, 4)), (16, LANES))
-            first, last = _tile_pieces(tile, groups, programs, total)  # again: fewer registers live in the loop
+            # the tile's pieces: programs from the owner of its first unit to the owner of its last one
+            first = ((tile.to(tl.int64) * groups + 1) * programs - 1) // total
+            last = ((tile.to(tl.int64) + 1) * groups * programs - 1) // total
             _store_output(out, tl.arange(0, BLOCK_M), tile * LANES + tl.arange(0, LANES), M, N, b_ptr, out_ptr,
-                          out_stride, ws_ptr, cnt_ptr, tile, pid - first, last - first + 1, HAS_BIAS, SUM_BATCH,
-                          UNFENCED, arrival)
+                          out_stride, ws_ptr, cnt_ptr, tile, pid - first, last - first + 1, HAS_BIAS, SUM_BATCH)
             u += g_end - g_start
 
 
@@ -1124,7 +1041,7 @@ def _qgemm_tile(x_ptr, w_ptr, s_ptr, z_ptr, M, N, K, x_stride, magic15, rows, co
 def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                   magic15, programs, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  SWAP_AB: tl.constexpr, PAIRED_ASM: tl.constexpr, SUM_BATCH: tl.constexpr, UNFENCED: tl.constexpr):
+                  SWAP_AB: tl.constexpr, PAIRED_ASM: tl.constexpr, SUM_BATCH: tl.constexpr):
     # Stream-K over a grid of P = `programs` >= tiles programs (one wave of as many as the SMs hold at
     # once, or one a tile where the tiles are more). The T = tiles * k-steps units of work, tile-major
     # (the M tiles of one N tile adjacent, sharing its weights through L2), are shared evenly: program p
@@ -1148,13 +1065,14 @@ def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
             t_end = tl.minimum(k_steps, t_start + (u_end - u)).to(tl.int32)
             rows = (tile % m_tiles) * BLOCK_M + tl.arange(0, BLOCK_M)
             cols = (tile // m_tiles) * BLOCK_N + tl.arange(0, BLOCK_N)
-            first, last = _tile_pieces(tile, k_steps, programs, total)
-            arrival = _arrive(cnt_ptr, tile, last - first + 1, UNFENCED)
             acc = _qgemm_tile(x_ptr, w_ptr, s_ptr, z_ptr, M, N, K, x_stride, magic15, rows, cols, t_start, t_end, BITS,
                               GROUP, HAS_ZERO, BLOCK_M, BLOCK_N, BLOCK_K, SWAP_AB, PAIRED_ASM)
-            first, last = _tile_pieces(tile, k_steps, programs, total)  # again: fewer registers live in the loop
+            # the tile's pieces: programs from the owner of its first unit to the owner of its last one
+            # (unit v belongs to program ((v + 1) P - 1) // T)
+            first = ((tile.to(tl.int64) * k_steps + 1) * programs - 1) // total
+            last = ((tile.to(tl.int64) + 1) * k_steps * programs - 1) // total
             _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, pid - first,
-                          last - first + 1, HAS_BIAS, SUM_BATCH, UNFENCED, arrival)
+                          last - first + 1, HAS_BIAS, SUM_BATCH)
             u += t_end - t_start
 
 
@@ -1329,11 +1247,7 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
     # fp32 of a partial a thread holds (a sum over slices is in every warp)
     per_thread = max(1, params["BLOCK_M"] * params["BLOCK_N"] // (32 * (1 if params.get("SLICES", 1) > 1 else
                                                                         params["num_warps"])))
-    # the close: 0 fenced, 1 unfenced (the interpreter), 2 unfenced with its arrival by inline PTX (a GPU); unfenced,
-    # half the partials at once (its wait for them keeps more registers: offline sm_90, the mma GEMV at M = 16 and
-    # 120 registers spilled 208 bytes with 4, 16 with 2)
-    consts["UNFENCED"] = (2 if rows.is_cuda and not interpreting() else 1) if UNFENCED_CLOSE else 0
-    consts["SUM_BATCH"] = max(1, SUM_REGS[path] // per_thread // (2 if UNFENCED_CLOSE else 1))
+    consts["SUM_BATCH"] = max(1, SUM_REGS[path] // per_thread)
     if path == "gemv":
         params.setdefault("SLICES", 1)  # a choice cached before slices
         params.setdefault("UNROLL", False)
@@ -1367,8 +1281,7 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
         grid = (programs,)
         pieces = 1 if tiles % programs == 0 else cdiv(programs, tiles) + 1  # the most a tile is cut into
     if pieces > 1:
-        args[6] = (unarrived_partials(rows.device, pieces * M * N) if UNFENCED_CLOSE else
-                   torch.empty((pieces, M, N), device=rows.device, dtype=torch.float32))
+        args[6] = torch.empty((pieces, M, N), device=rows.device, dtype=torch.float32)
         args[7] = arrival_counters(rows.device, tiles)
     if prepared is not None:
         prepared.run(grid, *args)
