@@ -4,14 +4,17 @@ candidate runs 12.2 us, 11.6 with no split-K close at all and a read of its word
 In a chain of GEMVs (a graph of back-to-back calls: the results harness, and a decoder's q / k / v and gate / up
 projections) each kernel starts only when the one before has ended, so the SMs idle through every kernel's last
 programs and the next one's first loads. quant_matmul.GEMV_PDL launches the GEMV as a programmatic dependent: each
-program lets the next kernel launch at once (griddepcontrol.launch_dependents) and waits for the previous one to end
-(griddepcontrol.wait) before it reads x or writes; GEMV_PREFETCH pulls the program's words into L2 first
-(cp.async.bulk.prefetch.L2: under PDL before that wait, so the words' reads overlap the previous kernel's tail).
-Prediction: PDL alone ~0.5-1 us a call (the launch gap); with the prefetch, the tail's idle bandwidth used: 12.2 ->
-~10.5 us at the mid shapes. Each variant is checked bit for bit against the plain launch's outputs after a graph
-replay of the chain (a race of the prefetch or the wait would show), int4 group 128, bf16, graph replay over input
-copies that together move twice the L2, cuBLAS bf16 in the same run.
-Writes OUT/exp-gemv-pdl.json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_gemv_pdl.py OUT
+program waits for the previous kernel to end (griddepcontrol.wait) before it reads or writes anything, then lets the
+next kernel launch (griddepcontrol.launch_dependents). Timed with GEMV_PDL off and on; each checked bit for bit against
+the plain launch's outputs after a graph replay of the chain (a race would show); int4 group 128, bf16, graph replay
+over input copies that together move twice the L2, cuBLAS bf16 in the same run.
+Prediction: ~0.5-1 us a call (the launch gap and the tail). Seen (session 25, logs/h200-2026-12-02-s25/call-e): 6.8 /
+12.1 / 12.7 / 36.5 -> 6.1 / 11.4 / 11.9 / 35.2 us at 4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192 (2.09 / 2.73 /
+2.71 / 3.11x cuBLAS), the same bits: kept, on by default. First tried (call-d): the next launch let go before the wait
+(4096^2 9.6 us: a chain of kernels waiting on the SMs), and the program's words pulled into L2 before the wait
+(cp.async.bulk.prefetch.L2, a uniform instruction the threads' rows serialise through: 0.5-11 us slower everywhere);
+both gone.
+Writes OUT/exp-gemv-pdl-intB.json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_gemv_pdl.py OUT
        [--bits 4] [--config '(128, 4, 4, 7, 1, 72, 4, True, True)']
 """
 import argparse
@@ -24,8 +27,6 @@ import torch.nn.functional as F
 
 from rooftop.bench.timing import capture_graph, graph_replay_us
 from rooftop.ops import quant_matmul as qm
-
-VARIANTS = ((False, False), (False, True), (True, False), (True, True))  # (GEMV_PDL, GEMV_PREFETCH)
 
 
 def main():
@@ -44,8 +45,8 @@ def main():
         cublas = graph_replay_us([lambda s=s: F.linear(s[0], s[2]) for s in sets], repeat=max(1, 48 // copies))
         refs = [qm._reference(*s).float() for s in sets]
         err = plain = None
-        for pdl, prefetch in VARIANTS:
-            qm.GEMV_PDL, qm.GEMV_PREFETCH = pdl, prefetch
+        for pdl in (False, True):
+            qm.GEMV_PDL = pdl
             fn = lambda x, qw, w: qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, N, args.bits,
                                                  128)[0]
             outs = []
@@ -57,13 +58,12 @@ def main():
                 err = max((o.float() - r).norm().item() / r.norm().item() for o, r in zip(outs, refs))
             same = all(torch.equal(o, p) for o, p in zip(outs, plain))
             us = graph_replay_us([lambda s=s: fn(*s) for s in sets], repeat=max(1, 48 // copies))
-            row = dict(bits=args.bits, N=N, K=K, split=config["SPLIT_K"], pdl=pdl, prefetch=prefetch, us=us,
+            row = dict(bits=args.bits, N=N, K=K, split=config["SPLIT_K"], pdl=pdl, us=us,
                        cublas_us=cublas, vs_cublas=cublas / us, same_bits=same, rel_err=err)
             rows.append(row)
-            print(f"int{args.bits} {N:5d}x{K:<5d} pdl {pdl:d} prefetch {prefetch:d}  {us:6.1f} us  "
+            print(f"int{args.bits} {N:5d}x{K:<5d} pdl {pdl:d}  {us:6.1f} us  "
                   f"{cublas / us:4.2f}x cuBLAS ({cublas:6.1f})  same bits {same}  err {err:.1e}", flush=True)
         torch.cuda.empty_cache()
-    qm.GEMV_PDL = qm.GEMV_PREFETCH = False
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / f"exp-gemv-pdl-int{args.bits}.json").write_text(json.dumps(rows, indent=1))
 

@@ -3,7 +3,7 @@ GEMV_CONFIGS with slices (those the tuner takes at the benchmark shapes) at one 
 instructions a thread issues a code in the group loop with the loop's opcode histogram, and where the word loads sit:
 how many of the loop's 128-bit loads come before its first FFMA (ptxas sinks each to ~3-4 rows ahead of its use
 unless AHEAD ties them, NOTES items 161-162).
-Usage: .venv/bin/python benchmarks/sm90_gemv_sass.py [--bits 4] [--shape 14336x4096] [--sass] [--pdl] [--prefetch]
+Usage: .venv/bin/python benchmarks/sm90_gemv_sass.py [--bits 4] [--shape 14336x4096] [--sass] [--pdl]
        (from the repo root)"""
 import argparse
 import collections
@@ -41,7 +41,6 @@ def main() -> None:
     ap.add_argument("--shape", default="14336x4096")
     ap.add_argument("--sass", action="store_true")
     ap.add_argument("--pdl", action="store_true", help="launched as a programmatic dependent (GEMV_PDL)")
-    ap.add_argument("--prefetch", action="store_true", help="the program's words prefetched into L2 (GEMV_PREFETCH)")
     a = ap.parse_args()
     N, K = map(int, a.shape.split("x"))
     for config in qm.GEMV_CONFIGS:
@@ -52,7 +51,7 @@ def main() -> None:
         params["X_ASM"] = True  # as on a GPU with x 16-byte aligned
         split = params.pop("SPLIT_K")
         consts = dict(BITS=a.bits, GROUP=128, HAS_ZERO=True, HAS_BIAS=False, SPLIT_K=split, SUM_BATCH=1,
-                      PDL=a.pdl, PREFETCH=a.prefetch,
+                      PDL=a.pdl,
                       **qm._gemv_extents(params, split, 1, N, K, 128))
         insts, usage = sass_and_usage(compile_gemv(dict(params), consts).asm["cubin"])
         body = group_loop(insts)
@@ -65,9 +64,9 @@ def main() -> None:
               f"{len(body) / groups_a_pass:.2f} a code; 128-bit loads {len(wide)}, {sum(i < first_ffma for i in wide)} "
               f"before the first FFMA (at {first_ffma})")
         print("    " + "  ".join(f"{k} {n}" for k, n in hist.most_common(12)))
-        if a.pdl or a.prefetch:
-            print("    outside the loop: " + "  ".join(f"{op} {n}" for op, n in collections.Counter(
-                op for _, op, _ in insts if op.startswith(("UBLKPF", "ACQBULK", "CCTL", "PREEXIT", "DEPBAR"))).items()))
+        if a.pdl:  # griddepcontrol.wait / .launch_dependents
+            print("    " + "  ".join(f"{op} {n}" for op, n in collections.Counter(
+                op for _, op, _ in insts if op.startswith(("ACQBULK", "PREEXIT"))).items()))
         if a.sass:
             for addr, op, args in body:
                 print(f"      {addr:05x} {op} {args}")

@@ -15,6 +15,7 @@ import torch
 
 from conftest import HAS_CUDA, TOL, rel_err, skip_unless_sm90
 from rooftop import registry
+from rooftop.bench.timing import capture_graph
 from rooftop.ops import quant_matmul as qm
 from rooftop.ops import quant_matmul_sm90 as qsm90
 from rooftop.ops.quant_matmul import (QuantLinear, dequantize_reference, quant_matmul,
@@ -386,6 +387,39 @@ def test_cuda_graph_capture_and_replay():
         x.copy_(torch.randn_like(x))
         graph.replay()
         assert rel_err(out, _reference(x, qw)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+def test_gemv_pdl_chain(monkeypatch):
+    """GEMVs launched as programmatic dependents (GEMV_PDL), a chain of them in a CUDA graph each reading the output
+    of the one before: the plain launches' bits (a read of x or a split-K close before the kernel before ended would
+    show), and each step right against the reference on its input."""
+    skip_unless_sm90()
+    K = 2048
+    weights = [quantize_weight(torch.randn(K, K, device="cuda") * K**-0.5, 4, 128) for _ in range(3)]
+    x = torch.randn(1, K, device="cuda", dtype=torch.bfloat16)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    config = qm._gemv((128, 4, 4, 7, 1, 72, 4, True, True), 1, K, K, 4, 128, sms)
+    assert config["SPLIT_K"] > 1
+    steps = weights * 4
+
+    def chain(outs):
+        outs[:] = [x]
+        for qw in steps:
+            outs.append(qm._run_config(config, outs[-1], qw.packed, qw.scales, qw.zeros, None, K, 4, 128)[0])
+
+    results = {}
+    for pdl in (False, True):
+        monkeypatch.setattr(qm, "GEMV_PDL", pdl)
+        outs = []
+        graph = capture_graph(lambda: chain([]), lambda: chain(outs))
+        for _ in range(3):
+            graph.replay()
+        torch.cuda.synchronize()
+        results[pdl] = [o.clone() for o in outs]
+    for step, qw in enumerate(steps):
+        assert torch.equal(results[True][step + 1], results[False][step + 1]), step
+        assert rel_err(results[True][step + 1], _reference(results[True][step], qw)) < TOL[torch.bfloat16], step
 
 
 @pytest.mark.gpu

@@ -110,7 +110,7 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait, num_threads
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from rooftop import registry
 from rooftop.ops import _autotune, quant_matmul_sm90
@@ -139,10 +139,14 @@ GEMV_MAX_SPLIT = 64
 # registers a thread of a tile's last piece fills with partials at once (_store_output's SUM_BATCH): the tensor-core
 # kernel's fewer (a stream-K tile has a few pieces; offline sm_90, 16 x 64 x 128 tiles: 96 registers, 128 with 64)
 SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
-# The CUDA-core GEMV launched as a programmatic dependent (PDL: the next launch starts while this one ends) and its
-# words prefetched into L2 at the start: experiments (exp_gemv_pdl.py), off until timed.
-GEMV_PDL = False
-GEMV_PREFETCH = False
+# The CUDA-core GEMV launched as a programmatic dependent on sm_90 (`_qgemv_kernel`'s PDL): in a chain of calls (a
+# decoder's q / k / v or gate / up projections, the results harness's graph) the next kernel's programs are resident as
+# this one's last ones end, not a launch later. H200, int4, the kept M = 1 candidate, graph replay of a chain over
+# input copies (logs/h200-2026-12-02-s25/call-e/exp-gemv-pdl-after-int4.log): 6.8 / 12.1 / 12.7 / 36.5 us -> 6.1 /
+# 11.4 / 11.9 / 35.2 at 4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192, the same bits. Letting the next launch go
+# before the wait (a chain of waiting kernels on the SMs) ran 4096^2 at 9.6 us; the program's words prefetched into L2
+# first (cp.async.bulk.prefetch, before the wait) ran 0.5-11 us slower everywhere (call-d). NOTES item 168.
+GEMV_PDL = True
 
 # GEMV candidates (BLOCK_N, num_warps, WORD_ROWS, programs per SM to split K towards, num_stages[,
 # maxnreg]): word rows a k-step (int4: 8 k a row, int8: 4), all held by each thread; more programs per
@@ -575,24 +579,12 @@ def _gemv_step(w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, s
 
 
 @triton.jit
-def _prefetch_l2(ptr, first_row, rows, row_stride, col, row_bytes):
-    """Rows first_row .. first_row + rows - 1 of a row-major int32 tensor, `row_bytes` from column `col`, pulled into
-    L2 by the program's threads a row each (cp.async.bulk.prefetch: no registers held, nothing to wait for)."""
-    THREADS: tl.constexpr = num_threads()
-    for r0 in range(0, rows, THREADS):
-        r = tl.minimum(r0 + tl.arange(0, THREADS), rows - 1)  # past the end: the last row again
-        tl.inline_asm_elementwise("cp.async.bulk.prefetch.L2.global [$1], $2; mov.u32 $0, 0;", "=r,l,r",
-                                  [ptr + (first_row + r).to(tl.int64) * row_stride + col, row_bytes + r * 0],
-                                  dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
 def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                   magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   STAGES: tl.constexpr, SUM_BATCH: tl.constexpr, SLICES: tl.constexpr, X_ASM: tl.constexpr,
                   UNROLL: tl.constexpr, EVEN: tl.constexpr, W_STRIDE: tl.constexpr, GROUP_SUMS: tl.constexpr,
-                  AHEAD: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr):
+                  AHEAD: tl.constexpr, PDL: tl.constexpr):
     # Grid (N / BLOCK_N, SPLIT_K). STAGES > 1: the group's next k-steps' words are copied into shared
     # memory while this one is summed (more bytes in flight per program). Reads its [K / SPLIT_K,
     # BLOCK_N] slab of packed words once (the grid reads every word once), one row of scales (and
@@ -608,9 +600,9 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     # (no masks, no predicated loads). W_STRIDE: N as a constexpr (0: at run time), the word rows' offsets immediates.
     # AHEAD (UNROLL): the words of AHEAD k-steps loaded at once, tied so that ptxas issues them all before the first
     # FMA (`_load_rows_tied`): a warp's bytes in flight AHEAD k-steps' words, not ~3-4 rows'.
-    # PDL (launched as a programmatic dependent): the next launch may start at once, and this one waits for the one
-    # before it (`gdc_wait`) before it reads x or writes; PREFETCH (EVEN): the program's words pulled into L2 first
-    # (`_prefetch_l2`; before that wait under PDL: the previous kernel's tail overlaps them).
+    # PDL (launched as a programmatic dependent, GEMV_PDL): each program waits for the kernel before it to end
+    # (`gdc_wait`) before it reads or writes anything, then lets the next launch go (`gdc_launch_dependents`): in a
+    # chain of kernels the next one's programs are resident as this one's last ones finish.
     tl.static_assert(not GROUP_SUMS or (X_ASM and SLICES > 1))
     tl.static_assert(AHEAD == 0 or (UNROLL and (GROUP // BLOCK_K) % AHEAD == 0))
     tl.static_assert(SLICES == 1 or BLOCK_M == 1)
@@ -654,13 +646,9 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     w_lane = ((lane_groups * STEPS) * WORDS).to(tl.int64) * n_row + cols[None, :]  # the lane's words past w_step
     x_row = x_ptr + x_rows.to(tl.int64) * x_stride + (t_start + x_lane_groups * STEPS) * BLOCK_K
     x_ptrs = x_row if X_ASM else x_row + tl.arange(0, XW * PACK)[None, :]  # the tl.load of x's
-    if PDL:
-        gdc_launch_dependents()
-    if PREFETCH:  # the word rows of the program's steps (slices: SLICES runs of per_part steps)
-        last_step = tl.minimum(t_start + SLICES * per_part, k_steps) if SLICES > 1 else t_end
-        _prefetch_l2(w_ptr, t_start * WORDS, (last_step - t_start) * WORDS, n_row, pid_n * BLOCK_N, BLOCK_N * 4)
-    if PDL:
+    if PDL:  # the next launch only once this one runs (not a chain of waiting kernels holding the SMs)
         gdc_wait()
+        gdc_launch_dependents()
     acc = tl.zeros([LANES, BLOCK_N], tl.float32)
     for g in range(t_start // STEPS, tl.cdiv(t_end, STEPS)):  # the groups this split's k-steps touch
         if EVEN:
@@ -1286,9 +1274,7 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
         grid = (tiles, pieces)
         consts["SPLIT_K"] = pieces
         consts.update(_gemv_extents(params, pieces, M, N, K, group_size))
-        on_sm90 = rows.is_cuda and not interpreting() and is_sm90(rows.device.index)
-        consts["PDL"] = GEMV_PDL and on_sm90
-        consts["PREFETCH"] = GEMV_PREFETCH and on_sm90 and consts["EVEN"]
+        consts["PDL"] = GEMV_PDL and rows.is_cuda and not interpreting() and is_sm90(rows.device.index)
         if consts["PDL"]:
             params["launch_pdl"] = True
     else:
