@@ -1,21 +1,23 @@
-r"""Experiment: the batch-1 GEMV's ramp and tail (issue 6: 3x cuBLAS wants ~10.2 us at 14336 x 4096 where the kept M = 1
-candidate runs 12.2 us, 11.6 with no split-K close at all and a read of its words 8.6; NOTES items 164-167).
+r"""Experiment: the weight-only GEMVs' ramp and tail in a chain of calls (issue 6: 3x cuBLAS at batch 1 wants ~10.2 us
+at 14336 x 4096 where the kept M = 1 candidate ran 12.2 us, 11.6 with no split-K close at all and a read of its words
+8.6; 2.5x at batch 16; NOTES items 164-168).
 
 In a chain of GEMVs (a graph of back-to-back calls: the results harness, and a decoder's q / k / v and gate / up
 projections) each kernel starts only when the one before has ended, so the SMs idle through every kernel's last
-programs and the next one's first loads. quant_matmul.GEMV_PDL launches the GEMV as a programmatic dependent: each
-program waits for the previous kernel to end (griddepcontrol.wait) before it reads or writes anything, then lets the
-next kernel launch (griddepcontrol.launch_dependents). Timed with GEMV_PDL off and on; each checked bit for bit against
-the plain launch's outputs after a graph replay of the chain (a race would show); int4 group 128, bf16, graph replay
-over input copies that together move twice the L2, cuBLAS bf16 in the same run.
-Prediction: ~0.5-1 us a call (the launch gap and the tail). Seen (session 25, logs/h200-2026-12-02-s25/call-e): 6.8 /
-12.1 / 12.7 / 36.5 -> 6.1 / 11.4 / 11.9 / 35.2 us at 4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192 (2.09 / 2.73 /
-2.71 / 3.11x cuBLAS), the same bits: kept, on by default. First tried (call-d): the next launch let go before the wait
-(4096^2 9.6 us: a chain of kernels waiting on the SMs), and the program's words pulled into L2 before the wait
-(cp.async.bulk.prefetch.L2, a uniform instruction the threads' rows serialise through: 0.5-11 us slower everywhere);
-both gone.
-Writes OUT/exp-gemv-pdl-intB.json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_gemv_pdl.py OUT
-       [--bits 4] [--config '(128, 4, 4, 7, 1, 72, 4, True, True)']
+programs and the next one's first loads. quant_matmul.PDL_PATHS names the paths launched as programmatic dependents:
+each program waits for the previous kernel to end (griddepcontrol.wait) before it reads or writes anything, then lets
+the next kernel launch (griddepcontrol.launch_dependents). Timed with the path in PDL_PATHS and not; each checked bit
+for bit against the plain launch's outputs after a graph replay of the chain (a race would show); int4 group 128,
+bf16, graph replay over input copies that together move twice the L2, cuBLAS bf16 in the same run. M = 1: the CUDA-core
+GEMV (--config); M > 1: the first mma GEMV candidate (M <= 16) and the first tensor-core (dot) one.
+Prediction: ~0.5-1 us a call (the launch gap and the tail). Seen (session 25, logs/h200-2026-12-02-s25/call-e), M = 1:
+6.8 / 12.1 / 12.7 / 36.5 -> 6.1 / 11.4 / 11.9 / 35.2 us at 4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192 (2.09 /
+2.73 / 2.71 / 3.11x cuBLAS), the same bits: kept, on by default. First tried (call-d): the next launch let go before
+the wait (4096^2 9.6 us: a chain of kernels waiting on the SMs), and the program's words pulled into L2 before the
+wait (cp.async.bulk.prefetch.L2, a uniform instruction the threads' rows serialise through: 0.5-11 us slower
+everywhere); both gone. M = 16 / 64 (the mma and dot paths): not yet run.
+Writes OUT/exp-gemv-pdl-intB-mM.json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_gemv_pdl.py OUT
+       [--bits 4] [--m 1] [--config '(128, 4, 4, 7, 1, 72, 4, True, True)']
 """
 import argparse
 import ast
@@ -29,43 +31,54 @@ from rooftop.bench.timing import capture_graph, graph_replay_us
 from rooftop.ops import quant_matmul as qm
 
 
+def configs(M: int, N: int, K: int, bits: int, gemv: tuple, sms: int) -> list:
+    """The launch dicts timed at M rows: the given GEMV candidate at M = 1, else the first mma and dot ones."""
+    if M == 1:
+        return [qm._gemv(gemv, 1, N, K, bits, 128, sms)]
+    found = [qm._dot(next(table for top, table in qm.DOT_CONFIGS if M <= top)[0], 128)]
+    if bits == 4 and M <= qm.MMA_MAX_M:
+        found.insert(0, qm._mma(qm.MMA_CONFIGS[8 if M <= 8 else 16][0], M))
+    return found
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--bits", type=int, default=4, choices=(4, 8))
-    parser.add_argument("--config", default="(128, 4, 4, 7, 1, 72, 4, True, True)")
+    parser.add_argument("--m", type=int, default=1)
+    parser.add_argument("--config", default="(128, 4, 4, 7, 1, 72, 4, True, True)", help="the GEMV at M = 1")
     args = parser.parse_args()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    rows = []
+    rows, M = [], args.m
     for N, K in qm.BENCH_SHAPES:
         copies = max(2, -(-2 * l2 // (N * K * args.bits // 8)))
-        sets = [qm._make_inputs(args.bits)((1, N, K), torch.bfloat16, "cuda") for _ in range(copies)]
-        config = qm._gemv(ast.literal_eval(args.config), 1, N, K, args.bits, 128, sms)
-        cublas = graph_replay_us([lambda s=s: F.linear(s[0], s[2]) for s in sets], repeat=max(1, 48 // copies))
+        sets = [qm._make_inputs(args.bits)((M, N, K), torch.bfloat16, "cuda") for _ in range(copies)]
         refs = [qm._reference(*s).float() for s in sets]
-        err = plain = None
-        for pdl in (False, True):
-            qm.GEMV_PDL = pdl
-            fn = lambda x, qw, w: qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, N, args.bits,
-                                                 128)[0]
-            outs = []
-            chain = capture_graph(lambda: [fn(*s) for s in sets], lambda: outs.extend(fn(*s) for s in sets))
-            chain.replay()
-            torch.cuda.synchronize()
-            if plain is None:
-                plain = [o.clone() for o in outs]
-                err = max((o.float() - r).norm().item() / r.norm().item() for o, r in zip(outs, refs))
-            same = all(torch.equal(o, p) for o, p in zip(outs, plain))
-            us = graph_replay_us([lambda s=s: fn(*s) for s in sets], repeat=max(1, 48 // copies))
-            row = dict(bits=args.bits, N=N, K=K, split=config["SPLIT_K"], pdl=pdl, us=us,
-                       cublas_us=cublas, vs_cublas=cublas / us, same_bits=same, rel_err=err)
-            rows.append(row)
-            print(f"int{args.bits} {N:5d}x{K:<5d} pdl {pdl:d}  {us:6.1f} us  "
-                  f"{cublas / us:4.2f}x cuBLAS ({cublas:6.1f})  same bits {same}  err {err:.1e}", flush=True)
+        cublas = graph_replay_us([lambda s=s: F.linear(s[0], s[2]) for s in sets], repeat=max(1, 48 // copies))
+        for config in configs(M, N, K, args.bits, ast.literal_eval(args.config), sms):
+            err = plain = None
+            for pdl in (False, True):
+                qm.PDL_PATHS = frozenset({config["path"]} if pdl else ())
+                fn = lambda x, qw, w, c=config: qm._run_config(c, x, qw.packed, qw.scales, qw.zeros, None, N,
+                                                               args.bits, 128)[0]
+                outs = []
+                chain = capture_graph(lambda: [fn(*s) for s in sets], lambda: outs.extend(fn(*s) for s in sets))
+                chain.replay()
+                torch.cuda.synchronize()
+                if plain is None:
+                    plain = [o.clone() for o in outs]
+                    err = max((o.float() - r).norm().item() / r.norm().item() for o, r in zip(outs, refs))
+                same = all(torch.equal(o, p) for o, p in zip(outs, plain))
+                us = graph_replay_us([lambda s=s: fn(*s) for s in sets], repeat=max(1, 48 // copies))
+                row = dict(bits=args.bits, M=M, N=N, K=K, path=config["path"], pdl=pdl, us=us, cublas_us=cublas,
+                           vs_cublas=cublas / us, same_bits=same, rel_err=err, config=config)
+                rows.append(row)
+                print(f"int{args.bits} {M:3d}x{N:5d}x{K:<5d} {config['path']:4s} pdl {pdl:d}  {us:6.1f} us  "
+                      f"{cublas / us:4.2f}x cuBLAS ({cublas:6.1f})  same bits {same}  err {err:.1e}", flush=True)
         torch.cuda.empty_cache()
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / f"exp-gemv-pdl-int{args.bits}.json").write_text(json.dumps(rows, indent=1))
+    (Path(args.out) / f"exp-gemv-pdl-int{args.bits}-m{M}.json").write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

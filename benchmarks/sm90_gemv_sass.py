@@ -40,7 +40,7 @@ def main() -> None:
     ap.add_argument("--bits", type=int, default=4)
     ap.add_argument("--shape", default="14336x4096")
     ap.add_argument("--sass", action="store_true")
-    ap.add_argument("--pdl", action="store_true", help="launched as a programmatic dependent (GEMV_PDL)")
+    ap.add_argument("--pdl", action="store_true", help="launched as a programmatic dependent (PDL_PATHS)")
     a = ap.parse_args()
     N, K = map(int, a.shape.split("x"))
     for config in qm.GEMV_CONFIGS:

@@ -4,7 +4,8 @@ instructions a thread issues per weight code in the main k-loop, with the loop's
 The k-loop is found in the SASS as the backward branch whose body holds the wgmma (HGMMA); its body
 (branch target .. branch) is counted once per iteration, which consumes BLOCK_N * BLOCK_K codes per
 program, BLOCK_N * BLOCK_K / (32 * num_warps) per thread.
-Usage: .venv/bin/python benchmarks/sm90_quant_sass.py [--sass]   (from the repo root; --sass prints each loop)"""
+Usage: .venv/bin/python benchmarks/sm90_quant_sass.py [--sass] [--pdl]  (from the repo root; --sass prints each loop;
+       --pdl: launched as a programmatic dependent)"""
 import collections
 import os
 import re
@@ -92,7 +93,7 @@ def main() -> None:
         for bm, bn, bk, warps, stages in configs:
             consts = dict(BITS=bits, GROUP=128, HAS_ZERO=True, HAS_BIAS=False, BLOCK_M=bm, BLOCK_N=bn,
                           BLOCK_K=bk, SWAP_AB=True, PAIRED_ASM=bits == 4,  # as a launch on a GPU, scales in x's dtype
-                          SUM_BATCH=max(1, qm.SUM_REGS["dot"] // (bm * bn // (32 * warps))))
+                          SUM_BATCH=max(1, qm.SUM_REGS["dot"] // (bm * bn // (32 * warps))), PDL="--pdl" in sys.argv)
             report(f"int{bits} {dtype} {bm}x{bn}x{bk} w{warps} s{stages}", consts, warps, stages, show, dtype)
 
 

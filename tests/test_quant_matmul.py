@@ -389,18 +389,25 @@ def test_cuda_graph_capture_and_replay():
         assert rel_err(out, _reference(x, qw)) < TOL[torch.bfloat16]
 
 
+# (path, M): the CUDA-core GEMV at batch 1 (the kept candidate: split-K), the mma GEMV at 16, the tensor-core kernel
+# at 16 and 64 (stream-K: tiles cut between programs)
+PDL_CASES = [("gemv", 1), ("mma", 16), ("dot", 16), ("dot", 64)]
+
+
 @pytest.mark.gpu
-def test_gemv_pdl_chain(monkeypatch):
-    """GEMVs launched as programmatic dependents (GEMV_PDL), a chain of them in a CUDA graph each reading the output
-    of the one before: the plain launches' bits (a read of x or a split-K close before the kernel before ended would
-    show), and each step right against the reference on its input."""
+@pytest.mark.parametrize("path,M", PDL_CASES)
+def test_pdl_chain(path, M, monkeypatch):
+    """A path launched as programmatic dependents (PDL_PATHS), a chain of its calls in a CUDA graph each reading the
+    output of the one before: the plain launches' bits (a read of x, a write or a split-K close before the kernel
+    before ended would show), and each step right against the reference on its input."""
     skip_unless_sm90()
     K = 2048
     weights = [quantize_weight(torch.randn(K, K, device="cuda") * K**-0.5, 4, 128) for _ in range(3)]
-    x = torch.randn(1, K, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    config = qm._gemv((128, 4, 4, 7, 1, 72, 4, True, True), 1, K, K, 4, 128, sms)
-    assert config["SPLIT_K"] > 1
+    config = {"gemv": lambda: qm._gemv((128, 4, 4, 7, 1, 72, 4, True, True), 1, K, K, 4, 128, sms),
+              "mma": lambda: qm._mma(qm.MMA_CONFIGS[16][0], M),
+              "dot": lambda: qm._dot(next(table for top, table in qm.DOT_CONFIGS if M <= top)[0], 128)}[path]()
     steps = weights * 4
 
     def chain(outs):
@@ -410,7 +417,7 @@ def test_gemv_pdl_chain(monkeypatch):
 
     results = {}
     for pdl in (False, True):
-        monkeypatch.setattr(qm, "GEMV_PDL", pdl)
+        monkeypatch.setattr(qm, "PDL_PATHS", frozenset({path} if pdl else ()))
         outs = []
         graph = capture_graph(lambda: chain([]), lambda: chain(outs))
         for _ in range(3):
