@@ -141,12 +141,13 @@ GEMV_MAX_SPLIT = 64
 SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
 # The paths (`_launch_path`'s) launched as programmatic dependents on sm_90 (`_await_previous`): in a chain of calls (a
 # decoder's q / k / v or gate / up projections, the results harness's graph) the next kernel's programs are resident as
-# this one's last ones end, not a launch later. The CUDA-core GEMV's: H200, int4, the kept M = 1 candidate, graph replay of a chain over
-# input copies (logs/h200-2026-12-02-s25/call-e/exp-gemv-pdl-after-int4.log): 6.8 / 12.1 / 12.7 / 36.5 us -> 6.1 /
-# 11.4 / 11.9 / 35.2 at 4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192, the same bits. Letting the next launch go
-# before the wait (a chain of waiting kernels on the SMs) ran 4096^2 at 9.6 us; the program's words prefetched into L2
-# first (cp.async.bulk.prefetch, before the wait) ran 0.5-11 us slower everywhere (call-d). NOTES item 168. The mma
-# GEMV and the tensor-core kernel take it too (compiled for sm_90 offline, not yet timed: exp_gemv_pdl.py --m 16).
+# this one's last ones end, not a launch later. The CUDA-core GEMV's: H200, int4, the kept M = 1 candidate, graph
+# replay of a chain over input copies (logs/h200-2026-12-02-s25/call-e/exp-gemv-pdl-after-int4.log): 6.8 / 12.1 /
+# 12.7 / 36.5 us -> 6.1 / 11.4 / 11.9 / 35.2 at 4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192, the same bits.
+# Letting the next launch go before the wait (a chain of waiting kernels on the SMs) ran 4096^2 at 9.6 us; the
+# program's words prefetched into L2 first (cp.async.bulk.prefetch, before the wait) ran 0.5-11 us slower everywhere
+# (call-d). NOTES item 168. The mma GEMV and the tensor-core kernel take it too (compiled for sm_90 offline, not yet
+# timed: exp_gemv_pdl.py --m 16 / 64).
 PDL_PATHS = frozenset({"gemv"})
 
 # GEMV candidates (BLOCK_N, num_warps, WORD_ROWS, programs per SM to split K towards, num_stages[,
