@@ -35,10 +35,9 @@ def configs(M: int, N: int, K: int, bits: int, gemv: tuple, sms: int) -> list:
     """The launch dicts timed at M rows: the given GEMV candidate at M = 1, else the first mma and dot ones."""
     if M == 1:
         return [qm._gemv(gemv, 1, N, K, bits, 128, sms)]
-    found = [qm._dot(next(table for top, table in qm.DOT_CONFIGS if M <= top)[0], 128)]
-    if bits == 4 and M <= qm.MMA_MAX_M:
-        found.insert(0, qm._mma(qm.MMA_CONFIGS[8 if M <= 8 else 16][0], M))
-    return found
+    listed = qm.candidates(M, N, K, bits, 128, torch.bfloat16, sms, mma=bits == 4)
+    return [next(c for c in listed if c["path"] == path) for path in ("mma", "dot")
+            if any(c["path"] == path for c in listed)]
 
 
 def main():

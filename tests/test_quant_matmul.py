@@ -405,9 +405,10 @@ def test_pdl_chain(path, M, monkeypatch):
     weights = [quantize_weight(torch.randn(K, K, device="cuda") * K**-0.5, 4, 128) for _ in range(3)]
     x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    config = {"gemv": lambda: qm._gemv((128, 4, 4, 7, 1, 72, 4, True, True), 1, K, K, 4, 128, sms),
-              "mma": lambda: qm._mma(qm.MMA_CONFIGS[16][0], M),
-              "dot": lambda: qm._dot(next(table for top, table in qm.DOT_CONFIGS if M <= top)[0], 128)}[path]()
+    if path == "gemv":  # the kept M = 1 candidate, not the untimed default
+        config = qm._gemv((128, 4, 4, 7, 1, 72, 4, True, True), 1, K, K, 4, 128, sms)
+    else:  # the path's first candidate
+        config = next(c for c in qm.candidates(M, K, K, 4, 128, x.dtype, sms, mma=True) if c["path"] == path)
     steps = weights * 4
 
     def chain(outs):
