@@ -430,6 +430,49 @@ def test_pdl_chain(path, M, monkeypatch):
         assert rel_err(results[True][step + 1], _reference(results[True][step], qw)) < TOL[torch.bfloat16], step
 
 
+@pytest.mark.parametrize("symmetric,N,K,l2,count", [(False, 256, 512, 100_000, 3), (True, 64, 128, 1 << 30, 16),
+                                                     (False, 512, 1024, 1000, 2)])
+def test_cold_copies(symmetric, N, K, l2, count, device):
+    """The tuner's chain runs over the weight and copies of it (equal, in storage of their own) that together hold
+    twice the L2, within [2, CHAIN_MAX_COPIES] of them."""
+    qw = quantize_weight(torch.randn(N, K, device=device), 4, 128, symmetric)
+    copies = qm._cold_copies(qw.packed, qw.scales, qw.zeros, l2)
+    size = sum(t.numel() * t.element_size() for t in copies[0] if t is not None)
+    assert len(copies) == count and (count * size >= 2 * l2 or count == qm.CHAIN_MAX_COPIES)
+    assert all(a is b for a, b in zip(copies[0], (qw.packed, qw.scales, qw.zeros)))
+    for copy in copies[1:]:
+        for original, t in zip(copies[0], copy):
+            assert (t is None) if original is None else (torch.equal(t, original)
+                                                         and t.data_ptr() != original.data_ptr())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M", [1, 16])
+def test_tuned_in_a_chain(M, monkeypatch, tmp_path):
+    """From an empty cache a call at M <= CHAIN_MAX_M times its candidates in a chain over cold copies of the
+    weight (under a key of its own), keeps one of them, and is right; the weight's own tensors are untouched."""
+    from rooftop.ops import _autotune
+    from rooftop.ops._support import Plans
+
+    monkeypatch.setenv("ROOFTOP_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(qm, "_plans", Plans())
+    _autotune.forget()
+    chains = []
+    real = qm._cold_copies
+    monkeypatch.setattr(qm, "_cold_copies", lambda *a: chains.append(real(*a)) or chains[-1])
+    try:
+        qw = quantize_weight(torch.randn(4096, 4096, device="cuda"), 4, 128)
+        packed = qw.packed.clone()
+        x = torch.randn(M, 4096, device="cuda", dtype=torch.bfloat16)
+        out = quant_matmul(x, qw)
+        assert len(chains) == 1 and len(chains[0]) >= 2 and torch.equal(qw.packed, packed)
+        assert rel_err(out, _reference(x, qw)) < TOL[torch.bfloat16]
+        entries = json.loads(next(tmp_path.glob("autotune-*.json")).read_text())
+        assert [k for k in entries if k.startswith(f"quant_matmul|{M}|") and k.endswith("|chain")], entries
+    finally:
+        _autotune.forget()
+
+
 @pytest.mark.gpu
 @pytest.mark.slow
 @pytest.mark.parametrize("M", [1, 4, 16, 64, 256, 600])

@@ -47,6 +47,14 @@ def num_sms(device_index: int) -> int:
 
 
 @functools.lru_cache(maxsize=None)
+def l2_bytes(device_index: int) -> int:
+    """L2 cache bytes of CUDA device `device_index`; the interpreter (-1) pretends to have 1 MiB."""
+    if device_index < 0:
+        return 1 << 20
+    return torch.cuda.get_device_properties(device_index).L2_cache_size
+
+
+@functools.lru_cache(maxsize=None)
 def is_sm90(device_index: int) -> bool:
     """Whether CUDA device `device_index` is sm_90 (Hopper), the one target of the Gluon kernels (their
     wgmma, TMA and setmaxnreg code); Gluon has no interpreter either."""

@@ -120,8 +120,8 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 from rooftop import registry
 from rooftop.ops import _autotune, quant_matmul_sm90
 from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, arrival_counters, as_rows, cdiv,
-                                  check_float, check_same_device, interpreting, is_sm90, launch, num_sms, prepare,
-                                  planned, provided, runs_kernel, torch_op)
+                                  check_float, check_same_device, interpreting, is_sm90, l2_bytes, launch, num_sms,
+                                  prepare, planned, provided, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 BITS = (4, 8)
@@ -153,7 +153,7 @@ SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
 # program's words prefetched into L2 first (cp.async.bulk.prefetch, before the wait) ran 0.5-11 us slower everywhere
 # (call-d). NOTES item 168. The mma GEMV and the tensor-core kernel take it too (compiled for sm_90 offline, not yet
 # timed: exp_gemv_pdl.py --m 16 / 64).
-PDL_PATHS = frozenset({"gemv"})
+PDL_PATHS = frozenset({"gemv", "mma", "dot"})
 
 # GEMV candidates (BLOCK_N, num_warps, WORD_ROWS, programs per SM to split K towards, num_stages[,
 # maxnreg]): word rows a k-step (int4: 8 k a row, int8: 4), all held by each thread; more programs per
@@ -249,6 +249,12 @@ GLUON_ENABLED = True
 # 19.1 at 14336 x 4096 (exp-tuner-timing-xahead.log); at M <= 8 not (88 registers, 20 warps an SM: 1-7% slower).
 MMA_MAX_M = 16
 MMA_CONFIGS = {8: ((1, 104), (2, 96)), 16: ((1, 120, False), (2, 120, False), (1, 128))}
+# Up to here the tuner times each candidate in a chain of calls over copies of the weight that together exceed the
+# L2 (`_cold_copies`): each reads its weight from memory and overlaps its neighbours' ramp and tail (PDL), as a
+# decoder's back-to-back projections do. One isolated call's time chose 8.1 us at int4 4096^2 where the chain's best
+# takes 6.1 (session 26).
+CHAIN_MAX_M = 16
+CHAIN_MAX_COPIES = 16
 INTERPRETER_GEMV = (256, 1, 4, 8, 1)  # the interpreter pretends to have 8 SMs: split-K runs in tests
 INTERPRETER_RESIDENT = 4  # tensor-core programs an SM in the interpreter: stream-K cuts tiles in tests
 
@@ -1341,6 +1347,16 @@ def _run_config(config: dict, rows, packed, scales, zeros, bias, N: int, bits: i
 _plans = Plans()
 
 
+def _cold_copies(packed: torch.Tensor, scales: torch.Tensor, zeros: Optional[torch.Tensor],
+                 l2: int) -> list[tuple]:
+    """(packed, scales, zeros), the originals first, then copies, so many that together they hold twice the L2's
+    `l2` bytes (at most CHAIN_MAX_COPIES, at least two): a chain of calls over them reads every weight from memory."""
+    tensors = (packed, scales, zeros)
+    size = sum(t.numel() * t.element_size() for t in tensors if t is not None)
+    count = min(CHAIN_MAX_COPIES, max(2, -(-2 * l2 // size)))
+    return [tensors] + [tuple(None if t is None else t.clone() for t in tensors) for _ in range(count - 1)]
+
+
 def _plan_key(rows, packed, scales, zeros, bias, bits, group_size) -> tuple:
     return (rows.shape, rows.stride(0), packed.shape, rows.dtype, scales.dtype, bits, group_size, rows.device.index,
             None if bias is None else bias.dtype, alignment_key(rows, packed, scales, zeros, bias))
@@ -1364,7 +1380,12 @@ def _quant_matmul_op(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor
     gluon = _use_gluon(rows, packed, scales, zeros, bits, group_size)
     mma = _use_mma(rows, bits)
     configs = candidates(M, N, K, bits, group_size, x.dtype, num_sms(device_index), gluon, mma)
+    cold = functools.cache(lambda: _cold_copies(packed, scales, zeros, l2_bytes(device_index)))
     gluon_plans: dict = {}  # per Gluon variant: the tuner runs each candidate many times, its descriptors once
+
+    def chain(config: dict):
+        for copy in cold():
+            _run_config(config, rows, *copy, bias, N, bits, group_size)
 
     def run(config: dict):
         is_gluon = config["path"] in quant_matmul_sm90.PATHS
@@ -1381,8 +1402,11 @@ def _quant_matmul_op(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor
         key += ("mma",)
     if M == 1:
         key += ("slices",)  # since session 21 the GEMV's sliced candidates among them
+    if M <= CHAIN_MAX_M:  # no Gluon candidate here (GLUON_MIN_M): every one runs through _run_config unprepared
+        key += ("chain",)  # since session 26 timed in a chain over cold copies
     device = _autotune.device_name(device_index)
-    chosen = _autotune.choose("quant_matmul", key, configs, run, device=device, tune=_autotune.may_tune(x))
+    chosen = _autotune.choose("quant_matmul", key, configs, chain if M <= CHAIN_MAX_M else run, device=device,
+                              tune=_autotune.may_tune(x))
     out, prepared = run(chosen)
     if x.is_cuda and _autotune.is_settled("quant_matmul", key, device=device):
         # the choice is final: later calls with this plan key only allocate and launch (the same
