@@ -455,6 +455,7 @@ def test_tuned_in_a_chain(M, monkeypatch, tmp_path):
     from rooftop.ops._support import Plans
 
     monkeypatch.setenv("ROOFTOP_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("ROOFTOP_AUTOTUNE", "1")  # conftest turns it off
     monkeypatch.setattr(qm, "_plans", Plans())
     _autotune.forget()
     chains = []
