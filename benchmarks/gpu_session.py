@@ -3,7 +3,7 @@ with its providers side by side, decode-size launch costs, Nsight Compute readin
 
 Usage (on the GPU machine): PYTHONPATH=src python benchmarks/gpu_session.py OUT_DIR [--quick] [--families a,b]
 [--no-ncu] [--all-cases]
-[--ops a,b] [--providers p,q] [--widths n1,n2]
+[--ops a,b] [--providers p,q] [--widths n1,n2] [--leading m1,m2]
 Prints a short table last; writes OUT_DIR/<device>-<date>-<family>.json (+ .csv).
 `rooftop report` does the same on a GPU, then renders the report.
 """
@@ -23,9 +23,11 @@ if __name__ == "__main__":
     parser.add_argument("--ops", help="comma-separated ops of those families (default: all)")
     parser.add_argument("--providers", help="comma-separated providers instead of the preset's")
     parser.add_argument("--widths", help="comma-separated row widths N for the row sweeps (M * N = 2^27)")
+    parser.add_argument("--leading", help="comma-separated first sizes: only the cases that start with one (batch M)")
     args = parser.parse_args()
     run_session(args.out, quick=args.quick, only=set(args.families.split(",")) if args.families else None,
                 with_ncu=not args.no_ncu, all_cases=args.all_cases,
                 ops=set(args.ops.split(",")) if args.ops else None,
                 providers=args.providers.split(",") if args.providers else None,
-                widths=tuple(map(int, args.widths.split(","))) if args.widths else None)
+                widths=tuple(map(int, args.widths.split(","))) if args.widths else None,
+                leading=tuple(map(int, args.leading.split(","))) if args.leading else None)

@@ -84,11 +84,12 @@ def ncu_plan(quick: bool) -> list[tuple[str, tuple, str]]:
 def run_session(out: str | Path, quick: bool = False, say: Callable[[str], None] = print,
                 only: set[str] | None = None, with_ncu: bool = True, all_cases: bool = False,
                 ops: set[str] | None = None, providers: list[str] | None = None,
-                widths: tuple[int, ...] | None = None) -> list[Path]:
+                widths: tuple[int, ...] | None = None, leading: tuple[int, ...] | None = None) -> list[Path]:
     """Measure every family (or those in `only`) on the present GPU; write
     out/<device>-<date>-<family>.json (+ .csv). `all_cases`: the quick preset's providers over every
     case of the op. `ops`: only these ops of the families; `providers`: these (where an op has them)
-    instead of the preset's; `widths`: the row sweep at these N (M * N = 2^27) instead."""
+    instead of the preset's; `widths`: the row sweep at these N (M * N = 2^27) instead; `leading`: only the cases
+    whose first size is one of these (the batch M of the GEMM-like ops)."""
     from rooftop.hardware import measure_ceilings
     from rooftop.profile.ncu import find_ncu, profile_op
 
@@ -135,6 +136,8 @@ def run_session(out: str | Path, quick: bool = False, say: Callable[[str], None]
             shapes = quick_shapes(spec) if quick and not all_cases else None
             if widths and tuple(spec.cases) == registry.row_sweep():
                 shapes = registry.row_sweep(widths=widths)
+            if leading:
+                shapes = tuple(c for c in (shapes or spec.cases) if c[0] in leading)
             rows += run_sweep([spec.name], torch.bfloat16, ceilings, shapes, provider_names)
         if not rows:
             say(f"{family}: no rows measured, no file written")

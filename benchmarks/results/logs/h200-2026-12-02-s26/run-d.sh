@@ -1,11 +1,11 @@
-# session 26, call 4: the chain test again (conftest had turned tuning off), then the int4 results rows
+# session 26, call 4: the chain test again (conftest had turned tuning off), then the int4 results rows at batch 1 and 16
 # with PDL on (gemv, mma, dot) and the chain's choices (tuned from an empty cache)
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks PYTHONUNBUFFERED=1
 mkdir -p $OUT/tests
 timeout 100 python -m pytest tests/test_quant_matmul.py -q -p no:cacheprovider -rf -k "tuned_in_a_chain or cold_copies" \
   > $OUT/tests/chain.txt 2>&1
 tail -1 $OUT/tests/chain.txt; grep -E "^(FAILED|E )" $OUT/tests/chain.txt | head -8 | cut -c1-200
-timeout 400 python benchmarks/gpu_session.py $OUT --families quant_matmul --ops quant_matmul_int4 --no-ncu \
+timeout 260 python benchmarks/gpu_session.py $OUT --families quant_matmul --ops quant_matmul_int4 --leading 1,16 --no-ncu \
   > $OUT/session-quant-int4.log 2>&1; echo "rc $?"
 grep "graph" $OUT/session-quant-int4.log | sed -E 's/ +\|.*//' | cut -c1-150
 tail -2 $OUT/session-quant-int4.log | cut -c1-150
