@@ -447,6 +447,7 @@ def test_cold_copies(symmetric, N, K, l2, count, device):
 
 
 @pytest.mark.gpu
+@pytest.mark.slow  # ~35 s a case: every candidate compiled and timed
 @pytest.mark.parametrize("M", [1, 16])
 def test_tuned_in_a_chain(M, monkeypatch, tmp_path):
     """From an empty cache a call at M <= CHAIN_MAX_M times its candidates in a chain over cold copies of the
