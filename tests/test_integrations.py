@@ -66,7 +66,46 @@ def test_patch_swaps_norms_and_mlps_and_keeps_outputs(norm, act):
         assert patch_model(model) == {"rms_norm": 4, "gated_mlp": 2, "rope": 0}
         assert isinstance(model[0].input_layernorm, RMSNorm) and isinstance(model[1].mlp, GatedMLP)
         assert model[0].mlp.activation == ("silu" if isinstance(act, nn.SiLU) else "gelu_tanh")
+        assert model[0].mlp.gate_up_proj.weight.shape == (2 * 96, 64) and not hasattr(model[0].mlp, "gate_proj")
         assert rel_err(model(x), before) < 1e-5
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_gate_and_up_stacked_or_kept_apart(bias):
+    """gate and up as one projection: the concatenated weights (and biases), the same outputs as apart; kept
+    apart when asked, or when they cannot stack (of different dtypes)."""
+    mlp = LlamaMLP(64, 96, nn.SiLU()).to(DEVICE)
+    if bias:
+        mlp.gate_proj.bias, mlp.up_proj.bias = nn.Parameter(torch.randn(96)), nn.Parameter(torch.randn(96))
+        mlp.to(DEVICE)
+    x = torch.randn(3, 64, device=DEVICE)
+    stacked = GatedMLP(mlp.gate_proj, mlp.up_proj, mlp.down_proj, "silu")
+    apart = GatedMLP(mlp.gate_proj, mlp.up_proj, mlp.down_proj, "silu", merge=False)
+    assert torch.equal(stacked.gate_up_proj.weight, torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]))
+    assert (stacked.gate_up_proj.bias is None) == (not bias) and apart.gate_up_proj is None
+    with torch.no_grad():
+        assert rel_err(stacked(x), mlp(x)) < 1e-5 and rel_err(apart(x), mlp(x)) < 1e-5
+    mlp.up_proj.half()
+    assert rooftop.integrations.hf.stacked_projection(mlp.gate_proj, mlp.up_proj) is None
+
+
+def test_quantized_gate_and_up_stack_exactly():
+    """Two QuantLinear of one format stack into one whose weight is the two dequantized weights stacked (bit for
+    bit) and whose output is theirs side by side; of different formats they do not stack, and stacked() says why."""
+    from rooftop.ops.quant_matmul import QuantLinear
+
+    gate, up = (nn.Linear(256, n, bias=True).to(DEVICE).bfloat16() for n in (96, 160))
+    qgate, qup = (QuantLinear.from_linear(m, 4, 128) for m in (gate, up))
+    both = rooftop.integrations.hf.stacked_projection(qgate, qup)
+    assert both.out_features == 256 and torch.equal(
+        both.qweight.dequantize(), torch.cat([qgate.qweight.dequantize(), qup.qweight.dequantize()]))
+    x = torch.randn(5, 256, device=DEVICE, dtype=torch.bfloat16)
+    with torch.no_grad():
+        assert rel_err(both(x), torch.cat([qgate(x), qup(x)], -1)) < 1e-2
+    other = QuantLinear.from_linear(up, 8, 128)
+    assert rooftop.integrations.hf.stacked_projection(qgate, other) is None
+    with pytest.raises(ValueError, match="bits"):
+        QuantLinear.stacked(qgate, other)
 
 
 def test_patch_leaves_what_it_does_not_know():

@@ -1468,6 +1468,29 @@ class QuantLinear(torch.nn.Module):
                     symmetric: bool = False) -> "QuantLinear":
         return cls(quantize_weight(linear.weight, bits, group_size, symmetric), linear.bias)
 
+    @classmethod
+    def stacked(cls, *parts: "QuantLinear") -> "QuantLinear":
+        """One QuantLinear whose output is the parts' outputs side by side (as one projection for a fused gate and
+        up, q, k and v): their codes, scales, zero points and biases concatenated along out_features. Exact: the
+        groups run along in_features. The parts must share in_features, the format and the dtypes."""
+        if not parts or not all(isinstance(p, QuantLinear) for p in parts):
+            raise TypeError("parts must be one or more QuantLinear modules")
+        first = parts[0]
+        for name in ("in_features", "bits", "group_size", "weight_dtype"):
+            values = {getattr(p, name) for p in parts}
+            if len(values) > 1:
+                raise ValueError(f"parts must share {name}, got {sorted(map(str, values))}")
+        for name in ("scales", "zeros", "bias"):
+            kinds = {None if getattr(p, name) is None else getattr(p, name).dtype for p in parts}
+            if len(kinds) > 1:
+                raise ValueError(f"parts must all have {name} of one dtype or all none, got {kinds}")
+        stack = lambda name: None if getattr(first, name) is None else torch.cat(  # noqa: E731
+            [getattr(p, name) for p in parts], dim=-1)
+        out_features = sum(p.out_features for p in parts)
+        qweight = QuantizedWeight(stack("packed"), stack("scales"), stack("zeros"), first.bits, first.group_size,
+                                  (out_features, first.in_features), first.weight_dtype)
+        return cls(qweight, stack("bias"))
+
     @property
     def qweight(self) -> QuantizedWeight:
         return QuantizedWeight(self.packed, self.scales, self.zeros, self.bits, self.group_size,
