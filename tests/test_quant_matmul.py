@@ -446,6 +446,23 @@ def test_cold_copies(symmetric, N, K, l2, count, device):
                                                          and t.data_ptr() != original.data_ptr())
 
 
+def test_cold_copies_when_memory_runs_out(monkeypatch, device):
+    """Out of memory while copying: the chain is as long as what fit (the original alone at worst), no error."""
+    qw = quantize_weight(torch.randn(64, 128, device=device), 4, 128)
+    made = []
+    real = torch.Tensor.clone
+
+    def clone(t, *args, **kwargs):
+        if len(made) == 6:  # the third copy's packed (three tensors a copy)
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        made.append(t)
+        return real(t, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "clone", clone)
+    copies = qm._cold_copies(qw.packed, qw.scales, qw.zeros, 1 << 30)
+    assert len(copies) == 3 and copies[0][0] is qw.packed
+
+
 @pytest.mark.gpu
 @pytest.mark.slow  # ~35 s a case: every candidate compiled and timed
 @pytest.mark.parametrize("M", [1, 16])

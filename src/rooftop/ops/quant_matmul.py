@@ -1350,11 +1350,17 @@ _plans = Plans()
 def _cold_copies(packed: torch.Tensor, scales: torch.Tensor, zeros: Optional[torch.Tensor],
                  l2: int) -> list[tuple]:
     """(packed, scales, zeros), the originals first, then copies, so many that together they hold twice the L2's
-    `l2` bytes (at most CHAIN_MAX_COPIES, at least two): a chain of calls over them reads every weight from memory."""
+    `l2` bytes (at most CHAIN_MAX_COPIES, at least two): a chain of calls over them reads every weight from memory.
+    Fewer where the memory runs out (a model that nearly fills it): the tuning goes on with a shorter chain."""
     tensors = (packed, scales, zeros)
     size = sum(t.numel() * t.element_size() for t in tensors if t is not None)
-    count = min(CHAIN_MAX_COPIES, max(2, -(-2 * l2 // size)))
-    return [tensors] + [tuple(None if t is None else t.clone() for t in tensors) for _ in range(count - 1)]
+    copies = [tensors]
+    for _ in range(min(CHAIN_MAX_COPIES, max(2, -(-2 * l2 // size))) - 1):
+        try:
+            copies.append(tuple(None if t is None else t.clone() for t in tensors))
+        except torch.OutOfMemoryError:
+            break
+    return copies
 
 
 def _plan_key(rows, packed, scales, zeros, bias, bits, group_size) -> tuple:
