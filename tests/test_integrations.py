@@ -146,3 +146,18 @@ def test_patch_a_transformers_llama():
     finally:
         rooftop.integrations.hf.apply_rope = rope
         transformers.models.llama.modeling_llama.apply_rotary_pos_emb = rotary
+
+
+def test_patched_layers_compile_without_graph_break():
+    """A patched model (fused norms, the stacked gate / up into swiglu) is one graph under torch.compile, and
+    computes what it computes eagerly."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    model = nn.Sequential(Layer(LlamaRMSNorm), Layer(LlamaRMSNorm)).to(DEVICE)
+    patch_model(model)
+    x = torch.randn(2, 5, 64, device=DEVICE)
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")  # inductor's CPU codegen: not ours
+    with torch.no_grad():
+        out = torch.compile(model, backend=counter, fullgraph=True)(x)
+        assert counter.frame_count == 1 and rel_err(out, model(x)) < 1e-5
