@@ -151,8 +151,9 @@ SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
 # 12.7 / 36.5 us -> 6.1 / 11.4 / 11.9 / 35.2 at 4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192, the same bits.
 # Letting the next launch go before the wait (a chain of waiting kernels on the SMs) ran 4096^2 at 9.6 us; the
 # program's words prefetched into L2 first (cp.async.bulk.prefetch, before the wait) ran 0.5-11 us slower everywhere
-# (call-d). NOTES item 168. The mma GEMV and the tensor-core kernel take it too (compiled for sm_90 offline, not yet
-# timed: exp_gemv_pdl.py --m 16 / 64).
+# (call-d). NOTES item 168. The mma GEMV and the tensor-core kernel (logs/h200-2026-12-02-s26/call-a, exp_gemv_pdl.py
+# --m 16 / 64, each path's first candidate): 0.3-1.3 us off at 4096^2 to 4096 x 14336 (mma at 16: 11.8 / 17.9 / 19.9
+# -> 10.9 / 17.4 / 19.1 us), within +-2% at 28672 x 8192; the same bits (NOTES item 171).
 PDL_PATHS = frozenset({"gemv", "mma", "dot"})
 
 # GEMV candidates (BLOCK_N, num_warps, WORD_ROWS, programs per SM to split K towards, num_stages[,
@@ -1490,8 +1491,10 @@ class QuantLinear(torch.nn.Module):
             kinds = {None if getattr(p, name) is None else getattr(p, name).dtype for p in parts}
             if len(kinds) > 1:
                 raise ValueError(f"parts must all have {name} of one dtype or all none, got {kinds}")
-        stack = lambda name: None if getattr(first, name) is None else torch.cat(  # noqa: E731
-            [getattr(p, name) for p in parts], dim=-1)
+
+        def stack(name: str) -> Optional[torch.Tensor]:  # the parts' tensors side by side along out_features
+            return None if getattr(first, name) is None else torch.cat([getattr(p, name) for p in parts], dim=-1)
+
         out_features = sum(p.out_features for p in parts)
         qweight = QuantizedWeight(stack("packed"), stack("scales"), stack("zeros"), first.bits, first.group_size,
                                   (out_features, first.in_features), first.weight_dtype)
