@@ -1,16 +1,16 @@
 """End-to-end decode speed of a Llama-style model (transformers, random weights, nothing downloaded):
 stock (SDPA) against rooftop-patched (fused RMSNorm and SwiGLU), and patched + int4 weights
-(quantize_model). Greedy generation of --new tokens after a --prompt-token prompt, batch --batch;
-tokens/s from wall time after a warm-up run. Writes OUT.json, prints a table.
+(quantize_model), each patched model also with its MLPs' gate and up projections kept apart. Greedy
+generation of --new tokens after a --prompt-token prompt, batch --batch; tokens/s from wall time after a
+warm-up run. Writes a results file (no op rows; the table under "tables") into OUT, prints a table.
 With --graphs each model decodes greedily from a static cache, every step replayed from a CUDA graph
 captured by hand, which takes the host's launch cost out of the step.
-Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT.json [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
+Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
 """
 from __future__ import annotations
 
 import argparse
 import copy
-import json
 import time
 
 import torch
@@ -82,10 +82,11 @@ def main() -> None:
     import transformers
 
     import rooftop
+    from rooftop.bench.results import write_results
     from rooftop.integrations.hf import patch_model
 
     parser = argparse.ArgumentParser()
-    parser.add_argument("out")
+    parser.add_argument("out", help="results folder (benchmarks/results)")
     parser.add_argument("--size", default="8b", choices=sorted(SIZES))
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--batch", type=int, default=1)
@@ -108,27 +109,38 @@ def main() -> None:
     with torch.inference_mode():
         patched = copy.deepcopy(stock)
         counts = patch_model(patched)
-        quantized = copy.deepcopy(patched)
+        apart = copy.deepcopy(stock)
+        patch_model(apart, merge_gate_up=False)
+        quantized, quantized_apart = copy.deepcopy(patched), copy.deepcopy(apart)
         report = rooftop.quantize_model(quantized, bits=4, group_size=128)
+        rooftop.quantize_model(quantized_apart, bits=4, group_size=128)
         same = torch.equal(stock.generate(ids, max_new_tokens=8, do_sample=False),
                            patched.generate(ids, max_new_tokens=8, do_sample=False))
-        for name, model in (("stock (sdpa)", stock), (f"rooftop-patched {counts}", patched),
-                            (f"patched + int4 g128 ({len(report['quantized'])} linears)", quantized)):
+        models = (("stock (sdpa)", stock), (f"rooftop-patched {counts}", patched),
+                  ("rooftop-patched, gate / up apart", apart),
+                  (f"patched + int4 g128 ({len(report['quantized'])} linears)", quantized),
+                  ("patched + int4 g128, gate / up apart", quantized_apart))
+        for name, model in models:
             try:
                 speed = (graphed_tokens_per_s if args.graphs else tokens_per_s)(model, ids, args.new)
             except RuntimeError as err:  # e.g. an op that cannot be captured: recorded, the others still run
                 print(f"{name}: {type(err).__name__}: {str(err)[:300]}")
                 speed = None
             rows.append({"model": name, "tokens_per_s": speed})
-    result = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "size": args.size,
-              "layers": args.layers, "batch": args.batch, "prompt": args.prompt, "new": args.new,
-              "cuda_graphs": args.graphs,
-              "greedy_tokens_equal_first_8": same, "rows": rows}
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=1)
+    stock_speed = rows[0]["tokens_per_s"]
+    for r in rows:
+        r["x_stock"] = r["tokens_per_s"] / stock_speed if r["tokens_per_s"] and stock_speed else None
+    device_name = torch.cuda.get_device_name() if device == "cuda" else "cpu"
+    setup = (f"Llama-3-{args.size} layer shapes, {args.layers} layers, random weights, batch {args.batch}, "
+             f"{args.prompt}-token prompt, {args.new} new tokens (greedy), "
+             + ("each decode step one CUDA graph replay" if args.graphs else "HF generate, eager")
+             + ("; no call plans" if args.no_plans else ""))
+    path = write_results(args.out, "e2e_decode", [], {}, device_name,
+                         tables={f"End-to-end decode, tokens/s ({setup})": rows},
+                         notes=f"{setup}. Patched greedy tokens equal stock's (first 8): {same}.")
     for r in rows:
         print(f"{r['model']:60s} {r['tokens_per_s'] or float('nan'):8.1f} tok/s")
-    print("patched greedy tokens equal stock's (first 8):", same)
+    print("patched greedy tokens equal stock's (first 8):", same, "->", path)
 
 
 if __name__ == "__main__":
