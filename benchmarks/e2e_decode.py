@@ -6,6 +6,7 @@ warm-up run. Writes a results file (no op rows; the table under "tables") into O
 With --graphs each model decodes greedily from a static cache, every step replayed from a CUDA graph
 captured by hand, which takes the host's launch cost out of the step.
 Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
+[--row-pdl-ab]
 """
 from __future__ import annotations
 
@@ -83,6 +84,7 @@ def main() -> None:
 
     import rooftop
     from rooftop.bench.results import write_results
+    from rooftop.ops import _support
     from rooftop.integrations.hf import patch_model
 
     parser = argparse.ArgumentParser()
@@ -94,9 +96,10 @@ def main() -> None:
     parser.add_argument("--new", type=int, default=64)
     parser.add_argument("--graphs", action="store_true", help="static cache, each decode step a CUDA graph replay")
     parser.add_argument("--no-plans", action="store_true", help="every op call takes its full Python path")
+    parser.add_argument("--row-pdl-ab", action="store_true",
+                        help="also the int4 model with the row ops' kernels not launched as programmatic dependents")
     args = parser.parse_args()
     if args.no_plans:
-        from rooftop.ops import _support
         _support.PLANS_ENABLED = False
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
@@ -120,13 +123,18 @@ def main() -> None:
                   ("rooftop-patched, gate / up apart", apart),
                   (f"patched + int4 g128 ({len(report['quantized'])} linears)", quantized),
                   ("patched + int4 g128, gate / up apart", quantized_apart))
+        if args.row_pdl_ab:
+            models += (("patched + int4 g128, row kernels without PDL", quantized),)
         for name, model in models:
+            _support.ROW_PDL = "without PDL" not in name
+            _support.clear_plans()  # a plan keeps its first call's launch
             try:
                 speed = (graphed_tokens_per_s if args.graphs else tokens_per_s)(model, ids, args.new)
             except RuntimeError as err:  # e.g. an op that cannot be captured: recorded, the others still run
                 print(f"{name}: {type(err).__name__}: {str(err)[:300]}")
                 speed = None
             rows.append({"model": name, "tokens_per_s": speed})
+        _support.ROW_PDL = True
     stock_speed = rows[0]["tokens_per_s"]
     for r in rows:
         r["x_stock"] = r["tokens_per_s"] / stock_speed if r["tokens_per_s"] and stock_speed else None

@@ -215,3 +215,49 @@ def test_replay_runs_on_the_current_stream():
         y = rooftop.softmax(x)
     torch.cuda.synchronize()
     assert rel_err(y, softmax.softmax_reference(fresh)) < TOL[DT]
+
+
+@pytest.mark.gpu
+def test_row_ops_pdl_chain(monkeypatch):
+    """The row ops' decode kernels launched as programmatic dependents (_support.ROW_PDL), in a chain where each call
+    reads what the one before wrote (norm -> SwiGLU -> RoPE -> add + norm -> SwiGLU -> norm, as a decoder layer
+    runs them), captured in a CUDA graph and replayed: the plain launches' bits (a read before the kernel ahead
+    ended would show), and each step right against its reference."""
+    from conftest import skip_unless_sm90
+    from rooftop.bench.timing import capture_graph
+    from rooftop.ops.rope import rope_reference
+    skip_unless_sm90()
+    x, cos, sin = _rand(1, 8192), _rand(1, 64).repeat(1, 2), _rand(1, 64).repeat(1, 2)  # halves repeated, as HF's
+    w8192, w4096, w2048 = _weight(8192), _weight(4096), _weight(2048)
+
+    def heads(g):  # q [1, 32, 1, 128] and k [1, 8, 1, 128], views of g
+        return g.view(1, 1, 32, 128).transpose(1, 2), g[:, :1024].view(1, 1, 8, 128).transpose(1, 2)
+
+    def chain(outs):
+        y = rooftop.rms_norm(x, w8192)
+        g = rooftop.swiglu(y)  # packed halves: the row kernel
+        q, k = rooftop.apply_rope(*heads(g), cos, sin)
+        h, r = rooftop.rms_norm(q.reshape(1, 4096), w4096, residual=g)
+        s = rooftop.swiglu(h.view(2, 2048)[0], h.view(2, 2048)[1])  # two contiguous tensors: the flat kernel
+        outs[:] = [y, g, q, k, h, r, s, rooftop.rms_norm(s.view(1, 2048), w2048)]
+
+    results = {}
+    for pdl in (False, True):
+        monkeypatch.setattr(_support, "ROW_PDL", pdl)
+        _support.clear_plans()  # a plan keeps its first call's launch
+        outs = []
+        graph = capture_graph(lambda: chain([]), lambda: chain(outs))
+        for _ in range(3):
+            graph.replay()
+        torch.cuda.synchronize()
+        results[pdl] = [o.clone() for o in outs]
+    for i, (plain, dependent) in enumerate(zip(results[False], results[True])):
+        assert torch.equal(plain, dependent), i
+    y, g, q, k, h, r, s, z = results[True]
+    ref_q, ref_k = rope_reference(*heads(g), cos, sin)
+    checks = [(y, rms_norm.rms_norm_reference(x, w8192)), (g, activations.swiglu_reference(y)), (q, ref_q),
+              (k, ref_k), (r, q.reshape(1, 4096) + g), (h, rms_norm.rms_norm_reference(r, w4096)),
+              (s, activations.swiglu_reference(h.view(2, 2048)[0], h.view(2, 2048)[1])),
+              (z, rms_norm.rms_norm_reference(s.view(1, 2048), w2048))]
+    for i, (out, ref) in enumerate(checks):
+        assert rel_err(out, ref) < TOL[DT], i

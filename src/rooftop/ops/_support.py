@@ -20,6 +20,7 @@ import triton
 import triton.language as tl
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
@@ -59,6 +60,35 @@ def is_sm90(device_index: int) -> bool:
     """Whether CUDA device `device_index` is sm_90 (Hopper), the one target of the Gluon kernels (their
     wgmma, TMA and setmaxnreg code); Gluon has no interpreter either."""
     return torch.cuda.get_device_capability(device_index) == (9, 0)
+
+
+# Programmatic dependent launch (PDL, sm_90): a kernel launched so may start before the kernel ahead of it in the
+# stream has ended, once that one lets its dependents go; it must wait (`await_previous`) before it reads or writes
+# anything. Between two such kernels the next one's programs are resident as this one's last ones end, not a launch
+# later: 0.3-1.3 us a call in a chain of GEMVs (quant_matmul.PDL_PATHS, NOTES items 168 and 171). The row ops' decode
+# kernels (rms_norm's on-chip kernel, the gated activations, RoPE) launch so too where ROW_PDL: a decoder layer's
+# norm -> projection, projection -> RoPE, gate / up -> SwiGLU -> down boundaries. After a kernel that does not let its
+# dependents go (torch's, cuBLAS's) a PDL launch starts when that one ends, as any launch.
+ROW_PDL = True
+
+
+def pdl_options(t: torch.Tensor, enabled: Optional[bool] = None) -> dict:
+    """The keywords for `launch` of a kernel with a PDL constexpr (`await_previous`): launched as a programmatic
+    dependent where `enabled` (None: ROW_PDL, read at the call), t is on an sm_90 GPU and no interpreter runs. A
+    call plan keeps its first call's launch: change ROW_PDL before the op's first call with a shape."""
+    pdl = (ROW_PDL if enabled is None else enabled) and t.is_cuda and not interpreting() and is_sm90(t.device.index)
+    return {"PDL": True, "launch_pdl": True} if pdl else {"PDL": False}
+
+
+@triton.jit
+def await_previous(PDL: tl.constexpr):
+    """The first statement of a kernel launched as a programmatic dependent (PDL, `pdl_options`): wait for the kernel
+    before it to end (its writes visible: nothing may be read or written before this), then let the next launch go,
+    whose programs then become resident as this one's end. Only then: let go earlier, a chain of kernels piles up
+    waiting on the SMs (NOTES item 168)."""
+    if PDL:
+        gdc_wait()
+        gdc_launch_dependents()
 
 
 @functools.lru_cache(maxsize=4096)

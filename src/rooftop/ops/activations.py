@@ -51,7 +51,8 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import as_rows, cdiv, check_float, check_same_device, launch, planned, runs_kernel, torch_op
+from rooftop.ops._support import (as_rows, await_previous, cdiv, check_float, check_same_device, launch, pdl_options,
+                                  planned, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 # Launch parameters (to be tuned on the H200).
@@ -112,8 +113,11 @@ def _activate(x, ACT: tl.constexpr, APPROX: tl.constexpr, TO_BF16: tl.constexpr)
 
 
 @triton.jit
-def _gated_flat_kernel(gate_ptr, up_ptr, out_ptr, n, ACT: tl.constexpr, APPROX: tl.constexpr, BLOCK: tl.constexpr):
+def _gated_flat_kernel(gate_ptr, up_ptr, out_ptr, n, ACT: tl.constexpr, APPROX: tl.constexpr, BLOCK: tl.constexpr,
+                       PDL: tl.constexpr):
     # Reads BLOCK elements of gate and of up once, writes BLOCK of out once: 3 * n * itemsize in all.
+    # PDL: the launch overlaps the kernel before it (_support.pdl_options).
+    await_previous(PDL)
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     gate = to_fp32(tl.load(gate_ptr + offs, mask=mask))
@@ -125,9 +129,11 @@ def _gated_flat_kernel(gate_ptr, up_ptr, out_ptr, n, ACT: tl.constexpr, APPROX: 
 @triton.jit
 def _act_rows_kernel(a_ptr, b_ptr, out_ptr, M, N, a_stride, b_stride, out_stride, ACT: tl.constexpr,
                      APPROX: tl.constexpr, BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                     EVEN: tl.constexpr):
+                     EVEN: tl.constexpr, PDL: tl.constexpr):
     # out = act(a) * b (b: rows like a), or with BIAS out = act(a + b) (b: one row of N, read once
     # per program, from L2). Reads a (and b) once, writes out once: 3 (BIAS: 2) * M * N * itemsize.
+    # PDL: the launch overlaps the kernel before it (_support.pdl_options).
+    await_previous(PDL)
     # EVEN (the tiles divide M and N): no masks, whose compares cost instructions the erf needs.
     # Which blocks run side by side, measured on the H200 (bf16, N >= 16384): gated, a row's column blocks
     # (a 1-D grid: swiglu_packed 100% of copy, 96% with the row blocks adjacent); bias, the row blocks (the
@@ -176,7 +182,7 @@ def act_rows(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, activation: st
     grid = (cdiv(M, block_m), cdiv(N, block_n)) if bias else (cdiv(M, block_m) * cdiv(N, block_n),)
     launch(_act_rows_kernel, grid, a, b, out, M, N, a.stride(0),
            0 if bias else b.stride(0), out.stride(0), ACT=activation, APPROX=a.is_cuda, BIAS=bias, BLOCK_M=block_m,
-           BLOCK_N=block_n, EVEN=M % block_m == 0 and N % block_n == 0, num_warps=warps)
+           BLOCK_N=block_n, EVEN=M % block_m == 0 and N % block_n == 0, num_warps=warps, **pdl_options(a))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,7 +207,7 @@ def _gated_op(gate: torch.Tensor, up: Optional[torch.Tensor], activation: str) -
     if up is not None and gate.is_contiguous() and up.is_contiguous():
         n = gate.numel()
         launch(_gated_flat_kernel, (cdiv(n, FLAT_BLOCK),), gate, up, out, n, ACT=activation, APPROX=gate.is_cuda,
-               BLOCK=FLAT_BLOCK, num_warps=FLAT_WARPS)
+               BLOCK=FLAT_BLOCK, num_warps=FLAT_WARPS, **pdl_options(gate))
         return out
     if up is None:
         gate, up = gate.chunk(2, -1)

@@ -115,13 +115,13 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from rooftop import registry
 from rooftop.ops import _autotune, quant_matmul_sm90
-from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, arrival_counters, as_rows, cdiv,
-                                  check_float, check_same_device, interpreting, is_sm90, l2_bytes, launch, num_sms,
-                                  prepare, planned, provided, runs_kernel, torch_op)
+from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, arrival_counters, as_rows,
+                                  await_previous, cdiv, check_float, check_same_device, interpreting, is_sm90,
+                                  l2_bytes, launch, num_sms, pdl_options, prepare, planned, provided, runs_kernel,
+                                  torch_op)
 from rooftop.roofline import Cost
 
 BITS = (4, 8)
@@ -144,16 +144,16 @@ GEMV_MAX_SPLIT = 64
 # registers a thread of a tile's last piece fills with partials at once (_store_output's SUM_BATCH): the tensor-core
 # kernel's fewer (a stream-K tile has a few pieces; offline sm_90, 16 x 64 x 128 tiles: 96 registers, 128 with 64)
 SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
-# The paths (`_launch_path`'s) launched as programmatic dependents on sm_90 (`_await_previous`): in a chain of calls (a
-# decoder's q / k / v or gate / up projections, the results harness's graph) the next kernel's programs are resident as
-# this one's last ones end, not a launch later. The CUDA-core GEMV's: H200, int4, the kept M = 1 candidate, graph
-# replay of a chain over input copies (logs/h200-2026-12-02-s25/call-e/exp-gemv-pdl-after-int4.log): 6.8 / 12.1 /
-# 12.7 / 36.5 us -> 6.1 / 11.4 / 11.9 / 35.2 at 4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192, the same bits.
-# Letting the next launch go before the wait (a chain of waiting kernels on the SMs) ran 4096^2 at 9.6 us; the
-# program's words prefetched into L2 first (cp.async.bulk.prefetch, before the wait) ran 0.5-11 us slower everywhere
-# (call-d). NOTES item 168. The mma GEMV and the tensor-core kernel (logs/h200-2026-12-02-s26/call-a, exp_gemv_pdl.py
-# --m 16 / 64, each path's first candidate): 0.3-1.3 us off at 4096^2 to 4096 x 14336 (mma at 16: 11.8 / 17.9 / 19.9
-# -> 10.9 / 17.4 / 19.1 us), within +-2% at 28672 x 8192; the same bits (NOTES item 171).
+# The paths (`_launch_path`'s) launched as programmatic dependents on sm_90 (`_support.await_previous`): in a chain of
+# calls (a decoder's q / k / v or gate / up projections, the results harness's graph) the next kernel's programs are
+# resident as this one's last ones end, not a launch later. The CUDA-core GEMV's: H200, int4, the kept M = 1
+# candidate, graph replay of a chain over input copies (logs/h200-2026-12-02-s25/call-e/exp-gemv-pdl-after-int4.log):
+# 6.8 / 12.1 / 12.7 / 36.5 us -> 6.1 / 11.4 / 11.9 / 35.2 at 4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192, the
+# same bits. Letting the next launch go before the wait (a chain of waiting kernels on the SMs) ran 4096^2 at 9.6 us;
+# the program's words prefetched into L2 first (cp.async.bulk.prefetch, before the wait) ran 0.5-11 us slower
+# everywhere (call-d). NOTES item 168. The mma GEMV and the tensor-core kernel (logs/h200-2026-12-02-s26/call-a,
+# exp_gemv_pdl.py --m 16 / 64, each path's first candidate): 0.3-1.3 us off at 4096^2 to 4096 x 14336 (mma at 16: 11.8
+# / 17.9 / 19.9 -> 10.9 / 17.4 / 19.1 us), within +-2% at 28672 x 8192; the same bits (NOTES item 171).
 PDL_PATHS = frozenset({"gemv", "mma", "dot"})
 
 # GEMV candidates (BLOCK_N, num_warps, WORD_ROWS, programs per SM to split K towards, num_stages[,
@@ -593,17 +593,6 @@ def _gemv_step(w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, s
 
 
 @triton.jit
-def _await_previous(PDL: tl.constexpr):
-    """PDL (the kernel launched as a programmatic dependent, PDL_PATHS): wait for the kernel before it to end (its
-    writes visible: nothing may be read or written before this), then let the next launch go, whose programs then
-    become resident as this one's end. Only then: let go earlier, a chain of kernels piles up waiting on the SMs
-    (NOTES item 168)."""
-    if PDL:
-        gdc_wait()
-        gdc_launch_dependents()
-
-
-@triton.jit
 def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                   magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -625,7 +614,7 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     # (no masks, no predicated loads). W_STRIDE: N as a constexpr (0: at run time), the word rows' offsets immediates.
     # AHEAD (UNROLL): the words of AHEAD k-steps loaded at once, tied so that ptxas issues them all before the first
     # FMA (`_load_rows_tied`): a warp's bytes in flight AHEAD k-steps' words, not ~3-4 rows'.
-    # PDL: launched as a programmatic dependent (`_await_previous`).
+    # PDL: launched as a programmatic dependent (`_support.await_previous`).
     tl.static_assert(not GROUP_SUMS or (X_ASM and SLICES > 1))
     tl.static_assert(AHEAD == 0 or (UNROLL and (GROUP // BLOCK_K) % AHEAD == 0))
     tl.static_assert(SLICES == 1 or BLOCK_M == 1)
@@ -669,7 +658,7 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     w_lane = ((lane_groups * STEPS) * WORDS).to(tl.int64) * n_row + cols[None, :]  # the lane's words past w_step
     x_row = x_ptr + x_rows.to(tl.int64) * x_stride + (t_start + x_lane_groups * STEPS) * BLOCK_K
     x_ptrs = x_row if X_ASM else x_row + tl.arange(0, XW * PACK)[None, :]  # the tl.load of x's
-    _await_previous(PDL)
+    await_previous(PDL)
     acc = tl.zeros([LANES, BLOCK_N], tl.float32)
     for g in range(t_start // STEPS, tl.cdiv(t_end, STEPS)):  # the groups this split's k-steps touch
         if EVEN:
@@ -901,7 +890,7 @@ def _qgemv_mma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_pt
     x_stride32 = x_stride // 2
     groups = K // GROUP
     total = tl.cast(tl.cdiv(N, BLOCK_N), tl.int64) * groups
-    _await_previous(PDL)
+    await_previous(PDL)
     pid = tl.program_id(0)
     u = (pid * total // programs).to(tl.int32)  # int32 (fewer registers live across the loop): total < 2^31
     u_end = ((pid + 1) * total // programs).to(tl.int32)
@@ -1088,8 +1077,8 @@ def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     # Each piece of a tile is summed by _store_output (a tile's pieces are those of consecutive
     # programs). (Unrolled twice, not a loop over pieces: in a loop ptxas took 128 registers, not 95.)
     # Reads the packed words once and x's slabs once per N tile; writes each output once, plus fp32
-    # partials for the tiles cut between programs. PDL: `_await_previous`.
-    _await_previous(PDL)
+    # partials for the tiles cut between programs. PDL: `_support.await_previous`.
+    await_previous(PDL)
     pid = tl.program_id(0)
     m_tiles = tl.cdiv(M, BLOCK_M)
     k_steps = K // BLOCK_K
@@ -1286,9 +1275,7 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
     per_thread = max(1, params["BLOCK_M"] * params["BLOCK_N"] // (32 * (1 if params.get("SLICES", 1) > 1 else
                                                                         params["num_warps"])))
     consts["SUM_BATCH"] = max(1, SUM_REGS[path] // per_thread)
-    consts["PDL"] = path in PDL_PATHS and rows.is_cuda and not interpreting() and is_sm90(rows.device.index)
-    if consts["PDL"]:
-        params["launch_pdl"] = True
+    consts.update(pdl_options(rows, path in PDL_PATHS))
     if path == "gemv":
         params.setdefault("SLICES", 1)  # a choice cached before slices
         params.setdefault("UNROLL", False)

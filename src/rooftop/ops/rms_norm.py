@@ -79,11 +79,12 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops import norm_sm90
-from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_row_stats, in_place_rows, interpreting,
-                                  is_sm90, launch, load_rows_add_residual, load_tile, load_tile_add_residual,
-                                  load_split_chunk, load_tile_again, load_word_pairs, num_sms, onchip_config,
-                                  opaque_zero, pack_words, planned, row_pointers, rows_vectorize, runs_kernel,
-                                  split_chunks, split_words_chunks, split_workspace, store_tile, torch_op, unpack_words)
+from rooftop.ops._support import (as_rows, await_previous, cdiv, check_norm_inputs, exchange_row_stats, in_place_rows,
+                                  interpreting, is_sm90, launch, load_rows_add_residual, load_tile,
+                                  load_tile_add_residual, load_split_chunk, load_tile_again, load_word_pairs, num_sms,
+                                  onchip_config, opaque_zero, pack_words, pdl_options, planned, row_pointers,
+                                  rows_vectorize, runs_kernel, split_chunks, split_words_chunks, split_workspace,
+                                  store_tile, torch_op, unpack_words)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -159,9 +160,12 @@ def _quantize(y, scale, QUANT: tl.constexpr, QMAX: tl.constexpr):
 @triton.jit
 def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N, x_stride, res_stride, y_stride,
                             r_stride, eps, w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
-                            QUANT: tl.constexpr, QMAX: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                            QUANT: tl.constexpr, QMAX: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                            PDL: tl.constexpr):
     # Reads x (+ residual) once and writes y (+ r) once: (2 or 4) * BLOCK_M * N * itemsize bytes
-    # (y at 1 byte per element when quantized, + 4 bytes of scale per row).
+    # (y at 1 byte per element when quantized, + 4 bytes of scale per row). PDL: a decode-size call's launch
+    # overlaps the kernel before it (_support.pdl_options).
+    await_previous(PDL)
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
     mask = (rows[:, None] < M) & (cols[None, :] < N)
@@ -389,7 +393,7 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
     if N <= ONCHIP_MAX:
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
         launch(_rms_norm_onchip_kernel, (cdiv(M, block_m),), *args, **flags, BLOCK_M=block_m, BLOCK_N=block_n,
-               num_warps=warps)
+               num_warps=warps, **pdl_options(x))
         return
     if quant is None and N > SPLIT_MIN_N and (SPLIT_WORDS_RESIDUAL or not has_res):
         chunks = split_words_chunks([x, y, residual, r], [weight], SPLIT_WORDS_LAUNCH["CHUNK"])

@@ -40,7 +40,8 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import check_float, check_same_device, launch, planned, runs_kernel, torch_op
+from rooftop.ops._support import (await_previous, check_float, check_same_device, launch, pdl_options, planned,
+                                  runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 # Launch parameters (to be tuned on the H200).
@@ -94,10 +95,12 @@ def _rope_kernel(q_ptr, k_ptr, q_out_ptr, k_out_ptr, cos_ptr, sin_ptr, pos_ptr, 
                  cos_sb, cos_ss, sin_sb, sin_ss, pos_sb, pos_ss,
                  HEAD_DIM: tl.constexpr, HALF: tl.constexpr, BLOCK_HALF: tl.constexpr, BLOCK_PASS: tl.constexpr,
                  BLOCK_HQ: tl.constexpr, BLOCK_HK: tl.constexpr, INTERLEAVED: tl.constexpr,
-                 COPY_PASS: tl.constexpr, HAS_POS: tl.constexpr):
+                 COPY_PASS: tl.constexpr, HAS_POS: tl.constexpr, PDL: tl.constexpr):
     # One program per token: reads its HALF cosines and sines once, its HQ + HK heads of q and k once
     # (the rotated dims, and with COPY_PASS the rest), writes them once. *_sb/_sh/_ss: strides of
     # batch, head, sequence (cos/sin/pos: batch 0 when broadcast; with HAS_POS cos_ss is the table's).
+    # PDL: the launch overlaps the kernel before it (_support.pdl_options).
+    await_previous(PDL)
     token = tl.program_id(0)
     b = (token // S).to(tl.int64)
     s = (token % S).to(tl.int64)
@@ -151,7 +154,7 @@ def rope_launch(q, k, q_out, k_out, cos, sin, position_ids, interleaved: bool, r
            sin_ss, pos_sb, pos_ss, HEAD_DIM=D, HALF=half, BLOCK_HALF=triton.next_power_of_2(half),
            BLOCK_PASS=triton.next_power_of_2(max(D - rotary_dim, 1)), BLOCK_HQ=heads_per_tile(HQ, D),
            BLOCK_HK=heads_per_tile(HK, D), INTERLEAVED=interleaved, COPY_PASS=rotary_dim < D and q_out is not q,
-           HAS_POS=has_pos, num_warps=NUM_WARPS)
+           HAS_POS=has_pos, num_warps=NUM_WARPS, **pdl_options(q))
 
 
 # ---------------------------------------------------------------------------------------------
