@@ -1,6 +1,6 @@
 """End-to-end decode speed of a Llama-style model (transformers, random weights, nothing downloaded):
 stock (SDPA) against rooftop-patched (fused RMSNorm and SwiGLU), and patched + int4 weights
-(quantize_model), each patched model also with its MLPs' gate and up projections kept apart. Greedy
+(quantize_model), each patched model also with its projections kept apart (gate / up, q / k / v). Greedy
 generation of --new tokens after a --prompt-token prompt, batch --batch; tokens/s from wall time after a
 warm-up run. Writes a results file (no op rows; the table under "tables") into OUT, prints a table.
 With --graphs each model decodes greedily from a static cache, every step replayed from a CUDA graph
@@ -113,16 +113,16 @@ def main() -> None:
         patched = copy.deepcopy(stock)
         counts = patch_model(patched)
         apart = copy.deepcopy(stock)
-        patch_model(apart, merge_gate_up=False)
+        patch_model(apart, merge_gate_up=False, merge_qkv=False)
         quantized, quantized_apart = copy.deepcopy(patched), copy.deepcopy(apart)
         report = rooftop.quantize_model(quantized, bits=4, group_size=128)
         rooftop.quantize_model(quantized_apart, bits=4, group_size=128)
         same = torch.equal(stock.generate(ids, max_new_tokens=8, do_sample=False),
                            patched.generate(ids, max_new_tokens=8, do_sample=False))
         models = (("stock (sdpa)", stock), (f"rooftop-patched {counts}", patched),
-                  ("rooftop-patched, gate / up apart", apart),
+                  ("rooftop-patched, projections apart (gate / up, q / k / v)", apart),
                   (f"patched + int4 g128 ({len(report['quantized'])} linears)", quantized),
-                  ("patched + int4 g128, gate / up apart", quantized_apart))
+                  ("patched + int4 g128, projections apart", quantized_apart))
         if args.row_pdl_ab:
             models += (("patched + int4 g128, row kernels without PDL", quantized),)
         for name, model in models:

@@ -57,13 +57,45 @@ class Layer(nn.Module):
         return self.post_attention_layernorm(x)
 
 
+class Attention(nn.Module):  # q, k and v projected from one input, as transformers' attention modules do
+    def __init__(self, hidden=64, kv=32, bias=False):
+        super().__init__()
+        self.q_proj, self.o_proj = nn.Linear(hidden, hidden, bias=bias), nn.Linear(hidden, hidden, bias=bias)
+        self.k_proj, self.v_proj = nn.Linear(hidden, kv, bias=bias), nn.Linear(hidden, kv, bias=bias)
+
+    def forward(self, hidden_states):
+        query = self.q_proj(hidden_states)
+        key = self.k_proj(hidden_states)
+        value = self.v_proj(hidden_states).view(*hidden_states.shape[:-1], 2, -1)
+        return self.o_proj(query * key.sum(-1, keepdim=True) + value.mean(-2).repeat(1, 1, 4))
+
+
+class DecoderLayer(nn.Module):  # transformers' LlamaDecoderLayer's residual pattern
+    def __init__(self, hidden=64, inter=96):
+        super().__init__()
+        self.input_layernorm, self.post_attention_layernorm = LlamaRMSNorm(hidden), LlamaRMSNorm(hidden)
+        self.self_attn, self.mlp = Attention(hidden), LlamaMLP(hidden, inter, nn.SiLU())
+
+    def forward(self, hidden_states):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states = self.self_attn(hidden_states)
+        hidden_states = residual + hidden_states
+        # the fused add + norm takes the three statements from here
+        residual = hidden_states
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        hidden_states = self.mlp(hidden_states)
+        hidden_states = residual + hidden_states
+        return hidden_states
+
+
 @pytest.mark.parametrize("norm, act", [(LlamaRMSNorm, nn.SiLU()), (GemmaRMSNorm, nn.GELU(approximate="tanh"))])
 def test_patch_swaps_norms_and_mlps_and_keeps_outputs(norm, act):
     model = nn.Sequential(Layer(norm, act=act), Layer(norm, act=act)).to(DEVICE)
     x = torch.randn(2, 5, 64, device=DEVICE)
     with torch.no_grad():
         before = model(x)
-        assert patch_model(model) == {"rms_norm": 4, "gated_mlp": 2, "rope": 0}
+        assert patch_model(model) == {"rms_norm": 4, "add_rms_norm": 0, "gated_mlp": 2, "qkv": 0, "rope": 0}
         assert isinstance(model[0].input_layernorm, RMSNorm) and isinstance(model[1].mlp, GatedMLP)
         assert model[0].mlp.activation == ("silu" if isinstance(act, nn.SiLU) else "gelu_tanh")
         assert model[0].mlp.gate_up_proj.weight.shape == (2 * 96, 64) and not hasattr(model[0].mlp, "gate_proj")
@@ -110,7 +142,7 @@ def test_quantized_gate_and_up_stack_exactly():
 
 def test_patch_leaves_what_it_does_not_know():
     layer = Layer(LlamaRMSNorm, act=nn.ReLU()).to(DEVICE)  # ReLU gating: no fused kernel
-    assert patch_model(layer) == {"rms_norm": 2, "gated_mlp": 0, "rope": 0}
+    assert patch_model(layer) == {"rms_norm": 2, "add_rms_norm": 0, "gated_mlp": 0, "qkv": 0, "rope": 0}
     assert isinstance(layer.mlp, LlamaMLP)
 
 
@@ -125,7 +157,7 @@ def test_patch_a_transformers_llama():
     with torch.no_grad():
         before = model(ids).logits
         counts = patch_model(model)
-        assert counts == {"rms_norm": 2 * 2 + 1, "gated_mlp": 2, "rope": 2}
+        assert counts == {"rms_norm": 2 * 2 + 1, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2}
         assert rel_err(model(ids).logits, before) < tol
         # a decode step from a cache: rotations at positions 12.. (cos/sin [B, 1, D])
         for m in (stock, model):
@@ -158,6 +190,72 @@ def test_patched_layers_compile_without_graph_break():
     x = torch.randn(2, 5, 64, device=DEVICE)
     torch._dynamo.reset()
     counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")  # inductor's CPU codegen: not ours
+    with torch.no_grad():
+        out = torch.compile(model, backend=counter, fullgraph=True)(x)
+        assert counter.frame_count == 1 and rel_err(out, model(x)) < 1e-5
+
+
+def test_decoder_layer_fuses_add_and_norm_and_stacks_qkv(monkeypatch):
+    """A decoder layer's `h = r + h; r = h; h = norm(h)` becomes one add + RMSNorm call, and its attention's q / k / v
+    projections one stacked projection; the same outputs. merge_qkv=False keeps the three."""
+    model = nn.Sequential(DecoderLayer(), DecoderLayer()).to(DEVICE)
+    x = torch.randn(2, 5, 64, device=DEVICE)
+    with torch.no_grad():
+        before = model(x)
+        apart = copy.deepcopy(model)
+        assert patch_model(model) == {"rms_norm": 4, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 0}
+        assert patch_model(apart, merge_qkv=False)["qkv"] == 0
+        assert not hasattr(model[0].self_attn, "q_proj") and model[0].self_attn.qkv_sizes == [64, 32, 32]
+        assert isinstance(apart[0].self_attn.q_proj, nn.Linear) and not hasattr(apart[0].self_attn, "qkv_proj")
+        calls = []
+        norm = RMSNorm.forward
+
+        def spy(self, h, residual=None):
+            calls.append(residual is not None)
+            return norm(self, h, residual)
+        monkeypatch.setattr(RMSNorm, "forward", spy)
+        for m in (model, apart):
+            assert rel_err(m(x), before) < 1e-5
+        assert calls == [False, True] * 4  # each layer: its input norm, then the fused add + norm
+
+
+class Reassigned(Attention):
+    def forward(self, hidden_states):
+        query = self.q_proj(hidden_states)
+        hidden_states = hidden_states * 2  # k and v see another input: no stacking
+        return self.o_proj(query * self.k_proj(hidden_states).sum(-1, keepdim=True)
+                           + self.v_proj(hidden_states).sum(-1, keepdim=True))
+
+
+class ResidualElsewhere(DecoderLayer):
+    def forward(self, hidden_states):
+        residual = hidden_states
+        hidden_states = self.self_attn(self.input_layernorm(hidden_states))
+        hidden_states = residual + hidden_states
+        normed = self.post_attention_layernorm(hidden_states)  # not the pattern: the residual is h itself
+        return hidden_states + self.mlp(normed)
+
+
+@pytest.mark.parametrize("module, rewrite", [(Reassigned, "qkv"), (ResidualElsewhere, "add_rms_norm")])
+def test_forward_rewrites_leave_other_patterns(module, rewrite):
+    """Where the statements are not the pattern the module keeps its forward (and its q / k / v projections)."""
+    model = module().to(DEVICE)
+    x = torch.randn(2, 5, 64, device=DEVICE)
+    with torch.no_grad():
+        before = model(x)
+        assert patch_model(model)[rewrite] == 0 and "forward" not in vars(model)
+        assert rel_err(model(x), before) < 1e-5
+
+
+def test_rewritten_layers_compile_without_graph_break():
+    """Decoder layers with the fused add + norm and the stacked q / k / v are one graph under torch.compile."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    model = nn.Sequential(DecoderLayer(), DecoderLayer()).to(DEVICE)
+    patch_model(model)
+    x = torch.randn(2, 5, 64, device=DEVICE)
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
     with torch.no_grad():
         out = torch.compile(model, backend=counter, fullgraph=True)(x)
         assert counter.frame_count == 1 and rel_err(out, model(x)) < 1e-5

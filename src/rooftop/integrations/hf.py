@@ -20,8 +20,10 @@ to the model's own implementation (choose `attn_implementation="sdpa"` when load
 """
 from __future__ import annotations
 
+import ast
 import inspect
 import sys
+import textwrap
 import types
 
 import torch
@@ -33,23 +35,24 @@ from rooftop.ops.quant_matmul import QuantLinear
 from rooftop.ops.rope import apply_rope
 
 
-def stacked_projection(first: nn.Module, second: nn.Module) -> nn.Module | None:
-    """One module computing cat([first(x), second(x)], -1): two nn.Linear of one input width, dtype and device
-    (weights and biases concatenated), or two QuantLinear of one format (QuantLinear.stacked). None otherwise."""
-    if type(first) is nn.Linear and type(second) is nn.Linear:
-        w1, w2 = first.weight, second.weight
-        if (w1.shape[1] != w2.shape[1] or w1.dtype != w2.dtype or w1.device != w2.device
-                or (first.bias is None) != (second.bias is None)):
+def stacked_projection(*parts: nn.Module) -> nn.Module | None:
+    """One module computing cat([p(x) for p in parts], -1): nn.Linear of one input width, dtype and device (weights
+    and biases concatenated), or QuantLinear of one format (QuantLinear.stacked). None otherwise."""
+    if parts and all(type(p) is nn.Linear for p in parts):
+        first = parts[0].weight
+        if any(p.weight.shape[1] != first.shape[1] or p.weight.dtype != first.dtype or p.weight.device != first.device
+               for p in parts) or len({p.bias is None for p in parts}) > 1:
             return None
-        merged = nn.Linear(w1.shape[1], w1.shape[0] + w2.shape[0], bias=first.bias is not None, device="meta")
-        merged.weight = nn.Parameter(torch.cat([w1.detach(), w2.detach()]), requires_grad=w1.requires_grad)
-        if first.bias is not None:
-            merged.bias = nn.Parameter(torch.cat([first.bias.detach(), second.bias.detach()]),
-                                       requires_grad=first.bias.requires_grad)
+        merged = nn.Linear(first.shape[1], sum(p.weight.shape[0] for p in parts), bias=parts[0].bias is not None,
+                           device="meta")
+        merged.weight = nn.Parameter(torch.cat([p.weight.detach() for p in parts]), requires_grad=first.requires_grad)
+        if parts[0].bias is not None:
+            merged.bias = nn.Parameter(torch.cat([p.bias.detach() for p in parts]),
+                                       requires_grad=parts[0].bias.requires_grad)
         return merged
-    if isinstance(first, QuantLinear) and isinstance(second, QuantLinear):
+    if parts and all(isinstance(p, QuantLinear) for p in parts):
         try:
-            return QuantLinear.stacked(first, second)
+            return QuantLinear.stacked(*parts)
         except ValueError:  # of different formats: kept apart
             return None
     return None
@@ -143,43 +146,202 @@ def _rebound(fn, target, replacement):
     return new
 
 
-def _fused_rope_forward(module: nn.Module):
-    """A bound forward for an attention module that calls rooftop.apply_rope for its rotary embedding,
-    or None when the module is not of that kind."""
-    if not (hasattr(module, "q_proj") and hasattr(module, "k_proj")):
+def _source_function(fn: types.FunctionType) -> ast.FunctionDef | None:
+    """fn's definition as a syntax tree (decorators and annotations dropped, line numbers those of its file), or None
+    where its source is not at hand or it closes over names (super(), an enclosing function's)."""
+    if fn.__code__.co_freevars:
         return None
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    node = tree.body[0] if len(tree.body) == 1 else None
+    if not isinstance(node, ast.FunctionDef) or node.name != fn.__name__:
+        return None
+    ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
+    node.decorator_list, node.returns = [], None
+    for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg, node.args.kwarg):
+        if arg is not None:
+            arg.annotation = None
+    return node
+
+
+def _statement(code: str, where: ast.stmt) -> ast.stmt:
+    """One statement parsed from `code`, at `where`'s place in the file (tracebacks point there)."""
+    new = ast.parse(code).body[0]
+    for sub in ast.walk(new):
+        ast.copy_location(sub, where)
+    return new
+
+
+def _patched_forward(module: nn.Module, rewrite=None, rebind: dict | None = None) -> tuple[object, int]:
+    """A bound forward for `module`: its class's forward (through any functools.wraps decorators) with `rebind`'s
+    globals swapped in, and its body rewritten by `rewrite` (a function of the definition's syntax tree that changes it
+    in place and returns how many changes it made); and that count. None when nothing changes, the forward's
+    structure is not that, or the module has a forward of its own already."""
     forward = type(module).forward
     inner = inspect.unwrap(forward)
+    if not isinstance(inner, types.FunctionType) or "forward" in vars(module):
+        return None, 0
+    node = _source_function(inner) if rewrite is not None else None
+    changes = int(rewrite(node)) if node is not None else 0
+    if not changes and not rebind:
+        return None, 0
+    namespace = {**inner.__globals__, **(rebind or {})}
+    if changes:
+        defined: dict = {}
+        exec(compile(ast.fix_missing_locations(ast.Module([node], [])), inner.__code__.co_filename, "exec"),
+             namespace, defined)
+        new = defined[node.name]
+        new.__defaults__, new.__annotations__ = inner.__defaults__, dict(inner.__annotations__)
+        new.__qualname__, new.__module__, new.__doc__ = inner.__qualname__, inner.__module__, inner.__doc__
+    else:
+        new = types.FunctionType(inner.__code__, namespace, inner.__name__, inner.__defaults__, inner.__closure__)
+    new.__kwdefaults__ = inner.__kwdefaults__
+    new = _rebound(forward, inner, new)
+    return (types.MethodType(new, module), changes) if new is not None else (None, 0)
+
+
+def _self_call(node: ast.AST, self_name: str, attrs) -> str | None:
+    """The attribute name where `node` is `self.<attr>(<name>)` for one of `attrs`, else None."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in attrs
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == self_name and len(node.args) == 1
+            and isinstance(node.args[0], ast.Name) and not node.keywords):
+        return node.func.attr
+    return None
+
+
+class _Swap(ast.NodeTransformer):
+    """Replaces the given nodes (by identity) with Name loads."""
+
+    def __init__(self, names: dict[int, str]):
+        self.names = names
+
+    def visit(self, node):
+        name = self.names.get(id(node))
+        return ast.copy_location(ast.Name(name, ast.Load()), node) if name else self.generic_visit(node)
+
+
+QKV = ("q_proj", "k_proj", "v_proj")
+
+
+def _qkv_rewrite(node: ast.FunctionDef) -> int:
+    """self.q_proj(x), self.k_proj(x) and self.v_proj(x) (each called once, in the body's statements, on one name x
+    that none of the statements from the first call to the last assigns) become the three parts of one
+    self.qkv_proj(x), split by self.qkv_sizes, computed before the first."""
+    self_name = node.args.args[0].arg if node.args.args else None
+    calls: dict[str, list] = {}
+    for i, stmt in enumerate(node.body):
+        for sub in ast.walk(stmt):
+            attr = _self_call(sub, self_name, QKV)
+            if attr:
+                calls.setdefault(attr, []).append((i, sub))
+    if sorted(calls) != sorted(QKV) or any(len(found) != 1 for found in calls.values()):
+        return 0
+    arg = {found[0][1].args[0].id for found in calls.values()}
+    first, last = min(f[0][0] for f in calls.values()), max(f[0][0] for f in calls.values())
+    if len(arg) != 1 or any(isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id in arg
+                            for stmt in node.body[first:last + 1] for sub in ast.walk(stmt)):
+        return 0
+    names = {id(found[0][1]): f"_rooftop_{attr}" for attr, found in calls.items()}
+    node.body[first:last + 1] = [_Swap(names).visit(stmt) for stmt in node.body[first:last + 1]]
+    split = ", ".join(f"_rooftop_{attr}" for attr in QKV)
+    node.body.insert(first, _statement(f"{split} = {self_name}.qkv_proj({arg.pop()}).split({self_name}.qkv_sizes, -1)",
+                                       node.body[first]))
+    return 1
+
+
+def _attention_forward(module: nn.Module, merge_qkv: bool) -> tuple[object, dict[str, int]]:
+    """For an attention module (`q_proj`, `k_proj`, `v_proj`): a forward of its own that calls rooftop.apply_rope where
+    its forward calls its module's NeoX-layout `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it), and
+    with merge_qkv computes q, k and v by one stacked projection (`qkv_proj`; the three are then removed). Returns the
+    bound forward (None: nothing applies) and what it changed ({"rope": 0 / 1, "qkv": 0 / 1})."""
+    if not all(hasattr(module, name) for name in QKV):
+        return None, {}
+    inner = inspect.unwrap(type(module).forward)
     home = sys.modules.get(type(module).__module__)
     rope = inner.__globals__.get("apply_rotary_pos_emb") if isinstance(inner, types.FunctionType) else None
     if rope is None or rope is not getattr(home, "apply_rotary_pos_emb", None) or \
             not callable(getattr(home, "rotate_half", None)) or \
             list(inspect.signature(rope).parameters)[:4] != ["q", "k", "cos", "sin"]:
+        rope = None
+    stacked = stacked_projection(*(getattr(module, name) for name in QKV)) if merge_qkv else None
+    rebind = {"apply_rotary_pos_emb": _fused_rotary(rope)} if rope is not None else None
+    forward, merged = _patched_forward(module, _qkv_rewrite if stacked is not None else None, rebind)
+    if forward is None:
+        return None, {}
+    if merged:
+        module.qkv_sizes = [getattr(module, name).out_features for name in QKV]
+        module.qkv_proj = stacked
+        for name in QKV:
+            delattr(module, name)
+    return forward, {"rope": int(rope is not None), "qkv": merged}
+
+
+def _add_norm_rewrite(module: nn.Module):
+    """The rewrite (for _patched_forward) of a decoder layer's `h = r + h; r = h; h = self.<norm>(h)` (or h + r),
+    self.<norm> one of rooftop's RMSNorm, into `h, r = self.<norm>(h, residual=r)`: the add in the norm's kernel
+    (vLLM's fused_add_rms_norm). Returns the number of such sequences it found."""
+    def rewrite(node: ast.FunctionDef) -> int:
+        self_name = node.args.args[0].arg if node.args.args else None
+        found, i = 0, 0
+        while i + 2 < len(node.body):
+            add, keep, norm = node.body[i:i + 3]
+            pair = _add_norm_names(add, keep, norm, self_name, module)
+            if pair:
+                h, r, attr = pair
+                node.body[i:i + 3] = [_statement(f"{h}, {r} = {self_name}.{attr}({h}, residual={r})", add)]
+                found += 1
+            i += 1
+        return found
+    return rewrite
+
+
+def _add_norm_names(add, keep, norm, self_name, module) -> tuple[str, str, str] | None:
+    """(h, r, norm's attribute) where the three statements are `h = r + h` (or h + r), `r = h`, `h = self.norm(h)`."""
+    def assigned(stmt):  # (target name, value) of `name = value`
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            return stmt.targets[0].id, stmt.value
+        return None, None
+
+    h, total = assigned(add)
+    if not (isinstance(total, ast.BinOp) and isinstance(total.op, ast.Add)
+            and all(isinstance(side, ast.Name) for side in (total.left, total.right))):
         return None
-    patched = types.FunctionType(inner.__code__, {**inner.__globals__, "apply_rotary_pos_emb": _fused_rotary(rope)},
-                                 inner.__name__, inner.__defaults__, inner.__closure__)
-    patched.__kwdefaults__ = inner.__kwdefaults__
-    new = _rebound(forward, inner, patched)
-    return types.MethodType(new, module) if new is not None else None
+    r = ({total.left.id, total.right.id} - {h}).pop() if h in (total.left.id, total.right.id) else None
+    kept, value = assigned(keep)
+    normed, call = assigned(norm)
+    attr = _self_call(call, self_name, (getattr(call.func, "attr", None),)) if isinstance(call, ast.Call) else None
+    if (r is None or r == h or kept != r or not (isinstance(value, ast.Name) and value.id == h) or normed != h
+            or attr is None or call.args[0].id != h or not isinstance(getattr(module, attr, None), RMSNorm)):
+        return None
+    return h, r, attr
 
 
-def patch_model(model: nn.Module, merge_gate_up: bool = True) -> dict[str, int]:
-    """Swap in rooftop's fused modules in place; returns how many of each were replaced. merge_gate_up: an MLP's
-    gate and up projections become one (`GatedMLP`), where they can."""
-    counts = {"rms_norm": 0, "gated_mlp": 0, "rope": 0}
-    forward = _fused_rope_forward(model)
-    if forward is not None and "forward" not in vars(model):
+def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = True) -> dict[str, int]:
+    """Swap in rooftop's fused modules and forwards in place; returns how many of each were replaced. merge_gate_up:
+    an MLP's gate and up projections become one (`GatedMLP`), where they can; merge_qkv: an attention's q, k and v
+    projections (`qkv_proj`)."""
+    counts = {"rms_norm": 0, "add_rms_norm": 0, "gated_mlp": 0, "qkv": 0, "rope": 0}
+    forward, changed = _attention_forward(model, merge_qkv)
+    if forward is not None:
         model.forward = forward
-        counts["rope"] += 1
+        for key, n in changed.items():
+            counts[key] += n
     for name, child in list(model.named_children()):
         new = _rms_norm(child)
         kind = "rms_norm"
         if new is None:
             new, kind = _gated_mlp(child, merge_gate_up), "gated_mlp"
         if new is None:
-            for key, n in patch_model(child, merge_gate_up).items():
+            for key, n in patch_model(child, merge_gate_up, merge_qkv).items():
                 counts[key] += n
             continue
         setattr(model, name, new)
         counts[kind] += 1
+    if any(isinstance(child, RMSNorm) for child in model.children()):  # a decoder layer: its residual adds
+        forward, fused = _patched_forward(model, _add_norm_rewrite(model))
+        if forward is not None:
+            model.forward = forward
+            counts["add_rms_norm"] += fused
     return counts
