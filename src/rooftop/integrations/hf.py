@@ -9,12 +9,20 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   output [..., 2I] the activation reads: one GEMM launch instead of two, over a wider N (the batch-1 GEMV's
   bandwidth grows with it). Their weights are then concatenated (a copy; the originals go with the old module),
   so the module's state_dict names change: `merge_gate_up=False` keeps them apart;
-- an attention module (`q_proj` and `k_proj`) whose forward calls its module's NeoX-layout
+- an attention module (`q_proj`, `k_proj`, `v_proj`) whose forward calls its module's NeoX-layout
   `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it) gets a forward of its own that
   calls rooftop.apply_rope instead: q and k rotated in one launch (Hugging Face: ten elementwise kernels).
   Only that module's forward changes (the function's global is rebound in a copy of the forward, through
   any functools.wraps decorators); anything unusual (another unsqueeze_dim, autograd, shapes the kernel
-  does not take) calls the original.
+  does not take) calls the original. Where its forward calls self.q_proj(x), self.k_proj(x) and
+  self.v_proj(x) on one x, the three become one projection `qkv_proj` (as gate and up; `merge_qkv=False`
+  keeps them), split into views: one GEMM launch instead of three;
+- a decoder layer whose forward reads `h = r + h; r = h; h = self.<norm>(h)` (transformers' Llama, Mistral,
+  Qwen2: the residual add before the post-attention norm), the norm now rooftop's, computes
+  `h, r = self.<norm>(h, residual=r)`: the add in the norm's kernel (vLLM's fused_add_rms_norm).
+  The forwards are rewritten at their source (Python's ast: the statements of that pattern, nothing else;
+  compiled with the original's globals and file name, so tracebacks point at its lines); a forward whose
+  source is not at hand, that closes over names, or that does not hold the pattern is left as it is.
 Other parameters are shared, not copied; outputs match the original up to rounding. Attention itself is left
 to the model's own implementation (choose `attn_implementation="sdpa"` when loading).
 """
