@@ -147,6 +147,22 @@ def skip_unless_sm90() -> None:
         pytest.skip("the Gluon path runs on sm_90 GPUs only")
 
 
+def replayed_by_switch(chain, switch) -> dict[bool, list]:
+    """For a switch off, then on (`switch(value)`): `chain(outs)` (which fills the list outs) captured in a CUDA graph
+    and replayed three times; the outputs (copies) of each, by the switch's value."""
+    from rooftop.bench.timing import capture_graph
+    results = {}
+    for on in (False, True):
+        switch(on)
+        outs = []
+        graph = capture_graph(lambda: chain([]), lambda: chain(outs))
+        for _ in range(3):
+            graph.replay()
+        torch.cuda.synchronize()
+        results[on] = [o.clone() for o in outs]
+    return results
+
+
 def norm_gluon_rows() -> int:
     """Rows for the norms' Gluon path (ops/norm_sm90.py): several laps of the rings per program, and row
     counts that differ by one."""

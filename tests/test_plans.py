@@ -223,8 +223,7 @@ def test_row_ops_pdl_chain(monkeypatch):
     reads what the one before wrote (norm -> SwiGLU -> RoPE -> add + norm -> SwiGLU -> norm, as a decoder layer
     runs them), captured in a CUDA graph and replayed: the plain launches' bits (a read before the kernel ahead
     ended would show), and each step right against its reference."""
-    from conftest import skip_unless_sm90
-    from rooftop.bench.timing import capture_graph
+    from conftest import replayed_by_switch, skip_unless_sm90
     from rooftop.ops.rope import rope_reference
     skip_unless_sm90()
     x, cos, sin = _rand(1, 8192), _rand(1, 64).repeat(1, 2), _rand(1, 64).repeat(1, 2)  # halves repeated, as HF's
@@ -241,16 +240,11 @@ def test_row_ops_pdl_chain(monkeypatch):
         s = rooftop.swiglu(h.view(2, 2048)[0], h.view(2, 2048)[1])  # two contiguous tensors: the flat kernel
         outs[:] = [y, g, q, k, h, r, s, rooftop.rms_norm(s.view(1, 2048), w2048)]
 
-    results = {}
-    for pdl in (False, True):
-        monkeypatch.setattr(_support, "ROW_PDL", pdl)
+    def switch(on):
+        monkeypatch.setattr(_support, "ROW_PDL", on)
         _support.clear_plans()  # a plan keeps its first call's launch
-        outs = []
-        graph = capture_graph(lambda: chain([]), lambda: chain(outs))
-        for _ in range(3):
-            graph.replay()
-        torch.cuda.synchronize()
-        results[pdl] = [o.clone() for o in outs]
+
+    results = replayed_by_switch(chain, switch)
     for i, (plain, dependent) in enumerate(zip(results[False], results[True])):
         assert torch.equal(plain, dependent), i
     y, g, q, k, h, r, s, z = results[True]

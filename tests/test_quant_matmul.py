@@ -13,9 +13,8 @@ from collections import OrderedDict
 import pytest
 import torch
 
-from conftest import HAS_CUDA, TOL, rel_err, skip_unless_sm90
+from conftest import HAS_CUDA, TOL, rel_err, replayed_by_switch, skip_unless_sm90
 from rooftop import registry
-from rooftop.bench.timing import capture_graph
 from rooftop.ops import quant_matmul as qm
 from rooftop.ops import quant_matmul_sm90 as qsm90
 from rooftop.ops.quant_matmul import (QuantLinear, dequantize_reference, quant_matmul,
@@ -416,15 +415,7 @@ def test_pdl_chain(path, M, monkeypatch):
         for qw in steps:
             outs.append(qm._run_config(config, outs[-1], qw.packed, qw.scales, qw.zeros, None, K, 4, 128)[0])
 
-    results = {}
-    for pdl in (False, True):
-        monkeypatch.setattr(qm, "PDL_PATHS", frozenset({path} if pdl else ()))
-        outs = []
-        graph = capture_graph(lambda: chain([]), lambda: chain(outs))
-        for _ in range(3):
-            graph.replay()
-        torch.cuda.synchronize()
-        results[pdl] = [o.clone() for o in outs]
+    results = replayed_by_switch(chain, lambda on: monkeypatch.setattr(qm, "PDL_PATHS", frozenset([path] * on)))
     for step, qw in enumerate(steps):
         assert torch.equal(results[True][step + 1], results[False][step + 1]), step
         assert rel_err(results[True][step + 1], _reference(results[True][step], qw)) < TOL[torch.bfloat16], step
