@@ -259,3 +259,24 @@ def test_rewritten_layers_compile_without_graph_break():
     with torch.no_grad():
         out = torch.compile(model, backend=counter, fullgraph=True)(x)
         assert counter.frame_count == 1 and rel_err(out, model(x)) < 1e-5
+
+
+@pytest.mark.parametrize("arch, extra, norms", [("Mistral", {}, 5), ("Qwen2", {}, 5), ("Qwen3", {"head_dim": 16}, 9),
+                                                ("Gemma2", {"head_dim": 16}, 9)])
+def test_patch_other_transformers_architectures(arch, extra, norms):
+    """The duck-typed swaps and the forward rewrites find their patterns in other Llama-style architectures (Qwen3's
+    q / k norms; Gemma2's four norms a layer, whose add goes into the pre-feed-forward norm) and keep the outputs."""
+    transformers = pytest.importorskip("transformers")
+    config_class, model_class = (getattr(transformers, f"{arch}{kind}", None) for kind in ("Config", "ForCausalLM"))
+    if config_class is None or model_class is None:
+        pytest.skip(f"this transformers has no {arch}")
+    config = config_class(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
+                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, **extra)
+    config._attn_implementation = "eager"
+    model = model_class(config).to(DEVICE).eval()
+    ids = torch.randint(0, 128, (2, 12), device=DEVICE)
+    with torch.no_grad():
+        before = model(ids).logits
+        counts = patch_model(model)
+        assert counts == {"rms_norm": norms, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2}
+        assert rel_err(model(ids).logits, before) < (1e-2 if HAS_CUDA else 1e-4)
