@@ -2,16 +2,18 @@
 stock (SDPA) against rooftop-patched (fused RMSNorm and SwiGLU), and patched + int4 weights
 (quantize_model), each patched model also with its projections kept apart (gate / up, q / k / v). Greedy
 generation of --new tokens after a --prompt-token prompt, batch --batch; tokens/s from wall time after a
-warm-up run. Writes a results file (no op rows; the table under "tables") into OUT, prints a table.
+warm-up run; each model --repeats times, the models in order and then in reverse (a model's place in the run moves
+its figure). Writes a results file (no op rows; the table under "tables") into OUT, prints a table.
 With --graphs each model decodes greedily from a static cache, every step replayed from a CUDA graph
 captured by hand, which takes the host's launch cost out of the step.
 Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
-[--row-pdl-ab]
+[--repeats 2] [--row-pdl-ab]
 """
 from __future__ import annotations
 
 import argparse
 import copy
+import statistics
 import time
 
 import torch
@@ -96,6 +98,7 @@ def main() -> None:
     parser.add_argument("--new", type=int, default=64)
     parser.add_argument("--graphs", action="store_true", help="static cache, each decode step a CUDA graph replay")
     parser.add_argument("--no-plans", action="store_true", help="every op call takes its full Python path")
+    parser.add_argument("--repeats", type=int, default=2, help="rounds over the models, in turn forwards and back")
     parser.add_argument("--row-pdl-ab", action="store_true",
                         help="also the int4 model with the row ops' kernels not launched as programmatic dependents")
     args = parser.parse_args()
@@ -123,18 +126,26 @@ def main() -> None:
                   ("rooftop-patched, projections apart (gate / up, q / k / v)", apart),
                   (f"patched + int4 g128 ({len(report['quantized'])} linears)", quantized),
                   ("patched + int4 g128, projections apart", quantized_apart))
-        if args.row_pdl_ab:  # ahead of the int4 model: an order effect would show against the row after it
-            models = models[:3] + (("patched + int4 g128, row kernels without PDL", quantized),) + models[3:]
-        for name, model in models:
-            _support.ROW_PDL = "without PDL" not in name
-            _support.clear_plans()  # a plan keeps its first call's launch
-            try:
-                speed = (graphed_tokens_per_s if args.graphs else tokens_per_s)(model, ids, args.new)
-            except RuntimeError as err:  # e.g. an op that cannot be captured: recorded, the others still run
-                print(f"{name}: {type(err).__name__}: {str(err)[:300]}")
-                speed = None
-            rows.append({"model": name, "tokens_per_s": speed})
+        if args.row_pdl_ab:
+            models += (("patched + int4 g128, row kernels without PDL", quantized),)
+        # Each model's place in the run moves its figure by up to ~14% (NOTES item 180): the models run in order,
+        # then in reverse, --repeats rounds in all; a row gives each run and their median.
+        speeds: dict[str, list] = {name: [] for name, _ in models}
+        for round_ in range(args.repeats):
+            for name, model in (models if round_ % 2 == 0 else models[::-1]):
+                _support.ROW_PDL = "without PDL" not in name
+                _support.clear_plans()  # a plan keeps its first call's launch
+                try:
+                    speed = (graphed_tokens_per_s if args.graphs else tokens_per_s)(model, ids, args.new)
+                except RuntimeError as err:  # e.g. an op that cannot be captured: recorded, the others still run
+                    print(f"{name}: {type(err).__name__}: {str(err)[:300]}")
+                    speed = None
+                speeds[name].append(speed)
         _support.ROW_PDL = True
+        for name, runs in speeds.items():
+            measured = sorted(v for v in runs if v is not None)
+            rows.append({"model": name, "tokens_per_s": statistics.median(measured) if measured else None,
+                         "runs": ", ".join("-" if v is None else f"{v:.1f}" for v in runs)})
     stock_speed = rows[0]["tokens_per_s"]
     for r in rows:
         r["x_stock"] = r["tokens_per_s"] / stock_speed if r["tokens_per_s"] and stock_speed else None
