@@ -236,7 +236,17 @@ class ResidualElsewhere(DecoderLayer):
         return hidden_states + self.mlp(normed)
 
 
-@pytest.mark.parametrize("module, rewrite", [(Reassigned, "qkv"), (ResidualElsewhere, "add_rms_norm")])
+class Doubled(DecoderLayer):
+    def forward(self, hidden_states):
+        hidden_states = self.self_attn(self.input_layernorm(hidden_states))
+        hidden_states = hidden_states + hidden_states  # no residual: h + h
+        residual = hidden_states
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        return residual + self.mlp(hidden_states)
+
+
+@pytest.mark.parametrize("module, rewrite", [(Reassigned, "qkv"), (ResidualElsewhere, "add_rms_norm"),
+                                             (Doubled, "add_rms_norm")])
 def test_forward_rewrites_leave_other_patterns(module, rewrite):
     """Where the statements are not the pattern the module keeps its forward (and its q / k / v projections)."""
     model = module().to(DEVICE)

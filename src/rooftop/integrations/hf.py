@@ -316,11 +316,12 @@ def _add_norm_names(add, keep, norm, self_name, module) -> tuple[str, str, str] 
     if not (isinstance(total, ast.BinOp) and isinstance(total.op, ast.Add)
             and all(isinstance(side, ast.Name) for side in (total.left, total.right))):
         return None
-    r = ({total.left.id, total.right.id} - {h}).pop() if h in (total.left.id, total.right.id) else None
+    summed = {total.left.id, total.right.id}
+    r = (summed - {h}).pop() if h in summed and len(summed) == 2 else None
     kept, value = assigned(keep)
     normed, call = assigned(norm)
     attr = _self_call(call, self_name, (getattr(call.func, "attr", None),)) if isinstance(call, ast.Call) else None
-    if (r is None or r == h or kept != r or not (isinstance(value, ast.Name) and value.id == h) or normed != h
+    if (r is None or kept != r or not (isinstance(value, ast.Name) and value.id == h) or normed != h
             or attr is None or call.args[0].id != h or not isinstance(getattr(module, attr, None), RMSNorm)):
         return None
     return h, r, attr

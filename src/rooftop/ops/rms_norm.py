@@ -163,8 +163,8 @@ def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
                             QUANT: tl.constexpr, QMAX: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                             PDL: tl.constexpr):
     # Reads x (+ residual) once and writes y (+ r) once: (2 or 4) * BLOCK_M * N * itemsize bytes
-    # (y at 1 byte per element when quantized, + 4 bytes of scale per row). PDL: a decode-size call's launch
-    # overlaps the kernel before it (_support.pdl_options).
+    # (y at 1 byte per element when quantized, + 4 bytes of scale per row). PDL: the launch overlaps the kernel
+    # before it (_support.pdl_options).
     await_previous(PDL)
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
