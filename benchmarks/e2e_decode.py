@@ -143,7 +143,7 @@ def main() -> None:
                 speeds[name].append(speed)
         _support.ROW_PDL = True
         for name, runs in speeds.items():
-            measured = sorted(v for v in runs if v is not None)
+            measured = [v for v in runs if v is not None]
             rows.append({"model": name, "tokens_per_s": statistics.median(measured) if measured else None,
                          "runs": ", ".join("-" if v is None else f"{v:.1f}" for v in runs)})
     stock_speed = rows[0]["tokens_per_s"]

@@ -210,11 +210,12 @@ def _patched_forward(module: nn.Module, rewrite=None, rebind: dict | None = None
     return (types.MethodType(new, module), changes) if new is not None else (None, 0)
 
 
-def _self_call(node: ast.AST, self_name: str, attrs) -> str | None:
-    """The attribute name where `node` is `self.<attr>(<name>)` for one of `attrs`, else None."""
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in attrs
-            and isinstance(node.func.value, ast.Name) and node.func.value.id == self_name and len(node.args) == 1
-            and isinstance(node.args[0], ast.Name) and not node.keywords):
+def _self_call(node: ast.AST, self_name: str, attrs=None) -> str | None:
+    """The attribute name where `node` is `self.<attr>(<name>)` (attr one of `attrs`, or any where None), else None."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and (attrs is None or node.func.attr in attrs) and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == self_name and len(node.args) == 1 and isinstance(node.args[0], ast.Name)
+            and not node.keywords):
         return node.func.attr
     return None
 
@@ -320,7 +321,7 @@ def _add_norm_names(add, keep, norm, self_name, module) -> tuple[str, str, str] 
     r = (summed - {h}).pop() if h in summed and len(summed) == 2 else None
     kept, value = assigned(keep)
     normed, call = assigned(norm)
-    attr = _self_call(call, self_name, (getattr(call.func, "attr", None),)) if isinstance(call, ast.Call) else None
+    attr = _self_call(call, self_name)
     if (r is None or kept != r or not (isinstance(value, ast.Name) and value.id == h) or normed != h
             or attr is None or call.args[0].id != h or not isinstance(getattr(module, attr, None), RMSNorm)):
         return None
