@@ -199,15 +199,17 @@ def test_variants_compile_without_graph_break(device):
     def block(x, res, w):
         q, scale, r = rooftop.rms_norm(x, w, residual=res, quant="int8")
         y = rooftop.rms_norm(r, w, offset=1.0, out_dtype=torch.float32)
-        return q.float() * scale, y
+        return q, scale, y
 
     torch._dynamo.reset()
     counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
-    deq, y = torch.compile(block, backend=counter, fullgraph=True)(x, res, w)
+    q, scale, y = torch.compile(block, backend=counter, fullgraph=True)(x, res, w)
     assert counter.frame_count == 1
     r = (x.float() + res.float()).bfloat16()
     assert y.dtype == torch.float32 and rel_err(y, rms_norm_reference(r, w, offset=1.0)) < 1e-5
-    assert rel_err(deq, rms_norm_reference(r, w)) < 1e-2
+    # the quantized rows to the format's rounding (a norm-wise 1e-2 failed on the H200 at 1.0017e-2: half an int8
+    # step against a row's RMS is ~0.7% for 256 values of randn, more for rows with a larger max)
+    _assert_quantized(q, scale, rms_norm_reference(r, w), "int8")
 
 
 def test_in_place_needs_row_views(device):
