@@ -1,11 +1,15 @@
 """End-to-end decode speed of a Llama-style model (transformers, random weights, nothing downloaded):
 stock (SDPA) against rooftop-patched (fused RMSNorm and SwiGLU), and patched + int4 weights
 (quantize_model), each patched model also with its projections kept apart (gate / up, q / k / v). Greedy
-generation of --new tokens after a --prompt-token prompt, batch --batch; tokens/s from wall time after a
-warm-up run; each model --repeats times, the models in order and then in reverse (a model's place in the run moves
-its figure). Writes a results file (no op rows; the table under "tables") into OUT, prints a table.
+generation of --new tokens after a --prompt-token prompt, batch --batch; tokens/s of the whole run (prefill
+included) after a warm-up run; each model --repeats times, the models in order and then in reverse (a model's place
+in the run moves its figure), the median. Writes a results file (no op rows; the table under "tables") into OUT,
+prints a table.
 With --graphs each model decodes greedily from a static cache, every step replayed from a CUDA graph
-captured by hand, which takes the host's launch cost out of the step.
+captured by hand, which takes the host's launch cost out of the step; the eager prefill is then timed apart from
+the steps (decode tokens/s, ms a step), and a step is set against its floor: the model's weights (every parameter
+and buffer but the input embedding's table) read once at the measured copy bandwidth. x_stock compares decode
+tokens/s with --graphs, whole runs without.
 Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
 [--repeats 2] [--row-pdl-ab]
 """
@@ -25,12 +29,13 @@ SIZES = {  # Llama-3-8B's layer shapes (fewer layers keep a session short), and 
 }
 
 
-def graphed_tokens_per_s(model, ids, new: int) -> float:
+def graphed_decode(model, ids, new: int) -> dict:
     """Greedy decode from a static cache, each step replayed from one CUDA graph captured by hand (as
     gpt-fast does; on a CPU the same step runs eagerly): the host issues one graph launch a token, so
     the figure is the GPU's, not the Python launch path's. The cache keeps its length in a device
     tensor, so positions advance inside the graph. (transformers' own compiled decode failed on torch
-    2.11 / transformers 5: NOTES.md item 26.)"""
+    2.11 / transformers 5: NOTES.md item 26.) Returns _timed's figures, the prefill (eager) apart from the
+    steps."""
     import inspect
 
     from transformers import StaticCache
@@ -49,9 +54,10 @@ def graphed_tokens_per_s(model, ids, new: int) -> float:
     def step():
         forward(token)
 
-    def decode():
+    def decode(mark):
         cache.reset()  # zeroes the cache and its length in place: the graph's addresses stay valid
         forward(ids)  # prefill, eager
+        mark()
         for _ in range(new - 1):
             replay()
 
@@ -64,21 +70,49 @@ def graphed_tokens_per_s(model, ids, new: int) -> float:
     return _timed(decode, ids, new)
 
 
-def tokens_per_s(model, ids, new: int) -> float:
-    return _timed(lambda: model.generate(ids, max_new_tokens=new, min_new_tokens=new, do_sample=False), ids, new)
+def generate_decode(model, ids, new: int) -> dict:
+    """HF generate, eager: _timed's figures, the prefill not told apart."""
+    return _timed(lambda mark: model.generate(ids, max_new_tokens=new, min_new_tokens=new, do_sample=False), ids,
+                  new)
 
 
-def _timed(run, ids, new: int) -> float:
-    """Tokens per second of `run()` generating `new` tokens for each of ids' rows, after a warm-up run
-    (compiles kernels, allocates the cache)."""
-    run()
-    if ids.is_cuda:
+def _timed(run, ids, new: int) -> dict:
+    """The second of two runs of `run(mark)`, which generates `new` tokens for each of ids' rows and may call
+    mark() once its prefill is done: tokens_per_s over the whole run (prefill included), and where mark() was
+    called the prefill's ms and the steps after it (ms a step, decode tokens/s). CUDA events on a GPU."""
+    cuda = ids.is_cuda
+
+    def clock():
+        if not cuda:
+            return time.perf_counter()
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def seconds(a, b):
+        return a.elapsed_time(b) / 1e3 if cuda else b - a
+
+    run(lambda: None)
+    marks = [clock()]
+    run(lambda: marks.append(clock()))
+    marks.append(clock())
+    if cuda:
         torch.cuda.synchronize()
-    start = time.perf_counter()
-    run()
-    if ids.is_cuda:
-        torch.cuda.synchronize()
-    return ids.shape[0] * new / (time.perf_counter() - start)
+    figures = {"tokens_per_s": ids.shape[0] * new / seconds(marks[0], marks[-1])}
+    if len(marks) == 3:
+        steps = seconds(marks[1], marks[2])
+        figures.update(decode_tokens_per_s=ids.shape[0] * (new - 1) / steps, step_ms=steps * 1e3 / (new - 1),
+                       prefill_ms=seconds(marks[0], marks[1]) * 1e3)
+    return figures
+
+
+def weight_bytes(model) -> int:
+    """Bytes a decode step reads at least: every parameter and buffer once, but the input embedding's table (a
+    row a token) unless the output layer shares it."""
+    embedding = model.get_input_embeddings().weight
+    tied = model.get_output_embeddings().weight is embedding
+    tensors = {t.data_ptr(): t for t in (*model.parameters(), *model.buffers()) if tied or t is not embedding}
+    return sum(t.numel() * t.element_size() for t in tensors.values())
 
 
 def main() -> None:
@@ -86,6 +120,7 @@ def main() -> None:
 
     import rooftop
     from rooftop.bench.results import write_results
+    from rooftop.hardware import measure_ceilings
     from rooftop.ops import _support
     from rooftop.integrations.hf import patch_model
 
@@ -130,25 +165,34 @@ def main() -> None:
             models += (("patched + int4 g128, row kernels without PDL", quantized),)
         # Each model's place in the run moves its figure by up to ~14% (NOTES item 180): the models run in order,
         # then in reverse, --repeats rounds in all; a row gives each run and their median.
-        speeds: dict[str, list] = {name: [] for name, _ in models}
+        runs: dict[str, list] = {name: [] for name, _ in models}
         for round_ in range(args.repeats):
             for name, model in (models if round_ % 2 == 0 else models[::-1]):
                 _support.ROW_PDL = "without PDL" not in name
                 _support.clear_plans()  # a plan keeps its first call's launch
                 try:
-                    speed = (graphed_tokens_per_s if args.graphs else tokens_per_s)(model, ids, args.new)
+                    runs[name].append((graphed_decode if args.graphs else generate_decode)(model, ids, args.new))
                 except RuntimeError as err:  # e.g. an op that cannot be captured: recorded, the others still run
                     print(f"{name}: {type(err).__name__}: {str(err)[:300]}")
-                    speed = None
-                speeds[name].append(speed)
         _support.ROW_PDL = True
-        for name, runs in speeds.items():
-            measured = [v for v in runs if v is not None]
-            rows.append({"model": name, "tokens_per_s": statistics.median(measured) if measured else None,
-                         "runs": ", ".join("-" if v is None else f"{v:.1f}" for v in runs)})
-    stock_speed = rows[0]["tokens_per_s"]
+        copy_gbps = measure_ceilings().copy_GBps if device == "cuda" else None
+        for name, model in dict(models).items():
+            row = {"model": name}
+            for key in ("tokens_per_s", "decode_tokens_per_s", "step_ms", "prefill_ms"):
+                measured = [r[key] for r in runs[name] if key in r]
+                row[key] = statistics.median(measured) if measured else None
+            row["weight_GB"] = weight_bytes(model) / 1e9
+            # the step's floor: its weights read once at the measured copy bandwidth
+            floor_ms = row["weight_GB"] / copy_gbps * 1e3 if copy_gbps else None
+            row["floor_ms"] = floor_ms
+            row["pct_of_floor"] = 100 * floor_ms / row["step_ms"] if floor_ms and row["step_ms"] else None
+            row["runs"] = ", ".join(f"{r['decode_tokens_per_s' if 'step_ms' in r else 'tokens_per_s']:.1f}"
+                                    for r in runs[name]) or "-"
+            rows.append(row)
+    speed = "decode_tokens_per_s" if args.graphs else "tokens_per_s"
+    stock_speed = rows[0][speed]
     for r in rows:
-        r["x_stock"] = r["tokens_per_s"] / stock_speed if r["tokens_per_s"] and stock_speed else None
+        r["x_stock"] = r[speed] / stock_speed if r[speed] and stock_speed else None
     device_name = torch.cuda.get_device_name() if device == "cuda" else "cpu"
     setup = (f"Llama-3-{args.size} layer shapes, {args.layers} layers, random weights, batch {args.batch}, "
              f"{args.prompt}-token prompt, {args.new} new tokens (greedy), "
@@ -158,7 +202,9 @@ def main() -> None:
                          tables={f"End-to-end decode, tokens/s ({setup})": rows},
                          notes=f"{setup}. Patched greedy tokens equal stock's (first 8): {same}.")
     for r in rows:
-        print(f"{r['model']:60s} {r['tokens_per_s'] or float('nan'):8.1f} tok/s")
+        print(f"{r['model'][:60]:60s} {r[speed] or float('nan'):8.1f} tok/s"
+              + (f" {r['step_ms']:6.3f} ms a step, {r['pct_of_floor'] or float('nan'):5.1f}% of its floor, prefill "
+                 f"{r['prefill_ms']:6.2f} ms" if r.get("step_ms") else ""))
     print("patched greedy tokens equal stock's (first 8):", same, "->", path)
 
 
