@@ -11,7 +11,7 @@ the steps (decode tokens/s, ms a step), and a step is set against its floor: the
 and buffer but the input embedding's table) read once at the measured copy bandwidth. x_stock compares decode
 tokens/s with --graphs, whole runs without.
 Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
-[--repeats 2] [--row-pdl-ab]
+[--repeats 2] [--row-pdl-ab] [--compile]
 """
 from __future__ import annotations
 
@@ -29,45 +29,54 @@ SIZES = {  # Llama-3-8B's layer shapes (fewer layers keep a session short), and 
 }
 
 
-def graphed_decode(model, ids, new: int) -> dict:
+class GraphedDecode:
     """Greedy decode from a static cache, each step replayed from one CUDA graph captured by hand (as
     gpt-fast does; on a CPU the same step runs eagerly): the host issues one graph launch a token, so
     the figure is the GPU's, not the Python launch path's. The cache keeps its length in a device
     tensor, so positions advance inside the graph. (transformers' own compiled decode failed on torch
-    2.11 / transformers 5: NOTES.md item 26.) Returns _timed's figures, the prefill (eager) apart from the
-    steps."""
-    import inspect
+    2.11 / transformers 5: NOTES.md item 26.) compiled: the step is torch.compile's (inductor, no graphs of its own:
+    the step's graph is captured here), the prefill stays eager. Built once a model (one capture, one compile);
+    each call times a run with _timed, the prefill apart from the steps."""
 
-    from transformers import StaticCache
+    def __init__(self, model, ids, new: int, compiled: bool = False):
+        import inspect
 
-    from rooftop.bench.timing import capture_graph
+        from transformers import StaticCache
 
-    batch, prompt = ids.shape
-    cache = StaticCache(config=model.config, max_cache_len=prompt + new + 4)
-    cache_arg = "cache" if "cache" in inspect.signature(model.model.forward).parameters else "past_key_values"
-    token = torch.zeros(batch, 1, dtype=torch.long, device=ids.device)
+        from rooftop.bench.timing import capture_graph
 
-    def forward(input_ids):  # the next token into `token`, in place
-        logits = model(input_ids=input_ids, use_cache=True, **{cache_arg: cache}).logits
-        token.copy_(logits[:, -1:].argmax(-1))
+        batch, prompt = ids.shape
+        self.ids, self.new = ids, new
+        self.cache = StaticCache(config=model.config, max_cache_len=prompt + new + 4)
+        cache_arg = "cache" if "cache" in inspect.signature(model.model.forward).parameters else "past_key_values"
+        token = torch.zeros(batch, 1, dtype=torch.long, device=ids.device)
 
-    def step():
-        forward(token)
+        def forward(input_ids):  # the next token into `token`, in place
+            logits = model(input_ids=input_ids, use_cache=True, **{cache_arg: self.cache}).logits
+            token.copy_(logits[:, -1:].argmax(-1))
 
-    def decode(mark):
-        cache.reset()  # zeroes the cache and its length in place: the graph's addresses stay valid
-        forward(ids)  # prefill, eager
-        mark()
-        for _ in range(new - 1):
-            replay()
+        step_forward = torch.compile(forward, dynamic=False) if compiled else forward
 
-    def warm_up():  # allocates the cache, compiles kernels
-        forward(ids)
-        for _ in range(3):
-            step()
+        def step():
+            step_forward(token)
 
-    replay = capture_graph(warm_up, step).replay if ids.is_cuda else step
-    return _timed(decode, ids, new)
+        def warm_up():  # allocates the cache, compiles kernels
+            forward(ids)
+            for _ in range(3):
+                step()
+
+        self.forward = forward
+        self.replay = capture_graph(warm_up, step).replay if ids.is_cuda else step
+
+    def __call__(self) -> dict:
+        def decode(mark):
+            self.cache.reset()  # zeroes the cache and its length in place: the graph's addresses stay valid
+            self.forward(self.ids)  # prefill, eager
+            mark()
+            for _ in range(self.new - 1):
+                self.replay()
+
+        return _timed(decode, self.ids, self.new)
 
 
 def generate_decode(model, ids, new: int) -> dict:
@@ -134,9 +143,13 @@ def main() -> None:
     parser.add_argument("--graphs", action="store_true", help="static cache, each decode step a CUDA graph replay")
     parser.add_argument("--no-plans", action="store_true", help="every op call takes its full Python path")
     parser.add_argument("--repeats", type=int, default=2, help="rounds over the models, in turn forwards and back")
+    parser.add_argument("--compile", action="store_true",
+                        help="also stock and patched + int4 with the step torch.compile'd (needs --graphs)")
     parser.add_argument("--row-pdl-ab", action="store_true",
                         help="also the int4 model with the row ops' kernels not launched as programmatic dependents")
     args = parser.parse_args()
+    if args.compile and not args.graphs:
+        parser.error("--compile: the compiled step is timed in a graph of its own, with --graphs")
     if args.no_plans:
         _support.PLANS_ENABLED = False
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -157,26 +170,36 @@ def main() -> None:
         rooftop.quantize_model(quantized_apart, bits=4, group_size=128)
         same = torch.equal(stock.generate(ids, max_new_tokens=8, do_sample=False),
                            patched.generate(ids, max_new_tokens=8, do_sample=False))
-        models = (("stock (sdpa)", stock), (f"rooftop-patched {counts}", patched),
-                  ("rooftop-patched, projections apart (gate / up, q / k / v)", apart),
-                  (f"patched + int4 g128 ({len(report['quantized'])} linears)", quantized),
-                  ("patched + int4 g128, projections apart", quantized_apart))
+        plain, no_pdl, compiled = {}, {"row_pdl": False}, {"compiled": True}
+        models = [("stock (sdpa)", stock, plain), (f"rooftop-patched {counts}", patched, plain),
+                  ("rooftop-patched, projections apart (gate / up, q / k / v)", apart, plain),
+                  (f"patched + int4 g128 ({len(report['quantized'])} linears)", quantized, plain),
+                  ("patched + int4 g128, projections apart", quantized_apart, plain)]
         if args.row_pdl_ab:
-            models += (("patched + int4 g128, row kernels without PDL", quantized),)
+            models.append(("patched + int4 g128, row kernels without PDL", quantized, no_pdl))
+        if args.compile:
+            models += [("stock, step torch.compile'd", stock, compiled),
+                       ("patched + int4 g128, step torch.compile'd", quantized, compiled)]
         # Each model's place in the run moves its figure by up to ~14% (NOTES item 180): the models run in order,
         # then in reverse, --repeats rounds in all; a row gives each run and their median.
-        runs: dict[str, list] = {name: [] for name, _ in models}
+        runs: dict[str, list] = {name: [] for name, _, _ in models}
+        decoders: dict[str, object] = {}
         for round_ in range(args.repeats):
-            for name, model in (models if round_ % 2 == 0 else models[::-1]):
-                _support.ROW_PDL = "without PDL" not in name
-                _support.clear_plans()  # a plan keeps its first call's launch
+            for name, model, options in (models if round_ % 2 == 0 else models[::-1]):
+                _support.ROW_PDL = options.get("row_pdl", True)
                 try:
-                    runs[name].append((graphed_decode if args.graphs else generate_decode)(model, ids, args.new))
+                    if not args.graphs:
+                        runs[name].append(generate_decode(model, ids, args.new))
+                        continue
+                    if name not in decoders:
+                        _support.clear_plans()  # a plan keeps its first call's launch (its PDL flag)
+                        decoders[name] = GraphedDecode(model, ids, args.new, options.get("compiled", False))
+                    runs[name].append(decoders[name]())
                 except RuntimeError as err:  # e.g. an op that cannot be captured: recorded, the others still run
                     print(f"{name}: {type(err).__name__}: {str(err)[:300]}")
         _support.ROW_PDL = True
         copy_gbps = measure_ceilings().copy_GBps if device == "cuda" else None
-        for name, model in dict(models).items():
+        for name, model, _ in models:
             row = {"model": name}
             for key in ("tokens_per_s", "decode_tokens_per_s", "step_ms", "prefill_ms"):
                 measured = [r[key] for r in runs[name] if key in r]
