@@ -223,7 +223,11 @@ def main() -> None:
              + ("; no call plans" if args.no_plans else ""))
     path = write_results(args.out, "e2e_decode", [], {}, device_name,
                          tables={f"End-to-end decode, tokens/s ({setup})": rows},
-                         notes=f"{setup}. Patched greedy tokens equal stock's (first 8): {same}.")
+                         notes=f"{setup}. Patched greedy tokens equal stock's (first 8): {same}." + (
+                             " tokens_per_s: the whole run; decode_tokens_per_s, step_ms: the graphed steps alone "
+                             "(CUDA events), prefill_ms the eager prefill; floor_ms: weight_GB (every parameter and "
+                             "buffer but the input embedding) read once at the measured copy bandwidth; x_stock by "
+                             "decode tokens/s; runs: each round's." if args.graphs else ""))
     for r in rows:
         print(f"{r['model'][:60]:60s} {r[speed] or float('nan'):8.1f} tok/s"
               + (f" {r['step_ms']:6.3f} ms a step, {r['pct_of_floor'] or float('nan'):5.1f}% of its floor, prefill "
