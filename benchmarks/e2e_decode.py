@@ -144,7 +144,7 @@ def main() -> None:
     parser.add_argument("--no-plans", action="store_true", help="every op call takes its full Python path")
     parser.add_argument("--repeats", type=int, default=2, help="rounds over the models, in turn forwards and back")
     parser.add_argument("--compile", action="store_true",
-                        help="also stock and patched + int4 with the step torch.compile'd (needs --graphs)")
+                        help="also stock, patched and patched + int4 with the step torch.compile'd (needs --graphs)")
     parser.add_argument("--row-pdl-ab", action="store_true",
                         help="also the int4 model with the row ops' kernels not launched as programmatic dependents")
     args = parser.parse_args()
@@ -179,6 +179,7 @@ def main() -> None:
             models.append(("patched + int4 g128, row kernels without PDL", quantized, no_pdl))
         if args.compile:
             models += [("stock, step torch.compile'd", stock, compiled),
+                       ("rooftop-patched, step torch.compile'd", patched, compiled),
                        ("patched + int4 g128, step torch.compile'd", quantized, compiled)]
         # Each model's place in the run moves its figure by up to ~14% (NOTES item 180): the models run in order,
         # then in reverse, --repeats rounds in all; a row gives each run and their median.
