@@ -1,6 +1,7 @@
 """Where a graphed decode step of e2e_decode.py's model spends its time, kernel by kernel (session 28: a step ran at
 50% of its weights' floor for stock, 47% for patched + int4: ~0.5 ms a step that the weights do not explain).
-Builds the 8-layer Llama-3-8B-shaped model (random weights) stock and patched + int4, prefills a 128-token
+Builds the 8-layer Llama-3-8B-shaped model (random weights) stock and patched + int4 (also with the step
+torch.compile'd, as e2e_decode.py --compile), prefills a 128-token
 prompt into a static cache, captures one decode step in a CUDA graph, and profiles 5 replays (CUPTI records the
 graph's kernels); prints the step's time (replays timed alone) and each model's kernels by GPU time a step, with their calls a step, and the step's sum.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/probe_decode_step.py [--layers 8] [--top 25]
@@ -18,7 +19,7 @@ from e2e_decode import SIZES
 STEPS = 5
 
 
-def profile_step(model, ids, top: int) -> None:
+def profile_step(model, ids, top: int, compiled: bool = False) -> None:
     from transformers import StaticCache
 
     from rooftop.bench.timing import capture_graph
@@ -31,12 +32,14 @@ def profile_step(model, ids, top: int) -> None:
         logits = model(input_ids=input_ids, use_cache=True, **{cache_arg: cache}).logits
         token.copy_(logits[:, -1:].argmax(-1))
 
+    step_forward = torch.compile(forward, dynamic=False) if compiled else forward
+
     def warm_up():
         forward(ids)
         for _ in range(3):
-            forward(token)
+            step_forward(token)
 
-    graph = capture_graph(warm_up, lambda: forward(token))
+    graph = capture_graph(warm_up, lambda: step_forward(token))
     cache.reset()
     forward(ids)
     torch.cuda.synchronize()
@@ -79,9 +82,10 @@ def main() -> None:
         patched = copy.deepcopy(stock)
         patch_model(patched)
         rooftop.quantize_model(patched, bits=4, group_size=128)
-        for name, model in (("stock", stock), ("patched + int4", patched)):
+        for name, model, compiled in (("stock", stock, False), ("patched + int4", patched, False),
+                                      ("patched + int4, step torch.compile'd", patched, True)):
             print(name)
-            profile_step(model, ids, args.top)
+            profile_step(model, ids, args.top, compiled)
 
 
 if __name__ == "__main__":
