@@ -1,9 +1,9 @@
 """Where a graphed decode step of e2e_decode.py's model spends its time, kernel by kernel (session 28: a step ran at
 50% of its weights' floor for stock, 47% for patched + int4: ~0.5 ms a step that the weights do not explain).
 Builds the 8-layer Llama-3-8B-shaped model (random weights) stock and patched + int4 (also with the step
-torch.compile'd, as e2e_decode.py --compile), prefills a 128-token
-prompt into a static cache, captures one decode step in a CUDA graph, and profiles 5 replays (CUPTI records the
-graph's kernels); prints the step's time (replays timed alone) and each model's kernels by GPU time a step, with their calls a step, and the step's sum.
+torch.compile'd, as e2e_decode.py --compile), prefills a 128-token prompt into a static cache, captures one decode
+step in a CUDA graph, and profiles 5 replays (CUPTI records the graph's kernels); prints the step's time (replays
+timed alone), the kernels' sum, and each kernel's GPU time and calls a step.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/probe_decode_step.py [--layers 8] [--top 25]
 """
 from __future__ import annotations
