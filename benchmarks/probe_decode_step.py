@@ -10,58 +10,98 @@ from __future__ import annotations
 
 import argparse
 import copy
-import inspect
+import json
+import re
 
 import torch
 
-from e2e_decode import SIZES
+from e2e_decode import SIZES, GraphedDecode
 
 STEPS = 5
+# a kernel's part of the step, by its name (the first pattern that matches; inductor's fused kernels first, as their
+# names carry the aten ops they fused)
+GROUPS = (
+    ("inductor's fused kernels (compiled step)", r"^triton_"),
+    ("rooftop int4 GEMVs", r"_qgemv|_quant|_dequant"),
+    ("cuBLAS (bf16 projections, lm_head)", r"nvjet|cublas|gemm|splitKreduce|cutlass"),
+    ("rooftop row kernels (RMSNorm, RoPE, SwiGLU; PDL waits included)", r"_rms_norm|_rope|_act_rows|_gated|_layer_norm"),
+    ("attention (SDPA)", r"sdpa|flash|attention"),
+    ("copies: static-cache writes (index_copy), .contiguous()", r"index_copy|direct_copy"),
+    ("greedy argmax", r"ArgMax|argmax"),
+)
+MODELS = r"^(stock|patched \+ int4(, step torch.compile'd)?)$"  # the models main() profiles, as print_step names them
+OTHER = "torch's other small kernels (RMSNorm / RoPE pieces, masks, positions, fills)"
 
 
-def profile_step(model, ids, top: int, compiled: bool = False) -> None:
-    from transformers import StaticCache
+def kernel_group(name: str) -> str:
+    return next((group for group, pattern in GROUPS if re.search(pattern, name)), OTHER)
 
-    from rooftop.bench.timing import capture_graph
 
-    cache = StaticCache(config=model.config, max_cache_len=ids.shape[1] + 64)
-    cache_arg = "cache" if "cache" in inspect.signature(model.model.forward).parameters else "past_key_values"
-    token = torch.zeros(ids.shape[0], 1, dtype=torch.long, device=ids.device)
-
-    def forward(input_ids):
-        logits = model(input_ids=input_ids, use_cache=True, **{cache_arg: cache}).logits
-        token.copy_(logits[:, -1:].argmax(-1))
-
-    step_forward = torch.compile(forward, dynamic=False) if compiled else forward
-
-    def warm_up():
-        forward(ids)
-        for _ in range(3):
-            step_forward(token)
-
-    graph = capture_graph(warm_up, lambda: step_forward(token))
-    cache.reset()
-    forward(ids)
+def profile_step(model, ids, compiled: bool = False) -> dict:
+    """The step's time (replays timed alone), the kernels' sum and each kernel's (us, calls) a step."""
+    decoder = GraphedDecode(model, ids, 64, compiled)
+    decoder.cache.reset()
+    decoder.forward(ids)  # the prefill: the steps replay from its cache
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(STEPS):
-        graph.replay()
+        decoder.replay()
     end.record()
     torch.cuda.synchronize()
-    step_us = start.elapsed_time(end) * 1e3 / STEPS
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for _ in range(STEPS):
-            graph.replay()
+            decoder.replay()
         torch.cuda.synchronize()
-    kernels: dict[str, list[float]] = {}
+    times: dict[str, list[float]] = {}
     for event in prof.events():
         if event.device_type == torch.autograd.DeviceType.CUDA:
-            kernels.setdefault(event.name, []).append(event.time_range.elapsed_us())
-    total = sum(sum(times) for times in kernels.values()) / STEPS
-    print(f"  step {step_us:8.1f} us (replays timed alone), kernels' sum {total:8.1f} us ({len(kernels)} kernels)")
-    for name, times in sorted(kernels.items(), key=lambda kv: -sum(kv[1]))[:top]:
-        print(f"  {sum(times) / STEPS:8.1f} us {len(times) / STEPS:5.1f} calls  {name[:110]}")
+            times.setdefault(event.name, []).append(event.time_range.elapsed_us())
+    kernels = sorted(((sum(t) / STEPS, len(t) / STEPS, name) for name, t in times.items()), reverse=True)
+    return {"step_us": start.elapsed_time(end) * 1e3 / STEPS, "sum_us": sum(k[0] for k in kernels), "kernels": kernels}
+
+
+def print_step(name: str, step: dict, top: int) -> None:
+    print(name)
+    print(f"  step {step['step_us']:8.1f} us (replays timed alone), kernels' sum {step['sum_us']:8.1f} us "
+          f"({len(step['kernels'])} kernels)")
+    for us, calls, kernel in step["kernels"][:top]:
+        print(f"  {us:8.1f} us {calls:5.1f} calls  {kernel[:110]}")
+
+
+def read_log(path: str) -> dict[str, dict]:
+    """print_step's output back: {model: step} (the kernels printed, the top ones only)."""
+    steps: dict[str, dict] = {}
+    name = None
+    for line in open(path):
+        head = re.match(r"  step\s+([\d.]+) us .* sum\s+([\d.]+) us", line)
+        kernel = re.match(r"\s+([\d.]+) us\s+([\d.]+) calls  (.+)$", line)
+        if head:
+            steps[name] = {"step_us": float(head[1]), "sum_us": float(head[2]), "kernels": []}
+        elif kernel:
+            steps[name]["kernels"].append((float(kernel[1]), float(kernel[2]), kernel[3]))
+        elif re.match(MODELS, line):  # not the warnings a log may hold between the lines
+            name = line.strip()
+    return steps
+
+
+def grouped(steps: dict[str, dict]) -> list[dict]:
+    """Rows of a table: each group's us and calls a step for every model, then the kernels not listed and the step."""
+    order = [g for g, _ in GROUPS] + [OTHER]
+    rows = {g: {"part of the step": g, **{f"{m}: {k}": None for m in steps for k in ("us", "calls")}} for g in order}
+    for model, step in steps.items():
+        for us, calls, kernel in step["kernels"]:
+            row = rows[kernel_group(kernel)]
+            row[f"{model}: us"] = (row[f"{model}: us"] or 0.0) + us
+            row[f"{model}: calls"] = (row[f"{model}: calls"] or 0.0) + calls
+    listed = {m: sum(k[0] for k in s["kernels"]) for m, s in steps.items()}
+    tail = [{"part of the step": "kernels not listed (the smallest)",
+             **{f"{m}: us": s["sum_us"] - listed[m] for m, s in steps.items()}},
+            {"part of the step": "kernels' sum (PDL overlap counted twice)", **{f"{m}: us": s["sum_us"] for m, s in
+                                                                              steps.items()}},
+            {"part of the step": "the step (replays timed alone)", **{f"{m}: us": s["step_us"] for m, s in
+                                                                     steps.items()}}]
+    return [r for r in rows.values() if any(v is not None for v in list(r.values())[1:])] + tail
 
 
 def main() -> None:
@@ -73,19 +113,40 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--from-log", nargs="+", help="no GPU: read these logs of earlier runs instead (later ones "
+                        "win for a model they share)")
+    parser.add_argument("--merge-into", help="a results file (e2e_decode's) to add the grouped table to")
     args = parser.parse_args()
-    config = transformers.LlamaConfig(num_hidden_layers=args.layers, max_position_embeddings=4096, **SIZES["8b"])
-    config._attn_implementation = "sdpa"
-    stock = transformers.LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
-    ids = torch.randint(0, config.vocab_size, (1, 128), device="cuda")
-    with torch.inference_mode():
-        patched = copy.deepcopy(stock)
-        patch_model(patched)
-        rooftop.quantize_model(patched, bits=4, group_size=128)
-        for name, model, compiled in (("stock", stock, False), ("patched + int4", patched, False),
-                                      ("patched + int4, step torch.compile'd", patched, True)):
-            print(name)
-            profile_step(model, ids, args.top, compiled)
+    if args.from_log:
+        steps = {m: s for path in args.from_log for m, s in read_log(path).items()}
+    else:
+        config = transformers.LlamaConfig(num_hidden_layers=args.layers, max_position_embeddings=4096,
+                                          **SIZES["8b"])
+        config._attn_implementation = "sdpa"
+        stock = transformers.LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
+        ids = torch.randint(0, config.vocab_size, (1, 128), device="cuda")
+        steps = {}
+        with torch.inference_mode():
+            patched = copy.deepcopy(stock)
+            patch_model(patched)
+            rooftop.quantize_model(patched, bits=4, group_size=128)
+            for name, model, compiled in (("stock", stock, False), ("patched + int4", patched, False),
+                                          ("patched + int4, step torch.compile'd", patched, True)):
+                steps[name] = profile_step(model, ids, compiled)
+                print_step(name, steps[name], args.top)
+    table = grouped(steps)
+    columns = list(dict.fromkeys(k for row in table for k in row))
+    print("  ".join(f"{c[-22:]:>22s}" for c in columns))
+    for row in table:
+        print("  ".join(f"{row[c]:22.1f}" if isinstance(row.get(c), float) else f"{str(row.get(c, '-'))[-22:]:>22s}"
+                        for c in columns))
+    if args.merge_into:
+        with open(args.merge_into) as f:
+            doc = json.load(f)
+        doc.setdefault("tables", {})["A decode step by part, GPU us a step (probe_decode_step.py; 8 layers, batch 1, "
+                                     "CUPTI's kernels of 5 graph replays)"] = table
+        with open(args.merge_into, "w") as f:
+            json.dump(doc, f, indent=1)
 
 
 if __name__ == "__main__":
