@@ -94,13 +94,13 @@ def grouped(steps: dict[str, dict]) -> list[dict]:
             row = rows[kernel_group(kernel)]
             row[f"{model}: us"] = (row[f"{model}: us"] or 0.0) + us
             row[f"{model}: calls"] = (row[f"{model}: calls"] or 0.0) + calls
-    listed = {m: sum(k[0] for k in s["kernels"]) for m, s in steps.items()}
-    tail = [{"part of the step": "kernels not listed (the smallest)",
-             **{f"{m}: us": s["sum_us"] - listed[m] for m, s in steps.items()}},
-            {"part of the step": "kernels' sum (PDL overlap counted twice)", **{f"{m}: us": s["sum_us"] for m, s in
-                                                                              steps.items()}},
-            {"part of the step": "the step (replays timed alone)", **{f"{m}: us": s["step_us"] for m, s in
-                                                                     steps.items()}}]
+    def total(label: str, us: dict[str, float]) -> dict:
+        return {"part of the step": label, **{f"{m}: us": v for m, v in us.items()}}
+
+    tail = [total("kernels not listed (the smallest)",
+                  {m: s["sum_us"] - sum(k[0] for k in s["kernels"]) for m, s in steps.items()}),
+            total("kernels' sum (PDL overlap counted twice)", {m: s["sum_us"] for m, s in steps.items()}),
+            total("the step (replays timed alone)", {m: s["step_us"] for m, s in steps.items()})]
     return [r for r in rows.values() if any(v is not None for v in list(r.values())[1:])] + tail
 
 
