@@ -1,0 +1,424 @@
+r"""Decode attention (split-KV, "flash-decoding"): the attention of a sequence's few new query tokens over
+its KV cache, contiguous or paged.
+
+For sequence b with L_b = cache_seqlens[b] keys in its cache (the Sq new tokens' own included: they sit at
+positions L_b - Sq .. L_b - 1), query i (0 <= i < Sq) of head h sees the keys j <= L_b - Sq + i of kv head
+h // (Hq / Hkv) (causal among the new tokens; with Sq = 1 every key of the cache). With
+s_j = scale * q . k_j (scale defaults to 1/sqrt(D)),
+
+    lse = log sum_j exp(s_j)          out = sum_j exp(s_j - lse) v_j
+
+A query that sees no key (L_b = 0, or L_b < Sq - i) gets out 0 and lse -inf, never NaN. lse is fp32,
+natural log. This equals attention(q, k[:, :, :L_b], v[:, :, :L_b], causal=True) per sequence.
+
+The caches (any strides with a unit last one):
+- contiguous: k_cache, v_cache [B_cache, Hkv, S_max, D], B_cache >= B (Hugging Face's StaticCache layout):
+  key j of sequence b at [b, :, j];
+- paged: k_cache, v_cache [pages, Hkv, page_size, D] with block_table int32 [B, pages_per_seq]: key j of
+  sequence b at [block_table[b, j // page_size], :, j % page_size]. flash-attn's and vLLM's
+  [pages, page_size, Hkv, D] is this layout's .transpose(1, 2).
+cache_seqlens (int32 [B], on the device) is clamped to the cache's capacity (S_max, or pages_per_seq *
+page_size) in the kernel, so that a wrong length never reads outside the cache; it is checked against the
+capacity only where that costs no host sync (CPU tensors). block_table entries are not checked.
+
+The kernel: one program per (sequence, kv head, tile of query rows, split of the keys). A program's query
+rows are the GROUP = Hq / Hkv heads that share its kv head times the Sq new tokens (GQA packing: each k/v
+tile read serves all of them, and the scores are one tensor-core dot of BLOCK_M >= 16 rows). A sequence's
+keys are cut into num_splits ranges of whole BLOCK_N tiles sized by its own length, which the kernel reads
+on the device: one launch serves sequences of any lengths, and a CUDA graph replays as the caches grow.
+Each program runs an online softmax over its range (fp32 running max m and sum l, exp2 with
+scale * log2(e) folded into the scores). With one split it writes out (and lse) itself. With more, it stores
+its unnormalised accumulator and (m, l) to a workspace and counts itself in on its tile's arrival counter
+(ops/_support.py's, left at zero); the last split of the tile to arrive merges the partials,
+M = max_s m_s:  out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s. No program waits on another.
+
+The split count (host-side, from shapes only: a graph replay keeps it) gives about SPLIT_WAVE_PROGRAMS
+programs an SM, with at least MIN_SPLIT_KEYS keys of capacity a split; num_splits= overrides it.
+
+Traffic: each program reads its query rows once and each k/v row of its range once, so a (sequence,
+kv head)'s first L_b keys and values are read from memory once in all; out (and lse) written once. With
+splits, each split also writes and the merging program reads rows x (D + 2) fp32 partials: at D = 128,
+4 rows and the minimum 256 keys a split, 2 KB against the split's 128 KB of keys and values. The floor
+counted by the cost model is q, each sequence's first L_b keys and values read once, out written once;
+FLOPs 4 * D per (query, seen key).
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+import triton
+import triton.language as tl
+
+from rooftop import registry
+from rooftop.ops._support import (arrival_counters, cdiv, check_float, check_same_device, launch, num_sms, planned,
+                                  runs_kernel, torch_op)
+from rooftop.ops.attention import MAX_HEAD_DIM, attention_eager, attention_reference
+from rooftop.roofline import Cost
+
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+MAX_BLOCK_M = 64  # query rows a program (GROUP * Sq past this: several row tiles a kv head)
+SPLIT_WAVE_PROGRAMS = 4  # programs an SM the split count aims at
+MIN_SPLIT_KEYS = 256  # keys of capacity a split at least: its partials stay small beside its keys
+MAX_SPLITS = 128
+BLOCK_N = 64  # keys a loop step (D > 128: half as many)
+NUM_WARPS = 4
+NUM_STAGES = 3  # k/v tiles in flight (cp.async) on a GPU
+
+
+@triton.jit
+def _kv_rows(block_table, b, pos, live, row_stride, page_stride, PAGE_SIZE: tl.constexpr):
+    """Offsets of cache rows `pos` (int64) of sequence b: contiguous (PAGE_SIZE 0), or through its pages."""
+    if PAGE_SIZE == 0:
+        return tl.cast(b, tl.int64) * page_stride + pos.to(tl.int64) * row_stride
+    page = tl.load(block_table + pos // PAGE_SIZE, mask=live, other=0)
+    return page.to(tl.int64) * page_stride + (pos % PAGE_SIZE).to(tl.int64) * row_stride
+
+
+@triton.jit
+def _store_out(o, lse, acc, l_i, m_i, row_off, lse_off, row_ok, offs_d, HEAD_DIM: tl.constexpr,
+               RETURN_LSE: tl.constexpr):
+    """out = acc / l (0 where no key was seen) and lse = (m + log2 l) ln 2 (-inf there)."""
+    seen = l_i > 0
+    out = acc / tl.where(seen, l_i, 1.0)[:, None]
+    tl.store(o + row_off[:, None] + offs_d[None, :], out.to(o.dtype.element_ty),
+             mask=row_ok[:, None] & (offs_d[None, :] < HEAD_DIM))
+    if RETURN_LSE:
+        tl.store(lse + lse_off, tl.where(seen, (m_i + tl.math.log2(tl.where(seen, l_i, 1.0))) * 0.6931471805599453,
+                                         -float("inf")), mask=row_ok)
+
+
+@triton.jit
+def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqlens, block_table, qk_scale,
+                             stride_qb, stride_qh, stride_qs, stride_kp, stride_kh, stride_ks,
+                             stride_vp, stride_vh, stride_vs, stride_ob, stride_oh, stride_os, stride_tb,
+                             Hkv, Sq, rows, row_tiles, capacity, num_splits,
+                             GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                             BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr, PAGE_SIZE: tl.constexpr,
+                             SPLIT: tl.constexpr, RETURN_LSE: tl.constexpr, PRECISION: tl.constexpr):
+    tile = tl.program_id(0)  # (sequence, kv head, row tile)
+    split = tl.program_id(1)
+    b = tile // (Hkv * row_tiles)
+    kv_head = (tile // row_tiles) % Hkv
+    local = tl.arange(0, BLOCK_M)
+    r = (tile % row_tiles) * BLOCK_M + local  # query row: (head in group, new token)
+    row_ok = r < rows
+    head = kv_head * GROUP + r // Sq
+    token = r % Sq
+    offs_d = tl.arange(0, BLOCK_D)
+    d_ok = offs_d[None, :] < HEAD_DIM
+    seqlen = tl.minimum(tl.load(seqlens + b), capacity)
+    last_key = seqlen - Sq + token  # the last key each row sees
+    # reads: the tile's query rows, once
+    b64 = tl.cast(b, tl.int64)
+    q_rows = b64 * stride_qb + head.to(tl.int64) * stride_qh + token.to(tl.int64) * stride_qs
+    qt = tl.load(q + q_rows[:, None] + offs_d[None, :], mask=row_ok[:, None] & d_ok, other=0.0)
+
+    per_split = tl.cdiv(tl.cdiv(seqlen, num_splits), BLOCK_N) * BLOCK_N
+    start = split * per_split
+    end = tl.minimum(start + per_split, seqlen)
+    m_i = tl.full((BLOCK_M,), -float("inf"), tl.float32)
+    l_i = tl.zeros((BLOCK_M,), tl.float32)
+    acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
+    offs_n = tl.arange(0, BLOCK_N)
+    table = block_table + b64 * stride_tb
+    k_head = k + tl.cast(kv_head, tl.int64) * stride_kh
+    v_head = v + tl.cast(kv_head, tl.int64) * stride_vh
+    for n0 in tl.range(start, end, BLOCK_N):
+        pos = n0 + offs_n
+        live = pos < end
+        # reads: BLOCK_N key rows and BLOCK_N value rows of the range, once
+        kt = tl.load(k_head + _kv_rows(table, b, pos, live, stride_ks, stride_kp, PAGE_SIZE)[:, None] + offs_d[None, :],
+                     mask=live[:, None] & d_ok, other=0.0)
+        s = tl.dot(qt, kt.T, input_precision=PRECISION) * qk_scale
+        s = tl.where(pos[None, :] <= last_key[:, None], s, -float("inf"))  # past a row's last key, or the range
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_ref = tl.where(m_new == -float("inf"), 0.0, m_new)  # no key seen yet: exp2(-inf) = 0, not NaN
+        p = tl.math.exp2(s - m_ref[:, None])
+        alpha = tl.math.exp2(m_i - m_ref)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        vt = tl.load(v_head + _kv_rows(table, b, pos, live, stride_vs, stride_vp, PAGE_SIZE)[:, None] + offs_d[None, :],
+                     mask=live[:, None] & d_ok, other=0.0)
+        acc = tl.dot(p.to(vt.dtype), vt, acc * alpha[:, None], input_precision=PRECISION)
+        m_i = m_new
+
+    out_rows = b64 * stride_ob + head.to(tl.int64) * stride_oh + token.to(tl.int64) * stride_os
+    lse_rows = (b64 * (Hkv * GROUP) + head) * Sq + token
+    if SPLIT:
+        # writes: this split's partials (rows x (D + 2) fp32); the last split of the tile reads them all
+        part = tl.cast(tile, tl.int64) * num_splits
+        ml_off = local * 2
+        acc_off = local[:, None] * HEAD_DIM + offs_d[None, :]
+        tl.store(part_acc + (part + split) * (BLOCK_M * HEAD_DIM) + acc_off, acc, mask=row_ok[:, None] & d_ok)
+        tl.store(part_ml + (part + split) * (2 * BLOCK_M) + ml_off, m_i, mask=row_ok)
+        tl.store(part_ml + (part + split) * (2 * BLOCK_M) + ml_off + 1, l_i, mask=row_ok)
+        tl.debug_barrier()  # the partials are written before the arrival is published (release)
+        if tl.atomic_add(counters + tile, 1, sem="acq_rel", scope="gpu") == num_splits - 1:
+            tl.atomic_xchg(counters + tile, 0, sem="relaxed", scope="gpu")  # every split has arrived: reset
+            m_all = tl.full((BLOCK_M,), -float("inf"), tl.float32)
+            for s_i in range(num_splits):  # .cg: other SMs wrote these; skip this SM's L1
+                m_all = tl.maximum(m_all, tl.load(part_ml + (part + s_i) * (2 * BLOCK_M) + ml_off, mask=row_ok,
+                                                  other=-float("inf"), cache_modifier=".cg"))
+            m_ref = tl.where(m_all == -float("inf"), 0.0, m_all)
+            l_i = tl.zeros((BLOCK_M,), tl.float32)
+            acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
+            for s_i in range(num_splits):
+                ml = part_ml + (part + s_i) * (2 * BLOCK_M) + ml_off
+                w = tl.math.exp2(tl.load(ml, mask=row_ok, other=-float("inf"), cache_modifier=".cg") - m_ref)
+                l_i += w * tl.load(ml + 1, mask=row_ok, other=0.0, cache_modifier=".cg")
+                acc += w[:, None] * tl.load(part_acc + (part + s_i) * (BLOCK_M * HEAD_DIM) + acc_off,
+                                            mask=row_ok[:, None] & d_ok, other=0.0, cache_modifier=".cg")
+            _store_out(o, lse, acc, l_i, m_all, out_rows, lse_rows, row_ok, offs_d, HEAD_DIM, RETURN_LSE)
+    else:
+        _store_out(o, lse, acc, l_i, m_i, out_rows, lse_rows, row_ok, offs_d, HEAD_DIM, RETURN_LSE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Wrapper
+
+
+def _block_m(query_rows: int) -> int:
+    return min(MAX_BLOCK_M, max(16, triton.next_power_of_2(query_rows)))
+
+
+def _block_n(D: int) -> int:
+    return BLOCK_N if D <= 128 else max(16, BLOCK_N // 2)
+
+
+def default_splits(tiles: int, capacity: int, device: torch.device) -> int:
+    """Key splits a (sequence, kv head, row tile): about SPLIT_WAVE_PROGRAMS programs an SM over the `tiles`,
+    each split at least MIN_SPLIT_KEYS keys of the cache's `capacity`."""
+    sms = num_sms(device.index) if device.type == "cuda" else 4
+    return max(1, min(cdiv(SPLIT_WAVE_PROGRAMS * sms, max(tiles, 1)), cdiv(capacity, MIN_SPLIT_KEYS), MAX_SPLITS))
+
+
+def _capacity(k_cache: torch.Tensor, block_table: Optional[torch.Tensor]) -> int:
+    return k_cache.shape[2] * (1 if block_table is None else block_table.shape[1])
+
+
+def _decode_fake(q, k_cache, v_cache, cache_seqlens, block_table, scale, num_splits, return_lse):
+    return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
+            q.new_empty(q.shape[:3] if return_lse else (0,), dtype=torch.float32))
+
+
+@torch_op("decode_attention", fake=_decode_fake)
+def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cache_seqlens: torch.Tensor,
+                         block_table: Optional[torch.Tensor], scale: float, num_splits: int,
+                         return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    B, Hq, Sq, D = q.shape
+    Hkv = k_cache.shape[1]
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    lse = torch.empty(q.shape[:3] if return_lse else (0,), dtype=torch.float32, device=q.device)
+    if not runs_kernel(q):
+        ref, ref_lse = decode_attention_reference(q, k_cache, v_cache, cache_seqlens, block_table, scale,
+                                                  return_lse=True)
+        out.copy_(ref)
+        if return_lse:
+            lse.copy_(ref_lse)
+        return out, lse
+    if out.numel() == 0:
+        return out, lse
+    group = Hq // Hkv
+    rows = group * Sq
+    block_m = _block_m(rows)
+    row_tiles = cdiv(rows, block_m)
+    tiles = B * Hkv * row_tiles
+    split = num_splits > 1
+    if split:
+        part_acc = torch.empty((tiles, num_splits, block_m, D), dtype=torch.float32, device=q.device)
+        part_ml = torch.empty((tiles, num_splits, block_m, 2), dtype=torch.float32, device=q.device)
+        counters = arrival_counters(q.device, tiles)
+    else:
+        part_acc = part_ml = counters = out  # unused
+    table = block_table if block_table is not None else cache_seqlens  # unused when contiguous
+    launch(_decode_attention_kernel, (tiles, num_splits), q, k_cache, v_cache, out, lse if return_lse else out,
+           part_acc, part_ml, counters, cache_seqlens, table, scale * LOG2E,
+           q.stride(0), q.stride(1), q.stride(2), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+           v_cache.stride(0), v_cache.stride(1), v_cache.stride(2), out.stride(0), out.stride(1), out.stride(2),
+           0 if block_table is None else block_table.stride(0),
+           Hkv, Sq, rows, row_tiles, _capacity(k_cache, block_table), num_splits,
+           GROUP=group, BLOCK_M=block_m, BLOCK_N=_block_n(D), BLOCK_D=max(16, triton.next_power_of_2(D)),
+           HEAD_DIM=D, PAGE_SIZE=0 if block_table is None else k_cache.shape[2], SPLIT=split,
+           RETURN_LSE=return_lse, PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
+           num_warps=NUM_WARPS, num_stages=NUM_STAGES if q.is_cuda else 1)
+    return out, lse
+
+
+def _check_decode(q, k_cache, v_cache, cache_seqlens, block_table) -> None:
+    for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
+        check_float(name, t)
+        if t.dim() != 4:
+            layout = "[batch, heads, new tokens, head_dim]" if name == "q" else \
+                "[batch, kv heads, max_len, head_dim] (paged: [pages, kv heads, page_size, head_dim])"
+            raise ValueError(f"{name} must be 4-D {layout}, got shape {tuple(t.shape)}")
+        if t.stride(-1) != 1 and t.shape[-1] > 1:
+            raise ValueError(f"{name} must have unit stride along its last dim (head_dim), got {t.stride(-1)}")
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        check_same_device(name, t, "q", q)
+        if t.dtype != q.dtype:
+            raise TypeError(f"{name} has dtype {t.dtype} but q has {q.dtype}")
+    if v_cache.shape != k_cache.shape:
+        raise ValueError(f"v_cache has shape {tuple(v_cache.shape)} but k_cache has {tuple(k_cache.shape)}")
+    B, Hq, _, D = q.shape
+    if k_cache.shape[-1] != D:
+        raise ValueError(f"k_cache has head_dim {k_cache.shape[-1]} but q has {D}")
+    if not 1 <= D <= MAX_HEAD_DIM:
+        raise ValueError(f"q has head_dim {D}; supported: 1..{MAX_HEAD_DIM}")
+    Hkv = k_cache.shape[1]
+    if Hkv == 0 or Hq % Hkv:
+        raise ValueError(f"q's {Hq} heads must be a multiple of the caches' {Hkv} kv heads (GQA)")
+    for name, t, shape in (("cache_seqlens", cache_seqlens, (B,)), ("block_table", block_table, None)):
+        if t is None:
+            continue
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.int32:
+            raise TypeError(f"{name} must be an int32 tensor, got "
+                            f"{t.dtype if isinstance(t, torch.Tensor) else type(t).__name__}")
+        check_same_device(name, t, "q", q)
+        if t.dim() and t.stride(-1) != 1 and t.shape[-1] > 1:
+            raise ValueError(f"{name} must have unit stride along its last dim")
+        if shape is None:
+            shape = (B, t.shape[-1]) if t.dim() == 2 else None
+        if tuple(t.shape) != shape:
+            raise ValueError(f"{name} must have shape {shape or '[batch, pages_per_seq]'} (batch {B}), "
+                             f"got {tuple(t.shape)}")
+    if block_table is None and k_cache.shape[0] < B:
+        raise ValueError(f"k_cache holds {k_cache.shape[0]} sequences but q has batch {B}")
+    if block_table is not None and k_cache.shape[2] == 0:
+        raise ValueError("k_cache's page_size (dim 2) must be positive")
+    if cache_seqlens.device.type == "cpu" and cache_seqlens.numel() and not torch.compiler.is_compiling():
+        # costs no host sync here
+        low, high = int(cache_seqlens.min()), int(cache_seqlens.max())
+        if low < 0 or high > _capacity(k_cache, block_table):
+            raise ValueError(f"cache_seqlens must lie in [0, {_capacity(k_cache, block_table)}] (the cache's "
+                             f"capacity), got [{low}, {high}]")
+
+
+@planned
+def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cache_seqlens: torch.Tensor,
+                     block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
+                     num_splits: Optional[int] = None, return_lse: bool = False):
+    """Attention of q [B, Hq, Sq, D] (each sequence's Sq newest tokens, already in the cache) over the first
+    cache_seqlens[b] (int32 [B]) keys of sequence b's cache: k_cache, v_cache [B_cache, Hkv, S_max, D], or
+    paged [pages, Hkv, page_size, D] with block_table int32 [B, pages_per_seq]; query i sees the keys up to
+    cache_seqlens[b] - Sq + i. GQA/MQA when Hq is a multiple of Hkv; scale defaults to 1/sqrt(D); num_splits
+    (keys split over that many programs a sequence and kv head) defaults to a choice from the shapes. Returns
+    out [B, Hq, Sq, D], and with return_lse also lse [B, Hq, Sq] fp32 (natural log)."""
+    _check_decode(q, k_cache, v_cache, cache_seqlens, block_table)
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    elif isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < math.inf:
+        raise ValueError(f"scale must be a positive finite number, got {scale!r}")
+    B, Hq, Sq, _ = q.shape
+    if num_splits is None:
+        tiles = B * k_cache.shape[1] * cdiv(Hq // k_cache.shape[1] * Sq, _block_m(Hq // k_cache.shape[1] * Sq))
+        num_splits = default_splits(tiles, _capacity(k_cache, block_table), q.device)
+    elif isinstance(num_splits, bool) or not isinstance(num_splits, int) or not 1 <= num_splits <= 65535:
+        raise ValueError(f"num_splits must be an int in [1, 65535], got {num_splits!r}")
+    out, lse = _decode_attention_op(q, k_cache, v_cache, cache_seqlens, block_table, float(scale), num_splits,
+                                    bool(return_lse))
+    return (out, lse) if return_lse else out
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference, eager form, cost, cases
+
+
+def gather_cache(cache: torch.Tensor, block_table: Optional[torch.Tensor], batch: int, length: int) -> torch.Tensor:
+    """[batch, Hkv, length, D]: the first `length` keys (or values) of the first `batch` sequences' caches."""
+    if block_table is None:
+        return cache[:batch, :, :length]
+    pages = cache[block_table[:batch, :cdiv(length, cache.shape[2])].long()]  # [batch, n, Hkv, page_size, D]
+    return pages.transpose(1, 2).reshape(batch, cache.shape[1], -1, cache.shape[3])[:, :, :length]
+
+
+def decode_attention_reference(q, k_cache, v_cache, cache_seqlens, block_table=None, scale=None, return_lse=False):
+    """Per sequence, the dense causal reference (float64) over its first cache_seqlens[b] keys."""
+    B, Hq, Sq, D = q.shape
+    out = torch.zeros(q.shape, dtype=torch.float64, device=q.device)
+    lse = torch.full((B, Hq, Sq), -math.inf, dtype=torch.float64, device=q.device)
+    for b, length in enumerate(cache_seqlens.tolist()):
+        if block_table is None:
+            k, v = k_cache[b:b + 1, :, :length], v_cache[b:b + 1, :, :length]
+        else:
+            k, v = (gather_cache(cache, block_table[b:b + 1], 1, length) for cache in (k_cache, v_cache))
+        out[b:b + 1], lse[b:b + 1] = attention_reference(q[b:b + 1], k, v, causal=True, scale=scale, return_lse=True)
+    return (out, lse) if return_lse else out
+
+
+def decode_attention_eager(q, k_cache, v_cache, cache_seqlens, block_table=None):
+    """What a model writes for one new token a sequence over full caches (the cases'; cache_seqlens unread):
+    the materialised attention over the (gathered) caches."""
+    length = _capacity(k_cache, block_table)
+    return attention_eager(q, gather_cache(k_cache, block_table, q.shape[0], length),
+                           gather_cache(v_cache, block_table, q.shape[0], length), causal=True)
+
+
+def decode_attention_cost(shape: tuple[int, ...], dtype: torch.dtype, group: int = 4) -> Cost:
+    """shape [B, Hq, L, D], one new token a sequence over L cached keys of Hq / group kv heads: q, the keys
+    and values read once, out written once; 4 * D FLOPs per (query, key)."""
+    B, Hq, L, D = shape
+    return Cost(flops=4 * B * Hq * L * D, bytes=(2 * B * Hq * D + 2 * B * (Hq // group) * L * D) * dtype.itemsize)
+
+
+DECODE_GROUP = 4  # Llama-3-8B's 32 query heads over 8 kv heads
+PAGE_SIZE = 16
+
+
+def _make_decode_inputs(shape, dtype, device, paged: bool = False):
+    """q [B, Hq, 1, D] and full caches of L keys (contiguous, or paged with shuffled pages)."""
+    B, Hq, L, D = shape
+    Hkv = Hq // DECODE_GROUP
+    q = torch.randn(B, Hq, 1, D, device=device, dtype=dtype)
+    seqlens = torch.full((B,), L, dtype=torch.int32, device=device)
+    if not paged:
+        k, v = (torch.randn(B, Hkv, L, D, device=device, dtype=dtype) for _ in range(2))
+        return q, k, v, seqlens
+    per_seq = cdiv(L, PAGE_SIZE)
+    k, v = (torch.randn(B * per_seq, Hkv, PAGE_SIZE, D, device=device, dtype=dtype) for _ in range(2))
+    table = torch.randperm(B * per_seq, device=device).to(torch.int32).view(B, per_seq)
+    return q, k, v, seqlens, table
+
+
+def _sdpa_decode_peer(backend_name: str):
+    """SDPA with one backend forced over the full contiguous caches; None when it cannot run here."""
+    def factory():
+        if not torch.cuda.is_available():
+            return None
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        backend = getattr(SDPBackend, backend_name)
+
+        def run(q, k, v, seqlens):
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+        try:
+            probe = _make_decode_inputs((1, 8, 128, 64), torch.bfloat16, "cuda")
+            run(*probe)
+        except RuntimeError:
+            return None
+        return run
+    return factory
+
+
+DECODE_SWEEP = (1024, 2048, 4096, 8192, 16384, 32768, 131072)
+
+
+def decode_cases(tokens: int = 131072, heads: int = 32, head_dim: int = 128) -> tuple[tuple[int, ...], ...]:
+    """[B, Hq, L, D] with B * L = tokens: from many short sequences to one long one."""
+    return tuple((tokens // L, heads, L, head_dim) for L in DECODE_SWEEP)
+
+
+for _paged in (False, True):
+    registry.register(registry.OpSpec(
+        name="decode_attention" + ("_paged" if _paged else ""), family="decode_attention",
+        make_inputs=lambda shape, dtype, device, p=_paged: _make_decode_inputs(shape, dtype, device, p),
+        run=decode_attention, reference=decode_attention_reference, eager=decode_attention_eager,
+        cost=decode_attention_cost, cases=decode_cases(), check_cases=((2, 8, 100, 64), (1, 4, 1000, 128)),
+        peers={} if _paged else {p: _sdpa_decode_peer(b) for p, b in (("sdpa_flash", "FLASH_ATTENTION"),
+                                                                     ("sdpa_cudnn", "CUDNN_ATTENTION"),
+                                                                     ("sdpa_efficient", "EFFICIENT_ATTENTION"))},
+        x_key="S"))

@@ -1,0 +1,222 @@
+import pytest
+import torch
+
+import rooftop
+from conftest import DEVICE, HAS_CUDA, TOL, rel_err
+from rooftop import registry
+from rooftop.ops import decode_attention as decode_mod
+from rooftop.ops.attention import attention
+from rooftop.ops.decode_attention import (decode_attention, decode_attention_cost, decode_attention_eager,
+                                          decode_attention_reference, gather_cache)
+
+
+def _inputs(B, Hq, Hkv, Sq, capacity, D, dtype, device, page_size=None):
+    """q [B, Hq, Sq, D] and caches of `capacity` keys a sequence: contiguous, or paged (shuffled pages, one
+    spare) with its block table."""
+    q = torch.randn(B, Hq, Sq, D, device=device, dtype=dtype)
+    if page_size is None:
+        k, v = (torch.randn(B, Hkv, capacity, D, device=device, dtype=dtype) for _ in range(2))
+        return q, k, v, None
+    per_seq = -(-capacity // page_size)
+    k, v = (torch.randn(B * per_seq + 1, Hkv, page_size, D, device=device, dtype=dtype) for _ in range(2))
+    table = torch.randperm(B * per_seq + 1, device=device)[:B * per_seq].to(torch.int32).view(B, per_seq)
+    return q, k, v, table
+
+
+def _seqlens(lengths, device):
+    return torch.tensor(lengths, dtype=torch.int32, device=device)
+
+
+def _check(q, k, v, seqlens, table=None, num_splits=None, tol=None):
+    out, lse = decode_attention(q, k, v, seqlens, table, num_splits=num_splits, return_lse=True)
+    ref, ref_lse = decode_attention_reference(q, k, v, seqlens, table, return_lse=True)
+    assert out.shape == q.shape and out.dtype == q.dtype
+    assert lse.shape == q.shape[:3] and lse.dtype == torch.float32
+    assert not out.isnan().any() and not lse.isnan().any()
+    assert rel_err(out, ref) < (tol or TOL[q.dtype])
+    assert rel_err(lse, ref_lse) < 1e-5  # -inf exactly where the reference has it
+    return out, lse
+
+
+# (B, Hq, Hkv, Sq, D, dtype, page_size, lengths): ragged lengths with an empty sequence and ones shorter than Sq
+# (queries that see no key), GQA ratios 1 / 4 / 8, MQA, several new tokens, head dims padded (40 -> 64)
+CASES = [
+    (3, 8, 2, 1, 64, torch.bfloat16, None, [100, 37, 0]),
+    (2, 4, 4, 1, 32, torch.float16, None, [70, 1]),
+    (2, 8, 1, 3, 64, torch.float32, None, [2, 90]),
+    (2, 8, 2, 1, 64, torch.bfloat16, 16, [100, 33]),
+    (2, 4, 1, 2, 40, torch.float16, 8, [0, 61]),
+    (1, 8, 1, 1, 128, torch.bfloat16, 32, [77]),
+]
+
+
+@pytest.mark.parametrize("num_splits", [1, 3])
+@pytest.mark.parametrize("B, Hq, Hkv, Sq, D, dtype, page_size, lengths", CASES)
+def test_matches_reference(B, Hq, Hkv, Sq, D, dtype, page_size, lengths, num_splits, device):
+    q, k, v, table = _inputs(B, Hq, Hkv, Sq, 100, D, dtype, device, page_size)
+    _check(q, k, v, _seqlens(lengths, device), table, num_splits)
+
+
+def test_equals_causal_attention_per_sequence(device):
+    """Each sequence's result is attention() over its first cache_seqlens[b] keys, causal (bottom-right)."""
+    q, k, v, _ = _inputs(2, 8, 2, 2, 90, 64, torch.float32, device)
+    lengths = [90, 41]
+    out = decode_attention(q, k, v, _seqlens(lengths, device), num_splits=2)
+    for b, length in enumerate(lengths):
+        ref = attention(q[b:b + 1], k[b:b + 1, :, :length], v[b:b + 1, :, :length], causal=True)
+        assert rel_err(out[b:b + 1], ref.double()) < 1e-5
+
+
+def test_row_tiles_and_default_splits(device):
+    """More query rows than a program holds (16 heads over one kv head, 5 new tokens: 80 rows, two tiles),
+    with the default split count and with many splits (some of them empty)."""
+    q, k, v, _ = _inputs(1, 16, 1, 5, 300, 32, torch.float16, device)
+    seqlens = _seqlens([300], device)
+    for splits in (None, 11):
+        _check(q, k, v, seqlens, num_splits=splits)
+
+
+def test_strided_layouts(device):
+    """q as a transposed [B, S, H, D] (Hugging Face's), caches in flash-attn's paged [pages, page_size, Hkv, D]
+    layout seen through .transpose(1, 2), and a contiguous cache holding more sequences than the batch."""
+    q = torch.randn(2, 1, 8, 64, device=device, dtype=torch.float16).transpose(1, 2)
+    pages = torch.randn(13, 16, 2, 64, device=device, dtype=torch.float16)
+    k, v = pages.transpose(1, 2), torch.randn_like(pages).transpose(1, 2)
+    table = torch.randperm(13, device=device)[:12].to(torch.int32).view(2, 6)
+    _check(q, k, v, _seqlens([96, 50], device), table, num_splits=2)
+    k, v = (torch.randn(3, 2, 40, 64, device=device, dtype=torch.float16) for _ in range(2))
+    _check(q, k, v, _seqlens([40, 9], device))
+
+
+def test_empty(device):
+    q, k, v, _ = _inputs(0, 4, 2, 1, 16, 32, torch.float16, device)
+    assert decode_attention(q, k, v, _seqlens([], device)).shape == (0, 4, 1, 32)
+    q, k, v, _ = _inputs(2, 4, 2, 1, 0, 32, torch.float16, device)  # a cache of no key
+    out, lse = decode_attention(q, k, v, _seqlens([0, 0], device), return_lse=True)
+    assert torch.equal(out, torch.zeros_like(out)) and bool((lse == float("-inf")).all())
+
+
+def test_bad_input(device):
+    q, k, v, _ = _inputs(2, 4, 2, 1, 16, 32, torch.float16, device)
+    seqlens = _seqlens([16, 3], device)
+    with pytest.raises(TypeError, match="q has dtype int64"):
+        decode_attention(q.long(), k, v, seqlens)
+    with pytest.raises(TypeError, match="v_cache has dtype"):
+        decode_attention(q, k, v.float(), seqlens)
+    with pytest.raises(ValueError, match="q must be 4-D"):
+        decode_attention(q[:, :, 0], k, v, seqlens)
+    with pytest.raises(ValueError, match="v_cache has shape"):
+        decode_attention(q, k, v[:, :, :5], seqlens)
+    with pytest.raises(ValueError, match="k_cache has head_dim"):
+        decode_attention(q, k[..., :16], v[..., :16], seqlens)
+    with pytest.raises(ValueError, match="multiple of the caches' 3 kv heads"):
+        odd = torch.randn(2, 3, 16, 32, device=device, dtype=torch.float16)
+        decode_attention(q, odd, odd, seqlens)
+    with pytest.raises(ValueError, match="k_cache is on meta"):
+        decode_attention(q, k.to("meta"), v.to("meta"), seqlens)
+    with pytest.raises(ValueError, match="q must have unit stride"):
+        decode_attention(torch.randn(2, 4, 1, 64, device=device, dtype=torch.float16)[..., ::2], k, v, seqlens)
+    with pytest.raises(TypeError, match="cache_seqlens must be an int32 tensor"):
+        decode_attention(q, k, v, seqlens.long())
+    with pytest.raises(ValueError, match=r"cache_seqlens must have shape \(2,\)"):
+        decode_attention(q, k, v, seqlens[:1])
+    with pytest.raises(ValueError, match="k_cache holds 1 sequences but q has batch 2"):
+        decode_attention(q, k[:1], v[:1], seqlens)
+    with pytest.raises(ValueError, match="block_table must have shape"):
+        decode_attention(q, k, v, seqlens, torch.zeros(3, 2, dtype=torch.int32, device=device))
+    with pytest.raises(ValueError, match="scale"):
+        decode_attention(q, k, v, seqlens, scale=-1.0)
+    with pytest.raises(ValueError, match="num_splits"):
+        decode_attention(q, k, v, seqlens, num_splits=0)
+    if not HAS_CUDA:  # checked where it costs no host sync
+        with pytest.raises(ValueError, match=r"cache_seqlens must lie in \[0, 16\]"):
+            decode_attention(q, k, v, _seqlens([17, 3], device))
+
+
+def test_compiles_without_graph_break():
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    q, k, v, table = _inputs(2, 8, 2, 1, 64, 32, torch.float16, DEVICE, page_size=16)
+    seqlens = _seqlens([64, 20], DEVICE)
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
+    out = torch.compile(lambda *a: rooftop.decode_attention(*a) * 2.0, backend=counter, fullgraph=True)(
+        q, k, v, seqlens, table)
+    assert counter.frame_count == 1
+    assert rel_err(out, 2.0 * decode_attention_reference(q, k, v, seqlens, table)) < TOL[torch.float16]
+
+
+def test_eager_form_and_gather(device):
+    q, k, v, table = _inputs(2, 8, 2, 1, 48, 32, torch.float32, device, page_size=16)
+    seqlens = _seqlens([48, 48], device)
+    assert rel_err(decode_attention_eager(q, k, v, seqlens, table),
+                   decode_attention_reference(q, k, v, seqlens, table)) < 1e-5
+    rows = gather_cache(k, table, 2, 48)
+    assert torch.equal(rows[1, :, 17], k[table[1, 1], :, 1])
+
+
+def test_cost_and_registry():
+    cost = decode_attention_cost((4, 32, 1024, 128), torch.bfloat16)
+    assert cost.bytes == (2 * 4 * 32 * 128 + 2 * 4 * 8 * 1024 * 128) * 2
+    assert cost.flops == 4 * 4 * 32 * 1024 * 128
+    for name, peers in (("decode_attention", {"sdpa_flash", "sdpa_cudnn", "sdpa_efficient"}),
+                        ("decode_attention_paged", set())):
+        spec = registry.get(name)
+        assert spec.family == "decode_attention" and spec.x_key == "S" and set(spec.peers) == peers
+        assert all(B * L == 131072 for B, _, L, _ in spec.cases)
+        inputs = spec.make_inputs((2, 8, 40, 32), torch.float16, DEVICE)
+        assert rel_err(spec.run(*inputs), spec.reference(*inputs)) < TOL[torch.float16]
+
+
+def test_default_splits():
+    assert decode_mod.default_splits(1024, 4096, torch.device("cpu")) == 1
+    assert decode_mod.default_splits(1, 4096, torch.device("cpu")) == 4096 // decode_mod.MIN_SPLIT_KEYS
+    assert decode_mod.default_splits(1, 10**7, torch.device("cpu")) == 16  # 4 programs an SM of 4 "SMs"
+    assert decode_mod.default_splits(8, 0, torch.device("cpu")) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# On the GPU
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("page_size", [None, 16, 256])
+@pytest.mark.parametrize("Hq, Hkv, Sq, D", [(32, 8, 1, 128), (64, 8, 1, 128), (16, 16, 1, 64), (32, 8, 4, 128),
+                                            (8, 1, 1, 256), (28, 4, 1, 96)])
+def test_gpu_matches_reference(Hq, Hkv, Sq, D, page_size, dtype):
+    lengths = [4096, 1, 0, 2999, 777]
+    q, k, v, table = _inputs(len(lengths), Hq, Hkv, Sq, 4096, D, dtype, "cuda", page_size)
+    _check(q, k, v, _seqlens(lengths, "cuda"), table)
+
+
+@pytest.mark.gpu
+def test_gpu_lengths_past_the_capacity_are_clamped():
+    q, k, v, _ = _inputs(2, 8, 2, 1, 300, 64, torch.bfloat16, "cuda")
+    out = decode_attention(q, k, v, _seqlens([10**6, 300], "cuda"))
+    assert rel_err(out, decode_attention_reference(q, k, v, _seqlens([300, 300], "cuda"))) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+def test_gpu_cuda_graph_replays_as_the_cache_grows():
+    """One capture; replays with longer sequences read the new lengths on the device (split ranges follow)."""
+    q, k, v, table = _inputs(4, 32, 8, 1, 2048, 128, torch.bfloat16, "cuda", page_size=16)
+    seqlens = _seqlens([1, 5, 100, 1000], "cuda")
+    decode_attention(q, k, v, seqlens, table)  # compile outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = decode_attention(q, k, v, seqlens, table)
+    for lengths in ([2, 6, 101, 1001], [700, 2048, 1500, 3]):
+        seqlens.copy_(_seqlens(lengths, "cuda"))
+        q.copy_(torch.randn_like(q))
+        graph.replay()
+        assert rel_err(out, decode_attention_reference(q, k, v, seqlens, table)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.slow
+def test_gpu_past_2_31_elements():
+    """A contiguous cache of 2^31 + elements: 64-bit offsets. The last sequence is checked."""
+    q, k, v, _ = _inputs(33, 8, 8, 1, 65536, 128, torch.bfloat16, "cuda")
+    seqlens = torch.full((33,), 65536, dtype=torch.int32, device="cuda")
+    out = decode_attention(q, k, v, seqlens)
+    assert rel_err(out[-1:], decode_attention_reference(q[-1:], k[-1:], v[-1:], seqlens[-1:])) < TOL[torch.bfloat16]
