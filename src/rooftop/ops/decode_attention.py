@@ -28,17 +28,18 @@ keys are cut into num_splits ranges of whole BLOCK_N tiles sized by its own leng
 on the device: one launch serves sequences of any lengths, and a CUDA graph replays as the caches grow.
 Each program runs an online softmax over its range (fp32 running max m and sum l, exp2 with
 scale * log2(e) folded into the scores). With one split it writes out (and lse) itself. With more, it stores
-its unnormalised accumulator and (m, l) to a workspace and counts itself in on its tile's arrival counter
-(ops/_support.py's, left at zero); the last split of the tile to arrive merges the partials,
-M = max_s m_s:  out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s. No program waits on another.
+its unnormalised accumulator and (m, l) a row to a workspace, and a second kernel, one program a query row,
+merges the row's splits (M = max_s m_s):  out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s. Both launch
+as programmatic dependents on sm_90 (ops/_support.py's pdl_options): the merge's programs are resident as the
+splits' last ones end.
 
 The split count (host-side, from shapes only: a graph replay keeps it) gives about SPLIT_WAVE_PROGRAMS
 programs an SM, with at least MIN_SPLIT_KEYS keys of capacity a split; num_splits= overrides it.
 
 Traffic: each program reads its query rows once and each k/v row of its range once, so a (sequence,
 kv head)'s first L_b keys and values are read from memory once in all; out (and lse) written once. With
-splits, each split also writes and the merging program reads rows x (D + 2) fp32 partials: at D = 128,
-4 rows and the minimum 256 keys a split, 2 KB against the split's 128 KB of keys and values. The floor
+splits, each split also writes and the merge kernel reads rows x (D + 2) fp32 partials: at D = 128,
+4 rows and 256 keys a split, 2 KB against the split's 128 KB of keys and values. The floor
 counted by the cost model is q, each sequence's first L_b keys and values read once, out written once;
 FLOPs 4 * D per (query, seen key).
 """
@@ -52,8 +53,8 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (arrival_counters, cdiv, check_float, check_same_device, launch, num_sms, planned,
-                                  runs_kernel, torch_op)
+from rooftop.ops._support import (await_previous, cdiv, check_float, check_same_device, launch, num_sms, pdl_options,
+                                  planned, runs_kernel, torch_op)
 from rooftop.ops.attention import MAX_HEAD_DIM, attention_eager, attention_reference
 from rooftop.roofline import Cost
 
@@ -66,6 +67,8 @@ MAX_SPLITS = 128
 BLOCK_N = 64  # keys a loop step (D > 128: half as many)
 NUM_WARPS = 4
 NUM_STAGES = 3  # k/v tiles in flight (cp.async) on a GPU
+MERGE_CHUNK_ELEMENTS = 4096  # partials the merge kernel loads at once (CHUNK splits x D)
+MERGE_WARPS = 4
 
 
 @triton.jit
@@ -91,13 +94,15 @@ def _store_out(o, lse, acc, l_i, m_i, row_off, lse_off, row_ok, offs_d, HEAD_DIM
 
 
 @triton.jit
-def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqlens, block_table, qk_scale,
+def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, seqlens, block_table, qk_scale,
                              stride_qb, stride_qh, stride_qs, stride_kp, stride_kh, stride_ks,
                              stride_vp, stride_vh, stride_vs, stride_ob, stride_oh, stride_os, stride_tb,
                              Hkv, Sq, rows, row_tiles, capacity, num_splits,
                              GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                              BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr, PAGE_SIZE: tl.constexpr,
-                             SPLIT: tl.constexpr, RETURN_LSE: tl.constexpr, PRECISION: tl.constexpr):
+                             SPLIT: tl.constexpr, RETURN_LSE: tl.constexpr, PRECISION: tl.constexpr,
+                             PDL: tl.constexpr):
+    await_previous(PDL)
     tile = tl.program_id(0)  # (sequence, kv head, row tile)
     split = tl.program_id(1)
     b = tile // (Hkv * row_tiles)
@@ -144,35 +149,47 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
         acc = tl.dot(p.to(vt.dtype), vt, acc * alpha[:, None], input_precision=PRECISION)
         m_i = m_new
 
-    out_rows = b64 * stride_ob + head.to(tl.int64) * stride_oh + token.to(tl.int64) * stride_os
-    lse_rows = (b64 * (Hkv * GROUP) + head) * Sq + token
+    lse_rows = (b64 * (Hkv * GROUP) + head) * Sq + token  # the row's index in [B, Hq, Sq]
     if SPLIT:
-        # writes: this split's partials (rows x (D + 2) fp32); the last split of the tile reads them all
-        part = tl.cast(tile, tl.int64) * num_splits
-        ml_off = local * 2
-        acc_off = local[:, None] * HEAD_DIM + offs_d[None, :]
-        tl.store(part_acc + (part + split) * (BLOCK_M * HEAD_DIM) + acc_off, acc, mask=row_ok[:, None] & d_ok)
-        tl.store(part_ml + (part + split) * (2 * BLOCK_M) + ml_off, m_i, mask=row_ok)
-        tl.store(part_ml + (part + split) * (2 * BLOCK_M) + ml_off + 1, l_i, mask=row_ok)
-        tl.debug_barrier()  # the partials are written before the arrival is published (release)
-        if tl.atomic_add(counters + tile, 1, sem="acq_rel", scope="gpu") == num_splits - 1:
-            tl.atomic_xchg(counters + tile, 0, sem="relaxed", scope="gpu")  # every split has arrived: reset
-            m_all = tl.full((BLOCK_M,), -float("inf"), tl.float32)
-            for s_i in range(num_splits):  # .cg: other SMs wrote these; skip this SM's L1
-                m_all = tl.maximum(m_all, tl.load(part_ml + (part + s_i) * (2 * BLOCK_M) + ml_off, mask=row_ok,
-                                                  other=-float("inf"), cache_modifier=".cg"))
-            m_ref = tl.where(m_all == -float("inf"), 0.0, m_all)
-            l_i = tl.zeros((BLOCK_M,), tl.float32)
-            acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
-            for s_i in range(num_splits):
-                ml = part_ml + (part + s_i) * (2 * BLOCK_M) + ml_off
-                w = tl.math.exp2(tl.load(ml, mask=row_ok, other=-float("inf"), cache_modifier=".cg") - m_ref)
-                l_i += w * tl.load(ml + 1, mask=row_ok, other=0.0, cache_modifier=".cg")
-                acc += w[:, None] * tl.load(part_acc + (part + s_i) * (BLOCK_M * HEAD_DIM) + acc_off,
-                                            mask=row_ok[:, None] & d_ok, other=0.0, cache_modifier=".cg")
-            _store_out(o, lse, acc, l_i, m_all, out_rows, lse_rows, row_ok, offs_d, HEAD_DIM, RETURN_LSE)
+        # writes: this split's partials, D + 2 fp32 a row (the merge kernel reads them once)
+        part = lse_rows * num_splits + split
+        tl.store(part_acc + part[:, None] * HEAD_DIM + offs_d[None, :], acc, mask=row_ok[:, None] & d_ok)
+        tl.store(part_ml + part * 2, m_i, mask=row_ok)
+        tl.store(part_ml + part * 2 + 1, l_i, mask=row_ok)
     else:
+        out_rows = b64 * stride_ob + head.to(tl.int64) * stride_oh + token.to(tl.int64) * stride_os
         _store_out(o, lse, acc, l_i, m_i, out_rows, lse_rows, row_ok, offs_d, HEAD_DIM, RETURN_LSE)
+
+
+@triton.jit
+def _merge_splits_kernel(part_acc, part_ml, o, lse, num_splits, Hq, Sq, stride_ob, stride_oh, stride_os,
+                         SPLITS: tl.constexpr, CHUNK: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr,
+                         RETURN_LSE: tl.constexpr, PDL: tl.constexpr):
+    """One query row: M = max_s m_s, out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s (lse likewise).
+    Reads the row's num_splits partials once (D + 2 fp32 each), CHUNK splits a load; writes out (and lse) once."""
+    await_previous(PDL)
+    row = tl.program_id(0)
+    base = tl.cast(row, tl.int64) * num_splits
+    s = tl.arange(0, SPLITS)
+    m_s = tl.load(part_ml + (base + s) * 2, mask=s < num_splits, other=-float("inf"))
+    m_all = tl.max(m_s, 0)
+    m_ref = tl.where(m_all == -float("inf"), 0.0, m_all)  # no split saw a key: every weight 0, not NaN
+    l_all = tl.sum(tl.math.exp2(m_s - m_ref) * tl.load(part_ml + (base + s) * 2 + 1, mask=s < num_splits, other=0.0))
+    offs_d = tl.arange(0, BLOCK_D)
+    acc = tl.zeros((BLOCK_D,), tl.float32)
+    for c in range(0, num_splits, CHUNK):
+        sc = c + tl.arange(0, CHUNK)
+        live = sc < num_splits
+        w = tl.math.exp2(tl.load(part_ml + (base + sc) * 2, mask=live, other=-float("inf")) - m_ref)
+        part = tl.load(part_acc + (base + sc)[:, None] * HEAD_DIM + offs_d[None, :],
+                       mask=live[:, None] & (offs_d[None, :] < HEAD_DIM), other=0.0)
+        acc += tl.sum(w[:, None] * part, 0)
+    b = row // (Hq * Sq)
+    out_row = tl.cast(b, tl.int64) * stride_ob + ((row // Sq) % Hq).to(tl.int64) * stride_oh + \
+        (row % Sq).to(tl.int64) * stride_os
+    one = tl.zeros((1,), tl.int64)  # _store_out takes rows: this one as a block of one
+    _store_out(o, lse, acc[None, :], l_all + one.to(tl.float32), m_all + one.to(tl.float32), out_row + one,
+               row + one, one == 0, offs_d, HEAD_DIM, RETURN_LSE)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,23 +243,30 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     row_tiles = cdiv(rows, block_m)
     tiles = B * Hkv * row_tiles
     split = num_splits > 1
-    if split:
-        part_acc = torch.empty((tiles, num_splits, block_m, D), dtype=torch.float32, device=q.device)
-        part_ml = torch.empty((tiles, num_splits, block_m, 2), dtype=torch.float32, device=q.device)
-        counters = arrival_counters(q.device, tiles)
+    if split:  # workspace: D + 2 fp32 a (query row, split)
+        part_acc = torch.empty((B * Hq * Sq, num_splits, D), dtype=torch.float32, device=q.device)
+        part_ml = torch.empty((B * Hq * Sq, num_splits, 2), dtype=torch.float32, device=q.device)
     else:
-        part_acc = part_ml = counters = out  # unused
+        part_acc = part_ml = out  # unused
     table = block_table if block_table is not None else cache_seqlens  # unused when contiguous
-    launch(_decode_attention_kernel, (tiles, num_splits), q, k_cache, v_cache, out, lse if return_lse else out,
-           part_acc, part_ml, counters, cache_seqlens, table, scale * LOG2E,
+    block_d = max(16, triton.next_power_of_2(D))
+    lse_arg = lse if return_lse else out  # unused without lse
+    launch(_decode_attention_kernel, (tiles, num_splits), q, k_cache, v_cache, out, lse_arg,
+           part_acc, part_ml, cache_seqlens, table, scale * LOG2E,
            q.stride(0), q.stride(1), q.stride(2), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
            v_cache.stride(0), v_cache.stride(1), v_cache.stride(2), out.stride(0), out.stride(1), out.stride(2),
            0 if block_table is None else block_table.stride(0),
            Hkv, Sq, rows, row_tiles, _capacity(k_cache, block_table), num_splits,
-           GROUP=group, BLOCK_M=block_m, BLOCK_N=_block_n(D), BLOCK_D=max(16, triton.next_power_of_2(D)),
+           GROUP=group, BLOCK_M=block_m, BLOCK_N=_block_n(D), BLOCK_D=block_d,
            HEAD_DIM=D, PAGE_SIZE=0 if block_table is None else k_cache.shape[2], SPLIT=split,
            RETURN_LSE=return_lse, PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-           num_warps=NUM_WARPS, num_stages=NUM_STAGES if q.is_cuda else 1)
+           num_warps=NUM_WARPS, num_stages=NUM_STAGES if q.is_cuda else 1, **pdl_options(q))
+    if split:
+        splits_pow2 = triton.next_power_of_2(num_splits)
+        launch(_merge_splits_kernel, (B * Hq * Sq,), part_acc, part_ml, out, lse_arg, num_splits, Hq, Sq,
+               out.stride(0), out.stride(1), out.stride(2),
+               SPLITS=splits_pow2, CHUNK=min(splits_pow2, max(1, MERGE_CHUNK_ELEMENTS // block_d)), BLOCK_D=block_d,
+               HEAD_DIM=D, RETURN_LSE=return_lse, num_warps=MERGE_WARPS, **pdl_options(q))
     return out, lse
 
 
