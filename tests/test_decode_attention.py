@@ -169,10 +169,14 @@ def test_cost_and_registry():
 
 
 def test_default_splits():
-    assert decode_mod.default_splits(1024, 4096, torch.device("cpu")) == 1
-    assert decode_mod.default_splits(1, 4096, torch.device("cpu")) == 4096 // decode_mod.MIN_SPLIT_KEYS
-    assert decode_mod.default_splits(1, 10**7, torch.device("cpu")) == 16  # 4 programs an SM of 4 "SMs"
-    assert decode_mod.default_splits(8, 0, torch.device("cpu")) == 1
+    """One wave of resident programs (4 "SMs" off a GPU) over the tiles, at least MIN_SPLIT_KEYS keys a split."""
+    cpu = torch.device("cpu")
+    assert decode_mod.default_splits(1024, 4096, 2, cpu) == 1
+    assert decode_mod.default_splits(1, 4096, 2, cpu) == 8
+    assert decode_mod.default_splits(3, 4096, 4, cpu) == 5
+    assert decode_mod.default_splits(1, 100, 32, cpu) == -(-100 // decode_mod.MIN_SPLIT_KEYS)
+    assert decode_mod.default_splits(1, 10**7, 64, cpu) == decode_mod.MAX_SPLITS
+    assert decode_mod.default_splits(8, 0, 2, cpu) == 1
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,8 +33,9 @@ merges the row's splits (M = max_s m_s):  out = sum_s 2^(m_s - M) acc_s / sum_s 
 as programmatic dependents on sm_90 (ops/_support.py's pdl_options): the merge's programs are resident as the
 splits' last ones end.
 
-The split count (host-side, from shapes only: a graph replay keeps it) gives about SPLIT_WAVE_PROGRAMS
-programs an SM, with at least MIN_SPLIT_KEYS keys of capacity a split; num_splits= overrides it.
+The split count (host-side, from shapes only: a graph replay keeps it) fills one wave of the split kernel's
+resident programs (from its compiled registers and shared memory), at least MIN_SPLIT_KEYS keys of capacity
+a split; num_splits= overrides it.
 
 Traffic: each program reads its query rows once and each k/v row of its range once, so a (sequence,
 kv head)'s first L_b keys and values are read from memory once in all; out (and lse) written once. With
@@ -54,15 +55,14 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops._support import (await_previous, cdiv, check_float, check_same_device, launch, num_sms, pdl_options,
-                                  planned, runs_kernel, torch_op)
+                                  planned, prepare, runs_kernel, torch_op)
 from rooftop.ops.attention import MAX_HEAD_DIM, attention_eager, attention_reference
 from rooftop.roofline import Cost
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 MAX_BLOCK_M = 64  # query rows a program (GROUP * Sq past this: several row tiles a kv head)
-SPLIT_WAVE_PROGRAMS = 4  # programs an SM the split count aims at
-MIN_SPLIT_KEYS = 256  # keys of capacity a split at least: its partials stay small beside its keys
+MIN_SPLIT_KEYS = 64  # keys of capacity a split at least (one loop step)
 MAX_SPLITS = 128
 BLOCK_N = 64  # keys a loop step (D > 128: half as many)
 NUM_WARPS = 4
@@ -204,11 +204,12 @@ def _block_n(D: int) -> int:
     return BLOCK_N if D <= 128 else max(16, BLOCK_N // 2)
 
 
-def default_splits(tiles: int, capacity: int, device: torch.device) -> int:
-    """Key splits a (sequence, kv head, row tile): about SPLIT_WAVE_PROGRAMS programs an SM over the `tiles`,
-    each split at least MIN_SPLIT_KEYS keys of the cache's `capacity`."""
+def default_splits(tiles: int, capacity: int, resident: int, device: torch.device) -> int:
+    """Key splits a (sequence, kv head, row tile): as many as fill one wave of `resident` programs an SM over the
+    `tiles` (a second, partial wave only trails: NOTES item 188), each split at least MIN_SPLIT_KEYS keys of the
+    cache's `capacity`."""
     sms = num_sms(device.index) if device.type == "cuda" else 4
-    return max(1, min(cdiv(SPLIT_WAVE_PROGRAMS * sms, max(tiles, 1)), cdiv(capacity, MIN_SPLIT_KEYS), MAX_SPLITS))
+    return max(1, min(resident * sms // max(tiles, 1), cdiv(capacity, MIN_SPLIT_KEYS), MAX_SPLITS))
 
 
 def _capacity(k_cache: torch.Tensor, block_table: Optional[torch.Tensor]) -> int:
@@ -242,26 +243,35 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     block_m = _block_m(rows)
     row_tiles = cdiv(rows, block_m)
     tiles = B * Hkv * row_tiles
-    split = num_splits > 1
-    if split:  # workspace: D + 2 fp32 a (query row, split)
+    table = block_table if block_table is not None else cache_seqlens  # unused when contiguous
+    block_d = max(16, triton.next_power_of_2(D))
+    lse_arg = lse if return_lse else out  # unused without lse
+    capacity = _capacity(k_cache, block_table)
+
+    def kernel_args(part_acc, part_ml, splits):
+        return ((q, k_cache, v_cache, out, lse_arg, part_acc, part_ml, cache_seqlens, table, scale * LOG2E,
+                 q.stride(0), q.stride(1), q.stride(2), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+                 v_cache.stride(0), v_cache.stride(1), v_cache.stride(2), out.stride(0), out.stride(1),
+                 out.stride(2), 0 if block_table is None else block_table.stride(0),
+                 Hkv, Sq, rows, row_tiles, capacity, splits),
+                dict(GROUP=group, BLOCK_M=block_m, BLOCK_N=_block_n(D), BLOCK_D=block_d, HEAD_DIM=D,
+                     PAGE_SIZE=0 if block_table is None else k_cache.shape[2], SPLIT=splits > 1,
+                     RETURN_LSE=return_lse, PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
+                     num_warps=NUM_WARPS, num_stages=NUM_STAGES if q.is_cuda else 1, **pdl_options(q)))
+
+    if num_splits == 0:  # the choice: programs of the split kernel an SM, from its compiled resources
+        placeholder = torch.empty(0, dtype=torch.float32, device=q.device)
+        args, constexprs = kernel_args(placeholder, placeholder, 2)
+        compiled = prepare(_decode_attention_kernel, *args, **constexprs)
+        num_splits = default_splits(tiles, capacity, compiled.resident_per_sm if compiled else 2, q.device)
+    if num_splits > 1:  # workspace: D + 2 fp32 a (query row, split)
         part_acc = torch.empty((B * Hq * Sq, num_splits, D), dtype=torch.float32, device=q.device)
         part_ml = torch.empty((B * Hq * Sq, num_splits, 2), dtype=torch.float32, device=q.device)
     else:
         part_acc = part_ml = out  # unused
-    table = block_table if block_table is not None else cache_seqlens  # unused when contiguous
-    block_d = max(16, triton.next_power_of_2(D))
-    lse_arg = lse if return_lse else out  # unused without lse
-    launch(_decode_attention_kernel, (tiles, num_splits), q, k_cache, v_cache, out, lse_arg,
-           part_acc, part_ml, cache_seqlens, table, scale * LOG2E,
-           q.stride(0), q.stride(1), q.stride(2), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
-           v_cache.stride(0), v_cache.stride(1), v_cache.stride(2), out.stride(0), out.stride(1), out.stride(2),
-           0 if block_table is None else block_table.stride(0),
-           Hkv, Sq, rows, row_tiles, _capacity(k_cache, block_table), num_splits,
-           GROUP=group, BLOCK_M=block_m, BLOCK_N=_block_n(D), BLOCK_D=block_d,
-           HEAD_DIM=D, PAGE_SIZE=0 if block_table is None else k_cache.shape[2], SPLIT=split,
-           RETURN_LSE=return_lse, PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-           num_warps=NUM_WARPS, num_stages=NUM_STAGES if q.is_cuda else 1, **pdl_options(q))
-    if split:
+    args, constexprs = kernel_args(part_acc, part_ml, num_splits)
+    launch(_decode_attention_kernel, (tiles, num_splits), *args, **constexprs)
+    if num_splits > 1:
         splits_pow2 = triton.next_power_of_2(num_splits)
         launch(_merge_splits_kernel, (B * Hq * Sq,), part_acc, part_ml, out, lse_arg, num_splits, Hq, Sq,
                out.stride(0), out.stride(1), out.stride(2),
@@ -336,8 +346,7 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
         raise ValueError(f"scale must be a positive finite number, got {scale!r}")
     B, Hq, Sq, _ = q.shape
     if num_splits is None:
-        tiles = B * k_cache.shape[1] * cdiv(Hq // k_cache.shape[1] * Sq, _block_m(Hq // k_cache.shape[1] * Sq))
-        num_splits = default_splits(tiles, _capacity(k_cache, block_table), q.device)
+        num_splits = 0  # the op chooses
     elif isinstance(num_splits, bool) or not isinstance(num_splits, int) or not 1 <= num_splits <= 65535:
         raise ValueError(f"num_splits must be an int in [1, 65535], got {num_splits!r}")
     out, lse = _decode_attention_op(q, k_cache, v_cache, cache_seqlens, block_table, float(scale), num_splits,
