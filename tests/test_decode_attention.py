@@ -159,11 +159,12 @@ def test_cost_and_registry():
     cost = decode_attention_cost((4, 32, 1024, 128), torch.bfloat16)
     assert cost.bytes == (2 * 4 * 32 * 128 + 2 * 4 * 8 * 1024 * 128) * 2
     assert cost.flops == 4 * 4 * 32 * 1024 * 128
-    for name, peers in (("decode_attention", {"sdpa_flash", "sdpa_cudnn", "sdpa_efficient"}),
-                        ("decode_attention_paged", set())):
+    sdpa = {"sdpa_flash", "sdpa_cudnn", "sdpa_efficient"}
+    for name, peers, batch in (("decode_attention", sdpa, None), ("decode_attention_paged", set(), None),
+                               ("decode_attention_b1", sdpa, 1)):
         spec = registry.get(name)
         assert spec.family == "decode_attention" and spec.x_key == "S" and set(spec.peers) == peers
-        assert all(B * L == 131072 for B, _, L, _ in spec.cases)
+        assert all((B == 1) if batch else (B * L == 131072) for B, _, L, _ in spec.cases)
         inputs = spec.make_inputs((2, 8, 40, 32), torch.float16, DEVICE)
         assert rel_err(spec.run(*inputs), spec.reference(*inputs)) < TOL[torch.float16]
 

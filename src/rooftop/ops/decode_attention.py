@@ -64,9 +64,11 @@ LN2 = 0.6931471805599453
 MAX_BLOCK_M = 64  # query rows a program (GROUP * Sq past this: several row tiles a kv head)
 MIN_SPLIT_KEYS = 64  # keys of capacity a split at least (one loop step)
 MAX_SPLITS = 128
-BLOCK_N = 64  # keys a loop step (D > 128: half as many)
+BLOCK_N = 128  # keys a loop step (D > 128: half as many)
 NUM_WARPS = 4
 NUM_STAGES = 3  # k/v tiles in flight (cp.async) on a GPU
+# BLOCK_N, NUM_WARPS, NUM_STAGES: the best total over 5 large cases (B = 1 at L = 32K and 128K, B = 8, 32, 128) of
+# 18 settings on the H200 (benchmarks/exp_decode_attention.py, NOTES item 189); the best 4 were within 1%.
 MERGE_CHUNK_ELEMENTS = 4096  # partials the merge kernel loads at once (CHUNK splits x D)
 MERGE_WARPS = 4
 
@@ -440,18 +442,52 @@ def _sdpa_decode_peer(backend_name: str):
 DECODE_SWEEP = (1024, 2048, 4096, 8192, 16384, 32768, 131072)
 
 
-def decode_cases(tokens: int = 131072, heads: int = 32, head_dim: int = 128) -> tuple[tuple[int, ...], ...]:
-    """[B, Hq, L, D] with B * L = tokens: from many short sequences to one long one."""
-    return tuple((tokens // L, heads, L, head_dim) for L in DECODE_SWEEP)
+def decode_cases(tokens: Optional[int] = 131072, heads: int = 32, head_dim: int = 128) -> tuple[tuple[int, ...], ...]:
+    """[B, Hq, L, D] with B * L = tokens (from many short sequences to one long one), or B = 1 (tokens None)."""
+    return tuple((tokens // L if tokens else 1, heads, L, head_dim) for L in DECODE_SWEEP)
 
 
-for _paged in (False, True):
+_SDPA_PEERS = {p: _sdpa_decode_peer(b) for p, b in (("sdpa_flash", "FLASH_ATTENTION"), ("sdpa_cudnn", "CUDNN_ATTENTION"),
+                                                     ("sdpa_efficient", "EFFICIENT_ATTENTION"))}
+for _suffix, _paged, _tokens in (("", False, 131072), ("_paged", True, 131072), ("_b1", False, None)):
     registry.register(registry.OpSpec(
-        name="decode_attention" + ("_paged" if _paged else ""), family="decode_attention",
+        name="decode_attention" + _suffix, family="decode_attention",
         make_inputs=lambda shape, dtype, device, p=_paged: _make_decode_inputs(shape, dtype, device, p),
         run=decode_attention, reference=decode_attention_reference, eager=decode_attention_eager,
-        cost=decode_attention_cost, cases=decode_cases(), check_cases=((2, 8, 100, 64), (1, 4, 1000, 128)),
-        peers={} if _paged else {p: _sdpa_decode_peer(b) for p, b in (("sdpa_flash", "FLASH_ATTENTION"),
-                                                                     ("sdpa_cudnn", "CUDNN_ATTENTION"),
-                                                                     ("sdpa_efficient", "EFFICIENT_ATTENTION"))},
-        x_key="S"))
+        cost=decode_attention_cost, cases=decode_cases(_tokens), check_cases=((2, 8, 100, 64), (1, 4, 1000, 128)),
+        peers={} if _paged else _SDPA_PEERS, x_key="S"))
+
+
+STATIC_CAPACITY = 8192
+
+
+def _static_cache_table(ceilings) -> list[dict]:
+    """Graph-replayed microseconds of one decode step's attention over a static cache of STATIC_CAPACITY keys
+    holding L: rooftop reads the L keys (cache_seqlens), SDPA (torch's choice of backend, as a model calls it
+    with a static cache) reads all of them under a mask."""
+    import torch.nn.functional as F
+
+    from rooftop.bench.timing import graph_replay_us
+
+    rows = []
+    for L in (256, 1024, 4096, 8192):
+        shape = (1, 32, STATIC_CAPACITY, 128)
+        q, k, v, seqlens = _make_decode_inputs(shape, torch.bfloat16, "cuda")
+        seqlens.fill_(L)
+        mask = (torch.arange(STATIC_CAPACITY, device="cuda") < L)[None, None, None, :]
+        ours = decode_attention(q, k, v, seqlens)
+        theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+        floor_us = decode_attention_cost((1, 32, L, 128), torch.bfloat16).bytes / (ceilings.copy_GBps * 1e3)
+        rows.append({"shape": [1, 32, L, 128], "capacity": STATIC_CAPACITY,
+                     "rooftop_us": graph_replay_us([lambda: decode_attention(q, k, v, seqlens)]),
+                     "sdpa_masked_us": graph_replay_us(
+                         [lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)]),
+                     "floor_us": floor_us,
+                     "max_abs_diff": float((ours.float() - theirs.float()).abs().max())})
+    return rows
+
+
+registry.register_table(registry.FamilyTable(
+    family="decode_attention", title=f"One decode step's attention over a static cache of {STATIC_CAPACITY} keys "
+    "holding L (B = 1, 32 query / 8 kv heads, D = 128, bf16; GPU microseconds by graph replay, L2 warm; floor: "
+    "the L keys and values at the copy bandwidth)", make=_static_cache_table))
