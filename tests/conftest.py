@@ -85,6 +85,16 @@ def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
     return float(diff / torch.linalg.vector_norm(ref[finite]).clamp_min(1e-30))
 
 
+def assert_attention_result(out, lse, ref, ref_lse, q, tol=None) -> None:
+    """An attention op's out (q's shape and dtype) and lse ([B, H, Sq] fp32) against the float64 reference: no NaN,
+    out within the dtype's tolerance (or `tol`), lse within 1e-5 and -inf exactly where the reference has it."""
+    assert out.shape == q.shape and out.dtype == q.dtype
+    assert lse.shape == q.shape[:3] and lse.dtype == torch.float32
+    assert not out.isnan().any() and not lse.isnan().any()
+    assert rel_err(out, ref) < (tol or TOL[q.dtype])
+    assert rel_err(lse, ref_lse) < 1e-5
+
+
 def pytest_collection_modifyitems(config, items):
     if HAS_CUDA:
         return

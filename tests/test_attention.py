@@ -2,7 +2,7 @@ import pytest
 import torch
 
 import rooftop.ops.attention as attention_mod
-from conftest import DEVICE, HAS_CUDA, TOL, rel_err
+from conftest import DEVICE, HAS_CUDA, TOL, assert_attention_result, rel_err
 from rooftop import registry
 from rooftop.ops._support import Plans
 from rooftop.ops.attention import (AttentionConfig, attention, attention_cost, attention_eager, attention_reference,
@@ -19,11 +19,7 @@ def _qkv(B, Hq, Hkv, Sq, Sk, D, dtype, device):
 def _check(q, k, v, causal=False, window=None, scale=None, tol=None):
     out, lse = attention(q, k, v, causal, scale=scale, window=window, return_lse=True)
     ref, ref_lse = attention_reference(q, k, v, causal, scale=scale, window=window, return_lse=True)
-    assert out.shape == q.shape and out.dtype == q.dtype
-    assert lse.shape == q.shape[:3] and lse.dtype == torch.float32
-    assert not out.isnan().any() and not lse.isnan().any()
-    assert rel_err(out, ref) < (tol or TOL[q.dtype])
-    assert rel_err(lse, ref_lse) < 1e-5  # -inf exactly where the reference has it
+    assert_attention_result(out, lse, ref, ref_lse, q, tol)
     return out, lse
 
 

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 import rooftop
-from conftest import DEVICE, HAS_CUDA, TOL, rel_err
+from conftest import DEVICE, HAS_CUDA, TOL, assert_attention_result, rel_err
 from rooftop import registry
 from rooftop.ops import decode_attention as decode_mod
 from rooftop.ops.attention import attention
@@ -30,11 +30,7 @@ def _seqlens(lengths, device):
 def _check(q, k, v, seqlens, table=None, num_splits=None, tol=None):
     out, lse = decode_attention(q, k, v, seqlens, table, num_splits=num_splits, return_lse=True)
     ref, ref_lse = decode_attention_reference(q, k, v, seqlens, table, return_lse=True)
-    assert out.shape == q.shape and out.dtype == q.dtype
-    assert lse.shape == q.shape[:3] and lse.dtype == torch.float32
-    assert not out.isnan().any() and not lse.isnan().any()
-    assert rel_err(out, ref) < (tol or TOL[q.dtype])
-    assert rel_err(lse, ref_lse) < 1e-5  # -inf exactly where the reference has it
+    assert_attention_result(out, lse, ref, ref_lse, q, tol)
     return out, lse
 
 
@@ -131,7 +127,7 @@ def test_bad_input(device):
         decode_attention(q, k, v[:, :, :5], seqlens)
     with pytest.raises(ValueError, match="k_cache has head_dim"):
         decode_attention(q, k[..., :16], v[..., :16], seqlens)
-    with pytest.raises(ValueError, match="multiple of the caches' 3 kv heads"):
+    with pytest.raises(ValueError, match="multiple of k_cache's and v_cache's 3 heads"):
         odd = torch.randn(2, 3, 16, 32, device=device, dtype=torch.float16)
         decode_attention(q, odd, odd, seqlens)
     with pytest.raises(ValueError, match="k_cache is on meta"):

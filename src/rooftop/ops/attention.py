@@ -601,7 +601,7 @@ def window_bounds(window: Window, causal: bool) -> tuple[int, int]:
     return left, right
 
 
-def _check_scale(scale, D: int) -> float:
+def check_scale(scale, D: int) -> float:
     if scale is None:
         return 1.0 / math.sqrt(D)
     if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not 0 < scale < math.inf:
@@ -609,27 +609,30 @@ def _check_scale(scale, D: int) -> float:
     return float(scale)
 
 
-def _check_qkv(q, k, v, ndim: int, layout: str) -> None:
-    for name, t in (("q", q), ("k", k), ("v", v)):
+def check_qkv(q, k, v, ndim: int, layout: str, names: tuple[str, str, str] = ("q", "k", "v")) -> None:
+    """q, k and v (named `names` in errors): float, `ndim`-D with a unit last stride, k and v alike on q's device
+    and dtype, one head_dim <= MAX_HEAD_DIM, q's heads (dim -3 of 4-D, -2 of 3-D) a multiple of k's."""
+    for name, t in zip(names, (q, k, v)):
         check_float(name, t)
         if t.dim() != ndim:
             raise ValueError(f"{name} must be {ndim}-D {layout}, got shape {tuple(t.shape)}")
         if t.stride(-1) != 1 and t.shape[-1] > 1:
             raise ValueError(f"{name} must have unit stride along its last dim (head_dim), got {t.stride(-1)}")
-    for name, t in (("k", k), ("v", v)):
-        check_same_device(name, t, "q", q)
+    nq, nk, nv = names
+    for name, t in ((nk, k), (nv, v)):
+        check_same_device(name, t, nq, q)
         if t.dtype != q.dtype:
-            raise TypeError(f"{name} has dtype {t.dtype} but q has {q.dtype}")
+            raise TypeError(f"{name} has dtype {t.dtype} but {nq} has {q.dtype}")
     if v.shape != k.shape:
-        raise ValueError(f"v has shape {tuple(v.shape)} but k has {tuple(k.shape)}")
+        raise ValueError(f"{nv} has shape {tuple(v.shape)} but {nk} has {tuple(k.shape)}")
     D = q.shape[-1]
     if k.shape[-1] != D:
-        raise ValueError(f"k has head_dim {k.shape[-1]} but q has {D}")
+        raise ValueError(f"{nk} has head_dim {k.shape[-1]} but {nq} has {D}")
     if not 1 <= D <= MAX_HEAD_DIM:
-        raise ValueError(f"q has head_dim {D}; supported: 1..{MAX_HEAD_DIM}")
+        raise ValueError(f"{nq} has head_dim {D}; supported: 1..{MAX_HEAD_DIM}")
     hq, hkv = q.shape[-3 if ndim == 4 else -2], k.shape[-3 if ndim == 4 else -2]
     if hkv == 0 or hq % hkv:
-        raise ValueError(f"q's {hq} heads must be a multiple of k's and v's {hkv} heads (GQA)")
+        raise ValueError(f"{nq}'s {hq} heads must be a multiple of {nk}'s and {nv}'s {hkv} heads (GQA)")
 
 
 def _new_out(q: torch.Tensor) -> torch.Tensor:
@@ -691,11 +694,11 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     (query i sees keys j <= i + Sk - Sq); window = (left, right) or left: query i sees keys
     [i' - left, i' + right], i' = i + Sk - Sq. scale defaults to 1/sqrt(D). Returns out [B, Hq, Sq, D],
     and with return_lse also lse [B, Hq, Sq] fp32 (natural log). A query that sees no key gets 0 and -inf."""
-    _check_qkv(q, k, v, 4, "[batch, heads, seq, head_dim]")
+    check_qkv(q, k, v, 4, "[batch, heads, seq, head_dim]")
     if k.shape[0] != q.shape[0]:
         raise ValueError(f"k has batch {k.shape[0]} but q has {q.shape[0]}")
     left, right = window_bounds(window, bool(causal))
-    out, lse = _attention_op(q, k, v, bool(causal), _check_scale(scale, q.shape[-1]), left, right, bool(return_lse))
+    out, lse = _attention_op(q, k, v, bool(causal), check_scale(scale, q.shape[-1]), left, right, bool(return_lse))
     return (out, lse) if return_lse else out
 
 
@@ -703,7 +706,7 @@ def attention_candidates(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, caus
                          limit: Optional[int] = MAX_CANDIDATES) -> tuple[AttentionConfig, ...]:
     """The launch configurations the tuner times for attention(q, k, v, causal) (no window), the untuned
     default first; limit None: the whole pruned space."""
-    _check_qkv(q, k, v, 4, "[batch, heads, seq, head_dim]")
+    check_qkv(q, k, v, 4, "[batch, heads, seq, head_dim]")
     out = _new_out(q)
     use_tma = _layout(q, k, v, out, False)[0]
     return attention_configs(_block_d(q.shape[-1]), q.dtype, q.device.index if q.is_cuda else -1,
@@ -716,7 +719,7 @@ def prepared_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal
     """attention(q, k, v, causal) (no window, q and k of one batch) made ready to repeat with launch
     configuration `config`, else the tuned choice: one call now chooses and compiles it; the callable
     allocates out and launches directly. For benchmarks that time each candidate."""
-    _check_qkv(q, k, v, 4, "[batch, heads, seq, head_dim]")
+    check_qkv(q, k, v, 4, "[batch, heads, seq, head_dim]")
     B, _, Sq, D = q.shape
     if not runs_kernel(q) or q.numel() == 0 or k.shape[2] == 0 or k.shape[0] != B:
         raise ValueError("prepared_attention needs q, k and v of one batch, non-empty, where the kernel runs")
@@ -780,7 +783,7 @@ def attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqle
     [total_k, Hkv, D]; sequence b is rows cu_seqlens_q[b]:cu_seqlens_q[b+1] of q (likewise k, v), the
     cu_seqlens int32 [batch + 1]; max_seqlen_q/k bound every sequence's length. Returns out
     [total_q, Hq, D], and with return_lse also lse [Hq, total_q] fp32."""
-    _check_qkv(q, k, v, 3, "[tokens, heads, head_dim]")
+    check_qkv(q, k, v, 3, "[tokens, heads, head_dim]")
     for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
         if not isinstance(cu, torch.Tensor) or cu.dtype != torch.int32 or cu.dim() != 1 or cu.shape[0] < 1:
             raise TypeError(f"{name} must be a 1-D int32 tensor [batch + 1]")
@@ -795,7 +798,7 @@ def attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqle
             raise ValueError(f"{name} must be an int >= 0, got {n!r}")
     left, right = window_bounds(window, bool(causal))
     out, lse = _attention_varlen_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, bool(causal),
-                                    _check_scale(scale, q.shape[-1]), left, right, bool(return_lse))
+                                    check_scale(scale, q.shape[-1]), left, right, bool(return_lse))
     return (out, lse) if return_lse else out
 
 
@@ -820,7 +823,7 @@ def attention_reference(q, k, v, causal=False, scale=None, window=None, return_l
     GPU at S = 16384); GQA by repeat_interleave; rows that see no key give 0 (lse -inf)."""
     left, right = window_bounds(window, bool(causal))
     B, Hq, Sq, D = q.shape
-    scale = _check_scale(scale, D)
+    scale = check_scale(scale, D)
     group = Hq // max(k.shape[1], 1)
     kd = k.double().repeat_interleave(group, 1)
     vd = v.double().repeat_interleave(group, 1)
@@ -859,7 +862,7 @@ def attention_eager(q, k, v, causal=False, scale=None, window=None):
     group = q.shape[1] // k.shape[1]
     if group > 1:
         k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
-    scores = (q @ k.transpose(-1, -2)) * _check_scale(scale, q.shape[-1])
+    scores = (q @ k.transpose(-1, -2)) * check_scale(scale, q.shape[-1])
     if left >= 0 or right >= 0:
         scores = scores.masked_fill(~_visible(q.shape[2], k.shape[2], left, right, q.device), -math.inf)
     return torch.softmax(scores.float(), dim=-1).to(q.dtype) @ v

@@ -54,9 +54,9 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (await_previous, cdiv, check_float, check_same_device, launch, num_sms, pdl_options,
+from rooftop.ops._support import (await_previous, cdiv, check_same_device, launch, num_sms, pdl_options,
                                   planned, prepare, runs_kernel, torch_op)
-from rooftop.ops.attention import MAX_HEAD_DIM, attention_eager, attention_reference
+from rooftop.ops.attention import attention_eager, attention_reference, check_qkv, check_scale
 from rooftop.roofline import Cost
 
 LOG2E = 1.4426950408889634
@@ -283,28 +283,9 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
 
 
 def _check_decode(q, k_cache, v_cache, cache_seqlens, block_table) -> None:
-    for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
-        check_float(name, t)
-        if t.dim() != 4:
-            layout = "[batch, heads, new tokens, head_dim]" if name == "q" else \
-                "[batch, kv heads, max_len, head_dim] (paged: [pages, kv heads, page_size, head_dim])"
-            raise ValueError(f"{name} must be 4-D {layout}, got shape {tuple(t.shape)}")
-        if t.stride(-1) != 1 and t.shape[-1] > 1:
-            raise ValueError(f"{name} must have unit stride along its last dim (head_dim), got {t.stride(-1)}")
-    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
-        check_same_device(name, t, "q", q)
-        if t.dtype != q.dtype:
-            raise TypeError(f"{name} has dtype {t.dtype} but q has {q.dtype}")
-    if v_cache.shape != k_cache.shape:
-        raise ValueError(f"v_cache has shape {tuple(v_cache.shape)} but k_cache has {tuple(k_cache.shape)}")
-    B, Hq, _, D = q.shape
-    if k_cache.shape[-1] != D:
-        raise ValueError(f"k_cache has head_dim {k_cache.shape[-1]} but q has {D}")
-    if not 1 <= D <= MAX_HEAD_DIM:
-        raise ValueError(f"q has head_dim {D}; supported: 1..{MAX_HEAD_DIM}")
-    Hkv = k_cache.shape[1]
-    if Hkv == 0 or Hq % Hkv:
-        raise ValueError(f"q's {Hq} heads must be a multiple of the caches' {Hkv} kv heads (GQA)")
+    check_qkv(q, k_cache, v_cache, 4, "[batch, heads, tokens, head_dim] (a paged cache: [pages, kv heads, page_size, "
+              "head_dim])", names=("q", "k_cache", "v_cache"))
+    B = q.shape[0]
     for name, t, shape in (("cache_seqlens", cache_seqlens, (B,)), ("block_table", block_table, None)):
         if t is None:
             continue
@@ -336,17 +317,12 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     (keys split over that many programs a sequence and kv head) defaults to a choice from the shapes. Returns
     out [B, Hq, Sq, D], and with return_lse also lse [B, Hq, Sq] fp32 (natural log)."""
     _check_decode(q, k_cache, v_cache, cache_seqlens, block_table)
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1])
-    elif isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < math.inf:
-        raise ValueError(f"scale must be a positive finite number, got {scale!r}")
-    B, Hq, Sq, _ = q.shape
     if num_splits is None:
         num_splits = 0  # the op chooses
     elif isinstance(num_splits, bool) or not isinstance(num_splits, int) or not 1 <= num_splits <= 65535:
         raise ValueError(f"num_splits must be an int in [1, 65535], got {num_splits!r}")
-    out, lse = _decode_attention_op(q, k_cache, v_cache, cache_seqlens, block_table, float(scale), num_splits,
-                                    bool(return_lse))
+    out, lse = _decode_attention_op(q, k_cache, v_cache, cache_seqlens, block_table, check_scale(scale, q.shape[-1]),
+                                    num_splits, bool(return_lse))
     return (out, lse) if return_lse else out
 
 
