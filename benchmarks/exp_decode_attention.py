@@ -101,12 +101,14 @@ def main() -> None:
         picks = []
         for paged in (False, True):
             ours = [r for r in case if r["provider"] == "rooftop" and r["paged"] == paged]
-            picks += [next((r for r in ours if r["setting"] == {}), None), min(ours, key=lambda r: r["us"], default=None)]
+            picks += [next((r for r in ours if r["setting"] == {}), None),
+                      min(ours, key=lambda r: r["us"], default=None)]
         if not (sdpa and all(picks)):
             print(B, L, "missing rows")
             continue
         default, best, paged, paged_best = picks
-        print(f"{B:>4} {L:>7} {sdpa['provider']:>16} {sdpa['us']:7.1f} | {default['us']:7.1f} {default['pct_copy']:6.1f} "
+        print(f"{B:>4} {L:>7} {sdpa['provider']:>16} {sdpa['us']:7.1f} | {default['us']:7.1f} "
+              f"{default['pct_copy']:6.1f} "
               f"{best['us']:7.1f} {best['pct_copy']:6.1f} {sdpa['us'] / best['us']:6.2f} | {paged['us']:7.1f} "
               f"{paged_best['us']:7.1f} | {best['setting']}; {paged_best['setting']}")
     errors = [r for r in rows if "error" in r or (r.get("rel_err") or 0) > 2e-2]

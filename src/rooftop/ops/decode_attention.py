@@ -60,7 +60,6 @@ from rooftop.ops.attention import attention_eager, attention_reference, check_qk
 from rooftop.roofline import Cost
 
 LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
 MAX_BLOCK_M = 64  # query rows a program (GROUP * Sq past this: several row tiles a kv head)
 MIN_SPLIT_KEYS = 64  # keys of capacity a split at least (one loop step)
 MAX_SPLITS = 128
@@ -91,8 +90,8 @@ def _store_out(o, lse, acc, l_i, m_i, row_off, lse_off, row_ok, offs_d, HEAD_DIM
     tl.store(o + row_off[:, None] + offs_d[None, :], out.to(o.dtype.element_ty),
              mask=row_ok[:, None] & (offs_d[None, :] < HEAD_DIM))
     if RETURN_LSE:
-        tl.store(lse + lse_off, tl.where(seen, (m_i + tl.math.log2(tl.where(seen, l_i, 1.0))) * 0.6931471805599453,
-                                         -float("inf")), mask=row_ok)
+        log2_sum = m_i + tl.math.log2(tl.where(seen, l_i, 1.0))
+        tl.store(lse + lse_off, tl.where(seen, log2_sum * 0.6931471805599453, -float("inf")), mask=row_ok)  # x ln 2
 
 
 @triton.jit
@@ -418,7 +417,8 @@ def decode_cases(tokens: Optional[int] = 131072, heads: int = 32, head_dim: int 
     return tuple((tokens // L if tokens else 1, heads, L, head_dim) for L in DECODE_SWEEP)
 
 
-_SDPA_PEERS = {p: _sdpa_decode_peer(b) for p, b in (("sdpa_flash", "FLASH_ATTENTION"), ("sdpa_cudnn", "CUDNN_ATTENTION"),
+_SDPA_PEERS = {p: _sdpa_decode_peer(b) for p, b in (("sdpa_flash", "FLASH_ATTENTION"),
+                                                     ("sdpa_cudnn", "CUDNN_ATTENTION"),
                                                      ("sdpa_efficient", "EFFICIENT_ATTENTION"))}
 for _suffix, _paged, _tokens in (("", False, 131072), ("_paged", True, 131072), ("_b1", False, None)):
     registry.register(registry.OpSpec(
