@@ -11,7 +11,7 @@ the steps (decode tokens/s, ms a step), and a step is set against its floor: the
 and buffer but the input embedding's table) read once at the measured copy bandwidth. x_stock compares decode
 tokens/s with --graphs, whole runs without.
 Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
-[--repeats 2] [--row-pdl-ab] [--compile]
+[--repeats 2] [--row-pdl-ab] [--compile] [--cache-len N] [--decode-attention]
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class GraphedDecode:
     the step's graph is captured here), the prefill stays eager. Built once a model (one capture, one compile);
     each call times a run with _timed, the prefill apart from the steps."""
 
-    def __init__(self, model, ids, new: int, compiled: bool = False):
+    def __init__(self, model, ids, new: int, compiled: bool = False, cache_len: int = 0):
         import inspect
 
         from transformers import StaticCache
@@ -47,7 +47,7 @@ class GraphedDecode:
 
         batch, prompt = ids.shape
         self.ids, self.new = ids, new
-        self.cache = StaticCache(config=model.config, max_cache_len=prompt + new + 4)
+        self.cache = StaticCache(config=model.config, max_cache_len=max(cache_len, prompt + new + 4))
         cache_arg = "cache" if "cache" in inspect.signature(model.model.forward).parameters else "past_key_values"
         token = torch.zeros(batch, 1, dtype=torch.long, device=ids.device)
 
@@ -147,6 +147,11 @@ def main() -> None:
                         help="also stock, patched and patched + int4 with the step torch.compile'd (needs --graphs)")
     parser.add_argument("--row-pdl-ab", action="store_true",
                         help="also the int4 model with the row ops' kernels not launched as programmatic dependents")
+    parser.add_argument("--cache-len", type=int, default=0,
+                        help="the static cache's length (--graphs; default: prompt + new + 4), as a server allocates")
+    parser.add_argument("--decode-attention", action="store_true",
+                        help="also the int4 model with its decode steps' attention by rooftop.decode_attention "
+                             "(patch_model's decode_attention=True)")
     args = parser.parse_args()
     if args.compile and not args.graphs:
         parser.error("--compile: the compiled step is timed in a graph of its own, with --graphs")
@@ -168,6 +173,10 @@ def main() -> None:
         quantized, quantized_apart = copy.deepcopy(patched), copy.deepcopy(apart)
         report = rooftop.quantize_model(quantized, bits=4, group_size=128)
         rooftop.quantize_model(quantized_apart, bits=4, group_size=128)
+        if args.decode_attention:
+            quantized_decode = copy.deepcopy(stock)
+            patch_model(quantized_decode, decode_attention=True)
+            rooftop.quantize_model(quantized_decode, bits=4, group_size=128)
         same = torch.equal(stock.generate(ids, max_new_tokens=8, do_sample=False),
                            patched.generate(ids, max_new_tokens=8, do_sample=False))
         plain, no_pdl, compiled = {}, {"row_pdl": False}, {"compiled": True}
@@ -177,6 +186,8 @@ def main() -> None:
                   ("patched + int4 g128, projections apart", quantized_apart, plain)]
         if args.row_pdl_ab:
             models.append(("patched + int4 g128, row kernels without PDL", quantized, no_pdl))
+        if args.decode_attention:
+            models.append(("patched + int4 g128, decode attention by rooftop", quantized_decode, plain))
         if args.compile:
             models += [("stock, step torch.compile'd", stock, compiled),
                        ("rooftop-patched, step torch.compile'd", patched, compiled),
@@ -194,7 +205,8 @@ def main() -> None:
                         continue
                     if name not in decoders:
                         _support.clear_plans()  # a plan keeps its first call's launch (its PDL flag)
-                        decoders[name] = GraphedDecode(model, ids, args.new, options.get("compiled", False))
+                        decoders[name] = GraphedDecode(model, ids, args.new, options.get("compiled", False),
+                                                       args.cache_len)
                     runs[name].append(decoders[name]())
                 except RuntimeError as err:  # e.g. an op that cannot be captured: recorded, the others still run
                     print(f"{name}: {type(err).__name__}: {str(err)[:300]}")
@@ -220,7 +232,8 @@ def main() -> None:
     device_name = torch.cuda.get_device_name() if device == "cuda" else "cpu"
     setup = (f"Llama-3-{args.size} layer shapes, {args.layers} layers, random weights, batch {args.batch}, "
              f"{args.prompt}-token prompt, {args.new} new tokens (greedy), "
-             + ("each decode step one CUDA graph replay" if args.graphs else "HF generate, eager")
+             + (f"each decode step one CUDA graph replay, a static cache of "
+                f"{max(args.cache_len, args.prompt + args.new + 4)}" if args.graphs else "HF generate, eager")
              + ("; no call plans" if args.no_plans else ""))
     path = write_results(args.out, "e2e_decode", [], {}, device_name,
                          tables={f"End-to-end decode, tokens/s ({setup})": rows},

@@ -27,9 +27,9 @@ def _seqlens(lengths, device):
     return torch.tensor(lengths, dtype=torch.int32, device=device)
 
 
-def _check(q, k, v, seqlens, table=None, num_splits=None, tol=None):
-    out, lse = decode_attention(q, k, v, seqlens, table, num_splits=num_splits, return_lse=True)
-    ref, ref_lse = decode_attention_reference(q, k, v, seqlens, table, return_lse=True)
+def _check(q, k, v, seqlens, table=None, num_splits=None, tol=None, key_mask=None):
+    out, lse = decode_attention(q, k, v, seqlens, table, num_splits=num_splits, return_lse=True, key_mask=key_mask)
+    ref, ref_lse = decode_attention_reference(q, k, v, seqlens, table, key_mask, return_lse=True)
     assert_attention_result(out, lse, ref, ref_lse, q, tol)
     return out, lse
 
@@ -70,6 +70,20 @@ def test_row_tiles_and_default_splits(device):
     seqlens = _seqlens([300], device)
     for splits in (None, 11):
         _check(q, k, v, seqlens, num_splits=splits)
+
+
+@pytest.mark.parametrize("Sq, page_size, num_splits", [(1, None, 1), (1, 16, 3), (2, None, 2)])
+def test_key_mask(Sq, page_size, num_splits, device):
+    """A key mask as a model passes one (left padding, holes, a sequence masked whole): a key is seen only where the
+    mask and the lengths both allow it; a broadcast mask row (stride 0) too."""
+    q, k, v, table = _inputs(3, 8, 2, Sq, 96, 64, torch.bfloat16, device, page_size)
+    seqlens = _seqlens([96, 50, 70], device)
+    mask = torch.rand(3, 96, device=device) > 0.3
+    mask[1, :20] = False  # left padding
+    mask[2] = False
+    _check(q, k, v, seqlens, table, num_splits, key_mask=mask)
+    row = (torch.arange(96, device=device) >= 7)[None].expand(3, -1)
+    _check(q, k, v, seqlens, table, num_splits, key_mask=row)
 
 
 def test_strided_layouts(device):
@@ -146,6 +160,10 @@ def test_bad_input(device):
         decode_attention(q, k, v, seqlens, scale=-1.0)
     with pytest.raises(ValueError, match="num_splits"):
         decode_attention(q, k, v, seqlens, num_splits=0)
+    with pytest.raises(TypeError, match="key_mask must be a bool tensor"):
+        decode_attention(q, k, v, seqlens, key_mask=torch.ones(2, 16, device=device))
+    with pytest.raises(ValueError, match=r"key_mask must have shape \(2, >= 16\)"):
+        decode_attention(q, k, v, seqlens, key_mask=torch.ones(2, 15, dtype=torch.bool, device=device))
 
 
 def test_compiles_without_graph_break():
@@ -208,6 +226,16 @@ def test_gpu_matches_reference(Hq, Hkv, Sq, D, page_size, dtype):
     lengths = [4096, 1, 0, 2999, 777]
     q, k, v, table = _inputs(len(lengths), Hq, Hkv, Sq, 4096, D, dtype, "cuda", page_size)
     _check(q, k, v, _seqlens(lengths, "cuda"), table)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("page_size", [None, 16])
+def test_gpu_key_mask(page_size):
+    lengths = [4096, 3000, 1, 777]
+    q, k, v, table = _inputs(len(lengths), 32, 8, 1, 4096, 128, torch.bfloat16, "cuda", page_size)
+    mask = torch.rand(len(lengths), 4096, device="cuda") > 0.1
+    mask[1, :1000] = False
+    _check(q, k, v, _seqlens(lengths, "cuda"), table, key_mask=mask)
 
 
 @pytest.mark.gpu

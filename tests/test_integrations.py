@@ -95,7 +95,8 @@ def test_patch_swaps_norms_and_mlps_and_keeps_outputs(norm, act):
     x = torch.randn(2, 5, 64, device=DEVICE)
     with torch.no_grad():
         before = model(x)
-        assert patch_model(model) == {"rms_norm": 4, "add_rms_norm": 0, "gated_mlp": 2, "qkv": 0, "rope": 0}
+        assert patch_model(model) == {"rms_norm": 4, "add_rms_norm": 0, "gated_mlp": 2, "qkv": 0, "rope": 0,
+                                      "decode_attention": 0}
         assert isinstance(model[0].input_layernorm, RMSNorm) and isinstance(model[1].mlp, GatedMLP)
         assert model[0].mlp.activation == ("silu" if isinstance(act, nn.SiLU) else "gelu_tanh")
         assert model[0].mlp.gate_up_proj.weight.shape == (2 * 96, 64) and not hasattr(model[0].mlp, "gate_proj")
@@ -142,7 +143,8 @@ def test_quantized_gate_and_up_stack_exactly():
 
 def test_patch_leaves_what_it_does_not_know():
     layer = Layer(LlamaRMSNorm, act=nn.ReLU()).to(DEVICE)  # ReLU gating: no fused kernel
-    assert patch_model(layer) == {"rms_norm": 2, "add_rms_norm": 0, "gated_mlp": 0, "qkv": 0, "rope": 0}
+    assert patch_model(layer) == {"rms_norm": 2, "add_rms_norm": 0, "gated_mlp": 0, "qkv": 0, "rope": 0,
+                                  "decode_attention": 0}
     assert isinstance(layer.mlp, LlamaMLP)
 
 
@@ -157,7 +159,8 @@ def test_patch_a_transformers_llama():
     with torch.no_grad():
         before = model(ids).logits
         counts = patch_model(model)
-        assert counts == {"rms_norm": 2 * 2 + 1, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2}
+        assert counts == {"rms_norm": 2 * 2 + 1, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2,
+                          "decode_attention": 0}
         assert rel_err(model(ids).logits, before) < tol
         # a decode step from a cache: rotations at positions 12.. (cos/sin [B, 1, D])
         for m in (stock, model):
@@ -178,6 +181,47 @@ def test_patch_a_transformers_llama():
     finally:
         rooftop.integrations.hf.apply_rope = rope
         transformers.models.llama.modeling_llama.apply_rotary_pos_emb = rotary
+
+
+def test_decode_steps_over_a_static_cache_take_decode_attention(monkeypatch):
+    """A left-padded batch decoding from transformers' StaticCache: the patched model's decode steps call
+    rooftop.decode_attention (the boolean mask as a key mask, lengths from it) and give the stock model's logits;
+    its prefill stays SDPA's; without decode_attention=True (the default) SDPA throughout."""
+    import inspect
+
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    config._attn_implementation = "sdpa"
+    stock = transformers.LlamaForCausalLM(config).to(DEVICE).eval()
+    models = {"stock": stock, "patched": copy.deepcopy(stock), "sdpa": copy.deepcopy(stock)}
+    assert patch_model(models["patched"], decode_attention=True)["decode_attention"] == 2
+    assert patch_model(models["sdpa"])["decode_attention"] == 0
+    calls = []
+    real = rooftop.integrations.hf.decode_attention
+    monkeypatch.setattr(rooftop.integrations.hf, "decode_attention", lambda *a, **k: calls.append(1) or real(*a, **k))
+    ids = torch.randint(0, 128, (2, 10), device=DEVICE)
+    steps = torch.randint(0, 128, (3, 2, 1), device=DEVICE)
+    padding = torch.ones(2, 10, dtype=torch.long, device=DEVICE)
+    padding[1, :4] = 0  # the second sequence left-padded
+    cache_arg = "cache" if "cache" in inspect.signature(stock.model.forward).parameters else "past_key_values"
+    logits = {}
+    with torch.no_grad():
+        for name, model in models.items():
+            cache = transformers.StaticCache(config=config, max_cache_len=24)
+            mask, positions = padding, (padding.cumsum(-1) - 1).clamp_min(0)
+            model(ids, attention_mask=mask, position_ids=positions, use_cache=True, **{cache_arg: cache})
+            before = len(calls)
+            logits[name] = []
+            for token in steps:
+                mask = torch.cat([mask, torch.ones_like(mask[:, :1])], -1)
+                positions = positions[:, -1:] + 1
+                logits[name].append(model(token, attention_mask=mask, position_ids=positions, use_cache=True,
+                                          **{cache_arg: cache}).logits)
+            assert len(calls) - before == (2 * len(steps) if name == "patched" else 0), name
+    for name in ("patched", "sdpa"):
+        for ours, theirs in zip(logits[name], logits["stock"]):
+            assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
 
 def test_patched_layers_compile_without_graph_break():
@@ -203,7 +247,8 @@ def test_decoder_layer_fuses_add_and_norm_and_stacks_qkv(monkeypatch):
     with torch.no_grad():
         before = model(x)
         apart = copy.deepcopy(model)
-        assert patch_model(model) == {"rms_norm": 4, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 0}
+        assert patch_model(model) == {"rms_norm": 4, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 0,
+                                      "decode_attention": 0}
         assert patch_model(apart, merge_qkv=False)["qkv"] == 0
         assert not hasattr(model[0].self_attn, "q_proj") and model[0].self_attn.qkv_sizes == [64, 32, 32]
         assert isinstance(apart[0].self_attn.q_proj, nn.Linear) and not hasattr(apart[0].self_attn, "qkv_proj")
@@ -288,5 +333,6 @@ def test_patch_other_transformers_architectures(arch, extra, norms):
     with torch.no_grad():
         before = model(ids).logits
         counts = patch_model(model)
-        assert counts == {"rms_norm": norms, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2}
+        assert counts == {"rms_norm": norms, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2,
+                          "decode_attention": 0}
         assert rel_err(model(ids).logits, before) < (1e-2 if HAS_CUDA else 1e-4)

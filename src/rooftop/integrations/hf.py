@@ -23,8 +23,15 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   The forwards are rewritten at their source (Python's ast: the statements of that pattern, nothing else;
   compiled with the original's globals and file name, so tracebacks point at its lines); a forward whose
   source is not at hand, that closes over names, or that does not hold the pattern is left as it is.
-Other parameters are shared, not copied; outputs match the original up to rounding. Attention itself is left
-to the model's own implementation (choose `attn_implementation="sdpa"` when loading).
+- that attention forward also sees transformers' ALL_ATTENTION_FUNCTIONS through a proxy (its global rebound the
+  same way) whose "sdpa" function answers a decode step by rooftop.decode_attention: one query a sequence over the
+  cache's keys (a StaticCache's whole [B, Hkv, max_len, D] tensors), the boolean mask transformers builds (padding,
+  windows) read as a key mask, each sequence's keys read up to its last unmasked one (lengths computed on the device
+  once a step, from the mask the layers share), where SDPA reads the whole static cache under the mask. Prefill,
+  float masks, soft-capping, sinks, head masks, dropout, autograd and asked-for weights go to SDPA as before.
+  Asked for by `decode_attention=True` (off by default until measured inside a model on a GPU).
+Other parameters are shared, not copied; outputs match the original up to rounding. Prefill attention is left to
+the model's own implementation (choose `attn_implementation="sdpa"` when loading).
 """
 from __future__ import annotations
 
@@ -33,12 +40,14 @@ import inspect
 import sys
 import textwrap
 import types
+import weakref
 
 import torch
 from torch import nn
 
 from rooftop.nn import RMSNorm
 from rooftop.ops.activations import geglu, swiglu
+from rooftop.ops.decode_attention import decode_attention
 from rooftop.ops.quant_matmul import QuantLinear
 from rooftop.ops.rope import apply_rope
 
@@ -135,6 +144,80 @@ def _fused_rotary(original):
             return apply_rope(q, k, cos, sin)
         return original(q, k, cos, sin, *args, **kwargs)
     return apply_rotary_pos_emb
+
+
+# kwargs of transformers' attention functions that change the maths (soft-capping, attention sinks, head masks) or ask
+# for the weights: such a call goes to SDPA as it was
+_DECODE_REFUSES = ("softcap", "s_aux", "sinks", "head_mask", "output_attentions")
+_mask_lengths: dict[int, tuple] = {}  # id of a mask -> (weak reference to it, the lengths its last row gives)
+
+
+def _decode_mask_rows(query, key, mask):
+    """For a decode step (one query a sequence): the [B, S] key mask of transformers' boolean SDPA mask ([B or 1, 1,
+    1, >= S]), None where it gave none (every key seen); False where the call is not one decode_attention takes."""
+    if query.dim() != 4 or query.shape[2] != 1 or key.shape[2] == 0:
+        return False
+    if mask is None:
+        return None
+    if not (isinstance(mask, torch.Tensor) and mask.dtype == torch.bool and mask.dim() == 4 and mask.shape[1] == 1
+            and mask.shape[2] == 1 and mask.shape[0] in (1, query.shape[0]) and mask.shape[3] >= key.shape[2]):
+        return False
+    return mask[:, 0, 0, :key.shape[2]].expand(query.shape[0], -1)
+
+
+def _cache_lengths(mask, rows, key) -> torch.Tensor:
+    """int32 [B]: keys up to the last one the mask lets through (every key without a mask). The layers of a step
+    share one mask object: its lengths are computed once (not under torch.compile, which fuses them anyway)."""
+    if rows is None:
+        return torch.full((key.shape[0],), key.shape[2], dtype=torch.int32, device=key.device)
+    compiling = torch.compiler.is_compiling()
+    if not compiling:
+        kept = _mask_lengths.get(id(mask))
+        if kept is not None and kept[0]() is mask:
+            return kept[1]
+    positions = torch.arange(1, rows.shape[1] + 1, dtype=torch.int32, device=rows.device)
+    lengths = torch.where(rows, positions, 0).amax(-1).to(torch.int32)
+    if not compiling:
+        if len(_mask_lengths) > 64:
+            _mask_lengths.clear()
+        _mask_lengths[id(mask)] = (weakref.ref(mask), lengths)
+    return lengths
+
+
+def _decode_or(sdpa):
+    """transformers' SDPA attention function, a decode step over a cache (one query a sequence, the boolean mask a
+    model builds, nothing that changes the maths) answered by rooftop.decode_attention: the keys up to each sequence's
+    last unmasked one read, the mask applied to them (SDPA reads the whole static cache under it)."""
+    def attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
+        rows = _decode_mask_rows(query, key, attention_mask)
+        grads = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
+        if (rows is not False and not dropout and not grads and not any(kwargs.get(n) for n in _DECODE_REFUSES)
+                and query.dtype == key.dtype == value.dtype and key.shape == value.shape
+                and (scaling is None or scaling > 0)):
+            out = decode_attention(query, key, value, _cache_lengths(attention_mask, rows, key), scale=scaling,
+                                   key_mask=rows)
+            return out.transpose(1, 2), None
+        return sdpa(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
+    return attention
+
+
+class _AttentionFunctions:
+    """transformers' ALL_ATTENTION_FUNCTIONS as a patched attention forward sees it: its "sdpa" function answers decode
+    steps by rooftop.decode_attention (_decode_or); anything else as it was."""
+
+    def __init__(self, functions):
+        self._functions = functions
+
+    def get_interface(self, name, default):
+        found = self._functions.get_interface(name, default)
+        return _decode_or(found) if name == "sdpa" else found
+
+    def __getitem__(self, name):
+        found = self._functions[name]
+        return _decode_or(found) if name == "sdpa" else found
+
+    def __getattr__(self, name):
+        return getattr(self._functions, name)
 
 
 def _rebound(fn, target, replacement):
@@ -260,7 +343,7 @@ def _qkv_rewrite(node: ast.FunctionDef) -> int:
     return 1
 
 
-def _attention_forward(module: nn.Module, merge_qkv: bool) -> tuple[object, dict[str, int]]:
+def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool) -> tuple[object, dict[str, int]]:
     """For an attention module (`q_proj`, `k_proj`, `v_proj`): a forward of its own that calls rooftop.apply_rope where
     its forward calls its module's NeoX-layout `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it), and
     with merge_qkv computes q, k and v by one stacked projection (`qkv_proj`; the three are then removed). Returns the
@@ -275,7 +358,11 @@ def _attention_forward(module: nn.Module, merge_qkv: bool) -> tuple[object, dict
             list(inspect.signature(rope).parameters)[:4] != ["q", "k", "cos", "sin"]:
         rope = None
     stacked = stacked_projection(*(getattr(module, name) for name in QKV)) if merge_qkv else None
-    rebind = {"apply_rotary_pos_emb": _fused_rotary(rope)} if rope is not None else None
+    rebind = {"apply_rotary_pos_emb": _fused_rotary(rope)} if rope is not None else {}
+    functions = inner.__globals__.get("ALL_ATTENTION_FUNCTIONS") if isinstance(inner, types.FunctionType) else None
+    decoding = decode and hasattr(functions, "get_interface")
+    if decoding:
+        rebind["ALL_ATTENTION_FUNCTIONS"] = _AttentionFunctions(functions)
     forward, merged = _patched_forward(module, _qkv_rewrite if stacked is not None else None, rebind)
     if forward is None:
         return None, {}
@@ -284,7 +371,7 @@ def _attention_forward(module: nn.Module, merge_qkv: bool) -> tuple[object, dict
         module.qkv_proj = stacked
         for name in QKV:
             delattr(module, name)
-    return forward, {"rope": int(rope is not None), "qkv": merged}
+    return forward, {"rope": int(rope is not None), "qkv": merged, "decode_attention": int(decoding)}
 
 
 def _add_norm_rewrite(module: nn.Module):
@@ -328,12 +415,14 @@ def _add_norm_names(add, keep, norm, self_name, module) -> tuple[str, str, str] 
     return h, r, attr
 
 
-def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = True) -> dict[str, int]:
+def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = True,
+                decode_attention: bool = False) -> dict[str, int]:
     """Swap in rooftop's fused modules and forwards in place; returns how many of each were replaced. merge_gate_up:
     an MLP's gate and up projections become one (`GatedMLP`), where they can; merge_qkv: an attention's q, k and v
-    projections (`qkv_proj`)."""
-    counts = {"rms_norm": 0, "add_rms_norm": 0, "gated_mlp": 0, "qkv": 0, "rope": 0}
-    forward, changed = _attention_forward(model, merge_qkv)
+    projections (`qkv_proj`); decode_attention: an attention's SDPA decode steps by rooftop.decode_attention (off by
+    default until it has run inside a model on a GPU: NOTES item 193)."""
+    counts = {"rms_norm": 0, "add_rms_norm": 0, "gated_mlp": 0, "qkv": 0, "rope": 0, "decode_attention": 0}
+    forward, changed = _attention_forward(model, merge_qkv, decode_attention)
     if forward is not None:
         model.forward = forward
         for key, n in changed.items():
@@ -344,7 +433,7 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
         if new is None:
             new, kind = _gated_mlp(child, merge_gate_up), "gated_mlp"
         if new is None:
-            for key, n in patch_model(child, merge_gate_up, merge_qkv).items():
+            for key, n in patch_model(child, merge_gate_up, merge_qkv, decode_attention).items():
                 counts[key] += n
             continue
         setattr(model, name, new)

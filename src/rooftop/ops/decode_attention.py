@@ -3,13 +3,14 @@ its KV cache, contiguous or paged.
 
 For sequence b with L_b = cache_seqlens[b] keys in its cache (the Sq new tokens' own included: they sit at
 positions L_b - Sq .. L_b - 1), query i (0 <= i < Sq) of head h sees the keys j <= L_b - Sq + i of kv head
-h // (Hq / Hkv) (causal among the new tokens; with Sq = 1 every key of the cache). With
+h // (Hq / Hkv) (causal among the new tokens; with Sq = 1 every key of the cache), and with a key_mask only those
+with key_mask[b, j] (a model's padding or window mask; the kernel reads a mask byte a key it loads). With
 s_j = scale * q . k_j (scale defaults to 1/sqrt(D)),
 
     lse = log sum_j exp(s_j)          out = sum_j exp(s_j - lse) v_j
 
 A query that sees no key (L_b = 0, or L_b < Sq - i) gets out 0 and lse -inf, never NaN. lse is fp32,
-natural log. This equals attention(q, k[:, :, :L_b], v[:, :, :L_b], causal=True) per sequence.
+natural log. Without a mask this equals attention(q, k[:, :, :L_b], v[:, :, :L_b], causal=True) per sequence.
 
 The caches (any strides with a unit last one):
 - contiguous: k_cache, v_cache [B_cache, Hkv, S_max, D], B_cache >= B (Hugging Face's StaticCache layout):
@@ -56,7 +57,7 @@ import triton.language as tl
 from rooftop import registry
 from rooftop.ops._support import (await_previous, cdiv, check_same_device, launch, num_sms, pdl_options,
                                   planned, prepare, runs_kernel, torch_op)
-from rooftop.ops.attention import attention_eager, attention_reference, check_qkv, check_scale
+from rooftop.ops.attention import attention_eager, check_qkv, check_scale
 from rooftop.roofline import Cost
 
 LOG2E = 1.4426950408889634
@@ -95,14 +96,14 @@ def _store_out(o, lse, acc, l_i, m_i, row_off, lse_off, row_ok, offs_d, HEAD_DIM
 
 
 @triton.jit
-def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, seqlens, block_table, qk_scale,
+def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, seqlens, block_table, key_mask, qk_scale,
                              stride_qb, stride_qh, stride_qs, stride_kp, stride_kh, stride_ks,
-                             stride_vp, stride_vh, stride_vs, stride_ob, stride_oh, stride_os, stride_tb,
+                             stride_vp, stride_vh, stride_vs, stride_ob, stride_oh, stride_os, stride_tb, stride_mb,
                              Hkv, Sq, rows, row_tiles, capacity, num_splits,
                              GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                              BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr, PAGE_SIZE: tl.constexpr,
-                             SPLIT: tl.constexpr, RETURN_LSE: tl.constexpr, PRECISION: tl.constexpr,
-                             PDL: tl.constexpr):
+                             HAS_MASK: tl.constexpr, SPLIT: tl.constexpr, RETURN_LSE: tl.constexpr,
+                             PRECISION: tl.constexpr, PDL: tl.constexpr):
     await_previous(PDL)
     tile = tl.program_id(0)  # (sequence, kv head, row tile)
     split = tl.program_id(1)
@@ -139,7 +140,10 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, seqlens, block_
         kt = tl.load(k_head + _kv_rows(table, b, pos, live, stride_ks, stride_kp, PAGE_SIZE)[:, None] + offs_d[None, :],
                      mask=live[:, None] & d_ok, other=0.0)
         s = tl.dot(qt, kt.T, input_precision=PRECISION) * qk_scale
-        s = tl.where(pos[None, :] <= last_key[:, None], s, -float("inf"))  # past a row's last key, or the range
+        seen = pos[None, :] <= last_key[:, None]  # past a row's last key, or the range: not seen
+        if HAS_MASK:  # reads: BLOCK_N mask bytes
+            seen &= tl.load(key_mask + b64 * stride_mb + pos, mask=live, other=0)[None, :] != 0
+        s = tl.where(seen, s, -float("inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
         m_ref = tl.where(m_new == -float("inf"), 0.0, m_new)  # no key seen yet: exp2(-inf) = 0, not NaN
         p = tl.math.exp2(s - m_ref[:, None])
@@ -217,21 +221,21 @@ def _capacity(k_cache: torch.Tensor, block_table: Optional[torch.Tensor]) -> int
     return k_cache.shape[2] * (1 if block_table is None else block_table.shape[1])
 
 
-def _decode_fake(q, k_cache, v_cache, cache_seqlens, block_table, scale, num_splits, return_lse):
+def _decode_fake(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, scale, num_splits, return_lse):
     return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
             q.new_empty(q.shape[:3] if return_lse else (0,), dtype=torch.float32))
 
 
 @torch_op("decode_attention", fake=_decode_fake)
 def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cache_seqlens: torch.Tensor,
-                         block_table: Optional[torch.Tensor], scale: float, num_splits: int,
-                         return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
+                         block_table: Optional[torch.Tensor], key_mask: Optional[torch.Tensor], scale: float,
+                         num_splits: int, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
     B, Hq, Sq, D = q.shape
     Hkv = k_cache.shape[1]
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty(q.shape[:3] if return_lse else (0,), dtype=torch.float32, device=q.device)
     if not runs_kernel(q):
-        ref, ref_lse = decode_attention_reference(q, k_cache, v_cache, cache_seqlens, block_table, scale,
+        ref, ref_lse = decode_attention_reference(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, scale,
                                                   return_lse=True)
         out.copy_(ref)
         if return_lse:
@@ -245,18 +249,20 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     row_tiles = cdiv(rows, block_m)
     tiles = B * Hkv * row_tiles
     table = block_table if block_table is not None else cache_seqlens  # unused when contiguous
+    mask = key_mask.view(torch.uint8) if key_mask is not None else cache_seqlens  # unused without a mask
     block_d = max(16, triton.next_power_of_2(D))
     lse_arg = lse if return_lse else out  # unused without lse
     capacity = _capacity(k_cache, block_table)
 
     def kernel_args(part_acc, part_ml, splits):
-        return ((q, k_cache, v_cache, out, lse_arg, part_acc, part_ml, cache_seqlens, table, scale * LOG2E,
+        return ((q, k_cache, v_cache, out, lse_arg, part_acc, part_ml, cache_seqlens, table, mask, scale * LOG2E,
                  q.stride(0), q.stride(1), q.stride(2), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
                  v_cache.stride(0), v_cache.stride(1), v_cache.stride(2), out.stride(0), out.stride(1),
                  out.stride(2), 0 if block_table is None else block_table.stride(0),
-                 Hkv, Sq, rows, row_tiles, capacity, splits),
+                 0 if key_mask is None else key_mask.stride(0), Hkv, Sq, rows, row_tiles, capacity, splits),
                 dict(GROUP=group, BLOCK_M=block_m, BLOCK_N=_block_n(D), BLOCK_D=block_d, HEAD_DIM=D,
-                     PAGE_SIZE=0 if block_table is None else k_cache.shape[2], SPLIT=splits > 1,
+                     PAGE_SIZE=0 if block_table is None else k_cache.shape[2], HAS_MASK=key_mask is not None,
+                     SPLIT=splits > 1,
                      RETURN_LSE=return_lse, PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
                      num_warps=NUM_WARPS, num_stages=NUM_STAGES if q.is_cuda else 1, **pdl_options(q)))
 
@@ -281,7 +287,7 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     return out, lse
 
 
-def _check_decode(q, k_cache, v_cache, cache_seqlens, block_table) -> None:
+def _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask) -> None:
     check_qkv(q, k_cache, v_cache, 4, "[batch, heads, tokens, head_dim] (a paged cache: [pages, kv heads, page_size, "
               "head_dim])", names=("q", "k_cache", "v_cache"))
     B = q.shape[0]
@@ -303,25 +309,38 @@ def _check_decode(q, k_cache, v_cache, cache_seqlens, block_table) -> None:
         raise ValueError(f"k_cache holds {k_cache.shape[0]} sequences but q has batch {B}")
     if block_table is not None and k_cache.shape[2] == 0:
         raise ValueError("k_cache's page_size (dim 2) must be positive")
+    if key_mask is not None:
+        capacity = _capacity(k_cache, block_table)
+        if not isinstance(key_mask, torch.Tensor) or key_mask.dtype != torch.bool:
+            raise TypeError("key_mask must be a bool tensor [batch, capacity]")
+        check_same_device("key_mask", key_mask, "q", q)
+        if key_mask.dim() != 2 or key_mask.shape[0] != B or key_mask.shape[1] < capacity:
+            raise ValueError(f"key_mask must have shape ({B}, >= {capacity}) (batch, the cache's capacity), "
+                             f"got {tuple(key_mask.shape)}")
+        if key_mask.stride(1) != 1 and capacity > 1:
+            raise ValueError("key_mask must have unit stride along its last dim")
 
 
 @planned
 def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cache_seqlens: torch.Tensor,
                      block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
-                     num_splits: Optional[int] = None, return_lse: bool = False):
+                     num_splits: Optional[int] = None, return_lse: bool = False,
+                     key_mask: Optional[torch.Tensor] = None):
     """Attention of q [B, Hq, Sq, D] (each sequence's Sq newest tokens, already in the cache) over the first
     cache_seqlens[b] (int32 [B]) keys of sequence b's cache: k_cache, v_cache [B_cache, Hkv, S_max, D], or
     paged [pages, Hkv, page_size, D] with block_table int32 [B, pages_per_seq]; query i sees the keys up to
     cache_seqlens[b] - Sq + i. GQA/MQA when Hq is a multiple of Hkv; scale defaults to 1/sqrt(D); num_splits
-    (keys split over that many programs a sequence and kv head) defaults to a choice from the shapes. Returns
-    out [B, Hq, Sq, D], and with return_lse also lse [B, Hq, Sq] fp32 (natural log)."""
-    _check_decode(q, k_cache, v_cache, cache_seqlens, block_table)
+    (keys split over that many programs a sequence and kv head) defaults to a choice from the shapes. key_mask
+    (bool [B, >= capacity], a row's stride may be 0): key j of sequence b is seen only where key_mask[b, j] too
+    (padding, windows: the mask a model passes). Returns out [B, Hq, Sq, D], and with return_lse also lse
+    [B, Hq, Sq] fp32 (natural log)."""
+    _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask)
     if num_splits is None:
         num_splits = 0  # the op chooses
     elif isinstance(num_splits, bool) or not isinstance(num_splits, int) or not 1 <= num_splits <= 65535:
         raise ValueError(f"num_splits must be an int in [1, 65535], got {num_splits!r}")
-    out, lse = _decode_attention_op(q, k_cache, v_cache, cache_seqlens, block_table, check_scale(scale, q.shape[-1]),
-                                    num_splits, bool(return_lse))
+    out, lse = _decode_attention_op(q, k_cache, v_cache, cache_seqlens, block_table, key_mask,
+                                    check_scale(scale, q.shape[-1]), num_splits, bool(return_lse))
     return (out, lse) if return_lse else out
 
 
@@ -337,18 +356,24 @@ def gather_cache(cache: torch.Tensor, block_table: Optional[torch.Tensor], batch
     return pages.transpose(1, 2).reshape(batch, cache.shape[1], -1, cache.shape[3])[:, :, :length]
 
 
-def decode_attention_reference(q, k_cache, v_cache, cache_seqlens, block_table=None, scale=None, return_lse=False):
-    """Per sequence, the dense causal reference (float64) over its first cache_seqlens[b] keys (clamped to the
-    cache's capacity, as the kernel does)."""
+def decode_attention_reference(q, k_cache, v_cache, cache_seqlens, block_table=None, key_mask=None, scale=None,
+                               return_lse=False):
+    """Per sequence in float64, the scores materialised: query i sees key j < L_b (cache_seqlens[b] clamped to the
+    cache's capacity) with j <= L_b - Sq + i, and key_mask[b, j] where a mask is given; no key: out 0, lse -inf."""
     B, Hq, Sq, D = q.shape
+    scale = check_scale(scale, D)
     out = torch.zeros(q.shape, dtype=torch.float64, device=q.device)
     lse = torch.full((B, Hq, Sq), -math.inf, dtype=torch.float64, device=q.device)
     for b, length in enumerate(cache_seqlens.clamp(0, _capacity(k_cache, block_table)).tolist()):
-        if block_table is None:
-            k, v = k_cache[b:b + 1, :, :length], v_cache[b:b + 1, :, :length]
-        else:
-            k, v = (gather_cache(cache, block_table[b:b + 1], 1, length) for cache in (k_cache, v_cache))
-        out[b:b + 1], lse[b:b + 1] = attention_reference(q[b:b + 1], k, v, causal=True, scale=scale, return_lse=True)
+        table = None if block_table is None else block_table[b:b + 1]
+        k, v = (gather_cache(cache if table is not None else cache[b:b + 1], table, 1, length)[0].double()
+                .repeat_interleave(Hq // k_cache.shape[1], 0) for cache in (k_cache, v_cache))  # [Hq, L, D]
+        seen = torch.arange(length, device=q.device)[None, :] <= torch.arange(Sq, device=q.device)[:, None] + length - Sq
+        if key_mask is not None:
+            seen &= key_mask[b, :length]
+        scores = (q[b].double() @ k.transpose(-1, -2) * scale).masked_fill(~seen, -math.inf)  # [Hq, Sq, L]
+        lse[b] = torch.logsumexp(scores, -1)
+        out[b] = torch.exp(scores - torch.where(torch.isinf(lse[b]), 0.0, lse[b])[..., None]) @ v
     return (out, lse) if return_lse else out
 
 
