@@ -66,14 +66,15 @@ def test_occupancy_bad_input():
 
 def test_occupancy_agrees_with_nsight_compute():
     """The committed H200 readings: ncu's theoretical occupancy from its limits, and the register and
-    warp limits recomputed from registers/thread and block size."""
+    warp limits and the occupancy recomputed from registers/thread, block size and shared memory a block."""
     entries = [e for path in RESULTS.glob("*.json") for e in json.loads(path.read_text()).get("ncu", [])]
     assert len(entries) >= 4
     for e in entries:
         limits = {n: e[f"occupancy_limit_{n}"] for n in ("registers", "shared_mem", "warps", "blocks")}
         from_limits = occupancy_from_limits(limits, int(e["block_size"]))
         assert from_limits.theoretical_pct == pytest.approx(e["theoretical_occupancy_pct"])
-        ours = occupancy(int(e["registers_per_thread"]), int(e["block_size"]))
+        ours = occupancy(int(e["registers_per_thread"]), int(e["block_size"]),
+                         int(e["static_shared_mem_per_block"]) + int(e["dynamic_shared_mem_per_block"]))
         assert ours.limits["registers"] == e["occupancy_limit_registers"]
         assert ours.limits["warps"] == e["occupancy_limit_warps"]
         assert ours.theoretical_pct == pytest.approx(e["theoretical_occupancy_pct"])
