@@ -74,12 +74,13 @@ MERGE_WARPS = 4
 
 
 @triton.jit
-def _kv_rows(block_table, b, pos, live, row_stride, page_stride, PAGE_SIZE: tl.constexpr):
-    """Offsets of cache rows `pos` (int64) of sequence b: contiguous (PAGE_SIZE 0), or through its pages."""
+def _kv_slots(block_table, b, pos, live, PAGE_SIZE: tl.constexpr):
+    """(page, row in the page) of sequence b's keys `pos`, int64: the sequence's own (b) and pos where contiguous
+    (PAGE_SIZE 0), else through its block table (reads: a page id a key; the keys and values share them)."""
     if PAGE_SIZE == 0:
-        return tl.cast(b, tl.int64) * page_stride + pos.to(tl.int64) * row_stride
+        return tl.cast(b, tl.int64), pos.to(tl.int64)
     page = tl.load(block_table + pos // PAGE_SIZE, mask=live, other=0)
-    return page.to(tl.int64) * page_stride + (pos % PAGE_SIZE).to(tl.int64) * row_stride
+    return page.to(tl.int64), (pos % PAGE_SIZE).to(tl.int64)
 
 
 @triton.jit
@@ -136,8 +137,9 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, seqlens, block_
     for n0 in tl.range(start, end, BLOCK_N):
         pos = n0 + offs_n
         live = pos < end
+        page, slot = _kv_slots(table, b, pos, live, PAGE_SIZE)
         # reads: BLOCK_N key rows and BLOCK_N value rows of the range, once
-        kt = tl.load(k_head + _kv_rows(table, b, pos, live, stride_ks, stride_kp, PAGE_SIZE)[:, None] + offs_d[None, :],
+        kt = tl.load(k_head + (page * stride_kp + slot * stride_ks)[:, None] + offs_d[None, :],
                      mask=live[:, None] & d_ok, other=0.0)
         s = tl.dot(qt, kt.T, input_precision=PRECISION) * qk_scale
         seen = pos[None, :] <= last_key[:, None]  # past a row's last key, or the range: not seen
@@ -149,7 +151,7 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, seqlens, block_
         p = tl.math.exp2(s - m_ref[:, None])
         alpha = tl.math.exp2(m_i - m_ref)
         l_i = l_i * alpha + tl.sum(p, 1)
-        vt = tl.load(v_head + _kv_rows(table, b, pos, live, stride_vs, stride_vp, PAGE_SIZE)[:, None] + offs_d[None, :],
+        vt = tl.load(v_head + (page * stride_vp + slot * stride_vs)[:, None] + offs_d[None, :],
                      mask=live[:, None] & d_ok, other=0.0)
         acc = tl.dot(p.to(vt.dtype), vt, acc * alpha[:, None], input_precision=PRECISION)
         m_i = m_new
