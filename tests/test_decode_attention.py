@@ -202,6 +202,18 @@ def test_cost_and_registry():
         assert rel_err(spec.run(*inputs), spec.reference(*inputs)) < TOL[torch.float16]
 
 
+@pytest.mark.parametrize("op", ["decode_attention", "decode_attention_paged"])
+def test_kernels_compile_for_sm90(op):
+    """The split and merge kernels of a call (B = 1, 2 kv heads: split off a GPU too), compiled for sm_90 as a GPU
+    launch specialises them (no GPU needed; the interpreter does not type-check a jit helper's returns): no
+    register spills."""
+    from rooftop.profile.kernels import offline_kernels
+
+    kernels = offline_kernels(op, (1, 8, 4096, 128), "bf16")
+    assert [k["kernel"] for k in kernels] == ["_decode_attention_kernel", "_merge_splits_kernel"]
+    assert all(k["n_spills"] == 0 for k in kernels)
+
+
 def test_default_splits():
     """One wave of resident programs (4 "SMs" off a GPU) over the tiles, at least MIN_SPLIT_KEYS keys a split."""
     cpu = torch.device("cpu")

@@ -74,13 +74,15 @@ MERGE_WARPS = 4
 
 
 @triton.jit
-def _kv_slots(block_table, b, pos, live, PAGE_SIZE: tl.constexpr):
-    """(page, row in the page) of sequence b's keys `pos`, int64: the sequence's own (b) and pos where contiguous
-    (PAGE_SIZE 0), else through its block table (reads: a page id a key; the keys and values share them)."""
+def _kv_rows(block_table, b, pos, live, stride_kp, stride_ks, stride_vp, stride_vs, PAGE_SIZE: tl.constexpr):
+    """Offsets (int64) of sequence b's key and value rows `pos`: contiguous (PAGE_SIZE 0), or through its block
+    table (reads: a page id a key, looked up once for the keys and the values)."""
     if PAGE_SIZE == 0:
-        return tl.cast(b, tl.int64), pos.to(tl.int64)
-    page = tl.load(block_table + pos // PAGE_SIZE, mask=live, other=0)
-    return page.to(tl.int64), (pos % PAGE_SIZE).to(tl.int64)
+        b64 = tl.cast(b, tl.int64)
+        return b64 * stride_kp + pos.to(tl.int64) * stride_ks, b64 * stride_vp + pos.to(tl.int64) * stride_vs
+    page = tl.load(block_table + pos // PAGE_SIZE, mask=live, other=0).to(tl.int64)
+    slot = (pos % PAGE_SIZE).to(tl.int64)
+    return page * stride_kp + slot * stride_ks, page * stride_vp + slot * stride_vs
 
 
 @triton.jit
@@ -137,10 +139,9 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, seqlens, block_
     for n0 in tl.range(start, end, BLOCK_N):
         pos = n0 + offs_n
         live = pos < end
-        page, slot = _kv_slots(table, b, pos, live, PAGE_SIZE)
+        k_rows, v_rows = _kv_rows(table, b, pos, live, stride_kp, stride_ks, stride_vp, stride_vs, PAGE_SIZE)
         # reads: BLOCK_N key rows and BLOCK_N value rows of the range, once
-        kt = tl.load(k_head + (page * stride_kp + slot * stride_ks)[:, None] + offs_d[None, :],
-                     mask=live[:, None] & d_ok, other=0.0)
+        kt = tl.load(k_head + k_rows[:, None] + offs_d[None, :], mask=live[:, None] & d_ok, other=0.0)
         s = tl.dot(qt, kt.T, input_precision=PRECISION) * qk_scale
         seen = pos[None, :] <= last_key[:, None]  # past a row's last key, or the range: not seen
         if HAS_MASK:  # reads: BLOCK_N mask bytes
@@ -151,8 +152,7 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, seqlens, block_
         p = tl.math.exp2(s - m_ref[:, None])
         alpha = tl.math.exp2(m_i - m_ref)
         l_i = l_i * alpha + tl.sum(p, 1)
-        vt = tl.load(v_head + (page * stride_vp + slot * stride_vs)[:, None] + offs_d[None, :],
-                     mask=live[:, None] & d_ok, other=0.0)
+        vt = tl.load(v_head + v_rows[:, None] + offs_d[None, :], mask=live[:, None] & d_ok, other=0.0)
         acc = tl.dot(p.to(vt.dtype), vt, acc * alpha[:, None], input_precision=PRECISION)
         m_i = m_new
 
