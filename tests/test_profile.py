@@ -280,6 +280,13 @@ def test_attribute_kernels_to_known_ops():
     assert attribute([unrecorded], H200)[0].op is None
     [row] = attribute([unrecorded], H200, model_dtype=torch.bfloat16)
     assert row.op == "matmul" and row.shape == (256, 1024, 2048) and row.roofline_pct is not None
+    # a kernel the profiler linked to no CPU call: listed without an op; a linked one only under its CPU call
+    kernel = SimpleNamespace(name="_rms_norm_onchip_kernel", device_type=torch.autograd.DeviceType.CUDA,
+                             cpu_parent=None, linked_correlation_id=0, time_range=SimpleNamespace(start=5.0, end=9.0))
+    linked = SimpleNamespace(**{**vars(kernel), "name": "nvjet_gemm", "linked_correlation_id": 7})
+    rows = {r.kernel: r for r in attribute([unrecorded, kernel, linked], H200, model_dtype=torch.bfloat16)}
+    assert rows["_rms_norm_onchip_kernel"].op is None and rows["_rms_norm_onchip_kernel"].time_us == 4.0
+    assert rows["nvjet_gemm"].calls == 1 and rows["nvjet_gemm"].op == "matmul"
 
 
 def test_profile_tiny_model_on_cpu():
