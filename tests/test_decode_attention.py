@@ -53,6 +53,14 @@ def test_matches_reference(B, Hq, Hkv, Sq, D, dtype, page_size, lengths, num_spl
     _check(q, k, v, _seqlens(lengths, device), table, num_splits)
 
 
+@pytest.mark.parametrize("num_splits", [1, 2])
+def test_pages_that_hold_whole_tiles(num_splits, device):
+    """Pages of a multiple of the kernel's key tile (BLOCK_N): one page id a tile."""
+    page_size = 2 * decode_mod.BLOCK_N
+    q, k, v, table = _inputs(3, 8, 2, 1, 3 * page_size - 20, 64, torch.float16, device, page_size)
+    _check(q, k, v, _seqlens([3 * page_size - 20, page_size + 1, 5], device), table, num_splits)
+
+
 def test_equals_causal_attention_per_sequence(device):
     """Each sequence's result is attention() over its first cache_seqlens[b] keys, causal (bottom-right)."""
     q, k, v, _ = _inputs(2, 8, 2, 2, 90, 64, torch.float32, device)
@@ -231,7 +239,7 @@ def test_default_splits():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("page_size", [None, 16, 256])
+@pytest.mark.parametrize("page_size", [None, 16, 256])  # 256: whole key tiles a page
 @pytest.mark.parametrize("Hq, Hkv, Sq, D", [(32, 8, 1, 128), (64, 8, 1, 128), (16, 16, 1, 64), (32, 8, 4, 128),
                                             (8, 1, 1, 256), (28, 4, 1, 96)])
 def test_gpu_matches_reference(Hq, Hkv, Sq, D, page_size, dtype):

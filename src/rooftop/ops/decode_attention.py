@@ -74,13 +74,18 @@ MERGE_WARPS = 4
 
 
 @triton.jit
-def _kv_rows(block_table, b, pos, live, stride_kp, stride_ks, stride_vp, stride_vs, PAGE_SIZE: tl.constexpr):
-    """Offsets (int64) of sequence b's key and value rows `pos`: contiguous (PAGE_SIZE 0), or through its block
-    table (reads: a page id a key, looked up once for the keys and the values)."""
+def _kv_rows(block_table, b, n0, pos, live, stride_kp, stride_ks, stride_vp, stride_vs, PAGE_SIZE: tl.constexpr,
+             BLOCK_N: tl.constexpr):
+    """Offsets (int64) of sequence b's key and value rows `pos` (n0, n0 + 1, ...): contiguous (PAGE_SIZE 0), or
+    through its block table (reads: one page id a tile where whole tiles fit a page, else one a key; the keys and
+    values share them)."""
     if PAGE_SIZE == 0:
         b64 = tl.cast(b, tl.int64)
         return b64 * stride_kp + pos.to(tl.int64) * stride_ks, b64 * stride_vp + pos.to(tl.int64) * stride_vs
-    page = tl.load(block_table + pos // PAGE_SIZE, mask=live, other=0).to(tl.int64)
+    if PAGE_SIZE % BLOCK_N == 0:  # n0 is a multiple of BLOCK_N: the tile lies in one page
+        page = tl.load(block_table + n0 // PAGE_SIZE).to(tl.int64)
+    else:
+        page = tl.load(block_table + pos // PAGE_SIZE, mask=live, other=0).to(tl.int64)
     slot = (pos % PAGE_SIZE).to(tl.int64)
     return page * stride_kp + slot * stride_ks, page * stride_vp + slot * stride_vs
 
@@ -139,7 +144,8 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, seqlens, block_
     for n0 in tl.range(start, end, BLOCK_N):
         pos = n0 + offs_n
         live = pos < end
-        k_rows, v_rows = _kv_rows(table, b, pos, live, stride_kp, stride_ks, stride_vp, stride_vs, PAGE_SIZE)
+        k_rows, v_rows = _kv_rows(table, b, n0, pos, live, stride_kp, stride_ks, stride_vp, stride_vs, PAGE_SIZE,
+                                  BLOCK_N)
         # reads: BLOCK_N key rows and BLOCK_N value rows of the range, once
         kt = tl.load(k_head + k_rows[:, None] + offs_d[None, :], mask=live[:, None] & d_ok, other=0.0)
         s = tl.dot(qt, kt.T, input_precision=PRECISION) * qk_scale
