@@ -4,7 +4,7 @@ Cases: Llama-3-8B's attention (32 query heads over 8 kv heads, D = 128), bf16, o
 full caches of L keys, (B, L) from a short single sequence to many. Per case: SDPA flash / efficient / cuDNN over
 the contiguous cache, then rooftop.decode_attention (contiguous, and paged with 16-key pages) under each
 launch-parameter setting (module constants BLOCK_N, NUM_WARPS, NUM_STAGES, MIN_SPLIT_KEYS patched; the split
-count follows the kernel's residency; paged under every setting),
+count follows the kernel's residency; paged under every setting, and with 128- and 256-key pages under the default),
 timed with triton.testing.do_bench (median, L2 flushed) and checked against SDPA (relative error). Bandwidth
 is the cost model's bytes (the caches read once) over the time; % of the measured copy bandwidth.
 Writes OUT_DIR/exp-decode-attention.json and prints a table last: per case the default's and the best
@@ -35,6 +35,8 @@ HEAD_DIM = 128
 SETTINGS = [dict(BLOCK_N=n, NUM_WARPS=w, NUM_STAGES=s)
             for n, w, s in itertools.product((32, 64, 128), (4, 8), (2, 3, 4))]
 SETTINGS += [dict(MIN_SPLIT_KEYS=n) for n in (128, 256, 512)]
+SMALL_PAGE = decode_mod.PAGE_SIZE  # the registry's paged cases' (16 keys)
+LARGER_PAGES = (128, 256)
 SDPA = {"sdpa_flash": SDPBackend.FLASH_ATTENTION, "sdpa_efficient": SDPBackend.EFFICIENT_ATTENTION,
         "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION}
 
@@ -88,6 +90,12 @@ def main() -> None:
         for key, value in defaults.items():
             setattr(decode_mod, key, value)
         clear_plans()
+        for page_size in LARGER_PAGES:  # the default setting over larger pages (whole key tiles a page)
+            decode_mod.PAGE_SIZE = page_size
+            _, kp, vp, _, table = decode_mod._make_decode_inputs(shape, torch.bfloat16, "cuda", paged=True)
+            record("rooftop", {"PAGE_SIZE": page_size}, lambda: decode_mod.decode_attention(q, kp, vp, seqlens, table),
+                   paged=True)
+        decode_mod.PAGE_SIZE = SMALL_PAGE
         print(f"B={B} L={L} done at {time.strftime('%H:%M:%S')}", flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
