@@ -376,7 +376,8 @@ def decode_attention_reference(q, k_cache, v_cache, cache_seqlens, block_table=N
         table = None if block_table is None else block_table[b:b + 1]
         k, v = (gather_cache(cache if table is not None else cache[b:b + 1], table, 1, length)[0].double()
                 .repeat_interleave(Hq // k_cache.shape[1], 0) for cache in (k_cache, v_cache))  # [Hq, L, D]
-        seen = torch.arange(length, device=q.device)[None, :] <= torch.arange(Sq, device=q.device)[:, None] + length - Sq
+        keys, queries = torch.arange(length, device=q.device), torch.arange(Sq, device=q.device)
+        seen = keys[None, :] <= queries[:, None] + length - Sq
         if key_mask is not None:
             seen &= key_mask[b, :length]
         scores = (q[b].double() @ k.transpose(-1, -2) * scale).masked_fill(~seen, -math.inf)  # [Hq, Sq, L]
