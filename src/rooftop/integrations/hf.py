@@ -207,14 +207,21 @@ class _AttentionFunctions:
 
     def __init__(self, functions):
         self._functions = functions
+        self._wrapped: dict[int, tuple] = {}  # id of an sdpa function -> (it, its wrapper): wrapped once, not a call
+
+    def _decode(self, name, found):
+        if name != "sdpa":
+            return found
+        kept = self._wrapped.get(id(found))
+        if kept is None or kept[0] is not found:
+            kept = self._wrapped[id(found)] = (found, _decode_or(found))
+        return kept[1]
 
     def get_interface(self, name, default):
-        found = self._functions.get_interface(name, default)
-        return _decode_or(found) if name == "sdpa" else found
+        return self._decode(name, self._functions.get_interface(name, default))
 
     def __getitem__(self, name):
-        found = self._functions[name]
-        return _decode_or(found) if name == "sdpa" else found
+        return self._decode(name, self._functions[name])
 
     def __getattr__(self, name):
         return getattr(self._functions, name)

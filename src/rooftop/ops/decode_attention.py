@@ -270,8 +270,7 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
                  0 if key_mask is None else key_mask.stride(0), Hkv, Sq, rows, row_tiles, capacity, splits),
                 dict(GROUP=group, BLOCK_M=block_m, BLOCK_N=_block_n(D), BLOCK_D=block_d, HEAD_DIM=D,
                      PAGE_SIZE=0 if block_table is None else k_cache.shape[2], HAS_MASK=key_mask is not None,
-                     SPLIT=splits > 1,
-                     RETURN_LSE=return_lse, PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
+                     SPLIT=splits > 1, RETURN_LSE=return_lse, PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
                      num_warps=NUM_WARPS, num_stages=NUM_STAGES if q.is_cuda else 1, **pdl_options(q)))
 
     if num_splits == 0:  # the choice: programs of the split kernel an SM, from its compiled resources
