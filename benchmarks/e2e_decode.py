@@ -11,7 +11,7 @@ the steps (decode tokens/s, ms a step), and a step is set against its floor: the
 and buffer but the input embedding's table) read once at the measured copy bandwidth. x_stock compares decode
 tokens/s with --graphs, whole runs without.
 Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
-[--repeats 2] [--row-pdl-ab] [--compile] [--cache-len N] [--decode-attention]
+[--repeats 2] [--row-pdl-ab] [--compile] [--cache-len N] [--sdpa-decode-ab]
 """
 from __future__ import annotations
 
@@ -149,9 +149,9 @@ def main() -> None:
                         help="also the int4 model with the row ops' kernels not launched as programmatic dependents")
     parser.add_argument("--cache-len", type=int, default=0,
                         help="the static cache's length (--graphs; default: prompt + new + 4), as a server allocates")
-    parser.add_argument("--decode-attention", action="store_true",
-                        help="also the int4 model with its decode steps' attention by rooftop.decode_attention "
-                             "(patch_model's decode_attention=True)")
+    parser.add_argument("--sdpa-decode-ab", action="store_true",
+                        help="also the int4 model with its decode steps' attention left to SDPA "
+                             "(patch_model's decode_attention=False)")
     args = parser.parse_args()
     if args.compile and not args.graphs:
         parser.error("--compile: the compiled step is timed in a graph of its own, with --graphs")
@@ -173,10 +173,10 @@ def main() -> None:
         quantized, quantized_apart = copy.deepcopy(patched), copy.deepcopy(apart)
         report = rooftop.quantize_model(quantized, bits=4, group_size=128)
         rooftop.quantize_model(quantized_apart, bits=4, group_size=128)
-        if args.decode_attention:
-            quantized_decode = copy.deepcopy(stock)
-            patch_model(quantized_decode, decode_attention=True)
-            rooftop.quantize_model(quantized_decode, bits=4, group_size=128)
+        if args.sdpa_decode_ab:
+            quantized_sdpa = copy.deepcopy(stock)
+            patch_model(quantized_sdpa, decode_attention=False)
+            rooftop.quantize_model(quantized_sdpa, bits=4, group_size=128)
         same = torch.equal(stock.generate(ids, max_new_tokens=8, do_sample=False),
                            patched.generate(ids, max_new_tokens=8, do_sample=False))
         plain, no_pdl, compiled = {}, {"row_pdl": False}, {"compiled": True}
@@ -186,8 +186,8 @@ def main() -> None:
                   ("patched + int4 g128, projections apart", quantized_apart, plain)]
         if args.row_pdl_ab:
             models.append(("patched + int4 g128, row kernels without PDL", quantized, no_pdl))
-        if args.decode_attention:
-            models.append(("patched + int4 g128, decode attention by rooftop", quantized_decode, plain))
+        if args.sdpa_decode_ab:
+            models.append(("patched + int4 g128, decode steps' attention by SDPA", quantized_sdpa, plain))
         if args.compile:
             models += [("stock, step torch.compile'd", stock, compiled),
                        ("rooftop-patched, step torch.compile'd", patched, compiled),
@@ -235,7 +235,8 @@ def main() -> None:
              + (f"each decode step one CUDA graph replay, a static cache of "
                 f"{max(args.cache_len, args.prompt + args.new + 4)}" if args.graphs else "HF generate, eager")
              + ("; no call plans" if args.no_plans else ""))
-    path = write_results(args.out, "e2e_decode", [], {}, device_name,
+    family = f"e2e_decode_cache{args.cache_len}" if args.graphs and args.cache_len else "e2e_decode"
+    path = write_results(args.out, family, [], {}, device_name,
                          tables={f"End-to-end decode, tokens/s ({setup})": rows},
                          notes=f"{setup}. Patched greedy tokens equal stock's (first 8): {same}." + (
                              " tokens_per_s: the whole run; decode_tokens_per_s, step_ms: the graphed steps alone "

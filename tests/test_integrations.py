@@ -160,7 +160,7 @@ def test_patch_a_transformers_llama():
         before = model(ids).logits
         counts = patch_model(model)
         assert counts == {"rms_norm": 2 * 2 + 1, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2,
-                          "decode_attention": 0}
+                          "decode_attention": 2}
         assert rel_err(model(ids).logits, before) < tol
         # a decode step from a cache: rotations at positions 12.. (cos/sin [B, 1, D])
         for m in (stock, model):
@@ -186,7 +186,7 @@ def test_patch_a_transformers_llama():
 def test_decode_steps_over_a_static_cache_take_decode_attention(monkeypatch):
     """A left-padded batch decoding from transformers' StaticCache: the patched model's decode steps call
     rooftop.decode_attention (the boolean mask as a key mask, lengths from it) and give the stock model's logits;
-    its prefill stays SDPA's; without decode_attention=True (the default) SDPA throughout."""
+    its prefill stays SDPA's; with decode_attention=False SDPA throughout."""
     import inspect
 
     transformers = pytest.importorskip("transformers")
@@ -195,8 +195,8 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(monkeypatch):
     config._attn_implementation = "sdpa"
     stock = transformers.LlamaForCausalLM(config).to(DEVICE).eval()
     models = {"stock": stock, "patched": copy.deepcopy(stock), "sdpa": copy.deepcopy(stock)}
-    assert patch_model(models["patched"], decode_attention=True)["decode_attention"] == 2
-    assert patch_model(models["sdpa"])["decode_attention"] == 0
+    assert patch_model(models["patched"])["decode_attention"] == 2  # the default
+    assert patch_model(models["sdpa"], decode_attention=False)["decode_attention"] == 0
     calls = []
     real = rooftop.integrations.hf.decode_attention
     monkeypatch.setattr(rooftop.integrations.hf, "decode_attention", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -222,6 +222,48 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(monkeypatch):
     for name in ("patched", "sdpa"):
         for ours, theirs in zip(logits[name], logits["stock"]):
             assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
+
+
+def test_patched_decode_step_compiles_without_graph_break():
+    """A patched transformers Llama's decode step from a StaticCache is one graph under torch.compile, holding
+    rooftop's decode_attention, not recompiled as the position moves, and gives the stock model's logits (the
+    patched forwards' globals are traced, and guarded, where they are rebound, not in transformers' module)."""
+    import inspect
+
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    config._attn_implementation = "sdpa"
+    stock = transformers.LlamaForCausalLM(config).to(DEVICE).eval()
+    patched = copy.deepcopy(stock)
+    patch_model(patched)
+    cache_arg = "cache" if "cache" in inspect.signature(stock.model.forward).parameters else "past_key_values"
+    ids = torch.randint(0, 128, (2, 10), device=DEVICE)
+    tokens = torch.randint(0, 128, (3, 2, 1), device=DEVICE)
+    inner = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
+    targets = set()
+
+    def backend(gm, example_inputs):
+        targets.update(str(node.target) for node in gm.graph.nodes)
+        return inner(gm, example_inputs)
+
+    logits = {}
+    torch._dynamo.reset()
+    with torch.no_grad():
+        for name, model in (("stock", stock), ("patched", patched)):
+            cache = transformers.StaticCache(config=config, max_cache_len=24)
+            model(ids, use_cache=True, **{cache_arg: cache})
+
+            def step(token, position, model=model, cache=cache):
+                return model(token, use_cache=True, cache_position=position, **{cache_arg: cache}).logits
+
+            run = torch.compile(step, backend=backend, fullgraph=True) if name == "patched" else step
+            logits[name] = [run(t, torch.tensor([10 + i], device=DEVICE)) for i, t in enumerate(tokens)]
+    assert inner.frame_count == 1 and "rooftop.decode_attention.default" in targets
+    for ours, theirs in zip(logits["patched"], logits["stock"]):
+        assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
 
 def test_patched_layers_compile_without_graph_break():
@@ -334,5 +376,5 @@ def test_patch_other_transformers_architectures(arch, extra, norms):
         before = model(ids).logits
         counts = patch_model(model)
         assert counts == {"rms_norm": norms, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2,
-                          "decode_attention": 0}
+                          "decode_attention": 2}
         assert rel_err(model(ids).logits, before) < (1e-2 if HAS_CUDA else 1e-4)

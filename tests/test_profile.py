@@ -244,11 +244,12 @@ def test_profile_op_without_gpu(monkeypatch):
 # Model profiler
 
 
-def _event(name, children=(), kernels=(), self_cpu=0.0, shapes=(), dtypes=()):
+def _event(name, children=(), kernels=(), self_cpu=0.0, shapes=(), dtypes=(), start=0.0, end=1.0, device="CPU"):
     event = SimpleNamespace(name=name, cpu_children=list(children), cpu_parent=None,
                             kernels=[SimpleNamespace(name=k, duration=us) for k, us in kernels],
                             self_cpu_time_total=self_cpu, input_shapes=list(shapes), input_dtypes=list(dtypes),
-                            device_type=torch.autograd.DeviceType.CPU)
+                            device_type=getattr(torch.autograd.DeviceType, device),
+                            time_range=SimpleNamespace(start=start, end=end))
     for child in event.cpu_children:
         child.cpu_parent = event
     return event
@@ -280,13 +281,24 @@ def test_attribute_kernels_to_known_ops():
     assert attribute([unrecorded], H200)[0].op is None
     [row] = attribute([unrecorded], H200, model_dtype=torch.bfloat16)
     assert row.op == "matmul" and row.shape == (256, 1024, 2048) and row.roofline_pct is not None
-    # a kernel the profiler linked to no CPU call: listed without an op; a linked one only under its CPU call
-    kernel = SimpleNamespace(name="_rms_norm_onchip_kernel", device_type=torch.autograd.DeviceType.CUDA,
-                             cpu_parent=None, linked_correlation_id=0, time_range=SimpleNamespace(start=5.0, end=9.0))
-    linked = SimpleNamespace(**{**vars(kernel), "name": "nvjet_gemm", "linked_correlation_id": 7})
-    rows = {r.kernel: r for r in attribute([unrecorded, kernel, linked], H200, model_dtype=torch.bfloat16)}
-    assert rows["_rms_norm_onchip_kernel"].op is None and rows["_rms_norm_onchip_kernel"].time_us == 4.0
+    # Triton's launches (cuLaunchKernelEx) the profiler did not link: their kernels are device events only, paired
+    # with the launch calls left without a kernel in order; a linked kernel's device event is not counted again,
+    # nor a record_function range's GPU side
+    norm = _event("rooftop::rms_norm[8x4096,bfloat16]", [_event("cuLaunchKernelEx", start=1.0)], start=0.0, end=2.0)
+    softmax = _event("rooftop::softmax[4096x32768,bfloat16]", [_event("cuLaunchKernelEx", start=3.0)], start=3.0)
+    device = [_event("_softmax_kernel", start=30.0, end=230.0, device="CUDA"),
+              _event("_rms_norm_onchip_kernel", start=10.0, end=14.0, device="CUDA"),
+              _event("nvjet_gemm", start=5.0, end=15.0, device="CUDA"),
+              _event("rooftop::softmax[4096x32768,bfloat16]", start=30.0, end=230.0, device="CUDA")]
+    flat = [unrecorded, norm, *norm.cpu_children, softmax, *softmax.cpu_children, *device]  # as prof.events()
+    rows = {r.kernel: r for r in attribute(flat, H200, model_dtype=torch.bfloat16)}
+    assert rows["_rms_norm_onchip_kernel"].op == "rms_norm" and rows["_rms_norm_onchip_kernel"].time_us == 4.0
+    assert rows["_softmax_kernel"].op == "softmax" and rows["_softmax_kernel"].roofline_pct is not None
     assert rows["nvjet_gemm"].calls == 1 and rows["nvjet_gemm"].op == "matmul"
+    assert len(rows) == 3
+    # launches and unlinked kernels not as many (a graph replay: one launch, many kernels): listed without an op
+    rows = {r.kernel: r for r in attribute([norm, *norm.cpu_children, *device[:2]], H200)}
+    assert rows["_rms_norm_onchip_kernel"].op is None and rows["_softmax_kernel"].op is None
 
 
 def test_profile_tiny_model_on_cpu():

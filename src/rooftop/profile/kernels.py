@@ -106,7 +106,7 @@ def _cubin_resources(cubin: bytes, name: str) -> dict:
 
     from triton import knobs
 
-    cuobjdump = os.path.join(os.path.dirname(knobs.nvidia.ptxas.path), "cuobjdump")
+    cuobjdump = knobs.nvidia.cuobjdump.path  # Triton's own (ptxas may be torch's, which ships no cuobjdump)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kernel.cubin")
         with open(path, "wb") as f:

@@ -211,42 +211,77 @@ def _spec(op: str):
         return None
 
 
+# Driver launches the profiler does not link to their kernels (Triton's C launcher calls cuLaunchKernelEx; this
+# torch's profiler links cudaLaunchKernel* and cuLaunchKernel only: NOTES item 195)
+_DRIVER_LAUNCHES = ("cuLaunchKernelEx", "cuLaunchKernel")
+
+
+def _unlinked_kernels(events) -> tuple[dict[int, tuple[str, float]], list[tuple[str, float]]]:
+    """Kernels the profiler linked to no CPU call: ({id of the launch call that made each: (kernel, µs)}, [the
+    rest]). Such a kernel is still a device event; the driver launch calls left without a kernel are paired with
+    them in order (one stream launches in order), and only when they are as many: otherwise none is paired."""
+    cpu = torch.autograd.DeviceType.CPU
+    linked: dict[str, int] = {}
+    for event in events:
+        for k in event.kernels:
+            linked[k.name] = linked.get(k.name, 0) + 1
+    cpu_names = {e.name for e in events if e.device_type == cpu}
+    unlinked = []
+    for event in sorted((e for e in events if e.device_type == torch.autograd.DeviceType.CUDA),
+                        key=lambda e: e.time_range.start):
+        if event.name in cpu_names:  # a record_function range's GPU side, not a kernel
+            continue
+        if linked.get(event.name, 0) > 0:  # the device side of a kernel a CPU call lists
+            linked[event.name] -= 1
+            continue
+        unlinked.append((event.name, event.time_range.end - event.time_range.start))
+    launches = sorted((e for e in events if e.device_type == cpu and e.name in _DRIVER_LAUNCHES and not e.kernels),
+                      key=lambda e: e.time_range.start)
+    if len(launches) != len(unlinked):
+        return {}, unlinked
+    return {id(launch): kernel for launch, kernel in zip(launches, unlinked)}, []
+
+
 def attribute(events, ceilings=None, on_gpu: bool = True, model_dtype: torch.dtype | None = None) -> list[KernelRow]:
     """Kernels (on_gpu) or ops' own CPU time, each attributed to the outermost known op above it.
 
     events: torch.profiler's function events; ceilings: for the % of roofline (None: no roofline);
-    model_dtype: the dtype of aten ops whose input dtypes were not recorded.
+    model_dtype: the dtype of aten ops whose input dtypes were not recorded. A kernel whose launch the
+    profiler did not link is given to its launch call by order (_unlinked_kernels), or listed with no op.
     """
     rows: dict[tuple, dict] = {}
     instances: dict[int, dict] = {}  # id of a known op's event -> its floor and total time
+    adopted, orphans = _unlinked_kernels(events) if on_gpu else ({}, [])
+
+    def add(name, us, owner):
+        op, shape = (owner[1][0], owner[1][1]) if owner else (None, None)
+        row = rows.setdefault((name, op, shape), {"calls": 0, "time_us": 0.0, "owners": set()})
+        row["calls"] += 1
+        row["time_us"] += us
+        if owner:
+            row["owners"].add(owner[0])
+            instances[owner[0]]["time_us"] += us
 
     def visit(event, owner):
         if owner is None and (found := known_op(event, model_dtype)) is not None and _spec(found[0]) is not None:
             owner = (id(event), found)
             instances[id(event)] = {"floor_s": _floor(found, ceilings), "time_us": 0.0}
-        items = [(k.name, k.duration) for k in event.kernels] if on_gpu else \
-            ([(event.name, event.self_cpu_time_total)] if event.self_cpu_time_total > 0 else [])
+        if on_gpu:
+            items = [(k.name, k.duration) for k in event.kernels]
+            if id(event) in adopted:
+                items.append(adopted[id(event)])
+        else:
+            items = [(event.name, event.self_cpu_time_total)] if event.self_cpu_time_total > 0 else []
         for name, us in items:
-            op, shape = (owner[1][0], owner[1][1]) if owner else (None, None)
-            row = rows.setdefault((name, op, shape), {"calls": 0, "time_us": 0.0, "owners": set()})
-            row["calls"] += 1
-            row["time_us"] += us
-            if owner:
-                row["owners"].add(owner[0])
-                instances[owner[0]]["time_us"] += us
+            add(name, us, owner)
         for child in event.cpu_children:
             visit(child, owner)
 
     for event in events:
         if event.cpu_parent is None and event.device_type == torch.autograd.DeviceType.CPU:
             visit(event, None)
-        elif on_gpu and event.device_type == torch.autograd.DeviceType.CUDA and \
-                getattr(event, "linked_correlation_id", 1) == 0:
-            # a kernel the profiler linked to no CPU call (a launch API it does not trace, as Triton's C launcher
-            # may be): listed, with no op, rather than lost (NOTES item 192)
-            row = rows.setdefault((event.name, None, None), {"calls": 0, "time_us": 0.0, "owners": set()})
-            row["calls"] += 1
-            row["time_us"] += event.time_range.end - event.time_range.start
+    for name, us in orphans:
+        add(name, us, None)
     out = []
     for (name, op, shape), r in rows.items():
         mine = [instances[i] for i in r["owners"]]
