@@ -4,7 +4,8 @@ Builds the 8-layer Llama-3-8B-shaped model (random weights) stock and patched + 
 torch.compile'd, as e2e_decode.py --compile), prefills a 128-token prompt into a static cache, captures one decode
 step in a CUDA graph, and profiles 5 replays (CUPTI records the graph's kernels); prints the step's time (replays
 timed alone), the kernels' sum, and each kernel's GPU time and calls a step.
-Usage: PYTHONPATH=src:benchmarks python benchmarks/probe_decode_step.py [--layers 8] [--top 25]
+Usage: PYTHONPATH=src:benchmarks python benchmarks/probe_decode_step.py [--layers 8] [--top 25] [--cache-len N]
+[--merge-into RESULTS]
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ GROUPS = (
     ("cuBLAS (bf16 projections, lm_head)", r"nvjet|cublas|gemm|splitKreduce|cutlass"),
     ("rooftop row kernels (RMSNorm, RoPE, SwiGLU; PDL waits included)",
      r"_rms_norm|_rope|_act_rows|_gated|_layer_norm"),
-    ("attention (SDPA)", r"sdpa|flash|attention"),
+    ("attention (SDPA; rooftop's decode_attention)", r"sdpa|flash|attention|_merge_splits"),
     ("copies: static-cache writes (index_copy), .contiguous()", r"index_copy|direct_copy"),
     ("greedy argmax", r"ArgMax|argmax"),
 )
@@ -38,9 +39,9 @@ def kernel_group(name: str) -> str:
     return next((group for group, pattern in GROUPS if re.search(pattern, name)), OTHER)
 
 
-def profile_step(model, ids, compiled: bool = False) -> dict:
+def profile_step(model, ids, compiled: bool = False, cache_len: int = 0) -> dict:
     """The step's time (replays timed alone), the kernels' sum and each kernel's (us, calls) a step."""
-    decoder = GraphedDecode(model, ids, 64, compiled)
+    decoder = GraphedDecode(model, ids, 64, compiled, cache_len)
     decoder.cache.reset()
     decoder.forward(ids)  # the prefill: the steps replay from its cache
     torch.cuda.synchronize()
@@ -114,6 +115,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--cache-len", type=int, default=0, help="the static cache's length (default: prompt + 68)")
     parser.add_argument("--from-log", nargs="+", help="no GPU: read these logs of earlier runs instead (later ones "
                         "win for a model they share)")
     parser.add_argument("--merge-into", help="a results file (e2e_decode's) to add the grouped table to")
@@ -133,7 +135,7 @@ def main() -> None:
             rooftop.quantize_model(patched, bits=4, group_size=128)
             for name, model, compiled in (("stock", stock, False), ("patched + int4", patched, False),
                                           ("patched + int4, step torch.compile'd", patched, True)):
-                steps[name] = profile_step(model, ids, compiled)
+                steps[name] = profile_step(model, ids, compiled, args.cache_len)
                 print_step(name, steps[name], args.top)
     table = grouped(steps)
     columns = list(dict.fromkeys(k for row in table for k in row))
@@ -144,8 +146,9 @@ def main() -> None:
     if args.merge_into:
         with open(args.merge_into) as f:
             doc = json.load(f)
-        doc.setdefault("tables", {})["A decode step by part, GPU us a step (probe_decode_step.py; 8 layers, batch 1, "
-                                     "CUPTI's kernels of 5 graph replays)"] = table
+        cache = f", a static cache of {args.cache_len}" if args.cache_len else ""
+        doc.setdefault("tables", {})["A decode step by part, GPU us a step (probe_decode_step.py; 8 layers, batch 1"
+                                     f"{cache}, CUPTI's kernels of 5 graph replays)"] = table
         with open(args.merge_into, "w") as f:
             json.dump(doc, f, indent=1)
 
