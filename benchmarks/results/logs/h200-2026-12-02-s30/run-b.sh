@@ -13,3 +13,4 @@ cp benchmarks/results/h200-2026-12-02-e2e_decode_cache4096.json $OUT/
 timeout 150 python benchmarks/probe_decode_step.py --top 24 --cache-len 4096 \
     --merge-into $OUT/h200-2026-12-02-e2e_decode_cache4096.json > $OUT/probe-decode-step.log 2>&1; echo "probe rc $?"
 cut -c1-150 $OUT/probe-decode-step.log | grep -v Warning | tail -14
+rm -f $OUT/*.csv  # a header only (e2e results have no op rows): 8 files back at most
