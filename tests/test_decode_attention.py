@@ -71,11 +71,19 @@ def test_equals_causal_attention_per_sequence(device):
         assert rel_err(out[b:b + 1], ref.double()) < 1e-5
 
 
-def test_row_tiles_and_default_splits(device):
+def test_row_tiles_and_default_splits(device, monkeypatch):
     """More query rows than a program holds (16 heads over one kv head, 5 new tokens: 80 rows, two tiles),
-    with the default split count and with many splits (some of them empty)."""
-    q, k, v, _ = _inputs(1, 16, 1, 5, 300, 32, torch.float16, device)
-    seqlens = _seqlens([300], device)
+    with the default split count and with many splits, most of them past the keys: those write no partials and the
+    merge reads none of them (fresh float memory is NaN here, so a read of one would show)."""
+    q, k, v, _ = _inputs(2, 16, 1, 5, 300, 32, torch.float16, device)
+    seqlens = _seqlens([300, 40], device)
+    empty = torch.empty
+
+    def poisoned(*args, **kwargs):
+        t = empty(*args, **kwargs)
+        return t.fill_(float("nan")) if t.is_floating_point() else t
+
+    monkeypatch.setattr(torch, "empty", poisoned)
     for splits in (None, 11):
         _check(q, k, v, seqlens, num_splits=splits)
 

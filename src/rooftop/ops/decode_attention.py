@@ -29,8 +29,8 @@ keys are cut into num_splits ranges of whole BLOCK_N tiles sized by its own leng
 on the device: one launch serves sequences of any lengths, and a CUDA graph replays as the caches grow.
 Each program runs an online softmax over its range (fp32 running max m and sum l, exp2 with
 scale * log2(e) folded into the scores). With one split it writes out (and lse) itself. With more, it stores
-its unnormalised accumulator and (m, l) a row to a workspace, and a second kernel, one program a query row,
-merges the row's splits (M = max_s m_s):  out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s. Both launch
+its unnormalised accumulator and (m, l) a row to a workspace (a split past the sequence's keys writes nothing and
+ends), and a second kernel, one program a query row, merges the row's splits that hold keys (M = max_s m_s):  out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s. Both launch
 as programmatic dependents on sm_90 (ops/_support.py's pdl_options): the merge's programs are resident as the
 splits' last ones end.
 
@@ -91,6 +91,12 @@ def _kv_rows(block_table, b, n0, pos, live, stride_kp, stride_ks, stride_vp, str
 
 
 @triton.jit
+def _split_keys(seqlen, num_splits, BLOCK_N: tl.constexpr):
+    """Keys a split of a sequence of `seqlen` keys (whole BLOCK_N tiles): its splits past the keys have none."""
+    return tl.cdiv(tl.cdiv(seqlen, num_splits), BLOCK_N) * BLOCK_N
+
+
+@triton.jit
 def _store_out(o, lse, acc, l_i, m_i, row_off, lse_off, row_ok, offs_d, HEAD_DIM: tl.constexpr,
                RETURN_LSE: tl.constexpr):
     """out = acc / l (0 where no key was seen) and lse = (m + log2 l) ln 2 (-inf there)."""
@@ -125,15 +131,17 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, seqlens, block_
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d[None, :] < HEAD_DIM
     seqlen = tl.maximum(tl.minimum(tl.load(seqlens + b), capacity), 0)
+    per_split = _split_keys(seqlen, num_splits, BLOCK_N)
+    start = split * per_split
+    if SPLIT and start >= seqlen:  # a split past the sequence's keys: the merge reads only the ones before it
+        return
+    end = tl.minimum(start + per_split, seqlen)
     last_key = seqlen - Sq + token  # the last key each row sees
     # reads: the tile's query rows, once
     b64 = tl.cast(b, tl.int64)
     q_rows = b64 * stride_qb + head.to(tl.int64) * stride_qh + token.to(tl.int64) * stride_qs
     qt = tl.load(q + q_rows[:, None] + offs_d[None, :], mask=row_ok[:, None] & d_ok, other=0.0)
 
-    per_split = tl.cdiv(tl.cdiv(seqlen, num_splits), BLOCK_N) * BLOCK_N
-    start = split * per_split
-    end = tl.minimum(start + per_split, seqlen)
     m_i = tl.full((BLOCK_M,), -float("inf"), tl.float32)
     l_i = tl.zeros((BLOCK_M,), tl.float32)
     acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
@@ -175,24 +183,27 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, seqlens, block_
 
 
 @triton.jit
-def _merge_splits_kernel(part_acc, part_ml, o, lse, num_splits, Hq, Sq, stride_ob, stride_oh, stride_os,
-                         SPLITS: tl.constexpr, CHUNK: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr,
-                         RETURN_LSE: tl.constexpr, PDL: tl.constexpr):
-    """One query row: M = max_s m_s, out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s (lse likewise).
-    Reads the row's num_splits partials once (D + 2 fp32 each), CHUNK splits a load; writes out (and lse) once."""
+def _merge_splits_kernel(part_acc, part_ml, o, lse, seqlens, capacity, num_splits, Hq, Sq, stride_ob, stride_oh,
+                         stride_os, SPLITS: tl.constexpr, CHUNK: tl.constexpr, BLOCK_N: tl.constexpr,
+                         BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr, RETURN_LSE: tl.constexpr, PDL: tl.constexpr):
+    """One query row: M = max_s m_s, out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s (lse likewise), over
+    the splits that hold keys of the row's sequence (the others wrote nothing). Reads those partials once (D + 2 fp32
+    each), CHUNK splits a load; writes out (and lse) once."""
     await_previous(PDL)
     row = tl.program_id(0)
+    seqlen = tl.maximum(tl.minimum(tl.load(seqlens + row // (Hq * Sq)), capacity), 0)
+    active = tl.cdiv(seqlen, tl.maximum(_split_keys(seqlen, num_splits, BLOCK_N), 1))
     base = tl.cast(row, tl.int64) * num_splits
     s = tl.arange(0, SPLITS)
-    m_s = tl.load(part_ml + (base + s) * 2, mask=s < num_splits, other=-float("inf"))
+    m_s = tl.load(part_ml + (base + s) * 2, mask=s < active, other=-float("inf"))
     m_all = tl.max(m_s, 0)
     m_ref = tl.where(m_all == -float("inf"), 0.0, m_all)  # no split saw a key: every weight 0, not NaN
-    l_all = tl.sum(tl.math.exp2(m_s - m_ref) * tl.load(part_ml + (base + s) * 2 + 1, mask=s < num_splits, other=0.0))
+    l_all = tl.sum(tl.math.exp2(m_s - m_ref) * tl.load(part_ml + (base + s) * 2 + 1, mask=s < active, other=0.0))
     offs_d = tl.arange(0, BLOCK_D)
     acc = tl.zeros((BLOCK_D,), tl.float32)
-    for c in range(0, num_splits, CHUNK):
+    for c in range(0, active, CHUNK):
         sc = c + tl.arange(0, CHUNK)
-        live = sc < num_splits
+        live = sc < active
         w = tl.math.exp2(tl.load(part_ml + (base + sc) * 2, mask=live, other=-float("inf")) - m_ref)
         part = tl.load(part_acc + (base + sc)[:, None] * HEAD_DIM + offs_d[None, :],
                        mask=live[:, None] & (offs_d[None, :] < HEAD_DIM), other=0.0)
@@ -287,10 +298,11 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     launch(_decode_attention_kernel, (tiles, num_splits), *args, **constexprs)
     if num_splits > 1:
         splits_pow2 = triton.next_power_of_2(num_splits)
-        launch(_merge_splits_kernel, (B * Hq * Sq,), part_acc, part_ml, out, lse_arg, num_splits, Hq, Sq,
-               out.stride(0), out.stride(1), out.stride(2),
-               SPLITS=splits_pow2, CHUNK=min(splits_pow2, max(1, MERGE_CHUNK_ELEMENTS // block_d)), BLOCK_D=block_d,
-               HEAD_DIM=D, RETURN_LSE=return_lse, num_warps=MERGE_WARPS, **pdl_options(q))
+        launch(_merge_splits_kernel, (B * Hq * Sq,), part_acc, part_ml, out, lse_arg, cache_seqlens, capacity,
+               num_splits, Hq, Sq, out.stride(0), out.stride(1), out.stride(2),
+               SPLITS=splits_pow2, CHUNK=min(splits_pow2, max(1, MERGE_CHUNK_ELEMENTS // block_d)),
+               BLOCK_N=_block_n(D), BLOCK_D=block_d, HEAD_DIM=D, RETURN_LSE=return_lse, num_warps=MERGE_WARPS,
+               **pdl_options(q))
     return out, lse
 
 
