@@ -9,7 +9,7 @@ timed with triton.testing.do_bench (median, L2 flushed) and checked against SDPA
 is the cost model's bytes (the caches read once) over the time; % of the measured copy bandwidth.
 Writes OUT_DIR/exp-decode-attention.json and prints a table last: per case the default's and the best
 setting's GB/s and their ratio to the fastest SDPA backend.
-Usage: PYTHONPATH=src python benchmarks/exp_decode_attention.py OUT_DIR [--quick]
+Usage: PYTHONPATH=src python benchmarks/exp_decode_attention.py OUT_DIR [--quick] [--default-only]
 """
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--default-only", action="store_true", help="only the default setting (every page size)")
     args = parser.parse_args()
     copy = measure_ceilings().copy_GBps
     defaults = {k: getattr(decode_mod, k) for k in ("BLOCK_N", "NUM_WARPS", "NUM_STAGES", "MIN_SPLIT_KEYS")}
@@ -81,7 +82,7 @@ def main() -> None:
                 with sdpa_kernel(backend):
                     return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
             record(name, None, sdpa)
-        for setting in [{}] + SETTINGS:
+        for setting in [{}] + ([] if args.default_only else SETTINGS):
             for key, value in {**defaults, **setting}.items():
                 setattr(decode_mod, key, value)
             clear_plans()
@@ -119,6 +120,9 @@ def main() -> None:
               f"{default['pct_copy']:6.1f} "
               f"{best['us']:7.1f} {best['pct_copy']:6.1f} {sdpa['us'] / best['us']:6.2f} | {paged['us']:7.1f} "
               f"{paged_best['us']:7.1f} | {best['setting']}; {paged_best['setting']}")
+        by_page = {r["setting"].get("PAGE_SIZE", SMALL_PAGE): r["us"] for r in case
+                   if r["provider"] == "rooftop" and r["paged"] and set(r["setting"]) <= {"PAGE_SIZE"}}
+        print(f"{'':>12} paged, default setting, us by page size: {by_page}")
     errors = [r for r in rows if "error" in r or (r.get("rel_err") or 0) > 2e-2]
     print(f"{len(errors)} failed or mismatched runs", *(str(r) for r in errors[:5]), sep="\n")
 
