@@ -282,24 +282,31 @@ def test_attribute_kernels_to_known_ops():
     assert attribute([unrecorded], H200)[0].op is None
     [row] = attribute([unrecorded], H200, model_dtype=torch.bfloat16)
     assert row.op == "matmul" and row.shape == (256, 1024, 2048) and row.roofline_pct is not None
-    # Triton's launches (cuLaunchKernelEx) the profiler did not link: their kernels are device events only, paired
-    # with the launch calls left without a kernel in order; a linked kernel's device event is not counted again,
-    # nor a record_function range's GPU side
-    norm = _event("rooftop::rms_norm[8x4096,bfloat16]", [_event("cuLaunchKernelEx", start=1.0)], start=0.0, end=2.0)
+    # Triton's launches (cuLaunchKernelEx) the profiler did not link: rooftop's kernels are device events only,
+    # paired in order with the cuLaunchKernelEx calls made straight from rooftop ops (not cuBLAS's, under aten::mm,
+    # whose kernels are linked); a linked kernel's device event is not counted again, nor a record_function range's
+    # GPU side; a library's kernel the profiler linked to our launch, and an unknown unlinked kernel: no op
+    norm = _event("rooftop::rms_norm[8x4096,bfloat16]",
+                  [_event("cuLaunchKernelEx", kernels=[("cudnn_sdpa", 3.0)], start=1.0)], start=0.0, end=2.0)
     softmax = _event("rooftop::softmax[4096x32768,bfloat16]", [_event("cuLaunchKernelEx", start=3.0)], start=3.0)
-    device = [_event("_softmax_kernel", start=30.0, end=230.0, device="CUDA"),
+    gemm = _event("aten::mm", [_event("cuLaunchKernelEx", start=2.5)], kernels=[("nvjet_gemm", 10.0)],
+                  shapes=[[256, 2048], [2048, 1024]], start=2.5)
+    gemm.input_dtypes = None
+    device = [_event("_softmax_onchip_kernel", start=30.0, end=230.0, device="CUDA"),
               _event("_rms_norm_onchip_kernel", start=10.0, end=14.0, device="CUDA"),
               _event("nvjet_gemm", start=5.0, end=15.0, device="CUDA"),
+              _event("user_triton_kernel", start=231.0, end=232.0, device="CUDA"),
               _event("rooftop::softmax[4096x32768,bfloat16]", start=30.0, end=230.0, device="CUDA")]
-    flat = [unrecorded, norm, *norm.cpu_children, softmax, *softmax.cpu_children, *device]  # as prof.events()
-    rows = {r.kernel: r for r in attribute(flat, H200, model_dtype=torch.bfloat16)}
+    flat = [gemm, *gemm.cpu_children, norm, *norm.cpu_children, softmax, *softmax.cpu_children, *device]
+    rows = {r.kernel: r for r in attribute(flat, H200, model_dtype=torch.bfloat16)}  # flat: as prof.events()
     assert rows["_rms_norm_onchip_kernel"].op == "rms_norm" and rows["_rms_norm_onchip_kernel"].time_us == 4.0
-    assert rows["_softmax_kernel"].op == "softmax" and rows["_softmax_kernel"].roofline_pct is not None
+    assert rows["_softmax_onchip_kernel"].op == "softmax" and rows["_softmax_onchip_kernel"].roofline_pct is not None
     assert rows["nvjet_gemm"].calls == 1 and rows["nvjet_gemm"].op == "matmul"
-    assert len(rows) == 3
+    assert rows["cudnn_sdpa"].op is None and rows["user_triton_kernel"].op is None
+    assert len(rows) == 5
     # launches and unlinked kernels not as many (a graph replay: one launch, many kernels): listed without an op
     rows = {r.kernel: r for r in attribute([norm, *norm.cpu_children, *device[:2]], H200)}
-    assert rows["_rms_norm_onchip_kernel"].op is None and rows["_softmax_kernel"].op is None
+    assert rows["_rms_norm_onchip_kernel"].op is None and rows["_softmax_onchip_kernel"].op is None
 
 
 def test_profile_tiny_model():

@@ -211,22 +211,33 @@ def _spec(op: str):
         return None
 
 
-# Driver launches the profiler does not link to their kernels (Triton's C launcher calls cuLaunchKernelEx; this
-# torch's profiler links cudaLaunchKernel* and cuLaunchKernel only: NOTES item 195)
-_DRIVER_LAUNCHES = ("cuLaunchKernelEx", "cuLaunchKernel")
+def _rooftop_kernel_names() -> set[str]:
+    """The names of rooftop's Triton and Gluon kernels (every @jit function of its op modules, interpreted or not)."""
+    from triton.runtime.jit import KernelInterface
+
+    from rooftop.profile.kernels import _op_modules
+
+    return {obj.__name__ for module in _op_modules() for obj in vars(module).values()
+            if isinstance(obj, KernelInterface)}
 
 
-def _unlinked_kernels(events) -> tuple[dict[int, tuple[str, float]], list[tuple[str, float]]]:
-    """Kernels the profiler linked to no CPU call: ({id of the launch call that made each: (kernel, µs)}, [the
-    rest]). Such a kernel is still a device event; the driver launch calls left without a kernel are paired with
-    them in order (one stream launches in order), and only when they are as many: otherwise none is paired."""
+def _unlinked_kernels(events) -> tuple[dict[int, list[tuple[str, float]]], list[tuple[str, float]]]:
+    """The kernels of rooftop's own launches, where this torch's profiler did not link them (Triton's C launcher calls
+    cuLaunchKernelEx, whose kernels it leaves as bare device events, and at times links another library's kernel to
+    that call instead; cuBLAS's launches by the same call are linked: NOTES items 195, 199). Returns ({id of a launch
+    call: the kernels it made, (name, µs)}, [kernels no call is known to have made]). The launch calls are the
+    cuLaunchKernelEx calls made straight from a rooftop op (the event above them named rooftop::...; a library's
+    launch sits under an aten op), paired in order (one stream runs them in launch order) with rooftop's unlinked
+    kernels when they are as many (otherwise none is paired); a kernel of another library linked to such a call is
+    listed with no op, as are the other unlinked kernels."""
     cpu = torch.autograd.DeviceType.CPU
     linked: dict[str, int] = {}
     for event in events:
         for k in event.kernels:
             linked[k.name] = linked.get(k.name, 0) + 1
     cpu_names = {e.name for e in events if e.device_type == cpu}
-    unlinked = []
+    ours, others = [], []
+    names = _rooftop_kernel_names()
     for event in sorted((e for e in events if e.device_type == torch.autograd.DeviceType.CUDA),
                         key=lambda e: e.time_range.start):
         if event.name in cpu_names:  # a record_function range's GPU side, not a kernel
@@ -234,24 +245,29 @@ def _unlinked_kernels(events) -> tuple[dict[int, tuple[str, float]], list[tuple[
         if linked.get(event.name, 0) > 0:  # the device side of a kernel a CPU call lists
             linked[event.name] -= 1
             continue
-        unlinked.append((event.name, event.time_range.end - event.time_range.start))
-    launches = sorted((e for e in events if e.device_type == cpu and e.name in _DRIVER_LAUNCHES and not e.kernels),
+        (ours if event.name in names else others).append((event.name, event.time_range.end - event.time_range.start))
+    launches = sorted((e for e in events if e.device_type == cpu and e.name == "cuLaunchKernelEx"
+                       and e.cpu_parent is not None and e.cpu_parent.name.startswith("rooftop::")),
                       key=lambda e: e.time_range.start)
-    if len(launches) != len(unlinked):
-        return {}, unlinked
-    return {id(launch): kernel for launch, kernel in zip(launches, unlinked)}, []
+    if len(launches) != len(ours):
+        return {}, ours + others
+    made = {}
+    for launch, kernel in zip(launches, ours):
+        made[id(launch)] = [(k.name, k.duration) for k in launch.kernels if k.name in names] + [kernel]
+        others += [(k.name, k.duration) for k in launch.kernels if k.name not in names]
+    return made, others
 
 
 def attribute(events, ceilings=None, on_gpu: bool = True, model_dtype: torch.dtype | None = None) -> list[KernelRow]:
     """Kernels (on_gpu) or ops' own CPU time, each attributed to the outermost known op above it.
 
     events: torch.profiler's function events; ceilings: for the % of roofline (None: no roofline);
-    model_dtype: the dtype of aten ops whose input dtypes were not recorded. A kernel whose launch the
-    profiler did not link is given to its launch call by order (_unlinked_kernels), or listed with no op.
+    model_dtype: the dtype of aten ops whose input dtypes were not recorded. rooftop's kernels whose launch the
+    profiler did not link are given to their launch calls by order (_unlinked_kernels), or listed with no op.
     """
     rows: dict[tuple, dict] = {}
     instances: dict[int, dict] = {}  # id of a known op's event -> its floor and total time
-    adopted, orphans = _unlinked_kernels(events) if on_gpu else ({}, [])
+    made, orphans = _unlinked_kernels(events) if on_gpu else ({}, [])
 
     def add(name, us, owner):
         op, shape = (owner[1][0], owner[1][1]) if owner else (None, None)
@@ -267,9 +283,7 @@ def attribute(events, ceilings=None, on_gpu: bool = True, model_dtype: torch.dty
             owner = (id(event), found)
             instances[id(event)] = {"floor_s": _floor(found, ceilings), "time_us": 0.0}
         if on_gpu:
-            items = [(k.name, k.duration) for k in event.kernels]
-            if id(event) in adopted:
-                items.append(adopted[id(event)])
+            items = made.get(id(event)) or [(k.name, k.duration) for k in event.kernels]
         else:
             items = [(event.name, event.self_cpu_time_total)] if event.self_cpu_time_total > 0 else []
         for name, us in items:
