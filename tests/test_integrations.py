@@ -224,6 +224,36 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(monkeypatch):
             assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
 
+def test_decode_steps_left_to_sdpa(monkeypatch):
+    """The decode-aware SDPA function takes decode_attention only for a call it computes exactly as SDPA would, on a
+    device its kernel runs on; anything else (more than one query, dropout, soft-capping, a float mask, head dims
+    past its kernel's, heads that do not group, a strided head dim, a CPU model without the interpreter) goes to
+    SDPA."""
+    from rooftop.integrations import hf
+
+    calls = []
+    attention = hf._decode_or(lambda module, q, *a, **k: calls.append("sdpa") or (q, None))
+    monkeypatch.setattr(hf, "decode_attention", lambda q, *a, **k: calls.append("rooftop") or q)
+
+    def route(q_shape=(2, 4, 1, 16), kv_shape=(2, 2, 8, 16), mask=None, **kwargs):
+        q, k = torch.randn(q_shape, device=DEVICE), torch.randn(kv_shape, device=DEVICE)
+        attention(None, q, k, k.clone(), mask, **kwargs)
+        return calls[-1]
+
+    assert route() == "rooftop"
+    assert route(mask=torch.ones(2, 1, 1, 8, dtype=torch.bool, device=DEVICE)) == "rooftop"
+    assert route(q_shape=(2, 4, 2, 16)) == "sdpa"
+    assert route(dropout=0.1) == route(softcap=30.0) == "sdpa"
+    assert route(mask=torch.zeros(2, 1, 1, 8, device=DEVICE)) == "sdpa"
+    assert route(q_shape=(2, 4, 1, 512), kv_shape=(2, 2, 8, 512)) == "sdpa"
+    assert route(q_shape=(2, 3, 1, 16)) == "sdpa"
+    q, k = torch.randn(2, 4, 1, 32, device=DEVICE)[..., ::2], torch.randn(2, 2, 8, 16, device=DEVICE)
+    attention(None, q, k, k, None)
+    assert calls[-1] == "sdpa"
+    monkeypatch.setattr(hf, "runs_kernel", lambda t: False)
+    assert route() == "sdpa"
+
+
 def test_patched_decode_step_compiles_without_graph_break():
     """A patched transformers Llama's decode step from a StaticCache is one graph under torch.compile, holding
     rooftop's decode_attention, not recompiled as the position moves, and gives the stock model's logits (the

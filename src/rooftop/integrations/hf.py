@@ -47,7 +47,9 @@ import torch
 from torch import nn
 
 from rooftop.nn import RMSNorm
+from rooftop.ops._support import runs_kernel
 from rooftop.ops.activations import geglu, swiglu
+from rooftop.ops.attention import MAX_HEAD_DIM
 from rooftop.ops.decode_attention import decode_attention
 from rooftop.ops.quant_matmul import QuantLinear
 from rooftop.ops.rope import apply_rope
@@ -193,7 +195,10 @@ def _decode_or(sdpa):
         rows = _decode_mask_rows(query, key, attention_mask)
         grads = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
         if (rows is not False and not dropout and not grads and not any(kwargs.get(n) for n in _DECODE_REFUSES)
+                and runs_kernel(query) and query.device == key.device == value.device  # not a CPU model: SDPA's
                 and query.dtype == key.dtype == value.dtype and key.shape == value.shape
+                and query.shape[-1] == key.shape[-1] <= MAX_HEAD_DIM and query.shape[1] % key.shape[1] == 0
+                and query.stride(-1) == key.stride(-1) == value.stride(-1) == 1
                 and (scaling is None or scaling > 0)):
             out = decode_attention(query, key, value, _cache_lengths(attention_mask, rows, key), scale=scaling,
                                    key_mask=rows)
