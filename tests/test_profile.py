@@ -8,7 +8,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from conftest import HAS_CUDA
+import rooftop
+from conftest import DEVICE, HAS_CUDA, rel_err
+from rooftop.ops.activations import swiglu_reference
 from rooftop.hardware import Ceilings
 from rooftop.profile import ncu
 from rooftop.profile.diagnose import diagnose
@@ -304,9 +306,33 @@ def test_attribute_kernels_to_known_ops():
     assert rows["nvjet_gemm"].calls == 1 and rows["nvjet_gemm"].op == "matmul"
     assert rows["cudnn_sdpa"].op is None and rows["user_triton_kernel"].op is None
     assert len(rows) == 5
+    # a public op's call with no shape recorded (a patched model's): named, no roofline
+    call = _event("rooftop::decode_attention", [_event("cuLaunchKernelEx", start=1.0)], start=0.0, end=2.0)
+    kernel = _event("_decode_attention_kernel", start=3.0, end=9.0, device="CUDA")
+    [row] = attribute([call, *call.cpu_children, kernel], H200)
+    assert (row.kernel, row.op, row.shape, row.time_us, row.roofline_pct) == \
+        ("_decode_attention_kernel", "decode_attention", None, 6.0, None)
     # launches and unlinked kernels not as many (a graph replay: one launch, many kernels): listed without an op
     rows = {r.kernel: r for r in attribute([norm, *norm.cpu_children, *device[:2]], H200)}
     assert rows["_rms_norm_onchip_kernel"].op is None and rows["_softmax_onchip_kernel"].op is None
+
+
+def test_public_ops_are_ranges_while_profiling():
+    """While torch.profiler records, a public op's call is a range rooftop::<op> (its kernels' owner in a model
+    that calls it plainly); its plan is still recorded and replayed, and with the profiler off there is no range."""
+    from rooftop.profile.model import attribute
+
+    x = torch.randn(4, 64, device=DEVICE)
+    rooftop.swiglu.plans.clear()
+    rooftop.swiglu(x, x)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        rooftop.swiglu(x, x)
+        rooftop.swiglu(x, x)
+    names = [e.name for e in prof.events()]
+    assert names.count("rooftop::swiglu") == 2
+    assert "swiglu" in {r.op for r in attribute(prof.events(), None, on_gpu=False)}
+    assert len(rooftop.swiglu.plans) == int(HAS_CUDA)  # recorded on a GPU (the interpreter's launches are not)
+    assert rel_err(rooftop.swiglu(x, x), swiglu_reference(x, x)) < 1e-5
 
 
 def test_profile_tiny_model():

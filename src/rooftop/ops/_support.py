@@ -858,12 +858,22 @@ def clear_plans() -> None:
 def planned(fn: Callable) -> Callable:
     """Decorator of a public op: eager calls replay the recorded first call of their argument signature
     (see above); under torch.compile, inside another op's recording, or with arguments no key stands
-    for, `fn` runs as written."""
+    for, `fn` runs as written. While torch.profiler records, a call is a range named rooftop::<op>."""
     plans = Plans()
     _all_plans.append(plans)
+    label = f"rooftop::{fn.__name__.lstrip('_')}"
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
+        if (torch.autograd.profiler._is_profiler_enabled and not torch.compiler.is_compiling()
+                and getattr(_recording, "recorder", None) is None):
+            # a range for torch.profiler: the kernels launched inside are this op's (rooftop.profile.model), as a
+            # dispatched custom op's would be; not inside another op's recording, which it would spoil
+            with torch.profiler.record_function(label):
+                return run(*args, **kwargs)
+        return run(*args, **kwargs)
+
+    def run(*args, **kwargs):
         if (not PLANS_ENABLED or torch.compiler.is_compiling()
                 or getattr(_recording, "recorder", None) is not None):
             return fn(*args, **kwargs)

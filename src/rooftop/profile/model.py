@@ -5,7 +5,9 @@ CPU time) is attributed to the outermost op rooftop knows that launched it:
 - a rooftop op called inside `annotate(op, shape, dtype)` (a record_function range named
   "rooftop::<op>[<shape>,<dtype>]"), as the built-in model does for its norms and MLP activation;
 - an aten op whose maths is a registered rooftop op (ATEN_OPS: aten::_softmax is `softmax`,
-  aten::mm / aten::addmm are `matmul` when that op is registered), the shape from its input shapes.
+  aten::mm / aten::addmm are `matmul` when that op is registered), the shape from its input shapes;
+- any other rooftop op call (a public op's range "rooftop::<op>" while the profiler records, or its custom op under
+  torch.compile): named, with no shape, so no roofline (a model patched by patch_model).
 The op's time per call (the sum of its kernels) against its cost model's floor on the measured
 ceilings gives its % of roofline. Kernels of anything else show "-": nothing is guessed.
 
@@ -28,6 +30,7 @@ import torch
 from torch import nn
 
 _RANGE = re.compile(r"^rooftop::(?P<op>[\w.]+)\[(?P<shape>[\dx]*),(?P<dtype>\w+)\]$")
+_OP_RANGE = re.compile(r"^rooftop::(?P<op>\w+)$")  # a public op's call (ops/_support.planned) or its custom op
 _ATEN_DTYPES = {"c10::BFloat16": torch.bfloat16, "c10::Half": torch.float16, "float": torch.float32}
 
 
@@ -183,13 +186,17 @@ class KernelRow:
 
 
 def known_op(event, model_dtype: torch.dtype | None = None) -> tuple[str, tuple, torch.dtype] | None:
-    """(registry op, shape, dtype) of a profiler event rooftop can cost, else None. An aten op's dtype
+    """(registry op, shape, dtype) of a profiler event rooftop can cost, (op, None, None) of a rooftop op's call it
+    cannot (no shape recorded), else None. An aten op's dtype
     is its inputs' where the profiler recorded them (it did not on the H200 with torch 2.11: input_dtypes
     None), else `model_dtype`, the dtype the model runs in."""
     found = _RANGE.match(event.name)
     if found:
         shape = tuple(int(s) for s in found["shape"].split("x")) if found["shape"] else ()
         return found["op"], shape, getattr(torch, found["dtype"])
+    found = _OP_RANGE.match(event.name)
+    if found:  # named, with no shape to cost
+        return found["op"], None, None
     if event.name in ATEN_OPS:
         op, shape_of = ATEN_OPS[event.name]
         dtypes = getattr(event, "input_dtypes", None) or []
@@ -279,7 +286,8 @@ def attribute(events, ceilings=None, on_gpu: bool = True, model_dtype: torch.dty
             instances[owner[0]]["time_us"] += us
 
     def visit(event, owner):
-        if owner is None and (found := known_op(event, model_dtype)) is not None and _spec(found[0]) is not None:
+        if owner is None and (found := known_op(event, model_dtype)) is not None and \
+                (found[1] is None or _spec(found[0]) is not None):
             owner = (id(event), found)
             instances[id(event)] = {"floor_s": _floor(found, ceilings), "time_us": 0.0}
         if on_gpu:
