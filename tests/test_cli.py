@@ -70,6 +70,26 @@ def test_profile_model_tiny(capsys):
     assert "add_rms_norm" in out and (("_rms_norm_" in out and "matmul" in out) if HAS_CUDA else "aten::mm" in out)
 
 
+def test_profile_patched_transformers_model(tmp_path, capsys):
+    """`rooftop profile --model file.py --patch`: a transformers Llama with rooftop's ops swapped in, whose rooftop
+    calls (ranges while the profiler records) own their kernels (a CPU: their ops' time) by name."""
+    pytest.importorskip("transformers")
+    path = tmp_path / "small_llama.py"
+    path.write_text(
+        "import torch, transformers\n"
+        "def build_model(device, dtype):\n"
+        "    config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=160,\n"
+        "        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)\n"
+        "    config._attn_implementation = 'sdpa'\n"
+        "    model = transformers.LlamaForCausalLM(config).to(device=device, dtype=dtype)\n"
+        "    return model, {'input_ids': torch.randint(0, 128, (1, 8), device=device), 'use_cache': False}\n")
+    assert main(["profile", "--model", str(path), "--patch", "--steps", "1", "--top", "60"]) == 0
+    out = capsys.readouterr().out
+    assert "patched {" in out and "'rms_norm': 5" in out
+    ops = {line.split("│")[2].strip() for line in out.splitlines() if line.count("│") > 3}
+    assert {"rms_norm", "swiglu", "apply_rope"} <= ops
+
+
 def test_check_runs_every_op(capsys):
     """`rooftop check`: every registered op on its small check shapes against its reference (here in the
     interpreter, with the test patches; on a GPU the real kernels)."""

@@ -162,7 +162,8 @@ def _profile_model(args) -> int:
 
     from rooftop.profile.model import profile_model
 
-    case, rows, total_us = profile_model(args.model or None, args.batch, args.seq, args.steps, top=args.top)
+    case, rows, total_us = profile_model(args.model or None, args.batch, args.seq, args.steps, top=args.top,
+                                         patch=args.patch)
     where = "CUDA time of kernels" if torch.cuda.is_available() else "CPU time of ops (no GPU)"
     _table(f"{case.name}: top {len(rows)} by {where}, {total_us / 1e3:.1f} ms in all",
            ["kernel", "op", "shape", "calls", "time (ms)", "% of time", "% of roofline"],
@@ -171,7 +172,7 @@ def _profile_model(args) -> int:
              f"{100 * r.time_us / total_us:.1f}" if total_us else "-",
              "-" if r.roofline_pct is None else f"{r.roofline_pct:.1f}") for r in rows])
     print("op and % of roofline are shown where rooftop knows the op (its own annotated calls, aten ops in "
-          "rooftop.profile.model.ATEN_OPS); '-' elsewhere.")
+          "rooftop.profile.model.ATEN_OPS; a patched model's rooftop calls by name, with no roofline); '-' elsewhere.")
     return 0
 
 
@@ -264,6 +265,8 @@ def main(argv=None) -> int:
     p.add_argument("--seq", type=int, help="--model: tokens per sequence (default 512 on a GPU, 64 on a CPU)")
     p.add_argument("--steps", type=int, default=3, help="--model: forward passes profiled")
     p.add_argument("--top", type=int, default=15, help="--model: kernels listed")
+    p.add_argument("--patch", action="store_true",
+                   help="--model: swap in rooftop's fused ops first (rooftop.integrations.hf.patch_model)")
     p.set_defaults(fn=cmd_profile)
 
     p = sub.add_parser("report", help="measure (on a GPU), then the HTML + Markdown report from the results files")

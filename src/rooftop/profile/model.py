@@ -325,13 +325,20 @@ def _floor(found, ceilings) -> float | None:
 
 
 def profile_model(name: str | None = None, batch: int | None = None, seq: int | None = None, steps: int = 3,
-                  dtype: torch.dtype = torch.bfloat16, top: int = 15) -> tuple[ModelCase, list[KernelRow], float]:
-    """Profile `steps` forward passes; (the model, its top kernel rows, total time in µs)."""
+                  dtype: torch.dtype = torch.bfloat16, top: int = 15,
+                  patch: bool = False) -> tuple[ModelCase, list[KernelRow], float]:
+    """Profile `steps` forward passes; (the model, its top kernel rows, total time in µs). patch: the model with
+    rooftop's fused ops swapped in first (rooftop.integrations.hf.patch_model)."""
     on_gpu = torch.cuda.is_available()
     device = "cuda" if on_gpu else "cpu"
     if not on_gpu and dtype == torch.bfloat16:
         dtype = torch.float32  # CPU matmuls in bf16 are slow and not what is being studied
     case = build_model(name, device, dtype, batch or (8 if on_gpu else 1), seq or (512 if on_gpu else 64))
+    if patch:
+        from rooftop.integrations.hf import patch_model
+
+        changed = {k: n for k, n in patch_model(case.model).items() if n}
+        case = ModelCase(f"{case.name}, patched {changed}", case.model, case.inputs)
     ceilings = None
     if on_gpu:
         from rooftop.hardware import ceilings_for
