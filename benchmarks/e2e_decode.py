@@ -235,7 +235,8 @@ def main() -> None:
              + (f"each decode step one CUDA graph replay, a static cache of "
                 f"{max(args.cache_len, args.prompt + args.new + 4)}" if args.graphs else "HF generate, eager")
              + ("; no call plans" if args.no_plans else ""))
-    family = f"e2e_decode_cache{args.cache_len}" if args.graphs and args.cache_len else "e2e_decode"
+    family = "e2e_decode" + (f"_cache{args.cache_len}" if args.graphs and args.cache_len else "") + (
+        f"_b{args.batch}" if args.batch > 1 else "")
     path = write_results(args.out, family, [], {}, device_name,
                          tables={f"End-to-end decode, tokens/s ({setup})": rows},
                          notes=f"{setup}. Patched greedy tokens equal stock's (first 8): {same}." + (
