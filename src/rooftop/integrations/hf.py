@@ -24,13 +24,13 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   compiled with the original's globals and file name, so tracebacks point at its lines); a forward whose
   source is not at hand, that closes over names, or that does not hold the pattern is left as it is.
 - that attention forward also sees transformers' ALL_ATTENTION_FUNCTIONS as an instance of its own class (its global
-  rebound the same way) whose "sdpa" function answers a decode step by rooftop.decode_attention: one query a sequence over the
-  cache's keys (a StaticCache's whole [B, Hkv, max_len, D] tensors), the boolean mask transformers builds (padding,
-  windows) read as a key mask, each sequence's keys read up to its last unmasked one (lengths computed on the device
-  once a step, from the mask the layers share), where SDPA reads the whole static cache under the mask. Prefill,
-  float masks, soft-capping, sinks, head masks, dropout, autograd and asked-for weights go to SDPA as before.
-  On by default (`decode_attention=False` keeps SDPA): in an int4 Llama-3-8B-shaped model decoding over a static
-  cache of 4096, 1123 tokens/s against 608 with SDPA (H200; NOTES item 196).
+  rebound the same way) whose "sdpa" function answers a decode step by rooftop.decode_attention: one query a sequence
+  over the cache's keys (a StaticCache's whole [B, Hkv, max_len, D] tensors), the boolean mask transformers builds
+  (padding, windows) read as a key mask, each sequence's keys read up to its last unmasked one (lengths computed on
+  the device once a step, from the mask the layers share), where SDPA reads the whole static cache under the mask.
+  Prefill, float masks, soft-capping, sinks, head masks, dropout, autograd and asked-for weights go to SDPA as before.
+  On by default (`decode_attention=False` keeps SDPA): in an int4 Llama-3-8B-shaped model decoding over a static cache
+  of 4096, 1123 tokens/s against 608 with SDPA (H200; NOTES item 196).
 Other parameters are shared, not copied; outputs match the original up to rounding. Prefill attention is left to
 the model's own implementation (choose `attn_implementation="sdpa"` when loading).
 """

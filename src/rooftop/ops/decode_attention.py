@@ -27,12 +27,12 @@ rows are the GROUP = Hq / Hkv heads that share its kv head times the Sq new toke
 tile read serves all of them, and the scores are one tensor-core dot of BLOCK_M >= 16 rows). A sequence's
 keys are cut into num_splits ranges of whole BLOCK_N tiles sized by its own length, which the kernel reads
 on the device: one launch serves sequences of any lengths, and a CUDA graph replays as the caches grow.
-Each program runs an online softmax over its range (fp32 running max m and sum l, exp2 with
-scale * log2(e) folded into the scores). With one split it writes out (and lse) itself. With more, it stores
-its unnormalised accumulator and (m, l) a row to a workspace (a split past the sequence's keys writes nothing and
-ends), and a second kernel, one program a query row, merges the row's splits that hold keys (M = max_s m_s):  out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s. Both launch
-as programmatic dependents on sm_90 (ops/_support.py's pdl_options): the merge's programs are resident as the
-splits' last ones end.
+Each program runs an online softmax over its range (fp32 running max m and sum l, exp2 with scale * log2(e) folded
+into the scores). With one split it writes out (and lse) itself. With more, it stores its unnormalised accumulator and
+(m, l) a row to a workspace (a split past the sequence's keys writes nothing and ends), and a second kernel, one
+program a query row, merges the row's splits that hold keys (M = max_s m_s): out = sum_s 2^(m_s - M) acc_s / sum_s
+2^(m_s - M) l_s. Both launch as programmatic dependents on sm_90 (ops/_support.py's pdl_options): the merge's programs
+are resident as the splits' last ones end.
 
 The split count (host-side, from shapes only: a graph replay keeps it) fills one wave of the split kernel's
 resident programs (from its compiled registers and shared memory), at least MIN_SPLIT_KEYS keys of capacity
