@@ -18,6 +18,7 @@ from typing import Callable, Optional, Sequence
 import torch
 import triton
 import triton.language as tl
+from torch.autograd import profiler as _autograd_profiler  # its _is_profiler_enabled: a plain flag, read a call
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
@@ -865,7 +866,7 @@ def planned(fn: Callable) -> Callable:
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        if (torch.autograd.profiler._is_profiler_enabled and not torch.compiler.is_compiling()
+        if (_autograd_profiler._is_profiler_enabled and not torch.compiler.is_compiling()
                 and getattr(_recording, "recorder", None) is None):
             # a range for torch.profiler: the kernels launched inside are this op's (rooftop.profile.model), as a
             # dispatched custom op's would be; not inside another op's recording, which it would spoil

@@ -91,6 +91,12 @@ def _kv_rows(block_table, b, n0, pos, live, stride_kp, stride_ks, stride_vp, str
 
 
 @triton.jit
+def _sequence_keys(seqlens, b, capacity):
+    """Sequence b's keys: its cache_seqlens entry clamped to [0, capacity] (a wrong length never reads outside)."""
+    return tl.maximum(tl.minimum(tl.load(seqlens + b), capacity), 0)
+
+
+@triton.jit
 def _split_keys(seqlen, num_splits, BLOCK_N: tl.constexpr):
     """Keys a split of a sequence of `seqlen` keys (whole BLOCK_N tiles): its splits past the keys have none."""
     return tl.cdiv(tl.cdiv(seqlen, num_splits), BLOCK_N) * BLOCK_N
@@ -130,7 +136,7 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, seqlens, block_
     token = r % Sq
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d[None, :] < HEAD_DIM
-    seqlen = tl.maximum(tl.minimum(tl.load(seqlens + b), capacity), 0)
+    seqlen = _sequence_keys(seqlens, b, capacity)
     per_split = _split_keys(seqlen, num_splits, BLOCK_N)
     start = split * per_split
     if SPLIT and start >= seqlen:  # a split past the sequence's keys: the merge reads only the ones before it
@@ -191,7 +197,7 @@ def _merge_splits_kernel(part_acc, part_ml, o, lse, seqlens, capacity, num_split
     each), CHUNK splits a load; writes out (and lse) once."""
     await_previous(PDL)
     row = tl.program_id(0)
-    seqlen = tl.maximum(tl.minimum(tl.load(seqlens + row // (Hq * Sq)), capacity), 0)
+    seqlen = _sequence_keys(seqlens, row // (Hq * Sq), capacity)
     active = tl.cdiv(seqlen, tl.maximum(_split_keys(seqlen, num_splits, BLOCK_N), 1))
     base = tl.cast(row, tl.int64) * num_splits
     s = tl.arange(0, SPLITS)
