@@ -27,7 +27,7 @@ GROUPS = (
     ("cuBLAS (bf16 projections, lm_head)", r"nvjet|cublas|gemm|splitKreduce|cutlass"),
     ("rooftop row kernels (RMSNorm, RoPE, SwiGLU; PDL waits included)",
      r"_rms_norm|_rope|_act_rows|_gated|_layer_norm"),
-    ("attention (SDPA; rooftop's decode_attention)", r"sdpa|flash|attention|_merge_splits"),
+    ("attention (SDPA; rooftop's decode_attention)", r"sdpa|flash|attention"),
     ("copies: static-cache writes (index_copy), .contiguous()", r"index_copy|direct_copy"),
     ("greedy argmax", r"ArgMax|argmax"),
 )

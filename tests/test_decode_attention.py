@@ -74,7 +74,7 @@ def test_equals_causal_attention_per_sequence(device):
 def test_row_tiles_and_default_splits(device, monkeypatch):
     """More query rows than a program holds (16 heads over one kv head, 5 new tokens: 80 rows, two tiles),
     with the default split count and with many splits, most of them past the keys: those write no partials and the
-    merge reads none of them (fresh float memory is NaN here, so a read of one would show)."""
+    merging split reads none of them (fresh float memory is NaN here, so a read of one would show)."""
     q, k, v, _ = _inputs(2, 16, 1, 5, 300, 32, torch.float16, device)
     seqlens = _seqlens([300, 40], device)
     empty = torch.empty
@@ -220,13 +220,13 @@ def test_cost_and_registry():
 
 @pytest.mark.parametrize("op", ["decode_attention", "decode_attention_paged"])
 def test_kernels_compile_for_sm90(op):
-    """The split and merge kernels of a call (B = 1, 2 kv heads: split off a GPU too), compiled for sm_90 as a GPU
-    launch specialises them (no GPU needed; the interpreter does not type-check a jit helper's returns): no
-    register spills."""
+    """The kernel of a call (B = 1, 2 kv heads: split off a GPU too, merged by its last split), compiled for sm_90 as
+    a GPU launch specialises it (no GPU needed; the interpreter does not type-check a jit helper's returns): one
+    launch, no register spills."""
     from rooftop.profile.kernels import offline_kernels
 
     kernels = offline_kernels(op, (1, 8, 4096, 128), "bf16")
-    assert [k["kernel"] for k in kernels] == ["_decode_attention_kernel", "_merge_splits_kernel"]
+    assert [k["kernel"] for k in kernels] == ["_decode_attention_kernel"]
     assert all(k["n_spills"] == 0 for k in kernels)
 
 

@@ -28,11 +28,12 @@ tile read serves all of them, and the scores are one tensor-core dot of BLOCK_M 
 keys are cut into num_splits ranges of whole BLOCK_N tiles sized by its own length, which the kernel reads
 on the device: one launch serves sequences of any lengths, and a CUDA graph replays as the caches grow.
 Each program runs an online softmax over its range (fp32 running max m and sum l, exp2 with scale * log2(e) folded
-into the scores). With one split it writes out (and lse) itself. With more, it stores its unnormalised accumulator and
-(m, l) a row to a workspace (a split past the sequence's keys writes nothing and ends), and a second kernel, one
-program a query row, merges the row's splits that hold keys (M = max_s m_s): out = sum_s 2^(m_s - M) acc_s / sum_s
-2^(m_s - M) l_s. Both launch as programmatic dependents on sm_90 (ops/_support.py's pdl_options): the merge's programs
-are resident as the splits' last ones end.
+into the scores). Where its sequence's keys fill one split, that split writes out (and lse) itself. Otherwise each
+split that holds keys stores its unnormalised accumulator and (m, l) a row to a workspace and counts itself in on
+the tile's arrival counter (a split past the sequence's keys writes nothing and ends); the last to arrive merges the
+tile's splits, in split order (M = max_s m_s): out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s. One kernel:
+no second launch and no wait on a grid's end between the splits and their merge (a merge kernel cost ~2 us a call;
+NOTES item 203). It launches as a programmatic dependent on sm_90 (ops/_support.py's pdl_options).
 
 The split count (host-side, from shapes only: a graph replay keeps it) fills one wave of the split kernel's
 resident programs (from its compiled registers and shared memory), at least MIN_SPLIT_KEYS keys of capacity
@@ -40,7 +41,7 @@ a split; num_splits= overrides it.
 
 Traffic: each program reads its query rows once and each k/v row of its range once, so a (sequence,
 kv head)'s first L_b keys and values are read from memory once in all; out (and lse) written once. With
-splits, each split also writes and the merge kernel reads rows x (D + 2) fp32 partials: at D = 128,
+splits, each split also writes and the merging split reads rows x (D + 2) fp32 partials: at D = 128,
 4 rows and 256 keys a split, 2 KB against the split's 128 KB of keys and values. The floor
 counted by the cost model is q, each sequence's first L_b keys and values read once, out written once;
 FLOPs 4 * D per (query, seen key).
@@ -55,8 +56,8 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (await_previous, cdiv, check_same_device, launch, num_sms, pdl_options,
-                                  planned, prepare, runs_kernel, torch_op)
+from rooftop.ops._support import (arrival_counters, await_previous, cdiv, check_same_device, launch, num_sms,
+                                  pdl_options, planned, prepare, runs_kernel, torch_op)
 from rooftop.ops.attention import attention_eager, check_qkv, check_scale
 from rooftop.roofline import Cost
 
@@ -69,8 +70,7 @@ NUM_WARPS = 4
 NUM_STAGES = 3  # k/v tiles in flight (cp.async) on a GPU
 # BLOCK_N, NUM_WARPS, NUM_STAGES: the best total over 5 large cases (B = 1 at L = 32K and 128K, B = 8, 32, 128) of
 # 18 settings on the H200 (benchmarks/exp_decode_attention.py, NOTES item 189); the best 4 were within 1%.
-MERGE_CHUNK_ELEMENTS = 4096  # partials the merge kernel loads at once (CHUNK splits x D)
-MERGE_WARPS = 4
+MERGE_ELEMENTS = 8192  # partials the merging split loads at once (rows x CHUNK splits x D)
 
 
 @triton.jit
@@ -116,14 +116,15 @@ def _store_out(o, lse, acc, l_i, m_i, row_off, lse_off, row_ok, offs_d, HEAD_DIM
 
 
 @triton.jit
-def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, seqlens, block_table, key_mask, qk_scale,
+def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqlens, block_table, key_mask, qk_scale,
                              stride_qb, stride_qh, stride_qs, stride_kp, stride_kh, stride_ks,
                              stride_vp, stride_vh, stride_vs, stride_ob, stride_oh, stride_os, stride_tb, stride_mb,
                              Hkv, Sq, rows, row_tiles, capacity, num_splits,
                              GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                              BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr, PAGE_SIZE: tl.constexpr,
-                             HAS_MASK: tl.constexpr, SPLIT: tl.constexpr, RETURN_LSE: tl.constexpr,
-                             PRECISION: tl.constexpr, PDL: tl.constexpr):
+                             HAS_MASK: tl.constexpr, SPLIT: tl.constexpr, MERGE_ROWS: tl.constexpr,
+                             MERGE_CHUNK: tl.constexpr, RETURN_LSE: tl.constexpr, PRECISION: tl.constexpr,
+                             PDL: tl.constexpr):
     await_previous(PDL)
     tile = tl.program_id(0)  # (sequence, kv head, row tile)
     split = tl.program_id(1)
@@ -139,7 +140,7 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, seqlens, block_
     seqlen = _sequence_keys(seqlens, b, capacity)
     per_split = _split_keys(seqlen, num_splits, BLOCK_N)
     start = split * per_split
-    if SPLIT and start >= seqlen:  # a split past the sequence's keys: the merge reads only the ones before it
+    if SPLIT and split > 0 and start >= seqlen:  # a split past the sequence's keys: the merge reads only those before
         return
     end = tl.minimum(start + per_split, seqlen)
     last_key = seqlen - Sq + token  # the last key each row sees
@@ -177,49 +178,60 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, seqlens, block_
         m_i = m_new
 
     lse_rows = (b64 * (Hkv * GROUP) + head) * Sq + token  # the row's index in [B, Hq, Sq]
+    active = 1  # splits that hold keys (without splits: the one)
     if SPLIT:
-        # writes: this split's partials, D + 2 fp32 a row (the merge kernel reads them once)
+        active = tl.cdiv(seqlen, tl.maximum(per_split, 1))  # (split 0 runs even with none)
+    if active > 1:
+        # writes: this split's partials, D + 2 fp32 a row (the last split to arrive reads them once)
         part = lse_rows * num_splits + split
         tl.store(part_acc + part[:, None] * HEAD_DIM + offs_d[None, :], acc, mask=row_ok[:, None] & d_ok)
         tl.store(part_ml + part * 2, m_i, mask=row_ok)
         tl.store(part_ml + part * 2 + 1, l_i, mask=row_ok)
+        tl.debug_barrier()  # every thread's partial is written before the arrival is published (release)
+        if tl.atomic_add(counters + tile, 1, sem="acq_rel", scope="gpu") == active - 1:
+            tl.store(counters + tile, 0)  # every split has arrived: zero for the next launch
+            _merge_splits(part_acc, part_ml, o, lse, active, num_splits, b64, kv_head, Hkv, Sq, rows,
+                          (tile % row_tiles) * BLOCK_M, stride_ob, stride_oh, stride_os, GROUP, MERGE_ROWS,
+                          MERGE_CHUNK, BLOCK_D, HEAD_DIM, RETURN_LSE)
     else:
         out_rows = b64 * stride_ob + head.to(tl.int64) * stride_oh + token.to(tl.int64) * stride_os
         _store_out(o, lse, acc, l_i, m_i, out_rows, lse_rows, row_ok, offs_d, HEAD_DIM, RETURN_LSE)
 
 
 @triton.jit
-def _merge_splits_kernel(part_acc, part_ml, o, lse, seqlens, capacity, num_splits, Hq, Sq, stride_ob, stride_oh,
-                         stride_os, SPLITS: tl.constexpr, CHUNK: tl.constexpr, BLOCK_N: tl.constexpr,
-                         BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr, RETURN_LSE: tl.constexpr, PDL: tl.constexpr):
-    """One query row: M = max_s m_s, out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s (lse likewise), over
-    the splits that hold keys of the row's sequence (the others wrote nothing). Reads those partials once (D + 2 fp32
-    each), CHUNK splits a load; writes out (and lse) once."""
-    await_previous(PDL)
-    row = tl.program_id(0)
-    seqlen = _sequence_keys(seqlens, row // (Hq * Sq), capacity)
-    active = tl.cdiv(seqlen, tl.maximum(_split_keys(seqlen, num_splits, BLOCK_N), 1))
-    base = tl.cast(row, tl.int64) * num_splits
-    s = tl.arange(0, SPLITS)
-    m_s = tl.load(part_ml + (base + s) * 2, mask=s < active, other=-float("inf"))
-    m_all = tl.max(m_s, 0)
-    m_ref = tl.where(m_all == -float("inf"), 0.0, m_all)  # no split saw a key: every weight 0, not NaN
-    l_all = tl.sum(tl.math.exp2(m_s - m_ref) * tl.load(part_ml + (base + s) * 2 + 1, mask=s < active, other=0.0))
+def _merge_splits(part_acc, part_ml, o, lse, active, num_splits, b64, kv_head, Hkv, Sq, rows, first_row, stride_ob,
+                  stride_oh, stride_os, GROUP: tl.constexpr, MERGE_ROWS: tl.constexpr, CHUNK: tl.constexpr,
+                  BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr, RETURN_LSE: tl.constexpr):
+    """Out (and lse) of a tile's query rows (MERGE_ROWS >= its real ones, not BLOCK_M's padding) from their `active`
+    splits' partials, in split order whichever split merges: m = max_s m_s, l = sum_s 2^(m_s - m) l_s, out = sum_s
+    2^(m_s - m) acc_s / l. Reads the partials once, CHUNK splits a load (independent loads in flight, not an L2
+    round trip a split); .cg: other SMs wrote them, skip this SM's L1."""
+    r = first_row + tl.arange(0, MERGE_ROWS)
+    row_ok = r < rows
+    head = kv_head * GROUP + r // Sq
+    token = r % Sq
+    lse_rows = (b64 * (Hkv * GROUP) + head) * Sq + token
     offs_d = tl.arange(0, BLOCK_D)
-    acc = tl.zeros((BLOCK_D,), tl.float32)
-    for c in range(0, active, CHUNK):
-        sc = c + tl.arange(0, CHUNK)
-        live = sc < active
-        w = tl.math.exp2(tl.load(part_ml + (base + sc) * 2, mask=live, other=-float("inf")) - m_ref)
-        part = tl.load(part_acc + (base + sc)[:, None] * HEAD_DIM + offs_d[None, :],
-                       mask=live[:, None] & (offs_d[None, :] < HEAD_DIM), other=0.0)
-        acc += tl.sum(w[:, None] * part, 0)
-    b = row // (Hq * Sq)
-    out_row = tl.cast(b, tl.int64) * stride_ob + ((row // Sq) % Hq).to(tl.int64) * stride_oh + \
-        (row % Sq).to(tl.int64) * stride_os
-    one = tl.zeros((1,), tl.int64)  # _store_out takes rows: this one as a block of one
-    _store_out(o, lse, acc[None, :], l_all + one.to(tl.float32), m_all + one.to(tl.float32), out_row + one,
-               row + one, one == 0, offs_d, HEAD_DIM, RETURN_LSE)
+    c = tl.arange(0, CHUNK)
+    m_i = tl.full((MERGE_ROWS,), -float("inf"), tl.float32)
+    l_i = tl.zeros((MERGE_ROWS,), tl.float32)
+    acc = tl.zeros((MERGE_ROWS, BLOCK_D), tl.float32)
+    for c0 in range(0, active, CHUNK):
+        parts = lse_rows[:, None] * num_splits + c0 + c[None, :]  # [MERGE_ROWS, CHUNK]
+        live = row_ok[:, None] & (c0 + c[None, :] < active)
+        m_c = tl.load(part_ml + parts * 2, mask=live, other=-float("inf"), cache_modifier=".cg")
+        l_c = tl.load(part_ml + parts * 2 + 1, mask=live, other=0.0, cache_modifier=".cg")
+        a_c = tl.load(part_acc + parts[:, :, None] * HEAD_DIM + offs_d[None, None, :],
+                      mask=live[:, :, None] & (offs_d[None, None, :] < HEAD_DIM), other=0.0, cache_modifier=".cg")
+        m_new = tl.maximum(m_i, tl.max(m_c, 1))
+        m_ref = tl.where(m_new == -float("inf"), 0.0, m_new)  # no split saw a key yet: weights 0, not NaN
+        alpha = tl.math.exp2(m_i - m_ref)
+        w = tl.math.exp2(m_c - m_ref[:, None])
+        l_i = l_i * alpha + tl.sum(w * l_c, 1)
+        acc = acc * alpha[:, None] + tl.sum(w[:, :, None] * a_c, 1)
+        m_i = m_new
+    out_rows = b64 * stride_ob + head.to(tl.int64) * stride_oh + token.to(tl.int64) * stride_os
+    _store_out(o, lse, acc, l_i, m_i, out_rows, lse_rows, row_ok, offs_d, HEAD_DIM, RETURN_LSE)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,36 +291,35 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     lse_arg = lse if return_lse else out  # unused without lse
     capacity = _capacity(k_cache, block_table)
 
-    def kernel_args(part_acc, part_ml, splits):
-        return ((q, k_cache, v_cache, out, lse_arg, part_acc, part_ml, cache_seqlens, table, mask, scale * LOG2E,
+    merge_rows = min(block_m, triton.next_power_of_2(rows))  # a tile's real rows at most
+
+    def kernel_args(part_acc, part_ml, counters, splits):
+        return ((q, k_cache, v_cache, out, lse_arg, part_acc, part_ml, counters, cache_seqlens, table, mask,
+                 scale * LOG2E,
                  q.stride(0), q.stride(1), q.stride(2), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
                  v_cache.stride(0), v_cache.stride(1), v_cache.stride(2), out.stride(0), out.stride(1),
                  out.stride(2), 0 if block_table is None else block_table.stride(0),
                  0 if key_mask is None else key_mask.stride(0), Hkv, Sq, rows, row_tiles, capacity, splits),
                 dict(GROUP=group, BLOCK_M=block_m, BLOCK_N=_block_n(D), BLOCK_D=block_d, HEAD_DIM=D,
                      PAGE_SIZE=0 if block_table is None else k_cache.shape[2], HAS_MASK=key_mask is not None,
-                     SPLIT=splits > 1, RETURN_LSE=return_lse, PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-                     num_warps=NUM_WARPS, num_stages=NUM_STAGES if q.is_cuda else 1, **pdl_options(q)))
+                     SPLIT=splits > 1, MERGE_ROWS=merge_rows,
+                     MERGE_CHUNK=max(1, MERGE_ELEMENTS // (merge_rows * block_d)), RETURN_LSE=return_lse,
+                     PRECISION="ieee" if q.dtype == torch.float32 else "tf32", num_warps=NUM_WARPS,
+                     num_stages=NUM_STAGES if q.is_cuda else 1, **pdl_options(q)))
 
     if num_splits == 0:  # the choice: programs of the split kernel an SM, from its compiled resources
         placeholder = torch.empty(0, dtype=torch.float32, device=q.device)
-        args, constexprs = kernel_args(placeholder, placeholder, 2)
+        args, constexprs = kernel_args(placeholder, placeholder, placeholder, 2)
         compiled = prepare(_decode_attention_kernel, *args, **constexprs)
         num_splits = default_splits(tiles, capacity, compiled.resident_per_sm if compiled else 2, q.device)
-    if num_splits > 1:  # workspace: D + 2 fp32 a (query row, split)
+    if num_splits > 1:  # workspace: D + 2 fp32 a (query row, split); a tile's arrivals counted
         part_acc = torch.empty((B * Hq * Sq, num_splits, D), dtype=torch.float32, device=q.device)
         part_ml = torch.empty((B * Hq * Sq, num_splits, 2), dtype=torch.float32, device=q.device)
+        counters = arrival_counters(q.device, tiles)
     else:
-        part_acc = part_ml = out  # unused
-    args, constexprs = kernel_args(part_acc, part_ml, num_splits)
+        part_acc = part_ml = counters = out  # unused
+    args, constexprs = kernel_args(part_acc, part_ml, counters, num_splits)
     launch(_decode_attention_kernel, (tiles, num_splits), *args, **constexprs)
-    if num_splits > 1:
-        splits_pow2 = triton.next_power_of_2(num_splits)
-        launch(_merge_splits_kernel, (B * Hq * Sq,), part_acc, part_ml, out, lse_arg, cache_seqlens, capacity,
-               num_splits, Hq, Sq, out.stride(0), out.stride(1), out.stride(2),
-               SPLITS=splits_pow2, CHUNK=min(splits_pow2, max(1, MERGE_CHUNK_ELEMENTS // block_d)),
-               BLOCK_N=_block_n(D), BLOCK_D=block_d, HEAD_DIM=D, RETURN_LSE=return_lse, num_warps=MERGE_WARPS,
-               **pdl_options(q))
     return out, lse
 
 
