@@ -10,28 +10,6 @@ from rooftop.ops.decode_attention import (decode_attention, decode_attention_cos
                                           decode_attention_reference, gather_cache)
 
 
-@pytest.fixture(autouse=True)
-def _split_short_sequences(monkeypatch):
-    """Short sequences split too (a sequence of two key tiles is otherwise one split's), so that the small cases here
-    merge splits; test_short_sequences_run_as_one_split checks the default."""
-    monkeypatch.setattr(decode_mod, "ONE_SPLIT_TILES", 0)
-
-
-def _poisoned_empty(monkeypatch) -> list:
-    """torch.empty fills fresh float memory with NaN (a read of an unwritten element shows); returns the list of the
-    float tensors it makes."""
-    empty, made = torch.empty, []
-
-    def poisoned(*args, **kwargs):
-        t = empty(*args, **kwargs)
-        if t.is_floating_point():
-            made.append(t.fill_(float("nan")))
-        return t
-
-    monkeypatch.setattr(torch, "empty", poisoned)
-    return made
-
-
 def _inputs(B, Hq, Hkv, Sq, capacity, D, dtype, device, page_size=None):
     """q [B, Hq, Sq, D] and caches of `capacity` keys a sequence: contiguous, or paged (shuffled pages, one
     spare) with its block table."""
@@ -99,22 +77,15 @@ def test_row_tiles_and_default_splits(device, monkeypatch):
     merging split reads none of them (fresh float memory is NaN here, so a read of one would show)."""
     q, k, v, _ = _inputs(2, 16, 1, 5, 300, 32, torch.float16, device)
     seqlens = _seqlens([300, 40], device)
-    _poisoned_empty(monkeypatch)
+    empty = torch.empty
+
+    def poisoned(*args, **kwargs):
+        t = empty(*args, **kwargs)
+        return t.fill_(float("nan")) if t.is_floating_point() else t
+
+    monkeypatch.setattr(torch, "empty", poisoned)
     for splits in (None, 11):
         _check(q, k, v, seqlens, num_splits=splits)
-
-
-def test_short_sequences_run_as_one_split(device, monkeypatch):
-    """A sequence of at most ONE_SPLIT_TILES (2) key tiles is one split's, whatever num_splits: its program
-    writes out itself, no partial. Longer ones split and merge: the workspace holds partials."""
-    monkeypatch.setattr(decode_mod, "ONE_SPLIT_TILES", 2)
-    tile = decode_mod.BLOCK_N
-    q, k, v, _ = _inputs(2, 8, 2, 1, 3 * tile, 64, torch.bfloat16, device)
-    for lengths, split in (([2 * tile, 5], False), ([2 * tile + 1, 5], True)):
-        made = _poisoned_empty(monkeypatch)
-        _check(q, k, v, _seqlens(lengths, device), num_splits=4)
-        workspace = [t for t in made if t.dtype == torch.float32 and t.dim() == 3 and t.shape[1] == 4]  # [rows, 4, *]
-        assert len(workspace) == 2 and all(t.isnan().all() != split for t in workspace)
 
 
 @pytest.mark.parametrize("Sq, page_size, num_splits", [(1, None, 1), (1, 16, 3), (2, None, 2)])

@@ -26,8 +26,7 @@ The kernel: one program per (sequence, kv head, tile of query rows, split of the
 rows are the GROUP = Hq / Hkv heads that share its kv head times the Sq new tokens (GQA packing: each k/v
 tile read serves all of them, and the scores are one tensor-core dot of BLOCK_M >= 16 rows). A sequence's
 keys are cut into num_splits ranges of whole BLOCK_N tiles sized by its own length, which the kernel reads
-on the device (a sequence of at most ONE_SPLIT_TILES tiles: one range): one launch serves sequences of any
-lengths, and a CUDA graph replays as the caches grow.
+on the device: one launch serves sequences of any lengths, and a CUDA graph replays as the caches grow.
 Each program runs an online softmax over its range (fp32 running max m and sum l, exp2 with scale * log2(e) folded
 into the scores). Where its sequence's keys fill one split, that split writes out (and lse) itself. Otherwise each
 split that holds keys stores its unnormalised accumulator and (m, l) a row to a workspace and counts itself in on
@@ -71,8 +70,7 @@ NUM_WARPS = 4
 NUM_STAGES = 3  # k/v tiles in flight (cp.async) on a GPU
 # BLOCK_N, NUM_WARPS, NUM_STAGES: the best total over 5 large cases (B = 1 at L = 32K and 128K, B = 8, 32, 128) of
 # 18 settings on the H200 (benchmarks/exp_decode_attention.py, NOTES item 189); the best 4 were within 1%.
-ONE_SPLIT_TILES = 2  # a sequence of at most this many key tiles runs as one split (NOTES item 203)
-MERGE_ELEMENTS = 4096  # partials the merging split loads at once (rows x CHUNK splits x D; NOTES item 203)
+MERGE_ELEMENTS = 8192  # partials the merging split loads at once (rows x CHUNK splits x D; NOTES item 203)
 
 
 @triton.jit
@@ -99,6 +97,12 @@ def _sequence_keys(seqlens, b, capacity):
 
 
 @triton.jit
+def _split_keys(seqlen, num_splits, BLOCK_N: tl.constexpr):
+    """Keys a split of a sequence of `seqlen` keys (whole BLOCK_N tiles): its splits past the keys have none."""
+    return tl.cdiv(tl.cdiv(seqlen, num_splits), BLOCK_N) * BLOCK_N
+
+
+@triton.jit
 def _store_out(o, lse, acc, l_i, m_i, row_off, lse_off, row_ok, offs_d, HEAD_DIM: tl.constexpr,
                RETURN_LSE: tl.constexpr):
     """out = acc / l (0 where no key was seen) and lse = (m + log2 l) ln 2 (-inf there)."""
@@ -115,7 +119,7 @@ def _store_out(o, lse, acc, l_i, m_i, row_off, lse_off, row_ok, offs_d, HEAD_DIM
 def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqlens, block_table, key_mask, qk_scale,
                              stride_qb, stride_qh, stride_qs, stride_kp, stride_kh, stride_ks,
                              stride_vp, stride_vh, stride_vs, stride_ob, stride_oh, stride_os, stride_tb, stride_mb,
-                             Hkv, Sq, rows, row_tiles, capacity, num_splits, one_split_keys,
+                             Hkv, Sq, rows, row_tiles, capacity, num_splits,
                              GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                              BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr, PAGE_SIZE: tl.constexpr,
                              HAS_MASK: tl.constexpr, SPLIT: tl.constexpr, MERGE_ROWS: tl.constexpr,
@@ -134,10 +138,7 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d[None, :] < HEAD_DIM
     seqlen = _sequence_keys(seqlens, b, capacity)
-    # keys a split: whole BLOCK_N tiles; a sequence of at most one_split_keys is one split's (its few tile steps in one
-    # program beat several programs and their merge: NOTES item 203)
-    per_split = tl.cdiv(tl.cdiv(seqlen, num_splits), BLOCK_N) * BLOCK_N
-    per_split = tl.where(seqlen <= one_split_keys, tl.maximum(one_split_keys, 1), per_split)
+    per_split = _split_keys(seqlen, num_splits, BLOCK_N)
     start = split * per_split
     if SPLIT and split > 0 and start >= seqlen:  # a split past the sequence's keys: the merge reads only those before
         return
@@ -179,7 +180,7 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
     lse_rows = (b64 * (Hkv * GROUP) + head) * Sq + token  # the row's index in [B, Hq, Sq]
     active = 1  # splits that hold keys (without splits: the one)
     if SPLIT:
-        active = tl.cdiv(seqlen, per_split)  # (split 0 runs even with none)
+        active = tl.cdiv(seqlen, tl.maximum(per_split, 1))  # (split 0 runs even with none)
     if active > 1:
         # writes: this split's partials, D + 2 fp32 a row (the last split to arrive reads them once)
         part = lse_rows * num_splits + split
@@ -298,8 +299,7 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
                  q.stride(0), q.stride(1), q.stride(2), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
                  v_cache.stride(0), v_cache.stride(1), v_cache.stride(2), out.stride(0), out.stride(1),
                  out.stride(2), 0 if block_table is None else block_table.stride(0),
-                 0 if key_mask is None else key_mask.stride(0), Hkv, Sq, rows, row_tiles, capacity, splits,
-                 ONE_SPLIT_TILES * _block_n(D)),
+                 0 if key_mask is None else key_mask.stride(0), Hkv, Sq, rows, row_tiles, capacity, splits),
                 dict(GROUP=group, BLOCK_M=block_m, BLOCK_N=_block_n(D), BLOCK_D=block_d, HEAD_DIM=D,
                      PAGE_SIZE=0 if block_table is None else k_cache.shape[2], HAS_MASK=key_mask is not None,
                      SPLIT=splits > 1, MERGE_ROWS=merge_rows,
@@ -366,7 +366,7 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     cache_seqlens[b] (int32 [B]) keys of sequence b's cache: k_cache, v_cache [B_cache, Hkv, S_max, D], or
     paged [pages, Hkv, page_size, D] with block_table int32 [B, pages_per_seq]; query i sees the keys up to
     cache_seqlens[b] - Sq + i. GQA/MQA when Hq is a multiple of Hkv; scale defaults to 1/sqrt(D); num_splits
-    (keys split over at most that many programs a sequence and kv head) defaults to a choice from the shapes. key_mask
+    (keys split over that many programs a sequence and kv head) defaults to a choice from the shapes. key_mask
     (bool [B, >= capacity], a row's stride may be 0): key j of sequence b is seen only where key_mask[b, j] too
     (padding, windows: the mask a model passes). Returns out [B, Hq, Sq, D], and with return_lse also lse
     [B, Hq, Sq] fp32 (natural log)."""
