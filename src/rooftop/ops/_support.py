@@ -244,6 +244,18 @@ def arrival_counters(device: torch.device, count: int) -> torch.Tensor:
     return provided(counters, functools.partial(arrival_counters, device, count))
 
 
+@triton.jit
+def arrive_last(counters, index, count):
+    """Count this program in on arrival counter `index` once every thread's writes are done (release), and return
+    whether it is the last of `count` programs to arrive: that one sees the others' writes (acquire; read them with
+    .cg, past this SM's L1) and zeroes the counter for the next launch."""
+    tl.debug_barrier()  # every thread's writes before the arrival is published
+    last = tl.atomic_add(counters + index, 1, sem="acq_rel", scope="gpu") == count - 1
+    if last:
+        tl.store(counters + index, 0)
+    return last
+
+
 def split_workspace(x: torch.Tensor, M: int, chunks: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(partials, counters) of a split-path launch: fp32 [M, chunks, 2] and M arrival counters."""
     return (torch.empty((M, chunks, 2), device=x.device, dtype=torch.float32),

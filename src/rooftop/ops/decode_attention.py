@@ -56,8 +56,8 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (arrival_counters, await_previous, cdiv, check_same_device, launch, num_sms,
-                                  pdl_options, planned, prepare, runs_kernel, torch_op)
+from rooftop.ops._support import (arrival_counters, arrive_last, await_previous, cdiv, check_same_device, launch,
+                                  num_sms, pdl_options, planned, prepare, runs_kernel, torch_op)
 from rooftop.ops.attention import attention_eager, check_qkv, check_scale
 from rooftop.roofline import Cost
 
@@ -187,9 +187,7 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
         tl.store(part_acc + part[:, None] * HEAD_DIM + offs_d[None, :], acc, mask=row_ok[:, None] & d_ok)
         tl.store(part_ml + part * 2, m_i, mask=row_ok)
         tl.store(part_ml + part * 2 + 1, l_i, mask=row_ok)
-        tl.debug_barrier()  # every thread's partial is written before the arrival is published (release)
-        if tl.atomic_add(counters + tile, 1, sem="acq_rel", scope="gpu") == active - 1:
-            tl.store(counters + tile, 0)  # every split has arrived: zero for the next launch
+        if arrive_last(counters, tile, active):
             _merge_splits(part_acc, part_ml, o, lse, active, num_splits, b64, kv_head, Hkv, Sq, rows,
                           (tile % row_tiles) * BLOCK_M, stride_ob, stride_oh, stride_os, GROUP, MERGE_ROWS,
                           MERGE_CHUNK, BLOCK_D, HEAD_DIM, RETURN_LSE)

@@ -118,7 +118,7 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops import _autotune, quant_matmul_sm90
-from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, arrival_counters, as_rows,
+from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, arrival_counters, arrive_last, as_rows,
                                   await_previous, cdiv, check_float, check_same_device, interpreting, is_sm90,
                                   l2_bytes, launch, num_sms, pdl_options, prepare, planned, provided, runs_kernel,
                                   torch_op)
@@ -410,11 +410,8 @@ def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt
         part_ptrs = ws_ptr + rows[:, None] * N + cols[None, :]  # workspace [pieces, M, N]
         plane = tl.cast(M, tl.int64) * N
         tl.store(part_ptrs + piece * plane, acc, mask=mask)
-        tl.debug_barrier()  # every thread's partial is written before the arrival is published
-        arrived = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel", scope="gpu")
-        is_last = arrived == pieces - 1
+        is_last = arrive_last(cnt_ptr, tile, pieces)
         if is_last:
-            tl.store(cnt_ptr + tile, 0)  # every piece has arrived: zero for the next launch
             acc = tl.zeros_like(acc)
             for first in range(0, pieces, SUM_BATCH):  # .cg: other SMs wrote these, skip this SM's L1
                 for s in tl.static_range(SUM_BATCH):
