@@ -11,7 +11,7 @@ the steps (decode tokens/s, ms a step), and a step is set against its floor: the
 and buffer but the input embedding's table) read once at the measured copy bandwidth. x_stock compares decode
 tokens/s with --graphs, whole runs without.
 Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
-[--repeats 2] [--row-pdl-ab] [--compile] [--cache-len N] [--sdpa-decode-ab]
+[--repeats 2] [--row-pdl-ab] [--compile] [--cache-len N] [--sdpa-decode-ab] [--lm-head-bits 8,4]
 """
 from __future__ import annotations
 
@@ -27,6 +27,16 @@ SIZES = {  # Llama-3-8B's layer shapes (fewer layers keep a session short), and 
                vocab_size=128256),
     "tiny": dict(hidden_size=64, intermediate_size=160, num_attention_heads=4, num_key_value_heads=2, vocab_size=256),
 }
+
+
+def lm_head_error(model, quantized_head, ids) -> str:
+    """What quantizing lm_head costs: the prompt's last logits' relative error (L2) and the greedy tokens of 16 steps
+    that agree, `quantized_head` against `model` (the same model with lm_head in bf16)."""
+    logits = [m(input_ids=ids).logits[:, -1].double() for m in (model, quantized_head)]
+    rel = float(torch.linalg.vector_norm(logits[1] - logits[0]) / torch.linalg.vector_norm(logits[0]))
+    tokens = [m.generate(ids, max_new_tokens=16, do_sample=False)[:, ids.shape[1]:] for m in (model, quantized_head)]
+    agree = float((tokens[0] == tokens[1]).double().mean())
+    return f"last-position logits rel err {rel:.2e}, greedy tokens agreeing over 16 steps {agree:.0%}"
 
 
 class GraphedDecode:
@@ -152,6 +162,9 @@ def main() -> None:
     parser.add_argument("--sdpa-decode-ab", action="store_true",
                         help="also the int4 model with its decode steps' attention left to SDPA "
                              "(patch_model's decode_attention=False)")
+    parser.add_argument("--lm-head-bits", type=lambda s: [int(b) for b in s.split(",")], default=[],
+                        help="e.g. 8,4: also the int4 model with lm_head (kept bf16 by quantize_model's default skip) "
+                             "quantized to each of these bits, group 128; their logits' error against the int4 model's")
     args = parser.parse_args()
     if args.compile and not args.graphs:
         parser.error("--compile: the compiled step is timed in a graph of its own, with --graphs")
@@ -177,6 +190,11 @@ def main() -> None:
             quantized_sdpa = copy.deepcopy(stock)
             patch_model(quantized_sdpa, decode_attention=False)
             rooftop.quantize_model(quantized_sdpa, bits=4, group_size=128)
+        quantized_heads, head_errs = {}, {}
+        for bits in args.lm_head_bits:
+            quantized_heads[bits] = copy.deepcopy(quantized)  # lm_head is the one nn.Linear left in it
+            rooftop.quantize_model(quantized_heads[bits], bits=bits, group_size=128, skip=())
+            head_errs[bits] = lm_head_error(quantized, quantized_heads[bits], ids)
         same = torch.equal(stock.generate(ids, max_new_tokens=8, do_sample=False),
                            patched.generate(ids, max_new_tokens=8, do_sample=False))
         plain, no_pdl, compiled = {}, {"row_pdl": False}, {"compiled": True}
@@ -188,6 +206,8 @@ def main() -> None:
             models.append(("patched + int4 g128, row kernels without PDL", quantized, no_pdl))
         if args.sdpa_decode_ab:
             models.append(("patched + int4 g128, decode steps' attention by SDPA", quantized_sdpa, plain))
+        models += [(f"patched + int4 g128, lm_head int{bits} g128", quantized_heads[bits], plain)
+                   for bits in args.lm_head_bits]
         if args.compile:
             models += [("stock, step torch.compile'd", stock, compiled),
                        ("rooftop-patched, step torch.compile'd", patched, compiled),
@@ -240,6 +260,7 @@ def main() -> None:
     path = write_results(args.out, family, [], {}, device_name,
                          tables={f"End-to-end decode, tokens/s ({setup})": rows},
                          notes=f"{setup}. Patched greedy tokens equal stock's (first 8): {same}." + (
+                             "".join(f" lm_head int{b}: {e}." for b, e in head_errs.items())) + (
                              " tokens_per_s: the whole run; decode_tokens_per_s, step_ms: the graphed steps alone "
                              "(CUDA events), prefill_ms the eager prefill; floor_ms: weight_GB (every parameter and "
                              "buffer but the input embedding) read once at the measured copy bandwidth; x_stock by "
@@ -248,6 +269,8 @@ def main() -> None:
         print(f"{r['model'][:60]:60s} {r[speed] or float('nan'):8.1f} tok/s"
               + (f" {r['step_ms']:6.3f} ms a step, {r['pct_of_floor'] or float('nan'):5.1f}% of its floor, prefill "
                  f"{r['prefill_ms']:6.2f} ms" if r.get("step_ms") else ""))
+    for bits, err in head_errs.items():
+        print(f"lm_head int{bits} against bf16 (both int4 models): {err}")
     print("patched greedy tokens equal stock's (first 8):", same, "->", path)
 
 
