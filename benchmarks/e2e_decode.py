@@ -129,7 +129,7 @@ def weight_bytes(model) -> int:
     """Bytes a decode step reads at least: every parameter and buffer once, but the input embedding's table (a
     row a token) unless the output layer shares it."""
     embedding = model.get_input_embeddings().weight
-    tied = model.get_output_embeddings().weight is embedding
+    tied = getattr(model.get_output_embeddings(), "weight", None) is embedding  # a quantized lm_head has none
     tensors = {t.data_ptr(): t for t in (*model.parameters(), *model.buffers()) if tied or t is not embedding}
     return sum(t.numel() * t.element_size() for t in tensors.values())
 

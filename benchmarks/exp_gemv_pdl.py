@@ -16,8 +16,12 @@ Prediction: ~0.5-1 us a call (the launch gap and the tail). Seen (session 25, lo
 the wait (4096^2 9.6 us: a chain of kernels waiting on the SMs), and the program's words pulled into L2 before the
 wait (cp.async.bulk.prefetch.L2, a uniform instruction the threads' rows serialise through: 0.5-11 us slower
 everywhere); both gone. M = 16 / 64 (the mma and dot paths): not yet run.
+--prefetch 1,4 (M = 1, session 32): also each slice's first 1 / 4 k-steps of words pulled into L2 before the wait
+(`_qgemv_kernel` PREFETCH; call-d above pulled in all of a program's words, and let the next launch go before its wait,
+which the library no longer does): a program made resident in the previous kernel's tail keeps DRAM busy there.
+Prediction: ~0.5-1 us a call at the mid shapes (the tail of a 12 us call).
 Writes OUT/exp-gemv-pdl-intB-mM.json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_gemv_pdl.py OUT
-       [--bits 4] [--m 1] [--config '(128, 4, 4, 7, 1, 72, 4, True, True)']
+       [--bits 4] [--m 1] [--config '(128, 4, 4, 7, 1, 72, 4, True, True)' ...] [--prefetch 1,4]
 """
 import argparse
 import ast
@@ -31,10 +35,10 @@ from rooftop.bench.timing import capture_graph, graph_replay_us
 from rooftop.ops import quant_matmul as qm
 
 
-def configs(M: int, N: int, K: int, bits: int, gemv: tuple, sms: int) -> list:
-    """The launch dicts timed at M rows: the given GEMV candidate at M = 1, else the first mma and dot ones."""
+def configs(M: int, N: int, K: int, bits: int, gemv: list, sms: int) -> list:
+    """The launch dicts timed at M rows: the given GEMV candidates at M = 1, else the first mma and dot ones."""
     if M == 1:
-        return [qm._gemv(gemv, 1, N, K, bits, 128, sms)]
+        return [qm._gemv(c, 1, N, K, bits, 128, sms) for c in gemv]
     listed = qm.candidates(M, N, K, bits, 128, torch.bfloat16, sms, mma=bits == 4)
     return [next(c for c in listed if c["path"] == path) for path in ("mma", "dot")
             if any(c["path"] == path for c in listed)]
@@ -45,8 +49,12 @@ def main():
     parser.add_argument("out")
     parser.add_argument("--bits", type=int, default=4, choices=(4, 8))
     parser.add_argument("--m", type=int, default=1)
-    parser.add_argument("--config", default="(128, 4, 4, 7, 1, 72, 4, True, True)", help="the GEMV at M = 1")
+    parser.add_argument("--config", action="append", help="a GEMV candidate at M = 1 (repeatable; default: "
+                        "(128, 4, 4, 7, 1, 72, 4, True, True))")
+    parser.add_argument("--prefetch", default="", help="M = 1: PREFETCH values also timed with PDL, e.g. 1,4")
     args = parser.parse_args()
+    gemvs = [ast.literal_eval(c) for c in args.config or ["(128, 4, 4, 7, 1, 72, 4, True, True)"]]
+    prefetches = [int(p) for p in args.prefetch.split(",") if p]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     rows, M = [], args.m
@@ -55,10 +63,11 @@ def main():
         sets = [qm._make_inputs(args.bits)((M, N, K), torch.bfloat16, "cuda") for _ in range(copies)]
         refs = [qm._reference(*s).float() for s in sets]
         cublas = graph_replay_us([lambda s=s: F.linear(s[0], s[2]) for s in sets], repeat=max(1, 48 // copies))
-        for config in configs(M, N, K, args.bits, ast.literal_eval(args.config), sms):
+        for base in configs(M, N, K, args.bits, gemvs, sms):
             err = plain = None
-            for pdl in (False, True):
-                qm.PDL_PATHS = frozenset({config["path"]} if pdl else ())
+            for pdl, prefetch in [(False, 0), (True, 0)] + [(True, p) for p in prefetches]:
+                qm.PDL_PATHS = frozenset({base["path"]} if pdl else ())
+                config = dict(base, **({"PREFETCH": prefetch} if prefetch else {}))
                 fn = lambda x, qw, w, c=config: qm._run_config(c, x, qw.packed, qw.scales, qw.zeros, None, N,
                                                                args.bits, 128)[0]
                 outs = []
@@ -70,10 +79,11 @@ def main():
                     err = max((o.float() - r).norm().item() / r.norm().item() for o, r in zip(outs, refs))
                 same = all(torch.equal(o, p) for o, p in zip(outs, plain))
                 us = graph_replay_us([lambda s=s: fn(*s) for s in sets], repeat=max(1, 48 // copies))
-                row = dict(bits=args.bits, M=M, N=N, K=K, path=config["path"], pdl=pdl, us=us, cublas_us=cublas,
-                           vs_cublas=cublas / us, same_bits=same, rel_err=err, config=config)
+                row = dict(bits=args.bits, M=M, N=N, K=K, path=config["path"], pdl=pdl, prefetch=prefetch, us=us,
+                           cublas_us=cublas, vs_cublas=cublas / us, same_bits=same, rel_err=err, config=config)
                 rows.append(row)
-                print(f"int{args.bits} {M:3d}x{N:5d}x{K:<5d} {config['path']:4s} pdl {pdl:d}  {us:6.1f} us  "
+                print(f"int{args.bits} {M:3d}x{N:5d}x{K:<5d} {config['path']:4s} pdl {pdl:d} pf {prefetch}  "
+                      f"split {config.get('SPLIT_K')} {us:6.1f} us  "
                       f"{cublas / us:4.2f}x cuBLAS ({cublas:6.1f})  same bits {same}  err {err:.1e}", flush=True)
         torch.cuda.empty_cache()
     Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -115,6 +115,7 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import num_threads
 
 from rooftop import registry
 from rooftop.ops import _autotune, quant_matmul_sm90
@@ -273,6 +274,7 @@ def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms
     x_asm = len(rest) > 2 and rest[2] and M == 1
     unroll = len(rest) > 3 and rest[3] and slices > 1
     ahead = rest[4] if len(rest) > 4 and unroll else 0
+    prefetch = rest[5] if len(rest) > 5 and slices > 1 else 0
     block_k = min(word_rows * 32 // bits, group_size)
     if slices == 1:
         most = max(1, min(GEMV_MAX_SPLIT, K // (block_k * GEMV_MIN_STEPS)))
@@ -283,7 +285,7 @@ def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms
         split = cdiv(groups, slices * cdiv(groups, split * slices))
     return dict(path="gemv", BLOCK_M=triton.next_power_of_2(M), BLOCK_N=block_n, BLOCK_K=block_k, SPLIT_K=split,
                 num_warps=warps, STAGES=stages, SLICES=slices, X_ASM=x_asm, UNROLL=unroll, AHEAD=ahead,
-                **({"maxnreg": maxnreg} if maxnreg else {}))
+                **({"maxnreg": maxnreg} if maxnreg else {}), **({"PREFETCH": prefetch} if prefetch else {}))
 
 
 def _mma(config: tuple, M: int) -> dict:
@@ -590,12 +592,26 @@ def _gemv_step(w_step, w_lane, group_mask, x_row, x_ptrs, x_valid, dot, sum15, s
 
 
 @triton.jit
+def _prefetch_rows(w_col, first_row, slice_rows, n_row, SLICES: tl.constexpr, ROWS: tl.constexpr, ROW_BYTES):
+    """Word rows first_row + s * slice_rows + r (s < SLICES, r < ROWS; ROWS at most the slice's) of the int32 words
+    from w_col on, ROW_BYTES of each, pulled into L2: one bulk prefetch a row (cp.async.bulk.prefetch: no registers
+    held, nothing waited for), a thread a row (past the last row, threads prefetch it again)."""
+    THREADS: tl.constexpr = num_threads()
+    for r0 in tl.static_range(0, SLICES * ROWS, THREADS):
+        r = tl.minimum(r0 + tl.arange(0, THREADS), SLICES * ROWS - 1)
+        row = first_row + (r // ROWS) * slice_rows + r % ROWS
+        tl.inline_asm_elementwise("cp.async.bulk.prefetch.L2.global [$1], $2; mov.u32 $0, 0;", "=r,l,r",
+                                  [w_col + row.to(tl.int64) * n_row, ROW_BYTES + r * 0], dtype=tl.int32, is_pure=False,
+                                  pack=1)
+
+
+@triton.jit
 def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, x_stride, out_stride,
                   magic15, SPLIT_K: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   STAGES: tl.constexpr, SUM_BATCH: tl.constexpr, SLICES: tl.constexpr, X_ASM: tl.constexpr,
                   UNROLL: tl.constexpr, EVEN: tl.constexpr, W_STRIDE: tl.constexpr, GROUP_SUMS: tl.constexpr,
-                  AHEAD: tl.constexpr, PDL: tl.constexpr):
+                  AHEAD: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr):
     # Grid (N / BLOCK_N, SPLIT_K). STAGES > 1: the group's next k-steps' words are copied into shared
     # memory while this one is summed (more bytes in flight per program). Reads its [K / SPLIT_K,
     # BLOCK_N] slab of packed words once (the grid reads every word once), one row of scales (and
@@ -611,7 +627,10 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     # (no masks, no predicated loads). W_STRIDE: N as a constexpr (0: at run time), the word rows' offsets immediates.
     # AHEAD (UNROLL): the words of AHEAD k-steps loaded at once, tied so that ptxas issues them all before the first
     # FMA (`_load_rows_tied`): a warp's bytes in flight AHEAD k-steps' words, not ~3-4 rows'.
-    # PDL: launched as a programmatic dependent (`_support.await_previous`).
+    # PDL: launched as a programmatic dependent (`_support.await_previous`). PREFETCH (PDL, EVEN): the word rows of each
+    # slice's first PREFETCH k-steps pulled into L2 before the wait (`_prefetch_rows`), so that a program made resident
+    # in the previous kernel's tail keeps DRAM busy there; the words are constant (no kernel writes a packed weight it
+    # is then multiplied by without a stream order between them), x and everything else are read after the wait.
     tl.static_assert(not GROUP_SUMS or (X_ASM and SLICES > 1))
     tl.static_assert(AHEAD == 0 or (UNROLL and (GROUP // BLOCK_K) % AHEAD == 0))
     tl.static_assert(SLICES == 1 or BLOCK_M == 1)
@@ -655,6 +674,10 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     w_lane = ((lane_groups * STEPS) * WORDS).to(tl.int64) * n_row + cols[None, :]  # the lane's words past w_step
     x_row = x_ptr + x_rows.to(tl.int64) * x_stride + (t_start + x_lane_groups * STEPS) * BLOCK_K
     x_ptrs = x_row if X_ASM else x_row + tl.arange(0, XW * PACK)[None, :]  # the tl.load of x's
+    if PREFETCH > 0:  # slices are whole groups, EVEN none past K: every row prefetched is the program's
+        tl.static_assert(PDL and EVEN and SLICES > 1 and PREFETCH <= STEPS)
+        _prefetch_rows(w_ptr + pid_n * BLOCK_N, t_start * WORDS, per_part * WORDS, n_row, SLICES, PREFETCH * WORDS,
+                       BLOCK_N * 4)
     await_previous(PDL)
     acc = tl.zeros([LANES, BLOCK_N], tl.float32)
     for g in range(t_start // STEPS, tl.cdiv(t_end, STEPS)):  # the groups this split's k-steps touch
@@ -1277,6 +1300,7 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
         params.setdefault("SLICES", 1)  # a choice cached before slices
         params.setdefault("UNROLL", False)
         params.setdefault("AHEAD", 0)
+        params.setdefault("PREFETCH", 0)
         # x by inline PTX: on a GPU, one row of x 16-byte aligned (as the plans' alignment_key tells)
         params["X_ASM"] = (params.get("X_ASM", False) and rows.is_cuda and not interpreting() and M == 1
                            and rows.data_ptr() % 16 == 0)
@@ -1284,6 +1308,8 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
         grid = (tiles, pieces)
         consts["SPLIT_K"] = pieces
         consts.update(_gemv_extents(params, pieces, M, N, K, group_size))
+        if not (consts["PDL"] and consts["EVEN"] and params["SLICES"] > 1):
+            params["PREFETCH"] = 0  # (the interpreter, another GPU, ragged shapes)
     else:
         sms = num_sms(rows.device.index if rows.is_cuda else -1)
         if path == "mma":
