@@ -388,14 +388,14 @@ def test_cuda_graph_capture_and_replay():
         assert rel_err(out, _reference(x, qw)) < TOL[torch.bfloat16]
 
 
-# (path, M): the CUDA-core GEMV at batch 1 (the kept candidate: split-K), the mma GEMV at 16, the tensor-core kernel
-# at 16 and 64 (stream-K: tiles cut between programs)
-PDL_CASES = [("gemv", 1), ("mma", 16), ("dot", 16), ("dot", 64)]
+# (path, M, PREFETCH): the CUDA-core GEMV at batch 1 (the kept candidate: split-K), also with its first words prefetched
+# before the wait, the mma GEMV at 16, the tensor-core kernel at 16 and 64 (stream-K: tiles cut between programs)
+PDL_CASES = [("gemv", 1, 0), ("gemv", 1, 1), ("gemv", 1, 4), ("mma", 16, 0), ("dot", 16, 0), ("dot", 64, 0)]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("path,M", PDL_CASES)
-def test_pdl_chain(path, M, monkeypatch):
+@pytest.mark.parametrize("path,M,prefetch", PDL_CASES)
+def test_pdl_chain(path, M, prefetch, monkeypatch):
     """A path launched as programmatic dependents (PDL_PATHS), a chain of its calls in a CUDA graph each reading the
     output of the one before: the plain launches' bits (a read of x, a write or a split-K close before the kernel
     before ended would show), and each step right against the reference on its input."""
@@ -405,7 +405,8 @@ def test_pdl_chain(path, M, monkeypatch):
     x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     if path == "gemv":  # the kept M = 1 candidate, not the untimed default
-        config = qm._gemv((128, 4, 4, 7, 1, 72, 4, True, True), 1, K, K, 4, 128, sms)
+        config = qm._gemv((128, 4, 4, 7, 1, 72, 4, True, True, 0, prefetch), 1, K, K, 4, 128, sms)
+        assert config.get("PREFETCH", 0) == prefetch
     else:  # the path's first candidate
         config = next(c for c in qm.candidates(M, K, K, 4, 128, x.dtype, sms, mma=True) if c["path"] == path)
     steps = weights * 4
