@@ -13,3 +13,10 @@ python -c "import json; d = json.load(open('/tmp/cache/autotune-nvidia-h200-trit
 [print(k.split('|')[1:5], v.get('PREFETCH', 0), v.get('SPLIT_K'), v.get('num_warps')) for k, v in d.items() if 'chain' in k]"
 tar czf $OUT/tuner-cache.tgz -C /tmp/cache .
 rm -f $OUT/results/*.csv
+python - > $OUT/transformers-static-cache.txt 2>&1 <<'PY'
+import inspect, transformers, transformers.cache_utils as cu, transformers.models.llama.modeling_llama as m
+print(transformers.__version__)
+for f in (cu.StaticLayer.update, cu.StaticLayer.lazy_initialization, cu.StaticCache.__init__, cu.Cache.update,
+          m.LlamaAttention.forward):
+    print(inspect.getsource(f))
+PY
