@@ -6,8 +6,8 @@ from conftest import DEVICE, HAS_CUDA, TOL, assert_attention_result, rel_err
 from rooftop import registry
 from rooftop.ops import decode_attention as decode_mod
 from rooftop.ops.attention import attention
-from rooftop.ops.decode_attention import (decode_attention, decode_attention_cost, decode_attention_eager,
-                                          decode_attention_reference, gather_cache)
+from rooftop.ops.decode_attention import (append_kv, append_kv_reference, decode_attention, decode_attention_cost,
+                                          decode_attention_eager, decode_attention_reference, gather_cache)
 
 
 def _inputs(B, Hq, Hkv, Sq, capacity, D, dtype, device, page_size=None):
@@ -180,6 +180,62 @@ def test_bad_input(device):
         decode_attention(q, k, v, seqlens, key_mask=torch.ones(2, 16, device=device))
     with pytest.raises(ValueError, match=r"key_mask must have shape \(2, >= 16\)"):
         decode_attention(q, k, v, seqlens, key_mask=torch.ones(2, 15, dtype=torch.bool, device=device))
+
+
+# (B_cache, B, H, S, D, lengths): one length for all (0-d, as transformers' StaticLayer keeps it, and [1]), one a
+# sequence, a prefill of several rows, rows past the capacity (dropped), head dims padded (40 -> 64)
+APPEND_CASES = [(1, 1, 2, 1, 64, 5), (2, 2, 3, 1, 32, [7]), (3, 2, 2, 3, 40, [0, 9]), (2, 2, 2, 4, 16, 14),
+                (1, 1, 4, 300, 32, 0)]
+
+
+@pytest.mark.parametrize("B_cache, B, H, S, D, lengths", APPEND_CASES)
+def test_append_kv(B_cache, B, H, S, D, lengths, device):
+    """The step's rows land at each sequence's length (rows past the capacity nowhere), every other cache row is kept,
+    and the lengths grow by S; a call per decode step appends after the one before."""
+    capacity = 16 if S < 300 else 400
+    caches = [torch.randn(B_cache, H, capacity, D, device=device, dtype=torch.bfloat16) for _ in range(2)]
+    lengths_t = torch.tensor(lengths, device=device, dtype=torch.int64 if isinstance(lengths, int) else torch.int32)
+    expect = [c.clone() for c in caches] + [lengths_t.clone()]
+    for _ in range(2):
+        k, v = (torch.randn(B, H, S, D, device=device, dtype=torch.bfloat16) for _ in range(2))
+        append_kv(*caches, k, v, lengths_t)
+        append_kv_reference(*expect[:2], k, v, expect[2])
+        assert torch.equal(caches[0], expect[0]) and torch.equal(caches[1], expect[1])
+        assert torch.equal(lengths_t, expect[2]) and lengths_t.dtype == expect[2].dtype
+
+
+def test_append_kv_bad_input(device):
+    cache = torch.zeros(2, 2, 8, 16, device=device)
+    k = torch.zeros(2, 2, 1, 16, device=device)
+    lengths = torch.zeros(2, dtype=torch.int32, device=device)
+    with pytest.raises(TypeError, match="cache_lengths must be an int32 or int64"):
+        append_kv(cache, cache, k, k, lengths.float())
+    with pytest.raises(ValueError, match=r"cache_lengths must have shape \(\), \(1,\) or \(2,\)"):
+        append_kv(cache, cache, k, k, torch.zeros(3, dtype=torch.int32, device=device))
+    with pytest.raises(ValueError, match="k_cache .* cannot hold k"):
+        append_kv(cache[:, :1], cache[:, :1], k, k, lengths)
+    with pytest.raises(TypeError, match="v_cache has dtype"):
+        append_kv(cache, cache.half(), k, k, lengths)
+    with pytest.raises(ValueError, match="v must have k's shape"):
+        append_kv(cache, cache, k, torch.zeros(2, 2, 2, 16, device=device), lengths)
+
+
+def test_append_kv_compiles_without_graph_break():
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    cache = [torch.zeros(1, 2, 8, 16, device=DEVICE) for _ in range(2)]
+    lengths = torch.tensor(3, device=DEVICE)
+    k = torch.randn(1, 2, 1, 16, device=DEVICE)
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
+
+    def step(k):
+        rooftop.append_kv(cache[0], cache[1], k, k * 2, lengths)
+        return cache[0][:, :, :5].sum()
+
+    torch.compile(step, backend=counter, fullgraph=True)(k)
+    assert counter.frame_count == 1 and lengths.item() == 4
+    assert torch.equal(cache[0][:, :, 3], k[:, :, 0]) and torch.equal(cache[1][:, :, 3], 2 * k[:, :, 0])
 
 
 def test_compiles_without_graph_break():

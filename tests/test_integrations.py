@@ -96,7 +96,7 @@ def test_patch_swaps_norms_and_mlps_and_keeps_outputs(norm, act):
     with torch.no_grad():
         before = model(x)
         assert patch_model(model) == {"rms_norm": 4, "add_rms_norm": 0, "gated_mlp": 2, "qkv": 0, "rope": 0,
-                                      "decode_attention": 0}
+                                      "decode_attention": 0, "kv_append": 0}
         assert isinstance(model[0].input_layernorm, RMSNorm) and isinstance(model[1].mlp, GatedMLP)
         assert model[0].mlp.activation == ("silu" if isinstance(act, nn.SiLU) else "gelu_tanh")
         assert model[0].mlp.gate_up_proj.weight.shape == (2 * 96, 64) and not hasattr(model[0].mlp, "gate_proj")
@@ -144,7 +144,7 @@ def test_quantized_gate_and_up_stack_exactly():
 def test_patch_leaves_what_it_does_not_know():
     layer = Layer(LlamaRMSNorm, act=nn.ReLU()).to(DEVICE)  # ReLU gating: no fused kernel
     assert patch_model(layer) == {"rms_norm": 2, "add_rms_norm": 0, "gated_mlp": 0, "qkv": 0, "rope": 0,
-                                  "decode_attention": 0}
+                                  "decode_attention": 0, "kv_append": 0}
     assert isinstance(layer.mlp, LlamaMLP)
 
 
@@ -160,7 +160,7 @@ def test_patch_a_transformers_llama():
         before = model(ids).logits
         counts = patch_model(model)
         assert counts == {"rms_norm": 2 * 2 + 1, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2,
-                          "decode_attention": 2}
+                          "decode_attention": 2, "kv_append": 2}
         assert rel_err(model(ids).logits, before) < tol
         # a decode step from a cache: rotations at positions 12.. (cos/sin [B, 1, D])
         for m in (stock, model):
@@ -200,6 +200,9 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(monkeypatch):
     calls = []
     real = rooftop.integrations.hf.decode_attention
     monkeypatch.setattr(rooftop.integrations.hf, "decode_attention", lambda *a, **k: calls.append(1) or real(*a, **k))
+    appends = []
+    real_append = rooftop.integrations.hf.append_kv
+    monkeypatch.setattr(rooftop.integrations.hf, "append_kv", lambda *a: appends.append(1) or real_append(*a))
     ids = torch.randint(0, 128, (2, 10), device=DEVICE)
     steps = torch.randint(0, 128, (3, 2, 1), device=DEVICE)
     padding = torch.ones(2, 10, dtype=torch.long, device=DEVICE)
@@ -211,7 +214,7 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(monkeypatch):
             cache = transformers.StaticCache(config=config, max_cache_len=24)
             mask, positions = padding, (padding.cumsum(-1) - 1).clamp_min(0)
             model(ids, attention_mask=mask, position_ids=positions, use_cache=True, **{cache_arg: cache})
-            before = len(calls)
+            before, appended = len(calls), len(appends)
             logits[name] = []
             for token in steps:
                 mask = torch.cat([mask, torch.ones_like(mask[:, :1])], -1)
@@ -219,6 +222,8 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(monkeypatch):
                 logits[name].append(model(token, attention_mask=mask, position_ids=positions, use_cache=True,
                                           **{cache_arg: cache}).logits)
             assert len(calls) - before == (2 * len(steps) if name == "patched" else 0), name
+            # the cache's rows appended by rooftop.append_kv from the first step on (the prefill initialises it)
+            assert len(appends) - appended == (0 if name == "stock" else 2 * len(steps)), name
     for name in ("patched", "sdpa"):
         for ours, theirs in zip(logits[name], logits["stock"]):
             assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
@@ -291,7 +296,7 @@ def test_patched_decode_step_compiles_without_graph_break():
 
             run = torch.compile(step, backend=backend, fullgraph=True) if name == "patched" else step
             logits[name] = [run(t, torch.tensor([10 + i], device=DEVICE)) for i, t in enumerate(tokens)]
-    assert inner.frame_count == 1 and "rooftop.decode_attention.default" in targets
+    assert inner.frame_count == 1 and {"rooftop.decode_attention.default", "rooftop.append_kv.default"} <= targets
     for ours, theirs in zip(logits["patched"], logits["stock"]):
         assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
@@ -320,7 +325,7 @@ def test_decoder_layer_fuses_add_and_norm_and_stacks_qkv(monkeypatch):
         before = model(x)
         apart = copy.deepcopy(model)
         assert patch_model(model) == {"rms_norm": 4, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 0,
-                                      "decode_attention": 0}
+                                      "decode_attention": 0, "kv_append": 0}
         assert patch_model(apart, merge_qkv=False)["qkv"] == 0
         assert not hasattr(model[0].self_attn, "q_proj") and model[0].self_attn.qkv_sizes == [64, 32, 32]
         assert isinstance(apart[0].self_attn.q_proj, nn.Linear) and not hasattr(apart[0].self_attn, "qkv_proj")
@@ -406,5 +411,5 @@ def test_patch_other_transformers_architectures(arch, extra, norms):
         before = model(ids).logits
         counts = patch_model(model)
         assert counts == {"rms_norm": norms, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2,
-                          "decode_attention": 2}
+                          "decode_attention": 2, "kv_append": 2}
         assert rel_err(model(ids).logits, before) < (1e-2 if HAS_CUDA else 1e-4)

@@ -5,7 +5,7 @@ Triton's interpreter when TRITON_INTERPRET=1, else the plain PyTorch reference.
 """
 from rooftop.ops.activations import bias_gelu, geglu, swiglu
 from rooftop.ops.attention import attention, attention_varlen
-from rooftop.ops.decode_attention import decode_attention
+from rooftop.ops.decode_attention import append_kv, decode_attention
 from rooftop.ops.layer_norm import fused_add_layer_norm_, layer_norm
 from rooftop.ops.matmul import matmul, matmul_fp8
 from rooftop.ops.quant_matmul import (QuantizedWeight, QuantLinear, quant_matmul, quantize_model,
@@ -17,6 +17,6 @@ from rooftop.ops.softmax import log_softmax, softmax
 
 __all__ = ["softmax", "log_softmax", "rms_norm", "fused_add_rms_norm_", "layer_norm", "fused_add_layer_norm_", "swiglu", "geglu", "bias_gelu",
            "apply_rope", "row_sum", "row_max", "row_mean", "row_norm", "matmul", "matmul_fp8",
-           "attention", "attention_varlen", "decode_attention",
+           "attention", "attention_varlen", "decode_attention", "append_kv",
            "quantize_weight", "quant_matmul", "QuantizedWeight", "QuantLinear", "quantize_model"]
 __version__ = "0.1.0"

@@ -30,7 +30,11 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   the device once a step, from the mask the layers share), where SDPA reads the whole static cache under the mask.
   Prefill, float masks, soft-capping, sinks, head masks, dropout, autograd and asked-for weights go to SDPA as before.
   On by default (`decode_attention=False` keeps SDPA): in an int4 Llama-3-8B-shaped model decoding over a static cache
-  of 4096, 1123 tokens/s against 608 with SDPA (H200; NOTES item 196).
+  of 4096, 1123 tokens/s against 608 with SDPA (H200; NOTES item 196);
+- that attention forward's `cache.update(k, v, self.layer_idx, ...)` (the argument named cache or past_key_value(s))
+  goes to rooftop.append_kv where the layer is transformers' StaticLayer as it has been read (_static_layer: its
+  cumulative_length a 0-d device tensor, the rows appended at it): one kernel for the arange, add and two index_copy_
+  kernels of its update; any other cache, layer or version updates as before.
 Other parameters are shared, not copied; outputs match the original up to rounding. Prefill attention is left to
 the model's own implementation (choose `attn_implementation="sdpa"` when loading).
 """
@@ -50,7 +54,7 @@ from rooftop.nn import RMSNorm
 from rooftop.ops._support import runs_kernel
 from rooftop.ops.activations import geglu, swiglu
 from rooftop.ops.attention import MAX_HEAD_DIM
-from rooftop.ops.decode_attention import decode_attention
+from rooftop.ops.decode_attention import append_kv, decode_attention
 from rooftop.ops.quant_matmul import QuantLinear
 from rooftop.ops.rope import apply_rope
 
@@ -205,6 +209,62 @@ def _decode_or(sdpa):
             return out.transpose(1, 2), None
         return sdpa(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     return attention
+
+
+def _static_layer(cache, layer_idx, key, value):
+    """The layer of `cache` whose update rooftop.append_kv does where it is transformers' StaticLayer as read (5.2x:
+    update appends at its 0-d cumulative_length tensor by index_copy_ and adds the rows; Cache.update, not overridden,
+    only finds the layer without offloading), the layer initialised, its tensors the new rows' dtype and shape; else
+    None."""
+    try:
+        from transformers.cache_utils import Cache, StaticLayer
+    except ImportError:
+        return None
+    names = StaticLayer.update.__code__.co_names
+    if not ("cumulative_length" in names and "index_copy_" in names) or type(cache).update is not Cache.update \
+            or getattr(cache, "offloading", True) or not isinstance(layer_idx, int):
+        return None
+    layers = getattr(cache, "layers", ())
+    layer = layers[layer_idx] if 0 <= layer_idx < len(layers) else None
+    if type(layer) is not StaticLayer or not layer.is_initialized:
+        return None
+    length = layer.cumulative_length
+    if not (isinstance(length, torch.Tensor) and length.dim() == 0 and length.device == key.device
+            and layer.keys.dtype == key.dtype == value.dtype and layer.values.dtype == value.dtype
+            and key.dim() == 4 and key.shape == value.shape and layer.keys.shape[0] >= key.shape[0]
+            and (layer.keys.shape[1], layer.keys.shape[3]) == (key.shape[1], key.shape[3])
+            and layer.values.shape == layer.keys.shape and key.stride(-1) == value.stride(-1) == 1
+            and key.shape[-1] <= MAX_HEAD_DIM and runs_kernel(key)):
+        return None
+    return layer
+
+
+def _cache_update(cache, key, value, layer_idx, *args, **kwargs):
+    """cache.update(key, value, layer_idx, ...) of a patched attention forward: by rooftop.append_kv where
+    _static_layer finds the layer, else the cache's own."""
+    layer = _static_layer(cache, layer_idx, key, value)
+    if layer is None:
+        return cache.update(key, value, layer_idx, *args, **kwargs)
+    append_kv(layer.keys, layer.values, key, value, layer.cumulative_length)
+    return layer.keys, layer.values
+
+
+CACHE_ARGS = ("cache", "past_key_value", "past_key_values")
+
+
+def _cache_update_rewrite(node: ast.FunctionDef) -> int:
+    """`<cache>.update(k, v, layer_idx, ...)` (<cache> a parameter named as in CACHE_ARGS, three or more positional
+    arguments) becomes `_rooftop_cache_update(<cache>, k, v, layer_idx, ...)`. Returns how many calls changed."""
+    params = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)} & set(CACHE_ARGS)
+    found = 0
+    for sub in ast.walk(node):
+        if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "update"
+                and isinstance(sub.func.value, ast.Name) and sub.func.value.id in params and len(sub.args) >= 3
+                and not any(isinstance(a, ast.Starred) for a in sub.args[:3])):
+            sub.args.insert(0, sub.func.value)
+            sub.func = ast.copy_location(ast.Name("_rooftop_cache_update", ast.Load()), sub.func)
+            found += 1
+    return found
 
 
 def _decode_functions(functions):
@@ -369,15 +429,26 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool) -> tupl
     decoding = local is not None
     if decoding:
         rebind["ALL_ATTENTION_FUNCTIONS"] = local
-    forward, merged = _patched_forward(module, _qkv_rewrite if stacked is not None else None, rebind)
+    changed = {}
+
+    def rewrite(node):
+        changed["qkv"] = _qkv_rewrite(node) if stacked is not None else 0
+        changed["kv_append"] = min(1, _cache_update_rewrite(node))
+        if changed["kv_append"]:  # (the namespace is built after the rewrite)
+            rebind["_rooftop_cache_update"] = _cache_update
+        return changed["qkv"] + changed["kv_append"]
+
+    forward, _ = _patched_forward(module, rewrite, rebind)
     if forward is None:
         return None, {}
+    merged = changed.get("qkv", 0)
     if merged:
         module.qkv_sizes = [getattr(module, name).out_features for name in QKV]
         module.qkv_proj = stacked
         for name in QKV:
             delattr(module, name)
-    return forward, {"rope": int(rope is not None), "qkv": merged, "decode_attention": int(decoding)}
+    return forward, {"rope": int(rope is not None), "qkv": merged, "decode_attention": int(decoding),
+                     "kv_append": changed.get("kv_append", 0)}
 
 
 def _add_norm_rewrite(module: nn.Module):
@@ -426,7 +497,8 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
     """Swap in rooftop's fused modules and forwards in place; returns how many of each were replaced. merge_gate_up:
     an MLP's gate and up projections become one (`GatedMLP`), where they can; merge_qkv: an attention's q, k and v
     projections (`qkv_proj`); decode_attention: an attention's SDPA decode steps by rooftop.decode_attention."""
-    counts = {"rms_norm": 0, "add_rms_norm": 0, "gated_mlp": 0, "qkv": 0, "rope": 0, "decode_attention": 0}
+    counts = {"rms_norm": 0, "add_rms_norm": 0, "gated_mlp": 0, "qkv": 0, "rope": 0, "decode_attention": 0,
+              "kv_append": 0}
     forward, changed = _attention_forward(model, merge_qkv, decode_attention)
     if forward is not None:
         model.forward = forward

@@ -379,6 +379,102 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
 
 
 # ---------------------------------------------------------------------------------------------
+# Appending a step's keys and values to a contiguous cache
+
+
+@triton.jit
+def _append_kv_kernel(k, v, k_cache, v_cache, lengths, counters, S, H, capacity, stride_kb, stride_kh, stride_ks,
+                      stride_vb, stride_vh, stride_vs, stride_ckb, stride_ckh, stride_cks, stride_cvb, stride_cvh,
+                      stride_cvs, PER_SEQUENCE: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
+                      HEAD_DIM: tl.constexpr, PDL: tl.constexpr):
+    # Program (b, h): k[b, h] and v[b, h] (S rows of D) to rows lengths[b] + s of the caches (rows past the capacity
+    # dropped): reads and writes 2 S D elements. The last program of the length's readers to arrive adds S to it.
+    b = tl.program_id(0) // H
+    h = tl.program_id(0) % H
+    await_previous(PDL)
+    start = tl.load(lengths + b * PER_SEQUENCE)
+    offs_d = tl.arange(0, BLOCK_D)
+    b64 = b.to(tl.int64)
+    for s0 in range(0, S, BLOCK_S):
+        s = s0 + tl.arange(0, BLOCK_S)
+        pos = start + s
+        live = (s < S)[:, None] & (offs_d < HEAD_DIM)[None, :]
+        kept = live & ((pos >= 0) & (pos < capacity))[:, None]
+        rows = k + b64 * stride_kb + h * stride_kh + s[:, None] * stride_ks + offs_d[None, :]
+        tl.store(k_cache + b64 * stride_ckb + h * stride_ckh + pos[:, None] * stride_cks + offs_d[None, :],
+                 tl.load(rows, mask=live), mask=kept)
+        rows = v + b64 * stride_vb + h * stride_vh + s[:, None] * stride_vs + offs_d[None, :]
+        tl.store(v_cache + b64 * stride_cvb + h * stride_cvh + pos[:, None] * stride_cvs + offs_d[None, :],
+                 tl.load(rows, mask=live), mask=kept)
+    if PER_SEQUENCE:  # the sequence's H programs read lengths[b]
+        last = arrive_last(counters, b, H)
+    else:  # every program read the one length
+        last = arrive_last(counters, 0, tl.num_programs(0))
+    if last:
+        tl.store(lengths + b * PER_SEQUENCE, start + S)
+
+
+def _append_kv_fake(k_cache, v_cache, k, v, cache_lengths) -> None:
+    return None
+
+
+@torch_op("append_kv", mutates_args=("k_cache", "v_cache", "cache_lengths"), fake=_append_kv_fake)
+def _append_kv_op(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                  cache_lengths: torch.Tensor) -> None:
+    B, H, S, D = k.shape
+    if not runs_kernel(k):
+        append_kv_reference(k_cache, v_cache, k, v, cache_lengths)
+        return
+    if k.numel() == 0:
+        return
+    per_sequence = cache_lengths.numel() > 1  # one a sequence ([B], B > 1), else one for all
+    counters = arrival_counters(k.device, B if per_sequence else 1)
+    block_d = triton.next_power_of_2(D)
+    launch(_append_kv_kernel, (B * H,), k, v, k_cache, v_cache, cache_lengths, counters, S, H, k_cache.shape[2],
+           k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1), v.stride(2), k_cache.stride(0),
+           k_cache.stride(1), k_cache.stride(2), v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
+           PER_SEQUENCE=per_sequence, BLOCK_S=max(1, min(triton.next_power_of_2(S), 4096 // block_d)),
+           BLOCK_D=block_d, HEAD_DIM=D, num_warps=1 if S * D <= 1024 else 4, **pdl_options(k))
+
+
+@planned
+def append_kv(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+              cache_lengths: torch.Tensor) -> None:
+    """Append a step's keys and values to a contiguous cache, in place: k, v [B, Hkv, S, D] go to rows
+    cache_lengths[b] .. cache_lengths[b] + S - 1 of k_cache, v_cache [B_cache >= B, Hkv, S_max, D] (Hugging Face's
+    StaticCache layout), then cache_lengths += S. cache_lengths (int32 or int64, on the device) is one length for
+    every sequence (shape [] or [1]: transformers' StaticLayer.cumulative_length) or one a sequence ([B]). One kernel
+    (Hugging Face's StaticLayer.update: an arange, an add and two index_copy_ kernels); rows past S_max are not written
+    (as decode_attention clamps lengths, a length is not checked: that would cost a host sync a call)."""
+    check_qkv(k, k_cache, v_cache, 4, "[batch, kv heads, tokens, head_dim]", names=("k", "k_cache", "v_cache"))
+    check_qkv(v, k_cache, v_cache, 4, "[batch, kv heads, tokens, head_dim]", names=("v", "k_cache", "v_cache"))
+    B, H, S, D = k.shape
+    if tuple(v.shape) != tuple(k.shape):
+        raise ValueError(f"v must have k's shape {tuple(k.shape)}, got {tuple(v.shape)}")
+    if k_cache.shape[0] < B or k_cache.shape[1] != H or k_cache.shape[3] != D:
+        raise ValueError(f"k_cache {tuple(k_cache.shape)} cannot hold k {tuple(k.shape)}: it must be [>= {B}, {H}, "
+                         f"S_max, {D}]")
+    if not isinstance(cache_lengths, torch.Tensor) or cache_lengths.dtype not in (torch.int32, torch.int64):
+        raise TypeError("cache_lengths must be an int32 or int64 tensor")
+    check_same_device("cache_lengths", cache_lengths, "k", k)
+    if tuple(cache_lengths.shape) not in ((), (1,), (B,)):
+        raise ValueError(f"cache_lengths must have shape (), (1,) or ({B},) (batch), got {tuple(cache_lengths.shape)}")
+    _append_kv_op(k_cache, v_cache, k, v, cache_lengths)
+
+
+def append_kv_reference(k_cache, v_cache, k, v, cache_lengths) -> None:
+    """append_kv's maths in torch (index_copy_ a sequence), in place."""
+    S = k.shape[2]
+    starts = cache_lengths.reshape(-1).expand(k.shape[0])
+    for b in range(k.shape[0]):
+        pos = starts[b] + torch.arange(S, device=k.device)
+        kept = (pos >= 0) & (pos < k_cache.shape[2])
+        k_cache[b].index_copy_(1, pos[kept], k[b][:, kept])
+        v_cache[b].index_copy_(1, pos[kept], v[b][:, kept])
+    cache_lengths.add_(S)
+
+
+# ---------------------------------------------------------------------------------------------
 # Reference, eager form, cost, cases
 
 
