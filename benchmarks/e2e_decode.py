@@ -11,7 +11,8 @@ the steps (decode tokens/s, ms a step), and a step is set against its floor: the
 and buffer but the input embedding's table) read once at the measured copy bandwidth. x_stock compares decode
 tokens/s with --graphs, whole runs without.
 Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
-[--repeats 2] [--row-pdl-ab] [--compile] [--cache-len N] [--sdpa-decode-ab] [--lm-head-bits 8,4]
+[--repeats 2] [--row-pdl-ab] [--compile] [--cache-len N] [--sdpa-decode-ab] [--kv-append-ab]
+[--lm-head-bits 8,4]
 """
 from __future__ import annotations
 
@@ -162,6 +163,9 @@ def main() -> None:
     parser.add_argument("--sdpa-decode-ab", action="store_true",
                         help="also the int4 model with its decode steps' attention left to SDPA "
                              "(patch_model's decode_attention=False)")
+    parser.add_argument("--kv-append-ab", action="store_true",
+                        help="also the int4 model with its static cache updated by transformers "
+                             "(patch_model's kv_append=False)")
     parser.add_argument("--lm-head-bits", type=lambda s: [int(b) for b in s.split(",")], default=[],
                         help="e.g. 8,4: also the int4 model with lm_head (kept bf16 by quantize_model's default skip) "
                              "quantized to each of these bits, group 128; their logits' error against the int4 model's")
@@ -190,6 +194,10 @@ def main() -> None:
             quantized_sdpa = copy.deepcopy(stock)
             patch_model(quantized_sdpa, decode_attention=False)
             rooftop.quantize_model(quantized_sdpa, bits=4, group_size=128)
+        if args.kv_append_ab:
+            quantized_hf_cache = copy.deepcopy(stock)
+            patch_model(quantized_hf_cache, kv_append=False)
+            rooftop.quantize_model(quantized_hf_cache, bits=4, group_size=128)
         quantized_heads, head_errs = {}, {}
         for bits in args.lm_head_bits:
             quantized_heads[bits] = copy.deepcopy(quantized)  # lm_head is the one nn.Linear left in it
@@ -206,6 +214,8 @@ def main() -> None:
             models.append(("patched + int4 g128, row kernels without PDL", quantized, no_pdl))
         if args.sdpa_decode_ab:
             models.append(("patched + int4 g128, decode steps' attention by SDPA", quantized_sdpa, plain))
+        if args.kv_append_ab:
+            models.append(("patched + int4 g128, static cache updated by transformers", quantized_hf_cache, plain))
         models += [(f"patched + int4 g128, lm_head int{bits} g128", quantized_heads[bits], plain)
                    for bits in args.lm_head_bits]
         if args.compile:

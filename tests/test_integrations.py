@@ -196,7 +196,8 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(monkeypatch):
     stock = transformers.LlamaForCausalLM(config).to(DEVICE).eval()
     models = {"stock": stock, "patched": copy.deepcopy(stock), "sdpa": copy.deepcopy(stock)}
     assert patch_model(models["patched"])["decode_attention"] == 2  # the default
-    assert patch_model(models["sdpa"], decode_attention=False)["decode_attention"] == 0
+    assert patch_model(models["sdpa"], decode_attention=False, kv_append=False) == {
+        "rms_norm": 5, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2, "decode_attention": 0, "kv_append": 0}
     calls = []
     real = rooftop.integrations.hf.decode_attention
     monkeypatch.setattr(rooftop.integrations.hf, "decode_attention", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -223,7 +224,7 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(monkeypatch):
                                           **{cache_arg: cache}).logits)
             assert len(calls) - before == (2 * len(steps) if name == "patched" else 0), name
             # the cache's rows appended by rooftop.append_kv from the first step on (the prefill initialises it)
-            assert len(appends) - appended == (0 if name == "stock" else 2 * len(steps)), name
+            assert len(appends) - appended == (2 * len(steps) if name == "patched" else 0), name
     for name in ("patched", "sdpa"):
         for ours, theirs in zip(logits[name], logits["stock"]):
             assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)

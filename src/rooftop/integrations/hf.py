@@ -408,7 +408,8 @@ def _qkv_rewrite(node: ast.FunctionDef) -> int:
     return 1
 
 
-def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool) -> tuple[object, dict[str, int]]:
+def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool,
+                       kv_append: bool = True) -> tuple[object, dict[str, int]]:
     """For an attention module (`q_proj`, `k_proj`, `v_proj`): a forward of its own that calls rooftop.apply_rope where
     its forward calls its module's NeoX-layout `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it), and
     with merge_qkv computes q, k and v by one stacked projection (`qkv_proj`; the three are then removed). Returns the
@@ -433,7 +434,7 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool) -> tupl
 
     def rewrite(node):
         changed["qkv"] = _qkv_rewrite(node) if stacked is not None else 0
-        changed["kv_append"] = min(1, _cache_update_rewrite(node))
+        changed["kv_append"] = min(1, _cache_update_rewrite(node)) if kv_append else 0
         if changed["kv_append"]:  # (the namespace is built after the rewrite)
             rebind["_rooftop_cache_update"] = _cache_update
         return changed["qkv"] + changed["kv_append"]
@@ -493,13 +494,14 @@ def _add_norm_names(add, keep, norm, self_name, module) -> tuple[str, str, str] 
 
 
 def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = True,
-                decode_attention: bool = True) -> dict[str, int]:
+                decode_attention: bool = True, kv_append: bool = True) -> dict[str, int]:
     """Swap in rooftop's fused modules and forwards in place; returns how many of each were replaced. merge_gate_up:
     an MLP's gate and up projections become one (`GatedMLP`), where they can; merge_qkv: an attention's q, k and v
-    projections (`qkv_proj`); decode_attention: an attention's SDPA decode steps by rooftop.decode_attention."""
+    projections (`qkv_proj`); decode_attention: an attention's SDPA decode steps by rooftop.decode_attention;
+    kv_append: a static cache layer's update by rooftop.append_kv."""
     counts = {"rms_norm": 0, "add_rms_norm": 0, "gated_mlp": 0, "qkv": 0, "rope": 0, "decode_attention": 0,
               "kv_append": 0}
-    forward, changed = _attention_forward(model, merge_qkv, decode_attention)
+    forward, changed = _attention_forward(model, merge_qkv, decode_attention, kv_append)
     if forward is not None:
         model.forward = forward
         for key, n in changed.items():
@@ -510,7 +512,7 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
         if new is None:
             new, kind = _gated_mlp(child, merge_gate_up), "gated_mlp"
         if new is None:
-            for key, n in patch_model(child, merge_gate_up, merge_qkv, decode_attention).items():
+            for key, n in patch_model(child, merge_gate_up, merge_qkv, decode_attention, kv_append).items():
                 counts[key] += n
             continue
         setattr(model, name, new)
