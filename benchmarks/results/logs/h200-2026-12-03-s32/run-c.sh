@@ -20,7 +20,7 @@ mkdir -p /tmp/e2e && tar xzf benchmarks/results/logs/h200-2026-12-03-s32/call-a/
 # the end-to-end run only where this transformers' StaticLayer is the one append_kv stands in for
 if python -c "from transformers.cache_utils import StaticLayer as L; n = L.update.__code__.co_names
 assert 'cumulative_length' in n and 'index_copy_' in n"; then
-  ROOFTOP_CACHE_DIR=/tmp/e2e timeout 170 python benchmarks/e2e_decode.py $OUT --graphs --cache-len 4096 --repeats 3 \
+  ROOFTOP_CACHE_DIR=/tmp/e2e timeout 170 python benchmarks/e2e_decode.py $OUT --graphs --cache-len 4096 --repeats 2 \
       --kv-append-ab \
       > $OUT/e2e-graphs-4096.log 2>&1; echo "e2e 4096 rc $?"; tail -7 $OUT/e2e-graphs-4096.log | cut -c1-170
 else echo "StaticLayer.update is not the one append_kv stands in for: no e2e run"; fi
