@@ -204,13 +204,13 @@ PDL_PATHS = frozenset({"gemv", "mma", "dot"})
 # h200-2026-12-02-s25/call-b/variants-int*.log, each alone) int8 14336 x 4096 17.5 us (18.1 the best before), slower
 # elsewhere (int4 13.3 against 12.2 at 14336 x 4096); the close it avoids costs ~0.6-1.3 us there (exp_gemv_tail
 # --probe: 11.6 / 16.4 us without one), and a close without the fence ran 1-15 us slower (NOTES item 166).
-# The last four are the kept one (2.7x cuBLAS at the mid shapes) with the words of each slice's first 1 / 2 / 4 k-steps
-# pulled into L2 before the PDL wait (the 11th entry, PREFETCH; off where the launch is not PDL or not EVEN), and the
-# 16-warp one with its first k-step's (timed by the tuner only). Session 32
+# The last two are the kept one (2.7x cuBLAS at the mid shapes) with the words of each slice's first 1 / 4 k-steps
+# pulled into L2 before the PDL wait (the 11th entry, PREFETCH; off where the launch is not PDL or not EVEN). Session 32
 # (logs/h200-2026-12-03-s32/call-b/exp-gemv-prefetch-int*.log, graph replay of a chain over cold copies, us, PREFETCH
 # 0 / 1 / 4): int4 4096^2 6.1 / 5.9 / 5.5, 14336 x 4096 11.4 / 11.7 / 13.1, 4096 x 14336 11.9 / 12.1 / 13.6, 28672 x
 # 8192 35.2 / 35.3 / 38.4; int8 4096^2 7.7 / 7.7 / 8.4, 14336 x 4096 18.0 / 17.5 / 18.5, 4096 x 14336 18.6 / 18.1 /
-# 19.1, 28672 x 8192 58.7 / 58.5 / 60.6: the chain tuner takes them where they win.
+# 19.1, 28672 x 8192 58.7 / 58.5 / 60.6: the chain tuner takes them where they win (the results rows have not been
+# re-tuned with them yet).
 GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), (256, 1, 4, 16, 1),
                 (256, 1, 4, 16, 1, 96), (256, 1, 4, 32, 1, 80), (256, 1, 4, 8, 1), (512, 4, 4, 8, 1, 96),
                 (128, 1, 4, 32, 1, 64), (256, 2, 4, 32, 1, 56),
@@ -219,8 +219,7 @@ GEMV_CONFIGS = ((128, 1, 4, 32, 1, 72), (128, 1, 4, 32, 1), (256, 1, 4, 32, 1), 
                 (128, 4, 4, 4, 1, 72, 4, True, True), (128, 4, 4, 8, 1, 64, 4, True, True),
                 (128, 4, 4, 9, 1, 56, 4, True, True), (128, 4, 4, 2, 1, 96, 4, True, True, 2),
                 (128, 16, 4, 0, 1, 72, 16, True, True), (128, 4, 4, 7, 1, 72, 4, True, True, 0, 1),
-                (128, 4, 4, 7, 1, 72, 4, True, True, 0, 2), (128, 4, 4, 7, 1, 72, 4, True, True, 0, 4),
-                (128, 16, 4, 0, 1, 72, 16, True, True, 0, 1))
+                (128, 4, 4, 7, 1, 72, 4, True, True, 0, 4))
 # Tensor-core candidates (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages[, SWAP_AB, default True[,
 # maxnreg]]) by the largest M of the regime; BLOCK_K is capped at the group size (one scale per column a
 # k-tile). The grid is stream-K over as many programs as the SMs hold (Launch.resident_per_sm), so the
