@@ -39,6 +39,12 @@ The split count (host-side, from shapes only: a graph replay keeps it) fills one
 resident programs (from its compiled registers and shared memory), at least MIN_SPLIT_KEYS keys of capacity
 a split; num_splits= overrides it.
 
+append_kv(k_cache, v_cache, k, v, cache_lengths) writes a step's keys and values into a contiguous cache before it is
+read: row s of k[b, h] to row cache_lengths[b] + s of k_cache[b, h] (v alike), then cache_lengths += S, in one kernel
+(a program a (sequence, kv head); the last of a length's readers to arrive advances it). Traffic: the new rows read
+once and written once. transformers' StaticLayer.update does the same in four kernels (an arange, an add, two
+index_copy_); integrations/hf.py routes a patched model's static cache there.
+
 Traffic: each program reads its query rows once and each k/v row of its range once, so a (sequence,
 kv head)'s first L_b keys and values are read from memory once in all; out (and lse) written once. With
 splits, each split also writes and the merging split reads rows x (D + 2) fp32 partials: at D = 128,
