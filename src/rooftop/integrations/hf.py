@@ -32,7 +32,7 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   On by default (`decode_attention=False` keeps SDPA): in an int4 Llama-3-8B-shaped model decoding over a static cache
   of 4096, 1123 tokens/s against 608 with SDPA (H200; NOTES item 196);
 - that attention forward's `cache.update(k, v, self.layer_idx, ...)` (the argument named cache or past_key_value(s))
-  goes to rooftop.append_kv where the layer is transformers' StaticLayer as it has been read (_static_layer: its
+  goes to rooftop.append_kv where the layer is transformers' StaticLayer as it has been read (_known_static_classes; its
   cumulative_length a 0-d device tensor, the rows appended at it): one kernel for the arange, add and two index_copy_
   kernels of its update; any other cache, layer or version updates as before.
 Other parameters are shared, not copied; outputs match the original up to rounding. Prefill attention is left to
@@ -211,18 +211,28 @@ def _decode_or(sdpa):
     return attention
 
 
-def _static_layer(cache, layer_idx, key, value):
-    """The layer of `cache` whose update rooftop.append_kv does where it is transformers' StaticLayer as read (5.2x:
-    update appends at its 0-d cumulative_length tensor by index_copy_ and adds the rows; Cache.update, not overridden,
-    only finds the layer without offloading), the layer initialised, its tensors the new rows' dtype and shape; else
-    None."""
+def _known_static_classes():
+    """(Cache, StaticLayer) of transformers where StaticLayer.update is the one rooftop.append_kv stands in for (5.17 /
+    5.24: it appends at its 0-d cumulative_length tensor by index_copy_ and adds the rows), else None."""
     try:
         from transformers.cache_utils import Cache, StaticLayer
     except ImportError:
         return None
     names = StaticLayer.update.__code__.co_names
-    if not ("cumulative_length" in names and "index_copy_" in names) or type(cache).update is not Cache.update \
-            or getattr(cache, "offloading", True) or not isinstance(layer_idx, int):
+    return (Cache, StaticLayer) if "cumulative_length" in names and "index_copy_" in names else None
+
+
+_static_classes = None  # _known_static_classes(), once a patched forward routes a cache's update (_cache_update)
+
+
+def _static_layer(cache, layer_idx, key, value):
+    """The layer of `cache` whose update rooftop.append_kv does where it is a StaticLayer of _static_classes
+    (Cache.update, not overridden, only finds the layer without offloading), the layer initialised, its tensors the
+    new rows' dtype and shape; else None."""
+    if _static_classes is None:
+        return None
+    Cache, StaticLayer = _static_classes
+    if type(cache).update is not Cache.update or getattr(cache, "offloading", True) or not isinstance(layer_idx, int):
         return None
     layers = getattr(cache, "layers", ())
     layer = layers[layer_idx] if 0 <= layer_idx < len(layers) else None
@@ -434,7 +444,10 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool,
 
     def rewrite(node):
         changed["qkv"] = _qkv_rewrite(node) if stacked is not None else 0
-        changed["kv_append"] = min(1, _cache_update_rewrite(node)) if kv_append else 0
+        global _static_classes
+        _static_classes = _static_classes or _known_static_classes()
+        known = kv_append and _static_classes is not None
+        changed["kv_append"] = min(1, _cache_update_rewrite(node)) if known else 0
         if changed["kv_append"]:  # (the namespace is built after the rewrite)
             rebind["_rooftop_cache_update"] = _cache_update
         return changed["qkv"] + changed["kv_append"]
