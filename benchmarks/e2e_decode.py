@@ -12,7 +12,9 @@ and buffer but the input embedding's table) read once at the measured copy bandw
 tokens/s with --graphs, whole runs without.
 Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
 [--repeats 2] [--row-pdl-ab] [--compile] [--cache-len N] [--sdpa-decode-ab] [--kv-append-ab]
-[--lm-head-bits 8,4]
+[--lm-head-bits 8,4] [--argmax-ab]
+The patched models' steps take their greedy token by rooftop.row_argmax (stock's, and the --argmax-ab row's, by
+torch's argmax).
 """
 from __future__ import annotations
 
@@ -47,9 +49,11 @@ class GraphedDecode:
     tensor, so positions advance inside the graph. (transformers' own compiled decode failed on torch
     2.11 / transformers 5: NOTES.md item 26.) compiled: the step is torch.compile's (inductor, no graphs of its own:
     the step's graph is captured here), the prefill stays eager. Built once a model (one capture, one compile);
-    each call times a run with _timed, the prefill apart from the steps."""
+    each call times a run with _timed, the prefill apart from the steps. argmax: the greedy token of the last
+    position's logits ([B, 1, V] -> [B, 1])."""
 
-    def __init__(self, model, ids, new: int, compiled: bool = False, cache_len: int = 0):
+    def __init__(self, model, ids, new: int, compiled: bool = False, cache_len: int = 0,
+                 argmax=lambda logits: logits.argmax(-1)):
         import inspect
 
         from transformers import StaticCache
@@ -64,7 +68,7 @@ class GraphedDecode:
 
         def forward(input_ids):  # the next token into `token`, in place
             logits = model(input_ids=input_ids, use_cache=True, **{cache_arg: self.cache}).logits
-            token.copy_(logits[:, -1:].argmax(-1))
+            token.copy_(argmax(logits[:, -1:]))
 
         step_forward = torch.compile(forward, dynamic=False) if compiled else forward
 
@@ -143,6 +147,7 @@ def main() -> None:
     from rooftop.hardware import measure_ceilings
     from rooftop.ops import _support
     from rooftop.integrations.hf import patch_model
+    from rooftop.ops.reductions import row_argmax
 
     parser = argparse.ArgumentParser()
     parser.add_argument("out", help="results folder (benchmarks/results)")
@@ -166,6 +171,8 @@ def main() -> None:
     parser.add_argument("--kv-append-ab", action="store_true",
                         help="also the int4 model with its static cache updated by transformers "
                              "(patch_model's kv_append=False)")
+    parser.add_argument("--argmax-ab", action="store_true",
+                        help="also the int4 model with its greedy token by torch's argmax (not rooftop.row_argmax)")
     parser.add_argument("--lm-head-bits", type=lambda s: [int(b) for b in s.split(",")], default=[],
                         help="e.g. 8,4: also the int4 model with lm_head (kept bf16 by quantize_model's default skip) "
                              "quantized to each of these bits, group 128; their logits' error against the int4 model's")
@@ -205,8 +212,9 @@ def main() -> None:
             head_errs[bits] = lm_head_error(quantized, quantized_heads[bits], ids)
         same = torch.equal(stock.generate(ids, max_new_tokens=8, do_sample=False),
                            patched.generate(ids, max_new_tokens=8, do_sample=False))
-        plain, no_pdl, compiled = {}, {"row_pdl": False}, {"compiled": True}
-        models = [("stock (sdpa)", stock, plain), (f"rooftop-patched {counts}", patched, plain),
+        torch_argmax = {"argmax": lambda logits: logits.argmax(-1)}
+        plain, no_pdl, compiled = {"argmax": row_argmax}, {"row_pdl": False, "argmax": row_argmax}, {"compiled": True}
+        models = [("stock (sdpa)", stock, torch_argmax), (f"rooftop-patched {counts}", patched, plain),
                   ("rooftop-patched, projections apart (gate / up, q / k / v)", apart, plain),
                   (f"patched + int4 g128 ({len(report['quantized'])} linears)", quantized, plain),
                   ("patched + int4 g128, projections apart", quantized_apart, plain)]
@@ -216,12 +224,14 @@ def main() -> None:
             models.append(("patched + int4 g128, decode steps' attention by SDPA", quantized_sdpa, plain))
         if args.kv_append_ab:
             models.append(("patched + int4 g128, static cache updated by transformers", quantized_hf_cache, plain))
+        if args.argmax_ab:
+            models.append(("patched + int4 g128, greedy token by torch's argmax", quantized, torch_argmax))
         models += [(f"patched + int4 g128, lm_head int{bits} g128", quantized_heads[bits], plain)
                    for bits in args.lm_head_bits]
         if args.compile:
-            models += [("stock, step torch.compile'd", stock, compiled),
-                       ("rooftop-patched, step torch.compile'd", patched, compiled),
-                       ("patched + int4 g128, step torch.compile'd", quantized, compiled)]
+            models += [("stock, step torch.compile'd", stock, {**compiled, **torch_argmax}),
+                       ("rooftop-patched, step torch.compile'd", patched, {**compiled, **plain}),
+                       ("patched + int4 g128, step torch.compile'd", quantized, {**compiled, **plain})]
         # Each model's place in the run moves its figure by up to ~14% (NOTES item 180): the models run in order,
         # then in reverse, --repeats rounds in all; a row gives each run and their median.
         runs: dict[str, list] = {name: [] for name, _, _ in models}
@@ -236,7 +246,7 @@ def main() -> None:
                     if name not in decoders:
                         _support.clear_plans()  # a plan keeps its first call's launch (its PDL flag)
                         decoders[name] = GraphedDecode(model, ids, args.new, options.get("compiled", False),
-                                                       args.cache_len)
+                                                       args.cache_len, options["argmax"])
                     runs[name].append(decoders[name]())
                 except RuntimeError as err:  # e.g. an op that cannot be captured: recorded, the others still run
                     print(f"{name}: {type(err).__name__}: {str(err)[:300]}")
@@ -264,6 +274,7 @@ def main() -> None:
              f"{args.prompt}-token prompt, {args.new} new tokens (greedy), "
              + (f"each decode step one CUDA graph replay, a static cache of "
                 f"{max(args.cache_len, args.prompt + args.new + 4)}" if args.graphs else "HF generate, eager")
+             + ("; the patched models' greedy tokens by rooftop.row_argmax" if args.graphs else "")
              + ("; no call plans" if args.no_plans else ""))
     family = "e2e_decode" + (f"_cache{args.cache_len}" if args.graphs and args.cache_len else "") + (
         f"_b{args.batch}" if args.batch > 1 else "")

@@ -1,9 +1,10 @@
 """Where a graphed decode step of e2e_decode.py's model spends its time, kernel by kernel (session 28: a step ran at
 50% of its weights' floor for stock, 47% for patched + int4: ~0.5 ms a step that the weights do not explain).
 Builds the 8-layer Llama-3-8B-shaped model (random weights) stock and patched + int4 (also with the step
-torch.compile'd, as e2e_decode.py --compile), prefills a 128-token prompt into a static cache, captures one decode
-step in a CUDA graph, and profiles 5 replays (CUPTI records the graph's kernels); prints the step's time (replays
-timed alone), the kernels' sum, and each kernel's GPU time and calls a step.
+torch.compile'd, as e2e_decode.py --compile; the patched steps' greedy token by rooftop.row_argmax), prefills a
+128-token prompt into a static cache, captures one decode step in a CUDA graph, and profiles 5 replays (CUPTI records
+the graph's kernels); prints the step's time (replays timed alone), the kernels' sum, and each kernel's GPU time and
+calls a step.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/probe_decode_step.py [--layers 8] [--top 25] [--cache-len N]
 [--merge-into RESULTS]
 """
@@ -29,7 +30,7 @@ GROUPS = (
      r"_rms_norm|_rope|_act_rows|_gated|_layer_norm"),
     ("attention (SDPA; rooftop's decode_attention)", r"sdpa|flash|attention"),
     ("copies: static-cache writes (index_copy), .contiguous()", r"index_copy|direct_copy"),
-    ("greedy argmax", r"ArgMax|argmax"),
+    ("greedy argmax (torch's; rooftop.row_argmax's two kernels)", r"ArgMax|argmax|_row_reduce"),
 )
 MODELS = r"^(stock|patched \+ int4(, step torch.compile'd)?)$"  # the models main() profiles, as print_step names them
 OTHER = "torch's other small kernels (RMSNorm / RoPE pieces, masks, positions, fills)"
@@ -39,9 +40,10 @@ def kernel_group(name: str) -> str:
     return next((group for group, pattern in GROUPS if re.search(pattern, name)), OTHER)
 
 
-def profile_step(model, ids, compiled: bool = False, cache_len: int = 0) -> dict:
-    """The step's time (replays timed alone), the kernels' sum and each kernel's (us, calls) a step."""
-    decoder = GraphedDecode(model, ids, 64, compiled, cache_len)
+def profile_step(model, ids, compiled: bool = False, cache_len: int = 0, argmax=None) -> dict:
+    """The step's time (replays timed alone), the kernels' sum and each kernel's (us, calls) a step. argmax: the
+    greedy token's (GraphedDecode's; None: torch's)."""
+    decoder = GraphedDecode(model, ids, 64, compiled, cache_len, **({"argmax": argmax} if argmax else {}))
     decoder.cache.reset()
     decoder.forward(ids)  # the prefill: the steps replay from its cache
     torch.cuda.synchronize()
@@ -135,7 +137,8 @@ def main() -> None:
             rooftop.quantize_model(patched, bits=4, group_size=128)
             for name, model, compiled in (("stock", stock, False), ("patched + int4", patched, False),
                                           ("patched + int4, step torch.compile'd", patched, True)):
-                steps[name] = profile_step(model, ids, compiled, args.cache_len)
+                argmax = None if name == "stock" else rooftop.row_argmax  # as e2e_decode.py
+                steps[name] = profile_step(model, ids, compiled, args.cache_len, argmax)
                 print_step(name, steps[name], args.top)
     table = grouped(steps)
     columns = list(dict.fromkeys(k for row in table for k in row))

@@ -7,7 +7,8 @@ from conftest import HAS_CUDA, TOL, rel_err
 from rooftop import registry
 from rooftop.ops import reductions
 from rooftop.ops._support import num_sms
-from rooftop.ops.reductions import reduce_path, row_max, row_mean, row_norm, row_reduce_reference, row_sum
+from rooftop.ops.reductions import (reduce_path, row_argmax, row_max, row_mean, row_norm, row_reduce_reference,
+                                   row_sum)
 
 FNS = {"sum": row_sum, "max": row_max, "mean": row_mean, "norm": row_norm}
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -36,6 +37,17 @@ def _check(kind, x, out_dtype=None):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_matches_reference(shape, dtype, kind, device):
     _check(kind, _rand(shape, dtype, device))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES + [(1, 128256)])
+def test_argmax_matches_torch(shape, dtype, device):
+    """torch.argmax's index exactly, on fresh normal rows and on rows of 5 values (ties everywhere: the first
+    maximum); (1, 128256): greedy decoding over Llama 3's vocabulary."""
+    for x in (_rand(shape, dtype, device), torch.randint(-2, 3, shape, device=device).to(dtype)):
+        out = row_argmax(x)
+        assert out.dtype == torch.int64 and out.shape == x.shape[:-1]
+        assert torch.equal(out, x.argmax(-1))
 
 
 def test_paths():
@@ -70,6 +82,10 @@ def test_every_path_with_small_tiles(path, dtype, monkeypatch, device):
     out = row_max(x)
     assert out[0].isnan() and out[1] == float("-inf")
     assert torch.equal(out[2:], x[2:].amax(-1))
+    x[0, N - 1] = float("nan")  # a second NaN after the first
+    x[2, N // 2] = x[2].amax() + 1  # a maximum past the first tile
+    assert row_argmax(x).tolist()[:3] == [N - 3, 0, N // 2]
+    assert torch.equal(row_argmax(x), x.argmax(-1))
 
 
 def test_fp32_output_from_bf16(device):
@@ -89,12 +105,15 @@ def test_leading_dims_and_strides(device):
         assert _check(kind, x).shape == (2, 3)
         _check(kind, columns)
         assert _check(kind, vector).shape == ()
+    for t in (x, columns, vector):
+        assert torch.equal(row_argmax(t), t.argmax(-1))
 
 
 def test_empty(device):
     for kind in FNS:
         assert FNS[kind](torch.randn(0, 64, device=device)).shape == (0,)
         assert FNS[kind](torch.randn(2, 0, 64, device=device, dtype=torch.bfloat16)).shape == (2, 0)
+    assert row_argmax(torch.randn(2, 0, 64, device=device)).shape == (2, 0)
     empty_rows = torch.randn(3, 0, device=device)
     assert torch.equal(row_sum(empty_rows), torch.zeros(3, device=device))
     assert torch.equal(row_norm(empty_rows), torch.zeros(3, device=device))
@@ -113,6 +132,10 @@ def test_bad_input(device):
         row_norm(torch.tensor(1.0, device=device))
     with pytest.raises(ValueError, match="x has an empty last dim"):
         row_max(torch.randn(3, 0, device=device))
+    with pytest.raises(ValueError, match="x has an empty last dim .* the argmax"):
+        row_argmax(torch.randn(3, 0, device=device))
+    with pytest.raises(TypeError, match="x has dtype int64"):
+        row_argmax(torch.ones(4, 64, dtype=torch.int64, device=device))
     with pytest.raises(RuntimeError, match="x requires grad"):
         row_sum(x.requires_grad_())
 
@@ -125,6 +148,10 @@ def test_registry():
         assert cost.bytes == 512 * 4096 * 2 + 512 * 2
         (x,) = spec.make_inputs((3, 100), torch.float32, "cpu")
         assert rel_err(spec.eager(x), spec.reference(x)) < TOL[torch.float32]
+    argmax = registry.get("row_argmax")
+    assert argmax.cost((512, 4096), torch.bfloat16).bytes == 512 * 4096 * 2 + 512 * 8  # int64 indices
+    (x,) = argmax.make_inputs((3, 100), torch.float32, "cpu")
+    assert torch.equal(argmax.eager(x), argmax.reference(x))
     assert hasattr(torch.ops.rooftop, "row_reduce")
 
 
@@ -133,13 +160,14 @@ def test_compiles_without_graph_break(shape):
     from torch._dynamo.testing import CompileCounterWithBackend
 
     def stats(x):
-        return row_sum(x), row_max(x), row_mean(x, out_dtype=torch.float32), row_norm(x) * 2.0
+        return row_sum(x), row_max(x), row_mean(x, out_dtype=torch.float32), row_norm(x) * 2.0, row_argmax(x) + 1
 
     x = _rand(shape, torch.float16, "cuda" if HAS_CUDA else "cpu")
     torch._dynamo.reset()
     counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
-    total, top, mean, twice_norm = torch.compile(stats, backend=counter, fullgraph=True)(x)
+    total, top, mean, twice_norm, argmax_1 = torch.compile(stats, backend=counter, fullgraph=True)(x)
     assert counter.frame_count == 1
+    assert torch.equal(argmax_1, x.argmax(-1) + 1)
     assert rel_err(total, row_reduce_reference(x, "sum")) < TOL[torch.float16]
     assert rel_err(top, row_reduce_reference(x, "max")) == 0
     assert mean.dtype == torch.float32 and rel_err(mean, row_reduce_reference(x, "mean")) < TOL[torch.float32]
@@ -154,6 +182,7 @@ def test_gpu_sizes(shape):
     for kind in FNS:
         _check(kind, x)
         _check(kind, x, out_dtype=torch.float32)
+    assert torch.equal(row_argmax(x), x.argmax(-1))
 
 
 @pytest.mark.slow
@@ -166,3 +195,4 @@ def test_past_2_31_elements(shape):
     for kind in FNS:
         out = FNS[kind](x)
         assert rel_err(out[tail], row_reduce_reference(x[tail], kind)) < TOL[torch.bfloat16]
+    assert torch.equal(row_argmax(x)[tail], x[tail].argmax(-1))

@@ -10,13 +10,13 @@ from rooftop.ops.layer_norm import fused_add_layer_norm_, layer_norm
 from rooftop.ops.matmul import matmul, matmul_fp8
 from rooftop.ops.quant_matmul import (QuantizedWeight, QuantLinear, quant_matmul, quantize_model,
                                       quantize_weight)
-from rooftop.ops.reductions import row_max, row_mean, row_norm, row_sum
+from rooftop.ops.reductions import row_argmax, row_max, row_mean, row_norm, row_sum
 from rooftop.ops.rms_norm import fused_add_rms_norm_, rms_norm
 from rooftop.ops.rope import apply_rope
 from rooftop.ops.softmax import log_softmax, softmax
 
 __all__ = ["softmax", "log_softmax", "rms_norm", "fused_add_rms_norm_", "layer_norm", "fused_add_layer_norm_", "swiglu", "geglu", "bias_gelu",
-           "apply_rope", "row_sum", "row_max", "row_mean", "row_norm", "matmul", "matmul_fp8",
+           "apply_rope", "row_sum", "row_max", "row_mean", "row_norm", "row_argmax", "matmul", "matmul_fp8",
            "attention", "attention_varlen", "decode_attention", "append_kv",
            "quantize_weight", "quant_matmul", "QuantizedWeight", "QuantLinear", "quantize_model"]
 __version__ = "0.1.0"

@@ -1,17 +1,22 @@
-r"""Row reductions over the last dim: sum, max, mean and L2 norm.
+r"""Row reductions over the last dim: sum, max, mean, L2 norm and argmax.
 
 For a row x of width N:
 
-    row_sum(x)  = \sum_j x_j
-    row_mean(x) = (\sum_j x_j) / N
-    row_norm(x) = sqrt(\sum_j x_j^2)
-    row_max(x)  = max_j x_j          (torch.amax: a NaN anywhere in the row gives NaN)
+    row_sum(x)    = \sum_j x_j
+    row_mean(x)   = (\sum_j x_j) / N
+    row_norm(x)   = sqrt(\sum_j x_j^2)
+    row_max(x)    = max_j x_j          (torch.amax: a NaN anywhere in the row gives NaN)
+    row_argmax(x) = min { j : x_j = max_i x_i }   (torch.argmax: the first maximum; NaN counts above every
+                                                   number, so a row with NaN gives its first NaN; int64)
 
-Each is one of three fp32 reductions of the row (REDUCTION: "sum", "sumsq", "max") followed by a
-finishing step on the row's total (FINISH: "none", "mean", "sqrt"); the kernels are written once for
+Each is one of four fp32 reductions of the row (REDUCTION: "sum", "sumsq", "max", "argmax") followed by a
+finishing step on the row's total (FINISH: "none", "mean", "sqrt", "index"); the kernels are written once for
 all of them, with REDUCTION and FINISH as constexprs. Totals of pieces of a row combine with the same
-reduction (partial sums add, partial maxima take the max), which lets a row be split across programs.
-The result is stored in x's dtype, or in `out_dtype` (e.g. float32) when given.
+reduction (partial sums add, partial maxima take the max; argmax carries each maximum's position, and equal
+maxima keep the smaller one), which lets a row be split across programs. The result is stored in x's dtype,
+or in `out_dtype` (e.g. float32) when given; argmax's in int64.
+Why argmax: greedy decoding takes one over the vocabulary every token ([1, 128256] for Llama 3), where torch's
+reduction runs one block for the row (~36 us on the H200, 4% of an int4 8-layer decode step: NOTES item 210).
 
 Which path runs (M rows of N elements, S streaming multiprocessors; `reduce_path`):
 - N <= ONCHIP_MAX, "onchip": BLOCK_M whole rows a program, loaded at once and reduced in registers.
@@ -22,7 +27,7 @@ Which path runs (M rows of N elements, S streaming multiprocessors; `reduce_path
   PROGRAMS_PER_SM * S programs work. Kernel 1 writes each chunk's fp32 total to a workspace
   [M, chunks] (at most PROGRAMS_PER_SM * S floats); kernel 2 combines a row's totals and finishes.
 Traffic on every path: x read once (M * N * itemsize), the result written once (M * out itemsize);
-the split path adds its workspace, written and read once (a few KB).
+the split path adds its workspace, written and read once (a few KB; argmax: an int32 position a total too).
 """
 from __future__ import annotations
 
@@ -34,8 +39,8 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (FLOAT_DTYPES, as_rows, cdiv, check_float, launch, num_sms, onchip_config,
-                                  planned, runs_kernel, torch_op)
+from rooftop.ops._support import (FLOAT_DTYPES, as_rows, await_previous, cdiv, check_float, launch, num_sms,
+                                  onchip_config, pdl_options, planned, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -50,7 +55,9 @@ COMBINE_WARPS = 4
 
 
 # kind -> (REDUCTION over the row in fp32, FINISH applied to the row's total)
-KINDS = {"sum": ("sum", "none"), "mean": ("sum", "mean"), "norm": ("sumsq", "sqrt"), "max": ("max", "none")}
+KINDS = {"sum": ("sum", "none"), "mean": ("sum", "mean"), "norm": ("sumsq", "sqrt"), "max": ("max", "none"),
+         "argmax": ("argmax", "index")}
+NO_INDEX = tl.constexpr(2**31 - 1)  # argmax: a lane (or piece) that has not taken a value above -inf
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -59,7 +66,7 @@ KINDS = {"sum": ("sum", "none"), "mean": ("sum", "mean"), "norm": ("sumsq", "sqr
 @triton.jit
 def _identity(REDUCTION: tl.constexpr):
     """What masked-off lanes hold: leaves any total unchanged."""
-    if REDUCTION == "max":
+    if REDUCTION == "max" or REDUCTION == "argmax":
         value = -float("inf")
     else:
         value = 0.0
@@ -67,45 +74,63 @@ def _identity(REDUCTION: tl.constexpr):
 
 
 @triton.jit
-def _fold(acc, x, REDUCTION: tl.constexpr):
-    """acc with x folded in, element by element (fp32)."""
-    if REDUCTION == "max":
+def _fold(acc, idx, x, at, REDUCTION: tl.constexpr):
+    """(acc, idx) with x folded in, element by element (fp32). argmax: idx is the position (`at`, x's) of the
+    lane's first value above all before it, NaN above every number (the first NaN stays); the others leave idx."""
+    if REDUCTION == "argmax":
+        take = (x > acc) | ((x != x) & (acc == acc))
+        acc = tl.where(take, x, acc)
+        idx = tl.where(take, at, idx)
+    elif REDUCTION == "max":
         acc = tl.maximum(acc, x, propagate_nan=tl.PropagateNan.ALL)  # max.NaN: torch.amax keeps NaN
     elif REDUCTION == "sumsq":
         acc = acc + x * x
     else:
         acc = acc + x
-    return acc
+    return acc, idx
 
 
 @triton.jit
-def _total(v, axis, REDUCTION: tl.constexpr):
-    """Reduce the lanes of v along `axis`: partial sums (and sums of squares) add, maxima max."""
-    if REDUCTION == "max":
+def _total(v, idx, axis, start, REDUCTION: tl.constexpr):
+    """Reduce the lanes of v (and their positions idx) along `axis`: partial sums (and sums of squares) add,
+    maxima max; argmax: the smallest position among the lanes holding the maximum (among the NaN lanes if
+    any), `start` (the span's first position) where no lane took a value (all -inf). Returns (total, index)."""
+    if REDUCTION == "max" or REDUCTION == "argmax":
         # tl.max is fmax, which drops NaN; a count of NaN lanes puts it back (a reduce with a
         # NaN-keeping combine does the same but runs element by element in the interpreter)
-        t = tl.where(tl.sum((v != v).to(tl.int32), axis) > 0, float("nan"), tl.max(v, axis))
+        has_nan = tl.sum((v != v).to(tl.int32), axis) > 0
+        top = tl.max(v, axis)
+        t = tl.where(has_nan, float("nan"), top)
+        index = 0
+        if REDUCTION == "argmax":
+            at_top = tl.where(tl.expand_dims(has_nan, axis), v != v, v == tl.expand_dims(top, axis))
+            first = tl.min(tl.where(at_top, idx, NO_INDEX), axis)
+            index = tl.where(first == NO_INDEX, start, first)
     else:
         t = tl.sum(v, axis)
-    return t
+        index = 0
+    return t, index
 
 
 @triton.jit
-def _finish(total, N, FINISH: tl.constexpr):
+def _finish(total, index, N, FINISH: tl.constexpr):
     if FINISH == "mean":
         total = total / N
     elif FINISH == "sqrt":
         total = tl.sqrt_rn(total)
+    elif FINISH == "index":
+        total = index
     return total
 
 
 @triton.jit
 def _reduce_span(x_row, start, end, REDUCTION: tl.constexpr, TILE: tl.constexpr):
-    """The fp32 total of x_row[start:end], read once, tile by tile into per-lane accumulators, with two
-    tiles' loads always in flight: the loop is unrolled by two so that each buffer keeps its registers
-    (a copy between buffers would wait for the load)."""
+    """The fp32 total of x_row[start:end] (and argmax's position in the row), read once, tile by tile into
+    per-lane accumulators, with two tiles' loads always in flight: the loop is unrolled by two so that each
+    buffer keeps its registers (a copy between buffers would wait for the load)."""
     cols = tl.arange(0, TILE)
     acc = tl.full([TILE], _identity(REDUCTION), tl.float32)
+    idx = tl.full([TILE], NO_INDEX, tl.int32)
     buf_a = tl.load(x_row + start + cols, mask=start + cols < end, other=_identity(REDUCTION),
                     eviction_policy="evict_first")
     buf_b = tl.load(x_row + start + TILE + cols, mask=start + TILE + cols < end, other=_identity(REDUCTION),
@@ -115,58 +140,72 @@ def _reduce_span(x_row, start, end, REDUCTION: tl.constexpr, TILE: tl.constexpr)
         x = buf_a.to(tl.float32)
         nxt = off + 2 * TILE + cols
         buf_a = tl.load(x_row + nxt, mask=nxt < end, other=_identity(REDUCTION), eviction_policy="evict_first")
-        acc = _fold(acc, x, REDUCTION)
+        acc, idx = _fold(acc, idx, x, off + cols, REDUCTION)
         x = buf_b.to(tl.float32)
         nxt = off + 3 * TILE + cols
         buf_b = tl.load(x_row + nxt, mask=nxt < end, other=_identity(REDUCTION), eviction_policy="evict_first")
-        acc = _fold(acc, x, REDUCTION)
-    return _total(acc, 0, REDUCTION)
+        acc, idx = _fold(acc, idx, x, off + TILE + cols, REDUCTION)
+    return _total(acc, idx, 0, start, REDUCTION)
 
 
 @triton.jit
 def _row_reduce_onchip_kernel(x_ptr, out_ptr, M, N, x_stride,
                               REDUCTION: tl.constexpr, FINISH: tl.constexpr,
-                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    # Reads BLOCK_M rows once (BLOCK_M * N * itemsize bytes), writes BLOCK_M results.
+                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr):
+    # Reads BLOCK_M rows once (BLOCK_M * N * itemsize bytes), writes BLOCK_M results. PDL: the launch overlaps the
+    # kernel before it (_support.pdl_options), as every kernel here.
+    await_previous(PDL)
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     x = tl.load(x_ptr + rows.to(tl.int64)[:, None] * x_stride + cols[None, :], mask=mask,
                 other=_identity(REDUCTION), eviction_policy="evict_first").to(tl.float32)
-    total = _total(_fold(_identity(REDUCTION), x, REDUCTION), 1, REDUCTION)
-    tl.store(out_ptr + rows, _finish(total, N, FINISH).to(out_ptr.dtype.element_ty), mask=rows < M)
+    acc, idx = _fold(tl.full([BLOCK_M, BLOCK_N], _identity(REDUCTION), tl.float32),
+                     tl.full([BLOCK_M, BLOCK_N], NO_INDEX, tl.int32), x, cols[None, :], REDUCTION)
+    total, index = _total(acc, idx, 1, 0, REDUCTION)
+    tl.store(out_ptr + rows, _finish(total, index, N, FINISH).to(out_ptr.dtype.element_ty), mask=rows < M)
 
 
 @triton.jit
 def _row_reduce_looped_kernel(x_ptr, out_ptr, M, N, x_stride,
-                              REDUCTION: tl.constexpr, FINISH: tl.constexpr, TILE: tl.constexpr):
+                              REDUCTION: tl.constexpr, FINISH: tl.constexpr, TILE: tl.constexpr, PDL: tl.constexpr):
     # Persistent: program p takes rows p, p + G, ...; reads each row once, writes one result a row.
+    await_previous(PDL)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        total = _reduce_span(x_ptr + tl.cast(row, tl.int64) * x_stride, 0, N, REDUCTION, TILE)
-        tl.store(out_ptr + row, _finish(total, N, FINISH).to(out_ptr.dtype.element_ty))
+        total, index = _reduce_span(x_ptr + tl.cast(row, tl.int64) * x_stride, 0, N, REDUCTION, TILE)
+        tl.store(out_ptr + row, _finish(total, index, N, FINISH).to(out_ptr.dtype.element_ty))
 
 
 @triton.jit
-def _row_reduce_chunk_kernel(x_ptr, partial_ptr, N, x_stride, CHUNK,
-                             REDUCTION: tl.constexpr, TILE: tl.constexpr):
-    # Reads one chunk of a row once; writes its fp32 total to partial[row, chunk].
+def _row_reduce_chunk_kernel(x_ptr, partial_ptr, index_ptr, N, x_stride, CHUNK,
+                             REDUCTION: tl.constexpr, TILE: tl.constexpr, PDL: tl.constexpr):
+    # Reads one chunk of a row once; writes its fp32 total to partial[row, chunk] (argmax: its position in the
+    # row to index[row, chunk]).
+    await_previous(PDL)
     row = tl.program_id(0)
     chunk = tl.program_id(1)
     start = chunk * CHUNK
-    total = _reduce_span(x_ptr + tl.cast(row, tl.int64) * x_stride, start, tl.minimum(start + CHUNK, N),
-                         REDUCTION, TILE)
+    total, index = _reduce_span(x_ptr + tl.cast(row, tl.int64) * x_stride, start, tl.minimum(start + CHUNK, N),
+                                REDUCTION, TILE)
     tl.store(partial_ptr + row * tl.num_programs(1) + chunk, total)
+    if REDUCTION == "argmax":
+        tl.store(index_ptr + row * tl.num_programs(1) + chunk, index)
 
 
 @triton.jit
-def _row_reduce_combine_kernel(partial_ptr, out_ptr, N, n_chunks,
-                               REDUCTION: tl.constexpr, FINISH: tl.constexpr, CHUNKS_POW2: tl.constexpr):
-    # Reads a row's n_chunks fp32 totals, writes its result.
+def _row_reduce_combine_kernel(partial_ptr, index_ptr, out_ptr, N, n_chunks,
+                               REDUCTION: tl.constexpr, FINISH: tl.constexpr, CHUNKS_POW2: tl.constexpr,
+                               PDL: tl.constexpr):
+    # Reads a row's n_chunks fp32 totals (argmax: and their positions), writes its result.
+    await_previous(PDL)
     row = tl.program_id(0)
     c = tl.arange(0, CHUNKS_POW2)
     partial = tl.load(partial_ptr + row * n_chunks + c, mask=c < n_chunks, other=_identity(REDUCTION))
-    total = _total(partial, 0, REDUCTION)
-    tl.store(out_ptr + row, _finish(total, N, FINISH).to(out_ptr.dtype.element_ty))
+    idx = NO_INDEX
+    if REDUCTION == "argmax":
+        idx = tl.load(index_ptr + row * n_chunks + c, mask=c < n_chunks, other=NO_INDEX)
+    total, index = _total(partial, idx, 0, 0, REDUCTION)
+    tl.store(out_ptr + row, _finish(total, index, N, FINISH).to(out_ptr.dtype.element_ty))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,27 +229,30 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
     reduction, finish = KINDS[kind]
     sms = num_sms(rows.device.index if rows.is_cuda else -1)
     path = reduce_path(M, N, sms)
+    pdl = pdl_options(rows)
     if path == "onchip":
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
         launch(_row_reduce_onchip_kernel, (cdiv(M, block_m),), rows, out, M, N, rows.stride(0),
-               REDUCTION=reduction, FINISH=finish, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps)
+               REDUCTION=reduction, FINISH=finish, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, **pdl)
         return
     tile = LOOPED_TILE_BYTES // rows.element_size()
     if path == "looped":
         # as many programs as fit, trimmed so that every program gets the same number of rows
         programs = cdiv(M, cdiv(M, PROGRAMS_PER_SM * sms))
         launch(_row_reduce_looped_kernel, (programs,), rows, out, M, N, rows.stride(0),
-               REDUCTION=reduction, FINISH=finish, TILE=tile, num_warps=LOOPED_WARPS)
+               REDUCTION=reduction, FINISH=finish, TILE=tile, num_warps=LOOPED_WARPS, **pdl)
         return
     n_tiles = cdiv(N, tile)
     n_chunks = min(n_tiles, PROGRAMS_PER_SM * sms // M)
     chunk = cdiv(n_tiles, n_chunks) * tile
     n_chunks = cdiv(N, chunk)
     partial = torch.empty((M, n_chunks), device=rows.device, dtype=torch.float32)  # the workspace
-    launch(_row_reduce_chunk_kernel, (M, n_chunks), rows, partial, N, rows.stride(0), chunk,
-           REDUCTION=reduction, TILE=tile, num_warps=LOOPED_WARPS)
-    launch(_row_reduce_combine_kernel, (M,), partial, out, N, n_chunks, REDUCTION=reduction, FINISH=finish,
-           CHUNKS_POW2=triton.next_power_of_2(n_chunks), num_warps=COMBINE_WARPS)
+    # argmax: the totals' positions (int32: N < 2^31), else not read (partial stands in)
+    index = torch.empty((M, n_chunks), device=rows.device, dtype=torch.int32) if kind == "argmax" else partial
+    launch(_row_reduce_chunk_kernel, (M, n_chunks), rows, partial, index, N, rows.stride(0), chunk,
+           REDUCTION=reduction, TILE=tile, num_warps=LOOPED_WARPS, **pdl)
+    launch(_row_reduce_combine_kernel, (M,), partial, index, out, N, n_chunks, REDUCTION=reduction,
+           FINISH=finish, CHUNKS_POW2=triton.next_power_of_2(n_chunks), num_warps=COMBINE_WARPS, **pdl)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,12 +276,16 @@ def _row_reduce(x: torch.Tensor, kind: str, out_dtype: Optional[torch.dtype]) ->
     check_float("x", x)
     if x.dim() == 0:
         raise ValueError("x must have at least one dimension")
-    if out_dtype is None:
+    if kind == "argmax":
+        out_dtype = torch.int64
+        if x.shape[-1] >= 2**31:  # the kernels' positions are int32
+            raise ValueError(f"x's last dim must be under 2^31 for row_argmax, got {x.shape[-1]}")
+    elif out_dtype is None:
         out_dtype = x.dtype
     elif out_dtype not in FLOAT_DTYPES:
         raise TypeError(f"out_dtype must be one of float16, bfloat16, float32, got {out_dtype}")
-    if kind == "max" and x.shape[-1] == 0:
-        raise ValueError(f"x has an empty last dim (shape {tuple(x.shape)}): the max of an empty row is undefined")
+    if kind in ("max", "argmax") and x.shape[-1] == 0:
+        raise ValueError(f"x has an empty last dim (shape {tuple(x.shape)}): the {kind} of an empty row is undefined")
     return _row_reduce_op(x, kind, out_dtype)
 
 
@@ -253,6 +299,13 @@ def row_sum(x: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.T
 def row_max(x: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """x.amax(-1): [..., N] -> [...]; NaN in a row gives NaN, like torch.amax."""
     return _row_reduce(x, "max", out_dtype)
+
+
+@planned
+def row_argmax(x: torch.Tensor) -> torch.Tensor:
+    """x.argmax(-1): [..., N] -> [...] int64, the position of each row's first maximum (of its first NaN if it
+    holds one), as torch.argmax. Greedy decoding's next token over the vocabulary, in 2 launches of ~2 us."""
+    return _row_reduce(x, "argmax", None)
 
 
 @planned
@@ -280,6 +333,8 @@ def row_reduce_reference(x: torch.Tensor, kind: str) -> torch.Tensor:
         return xd.mean(-1)
     if kind == "norm":
         return torch.linalg.vector_norm(xd, dim=-1)
+    if kind == "argmax":
+        return xd.argmax(-1)
     return xd.amax(-1)
 
 
@@ -288,14 +343,15 @@ EAGER = {
     "max": lambda x: x.amax(-1),
     "mean": lambda x: x.mean(-1),
     "norm": lambda x: torch.linalg.vector_norm(x, dim=-1),
+    "argmax": lambda x: x.argmax(-1),
 }
 
 
-def _cost(flops_per_element: int):
+def _cost(flops_per_element: int, out_itemsize: Optional[int] = None):
     def cost(shape: tuple[int, ...], dtype: torch.dtype) -> Cost:
         n, rows = math.prod(shape), math.prod(shape[:-1])
-        # read x once, write one result a row
-        return Cost(flops=flops_per_element * n, bytes=(n + rows) * dtype.itemsize)
+        # read x once, write one result a row (x's dtype, or argmax's int64)
+        return Cost(flops=flops_per_element * n, bytes=n * dtype.itemsize + rows * (out_itemsize or dtype.itemsize))
     return cost
 
 
@@ -303,8 +359,25 @@ def _make_rows(shape, dtype, device):
     return (torch.randn(shape, device=device, dtype=dtype),)
 
 
-for _kind, _fn, _flops in (("sum", row_sum, 1), ("max", row_max, 1), ("mean", row_mean, 1), ("norm", row_norm, 2)):
+for _kind, _fn, _flops, _out_size in (("sum", row_sum, 1, None), ("max", row_max, 1, None), ("mean", row_mean, 1, None),
+                                      ("norm", row_norm, 2, None), ("argmax", row_argmax, 1, 8)):
     registry.register(registry.OpSpec(
         name=f"row_{_kind}", family="reductions", make_inputs=_make_rows, run=_fn,
         reference=lambda x, kind=_kind: row_reduce_reference(x, kind), eager=EAGER[_kind],
-        cost=_cost(_flops), cases=registry.row_sweep()))
+        cost=_cost(_flops, _out_size), cases=registry.row_sweep()))
+
+
+VOCAB_ROWS = ((1, 128256), (8, 128256), (64, 128256), (1, 32000), (1, 151936))  # Llama 3, Llama 2, Qwen 2
+
+
+def _greedy_table(ceilings) -> list[dict]:
+    """row_argmax against torch's argmax and torch.compile's at greedy decoding's sizes (a batch of logits over a
+    vocabulary): microseconds a call by graph replay, and launched from Python."""
+    from rooftop.bench.sweep import decode_latency
+
+    return decode_latency("row_argmax", VOCAB_ROWS, torch.bfloat16)
+
+
+registry.register_table(registry.FamilyTable(
+    family="reductions", title="Greedy decoding's argmax over a vocabulary ([batch, vocab] bf16 logits; us a call: "
+    "graph_us by CUDA graph replay, python_us launched from Python)", make=_greedy_table))
