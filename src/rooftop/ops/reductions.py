@@ -51,6 +51,10 @@ ONCHIP_BLOCK_ELEMS = 4096  # no output tile to hold: larger programs than the no
 LOOPED_TILE_BYTES = 8192  # one tile of the looped and split paths (two in flight per program)
 LOOPED_WARPS = 8  # 16 (fp16/bf16) or 8 (fp32) elements a thread per tile
 PROGRAMS_PER_SM = 4  # looped and split paths: programs per SM, all resident at once (a persistent grid)
+# argmax's looped and split kernels hold a position a lane beside its value: 80 registers (offline sm_90, bf16), so
+# 3 programs of 8 warps an SM (48 the others)
+ARGMAX_PROGRAMS_PER_SM = 3
+SPLIT_MIN_N = 16384  # among few rows (the split path's), rows wider than this are split though they fit on chip
 COMBINE_WARPS = 4
 
 
@@ -113,6 +117,15 @@ def _total(v, idx, axis, start, REDUCTION: tl.constexpr):
 
 
 @triton.jit
+def _order_key(x):
+    """int32 keys of fp32 x in torch.argmax's order: a < b as numbers <=> key(a) < key(b), -0.0 and 0.0 one key,
+    every NaN the top key (the sign-magnitude bits made two's complement)."""
+    bits = x.to(tl.int32, bitcast=True)
+    key = bits ^ ((bits >> 31) & 0x7FFFFFFF)
+    return tl.where(x != x, 0x7FFFFFFF, tl.where(x == 0, 0, key))
+
+
+@triton.jit
 def _finish(total, index, N, FINISH: tl.constexpr):
     if FINISH == "mean":
         total = total / N
@@ -160,9 +173,11 @@ def _row_reduce_onchip_kernel(x_ptr, out_ptr, M, N, x_stride,
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     x = tl.load(x_ptr + rows.to(tl.int64)[:, None] * x_stride + cols[None, :], mask=mask,
                 other=_identity(REDUCTION), eviction_policy="evict_first").to(tl.float32)
-    acc, idx = _fold(tl.full([BLOCK_M, BLOCK_N], _identity(REDUCTION), tl.float32),
-                     tl.full([BLOCK_M, BLOCK_N], NO_INDEX, tl.int32), x, cols[None, :], REDUCTION)
-    total, index = _total(acc, idx, 1, 0, REDUCTION)
+    if REDUCTION == "argmax":  # one fused (key, column) reduction: a third of the registers of _total's three
+        total, index = 0.0, tl.argmax(_order_key(x), 1, tie_break_left=True)
+    else:
+        acc, idx = _fold(_identity(REDUCTION), NO_INDEX, x, cols[None, :], REDUCTION)
+        total, index = _total(acc, idx, 1, 0, REDUCTION)
     tl.store(out_ptr + rows, _finish(total, index, N, FINISH).to(out_ptr.dtype.element_ty), mask=rows < M)
 
 
@@ -215,10 +230,12 @@ def _row_reduce_combine_kernel(partial_ptr, index_ptr, out_ptr, N, n_chunks,
 def reduce_path(M: int, N: int, sms: int) -> str:
     """Which kernel path reduces M rows of N elements on a GPU of `sms` SMs: "onchip", "looped"
     (one program a row, persistent) or "split" (rows cut into chunks over programs)."""
-    if N <= ONCHIP_MAX:
+    # split when the rows alone cannot give every SM its programs (at least 2 chunks a row) and are wide: one
+    # program reading a row of 32K alone is latency-bound (greedy decoding's [1, 32000] argmax: NOTES item 210)
+    few_rows = PROGRAMS_PER_SM * sms // M >= 2
+    if N <= ONCHIP_MAX and not (few_rows and N > SPLIT_MIN_N):
         return "onchip"
-    # split when the rows alone cannot give every SM its programs: at least 2 chunks a row are needed
-    return "split" if PROGRAMS_PER_SM * sms // M >= 2 else "looped"
+    return "split" if few_rows else "looped"
 
 
 def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
@@ -236,14 +253,15 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
                REDUCTION=reduction, FINISH=finish, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, **pdl)
         return
     tile = LOOPED_TILE_BYTES // rows.element_size()
+    per_sm = ARGMAX_PROGRAMS_PER_SM if kind == "argmax" else PROGRAMS_PER_SM
     if path == "looped":
         # as many programs as fit, trimmed so that every program gets the same number of rows
-        programs = cdiv(M, cdiv(M, PROGRAMS_PER_SM * sms))
+        programs = cdiv(M, cdiv(M, per_sm * sms))
         launch(_row_reduce_looped_kernel, (programs,), rows, out, M, N, rows.stride(0),
                REDUCTION=reduction, FINISH=finish, TILE=tile, num_warps=LOOPED_WARPS, **pdl)
         return
     n_tiles = cdiv(N, tile)
-    n_chunks = min(n_tiles, PROGRAMS_PER_SM * sms // M)
+    n_chunks = max(1, min(n_tiles, per_sm * sms // M))
     chunk = cdiv(n_tiles, n_chunks) * tile
     n_chunks = cdiv(N, chunk)
     partial = torch.empty((M, n_chunks), device=rows.device, dtype=torch.float32)  # the workspace
