@@ -52,10 +52,13 @@ def test_argmax_matches_torch(shape, dtype, device):
 
 def test_paths():
     onchip_max, split_max_rows = reductions.ONCHIP_MAX, reductions.PROGRAMS_PER_SM * SMS // 2
-    split_min_n = reductions.SPLIT_MIN_N
-    assert reduce_path(1, split_min_n, SMS) == reduce_path(10**6, onchip_max, SMS) == "onchip"
-    assert reduce_path(1, split_min_n + 1, SMS) == reduce_path(split_max_rows, onchip_max, SMS) == "split"
+    assert reduce_path(1, onchip_max, SMS) == reduce_path(10**6, onchip_max, SMS) == "onchip"
     assert reduce_path(1, onchip_max + 1, SMS) == reduce_path(split_max_rows, 1 << 20, SMS) == "split"
+    # argmax splits few rows from a narrower width
+    argmax_min_n = reductions.ARGMAX_SPLIT_MIN_N
+    assert reduce_path(1, argmax_min_n, SMS, "argmax") == reduce_path(10**6, onchip_max, SMS, "argmax") == "onchip"
+    assert reduce_path(1, argmax_min_n + 1, SMS, "argmax") == reduce_path(split_max_rows, onchip_max, SMS,
+                                                                          "argmax") == "split"
     assert reduce_path(split_max_rows + 1, onchip_max + 1, SMS) == "looped"
     # the shapes above reach every path here
     paths = {reduce_path(m, n, SMS) for m, n in SHAPES}

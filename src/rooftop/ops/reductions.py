@@ -54,7 +54,10 @@ PROGRAMS_PER_SM = 4  # looped and split paths: programs per SM, all resident at 
 # argmax's looped and split kernels hold a position a lane beside its value: 80 registers (offline sm_90, bf16), so
 # 3 programs of 8 warps an SM (48 the others)
 ARGMAX_PROGRAMS_PER_SM = 3
-SPLIT_MIN_N = 16384  # among few rows (the split path's), rows wider than this are split though they fit on chip
+# among few rows (the split path's), argmax splits rows wider than this though they fit on chip: its on-chip kernel
+# issues ~20 instructions an element (offline sm_90; the other reductions ~6), so one program a row is slow there.
+# H200, bf16, graph replay (NOTES item 210): [1, 32000] split 2.80 us, on chip 4.22; row_max 2.25 / 1.78 (kept on chip)
+ARGMAX_SPLIT_MIN_N = 16384
 COMBINE_WARPS = 4
 
 
@@ -227,13 +230,12 @@ def _row_reduce_combine_kernel(partial_ptr, index_ptr, out_ptr, N, n_chunks,
 # Launch configuration
 
 
-def reduce_path(M: int, N: int, sms: int) -> str:
+def reduce_path(M: int, N: int, sms: int, kind: str = "sum") -> str:
     """Which kernel path reduces M rows of N elements on a GPU of `sms` SMs: "onchip", "looped"
     (one program a row, persistent) or "split" (rows cut into chunks over programs)."""
-    # split when the rows alone cannot give every SM its programs (at least 2 chunks a row) and are wide: one
-    # program reading a row of 32K alone is latency-bound (greedy decoding's [1, 32000] argmax: NOTES item 210)
+    # split when the rows alone cannot give every SM its programs: at least 2 chunks a row are needed
     few_rows = PROGRAMS_PER_SM * sms // M >= 2
-    if N <= ONCHIP_MAX and not (few_rows and N > SPLIT_MIN_N):
+    if N <= ONCHIP_MAX and not (few_rows and kind == "argmax" and N > ARGMAX_SPLIT_MIN_N):
         return "onchip"
     return "split" if few_rows else "looped"
 
@@ -245,7 +247,7 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
         return
     reduction, finish = KINDS[kind]
     sms = num_sms(rows.device.index if rows.is_cuda else -1)
-    path = reduce_path(M, N, sms)
+    path = reduce_path(M, N, sms, kind)
     pdl = pdl_options(rows)
     if path == "onchip":
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
