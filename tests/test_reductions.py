@@ -50,6 +50,29 @@ def test_argmax_matches_torch(shape, dtype, device):
         assert torch.equal(out, x.argmax(-1))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("path", ["onchip", "split"])
+def test_argmax_special_values(path, dtype, monkeypatch, device):
+    """torch.argmax's index where the order is not plain: -0.0 equals 0.0 (the first wins), a NaN of either sign
+    above +inf, a row all -inf; on chip and split into pieces of 128 elements."""
+    if path == "split":
+        monkeypatch.setattr(reductions, "ONCHIP_MAX", 64)
+        monkeypatch.setattr(reductions, "LOOPED_TILE_BYTES", 128 * torch.tensor([], dtype=dtype).element_size())
+    x = torch.randn(6, 500, device=device).to(dtype)
+    assert reduce_path(6, 500, SMS, "argmax") == path
+    x[0] = float("-inf")
+    x[1, 3], x[1, 77], x[1, 400] = float("inf"), float("nan"), float("nan")
+    x[2] = -1.0
+    x[2, 5], x[2, 9] = -0.0, 0.0
+    x[3] = -3.0
+    x[3, 100], x[3, 300], x[3, 450] = 0.0, -0.0, -float("nan")
+    x[4] = -float("nan")
+    x[4, 0] = float("inf")
+    out = row_argmax(x)
+    assert out.tolist() == [0, 77, 5, 450, 1, x[5].float().argmax().item()]
+    assert torch.equal(out, x.argmax(-1))
+
+
 def test_paths():
     onchip_max, split_max_rows = reductions.ONCHIP_MAX, reductions.PROGRAMS_PER_SM * SMS // 2
     assert reduce_path(1, onchip_max, SMS) == reduce_path(10**6, onchip_max, SMS) == "onchip"
