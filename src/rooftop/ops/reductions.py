@@ -180,6 +180,7 @@ def _row_reduce_onchip_kernel(x_ptr, out_ptr, M, N, x_stride,
         # one int32 max of (16-bit order key, 65535 - column): the key's bits above the column's, so the largest
         # value at its first column wins (BLOCK_N <= 32768). Keys: two's complement of bf16's sign-magnitude bits,
         # -0.0 as 0.0, NaN of either sign the top (offline sm_90: ~13 instructions an element, tl.argmax's ~20)
+        tl.static_assert(BLOCK_N <= 65536)
         bits = x.to(tl.int16, bitcast=True).to(tl.int32)  # sign-extended
         mag = bits & 0x7FFF
         key = tl.where(mag > 0x7F80, 0x7FFF, tl.where(mag == 0, 0, mag ^ (bits >> 31)))
