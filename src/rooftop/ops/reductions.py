@@ -26,6 +26,8 @@ Which path runs (M rows of N elements, S streaming multiprocessors; `reduce_path
 - N > ONCHIP_MAX and fewer rows ("split"): each row is cut into chunks so that about
   PROGRAMS_PER_SM * S programs work. Kernel 1 writes each chunk's fp32 total to a workspace
   [M, chunks] (at most PROGRAMS_PER_SM * S floats); kernel 2 combines a row's totals and finishes.
+  argmax also splits those few rows from ARGMAX_SPLIT_MIN_N (its on-chip kernel is issue-bound), and its
+  looped and split grids hold ARGMAX_PROGRAMS_PER_SM programs an SM.
 Traffic on every path: x read once (M * N * itemsize), the result written once (M * out itemsize);
 the split path adds its workspace, written and read once (a few KB; argmax: an int32 position a total too).
 """
@@ -51,8 +53,8 @@ ONCHIP_BLOCK_ELEMS = 4096  # no output tile to hold: larger programs than the no
 LOOPED_TILE_BYTES = 8192  # one tile of the looped and split paths (two in flight per program)
 LOOPED_WARPS = 8  # 16 (fp16/bf16) or 8 (fp32) elements a thread per tile
 PROGRAMS_PER_SM = 4  # looped and split paths: programs per SM, all resident at once (a persistent grid)
-# argmax's looped and split kernels hold a position a lane beside its value: 80 registers (offline sm_90, bf16), so
-# 3 programs of 8 warps an SM (48 the others)
+# argmax's looped and split kernels hold a position a lane beside its value: 80 registers (offline sm_90, bf16; the
+# other reductions' 48), so 3 programs of 8 warps an SM
 ARGMAX_PROGRAMS_PER_SM = 3
 # among few rows (the split path's), argmax splits rows wider than this though they fit on chip: its on-chip kernel
 # issues ~20 instructions an element (offline sm_90; the other reductions ~6), so one program a row is slow there.
@@ -274,7 +276,7 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
                REDUCTION=reduction, FINISH=finish, TILE=tile, num_warps=LOOPED_WARPS, **pdl)
         return
     n_tiles = cdiv(N, tile)
-    n_chunks = max(1, min(n_tiles, per_sm * sms // M))
+    n_chunks = min(n_tiles, per_sm * sms // M)  # >= 1: the split path has at most PROGRAMS_PER_SM * sms // 2 rows
     chunk = cdiv(n_tiles, n_chunks) * tile
     n_chunks = cdiv(N, chunk)
     partial = torch.empty((M, n_chunks), device=rows.device, dtype=torch.float32)  # the workspace
