@@ -26,8 +26,12 @@ Which path runs (M rows of N elements, S streaming multiprocessors; `reduce_path
 - N > ONCHIP_MAX and fewer rows ("split"): each row is cut into chunks so that about
   PROGRAMS_PER_SM * S programs work. Kernel 1 writes each chunk's fp32 total to a workspace
   [M, chunks] (at most PROGRAMS_PER_SM * S floats); kernel 2 combines a row's totals and finishes.
-  argmax also splits those few rows from ARGMAX_SPLIT_MIN_N (its on-chip kernel is issue-bound), and its
-  looped and split grids hold ARGMAX_PROGRAMS_PER_SM programs an SM.
+  argmax also splits those few rows from ARGMAX_SPLIT_MIN_N (a row a program leaves most SMs idle).
+argmax works a 16-byte vector at a time, which a thread holds whole: the vector's NaN-keeping max, the first of
+its places holding that (one FMNMX, one FSETP, one SEL an element), then the vectors' (max, position) across the
+row (on chip: by order keys) or into one running (max, position) slot a vector (looped, split). A vector whose max
+is NaN leaves its position untaken, and a row (or piece) whose max is NaN takes a second pass for its first NaN:
+over the registers on chip, a second read of the piece otherwise (rows with a NaN being rare).
 Traffic on every path: x read once (M * N * itemsize), the result written once (M * out itemsize);
 the split path adds its workspace, written and read once (a few KB; argmax: an int32 position a total too).
 """
@@ -53,12 +57,9 @@ ONCHIP_BLOCK_ELEMS = 4096  # no output tile to hold: larger programs than the no
 LOOPED_TILE_BYTES = 8192  # one tile of the looped and split paths (two in flight per program)
 LOOPED_WARPS = 8  # 16 (fp16/bf16) or 8 (fp32) elements a thread per tile
 PROGRAMS_PER_SM = 4  # looped and split paths: programs per SM, all resident at once (a persistent grid)
-# argmax's looped and split kernels hold a position a lane beside its value: 80 registers (offline sm_90, bf16; the
-# other reductions' 48), so 3 programs of 8 warps an SM
-ARGMAX_PROGRAMS_PER_SM = 3
-# among few rows (the split path's), argmax splits rows wider than this though they fit on chip: its on-chip kernel
-# issues ~20 instructions an element (offline sm_90; the other reductions ~6), so one program a row is slow there.
-# H200, bf16, graph replay (NOTES item 210): [1, 32000] split 2.80 us, on chip 4.22; row_max 2.25 / 1.78 (kept on chip)
+# among few rows (the split path's), argmax splits rows wider than this though they fit on chip.
+# H200, bf16, graph replay (NOTES item 210, the kernels of session 33): [1, 32000] split 2.80 us, on chip 4.22;
+# row_max 2.25 / 1.78 (kept on chip)
 ARGMAX_SPLIT_MIN_N = 16384
 COMBINE_WARPS = 4
 
@@ -67,6 +68,7 @@ COMBINE_WARPS = 4
 KINDS = {"sum": ("sum", "none"), "mean": ("sum", "mean"), "norm": ("sumsq", "sqrt"), "max": ("max", "none"),
          "argmax": ("argmax", "index")}
 NO_INDEX = tl.constexpr(2**31 - 1)  # argmax: a lane (or piece) that has not taken a value above -inf
+NAN_KEY = tl.constexpr(2**31 - 1)  # argmax: every NaN's order key, above every number's
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -84,12 +86,14 @@ def _identity(REDUCTION: tl.constexpr):
 
 @triton.jit
 def _fold(acc, idx, x, at, REDUCTION: tl.constexpr):
-    """(acc, idx) with x folded in, element by element (fp32). argmax: idx is the position (`at`, x's) of the
-    lane's first value above all before it, NaN above every number (the first NaN stays); the others leave idx."""
+    """(acc, idx) with x folded in, element by element (fp32; at: x's positions). argmax folds x [vectors, VEC]
+    a 16-byte vector at a time (`_vector_tops`; at: the vectors' first positions): idx is the position of the
+    slot's first value above all before it, NaN above every number (the first NaN stays); the others leave idx."""
     if REDUCTION == "argmax":
-        take = (x > acc) | ((x != x) & (acc == acc))
-        acc = tl.where(take, x, acc)
-        idx = tl.where(take, at, idx)
+        top, first = _vector_tops(x, tl.arange(0, x.shape[1])[None, :])
+        take = (top > acc) | ((top != top) & (acc == acc))
+        acc = tl.where(take, top, acc)
+        idx = tl.where(take, at + first, idx)
     elif REDUCTION == "max":
         acc = tl.maximum(acc, x, propagate_nan=tl.PropagateNan.ALL)  # max.NaN: torch.amax keeps NaN
     elif REDUCTION == "sumsq":
@@ -122,12 +126,72 @@ def _total(v, idx, axis, start, REDUCTION: tl.constexpr):
 
 
 @triton.jit
+def _max_nan_last(x):
+    """The NaN-keeping max over x's last axis (2 <= its size, a power of two, held by one thread): halvings of it,
+    no data moved (a tl.reduce with a NaN-keeping combine would run element by element in the interpreter)."""
+    for _ in tl.static_range(3):  # enough halvings for a 16-byte vector of 16-bit values
+        if x.shape[len(x.shape) - 1] > 1:
+            if len(x.shape) == 2:
+                lo, hi = tl.split(tl.reshape(x, [x.shape[0], x.shape[1] // 2, 2]))
+            else:
+                lo, hi = tl.split(tl.reshape(x, [x.shape[0], x.shape[1], x.shape[2] // 2, 2]))
+            x = tl.maximum(lo, hi, propagate_nan=tl.PropagateNan.ALL)
+    return tl.reshape(x, x.shape[:len(x.shape) - 1])
+
+
+@triton.jit
 def _order_key(x):
     """int32 keys of fp32 x in torch.argmax's order: a < b as numbers <=> key(a) < key(b), -0.0 and 0.0 one key,
-    every NaN the top key (the sign-magnitude bits made two's complement)."""
+    every NaN the top key NAN_KEY (the sign-magnitude bits made two's complement)."""
     bits = x.to(tl.int32, bitcast=True)
     key = bits ^ ((bits >> 31) & 0x7FFFFFFF)
-    return tl.where(x != x, 0x7FFFFFFF, tl.where(x == 0, 0, key))
+    return tl.where(x != x, NAN_KEY, tl.where(x == 0, 0, key))
+
+
+@triton.jit
+def _vector_tops(x, lane):
+    """Along x's last axis (fp32; a 16-byte vector a thread holds whole, `lane` its places broadcast to x's rank):
+    the NaN-keeping max and the first place holding it (one FMNMX, one FSETP and one SEL an element on a GPU),
+    or the axis' size where the max is NaN: the first NaN is found apart (`_first_nan`), rows with one being rare.
+    Some place holds any other max (masked places hold -inf)."""
+    AXIS: tl.constexpr = len(x.shape) - 1
+    top = _max_nan_last(x)
+    return top, tl.min(tl.where(x >= tl.expand_dims(top, AXIS), lane, x.shape[AXIS]), AXIS)
+
+
+@triton.jit
+def _argmax_onchip(x_ptr, rows, M, N, x_stride, BLOCK_N: tl.constexpr):
+    """torch.argmax of each of `rows` (N <= BLOCK_N), read once into registers as one 16-byte vector a thread
+    holds whole: each vector's max and its first column there (`_vector_tops`), then across the row the largest
+    order key's first column (two reductions over the threads, of one int32 a vector). A block of rows holding a
+    NaN takes a second pass over its registers for each row's first NaN."""
+    VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
+    lane = tl.arange(0, VEC)[None, None, :]  # an element's place in its vector: a constant of its register
+    vectors = tl.arange(0, BLOCK_N // VEC)[None, :] * VEC  # [1, vectors]: their first columns
+    cols = vectors[:, :, None] + lane
+    x = tl.load(x_ptr + rows.to(tl.int64)[:, None, None] * x_stride + cols,
+                mask=(rows[:, None, None] < M) & (cols < N), other=-float("inf"), eviction_policy="evict_first")
+    x = x.to(tl.float32)
+    top, first = _vector_tops(x, lane)  # [BLOCK_M, vectors]
+    key = _order_key(top)
+    best = tl.max(key, 1)
+    index = tl.min(tl.where(key == best[:, None], vectors + first, NO_INDEX), 1)
+    if tl.max(best) == NAN_KEY:
+        first_nan = tl.min(tl.min(tl.where(x != x, cols, NO_INDEX), 2), 1)
+        index = tl.where(best == NAN_KEY, first_nan, index)
+    return index
+
+
+@triton.jit
+def _first_nan(x_row, start, end, TILE: tl.constexpr):
+    """The first position of a NaN in x_row[start:end] (NO_INDEX if none): a second read of a span, for the rare
+    spans whose maximum is NaN."""
+    cols = tl.arange(0, TILE)
+    first = tl.full([TILE], NO_INDEX, tl.int32)
+    for off in range(start, end, TILE):
+        x = tl.load(x_row + off + cols, mask=off + cols < end, other=0.0).to(tl.float32)
+        first = tl.minimum(first, tl.where(x != x, off + cols, NO_INDEX))
+    return tl.min(first, 0)
 
 
 @triton.jit
@@ -146,9 +210,15 @@ def _reduce_span(x_row, start, end, REDUCTION: tl.constexpr, TILE: tl.constexpr)
     """The fp32 total of x_row[start:end] (and argmax's position in the row), read once, tile by tile into
     per-lane accumulators, with two tiles' loads always in flight: the loop is unrolled by two so that each
     buffer keeps its registers (a copy between buffers would wait for the load)."""
-    cols = tl.arange(0, TILE)
-    acc = tl.full([TILE], _identity(REDUCTION), tl.float32)
-    idx = tl.full([TILE], NO_INDEX, tl.int32)
+    if REDUCTION == "argmax":  # [vectors, VEC]: a (value, position) slot a 16-byte vector
+        VEC: tl.constexpr = 128 // x_row.dtype.element_ty.primitive_bitwidth
+        at = tl.arange(0, TILE // VEC) * VEC
+        cols = at[:, None] + tl.arange(0, VEC)[None, :]
+    else:
+        cols = tl.arange(0, TILE)
+        at = cols
+    acc = tl.full(at.shape, _identity(REDUCTION), tl.float32)
+    idx = tl.full(at.shape, NO_INDEX, tl.int32)
     buf_a = tl.load(x_row + start + cols, mask=start + cols < end, other=_identity(REDUCTION),
                     eviction_policy="evict_first")
     buf_b = tl.load(x_row + start + TILE + cols, mask=start + TILE + cols < end, other=_identity(REDUCTION),
@@ -158,12 +228,16 @@ def _reduce_span(x_row, start, end, REDUCTION: tl.constexpr, TILE: tl.constexpr)
         x = buf_a.to(tl.float32)
         nxt = off + 2 * TILE + cols
         buf_a = tl.load(x_row + nxt, mask=nxt < end, other=_identity(REDUCTION), eviction_policy="evict_first")
-        acc, idx = _fold(acc, idx, x, off + cols, REDUCTION)
+        acc, idx = _fold(acc, idx, x, off + at, REDUCTION)
         x = buf_b.to(tl.float32)
         nxt = off + 3 * TILE + cols
         buf_b = tl.load(x_row + nxt, mask=nxt < end, other=_identity(REDUCTION), eviction_policy="evict_first")
-        acc, idx = _fold(acc, idx, x, off + TILE + cols, REDUCTION)
-    return _total(acc, idx, 0, start, REDUCTION)
+        acc, idx = _fold(acc, idx, x, off + TILE + at, REDUCTION)
+    total, index = _total(acc, idx, 0, start, REDUCTION)
+    if REDUCTION == "argmax":
+        if total != total:  # the NaN vectors' positions were not taken (_vector_tops)
+            index = _first_nan(x_row, start, end, TILE)
+    return total, index
 
 
 @triton.jit
@@ -174,25 +248,14 @@ def _row_reduce_onchip_kernel(x_ptr, out_ptr, M, N, x_stride,
     # kernel before it (_support.pdl_options), as every kernel here.
     await_previous(PDL)
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = tl.arange(0, BLOCK_N)
-    mask = (rows[:, None] < M) & (cols[None, :] < N)
-    x = tl.load(x_ptr + rows.to(tl.int64)[:, None] * x_stride + cols[None, :], mask=mask,
-                other=_identity(REDUCTION), eviction_policy="evict_first")
-    if REDUCTION == "argmax" and x.dtype == tl.bfloat16:
-        # one int32 max of (16-bit order key, 65535 - column): the key's bits above the column's, so the largest
-        # value at its first column wins (BLOCK_N <= 32768). Keys: two's complement of bf16's sign-magnitude bits,
-        # -0.0 as 0.0, NaN of either sign the top (offline sm_90: ~13 instructions an element, tl.argmax's ~20)
-        tl.static_assert(BLOCK_N <= 65536)
-        bits = x.to(tl.int16, bitcast=True).to(tl.int32)  # sign-extended
-        mag = bits & 0x7FFF
-        key = tl.where(mag > 0x7F80, 0x7FFF, tl.where(mag == 0, 0, mag ^ (bits >> 31)))
-        best = tl.max((key << 16) | (0xFFFF - cols[None, :]), 1)
-        total, index = 0.0, 0xFFFF - (best & 0xFFFF)
-    elif REDUCTION == "argmax":  # one fused (key, column) reduction: a third of the registers of _total's three
-        total, index = 0.0, tl.argmax(_order_key(x.to(tl.float32)), 1, tie_break_left=True)
+    if REDUCTION == "argmax":
+        total, index = 0.0, _argmax_onchip(x_ptr, rows, M, N, x_stride, BLOCK_N)
     else:
-        x = x.to(tl.float32)
-        acc, idx = _fold(_identity(REDUCTION), NO_INDEX, x, cols[None, :], REDUCTION)
+        cols = tl.arange(0, BLOCK_N)
+        x = tl.load(x_ptr + rows.to(tl.int64)[:, None] * x_stride + cols[None, :],
+                    mask=(rows[:, None] < M) & (cols[None, :] < N), other=_identity(REDUCTION),
+                    eviction_policy="evict_first")
+        acc, idx = _fold(_identity(REDUCTION), NO_INDEX, x.to(tl.float32), cols[None, :], REDUCTION)
         total, index = _total(acc, idx, 1, 0, REDUCTION)
     tl.store(out_ptr + rows, _finish(total, index, N, FINISH).to(out_ptr.dtype.element_ty), mask=rows < M)
 
@@ -264,19 +327,20 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
     pdl = pdl_options(rows)
     if path == "onchip":
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
+        if kind == "argmax":  # whole 16-byte vectors (columns past N masked)
+            block_n = max(block_n, 16 // rows.element_size())
         launch(_row_reduce_onchip_kernel, (cdiv(M, block_m),), rows, out, M, N, rows.stride(0),
                REDUCTION=reduction, FINISH=finish, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, **pdl)
         return
     tile = LOOPED_TILE_BYTES // rows.element_size()
-    per_sm = ARGMAX_PROGRAMS_PER_SM if kind == "argmax" else PROGRAMS_PER_SM
     if path == "looped":
         # as many programs as fit, trimmed so that every program gets the same number of rows
-        programs = cdiv(M, cdiv(M, per_sm * sms))
+        programs = cdiv(M, cdiv(M, PROGRAMS_PER_SM * sms))
         launch(_row_reduce_looped_kernel, (programs,), rows, out, M, N, rows.stride(0),
                REDUCTION=reduction, FINISH=finish, TILE=tile, num_warps=LOOPED_WARPS, **pdl)
         return
     n_tiles = cdiv(N, tile)
-    n_chunks = min(n_tiles, per_sm * sms // M)  # >= 1: the split path has at most PROGRAMS_PER_SM * sms // 2 rows
+    n_chunks = min(n_tiles, PROGRAMS_PER_SM * sms // M)  # >= 1: the split path has at most a half of that rows
     chunk = cdiv(n_tiles, n_chunks) * tile
     n_chunks = cdiv(N, chunk)
     partial = torch.empty((M, n_chunks), device=rows.device, dtype=torch.float32)  # the workspace
