@@ -57,6 +57,12 @@ ONCHIP_BLOCK_ELEMS = 4096  # no output tile to hold: larger programs than the no
 LOOPED_TILE_BYTES = 8192  # one tile of the looped and split paths (two in flight per program)
 LOOPED_WARPS = 8  # 16 (fp16/bf16) or 8 (fp32) elements a thread per tile
 PROGRAMS_PER_SM = 4  # looped and split paths: programs per SM, all resident at once (a persistent grid)
+# argmax on chip: twice the elements a thread up to ARGMAX_WIDE_N columns (fewer warps a row, more rows a program to
+# share the reductions across threads), the others' above. H200, bf16, graph replay, % of copy at N = 512 / 1K / 2K /
+# 4K / 8K / 16K (NOTES item 218): 32 a thread 70.9 / 86.6 / 88.1 / 103.8 / 83.9 / 86.4, 16 59.6 / 80.2 / 81.1 / 82.9 /
+# 74.2 / 99.3
+ARGMAX_ELEMS_PER_THREAD = 32
+ARGMAX_WIDE_N = 8192
 # among few rows (the split path's), argmax splits rows wider than this though they fit on chip.
 # H200, bf16, graph replay (NOTES item 210, the kernels of session 33): [1, 32000] split 2.80 us, on chip 4.22;
 # row_max 2.25 / 1.78 (kept on chip)
@@ -326,7 +332,9 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
     path = reduce_path(M, N, sms, kind)
     pdl = pdl_options(rows)
     if path == "onchip":
-        block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
+        wide = kind != "argmax" or N > ARGMAX_WIDE_N
+        block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD if wide else ARGMAX_ELEMS_PER_THREAD,
+                                                ONCHIP_BLOCK_ELEMS)
         if kind == "argmax":  # whole 16-byte vectors (columns past N masked)
             block_n = max(block_n, 16 // rows.element_size())
         launch(_row_reduce_onchip_kernel, (cdiv(M, block_m),), rows, out, M, N, rows.stride(0),
