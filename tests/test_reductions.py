@@ -61,7 +61,7 @@ def test_argmax_special_values(path, dtype, monkeypatch, device):
         monkeypatch.setattr(reductions, "LOOPED_TILE_BYTES", 128 * torch.tensor([], dtype=dtype).element_size())
     x = torch.randn(6, 500, device=device).to(dtype)
     reps = 2 * SMS // 6 + 1 if path == "looped" else 1
-    assert reduce_path(6 * reps, 500, SMS, "argmax") == path
+    assert reduce_path(6 * reps, 500, SMS) == path
     x[0] = float("-inf")
     x[1, 3], x[1, 77], x[1, 400] = float("inf"), float("nan"), float("nan")
     x[2] = -1.0
@@ -80,11 +80,6 @@ def test_paths():
     onchip_max, split_max_rows = reductions.ONCHIP_MAX, reductions.PROGRAMS_PER_SM * SMS // 2
     assert reduce_path(1, onchip_max, SMS) == reduce_path(10**6, onchip_max, SMS) == "onchip"
     assert reduce_path(1, onchip_max + 1, SMS) == reduce_path(split_max_rows, 1 << 20, SMS) == "split"
-    # argmax splits few rows from a narrower width
-    argmax_min_n = reductions.ARGMAX_SPLIT_MIN_N
-    assert reduce_path(1, argmax_min_n, SMS, "argmax") == reduce_path(10**6, onchip_max, SMS, "argmax") == "onchip"
-    assert reduce_path(1, argmax_min_n + 1, SMS, "argmax") == reduce_path(split_max_rows, onchip_max, SMS,
-                                                                          "argmax") == "split"
     assert reduce_path(split_max_rows + 1, onchip_max + 1, SMS) == "looped"
     # the shapes above reach every path here
     paths = {reduce_path(m, n, SMS) for m, n in SHAPES}

@@ -26,7 +26,6 @@ Which path runs (M rows of N elements, S streaming multiprocessors; `reduce_path
 - N > ONCHIP_MAX and fewer rows ("split"): each row is cut into chunks so that about
   PROGRAMS_PER_SM * S programs work. Kernel 1 writes each chunk's fp32 total to a workspace
   [M, chunks] (at most PROGRAMS_PER_SM * S floats); kernel 2 combines a row's totals and finishes.
-  argmax also splits those few rows from ARGMAX_SPLIT_MIN_N (a row a program leaves most SMs idle).
 argmax works a 16-byte vector at a time, which a thread holds whole: the vector's NaN-keeping max, the first of
 its places holding that (one FMNMX, one FSETP, one SEL an element), then the vectors' (max, position) across the
 row (on chip: by order keys) or into one running (max, position) slot a vector (looped, split). A vector whose max
@@ -63,10 +62,6 @@ PROGRAMS_PER_SM = 4  # looped and split paths: programs per SM, all resident at 
 # 74.2 / 99.3
 ARGMAX_ELEMS_PER_THREAD = 32
 ARGMAX_WIDE_N = 8192
-# among few rows (the split path's), argmax splits rows wider than this though they fit on chip.
-# H200, bf16, graph replay (NOTES item 210, the kernels of session 33): [1, 32000] split 2.80 us, on chip 4.22;
-# row_max 2.25 / 1.78 (kept on chip)
-ARGMAX_SPLIT_MIN_N = 16384
 COMBINE_WARPS = 4
 
 
@@ -312,13 +307,13 @@ def _row_reduce_combine_kernel(partial_ptr, index_ptr, out_ptr, N, n_chunks,
 # Launch configuration
 
 
-def reduce_path(M: int, N: int, sms: int, kind: str = "sum") -> str:
+def reduce_path(M: int, N: int, sms: int) -> str:
     """Which kernel path reduces M rows of N elements on a GPU of `sms` SMs: "onchip", "looped"
     (one program a row, persistent) or "split" (rows cut into chunks over programs)."""
+    if N <= ONCHIP_MAX:
+        return "onchip"
     # split when the rows alone cannot give every SM its programs: at least 2 chunks a row are needed
     few_rows = PROGRAMS_PER_SM * sms // M >= 2
-    if N <= ONCHIP_MAX and not (few_rows and kind == "argmax" and N > ARGMAX_SPLIT_MIN_N):
-        return "onchip"
     return "split" if few_rows else "looped"
 
 
@@ -329,7 +324,7 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
         return
     reduction, finish = KINDS[kind]
     sms = num_sms(rows.device.index if rows.is_cuda else -1)
-    path = reduce_path(M, N, sms, kind)
+    path = reduce_path(M, N, sms)
     pdl = pdl_options(rows)
     if path == "onchip":
         wide = kind != "argmax" or N > ARGMAX_WIDE_N
