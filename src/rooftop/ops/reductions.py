@@ -19,7 +19,8 @@ Why argmax: greedy decoding takes one over the vocabulary every token ([1, 12825
 reduction runs one block for the row (~36 us on the H200, 4% of an int4 8-layer decode step: NOTES item 210).
 
 Which path runs (M rows of N elements, S streaming multiprocessors; `reduce_path`):
-- N <= ONCHIP_MAX, "onchip": BLOCK_M whole rows a program, loaded at once and reduced in registers.
+- N <= ONCHIP_MAX, "onchip": BLOCK_M whole rows a program, loaded at once and reduced in registers (argmax: past
+  ARGMAX_ONCHIP_MAX only among few rows; many take the looped path).
 - N > ONCHIP_MAX and M large enough to give every SM PROGRAMS_PER_SM programs, "looped": a
   persistent grid; each program takes whole rows (p, p + G, ...) and walks a row tile by tile, the
   next two tiles' loads in flight while the current one is folded into per-lane fp32 accumulators.
@@ -62,6 +63,11 @@ PROGRAMS_PER_SM = 4  # looped and split paths: programs per SM, all resident at 
 # 74.2 / 99.3
 ARGMAX_ELEMS_PER_THREAD = 32
 ARGMAX_WIDE_N = 8192
+# argmax keeps rows wider than this on chip only where they are few (the split path's rows: on chip beats the split
+# there), else they take the looped path (on chip, 32 elements a thread spill predicates). H200, bf16, graph replay
+# (NOTES item 220), us, on chip / not: [4096, 32768] 80.9 / 74.7 (looped), [512, 32768] 13.4 / 12.2 (looped),
+# [64, 32000] 3.01 / 4.25 (split), [1, 32000] 2.50 / 2.57 (split)
+ARGMAX_ONCHIP_MAX = 16384
 COMBINE_WARPS = 4
 
 
@@ -307,13 +313,13 @@ def _row_reduce_combine_kernel(partial_ptr, index_ptr, out_ptr, N, n_chunks,
 # Launch configuration
 
 
-def reduce_path(M: int, N: int, sms: int) -> str:
+def reduce_path(M: int, N: int, sms: int, kind: str = "sum") -> str:
     """Which kernel path reduces M rows of N elements on a GPU of `sms` SMs: "onchip", "looped"
     (one program a row, persistent) or "split" (rows cut into chunks over programs)."""
-    if N <= ONCHIP_MAX:
-        return "onchip"
     # split when the rows alone cannot give every SM its programs: at least 2 chunks a row are needed
     few_rows = PROGRAMS_PER_SM * sms // M >= 2
+    if N <= ONCHIP_MAX and (N <= ARGMAX_ONCHIP_MAX or kind != "argmax" or few_rows):
+        return "onchip"
     return "split" if few_rows else "looped"
 
 
@@ -324,7 +330,7 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
         return
     reduction, finish = KINDS[kind]
     sms = num_sms(rows.device.index if rows.is_cuda else -1)
-    path = reduce_path(M, N, sms)
+    path = reduce_path(M, N, sms, kind)
     pdl = pdl_options(rows)
     if path == "onchip":
         wide = kind != "argmax" or N > ARGMAX_WIDE_N
