@@ -83,8 +83,8 @@ def test_paths():
     assert reduce_path(split_max_rows + 1, onchip_max + 1, SMS) == "looped"
     # argmax: rows past ARGMAX_ONCHIP_MAX on chip only where few
     wide = reductions.ARGMAX_ONCHIP_MAX + 1
-    assert reduce_path(split_max_rows, onchip_max, SMS, "argmax") == reduce_path(10**6, wide - 1, SMS, "argmax")
-    assert reduce_path(split_max_rows, onchip_max, SMS, "argmax") == "onchip"
+    assert reduce_path(split_max_rows, onchip_max, SMS, "argmax") == reduce_path(10**6, wide - 1, SMS,
+                                                                                "argmax") == "onchip"
     assert reduce_path(split_max_rows + 1, wide, SMS, "argmax") == "looped"
     # the shapes above reach every path here
     paths = {reduce_path(m, n, SMS) for m, n in SHAPES}
