@@ -6,7 +6,7 @@ timeout 150 python - <<'PY' 2>&1 | tee $OUT/argmax-launch-ab.txt
 import torch, rooftop
 from rooftop.ops import reductions, _support
 from rooftop.bench.timing import graph_replay_us
-shapes = [(1 << 27) // n, n] for n in (512, 1024, 2048, 4096, 8192)]
+shapes = [((1 << 27) // n, n) for n in (512, 1024, 2048, 4096, 8192)]
 variants = [(4096, 32), (1024, 32), (2048, 32), (2048, 64), (4096, 64), (8192, 64)]
 print("argmax, M x N (M N = 2^27, bf16): GPU us (graph replay) for ONCHIP_BLOCK_ELEMS / ARGMAX_ELEMS_PER_THREAD",
       variants, "and % of a 4220 GB/s read")
