@@ -12,7 +12,7 @@ and buffer but the input embedding's table) read once at the measured copy bandw
 tokens/s with --graphs, whole runs without.
 Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
 [--repeats 2] [--row-pdl-ab] [--compile] [--cache-len N] [--sdpa-decode-ab] [--kv-append-ab]
-[--lm-head-bits 8,4] [--argmax-ab]
+[--lm-head-bits 8,4] [--argmax-ab] [--rope-append-ab]
 The patched models' steps take their greedy token by rooftop.row_argmax (stock's, and the --argmax-ab row's, by
 torch's argmax).
 """
@@ -171,6 +171,9 @@ def main() -> None:
     parser.add_argument("--kv-append-ab", action="store_true",
                         help="also the int4 model with its static cache updated by transformers "
                              "(patch_model's kv_append=False)")
+    parser.add_argument("--rope-append-ab", action="store_true",
+                        help="also the int4 model with its RoPE and static-cache update as two kernels "
+                             "(patch_model's rope_append=False)")
     parser.add_argument("--argmax-ab", action="store_true",
                         help="also the int4 model with its greedy token by torch's argmax (not rooftop.row_argmax)")
     parser.add_argument("--lm-head-bits", type=lambda s: [int(b) for b in s.split(",")], default=[],
@@ -205,6 +208,10 @@ def main() -> None:
             quantized_hf_cache = copy.deepcopy(stock)
             patch_model(quantized_hf_cache, kv_append=False)
             rooftop.quantize_model(quantized_hf_cache, bits=4, group_size=128)
+        if args.rope_append_ab:
+            quantized_rope_apart = copy.deepcopy(stock)
+            patch_model(quantized_rope_apart, rope_append=False)
+            rooftop.quantize_model(quantized_rope_apart, bits=4, group_size=128)
         quantized_heads, head_errs = {}, {}
         for bits in args.lm_head_bits:
             quantized_heads[bits] = copy.deepcopy(quantized)  # lm_head is the one nn.Linear left in it
@@ -224,6 +231,8 @@ def main() -> None:
             models.append(("patched + int4 g128, decode steps' attention by SDPA", quantized_sdpa, plain))
         if args.kv_append_ab:
             models.append(("patched + int4 g128, static cache updated by transformers", quantized_hf_cache, plain))
+        if args.rope_append_ab:
+            models.append(("patched + int4 g128, RoPE and cache update apart", quantized_rope_apart, plain))
         if args.argmax_ab:
             models.append(("patched + int4 g128, greedy token by torch's argmax", quantized, torch_argmax))
         models += [(f"patched + int4 g128, lm_head int{bits} g128", quantized_heads[bits], plain)

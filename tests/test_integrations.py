@@ -96,7 +96,7 @@ def test_patch_swaps_norms_and_mlps_and_keeps_outputs(norm, act):
     with torch.no_grad():
         before = model(x)
         assert patch_model(model) == {"rms_norm": 4, "add_rms_norm": 0, "gated_mlp": 2, "qkv": 0, "rope": 0,
-                                      "decode_attention": 0, "kv_append": 0}
+                                      "decode_attention": 0, "kv_append": 0, "rope_append": 0}
         assert isinstance(model[0].input_layernorm, RMSNorm) and isinstance(model[1].mlp, GatedMLP)
         assert model[0].mlp.activation == ("silu" if isinstance(act, nn.SiLU) else "gelu_tanh")
         assert model[0].mlp.gate_up_proj.weight.shape == (2 * 96, 64) and not hasattr(model[0].mlp, "gate_proj")
@@ -144,7 +144,7 @@ def test_quantized_gate_and_up_stack_exactly():
 def test_patch_leaves_what_it_does_not_know():
     layer = Layer(LlamaRMSNorm, act=nn.ReLU()).to(DEVICE)  # ReLU gating: no fused kernel
     assert patch_model(layer) == {"rms_norm": 2, "add_rms_norm": 0, "gated_mlp": 0, "qkv": 0, "rope": 0,
-                                  "decode_attention": 0, "kv_append": 0}
+                                  "decode_attention": 0, "kv_append": 0, "rope_append": 0}
     assert isinstance(layer.mlp, LlamaMLP)
 
 
@@ -160,7 +160,7 @@ def test_patch_a_transformers_llama():
         before = model(ids).logits
         counts = patch_model(model)
         assert counts == {"rms_norm": 2 * 2 + 1, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2,
-                          "decode_attention": 2, "kv_append": 2}
+                          "decode_attention": 2, "kv_append": 2, "rope_append": 2}
         assert rel_err(model(ids).logits, before) < tol
         # a decode step from a cache: rotations at positions 12.. (cos/sin [B, 1, D])
         for m in (stock, model):
@@ -183,11 +183,16 @@ def test_patch_a_transformers_llama():
         transformers.models.llama.modeling_llama.apply_rotary_pos_emb = rotary
 
 
-def test_decode_steps_over_a_static_cache_take_decode_attention(monkeypatch):
+@pytest.mark.parametrize("unfused", [False, True], ids=["rope_append", "append"])
+def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeypatch):
     """A left-padded batch decoding from transformers' StaticCache: the patched model's decode steps call
-    rooftop.decode_attention (the boolean mask as a key mask, lengths from it) and give the stock model's logits;
+    rooftop.decode_attention (the boolean mask as a key mask, lengths from it) and append the step's keys and values
+    with the RoPE (or apart where the RoPE kernel does not take the call: unfused), and give the stock model's logits;
     its prefill stays SDPA's; with decode_attention=False SDPA throughout."""
     import inspect
+
+    if unfused:
+        monkeypatch.setattr(rooftop.integrations.hf, "_rope_takes", lambda *a: False)
 
     transformers = pytest.importorskip("transformers")
     config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
@@ -197,13 +202,16 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(monkeypatch):
     models = {"stock": stock, "patched": copy.deepcopy(stock), "sdpa": copy.deepcopy(stock)}
     assert patch_model(models["patched"])["decode_attention"] == 2  # the default
     assert patch_model(models["sdpa"], decode_attention=False, kv_append=False) == {
-        "rms_norm": 5, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2, "decode_attention": 0, "kv_append": 0}
+        "rms_norm": 5, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2, "decode_attention": 0, "kv_append": 0,
+        "rope_append": 0}
     calls = []
     real = rooftop.integrations.hf.decode_attention
     monkeypatch.setattr(rooftop.integrations.hf, "decode_attention", lambda *a, **k: calls.append(1) or real(*a, **k))
     appends = []
-    real_append = rooftop.integrations.hf.append_kv
-    monkeypatch.setattr(rooftop.integrations.hf, "append_kv", lambda *a: appends.append(1) or real_append(*a))
+    for name in ("append_kv", "apply_rope_append_kv"):  # (name, calls) by either
+        real_append = getattr(rooftop.integrations.hf, name)
+        monkeypatch.setattr(rooftop.integrations.hf, name,
+                            lambda *a, name=name, real=real_append: appends.append(name) or real(*a))
     ids = torch.randint(0, 128, (2, 10), device=DEVICE)
     steps = torch.randint(0, 128, (3, 2, 1), device=DEVICE)
     padding = torch.ones(2, 10, dtype=torch.long, device=DEVICE)
@@ -223,8 +231,10 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(monkeypatch):
                 logits[name].append(model(token, attention_mask=mask, position_ids=positions, use_cache=True,
                                           **{cache_arg: cache}).logits)
             assert len(calls) - before == (2 * len(steps) if name == "patched" else 0), name
-            # the cache's rows appended by rooftop.append_kv from the first step on (the prefill initialises it)
-            assert len(appends) - appended == (2 * len(steps) if name == "patched" else 0), name
+            # the cache's rows appended with the RoPE by rooftop.apply_rope_append_kv from the first step on (the
+            # prefill initialises the cache), or by rooftop.append_kv where the RoPE kernel does not take the call
+            way = "append_kv" if unfused else "apply_rope_append_kv"
+            assert appends[appended:] == ([way] * 2 * len(steps) if name == "patched" else []), name
     for name in ("patched", "sdpa"):
         for ours, theirs in zip(logits[name], logits["stock"]):
             assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
@@ -297,7 +307,8 @@ def test_patched_decode_step_compiles_without_graph_break():
 
             run = torch.compile(step, backend=backend, fullgraph=True) if name == "patched" else step
             logits[name] = [run(t, torch.tensor([10 + i], device=DEVICE)) for i, t in enumerate(tokens)]
-    assert inner.frame_count == 1 and {"rooftop.decode_attention.default", "rooftop.append_kv.default"} <= targets
+    assert inner.frame_count == 1 and {"rooftop.decode_attention.default",
+                                       "rooftop.apply_rope_append_kv.default"} <= targets
     for ours, theirs in zip(logits["patched"], logits["stock"]):
         assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
@@ -326,7 +337,7 @@ def test_decoder_layer_fuses_add_and_norm_and_stacks_qkv(monkeypatch):
         before = model(x)
         apart = copy.deepcopy(model)
         assert patch_model(model) == {"rms_norm": 4, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 0,
-                                      "decode_attention": 0, "kv_append": 0}
+                                      "decode_attention": 0, "kv_append": 0, "rope_append": 0}
         assert patch_model(apart, merge_qkv=False)["qkv"] == 0
         assert not hasattr(model[0].self_attn, "q_proj") and model[0].self_attn.qkv_sizes == [64, 32, 32]
         assert isinstance(apart[0].self_attn.q_proj, nn.Linear) and not hasattr(apart[0].self_attn, "qkv_proj")
@@ -412,5 +423,41 @@ def test_patch_other_transformers_architectures(arch, extra, norms):
         before = model(ids).logits
         counts = patch_model(model)
         assert counts == {"rms_norm": norms, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2,
-                          "decode_attention": 2, "kv_append": 2}
+                          "decode_attention": 2, "kv_append": 2, "rope_append": 2}
         assert rel_err(model(ids).logits, before) < (1e-2 if HAS_CUDA else 1e-4)
+
+
+ROPE_THEN_UPDATE = """
+def forward(self, x, cos, sin, past_key_value=None):
+    q, k, v = self.q(x), self.k(x), self.v(x)
+    q, k = apply_rotary_pos_emb(q, k, cos, sin)
+    {between}
+    if past_key_value is not None:
+        cache_kwargs = {{"sin": sin, "cos": cos}}
+        k, v = past_key_value.update(k, v, self.layer_idx, cache_kwargs)
+    return q, k, v
+"""
+
+
+@pytest.mark.parametrize("between, fused", [
+    ("pass", True),  # transformers 5.17's form (5.24's has no cache_kwargs)
+    ("scale = 2", True),
+    ("k = k * 2", False),  # k read between the RoPE and the update
+    ("v = v.float()", False),  # v reassigned: the RoPE statement cannot take it
+    ("past_key_value = None", False),
+])
+def test_rope_and_cache_update_rewritten_together(between, fused):
+    """The RoPE statement takes v, the cache and the layer index (and the update what the RoPE appended) only where
+    nothing between the two reads k or assigns what they share."""
+    import ast
+    import textwrap
+
+    from rooftop.integrations import hf
+
+    node = ast.parse(textwrap.dedent(ROPE_THEN_UPDATE.format(between=between))).body[0]
+    assert hf._cache_update_rewrite(node) == 1
+    assert hf._rope_append_rewrite(node) == int(fused)
+    source = ast.unparse(node)
+    assert ("q, k, _rooftop_appended = _rooftop_rope_append(q, k, v, cos, sin, past_key_value, self.layer_idx)"
+            in source) == fused
+    assert ("_rooftop_appended=_rooftop_appended" in source) == fused

@@ -4,7 +4,9 @@ import torch
 import rooftop.ops.rope as rope
 from rooftop.ops import _support
 from conftest import DEVICE, HAS_CUDA, TOL, rel_err
-from rooftop.ops.rope import BLOCK_ELEMS, apply_rope, apply_rotary_pos_emb, rope_reference, rotary_cos_sin
+from rooftop.ops.decode_attention import append_kv_reference
+from rooftop.ops.rope import (BLOCK_ELEMS, apply_rope, apply_rope_append_kv, apply_rotary_pos_emb, rope_reference,
+                              rotary_cos_sin)
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
@@ -215,6 +217,58 @@ def test_bad_input(device):
                    position_ids=torch.zeros(5, device=device, dtype=torch.long))
 
 
+# (B_cache, B, HQ, HK, S, D, rotary_dim, lengths): one length for all (0-d as transformers' StaticLayer keeps it, and
+# [1]), one a sequence, a prefill of several rows, rows past the capacity (dropped), partial rotary, ragged heads
+APPEND_CASES = [(1, 1, 4, 2, 1, 64, None, 5), (3, 2, 8, 2, 1, 128, None, [7]), (2, 2, 6, 3, 3, 80, 32, [0, 10]),
+                (2, 2, 4, 4, 4, 32, None, 14), (1, 1, 40, 8, 2, 128, 64, [3])]
+
+
+@pytest.mark.parametrize("interleaved", [False, True], ids=["neox", "gptj"])
+@pytest.mark.parametrize("B_cache, B, HQ, HK, S, D, rotary_dim, lengths", APPEND_CASES)
+def test_rope_append_kv(B_cache, B, HQ, HK, S, D, rotary_dim, lengths, interleaved, device):
+    """q comes back rotated; k rotated and v land at each sequence's length (rows past the capacity nowhere), every
+    other cache row is kept, the lengths grow by S; a second call (a decode step) appends after the first. q, k and v
+    are views of one fused projection [B, S, (HQ + 2 HK) D], as in a model."""
+    capacity, dtype = 16, torch.bfloat16
+    caches = [torch.randn(B_cache, HK, capacity, D, device=device, dtype=dtype) for _ in range(2)]
+    lengths_t = torch.tensor(lengths, device=device, dtype=torch.int64 if isinstance(lengths, int) else torch.int32)
+    expect = [c.clone() for c in caches] + [lengths_t.clone()]
+    for step in range(2):
+        qkv = torch.randn(B, S, HQ + 2 * HK, D, device=device, dtype=dtype).transpose(1, 2)
+        q, k, v = qkv.split([HQ, HK, HK], 1)
+        cos, sin = _cos_sin(torch.arange(S) * 31 + 100 * step, rotary_dim or D, dtype, device)
+        q_out = apply_rope_append_kv(q, k, v, cos, sin, *caches, lengths_t, interleaved=interleaved,
+                                     rotary_dim=rotary_dim)
+        q_ref, k_ref = rope_reference(q, k, cos, sin, None, interleaved, rotary_dim)
+        assert q_out.shape == q.shape and q_out.dtype == dtype and rel_err(q_out, q_ref) < TOL[dtype]
+        starts = expect[2].reshape(-1).expand(B).tolist()
+        append_kv_reference(*expect[:2], k_ref.to(dtype), v, expect[2])
+        assert torch.equal(lengths_t, expect[2]) and lengths_t.dtype == expect[2].dtype
+        assert torch.equal(caches[1], expect[1])  # v copied, the other rows kept
+        written = torch.zeros(caches[0].shape, dtype=torch.bool, device=device)
+        for b, start in enumerate(starts):
+            written[b, :, start:start + S] = True
+        assert torch.equal(caches[0][~written], expect[0][~written])
+        assert rel_err(caches[0][written].double(), expect[0][written].double()) < TOL[dtype]
+        if rotary_dim is not None:  # the pass-through dims copied exactly
+            assert torch.equal(caches[0][..., rotary_dim:], expect[0][..., rotary_dim:])
+
+
+def test_rope_append_kv_bad_input(device):
+    q, k = _qk(1, 4, 2, 1, 16, torch.float32, device)
+    cos, sin = _cos_sin(torch.arange(1), 16, torch.float32, device)
+    cache = torch.zeros(1, 2, 8, 16, device=device)
+    lengths = torch.zeros((), dtype=torch.int32, device=device)
+    with pytest.raises(ValueError, match="k_cache .* cannot hold k"):
+        apply_rope_append_kv(q, k, k, cos, sin, cache[:, :1], cache[:, :1], lengths)
+    with pytest.raises(TypeError, match="cache_lengths must be an int32 or int64"):
+        apply_rope_append_kv(q, k, k, cos, sin, cache, cache, lengths.float())
+    with pytest.raises(TypeError, match="k_cache has dtype"):
+        apply_rope_append_kv(q, k, k, cos, sin, cache.half(), cache, lengths)
+    with pytest.raises(ValueError, match=r"cos has shape \(1, 8\)"):
+        apply_rope_append_kv(q, k, k, cos[:, :8], sin[:, :8], cache, cache, lengths)
+
+
 def test_compiles_without_graph_break():
     from torch._dynamo.testing import CompileCounterWithBackend
 
@@ -241,6 +295,27 @@ def test_compiles_without_graph_break():
     assert rel_err(q_out, q_ref * 2.0) < TOL[torch.float16] and rel_err(k_out, k_ref + 1.0) < TOL[torch.float16]
     assert rel_err(q2_out, q2_ref) < TOL[torch.float16]
     assert rel_err(table_q, table_ref) < TOL[torch.float16]
+
+
+def test_rope_append_kv_compiles_without_graph_break():
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    q, k = _qk(1, 4, 2, 1, 64, torch.float16, DEVICE)
+    cos, sin = _cos_sin(torch.tensor([3]), 64, torch.float16, DEVICE)
+    caches = [torch.zeros(1, 2, 8, 64, device=DEVICE, dtype=torch.float16) for _ in range(2)]
+    lengths = torch.tensor(3, device=DEVICE)
+    q_ref, k_ref = rope_reference(q, k, cos, sin)
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
+
+    def step(q, k):
+        return apply_rope_append_kv(q, k, k * 2, cos, sin, caches[0], caches[1], lengths) * 2.0
+
+    q_out = torch.compile(step, backend=counter, fullgraph=True)(q, k)
+    assert counter.frame_count == 1 and lengths.item() == 4
+    assert rel_err(q_out, q_ref * 2.0) < TOL[torch.float16]
+    assert rel_err(caches[0][:, :, 3], k_ref[:, :, 0]) < TOL[torch.float16]
+    assert torch.equal(caches[1][:, :, 3], 2 * k[:, :, 0])
 
 
 @pytest.mark.slow

@@ -12,11 +12,11 @@ from rooftop.ops.quant_matmul import (QuantizedWeight, QuantLinear, quant_matmul
                                       quantize_weight)
 from rooftop.ops.reductions import row_argmax, row_max, row_mean, row_norm, row_sum
 from rooftop.ops.rms_norm import fused_add_rms_norm_, rms_norm
-from rooftop.ops.rope import apply_rope
+from rooftop.ops.rope import apply_rope, apply_rope_append_kv
 from rooftop.ops.softmax import log_softmax, softmax
 
 __all__ = ["softmax", "log_softmax", "rms_norm", "fused_add_rms_norm_", "layer_norm", "fused_add_layer_norm_", "swiglu", "geglu", "bias_gelu",
-           "apply_rope", "row_sum", "row_max", "row_mean", "row_norm", "row_argmax", "matmul", "matmul_fp8",
+           "apply_rope", "apply_rope_append_kv", "row_sum", "row_max", "row_mean", "row_norm", "row_argmax", "matmul", "matmul_fp8",
            "attention", "attention_varlen", "decode_attention", "append_kv",
            "quantize_weight", "quant_matmul", "QuantizedWeight", "QuantLinear", "quantize_model"]
 __version__ = "0.1.0"

@@ -34,7 +34,9 @@ Duck-typed, so it follows the architecture rather than a transformers version:
 - that attention forward's `cache.update(k, v, self.layer_idx, ...)` (the argument named cache or past_key_value(s))
   goes to rooftop.append_kv where the layer is transformers' StaticLayer as it has been read (_known_static_classes; its
   cumulative_length a 0-d device tensor, the rows appended at it): one kernel for the arange, add and two index_copy_
-  kernels of its update; any other cache, layer or version updates as before.
+  kernels of its update; any other cache, layer or version updates as before. Where the RoPE statement comes before
+  that update (nothing between reading k), the two are one kernel, rooftop.apply_rope_append_kv: q rotated, the
+  rotated k and v written into the cache (`rope_append=False` keeps them apart).
 Other parameters are shared, not copied; outputs match the original up to rounding. Prefill attention is left to
 the model's own implementation (choose `attn_implementation="sdpa"` when loading).
 """
@@ -56,7 +58,7 @@ from rooftop.ops.activations import geglu, swiglu
 from rooftop.ops.attention import MAX_HEAD_DIM
 from rooftop.ops.decode_attention import append_kv, decode_attention
 from rooftop.ops.quant_matmul import QuantLinear
-from rooftop.ops.rope import apply_rope
+from rooftop.ops.rope import apply_rope, apply_rope_append_kv
 
 
 def stacked_projection(*parts: nn.Module) -> nn.Module | None:
@@ -139,18 +141,40 @@ def _gated_mlp(module: nn.Module, merge: bool) -> GatedMLP | None:
     return GatedMLP(*parts[:3], activation, merge) if activation else None
 
 
+def _rope_takes(q, k, cos, sin) -> bool:
+    """Whether rooftop's RoPE kernel takes Hugging Face's apply_rotary_pos_emb(q, k, cos, sin): q, k [B, H, S, D] of
+    one dtype with a unit last stride, cos/sin [S, D] or [B, S, D], no autograd."""
+    shapes = (q.dim() == 4 and k.dim() == 4 and cos.shape == sin.shape and cos.dim() in (2, 3)
+              and cos.shape[-1] == q.shape[-1] and cos.shape[-2] == q.shape[2])
+    grads = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, cos, sin))
+    return shapes and not grads and q.dtype == k.dtype and q.stride(-1) == 1 and k.stride(-1) == 1
+
+
 def _fused_rotary(original):
     """Hugging Face's apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1) by rooftop.apply_rope where
-    the kernel takes the call (q, k [B, H, S, D], cos/sin [S, D] or [B, S, D], no autograd), else `original`."""
+    the kernel takes the call (_rope_takes), else `original`."""
     def apply_rotary_pos_emb(q, k, cos, sin, *args, **kwargs):
         plain = not args and kwargs.get("unsqueeze_dim", 1) == 1 and set(kwargs) <= {"unsqueeze_dim"}
-        shapes = (q.dim() == 4 and k.dim() == 4 and cos.shape == sin.shape and cos.dim() in (2, 3)
-                  and cos.shape[-1] == q.shape[-1] and cos.shape[-2] == q.shape[2])
-        grads = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, cos, sin))
-        if plain and shapes and not grads and q.dtype == k.dtype and q.stride(-1) == 1 and k.stride(-1) == 1:
+        if plain and _rope_takes(q, k, cos, sin):
             return apply_rope(q, k, cos, sin)
         return original(q, k, cos, sin, *args, **kwargs)
     return apply_rotary_pos_emb
+
+
+def _rope_append(rotary):
+    """`q, k, appended = rope_append(q, k, v, cos, sin, cache, layer_idx)` of a patched attention forward, where it
+    applied `rotary` (apply_rotary_pos_emb) and its cache's update follows: where _static_layer finds the layer and
+    the RoPE kernel takes the call, rooftop.apply_rope_append_kv (q rotated, the rotated k and v written into the
+    layer's cache at its length, one kernel) and the layer as `appended`, which the update then only reads; else
+    rotary(q, k, cos, sin) and None."""
+    def rope_append(q, k, v, cos, sin, cache, layer_idx):
+        layer = _static_layer(cache, layer_idx, k, v) if cache is not None else None
+        if layer is not None and _rope_takes(q, k, cos, sin):
+            q = apply_rope_append_kv(q, k, v, cos, sin, layer.keys, layer.values, layer.cumulative_length)
+            return q, k, layer
+        q, k = rotary(q, k, cos, sin)
+        return q, k, None
+    return rope_append
 
 
 # kwargs of transformers' attention functions that change the maths (soft-capping, attention sinks, head masks) or ask
@@ -249,9 +273,12 @@ def _static_layer(cache, layer_idx, key, value):
     return layer
 
 
-def _cache_update(cache, key, value, layer_idx, *args, **kwargs):
+def _cache_update(cache, key, value, layer_idx, *args, _rooftop_appended=None, **kwargs):
     """cache.update(key, value, layer_idx, ...) of a patched attention forward: by rooftop.append_kv where
-    _static_layer finds the layer, else the cache's own."""
+    _static_layer finds the layer, else the cache's own; only the layer's tensors where the RoPE before has appended
+    the rows (_rooftop_appended: that layer, from _rope_append)."""
+    if _rooftop_appended is not None:
+        return _rooftop_appended.keys, _rooftop_appended.values
     layer = _static_layer(cache, layer_idx, key, value)
     if layer is None:
         return cache.update(key, value, layer_idx, *args, **kwargs)
@@ -275,6 +302,71 @@ def _cache_update_rewrite(node: ast.FunctionDef) -> int:
             sub.func = ast.copy_location(ast.Name("_rooftop_cache_update", ast.Load()), sub.func)
             found += 1
     return found
+
+
+def _names(nodes, ctx) -> set[str]:
+    """The names that `nodes` (syntax trees) load (ctx ast.Load) or assign (ast.Store)."""
+    return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
+
+
+def _rope_append_rewrite(node: ast.FunctionDef) -> int:
+    """`q, k = apply_rotary_pos_emb(q0, k0, cos, sin)` (a statement of the body) followed, later in the body or first
+    in an `if` of it, by `... = _rooftop_cache_update(<cache>, k, v, <layer_idx>, ...)` (_cache_update_rewrite's),
+    where nothing between reads k or assigns v, <cache> or the names of <layer_idx> (names and attributes only):
+    the RoPE becomes `q, k, _rooftop_appended = _rooftop_rope_append(q0, k0, v, cos, sin, <cache>, <layer_idx>)`
+    and the update gets `_rooftop_appended=_rooftop_appended` (_rope_append). Returns 1 where it rewrote, else 0."""
+    def rope_call(stmt):  # (q, k) where stmt is the RoPE statement
+        value, target = getattr(stmt, "value", None), (stmt.targets[0] if isinstance(stmt, ast.Assign) else None)
+        if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "apply_rotary_pos_emb"
+                and len(value.args) == 4 and not value.keywords and all(isinstance(a, ast.Name) for a in value.args)
+                and len(stmt.targets) == 1 and isinstance(target, ast.Tuple) and len(target.elts) == 2
+                and all(isinstance(t, ast.Name) for t in target.elts)):
+            return target.elts[0].id, target.elts[1].id
+        return None
+
+    def update_call(stmt):
+        value = getattr(stmt, "value", None)
+        if (isinstance(stmt, ast.Assign) and isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+                and value.func.id == "_rooftop_cache_update" and len(value.args) >= 4):
+            return value
+        return None
+
+    def plain(expr):  # a name or attributes of one
+        while isinstance(expr, ast.Attribute):
+            expr = expr.value
+        return isinstance(expr, ast.Name)
+
+    for i, stmt in enumerate(node.body):
+        names = rope_call(stmt)
+        if names is None:
+            continue
+        between = []
+        for later in node.body[i + 1:]:
+            inner = later.body if isinstance(later, ast.If) else [later]
+            found = next((j for j, sub in enumerate(inner) if update_call(sub) is not None), None)
+            if found is None:
+                between.append(later)
+                continue
+            between += inner[:found]
+            call = update_call(inner[found])
+            if isinstance(later, ast.If):
+                between.append(later.test)
+            cache, key, value, layer_idx = call.args[:4]
+            if not (isinstance(key, ast.Name) and key.id == names[1] and isinstance(value, ast.Name)
+                    and isinstance(cache, ast.Name) and plain(layer_idx)):
+                return 0
+            if names[1] in _names(between, ast.Load) or \
+                    _names(between, ast.Store) & ({value.id, cache.id} | _names([layer_idx], ast.Load)):
+                return 0
+            rope = stmt.value
+            stmt.targets[0].elts.append(ast.Name("_rooftop_appended", ast.Store()))
+            stmt.value = ast.copy_location(ast.Call(ast.Name("_rooftop_rope_append", ast.Load()), [
+                *rope.args[:2], ast.Name(value.id, ast.Load()), *rope.args[2:], ast.Name(cache.id, ast.Load()),
+                layer_idx], []), rope)
+            call.keywords.append(ast.keyword("_rooftop_appended", ast.Name("_rooftop_appended", ast.Load())))
+            return 1
+        return 0
+    return 0
 
 
 def _decode_functions(functions):
@@ -418,8 +510,8 @@ def _qkv_rewrite(node: ast.FunctionDef) -> int:
     return 1
 
 
-def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool,
-                       kv_append: bool = True) -> tuple[object, dict[str, int]]:
+def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_append: bool = True,
+                       rope_append: bool = True) -> tuple[object, dict[str, int]]:
     """For an attention module (`q_proj`, `k_proj`, `v_proj`): a forward of its own that calls rooftop.apply_rope where
     its forward calls its module's NeoX-layout `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it), and
     with merge_qkv computes q, k and v by one stacked projection (`qkv_proj`; the three are then removed). Returns the
@@ -450,6 +542,10 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool,
         changed["kv_append"] = min(1, _cache_update_rewrite(node)) if known else 0
         if changed["kv_append"]:  # (the namespace is built after the rewrite)
             rebind["_rooftop_cache_update"] = _cache_update
+        fuse = rope_append and changed["kv_append"] and rope is not None
+        changed["rope_append"] = _rope_append_rewrite(node) if fuse else 0
+        if changed["rope_append"]:
+            rebind["_rooftop_rope_append"] = _rope_append(rebind["apply_rotary_pos_emb"])
         return changed["qkv"] + changed["kv_append"]
 
     forward, _ = _patched_forward(module, rewrite, rebind)
@@ -462,7 +558,7 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool,
         for name in QKV:
             delattr(module, name)
     return forward, {"rope": int(rope is not None), "qkv": merged, "decode_attention": int(decoding),
-                     "kv_append": changed.get("kv_append", 0)}
+                     "kv_append": changed.get("kv_append", 0), "rope_append": changed.get("rope_append", 0)}
 
 
 def _add_norm_rewrite(module: nn.Module):
@@ -507,14 +603,15 @@ def _add_norm_names(add, keep, norm, self_name, module) -> tuple[str, str, str] 
 
 
 def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = True,
-                decode_attention: bool = True, kv_append: bool = True) -> dict[str, int]:
+                decode_attention: bool = True, kv_append: bool = True, rope_append: bool = True) -> dict[str, int]:
     """Swap in rooftop's fused modules and forwards in place; returns how many of each were replaced. merge_gate_up:
     an MLP's gate and up projections become one (`GatedMLP`), where they can; merge_qkv: an attention's q, k and v
     projections (`qkv_proj`); decode_attention: an attention's SDPA decode steps by rooftop.decode_attention;
-    kv_append: a static cache layer's update by rooftop.append_kv."""
+    kv_append: a static cache layer's update by rooftop.append_kv; rope_append: with kv_append, an attention's RoPE
+    and that update as one kernel (rooftop.apply_rope_append_kv) where its RoPE is followed by the update."""
     counts = {"rms_norm": 0, "add_rms_norm": 0, "gated_mlp": 0, "qkv": 0, "rope": 0, "decode_attention": 0,
-              "kv_append": 0}
-    forward, changed = _attention_forward(model, merge_qkv, decode_attention, kv_append)
+              "kv_append": 0, "rope_append": 0}
+    forward, changed = _attention_forward(model, merge_qkv, decode_attention, kv_append, rope_append)
     if forward is not None:
         model.forward = forward
         for key, n in changed.items():
@@ -525,7 +622,8 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
         if new is None:
             new, kind = _gated_mlp(child, merge_gate_up), "gated_mlp"
         if new is None:
-            for key, n in patch_model(child, merge_gate_up, merge_qkv, decode_attention, kv_append).items():
+            for key, n in patch_model(child, merge_gate_up, merge_qkv, decode_attention, kv_append,
+                                      rope_append).items():
                 counts[key] += n
             continue
         setattr(model, name, new)

@@ -452,6 +452,13 @@ def append_kv(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, v: 
     every sequence (shape [] or [1]: transformers' StaticLayer.cumulative_length) or one a sequence ([B]). One kernel
     (Hugging Face's StaticLayer.update: an arange, an add and two index_copy_ kernels); rows past S_max are not written
     (as decode_attention clamps lengths, a length is not checked: that would cost a host sync a call)."""
+    check_append(k_cache, v_cache, k, v, cache_lengths)
+    _append_kv_op(k_cache, v_cache, k, v, cache_lengths)
+
+
+def check_append(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                 cache_lengths: torch.Tensor) -> None:
+    """append_kv's checks of its arguments (also apply_rope_append_kv's)."""
     check_qkv(k, k_cache, v_cache, 4, "[batch, kv heads, tokens, head_dim]", names=("k", "k_cache", "v_cache"))
     check_qkv(v, k_cache, v_cache, 4, "[batch, kv heads, tokens, head_dim]", names=("v", "k_cache", "v_cache"))
     B, H, S, D = k.shape
@@ -465,7 +472,6 @@ def append_kv(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, v: 
     check_same_device("cache_lengths", cache_lengths, "k", k)
     if tuple(cache_lengths.shape) not in ((), (1,), (B,)):
         raise ValueError(f"cache_lengths must have shape (), (1,) or ({B},) (batch), got {tuple(cache_lengths.shape)}")
-    _append_kv_op(k_cache, v_cache, k, v, cache_lengths)
 
 
 def append_kv_reference(k_cache, v_cache, k, v, cache_lengths) -> None:

@@ -63,6 +63,10 @@ PROGRAMS_PER_SM = 4  # looped and split paths: programs per SM, all resident at 
 # 74.2 / 99.3
 ARGMAX_ELEMS_PER_THREAD = 32
 ARGMAX_WIDE_N = 8192
+# argmax rows up to ARGMAX_NARROW_N columns: programs of ARGMAX_NARROW_BLOCK_ELEMS (two warps; NOTES item 221, us at
+# 262144 x 512 / 131072 x 1024 / 65536 x 2048, programs of 4096 / 2048 elements: 90.1 / 80.8, 74.4 / 80.9, 73.0 / 80.2)
+ARGMAX_NARROW_N = 512
+ARGMAX_NARROW_BLOCK_ELEMS = 2048
 # argmax keeps rows wider than this on chip only where they are few (the split path's rows: on chip beats the split
 # there), else they take the looped path (on chip, 32 elements a thread spill predicates). H200, bf16, graph replay
 # (NOTES item 220), us, on chip / not: [4096, 32768] 80.9 / 74.7 (looped), [512, 32768] 13.4 / 12.2 (looped),
@@ -334,8 +338,9 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
     pdl = pdl_options(rows)
     if path == "onchip":
         wide = kind != "argmax" or N > ARGMAX_WIDE_N
+        narrow = kind == "argmax" and N <= ARGMAX_NARROW_N
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD if wide else ARGMAX_ELEMS_PER_THREAD,
-                                                ONCHIP_BLOCK_ELEMS)
+                                                ARGMAX_NARROW_BLOCK_ELEMS if narrow else ONCHIP_BLOCK_ELEMS)
         if kind == "argmax":  # whole 16-byte vectors (columns past N masked)
             block_n = max(block_n, 16 // rows.element_size())
         launch(_row_reduce_onchip_kernel, (cdiv(M, block_m),), rows, out, M, N, rows.stride(0),

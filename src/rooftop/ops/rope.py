@@ -40,8 +40,9 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (await_previous, check_float, check_same_device, launch, pdl_options, planned,
-                                  runs_kernel, torch_op)
+from rooftop.ops._support import (arrival_counters, arrive_last, await_previous, check_float, check_same_device, launch,
+                                  pdl_options, planned, runs_kernel, torch_op)
+from rooftop.ops.decode_attention import append_kv_reference, check_append
 from rooftop.roofline import Cost
 
 # Launch parameters (to be tuned on the H200).
@@ -83,27 +84,53 @@ def _rope_heads(x_tok, out_tok, n_heads, x_head_stride, out_head_stride, cos, si
             tl.store(out_heads[:, None] + i[None, :], y1.to(out_tok.dtype.element_ty), mask=mask)
             tl.store(out_heads[:, None] + HALF + i[None, :], y2.to(out_tok.dtype.element_ty), mask=mask)
         if COPY_PASS:
-            cols = 2 * HALF + tl.arange(0, BLOCK_PASS)
-            mask = head_mask[:, None] & (cols < HEAD_DIM)[None, :]
-            tl.store(out_heads[:, None] + cols[None, :], tl.load(x_heads[:, None] + cols[None, :], mask=mask),
-                     mask=mask)
+            _copy_dims(x_heads, out_heads, head_mask, 2 * HALF, HEAD_DIM, BLOCK_PASS)
+
+
+@triton.jit
+def _copy_dims(x_heads, out_heads, head_mask, first, HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr):
+    """Dims first..HEAD_DIM of the heads at x_heads ([BLOCK_H] pointers) to out_heads."""
+    cols = first + tl.arange(0, BLOCK)
+    mask = head_mask[:, None] & (cols < HEAD_DIM)[None, :]
+    tl.store(out_heads[:, None] + cols[None, :], tl.load(x_heads[:, None] + cols[None, :], mask=mask), mask=mask)
+
+
+@triton.jit
+def _copy_heads(x_tok, out_tok, n_heads, x_head_stride, out_head_stride, HEAD_DIM: tl.constexpr,
+                BLOCK_D: tl.constexpr, BLOCK_H: tl.constexpr):
+    """One token's `n_heads` heads copied whole, BLOCK_H heads at a time."""
+    for h0 in range(0, n_heads, BLOCK_H):
+        heads = h0 + tl.arange(0, BLOCK_H)
+        _copy_dims(x_tok + heads.to(tl.int64) * x_head_stride, out_tok + heads.to(tl.int64) * out_head_stride,
+                   heads < n_heads, 0, HEAD_DIM, BLOCK_D)
 
 
 @triton.jit
 def _rope_kernel(q_ptr, k_ptr, q_out_ptr, k_out_ptr, cos_ptr, sin_ptr, pos_ptr, S, HQ, HK,
                  q_sb, q_sh, q_ss, k_sb, k_sh, k_ss, qo_sb, qo_sh, qo_ss, ko_sb, ko_sh, ko_ss,
                  cos_sb, cos_ss, sin_sb, sin_ss, pos_sb, pos_ss,
+                 v_ptr, v_out_ptr, lengths, counters, capacity, v_sb, v_sh, v_ss, vo_sb, vo_sh, vo_ss,
                  HEAD_DIM: tl.constexpr, HALF: tl.constexpr, BLOCK_HALF: tl.constexpr, BLOCK_PASS: tl.constexpr,
-                 BLOCK_HQ: tl.constexpr, BLOCK_HK: tl.constexpr, INTERLEAVED: tl.constexpr,
-                 COPY_PASS: tl.constexpr, HAS_POS: tl.constexpr, PDL: tl.constexpr):
+                 BLOCK_D: tl.constexpr, BLOCK_HQ: tl.constexpr, BLOCK_HK: tl.constexpr, INTERLEAVED: tl.constexpr,
+                 COPY_PASS: tl.constexpr, HAS_POS: tl.constexpr, APPEND: tl.constexpr, PER_SEQUENCE: tl.constexpr,
+                 PDL: tl.constexpr):
     # One program per token: reads its HALF cosines and sines once, its HQ + HK heads of q and k once
     # (the rotated dims, and with COPY_PASS the rest), writes them once. *_sb/_sh/_ss: strides of
     # batch, head, sequence (cos/sin/pos: batch 0 when broadcast; with HAS_POS cos_ss is the table's).
+    # APPEND: k_out / v_out are a cache of `capacity` rows a sequence; the token's rotated k and its v (read once,
+    # written once) go to row lengths[b] + s (rows past the capacity dropped), and the last of the length's readers
+    # to arrive adds S to it (PER_SEQUENCE: a length a sequence, else one for all).
     # PDL: the launch overlaps the kernel before it (_support.pdl_options).
     await_previous(PDL)
     token = tl.program_id(0)
     b = (token // S).to(tl.int64)
     s = (token % S).to(tl.int64)
+    k_row = s
+    kv_heads = HK
+    if APPEND:
+        start = tl.load(lengths + b * PER_SEQUENCE)
+        k_row = start + s
+        kv_heads = tl.where((k_row >= 0) & (k_row < capacity), HK, 0)
     if HAS_POS:
         pos = tl.load(pos_ptr + b * pos_sb + s * pos_ss).to(tl.int64)
         cos_row = cos_ptr + pos * cos_ss
@@ -116,8 +143,17 @@ def _rope_kernel(q_ptr, k_ptr, q_out_ptr, k_out_ptr, cos_ptr, sin_ptr, pos_ptr, 
     sin = tl.load(sin_row + i, mask=i < HALF, other=0.0).to(tl.float32)
     _rope_heads(q_ptr + b * q_sb + s * q_ss, q_out_ptr + b * qo_sb + s * qo_ss, HQ, q_sh, qo_sh, cos, sin,
                 HEAD_DIM, HALF, BLOCK_HALF, BLOCK_PASS, BLOCK_HQ, INTERLEAVED, COPY_PASS)
-    _rope_heads(k_ptr + b * k_sb + s * k_ss, k_out_ptr + b * ko_sb + s * ko_ss, HK, k_sh, ko_sh, cos, sin,
+    _rope_heads(k_ptr + b * k_sb + s * k_ss, k_out_ptr + b * ko_sb + k_row * ko_ss, kv_heads, k_sh, ko_sh, cos, sin,
                 HEAD_DIM, HALF, BLOCK_HALF, BLOCK_PASS, BLOCK_HK, INTERLEAVED, COPY_PASS)
+    if APPEND:
+        _copy_heads(v_ptr + b * v_sb + s * v_ss, v_out_ptr + b * vo_sb + k_row * vo_ss, kv_heads, v_sh, vo_sh,
+                    HEAD_DIM, BLOCK_D, BLOCK_HK)
+        if PER_SEQUENCE:  # the sequence's S programs read lengths[b]
+            last = arrive_last(counters, b, S)
+        else:  # every program read the one length
+            last = arrive_last(counters, 0, tl.num_programs(0))
+        if last:
+            tl.store(lengths + b * PER_SEQUENCE, start + S)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -137,8 +173,11 @@ def _batch_seq_strides(t: torch.Tensor, lead: int) -> tuple[int, int]:
     return (t.stride(0) if t.shape[0] > 1 else 0), t.stride(1)
 
 
-def rope_launch(q, k, q_out, k_out, cos, sin, position_ids, interleaved: bool, rotary_dim: int) -> None:
-    """q_out, k_out <- rope(q), rope(k); the outputs may be q and k themselves (in place)."""
+def rope_launch(q, k, q_out, k_out, cos, sin, position_ids, interleaved: bool, rotary_dim: int,
+                append: Optional[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None) -> None:
+    """q_out, k_out <- rope(q), rope(k); the outputs may be q and k themselves (in place). append = (v, v_cache,
+    cache_lengths): k_out is a k cache, the rotated k and v go to its and v_cache's rows at the lengths, which
+    advance (apply_rope_append_kv)."""
     B, HQ, S, D = q.shape
     HK = k.shape[1]
     if B * S == 0 or HQ + HK == 0:
@@ -148,13 +187,18 @@ def rope_launch(q, k, q_out, k_out, cos, sin, position_ids, interleaved: bool, r
     cos_sb, cos_ss = _batch_seq_strides(cos, cos.dim() - 1)
     sin_sb, sin_ss = _batch_seq_strides(sin, sin.dim() - 1)
     pos_sb, pos_ss = _batch_seq_strides(position_ids, position_ids.dim()) if has_pos else (0, 0)
+    v, v_out, lengths = append if append is not None else (k, k_out, cos)  # (unread without APPEND)
+    per_sequence = lengths.numel() > 1
+    counters = arrival_counters(q.device, B if per_sequence else 1) if append is not None else cos
     launch(_rope_kernel, (B * S,), q, k, q_out, k_out, cos, sin, position_ids if has_pos else cos, S, HQ, HK,
            q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2), q_out.stride(0),
            q_out.stride(1), q_out.stride(2), k_out.stride(0), k_out.stride(1), k_out.stride(2), cos_sb, cos_ss, sin_sb,
-           sin_ss, pos_sb, pos_ss, HEAD_DIM=D, HALF=half, BLOCK_HALF=triton.next_power_of_2(half),
-           BLOCK_PASS=triton.next_power_of_2(max(D - rotary_dim, 1)), BLOCK_HQ=heads_per_tile(HQ, D),
-           BLOCK_HK=heads_per_tile(HK, D), INTERLEAVED=interleaved, COPY_PASS=rotary_dim < D and q_out is not q,
-           HAS_POS=has_pos, num_warps=NUM_WARPS, **pdl_options(q))
+           sin_ss, pos_sb, pos_ss, v, v_out, lengths, counters, k_out.shape[2], v.stride(0), v.stride(1), v.stride(2),
+           v_out.stride(0), v_out.stride(1), v_out.stride(2), HEAD_DIM=D, HALF=half,
+           BLOCK_HALF=triton.next_power_of_2(half), BLOCK_PASS=triton.next_power_of_2(max(D - rotary_dim, 1)),
+           BLOCK_D=triton.next_power_of_2(D), BLOCK_HQ=heads_per_tile(HQ, D), BLOCK_HK=heads_per_tile(HK, D),
+           INTERLEAVED=interleaved, COPY_PASS=rotary_dim < D and k_out is not k, HAS_POS=has_pos,
+           APPEND=append is not None, PER_SEQUENCE=per_sequence, num_warps=NUM_WARPS, **pdl_options(q))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -262,6 +306,39 @@ def apply_rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.T
         _rope_inplace_op(q, k, cos, sin, position_ids, bool(interleaved), rd)
         return q, k
     return _rope_op(q, k, cos, sin, position_ids, bool(interleaved), rd)
+
+
+def _rope_append_fake(q, k, v, cos, sin, k_cache, v_cache, cache_lengths, position_ids, interleaved, rotary_dim):
+    return torch.empty_like(q)
+
+
+@torch_op("apply_rope_append_kv", mutates_args=("k_cache", "v_cache", "cache_lengths"), fake=_rope_append_fake)
+def _rope_append_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                    k_cache: torch.Tensor, v_cache: torch.Tensor, cache_lengths: torch.Tensor,
+                    position_ids: Optional[torch.Tensor], interleaved: bool, rotary_dim: int) -> torch.Tensor:
+    q_out = torch.empty_like(q)
+    if runs_kernel(q):
+        rope_launch(q, k, q_out, k_cache, cos, sin, position_ids, interleaved, rotary_dim,
+                    append=(v, v_cache, cache_lengths))
+    else:
+        q_ref, k_ref = rope_reference(q, k, cos, sin, position_ids, interleaved, rotary_dim)
+        q_out.copy_(q_ref)
+        append_kv_reference(k_cache, v_cache, k_ref.to(k.dtype), v, cache_lengths)
+    return q_out
+
+
+@planned
+def apply_rope_append_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                         k_cache: torch.Tensor, v_cache: torch.Tensor, cache_lengths: torch.Tensor,
+                         position_ids: Optional[torch.Tensor] = None, interleaved: bool = False,
+                         rotary_dim: Optional[int] = None) -> torch.Tensor:
+    """apply_rope(q, k, ...) and append_kv(k_cache, v_cache, rotated k, v, cache_lengths) in one launch: returns the
+    rotated q (a new tensor); the rotated k and v go to rows cache_lengths[b] .. + S - 1 of the caches [B_cache >= B,
+    Hkv, S_max, D] (rows past S_max dropped) and cache_lengths ([], [1] or [B]; int32 / int64) advance by S. A
+    decode step's RoPE and static-cache update (Hugging Face: RoPE, then StaticLayer.update's four kernels)."""
+    rd = _check(q, k, cos, sin, position_ids, rotary_dim)
+    check_append(k_cache, v_cache, k, v, cache_lengths)
+    return _rope_append_op(q, k, v, cos, sin, k_cache, v_cache, cache_lengths, position_ids, bool(interleaved), rd)
 
 
 # ---------------------------------------------------------------------------------------------
