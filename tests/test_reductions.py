@@ -12,10 +12,17 @@ from rooftop.ops.reductions import (reduce_path, row_argmax, row_max, row_mean, 
 
 FNS = {"sum": row_sum, "max": row_max, "mean": row_mean, "norm": row_norm}
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
-# 1 element, odd, prime, the widest on-chip row, past it with few rows and one long row (split path
-# here and on the GPU), past it with enough rows for the looped path in the interpreter (8 "SMs")
-SHAPES = [(1, 1), (3, 7), (5, 1000), (2, 32768), (3, 40000), (1, 300000), (17, 32771)]
+# 1 element, odd, prime, the widest on-chip row among few, past it with few rows and one long row (split path
+# here and on the GPU), past the widest on-chip row among many with enough rows for the looped path in the
+# interpreter (8 "SMs")
+SHAPES = [(1, 1), (3, 7), (5, 1000), (2, 32768), (3, 40000), (1, 300000), (17, 65537)]
 SMS = num_sms(0 if HAS_CUDA else -1)
+
+
+def _onchip_up_to(n, monkeypatch):
+    """Rows past n columns off chip, few or many, argmax's too (the looped and split paths on small rows)."""
+    for name in ("ONCHIP_MAX", "ONCHIP_MANY_MAX", "ARGMAX_ONCHIP_MAX"):
+        monkeypatch.setattr(reductions, name, n)
 
 
 def _rand(shape, dtype, device):
@@ -57,7 +64,7 @@ def test_argmax_special_values(path, dtype, monkeypatch, device):
     above +inf (the first NaN found by a second pass), a row all -inf; on chip, and in tiles of 128 elements split
     into pieces or looped over (the 6 rows repeated past the split path's few rows)."""
     if path != "onchip":
-        monkeypatch.setattr(reductions, "ONCHIP_MAX", 64)
+        _onchip_up_to(64, monkeypatch)
         monkeypatch.setattr(reductions, "LOOPED_TILE_BYTES", 128 * torch.tensor([], dtype=dtype).element_size())
     x = torch.randn(6, 500, device=device).to(dtype)
     reps = 2 * SMS // 6 + 1 if path == "looped" else 1
@@ -78,9 +85,10 @@ def test_argmax_special_values(path, dtype, monkeypatch, device):
 
 def test_paths():
     onchip_max, split_max_rows = reductions.ONCHIP_MAX, reductions.PROGRAMS_PER_SM * SMS // 2
-    assert reduce_path(1, onchip_max, SMS) == reduce_path(10**6, onchip_max, SMS) == "onchip"
+    many_max = reductions.ONCHIP_MANY_MAX
+    assert reduce_path(1, onchip_max, SMS) == reduce_path(split_max_rows + 1, many_max, SMS) == "onchip"
     assert reduce_path(1, onchip_max + 1, SMS) == reduce_path(split_max_rows, 1 << 20, SMS) == "split"
-    assert reduce_path(split_max_rows + 1, onchip_max + 1, SMS) == "looped"
+    assert reduce_path(split_max_rows + 1, many_max + 1, SMS) == "looped"
     # argmax: rows past ARGMAX_ONCHIP_MAX on chip only where few
     wide = reductions.ARGMAX_ONCHIP_MAX + 1
     assert reduce_path(split_max_rows, onchip_max, SMS, "argmax") == reduce_path(10**6, wide - 1, SMS,
@@ -98,7 +106,7 @@ def test_every_path_with_small_tiles(path, dtype, monkeypatch, device):
     (odd: the loop is unrolled by two), the last one partial. Row 0 holds a NaN in its last tile, row 1
     is all -inf, row 2 holds -inf among finite values."""
     if path != "onchip":
-        monkeypatch.setattr(reductions, "ONCHIP_MAX", 64)
+        _onchip_up_to(64, monkeypatch)
     monkeypatch.setattr(reductions, "LOOPED_TILE_BYTES", 256)
     monkeypatch.setattr(reductions, "PROGRAMS_PER_SM", 1)  # fewer rows reach the looped path
     M = 3 if path != "looped" else SMS + 3  # looped: programs get 2 rows, one gets 1

@@ -19,12 +19,12 @@ Why argmax: greedy decoding takes one over the vocabulary every token ([1, 12825
 reduction runs one block for the row (~36 us on the H200, 4% of an int4 8-layer decode step: NOTES item 210).
 
 Which path runs (M rows of N elements, S streaming multiprocessors; `reduce_path`):
-- N <= ONCHIP_MAX, "onchip": BLOCK_M whole rows a program, loaded at once and reduced in registers (argmax: past
-  ARGMAX_ONCHIP_MAX only among few rows; many take the looped path).
-- N > ONCHIP_MAX and M large enough to give every SM PROGRAMS_PER_SM programs, "looped": a
+- "onchip": BLOCK_M whole rows a program, loaded at once and reduced in registers, up to ONCHIP_MAX columns
+  among few rows, ONCHIP_MANY_MAX among as many as give every SM PROGRAMS_PER_SM programs (argmax: ARGMAX_ONCHIP_MAX).
+- wider rows, and M large enough, "looped": a
   persistent grid; each program takes whole rows (p, p + G, ...) and walks a row tile by tile, the
   next two tiles' loads in flight while the current one is folded into per-lane fp32 accumulators.
-- N > ONCHIP_MAX and fewer rows ("split"): each row is cut into chunks so that about
+- wider rows, and fewer of them ("split"): each row is cut into chunks so that about
   PROGRAMS_PER_SM * S programs work. Kernel 1 writes each chunk's fp32 total to a workspace
   [M, chunks] (at most PROGRAMS_PER_SM * S floats); kernel 2 combines a row's totals and finishes.
 argmax works a 16-byte vector at a time, which a thread holds whole: the vector's NaN-keeping max, the first of
@@ -49,7 +49,10 @@ from rooftop.ops._support import (FLOAT_DTYPES, as_rows, await_previous, cdiv, c
                                   onchip_config, pdl_options, planned, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
-ONCHIP_MAX = 32768  # widest row kept in registers (elements)
+ONCHIP_MAX = 32768  # widest row reduced on chip among few rows (elements): wider ones are split over programs
+# widest row reduced on chip among many rows: a row a 32-warp program, two programs an SM (32-44 registers, sm_90),
+# against the looped path's 88% of copy at 65536 (NOTES item 222)
+ONCHIP_MANY_MAX = 65536
 # Launch parameters, to be tuned on the H200 (benchmarks/tune_rowops.py). Registers from ptxas for
 # sm_90: on-chip 19-32 (bf16; full occupancy), looped/split 46-50 (4-5 programs of 8 warps an SM).
 ONCHIP_ELEMS_PER_THREAD = 16
@@ -322,7 +325,7 @@ def reduce_path(M: int, N: int, sms: int, kind: str = "sum") -> str:
     (one program a row, persistent) or "split" (rows cut into chunks over programs)."""
     # split when the rows alone cannot give every SM its programs: at least 2 chunks a row are needed
     few_rows = PROGRAMS_PER_SM * sms // M >= 2
-    if N <= ONCHIP_MAX and (N <= ARGMAX_ONCHIP_MAX or kind != "argmax" or few_rows):
+    if N <= (ONCHIP_MAX if few_rows else ARGMAX_ONCHIP_MAX if kind == "argmax" else ONCHIP_MANY_MAX):
         return "onchip"
     return "split" if few_rows else "looped"
 
