@@ -14,7 +14,6 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 SHAPES = [(1, 1), (3, 7), (5, 1000), (4, 4096), (2, 32768), (3, 32771), (2, 40000), (2, 49152)]
 ONCHIP, LOOPED = (4, 4096), (2, 40000)
 WELFORD = (2, 12000)  # the Welford kernel's width: 5 whole tiles and a masked tail
-RELOAD = (2, 24576)  # the reload kernel's width: a whole tile and half of one
 
 
 def _inputs(shape, dtype, device, param_dtype=None):
@@ -26,7 +25,7 @@ def _inputs(shape, dtype, device, param_dtype=None):
 
 
 def test_paths_under_test():
-    assert ONCHIP[1] <= ONCHIP_MAX < 32771 <= LOOPED[1] and layer_norm_mod.reload_width(RELOAD[1], False)
+    assert ONCHIP[1] <= ONCHIP_MAX < 32771 <= LOOPED[1]
     assert not layer_norm_mod.welford_width(ONCHIP[1], False) and not layer_norm_mod.welford_width(LOOPED[1], False)
     assert layer_norm_mod.welford_width(WELFORD[1], False) and WELFORD[1] % layer_norm_mod.welford_rblock(WELFORD[1])
     assert 49152 % looped_config(49152, 2, True)[0] == 49152 % looped_config(49152, 4, True)[0] == 0  # whole tiles
@@ -91,15 +90,12 @@ def test_looped_programs_take_several_rows(shape, device):
     assert rel_err(layer_norm(x32, None, None), layer_norm_reference(x32, None, None)) < TOL[torch.float32]
 
 
-@pytest.mark.parametrize("shape", [WELFORD, RELOAD])
-def test_float32_outlier_first_value(shape, device, monkeypatch):
-    """fp32 rows of randn whose first value is 1e4 away: the shifted kernels' shift is not the first value for
+def test_welford_float32_outlier_first_value(device):
+    """fp32 rows of randn whose first value is 1e4 away: the Welford kernel's shift is not the first value for
     fp32 rows (it would leave fp32's tolerance), with and without a residual (in place too)."""
-    monkeypatch.setattr(layer_norm_mod, "RELOAD_RESIDUAL", True)  # the reload kernel's rows with a residual too
-    launched = spy_launches(monkeypatch, layer_norm_mod)
-    x = torch.randn(shape, device=device)
+    x = torch.randn(WELFORD, device=device)
     x[:, 0] = 1e4
-    w = torch.rand(shape[-1], device=device) + 0.5
+    w = torch.rand(WELFORD[-1], device=device) + 0.5
     assert rel_err(layer_norm(x, w, None), layer_norm_reference(x, w, None)) < TOL[torch.float32]
     res = torch.randn_like(x)
     y, r = layer_norm(res, w, None, residual=x)
@@ -107,10 +103,9 @@ def test_float32_outlier_first_value(shape, device, monkeypatch):
     xc, rc = res.clone(), x.clone()
     fused_add_layer_norm_(xc, rc, w, None)
     assert torch.equal(rc, r) and rel_err(xc, layer_norm_reference(r, w, None)) < TOL[torch.float32]
-    assert set(launched) == {"_layer_norm_welford_kernel" if shape == WELFORD else "_layer_norm_reload_kernel"}
 
 
-@pytest.mark.parametrize("shape", [ONCHIP, LOOPED, WELFORD, RELOAD])
+@pytest.mark.parametrize("shape", [ONCHIP, LOOPED, WELFORD])
 def test_large_mean_float32(shape, device):
     """Rows 1e4 + randn: statistics from shifted values keep fp32 precision; the textbook one-pass
     E[x^2] - E[x]^2 in fp32 fails the same check."""
@@ -126,7 +121,7 @@ def test_large_mean_float32(shape, device):
     assert rel_err(y, layer_norm_reference(r, w, None)) < TOL[torch.float32]
 
 
-@pytest.mark.parametrize("shape", [ONCHIP, LOOPED, WELFORD, RELOAD])
+@pytest.mark.parametrize("shape", [ONCHIP, LOOPED, WELFORD])
 def test_large_mean_bfloat16(shape, device):
     # bf16 values near 1e4 are 64 apart: a spread of a few steps around a mean 150 times larger
     x = (1e4 + 64 * torch.randn(shape, device=device)).to(torch.bfloat16)
@@ -136,7 +131,7 @@ def test_large_mean_bfloat16(shape, device):
     assert rel_err(layer_norm(x, w, b), layer_norm_reference(x, w, b)) < TOL[torch.bfloat16]
 
 
-@pytest.mark.parametrize("shape", [ONCHIP, LOOPED, WELFORD, RELOAD])
+@pytest.mark.parametrize("shape", [ONCHIP, LOOPED, WELFORD])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_constant_rows_give_the_bias(shape, dtype, device):
     x = torch.full(shape, 1e4, device=device, dtype=dtype)  # variance 0: y = bias, never nan
@@ -305,56 +300,40 @@ def test_gpu_peers_and_eager_agree():
 
 
 # ---------------------------------------------------------------------------------------------
-# The Welford kernel (_layer_norm_welford_kernel; one row a program, N a constexpr) and the reload kernel
-# (_layer_norm_reload_kernel; one row a program, pass 2 loads the row again): statistics about a shift
+# The Welford kernel (_layer_norm_welford_kernel): one row a program, N a constexpr
 
 
-SHIFTED = ["welford", "reload"]
-
-
-def _small_shifted(monkeypatch, kind, tile=128):
-    """The kernel's bounds and tile moved down to reach it at small widths (the other's out of the way); returns
-    the launched kernels' names and the kernel's."""
-    if kind == "welford":
-        monkeypatch.setattr(layer_norm_mod, "WELFORD_MIN_N", 64)
-        monkeypatch.setattr(layer_norm_mod, "WELFORD_RBLOCK", tile)
-        monkeypatch.setattr(layer_norm_mod, "WELFORD_RESIDUAL", True)
-        monkeypatch.setattr(layer_norm_mod, "RELOAD_MAX_N", 0)
-    else:  # tiles of `tile` values of a 16-bit x, half as many of fp32
-        monkeypatch.setattr(layer_norm_mod, "RELOAD_MIN_N", 64)
-        monkeypatch.setattr(layer_norm_mod, "RELOAD_TILE_BYTES", 2 * tile)
-        monkeypatch.setattr(layer_norm_mod, "RELOAD_RESIDUAL", True)
-        monkeypatch.setattr(layer_norm_mod, "WELFORD_MAX_N", 0)
-    return spy_launches(monkeypatch, layer_norm_mod), f"_layer_norm_{kind}_kernel"
+def _small_welford(monkeypatch, rblock=128):
+    """The Welford kernel's bounds and tile moved down to reach it at small widths."""
+    monkeypatch.setattr(layer_norm_mod, "WELFORD_MIN_N", 64)
+    monkeypatch.setattr(layer_norm_mod, "WELFORD_RBLOCK", rblock)
+    monkeypatch.setattr(layer_norm_mod, "WELFORD_RESIDUAL", True)
+    return spy_launches(monkeypatch, layer_norm_mod)
 
 
 def test_welford_widths():
     """The Welford kernel takes WELFORD_MIN_N < N <= WELFORD_MAX_N, rows with a residual only if WELFORD_RESIDUAL;
-    its tile is WELFORD_RBLOCK or, for narrower rows, the widest power of two that fits. The reload kernel's widths
-    start where the Welford kernel's end."""
+    its tile is WELFORD_RBLOCK or, for narrower rows, the widest power of two that fits."""
     lo, hi = layer_norm_mod.WELFORD_MIN_N, layer_norm_mod.WELFORD_MAX_N
     assert layer_norm_mod.welford_width(lo + 1, False) and layer_norm_mod.welford_width(hi, False)
     assert not layer_norm_mod.welford_width(lo, False) and not layer_norm_mod.welford_width(hi + 1, False)
     assert layer_norm_mod.welford_width(hi, True) == layer_norm_mod.WELFORD_RESIDUAL
     assert layer_norm_mod.welford_rblock(1 << 20) == layer_norm_mod.WELFORD_RBLOCK
     assert layer_norm_mod.welford_rblock(1000) == min(512, layer_norm_mod.WELFORD_RBLOCK)
-    lo, hi = layer_norm_mod.RELOAD_MIN_N, layer_norm_mod.RELOAD_MAX_N
-    assert lo == layer_norm_mod.WELFORD_MAX_N and layer_norm_mod.reload_width(hi, False)
-    assert not layer_norm_mod.reload_width(lo, False) and not layer_norm_mod.reload_width(hi + 1, False)
-    assert layer_norm_mod.reload_width(hi, True) == layer_norm_mod.RELOAD_RESIDUAL
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("N", [WELFORD[1], 16384, 24576])  # Welford: whole tiles and a tail; whole tiles only; reload
-def test_shifted_kernels_at_their_widths(N, dtype, device, monkeypatch):
+@pytest.mark.parametrize("N", [WELFORD[1], 16384])  # whole tiles and a tail; whole tiles only
+def test_welford_kernel_at_its_widths(N, dtype, device, monkeypatch):
     launched = spy_launches(monkeypatch, layer_norm_mod)
     x, _, w, b = _inputs((3, N), dtype, device)
-    assert rel_err(layer_norm(x, w, b), layer_norm_reference(x, w, b)) < TOL[dtype]
-    assert launched == ["_layer_norm_welford_kernel" if N <= 16384 else "_layer_norm_reload_kernel"]
+    if layer_norm_mod.welford_width(N, False):
+        assert rel_err(layer_norm(x, w, b), layer_norm_reference(x, w, b)) < TOL[dtype]
+        assert launched == ["_layer_norm_welford_kernel"]
 
 
-def _check_shifted(kind, N, dtype, params, residual, offset, device, monkeypatch):
-    launched, kernel = _small_shifted(monkeypatch, kind)
+def _check_welford(N, dtype, params, residual, offset, device, monkeypatch):
+    launched = _small_welford(monkeypatch)
     x, res, w, b = _inputs((5, N), dtype, device, param_dtype=torch.float32 if "fp32" in params else None)
     w = None if params in ("no weight", "neither") else w
     b = None if params in ("no bias", "neither") else b
@@ -369,34 +348,31 @@ def _check_shifted(kind, N, dtype, params, residual, offset, device, monkeypatch
         y = layer_norm(x, w, b, 1e-5)
         y_ref = layer_norm_reference(x, w, b, 1e-5)
     assert y.dtype == dtype and rel_err(y, y_ref) < TOL[dtype]
-    assert launched == [kernel]
+    assert launched == ["_layer_norm_welford_kernel"]
 
 
-@pytest.mark.parametrize("kind", SHIFTED)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("N", [256, 1000, 300, 128])  # 2 tiles; 7 and a tail; 2 and a tail (tile 128); 1
+@pytest.mark.parametrize("N", [256, 1000, 300, 128])  # 2 tiles; 7 and a tail; 2 and a tail (RBLOCK 128); 1
 @pytest.mark.parametrize("residual", [False, True])
 @pytest.mark.parametrize("offset", [0.0, 1e4])
-def test_shifted_kernels_match_reference(kind, N, dtype, residual, offset, device, monkeypatch):
-    """The kernels at small widths, rows centred on 0 and on 1e4 (bf16 values near 1e4 are 64 apart: 64 randn
-    around it)."""
-    _check_shifted(kind, N, dtype, "weight and bias", residual, offset, device, monkeypatch)
+def test_welford_kernel_matches_reference(N, dtype, residual, offset, device, monkeypatch):
+    """The Welford kernel at small widths, rows centred on 0 and on 1e4 (bf16 values near 1e4 are 64 apart: 64
+    randn around it)."""
+    _check_welford(N, dtype, "weight and bias", residual, offset, device, monkeypatch)
 
 
-@pytest.mark.parametrize("kind", SHIFTED)
 @pytest.mark.parametrize("params", ["fp32 weight and bias", "no weight", "no bias", "neither"])
 @pytest.mark.parametrize("residual", [False, True])
-def test_shifted_kernels_optional_and_fp32_params(kind, params, residual, device, monkeypatch):
-    _check_shifted(kind, 1000, torch.bfloat16, params, residual, 1e4, device, monkeypatch)
+def test_welford_kernel_optional_and_fp32_params(params, residual, device, monkeypatch):
+    _check_welford(1000, torch.bfloat16, params, residual, 1e4, device, monkeypatch)
 
 
-@pytest.mark.parametrize("kind", SHIFTED)
 @pytest.mark.parametrize("N", [256, 1000])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_shifted_kernels_constant_rows_and_in_place(kind, N, dtype, device, monkeypatch):
+def test_welford_kernel_constant_rows_and_in_place(N, dtype, device, monkeypatch):
     """Constant rows (variance 0) give the bias; fused_add_layer_norm_ through the kernel: pass 1 overwrites the
     residual with r, pass 2 re-reads r and overwrites x with y."""
-    launched, kernel = _small_shifted(monkeypatch, kind)
+    launched = _small_welford(monkeypatch)
     x, res, w, b = _inputs((3, N), dtype, device)
     assert rel_err(layer_norm(torch.full_like(x, 1e4), w, b), b.expand(x.shape)) < TOL[dtype]
     y_ref, r_ref = add_layer_norm_reference(x, res, w, b, 1e-5)
@@ -404,19 +380,18 @@ def test_shifted_kernels_constant_rows_and_in_place(kind, N, dtype, device, monk
     fused_add_layer_norm_(x, res, w, b, 1e-5)
     assert torch.equal(res, r_new)
     assert rel_err(x, y_ref) < TOL[dtype]
-    assert launched == [kernel] * 2
+    assert launched == ["_layer_norm_welford_kernel"] * 2
 
 
-@pytest.mark.parametrize("kind", SHIFTED)
-def test_shifted_kernels_strided_rows(kind, device, monkeypatch):
-    launched, kernel = _small_shifted(monkeypatch, kind)
+def test_welford_kernel_strided_rows(device, monkeypatch):
+    launched = _small_welford(monkeypatch)
     big = torch.randn(4, 1100, device=device, dtype=torch.float16)
     x = big[:, 50:1050]  # rows of 1000 with stride 1100, unaligned start
     _, res, w, b = _inputs((4, 1000), torch.float16, device)
     y, r = layer_norm(x, w, b, residual=res)
     y_ref, r_ref = add_layer_norm_reference(x, res, w, b)
     assert rel_err(y, y_ref) < TOL[torch.float16] and rel_err(r, r_ref) < TOL[torch.float16]
-    assert launched == [kernel]
+    assert launched == ["_layer_norm_welford_kernel"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -120,12 +120,6 @@ GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach 
 # at 12288, 1.01x at 16384. With one merge reduction instead of three (session 11, exp-welford-one-merge.log): 93.4% of
 # copy at 16384 (compile 93.8), 94.4% at 12288 (on-chip 76.1). The tile is narrowed to the widest power of two <= N
 # for rows narrower than it (tests).
-# The reload kernel's widths (exclusive, inclusive), warps and widest tile in bytes of x, as rms_norm's (one row a
-# 32-warp program, pass 2 re-loading the row from L1 / L2): statistics in one pass about the first tile's mean.
-RELOAD_MIN_N, RELOAD_MAX_N = 16384, 32768
-RELOAD_WARPS = 32
-RELOAD_TILE_BYTES = 32768
-RELOAD_RESIDUAL = False
 WELFORD_MIN_N, WELFORD_MAX_N = 8192, 16384
 WELFORD_RBLOCK, WELFORD_WARPS = 2048, 16
 WELFORD_RESIDUAL = True
@@ -196,10 +190,10 @@ def _chan_merge(n_a, mean_a, m2_a, n_b, mean_b, m2_b):
 
 
 @triton.jit
-def _shifted_out_tile(src_row, w_ptr, b_ptr, y_row, offs, mask, shift, rstd, centre, HAS_WEIGHT: tl.constexpr,
+def _welford_out_tile(src_row, w_ptr, b_ptr, y_row, offs, mask, shift, rstd, centre, HAS_WEIGHT: tl.constexpr,
                       HAS_BIAS: tl.constexpr):
-    """Pass 2 of the Welford and reload kernels on tile `offs` (`mask` None: a whole tile): y = (r - s) rstd -
-    centre, times w, plus b."""
+    """Pass 2 of the Welford kernel on tile `offs` (`mask` None: a whole tile): y = (r - s) rstd - centre, times
+    w, plus b."""
     y = (load_tile_again(src_row, offs, mask, "evict_first") - shift) * rstd - centre
     if HAS_WEIGHT:
         y = y * load_tile_again(w_ptr, offs, mask, "evict_last")
@@ -256,40 +250,11 @@ def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, x_str
     centre = row_mean * rstd  # y = (r - s) rstd - centre: s + row_mean is not formed (it would round)
     # pass 2: the row again
     for t in tl.range(0, TILES):
-        _shifted_out_tile(src_row, w_ptr, b_ptr, y_row, t * RBLOCK + cols, None, shift, rstd, centre, HAS_WEIGHT,
+        _welford_out_tile(src_row, w_ptr, b_ptr, y_row, t * RBLOCK + cols, None, shift, rstd, centre, HAS_WEIGHT,
                           HAS_BIAS)
     if TAIL > 0:
-        _shifted_out_tile(src_row, w_ptr, b_ptr, y_row, TILES * RBLOCK + cols, cols < TAIL, shift, rstd, centre,
+        _welford_out_tile(src_row, w_ptr, b_ptr, y_row, TILES * RBLOCK + cols, cols < TAIL, shift, rstd, centre,
                           HAS_WEIGHT, HAS_BIAS)
-
-
-@triton.jit
-def _layer_norm_reload_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, N, x_stride, res_stride, y_stride, r_stride,
-                              eps, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
-                              TILE: tl.constexpr, PARTS: tl.constexpr):
-    # Row program_id(0), PARTS tiles of TILE (PARTS * TILE >= N > (PARTS - 1) * TILE). HBM: x (+ residual) read
-    # once, y (+ r) written once; pass 2's loads of the row are the program's own bytes again (L1 or L2), w and b
-    # come from L2. Statistics in one pass about a shift s, the first tile's mean (|s - mean|^2 <= (N / TILE) var):
-    # sum (r - s) and sum (r - s)^2, each tile reduced to scalars before the next one's registers are needed.
-    x_row, y_row, res_row, src_row = row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, tl.program_id(0), x_stride, y_stride,
-                                                  res_stride, r_stride, HAS_RESIDUAL)
-    cols = tl.arange(0, TILE)
-    first = load_tile_add_residual(x_row, res_row, src_row, cols, cols < N, HAS_RESIDUAL)
-    shift = tl.sum(first, axis=0) / tl.minimum(N, TILE)
-    d = tl.where(cols < N, first - shift, 0.0)
-    sum_d, sum_d2 = tl.sum(d, axis=0), tl.sum(d * d, axis=0)
-    for part in tl.static_range(1, PARTS):
-        offs = part * TILE + cols
-        d = tl.where(offs < N, load_tile_add_residual(x_row, res_row, src_row, offs, offs < N, HAS_RESIDUAL) - shift,
-                     0.0)
-        sum_d += tl.sum(d, axis=0)
-        sum_d2 += tl.sum(d * d, axis=0)
-    mean_d = sum_d / N  # of r - s
-    rstd = tl.rsqrt(tl.maximum(sum_d2 / N - mean_d * mean_d, 0.0) + eps)
-    for part in tl.static_range(PARTS):  # pass 2: the row (r or x) again
-        offs = part * TILE + cols
-        _shifted_out_tile(src_row, w_ptr, b_ptr, y_row, offs, offs < N, shift, rstd, mean_d * rstd, HAS_WEIGHT,
-                          HAS_BIAS)
 
 
 @triton.jit
@@ -478,11 +443,6 @@ def _layer_norm_looped_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, M, N, 
             off -= TILE
 
 
-def reload_width(N: int, has_residual: bool) -> bool:
-    """Whether rows of N (with or without a residual) are the reload kernel's width."""
-    return RELOAD_MIN_N < N <= RELOAD_MAX_N and (RELOAD_RESIDUAL or not has_residual)
-
-
 def welford_width(N: int, has_residual: bool) -> bool:
     """Whether rows of N (with or without a residual) are the Welford kernel's width."""
     return WELFORD_MIN_N < N <= WELFORD_MAX_N and (WELFORD_RESIDUAL or not has_residual)
@@ -514,8 +474,6 @@ def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optio
     if N > GLUON_MAX_N:
         return norm_sm90.row_parts(x, residual, weight, bias, y, r, True, GLUON_MAX_N)
     return int(not (residual is not None and N == TRITON_RES_N)
-               and not (reload_width(N, residual is not None)
-                        and rows_vectorize(N, [t for t in (x, residual, y, r) if t is not None], [weight, bias]))
                and M >= norm_sm90.CONSUMERS * num_sms(x.device.index)
                and norm_sm90.supports(x, residual, weight, bias, y, r, True))
 
@@ -545,11 +503,6 @@ def layer_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
             r if has_res else y, M, N, x.stride(0), residual.stride(0) if has_res else 0, y.stride(0),
             r.stride(0) if has_res else 0, eps)
     flags = dict(HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None)
-    if reload_width(N, has_res):
-        tile = min(triton.next_power_of_2(N), RELOAD_TILE_BYTES // x.element_size())
-        launch(_layer_norm_reload_kernel, (M,), *args[:6], *args[7:], **flags, TILE=tile, PARTS=cdiv(N, tile),
-               num_warps=RELOAD_WARPS)
-        return
     if N <= ONCHIP_MAX:
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD[has_res], ONCHIP_BLOCK_ELEMS)
         launch(_layer_norm_onchip_kernel, (cdiv(M, block_m),), *args, **flags, BLOCK_M=block_m, BLOCK_N=block_n,
