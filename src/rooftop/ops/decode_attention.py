@@ -412,9 +412,16 @@ def _append_kv_kernel(k, v, k_cache, v_cache, lengths, counters, S, H, capacity,
         rows = v + b64 * stride_vb + h * stride_vh + s[:, None] * stride_vs + offs_d[None, :]
         tl.store(v_cache + b64 * stride_cvb + h * stride_cvh + pos[:, None] * stride_cvs + offs_d[None, :],
                  tl.load(rows, mask=live), mask=kept)
-    if PER_SEQUENCE:  # the sequence's H programs read lengths[b]
-        last = arrive_last(counters, b, H)
-    else:  # every program read the one length
+    advance_length(lengths, counters, b, start, S, H, PER_SEQUENCE)
+
+
+@triton.jit
+def advance_length(lengths, counters, b, start, S, readers, PER_SEQUENCE: tl.constexpr):
+    """lengths[b] (PER_SEQUENCE; else the one length) <- start + S by the last of its readers to arrive: `readers`
+    programs a sequence, else every program of the launch (append_kv, apply_rope_append_kv)."""
+    if PER_SEQUENCE:
+        last = arrive_last(counters, b, readers)
+    else:
         last = arrive_last(counters, 0, tl.num_programs(0))
     if last:
         tl.store(lengths + b * PER_SEQUENCE, start + S)

@@ -40,9 +40,9 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (arrival_counters, arrive_last, await_previous, check_float, check_same_device, launch,
-                                  pdl_options, planned, runs_kernel, torch_op)
-from rooftop.ops.decode_attention import append_kv_reference, check_append
+from rooftop.ops._support import (arrival_counters, await_previous, check_float, check_same_device, launch, pdl_options,
+                                  planned, runs_kernel, torch_op)
+from rooftop.ops.decode_attention import advance_length, append_kv_reference, check_append
 from rooftop.roofline import Cost
 
 # Launch parameters (to be tuned on the H200).
@@ -148,12 +148,7 @@ def _rope_kernel(q_ptr, k_ptr, q_out_ptr, k_out_ptr, cos_ptr, sin_ptr, pos_ptr, 
     if APPEND:
         _copy_heads(v_ptr + b * v_sb + s * v_ss, v_out_ptr + b * vo_sb + k_row * vo_ss, kv_heads, v_sh, vo_sh,
                     HEAD_DIM, BLOCK_D, BLOCK_HK)
-        if PER_SEQUENCE:  # the sequence's S programs read lengths[b]
-            last = arrive_last(counters, b, S)
-        else:  # every program read the one length
-            last = arrive_last(counters, 0, tl.num_programs(0))
-        if last:
-            tl.store(lengths + b * PER_SEQUENCE, start + S)
+        advance_length(lengths, counters, b, start, S, S, PER_SEQUENCE)  # a sequence's S tokens read its length
 
 
 # ---------------------------------------------------------------------------------------------
