@@ -254,6 +254,23 @@ def test_rope_append_kv(B_cache, B, HQ, HK, S, D, rotary_dim, lengths, interleav
             assert torch.equal(caches[0][..., rotary_dim:], expect[0][..., rotary_dim:])
 
 
+def test_rope_append_kv_position_ids(device):
+    """cos / sin as a table gathered at position_ids ([B, S]), a length a sequence."""
+    B, HQ, HK, S, D = 2, 4, 2, 3, 32
+    q, k = _qk(B, HQ, HK, S, D, torch.float32, device)
+    v = torch.randn_like(k)
+    table_cos, table_sin = _cos_sin(torch.arange(64), D, torch.float32, device)
+    pos = torch.tensor([[5, 40, 3], [63, 0, 17]], device=device)
+    caches = [torch.zeros(B, HK, 8, D, device=device) for _ in range(2)]
+    lengths = torch.tensor([0, 4], device=device, dtype=torch.int32)
+    q_out = apply_rope_append_kv(q, k, v, table_cos, table_sin, *caches, lengths, position_ids=pos)
+    q_ref, k_ref = rope_reference(q, k, table_cos, table_sin, pos)
+    assert rel_err(q_out, q_ref) < TOL[torch.float32] and lengths.tolist() == [3, 7]
+    assert rel_err(caches[0][0, :, :3], k_ref[0]) < TOL[torch.float32]
+    assert rel_err(caches[0][1, :, 4:7], k_ref[1]) < TOL[torch.float32]
+    assert torch.equal(caches[1][1, :, 4:7], v[1]) and not caches[1][1, :, :4].any()
+
+
 def test_rope_append_kv_bad_input(device):
     q, k = _qk(1, 4, 2, 1, 16, torch.float32, device)
     cos, sin = _cos_sin(torch.arange(1), 16, torch.float32, device)

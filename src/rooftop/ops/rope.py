@@ -27,6 +27,11 @@ GPT-J one contiguous [BLOCK_H, rd] tile split into even and odd lanes in registe
 writes them. Traffic: q and k read once and written once (in place with partial rotary: the
 pass-through dims are neither read nor written), plus rd/2 cosines and sines per token.
 
+apply_rope_append_kv: the same kernel (APPEND) writes the rotated k, and v, into a cache [B_cache, Hkv, S_max, D]
+at row cache_lengths[b] + s instead of k_out, and the last program to have read a length advances it by S (as
+append_kv): a decode step's RoPE and static-cache update in one launch. Traffic: q, k and v read once, q_out and
+the cache rows written once.
+
 Host path: apply_rope is `planned` (ops/_support.py): a repeated call with the same argument signature replays
 the first one's launch on its own tensors, without the checks.
 """
