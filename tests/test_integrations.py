@@ -443,6 +443,7 @@ def forward(self, x, cos, sin, past_key_value=None):
     ("pass", True),  # transformers 5.17's form (5.24's has no cache_kwargs)
     ("scale = 2", True),
     ("k = k * 2", False),  # k read between the RoPE and the update
+    ("k = v", False),  # k assigned: the update's k is not the rotated one
     ("v = v.float()", False),  # v reassigned: the RoPE statement cannot take it
     ("past_key_value = None", False),
 ])

@@ -312,8 +312,9 @@ def _names(nodes, ctx) -> set[str]:
 def _rope_append_rewrite(node: ast.FunctionDef) -> int:
     """`q, k = apply_rotary_pos_emb(q0, k0, cos, sin)` (a statement of the body) followed, later in the body or first
     in an `if` of it, by `... = _rooftop_cache_update(<cache>, k, v, <layer_idx>, ...)` (_cache_update_rewrite's),
-    where nothing between reads k or assigns v, <cache> or the names of <layer_idx> (names and attributes only):
-    the RoPE becomes `q, k, _rooftop_appended = _rooftop_rope_append(q0, k0, v, cos, sin, <cache>, <layer_idx>)`
+    where nothing between reads or assigns k, or assigns v, <cache> or the names of <layer_idx> (names and
+    attributes only): the RoPE becomes
+    `q, k, _rooftop_appended = _rooftop_rope_append(q0, k0, v, cos, sin, <cache>, <layer_idx>)`
     and the update gets `_rooftop_appended=_rooftop_appended` (_rope_append). Returns 1 where it rewrote, else 0."""
     def rope_call(stmt):  # (q, k) where stmt is the RoPE statement
         value, target = getattr(stmt, "value", None), (stmt.targets[0] if isinstance(stmt, ast.Assign) else None)
@@ -356,7 +357,7 @@ def _rope_append_rewrite(node: ast.FunctionDef) -> int:
                     and isinstance(cache, ast.Name) and plain(layer_idx)):
                 return 0
             if names[1] in _names(between, ast.Load) or \
-                    _names(between, ast.Store) & ({value.id, cache.id} | _names([layer_idx], ast.Load)):
+                    _names(between, ast.Store) & ({names[1], value.id, cache.id} | _names([layer_idx], ast.Load)):
                 return 0
             rope = stmt.value
             stmt.targets[0].elts.append(ast.Name("_rooftop_appended", ast.Store()))
