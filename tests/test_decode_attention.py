@@ -204,6 +204,25 @@ def test_append_kv(B_cache, B, H, S, D, lengths, device):
         assert torch.equal(lengths_t, expect[2]) and lengths_t.dtype == expect[2].dtype
 
 
+@pytest.mark.parametrize("page_size, lengths, S", [(4, [3, 9], 3), (16, [0, 31], 1), (4, 5, 4)])
+def test_append_kv_paged(page_size, lengths, S, device):
+    """A paged cache (shuffled pages, one spare): the rows land in each sequence's pages at its length, across page
+    boundaries (rows past pages_per_seq * page_size nowhere), the spare page and the other rows kept; decode_attention
+    then reads the appended keys as a contiguous cache's."""
+    B, Hq, H, D, capacity = 2, 8, 2, 32, 32
+    q, k_cache, v_cache, table = _inputs(B, Hq, H, 1, capacity, D, torch.float32, device, page_size=page_size)
+    lengths_t = torch.tensor(lengths, device=device, dtype=torch.int32)
+    expect = [k_cache.clone(), v_cache.clone(), lengths_t.clone()]
+    for _ in range(2):
+        k, v = (torch.randn(B, H, S, D, device=device) for _ in range(2))
+        append_kv(k_cache, v_cache, k, v, lengths_t, block_table=table)
+        append_kv_reference(*expect[:2], k, v, expect[2], table)
+        assert torch.equal(k_cache, expect[0]) and torch.equal(v_cache, expect[1])
+        assert torch.equal(lengths_t, expect[2])
+    seqlens = lengths_t.reshape(-1).expand(B).contiguous()
+    _check(q, k_cache, v_cache, seqlens, table)
+
+
 def test_append_kv_bad_input(device):
     cache = torch.zeros(2, 2, 8, 16, device=device)
     k = torch.zeros(2, 2, 1, 16, device=device)
@@ -218,6 +237,10 @@ def test_append_kv_bad_input(device):
         append_kv(cache, cache.half(), k, k, lengths)
     with pytest.raises(ValueError, match="v must have k's shape"):
         append_kv(cache, cache, k, torch.zeros(2, 2, 2, 16, device=device), lengths)
+    with pytest.raises(TypeError, match="block_table must be an int32 tensor"):
+        append_kv(cache, cache, k, k, lengths, block_table=torch.zeros(2, 3, device=device))
+    with pytest.raises(ValueError, match=r"block_table must have shape \(2, 3\)|block_table must have shape"):
+        append_kv(cache, cache, k, k, lengths, block_table=torch.zeros(3, 3, dtype=torch.int32, device=device))
 
 
 def test_append_kv_compiles_without_graph_break():

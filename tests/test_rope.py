@@ -271,6 +271,25 @@ def test_rope_append_kv_position_ids(device):
     assert torch.equal(caches[1][1, :, 4:7], v[1]) and not caches[1][1, :, :4].any()
 
 
+def test_rope_append_kv_paged(device):
+    """A paged cache [pages, Hkv, page_size, D] through a block table: the rotated k and v land in each sequence's
+    pages at its length, across a page boundary, the other slots kept."""
+    B, HQ, HK, S, D, page_size = 2, 4, 2, 3, 32, 4
+    q, k = _qk(B, HQ, HK, S, D, torch.float32, device)
+    v = torch.randn_like(k)
+    cos, sin = _cos_sin(torch.arange(S) + 7, D, torch.float32, device)
+    caches = [torch.randn(5, HK, page_size, D, device=device) for _ in range(2)]
+    table = torch.tensor([[3, 0], [1, 4]], device=device, dtype=torch.int32)  # page 2 belongs to no sequence
+    lengths = torch.tensor([2, 6], device=device, dtype=torch.int32)
+    expect = [c.clone() for c in caches] + [lengths.clone()]
+    q_out = apply_rope_append_kv(q, k, v, cos, sin, *caches, lengths, block_table=table)
+    q_ref, k_ref = rope_reference(q, k, cos, sin)
+    append_kv_reference(*expect[:2], k_ref.float(), v, expect[2], table)
+    assert rel_err(q_out, q_ref) < TOL[torch.float32] and torch.equal(lengths, expect[2])
+    assert torch.equal(caches[1], expect[1]) and rel_err(caches[0], expect[0]) < TOL[torch.float32]
+    assert torch.equal(caches[0][2], expect[0][2])  # the spare page
+
+
 def test_rope_append_kv_bad_input(device):
     q, k = _qk(1, 4, 2, 1, 16, torch.float32, device)
     cos, sin = _cos_sin(torch.arange(1), 16, torch.float32, device)

@@ -39,10 +39,10 @@ The split count (host-side, from shapes only: a graph replay keeps it) fills one
 resident programs (from its compiled registers and shared memory), at least MIN_SPLIT_KEYS keys of capacity
 a split; num_splits= overrides it.
 
-append_kv(k_cache, v_cache, k, v, cache_lengths) writes a step's keys and values into a contiguous cache before it is
-read: row s of k[b, h] to row cache_lengths[b] + s of k_cache[b, h] (v alike), then cache_lengths += S, in one kernel
-(a program a (sequence, kv head); the last of a length's readers to arrive advances it). Traffic: the new rows read
-once and written once. transformers' StaticLayer.update does the same in four kernels (an arange, an add, two
+append_kv(k_cache, v_cache, k, v, cache_lengths, block_table=None) writes a step's keys and values into a cache of
+either layout before it is read: row s of k[b, h] to row cache_lengths[b] + s of sequence b's cache (v alike), then
+cache_lengths += S, in one kernel (a program a (sequence, kv head); the last of a length's readers to arrive advances
+it). Traffic: the new rows read once and written once (paged: a page id read a row). transformers' StaticLayer.update does the same in four kernels (an arange, an add, two
 index_copy_); integrations/hf.py routes a patched model's static cache there.
 
 Traffic: each program reads its query rows once and each k/v row of its range once, so a (sequence,
@@ -94,6 +94,17 @@ def _kv_rows(block_table, b, n0, pos, live, stride_kp, stride_ks, stride_vp, str
         page = tl.load(block_table + pos // PAGE_SIZE, mask=live, other=0).to(tl.int64)
     slot = (pos % PAGE_SIZE).to(tl.int64)
     return page * stride_kp + slot * stride_ks, page * stride_vp + slot * stride_vs
+
+
+@triton.jit
+def cache_rows(table_row, b, pos, live, stride_0, stride_row, PAGE_SIZE: tl.constexpr):
+    """Offsets (int64) of rows `pos` of sequence b in a cache: [b, :, pos] of a contiguous one (PAGE_SIZE 0), else
+    [table_row[pos // PAGE_SIZE], :, pos % PAGE_SIZE] of a paged one (table_row: b's block table; a page id read a
+    row). stride_0: the cache's dim-0 stride (sequence or page), stride_row: its dim 2's."""
+    if PAGE_SIZE == 0:
+        return tl.cast(b, tl.int64) * stride_0 + pos.to(tl.int64) * stride_row
+    page = tl.load(table_row + pos // PAGE_SIZE, mask=live, other=0).to(tl.int64)
+    return page * stride_0 + (pos % PAGE_SIZE).to(tl.int64) * stride_row
 
 
 @triton.jit
@@ -258,7 +269,8 @@ def default_splits(tiles: int, capacity: int, resident: int, device: torch.devic
     return max(1, min(resident * sms // max(tiles, 1), cdiv(capacity, MIN_SPLIT_KEYS), MAX_SPLITS))
 
 
-def _capacity(k_cache: torch.Tensor, block_table: Optional[torch.Tensor]) -> int:
+def cache_capacity(k_cache: torch.Tensor, block_table: Optional[torch.Tensor]) -> int:
+    """Rows a sequence's cache holds: S_max, or pages_per_seq * page_size."""
     return k_cache.shape[2] * (1 if block_table is None else block_table.shape[1])
 
 
@@ -293,7 +305,7 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     mask = key_mask.view(torch.uint8) if key_mask is not None else cache_seqlens  # unused without a mask
     block_d = max(16, triton.next_power_of_2(D))
     lse_arg = lse if return_lse else out  # unused without lse
-    capacity = _capacity(k_cache, block_table)
+    capacity = cache_capacity(k_cache, block_table)
 
     merge_rows = min(block_m, triton.next_power_of_2(rows))  # a tile's real rows at most
 
@@ -327,30 +339,35 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     return out, lse
 
 
+def check_index_tensor(name: str, t, B: int, ref_name: str, ref: torch.Tensor, shape: Optional[tuple] = None) -> None:
+    """`t` (named `name`): an int32 tensor of `shape` (default [B, anything]: a block table) on ref's device, its
+    last dim of unit stride."""
+    if not isinstance(t, torch.Tensor) or t.dtype != torch.int32:
+        raise TypeError(f"{name} must be an int32 tensor, got "
+                        f"{t.dtype if isinstance(t, torch.Tensor) else type(t).__name__}")
+    check_same_device(name, t, ref_name, ref)
+    if t.dim() and t.stride(-1) != 1 and t.shape[-1] > 1:
+        raise ValueError(f"{name} must have unit stride along its last dim")
+    if shape is None:
+        shape = (B, t.shape[-1]) if t.dim() == 2 else None
+    if tuple(t.shape) != shape:
+        raise ValueError(f"{name} must have shape {shape or '[batch, pages_per_seq]'} (batch {B}), "
+                         f"got {tuple(t.shape)}")
+
+
 def _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask) -> None:
     check_qkv(q, k_cache, v_cache, 4, "[batch, heads, tokens, head_dim] (a paged cache: [pages, kv heads, page_size, "
               "head_dim])", names=("q", "k_cache", "v_cache"))
     B = q.shape[0]
-    for name, t, shape in (("cache_seqlens", cache_seqlens, (B,)), ("block_table", block_table, None)):
-        if t is None:
-            continue
-        if not isinstance(t, torch.Tensor) or t.dtype != torch.int32:
-            raise TypeError(f"{name} must be an int32 tensor, got "
-                            f"{t.dtype if isinstance(t, torch.Tensor) else type(t).__name__}")
-        check_same_device(name, t, "q", q)
-        if t.dim() and t.stride(-1) != 1 and t.shape[-1] > 1:
-            raise ValueError(f"{name} must have unit stride along its last dim")
-        if shape is None:
-            shape = (B, t.shape[-1]) if t.dim() == 2 else None
-        if tuple(t.shape) != shape:
-            raise ValueError(f"{name} must have shape {shape or '[batch, pages_per_seq]'} (batch {B}), "
-                             f"got {tuple(t.shape)}")
+    check_index_tensor("cache_seqlens", cache_seqlens, B, "q", q, (B,))
+    if block_table is not None:
+        check_index_tensor("block_table", block_table, B, "q", q)
     if block_table is None and k_cache.shape[0] < B:
         raise ValueError(f"k_cache holds {k_cache.shape[0]} sequences but q has batch {B}")
     if block_table is not None and k_cache.shape[2] == 0:
         raise ValueError("k_cache's page_size (dim 2) must be positive")
     if key_mask is not None:
-        capacity = _capacity(k_cache, block_table)
+        capacity = cache_capacity(k_cache, block_table)
         if not isinstance(key_mask, torch.Tensor) or key_mask.dtype != torch.bool:
             raise TypeError("key_mask must be a bool tensor [batch, capacity]")
         check_same_device("key_mask", key_mask, "q", q)
@@ -389,29 +406,32 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
 
 
 @triton.jit
-def _append_kv_kernel(k, v, k_cache, v_cache, lengths, counters, S, H, capacity, stride_kb, stride_kh, stride_ks,
-                      stride_vb, stride_vh, stride_vs, stride_ckb, stride_ckh, stride_cks, stride_cvb, stride_cvh,
-                      stride_cvs, PER_SEQUENCE: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
-                      HEAD_DIM: tl.constexpr, PDL: tl.constexpr):
-    # Program (b, h): k[b, h] and v[b, h] (S rows of D) to rows lengths[b] + s of the caches (rows past the capacity
-    # dropped): reads and writes 2 S D elements. The last program of the length's readers to arrive adds S to it.
+def _append_kv_kernel(k, v, k_cache, v_cache, lengths, counters, block_table, S, H, capacity, stride_kb, stride_kh,
+                      stride_ks, stride_vb, stride_vh, stride_vs, stride_ck0, stride_ckh, stride_cks, stride_cv0,
+                      stride_cvh, stride_cvs, stride_table, PER_SEQUENCE: tl.constexpr, PAGE_SIZE: tl.constexpr,
+                      BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr, PDL: tl.constexpr):
+    # Program (b, h): k[b, h] and v[b, h] (S rows of D) to rows lengths[b] + s of the caches (`cache_rows`: contiguous,
+    # or paged through b's block table; rows past the capacity dropped): reads and writes 2 S D elements. The last
+    # program of the length's readers to arrive adds S to it.
     b = tl.program_id(0) // H
     h = tl.program_id(0) % H
     await_previous(PDL)
     start = tl.load(lengths + b * PER_SEQUENCE)
     offs_d = tl.arange(0, BLOCK_D)
     b64 = b.to(tl.int64)
+    table_row = block_table + b64 * stride_table
     for s0 in range(0, S, BLOCK_S):
         s = s0 + tl.arange(0, BLOCK_S)
         pos = start + s
+        in_cache = (s < S) & (pos >= 0) & (pos < capacity)
         live = (s < S)[:, None] & (offs_d < HEAD_DIM)[None, :]
-        kept = live & ((pos >= 0) & (pos < capacity))[:, None]
+        kept = live & in_cache[:, None]
         rows = k + b64 * stride_kb + h * stride_kh + s[:, None] * stride_ks + offs_d[None, :]
-        tl.store(k_cache + b64 * stride_ckb + h * stride_ckh + pos[:, None] * stride_cks + offs_d[None, :],
-                 tl.load(rows, mask=live), mask=kept)
+        k_rows = cache_rows(table_row, b, pos, in_cache, stride_ck0, stride_cks, PAGE_SIZE)
+        tl.store(k_cache + h * stride_ckh + k_rows[:, None] + offs_d[None, :], tl.load(rows, mask=live), mask=kept)
         rows = v + b64 * stride_vb + h * stride_vh + s[:, None] * stride_vs + offs_d[None, :]
-        tl.store(v_cache + b64 * stride_cvb + h * stride_cvh + pos[:, None] * stride_cvs + offs_d[None, :],
-                 tl.load(rows, mask=live), mask=kept)
+        v_rows = cache_rows(table_row, b, pos, in_cache, stride_cv0, stride_cvs, PAGE_SIZE)
+        tl.store(v_cache + h * stride_cvh + v_rows[:, None] + offs_d[None, :], tl.load(rows, mask=live), mask=kept)
     advance_length(lengths, counters, b, start, S, H, PER_SEQUENCE)
 
 
@@ -427,53 +447,64 @@ def advance_length(lengths, counters, b, start, S, readers, PER_SEQUENCE: tl.con
         tl.store(lengths + b * PER_SEQUENCE, start + S)
 
 
-def _append_kv_fake(k_cache, v_cache, k, v, cache_lengths) -> None:
+def _append_kv_fake(k_cache, v_cache, k, v, cache_lengths, block_table) -> None:
     return None
 
 
 @torch_op("append_kv", mutates_args=("k_cache", "v_cache", "cache_lengths"), fake=_append_kv_fake)
 def _append_kv_op(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                  cache_lengths: torch.Tensor) -> None:
+                  cache_lengths: torch.Tensor, block_table: Optional[torch.Tensor]) -> None:
     B, H, S, D = k.shape
     if not runs_kernel(k):
-        append_kv_reference(k_cache, v_cache, k, v, cache_lengths)
+        append_kv_reference(k_cache, v_cache, k, v, cache_lengths, block_table)
         return
     if k.numel() == 0:
         return
     per_sequence = cache_lengths.numel() > 1  # one a sequence ([B], B > 1), else one for all
     counters = arrival_counters(k.device, B if per_sequence else 1)
     block_d = triton.next_power_of_2(D)
-    launch(_append_kv_kernel, (B * H,), k, v, k_cache, v_cache, cache_lengths, counters, S, H, k_cache.shape[2],
+    launch(_append_kv_kernel, (B * H,), k, v, k_cache, v_cache, cache_lengths, counters,
+           cache_lengths if block_table is None else block_table, S, H, cache_capacity(k_cache, block_table),
            k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1), v.stride(2), k_cache.stride(0),
            k_cache.stride(1), k_cache.stride(2), v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
-           PER_SEQUENCE=per_sequence, BLOCK_S=max(1, min(triton.next_power_of_2(S), 4096 // block_d)),
-           BLOCK_D=block_d, HEAD_DIM=D, num_warps=1 if S * D <= 1024 else 4, **pdl_options(k))
+           0 if block_table is None else block_table.stride(0), PER_SEQUENCE=per_sequence,
+           PAGE_SIZE=0 if block_table is None else k_cache.shape[2],
+           BLOCK_S=max(1, min(triton.next_power_of_2(S), 4096 // block_d)), BLOCK_D=block_d, HEAD_DIM=D,
+           num_warps=1 if S * D <= 1024 else 4, **pdl_options(k))
 
 
 @planned
 def append_kv(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-              cache_lengths: torch.Tensor) -> None:
-    """Append a step's keys and values to a contiguous cache, in place: k, v [B, Hkv, S, D] go to rows
-    cache_lengths[b] .. cache_lengths[b] + S - 1 of k_cache, v_cache [B_cache >= B, Hkv, S_max, D] (Hugging Face's
-    StaticCache layout), then cache_lengths += S. cache_lengths (int32 or int64, on the device) is one length for
-    every sequence (shape [] or [1]: transformers' StaticLayer.cumulative_length) or one a sequence ([B]). One kernel
-    (Hugging Face's StaticLayer.update: an arange, an add and two index_copy_ kernels); rows past S_max are not written
-    (as decode_attention clamps lengths, a length is not checked: that would cost a host sync a call)."""
-    check_append(k_cache, v_cache, k, v, cache_lengths)
-    _append_kv_op(k_cache, v_cache, k, v, cache_lengths)
+              cache_lengths: torch.Tensor, block_table: Optional[torch.Tensor] = None) -> None:
+    """Append a step's keys and values to a cache, in place: k, v [B, Hkv, S, D] go to rows cache_lengths[b] ..
+    cache_lengths[b] + S - 1 of sequence b, then cache_lengths += S. The cache as decode_attention reads it: contiguous,
+    k_cache, v_cache [B_cache >= B, Hkv, S_max, D] (Hugging Face's StaticCache layout), or paged, [pages, Hkv,
+    page_size, D] with block_table int32 [B, pages_per_seq] (row j of sequence b in page block_table[b, j //
+    page_size], slot j % page_size; vLLM's reshape_and_cache for this layout). cache_lengths (int32 or int64, on the
+    device) is one length for every sequence (shape [] or [1]: transformers' StaticLayer.cumulative_length) or one a
+    sequence ([B]). One kernel (Hugging Face's StaticLayer.update: an arange, an add and two index_copy_ kernels); rows
+    past the capacity (S_max, or pages_per_seq * page_size) are not written (as decode_attention clamps lengths, a
+    length is not checked, nor are block_table's entries: that would cost a host sync a call)."""
+    check_append(k_cache, v_cache, k, v, cache_lengths, block_table)
+    _append_kv_op(k_cache, v_cache, k, v, cache_lengths, block_table)
 
 
 def check_append(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                 cache_lengths: torch.Tensor) -> None:
+                 cache_lengths: torch.Tensor, block_table: Optional[torch.Tensor] = None) -> None:
     """append_kv's checks of its arguments (also apply_rope_append_kv's)."""
     check_qkv(k, k_cache, v_cache, 4, "[batch, kv heads, tokens, head_dim]", names=("k", "k_cache", "v_cache"))
     check_qkv(v, k_cache, v_cache, 4, "[batch, kv heads, tokens, head_dim]", names=("v", "k_cache", "v_cache"))
     B, H, S, D = k.shape
     if tuple(v.shape) != tuple(k.shape):
         raise ValueError(f"v must have k's shape {tuple(k.shape)}, got {tuple(v.shape)}")
-    if k_cache.shape[0] < B or k_cache.shape[1] != H or k_cache.shape[3] != D:
-        raise ValueError(f"k_cache {tuple(k_cache.shape)} cannot hold k {tuple(k.shape)}: it must be [>= {B}, {H}, "
-                         f"S_max, {D}]")
+    if block_table is not None:
+        check_index_tensor("block_table", block_table, B, "k", k)
+        if k_cache.shape[2] == 0:
+            raise ValueError("k_cache's page_size (dim 2) must be positive")
+    if (block_table is None and k_cache.shape[0] < B) or k_cache.shape[1] != H or k_cache.shape[3] != D:
+        raise ValueError(f"k_cache {tuple(k_cache.shape)} cannot hold k {tuple(k.shape)}: it must be "
+                         f"[{'pages' if block_table is not None else f'>= {B}'}, {H}, "
+                         f"{'page_size' if block_table is not None else 'S_max'}, {D}]")
     if not isinstance(cache_lengths, torch.Tensor) or cache_lengths.dtype not in (torch.int32, torch.int64):
         raise TypeError("cache_lengths must be an int32 or int64 tensor")
     check_same_device("cache_lengths", cache_lengths, "k", k)
@@ -481,15 +512,19 @@ def check_append(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, 
         raise ValueError(f"cache_lengths must have shape (), (1,) or ({B},) (batch), got {tuple(cache_lengths.shape)}")
 
 
-def append_kv_reference(k_cache, v_cache, k, v, cache_lengths) -> None:
-    """append_kv's maths in torch (index_copy_ a sequence), in place."""
+def append_kv_reference(k_cache, v_cache, k, v, cache_lengths, block_table=None) -> None:
+    """append_kv's maths in torch (a row at a time), in place."""
     S = k.shape[2]
-    starts = cache_lengths.reshape(-1).expand(k.shape[0])
+    starts = cache_lengths.reshape(-1).expand(k.shape[0]).tolist()
+    page_size = k_cache.shape[2]
     for b in range(k.shape[0]):
-        pos = starts[b] + torch.arange(S, device=k.device)
-        kept = (pos >= 0) & (pos < k_cache.shape[2])
-        k_cache[b].index_copy_(1, pos[kept], k[b][:, kept])
-        v_cache[b].index_copy_(1, pos[kept], v[b][:, kept])
+        for s in range(S):
+            pos = starts[b] + s
+            if not 0 <= pos < cache_capacity(k_cache, block_table):
+                continue
+            where = (b, pos) if block_table is None else (int(block_table[b, pos // page_size]), pos % page_size)
+            k_cache[where[0], :, where[1]] = k[b, :, s]
+            v_cache[where[0], :, where[1]] = v[b, :, s]
     cache_lengths.add_(S)
 
 
@@ -513,7 +548,7 @@ def decode_attention_reference(q, k_cache, v_cache, cache_seqlens, block_table=N
     scale = check_scale(scale, D)
     out = torch.zeros(q.shape, dtype=torch.float64, device=q.device)
     lse = torch.full((B, Hq, Sq), -math.inf, dtype=torch.float64, device=q.device)
-    for b, length in enumerate(cache_seqlens.clamp(0, _capacity(k_cache, block_table)).tolist()):
+    for b, length in enumerate(cache_seqlens.clamp(0, cache_capacity(k_cache, block_table)).tolist()):
         table = None if block_table is None else block_table[b:b + 1]
         k, v = (gather_cache(cache if table is not None else cache[b:b + 1], table, 1, length)[0].double()
                 .repeat_interleave(Hq // k_cache.shape[1], 0) for cache in (k_cache, v_cache))  # [Hq, L, D]
@@ -530,7 +565,7 @@ def decode_attention_reference(q, k_cache, v_cache, cache_seqlens, block_table=N
 def decode_attention_eager(q, k_cache, v_cache, cache_seqlens, block_table=None):
     """What a model writes for one new token a sequence over full caches (the cases'; cache_seqlens unread):
     the materialised attention over the (gathered) caches."""
-    length = _capacity(k_cache, block_table)
+    length = cache_capacity(k_cache, block_table)
     return attention_eager(q, gather_cache(k_cache, block_table, q.shape[0], length),
                            gather_cache(v_cache, block_table, q.shape[0], length), causal=True)
 

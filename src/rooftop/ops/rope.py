@@ -47,7 +47,8 @@ import triton.language as tl
 from rooftop import registry
 from rooftop.ops._support import (arrival_counters, await_previous, check_float, check_same_device, launch, pdl_options,
                                   planned, runs_kernel, torch_op)
-from rooftop.ops.decode_attention import advance_length, append_kv_reference, check_append
+from rooftop.ops.decode_attention import (advance_length, append_kv_reference, cache_capacity, cache_rows,
+                                          check_append)
 from rooftop.roofline import Cost
 
 # Launch parameters (to be tuned on the H200).
@@ -114,28 +115,31 @@ def _copy_heads(x_tok, out_tok, n_heads, x_head_stride, out_head_stride, HEAD_DI
 def _rope_kernel(q_ptr, k_ptr, q_out_ptr, k_out_ptr, cos_ptr, sin_ptr, pos_ptr, S, HQ, HK,
                  q_sb, q_sh, q_ss, k_sb, k_sh, k_ss, qo_sb, qo_sh, qo_ss, ko_sb, ko_sh, ko_ss,
                  cos_sb, cos_ss, sin_sb, sin_ss, pos_sb, pos_ss,
-                 v_ptr, v_out_ptr, lengths, counters, capacity, v_sb, v_sh, v_ss, vo_sb, vo_sh, vo_ss,
-                 HEAD_DIM: tl.constexpr, HALF: tl.constexpr, BLOCK_HALF: tl.constexpr, BLOCK_PASS: tl.constexpr,
-                 BLOCK_D: tl.constexpr, BLOCK_HQ: tl.constexpr, BLOCK_HK: tl.constexpr, INTERLEAVED: tl.constexpr,
-                 COPY_PASS: tl.constexpr, HAS_POS: tl.constexpr, APPEND: tl.constexpr, PER_SEQUENCE: tl.constexpr,
-                 PDL: tl.constexpr):
+                 v_ptr, v_out_ptr, lengths, counters, block_table, capacity, v_sb, v_sh, v_ss, vo_sb, vo_sh, vo_ss,
+                 table_sb, HEAD_DIM: tl.constexpr, HALF: tl.constexpr, BLOCK_HALF: tl.constexpr,
+                 BLOCK_PASS: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_HQ: tl.constexpr, BLOCK_HK: tl.constexpr,
+                 INTERLEAVED: tl.constexpr, COPY_PASS: tl.constexpr, HAS_POS: tl.constexpr, APPEND: tl.constexpr,
+                 PER_SEQUENCE: tl.constexpr, PAGE_SIZE: tl.constexpr, PDL: tl.constexpr):
     # One program per token: reads its HALF cosines and sines once, its HQ + HK heads of q and k once
     # (the rotated dims, and with COPY_PASS the rest), writes them once. *_sb/_sh/_ss: strides of
     # batch, head, sequence (cos/sin/pos: batch 0 when broadcast; with HAS_POS cos_ss is the table's).
-    # APPEND: k_out / v_out are a cache of `capacity` rows a sequence; the token's rotated k and its v (read once,
-    # written once) go to row lengths[b] + s (rows past the capacity dropped), and the last of the length's readers
-    # to arrive adds S to it (PER_SEQUENCE: a length a sequence, else one for all).
+    # APPEND: k_out / v_out are a cache of `capacity` rows a sequence (contiguous, or paged: PAGE_SIZE > 0 and
+    # block_table); the token's rotated k and its v (read once, written once) go to row lengths[b] + s (rows past the
+    # capacity dropped), and the last of the length's readers to arrive adds S to it (PER_SEQUENCE: a length a
+    # sequence, else one for all).
     # PDL: the launch overlaps the kernel before it (_support.pdl_options).
     await_previous(PDL)
     token = tl.program_id(0)
     b = (token // S).to(tl.int64)
     s = (token % S).to(tl.int64)
-    k_row = s
+    k_row = b * ko_sb + s * ko_ss
     kv_heads = HK
     if APPEND:
         start = tl.load(lengths + b * PER_SEQUENCE)
-        k_row = start + s
-        kv_heads = tl.where((k_row >= 0) & (k_row < capacity), HK, 0)
+        in_cache = (start + s >= 0) & (start + s < capacity)
+        kv_heads = tl.where(in_cache, HK, 0)
+        k_row = cache_rows(block_table + b * table_sb, b, start + s, in_cache, ko_sb, ko_ss, PAGE_SIZE)
+        v_row = cache_rows(block_table + b * table_sb, b, start + s, in_cache, vo_sb, vo_ss, PAGE_SIZE)
     if HAS_POS:
         pos = tl.load(pos_ptr + b * pos_sb + s * pos_ss).to(tl.int64)
         cos_row = cos_ptr + pos * cos_ss
@@ -148,11 +152,10 @@ def _rope_kernel(q_ptr, k_ptr, q_out_ptr, k_out_ptr, cos_ptr, sin_ptr, pos_ptr, 
     sin = tl.load(sin_row + i, mask=i < HALF, other=0.0).to(tl.float32)
     _rope_heads(q_ptr + b * q_sb + s * q_ss, q_out_ptr + b * qo_sb + s * qo_ss, HQ, q_sh, qo_sh, cos, sin,
                 HEAD_DIM, HALF, BLOCK_HALF, BLOCK_PASS, BLOCK_HQ, INTERLEAVED, COPY_PASS)
-    _rope_heads(k_ptr + b * k_sb + s * k_ss, k_out_ptr + b * ko_sb + k_row * ko_ss, kv_heads, k_sh, ko_sh, cos, sin,
+    _rope_heads(k_ptr + b * k_sb + s * k_ss, k_out_ptr + k_row, kv_heads, k_sh, ko_sh, cos, sin,
                 HEAD_DIM, HALF, BLOCK_HALF, BLOCK_PASS, BLOCK_HK, INTERLEAVED, COPY_PASS)
     if APPEND:
-        _copy_heads(v_ptr + b * v_sb + s * v_ss, v_out_ptr + b * vo_sb + k_row * vo_ss, kv_heads, v_sh, vo_sh,
-                    HEAD_DIM, BLOCK_D, BLOCK_HK)
+        _copy_heads(v_ptr + b * v_sb + s * v_ss, v_out_ptr + v_row, kv_heads, v_sh, vo_sh, HEAD_DIM, BLOCK_D, BLOCK_HK)
         advance_length(lengths, counters, b, start, S, S, PER_SEQUENCE)  # a sequence's S tokens read its length
 
 
@@ -174,10 +177,10 @@ def _batch_seq_strides(t: torch.Tensor, lead: int) -> tuple[int, int]:
 
 
 def rope_launch(q, k, q_out, k_out, cos, sin, position_ids, interleaved: bool, rotary_dim: int,
-                append: Optional[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None) -> None:
+                append: Optional[tuple] = None) -> None:
     """q_out, k_out <- rope(q), rope(k); the outputs may be q and k themselves (in place). append = (v, v_cache,
-    cache_lengths): k_out is a k cache, the rotated k and v go to its and v_cache's rows at the lengths, which
-    advance (apply_rope_append_kv)."""
+    cache_lengths, block_table or None): k_out is a k cache, the rotated k and v go to its and v_cache's rows at the
+    lengths, which advance (apply_rope_append_kv)."""
     B, HQ, S, D = q.shape
     HK = k.shape[1]
     if B * S == 0 or HQ + HK == 0:
@@ -187,18 +190,20 @@ def rope_launch(q, k, q_out, k_out, cos, sin, position_ids, interleaved: bool, r
     cos_sb, cos_ss = _batch_seq_strides(cos, cos.dim() - 1)
     sin_sb, sin_ss = _batch_seq_strides(sin, sin.dim() - 1)
     pos_sb, pos_ss = _batch_seq_strides(position_ids, position_ids.dim()) if has_pos else (0, 0)
-    v, v_out, lengths = append if append is not None else (k, k_out, cos)  # (unread without APPEND)
+    v, v_out, lengths, table = append if append is not None else (k, k_out, cos, None)  # (unread without APPEND)
     per_sequence = lengths.numel() > 1
     counters = arrival_counters(q.device, B if per_sequence else 1) if append is not None else cos
     launch(_rope_kernel, (B * S,), q, k, q_out, k_out, cos, sin, position_ids if has_pos else cos, S, HQ, HK,
            q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2), q_out.stride(0),
            q_out.stride(1), q_out.stride(2), k_out.stride(0), k_out.stride(1), k_out.stride(2), cos_sb, cos_ss, sin_sb,
-           sin_ss, pos_sb, pos_ss, v, v_out, lengths, counters, k_out.shape[2], v.stride(0), v.stride(1), v.stride(2),
-           v_out.stride(0), v_out.stride(1), v_out.stride(2), HEAD_DIM=D, HALF=half,
+           sin_ss, pos_sb, pos_ss, v, v_out, lengths, counters, cos if table is None else table,
+           cache_capacity(k_out, table), v.stride(0), v.stride(1), v.stride(2), v_out.stride(0), v_out.stride(1),
+           v_out.stride(2), 0 if table is None else table.stride(0), HEAD_DIM=D, HALF=half,
            BLOCK_HALF=triton.next_power_of_2(half), BLOCK_PASS=triton.next_power_of_2(max(D - rotary_dim, 1)),
            BLOCK_D=triton.next_power_of_2(D), BLOCK_HQ=heads_per_tile(HQ, D), BLOCK_HK=heads_per_tile(HK, D),
            INTERLEAVED=interleaved, COPY_PASS=rotary_dim < D and k_out is not k, HAS_POS=has_pos,
-           APPEND=append is not None, PER_SEQUENCE=per_sequence, num_warps=NUM_WARPS, **pdl_options(q))
+           APPEND=append is not None, PER_SEQUENCE=per_sequence, PAGE_SIZE=0 if table is None else k_out.shape[2],
+           num_warps=NUM_WARPS, **pdl_options(q))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,37 +313,41 @@ def apply_rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.T
     return _rope_op(q, k, cos, sin, position_ids, bool(interleaved), rd)
 
 
-def _rope_append_fake(q, k, v, cos, sin, k_cache, v_cache, cache_lengths, position_ids, interleaved, rotary_dim):
+def _rope_append_fake(q, k, v, cos, sin, k_cache, v_cache, cache_lengths, block_table, position_ids, interleaved,
+                      rotary_dim):
     return torch.empty_like(q)
 
 
 @torch_op("apply_rope_append_kv", mutates_args=("k_cache", "v_cache", "cache_lengths"), fake=_rope_append_fake)
 def _rope_append_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                     k_cache: torch.Tensor, v_cache: torch.Tensor, cache_lengths: torch.Tensor,
-                    position_ids: Optional[torch.Tensor], interleaved: bool, rotary_dim: int) -> torch.Tensor:
+                    block_table: Optional[torch.Tensor], position_ids: Optional[torch.Tensor], interleaved: bool,
+                    rotary_dim: int) -> torch.Tensor:
     q_out = torch.empty_like(q)
     if runs_kernel(q):
         rope_launch(q, k, q_out, k_cache, cos, sin, position_ids, interleaved, rotary_dim,
-                    append=(v, v_cache, cache_lengths))
+                    append=(v, v_cache, cache_lengths, block_table))
     else:
         q_ref, k_ref = rope_reference(q, k, cos, sin, position_ids, interleaved, rotary_dim)
         q_out.copy_(q_ref)
-        append_kv_reference(k_cache, v_cache, k_ref.to(k.dtype), v, cache_lengths)
+        append_kv_reference(k_cache, v_cache, k_ref.to(k.dtype), v, cache_lengths, block_table)
     return q_out
 
 
 @planned
 def apply_rope_append_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                          k_cache: torch.Tensor, v_cache: torch.Tensor, cache_lengths: torch.Tensor,
-                         position_ids: Optional[torch.Tensor] = None, interleaved: bool = False,
-                         rotary_dim: Optional[int] = None) -> torch.Tensor:
-    """apply_rope(q, k, ...) and append_kv(k_cache, v_cache, rotated k, v, cache_lengths) in one launch: returns the
-    rotated q (a new tensor); the rotated k and v go to rows cache_lengths[b] .. + S - 1 of the caches [B_cache >= B,
-    Hkv, S_max, D] (rows past S_max dropped) and cache_lengths ([], [1] or [B]; int32 / int64) advance by S. A
-    decode step's RoPE and static-cache update (Hugging Face: RoPE, then StaticLayer.update's four kernels)."""
+                         block_table: Optional[torch.Tensor] = None, position_ids: Optional[torch.Tensor] = None,
+                         interleaved: bool = False, rotary_dim: Optional[int] = None) -> torch.Tensor:
+    """apply_rope(q, k, ...) and append_kv(k_cache, v_cache, rotated k, v, cache_lengths, block_table) in one launch:
+    returns the rotated q (a new tensor); the rotated k and v go to rows cache_lengths[b] .. + S - 1 of sequence b's
+    cache (contiguous [B_cache >= B, Hkv, S_max, D], or paged [pages, Hkv, page_size, D] through block_table; rows
+    past the capacity dropped) and cache_lengths ([], [1] or [B]; int32 / int64) advance by S. A decode step's RoPE
+    and cache update (Hugging Face: RoPE, then StaticLayer.update's four kernels)."""
     rd = _check(q, k, cos, sin, position_ids, rotary_dim)
-    check_append(k_cache, v_cache, k, v, cache_lengths)
-    return _rope_append_op(q, k, v, cos, sin, k_cache, v_cache, cache_lengths, position_ids, bool(interleaved), rd)
+    check_append(k_cache, v_cache, k, v, cache_lengths, block_table)
+    return _rope_append_op(q, k, v, cos, sin, k_cache, v_cache, cache_lengths, block_table, position_ids,
+                           bool(interleaved), rd)
 
 
 # ---------------------------------------------------------------------------------------------
