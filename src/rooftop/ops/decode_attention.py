@@ -42,8 +42,9 @@ a split; num_splits= overrides it.
 append_kv(k_cache, v_cache, k, v, cache_lengths, block_table=None) writes a step's keys and values into a cache of
 either layout before it is read: row s of k[b, h] to row cache_lengths[b] + s of sequence b's cache (v alike), then
 cache_lengths += S, in one kernel (a program a (sequence, kv head); the last of a length's readers to arrive advances
-it). Traffic: the new rows read once and written once (paged: a page id read a row). transformers' StaticLayer.update does the same in four kernels (an arange, an add, two
-index_copy_); integrations/hf.py routes a patched model's static cache there.
+it). Traffic: the new rows read once and written once (paged: a page id read a row). transformers'
+StaticLayer.update does the same in four kernels (an arange, an add, two index_copy_); integrations/hf.py routes a
+patched model's static cache there.
 
 Traffic: each program reads its query rows once and each k/v row of its range once, so a (sequence,
 kv head)'s first L_b keys and values are read from memory once in all; out (and lse) written once. With
