@@ -31,3 +31,20 @@ for page in (None, 16, 256):
                                                                 block_table=table), lengths.sub_(1))], repeat=20)
     print("page", page, f"append_kv {t1:.2f} us, apply_rope_append_kv {t2:.2f} us (each with a lengths.sub_ kernel)")
 PY
+timeout 90 python - <<'PY' 2>&1 | tee $OUT/looped-tile-ab.txt
+import torch, rooftop
+from rooftop.ops import reductions, _support
+from rooftop.bench.timing import graph_replay_us
+print("looped reductions: GPU us (graph replay over 2 inputs), LOOPED_TILE_BYTES 8192 (library) / 16384, "
+      "PROGRAMS_PER_SM 4 / 3 with 16384; % of a 4220 GB/s read")
+for m, n in [(1024, 131072), (512, 262144)]:
+    xs = [torch.randn(m, n, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+    for op in ("row_sum", "row_max", "row_norm"):
+        fn, t = getattr(rooftop, op), []
+        for tile, per_sm in ((8192, 4), (16384, 4), (16384, 3)):
+            reductions.LOOPED_TILE_BYTES, reductions.PROGRAMS_PER_SM = tile, per_sm
+            _support.clear_plans()
+            t.append(graph_replay_us([lambda x=x: fn(x) for x in xs], repeat=10))
+        print(op, (m, n), " / ".join(f"{v:.1f} ({m * n * 2 / v / 1e3 / 4220 * 100:.1f}%)" for v in t))
+        reductions.LOOPED_TILE_BYTES, reductions.PROGRAMS_PER_SM = 8192, 4
+PY
