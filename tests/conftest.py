@@ -14,6 +14,17 @@ DEVICE = "cuda" if HAS_CUDA else "cpu"
 os.environ.setdefault("ROOFTOP_AUTOTUNE", "0")
 
 
+def compiler_env() -> dict:
+    """The environment of a subprocess that compiles kernels for a GPU target: this one's without the interpreter, the
+    rooftop this process imported first on its path (an editable install's .pth was once not seen there in CI)."""
+    import rooftop
+
+    src = os.path.dirname(os.path.dirname(os.path.abspath(rooftop.__file__)))
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
+    return env
+
+
 def _interpreter_rounds_like_the_gpu() -> None:
     """Test-only patch: Triton 3.6's interpreter casts float32 -> bfloat16 by truncation, where the
     GPU rounds to nearest even, and rounds float32 -> fp8 wrongly. Round like the GPU, through torch

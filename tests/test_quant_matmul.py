@@ -5,7 +5,6 @@ Tolerance: outputs are compared with x @ dequantize(w).T in float64 at TOL[dtype
 fused kernels' only roundings are the output's (and on the tensor-core path the dequantized weight's,
 to x's dtype, exactly as dequantize(x.dtype) rounds it), about 2e-3 relative for bfloat16."""
 import json
-import os
 import subprocess
 import sys
 from collections import OrderedDict
@@ -13,7 +12,7 @@ from collections import OrderedDict
 import pytest
 import torch
 
-from conftest import HAS_CUDA, TOL, rel_err, replayed_by_switch, skip_unless_sm90
+from conftest import HAS_CUDA, TOL, compiler_env, rel_err, replayed_by_switch, skip_unless_sm90
 from rooftop import registry
 from rooftop.ops import quant_matmul as qm
 from rooftop.ops import quant_matmul_sm90 as qsm90
@@ -704,8 +703,7 @@ def test_gluon_kernels_lose_the_barriers_their_protocols_do_not_need():
     before each step's stores of B) and each of its two consumers' k-step loops 1 (before its waits); each MMA warp
     group of the register-A kernel 2 (before each of a group's two waits). The arrives' own barriers are kept
     (quant_matmul_sm90's docstring)."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", _BARRIERS_SCRIPT], env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", _BARRIERS_SCRIPT], env=compiler_env(), capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     ws_full, ws_lean, rs_full, rs_lean = map(int, done.stdout.split())

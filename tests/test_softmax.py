@@ -1,4 +1,3 @@
-import os
 import subprocess
 import sys
 
@@ -10,7 +9,7 @@ from rooftop.ops import softmax as softmax_mod
 from rooftop.ops import softmax_sm90
 from rooftop.ops._support import BARRIER_MARK, arrival_counters, drop_marked_barriers
 from rooftop.ops.softmax import softmax_reference
-from conftest import TOL, rel_err, rows_in_parts
+from conftest import TOL, compiler_env, rel_err, rows_in_parts
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 # widths cover: 1, odd, prime, non-power-of-two, the widest on-chip row (65536), the looped path
@@ -191,8 +190,7 @@ def test_gluon_ring_kernel_loses_the_barriers_its_protocol_does_not_need():
     """Each consumer's pass 1 loses the barrier before its mbarrier waits and pass 2 the one before its buffer
     reads (Triton 3.6's Membar; softmax_sm90.barrier_not_needed): 4 of the kernel's named barriers, the
     releases' barriers kept (pass 2 keeps one barrier a chunk)."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", _BARRIERS_SCRIPT], env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", _BARRIERS_SCRIPT], env=compiler_env(), capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     full, lean = map(int, done.stdout.split())
