@@ -96,6 +96,7 @@ ONCHIP_BLOCK_ELEMS = 2048
 PROGRAMS_PER_SM = 4
 SPLIT_LAUNCH = dict(CHUNK=8192, num_warps=8)  # the split path's chunk and warps (benchmarks/exp_split_rows.py)
 SPLIT_MIN_N = 65536  # the split paths run above this width
+LOOPED_LOAD_FIRST = True  # A / B (session 36)
 # The split-words kernel (no quant): chunks held as 32-bit words of two values, in two halves. Without a residual,
 # measured on the H200 (bf16, M * N = 2^27, GPU time, % of copy; benchmarks/exp_split_packed.py, then
 # exp_norm_reload.py with this kernel, logs/h200-2026-12-01-s11): 16384-element chunks over 8 warps 79.4 / 79.8 at
@@ -288,7 +289,7 @@ def _rms_norm_split_words_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, part_ptr, 
 def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N, x_stride, res_stride, y_stride,
                             r_stride, eps, w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
                             QUANT: tl.constexpr, QMAX: tl.constexpr, TILE: tl.constexpr, X_POLICY: tl.constexpr,
-                            EVEN: tl.constexpr):
+                            EVEN: tl.constexpr, LOAD_FIRST: tl.constexpr):
     # Per row: pass 1 reads x (+ residual), writes r; pass 2 re-reads r (or x), mostly from L2,
     # and writes y. Persistent: program p takes rows p, p + G, ...
     cols = tl.arange(0, TILE)
@@ -302,11 +303,21 @@ def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
         if HAS_RESIDUAL:
             res_next = load_tile(res_row, 0, cols, N, EVEN, "evict_first")
         for off in range(0, N, TILE):
-            r = x_next.to(tl.float32)
-            x_next = load_tile(x_row, off + TILE, cols, N, EVEN, X_POLICY)
+            if LOAD_FIRST:
+                x_new = load_tile(x_row, off + TILE, cols, N, EVEN, X_POLICY)
+                r = x_next.to(tl.float32)
+                x_next = x_new
+                if HAS_RESIDUAL:
+                    res_new = load_tile(res_row, off + TILE, cols, N, EVEN, "evict_first")
+                    r = (r + res_next.to(tl.float32)).to(r_ptr.dtype.element_ty)  # the new residual, as stored
+                    res_next = res_new
+            else:
+                r = x_next.to(tl.float32)
+                x_next = load_tile(x_row, off + TILE, cols, N, EVEN, X_POLICY)
+                if HAS_RESIDUAL:
+                    r = (r + res_next.to(tl.float32)).to(r_ptr.dtype.element_ty)  # the new residual, as stored
+                    res_next = load_tile(res_row, off + TILE, cols, N, EVEN, "evict_first")
             if HAS_RESIDUAL:
-                r = (r + res_next.to(tl.float32)).to(r_ptr.dtype.element_ty)  # the new residual, as stored
-                res_next = load_tile(res_row, off + TILE, cols, N, EVEN, "evict_first")
                 store_tile(src_row, off, cols, N, r, EVEN, "evict_last")
                 r = r.to(tl.float32)
             sum_sq += r * r
@@ -323,8 +334,13 @@ def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
         off = (tl.cdiv(N, TILE) - 1) * TILE
         r_next = load_tile(src_row, off, cols, N, EVEN, "evict_first")
         while off >= 0:
-            r = r_next.to(tl.float32)
-            r_next = load_tile(src_row, off - TILE, cols, N, EVEN, "evict_first")
+            if LOAD_FIRST:
+                r_new = load_tile(src_row, off - TILE, cols, N, EVEN, "evict_first")
+                r = r_next.to(tl.float32)
+                r_next = r_new
+            else:
+                r = r_next.to(tl.float32)
+                r_next = load_tile(src_row, off - TILE, cols, N, EVEN, "evict_first")
             y = r * rstd
             if HAS_WEIGHT:
                 y = y * (load_tile(w_ptr, off, cols, N, EVEN, "evict_last").to(tl.float32) + w_offset)
@@ -413,7 +429,8 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
     tile, warps = looped_config(N, quant is not None)
     # without a residual pass 2 re-reads x: ask L2 to keep it; with one, x is not read again
     launch(_rms_norm_looped_kernel, (programs,), *args, **flags, TILE=tile,
-           X_POLICY="evict_first" if has_res else "evict_last", EVEN=N % tile == 0, num_warps=warps)
+           X_POLICY="evict_first" if has_res else "evict_last", EVEN=N % tile == 0,
+           LOAD_FIRST=LOOPED_LOAD_FIRST, num_warps=warps)
 
 
 # ---------------------------------------------------------------------------------------------
