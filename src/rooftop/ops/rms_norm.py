@@ -132,6 +132,7 @@ GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach 
 RELOAD_MIN_N, RELOAD_MAX_N = 16384, 32768
 RELOAD_WARPS = 32
 RELOAD_RESIDUAL = False
+RELOAD_ONE_SUM = False  # A / B (session 36): pass 1 summed into one vector, reduced once
 # The reload kernel's widest tile in bytes of x: 32 KB (16 bf16 values a thread over 32 warps) keeps it at 32
 # registers a thread (offline sm_90 compile, aligned rows, no spills: bf16 at N = 16384 and 32768, with and without a
 # residual), so that two 32-warp programs share an SM. The whole bf16 row as one tile took 38 at N = 32768 (and ran
@@ -195,7 +196,7 @@ def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
 @triton.jit
 def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, M, N, x_stride, res_stride, y_stride, r_stride, eps,
                             w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, TILE: tl.constexpr,
-                            PARTS: tl.constexpr):
+                            PARTS: tl.constexpr, ONE_SUM: tl.constexpr):
     # Row program_id(0), PARTS tiles of TILE (PARTS * TILE >= N). HBM: x (+ residual) read once, y (+ r)
     # written once, as the on-chip kernel; pass 2's loads of the row (and w) are the program's own bytes again,
     # from L1 or L2. Nothing of the row lives across the reduction, and each tile is reduced to a scalar (pass 1)
@@ -203,11 +204,19 @@ def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, M, N, x_stride,
     x_row, y_row, res_row, src_row = row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, tl.program_id(0), x_stride, y_stride,
                                                   res_stride, r_stride, HAS_RESIDUAL)
     cols = tl.arange(0, TILE)
-    sum_sq = 0.0  # pass 1
-    for part in tl.static_range(PARTS):
-        offs = part * TILE + cols
-        r = load_tile_add_residual(x_row, res_row, src_row, offs, offs < N, HAS_RESIDUAL)
-        sum_sq += tl.sum(r * r, axis=0)
+    if ONE_SUM:
+        acc = tl.zeros([TILE], tl.float32)
+        for part in tl.static_range(PARTS):
+            offs = part * TILE + cols
+            r = load_tile_add_residual(x_row, res_row, src_row, offs, offs < N, HAS_RESIDUAL)
+            acc += r * r
+        sum_sq = tl.sum(acc, axis=0)
+    else:
+        sum_sq = 0.0  # pass 1
+        for part in tl.static_range(PARTS):
+            offs = part * TILE + cols
+            r = load_tile_add_residual(x_row, res_row, src_row, offs, offs < N, HAS_RESIDUAL)
+            sum_sq += tl.sum(r * r, axis=0)
     rstd = tl.rsqrt(sum_sq / N + eps)
     for part in tl.static_range(PARTS):  # pass 2: the row (r or x) again, y = r rstd (offset + w)
         offs = part * TILE + cols
@@ -404,7 +413,7 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
     if reload_width(N, has_res, quant):
         tile = min(triton.next_power_of_2(N), RELOAD_TILE_BYTES // x.element_size())
         launch(_rms_norm_reload_kernel, (M,), *args[:5], *args[6:], HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None,
-               TILE=tile, PARTS=cdiv(N, tile), num_warps=RELOAD_WARPS)
+               TILE=tile, PARTS=cdiv(N, tile), ONE_SUM=RELOAD_ONE_SUM, num_warps=RELOAD_WARPS)
         return
     if N <= ONCHIP_MAX:
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
