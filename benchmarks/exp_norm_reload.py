@@ -62,11 +62,11 @@ def variants(op: str, N: int):
     if op.endswith("rms_norm"):
         yield "library", rn, {}
         if N > rn.RELOAD_MAX_N:
-            yield "stretched", rn, dict(RELOAD_MAX_N=wide, GLUON_ENABLED=False, RELOAD_RESIDUAL=op.startswith("add"))
+            yield "stretched", rn, dict(RELOAD_MAX_N=wide, RELOAD_RESIDUAL_MAX_N=wide, GLUON_ENABLED=False)
             return
         yield "before", rn, dict(RELOAD_MAX_N=rn.RELOAD_MIN_N)
         if op.startswith("add"):
-            yield "reload_res", rn, dict(RELOAD_RESIDUAL=True)
+            yield "reload_res", rn, dict(RELOAD_RESIDUAL_MIN_N=rn.RELOAD_MIN_N)
         else:
             yield "one_tile", rn, dict(RELOAD_TILE_BYTES=1 << 20)
     else:

@@ -130,7 +130,10 @@ def test_plans_follow_strides_and_alignment(monkeypatch, device):
     _check(*view(1), causal=True)  # 2 bytes off: pointer loads
     _check(*view(8), causal=True)  # 16 bytes off: TMA again, the first plan
     plans = list(attention_mod._plans.values())
-    assert len(plans) == 2 and plans[0].descriptors is not None and plans[1].descriptors is None
+    # the aligned views' plan moves tiles by TMA (the Gluon kernel's on sm_90, else host-made descriptors); the
+    # unaligned views' loads pointers
+    assert len(plans) == 2 and isinstance(plans[1], attention_mod._Plan) and plans[1].descriptors is None
+    assert isinstance(plans[0], attention_mod.attention_sm90.PingpongPlan) or plans[0].descriptors is not None
     q, k, v = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in view(0))  # [B, S, H, D] memory
     _check(q, k, v, causal=True)
     assert len(attention_mod._plans) == 3
@@ -154,8 +157,10 @@ def test_prepared_attention_runs_a_given_config(device):
     run = attention_mod.prepared_attention(q, k, v, True, AttentionConfig(32, 16, 4, 1))
     for _ in range(2):
         assert rel_err(run(), attention_reference(q, k, v, True)) < TOL[torch.float16]
+    # the untuned default first: the Gluon kernel's where it takes the call (sm_90), else the Triton kernel's
+    pingpong = attention_mod._pingpong_applies(q, k, v, torch.empty_like(q), True, -1, 0, False)
     assert attention_mod.attention_candidates(q, k, v, True)[0] == attention_mod.attention_configs(
-        64, torch.float16, 0 if HAS_CUDA else -1, "masked")[0]
+        64, torch.float16, 0 if HAS_CUDA else -1, "masked", pingpong=pingpong)[0]
 
 
 @pytest.mark.parametrize("kind", ["one_loop", "masked", "pointer"])

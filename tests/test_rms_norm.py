@@ -227,19 +227,20 @@ def _small_reload(monkeypatch):
     """The reload kernel's bounds and tiles moved down to reach it at small widths: tiles of 256 values of a
     16-bit x, 128 of fp32."""
     monkeypatch.setattr(rms_norm_mod, "RELOAD_MIN_N", 128)
-    monkeypatch.setattr(rms_norm_mod, "RELOAD_RESIDUAL", True)
+    monkeypatch.setattr(rms_norm_mod, "RELOAD_RESIDUAL_MIN_N", 128)
+    monkeypatch.setattr(rms_norm_mod, "RELOAD_RESIDUAL_MAX_N", rms_norm_mod.RELOAD_MAX_N)
     monkeypatch.setattr(rms_norm_mod, "RELOAD_TILE_BYTES", 512)
     return spy_launches(monkeypatch, rms_norm_mod)
 
 
 def test_reload_widths():
-    """The reload kernel takes RELOAD_MIN_N < N <= RELOAD_MAX_N, rows with a residual only if RELOAD_RESIDUAL,
-    no quantizing rows."""
-    lo, hi = rms_norm_mod.RELOAD_MIN_N, rms_norm_mod.RELOAD_MAX_N
-    assert rms_norm_mod.reload_width(lo + 1, False) and rms_norm_mod.reload_width(hi, False)
-    assert not rms_norm_mod.reload_width(lo, False) and not rms_norm_mod.reload_width(hi + 1, False)
-    assert rms_norm_mod.reload_width(hi, True) == rms_norm_mod.RELOAD_RESIDUAL
-    assert not rms_norm_mod.reload_width(hi, False, "fp8")
+    """The reload kernel takes RELOAD_MIN_N < N <= RELOAD_MAX_N, rows with a residual RELOAD_RESIDUAL_MIN_N < N <=
+    RELOAD_RESIDUAL_MAX_N, no quantizing rows."""
+    for residual, (lo, hi) in ((False, (rms_norm_mod.RELOAD_MIN_N, rms_norm_mod.RELOAD_MAX_N)),
+                               (True, (rms_norm_mod.RELOAD_RESIDUAL_MIN_N, rms_norm_mod.RELOAD_RESIDUAL_MAX_N))):
+        assert rms_norm_mod.reload_width(lo + 1, residual) and rms_norm_mod.reload_width(hi, residual)
+        assert not rms_norm_mod.reload_width(lo, residual) and not rms_norm_mod.reload_width(hi + 1, residual)
+        assert not rms_norm_mod.reload_width(hi, residual, "fp8")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

@@ -34,11 +34,11 @@ Which path runs (N = row width in elements):
   each row is P parts of at most GLUON_MAX_N (quantizing: QUANT_PART_MAX_N; P a power of two), each part a
   program's row of the same kernel, the parts' mean squares (and maxima) merged across programs between the passes
   (softmax_sm90.exchange_pairs); ahead of the split-words kernels.
-- Reload (RELOAD_MIN_N < N <= RELOAD_MAX_N, no quant, without a residual unless RELOAD_RESIDUAL; ahead of
-  Gluon but for rows whose loads do not vectorize, rooftop.ops._support.rows_vectorize): one row a program
+- Reload (RELOAD_MIN_N < N <= RELOAD_MAX_N, with a residual RELOAD_RESIDUAL_MIN_N < N <= RELOAD_RESIDUAL_MAX_N; no
+  quant; ahead of Gluon but for rows whose loads do not vectorize, rooftop.ops._support.rows_vectorize): one row a program
   (grid M) of RELOAD_WARPS warps, the row in tiles of up to RELOAD_TILE_BYTES (one or two tiles of bf16 at
-  these widths), and no value kept across the two passes. Pass 1 loads the row (evict_last) and reduces
-  sum x^2; pass 2 loads the row again (evict_first: from L1 or L2, the program's own bytes of a moment ago)
+  these widths), and no value kept across the two passes. Pass 1 loads the row (evict_last) and sums x^2 into
+  one vector, reduced once; pass 2 loads the row again (evict_first: from L1 or L2, the program's own bytes of a moment ago)
   with w and writes y. With a residual, pass 1 stores r = x + residual (evict_last) and
   pass 2 re-reads r: the thread's own stores (the same tile shape and pointers in both passes give the same
   layout), in program order, and the row's reduction puts a barrier of the whole program between the passes.
@@ -96,7 +96,6 @@ ONCHIP_BLOCK_ELEMS = 2048
 PROGRAMS_PER_SM = 4
 SPLIT_LAUNCH = dict(CHUNK=8192, num_warps=8)  # the split path's chunk and warps (benchmarks/exp_split_rows.py)
 SPLIT_MIN_N = 65536  # the split paths run above this width
-LOOPED_LOAD_FIRST = True  # A / B (session 36)
 # The split-words kernel (no quant): chunks held as 32-bit words of two values, in two halves. Without a residual,
 # measured on the H200 (bf16, M * N = 2^27, GPU time, % of copy; benchmarks/exp_split_packed.py, then
 # exp_norm_reload.py with this kernel, logs/h200-2026-12-01-s11): 16384-element chunks over 8 warps 79.4 / 79.8 at
@@ -123,16 +122,17 @@ GLUON_MIN_N, GLUON_MAX_N = 16384, 65536
 QUANT_GLUON_MIN_N, QUANT_PART_MAX_N = 8192, 32768
 TRITON_RES_N = 32768
 GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
-# The reload kernel's widths (exclusive, inclusive) and warps, after torch.compile's kernel for this norm (95.5% of
-# copy at N = 32768, bf16, M * N = 2^27, the whole row one tile over 32 warps). Measured on the H200 (2026-12-01,
+# The reload kernel's widths (exclusive, inclusive), after torch.compile's kernel for this norm (95.5% of copy at
+# N = 32768, bf16, M * N = 2^27, the whole row one tile over 32 warps). Measured on the H200 (2026-12-01,
 # benchmarks/exp_norm_reload.py, GPU time): at 32768 1.05x the Gluon path it replaces (compile 1.05x it still); at
-# 12288 / 16384 0.92x / 0.98x the on-chip kernel, which keeps those. RELOAD_RESIDUAL (rows with a residual too):
-# 0.94-0.97x the paths it would replace at 12288-32768, so off. Quantizing rows keep the on-chip kernel (with
-# quant this kernel failed a GPU test of the int8 codes, not understood).
+# 12288 / 16384 0.92x / 0.98x the on-chip kernel, which keeps those. Since pass 1 sums into one vector (session 36,
+# logs/h200-2026-12-03-s36/call-b, % of copy): 98.7% at 32768 (was 93.2); at 65536 83.6% against Gluon's 89.0%.
+# Rows with a residual take it at RELOAD_RESIDUAL widths: at 65536 92.5% against Gluon's 90.2%, at 32768 85.4%
+# against the on-chip kernel's 98.1% (TRITON_RES_N). Quantizing rows keep the on-chip kernel (with quant this
+# kernel failed a GPU test of the int8 codes, not understood).
 RELOAD_MIN_N, RELOAD_MAX_N = 16384, 32768
+RELOAD_RESIDUAL_MIN_N, RELOAD_RESIDUAL_MAX_N = 32768, 65536
 RELOAD_WARPS = 32
-RELOAD_RESIDUAL = False
-RELOAD_ONE_SUM = False  # A / B (session 36): pass 1 summed into one vector, reduced once
 # The reload kernel's widest tile in bytes of x: 32 KB (16 bf16 values a thread over 32 warps) keeps it at 32
 # registers a thread (offline sm_90 compile, aligned rows, no spills: bf16 at N = 16384 and 32768, with and without a
 # residual), so that two 32-warp programs share an SM. The whole bf16 row as one tile took 38 at N = 32768 (and ran
@@ -196,28 +196,23 @@ def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
 @triton.jit
 def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, M, N, x_stride, res_stride, y_stride, r_stride, eps,
                             w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, TILE: tl.constexpr,
-                            PARTS: tl.constexpr, ONE_SUM: tl.constexpr):
+                            PARTS: tl.constexpr):
     # Row program_id(0), PARTS tiles of TILE (PARTS * TILE >= N). HBM: x (+ residual) read once, y (+ r)
     # written once, as the on-chip kernel; pass 2's loads of the row (and w) are the program's own bytes again,
-    # from L1 or L2. Nothing of the row lives across the reduction, and each tile is reduced to a scalar (pass 1)
-    # or stored (pass 2) before the next one's registers are needed.
+    # from L1 or L2. Nothing of the row lives across the reduction: each tile is folded into the sum of squares
+    # (pass 1) or stored (pass 2) before the next one's registers are needed.
     x_row, y_row, res_row, src_row = row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, tl.program_id(0), x_stride, y_stride,
                                                   res_stride, r_stride, HAS_RESIDUAL)
     cols = tl.arange(0, TILE)
-    if ONE_SUM:
-        acc = tl.zeros([TILE], tl.float32)
-        for part in tl.static_range(PARTS):
-            offs = part * TILE + cols
-            r = load_tile_add_residual(x_row, res_row, src_row, offs, offs < N, HAS_RESIDUAL)
-            acc += r * r
-        sum_sq = tl.sum(acc, axis=0)
-    else:
-        sum_sq = 0.0  # pass 1
-        for part in tl.static_range(PARTS):
-            offs = part * TILE + cols
-            r = load_tile_add_residual(x_row, res_row, src_row, offs, offs < N, HAS_RESIDUAL)
-            sum_sq += tl.sum(r * r, axis=0)
-    rstd = tl.rsqrt(sum_sq / N + eps)
+    # pass 1 sums the tiles' squares into one vector, reduced across the program once: no barrier between the
+    # tiles, so ptxas issues every tile's loads up front (a reduction a tile put one before each next load: N = 32768
+    # 93.2% -> 98.7% of copy, H200, session 36)
+    sum_sq = tl.zeros([TILE], tl.float32)
+    for part in tl.static_range(PARTS):
+        offs = part * TILE + cols
+        r = load_tile_add_residual(x_row, res_row, src_row, offs, offs < N, HAS_RESIDUAL)
+        sum_sq += r * r
+    rstd = tl.rsqrt(tl.sum(sum_sq, axis=0) / N + eps)
     for part in tl.static_range(PARTS):  # pass 2: the row (r or x) again, y = r rstd (offset + w)
         offs = part * TILE + cols
         y = load_tile_again(src_row, offs, offs < N, "evict_first") * rstd
@@ -298,7 +293,7 @@ def _rms_norm_split_words_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, part_ptr, 
 def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N, x_stride, res_stride, y_stride,
                             r_stride, eps, w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
                             QUANT: tl.constexpr, QMAX: tl.constexpr, TILE: tl.constexpr, X_POLICY: tl.constexpr,
-                            EVEN: tl.constexpr, LOAD_FIRST: tl.constexpr):
+                            EVEN: tl.constexpr):
     # Per row: pass 1 reads x (+ residual), writes r; pass 2 re-reads r (or x), mostly from L2,
     # and writes y. Persistent: program p takes rows p, p + G, ...
     cols = tl.arange(0, TILE)
@@ -312,21 +307,11 @@ def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
         if HAS_RESIDUAL:
             res_next = load_tile(res_row, 0, cols, N, EVEN, "evict_first")
         for off in range(0, N, TILE):
-            if LOAD_FIRST:
-                x_new = load_tile(x_row, off + TILE, cols, N, EVEN, X_POLICY)
-                r = x_next.to(tl.float32)
-                x_next = x_new
-                if HAS_RESIDUAL:
-                    res_new = load_tile(res_row, off + TILE, cols, N, EVEN, "evict_first")
-                    r = (r + res_next.to(tl.float32)).to(r_ptr.dtype.element_ty)  # the new residual, as stored
-                    res_next = res_new
-            else:
-                r = x_next.to(tl.float32)
-                x_next = load_tile(x_row, off + TILE, cols, N, EVEN, X_POLICY)
-                if HAS_RESIDUAL:
-                    r = (r + res_next.to(tl.float32)).to(r_ptr.dtype.element_ty)  # the new residual, as stored
-                    res_next = load_tile(res_row, off + TILE, cols, N, EVEN, "evict_first")
+            r = x_next.to(tl.float32)
+            x_next = load_tile(x_row, off + TILE, cols, N, EVEN, X_POLICY)
             if HAS_RESIDUAL:
+                r = (r + res_next.to(tl.float32)).to(r_ptr.dtype.element_ty)  # the new residual, as stored
+                res_next = load_tile(res_row, off + TILE, cols, N, EVEN, "evict_first")
                 store_tile(src_row, off, cols, N, r, EVEN, "evict_last")
                 r = r.to(tl.float32)
             sum_sq += r * r
@@ -343,13 +328,8 @@ def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
         off = (tl.cdiv(N, TILE) - 1) * TILE
         r_next = load_tile(src_row, off, cols, N, EVEN, "evict_first")
         while off >= 0:
-            if LOAD_FIRST:
-                r_new = load_tile(src_row, off - TILE, cols, N, EVEN, "evict_first")
-                r = r_next.to(tl.float32)
-                r_next = r_new
-            else:
-                r = r_next.to(tl.float32)
-                r_next = load_tile(src_row, off - TILE, cols, N, EVEN, "evict_first")
+            r = r_next.to(tl.float32)
+            r_next = load_tile(src_row, off - TILE, cols, N, EVEN, "evict_first")
             y = r * rstd
             if HAS_WEIGHT:
                 y = y * (load_tile(w_ptr, off, cols, N, EVEN, "evict_last").to(tl.float32) + w_offset)
@@ -361,7 +341,8 @@ def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
 
 def reload_width(N: int, has_residual: bool, quant: Optional[str] = None) -> bool:
     """Whether rows of N (with or without a residual, quantized or not) take the reload kernel."""
-    return RELOAD_MIN_N < N <= RELOAD_MAX_N and (RELOAD_RESIDUAL or not has_residual) and quant is None
+    low, high = (RELOAD_RESIDUAL_MIN_N, RELOAD_RESIDUAL_MAX_N) if has_residual else (RELOAD_MIN_N, RELOAD_MAX_N)
+    return low < N <= high and quant is None
 
 
 def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor], y: torch.Tensor,
@@ -413,7 +394,7 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
     if reload_width(N, has_res, quant):
         tile = min(triton.next_power_of_2(N), RELOAD_TILE_BYTES // x.element_size())
         launch(_rms_norm_reload_kernel, (M,), *args[:5], *args[6:], HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None,
-               TILE=tile, PARTS=cdiv(N, tile), ONE_SUM=RELOAD_ONE_SUM, num_warps=RELOAD_WARPS)
+               TILE=tile, PARTS=cdiv(N, tile), num_warps=RELOAD_WARPS)
         return
     if N <= ONCHIP_MAX:
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
@@ -438,8 +419,7 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
     tile, warps = looped_config(N, quant is not None)
     # without a residual pass 2 re-reads x: ask L2 to keep it; with one, x is not read again
     launch(_rms_norm_looped_kernel, (programs,), *args, **flags, TILE=tile,
-           X_POLICY="evict_first" if has_res else "evict_last", EVEN=N % tile == 0,
-           LOAD_FIRST=LOOPED_LOAD_FIRST, num_warps=warps)
+           X_POLICY="evict_first" if has_res else "evict_last", EVEN=N % tile == 0, num_warps=warps)
 
 
 # ---------------------------------------------------------------------------------------------
