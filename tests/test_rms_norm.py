@@ -233,6 +233,12 @@ def _small_reload(monkeypatch):
     return spy_launches(monkeypatch, rms_norm_mod)
 
 
+def _reload_off(monkeypatch):
+    """The reload kernel switched off, with and without a residual: its widths go to the Gluon path."""
+    monkeypatch.setattr(rms_norm_mod, "RELOAD_MAX_N", rms_norm_mod.RELOAD_MIN_N)
+    monkeypatch.setattr(rms_norm_mod, "RELOAD_RESIDUAL_MAX_N", rms_norm_mod.RELOAD_RESIDUAL_MIN_N)
+
+
 def test_reload_widths():
     """The reload kernel takes RELOAD_MIN_N < N <= RELOAD_MAX_N, rows with a residual RELOAD_RESIDUAL_MIN_N < N <=
     RELOAD_RESIDUAL_MAX_N, no quantizing rows."""
@@ -334,6 +340,7 @@ def test_gpu_gluon_matches_reference(N, dtype, residual, rows, monkeypatch):
     """Every element of the new residual is x + residual rounded once (a buffer refilled before its last read
     shows here: run 1 of benchmarks/exp_gluon_norms.py)."""
     skip_unless_sm90()
+    _reload_off(monkeypatch)
     x, res, w = _inputs((norm_gluon_rows() if rows == "laps" else (1 << 27) // N, N), dtype, "cuda")
     if residual:
         y, r = run_norm_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w, 1e-6, residual=res))
@@ -352,6 +359,7 @@ def test_gpu_gluon_matches_reference(N, dtype, residual, rows, monkeypatch):
 @pytest.mark.parametrize("N", [32776, 65536])  # 4096-element chunks; 8192 but with an fp32 weight
 def test_gpu_gluon_weight_variants(weight, residual, N, monkeypatch):
     skip_unless_sm90()
+    _reload_off(monkeypatch)
     w_dtype = torch.float32 if weight == "fp32" else None
     x, res, w = _inputs((norm_gluon_rows(), N), torch.bfloat16, "cuda", w_dtype)
     w, offset = {"fp32": (w, 0.0), "none": (None, 0.0), "gemma offset": (w - 1.0, 1.0)}[weight]
@@ -368,6 +376,7 @@ def test_gpu_gluon_strided_rows(monkeypatch):
     """Row views with stride != N (TMA boxes of one row) take the Gluon path; one whose start is not 16-byte
     aligned falls back to the Triton kernels, with the same results."""
     skip_unless_sm90()
+    _reload_off(monkeypatch)
     N = 65536
     wide = torch.randn(norm_gluon_rows(), N + 64, device="cuda", dtype=torch.bfloat16)
     res = torch.randn(norm_gluon_rows(), N, device="cuda", dtype=torch.bfloat16)
@@ -384,9 +393,30 @@ def test_gpu_gluon_strided_rows(monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype, N", [(torch.bfloat16, 65536), (torch.bfloat16, 49152), (torch.float16, 40960),
+                                      (torch.bfloat16, 32784)])
+@pytest.mark.parametrize("in_place", [False, True])
+def test_gpu_reload_with_residual(dtype, N, in_place, monkeypatch):
+    """Rows with a residual at RELOAD_RESIDUAL widths take the reload kernel: r is x + residual rounded once, y
+    the norm of r, in place too (pass 2 overwrites x after pass 1 read the whole row)."""
+    launched = spy_launches(monkeypatch, rms_norm_mod)
+    x, res, w = _inputs((norm_gluon_rows(), N), dtype, "cuda")
+    y_ref, _ = add_rms_norm_reference(x, res, w, 1e-6)
+    r_new = (x.float() + res.float()).to(dtype)
+    if in_place:
+        rooftop.fused_add_rms_norm_(x, res, w, 1e-6)
+        y, r = x, res
+    else:
+        y, r = rooftop.rms_norm(x, w, 1e-6, residual=res)
+    assert launched == ["_rms_norm_reload_kernel"]
+    assert torch.equal(r, r_new) and rel_err(y, y_ref) < TOL[dtype]
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("N", [32776, 65536])
 def test_gpu_gluon_fused_add_in_place(N, monkeypatch):
     skip_unless_sm90()
+    _reload_off(monkeypatch)
     x, res, w = _inputs((norm_gluon_rows(), N), torch.bfloat16, "cuda")
     y_ref, _ = add_rms_norm_reference(x, res, w, 1e-6)
     r_new = (x.float() + res.float()).bfloat16()
@@ -435,13 +465,15 @@ def test_gpu_gluon_dispatch(monkeypatch):
         r = torch.empty_like(x) if residual else None
         return rms_norm_mod.uses_gluon(x, torch.empty_like(x) if residual else None, w, y, r, quant)
 
-    assert takes((M, 65536)) and takes((M, 16392), torch.float16) and takes((M, 65536), residual=True)
-    assert takes((M, 32776)) and takes((M, 49152), residual=True)
+    assert takes((M, 65536)) and takes((M, 16392), torch.float16) and takes((M, 32776))
     assert not takes((M, 32768), residual=True)  # TRITON_RES_N: Triton's kernel wins
     # the reload kernel's widths, but for rows whose Triton loads do not vectorize (N a multiple of 8, not 16)
     assert not takes((M, 32768)) and not takes((M, 24576)) and takes((M, 16392), torch.float16)
-    monkeypatch.setattr(rms_norm_mod, "RELOAD_MAX_N", rms_norm_mod.RELOAD_MIN_N)  # the reload kernel switched off
+    assert not takes((M, 65536), residual=True) and not takes((M, 49152), residual=True)
+    assert takes((M, 40968), residual=True)
+    _reload_off(monkeypatch)
     assert takes((M, 32768)) and takes((M, 24576))
+    assert takes((M, 65536), residual=True) and takes((M, 49152), residual=True)
     monkeypatch.undo()
     assert not takes((M, 16384))  # not past GLUON_MIN_N: the on-chip kernel's
     assert not takes((M, 65536 + 8))  # past GLUON_MAX_N, not a multiple of 8 * 2: not in parts
