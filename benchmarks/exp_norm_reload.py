@@ -6,7 +6,8 @@ the reload / Welford width range emptied, so Gluon or the on-chip kernel runs), 
 kernels switched on for them too ("reload_res"), for rms_norm the whole row as one tile ("one_tile"), and
 torch.compile of the eager reference (dynamo reset per width). % of a float32 device copy timed the same way.
 Rows wider than the reload / Welford ranges also time those kernels stretched to them ("stretched": the range
-widened, Gluon off; for layer_norm also over 32 warps, "stretched_w32"): do they beat Gluon and the looped kernels?
+widened, Gluon off): do they beat Gluon and the looped kernels? layer_norm also times the Welford kernel with tiles of 16
+or 8 values a thread over 32 warps ("welford_r16384_w32", "welford_r8192_w32") from 16384 up.
 Usage: PYTHONPATH=src python benchmarks/exp_norm_reload.py OUT_DIR [--widths 12288,16384,32768] [--ops rms_norm,...]
 (prints a table last, writes exp-norm-reload.json)
 """
@@ -73,10 +74,15 @@ def variants(op: str, N: int):
         yield "library", ln, {}
         if op.startswith("add") and N == ln.TRITON_RES_N:  # the width where Triton's kernel is taken over Gluon
             yield "gluon", ln, dict(TRITON_RES_N=0)
+        # the Welford kernel in tiles of 16 / 8 values a thread over 32 warps (its tiles' loads all issue before the
+        # lanes' one merge: offline sm_90, 32 registers at 32768), the reload RMSNorm's shape (session 36: 98.7%)
+        for rblock, warps in ((16384, 32), (8192, 32)):
+            if ln.WELFORD_MIN_N < N and rblock <= N:
+                yield f"welford_r{rblock}_w{warps}", ln, dict(WELFORD_MAX_N=wide, GLUON_ENABLED=False,
+                                                              WELFORD_RESIDUAL=True, WELFORD_RBLOCK=rblock,
+                                                              WELFORD_WARPS=warps)
         if N > ln.WELFORD_MAX_N:
             yield "stretched", ln, dict(WELFORD_MAX_N=wide, GLUON_ENABLED=False, WELFORD_RESIDUAL=True)
-            yield "stretched_w32", ln, dict(WELFORD_MAX_N=wide, GLUON_ENABLED=False, WELFORD_RESIDUAL=True,
-                                            WELFORD_WARPS=32)
             return
         yield "before", ln, dict(WELFORD_MAX_N=ln.WELFORD_MIN_N)
         if N > ln.WELFORD_MIN_N:  # the Gluon kernel brought down to the Welford kernel's widths
