@@ -6,8 +6,8 @@ the reload / Welford width range emptied, so Gluon or the on-chip kernel runs), 
 kernels switched on for them too ("reload_res"), for rms_norm the whole row as one tile ("one_tile"), and
 torch.compile of the eager reference (dynamo reset per width). % of a float32 device copy timed the same way.
 Rows wider than the reload / Welford ranges also time those kernels stretched to them ("stretched": the range
-widened, Gluon off): do they beat Gluon and the looped kernels? layer_norm also times the Welford kernel with tiles of 16
-or 8 values a thread over 32 warps ("welford_r16384_w32", "welford_r8192_w32") from 16384 up.
+widened, Gluon off): do they beat Gluon and the looped kernels? layer_norm also times the Welford kernel with tiles
+of 16 or 8 values a thread over 32 warps ("welford_r16384_w32", "welford_r8192_w32") from 16384 up.
 Usage: PYTHONPATH=src python benchmarks/exp_norm_reload.py OUT_DIR [--widths 12288,16384,32768] [--ops rms_norm,...]
 (prints a table last, writes exp-norm-reload.json)
 """

@@ -35,11 +35,11 @@ Which path runs (N = row width in elements):
   program's row of the same kernel, the parts' mean squares (and maxima) merged across programs between the passes
   (softmax_sm90.exchange_pairs); ahead of the split-words kernels.
 - Reload (RELOAD_MIN_N < N <= RELOAD_MAX_N, with a residual RELOAD_RESIDUAL_MIN_N < N <= RELOAD_RESIDUAL_MAX_N; no
-  quant; ahead of Gluon but for rows whose loads do not vectorize, rooftop.ops._support.rows_vectorize): one row a program
-  (grid M) of RELOAD_WARPS warps, the row in tiles of up to RELOAD_TILE_BYTES (one or two tiles of bf16 at
+  quant; ahead of Gluon but for rows whose loads do not vectorize, rooftop.ops._support.rows_vectorize): one row a
+  program (grid M) of RELOAD_WARPS warps, the row in tiles of up to RELOAD_TILE_BYTES (two or four tiles of bf16 at
   these widths), and no value kept across the two passes. Pass 1 loads the row (evict_last) and sums x^2 into
-  one vector, reduced once; pass 2 loads the row again (evict_first: from L1 or L2, the program's own bytes of a moment ago)
-  with w and writes y. With a residual, pass 1 stores r = x + residual (evict_last) and
+  one vector, reduced once; pass 2 loads the row again (evict_first: from L1 or L2, the program's own bytes of a
+  moment ago) with w and writes y. With a residual, pass 1 stores r = x + residual (evict_last) and
   pass 2 re-reads r: the thread's own stores (the same tile shape and pointers in both passes give the same
   layout), in program order, and the row's reduction puts a barrier of the whole program between the passes.
   HBM traffic is the on-chip kernel's (x and residual read once, y and r written once); what it saves is
