@@ -31,7 +31,8 @@ def row_types(name: str) -> str:
 CASES = {  # name: (kernel, constexprs, warps)
     "reduce_looped_max": (red._row_reduce_looped_kernel, dict(REDUCTION="max", FINISH="none", TILE=4096, PDL=True),
                           8),
-    "rms_reload_32768": (rn._rms_norm_reload_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, TILE=16384, PARTS=2), 32),
+    "rms_reload_32768": (rn._rms_norm_reload_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, TILE=16384, PARTS=2),
+                         32),
     "rms_reload_res_65536": (rn._rms_norm_reload_kernel, dict(HAS_RESIDUAL=True, HAS_WEIGHT=True, TILE=16384,
                                                               PARTS=4), 32),
     "rms_looped": (rn._rms_norm_looped_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, QUANT=0, QMAX=1.0,
