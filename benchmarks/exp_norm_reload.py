@@ -45,6 +45,13 @@ def variants(op: str, N: int):
     """(name, module, overrides) of the library paths timed for `op` at width N."""
     wide = 1 << 20
     module = rn if op.endswith("rms_norm") else ln
+    if module is ln:
+        # the Welford kernel in tiles of 16 / 8 values a thread over 32 warps (its tiles' loads all issue before the
+        # lanes' one merge: offline sm_90, 32 registers at 32768), the reload RMSNorm's shape (session 36: 98.7%)
+        for rblock in (16384, 8192):
+            if ln.WELFORD_MIN_N < N and rblock <= N:
+                yield f"welford_r{rblock}_w32", ln, dict(WELFORD_MAX_N=wide, GLUON_ENABLED=False,
+                                                         WELFORD_RESIDUAL=True, WELFORD_RBLOCK=rblock, WELFORD_WARPS=32)
     if op.startswith("add") and N == module.GLUON_MAX_N:  # the split-words kernel at Gluon's widest rows
         yield "library", module, {}
         yield "split_words", module, dict(GLUON_MAX_N=N // 2, SPLIT_MIN_N=N // 2)
@@ -74,13 +81,6 @@ def variants(op: str, N: int):
         yield "library", ln, {}
         if op.startswith("add") and N == ln.TRITON_RES_N:  # the width where Triton's kernel is taken over Gluon
             yield "gluon", ln, dict(TRITON_RES_N=0)
-        # the Welford kernel in tiles of 16 / 8 values a thread over 32 warps (its tiles' loads all issue before the
-        # lanes' one merge: offline sm_90, 32 registers at 32768), the reload RMSNorm's shape (session 36: 98.7%)
-        for rblock, warps in ((16384, 32), (8192, 32)):
-            if ln.WELFORD_MIN_N < N and rblock <= N:
-                yield f"welford_r{rblock}_w{warps}", ln, dict(WELFORD_MAX_N=wide, GLUON_ENABLED=False,
-                                                              WELFORD_RESIDUAL=True, WELFORD_RBLOCK=rblock,
-                                                              WELFORD_WARPS=warps)
         if N > ln.WELFORD_MAX_N:
             yield "stretched", ln, dict(WELFORD_MAX_N=wide, GLUON_ENABLED=False, WELFORD_RESIDUAL=True)
             return
