@@ -36,6 +36,16 @@ def _exp(x):
 
 
 @triton.jit
+def _write_rows(x_row, y_row, N, row_max, inv_sum, TILE: tl.constexpr, PARTS: tl.constexpr):
+    """Pass 2 of both reload kernels: the row again (L1 / L2), y = exp(x - max) / sum written once."""
+    cols = tl.arange(0, TILE)
+    for part in tl.static_range(PARTS):
+        offs = part * TILE + cols
+        x = tl.load(x_row + offs, mask=offs < N, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        tl.store(y_row + offs, (_exp(x - row_max) * inv_sum).to(y_row.dtype.element_ty), mask=offs < N)
+
+
+@triton.jit
 def _softmax_reload_kernel(x_ptr, y_ptr, N, x_stride, y_stride, TILE: tl.constexpr, PARTS: tl.constexpr):
     # Row program_id(0) in PARTS tiles of TILE; nothing of the row is held across the passes.
     row = tl.program_id(0).to(tl.int64)
@@ -51,11 +61,7 @@ def _softmax_reload_kernel(x_ptr, y_ptr, N, x_stride, y_stride, TILE: tl.constex
         ref = tl.where(m_new == -float("inf"), 0.0, m_new)
         s = s * _exp(m - ref) + tl.sum(_exp(x - ref), axis=0)
         m = m_new
-    inv = 1.0 / s
-    for part in tl.static_range(PARTS):  # pass 2: the row again (L1 / L2), y written once
-        offs = part * TILE + cols
-        x = tl.load(x_row + offs, mask=offs < N, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        tl.store(y_row + offs, (_exp(x - m) * inv).to(y_ptr.dtype.element_ty), mask=offs < N)
+    _write_rows(x_row, y_row, N, m, 1.0 / s, TILE, PARTS)
 
 
 @triton.jit
@@ -81,11 +87,7 @@ def _softmax_reload_lanes_kernel(x_ptr, y_ptr, N, x_stride, y_stride, TILE: tl.c
         s = s * _exp(m - ref) + tl.sum(_exp(x - ref[:, None]), axis=1)
         m = m_new
     row_max, row_sum = sm._merge_max_sum(m, s)
-    inv = 1.0 / row_sum
-    for part in tl.static_range(PARTS):  # pass 2: the row again (L1 / L2), y written once
-        offs = part * TILE + cols
-        x = tl.load(x_row + offs, mask=offs < N, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        tl.store(y_row + offs, (_exp(x - row_max) * inv).to(y_ptr.dtype.element_ty), mask=offs < N)
+    _write_rows(x_row, y_row, N, row_max, 1.0 / row_sum, TILE, PARTS)
 
 
 def reload_softmax(x, y, tile, warps, lanes=False):
