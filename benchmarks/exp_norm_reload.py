@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 import rooftop
-from rooftop.ops import _autotune
+from rooftop.ops import _autotune, _support
 from rooftop.ops import layer_norm as ln
 from rooftop.ops import rms_norm as rn
 
@@ -31,14 +31,18 @@ ELEMENTS = 1 << 27
 
 @contextlib.contextmanager
 def patched(module, **values):
+    """The module's switches set to `values` inside, with every recorded call forgotten on the way in and out (a
+    replay would run the kernels of the switches it was recorded under: session 37's call a timed one variant)."""
     old = {k: getattr(module, k) for k in values}
     for k, v in values.items():
         setattr(module, k, v)
+    _support.clear_plans()
     try:
         yield
     finally:
         for k, v in old.items():
             setattr(module, k, v)
+        _support.clear_plans()
 
 
 def variants(op: str, N: int):
@@ -63,7 +67,8 @@ def variants(op: str, N: int):
     if not op.startswith("add") and N > module.SPLIT_MIN_N:  # the split-words kernels' launch parameters
         yield "library", module, {}
         yield "looped", module, dict(SPLIT_MIN_N=wide)
-        for chunk, warps, cap in ((8192, 8, None), (16384, 16, None), (16384, 8, None), (16384, 8, 56), (32768, 16, None)):
+        for chunk, warps, cap in ((8192, 8, None), (16384, 16, None), (16384, 8, None), (16384, 8, 56),
+                                  (32768, 16, None)):
             launch = dict(CHUNK=chunk, num_warps=warps, **(dict(maxnreg=cap) if cap else {}))
             yield f"c{chunk}_w{warps}" + (f"_r{cap}" if cap else ""), module, dict(SPLIT_WORDS_LAUNCH=launch)
         return
@@ -103,8 +108,8 @@ def calls(op: str, x, res, w, b):
 
 
 def copy_bandwidth() -> float:
-    """GB/s of a 1 GiB float32 device copy (read + write), timed as the kernels are."""
-    src = torch.empty(1 << 28, device="cuda", dtype=torch.float32)
+    """GB/s of a device copy of M * N bf16 values (read + write), timed as the kernels are."""
+    src = torch.empty(ELEMENTS, device="cuda", dtype=torch.bfloat16)
     dst = torch.empty_like(src)
     return 2 * src.nbytes / _autotune.time_ms(lambda: dst.copy_(src)) / 1e6
 

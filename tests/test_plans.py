@@ -255,3 +255,17 @@ def test_row_ops_pdl_chain(monkeypatch):
               (z, rms_norm.rms_norm_reference(s.view(1, 2048), w2048))]
     for i, (out, ref) in enumerate(checks):
         assert rel_err(out, ref) < TOL[DT], i
+
+
+def test_gluon_launch_reaches_tritons_launcher():
+    """GluonLaunch's descriptor cache calls the C launcher under Triton's tensor-descriptor wrapper: the wrapper
+    this Triton makes still holds it where _unwrapped_launcher looks; anything else is left alone (None)."""
+    from triton.backends.nvidia.driver import wrap_handle_tensordesc
+
+    def launcher(*args):
+        return args
+
+    wrapped = wrap_handle_tensordesc(launcher, {0: "tensordesc<bf16[64,64]>", 1: "i32"}, None)
+    assert wrapped is not launcher and _support._unwrapped_launcher(wrapped) is launcher
+    assert _support._unwrapped_launcher(launcher) is None
+    assert _support._unwrapped_launcher(wrap_handle_tensordesc(launcher, {0: "i32"}, None)) is None  # no wrapper

@@ -788,6 +788,38 @@ def test_gpu_gluon_variant(variant, M, N, K, zeros, bias):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("variant", [qsm90.VARIANTS[0], qsm90.VARIANTS[-1]], ids=lambda v: v.name)
+def test_gpu_gluon_descriptors_follow_the_tensors(variant, monkeypatch):
+    """A Gluon plan's later calls encode each operand's descriptor once per tensor address (_support.GluonLaunch):
+    two weights of one shape through one plan, x rewritten in place, another x: each call matches the reference and
+    equals the call with every descriptor encoded anew; the cache holds an entry per address."""
+    skip_unless_sm90()
+    from rooftop.ops import _support
+
+    M, N, K = 64, 4096, 1024
+    (x, qw, _), (x2, qw2, _) = _gluon_inputs(M, N, K, True, False), _gluon_inputs(M, N, K, True, False)
+    plan = qsm90.plan(variant.config(), x, qw.packed, qw.scales, qw.zeros, None,
+                      torch.cuda.get_device_properties(0).multi_processor_count)
+
+    def run(x, w):
+        out = torch.empty(M, N, device="cuda", dtype=x.dtype)
+        plan(x, w.packed, w.scales, w.zeros, None, out)
+        return out
+
+    run(x, qw)  # compiles
+    assert plan.launch.encoded is not None, "Triton's launcher under its descriptor wrapper was not reached"
+    for step, (a, w) in enumerate([(x, qw), (x, qw2), (x, qw), (x2, qw2)]):
+        if step == 2:
+            x.copy_(torch.randn_like(x))  # the same address, new values
+        out = run(a, w)
+        assert rel_err(out, _reference(a, w, None)) < TOL[torch.bfloat16]
+        monkeypatch.setattr(_support, "DESCRIPTOR_CACHE_ENABLED", False)
+        assert torch.equal(run(a, w), out)
+        monkeypatch.setattr(_support, "DESCRIPTOR_CACHE_ENABLED", True)
+    assert [len(cache) for cache in plan.launch.encoded[-1]] == [2, 2, 2, 2]  # x, words, scales, zeros
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("zeros", [True, False], ids=["asym", "sym"])
 @pytest.mark.parametrize("variant", qsm90.VARIANTS, ids=lambda v: v.name)
 def test_gpu_gluon_variant_fp16(variant, zeros):

@@ -9,11 +9,12 @@ from rooftop.ops import softmax as softmax_mod
 from rooftop.ops import softmax_sm90
 from rooftop.ops._support import BARRIER_MARK, arrival_counters, drop_marked_barriers
 from rooftop.ops.softmax import softmax_reference
-from conftest import TOL, compiler_env, rel_err, rows_in_parts
+from conftest import TOL, compiler_env, rel_err, rows_in_parts, spy_launches
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
-# widths cover: 1, odd, prime, non-power-of-two, the widest on-chip row (65536), the looped path
-# (M >= SMs) and the split path (few rows; the interpreter pretends to have 8 SMs), up to 1M
+# widths cover: 1, odd, prime, non-power-of-two, the widest on-chip row (65536), the reload kernel (16-bit rows of
+# 40960; fp32 rows there take the looped path, M >= SMs) and the split path (few rows; the interpreter pretends to
+# have 8 SMs), up to 1M
 SHAPES = [(1, 1), (1, 7), (3, 33), (5, 1000), (17, 4097), (2, 65536), (8, 40960), (9, 65537), (3, 100003), (1, 1 << 20)]
 
 
@@ -108,8 +109,14 @@ def _gluon_rows() -> int:
     return softmax_sm90.CONSUMERS * torch.cuda.get_device_properties(0).multi_processor_count + 5
 
 
+def _reload_off(monkeypatch):
+    """The reload kernel switched off: its widths go to the Gluon path."""
+    monkeypatch.setattr(softmax_mod, "RELOAD_MAX_BYTES", 0)
+
+
 def _run_gluon(monkeypatch, x, log):
-    """rooftop's (log_)softmax of x, asserting that the Gluon kernel ran."""
+    """rooftop's (log_)softmax of x with the reload kernel off, asserting that the Gluon kernel ran."""
+    _reload_off(monkeypatch)
     calls = []
     real = softmax_sm90.softmax_rows
     monkeypatch.setattr(softmax_sm90, "softmax_rows", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -117,6 +124,57 @@ def _run_gluon(monkeypatch, x, log):
     torch.cuda.synchronize()
     assert calls, f"the Gluon path did not run for {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
     return out
+
+
+def _small_reload(monkeypatch) -> list:
+    """The reload kernel's bounds and tiles moved down to reach it at small widths (tiles of 256 values of a 16-bit
+    x, 128 of fp32); the kernels launched from now on."""
+    monkeypatch.setattr(softmax_mod, "RELOAD_MIN_N", 128)
+    monkeypatch.setattr(softmax_mod, "RELOAD_TILE_BYTES", 512)
+    return spy_launches(monkeypatch, softmax_mod)
+
+
+def test_reload_applies():
+    """The reload kernel takes rows wider than RELOAD_MIN_N of at most RELOAD_MAX_BYTES, at least a row per SM (the
+    interpreter's 8), whose loads vectorize; nothing else."""
+    def takes(x):
+        return softmax_mod.reload_applies(x, torch.empty_like(x))
+
+    most = softmax_mod.RELOAD_MAX_BYTES // 2
+    assert takes(torch.empty(8, most, dtype=torch.bfloat16)) and takes(torch.empty(8, 16384 + 16, dtype=torch.half))
+    assert not takes(torch.empty(8, 16384, dtype=torch.bfloat16))  # the on-chip kernel's
+    assert not takes(torch.empty(8, most + 16, dtype=torch.bfloat16))  # past RELOAD_MAX_BYTES
+    assert not takes(torch.empty(8, most, dtype=torch.float32)) and takes(torch.empty(8, most // 2))
+    assert not takes(torch.empty(7, most, dtype=torch.bfloat16))  # fewer rows than SMs
+    assert not takes(torch.empty(8, 32768 + 8, dtype=torch.bfloat16))  # N not a multiple of 16
+    assert not takes(torch.empty(8, 32768 + 16, dtype=torch.bfloat16)[:, 8:])  # base not 16-byte aligned
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+# 16-bit: two whole tiles; four, the last masked; two, the second masked (fp32 tiles are half as wide)
+@pytest.mark.parametrize("N", [512, 1008, 304])
+def test_reload_kernel_matches_reference(N, dtype, log, device, monkeypatch):
+    """The reload kernel at small widths, on strided rows, with torch's special values: a row of -inf (nan), a nan,
+    a +inf (the whole row nan), -inf entries of a finite row (0; -inf for log), a tile of -inf only."""
+    launched = _small_reload(monkeypatch)
+    inf, nan = float("inf"), float("nan")
+    wide = torch.randn(12, N + 32, device=device, dtype=dtype) * 4
+    x = wide[:, 16:16 + N]  # row stride N + 32
+    x[0, :] = -inf
+    x[1, 3] = nan
+    x[2, N - 1] = inf
+    x[3, : N // 2 + 1] = -inf
+    x[4, :256] = -inf
+    out = (rooftop.log_softmax if log else rooftop.softmax)(x)
+    assert launched == ["_softmax_reload_kernel"]
+    ref = torch.log_softmax(x.double().cpu(), -1) if log else torch.softmax(x.double().cpu(), -1)
+    out = out.cpu().double()
+    assert torch.equal(torch.isnan(out), torch.isnan(ref))
+    finite = torch.isfinite(ref)
+    assert torch.equal(torch.isfinite(out), finite) and torch.equal(out[~finite & ~ref.isnan()],
+                                                                    ref[~finite & ~ref.isnan()])
+    assert rel_err(out[finite], ref[finite]) < TOL[dtype]
 
 
 def test_gluon_path_never_on_the_cpu(device):
@@ -295,6 +353,9 @@ def test_gpu_gluon_dispatch(monkeypatch):
     past it) with at least 2 rows per SM, and nothing else; GLUON_ENABLED switches it off."""
     _sm90()
     M = _gluon_rows()
+    x = torch.empty(M, 32768, device="cuda", dtype=torch.bfloat16)
+    assert softmax_mod.reload_applies(x, x) and not softmax_mod.uses_gluon(x, x)  # the reload kernel's
+    _reload_off(monkeypatch)
 
     def takes(shape, dtype=torch.bfloat16):
         x = torch.empty(shape, device="cuda", dtype=dtype)
@@ -310,3 +371,28 @@ def test_gpu_gluon_dispatch(monkeypatch):
     assert not takes((M - 10, 32768))  # fewer than 2 rows per SM
     monkeypatch.setattr(softmax_mod, "GLUON_ENABLED", False)
     assert not takes((M, 32768))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("N, dtype", [(16384 + 16, torch.bfloat16), (24576, torch.float16), (32768, torch.bfloat16),
+                                      (40960 + 16, torch.bfloat16), (49152, torch.bfloat16), (24576, torch.float32)])
+def test_gpu_reload_matches_torch(N, dtype, log, monkeypatch):
+    """The reload kernel at its widths (tiles whole, the last masked; fp32 at its widest), with torch's special
+    values in a few rows."""
+    launched = spy_launches(monkeypatch, softmax_mod)
+    inf, nan = float("inf"), float("nan")
+    x = torch.randn(_gluon_rows(), N, device="cuda", dtype=dtype) * 4
+    x[0, :] = -inf
+    x[1, 3] = nan
+    x[2, N - 1] = inf
+    x[3, : N // 2 + 1] = -inf
+    x[4, 1::3] = -inf
+    out = (rooftop.log_softmax if log else rooftop.softmax)(x).float()
+    assert launched == ["_softmax_reload_kernel"]
+    ref = torch.log_softmax(x.float(), -1) if log else torch.softmax(x.float(), -1)
+    assert torch.equal(torch.isnan(out), torch.isnan(ref))
+    finite = torch.isfinite(ref)
+    assert torch.equal(torch.isfinite(out), finite)
+    assert torch.equal(out[~finite & ~torch.isnan(ref)], ref[~finite & ~torch.isnan(ref)])
+    assert rel_err(out[finite], ref[finite]) < TOL[dtype]

@@ -495,9 +495,7 @@ class Launch:
         """The launch itself (`run` without telling a recording call, for replays). Pointer arguments may be
         tensors or their addresses (ints: the launcher then skips a driver query each)."""
         hooks = triton.knobs.runtime
-        direct = self._direct
-        if direct is None:
-            direct = self._direct = self._direct_launch()
+        direct = self.direct()
         gx, gy, gz = (*grid, 1, 1)[:3]
         if direct and not (_hooked(hooks.launch_enter_hook) or _hooked(hooks.launch_exit_hook)):
             launcher, stream, function, packed, cooperative, pdl = direct
@@ -510,9 +508,14 @@ class Launch:
         compiled.run(gx, gy, gz, stream, compiled.function, compiled.packed_metadata, metadata,
                      hooks.launch_enter_hook, hooks.launch_exit_hook, *args, *self.params)
 
-    def _direct_launch(self) -> tuple:
+    def direct(self) -> tuple:
         """Triton 3.6's C launcher and its fixed arguments, to call it without the Python wrapper that
         allocates scratch memory per call, where the kernel needs none; () where that does not apply."""
+        if self._direct is None:
+            self._direct = self._direct_launch()
+        return self._direct
+
+    def _direct_launch(self) -> tuple:
         run = self.compiled.run  # loads the binary
         if not (getattr(run, "global_scratch_size", 1) == 0 and getattr(run, "profile_scratch_size", 1) == 0
                 and hasattr(run, "launch") and hasattr(run, "launch_pdl")):
@@ -587,21 +590,46 @@ class _UncheckedGluonDescriptor(GluonDescriptor):
         pass
 
 
+# GluonLaunch keeps each TMA operand's encoded descriptor (the driver's 128-byte tensor map, filled by
+# cuTensorMapEncodeTiled) per tensor address, at most this many an operand (a model's layers of one shape share a
+# launch: their weights' addresses), where Triton 3.6's launcher can be reached under its wrapper, which encodes
+# every descriptor anew per call (4 for quant_matmul's Gluon kernels; NOTES item 229). Off: every call encodes.
+DESCRIPTOR_CACHE_ENABLED = True
+DESCRIPTORS_PER_OPERAND = 256
+
+
+def _unwrapped_launcher(launch: Callable) -> Optional[Callable]:
+    """The C launcher under Triton 3.6's tensor-descriptor wrapper (backends/nvidia/driver.py's
+    wrap_handle_tensordesc: `inner`, whose closure holds it as `launcher`), or None where it is not that."""
+    code, closure = getattr(launch, "__code__", None), getattr(launch, "__closure__", None)
+    if code is None or not closure or code.co_name != "inner":
+        return None
+    cell = dict(zip(code.co_freevars, closure)).get("launcher")
+    return None if cell is None else cell.cell_contents
+
+
 class GluonLaunch:
     """A Gluon kernel's launch for one call's shapes and strides, as an op's plan keeps it: `descriptors`
     holds (shape, strides, block, layout) of each TMA operand; calling it with (tensors, *args) passes one
     host descriptor per tensor, then `args`, then the constexprs. The first call compiles through Gluon's
-    dispatch with checked descriptors; later ones launch the compiled kernel directly (Launch)."""
+    dispatch with checked descriptors; later ones launch the compiled kernel directly (Launch), with each
+    operand's descriptor encoded once per tensor address (DESCRIPTOR_CACHE_ENABLED: its shape, strides, box and
+    layout are the launch's, so the address alone tells it)."""
 
-    __slots__ = ("kernel", "grid", "descriptors", "constexprs", "num_warps", "device", "compiled")
+    __slots__ = ("kernel", "grid", "descriptors", "constexprs", "num_warps", "device", "compiled", "encoded")
 
     def __init__(self, kernel, grid: tuple[int, ...], descriptors: list, constexprs: dict, device: int,
                  num_warps: int = 4):
         self.kernel, self.grid, self.descriptors, self.constexprs = kernel, grid, descriptors, constexprs
-        self.num_warps, self.device, self.compiled = num_warps, device, None
+        self.num_warps, self.device, self.compiled, self.encoded = num_warps, device, None, None
 
     def __call__(self, tensors: Sequence[torch.Tensor], *args) -> None:
         not_replayable()  # its descriptors hold the tensors' addresses: no replay
+        hooks = triton.knobs.runtime
+        if (self.encoded and DESCRIPTOR_CACHE_ENABLED
+                and not (_hooked(hooks.launch_enter_hook) or _hooked(hooks.launch_exit_hook))):
+            self._launch_encoded(tensors, args)
+            return
         descriptor = GluonDescriptor if self.compiled is None else _UncheckedGluonDescriptor
         args = (*(descriptor(t, *d) for t, d in zip(tensors, self.descriptors)), *args)
         if self.compiled is not None:
@@ -611,6 +639,35 @@ class GluonLaunch:
             compiled = self.kernel[self.grid](*args, **self.constexprs, num_warps=self.num_warps)
         params = tuple(self.constexprs[name] for name in self.kernel.arg_names[len(args):])
         self.compiled = Launch(compiled, params, self.device)
+        self.encoded = self._encoder(compiled)
+
+    def _encoder(self, compiled) -> Optional[tuple]:
+        """(C launcher, its fixed arguments, the descriptors' metadata, a cache per operand) of the compiled
+        kernel, or None where its launcher is not Triton 3.6's wrapped one (or needs scratch memory)."""
+        direct = self.compiled.direct()
+        metas = getattr(compiled.metadata, "tensordesc_meta", None)
+        launcher = _unwrapped_launcher(direct[0]) if direct else None
+        if (launcher is None or not metas or len(metas) != len(self.descriptors)
+                or any(m is None or m.get("fp4_padded") for m in metas)):
+            return None
+        return (launcher, *direct[1:], tuple(metas), tuple({} for _ in metas))
+
+    def _launch_encoded(self, tensors: Sequence[torch.Tensor], args: tuple) -> None:
+        from triton.backends.nvidia.driver import make_tensordesc_arg  # what the wrapper does per call
+
+        launcher, stream, function, packed, cooperative, pdl, metas, caches = self.encoded
+        encoded = []
+        for t, described, meta, cache in zip(tensors, self.descriptors, metas, caches):
+            address = t.data_ptr()
+            words = cache.get(address)
+            if words is None:
+                if len(cache) >= DESCRIPTORS_PER_OPERAND:
+                    cache.clear()
+                words = cache[address] = make_tensordesc_arg(_UncheckedGluonDescriptor(t, *described), meta)
+            encoded += words
+        gx, gy, gz = (*self.grid, 1, 1)[:3]
+        launcher(gx, gy, gz, stream(self.device), function, cooperative, pdl, None, None, packed, None, None, None,
+                 *encoded, *args, *self.compiled.params)
 
 
 def _spec_key(args: tuple) -> tuple:

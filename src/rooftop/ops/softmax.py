@@ -22,6 +22,13 @@ Which path runs (N = row width, in elements):
   consumer; the ring keeps the row's tail, and the loader re-reads its head for the second pass right behind
   the first, from L2 while the programs' heads fit it. Traffic: 2 * M * N * itemsize from DRAM, plus what of
   the head L2 has lost.
+- Reload (RELOAD_MIN_N < N, rows of at most RELOAD_MAX_BYTES, at least a row per SM, loads that vectorize:
+  rooftop.ops._support.rows_vectorize; ahead of Gluon): one row a program (grid M) of RELOAD_WARPS warps, the row in
+  tiles of RELOAD_TILE_BYTES (one 16-byte load a thread), nothing of the row kept across the passes. Pass 1 loads
+  every tile (evict_last) and folds it into a (max, sum) per 16-byte group, merged across the program once after the
+  last tile: no barrier between the tiles, so all their loads issue up front. Pass 2 loads the row again
+  (evict_first: from L1 or L2, the program's own bytes of a moment ago) and writes y. HBM traffic:
+  2 * M * N * itemsize.
 - N <= ONCHIP_MAX: the row sits in registers. One program takes BLOCK_M whole rows, reads them once,
   writes them once. Traffic: 2 * M * N * itemsize.
 - N > ONCHIP_MAX and enough rows to fill the GPU: one program per row (persistent: the grid is a
@@ -47,7 +54,7 @@ import triton.language as tl
 from rooftop import registry
 from rooftop.ops import _support, softmax_sm90
 from rooftop.ops._support import (as_rows, cdiv, check_float, interpreting, is_sm90, launch, normalize_dim, num_sms,
-                                  onchip_config, planned, runs_kernel, torch_op)
+                                  onchip_config, planned, rows_vectorize, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -61,6 +68,14 @@ ONCHIP_MAX = 32768  # widest row kept in registers (elements)
 # the head that the ring cannot keep: from L2 in part at 131072, mostly from DRAM at 262144.
 GLUON_MIN_N, GLUON_MAX_N = 16384, 262144
 GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
+# The reload kernel's widths: N > RELOAD_MIN_N, rows of at most RELOAD_MAX_BYTES. H200, bf16, M * N = 2^27, graph
+# replay, % of a same-run copy (logs/h200-2026-12-03-s37/call-a/exp-softmax.log; the library then: Gluon),
+# library / reload in 8192-value tiles over 32 warps / over 16 warps / 16384-value tiles over 32 warps:
+#   24576 89.7 / 99.9 / 89.9 / 90.4; 32768 89.9 / 97.7 / 91.2 / 97.5; 49152 90.2 / 95.7 / 77.9 / 89.1;
+#   65536 89.3 / 74.2 / 75.6 / 71.5 (two programs' rows, 256 KB, no longer stay in L1 between the passes).
+RELOAD_MIN_N, RELOAD_MAX_BYTES = 16384, 98304
+RELOAD_WARPS = 32
+RELOAD_TILE_BYTES = 16384  # a 16-byte load a thread over 32 warps
 # Contiguous rows past the ring are split into parts of at most this (the widest that leaves room in the ring for
 # the next part). H200, bf16, GPU time, % of copy (logs/h200-2026-12-01-s12/exp-softmax-parts.log, x 2703 / 4220):
 # at 131072 / 262144 / 1048576 parts of 65536 76.2 / 75.0 / 74.0, of 32768 75.8 / 75.2 / 74.3, of 16384 62.7 / 62.0 /
@@ -125,12 +140,18 @@ def _online_max_sum(x_row, start, end, TILE: tl.constexpr, EVEN: tl.constexpr):
         else:
             nxt = off + TILE + cols
             x_next = tl.load(x_row + nxt, mask=nxt < end, other=-float("inf"), eviction_policy="evict_last")
-        m_new = tl.maximum(m, tl.max(x, axis=1))
-        # while a group's max is still -inf it has no mass yet: rescale against 0, not -inf (nan)
-        ref = tl.where(m_new == -float("inf"), 0.0, m_new)
-        s = s * _exp(m - ref) + tl.sum(_exp(x - ref[:, None]), axis=1)
-        m = m_new
+        m, s = _fold_groups(m, s, x)
     return _merge_max_sum(m, s)
+
+
+@triton.jit
+def _fold_groups(m, s, x):
+    """Each group's running (max, sum of exp) [GROUPS] with the group's next VEC values x [GROUPS, VEC] folded in
+    (fp32): one exp an element and one a group, no exchange between threads."""
+    m_new = tl.maximum(m, tl.max(x, axis=1))
+    # while a group's max is still -inf it has no mass yet: rescale against 0, not -inf (nan)
+    ref = tl.where(m_new == -float("inf"), 0.0, m_new)
+    return m_new, s * _exp(m - ref) + tl.sum(_exp(x - ref[:, None]), axis=1)
 
 
 @triton.jit
@@ -187,6 +208,33 @@ def _softmax_looped_kernel(x_ptr, y_ptr, M, N, x_row_stride, y_row_stride,
 
 
 @triton.jit
+def _softmax_reload_kernel(x_ptr, y_ptr, N, x_row_stride, y_row_stride, LOG: tl.constexpr, TILE: tl.constexpr,
+                           PARTS: tl.constexpr):
+    # Row program_id(0) in PARTS tiles of TILE. Pass 1 reads the row from HBM (evict_last); pass 2 reads it again
+    # from L1 / L2 (evict_first) and writes it: 2 * N * itemsize bytes of HBM traffic a row.
+    VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
+    GROUPS: tl.constexpr = TILE // VEC
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * x_row_stride
+    y_row = y_ptr + row * y_row_stride
+    cols = tl.arange(0, TILE)
+    m = tl.full([GROUPS], -float("inf"), tl.float32)
+    s = tl.zeros([GROUPS], tl.float32)
+    for part in tl.static_range(PARTS):  # no reduction across the program here: every tile's loads issue up front
+        offs = part * TILE + cols
+        x = tl.load(x_row + offs, mask=offs < N, other=-float("inf"), eviction_policy="evict_last")
+        m, s = _fold_groups(m, s, tl.reshape(x.to(tl.float32), (GROUPS, VEC)))
+    row_max, row_sum = _merge_max_sum(m, s)
+    inv_sum = 1.0 / row_sum
+    log_sum = tl.log(row_sum)
+    for part in tl.static_range(PARTS):
+        offs = part * TILE + cols
+        x = tl.load(x_row + offs, mask=offs < N, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        y = x - row_max - log_sum if LOG else _exp(x - row_max) * inv_sum
+        tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty), mask=offs < N)
+
+
+@triton.jit
 def _softmax_chunk_stats_kernel(x_ptr, stats_ptr, N, x_row_stride, CHUNK, TILE: tl.constexpr, EVEN: tl.constexpr):
     # Reads one chunk of a row once; writes 2 floats.
     row = tl.program_id(0)
@@ -233,13 +281,21 @@ def looped_config(N: int) -> tuple[int, int]:
     return 16384, 16 if N <= 65536 else 32
 
 
+def reload_applies(rows: torch.Tensor, out: torch.Tensor) -> bool:
+    """Whether softmax_rows takes the reload kernel for these [M, N] views (the module docstring)."""
+    M, N = rows.shape
+    return (RELOAD_MIN_N < N and N * rows.element_size() <= RELOAD_MAX_BYTES
+            and M >= num_sms(rows.device.index if rows.is_cuda else -1) and rows_vectorize(N, [rows, out]))
+
+
 def gluon_parts(rows: torch.Tensor, out: torch.Tensor) -> int:
     """How the Gluon path (softmax_sm90) takes these [M, N] views: 0 not at all, 1 whole rows, P > 1 each row
     split into P parts of at most PART_MAX_N (rows past the ring, contiguous, N a multiple of 8 P; the parts
-    exchange their statistics, so their programs must all be resident: _support.SPLIT_ROWS_ENABLED)."""
+    exchange their statistics, so their programs must all be resident: _support.SPLIT_ROWS_ENABLED); 0 where the
+    reload kernel takes them."""
     M, N = rows.shape
     if not (GLUON_ENABLED and rows.is_cuda and not interpreting() and N > GLUON_MIN_N and is_sm90(rows.device.index)
-            and softmax_sm90.supports(rows, out, past_ring=True)):
+            and softmax_sm90.supports(rows, out, past_ring=True)) or reload_applies(rows, out):
         return 0
     sms = num_sms(rows.device.index)
     parts = triton.next_power_of_2(cdiv(N, PART_MAX_N))
@@ -260,6 +316,11 @@ def softmax_rows(rows: torch.Tensor, out: torch.Tensor, log: bool) -> None:
     """Softmax of each row of the [M, N] view `rows` (unit column stride) into `out` [M, N]."""
     M, N = rows.shape
     if M == 0 or N == 0:
+        return
+    if reload_applies(rows, out):
+        tile = RELOAD_TILE_BYTES // rows.element_size()
+        launch(_softmax_reload_kernel, (M,), rows, out, N, rows.stride(0), out.stride(0), LOG=log, TILE=tile,
+               PARTS=cdiv(N, tile), num_warps=RELOAD_WARPS)
         return
     parts = gluon_parts(rows, out)
     if parts:

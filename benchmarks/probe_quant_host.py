@@ -1,0 +1,81 @@
+"""quant_matmul's host path by batch (NOTES item 229): microseconds a call back to back from Python with the Gluon
+launches' descriptor cache on and off (_support.DESCRIPTOR_CACHE_ENABLED), the GPU time alone (graph replay), whether
+the public call replays a recorded plan (`planned`), and a cProfile of the calls at one batch.
+int4, groups of 128, N = K = 4096, bf16. A torch add of the same x from Python is the host's floor.
+Usage: PYTHONPATH=src:benchmarks python benchmarks/probe_quant_host.py OUT [--batches 1,16,17,64,256]
+(prints a table last, writes OUT/quant-host.json)
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+from pathlib import Path
+
+import torch
+
+import rooftop
+from rooftop.bench.timing import graph_replay_us, python_launch_us
+from rooftop.ops import _support
+from rooftop.ops import quant_matmul as qm
+
+
+def profile(fn, calls: int = 200) -> str:
+    """The 16 costliest functions (own time) of `calls` calls of fn."""
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(calls):
+        fn()
+    prof.disable()
+    torch.cuda.synchronize()
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(16)
+    return "\n".join(line for line in text.getvalue().splitlines() if line.strip())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--batches", default="1,16,17,64,256")
+    parser.add_argument("--profile-batch", type=int, default=64)
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    w = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16) * 4096 ** -0.5
+    qw = rooftop.quantize_weight(w, 4, 128)
+    rows = []
+    for m in map(int, args.batches.split(",")):
+        x = torch.randn(m, 4096, device="cuda", dtype=torch.bfloat16)
+        fn = lambda: rooftop.quant_matmul(x, qw)  # noqa: E731
+        fn()  # the first call tunes
+        row = dict(M=m, add_us=python_launch_us(lambda: x.add(x), calls=200))
+        for cache in (True, False):
+            _support.DESCRIPTOR_CACHE_ENABLED = cache
+            row[f"python_us_cache_{'on' if cache else 'off'}"] = python_launch_us(fn, calls=200)
+        _support.DESCRIPTOR_CACHE_ENABLED = True
+        row["graph_us"] = graph_replay_us([fn], repeat=20)
+        row["replayed"] = bool(qm._quant_matmul.plans)  # a recorded plan stands for some call
+        row["path"] = next(iter(qm._plans.values())).args[0]["path"] if qm._plans else None
+        qm._quant_matmul.plans.clear()
+        qm._plans.clear()
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        if m == args.profile_batch:
+            fn()
+            fn()
+            fn()
+            text = profile(fn)
+            (out / f"quant-host-profile-M{m}.txt").write_text(text)
+            print(text[:4000], flush=True)
+    (out / "quant-host.json").write_text(json.dumps(rows, indent=1))
+    print("\nquant_matmul int4 g128 4096^2: us a call from Python (descriptor cache on / off), GPU (graph), add")
+    for r in rows:
+        print(f"M {r['M']:4d} {str(r['path']):8s} replayed {r['replayed']!s:5s} "
+              f"python {r['python_us_cache_on']:6.1f} / {r['python_us_cache_off']:6.1f}  graph {r['graph_us']:6.1f}  "
+              f"add {r['add_us']:5.1f}")
+
+
+if __name__ == "__main__":
+    main()
