@@ -87,6 +87,8 @@ def variants(op: str, N: int):
         if op.startswith("add") and N == ln.TRITON_RES_N:  # the width where Triton's kernel is taken over Gluon
             yield "gluon", ln, dict(TRITON_RES_N=0)
         if N > ln.WELFORD_MAX_N:
+            if not op.startswith("add") and N <= ln.WELFORD_WIDE_MAX_N:  # the wide rows' Welford kernel off
+                yield "gluon", ln, dict(WELFORD_WIDE_MAX_N=0)
             yield "stretched", ln, dict(WELFORD_MAX_N=wide, GLUON_ENABLED=False, WELFORD_RESIDUAL=True)
             return
         yield "before", ln, dict(WELFORD_MAX_N=ln.WELFORD_MIN_N)

@@ -27,7 +27,7 @@ def _inputs(shape, dtype, device, param_dtype=None):
 def test_paths_under_test():
     assert ONCHIP[1] <= ONCHIP_MAX < 32771 <= LOOPED[1]
     assert not layer_norm_mod.welford_width(ONCHIP[1], False) and not layer_norm_mod.welford_width(LOOPED[1], False)
-    assert layer_norm_mod.welford_width(WELFORD[1], False) and WELFORD[1] % layer_norm_mod.welford_rblock(WELFORD[1])
+    assert layer_norm_mod.welford_width(WELFORD[1], False) and WELFORD[1] % layer_norm_mod.welford_config(WELFORD[1])[0]
     assert 49152 % looped_config(49152, 2, True)[0] == 49152 % looped_config(49152, 4, True)[0] == 0  # whole tiles
     assert 40000 % looped_config(40000, 2, True)[0] != 0 and 40000 % looped_config(40000, 4, True)[0] != 0
 
@@ -254,6 +254,19 @@ def test_gpu_large_mean_wide_rows(shape):
     assert rel_err(layer_norm(x, None, None), layer_norm_reference(x, None, None)) < TOL[torch.float32]
 
 
+@pytest.mark.gpu
+def test_gpu_welford_wide_rows(monkeypatch):
+    """The Welford kernel's wide rows on the GPU (three tiles and a tail; four tiles), rows offset by 1e4, and a row
+    view of stride != N."""
+    launched = spy_launches(monkeypatch, layer_norm_mod)
+    for N in (24584, 32768):
+        wide = (1e4 + 64 * torch.randn(norm_gluon_rows(), N + 64, device="cuda")).bfloat16()
+        w, b = torch.randn(N, device="cuda", dtype=torch.bfloat16), torch.randn(N, device="cuda", dtype=torch.bfloat16)
+        for x in (wide[:, :N].contiguous(), wide[:, 64:]):
+            assert rel_err(layer_norm(x, w, b), layer_norm_reference(x, w, b)) < TOL[torch.bfloat16]
+    assert launched == ["_layer_norm_welford_kernel"] * 4
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("width", [8192, 65536])  # on-chip, looped
 def test_past_2_31_elements(width):
@@ -312,22 +325,27 @@ def _small_welford(monkeypatch, rblock=128):
 
 
 def test_welford_widths():
-    """The Welford kernel takes WELFORD_MIN_N < N <= WELFORD_MAX_N, rows with a residual only if WELFORD_RESIDUAL;
-    its tile is WELFORD_RBLOCK or, for narrower rows, the widest power of two that fits."""
-    lo, hi = layer_norm_mod.WELFORD_MIN_N, layer_norm_mod.WELFORD_MAX_N
-    assert layer_norm_mod.welford_width(lo + 1, False) and layer_norm_mod.welford_width(hi, False)
-    assert not layer_norm_mod.welford_width(lo, False) and not layer_norm_mod.welford_width(hi + 1, False)
-    assert layer_norm_mod.welford_width(hi, True) == layer_norm_mod.WELFORD_RESIDUAL
-    assert layer_norm_mod.welford_rblock(1 << 20) == layer_norm_mod.WELFORD_RBLOCK
-    assert layer_norm_mod.welford_rblock(1000) == min(512, layer_norm_mod.WELFORD_RBLOCK)
+    """The Welford kernel takes WELFORD_MIN_N < N <= WELFORD_MAX_N, rows with a residual only if WELFORD_RESIDUAL,
+    and 16-bit rows without a residual up to WELFORD_WIDE_MAX_N; its tile is WELFORD_RBLOCK or, for narrower rows,
+    the widest power of two that fits, and the wide rows' WELFORD_WIDE_RBLOCK."""
+    mod = layer_norm_mod
+    lo, hi, wide = mod.WELFORD_MIN_N, mod.WELFORD_MAX_N, mod.WELFORD_WIDE_MAX_N
+    assert mod.welford_width(lo + 1, False) and mod.welford_width(hi, False) and mod.welford_width(wide, False)
+    assert not mod.welford_width(lo, False) and not mod.welford_width(wide + 1, False)
+    assert mod.welford_width(hi, True) == mod.WELFORD_RESIDUAL and not mod.welford_width(hi + 1, True)
+    assert not mod.welford_width(hi + 1, False, 4) and mod.welford_width(hi, False, 4)
+    assert mod.welford_config(hi) == (mod.WELFORD_RBLOCK, mod.WELFORD_WARPS)
+    assert mod.welford_config(wide) == (mod.WELFORD_WIDE_RBLOCK, mod.WELFORD_WIDE_WARPS)
+    assert mod.welford_config(1000) == (min(512, mod.WELFORD_RBLOCK), mod.WELFORD_WARPS)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("N", [WELFORD[1], 16384])  # whole tiles and a tail; whole tiles only
+# whole tiles and a tail; whole tiles only; the wide rows' three tiles and a tail, four whole tiles (16-bit only)
+@pytest.mark.parametrize("N", [WELFORD[1], 16384, 24584, 32768])
 def test_welford_kernel_at_its_widths(N, dtype, device, monkeypatch):
     launched = spy_launches(monkeypatch, layer_norm_mod)
     x, _, w, b = _inputs((3, N), dtype, device)
-    if layer_norm_mod.welford_width(N, False):
+    if layer_norm_mod.welford_width(N, False, x.element_size()):
         assert rel_err(layer_norm(x, w, b), layer_norm_reference(x, w, b)) < TOL[dtype]
         assert launched == ["_layer_norm_welford_kernel"]
 
@@ -398,6 +416,11 @@ def test_welford_kernel_strided_rows(device, monkeypatch):
 # The Gluon path (ops/norm_sm90.py): sm_90 GPUs only
 
 
+def _welford_wide_off(monkeypatch):
+    """The Welford kernel's wide rows switched off: their widths go to the Gluon path."""
+    monkeypatch.setattr(layer_norm_mod, "WELFORD_WIDE_MAX_N", 0)
+
+
 def test_gluon_path_never_on_the_cpu(device):
     x, res, w, b = _inputs((300, 32768), torch.bfloat16, "cpu")
     assert not layer_norm_mod.uses_gluon(x, None, w, b, torch.empty_like(x), None)
@@ -413,6 +436,7 @@ def test_gpu_gluon_matches_reference(N, dtype, residual, rows, monkeypatch):
     """Every element of the new residual is x + residual rounded once (a buffer refilled before its last read
     shows here: run 1 of benchmarks/exp_gluon_norms.py)."""
     skip_unless_sm90()
+    _welford_wide_off(monkeypatch)
     x, res, w, b = _inputs((norm_gluon_rows() if rows == "laps" else (1 << 27) // N, N), dtype, "cuda")
     if residual:
         y, r = run_norm_gluon(monkeypatch, lambda: layer_norm(x, w, b, 1e-5, residual=res))
@@ -531,6 +555,8 @@ def test_gpu_gluon_dispatch(monkeypatch):
         r = torch.empty_like(x) if residual else None
         return layer_norm_mod.uses_gluon(x, torch.empty_like(x) if residual else None, w, b, torch.empty_like(x), r)
 
+    assert not takes((M, 32768)) and not takes((M, 16392), torch.float16)  # the Welford kernel's wide rows
+    _welford_wide_off(monkeypatch)
     assert takes((M, 32768)) and takes((M, 16392), torch.float16) and takes((M, 65536), residual=True)
     assert not takes((M, 32768), residual=True) and takes((M, 32776), residual=True)  # TRITON_RES_N: Triton's
     assert not takes((M, 16384))  # the on-chip kernel's

@@ -48,8 +48,9 @@ Which path runs (N = row width in elements):
   each row is P parts of at most GLUON_MAX_N (a power of two), each part a program's row of the same kernel, the
   parts' (mean, variance) pairs merged across programs between the passes (Chan's merge, equal counts;
   softmax_sm90.exchange_pairs); ahead of the split-words kernels.
-- Welford (WELFORD_MIN_N < N <= WELFORD_MAX_N, without a residual unless WELFORD_RESIDUAL): one row a program (grid M), WELFORD_RBLOCK-wide
-  tiles over WELFORD_WARPS warps, N a constexpr: the loops' trip counts are constants and whole tiles need no
+- Welford (WELFORD_MIN_N < N <= WELFORD_MAX_N, without a residual unless WELFORD_RESIDUAL; 16-bit rows without a
+  residual up to WELFORD_WIDE_MAX_N, ahead of Gluon): one row a program (grid M), WELFORD_RBLOCK-wide tiles over
+  WELFORD_WARPS warps (the wide rows' WELFORD_WIDE_RBLOCK over WELFORD_WIDE_WARPS), N a constexpr: the loops' trip counts are constants and whole tiles need no
   mask. One compile per width, which a model has few of (its hidden sizes).
   Pass 1 loads x (evict_last) tile by tile into the lanes' Welford state; pass 2 loads x again (evict_first:
   the program's own bytes of a moment ago, from L1 or L2) with w and b (evict_last) and writes y. With a
@@ -123,6 +124,12 @@ GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach 
 WELFORD_MIN_N, WELFORD_MAX_N = 8192, 16384
 WELFORD_RBLOCK, WELFORD_WARPS = 2048, 16
 WELFORD_RESIDUAL = True
+# 16-bit rows without a residual take it up to WELFORD_WIDE_MAX_N too, in 8192-wide tiles over 32 warps (8 values,
+# one 16-byte load, a thread a tile). H200, bf16, M * N = 2^27, graph replay, % of a same-run copy
+# (logs/h200-2026-12-03-s37/call-b/exp-ln.log): at 32768 89.0 against Gluon's 86.8 (16384-wide tiles 87.6; at 65536
+# 71.9 against 84.9); with a residual Gluon stays ahead (92.8 against 92.0 / 79.4).
+WELFORD_WIDE_MAX_N = 32768
+WELFORD_WIDE_RBLOCK, WELFORD_WIDE_WARPS = 8192, 32
 # Rows wider than SPLIT_MIN_N take the split-words kernel (a row's chunks over adjacent programs
 # that exchange statistics, each chunk held as 32-bit words of two values; as rms_norm's). Measured on the H200 (bf16,
 # M * N = 2^27, GPU time, benchmarks/exp_split_packed.py): one kernel of this kind with the whole chunk's w and b
@@ -443,14 +450,19 @@ def _layer_norm_looped_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, M, N, 
             off -= TILE
 
 
-def welford_width(N: int, has_residual: bool) -> bool:
-    """Whether rows of N (with or without a residual) are the Welford kernel's width."""
-    return WELFORD_MIN_N < N <= WELFORD_MAX_N and (WELFORD_RESIDUAL or not has_residual)
+def welford_width(N: int, has_residual: bool, itemsize: int = 2) -> bool:
+    """Whether rows of N (with or without a residual, of `itemsize`-byte values) are the Welford kernel's width."""
+    if WELFORD_MIN_N < N <= WELFORD_MAX_N:
+        return WELFORD_RESIDUAL or not has_residual
+    return N <= WELFORD_WIDE_MAX_N and N > WELFORD_MAX_N and not has_residual and itemsize == 2
 
 
-def welford_rblock(N: int) -> int:
-    """The Welford kernel's tile for rows of N: WELFORD_RBLOCK, or the widest power of two <= N."""
-    return min(WELFORD_RBLOCK, 1 << (N.bit_length() - 1))
+def welford_config(N: int) -> tuple[int, int]:
+    """(tile, warps) of the Welford kernel for rows of N: WELFORD_RBLOCK over WELFORD_WARPS (the tile narrowed to
+    the widest power of two <= N), past WELFORD_MAX_N the wide rows' WELFORD_WIDE_RBLOCK over WELFORD_WIDE_WARPS."""
+    if N > WELFORD_MAX_N:
+        return WELFORD_WIDE_RBLOCK, WELFORD_WIDE_WARPS
+    return min(WELFORD_RBLOCK, 1 << (N.bit_length() - 1)), WELFORD_WARPS
 
 
 def _launch_welford(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
@@ -458,22 +470,25 @@ def _launch_welford(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
     """The Welford kernel on the [M, N] row views, one program a row (a compile per N)."""
     M, N = x.shape
     has_res = residual is not None
+    rblock, warps = welford_config(N)
     launch(_layer_norm_welford_kernel, (M,), x, residual if has_res else x, weight if weight is not None else x,
            bias if bias is not None else x, y, r if has_res else y, x.stride(0), residual.stride(0) if has_res else 0,
            y.stride(0), r.stride(0) if has_res else 0, eps, HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None,
-           HAS_BIAS=bias is not None, N=N, RBLOCK=welford_rblock(N), num_warps=WELFORD_WARPS)
+           HAS_BIAS=bias is not None, N=N, RBLOCK=rblock, num_warps=warps)
 
 
 def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
                 bias: Optional[torch.Tensor], y: torch.Tensor, r: Optional[torch.Tensor]) -> int:
     """How layer_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views: 0 not at all, 1 whole rows (its
-    widths start where the Welford kernel's end), P > 1 rows past GLUON_MAX_N in P parts (norm_sm90.row_parts)."""
+    widths start where the Welford kernel's end, but for its wide rows), P > 1 rows past GLUON_MAX_N in P parts
+    (norm_sm90.row_parts)."""
     M, N = x.shape
     if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > GLUON_MIN_N and is_sm90(x.device.index)):
         return 0
     if N > GLUON_MAX_N:
         return norm_sm90.row_parts(x, residual, weight, bias, y, r, True, GLUON_MAX_N)
-    return int(not (residual is not None and N == TRITON_RES_N)
+    return int(not (residual is not None and N == TRITON_RES_N) and not welford_width(N, residual is not None,
+                                                                                      x.element_size())
                and M >= norm_sm90.CONSUMERS * num_sms(x.device.index)
                and norm_sm90.supports(x, residual, weight, bias, y, r, True))
 
@@ -496,7 +511,7 @@ def layer_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
         norm_sm90.norm_rows(x, residual, weight, bias, y, r, eps, 0.0, True, num_sms(x.device.index), parts=parts)
         return
     has_res = residual is not None
-    if welford_width(N, has_res):
+    if welford_width(N, has_res, x.element_size()):
         _launch_welford(x, residual, weight, bias, y, r, eps)
         return
     args = (x, residual if has_res else x, weight if weight is not None else x, bias if bias is not None else x, y,
