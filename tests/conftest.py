@@ -142,6 +142,16 @@ def poisoned_empty(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def cuda_cache_returned():
+    """On a GPU, a test's cached blocks go back to the driver after it once they pass 4 GiB: under pytest-xdist a
+    dozen workers share the card, and the blocks one kept from a large test ran others out of memory (session 37's
+    whole-suite run: 26 tests, every one out of memory)."""
+    yield
+    if HAS_CUDA and torch.cuda.memory_reserved() > (4 << 30):
+        torch.cuda.empty_cache()
+
+
+@pytest.fixture(autouse=True)
 def fresh_plans():
     """Each test starts without recorded calls: a test's switches (monkeypatched module constants) apply
     to its first call of each signature."""
