@@ -17,7 +17,7 @@ from triton.compiler import ASTSource
 
 sys.path.insert(0, "src")
 sys.path.insert(0, "benchmarks")
-from rooftop.ops import layer_norm as ln, reductions as red, rms_norm as rn
+from rooftop.ops import layer_norm as ln, reductions as red, rms_norm as rn, softmax as sm
 from sm90_quant_sass import loops, sass_and_usage
 
 
@@ -39,6 +39,8 @@ CASES = {  # name: (kernel, constexprs, warps)
                                                     TILE=16384, X_POLICY="evict_last", EVEN=True), 32),
     "ln_welford_32768": (ln._layer_norm_welford_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, HAS_BIAS=True,
                                                              N=32768, RBLOCK=16384), 32),
+    **{f"softmax_reload_{parts}x8192": (sm._softmax_reload_kernel, dict(LOG=False, TILE=8192, PARTS=parts), 32)
+       for parts in (4, 6, 7, 8)},
 }
 
 

@@ -1,0 +1,102 @@
+"""Experiment: the reload kernels at 49152-65536 with one program an SM (maxnreg=64 over 32 warps: 1024 threads x 64
+registers fill the SM's register file), on the H200, bf16, M * N = 2^27, GPU time (graph replay, L2 flushed).
+
+Why: softmax's reload kernel (8192-wide tiles over 32 warps) ran 95.7 / 90.5 / 74.2% of copy at 49152 / 57344 / 65536
+(session 37, call b). Offline (sm_90, benchmarks/sm90_loads.py) it compiles to 32 registers at every width (two
+programs an SM) with no spills up to 7 tiles (8 bytes of stack at 8), so the fall is not registers: two programs'
+rows, 2 x 96 / 112 / 128 KB, against the SM's 256 KB of L1 and shared memory, leave pass 2's re-reads to L2 past
+~57344. With maxnreg=64 ptxas gives it 64 registers (6 of 8 tiles' loads up front at 65536, no spills): one program an
+SM, whose row (128 KB) fits L1. The price: an SM's rows no longer overlap (pass 2 of one, pass 1 of the next).
+Prediction: at 65536 softmax >= 90% (the Gluon ring 89.3-90.0), RMSNorm's reload kernel >= 89% (Gluon 87.3-89.0), the
+Welford LayerNorm in 8192-wide tiles >= 85% (Gluon 84.9); at 32768 / 49152 below the two-program kernels.
+Variants per op and width: the library; its reload kernel stretched to the width ("reload"); the same with
+maxnreg=64 ("reload_r64").
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_reload_one_program.py OUT_DIR [--widths 32768,65536]
+[--ops softmax,rms_norm] (prints a table last, writes exp-reload-one-program.json)
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+from pathlib import Path
+
+import torch
+
+from exp_norm_reload import ELEMENTS, calls, copy_bandwidth, patched
+from rooftop.ops import _autotune
+from rooftop.ops import layer_norm as ln
+from rooftop.ops import rms_norm as rn
+from rooftop.ops import softmax as sm
+
+WIDE = 1 << 20
+# op: (module, its reload kernel, the switches that stretch that kernel to any width here)
+RELOADS = {
+    "softmax": (sm, sm._softmax_reload_kernel, dict(RELOAD_MAX_BYTES=WIDE)),
+    "rms_norm": (rn, rn._rms_norm_reload_kernel, dict(RELOAD_MAX_N=WIDE)),
+    "add_rms_norm": (rn, rn._rms_norm_reload_kernel, dict(RELOAD_RESIDUAL_MAX_N=WIDE)),
+    "layer_norm": (ln, ln._layer_norm_welford_kernel, dict(WELFORD_WIDE_MAX_N=WIDE)),
+}
+
+
+@contextlib.contextmanager
+def capped(module, kernel, maxnreg: int):
+    """The module's launches of `kernel` with maxnreg=`maxnreg`."""
+    real = module.launch
+
+    def launch(fn, *args, **kwargs):
+        return real(fn, *args, **({**kwargs, "maxnreg": maxnreg} if fn is kernel else kwargs))
+
+    with patched(module, launch=launch):
+        yield
+
+
+def run_call(op: str, x, res, w, b):
+    if op == "softmax":
+        return lambda: sm.softmax(x), lambda: torch.softmax(x, -1)
+    return calls(op, x, res, w, b)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--widths", default="32768,49152,57344,65536")
+    parser.add_argument("--ops", default="softmax,rms_norm,add_rms_norm,layer_norm")
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    copy_gbps = copy_bandwidth()
+    rows = []
+    for op in args.ops.split(","):
+        module, kernel, stretch = RELOADS[op]
+        for N in map(int, args.widths.split(",")):
+            x = torch.randn(ELEMENTS // N, N, device="cuda", dtype=torch.bfloat16)
+            res, w, b = torch.randn_like(x), torch.randn(N, device="cuda", dtype=x.dtype), torch.randn_like(x[0])
+            run, eager = run_call(op, x, res, w, b)
+            ref = eager()
+            ref = ref[0] if isinstance(ref, tuple) else ref
+            nbytes = (4 if op.startswith("add") else 2) * x.nbytes
+            for name, context in (("library", contextlib.nullcontext()), ("reload", patched(module, **stretch)),
+                                  ("reload_r64", contextlib.ExitStack())):
+                with context as stack:
+                    if name == "reload_r64":
+                        stack.enter_context(patched(module, **stretch))
+                        stack.enter_context(capped(module, kernel, 64))
+                    got = run()
+                    got = got[0] if isinstance(got, tuple) else got
+                    err = float((got.double() - ref.double()).norm() / ref.double().norm())
+                    us = _autotune.time_ms(run) * 1e3
+                rows.append(dict(op=op, N=N, provider=name, us=us, pct=100 * nbytes / us / 1e3 / copy_gbps, err=err))
+                print(json.dumps(rows[-1]), flush=True)
+            (out / "exp-reload-one-program.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows),
+                                                                        indent=1))
+    print(f"\ncopy {copy_gbps:.0f} GB/s; % of copy (GPU time), bf16, M * N = 2^27; library / reload / reload_r64")
+    for op in args.ops.split(","):
+        for N in map(int, args.widths.split(",")):
+            found = {r["provider"]: r for r in rows if r["op"] == op and r["N"] == N}
+            print(f"{op:14s} {N:6d} " + " / ".join(f"{found[p]['pct']:5.1f}" for p in ("library", "reload",
+                                                                                        "reload_r64")))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,4 @@
+# session 37, call f (what the last device minutes allow): the reload kernels with one program an SM (maxnreg=64)
+# at 57344 / 65536, softmax and rms_norm (benchmarks/exp_reload_one_program.py).
+export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks PYTHONUNBUFFERED=1
+timeout 95 python benchmarks/exp_reload_one_program.py $OUT --ops softmax,rms_norm --widths 65536,57344 2>&1 | tail -20
