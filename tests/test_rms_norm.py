@@ -2,7 +2,7 @@ import pytest
 import torch
 
 import rooftop
-from rooftop.ops import rms_norm as rms_norm_mod
+from rooftop.ops import _support, rms_norm as rms_norm_mod
 from rooftop.ops.rms_norm import add_rms_norm_reference, quantize_rows_reference, rms_norm_reference
 from conftest import TOL, norm_gluon_rows, rel_err, rows_in_parts, run_norm_gluon, skip_unless_sm90, spy_launches
 
@@ -230,6 +230,7 @@ def _small_reload(monkeypatch):
     monkeypatch.setattr(rms_norm_mod, "RELOAD_RESIDUAL_MIN_N", 128)
     monkeypatch.setattr(rms_norm_mod, "RELOAD_RESIDUAL_MAX_N", rms_norm_mod.RELOAD_MAX_N)
     monkeypatch.setattr(rms_norm_mod, "RELOAD_TILE_BYTES", 512)
+    monkeypatch.setattr(rms_norm_mod, "RELOAD_ONE_PROGRAM_MIN_N", 512)  # 1000 wide rows without a residual: maxnreg
     return spy_launches(monkeypatch, rms_norm_mod)
 
 
@@ -247,6 +248,13 @@ def test_reload_widths():
         assert rms_norm_mod.reload_width(lo + 1, residual) and rms_norm_mod.reload_width(hi, residual)
         assert not rms_norm_mod.reload_width(lo, residual) and not rms_norm_mod.reload_width(hi + 1, residual)
         assert not rms_norm_mod.reload_width(hi, residual, "fp8")
+    most = rms_norm_mod.RELOAD_MAX_BYTES // 4  # fp32 rows without a residual: up to RELOAD_MAX_BYTES
+    assert rms_norm_mod.reload_width(most, False, None, 4) and not rms_norm_mod.reload_width(most + 16, False, None, 4)
+    assert rms_norm_mod.reload_width(rms_norm_mod.RELOAD_RESIDUAL_MAX_N, True, None, 4)
+    one = rms_norm_mod.RELOAD_ONE_PROGRAM_MIN_N  # one program an SM past it, without a residual
+    assert rms_norm_mod.reload_launch(one + 16, False) == dict(num_warps=rms_norm_mod.RELOAD_WARPS, maxnreg=64)
+    assert "maxnreg" not in rms_norm_mod.reload_launch(one, False)
+    assert "maxnreg" not in rms_norm_mod.reload_launch(one + 16, True)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -393,6 +401,26 @@ def test_gpu_gluon_strided_rows(monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype, N", [(torch.bfloat16, 65536), (torch.float16, 57344), (torch.bfloat16, 40976),
+                                      (torch.bfloat16, 65536 - 16), (torch.float32, 32768)])
+def test_gpu_reload_one_program(dtype, N, monkeypatch):
+    """Rows without a residual past 32768 take the reload kernel, past RELOAD_ONE_PROGRAM_MIN_N one program an SM
+    (maxnreg=64): whole tiles, a masked last tile, a row view of stride != N, weights of fp32 and none."""
+    options = []
+    real = rms_norm_mod.launch
+    monkeypatch.setattr(rms_norm_mod, "launch", lambda kernel, *a, **k: options.append((kernel.fn.__name__,
+                                                                                        k.get("maxnreg")))
+                        or real(kernel, *a, **k))
+    monkeypatch.setattr(_support, "PLANS_ENABLED", False)
+    wide, _, w = _inputs((norm_gluon_rows(), N + 64), dtype, "cuda")
+    w = w[:N]
+    for x, weight in ((wide[:, :N].contiguous(), w), (wide[:, 64:], w.float()), (wide[:, 64:], None)):
+        assert rel_err(rooftop.rms_norm(x, weight, 1e-6), rms_norm_reference(x, weight, 1e-6)) < TOL[dtype]
+    one = 64 if N > rms_norm_mod.RELOAD_ONE_PROGRAM_MIN_N else None
+    assert options == [("_rms_norm_reload_kernel", one)] * 3
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype, N", [(torch.bfloat16, 65536), (torch.bfloat16, 49152), (torch.float16, 40960),
                                       (torch.bfloat16, 32784)])
 @pytest.mark.parametrize("in_place", [False, True])
@@ -465,14 +493,15 @@ def test_gpu_gluon_dispatch(monkeypatch):
         r = torch.empty_like(x) if residual else None
         return rms_norm_mod.uses_gluon(x, torch.empty_like(x) if residual else None, w, y, r, quant)
 
-    assert takes((M, 65536)) and takes((M, 16392), torch.float16) and takes((M, 32776))
+    assert takes((M, 16392), torch.float16) and takes((M, 32776))
     assert not takes((M, 32768), residual=True)  # TRITON_RES_N: Triton's kernel wins
     # the reload kernel's widths, but for rows whose Triton loads do not vectorize (N a multiple of 8, not 16)
     assert not takes((M, 32768)) and not takes((M, 24576)) and takes((M, 16392), torch.float16)
+    assert not takes((M, 65536)) and not takes((M, 49152)) and takes((M, 65528))
     assert not takes((M, 65536), residual=True) and not takes((M, 49152), residual=True)
     assert takes((M, 40968), residual=True)
     _reload_off(monkeypatch)
-    assert takes((M, 32768)) and takes((M, 24576))
+    assert takes((M, 32768)) and takes((M, 24576)) and takes((M, 65536))
     assert takes((M, 65536), residual=True) and takes((M, 49152), residual=True)
     monkeypatch.undo()
     assert not takes((M, 16384))  # not past GLUON_MIN_N: the on-chip kernel's

@@ -45,7 +45,9 @@ Which path runs (N = row width in elements):
   HBM traffic is the on-chip kernel's (x and residual read once, y and r written once); what it saves is
   registers: the row need not live across its reduction, so two 32-warp programs share an SM
   (torch.compile's kernel of this structure ran at 95.5% of copy at N = 32768 on the H200, against 85.5% for
-  the on-chip kernel and 87.8% for Gluon; ours 1.05x the Gluon path there, compile 1.05x ours).
+  the on-chip kernel and 87.8% for Gluon; ours 1.05x the Gluon path there, compile 1.05x ours). Rows wider than
+  RELOAD_ONE_PROGRAM_MIN_N without a residual run one program an SM (maxnreg=64 over 32 warps fills the register
+  file), so that the row (up to 128 KB) stays in the SM's L1 between the passes, where two programs' rows did not.
 - N <= ONCHIP_MAX: whole rows in registers, BLOCK_M rows a program. Traffic: read x (and residual)
   once, write y (and r) once, read w once per program (it stays in L2).
 - Split (with a residual and quant, or rows the split-words kernel cannot take; on a GPU, N > SPLIT_MIN_N, at
@@ -130,9 +132,17 @@ GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach 
 # Rows with a residual take it at RELOAD_RESIDUAL widths: at 65536 92.5% against Gluon's 90.2%, at 32768 85.4%
 # against the on-chip kernel's 98.1% (TRITON_RES_N). Quantizing rows keep the on-chip kernel (with quant this
 # kernel failed a GPU test of the int8 codes, not understood).
-RELOAD_MIN_N, RELOAD_MAX_N = 16384, 32768
+RELOAD_MIN_N, RELOAD_MAX_N = 16384, 65536
 RELOAD_RESIDUAL_MIN_N, RELOAD_RESIDUAL_MAX_N = 32768, 65536
 RELOAD_WARPS = 32
+# Rows without a residual past this width run one program an SM (maxnreg=64: 1024 threads x 64 registers, the
+# register file). H200, bf16, M * N = 2^27, graph replay, % of copy, Gluon (the library then) / two programs an SM /
+# one (logs/h200-2026-12-03-s37/call-f..h, benchmarks/exp_reload_one_program.py): 32768 99.1 (the reload kernel) /
+# 99.2 / 88.1; 40960 90.4 / 95.7 / 94.5; 49152 90.5 / 93.5 / 98.2; 57344 90.2 / 87.4 / 96.4; 65536 89.2-89.6 /
+# 83.7-84.1 / 96.8-96.9. With a residual at 65536: 94.2 / 94.2 / 93.0 (two programs kept). softmax's reload kernel
+# lost with one program (70.5% at 65536).
+RELOAD_ONE_PROGRAM_MIN_N = 40960
+RELOAD_MAX_BYTES = 131072
 # The reload kernel's widest tile in bytes of x: 32 KB (16 bf16 values a thread over 32 warps) keeps it at 32
 # registers a thread (offline sm_90 compile, aligned rows, no spills: bf16 at N = 16384 and 32768, with and without a
 # residual), so that two 32-warp programs share an SM. The whole bf16 row as one tile took 38 at N = 32768 (and ran
@@ -339,10 +349,18 @@ def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
             off -= TILE
 
 
-def reload_width(N: int, has_residual: bool, quant: Optional[str] = None) -> bool:
-    """Whether rows of N (with or without a residual, quantized or not) take the reload kernel."""
+def reload_width(N: int, has_residual: bool, quant: Optional[str] = None, itemsize: int = 2) -> bool:
+    """Whether rows of N (with or without a residual, quantized or not, of `itemsize`-byte values) take the reload
+    kernel: rows without a residual of at most RELOAD_MAX_BYTES (fp32 rows to 32768, as measured)."""
     low, high = (RELOAD_RESIDUAL_MIN_N, RELOAD_RESIDUAL_MAX_N) if has_residual else (RELOAD_MIN_N, RELOAD_MAX_N)
-    return low < N <= high and quant is None
+    return low < N <= high and quant is None and (has_residual or N * itemsize <= RELOAD_MAX_BYTES)
+
+
+def reload_launch(N: int, has_residual: bool) -> dict:
+    """The reload kernel's launch options for rows of N: RELOAD_WARPS warps, one program an SM past
+    RELOAD_ONE_PROGRAM_MIN_N without a residual (maxnreg=64)."""
+    one_program = N > RELOAD_ONE_PROGRAM_MIN_N and not has_residual
+    return dict(num_warps=RELOAD_WARPS, **(dict(maxnreg=64) if one_program else {}))
 
 
 def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor], y: torch.Tensor,
@@ -359,7 +377,7 @@ def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optio
         if parts or N > GLUON_MAX_N:
             return parts
     return int((quant is not None or not (residual is not None and N == TRITON_RES_N))
-               and not (reload_width(N, residual is not None, quant)
+               and not (reload_width(N, residual is not None, quant, x.element_size())
                         and rows_vectorize(N, [t for t in (x, residual, y, r) if t is not None], [weight]))
                and M >= norm_sm90.CONSUMERS * num_sms(x.device.index)
                and norm_sm90.supports(x, residual, weight, None, y, r, False))
@@ -391,10 +409,10 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
             scale if quant else x, M, N, x.stride(0), residual.stride(0) if has_res else 0, y.stride(0),
             r.stride(0) if has_res else 0, eps, offset)
     flags = dict(HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None, QUANT=quant_id, QMAX=qmax)
-    if reload_width(N, has_res, quant):
+    if reload_width(N, has_res, quant, x.element_size()):
         tile = min(triton.next_power_of_2(N), RELOAD_TILE_BYTES // x.element_size())
         launch(_rms_norm_reload_kernel, (M,), *args[:5], *args[6:], HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None,
-               TILE=tile, PARTS=cdiv(N, tile), num_warps=RELOAD_WARPS)
+               TILE=tile, PARTS=cdiv(N, tile), **reload_launch(N, has_res))
         return
     if N <= ONCHIP_MAX:
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
