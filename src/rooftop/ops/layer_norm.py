@@ -42,7 +42,8 @@ Which path runs (N = row width in elements):
 - Gluon (sm_90 GPUs, GLUON_MIN_N < N <= GLUON_MAX_N but not N = TRITON_RES_N with a residual, at least 2
   rows per SM, 16-bit x, the rows, weight and bias as norm_sm90.supports takes them): ops/norm_sm90.py, a
   persistent program per SM whose TMA loader streams the rows (and the residual) into shared memory, where
-  the row stays: sum(d) and sum(d^2) as the chunks land (d = x - s, s the first chunk's mean), then y. x (and residual) read from HBM once, y (and r) written once; w and b re-read per row from L2.
+  the row stays: sum(d) and sum(d^2) as the chunks land (d = x - s, s the first chunk's mean), then y. x (and
+  residual) read from HBM once, y (and r) written once; w and b re-read per row from L2.
   Rows past GLUON_MAX_N in parts (norm_sm90.row_parts: contiguous rows a multiple of 8 P wide, without a residual
   or with one past norm_sm90.PARTS_RESIDUAL_MIN_N, at least 2 rows of parts per SM, _support.SPLIT_ROWS_ENABLED):
   each row is P parts of at most GLUON_MAX_N (a power of two), each part a program's row of the same kernel, the
@@ -50,8 +51,8 @@ Which path runs (N = row width in elements):
   softmax_sm90.exchange_pairs); ahead of the split-words kernels.
 - Welford (WELFORD_MIN_N < N <= WELFORD_MAX_N, without a residual unless WELFORD_RESIDUAL; 16-bit rows without a
   residual up to WELFORD_WIDE_MAX_N, ahead of Gluon): one row a program (grid M), WELFORD_RBLOCK-wide tiles over
-  WELFORD_WARPS warps (the wide rows' WELFORD_WIDE_RBLOCK over WELFORD_WIDE_WARPS), N a constexpr: the loops' trip counts are constants and whole tiles need no
-  mask. One compile per width, which a model has few of (its hidden sizes).
+  WELFORD_WARPS warps (the wide rows' WELFORD_WIDE_RBLOCK over WELFORD_WIDE_WARPS), N a constexpr: the loops' trip
+  counts are constants and whole tiles need no mask. One compile per width, which a model has few of (its hidden sizes).
   Pass 1 loads x (evict_last) tile by tile into the lanes' Welford state; pass 2 loads x again (evict_first:
   the program's own bytes of a moment ago, from L1 or L2) with w and b (evict_last) and writes y. With a
   residual pass 1 stores r = x + residual (evict_last) and pass 2 re-reads r (the thread's own stores, in
