@@ -109,6 +109,17 @@ def calls(op: str, x, res, w, b):
     return lambda: rooftop.layer_norm(x, w, b, residual=res), lambda: ln.add_layer_norm_eager(x, res, w, b)
 
 
+def measured(op: str, N: int, name: str, run, ref, nbytes: int, copy_gbps: float) -> dict:
+    """One variant's row (printed): its relative error against `ref` (y of the call's result) and GPU time."""
+    got = run()
+    got = got[0] if isinstance(got, tuple) else got
+    err = float((got.double() - ref.double()).norm() / ref.double().norm())
+    us = _autotune.time_ms(run) * 1e3
+    row = dict(op=op, N=N, provider=name, us=us, pct=100 * nbytes / us / 1e3 / copy_gbps, err=err)
+    print(json.dumps(row), flush=True)
+    return row
+
+
 def copy_bandwidth() -> float:
     """GB/s of a device copy of M * N bf16 values (read + write), timed as the kernels are."""
     src = torch.empty(ELEMENTS, device="cuda", dtype=torch.bfloat16)
@@ -140,12 +151,7 @@ def main() -> None:
             ref = ref[0] if isinstance(ref, tuple) else ref
             for name, module, overrides in variants(op, N):
                 with patched(module, **overrides):
-                    got = run()
-                    got = got[0] if isinstance(got, tuple) else got
-                    err = float((got.double() - ref.double()).norm() / ref.double().norm())
-                    us = _autotune.time_ms(run) * 1e3
-                rows.append(dict(op=op, N=N, provider=name, us=us, pct=100 * nbytes / us / 1e3 / copy_gbps, err=err))
-                print(json.dumps(rows[-1]), flush=True)
+                    rows.append(measured(op, N, name, run, ref, nbytes, copy_gbps))
             torch._dynamo.reset()
             compiled = torch.compile(eager)
             compiled()

@@ -23,8 +23,7 @@ from pathlib import Path
 
 import torch
 
-from exp_norm_reload import ELEMENTS, calls, copy_bandwidth, patched
-from rooftop.ops import _autotune
+from exp_norm_reload import ELEMENTS, calls, copy_bandwidth, measured, patched
 from rooftop.ops import layer_norm as ln
 from rooftop.ops import rms_norm as rn
 from rooftop.ops import softmax as sm
@@ -82,12 +81,7 @@ def main() -> None:
                     if name == "reload_r64":
                         stack.enter_context(patched(module, **stretch))
                         stack.enter_context(capped(module, kernel, 64))
-                    got = run()
-                    got = got[0] if isinstance(got, tuple) else got
-                    err = float((got.double() - ref.double()).norm() / ref.double().norm())
-                    us = _autotune.time_ms(run) * 1e3
-                rows.append(dict(op=op, N=N, provider=name, us=us, pct=100 * nbytes / us / 1e3 / copy_gbps, err=err))
-                print(json.dumps(rows[-1]), flush=True)
+                    rows.append(measured(op, N, name, run, ref, nbytes, copy_gbps))
             (out / "exp-reload-one-program.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows),
                                                                         indent=1))
     print(f"\ncopy {copy_gbps:.0f} GB/s; % of copy (GPU time), bf16, M * N = 2^27; library / reload / reload_r64")
