@@ -73,6 +73,9 @@ GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach 
 # library / reload in 8192-value tiles over 32 warps / over 16 warps / 16384-value tiles over 32 warps:
 #   24576 89.7 / 99.9 / 89.9 / 90.4; 32768 89.9 / 97.7 / 91.2 / 97.5; 49152 90.2 / 95.7 / 77.9 / 89.1;
 #   65536 89.3 / 74.2 / 75.6 / 71.5 (two programs' rows, 256 KB, no longer stay in L1 between the passes).
+# Call b, library / reload off: bf16 20480 93.6 / 84.9, 40960 98.4 / 90.4, 57344 (112 KB, not taken) 90.1 / 90.0
+# (the kernel stretched 90.5); fp32 20480 100.9 / 90.3, 24576 99.6 / 96.3. One program an SM (maxnreg=64, the row
+# kept in L1) lost: 70.5% at 65536 (call f).
 RELOAD_MIN_N, RELOAD_MAX_BYTES = 16384, 98304
 RELOAD_WARPS = 32
 RELOAD_TILE_BYTES = 16384  # a 16-byte load a thread over 32 warps
