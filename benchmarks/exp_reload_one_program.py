@@ -10,7 +10,9 @@ SM, whose row (128 KB) fits L1. The price: an SM's rows no longer overlap (pass 
 Prediction: at 65536 softmax >= 90% (the Gluon ring 89.3-90.0), RMSNorm's reload kernel >= 89% (Gluon 87.3-89.0), the
 Welford LayerNorm in 8192-wide tiles >= 85% (Gluon 84.9); at 32768 / 49152 below the two-program kernels.
 Variants per op and width: the library; its reload kernel stretched to the width ("reload"); the same with
-maxnreg=64 ("reload_r64").
+maxnreg=64 ("reload_r64"); LayerNorm's in 16384-wide tiles too. Seen (calls f-h): rms_norm 96.8-96.9% at 65536 with
+one program (Gluon 89.2-89.6; wired since: the library's rms_norm is "reload_r64" past 40960), softmax 70.5 (lost),
+LayerNorm's 8192-wide tiles 78.0 (Gluon 84.9).
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_reload_one_program.py OUT_DIR [--widths 32768,65536]
 [--ops softmax,rms_norm] (prints a table last, writes exp-reload-one-program.json)
 """
@@ -29,12 +31,22 @@ from rooftop.ops import rms_norm as rn
 from rooftop.ops import softmax as sm
 
 WIDE = 1 << 20
-# op: (module, its reload kernel, the switches that stretch that kernel to any width here)
-RELOADS = {
-    "softmax": (sm, sm._softmax_reload_kernel, dict(RELOAD_MAX_BYTES=WIDE)),
-    "rms_norm": (rn, rn._rms_norm_reload_kernel, dict(RELOAD_MAX_N=WIDE)),
-    "add_rms_norm": (rn, rn._rms_norm_reload_kernel, dict(RELOAD_RESIDUAL_MAX_N=WIDE)),
-    "layer_norm": (ln, ln._layer_norm_welford_kernel, dict(WELFORD_WIDE_MAX_N=WIDE)),
+TWO = dict(RELOAD_ONE_PROGRAM_MIN_N=WIDE)  # rms_norm's reload kernel kept at two programs an SM
+# op: (module, its reload kernel, [(variant, switches, maxnreg)]): the kernel stretched to every width here, at two
+# programs an SM ("reload") and at one (maxnreg=64: "_r64"); LayerNorm's Welford kernel in 16384-wide tiles too
+# (offline sm_90 at 65536: 8 x 8192-wide tiles leave pass 2 a load round trip a tile, 4 x 16384 half as many)
+VARIANTS = {
+    "softmax": (sm, sm._softmax_reload_kernel, [("reload", dict(RELOAD_MAX_BYTES=WIDE), None),
+                                                ("reload_r64", dict(RELOAD_MAX_BYTES=WIDE), 64)]),
+    "rms_norm": (rn, rn._rms_norm_reload_kernel, [("reload", dict(RELOAD_MAX_N=WIDE, RELOAD_MAX_BYTES=WIDE, **TWO),
+                                                   None),
+                                                  ("reload_r64", dict(RELOAD_MAX_N=WIDE, RELOAD_MAX_BYTES=WIDE), 64)]),
+    "add_rms_norm": (rn, rn._rms_norm_reload_kernel, [("reload", dict(RELOAD_RESIDUAL_MAX_N=WIDE), None),
+                                                      ("reload_r64", dict(RELOAD_RESIDUAL_MAX_N=WIDE), 64)]),
+    "layer_norm": (ln, ln._layer_norm_welford_kernel,
+                   [(name + suffix, dict(WELFORD_WIDE_MAX_N=WIDE, WELFORD_WIDE_RBLOCK=tile), regs)
+                    for name, tile in (("reload", 8192), ("reload_t16384", 16384))
+                    for suffix, regs in (("", None), ("_r64", 64))]),
 }
 
 
@@ -67,7 +79,7 @@ def main() -> None:
     copy_gbps = copy_bandwidth()
     rows = []
     for op in args.ops.split(","):
-        module, kernel, stretch = RELOADS[op]
+        module, kernel, variants = VARIANTS[op]
         for N in map(int, args.widths.split(",")):
             x = torch.randn(ELEMENTS // N, N, device="cuda", dtype=torch.bfloat16)
             res, w, b = torch.randn_like(x), torch.randn(N, device="cuda", dtype=x.dtype), torch.randn_like(x[0])
@@ -75,21 +87,18 @@ def main() -> None:
             ref = eager()
             ref = ref[0] if isinstance(ref, tuple) else ref
             nbytes = (4 if op.startswith("add") else 2) * x.nbytes
-            for name, context in (("library", contextlib.nullcontext()), ("reload", patched(module, **stretch)),
-                                  ("reload_r64", contextlib.ExitStack())):
-                with context as stack:
-                    if name == "reload_r64":
-                        stack.enter_context(patched(module, **stretch))
-                        stack.enter_context(capped(module, kernel, 64))
+            rows.append(measured(op, N, "library", run, ref, nbytes, copy_gbps))
+            for name, switches, maxnreg in variants:
+                with patched(module, **switches), (capped(module, kernel, maxnreg) if maxnreg
+                                                   else contextlib.nullcontext()):
                     rows.append(measured(op, N, name, run, ref, nbytes, copy_gbps))
             (out / "exp-reload-one-program.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows),
                                                                         indent=1))
-    print(f"\ncopy {copy_gbps:.0f} GB/s; % of copy (GPU time), bf16, M * N = 2^27; library / reload / reload_r64")
+    print(f"\ncopy {copy_gbps:.0f} GB/s; % of copy (GPU time), bf16, M * N = 2^27")
     for op in args.ops.split(","):
         for N in map(int, args.widths.split(",")):
-            found = {r["provider"]: r for r in rows if r["op"] == op and r["N"] == N}
-            print(f"{op:14s} {N:6d} " + " / ".join(f"{found[p]['pct']:5.1f}" for p in ("library", "reload",
-                                                                                        "reload_r64")))
+            print(f"{op:14s} {N:6d} " + "  ".join(f"{r['provider']} {r['pct']:5.1f}" for r in rows
+                                                  if r["op"] == op and r["N"] == N))
 
 
 if __name__ == "__main__":
