@@ -270,8 +270,7 @@ def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, x_str
     # pass 2: the row again
     if AHEAD:  # each tile's loads before the previous tile's store (in place, that store is x's tile, read already)
         ALL: tl.constexpr = (N + RBLOCK - 1) // RBLOCK
-        ahead = _welford_tile_in(src_row, w_ptr, b_ptr, cols, None if TILES > 0 else cols < TAIL, HAS_WEIGHT,
-                                 HAS_BIAS)
+        ahead = _welford_tile_in(src_row, w_ptr, b_ptr, cols, None, HAS_WEIGHT, HAS_BIAS)  # TILES >= 1
         for t in tl.static_range(ALL):
             tile = ahead
             if t + 1 < ALL:
