@@ -10,10 +10,12 @@ SM, whose row (128 KB) fits L1. The price: an SM's rows no longer overlap (pass 
 Prediction: at 65536 softmax >= 90% (the Gluon ring 89.3-90.0), RMSNorm's reload kernel >= 89% (Gluon 87.3-89.0), the
 Welford LayerNorm in 8192-wide tiles >= 85% (Gluon 84.9); at 32768 / 49152 below the two-program kernels.
 Variants per op and width: the library; its reload kernel stretched to the width ("reload"); the same with
-maxnreg=64 ("reload_r64"); LayerNorm's in 16384-wide tiles too; softmax's and LayerNorm's with pass 2 loading each
-tile before the previous tile's store ("_ahead": RELOAD_AHEAD, WELFORD_AHEAD; NOTES item 242). Seen (calls f-h):
-rms_norm 96.8-96.9% at 65536 with one program (Gluon 89.2-89.6; wired since: the library's rms_norm is "reload_r64"
-past 40960), softmax 70.5 (lost), LayerNorm's 8192-wide tiles 78.0 (Gluon 84.9).
+maxnreg=64 ("reload_r64"); LayerNorm's in 16384-wide tiles too. Seen (session 37, calls f-h): rms_norm 96.8-96.9%
+at 65536 with one program (Gluon 89.2-89.6; wired since: the library's rms_norm is "reload_r64" past 40960), softmax
+70.5 (lost), LayerNorm's 8192-wide tiles 78.0 (Gluon 84.9). Session 38 (call a) timed pass 2 loading each tile
+before the previous tile's store too (NOTES item 243): softmax 65536 73.8 against 83.9 (library, Gluon, 89.0);
+LayerNorm 32768 90.8 against 89.0 but 72.3 against 87.9 at 40960, 77.4-84.4 at 65536 against the library's 84.8:
+no consistent win, dropped.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_reload_one_program.py OUT_DIR [--widths 32768,65536]
 [--ops softmax,rms_norm] (prints a table last, writes exp-reload-one-program.json)
 """
@@ -37,18 +39,16 @@ TWO = dict(RELOAD_ONE_PROGRAM_MIN_N=WIDE)  # rms_norm's reload kernel kept at tw
 # programs an SM ("reload") and at one (maxnreg=64: "_r64"); LayerNorm's Welford kernel in 16384-wide tiles too
 # (offline sm_90 at 65536: 8 x 8192-wide tiles leave pass 2 a load round trip a tile, 4 x 16384 half as many)
 VARIANTS = {
-    "softmax": (sm, sm._softmax_reload_kernel, [(name + suffix, dict(RELOAD_MAX_BYTES=WIDE, RELOAD_AHEAD=ahead), regs)
-                                                for name, ahead in (("reload", False), ("reload_ahead", True))
-                                                for suffix, regs in (("", None), ("_r64", 64))]),
+    "softmax": (sm, sm._softmax_reload_kernel, [("reload", dict(RELOAD_MAX_BYTES=WIDE), None),
+                                                ("reload_r64", dict(RELOAD_MAX_BYTES=WIDE), 64)]),
     "rms_norm": (rn, rn._rms_norm_reload_kernel, [("reload", dict(RELOAD_MAX_N=WIDE, RELOAD_MAX_BYTES=WIDE, **TWO),
                                                    None),
                                                   ("reload_r64", dict(RELOAD_MAX_N=WIDE, RELOAD_MAX_BYTES=WIDE), 64)]),
     "add_rms_norm": (rn, rn._rms_norm_reload_kernel, [("reload", dict(RELOAD_RESIDUAL_MAX_N=WIDE), None),
                                                       ("reload_r64", dict(RELOAD_RESIDUAL_MAX_N=WIDE), 64)]),
     "layer_norm": (ln, ln._layer_norm_welford_kernel,
-                   [(name + suffix, dict(WELFORD_WIDE_MAX_N=WIDE, WELFORD_WIDE_RBLOCK=tile, WELFORD_AHEAD=ahead), regs)
-                    for name, tile, ahead in (("reload", 8192, False), ("reload_ahead", 8192, True),
-                                              ("reload_t16384", 16384, False), ("reload_t16384_ahead", 16384, True))
+                   [(name + suffix, dict(WELFORD_WIDE_MAX_N=WIDE, WELFORD_WIDE_RBLOCK=tile), regs)
+                    for name, tile in (("reload", 8192), ("reload_t16384", 16384))
                     for suffix, regs in (("", None), ("_r64", 64))]),
 }
 

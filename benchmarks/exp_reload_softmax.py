@@ -30,7 +30,7 @@ def reload_softmax(x, y, tile, warps):
     """The library's reload kernel with another tile / warp count."""
     M, N = x.shape
     launch(sm._softmax_reload_kernel, (M,), x, y, N, x.stride(0), y.stride(0), LOG=False, TILE=tile,
-           PARTS=triton.cdiv(N, tile), AHEAD=sm.RELOAD_AHEAD, num_warps=warps)
+           PARTS=triton.cdiv(N, tile), num_warps=warps)
 
 
 def switched(**values):

@@ -37,13 +37,11 @@ CASES = {  # name: (kernel, constexprs, warps)
                                                               PARTS=4), 32),
     "rms_looped": (rn._rms_norm_looped_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, QUANT=0, QMAX=1.0,
                                                     TILE=16384, X_POLICY="evict_last", EVEN=True), 32),
-    **{f"ln_welford_{n}_{tile}" + ("_ahead" if ahead else ""): (
-        ln._layer_norm_welford_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, HAS_BIAS=True, N=n, RBLOCK=tile,
-                                            AHEAD=ahead), 32)
-       for n, tile in ((32768, 16384), (32768, 8192), (65536, 16384)) for ahead in (False, True)},
-    **{f"softmax_reload_{parts}x8192" + ("_ahead" if ahead else ""): (
-        sm._softmax_reload_kernel, dict(LOG=False, TILE=8192, PARTS=parts, AHEAD=ahead), 32)
-       for parts in (4, 6, 7, 8) for ahead in (False, True)},
+    **{f"ln_welford_{n}_{tile}": (
+        ln._layer_norm_welford_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, HAS_BIAS=True, N=n, RBLOCK=tile), 32)
+       for n, tile in ((32768, 16384), (32768, 8192), (65536, 16384))},
+    **{f"softmax_reload_{parts}x8192": (sm._softmax_reload_kernel, dict(LOG=False, TILE=8192, PARTS=parts), 32)
+       for parts in (4, 6, 7, 8)},
 }
 
 

@@ -316,13 +316,11 @@ def test_gpu_peers_and_eager_agree():
 # The Welford kernel (_layer_norm_welford_kernel): one row a program, N a constexpr
 
 
-def _small_welford(monkeypatch, rblock=128, ahead=False):
-    """The Welford kernel's bounds and tile moved down to reach it at small widths; `ahead`: its pass 2 loads each
-    tile before the previous tile's store (WELFORD_AHEAD)."""
+def _small_welford(monkeypatch, rblock=128):
+    """The Welford kernel's bounds and tile moved down to reach it at small widths."""
     monkeypatch.setattr(layer_norm_mod, "WELFORD_MIN_N", 64)
     monkeypatch.setattr(layer_norm_mod, "WELFORD_RBLOCK", rblock)
     monkeypatch.setattr(layer_norm_mod, "WELFORD_RESIDUAL", True)
-    monkeypatch.setattr(layer_norm_mod, "WELFORD_AHEAD", ahead)
     return spy_launches(monkeypatch, layer_norm_mod)
 
 
@@ -352,8 +350,8 @@ def test_welford_kernel_at_its_widths(N, dtype, device, monkeypatch):
         assert launched == ["_layer_norm_welford_kernel"]
 
 
-def _check_welford(N, dtype, params, residual, offset, device, monkeypatch, ahead=False):
-    launched = _small_welford(monkeypatch, ahead=ahead)
+def _check_welford(N, dtype, params, residual, offset, device, monkeypatch):
+    launched = _small_welford(monkeypatch)
     x, res, w, b = _inputs((5, N), dtype, device, param_dtype=torch.float32 if "fp32" in params else None)
     w = None if params in ("no weight", "neither") else w
     b = None if params in ("no bias", "neither") else b
@@ -375,27 +373,24 @@ def _check_welford(N, dtype, params, residual, offset, device, monkeypatch, ahea
 @pytest.mark.parametrize("N", [256, 1000, 300, 128])  # 2 tiles; 7 and a tail; 2 and a tail (RBLOCK 128); 1
 @pytest.mark.parametrize("residual", [False, True])
 @pytest.mark.parametrize("offset", [0.0, 1e4])
-@pytest.mark.parametrize("ahead", [False, True], ids=["", "ahead"])
-def test_welford_kernel_matches_reference(N, dtype, residual, offset, ahead, device, monkeypatch):
+def test_welford_kernel_matches_reference(N, dtype, residual, offset, device, monkeypatch):
     """The Welford kernel at small widths, rows centred on 0 and on 1e4 (bf16 values near 1e4 are 64 apart: 64
     randn around it)."""
-    _check_welford(N, dtype, "weight and bias", residual, offset, device, monkeypatch, ahead)
+    _check_welford(N, dtype, "weight and bias", residual, offset, device, monkeypatch)
 
 
 @pytest.mark.parametrize("params", ["fp32 weight and bias", "no weight", "no bias", "neither"])
 @pytest.mark.parametrize("residual", [False, True])
-@pytest.mark.parametrize("ahead", [False, True], ids=["", "ahead"])
-def test_welford_kernel_optional_and_fp32_params(params, residual, ahead, device, monkeypatch):
-    _check_welford(1000, torch.bfloat16, params, residual, 1e4, device, monkeypatch, ahead)
+def test_welford_kernel_optional_and_fp32_params(params, residual, device, monkeypatch):
+    _check_welford(1000, torch.bfloat16, params, residual, 1e4, device, monkeypatch)
 
 
 @pytest.mark.parametrize("N", [256, 1000])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("ahead", [False, True], ids=["", "ahead"])
-def test_welford_kernel_constant_rows_and_in_place(N, dtype, ahead, device, monkeypatch):
+def test_welford_kernel_constant_rows_and_in_place(N, dtype, device, monkeypatch):
     """Constant rows (variance 0) give the bias; fused_add_layer_norm_ through the kernel: pass 1 overwrites the
-    residual with r, pass 2 re-reads r and overwrites x with y (the next tile's loads ahead of a tile's store too)."""
-    launched = _small_welford(monkeypatch, ahead=ahead)
+    residual with r, pass 2 re-reads r and overwrites x with y."""
+    launched = _small_welford(monkeypatch)
     x, res, w, b = _inputs((3, N), dtype, device)
     assert rel_err(layer_norm(torch.full_like(x, 1e4), w, b), b.expand(x.shape)) < TOL[dtype]
     y_ref, r_ref = add_layer_norm_reference(x, res, w, b, 1e-5)

@@ -131,9 +131,6 @@ WELFORD_RESIDUAL = True
 # 71.9 against 84.9); with a residual Gluon stays ahead (92.8 against 92.0 / 79.4).
 WELFORD_WIDE_MAX_N = 32768
 WELFORD_WIDE_RBLOCK, WELFORD_WIDE_WARPS = 8192, 32
-# Pass 2 loads each tile (r, w, b) before the previous tile's store (NOTES item 242: not yet measured; off as
-# measured so far)
-WELFORD_AHEAD = False
 # Rows wider than SPLIT_MIN_N take the split-words kernel (a row's chunks over adjacent programs
 # that exchange statistics, each chunk held as 32-bit words of two values; as rms_norm's). Measured on the H200 (bf16,
 # M * N = 2^27, GPU time, benchmarks/exp_split_packed.py): one kernel of this kind with the whole chunk's w and b
@@ -224,7 +221,7 @@ def _welford_tile_out(y_row, offs, mask, tile, shift, rstd, centre, HAS_WEIGHT: 
 @triton.jit
 def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, x_stride, res_stride, y_stride, r_stride,
                                eps, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
-                               N: tl.constexpr, RBLOCK: tl.constexpr, AHEAD: tl.constexpr):
+                               N: tl.constexpr, RBLOCK: tl.constexpr):
     # Row program_id(0). HBM: x (+ residual) read once, y (+ r) written once; pass 2's loads of the row
     # are the program's own bytes again (L1 or L2), w and b come from L2. N is a constexpr: TILES whole
     # tiles (a loop of constant trip count, unmasked) and a masked TAIL of N % RBLOCK columns. One reduction
@@ -268,26 +265,16 @@ def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, x_str
     rstd = tl.rsqrt(row_m2 / N + eps)
     centre = row_mean * rstd  # y = (r - s) rstd - centre: s + row_mean is not formed (it would round)
     # pass 2: the row again
-    if AHEAD:  # each tile's loads before the previous tile's store (in place, that store is x's tile, read already)
-        ALL: tl.constexpr = (N + RBLOCK - 1) // RBLOCK
-        ahead = _welford_tile_in(src_row, w_ptr, b_ptr, cols, None, HAS_WEIGHT, HAS_BIAS)  # TILES >= 1
-        for t in tl.static_range(ALL):
-            tile = ahead
-            if t + 1 < ALL:
-                ahead = _welford_tile_in(src_row, w_ptr, b_ptr, (t + 1) * RBLOCK + cols,
-                                         None if t + 1 < TILES else cols < TAIL, HAS_WEIGHT, HAS_BIAS)
-            _welford_tile_out(y_row, t * RBLOCK + cols, None if t < TILES else cols < TAIL, tile, shift, rstd, centre,
-                              HAS_WEIGHT, HAS_BIAS)
-    else:
-        for t in tl.range(0, TILES):
-            offs = t * RBLOCK + cols
-            _welford_tile_out(y_row, offs, None, _welford_tile_in(src_row, w_ptr, b_ptr, offs, None, HAS_WEIGHT,
-                                                                  HAS_BIAS), shift, rstd, centre, HAS_WEIGHT, HAS_BIAS)
-        if TAIL > 0:
-            offs = TILES * RBLOCK + cols
-            _welford_tile_out(y_row, offs, cols < TAIL, _welford_tile_in(src_row, w_ptr, b_ptr, offs, cols < TAIL,
-                                                                         HAS_WEIGHT, HAS_BIAS),
-                              shift, rstd, centre, HAS_WEIGHT, HAS_BIAS)
+    # (loading each tile before the previous tile's store did not pay: NOTES item 243)
+    for t in tl.range(0, TILES):
+        offs = t * RBLOCK + cols
+        _welford_tile_out(y_row, offs, None, _welford_tile_in(src_row, w_ptr, b_ptr, offs, None, HAS_WEIGHT, HAS_BIAS),
+                          shift, rstd, centre, HAS_WEIGHT, HAS_BIAS)
+    if TAIL > 0:
+        offs = TILES * RBLOCK + cols
+        _welford_tile_out(y_row, offs, cols < TAIL, _welford_tile_in(src_row, w_ptr, b_ptr, offs, cols < TAIL,
+                                                                     HAS_WEIGHT, HAS_BIAS),
+                          shift, rstd, centre, HAS_WEIGHT, HAS_BIAS)
 
 
 @triton.jit
@@ -500,7 +487,7 @@ def _launch_welford(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
     launch(_layer_norm_welford_kernel, (M,), x, residual if has_res else x, weight if weight is not None else x,
            bias if bias is not None else x, y, r if has_res else y, x.stride(0), residual.stride(0) if has_res else 0,
            y.stride(0), r.stride(0) if has_res else 0, eps, HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None,
-           HAS_BIAS=bias is not None, N=N, RBLOCK=rblock, AHEAD=WELFORD_AHEAD, num_warps=warps)
+           HAS_BIAS=bias is not None, N=N, RBLOCK=rblock, num_warps=warps)
 
 
 def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],

@@ -79,8 +79,6 @@ GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach 
 RELOAD_MIN_N, RELOAD_MAX_BYTES = 16384, 98304
 RELOAD_WARPS = 32
 RELOAD_TILE_BYTES = 16384  # a 16-byte load a thread over 32 warps
-# Pass 2 loads each tile before the previous tile's store (NOTES item 242: not yet measured; off as measured so far)
-RELOAD_AHEAD = False
 # Contiguous rows past the ring are split into parts of at most this (the widest that leaves room in the ring for
 # the next part). H200, bf16, GPU time, % of copy (logs/h200-2026-12-01-s12/exp-softmax-parts.log, x 2703 / 4220):
 # at 131072 / 262144 / 1048576 parts of 65536 76.2 / 75.0 / 74.0, of 32768 75.8 / 75.2 / 74.3, of 16384 62.7 / 62.0 /
@@ -214,11 +212,11 @@ def _softmax_looped_kernel(x_ptr, y_ptr, M, N, x_row_stride, y_row_stride,
 
 @triton.jit
 def _softmax_reload_kernel(x_ptr, y_ptr, N, x_row_stride, y_row_stride, LOG: tl.constexpr, TILE: tl.constexpr,
-                           PARTS: tl.constexpr, AHEAD: tl.constexpr):
+                           PARTS: tl.constexpr):
     # Row program_id(0) in PARTS tiles of TILE. Pass 1 reads the row from HBM (evict_last); pass 2 reads it again
-    # from L1 / L2 (evict_first) and writes it: 2 * N * itemsize bytes of HBM traffic a row. AHEAD: pass 2 loads
-    # each tile before the previous tile's store (y may alias x, so the compiler keeps a load after an earlier store;
-    # in place, tile t's store is x's tile t, which no later load reads).
+    # from L1 / L2 (evict_first) and writes it: 2 * N * itemsize bytes of HBM traffic a row. Loading each pass-2
+    # tile before the previous tile's store (y may alias x, so the compiler keeps them in order) did not pay
+    # (NOTES item 243: 73.8% against 83.9 at 65536, level to 49152).
     VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
     GROUPS: tl.constexpr = TILE // VEC
     row = tl.program_id(0).to(tl.int64)
@@ -234,16 +232,9 @@ def _softmax_reload_kernel(x_ptr, y_ptr, N, x_row_stride, y_row_stride, LOG: tl.
     row_max, row_sum = _merge_max_sum(m, s)
     inv_sum = 1.0 / row_sum
     log_sum = tl.log(row_sum)
-    if AHEAD:
-        x_next = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy="evict_first")
     for part in tl.static_range(PARTS):
         offs = part * TILE + cols
-        if AHEAD:
-            x = x_next.to(tl.float32)
-            if part + 1 < PARTS:
-                x_next = tl.load(x_row + TILE + offs, mask=TILE + offs < N, other=0.0, eviction_policy="evict_first")
-        else:
-            x = tl.load(x_row + offs, mask=offs < N, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        x = tl.load(x_row + offs, mask=offs < N, other=0.0, eviction_policy="evict_first").to(tl.float32)
         y = x - row_max - log_sum if LOG else _exp(x - row_max) * inv_sum
         tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty), mask=offs < N)
 
@@ -334,7 +325,7 @@ def softmax_rows(rows: torch.Tensor, out: torch.Tensor, log: bool) -> None:
     if reload_applies(rows, out):
         tile = RELOAD_TILE_BYTES // rows.element_size()
         launch(_softmax_reload_kernel, (M,), rows, out, N, rows.stride(0), out.stride(0), LOG=log, TILE=tile,
-               PARTS=cdiv(N, tile), AHEAD=RELOAD_AHEAD, num_warps=RELOAD_WARPS)
+               PARTS=cdiv(N, tile), num_warps=RELOAD_WARPS)
         return
     parts = gluon_parts(rows, out)
     if parts:
