@@ -15,7 +15,9 @@ at 65536 with one program (Gluon 89.2-89.6; wired since: the library's rms_norm 
 70.5 (lost), LayerNorm's 8192-wide tiles 78.0 (Gluon 84.9). Session 38 (call a) timed pass 2 loading each tile
 before the previous tile's store too (NOTES item 243): softmax 65536 73.8 against 83.9 (library, Gluon, 89.0);
 LayerNorm 32768 90.8 against 89.0 but 72.3 against 87.9 at 40960, 77.4-84.4 at 65536 against the library's 84.8:
-no consistent win, dropped.
+no consistent win, dropped. Item 244: pass 2's w and b (and RMSNorm's w) loaded past L1 (ld.cg, "_l2"), leaving
+L1 to the row: LayerNorm's x, w and b at 65536 are 384 KB against the SM's 256 KB, at 32768 with two programs too.
+Prediction: LayerNorm's "reload_l2_r64" >= 90% at 49152-65536, "reload_l2" >= 92% at 32768.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_reload_one_program.py OUT_DIR [--widths 32768,65536]
 [--ops softmax,rms_norm] (prints a table last, writes exp-reload-one-program.json)
 """
@@ -43,13 +45,23 @@ VARIANTS = {
                                                 ("reload_r64", dict(RELOAD_MAX_BYTES=WIDE), 64)]),
     "rms_norm": (rn, rn._rms_norm_reload_kernel, [("reload", dict(RELOAD_MAX_N=WIDE, RELOAD_MAX_BYTES=WIDE, **TWO),
                                                    None),
-                                                  ("reload_r64", dict(RELOAD_MAX_N=WIDE, RELOAD_MAX_BYTES=WIDE), 64)]),
+                                                  ("reload_r64", dict(RELOAD_MAX_N=WIDE, RELOAD_MAX_BYTES=WIDE), 64),
+                                                  ("library_l2", dict(RELOAD_W_POLICY="l2"), None)]),
     "add_rms_norm": (rn, rn._rms_norm_reload_kernel, [("reload", dict(RELOAD_RESIDUAL_MAX_N=WIDE), None),
-                                                      ("reload_r64", dict(RELOAD_RESIDUAL_MAX_N=WIDE), 64)]),
+                                                      ("reload_r64", dict(RELOAD_RESIDUAL_MAX_N=WIDE), 64),
+                                                      ("library_l2", dict(RELOAD_W_POLICY="l2"), None)]),
+    # pass 2's w and b loaded past L1 too ("_l2": WELFORD_PARAM_POLICY; NOTES item 244)
     "layer_norm": (ln, ln._layer_norm_welford_kernel,
-                   [(name + suffix, dict(WELFORD_WIDE_MAX_N=WIDE, WELFORD_WIDE_RBLOCK=tile), regs)
+                   [(name + policy_name + suffix, dict(WELFORD_WIDE_MAX_N=WIDE, WELFORD_WIDE_RBLOCK=tile,
+                                                       WELFORD_PARAM_POLICY=policy), regs)
                     for name, tile in (("reload", 8192), ("reload_t16384", 16384))
+                    for policy_name, policy in (("", "evict_last"), ("_l2", "l2"))
                     for suffix, regs in (("", None), ("_r64", 64))]),
+    # with a residual the Welford kernel stretched past WELFORD_MAX_N in the wide rows' 8192-wide tiles
+    "add_layer_norm": (ln, ln._layer_norm_welford_kernel,
+                       [("welford" + policy_name, dict(WELFORD_MAX_N=WIDE, WELFORD_RBLOCK=8192, WELFORD_WARPS=32,
+                                                       WELFORD_PARAM_POLICY=policy), None)
+                        for policy_name, policy in (("", "evict_last"), ("_l2", "l2"))]),
 }
 
 

@@ -31,15 +31,16 @@ def row_types(name: str) -> str:
 CASES = {  # name: (kernel, constexprs, warps)
     "reduce_looped_max": (red._row_reduce_looped_kernel, dict(REDUCTION="max", FINISH="none", TILE=4096, PDL=True),
                           8),
-    "rms_reload_32768": (rn._rms_norm_reload_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, TILE=16384, PARTS=2),
-                         32),
+    "rms_reload_32768": (rn._rms_norm_reload_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, TILE=16384, PARTS=2,
+                                                          W_POLICY="evict_last"), 32),
     "rms_reload_res_65536": (rn._rms_norm_reload_kernel, dict(HAS_RESIDUAL=True, HAS_WEIGHT=True, TILE=16384,
-                                                              PARTS=4), 32),
+                                                              PARTS=4, W_POLICY="evict_last"), 32),
     "rms_looped": (rn._rms_norm_looped_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, QUANT=0, QMAX=1.0,
                                                     TILE=16384, X_POLICY="evict_last", EVEN=True), 32),
-    **{f"ln_welford_{n}_{tile}": (
-        ln._layer_norm_welford_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, HAS_BIAS=True, N=n, RBLOCK=tile), 32)
-       for n, tile in ((32768, 16384), (32768, 8192), (65536, 16384))},
+    **{f"ln_welford_{n}_{tile}_{policy}": (
+        ln._layer_norm_welford_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, HAS_BIAS=True, N=n, RBLOCK=tile,
+                                            PARAM_POLICY=policy), 32)
+       for n, tile in ((32768, 16384), (32768, 8192), (65536, 16384)) for policy in ("evict_last", "l2")},
     **{f"softmax_reload_{parts}x8192": (sm._softmax_reload_kernel, dict(LOG=False, TILE=8192, PARTS=parts), 32)
        for parts in (4, 6, 7, 8)},
 }

@@ -381,7 +381,10 @@ def test_welford_kernel_matches_reference(N, dtype, residual, offset, device, mo
 
 @pytest.mark.parametrize("params", ["fp32 weight and bias", "no weight", "no bias", "neither"])
 @pytest.mark.parametrize("residual", [False, True])
-def test_welford_kernel_optional_and_fp32_params(params, residual, device, monkeypatch):
+@pytest.mark.parametrize("policy", ["evict_last", "l2"])
+def test_welford_kernel_optional_and_fp32_params(params, residual, policy, device, monkeypatch):
+    """Optional and fp32 w and b, loaded in pass 2 through L1 or past it (WELFORD_PARAM_POLICY)."""
+    monkeypatch.setattr(layer_norm_mod, "WELFORD_PARAM_POLICY", policy)
     _check_welford(1000, torch.bfloat16, params, residual, 1e4, device, monkeypatch)
 
 

@@ -169,11 +169,14 @@ def rows_vectorize(N: int, views: Sequence[torch.Tensor], vectors: Sequence[Opti
 @triton.jit
 def load_tile_again(ptr, offs, mask, POLICY: tl.constexpr):
     """Pass 2's fp32 tile `offs` of a reload kernel (r or x, read again: not kept, evict_first), or of a
-    per-column vector (w, b: re-read by every row, evict_last). `mask` None: a whole tile."""
+    per-column vector (w, b: re-read by every row, evict_last; "l2": not cached in L1 (ld.cg, which takes no
+    eviction priority), so that it leaves the row's own bytes there). `mask` None: a whole tile."""
+    CACHE: tl.constexpr = ".cg" if POLICY == "l2" else ""
+    EVICT: tl.constexpr = "" if POLICY == "l2" else POLICY
     if mask is None:
-        v = tl.load(ptr + offs, eviction_policy=POLICY)
+        v = tl.load(ptr + offs, cache_modifier=CACHE, eviction_policy=EVICT)
     else:
-        v = tl.load(ptr + offs, mask=mask, other=0.0, eviction_policy=POLICY)
+        v = tl.load(ptr + offs, mask=mask, other=0.0, cache_modifier=CACHE, eviction_policy=EVICT)
     return v.to(tl.float32)
 
 

@@ -131,6 +131,9 @@ WELFORD_RESIDUAL = True
 # 71.9 against 84.9); with a residual Gluon stays ahead (92.8 against 92.0 / 79.4).
 WELFORD_WIDE_MAX_N = 32768
 WELFORD_WIDE_RBLOCK, WELFORD_WIDE_WARPS = 8192, 32
+# How pass 2 loads w and b (load_tile_again): "evict_last" (L1 and L2) or "l2" (not cached in L1: a row's x, w and b
+# are three times L1's share of a row at 32768 with two programs an SM; NOTES item 244, not yet measured)
+WELFORD_PARAM_POLICY = "evict_last"
 # Rows wider than SPLIT_MIN_N take the split-words kernel (a row's chunks over adjacent programs
 # that exchange statistics, each chunk held as 32-bit words of two values; as rms_norm's). Measured on the H200 (bf16,
 # M * N = 2^27, GPU time, benchmarks/exp_split_packed.py): one kernel of this kind with the whole chunk's w and b
@@ -198,11 +201,12 @@ def _chan_merge(n_a, mean_a, m2_a, n_b, mean_b, m2_b):
 
 
 @triton.jit
-def _welford_tile_in(src_row, w_ptr, b_ptr, offs, mask, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr):
+def _welford_tile_in(src_row, w_ptr, b_ptr, offs, mask, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
+                     PARAM_POLICY: tl.constexpr):
     """Pass 2's loads of the Welford kernel on tile `offs` (`mask` None: a whole tile): (r, w, b) in fp32, w 1 and
     b 0 where absent."""
-    w = load_tile_again(w_ptr, offs, mask, "evict_last") if HAS_WEIGHT else 1.0
-    b = load_tile_again(b_ptr, offs, mask, "evict_last") if HAS_BIAS else 0.0
+    w = load_tile_again(w_ptr, offs, mask, PARAM_POLICY) if HAS_WEIGHT else 1.0
+    b = load_tile_again(b_ptr, offs, mask, PARAM_POLICY) if HAS_BIAS else 0.0
     return load_tile_again(src_row, offs, mask, "evict_first"), w, b
 
 
@@ -221,7 +225,7 @@ def _welford_tile_out(y_row, offs, mask, tile, shift, rstd, centre, HAS_WEIGHT: 
 @triton.jit
 def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, x_stride, res_stride, y_stride, r_stride,
                                eps, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
-                               N: tl.constexpr, RBLOCK: tl.constexpr):
+                               N: tl.constexpr, RBLOCK: tl.constexpr, PARAM_POLICY: tl.constexpr):
     # Row program_id(0). HBM: x (+ residual) read once, y (+ r) written once; pass 2's loads of the row
     # are the program's own bytes again (L1 or L2), w and b come from L2. N is a constexpr: TILES whole
     # tiles (a loop of constant trip count, unmasked) and a masked TAIL of N % RBLOCK columns. One reduction
@@ -268,12 +272,12 @@ def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, x_str
     # (loading each tile before the previous tile's store did not pay: NOTES item 243)
     for t in tl.range(0, TILES):
         offs = t * RBLOCK + cols
-        _welford_tile_out(y_row, offs, None, _welford_tile_in(src_row, w_ptr, b_ptr, offs, None, HAS_WEIGHT, HAS_BIAS),
-                          shift, rstd, centre, HAS_WEIGHT, HAS_BIAS)
+        _welford_tile_out(y_row, offs, None, _welford_tile_in(src_row, w_ptr, b_ptr, offs, None, HAS_WEIGHT, HAS_BIAS,
+                                                              PARAM_POLICY), shift, rstd, centre, HAS_WEIGHT, HAS_BIAS)
     if TAIL > 0:
         offs = TILES * RBLOCK + cols
         _welford_tile_out(y_row, offs, cols < TAIL, _welford_tile_in(src_row, w_ptr, b_ptr, offs, cols < TAIL,
-                                                                     HAS_WEIGHT, HAS_BIAS),
+                                                                     HAS_WEIGHT, HAS_BIAS, PARAM_POLICY),
                           shift, rstd, centre, HAS_WEIGHT, HAS_BIAS)
 
 
@@ -487,7 +491,7 @@ def _launch_welford(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
     launch(_layer_norm_welford_kernel, (M,), x, residual if has_res else x, weight if weight is not None else x,
            bias if bias is not None else x, y, r if has_res else y, x.stride(0), residual.stride(0) if has_res else 0,
            y.stride(0), r.stride(0) if has_res else 0, eps, HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None,
-           HAS_BIAS=bias is not None, N=N, RBLOCK=rblock, num_warps=warps)
+           HAS_BIAS=bias is not None, N=N, RBLOCK=rblock, PARAM_POLICY=WELFORD_PARAM_POLICY, num_warps=warps)
 
 
 def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],

@@ -148,6 +148,8 @@ RELOAD_MAX_BYTES = 131072
 # residual), so that two 32-warp programs share an SM. The whole bf16 row as one tile took 38 at N = 32768 (and ran
 # 0.92x the two tiles).
 RELOAD_TILE_BYTES = 32768
+# How pass 2 loads w (load_tile_again: "evict_last" or "l2", not cached in L1; NOTES item 244, not yet measured)
+RELOAD_W_POLICY = "evict_last"
 
 
 def looped_config(N: int, quant: bool = False) -> tuple[int, int]:
@@ -206,7 +208,7 @@ def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
 @triton.jit
 def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, M, N, x_stride, res_stride, y_stride, r_stride, eps,
                             w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, TILE: tl.constexpr,
-                            PARTS: tl.constexpr):
+                            PARTS: tl.constexpr, W_POLICY: tl.constexpr):
     # Row program_id(0), PARTS tiles of TILE (PARTS * TILE >= N). HBM: x (+ residual) read once, y (+ r)
     # written once, as the on-chip kernel; pass 2's loads of the row (and w) are the program's own bytes again,
     # from L1 or L2. Nothing of the row lives across the reduction: each tile is folded into the sum of squares
@@ -227,7 +229,7 @@ def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, M, N, x_stride,
         offs = part * TILE + cols
         y = load_tile_again(src_row, offs, offs < N, "evict_first") * rstd
         if HAS_WEIGHT:
-            y = y * (load_tile_again(w_ptr, offs, offs < N, "evict_last") + w_offset)
+            y = y * (load_tile_again(w_ptr, offs, offs < N, W_POLICY) + w_offset)
         tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty), mask=offs < N)
 
 
@@ -412,7 +414,7 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
     if reload_width(N, has_res, quant, x.element_size()):
         tile = min(triton.next_power_of_2(N), RELOAD_TILE_BYTES // x.element_size())
         launch(_rms_norm_reload_kernel, (M,), *args[:5], *args[6:], HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None,
-               TILE=tile, PARTS=cdiv(N, tile), **reload_launch(N, has_res))
+               TILE=tile, PARTS=cdiv(N, tile), W_POLICY=RELOAD_W_POLICY, **reload_launch(N, has_res))
         return
     if N <= ONCHIP_MAX:
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
