@@ -17,7 +17,9 @@ before the previous tile's store too (NOTES item 243): softmax 65536 73.8 agains
 LayerNorm 32768 90.8 against 89.0 but 72.3 against 87.9 at 40960, 77.4-84.4 at 65536 against the library's 84.8:
 no consistent win, dropped. Item 244: pass 2's w and b (and RMSNorm's w) loaded past L1 (ld.cg, "_l2"), leaving
 L1 to the row: LayerNorm's x, w and b at 65536 are 384 KB against the SM's 256 KB, at 32768 with two programs too.
-Prediction: LayerNorm's "reload_l2_r64" >= 90% at 49152-65536, "reload_l2" >= 92% at 32768.
+Prediction: LayerNorm's "reload_l2_r64" >= 90% at 49152-65536, "reload_l2" >= 92% at 32768. Item 245: LayerNorm's
+rows past 65536 split into chunks a program each (one an SM), which exchange (mean, M2) between the passes
+("layer_norm_split"). Prediction: "split_l2" >= 88% at 131072 and 262144 (the Gluon parts 75-77%).
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_reload_one_program.py OUT_DIR [--widths 32768,65536]
 [--ops softmax,rms_norm] (prints a table last, writes exp-reload-one-program.json)
 """
@@ -57,6 +59,15 @@ VARIANTS = {
                     for name, tile in (("reload", 8192), ("reload_t16384", 16384))
                     for policy_name, policy in (("", "evict_last"), ("_l2", "l2"))
                     for suffix, regs in (("", None), ("_r64", 64))]),
+    # rows split into chunks of at most 65536 (32768), a program each, that exchange (mean, M2) between the passes
+    # (WELFORD_SPLIT_CHUNK; NOTES item 245): one program an SM past 40960, or two ("_two")
+    "layer_norm_split": (ln, ln._layer_norm_welford_kernel,
+                         [(f"split{name}_{policy_name}" + ("_two" if two else ""),
+                           dict(WELFORD_SPLIT_CHUNK=chunk, WELFORD_ONE_PROGRAM_MIN_N=WIDE if two else 40960,
+                                WELFORD_PARAM_POLICY=policy), None)
+                          for name, chunk in (("", 65536), ("32k", 32768))
+                          for policy_name, policy in (("ev", "evict_last"), ("l2", "l2"))
+                          for two in ((False, True) if chunk == 65536 else (False,))]),
     # with a residual the Welford kernel stretched past WELFORD_MAX_N in the wide rows' 8192-wide tiles
     "add_layer_norm": (ln, ln._layer_norm_welford_kernel,
                        [("welford" + policy_name, dict(WELFORD_MAX_N=WIDE, WELFORD_RBLOCK=8192, WELFORD_WARPS=32,
@@ -80,7 +91,7 @@ def capped(module, kernel, maxnreg: int):
 def run_call(op: str, x, res, w, b):
     if op == "softmax":
         return lambda: sm.softmax(x), lambda: torch.softmax(x, -1)
-    return calls(op, x, res, w, b)
+    return calls(op.removesuffix("_split"), x, res, w, b)
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ from sm90_quant_sass import loops, sass_and_usage
 def row_types(name: str) -> str:
     """The signature type of a row kernel's argument by its name: bf16 rows, fp32 scalars and scales."""
     if name.endswith("_ptr"):
-        return "*fp32" if name in ("scale_ptr", "part_ptr") else "*bf16"
+        return {"scale_ptr": "*fp32", "part_ptr": "*fp32", "cnt_ptr": "*i32"}.get(name, "*bf16")
     return "fp32" if name in ("eps", "w_offset") else "i32"
 
 
@@ -39,8 +39,11 @@ CASES = {  # name: (kernel, constexprs, warps)
                                                     TILE=16384, X_POLICY="evict_last", EVEN=True), 32),
     **{f"ln_welford_{n}_{tile}_{policy}": (
         ln._layer_norm_welford_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, HAS_BIAS=True, N=n, RBLOCK=tile,
-                                            PARAM_POLICY=policy), 32)
+                                            PARAM_POLICY=policy, SPLIT=False, G_POW2=1), 32)
        for n, tile in ((32768, 16384), (32768, 8192), (65536, 16384)) for policy in ("evict_last", "l2")},
+    "ln_welford_split_65536_l2": (ln._layer_norm_welford_kernel, dict(
+        HAS_RESIDUAL=False, HAS_WEIGHT=True, HAS_BIAS=True, N=65536, RBLOCK=8192, PARAM_POLICY="l2", SPLIT=True,
+        G_POW2=2), 32),
     **{f"softmax_reload_{parts}x8192": (sm._softmax_reload_kernel, dict(LOG=False, TILE=8192, PARTS=parts), 32)
        for parts in (4, 6, 7, 8)},
 }

@@ -350,6 +350,30 @@ def test_welford_kernel_at_its_widths(N, dtype, device, monkeypatch):
         assert launched == ["_layer_norm_welford_kernel"]
 
 
+# one chunk; two; three; four (chunks of at most 1024)
+@pytest.mark.parametrize("N", [1000, 2048, 3000, 4096])
+@pytest.mark.parametrize("params", ["weight and bias", "neither"])
+def test_welford_split_matches_reference(N, params, device, monkeypatch):
+    """Rows split into chunks, a program each (welford_split), centred on 1e4 with each chunk's values 256 higher
+    than the last's (the chunks' means apart: Chan's merge across them); chunks wider than
+    WELFORD_ONE_PROGRAM_MIN_N at one program an SM. Off a GPU only rows of one chunk split (the interpreter runs
+    programs one after another)."""
+    launched = _small_welford(monkeypatch)
+    for name, value in dict(WELFORD_MAX_N=256, WELFORD_WIDE_MAX_N=512, WELFORD_WIDE_RBLOCK=256, WELFORD_WIDE_WARPS=4,
+                            WELFORD_SPLIT_CHUNK=1024, WELFORD_ONE_PROGRAM_MIN_N=800).items():
+        monkeypatch.setattr(layer_norm_mod, name, value)
+    _, _, w, b = _inputs((5, N), torch.bfloat16, device)
+    w, b = (w, b) if params == "weight and bias" else (None, None)
+    chunks = -(-N // 1024)
+    ramp = 256.0 * (torch.arange(N, device=device) // (N // chunks))
+    x = (1e4 + ramp + 64 * torch.randn(5, N, device=device)).to(torch.bfloat16)
+    expected = chunks if device == "cuda" or chunks == 1 else 0
+    assert layer_norm_mod.welford_split(x, None) == expected
+    assert rel_err(layer_norm(x, w, b, 1e-5), layer_norm_reference(x, w, b, 1e-5)) < TOL[torch.bfloat16]
+    assert ("_layer_norm_welford_kernel" in launched) == (expected > 0)
+    assert layer_norm_mod.welford_split(x[:, : N - 1], None) == (expected if chunks == 1 else 0)  # N % chunks
+
+
 def _check_welford(N, dtype, params, residual, offset, device, monkeypatch):
     launched = _small_welford(monkeypatch)
     x, res, w, b = _inputs((5, N), dtype, device, param_dtype=torch.float32 if "fp32" in params else None)

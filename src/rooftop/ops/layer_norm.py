@@ -93,7 +93,7 @@ from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_row
                                   is_sm90, launch, load_rows_add_residual, load_tile, load_tile_add_residual,
                                   load_split_chunk, load_tile_again, load_word_pairs, num_sms, onchip_config,
                                   opaque_zero, pack_words, planned, row_pointers, rows_vectorize, runs_kernel,
-                                  split_words_chunks, split_workspace, store_tile, torch_op, unpack_words)
+                                  split_chunks, split_words_chunks, split_workspace, store_tile, torch_op, unpack_words)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -134,6 +134,12 @@ WELFORD_WIDE_RBLOCK, WELFORD_WIDE_WARPS = 8192, 32
 # How pass 2 loads w and b (load_tile_again): "evict_last" (L1 and L2) or "l2" (not cached in L1: a row's x, w and b
 # are three times L1's share of a row at 32768 with two programs an SM; NOTES item 244, not yet measured)
 WELFORD_PARAM_POLICY = "evict_last"
+# Rows of 16-bit values without a residual past WELFORD_WIDE_MAX_N split into the fewest chunks of at most
+# WELFORD_SPLIT_CHUNK (0: not split) that divide the row, a program each (welford_split; NOTES item 245, not yet
+# measured); chunks wider than WELFORD_ONE_PROGRAM_MIN_N run one program an SM (maxnreg=64), whose chunk then
+# stays in L1 between the passes (rms_norm's reload kernel: 96.8% of copy at 65536 so).
+WELFORD_SPLIT_CHUNK = 0
+WELFORD_ONE_PROGRAM_MIN_N = 1 << 20
 # Rows wider than SPLIT_MIN_N take the split-words kernel (a row's chunks over adjacent programs
 # that exchange statistics, each chunk held as 32-bit words of two values; as rms_norm's). Measured on the H200 (bf16,
 # M * N = 2^27, GPU time, benchmarks/exp_split_packed.py): one kernel of this kind with the whole chunk's w and b
@@ -223,22 +229,36 @@ def _welford_tile_out(y_row, offs, mask, tile, shift, rstd, centre, HAS_WEIGHT: 
 
 
 @triton.jit
-def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, x_stride, res_stride, y_stride, r_stride,
-                               eps, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
-                               N: tl.constexpr, RBLOCK: tl.constexpr, PARAM_POLICY: tl.constexpr):
+def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, part_ptr, cnt_ptr, x_stride, res_stride,
+                               y_stride, r_stride, eps, G, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
+                               HAS_BIAS: tl.constexpr, N: tl.constexpr, RBLOCK: tl.constexpr,
+                               PARAM_POLICY: tl.constexpr, SPLIT: tl.constexpr, G_POW2: tl.constexpr):
     # Row program_id(0). HBM: x (+ residual) read once, y (+ r) written once; pass 2's loads of the row
     # are the program's own bytes again (L1 or L2), w and b come from L2. N is a constexpr: TILES whole
     # tiles (a loop of constant trip count, unmasked) and a masked TAIL of N % RBLOCK columns. One reduction
     # across the program (the lanes' merge): each is a round trip through shared memory and a barrier.
+    # SPLIT (16-bit rows without a residual): program (row, chunk) = (p // G, p % G) takes columns [chunk N,
+    # (chunk + 1) N) of a row of G N; the chunks share the shift (the row's first value) and exchange their
+    # (mean, M2) of d = x - s (8 bytes) between the passes.
     tl.static_assert(N >= RBLOCK)
+    tl.static_assert(not SPLIT or (not HAS_RESIDUAL and x_ptr.dtype.element_ty != tl.float32))
     TILES: tl.constexpr = N // RBLOCK
     TAIL: tl.constexpr = N % RBLOCK
-    x_row, y_row, res_row, src_row = row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, tl.program_id(0), x_stride, y_stride,
+    row = tl.program_id(0) // G if SPLIT else tl.program_id(0)
+    x_row, y_row, res_row, src_row = row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, row, x_stride, y_stride,
                                                   res_stride, r_stride, HAS_RESIDUAL)
     cols = tl.arange(0, RBLOCK)
     SCALAR_SHIFT: tl.constexpr = x_ptr.dtype.element_ty != tl.float32
     if SCALAR_SHIFT:  # 16-bit rows: the row's first value (of x + residual: exactness needs no rounding)
         shift = tl.load(x_row).to(tl.float32)
+        if SPLIT:  # this program's chunk of the row (and of w and b)
+            chunk = tl.program_id(0) % G
+            x_row += chunk * N
+            y_row += chunk * N
+            res_row = x_row
+            src_row = x_row
+            w_ptr += chunk * N
+            b_ptr += chunk * N
         if HAS_RESIDUAL:
             shift += tl.load(res_row).to(tl.float32)
             # In place the first tile's store of r overwrites residual[0]: every thread's load of it must be
@@ -266,7 +286,13 @@ def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, x_str
         m2 += delta * (d - mean)
         count = count + live.to(tl.float32)
     _, row_mean, row_m2 = tl.reduce((count, mean, m2), 0, _chan_merge)  # of d
-    rstd = tl.rsqrt(row_m2 / N + eps)
+    if SPLIT:  # the chunks' (mean, M2), G of N values each, by Chan's formula
+        means, m2s = exchange_row_stats(part_ptr, cnt_ptr, row, chunk, row_mean, row_m2, 0.0, 0.0, G, G_POW2)
+        row_mean = tl.sum(means, axis=0) / G
+        spread = tl.where(tl.arange(0, G_POW2) < G, means - row_mean, 0.0)
+        rstd = tl.rsqrt((tl.sum(m2s, axis=0) + N * tl.sum(spread * spread, axis=0)) / (N * G) + eps)
+    else:
+        rstd = tl.rsqrt(row_m2 / N + eps)
     centre = row_mean * rstd  # y = (r - s) rstd - centre: s + row_mean is not formed (it would round)
     # pass 2: the row again
     # (loading each tile before the previous tile's store did not pay: NOTES item 243)
@@ -482,16 +508,34 @@ def welford_config(N: int) -> tuple[int, int]:
     return min(WELFORD_RBLOCK, 1 << (N.bit_length() - 1)), WELFORD_WARPS
 
 
+def welford_split(x: torch.Tensor, residual: Optional[torch.Tensor]) -> int:
+    """Chunks a row of the [M, N] view x splits into on the Welford kernel's split path (16-bit rows without a
+    residual past WELFORD_WIDE_MAX_N, N a multiple of the count of WELFORD_SPLIT_CHUNK-wide chunks it takes), or 0
+    where it does not run (_support.split_chunks' rule: at most a chunk an SM; off a GPU rows of one chunk)."""
+    N = x.shape[1]
+    if not (WELFORD_SPLIT_CHUNK and residual is None and x.element_size() == 2 and N > WELFORD_WIDE_MAX_N):
+        return 0
+    chunks = cdiv(N, WELFORD_SPLIT_CHUNK)
+    return 0 if N % chunks else split_chunks(x, N, N // chunks)
+
+
 def _launch_welford(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
-                    bias: Optional[torch.Tensor], y: torch.Tensor, r: Optional[torch.Tensor], eps: float) -> None:
-    """The Welford kernel on the [M, N] row views, one program a row (a compile per N)."""
+                    bias: Optional[torch.Tensor], y: torch.Tensor, r: Optional[torch.Tensor], eps: float,
+                    chunks: int = 0) -> None:
+    """The Welford kernel on the [M, N] row views, one program a row (a compile per N), or with `chunks`
+    (welford_split) a program a chunk of N / chunks."""
     M, N = x.shape
     has_res = residual is not None
-    rblock, warps = welford_config(N)
-    launch(_layer_norm_welford_kernel, (M,), x, residual if has_res else x, weight if weight is not None else x,
-           bias if bias is not None else x, y, r if has_res else y, x.stride(0), residual.stride(0) if has_res else 0,
-           y.stride(0), r.stride(0) if has_res else 0, eps, HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None,
-           HAS_BIAS=bias is not None, N=N, RBLOCK=rblock, PARAM_POLICY=WELFORD_PARAM_POLICY, num_warps=warps)
+    width = N // max(chunks, 1)
+    rblock, warps = welford_config(width)
+    partials, counters = split_workspace(x, M, chunks) if chunks else (x, x)
+    launch(_layer_norm_welford_kernel, (M * max(chunks, 1),), x, residual if has_res else x,
+           weight if weight is not None else x, bias if bias is not None else x, y, r if has_res else y, partials,
+           counters, x.stride(0), residual.stride(0) if has_res else 0, y.stride(0), r.stride(0) if has_res else 0, eps,
+           max(chunks, 1), HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None, N=width,
+           RBLOCK=rblock, PARAM_POLICY=WELFORD_PARAM_POLICY, SPLIT=chunks > 0,
+           G_POW2=triton.next_power_of_2(max(chunks, 1)), num_warps=warps,
+           **({"maxnreg": 64} if width > WELFORD_ONE_PROGRAM_MIN_N else {}))
 
 
 def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
@@ -501,6 +545,8 @@ def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optio
     (norm_sm90.row_parts)."""
     M, N = x.shape
     if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > GLUON_MIN_N and is_sm90(x.device.index)):
+        return 0
+    if welford_split(x, residual):
         return 0
     if N > GLUON_MAX_N:
         return norm_sm90.row_parts(x, residual, weight, bias, y, r, True, GLUON_MAX_N)
@@ -528,8 +574,9 @@ def layer_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
         norm_sm90.norm_rows(x, residual, weight, bias, y, r, eps, 0.0, True, num_sms(x.device.index), parts=parts)
         return
     has_res = residual is not None
-    if welford_width(N, has_res, x.element_size()):
-        _launch_welford(x, residual, weight, bias, y, r, eps)
+    chunks = welford_split(x, residual)
+    if chunks or welford_width(N, has_res, x.element_size()):
+        _launch_welford(x, residual, weight, bias, y, r, eps, chunks)
         return
     args = (x, residual if has_res else x, weight if weight is not None else x, bias if bias is not None else x, y,
             r if has_res else y, M, N, x.stride(0), residual.stride(0) if has_res else 0, y.stride(0),
