@@ -19,7 +19,9 @@ no consistent win, dropped. Item 244: pass 2's w and b (and RMSNorm's w) loaded 
 L1 to the row: LayerNorm's x, w and b at 65536 are 384 KB against the SM's 256 KB, at 32768 with two programs too.
 Prediction: LayerNorm's "reload_l2_r64" >= 90% at 49152-65536, "reload_l2" >= 92% at 32768. Item 245: LayerNorm's
 rows past 65536 split into chunks a program each (one an SM), which exchange (mean, M2) between the passes
-("layer_norm_split"). Prediction: "split_l2" >= 88% at 131072 and 262144 (the Gluon parts 75-77%).
+("layer_norm_split"). Prediction: "split_l2" >= 88% at 131072 and 262144 (the Gluon parts 75-77%). Item 246:
+softmax's reload kernel split the same way ("softmax_split"), chunks of 32768 values where it ran 97.6%. Prediction:
+>= 93% at 65536, >= 90% at 131072 and 262144 (Gluon: 89 / 77 / 75).
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_reload_one_program.py OUT_DIR [--widths 32768,65536]
 [--ops softmax,rms_norm] (prints a table last, writes exp-reload-one-program.json)
 """
@@ -45,6 +47,10 @@ TWO = dict(RELOAD_ONE_PROGRAM_MIN_N=WIDE)  # rms_norm's reload kernel kept at tw
 VARIANTS = {
     "softmax": (sm, sm._softmax_reload_kernel, [("reload", dict(RELOAD_MAX_BYTES=WIDE), None),
                                                 ("reload_r64", dict(RELOAD_MAX_BYTES=WIDE), 64)]),
+    # rows past 96 KB in chunks of at most 64 (32) KB, a program each, exchanging (max, sum) (RELOAD_SPLIT_BYTES;
+    # NOTES item 246)
+    "softmax_split": (sm, sm._softmax_reload_kernel, [("split64k", dict(RELOAD_SPLIT_BYTES=65536), None),
+                                                      ("split32k", dict(RELOAD_SPLIT_BYTES=32768), None)]),
     "rms_norm": (rn, rn._rms_norm_reload_kernel, [("reload", dict(RELOAD_MAX_N=WIDE, RELOAD_MAX_BYTES=WIDE, **TWO),
                                                    None),
                                                   ("reload_r64", dict(RELOAD_MAX_N=WIDE, RELOAD_MAX_BYTES=WIDE), 64),
@@ -89,9 +95,10 @@ def capped(module, kernel, maxnreg: int):
 
 
 def run_call(op: str, x, res, w, b):
+    op = op.removesuffix("_split")
     if op == "softmax":
         return lambda: sm.softmax(x), lambda: torch.softmax(x, -1)
-    return calls(op.removesuffix("_split"), x, res, w, b)
+    return calls(op, x, res, w, b)
 
 
 def main() -> None:

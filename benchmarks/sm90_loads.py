@@ -44,8 +44,9 @@ CASES = {  # name: (kernel, constexprs, warps)
     "ln_welford_split_65536_l2": (ln._layer_norm_welford_kernel, dict(
         HAS_RESIDUAL=False, HAS_WEIGHT=True, HAS_BIAS=True, N=65536, RBLOCK=8192, PARAM_POLICY="l2", SPLIT=True,
         G_POW2=2), 32),
-    **{f"softmax_reload_{parts}x8192": (sm._softmax_reload_kernel, dict(LOG=False, TILE=8192, PARTS=parts), 32)
-       for parts in (4, 6, 7, 8)},
+    **{f"softmax_reload_{parts}x8192" + ("_split" if split else ""): (
+        sm._softmax_reload_kernel, dict(LOG=False, TILE=8192, PARTS=parts, SPLIT=split, G_POW2=2), 32)
+       for parts in (4, 6, 7, 8) for split in (False, True)},
 }
 
 
