@@ -21,7 +21,8 @@ Prediction: LayerNorm's "reload_l2_r64" >= 90% at 49152-65536, "reload_l2" >= 92
 rows past 65536 split into chunks a program each (one an SM), which exchange (mean, M2) between the passes
 ("layer_norm_split"). Prediction: "split_l2" >= 88% at 131072 and 262144 (the Gluon parts 75-77%). Item 246:
 softmax's reload kernel split the same way ("softmax_split"), chunks of 32768 values where it ran 97.6%. Prediction:
->= 93% at 65536, >= 90% at 131072 and 262144 (Gluon: 89 / 77 / 75).
+>= 93% at 65536, >= 90% at 131072 and 262144 (Gluon: 89 / 77 / 75). Item 247: RMSNorm's reload kernel split so
+("rms_norm_split", "add_rms_norm_split"). Prediction: >= 90% at 131072 and 262144 (84 / 89-90 now).
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_reload_one_program.py OUT_DIR [--widths 32768,65536]
 [--ops softmax,rms_norm] (prints a table last, writes exp-reload-one-program.json)
 """
@@ -51,6 +52,11 @@ VARIANTS = {
     # NOTES item 246)
     "softmax_split": (sm, sm._softmax_reload_kernel, [("split64k", dict(RELOAD_SPLIT_BYTES=65536), None),
                                                       ("split32k", dict(RELOAD_SPLIT_BYTES=32768), None)]),
+    # RMSNorm's rows past the reload widths in chunks of at most 65536 (32768) values, a program each, exchanging
+    # their sums of squares (RELOAD_SPLIT_N; NOTES item 247)
+    **{op: (rn, rn._rms_norm_reload_kernel, [("split64k", dict(RELOAD_SPLIT_N=65536), None),
+                                             ("split32k", dict(RELOAD_SPLIT_N=32768), None)])
+       for op in ("rms_norm_split", "add_rms_norm_split")},
     "rms_norm": (rn, rn._rms_norm_reload_kernel, [("reload", dict(RELOAD_MAX_N=WIDE, RELOAD_MAX_BYTES=WIDE, **TWO),
                                                    None),
                                                   ("reload_r64", dict(RELOAD_MAX_N=WIDE, RELOAD_MAX_BYTES=WIDE), 64),
