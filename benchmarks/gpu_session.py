@@ -3,15 +3,29 @@ with its providers side by side, decode-size launch costs, Nsight Compute readin
 
 Usage (on the GPU machine): PYTHONPATH=src python benchmarks/gpu_session.py OUT_DIR [--quick] [--families a,b]
 [--no-ncu] [--all-cases]
-[--ops a,b] [--providers p,q] [--widths n1,n2] [--leading m1,m2]
-Prints a short table last; writes OUT_DIR/<device>-<date>-<family>.json (+ .csv).
+[--ops a,b] [--providers p,q] [--widths n1,n2] [--leading m1,m2] [--set module.NAME=value ...]
+--set changes a module constant of rooftop.ops first (a dispatch switch an experiment found better, measured here
+before it is wired; the log says which). Prints a short table last; writes OUT_DIR/<device>-<date>-<family>.json (+ .csv).
 `rooftop report` does the same on a GPU, then renders the report.
 """
 from __future__ import annotations
 
 import argparse
+import ast
+import importlib
 
 from rooftop.bench.session import run_session
+
+
+def set_constant(assignment: str) -> None:
+    """module.NAME=value: rooftop.ops.<module>.NAME = value (a Python literal)."""
+    target, value = assignment.split("=", 1)
+    module, name = target.rsplit(".", 1)
+    mod = importlib.import_module(f"rooftop.ops.{module}")
+    if not hasattr(mod, name):
+        raise SystemExit(f"--set: rooftop.ops.{module} has no {name}")
+    setattr(mod, name, ast.literal_eval(value))
+    print(f"set rooftop.ops.{module}.{name} = {getattr(mod, name)!r}")
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
@@ -24,7 +38,10 @@ if __name__ == "__main__":
     parser.add_argument("--providers", help="comma-separated providers instead of the preset's")
     parser.add_argument("--widths", help="comma-separated row widths N for the row sweeps (M * N = 2^27)")
     parser.add_argument("--leading", help="comma-separated first sizes: only the cases that start with one (batch M)")
+    parser.add_argument("--set", action="append", default=[], help="module.NAME=value: a rooftop.ops constant")
     args = parser.parse_args()
+    for assignment in args.set:
+        set_constant(assignment)
     run_session(args.out, quick=args.quick, only=set(args.families.split(",")) if args.families else None,
                 with_ncu=not args.no_ncu, all_cases=args.all_cases,
                 ops=set(args.ops.split(",")) if args.ops else None,
