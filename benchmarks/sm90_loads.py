@@ -32,10 +32,9 @@ CASES = {  # name: (kernel, constexprs, warps)
     "reduce_looped_max": (red._row_reduce_looped_kernel, dict(REDUCTION="max", FINISH="none", TILE=4096, PDL=True),
                           8),
     "rms_reload_32768": (rn._rms_norm_reload_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, TILE=16384, PARTS=2,
-                                                          W_POLICY="evict_last", SPLIT=False, G_POW2=1), 32),
+                                                          SPLIT=False, G_POW2=1), 32),
     "rms_reload_res_65536": (rn._rms_norm_reload_kernel, dict(HAS_RESIDUAL=True, HAS_WEIGHT=True, TILE=16384,
-                                                              PARTS=4, W_POLICY="evict_last", SPLIT=False,
-                                                              G_POW2=1), 32),
+                                                              PARTS=4, SPLIT=False, G_POW2=1), 32),
     "rms_looped": (rn._rms_norm_looped_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, QUANT=0, QMAX=1.0,
                                                     TILE=16384, X_POLICY="evict_last", EVEN=True), 32),
     **{f"ln_welford_{n}_{tile}_{policy}": (

@@ -355,12 +355,11 @@ def test_welford_kernel_at_its_widths(N, dtype, device, monkeypatch):
 @pytest.mark.parametrize("params", ["weight and bias", "neither"])
 def test_welford_split_matches_reference(N, params, device, monkeypatch):
     """Rows split into chunks, a program each (welford_split), centred on 1e4 with each chunk's values 256 higher
-    than the last's (the chunks' means apart: Chan's merge across them); chunks wider than
-    WELFORD_ONE_PROGRAM_MIN_N at one program an SM. Off a GPU only rows of one chunk split (the interpreter runs
-    programs one after another)."""
+    than the last's (the chunks' means apart: Chan's merge across them); w and b of chunks wider than 800 loaded
+    past L1. Off a GPU only rows of one chunk split (the interpreter runs programs one after another)."""
     launched = _small_welford(monkeypatch)
     for name, value in dict(WELFORD_MAX_N=256, WELFORD_WIDE_MAX_N=512, WELFORD_WIDE_RBLOCK=256, WELFORD_WIDE_WARPS=4,
-                            WELFORD_SPLIT_CHUNK=1024, WELFORD_ONE_PROGRAM_MIN_N=800).items():
+                            WELFORD_SPLIT_CHUNK=1024, WELFORD_PARAMS_PAST_L1_MIN_N=800).items():
         monkeypatch.setattr(layer_norm_mod, name, value)
     _, _, w, b = _inputs((5, N), torch.bfloat16, device)
     w, b = (w, b) if params == "weight and bias" else (None, None)
@@ -405,10 +404,10 @@ def test_welford_kernel_matches_reference(N, dtype, residual, offset, device, mo
 
 @pytest.mark.parametrize("params", ["fp32 weight and bias", "no weight", "no bias", "neither"])
 @pytest.mark.parametrize("residual", [False, True])
-@pytest.mark.parametrize("policy", ["evict_last", "l2"])
-def test_welford_kernel_optional_and_fp32_params(params, residual, policy, device, monkeypatch):
-    """Optional and fp32 w and b, loaded in pass 2 through L1 or past it (WELFORD_PARAM_POLICY)."""
-    monkeypatch.setattr(layer_norm_mod, "WELFORD_PARAM_POLICY", policy)
+@pytest.mark.parametrize("past_l1", [False, True])
+def test_welford_kernel_optional_and_fp32_params(params, residual, past_l1, device, monkeypatch):
+    """Optional and fp32 w and b, loaded in pass 2 through L1 or past it (WELFORD_PARAMS_PAST_L1_MIN_N)."""
+    monkeypatch.setattr(layer_norm_mod, "WELFORD_PARAMS_PAST_L1_MIN_N", 0 if past_l1 else 1 << 30)
     _check_welford(1000, torch.bfloat16, params, residual, 1e4, device, monkeypatch)
 
 

@@ -318,19 +318,6 @@ def test_reload_split_matches_reference(N, residual, device, monkeypatch):
     assert rms_norm_mod.reload_split(odd, None, None, odd, None) == 0
 
 
-@pytest.mark.parametrize("policy", ["evict_last", "l2"])
-@pytest.mark.parametrize("residual", [False, True])
-def test_reload_kernel_w_policies(policy, residual, device, monkeypatch):
-    """Pass 2's w loaded through L1 or past it (RELOAD_W_POLICY): the same y."""
-    launched = _small_reload(monkeypatch)
-    monkeypatch.setattr(rms_norm_mod, "RELOAD_W_POLICY", policy)
-    x, res, w = _inputs((5, 1000), torch.bfloat16, device)
-    y = rooftop.rms_norm(x, w, 1e-6, residual=res if residual else None)
-    y_ref = add_rms_norm_reference(x, res, w, 1e-6) if residual else rms_norm_reference(x, w, 1e-6)
-    assert rel_err(y[0] if residual else y, y_ref[0] if residual else y_ref) < TOL[torch.bfloat16]
-    assert launched == ["_rms_norm_reload_kernel"]
-
-
 @pytest.mark.parametrize("N", [256, 1000])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_reload_kernel_in_place(N, dtype, device, monkeypatch):

@@ -128,18 +128,19 @@ WELFORD_RESIDUAL = True
 # 16-bit rows without a residual take it up to WELFORD_WIDE_MAX_N too, in 8192-wide tiles over 32 warps (8 values,
 # one 16-byte load, a thread a tile). H200, bf16, M * N = 2^27, graph replay, % of a same-run copy
 # (logs/h200-2026-12-03-s37/call-b/exp-ln.log): at 32768 89.0 against Gluon's 86.8 (16384-wide tiles 87.6; at 65536
-# 71.9 against 84.9); with a residual Gluon stays ahead (92.8 against 92.0 / 79.4).
-WELFORD_WIDE_MAX_N = 32768
+# 71.9 against 84.9); with a residual Gluon stays ahead (92.8 against 92.0 / 79.4). Rows past
+# WELFORD_PARAMS_PAST_L1_MIN_N load w and b in pass 2 past L1 (ld.cg: a row's x, w and b, two programs an SM, are
+# more than the SM's L1, and each w / b line pushed out a line of x not yet re-read; NOTES item 244). Session 38
+# (logs/h200-2026-12-03-s38/call-b/w/ln/log.txt), Gluon / through L1 / past it: 24576 92.1 / 92.2 / 90.4, 32768
+# 89.5 / 89.5 / 91.9, 40960 86.6 / 88.6 / 93.6, 49152 85.9 / 80.5 / 86.3, 65536 85.1 / 71.4 / 71.1; one program an
+# SM (maxnreg=64) lost at every width (72-81).
+WELFORD_WIDE_MAX_N = 40960
 WELFORD_WIDE_RBLOCK, WELFORD_WIDE_WARPS = 8192, 32
-# How pass 2 loads w and b (load_tile_again): "evict_last" (L1 and L2) or "l2" (not cached in L1: a row's x, w and b
-# are three times L1's share of a row at 32768 with two programs an SM; NOTES item 244, not yet measured)
-WELFORD_PARAM_POLICY = "evict_last"
+WELFORD_PARAMS_PAST_L1_MIN_N = 24576
 # Rows of 16-bit values without a residual past WELFORD_WIDE_MAX_N split into the fewest chunks of at most
-# WELFORD_SPLIT_CHUNK (0: not split) that divide the row, a program each (welford_split; NOTES item 245, not yet
-# measured); chunks wider than WELFORD_ONE_PROGRAM_MIN_N run one program an SM (maxnreg=64), whose chunk then
-# stays in L1 between the passes (rms_norm's reload kernel: 96.8% of copy at 65536 so).
+# WELFORD_SPLIT_CHUNK (0: not split) that divide the row, a program each (welford_split; NOTES items 245, 248: not
+# yet measured with an exchange that keeps L1).
 WELFORD_SPLIT_CHUNK = 0
-WELFORD_ONE_PROGRAM_MIN_N = 1 << 20
 # Rows wider than SPLIT_MIN_N take the split-words kernel (a row's chunks over adjacent programs
 # that exchange statistics, each chunk held as 32-bit words of two values; as rms_norm's). Measured on the H200 (bf16,
 # M * N = 2^27, GPU time, benchmarks/exp_split_packed.py): one kernel of this kind with the whole chunk's w and b
@@ -287,7 +288,8 @@ def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, part_
         count = count + live.to(tl.float32)
     _, row_mean, row_m2 = tl.reduce((count, mean, m2), 0, _chan_merge)  # of d
     if SPLIT:  # the chunks' (mean, M2), G of N values each, by Chan's formula
-        means, m2s = exchange_row_stats(part_ptr, cnt_ptr, row, chunk, row_mean, row_m2, 0.0, 0.0, G, G_POW2)
+        means, m2s = exchange_row_stats(part_ptr, cnt_ptr, row, chunk, row_mean, row_m2, 0.0, 0.0, G, G_POW2,
+                                         KEEP_L1=True)
         row_mean = tl.sum(means, axis=0) / G
         spread = tl.where(tl.arange(0, G_POW2) < G, means - row_mean, 0.0)
         rstd = tl.rsqrt((tl.sum(m2s, axis=0) + N * tl.sum(spread * spread, axis=0)) / (N * G) + eps)
@@ -533,9 +535,8 @@ def _launch_welford(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
            weight if weight is not None else x, bias if bias is not None else x, y, r if has_res else y, partials,
            counters, x.stride(0), residual.stride(0) if has_res else 0, y.stride(0), r.stride(0) if has_res else 0, eps,
            max(chunks, 1), HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None, N=width,
-           RBLOCK=rblock, PARAM_POLICY=WELFORD_PARAM_POLICY, SPLIT=chunks > 0,
-           G_POW2=triton.next_power_of_2(max(chunks, 1)), num_warps=warps,
-           **({"maxnreg": 64} if width > WELFORD_ONE_PROGRAM_MIN_N else {}))
+           RBLOCK=rblock, PARAM_POLICY="l2" if width > WELFORD_PARAMS_PAST_L1_MIN_N else "evict_last",
+           SPLIT=chunks > 0, G_POW2=triton.next_power_of_2(max(chunks, 1)), num_warps=warps)
 
 
 def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],

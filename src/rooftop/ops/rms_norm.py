@@ -148,8 +148,6 @@ RELOAD_MAX_BYTES = 131072
 # residual), so that two 32-warp programs share an SM. The whole bf16 row as one tile took 38 at N = 32768 (and ran
 # 0.92x the two tiles).
 RELOAD_TILE_BYTES = 32768
-# How pass 2 loads w (load_tile_again: "evict_last" or "l2", not cached in L1; NOTES item 244, not yet measured)
-RELOAD_W_POLICY = "evict_last"
 # 16-bit rows past the reload widths split into the fewest chunks of at most RELOAD_SPLIT_N (0: not split) that
 # divide them, a program each (one an SM past RELOAD_ONE_PROGRAM_MIN_N without a residual), which exchange their
 # sums of squares between the passes (reload_split; NOTES item 247, not yet measured).
@@ -212,8 +210,7 @@ def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
 @triton.jit
 def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, part_ptr, cnt_ptr, M, N, x_stride, res_stride,
                             y_stride, r_stride, eps, w_offset, G, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
-                            TILE: tl.constexpr, PARTS: tl.constexpr, W_POLICY: tl.constexpr, SPLIT: tl.constexpr,
-                            G_POW2: tl.constexpr):
+                            TILE: tl.constexpr, PARTS: tl.constexpr, SPLIT: tl.constexpr, G_POW2: tl.constexpr):
     # Row program_id(0), PARTS tiles of TILE (PARTS * TILE >= N). HBM: x (+ residual) read once, y (+ r)
     # written once, as the on-chip kernel; pass 2's loads of the row (and w) are the program's own bytes again,
     # from L1 or L2. Nothing of the row lives across the reduction: each tile is folded into the sum of squares
@@ -240,7 +237,8 @@ def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, part_ptr, cnt_p
         r = load_tile_add_residual(x_row, res_row, src_row, offs, offs < N, HAS_RESIDUAL)
         sum_sq += r * r
     if SPLIT:
-        sums, _ = exchange_row_stats(part_ptr, cnt_ptr, row, chunk, tl.sum(sum_sq, axis=0), 0.0, 0.0, 0.0, G, G_POW2)
+        sums, _ = exchange_row_stats(part_ptr, cnt_ptr, row, chunk, tl.sum(sum_sq, axis=0), 0.0, 0.0, 0.0, G, G_POW2,
+                                     KEEP_L1=True)
         rstd = tl.rsqrt(tl.sum(sums, axis=0) / (N * G) + eps)
     else:
         rstd = tl.rsqrt(tl.sum(sum_sq, axis=0) / N + eps)
@@ -248,7 +246,7 @@ def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, part_ptr, cnt_p
         offs = part * TILE + cols
         y = load_tile_again(src_row, offs, offs < N, "evict_first") * rstd
         if HAS_WEIGHT:
-            y = y * (load_tile_again(w_ptr, offs, offs < N, W_POLICY) + w_offset)
+            y = y * (load_tile_again(w_ptr, offs, offs < N, "evict_last") + w_offset)
         tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty), mask=offs < N)
 
 
@@ -455,7 +453,7 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
         partials, counters = split_workspace(x, M, chunks) if chunks else (x, x)
         launch(_rms_norm_reload_kernel, (M * max(chunks, 1),), *args[:5], partials, counters, M, width, *args[8:],
                max(chunks, 1), HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None, TILE=tile, PARTS=cdiv(width, tile),
-               W_POLICY=RELOAD_W_POLICY, SPLIT=chunks > 0, G_POW2=triton.next_power_of_2(max(chunks, 1)),
+               SPLIT=chunks > 0, G_POW2=triton.next_power_of_2(max(chunks, 1)),
                **reload_launch(width, has_res))
         return
     if N <= ONCHIP_MAX:

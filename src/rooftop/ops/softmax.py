@@ -240,7 +240,7 @@ def _softmax_reload_kernel(x_ptr, y_ptr, part_ptr, cnt_ptr, N, x_row_stride, y_r
     row_max, row_sum = _merge_max_sum(m, s)
     if SPLIT:
         row_max, row_sum = _merge_max_sum(*exchange_row_stats(part_ptr, cnt_ptr, row, chunk, row_max, row_sum,
-                                                              -float("inf"), 0.0, G, G_POW2))
+                                                              -float("inf"), 0.0, G, G_POW2, KEEP_L1=True))
     inv_sum = 1.0 / row_sum
     log_sum = tl.log(row_sum)
     for part in tl.static_range(PARTS):
