@@ -9,20 +9,21 @@ rows, 2 x 96 / 112 / 128 KB, against the SM's 256 KB of L1 and shared memory, le
 SM, whose row (128 KB) fits L1. The price: an SM's rows no longer overlap (pass 2 of one, pass 1 of the next).
 Prediction: at 65536 softmax >= 90% (the Gluon ring 89.3-90.0), RMSNorm's reload kernel >= 89% (Gluon 87.3-89.0), the
 Welford LayerNorm in 8192-wide tiles >= 85% (Gluon 84.9); at 32768 / 49152 below the two-program kernels.
-Variants per op and width: the library; its reload kernel stretched to the width ("reload"); the same with
-maxnreg=64 ("reload_r64"); LayerNorm's in 16384-wide tiles too. Seen (session 37, calls f-h): rms_norm 96.8-96.9%
-at 65536 with one program (Gluon 89.2-89.6; wired since: the library's rms_norm is "reload_r64" past 40960), softmax
-70.5 (lost), LayerNorm's 8192-wide tiles 78.0 (Gluon 84.9). Session 38 (call a) timed pass 2 loading each tile
-before the previous tile's store too (NOTES item 243): softmax 65536 73.8 against 83.9 (library, Gluon, 89.0);
-LayerNorm 32768 90.8 against 89.0 but 72.3 against 87.9 at 40960, 77.4-84.4 at 65536 against the library's 84.8:
-no consistent win, dropped. Item 244: pass 2's w and b (and RMSNorm's w) loaded past L1 (ld.cg, "_l2"). Seen
-(session 38, call b): LayerNorm through L1 / past it 32768 89.5 / 91.9, 40960 88.6 / 93.6 (wired), 24576 92.2 /
-90.4, 65536 71.4 / 71.1; one program an SM lost everywhere (72-81); RMSNorm's w past L1 lost (94.9 / 96.7 at 65536; dropped). Items 245-247:
-rows past the reload widths split into chunks a program each that exchange their statistics ("*_split"): all lost
-in call b (LayerNorm 64-72 against Gluon's 77-78, softmax 75.8 against 88.5 at 65536, RMSNorm 76.6 against 86.0 at
-131072), for a reason seen offline after: the exchange's acquire atomics empty the SM's L1 (CCTL.IVALL), so pass 2
-re-read the chunk from L2. Item 248: the exchange with relaxed atomics (KEEP_L1). Prediction: softmax split64k >=
-93% at 65536 and >= 90% past; RMSNorm split32k >= 92% at 131072 / 262144; LayerNorm split32k >= 88%.
+Variants per op and width: the library; its reload kernel stretched to the width ("reload"); the same with maxnreg=64
+("reload_r64"); LayerNorm's in 16384-wide tiles too. Seen (session 37, calls f-h): rms_norm 96.8-96.9% at 65536 with
+one program (Gluon 89.2-89.6; wired since: the library's rms_norm is "reload_r64" past 40960), softmax 70.5 (lost),
+LayerNorm's 8192-wide tiles 78.0 (Gluon 84.9). Session 38 (call a) timed pass 2 loading each tile before the previous
+tile's store too (NOTES item 243): softmax 65536 73.8 against 83.9 (library, Gluon, 89.0); LayerNorm 32768 90.8
+against 89.0 but 72.3 against 87.9 at 40960, 77.4-84.4 at 65536 against the library's 84.8: no consistent win,
+dropped. Item 244: pass 2's w and b (and RMSNorm's w) loaded past L1 (ld.cg, "_l2"). Seen (session 38, call b):
+LayerNorm through L1 / past it 32768 89.5 / 91.9, 40960 88.6 / 93.6 (wired), 24576 92.2 / 90.4, 65536 71.4 / 71.1; one
+program an SM lost everywhere (72-81); RMSNorm's w past L1 lost (94.9 / 96.7 at 65536; dropped). Items 245-247: rows
+past the reload widths split into chunks a program each that exchange their statistics (variants "*_split", removed
+since): all lost in call b (LayerNorm 64-72 against Gluon's 77-78, softmax 75.8 against 88.5 at 65536, RMSNorm 76.6
+against 86.0 at 131072), for a reason seen offline after: the exchange's acquire atomics empty the SM's L1
+(CCTL.IVALL), so pass 2 re-read the chunk from L2. Item 248: the exchange with relaxed atomics (no CCTL.IVALL in the
+SASS) lost as much (call c: softmax 75.7 / 76.5 / 74.1 against 88.6 / 78.6 / 77.1 at 65536 / 131072 / 262144, RMSNorm
+78.1-84.2 against 85.4-85.8, LayerNorm 73.7-75.7 against 76.6-84.3): the split paths are gone.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_reload_one_program.py OUT_DIR [--widths 32768,65536]
 [--ops softmax,rms_norm] (prints a table last, writes exp-reload-one-program.json)
 """
@@ -48,16 +49,6 @@ TWO = dict(RELOAD_ONE_PROGRAM_MIN_N=WIDE)  # rms_norm's reload kernel kept at tw
 VARIANTS = {
     "softmax": (sm, sm._softmax_reload_kernel, [("reload", dict(RELOAD_MAX_BYTES=WIDE), None),
                                                 ("reload_r64", dict(RELOAD_MAX_BYTES=WIDE), 64)]),
-    # rows past the reload widths in chunks, a program each, exchanging their statistics between the passes with
-    # relaxed atomics (an acquire empties the SM's L1: NOTES item 248): softmax's in chunks of at most 64 (32) KB,
-    # RMSNorm's of 65536 (32768) values, LayerNorm's of 32768 (16384; w and b past L1 from 24576)
-    "softmax_split": (sm, sm._softmax_reload_kernel, [("split64k", dict(RELOAD_SPLIT_BYTES=65536), None),
-                                                      ("split32k", dict(RELOAD_SPLIT_BYTES=32768), None)]),
-    **{op: (rn, rn._rms_norm_reload_kernel, [("split64k", dict(RELOAD_SPLIT_N=65536), None),
-                                             ("split32k", dict(RELOAD_SPLIT_N=32768), None)])
-       for op in ("rms_norm_split", "add_rms_norm_split")},
-    "layer_norm_split": (ln, ln._layer_norm_welford_kernel, [("split32k", dict(WELFORD_SPLIT_CHUNK=32768), None),
-                                                             ("split16k", dict(WELFORD_SPLIT_CHUNK=16384), None)]),
     "rms_norm": (rn, rn._rms_norm_reload_kernel, [("reload", dict(RELOAD_MAX_N=WIDE, RELOAD_MAX_BYTES=WIDE, **TWO),
                                                    None),
                                                   ("reload_r64", dict(RELOAD_MAX_N=WIDE, RELOAD_MAX_BYTES=WIDE), 64)]),
@@ -91,7 +82,6 @@ def capped(module, kernel, maxnreg: int):
 
 
 def run_call(op: str, x, res, w, b):
-    op = op.removesuffix("_split")
     if op == "softmax":
         return lambda: sm.softmax(x), lambda: torch.softmax(x, -1)
     return calls(op, x, res, w, b)

@@ -29,8 +29,8 @@ ELEMENTS = 1 << 27
 def reload_softmax(x, y, tile, warps):
     """The library's reload kernel with another tile / warp count."""
     M, N = x.shape
-    launch(sm._softmax_reload_kernel, (M,), x, y, x, x, N, x.stride(0), y.stride(0), 1, LOG=False, TILE=tile,
-           PARTS=triton.cdiv(N, tile), SPLIT=False, G_POW2=1, num_warps=warps)
+    launch(sm._softmax_reload_kernel, (M,), x, y, N, x.stride(0), y.stride(0), LOG=False, TILE=tile,
+           PARTS=triton.cdiv(N, tile), num_warps=warps)
 
 
 def switched(**values):

@@ -24,29 +24,25 @@ from sm90_quant_sass import loops, sass_and_usage
 def row_types(name: str) -> str:
     """The signature type of a row kernel's argument by its name: bf16 rows, fp32 scalars and scales."""
     if name.endswith("_ptr"):
-        return {"scale_ptr": "*fp32", "part_ptr": "*fp32", "cnt_ptr": "*i32"}.get(name, "*bf16")
+        return "*fp32" if name in ("scale_ptr", "part_ptr") else "*bf16"
     return "fp32" if name in ("eps", "w_offset") else "i32"
 
 
 CASES = {  # name: (kernel, constexprs, warps)
     "reduce_looped_max": (red._row_reduce_looped_kernel, dict(REDUCTION="max", FINISH="none", TILE=4096, PDL=True),
                           8),
-    "rms_reload_32768": (rn._rms_norm_reload_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, TILE=16384, PARTS=2,
-                                                          SPLIT=False, G_POW2=1), 32),
+    "rms_reload_32768": (rn._rms_norm_reload_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, TILE=16384, PARTS=2),
+                         32),
     "rms_reload_res_65536": (rn._rms_norm_reload_kernel, dict(HAS_RESIDUAL=True, HAS_WEIGHT=True, TILE=16384,
-                                                              PARTS=4, SPLIT=False, G_POW2=1), 32),
+                                                              PARTS=4), 32),
     "rms_looped": (rn._rms_norm_looped_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, QUANT=0, QMAX=1.0,
                                                     TILE=16384, X_POLICY="evict_last", EVEN=True), 32),
     **{f"ln_welford_{n}_{tile}_{policy}": (
         ln._layer_norm_welford_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, HAS_BIAS=True, N=n, RBLOCK=tile,
-                                            PARAM_POLICY=policy, SPLIT=False, G_POW2=1), 32)
+                                            PARAM_POLICY=policy), 32)
        for n, tile in ((32768, 16384), (32768, 8192), (65536, 16384)) for policy in ("evict_last", "l2")},
-    "ln_welford_split_65536_l2": (ln._layer_norm_welford_kernel, dict(
-        HAS_RESIDUAL=False, HAS_WEIGHT=True, HAS_BIAS=True, N=65536, RBLOCK=8192, PARAM_POLICY="l2", SPLIT=True,
-        G_POW2=2), 32),
-    **{f"softmax_reload_{parts}x8192" + ("_split" if split else ""): (
-        sm._softmax_reload_kernel, dict(LOG=False, TILE=8192, PARTS=parts, SPLIT=split, G_POW2=2), 32)
-       for parts in (4, 6, 7, 8) for split in (False, True)},
+    **{f"softmax_reload_{parts}x8192": (sm._softmax_reload_kernel, dict(LOG=False, TILE=8192, PARTS=parts), 32)
+       for parts in (4, 6, 7, 8)},
 }
 
 

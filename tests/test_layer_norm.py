@@ -10,9 +10,9 @@ from rooftop.ops.layer_norm import (ONCHIP_MAX, add_layer_norm_reference, fused_
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 # 1, odd, prime, non-power-of-two, the widest on-chip row (32768), the looped path: a partial last
-# tile (32771, 40000), whole tiles only (49152: 3 tiles of 16-bit values, 6 of fp32)
-SHAPES = [(1, 1), (3, 7), (5, 1000), (4, 4096), (2, 32768), (3, 32771), (2, 40000), (2, 49152)]
-ONCHIP, LOOPED = (4, 4096), (2, 40000)
+# tile (32771, 41000), whole tiles only (49152: 3 tiles of 16-bit values, 6 of fp32)
+SHAPES = [(1, 1), (3, 7), (5, 1000), (4, 4096), (2, 32768), (3, 32771), (2, 41000), (2, 49152)]
+ONCHIP, LOOPED = (4, 4096), (2, 41000)
 WELFORD = (2, 12000)  # the Welford kernel's width: 5 whole tiles and a masked tail
 
 
@@ -29,7 +29,7 @@ def test_paths_under_test():
     assert not layer_norm_mod.welford_width(ONCHIP[1], False) and not layer_norm_mod.welford_width(LOOPED[1], False)
     assert layer_norm_mod.welford_width(WELFORD[1], False) and WELFORD[1] % layer_norm_mod.welford_config(WELFORD[1])[0]
     assert 49152 % looped_config(49152, 2, True)[0] == 49152 % looped_config(49152, 4, True)[0] == 0  # whole tiles
-    assert 40000 % looped_config(40000, 2, True)[0] != 0 and 40000 % looped_config(40000, 4, True)[0] != 0
+    assert 41000 % looped_config(41000, 2, True)[0] != 0 and 41000 % looped_config(41000, 4, True)[0] != 0
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -139,7 +139,7 @@ def test_constant_rows_give_the_bias(shape, dtype, device):
     assert rel_err(layer_norm(x, w, b), b.expand(shape)) < TOL[dtype]
 
 
-@pytest.mark.parametrize("width", [1000, 40000])  # on-chip, looped
+@pytest.mark.parametrize("width", [1000, 41000])  # on-chip, looped
 def test_leading_dims_and_non_contiguous_rows(width, device):
     big = torch.randn(2, 1, width + 100, device=device, dtype=torch.float16)
     x = big[..., 50:width + 50]  # row stride != width, unaligned start
@@ -256,15 +256,15 @@ def test_gpu_large_mean_wide_rows(shape):
 
 @pytest.mark.gpu
 def test_gpu_welford_wide_rows(monkeypatch):
-    """The Welford kernel's wide rows on the GPU (three tiles and a tail; four tiles), rows offset by 1e4, and a row
-    view of stride != N."""
+    """The Welford kernel's wide rows on the GPU (three tiles and a tail; four tiles, five: w and b past L1), rows
+    offset by 1e4, and a row view of stride != N."""
     launched = spy_launches(monkeypatch, layer_norm_mod)
-    for N in (24584, 32768):
+    for N in (24584, 32768, 40960):
         wide = (1e4 + 64 * torch.randn(norm_gluon_rows(), N + 64, device="cuda")).bfloat16()
         w, b = torch.randn(N, device="cuda", dtype=torch.bfloat16), torch.randn(N, device="cuda", dtype=torch.bfloat16)
         for x in (wide[:, :N].contiguous(), wide[:, 64:]):
             assert rel_err(layer_norm(x, w, b), layer_norm_reference(x, w, b)) < TOL[torch.bfloat16]
-    assert launched == ["_layer_norm_welford_kernel"] * 4
+    assert launched == ["_layer_norm_welford_kernel"] * 6
 
 
 @pytest.mark.slow
@@ -340,37 +340,15 @@ def test_welford_widths():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-# whole tiles and a tail; whole tiles only; the wide rows' three tiles and a tail, four whole tiles (16-bit only)
-@pytest.mark.parametrize("N", [WELFORD[1], 16384, 24584, 32768])
+# whole tiles and a tail; whole tiles only; the wide rows' three tiles and a tail, four and five whole tiles (16-bit
+# only; w and b past L1 from 24576)
+@pytest.mark.parametrize("N", [WELFORD[1], 16384, 24584, 32768, 40960])
 def test_welford_kernel_at_its_widths(N, dtype, device, monkeypatch):
     launched = spy_launches(monkeypatch, layer_norm_mod)
     x, _, w, b = _inputs((3, N), dtype, device)
     if layer_norm_mod.welford_width(N, False, x.element_size()):
         assert rel_err(layer_norm(x, w, b), layer_norm_reference(x, w, b)) < TOL[dtype]
         assert launched == ["_layer_norm_welford_kernel"]
-
-
-# one chunk; two; three; four (chunks of at most 1024)
-@pytest.mark.parametrize("N", [1000, 2048, 3000, 4096])
-@pytest.mark.parametrize("params", ["weight and bias", "neither"])
-def test_welford_split_matches_reference(N, params, device, monkeypatch):
-    """Rows split into chunks, a program each (welford_split), centred on 1e4 with each chunk's values 256 higher
-    than the last's (the chunks' means apart: Chan's merge across them); w and b of chunks wider than 800 loaded
-    past L1. Off a GPU only rows of one chunk split (the interpreter runs programs one after another)."""
-    launched = _small_welford(monkeypatch)
-    for name, value in dict(WELFORD_MAX_N=256, WELFORD_WIDE_MAX_N=512, WELFORD_WIDE_RBLOCK=256, WELFORD_WIDE_WARPS=4,
-                            WELFORD_SPLIT_CHUNK=1024, WELFORD_PARAMS_PAST_L1_MIN_N=800).items():
-        monkeypatch.setattr(layer_norm_mod, name, value)
-    _, _, w, b = _inputs((5, N), torch.bfloat16, device)
-    w, b = (w, b) if params == "weight and bias" else (None, None)
-    chunks = -(-N // 1024)
-    ramp = 256.0 * (torch.arange(N, device=device) // (N // chunks))
-    x = (1e4 + ramp + 64 * torch.randn(5, N, device=device)).to(torch.bfloat16)
-    expected = chunks if device == "cuda" or chunks == 1 else 0
-    assert layer_norm_mod.welford_split(x, None) == expected
-    assert rel_err(layer_norm(x, w, b, 1e-5), layer_norm_reference(x, w, b, 1e-5)) < TOL[torch.bfloat16]
-    assert ("_layer_norm_welford_kernel" in launched) == (expected > 0)
-    assert layer_norm_mod.welford_split(x[:, : N - 1], None) == (expected if chunks == 1 else 0)  # N % chunks
 
 
 def _check_welford(N, dtype, params, residual, offset, device, monkeypatch):
@@ -481,6 +459,7 @@ def test_gpu_gluon_matches_reference(N, dtype, residual, rows, monkeypatch):
 @pytest.mark.parametrize("N", [32776, 65536])  # 4096-element chunks; 8192 but with fp32 parameters
 def test_gpu_gluon_optional_and_fp32_params(params, residual, N, monkeypatch):
     skip_unless_sm90()
+    _welford_wide_off(monkeypatch)
     x, res, w, b = _inputs((norm_gluon_rows(), N), torch.bfloat16, "cuda",
                            param_dtype=torch.float32 if "fp32" in params else None)
     w = None if params in ("no weight", "neither") else w
@@ -499,6 +478,7 @@ def test_gpu_gluon_large_mean(N, monkeypatch):
     """Rows 1e4 + 64 randn in bf16 (values 64 apart): the statistics keep the spread; and the same rows as the
     residual stream; constant rows give the bias."""
     skip_unless_sm90()
+    _welford_wide_off(monkeypatch)
     x, res, w, b = _inputs((norm_gluon_rows(), N), torch.bfloat16, "cuda")
     big = (1e4 + 64 * torch.randn_like(x, dtype=torch.float32)).to(torch.bfloat16)
     y = run_norm_gluon(monkeypatch, lambda: layer_norm(big, w, b))
@@ -581,7 +561,8 @@ def test_gpu_gluon_dispatch(monkeypatch):
         r = torch.empty_like(x) if residual else None
         return layer_norm_mod.uses_gluon(x, torch.empty_like(x) if residual else None, w, b, torch.empty_like(x), r)
 
-    assert not takes((M, 32768)) and not takes((M, 16392), torch.float16)  # the Welford kernel's wide rows
+    assert not takes((M, 32768)) and not takes((M, 40960)) and not takes((M, 16392), torch.float16)  # the Welford
+    # kernel's wide rows
     _welford_wide_off(monkeypatch)
     assert takes((M, 32768)) and takes((M, 16392), torch.float16) and takes((M, 65536), residual=True)
     assert not takes((M, 32768), residual=True) and takes((M, 32776), residual=True)  # TRITON_RES_N: Triton's

@@ -289,35 +289,6 @@ def test_reload_kernel_matches_reference(N, dtype, weight, residual, device, mon
     assert launched == ["_rms_norm_reload_kernel"]
 
 
-# chunks of at most 512 values: one (off a GPU too); two; three; four
-@pytest.mark.parametrize("N", [400, 1024, 1536, 2048])
-@pytest.mark.parametrize("residual", [False, True])
-def test_reload_split_matches_reference(N, residual, device, monkeypatch):
-    """Rows split into chunks, a program each, that exchange their sums of squares (reload_split), with and without
-    a residual, chunks of 400-512 at one program an SM; off a GPU only rows of one chunk split (the interpreter runs
-    programs one after another). A width that no chunk count divides in 16-byte multiples is not split."""
-    launched = _small_reload(monkeypatch)
-    for name in ("RELOAD_MAX_N", "RELOAD_RESIDUAL_MAX_N"):
-        monkeypatch.setattr(rms_norm_mod, name, 256)
-    monkeypatch.setattr(rms_norm_mod, "RELOAD_SPLIT_N", 512)
-    monkeypatch.setattr(rms_norm_mod, "RELOAD_ONE_PROGRAM_MIN_N", 300)
-    chunks = -(-N // 512)
-    x, res, w = _inputs((5, N), torch.bfloat16, device)
-    x = x * (1 + torch.arange(N, device=device) // (N // chunks)).to(x.dtype)  # the chunks' scales apart
-    expected = chunks if device == "cuda" or chunks == 1 else 0
-    assert rms_norm_mod.reload_split(x, res if residual else None, w, x, res if residual else None) == expected
-    if residual:
-        y, r = rooftop.rms_norm(x, w, 1e-6, residual=res)
-        y_ref, r_ref = add_rms_norm_reference(x, res, w, 1e-6)
-        assert torch.equal(r, (x.float() + res.float()).to(x.dtype))
-    else:
-        y, y_ref = rooftop.rms_norm(x, w, 1e-6), rms_norm_reference(x, w, 1e-6)
-    assert rel_err(y, y_ref) < TOL[torch.bfloat16]
-    assert ("_rms_norm_reload_kernel" in launched) == (expected > 0)
-    odd = torch.empty(5, 2000, device=device, dtype=torch.bfloat16)  # 4 chunks of 500 values: 1000 bytes
-    assert rms_norm_mod.reload_split(odd, None, None, odd, None) == 0
-
-
 @pytest.mark.parametrize("N", [256, 1000])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_reload_kernel_in_place(N, dtype, device, monkeypatch):

@@ -150,20 +150,25 @@ def test_reload_applies():
     assert not takes(torch.empty(8, 32768 + 16, dtype=torch.bfloat16)[:, 8:])  # base not 16-byte aligned
 
 
-def _special_rows(x):
-    """torch's special values in rows 0-4 of x: a row of -inf (nan), a nan, a +inf (the whole row nan), -inf
-    entries of a finite row (0; -inf for log), its first 256 values -inf."""
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+# 16-bit: two whole tiles; four, the last masked; two, the second masked (fp32 tiles are half as wide)
+@pytest.mark.parametrize("N", [512, 1008, 304])
+def test_reload_kernel_matches_reference(N, dtype, log, device, monkeypatch):
+    """The reload kernel at small widths, on strided rows, with torch's special values: a row of -inf (nan), a nan,
+    a +inf (the whole row nan), -inf entries of a finite row (0; -inf for log), a tile of -inf only."""
+    launched = _small_reload(monkeypatch)
     inf, nan = float("inf"), float("nan")
-    N = x.shape[1]
+    rows = softmax_mod.num_sms(0 if device == "cuda" else -1) + 4  # at least a row per SM
+    wide = torch.randn(rows, N + 32, device=device, dtype=dtype) * 4
+    x = wide[:, 16:16 + N]  # row stride N + 32
     x[0, :] = -inf
     x[1, 3] = nan
     x[2, N - 1] = inf
     x[3, : N // 2 + 1] = -inf
     x[4, :256] = -inf
-
-
-def _check_special(x, out, log, dtype):
-    """out against torch's (log_)softmax of x in float64: nan, inf and finite where torch's are, and close."""
+    out = (rooftop.log_softmax if log else rooftop.softmax)(x)
+    assert launched == ["_softmax_reload_kernel"]
     ref = torch.log_softmax(x.double().cpu(), -1) if log else torch.softmax(x.double().cpu(), -1)
     out = out.cpu().double()
     assert torch.equal(torch.isnan(out), torch.isnan(ref))
@@ -171,47 +176,6 @@ def _check_special(x, out, log, dtype):
     assert torch.equal(torch.isfinite(out), finite) and torch.equal(out[~finite & ~ref.isnan()],
                                                                     ref[~finite & ~ref.isnan()])
     assert rel_err(out[finite], ref[finite]) < TOL[dtype]
-
-
-@pytest.mark.parametrize("log", [False, True])
-@pytest.mark.parametrize("dtype", DTYPES)
-# 16-bit: two whole tiles; four, the last masked; two, the second masked (fp32 tiles are half as wide)
-@pytest.mark.parametrize("N", [512, 1008, 304])
-def test_reload_kernel_matches_reference(N, dtype, log, device, monkeypatch):
-    """The reload kernel at small widths, on strided rows, with torch's special values (_special_rows): a tile of
-    -inf only among them."""
-    launched = _small_reload(monkeypatch)
-    rows = softmax_mod.num_sms(0 if device == "cuda" else -1) + 4  # at least a row per SM
-    wide = torch.randn(rows, N + 32, device=device, dtype=dtype) * 4
-    x = wide[:, 16:16 + N]  # row stride N + 32
-    _special_rows(x)
-    out = (rooftop.log_softmax if log else rooftop.softmax)(x)
-    assert launched == ["_softmax_reload_kernel"]
-    _check_special(x, out, log, dtype)
-
-
-@pytest.mark.parametrize("log", [False, True])
-# chunks of at most 512 bf16 values: one (off a GPU too); two; three, the first of -inf only in row 3; four
-@pytest.mark.parametrize("N", [400, 1024, 1536, 2048])
-def test_reload_split_matches_reference(N, log, device, monkeypatch):
-    """Rows split into chunks, a program each, that exchange their (max, sum) (reload_chunks), on strided rows
-    with torch's special values (_special_rows); off a GPU only rows of one chunk split (the interpreter runs
-    programs one after another). A width that no chunk count divides in 16-byte multiples is not split."""
-    launched = _small_reload(monkeypatch)
-    monkeypatch.setattr(softmax_mod, "RELOAD_MAX_BYTES", 256)
-    monkeypatch.setattr(softmax_mod, "RELOAD_SPLIT_BYTES", 1024)
-    chunks = -(-N // 512)
-    rows = softmax_mod.num_sms(0 if device == "cuda" else -1) + 4
-    wide = torch.randn(rows, N + 32, device=device, dtype=torch.bfloat16) * 4
-    x = wide[:, 16:16 + N]
-    _special_rows(x)
-    expected = chunks if device == "cuda" or chunks == 1 else 0
-    assert softmax_mod.reload_chunks(x, x) == expected
-    out = (rooftop.log_softmax if log else rooftop.softmax)(x)
-    assert ("_softmax_reload_kernel" in launched) == (expected > 0)
-    _check_special(x, out, log, torch.bfloat16)
-    odd = torch.empty(rows, 2000, device=device, dtype=torch.bfloat16)  # 4 chunks of 500 values: 1000 bytes
-    assert softmax_mod.reload_chunks(odd, odd) == 0
 
 
 def test_gluon_path_never_on_the_cpu(device):

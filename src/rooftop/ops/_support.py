@@ -267,26 +267,17 @@ def split_workspace(x: torch.Tensor, M: int, chunks: int) -> tuple[torch.Tensor,
 
 @triton.jit
 def exchange_row_stats(part_ptr, cnt_ptr, row, chunk, a, b, fill_a: tl.constexpr, fill_b: tl.constexpr, G,
-                       G_POW2: tl.constexpr, KEEP_L1: tl.constexpr = False):
+                       G_POW2: tl.constexpr):
     """Publish chunk `chunk`'s pair (a, b) of row `row`, wait until the row's G chunks have, and return
     the G pairs as two [G_POW2] vectors (padded with fill_a, fill_b). Reads and writes 8 bytes a chunk
-    and three atomics on the row's counter, which the last reader leaves at zero.
-    An acquire at GPU scope invalidates the SM's whole L1 (CCTL.IVALL in the sm_90 SASS after each): a kernel
-    whose pass 2 re-reads its chunk from L1 loses it (NOTES item 248). KEEP_L1 waits with relaxed atomics instead:
-    the arrival is a release (the writer's pair reaches L2 first), the pairs are read past L1 (.cg) once the count
-    is seen, after the loop that waits on it: L2 is the point of coherence, so the reads see every pair."""
+    and three atomics on the row's counter, which the last reader leaves at zero."""
     base = part_ptr + tl.cast(row, tl.int64) * (2 * G)
     tl.store(base + 2 * chunk, a)
     tl.store(base + 2 * chunk + 1, b)
     tl.debug_barrier()  # the pair is written before the arrival is published (release)
-    if KEEP_L1:
-        seen = tl.atomic_add(cnt_ptr + row, 1, sem="release", scope="gpu") + 1
-        while seen < G:
-            seen = tl.atomic_add(cnt_ptr + row, 0, sem="relaxed", scope="gpu")
-    else:
-        seen = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel", scope="gpu") + 1
-        while seen < G:
-            seen = tl.atomic_add(cnt_ptr + row, 0, sem="acquire", scope="gpu")
+    seen = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel", scope="gpu") + 1
+    while seen < G:
+        seen = tl.atomic_add(cnt_ptr + row, 0, sem="acquire", scope="gpu")
     g = tl.arange(0, G_POW2)
     # .cg: other SMs wrote these; skip this SM's L1
     pa = tl.load(base + 2 * g, mask=g < G, other=fill_a, cache_modifier=".cg")

@@ -54,7 +54,8 @@ Which path runs (N = row width in elements):
   WELFORD_WARPS warps (the wide rows' WELFORD_WIDE_RBLOCK over WELFORD_WIDE_WARPS), N a constexpr: the loops' trip
   counts are constants and whole tiles need no mask. One compile per width, which a model has few of (its hidden sizes).
   Pass 1 loads x (evict_last) tile by tile into the lanes' Welford state; pass 2 loads x again (evict_first:
-  the program's own bytes of a moment ago, from L1 or L2) with w and b (evict_last) and writes y. With a
+  the program's own bytes of a moment ago, from L1 or L2) with w and b (evict_last; in rows past
+  WELFORD_PARAMS_PAST_L1_MIN_N from L2 only, leaving L1 to x) and writes y. With a
   residual pass 1 stores r = x + residual (evict_last) and pass 2 re-reads r (the thread's own stores, in
   program order). HBM traffic: x (and residual) read once, y (and r) written once. Registers: a tile of 4
   values a thread and the lanes' state, not the row (32 a thread for 16-bit rows, offline sm_90 compile, no
@@ -93,7 +94,7 @@ from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_row
                                   is_sm90, launch, load_rows_add_residual, load_tile, load_tile_add_residual,
                                   load_split_chunk, load_tile_again, load_word_pairs, num_sms, onchip_config,
                                   opaque_zero, pack_words, planned, row_pointers, rows_vectorize, runs_kernel,
-                                  split_chunks, split_words_chunks, split_workspace, store_tile, torch_op, unpack_words)
+                                  split_words_chunks, split_workspace, store_tile, torch_op, unpack_words)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -137,10 +138,6 @@ WELFORD_RESIDUAL = True
 WELFORD_WIDE_MAX_N = 40960
 WELFORD_WIDE_RBLOCK, WELFORD_WIDE_WARPS = 8192, 32
 WELFORD_PARAMS_PAST_L1_MIN_N = 24576
-# Rows of 16-bit values without a residual past WELFORD_WIDE_MAX_N split into the fewest chunks of at most
-# WELFORD_SPLIT_CHUNK (0: not split) that divide the row, a program each (welford_split; NOTES items 245, 248: not
-# yet measured with an exchange that keeps L1).
-WELFORD_SPLIT_CHUNK = 0
 # Rows wider than SPLIT_MIN_N take the split-words kernel (a row's chunks over adjacent programs
 # that exchange statistics, each chunk held as 32-bit words of two values; as rms_norm's). Measured on the H200 (bf16,
 # M * N = 2^27, GPU time, benchmarks/exp_split_packed.py): one kernel of this kind with the whole chunk's w and b
@@ -230,36 +227,22 @@ def _welford_tile_out(y_row, offs, mask, tile, shift, rstd, centre, HAS_WEIGHT: 
 
 
 @triton.jit
-def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, part_ptr, cnt_ptr, x_stride, res_stride,
-                               y_stride, r_stride, eps, G, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
-                               HAS_BIAS: tl.constexpr, N: tl.constexpr, RBLOCK: tl.constexpr,
-                               PARAM_POLICY: tl.constexpr, SPLIT: tl.constexpr, G_POW2: tl.constexpr):
+def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, x_stride, res_stride, y_stride, r_stride,
+                               eps, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
+                               N: tl.constexpr, RBLOCK: tl.constexpr, PARAM_POLICY: tl.constexpr):
     # Row program_id(0). HBM: x (+ residual) read once, y (+ r) written once; pass 2's loads of the row
     # are the program's own bytes again (L1 or L2), w and b come from L2. N is a constexpr: TILES whole
     # tiles (a loop of constant trip count, unmasked) and a masked TAIL of N % RBLOCK columns. One reduction
     # across the program (the lanes' merge): each is a round trip through shared memory and a barrier.
-    # SPLIT (16-bit rows without a residual): program (row, chunk) = (p // G, p % G) takes columns [chunk N,
-    # (chunk + 1) N) of a row of G N; the chunks share the shift (the row's first value) and exchange their
-    # (mean, M2) of d = x - s (8 bytes) between the passes.
     tl.static_assert(N >= RBLOCK)
-    tl.static_assert(not SPLIT or (not HAS_RESIDUAL and x_ptr.dtype.element_ty != tl.float32))
     TILES: tl.constexpr = N // RBLOCK
     TAIL: tl.constexpr = N % RBLOCK
-    row = tl.program_id(0) // G if SPLIT else tl.program_id(0)
-    x_row, y_row, res_row, src_row = row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, row, x_stride, y_stride,
+    x_row, y_row, res_row, src_row = row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, tl.program_id(0), x_stride, y_stride,
                                                   res_stride, r_stride, HAS_RESIDUAL)
     cols = tl.arange(0, RBLOCK)
     SCALAR_SHIFT: tl.constexpr = x_ptr.dtype.element_ty != tl.float32
     if SCALAR_SHIFT:  # 16-bit rows: the row's first value (of x + residual: exactness needs no rounding)
         shift = tl.load(x_row).to(tl.float32)
-        if SPLIT:  # this program's chunk of the row (and of w and b)
-            chunk = tl.program_id(0) % G
-            x_row += chunk * N
-            y_row += chunk * N
-            res_row = x_row
-            src_row = x_row
-            w_ptr += chunk * N
-            b_ptr += chunk * N
         if HAS_RESIDUAL:
             shift += tl.load(res_row).to(tl.float32)
             # In place the first tile's store of r overwrites residual[0]: every thread's load of it must be
@@ -287,14 +270,7 @@ def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, part_
         m2 += delta * (d - mean)
         count = count + live.to(tl.float32)
     _, row_mean, row_m2 = tl.reduce((count, mean, m2), 0, _chan_merge)  # of d
-    if SPLIT:  # the chunks' (mean, M2), G of N values each, by Chan's formula
-        means, m2s = exchange_row_stats(part_ptr, cnt_ptr, row, chunk, row_mean, row_m2, 0.0, 0.0, G, G_POW2,
-                                         KEEP_L1=True)
-        row_mean = tl.sum(means, axis=0) / G
-        spread = tl.where(tl.arange(0, G_POW2) < G, means - row_mean, 0.0)
-        rstd = tl.rsqrt((tl.sum(m2s, axis=0) + N * tl.sum(spread * spread, axis=0)) / (N * G) + eps)
-    else:
-        rstd = tl.rsqrt(row_m2 / N + eps)
+    rstd = tl.rsqrt(row_m2 / N + eps)
     centre = row_mean * rstd  # y = (r - s) rstd - centre: s + row_mean is not formed (it would round)
     # pass 2: the row again
     # (loading each tile before the previous tile's store did not pay: NOTES item 243)
@@ -510,33 +486,17 @@ def welford_config(N: int) -> tuple[int, int]:
     return min(WELFORD_RBLOCK, 1 << (N.bit_length() - 1)), WELFORD_WARPS
 
 
-def welford_split(x: torch.Tensor, residual: Optional[torch.Tensor]) -> int:
-    """Chunks a row of the [M, N] view x splits into on the Welford kernel's split path (16-bit rows without a
-    residual past WELFORD_WIDE_MAX_N, N a multiple of the count of WELFORD_SPLIT_CHUNK-wide chunks it takes), or 0
-    where it does not run (_support.split_chunks' rule: at most a chunk an SM; off a GPU rows of one chunk)."""
-    N = x.shape[1]
-    if not (WELFORD_SPLIT_CHUNK and residual is None and x.element_size() == 2 and N > WELFORD_WIDE_MAX_N):
-        return 0
-    chunks = cdiv(N, WELFORD_SPLIT_CHUNK)
-    return 0 if N % chunks else split_chunks(x, N, N // chunks)
-
-
 def _launch_welford(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
-                    bias: Optional[torch.Tensor], y: torch.Tensor, r: Optional[torch.Tensor], eps: float,
-                    chunks: int = 0) -> None:
-    """The Welford kernel on the [M, N] row views, one program a row (a compile per N), or with `chunks`
-    (welford_split) a program a chunk of N / chunks."""
+                    bias: Optional[torch.Tensor], y: torch.Tensor, r: Optional[torch.Tensor], eps: float) -> None:
+    """The Welford kernel on the [M, N] row views, one program a row (a compile per N)."""
     M, N = x.shape
     has_res = residual is not None
-    width = N // max(chunks, 1)
-    rblock, warps = welford_config(width)
-    partials, counters = split_workspace(x, M, chunks) if chunks else (x, x)
-    launch(_layer_norm_welford_kernel, (M * max(chunks, 1),), x, residual if has_res else x,
-           weight if weight is not None else x, bias if bias is not None else x, y, r if has_res else y, partials,
-           counters, x.stride(0), residual.stride(0) if has_res else 0, y.stride(0), r.stride(0) if has_res else 0, eps,
-           max(chunks, 1), HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None, N=width,
-           RBLOCK=rblock, PARAM_POLICY="l2" if width > WELFORD_PARAMS_PAST_L1_MIN_N else "evict_last",
-           SPLIT=chunks > 0, G_POW2=triton.next_power_of_2(max(chunks, 1)), num_warps=warps)
+    rblock, warps = welford_config(N)
+    launch(_layer_norm_welford_kernel, (M,), x, residual if has_res else x, weight if weight is not None else x,
+           bias if bias is not None else x, y, r if has_res else y, x.stride(0), residual.stride(0) if has_res else 0,
+           y.stride(0), r.stride(0) if has_res else 0, eps, HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None,
+           HAS_BIAS=bias is not None, N=N, RBLOCK=rblock,
+           PARAM_POLICY="l2" if N > WELFORD_PARAMS_PAST_L1_MIN_N else "evict_last", num_warps=warps)
 
 
 def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
@@ -546,8 +506,6 @@ def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optio
     (norm_sm90.row_parts)."""
     M, N = x.shape
     if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > GLUON_MIN_N and is_sm90(x.device.index)):
-        return 0
-    if welford_split(x, residual):
         return 0
     if N > GLUON_MAX_N:
         return norm_sm90.row_parts(x, residual, weight, bias, y, r, True, GLUON_MAX_N)
@@ -575,9 +533,8 @@ def layer_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
         norm_sm90.norm_rows(x, residual, weight, bias, y, r, eps, 0.0, True, num_sms(x.device.index), parts=parts)
         return
     has_res = residual is not None
-    chunks = welford_split(x, residual)
-    if chunks or welford_width(N, has_res, x.element_size()):
-        _launch_welford(x, residual, weight, bias, y, r, eps, chunks)
+    if welford_width(N, has_res, x.element_size()):
+        _launch_welford(x, residual, weight, bias, y, r, eps)
         return
     args = (x, residual if has_res else x, weight if weight is not None else x, bias if bias is not None else x, y,
             r if has_res else y, M, N, x.stride(0), residual.stride(0) if has_res else 0, y.stride(0),

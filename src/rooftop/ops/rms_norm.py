@@ -148,10 +148,6 @@ RELOAD_MAX_BYTES = 131072
 # residual), so that two 32-warp programs share an SM. The whole bf16 row as one tile took 38 at N = 32768 (and ran
 # 0.92x the two tiles).
 RELOAD_TILE_BYTES = 32768
-# 16-bit rows past the reload widths split into the fewest chunks of at most RELOAD_SPLIT_N (0: not split) that
-# divide them, a program each (one an SM past RELOAD_ONE_PROGRAM_MIN_N without a residual), which exchange their
-# sums of squares between the passes (reload_split; NOTES item 247, not yet measured).
-RELOAD_SPLIT_N = 0
 
 
 def looped_config(N: int, quant: bool = False) -> tuple[int, int]:
@@ -208,25 +204,15 @@ def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
 
 
 @triton.jit
-def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, part_ptr, cnt_ptr, M, N, x_stride, res_stride,
-                            y_stride, r_stride, eps, w_offset, G, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
-                            TILE: tl.constexpr, PARTS: tl.constexpr, SPLIT: tl.constexpr, G_POW2: tl.constexpr):
+def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, M, N, x_stride, res_stride, y_stride, r_stride, eps,
+                            w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, TILE: tl.constexpr,
+                            PARTS: tl.constexpr):
     # Row program_id(0), PARTS tiles of TILE (PARTS * TILE >= N). HBM: x (+ residual) read once, y (+ r)
     # written once, as the on-chip kernel; pass 2's loads of the row (and w) are the program's own bytes again,
     # from L1 or L2. Nothing of the row lives across the reduction: each tile is folded into the sum of squares
-    # (pass 1) or stored (pass 2) before the next one's registers are needed. SPLIT: program (row, chunk) =
-    # (p // G, p % G) takes columns [chunk N, (chunk + 1) N) of a row of G N; the chunks exchange their sums of
-    # squares between the passes (4 bytes each).
-    row = tl.program_id(0) // G if SPLIT else tl.program_id(0)
-    x_row, y_row, res_row, src_row = row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, row, x_stride, y_stride,
+    # (pass 1) or stored (pass 2) before the next one's registers are needed.
+    x_row, y_row, res_row, src_row = row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, tl.program_id(0), x_stride, y_stride,
                                                   res_stride, r_stride, HAS_RESIDUAL)
-    if SPLIT:  # this program's chunk of the row (and of w)
-        chunk = tl.program_id(0) % G
-        x_row += chunk * N
-        y_row += chunk * N
-        res_row += chunk * N
-        src_row += chunk * N
-        w_ptr += chunk * N
     cols = tl.arange(0, TILE)
     # pass 1 sums the tiles' squares into one vector, reduced across the program once: no barrier between the
     # tiles, so ptxas issues every tile's loads up front (a reduction a tile put one before each next load: N = 32768
@@ -236,12 +222,7 @@ def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, part_ptr, cnt_p
         offs = part * TILE + cols
         r = load_tile_add_residual(x_row, res_row, src_row, offs, offs < N, HAS_RESIDUAL)
         sum_sq += r * r
-    if SPLIT:
-        sums, _ = exchange_row_stats(part_ptr, cnt_ptr, row, chunk, tl.sum(sum_sq, axis=0), 0.0, 0.0, 0.0, G, G_POW2,
-                                     KEEP_L1=True)
-        rstd = tl.rsqrt(tl.sum(sums, axis=0) / (N * G) + eps)
-    else:
-        rstd = tl.rsqrt(tl.sum(sum_sq, axis=0) / N + eps)
+    rstd = tl.rsqrt(tl.sum(sum_sq, axis=0) / N + eps)
     for part in tl.static_range(PARTS):  # pass 2: the row (r or x) again, y = r rstd (offset + w)
         offs = part * TILE + cols
         y = load_tile_again(src_row, offs, offs < N, "evict_first") * rstd
@@ -382,24 +363,6 @@ def reload_launch(N: int, has_residual: bool) -> dict:
     return dict(num_warps=RELOAD_WARPS, **(dict(maxnreg=64) if one_program else {}))
 
 
-def reload_split(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor], y: torch.Tensor,
-                 r: Optional[torch.Tensor], quant: Optional[str] = None) -> int:
-    """Chunks a row of the [M, N] views splits into on the reload kernel's split path (16-bit rows past the reload
-    widths, not quantized, in the fewest chunks of at most RELOAD_SPLIT_N that divide N in 16-byte multiples, with
-    vectorizing loads), or 0 where it does not run (_support.split_chunks' rule: at most a chunk an SM; off a GPU
-    rows of one chunk)."""
-    N = x.shape[1]
-    has_res = residual is not None
-    if not (RELOAD_SPLIT_N and quant is None and x.element_size() == 2
-            and N > (RELOAD_RESIDUAL_MAX_N if has_res else RELOAD_MAX_N)):
-        return 0
-    chunks = cdiv(N, RELOAD_SPLIT_N)
-    if N % chunks or (N // chunks) % 8 or not rows_vectorize(N, [t for t in (x, residual, y, r) if t is not None],
-                                                              [weight]):
-        return 0
-    return split_chunks(x, N, N // chunks)
-
-
 def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor], y: torch.Tensor,
                 r: Optional[torch.Tensor], quant: Optional[str] = None) -> int:
     """How rms_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views: 0 not at all, 1 whole rows (of the
@@ -407,7 +370,7 @@ def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optio
     QUANT_PART_MAX_N) in P parts (norm_sm90.row_parts)."""
     M, N = x.shape
     if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > (QUANT_GLUON_MIN_N if quant else GLUON_MIN_N)
-            and is_sm90(x.device.index)) or reload_split(x, residual, weight, y, r, quant):
+            and is_sm90(x.device.index)):
         return 0
     if N > GLUON_MAX_N or (quant and N > QUANT_PART_MAX_N):
         parts = norm_sm90.row_parts(x, residual, weight, None, y, r, False, QUANT_PART_MAX_N if quant else GLUON_MAX_N)
@@ -446,15 +409,10 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
             scale if quant else x, M, N, x.stride(0), residual.stride(0) if has_res else 0, y.stride(0),
             r.stride(0) if has_res else 0, eps, offset)
     flags = dict(HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None, QUANT=quant_id, QMAX=qmax)
-    chunks = reload_split(x, residual, weight, y, r, quant)
-    if chunks or reload_width(N, has_res, quant, x.element_size()):
-        width = N // max(chunks, 1)
-        tile = min(triton.next_power_of_2(width), RELOAD_TILE_BYTES // x.element_size())
-        partials, counters = split_workspace(x, M, chunks) if chunks else (x, x)
-        launch(_rms_norm_reload_kernel, (M * max(chunks, 1),), *args[:5], partials, counters, M, width, *args[8:],
-               max(chunks, 1), HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None, TILE=tile, PARTS=cdiv(width, tile),
-               SPLIT=chunks > 0, G_POW2=triton.next_power_of_2(max(chunks, 1)),
-               **reload_launch(width, has_res))
+    if reload_width(N, has_res, quant, x.element_size()):
+        tile = min(triton.next_power_of_2(N), RELOAD_TILE_BYTES // x.element_size())
+        launch(_rms_norm_reload_kernel, (M,), *args[:5], *args[6:], HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None,
+               TILE=tile, PARTS=cdiv(N, tile), **reload_launch(N, has_res))
         return
     if N <= ONCHIP_MAX:
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)

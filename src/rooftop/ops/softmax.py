@@ -53,9 +53,8 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops import _support, softmax_sm90
-from rooftop.ops._support import (as_rows, cdiv, check_float, exchange_row_stats, interpreting, is_sm90, launch,
-                                  normalize_dim, num_sms, onchip_config, planned, rows_vectorize, runs_kernel,
-                                  split_chunks, split_workspace, torch_op)
+from rooftop.ops._support import (as_rows, cdiv, check_float, interpreting, is_sm90, launch, normalize_dim, num_sms,
+                                  onchip_config, planned, rows_vectorize, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -80,10 +79,6 @@ GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach 
 RELOAD_MIN_N, RELOAD_MAX_BYTES = 16384, 98304
 RELOAD_WARPS = 32
 RELOAD_TILE_BYTES = 16384  # a 16-byte load a thread over 32 warps
-# Rows past RELOAD_MAX_BYTES split into the fewest chunks of at most RELOAD_SPLIT_BYTES (0: not split) that divide
-# them, a program each, whose (max, sum) pairs are exchanged between the passes (reload_chunks; NOTES item 246, not
-# yet measured): each chunk at the widths where the kernel ran 95-98% of copy.
-RELOAD_SPLIT_BYTES = 0
 # Contiguous rows past the ring are split into parts of at most this (the widest that leaves room in the ring for
 # the next part). H200, bf16, GPU time, % of copy (logs/h200-2026-12-01-s12/exp-softmax-parts.log, x 2703 / 4220):
 # at 131072 / 262144 / 1048576 parts of 65536 76.2 / 75.0 / 74.0, of 32768 75.8 / 75.2 / 74.3, of 16384 62.7 / 62.0 /
@@ -216,20 +211,17 @@ def _softmax_looped_kernel(x_ptr, y_ptr, M, N, x_row_stride, y_row_stride,
 
 
 @triton.jit
-def _softmax_reload_kernel(x_ptr, y_ptr, part_ptr, cnt_ptr, N, x_row_stride, y_row_stride, G, LOG: tl.constexpr,
-                           TILE: tl.constexpr, PARTS: tl.constexpr, SPLIT: tl.constexpr, G_POW2: tl.constexpr):
+def _softmax_reload_kernel(x_ptr, y_ptr, N, x_row_stride, y_row_stride, LOG: tl.constexpr, TILE: tl.constexpr,
+                           PARTS: tl.constexpr):
     # Row program_id(0) in PARTS tiles of TILE. Pass 1 reads the row from HBM (evict_last); pass 2 reads it again
     # from L1 / L2 (evict_first) and writes it: 2 * N * itemsize bytes of HBM traffic a row. Loading each pass-2
     # tile before the previous tile's store (y may alias x, so the compiler keeps them in order) did not pay
-    # (NOTES item 243: 73.8% against 83.9 at 65536, level to 49152). SPLIT: program (row, chunk) = (p // G, p % G)
-    # takes columns [chunk N, (chunk + 1) N) of a row of G N, and the chunks exchange their (max, sum) between the
-    # passes (8 bytes each).
+    # (NOTES item 243: 73.8% against 83.9 at 65536, level to 49152).
     VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
     GROUPS: tl.constexpr = TILE // VEC
-    row = (tl.program_id(0) // G if SPLIT else tl.program_id(0)).to(tl.int64)
-    chunk = tl.program_id(0) % G if SPLIT else 0
-    x_row = x_ptr + row * x_row_stride + chunk * N
-    y_row = y_ptr + row * y_row_stride + chunk * N
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * x_row_stride
+    y_row = y_ptr + row * y_row_stride
     cols = tl.arange(0, TILE)
     m = tl.full([GROUPS], -float("inf"), tl.float32)
     s = tl.zeros([GROUPS], tl.float32)
@@ -238,9 +230,6 @@ def _softmax_reload_kernel(x_ptr, y_ptr, part_ptr, cnt_ptr, N, x_row_stride, y_r
         x = tl.load(x_row + offs, mask=offs < N, other=-float("inf"), eviction_policy="evict_last")
         m, s = _fold_groups(m, s, tl.reshape(x.to(tl.float32), (GROUPS, VEC)))
     row_max, row_sum = _merge_max_sum(m, s)
-    if SPLIT:
-        row_max, row_sum = _merge_max_sum(*exchange_row_stats(part_ptr, cnt_ptr, row, chunk, row_max, row_sum,
-                                                              -float("inf"), 0.0, G, G_POW2, KEEP_L1=True))
     inv_sum = 1.0 / row_sum
     log_sum = tl.log(row_sum)
     for part in tl.static_range(PARTS):
@@ -297,27 +286,11 @@ def looped_config(N: int) -> tuple[int, int]:
     return 16384, 16 if N <= 65536 else 32
 
 
-def reload_chunks(rows: torch.Tensor, out: torch.Tensor) -> int:
-    """How softmax_rows takes the reload kernel for these [M, N] views (the module docstring): 0 not at all, 1 whole
-    rows, G > 1 rows past RELOAD_MAX_BYTES in G chunks (the fewest of at most RELOAD_SPLIT_BYTES that divide the row
-    in 16-byte multiples; _support.split_chunks' rule: at most a chunk an SM, off a GPU none)."""
-    M, N = rows.shape
-    sms = num_sms(rows.device.index if rows.is_cuda else -1)
-    if not (RELOAD_MIN_N < N and rows_vectorize(N, [rows, out])):
-        return 0
-    if N * rows.element_size() <= RELOAD_MAX_BYTES:
-        return int(M >= sms)
-    if not RELOAD_SPLIT_BYTES:
-        return 0
-    chunks = cdiv(N * rows.element_size(), RELOAD_SPLIT_BYTES)
-    if N % chunks or (N // chunks * rows.element_size()) % 16 or M * chunks < sms:
-        return 0
-    return split_chunks(rows, N, N // chunks)
-
-
 def reload_applies(rows: torch.Tensor, out: torch.Tensor) -> bool:
-    """Whether softmax_rows takes the reload kernel for these [M, N] views (reload_chunks)."""
-    return reload_chunks(rows, out) > 0
+    """Whether softmax_rows takes the reload kernel for these [M, N] views (the module docstring)."""
+    M, N = rows.shape
+    return (RELOAD_MIN_N < N and N * rows.element_size() <= RELOAD_MAX_BYTES
+            and M >= num_sms(rows.device.index if rows.is_cuda else -1) and rows_vectorize(N, [rows, out]))
 
 
 def gluon_parts(rows: torch.Tensor, out: torch.Tensor) -> int:
@@ -349,15 +322,10 @@ def softmax_rows(rows: torch.Tensor, out: torch.Tensor, log: bool) -> None:
     M, N = rows.shape
     if M == 0 or N == 0:
         return
-    chunks = reload_chunks(rows, out)
-    if chunks:
+    if reload_applies(rows, out):
         tile = RELOAD_TILE_BYTES // rows.element_size()
-        width = N // chunks
-        split = N * rows.element_size() > RELOAD_MAX_BYTES  # (off a GPU, rows of one chunk: the tests)
-        partials, counters = split_workspace(rows, M, chunks) if split else (rows, rows)
-        launch(_softmax_reload_kernel, (M * chunks,), rows, out, partials, counters, width, rows.stride(0),
-               out.stride(0), chunks, LOG=log, TILE=tile, PARTS=cdiv(width, tile), SPLIT=split,
-               G_POW2=triton.next_power_of_2(chunks), num_warps=RELOAD_WARPS)
+        launch(_softmax_reload_kernel, (M,), rows, out, N, rows.stride(0), out.stride(0), LOG=log, TILE=tile,
+               PARTS=cdiv(N, tile), num_warps=RELOAD_WARPS)
         return
     parts = gluon_parts(rows, out)
     if parts:
