@@ -1,20 +1,27 @@
-"""Experiment: LayerNorm's wide rows (no residual) as RMSNorm's reload kernel runs them, on the H200, bf16,
+"""Experiment: what holds LayerNorm's wide rows (no residual) below RMSNorm's reload kernel, on the H200, bf16,
 M * N = 2^27, GPU time (graph replay, L2 flushed), % of a same-run copy.
 
-Why: at 65536 RMSNorm's reload kernel runs 96.7% of copy (one program an SM, the row kept in L1), LayerNorm's
-Welford kernel 71-81% however launched (session 38, NOTES items 244, 246) and the Gluon ring 85%. The two differ in
-pass 1: RMSNorm folds each tile into one running sum (an FMA a value, every tile's loads issued up front), Welford
-into each lane's (mean, M2): a chain of four dependent operations a tile through the running mean, and a reciprocal.
-This kernel keeps Welford's robustness without the chain: lane l shifts its values by its own first one, x0_l (the
-first tile's value in its column), and sums d = x - x0_l and d^2 (two FMAs a value, no dependency on a running mean);
-after the row each lane's (n, mean - s, M2) = (n, x0_l - s + S1 / n, S2 - S1^2 / n), s the row's first value, merge by
-Chan's formula in one reduction (layer_norm._chan_merge) as the Welford kernel's lanes do. A lane's cancellation in
-S2 - S1^2 / n is bounded by its count (n (x0_l - mean_l)^2 <= (n - 1) M2_l): at most 8 values a lane at 65536 in
-8192-wide tiles, so the statistics keep fp32 precision for any row (the Welford kernel's bound), unlike sums shifted
-by one value for the whole row (a first value far from the rest: Gluon's path shifts by the first chunk's mean).
-Pass 2 as the Welford kernel's: y = ((x - s) rstd - centre) w + b, w and b past L1 ("l2") or through it.
-Prediction: >= 90% of copy at 49152-65536 with one program an SM (maxnreg=64), >= 93% at 32768-40960 with two.
-Variants: the library; "sums" (two programs an SM), "sums_r64" (one), each with w and b through L1 ("_l1") or past it.
+At 65536 RMSNorm's reload kernel (one program an SM, the row kept in L1 between the passes) runs 94-96% of copy;
+LayerNorm in the same shape 73-81% (session 39, call a: "lane-shifted sums" with Chan's merge across the program;
+the library's Gluon ring 84.5). The two kernels differ in
+(1) the reduction between the passes: RMSNorm one tl.sum; the lane-shifted sums one tl.reduce of (n, mean, M2)
+    through Chan's merge (a division a step, three values through shared memory). With one program an SM nothing
+    overlaps it: the SM's DRAM traffic stops for its whole latency, every row;
+(2) the parameters: LayerNorm's pass 2 reads w and b (2 x 128 KB a row at 65536) from L2 or L1, RMSNorm's only w.
+The variants (each with every tile's loads issued up front):
+- "library": rooftop.layer_norm; "library_bare": without weight and bias (what the parameters cost the library);
+- "chan": the lane-shifted sums merged by Chan's formula (call a's kernel), w and b past L1;
+- "sums": the same lanes (each shifted by its own first value, sums of d and d^2: a lane's (mean, M2) exact to fp32
+  whatever the row), merged by one tl.reduce of three plain sums instead: with s the mean of column 0's values
+  (a scalar each thread loads), A = sum_l (m_l - s), B = sum_l (m_l - s)^2, C = sum_l M2_l over the TILE lanes of
+  PARTS values each, mean = s + A / TILE and M2 = C + PARTS (B - A^2 / TILE). The cancellation in B - A^2 / TILE is
+  bounded by (s - mean)^2 <= M2 / PARTS (s a mean of PARTS of the row's values): relative error <= eps * N / PARTS;
+- "sums_bare": the same without w and b; "sums_xl2": x past L1 in both passes (ld.cg: pass 2 re-reads it from L2),
+  w and b kept in L1 (evict_last): L2 reads 2 instead of 3 row-sizes a row;
+- "welford49k" (at 49152 only): the library with its Welford kernel's wide rows to 65536 (two programs an SM, 192 KB
+  of rows in L1).
+Programs: two an SM (uncapped registers) to 40960, one (maxnreg=64) past it, as RMSNorm's reload kernel.
+Predicted: if (1) holds, "sums" >= 90% at 49152-65536; if (2), "sums_bare" well above "sums" and "sums_xl2" between.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_ln_sums.py OUT_DIR [--widths 32768,65536]
 (prints a table last, writes exp-ln-sums.json)
 """
@@ -29,51 +36,72 @@ import triton
 import triton.language as tl
 
 import rooftop
-from exp_norm_reload import ELEMENTS, copy_bandwidth, measured
+from exp_norm_reload import ELEMENTS, copy_bandwidth, measured, patched
 from rooftop.ops import layer_norm as ln
 from rooftop.ops._support import launch, load_tile_again
 from rooftop.ops.layer_norm import _chan_merge
 
-TILE, WARPS = 8192, 32
+TILE, WARPS, ONE_PROGRAM_MIN_N = 8192, 32, 40960
+
+
+@triton.jit
+def _add3(a0, b0, c0, a1, b1, c1):
+    return a0 + a1, b0 + b1, c0 + c1
 
 
 @triton.jit
 def _ln_sums_reload_kernel(x_ptr, w_ptr, b_ptr, y_ptr, x_stride, y_stride, eps, N: tl.constexpr, TILE: tl.constexpr,
+                           CHAN: tl.constexpr, HAS_PARAMS: tl.constexpr, X_POLICY: tl.constexpr,
                            PARAM_POLICY: tl.constexpr):
     # Row program_id(0), N a multiple of TILE. HBM: x read once, y written once; pass 2 re-reads x from L1 / L2.
     tl.static_assert(N % TILE == 0)
     PARTS: tl.constexpr = N // TILE
+    X_FIRST: tl.constexpr = "evict_last" if X_POLICY == "l1" else "l2"
+    X_AGAIN: tl.constexpr = "evict_first" if X_POLICY == "l1" else "l2"
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * x_stride
     y_row = y_ptr + row * y_stride
     cols = tl.arange(0, TILE)
-    shift = tl.load(x_row).to(tl.float32)  # s: the row's first value
-    first = tl.load(x_row + cols, eviction_policy="evict_last").to(tl.float32)  # x0_l, the lane's shift
+    first = load_tile_again(x_row, cols, None, X_FIRST)  # x0_l, the lane's shift
     s1 = tl.zeros([TILE], tl.float32)
     s2 = tl.zeros([TILE], tl.float32)
     for part in tl.static_range(1, PARTS):  # no reduction across the program: every tile's loads up front
-        d = tl.load(x_row + part * TILE + cols, eviction_policy="evict_last").to(tl.float32) - first
+        d = load_tile_again(x_row, part * TILE + cols, None, X_FIRST) - first
         s1 += d
         s2 += d * d
-    count = tl.full([TILE], PARTS, tl.float32)
-    lane_mean = (first - shift) + s1 / PARTS  # of x - s
     lane_m2 = tl.maximum(s2 - s1 * s1 / PARTS, 0.0)
-    _, row_mean, row_m2 = tl.reduce((count, lane_mean, lane_m2), 0, _chan_merge)
+    if CHAN:
+        shift = tl.load(x_row).to(tl.float32)
+        lane_mean = (first - shift) + s1 / PARTS  # of x - shift
+        count = tl.full([TILE], PARTS, tl.float32)
+        _, row_mean, row_m2 = tl.reduce((count, lane_mean, lane_m2), 0, _chan_merge)
+        mean = shift + row_mean
+    else:
+        shift = 0.0  # column 0's mean: a mean of PARTS of the row's values, so (shift - mean)^2 <= M2 / PARTS
+        for part in tl.static_range(PARTS):
+            shift += tl.load(x_row + part * TILE).to(tl.float32)
+        shift = shift / PARTS
+        lane_dev = (first - shift) + s1 / PARTS  # m_l - shift
+        a, b, c = tl.reduce((lane_dev, lane_dev * lane_dev, lane_m2), 0, _add3)
+        mean = shift + a / TILE
+        row_m2 = c + PARTS * tl.maximum(b - a * a / TILE, 0.0)
     rstd = tl.rsqrt(row_m2 / N + eps)
-    centre = row_mean * rstd
-    for part in tl.static_range(PARTS):  # pass 2: y = ((x - s) rstd - centre) w + b
+    for part in tl.static_range(PARTS):  # pass 2: y = (x - mean) rstd w + b
         offs = part * TILE + cols
-        x = load_tile_again(x_row, offs, None, "evict_first")
-        y = ((x - shift) * rstd - centre) * load_tile_again(w_ptr, offs, None, PARAM_POLICY)
-        y += load_tile_again(b_ptr, offs, None, PARAM_POLICY)
+        y = (load_tile_again(x_row, offs, None, X_AGAIN) - mean) * rstd
+        if HAS_PARAMS:
+            y = y * load_tile_again(w_ptr, offs, None, PARAM_POLICY) + load_tile_again(b_ptr, offs, None, PARAM_POLICY)
         tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty))
 
 
-def sums_layer_norm(x, w, b, policy: str, maxnreg):
-    """y = layer_norm(x, w, b) of the [M, N] rows x through the experiment's kernel."""
+def sums_layer_norm(x, w, b, chan: bool, x_policy: str = "l1", param_policy: str = "l2"):
+    """y = layer_norm(x, w, b) of the [M, N] rows x through the experiment's kernel (w, b None: both left out)."""
     y = torch.empty_like(x)
-    launch(_ln_sums_reload_kernel, (x.shape[0],), x, w, b, y, x.stride(0), y.stride(0), 1e-5, N=x.shape[1],
-           TILE=TILE, PARAM_POLICY=policy, num_warps=WARPS, **({"maxnreg": maxnreg} if maxnreg else {}))
+    N = x.shape[1]
+    one_program = dict(maxnreg=64) if N > ONE_PROGRAM_MIN_N else {}
+    launch(_ln_sums_reload_kernel, (x.shape[0],), x, w if w is not None else x, b if b is not None else x, y,
+           x.stride(0), y.stride(0), 1e-5, N=N, TILE=TILE, CHAN=chan, HAS_PARAMS=w is not None, X_POLICY=x_policy,
+           PARAM_POLICY=param_policy, num_warps=WARPS, **one_program)
     return y
 
 
@@ -90,13 +118,20 @@ def main() -> None:
         # rows centred on 1e4 (bf16 values 64 apart there): the statistics must keep the spread
         x = (1e4 + 64 * torch.randn(ELEMENTS // N, N, device="cuda")).to(torch.bfloat16)
         w, b = torch.randn(N, device="cuda", dtype=x.dtype), torch.randn(N, device="cuda", dtype=x.dtype)
-        ref = ln.layer_norm_eager(x, w, b)
-        rows.append(measured("layer_norm", N, "library", lambda: rooftop.layer_norm(x, w, b), ref, 2 * x.nbytes,
-                             copy_gbps))
-        for name, maxnreg in (("sums", None), ("sums_r64", 64)):
-            for suffix, policy in (("", "l2"), ("_l1", "evict_last")):
-                run = (lambda p=policy, m=maxnreg: sums_layer_norm(x, w, b, p, m))
-                rows.append(measured("layer_norm", N, name + suffix, run, ref, 2 * x.nbytes, copy_gbps))
+        ref, bare = ln.layer_norm_eager(x, w, b), ln.layer_norm_eager(x, None, None)
+
+        def timed(name, run, reference):
+            rows.append(measured("layer_norm", N, name, run, reference, 2 * x.nbytes, copy_gbps))
+
+        timed("library", lambda: rooftop.layer_norm(x, w, b), ref)
+        timed("library_bare", lambda: rooftop.layer_norm(x, None, None), bare)
+        if N == 49152:
+            with patched(ln, WELFORD_WIDE_MAX_N=65536):
+                timed("welford49k", lambda: rooftop.layer_norm(x, w, b), ref)
+        timed("chan", lambda: sums_layer_norm(x, w, b, True), ref)
+        timed("sums", lambda: sums_layer_norm(x, w, b, False), ref)
+        timed("sums_bare", lambda: sums_layer_norm(x, None, None, False), bare)
+        timed("sums_xl2", lambda: sums_layer_norm(x, w, b, False, "l2", "evict_last"), ref)
         (out / "exp-ln-sums.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows), indent=1))
     print(f"\ncopy {copy_gbps:.0f} GB/s; % of copy (GPU time), bf16, M * N = 2^27 (err: relative, against eager)")
     for N in map(int, args.widths.split(",")):
