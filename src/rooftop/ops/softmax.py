@@ -27,8 +27,9 @@ Which path runs (N = row width, in elements):
   tiles of RELOAD_TILE_BYTES (one 16-byte load a thread), nothing of the row kept across the passes. Pass 1 loads
   every tile (evict_last) and folds it into a (max, sum) per 16-byte group, merged across the program once after the
   last tile: no barrier between the tiles, so all their loads issue up front. Pass 2 loads the row again
-  (evict_first: from L1 or L2, the program's own bytes of a moment ago) and writes y. HBM traffic:
-  2 * M * N * itemsize.
+  (evict_first: from L1 or L2, the program's own bytes of a moment ago) and writes y. Rows past
+  RELOAD_ONE_PROGRAM_MIN_BYTES run one program an SM (maxnreg=64), so that the row (up to 128 KB) stays in the SM's
+  L1 between the passes, where two programs' rows did not. HBM traffic: 2 * M * N * itemsize.
 - N <= ONCHIP_MAX: the row sits in registers. One program takes BLOCK_M whole rows, reads them once,
   writes them once. Traffic: 2 * M * N * itemsize.
 - N > ONCHIP_MAX and enough rows to fill the GPU: one program per row (persistent: the grid is a
@@ -75,8 +76,12 @@ GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach 
 #   65536 89.3 / 74.2 / 75.6 / 71.5 (two programs' rows, 256 KB, no longer stay in L1 between the passes).
 # Call b, library / reload off: bf16 20480 93.6 / 84.9, 40960 98.4 / 90.4, 57344 (112 KB, not taken) 90.1 / 90.0
 # (the kernel stretched 90.5); fp32 20480 100.9 / 90.3, 24576 99.6 / 96.3. One program an SM (maxnreg=64, the row
-# kept in L1) lost: 70.5% at 65536 (call f).
-RELOAD_MIN_N, RELOAD_MAX_BYTES = 16384, 98304
+# kept in L1) lost: 70.5% at 65536 (call f). Session 39 (logs/h200-2026-12-03-s39/call-f, benchmarks/
+# exp_softmax_mufu.py; its kernel is this one without masks, N a multiple of TILE): at 65536 92.2% with one program an
+# SM, 89.0 with two, the library (Gluon) 88.9; at 49152 85.4 / 96.0 / 95.6. Rows past RELOAD_ONE_PROGRAM_MIN_BYTES
+# run one program an SM (maxnreg=64 over 32 warps fills the register file): the row stays in L1 between the passes.
+RELOAD_MIN_N, RELOAD_MAX_BYTES = 16384, 131072
+RELOAD_ONE_PROGRAM_MIN_BYTES = 98304
 RELOAD_WARPS = 32
 RELOAD_TILE_BYTES = 16384  # a 16-byte load a thread over 32 warps
 # Contiguous rows past the ring are split into parts of at most this (the widest that leaves room in the ring for
@@ -212,11 +217,11 @@ def _softmax_looped_kernel(x_ptr, y_ptr, M, N, x_row_stride, y_row_stride,
 
 @triton.jit
 def _softmax_reload_kernel(x_ptr, y_ptr, N, x_row_stride, y_row_stride, LOG: tl.constexpr, TILE: tl.constexpr,
-                           PARTS: tl.constexpr):
-    # Row program_id(0) in PARTS tiles of TILE. Pass 1 reads the row from HBM (evict_last); pass 2 reads it again
-    # from L1 / L2 (evict_first) and writes it: 2 * N * itemsize bytes of HBM traffic a row. Loading each pass-2
-    # tile before the previous tile's store (y may alias x, so the compiler keeps them in order) did not pay
-    # (NOTES item 243: 73.8% against 83.9 at 65536, level to 49152).
+                           PARTS: tl.constexpr, EVEN: tl.constexpr):
+    # Row program_id(0) in PARTS tiles of TILE (EVEN: N = PARTS * TILE, no masks). Pass 1 reads the row from HBM
+    # (evict_last); pass 2 reads it again from L1 / L2 (evict_first) and writes it: 2 * N * itemsize bytes of HBM
+    # traffic a row. Loading each pass-2 tile before the previous tile's store (y may alias x, so the compiler keeps
+    # them in order) did not pay (NOTES item 243: 73.8% against 83.9 at 65536, level to 49152).
     VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
     GROUPS: tl.constexpr = TILE // VEC
     row = tl.program_id(0).to(tl.int64)
@@ -227,16 +232,25 @@ def _softmax_reload_kernel(x_ptr, y_ptr, N, x_row_stride, y_row_stride, LOG: tl.
     s = tl.zeros([GROUPS], tl.float32)
     for part in tl.static_range(PARTS):  # no reduction across the program here: every tile's loads issue up front
         offs = part * TILE + cols
-        x = tl.load(x_row + offs, mask=offs < N, other=-float("inf"), eviction_policy="evict_last")
+        if EVEN:
+            x = tl.load(x_row + offs, eviction_policy="evict_last")
+        else:
+            x = tl.load(x_row + offs, mask=offs < N, other=-float("inf"), eviction_policy="evict_last")
         m, s = _fold_groups(m, s, tl.reshape(x.to(tl.float32), (GROUPS, VEC)))
     row_max, row_sum = _merge_max_sum(m, s)
     inv_sum = 1.0 / row_sum
     log_sum = tl.log(row_sum)
     for part in tl.static_range(PARTS):
         offs = part * TILE + cols
-        x = tl.load(x_row + offs, mask=offs < N, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        if EVEN:
+            x = tl.load(x_row + offs, eviction_policy="evict_first").to(tl.float32)
+        else:
+            x = tl.load(x_row + offs, mask=offs < N, other=0.0, eviction_policy="evict_first").to(tl.float32)
         y = x - row_max - log_sum if LOG else _exp(x - row_max) * inv_sum
-        tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty), mask=offs < N)
+        if EVEN:
+            tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty))
+        else:
+            tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty), mask=offs < N)
 
 
 @triton.jit
@@ -293,6 +307,13 @@ def reload_applies(rows: torch.Tensor, out: torch.Tensor) -> bool:
             and M >= num_sms(rows.device.index if rows.is_cuda else -1) and rows_vectorize(N, [rows, out]))
 
 
+def reload_launch(row_bytes: int) -> dict:
+    """The reload kernel's launch options for rows of `row_bytes`: RELOAD_WARPS warps, one program an SM (maxnreg=64)
+    past RELOAD_ONE_PROGRAM_MIN_BYTES."""
+    one_program = row_bytes > RELOAD_ONE_PROGRAM_MIN_BYTES
+    return dict(num_warps=RELOAD_WARPS, **(dict(maxnreg=64) if one_program else {}))
+
+
 def gluon_parts(rows: torch.Tensor, out: torch.Tensor) -> int:
     """How the Gluon path (softmax_sm90) takes these [M, N] views: 0 not at all, 1 whole rows, P > 1 each row
     split into P parts of at most PART_MAX_N (rows past the ring, contiguous, N a multiple of 8 P; the parts
@@ -325,7 +346,7 @@ def softmax_rows(rows: torch.Tensor, out: torch.Tensor, log: bool) -> None:
     if reload_applies(rows, out):
         tile = RELOAD_TILE_BYTES // rows.element_size()
         launch(_softmax_reload_kernel, (M,), rows, out, N, rows.stride(0), out.stride(0), LOG=log, TILE=tile,
-               PARTS=cdiv(N, tile), num_warps=RELOAD_WARPS)
+               PARTS=cdiv(N, tile), EVEN=N % tile == 0, **reload_launch(N * rows.element_size()))
         return
     parts = gluon_parts(rows, out)
     if parts:
