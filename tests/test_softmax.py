@@ -382,10 +382,11 @@ def test_gpu_gluon_dispatch(monkeypatch):
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("N, dtype", [(16384 + 16, torch.bfloat16), (24576, torch.float16), (32768, torch.bfloat16),
                                       (40960 + 16, torch.bfloat16), (49152, torch.bfloat16), (24576, torch.float32),
-                                      (57344 + 16, torch.bfloat16), (65536, torch.float16), (32768, torch.float32)])
+                                      (57344, torch.bfloat16), (57344 + 16, torch.bfloat16), (65536, torch.float16),
+                                      (32768, torch.float32)])
 def test_gpu_reload_matches_torch(N, dtype, log, monkeypatch):
-    """The reload kernel at its widths (tiles whole, the last masked; one program an SM past 96 KB rows; fp32 at its
-    widest), with torch's special values in a few rows."""
+    """The reload kernel at its widths (tiles whole, the last masked; one program an SM past 112 KB rows; fp32 at
+    its widest), with torch's special values in a few rows."""
     launched = spy_launches(monkeypatch, softmax_mod)
     inf, nan = float("inf"), float("nan")
     x = torch.randn(_gluon_rows(), N, device="cuda", dtype=dtype) * 4

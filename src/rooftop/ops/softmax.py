@@ -76,12 +76,14 @@ GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach 
 #   65536 89.3 / 74.2 / 75.6 / 71.5 (two programs' rows, 256 KB, no longer stay in L1 between the passes).
 # Call b, library / reload off: bf16 20480 93.6 / 84.9, 40960 98.4 / 90.4, 57344 (112 KB, not taken) 90.1 / 90.0
 # (the kernel stretched 90.5); fp32 20480 100.9 / 90.3, 24576 99.6 / 96.3. One program an SM (maxnreg=64, the row
-# kept in L1) lost: 70.5% at 65536 (call f). Session 39 (logs/h200-2026-12-03-s39/call-f, benchmarks/
-# exp_softmax_mufu.py; its kernel is this one without masks, N a multiple of TILE): at 65536 92.2% with one program an
-# SM, 89.0 with two, the library (Gluon) 88.9; at 49152 85.4 / 96.0 / 95.6. Rows past RELOAD_ONE_PROGRAM_MIN_BYTES
-# run one program an SM (maxnreg=64 over 32 warps fills the register file): the row stays in L1 between the passes.
+# kept in L1) lost: 70.5% at 65536 (call f). Session 39 (logs/h200-2026-12-03-s39/call-f..g, benchmarks/
+# exp_softmax_mufu.py; its kernel is this one without masks, N a multiple of TILE), one program an SM / two / the
+# library: 49152 85.4 / 96.0 / 95.6 (reload, two), 57344 89.3 / 91.9 / 89.2 (reload, one), 65536 92.2 / 89.0-89.4 /
+# 88.9 (Gluon; 92.1 with the reload kernel, one). Rows past RELOAD_ONE_PROGRAM_MIN_BYTES run one program an SM
+# (maxnreg=64 over 32 warps fills the register file): the row stays in L1 between the passes. fp32 at 32768 (128 KB
+# rows, one program) 101.4% against 98.6 before (the persistent looped kernel).
 RELOAD_MIN_N, RELOAD_MAX_BYTES = 16384, 131072
-RELOAD_ONE_PROGRAM_MIN_BYTES = 98304
+RELOAD_ONE_PROGRAM_MIN_BYTES = 114688
 RELOAD_WARPS = 32
 RELOAD_TILE_BYTES = 16384  # a 16-byte load a thread over 32 warps
 # Contiguous rows past the ring are split into parts of at most this (the widest that leaves room in the ring for
