@@ -220,10 +220,12 @@ def _softmax_looped_kernel(x_ptr, y_ptr, M, N, x_row_stride, y_row_stride,
 @triton.jit
 def _softmax_reload_kernel(x_ptr, y_ptr, N, x_row_stride, y_row_stride, LOG: tl.constexpr, TILE: tl.constexpr,
                            PARTS: tl.constexpr, EVEN: tl.constexpr):
-    # Row program_id(0) in PARTS tiles of TILE (EVEN: N = PARTS * TILE, no masks). Pass 1 reads the row from HBM
-    # (evict_last); pass 2 reads it again from L1 / L2 (evict_first) and writes it: 2 * N * itemsize bytes of HBM
-    # traffic a row. Loading each pass-2 tile before the previous tile's store (y may alias x, so the compiler keeps
-    # them in order) did not pay (NOTES item 243: 73.8% against 83.9 at 65536, level to 49152).
+    # Row program_id(0) in PARTS tiles of TILE, all whole but the last unless EVEN (N = PARTS * TILE): masks on the
+    # last tile only (with one program an SM masks on every tile ran 70.4% of copy at 65536 against 91.7 without,
+    # H200, session 39, NOTES item 258). Pass 1 reads the row from HBM (evict_last); pass 2 reads it again from L1 /
+    # L2 (evict_first) and writes it: 2 * N * itemsize bytes of HBM traffic a row. Loading each pass-2 tile before
+    # the previous tile's store (y may alias x, so the compiler keeps them in order) did not pay (NOTES item 243:
+    # 73.8% against 83.9 at 65536, level to 49152).
     VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
     GROUPS: tl.constexpr = TILE // VEC
     row = tl.program_id(0).to(tl.int64)
@@ -234,7 +236,7 @@ def _softmax_reload_kernel(x_ptr, y_ptr, N, x_row_stride, y_row_stride, LOG: tl.
     s = tl.zeros([GROUPS], tl.float32)
     for part in tl.static_range(PARTS):  # no reduction across the program here: every tile's loads issue up front
         offs = part * TILE + cols
-        if EVEN:
+        if EVEN or part < PARTS - 1:
             x = tl.load(x_row + offs, eviction_policy="evict_last")
         else:
             x = tl.load(x_row + offs, mask=offs < N, other=-float("inf"), eviction_policy="evict_last")
@@ -244,12 +246,12 @@ def _softmax_reload_kernel(x_ptr, y_ptr, N, x_row_stride, y_row_stride, LOG: tl.
     log_sum = tl.log(row_sum)
     for part in tl.static_range(PARTS):
         offs = part * TILE + cols
-        if EVEN:
+        if EVEN or part < PARTS - 1:
             x = tl.load(x_row + offs, eviction_policy="evict_first").to(tl.float32)
         else:
             x = tl.load(x_row + offs, mask=offs < N, other=0.0, eviction_policy="evict_first").to(tl.float32)
         y = x - row_max - log_sum if LOG else _exp(x - row_max) * inv_sum
-        if EVEN:
+        if EVEN or part < PARTS - 1:
             tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty))
         else:
             tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty), mask=offs < N)
