@@ -131,7 +131,7 @@ def _small_reload(monkeypatch) -> list:
     x, 128 of fp32); the kernels launched from now on."""
     monkeypatch.setattr(softmax_mod, "RELOAD_MIN_N", 128)
     monkeypatch.setattr(softmax_mod, "RELOAD_TILE_BYTES", 512)
-    monkeypatch.setattr(softmax_mod, "RELOAD_ONE_PROGRAM_MIN_BYTES", 1024)  # 16-bit rows past 512 wide: maxnreg
+    monkeypatch.setattr(softmax_mod, "RELOAD_ONE_PROGRAM_MIN_BYTES", 512)  # rows of whole tiles past 512 B: maxnreg
     return spy_launches(monkeypatch, softmax_mod)
 
 
@@ -149,9 +149,10 @@ def test_reload_applies():
     assert not takes(torch.empty(7, most, dtype=torch.bfloat16))  # fewer rows than SMs
     assert not takes(torch.empty(8, 32768 + 8, dtype=torch.bfloat16))  # N not a multiple of 16
     assert not takes(torch.empty(8, 32768 + 16, dtype=torch.bfloat16)[:, 8:])  # base not 16-byte aligned
-    one = softmax_mod.RELOAD_ONE_PROGRAM_MIN_BYTES  # one program an SM for rows of more bytes
-    assert softmax_mod.reload_launch(one + 32) == dict(num_warps=softmax_mod.RELOAD_WARPS, maxnreg=64)
-    assert "maxnreg" not in softmax_mod.reload_launch(one)
+    one = softmax_mod.RELOAD_ONE_PROGRAM_MIN_BYTES  # one program an SM for rows of more bytes in whole tiles
+    assert softmax_mod.reload_launch(one + 32, True) == dict(num_warps=softmax_mod.RELOAD_WARPS, maxnreg=64)
+    assert "maxnreg" not in softmax_mod.reload_launch(one, True)
+    assert "maxnreg" not in softmax_mod.reload_launch(one + 32, False)
 
 
 @pytest.mark.parametrize("log", [False, True])
@@ -385,8 +386,8 @@ def test_gpu_gluon_dispatch(monkeypatch):
                                       (57344, torch.bfloat16), (57344 + 16, torch.bfloat16), (65536, torch.float16),
                                       (32768, torch.float32)])
 def test_gpu_reload_matches_torch(N, dtype, log, monkeypatch):
-    """The reload kernel at its widths (tiles whole, the last masked; one program an SM past 112 KB rows; fp32 at
-    its widest), with torch's special values in a few rows."""
+    """The reload kernel at its widths (tiles whole, the last masked; one program an SM past 112 KB rows of whole
+    tiles; fp32 at its widest), with torch's special values in a few rows."""
     launched = spy_launches(monkeypatch, softmax_mod)
     inf, nan = float("inf"), float("nan")
     x = torch.randn(_gluon_rows(), N, device="cuda", dtype=dtype) * 4

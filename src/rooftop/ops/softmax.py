@@ -27,9 +27,10 @@ Which path runs (N = row width, in elements):
   tiles of RELOAD_TILE_BYTES (one 16-byte load a thread), nothing of the row kept across the passes. Pass 1 loads
   every tile (evict_last) and folds it into a (max, sum) per 16-byte group, merged across the program once after the
   last tile: no barrier between the tiles, so all their loads issue up front. Pass 2 loads the row again
-  (evict_first: from L1 or L2, the program's own bytes of a moment ago) and writes y. Rows past
+  (evict_first: from L1 or L2, the program's own bytes of a moment ago) and writes y. Rows of whole tiles past
   RELOAD_ONE_PROGRAM_MIN_BYTES run one program an SM (maxnreg=64), so that the row (up to 128 KB) stays in the SM's
-  L1 between the passes, where two programs' rows did not. HBM traffic: 2 * M * N * itemsize.
+  L1 between the passes, where two programs' rows did not. Only the last tile is masked. HBM traffic:
+  2 * M * N * itemsize.
 - N <= ONCHIP_MAX: the row sits in registers. One program takes BLOCK_M whole rows, reads them once,
   writes them once. Traffic: 2 * M * N * itemsize.
 - N > ONCHIP_MAX and enough rows to fill the GPU: one program per row (persistent: the grid is a
@@ -79,9 +80,10 @@ GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach 
 # kept in L1) lost: 70.5% at 65536 (call f). Session 39 (logs/h200-2026-12-03-s39/call-f..g, benchmarks/
 # exp_softmax_mufu.py; its kernel is this one without masks, N a multiple of TILE), one program an SM / two / the
 # library: 49152 85.4 / 96.0 / 95.6 (reload, two), 57344 89.3 / 91.9 / 89.2 (reload, one), 65536 92.2 / 89.0-89.4 /
-# 88.9 (Gluon; 92.1 with the reload kernel, one). Rows past RELOAD_ONE_PROGRAM_MIN_BYTES run one program an SM
-# (maxnreg=64 over 32 warps fills the register file): the row stays in L1 between the passes. fp32 at 32768 (128 KB
-# rows, one program) 101.4% against 98.6 before (the persistent looped kernel).
+# 88.9 (Gluon; 92.1 with the reload kernel, one). Rows of whole tiles past RELOAD_ONE_PROGRAM_MIN_BYTES run one
+# program an SM (maxnreg=64 over 32 warps fills the register file): the row stays in L1 between the passes. fp32 at
+# 32768 (128 KB rows, one program) 101.4% against 98.6 before (the persistent looped kernel). With a partial last
+# tile two programs win (call i, one / two / Gluon): 57360 82.3 / 87.2 / 84.5, 61440 88.2 / 90.0 / 87.9.
 RELOAD_MIN_N, RELOAD_MAX_BYTES = 16384, 131072
 RELOAD_ONE_PROGRAM_MIN_BYTES = 114688
 RELOAD_WARPS = 32
@@ -311,10 +313,10 @@ def reload_applies(rows: torch.Tensor, out: torch.Tensor) -> bool:
             and M >= num_sms(rows.device.index if rows.is_cuda else -1) and rows_vectorize(N, [rows, out]))
 
 
-def reload_launch(row_bytes: int) -> dict:
-    """The reload kernel's launch options for rows of `row_bytes`: RELOAD_WARPS warps, one program an SM (maxnreg=64)
-    past RELOAD_ONE_PROGRAM_MIN_BYTES."""
-    one_program = row_bytes > RELOAD_ONE_PROGRAM_MIN_BYTES
+def reload_launch(row_bytes: int, even: bool) -> dict:
+    """The reload kernel's launch options for rows of `row_bytes` (`even`: whole tiles): RELOAD_WARPS warps, one
+    program an SM (maxnreg=64) for rows of whole tiles past RELOAD_ONE_PROGRAM_MIN_BYTES."""
+    one_program = even and row_bytes > RELOAD_ONE_PROGRAM_MIN_BYTES
     return dict(num_warps=RELOAD_WARPS, **(dict(maxnreg=64) if one_program else {}))
 
 
@@ -350,7 +352,7 @@ def softmax_rows(rows: torch.Tensor, out: torch.Tensor, log: bool) -> None:
     if reload_applies(rows, out):
         tile = RELOAD_TILE_BYTES // rows.element_size()
         launch(_softmax_reload_kernel, (M,), rows, out, N, rows.stride(0), out.stride(0), LOG=log, TILE=tile,
-               PARTS=cdiv(N, tile), EVEN=N % tile == 0, **reload_launch(N * rows.element_size()))
+               PARTS=cdiv(N, tile), EVEN=N % tile == 0, **reload_launch(N * rows.element_size(), N % tile == 0))
         return
     parts = gluon_parts(rows, out)
     if parts:
