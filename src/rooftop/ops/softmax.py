@@ -77,8 +77,8 @@ GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach 
 #   65536 89.3 / 74.2 / 75.6 / 71.5 (two programs' rows, 256 KB, no longer stay in L1 between the passes).
 # Call b, library / reload off: bf16 20480 93.6 / 84.9, 40960 98.4 / 90.4, 57344 (112 KB, not taken) 90.1 / 90.0
 # (the kernel stretched 90.5); fp32 20480 100.9 / 90.3, 24576 99.6 / 96.3. One program an SM (maxnreg=64, the row
-# kept in L1) lost: 70.5% at 65536 (call f). Session 39 (logs/h200-2026-12-03-s39/call-f..g, benchmarks/
-# exp_softmax_mufu.py; its kernel is this one without masks, N a multiple of TILE), one program an SM / two / the
+# kept in L1) lost: 70.5% at 65536 (call f): the masks (NOTES item 258). Session 39 (logs/h200-2026-12-03-s39/
+# call-f..i; benchmarks/exp_softmax_mufu.py in git history: this kernel without masks), one program an SM / two / the
 # library: 49152 85.4 / 96.0 / 95.6 (reload, two), 57344 89.3 / 91.9 / 89.2 (reload, one), 65536 92.2 / 89.0-89.4 /
 # 88.9 (Gluon; 92.1 with the reload kernel, one). Rows of whole tiles past RELOAD_ONE_PROGRAM_MIN_BYTES run one
 # program an SM (maxnreg=64 over 32 warps fills the register file): the row stays in L1 between the passes. fp32 at
