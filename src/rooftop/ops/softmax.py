@@ -351,8 +351,9 @@ def softmax_rows(rows: torch.Tensor, out: torch.Tensor, log: bool) -> None:
         return
     if reload_applies(rows, out):
         tile = RELOAD_TILE_BYTES // rows.element_size()
+        even = N % tile == 0
         launch(_softmax_reload_kernel, (M,), rows, out, N, rows.stride(0), out.stride(0), LOG=log, TILE=tile,
-               PARTS=cdiv(N, tile), EVEN=N % tile == 0, **reload_launch(N * rows.element_size(), N % tile == 0))
+               PARTS=cdiv(N, tile), EVEN=even, **reload_launch(N * rows.element_size(), even))
         return
     parts = gluon_parts(rows, out)
     if parts:
