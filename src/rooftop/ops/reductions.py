@@ -91,7 +91,7 @@ NAN_KEY = tl.constexpr(2**31 - 1)  # argmax: every NaN's order key, above every 
 @triton.jit
 def _identity(REDUCTION: tl.constexpr):
     """What masked-off lanes hold: leaves any total unchanged."""
-    if REDUCTION == "max" or REDUCTION == "argmax":
+    if REDUCTION == "max" or REDUCTION == "argmax" or REDUCTION == "maxc":
         value = -float("inf")
     else:
         value = 0.0
@@ -108,7 +108,7 @@ def _fold(acc, idx, x, at, REDUCTION: tl.constexpr):
         take = (top > acc) | ((top != top) & (acc == acc))
         acc = tl.where(take, top, acc)
         idx = tl.where(take, at + first, idx)
-    elif REDUCTION == "max":
+    elif REDUCTION == "max" or REDUCTION == "maxc":
         acc = tl.maximum(acc, x, propagate_nan=tl.PropagateNan.ALL)  # max.NaN: torch.amax keeps NaN
     elif REDUCTION == "sumsq":
         acc = acc + x * x
@@ -118,11 +118,19 @@ def _fold(acc, idx, x, at, REDUCTION: tl.constexpr):
 
 
 @triton.jit
+def _max_keep_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
 def _total(v, idx, axis, start, REDUCTION: tl.constexpr):
     """Reduce the lanes of v (and their positions idx) along `axis`: partial sums (and sums of squares) add,
     maxima max; argmax: the smallest position among the lanes holding the maximum (among the NaN lanes if
     any), `start` (the span's first position) where no lane took a value (all -inf). Returns (total, index)."""
-    if REDUCTION == "max" or REDUCTION == "argmax":
+    if REDUCTION == "maxc":  # experiment (session 40): one reduction with a NaN-keeping combine
+        t = tl.reduce(v, axis, _max_keep_nan)
+        index = 0
+    elif REDUCTION == "max" or REDUCTION == "argmax":
         # tl.max is fmax, which drops NaN; a count of NaN lanes puts it back (a reduce with a
         # NaN-keeping combine does the same but runs element by element in the interpreter)
         has_nan = tl.sum((v != v).to(tl.int32), axis) > 0
