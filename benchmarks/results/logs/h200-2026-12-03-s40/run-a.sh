@@ -5,9 +5,9 @@
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks PYTHONUNBUFFERED=1
 W=$OUT/w; mkdir -p $W/session $W/cols $W/red
 pack() { tar czf $OUT/run-a.tgz -C $OUT w; }
-timeout 200 python benchmarks/exp_ln_columns.py $W/cols > $W/cols/log.txt 2>&1; echo "cols rc $?"
+timeout 190 python benchmarks/exp_ln_columns.py $W/cols > $W/cols/log.txt 2>&1; echo "cols rc $?"
 tail -12 $W/cols/log.txt; pack
-timeout 120 python benchmarks/exp_reduce_wide.py $W/red > $W/red/log.txt 2>&1; echo "red rc $?"
+timeout 140 python benchmarks/exp_reduce_wide.py $W/red > $W/red/log.txt 2>&1; echo "red rc $?"
 tail -8 $W/red/log.txt; pack
 timeout -s INT 100 python -m pytest -v -p no:cacheprovider -n 12 --timeout 80 -rfE tests/test_softmax.py \
     > $W/softmax-tests.txt 2>&1
