@@ -576,3 +576,70 @@ def test_gpu_gluon_dispatch(monkeypatch):
     assert not takes((M, 32768), bias_offset=1)  # a bias not 16-byte aligned
     monkeypatch.setattr(layer_norm_mod, "GLUON_ENABLED", False)
     assert not takes((M, 32768))
+
+
+# ---------------------------------------------------------------------------------------------
+# The columns kernel: persistent programs a column part of their rows each (several parts a row on a GPU only;
+# the interpreter runs programs one after another: one part a row)
+
+
+def _small_columns(monkeypatch, device):
+    """The columns kernel switched on at every width, with 128-wide parts on a GPU (several a row) and 1024-wide
+    ones in the interpreter (one a row)."""
+    monkeypatch.setattr(layer_norm_mod, "COLUMNS_MIN_N", 0)
+    monkeypatch.setattr(layer_norm_mod, "COLUMNS_MAX_N", 1 << 20)
+    monkeypatch.setattr(layer_norm_mod, "COLUMNS_PART", 128 if device == "cuda" else 1024)
+    monkeypatch.setattr(layer_norm_mod, "COLUMNS_WARPS", 4)
+    return spy_launches(monkeypatch, layer_norm_mod)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("N", [128, 1000, 300])  # on a GPU 1 part, 8 (the last partial), 3
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("offset", [0.0, 1e4])
+def test_columns_kernel_matches_reference(N, dtype, residual, offset, device, monkeypatch):
+    """16-bit rows (fp32 rows do not take it) centred on 0 and on 1e4, more rows than groups of programs (each
+    program takes several rows: its w and b loaded once)."""
+    launched = _small_columns(monkeypatch, device)
+    M = 300 if device == "cuda" else 37
+    x, res, w, b = _inputs((M, N), dtype, device)
+    if offset:
+        x = (offset + (64 if dtype == torch.bfloat16 else 1) * torch.randn(x.shape, device=device)).to(dtype)
+    if residual:
+        y, r = layer_norm(res, w, b, 1e-5, residual=x)
+        assert torch.equal(r, (res.float() + x.float()).to(dtype))
+        y_ref = layer_norm_reference(r, w, b, 1e-5)
+    else:
+        y = layer_norm(x, w, b, 1e-5)
+        y_ref = layer_norm_reference(x, w, b, 1e-5)
+    assert y.dtype == dtype and rel_err(y, y_ref) < TOL[dtype]
+    assert launched == ["_layer_norm_columns_kernel"]
+
+
+@pytest.mark.parametrize("params", ["fp32 weight and bias", "no weight", "no bias", "neither"])
+def test_columns_kernel_optional_and_fp32_params(params, device, monkeypatch):
+    launched = _small_columns(monkeypatch, device)
+    x, _, w, b = _inputs((40, 1000), torch.bfloat16, device, param_dtype=torch.float32 if "fp32" in params else None)
+    w = None if params in ("no weight", "neither") else w
+    b = None if params in ("no bias", "neither") else b
+    assert rel_err(layer_norm(x, w, b), layer_norm_reference(x, w, b)) < TOL[torch.bfloat16]
+    assert launched == ["_layer_norm_columns_kernel"]
+
+
+def test_columns_kernel_in_place_strided_and_counters(device, monkeypatch):
+    """fused_add_layer_norm_ (y over x, r over the residual), rows of stride 1100 from an unaligned start, constant
+    rows (the bias); the rows' arrival counters are left at zero."""
+    from rooftop.ops._support import arrival_counters
+    launched = _small_columns(monkeypatch, device)
+    x, res, w, b = _inputs((50, 1000), torch.float16, device)
+    y_ref, _ = add_layer_norm_reference(x, res, w, b, 1e-5)
+    r_new = (x.float() + res.float()).half()
+    fused_add_layer_norm_(x, res, w, b, 1e-5)
+    assert torch.equal(res, r_new) and rel_err(x, y_ref) < TOL[torch.float16]
+    big = torch.randn(50, 1100, device=device, dtype=torch.float16)
+    strided = big[:, 50:1050]
+    assert rel_err(layer_norm(strided, w, b), layer_norm_reference(strided, w, b)) < TOL[torch.float16]
+    assert rel_err(layer_norm(torch.full_like(x, 1e4), w, b), b.expand(x.shape)) < TOL[torch.float16]
+    assert launched == ["_layer_norm_columns_kernel"] * 3
+    if device == "cuda":
+        assert not arrival_counters(x.device, 50).any()

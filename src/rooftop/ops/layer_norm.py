@@ -290,6 +290,22 @@ def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, x_str
                           shift, rstd, centre, HAS_WEIGHT, HAS_BIAS)
 
 
+@triton.jit
+def _columns_row_in(x_ptr, res_ptr, row, M, x_stride, res_stride, cols, live, HAS_RESIDUAL: tl.constexpr):
+    """The columns kernel's loads of row `row` (nothing past M): its part of x (and of the residual), as stored, and
+    the row's shift s, its first value (of x + residual rounded as r is: the same in every part)."""
+    row64 = tl.cast(row, tl.int64)
+    here = row < M
+    x = tl.load(x_ptr + row64 * x_stride + cols, mask=live & here, other=0.0)
+    shift = tl.load(x_ptr + row64 * x_stride, mask=here, other=0.0).to(tl.float32)
+    res = x
+    if HAS_RESIDUAL:
+        res = tl.load(res_ptr + row64 * res_stride + cols, mask=live & here, other=0.0)
+        shift = (shift + tl.load(res_ptr + row64 * res_stride, mask=here, other=0.0).to(tl.float32)).to(
+            x_ptr.dtype.element_ty).to(tl.float32)
+    return x, res, shift
+
+
 @triton.jit(do_not_specialize=["M", "P", "GROUPS"])
 def _layer_norm_columns_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, part_ptr, cnt_ptr, M, N, x_stride,
                                res_stride, y_stride, r_stride, eps, P, GROUPS, HAS_RESIDUAL: tl.constexpr,
@@ -298,7 +314,10 @@ def _layer_norm_columns_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, part_
     # Program (group, part) = (p // P, p % P), persistent: columns [part PART, (part + 1) PART) of rows group,
     # group + GROUPS, ... Its w and b load once and stay in registers for all its rows; each row's part is read
     # from HBM once (x, + residual) and written once (y, + r), held in registers across the exchange of the part's
-    # (mean, sum of squared deviations) with the row's other P parts, while the next row's part loads.
+    # mean of d = r - s and sum of squared deviations from it with the row's other P parts, while the next row's
+    # part loads. s (the row's first value, 16-bit rows: d exact) is every part's, so that the means merge exactly.
+    # The next row's loads come before this row's exchange, whose release orders them before any program's stores
+    # of that row (r over the residual in place: the shift is read before).
     group = tl.program_id(0) // P
     part = tl.program_id(0) % P
     cols = part * PART + tl.arange(0, PART)
@@ -308,27 +327,25 @@ def _layer_norm_columns_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, part_
     count = tl.minimum(N - part * PART, PART).to(tl.float32)
     g = tl.arange(0, P_POW2)
     counts = tl.where(g < P, tl.minimum(N - g * PART, PART), 0).to(tl.float32)
-    x_next = tl.load(x_ptr + tl.cast(group, tl.int64) * x_stride + cols, mask=live & (group < M), other=0.0)
-    if HAS_RESIDUAL:
-        res_next = tl.load(res_ptr + tl.cast(group, tl.int64) * res_stride + cols, mask=live & (group < M), other=0.0)
+    x_next, res_next, shift_next = _columns_row_in(x_ptr, res_ptr, group, M, x_stride, res_stride, cols, live,
+                                                   HAS_RESIDUAL)
     for row in range(group, M, GROUPS):
-        x = x_next.to(tl.float32)
+        r = x_next.to(tl.float32)
         if HAS_RESIDUAL:
-            r = (x + res_next.to(tl.float32)).to(r_ptr.dtype.element_ty)
+            r = (r + res_next.to(tl.float32)).to(r_ptr.dtype.element_ty)
             tl.store(r_ptr + tl.cast(row, tl.int64) * r_stride + cols, r, mask=live)
-            x = r.to(tl.float32)
-        following = tl.cast(row + GROUPS, tl.int64)
-        x_next = tl.load(x_ptr + following * x_stride + cols, mask=live & (following < M), other=0.0)
-        if HAS_RESIDUAL:
-            res_next = tl.load(res_ptr + following * res_stride + cols, mask=live & (following < M), other=0.0)
-        part_mean = tl.sum(x, axis=0) / count
-        d = tl.where(live, x - part_mean, 0.0)
-        means, m2s = exchange_row_stats(part_ptr, cnt_ptr, row, part, part_mean, tl.sum(d * d, axis=0), 0.0, 0.0, P,
-                                        P_POW2)
-        mean = tl.sum(counts * means, axis=0) / N
+            r = r.to(tl.float32)
+        d = tl.where(live, r - shift_next, 0.0)
+        x_next, res_next, shift_next = _columns_row_in(x_ptr, res_ptr, row + GROUPS, M, x_stride, res_stride, cols,
+                                                       live, HAS_RESIDUAL)
+        part_mean = tl.sum(d, axis=0) / count
+        dev = tl.where(live, d - part_mean, 0.0)
+        means, m2s = exchange_row_stats(part_ptr, cnt_ptr, row, part, part_mean, tl.sum(dev * dev, axis=0), 0.0, 0.0,
+                                        P, P_POW2)
+        mean = tl.sum(counts * means, axis=0) / N  # of d
         spread = means - mean
         rstd = tl.rsqrt(tl.sum(m2s + counts * spread * spread, axis=0) / N + eps)
-        y = (x - mean) * rstd * w + b
+        y = (d - mean) * rstd * w + b
         tl.store(y_ptr + tl.cast(row, tl.int64) * y_stride + cols, y.to(y_ptr.dtype.element_ty), mask=live)
 
 
@@ -590,7 +607,7 @@ def layer_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
     M, N = x.shape
     if M == 0 or N == 0:
         return
-    if COLUMNS_MIN_N < N <= COLUMNS_MAX_N and split_chunks(x, N, COLUMNS_PART):
+    if COLUMNS_MIN_N < N <= COLUMNS_MAX_N and x.element_size() == 2 and split_chunks(x, N, COLUMNS_PART):
         _launch_columns(x, residual, weight, bias, y, r, eps)
         return
     parts = gluon_parts(x, residual, weight, bias, y, r)
