@@ -1,6 +1,7 @@
 # session 40, call a: LayerNorm's columns kernel (w and b in registers of persistent column-part programs) against
 # the library at 32K-256K, with and without a residual; the wide row reductions by do_bench and graph replay; then
-# the columns kernel's GPU tests; session 39's run-j.sh step 1 (the softmax GPU tests in full). The archive is rewritten after each step (a step cut by the call's limit leaves the earlier ones).
+# the columns kernel's GPU tests; session 39's run-j.sh step 1 (the softmax GPU tests in full). The archive is
+# rewritten after each step (a step cut by the call's limit leaves the earlier ones).
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks PYTHONUNBUFFERED=1
 W=$OUT/w; mkdir -p $W/session $W/cols $W/red
 pack() { tar czf $OUT/run-a.tgz -C $OUT w; }
