@@ -23,7 +23,8 @@ from rooftop.ops import reductions as red
 
 VARIANTS = (("library", red, {}), ("no_pdl", _support, dict(ROW_PDL=False)),
             ("tile16k", red, dict(LOOPED_TILE_BYTES=16384)), ("sm2", red, dict(PROGRAMS_PER_SM=2)),
-            ("sm8", red, dict(PROGRAMS_PER_SM=8)), ("split", red, dict(reduce_path=lambda *a, **k: "split", PROGRAMS_PER_SM=16)))
+            ("sm8", red, dict(PROGRAMS_PER_SM=8)),
+            ("split", red, dict(reduce_path=lambda *a, **k: "split", PROGRAMS_PER_SM=16)))
 
 
 NARROW = (512, 1024, 2048, 4096)

@@ -549,3 +549,70 @@ def test_gpu_gluon_quantized(quant, weight, N, parts, residual, monkeypatch):
         q, scale = out
         y_ref = rms_norm_reference(x, w, 1e-6, offset)
     _assert_quantized(q, scale, y_ref, quant)
+
+
+# ---------------------------------------------------------------------------------------------
+# The columns kernel: persistent programs a column part of their rows each (several parts a row on a GPU only;
+# the interpreter runs programs one after another: one part a row)
+
+
+def _small_columns(monkeypatch, device):
+    """The columns kernel switched on at every width, with 128-wide parts on a GPU (several a row) and 1024-wide
+    ones in the interpreter (one a row)."""
+    monkeypatch.setattr(rms_norm_mod, "COLUMNS_MIN_N", 0)
+    monkeypatch.setattr(rms_norm_mod, "COLUMNS_MAX_N", 1 << 20)
+    monkeypatch.setattr(rms_norm_mod, "COLUMNS_PART", 128 if device == "cuda" else 1024)
+    monkeypatch.setattr(rms_norm_mod, "COLUMNS_WARPS", 4)
+    return spy_launches(monkeypatch, rms_norm_mod)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("N", [128, 1000, 300])  # on a GPU 1 part, 8 (the last partial), 3
+@pytest.mark.parametrize("variant", ["plain", "residual", "gemma", "no weight", "fp32 weight"])
+def test_columns_kernel_matches_reference(N, dtype, variant, device, monkeypatch):
+    """16-bit rows (fp32 rows do not take it), more rows than groups of programs (each program takes several rows:
+    its weight loaded once)."""
+    launched = _small_columns(monkeypatch, device)
+    x, res, w = _inputs((300 if device == "cuda" else 37, N), dtype, device,
+                        w_dtype=torch.float32 if variant == "fp32 weight" else None)
+    w = None if variant == "no weight" else w
+    offset = 1.0 if variant == "gemma" else 0.0
+    if variant == "residual":
+        y, r = rooftop.rms_norm(x, w, residual=res)
+        assert torch.equal(r, (x.float() + res.float()).to(dtype))
+        y_ref = rms_norm_reference(r, w)
+    else:
+        y = rooftop.rms_norm(x, w, offset=offset)
+        y_ref = rms_norm_reference(x, w, offset=offset)
+    assert y.dtype == dtype and rel_err(y, y_ref) < TOL[dtype]
+    assert launched == ["_rms_norm_columns_kernel"]
+
+
+@pytest.mark.parametrize("quant", ["fp8", "int8"])
+@pytest.mark.parametrize("with_residual", [False, True])
+def test_columns_kernel_quantized(quant, with_residual, device, monkeypatch):
+    """Each row's scale from its parts' max |r w| (part 0 stores it)."""
+    launched = _small_columns(monkeypatch, device)
+    x, res, w = _inputs((300 if device == "cuda" else 37, 1000), torch.bfloat16, device)
+    if with_residual:
+        q, scale, r = rooftop.rms_norm(x, w, residual=res, quant=quant)
+        y_ref = rms_norm_reference(r, w)
+    else:
+        q, scale = rooftop.rms_norm(x, w, quant=quant)
+        y_ref = rms_norm_reference(x, w)
+    _assert_quantized(q, scale, y_ref, quant)
+    assert launched == ["_rms_norm_columns_kernel"]
+
+
+def test_columns_kernel_in_place_and_counters(device, monkeypatch):
+    """fused_add_rms_norm_ through the kernel (y over x, r over the residual); the rows' arrival counters are left
+    at zero."""
+    launched = _small_columns(monkeypatch, device)
+    x, res, w = _inputs((50, 1000), torch.bfloat16, device)
+    y_ref, _ = add_rms_norm_reference(x, res, w, 1e-6)
+    r_new = (x.float() + res.float()).bfloat16()
+    rooftop.fused_add_rms_norm_(x, res, w, 1e-6)
+    assert torch.equal(res, r_new) and rel_err(x, y_ref) < TOL[torch.bfloat16]
+    assert launched == ["_rms_norm_columns_kernel"]
+    if device == "cuda":
+        assert not _support.arrival_counters(x.device, 50).any()

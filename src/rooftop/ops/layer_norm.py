@@ -90,11 +90,12 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops import norm_sm90
-from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_row_stats, in_place_rows, interpreting,
-                                  is_sm90, launch, load_rows_add_residual, load_tile, load_tile_add_residual,
-                                  load_split_chunk, load_tile_again, load_word_pairs, num_sms, onchip_config,
-                                  opaque_zero, pack_words, planned, row_pointers, rows_vectorize, runs_kernel,
-                                  split_chunks, split_words_chunks, split_workspace, store_tile, torch_op, unpack_words)
+from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, columns_grid, columns_row_in, exchange_row_stats,
+                                  in_place_rows, interpreting, is_sm90, launch, load_rows_add_residual, load_tile,
+                                  load_tile_add_residual, load_split_chunk, load_tile_again, load_word_pairs, num_sms,
+                                  onchip_config, opaque_zero, pack_words, planned, row_pointers, rows_vectorize,
+                                  runs_kernel, split_chunks, split_words_chunks, split_workspace, store_tile, torch_op,
+                                  unpack_words)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -290,22 +291,6 @@ def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, x_str
                           shift, rstd, centre, HAS_WEIGHT, HAS_BIAS)
 
 
-@triton.jit
-def _columns_row_in(x_ptr, res_ptr, row, M, x_stride, res_stride, cols, live, HAS_RESIDUAL: tl.constexpr):
-    """The columns kernel's loads of row `row` (nothing past M): its part of x (and of the residual), as stored, and
-    the row's shift s, its first value (of x + residual rounded as r is: the same in every part)."""
-    row64 = tl.cast(row, tl.int64)
-    here = row < M
-    x = tl.load(x_ptr + row64 * x_stride + cols, mask=live & here, other=0.0)
-    shift = tl.load(x_ptr + row64 * x_stride, mask=here, other=0.0).to(tl.float32)
-    res = x
-    if HAS_RESIDUAL:
-        res = tl.load(res_ptr + row64 * res_stride + cols, mask=live & here, other=0.0)
-        shift = (shift + tl.load(res_ptr + row64 * res_stride, mask=here, other=0.0).to(tl.float32)).to(
-            x_ptr.dtype.element_ty).to(tl.float32)
-    return x, res, shift
-
-
 @triton.jit(do_not_specialize=["M", "P", "GROUPS"])
 def _layer_norm_columns_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, part_ptr, cnt_ptr, M, N, x_stride,
                                res_stride, y_stride, r_stride, eps, P, GROUPS, HAS_RESIDUAL: tl.constexpr,
@@ -327,8 +312,8 @@ def _layer_norm_columns_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, part_
     count = tl.minimum(N - part * PART, PART).to(tl.float32)
     g = tl.arange(0, P_POW2)
     counts = tl.where(g < P, tl.minimum(N - g * PART, PART), 0).to(tl.float32)
-    x_next, res_next, shift_next = _columns_row_in(x_ptr, res_ptr, group, M, x_stride, res_stride, cols, live,
-                                                   HAS_RESIDUAL)
+    x_next, res_next, shift_next = columns_row_in(x_ptr, res_ptr, group, M, x_stride, res_stride, cols, live,
+                                                  HAS_RESIDUAL, True)
     for row in range(group, M, GROUPS):
         r = x_next.to(tl.float32)
         if HAS_RESIDUAL:
@@ -336,8 +321,8 @@ def _layer_norm_columns_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, part_
             tl.store(r_ptr + tl.cast(row, tl.int64) * r_stride + cols, r, mask=live)
             r = r.to(tl.float32)
         d = tl.where(live, r - shift_next, 0.0)
-        x_next, res_next, shift_next = _columns_row_in(x_ptr, res_ptr, row + GROUPS, M, x_stride, res_stride, cols,
-                                                       live, HAS_RESIDUAL)
+        x_next, res_next, shift_next = columns_row_in(x_ptr, res_ptr, row + GROUPS, M, x_stride, res_stride, cols,
+                                                      live, HAS_RESIDUAL, True)
         part_mean = tl.sum(d, axis=0) / count
         dev = tl.where(live, d - part_mean, 0.0)
         means, m2s = exchange_row_stats(part_ptr, cnt_ptr, row, part, part_mean, tl.sum(dev * dev, axis=0), 0.0, 0.0,
@@ -568,8 +553,7 @@ def _launch_columns(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
     """The columns kernel on the [M, N] row views: P parts of COLUMNS_PART a row, GROUPS groups of P programs."""
     M, N = x.shape
     has_res = residual is not None
-    parts = split_chunks(x, N, COLUMNS_PART)
-    groups = max(1, min(M, COLUMNS_PROGRAMS_PER_SM * num_sms(x.device.index if x.is_cuda else -1) // parts))
+    parts, groups = columns_grid(x, COLUMNS_PART, COLUMNS_PROGRAMS_PER_SM)
     partials, counters = split_workspace(x, M, parts)
     launch(_layer_norm_columns_kernel, (groups * parts,), x, residual if has_res else x,
            weight if weight is not None else x, bias if bias is not None else x, y, r if has_res else y, partials,
