@@ -12,7 +12,7 @@ mkdir -p $W/rms; timeout 100 python benchmarks/exp_ln_columns.py $W/rms --ops ad
 tail -8 $W/rms/log.txt; pack
 timeout 140 python benchmarks/exp_reduce_wide.py $W/red > $W/red/log.txt 2>&1; echo "red rc $?"
 tail -8 $W/red/log.txt; pack
-timeout -s INT 60 python -m pytest -v -p no:cacheprovider -n 8 --timeout 50 -rfE tests/test_layer_norm.py tests/test_rms_norm.py -k columns \
-    > $W/columns-tests.txt 2>&1
+timeout -s INT 60 python -m pytest -v -p no:cacheprovider -n 8 --timeout 50 -rfE -k columns \
+    tests/test_layer_norm.py tests/test_rms_norm.py > $W/columns-tests.txt 2>&1
 echo "columns tests rc $?: $(tail -1 $W/columns-tests.txt)"; grep -E "^(FAILED|ERROR)" $W/columns-tests.txt | cut -c1-200
 pack
