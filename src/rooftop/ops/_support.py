@@ -265,37 +265,6 @@ def split_workspace(x: torch.Tensor, M: int, chunks: int) -> tuple[torch.Tensor,
             arrival_counters(x.device, M))
 
 
-def columns_grid(x: torch.Tensor, part: int, programs_per_sm: int) -> tuple[int, int]:
-    """(P, GROUPS) of a columns kernel on the [M, N] rows x (the norms' persistent programs, each a `part`-wide
-    column part of the rows of its group): P parts a row (split_chunks' rule: at most an SM's count), GROUPS groups of
-    P adjacent programs, about `programs_per_sm` programs an SM in all."""
-    M, N = x.shape
-    parts = split_chunks(x, N, part)
-    return parts, max(1, min(M, programs_per_sm * num_sms(x.device.index if x.is_cuda else -1) // parts))
-
-
-@triton.jit
-def columns_row_in(x_ptr, res_ptr, row, M, x_stride, res_stride, cols, live, HAS_RESIDUAL: tl.constexpr,
-                   SHIFT: tl.constexpr):
-    """A columns kernel's loads of row `row` (nothing past M): its part of x (and of the residual) as stored and,
-    where SHIFT, the row's shift s, its first value (of x + residual rounded as r is: the same in every part;
-    else 0). Loaded a row ahead, before the previous row's exchange, whose release orders them before any
-    program's stores to this row (r over the residual in place: s is read before)."""
-    row64 = tl.cast(row, tl.int64)
-    here = row < M
-    x = tl.load(x_ptr + row64 * x_stride + cols, mask=live & here, other=0.0)
-    res = x
-    shift = 0.0
-    if SHIFT:
-        shift = tl.load(x_ptr + row64 * x_stride, mask=here, other=0.0).to(tl.float32)
-    if HAS_RESIDUAL:
-        res = tl.load(res_ptr + row64 * res_stride + cols, mask=live & here, other=0.0)
-        if SHIFT:
-            shift = (shift + tl.load(res_ptr + row64 * res_stride, mask=here, other=0.0).to(tl.float32)).to(
-                x_ptr.dtype.element_ty).to(tl.float32)
-    return x, res, shift
-
-
 @triton.jit
 def exchange_row_stats(part_ptr, cnt_ptr, row, chunk, a, b, fill_a: tl.constexpr, fill_b: tl.constexpr, G,
                        G_POW2: tl.constexpr):

@@ -90,12 +90,11 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops import norm_sm90
-from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, columns_grid, columns_row_in, exchange_row_stats,
-                                  in_place_rows, interpreting, is_sm90, launch, load_rows_add_residual, load_tile,
-                                  load_tile_add_residual, load_split_chunk, load_tile_again, load_word_pairs, num_sms,
-                                  onchip_config, opaque_zero, pack_words, planned, row_pointers, rows_vectorize,
-                                  runs_kernel, split_chunks, split_words_chunks, split_workspace, store_tile, torch_op,
-                                  unpack_words)
+from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_row_stats, in_place_rows, interpreting,
+                                  is_sm90, launch, load_rows_add_residual, load_tile, load_tile_add_residual,
+                                  load_split_chunk, load_tile_again, load_word_pairs, num_sms, onchip_config,
+                                  opaque_zero, pack_words, planned, row_pointers, rows_vectorize, runs_kernel,
+                                  split_words_chunks, split_workspace, store_tile, torch_op, unpack_words)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -151,11 +150,6 @@ SPLIT_WORDS_LAUNCH = dict(CHUNK=16384, num_warps=8, maxnreg=80)
 # With a residual too: 84.3 / 83.7% of copy at 131072 / 262144 against the looped kernel's 75.4 / 74.3; at 65536 even
 # with Gluon (exp_norm_reload.py, logs/h200-2026-12-01-s11/exp-split-words-residual.log).
 SPLIT_WORDS_RESIDUAL = True
-
-# The columns kernel (_layer_norm_columns_kernel): rows of COLUMNS_MIN_N < N <= COLUMNS_MAX_N on a GPU, PART-wide column
-# parts over COLUMNS_WARPS warps, COLUMNS_PROGRAMS_PER_SM persistent programs an SM. Experimental: off (empty range).
-COLUMNS_MIN_N, COLUMNS_MAX_N = 1 << 30, 1 << 30
-COLUMNS_PART, COLUMNS_WARPS, COLUMNS_PROGRAMS_PER_SM = 4096, 16, 2
 
 
 def looped_config(N: int, itemsize: int, vectorized: bool) -> tuple[int, int]:
@@ -289,49 +283,6 @@ def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, x_str
         _welford_tile_out(y_row, offs, cols < TAIL, _welford_tile_in(src_row, w_ptr, b_ptr, offs, cols < TAIL,
                                                                      HAS_WEIGHT, HAS_BIAS, PARAM_POLICY),
                           shift, rstd, centre, HAS_WEIGHT, HAS_BIAS)
-
-
-@triton.jit(do_not_specialize=["M", "P", "GROUPS"])
-def _layer_norm_columns_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, part_ptr, cnt_ptr, M, N, x_stride,
-                               res_stride, y_stride, r_stride, eps, P, GROUPS, HAS_RESIDUAL: tl.constexpr,
-                               HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, PART: tl.constexpr,
-                               P_POW2: tl.constexpr):
-    # Program (group, part) = (p // P, p % P), persistent: columns [part PART, (part + 1) PART) of rows group,
-    # group + GROUPS, ... Its w and b load once and stay in registers for all its rows; each row's part is read
-    # from HBM once (x, + residual) and written once (y, + r), held in registers across the exchange of the part's
-    # mean of d = r - s and sum of squared deviations from it with the row's other P parts, while the next row's
-    # part loads. s (the row's first value, 16-bit rows: d exact) is every part's, so that the means merge exactly.
-    # The next row's loads come before this row's exchange, whose release orders them before any program's stores
-    # of that row (r over the residual in place: the shift is read before).
-    group = tl.program_id(0) // P
-    part = tl.program_id(0) % P
-    cols = part * PART + tl.arange(0, PART)
-    live = cols < N
-    w = tl.load(w_ptr + cols, mask=live, other=0.0).to(tl.float32) if HAS_WEIGHT else 1.0
-    b = tl.load(b_ptr + cols, mask=live, other=0.0).to(tl.float32) if HAS_BIAS else 0.0
-    count = tl.minimum(N - part * PART, PART).to(tl.float32)
-    g = tl.arange(0, P_POW2)
-    counts = tl.where(g < P, tl.minimum(N - g * PART, PART), 0).to(tl.float32)
-    x_next, res_next, shift_next = columns_row_in(x_ptr, res_ptr, group, M, x_stride, res_stride, cols, live,
-                                                  HAS_RESIDUAL, True)
-    for row in range(group, M, GROUPS):
-        r = x_next.to(tl.float32)
-        if HAS_RESIDUAL:
-            r = (r + res_next.to(tl.float32)).to(r_ptr.dtype.element_ty)
-            tl.store(r_ptr + tl.cast(row, tl.int64) * r_stride + cols, r, mask=live)
-            r = r.to(tl.float32)
-        d = tl.where(live, r - shift_next, 0.0)
-        x_next, res_next, shift_next = columns_row_in(x_ptr, res_ptr, row + GROUPS, M, x_stride, res_stride, cols,
-                                                      live, HAS_RESIDUAL, True)
-        part_mean = tl.sum(d, axis=0) / count
-        dev = tl.where(live, d - part_mean, 0.0)
-        means, m2s = exchange_row_stats(part_ptr, cnt_ptr, row, part, part_mean, tl.sum(dev * dev, axis=0), 0.0, 0.0,
-                                        P, P_POW2)
-        mean = tl.sum(counts * means, axis=0) / N  # of d
-        spread = means - mean
-        rstd = tl.rsqrt(tl.sum(m2s + counts * spread * spread, axis=0) / N + eps)
-        y = (d - mean) * rstd * w + b
-        tl.store(y_ptr + tl.cast(row, tl.int64) * y_stride + cols, y.to(y_ptr.dtype.element_ty), mask=live)
 
 
 @triton.jit
@@ -548,20 +499,6 @@ def _launch_welford(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
            PARAM_POLICY="l2" if N > WELFORD_PARAMS_PAST_L1_MIN_N else "evict_last", num_warps=warps)
 
 
-def _launch_columns(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
-                    bias: Optional[torch.Tensor], y: torch.Tensor, r: Optional[torch.Tensor], eps: float) -> None:
-    """The columns kernel on the [M, N] row views: P parts of COLUMNS_PART a row, GROUPS groups of P programs."""
-    M, N = x.shape
-    has_res = residual is not None
-    parts, groups = columns_grid(x, COLUMNS_PART, COLUMNS_PROGRAMS_PER_SM)
-    partials, counters = split_workspace(x, M, parts)
-    launch(_layer_norm_columns_kernel, (groups * parts,), x, residual if has_res else x,
-           weight if weight is not None else x, bias if bias is not None else x, y, r if has_res else y, partials,
-           counters, M, N, x.stride(0), residual.stride(0) if has_res else 0, y.stride(0),
-           r.stride(0) if has_res else 0, eps, parts, groups, HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None,
-           HAS_BIAS=bias is not None, PART=COLUMNS_PART, P_POW2=triton.next_power_of_2(parts),
-           num_warps=COLUMNS_WARPS)
-
 def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
                 bias: Optional[torch.Tensor], y: torch.Tensor, r: Optional[torch.Tensor]) -> int:
     """How layer_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views: 0 not at all, 1 whole rows (its
@@ -590,9 +527,6 @@ def layer_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
     Every view has unit column stride; y may alias x and r may alias residual (the in-place op)."""
     M, N = x.shape
     if M == 0 or N == 0:
-        return
-    if COLUMNS_MIN_N < N <= COLUMNS_MAX_N and x.element_size() == 2 and split_chunks(x, N, COLUMNS_PART):
-        _launch_columns(x, residual, weight, bias, y, r, eps)
         return
     parts = gluon_parts(x, residual, weight, bias, y, r)
     if parts:

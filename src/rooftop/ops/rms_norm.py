@@ -81,12 +81,12 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops import norm_sm90
-from rooftop.ops._support import (as_rows, await_previous, cdiv, check_norm_inputs, columns_grid, columns_row_in,
-                                  exchange_row_stats, in_place_rows, interpreting, is_sm90, launch,
-                                  load_rows_add_residual, load_tile, load_tile_add_residual, load_split_chunk,
-                                  load_tile_again, load_word_pairs, num_sms, onchip_config, opaque_zero, pack_words,
-                                  pdl_options, planned, row_pointers, rows_vectorize, runs_kernel, split_chunks,
-                                  split_words_chunks, split_workspace, store_tile, torch_op, unpack_words)
+from rooftop.ops._support import (as_rows, await_previous, cdiv, check_norm_inputs, exchange_row_stats, in_place_rows,
+                                  interpreting, is_sm90, launch, load_rows_add_residual, load_tile,
+                                  load_tile_add_residual, load_split_chunk, load_tile_again, load_word_pairs, num_sms,
+                                  onchip_config, opaque_zero, pack_words, pdl_options, planned, row_pointers,
+                                  rows_vectorize, runs_kernel, split_chunks, split_words_chunks, split_workspace,
+                                  store_tile, torch_op, unpack_words)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -148,11 +148,6 @@ RELOAD_MAX_BYTES = 131072
 # residual), so that two 32-warp programs share an SM. The whole bf16 row as one tile took 38 at N = 32768 (and ran
 # 0.92x the two tiles).
 RELOAD_TILE_BYTES = 32768
-
-# The columns kernel (_rms_norm_columns_kernel): 16-bit rows of COLUMNS_MIN_N < N <= COLUMNS_MAX_N on a GPU, as
-# layer_norm's. Experimental: off (empty range).
-COLUMNS_MIN_N, COLUMNS_MAX_N = 1 << 30, 1 << 30
-COLUMNS_PART, COLUMNS_WARPS, COLUMNS_PROGRAMS_PER_SM = 4096, 16, 2
 
 
 def looped_config(N: int, quant: bool = False) -> tuple[int, int]:
@@ -234,43 +229,6 @@ def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, M, N, x_stride,
         if HAS_WEIGHT:
             y = y * (load_tile_again(w_ptr, offs, offs < N, "evict_last") + w_offset)
         tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty), mask=offs < N)
-
-
-@triton.jit(do_not_specialize=["M", "P", "GROUPS"])
-def _rms_norm_columns_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, part_ptr, cnt_ptr, M, N, x_stride,
-                             res_stride, y_stride, r_stride, eps, w_offset, P, GROUPS, HAS_RESIDUAL: tl.constexpr,
-                             HAS_WEIGHT: tl.constexpr, QUANT: tl.constexpr, QMAX: tl.constexpr, PART: tl.constexpr,
-                             P_POW2: tl.constexpr):
-    # Program (group, part) = (p // P, p % P), persistent, as layer_norm's columns kernel: columns [part PART,
-    # (part + 1) PART) of rows group, group + GROUPS, ..., its (offset + w) loaded once and kept in registers. Each
-    # row's part is read from HBM once (x, + residual) and written once (y, + r; quantized: 1 byte a value and, from
-    # part 0, the row's scale), held across the exchange of the part's sum of squares (and, quantizing, max |r w|:
-    # the row's max |y| is rstd times theirs) with the row's other parts, while the next row's part loads.
-    group = tl.program_id(0) // P
-    part = tl.program_id(0) % P
-    cols = part * PART + tl.arange(0, PART)
-    live = cols < N
-    w = (tl.load(w_ptr + cols, mask=live, other=0.0).to(tl.float32) + w_offset) if HAS_WEIGHT else 1.0
-    x_next, res_next, _ = columns_row_in(x_ptr, res_ptr, group, M, x_stride, res_stride, cols, live, HAS_RESIDUAL,
-                                         False)
-    for row in range(group, M, GROUPS):
-        r = x_next.to(tl.float32)
-        if HAS_RESIDUAL:
-            r = (r + res_next.to(tl.float32)).to(r_ptr.dtype.element_ty)
-            tl.store(r_ptr + tl.cast(row, tl.int64) * r_stride + cols, r, mask=live)
-            r = r.to(tl.float32)
-        x_next, res_next, _ = columns_row_in(x_ptr, res_ptr, row + GROUPS, M, x_stride, res_stride, cols, live,
-                                             HAS_RESIDUAL, False)
-        top = tl.max(tl.abs(r * w), axis=0) if QUANT else 0.0
-        sums, tops = exchange_row_stats(part_ptr, cnt_ptr, row, part, tl.sum(r * r, axis=0), top, 0.0, 0.0, P, P_POW2)
-        rstd = tl.rsqrt(tl.sum(sums, axis=0) / N + eps)
-        y = r * rstd * w
-        if QUANT:
-            scale = tl.maximum(tl.max(tops, axis=0) * rstd, 1e-30) / QMAX
-            if part == 0:
-                tl.store(scale_ptr + row, scale)
-            y = _quantize(y, scale, QUANT, QMAX)
-        tl.store(y_ptr + tl.cast(row, tl.int64) * y_stride + cols, y.to(y_ptr.dtype.element_ty), mask=live)
 
 
 @triton.jit
@@ -440,22 +398,13 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
     M, N = x.shape
     if M == 0 or N == 0:
         return
-    _, quant_id, qmax = QUANT_FORMATS[quant] if quant else (None, 0, 1.0)
-    has_res = residual is not None
-    if COLUMNS_MIN_N < N <= COLUMNS_MAX_N and x.element_size() == 2 and split_chunks(x, N, COLUMNS_PART):
-        parts, groups = columns_grid(x, COLUMNS_PART, COLUMNS_PROGRAMS_PER_SM)
-        partials, counters = split_workspace(x, M, parts)
-        launch(_rms_norm_columns_kernel, (groups * parts,), x, residual if has_res else x,
-               weight if weight is not None else x, y, r if has_res else y, scale if quant else x, partials, counters,
-               M, N, x.stride(0), residual.stride(0) if has_res else 0, y.stride(0), r.stride(0) if has_res else 0,
-               eps, offset, parts, groups, HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None, QUANT=quant_id,
-               QMAX=qmax, PART=COLUMNS_PART, P_POW2=triton.next_power_of_2(parts), num_warps=COLUMNS_WARPS)
-        return
     parts = gluon_parts(x, residual, weight, y, r, quant)
+    _, quant_id, qmax = QUANT_FORMATS[quant] if quant else (None, 0, 1.0)
     if parts:
         norm_sm90.norm_rows(x, residual, weight, None, y, r, eps, offset, False, num_sms(x.device.index), parts=parts,
                             scale=scale, quant=(quant_id, qmax))
         return
+    has_res = residual is not None
     args = (x, residual if has_res else x, weight if weight is not None else x, y, r if has_res else y,
             scale if quant else x, M, N, x.stride(0), residual.stride(0) if has_res else 0, y.stride(0),
             r.stride(0) if has_res else 0, eps, offset)
