@@ -61,9 +61,14 @@ ONCHIP_MANY_MAX = 65536
 # sm_90: on-chip 19-32 (bf16; full occupancy), looped/split 46-50 (4-5 programs of 8 warps an SM).
 ONCHIP_ELEMS_PER_THREAD = 16
 ONCHIP_BLOCK_ELEMS = 4096  # no output tile to hold: larger programs than the normalising ops
-LOOPED_TILE_BYTES = 8192  # one tile of the looped and split paths (two in flight per program)
-LOOPED_WARPS = 8  # 16 (fp16/bf16) or 8 (fp32) elements a thread per tile
-PROGRAMS_PER_SM = 4  # looped and split paths: programs per SM, all resident at once (a persistent grid)
+# One tile of the looped and split paths (two in flight per program) over LOOPED_WARPS warps: 8 (fp16 / bf16) or 4
+# (fp32) elements a thread. 16 KB over 16 warps (62 registers, sm_90: two programs resident an SM of the
+# PROGRAMS_PER_SM launched, the others taking rows as they end) against 8 KB over 8 warps (64 registers, four
+# resident), H200, bf16, % of copy by do_bench (NOTES item 262): row_sum 89.2 / 84.5 at 131072, 88.4 / 84.6 at
+# 262144, row_max 89.1 / 84.4 and 89.0 / 83.9; torch.compile 89.8 / 89.2 and 87.4 / 87.0.
+LOOPED_TILE_BYTES = 16384
+LOOPED_WARPS = 16
+PROGRAMS_PER_SM = 4  # looped and split paths: programs launched per SM
 # argmax on chip: twice the elements a thread up to ARGMAX_WIDE_N columns (fewer warps a row, more rows a program to
 # share the reductions across threads), the others' above. H200, bf16, graph replay, % of copy at N = 512 / 1K / 2K /
 # 4K / 8K / 16K (NOTES item 218): 32 a thread 70.9 / 86.6 / 88.1 / 103.8 / 83.9 / 86.4, 16 59.6 / 80.2 / 81.1 / 82.9 /
