@@ -65,7 +65,7 @@ def test_argmax_special_values(path, dtype, monkeypatch, device):
     into pieces or looped over (the 6 rows repeated past the split path's few rows)."""
     if path != "onchip":
         _onchip_up_to(64, monkeypatch)
-        monkeypatch.setattr(reductions, "LOOPED_TILE_BYTES", 128 * torch.tensor([], dtype=dtype).element_size())
+        monkeypatch.setattr(reductions, "ARGMAX_LOOPED_TILE_BYTES", 128 * torch.tensor([], dtype=dtype).element_size())
     x = torch.randn(6, 500, device=device).to(dtype)
     reps = 2 * SMS // 6 + 1 if path == "looped" else 1
     assert reduce_path(6 * reps, 500, SMS) == path
@@ -108,6 +108,7 @@ def test_every_path_with_small_tiles(path, dtype, monkeypatch, device):
     if path != "onchip":
         _onchip_up_to(64, monkeypatch)
     monkeypatch.setattr(reductions, "LOOPED_TILE_BYTES", 256)
+    monkeypatch.setattr(reductions, "ARGMAX_LOOPED_TILE_BYTES", 256)
     monkeypatch.setattr(reductions, "PROGRAMS_PER_SM", 1)  # fewer rows reach the looped path
     M = 3 if path != "looped" else SMS + 3  # looped: programs get 2 rows, one gets 1
     N = 800

@@ -15,10 +15,12 @@ all of them, with REDUCTION and FINISH as constexprs. Totals of pieces of a row 
 reduction (partial sums add, partial maxima take the max; argmax carries each maximum's position, and equal
 maxima keep the smaller one), which lets a row be split across programs. The result is stored in x's dtype,
 or in `out_dtype` (e.g. float32) when given; argmax's in int64.
-max's lanes reduce in one tl.reduce whose combine keeps NaN (max.NaN at every step): H200, bf16, row_max at 512 /
-1024 / 2048 columns 93.2 / 93.0 / 93.7% of copy against 85.9 / 86.1 / 88.3 with fmax and a count of NaN lanes (two
-reductions; NOTES item 261). The interpreter runs such a combine element by element, so it takes the two there
-("max_by_count"), which give the same result.
+On chip, programs of several rows reduce max's lanes in one tl.reduce whose combine keeps NaN (max.NaN at every
+step): H200, bf16, row_max at 512 / 1024 / 2048 columns 93.2 / 93.0 / 93.7% of copy against 85.9 / 86.1 / 88.3 with
+fmax and a count of NaN lanes (two reductions, "max_by_count"; NOTES item 261). Programs of one row (65536 columns:
+87.9-88.2 against 90.3), the looped and split paths (a total a row of 131072 or more: no difference seen) and the
+interpreter (which runs such a combine element by element: 20 s against 0.2 s for 64 rows of 4096) take the two,
+which give the same result.
 Why argmax: greedy decoding takes one over the vocabulary every token ([1, 128256] for Llama 3), where torch's
 reduction runs one block for the row (~36 us on the H200, 4% of an int4 8-layer decode step: NOTES item 210).
 
@@ -64,10 +66,12 @@ ONCHIP_BLOCK_ELEMS = 4096  # no output tile to hold: larger programs than the no
 # One tile of the looped and split paths (two in flight per program) over LOOPED_WARPS warps: 8 (fp16 / bf16) or 4
 # (fp32) elements a thread. 16 KB over 16 warps (62 registers, sm_90: two programs resident an SM of the
 # PROGRAMS_PER_SM launched, the others taking rows as they end) against 8 KB over 8 warps (64 registers, four
-# resident), H200, bf16, % of copy by do_bench (NOTES item 262): row_sum 89.2 / 84.5 at 131072, 88.4 / 84.6 at
-# 262144, row_max 89.1 / 84.4 and 89.0 / 83.9; torch.compile 89.8 / 89.2 and 87.4 / 87.0.
-LOOPED_TILE_BYTES = 16384
-LOOPED_WARPS = 16
+# resident), H200, bf16, % of copy by do_bench (NOTES items 262-263): row_sum 90.4 / 85.2 at 131072, 89.4 / 85.2 at
+# 262144, row_max 90.1 / 84.8 and 89.4 / 85.2, row_norm 90.0 / 84.8 at 131072; torch.compile 90.4, 89.9, 89.4, 88.3,
+# 90.7. argmax keeps 8 KB over 8 warps (ARGMAX_LOOPED_*): 83.8 against 72.0 at 131072, 7.04 against 7.46 us a
+# [1, 128256] row (its split path).
+LOOPED_TILE_BYTES, LOOPED_WARPS = 16384, 16
+ARGMAX_LOOPED_TILE_BYTES, ARGMAX_LOOPED_WARPS = 8192, 8
 PROGRAMS_PER_SM = 4  # looped and split paths: programs launched per SM
 # argmax on chip: twice the elements a thread up to ARGMAX_WIDE_N columns (fewer warps a row, more rows a program to
 # share the reductions across threads), the others' above. H200, bf16, graph replay, % of copy at N = 512 / 1K / 2K /
@@ -357,8 +361,6 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
     if M == 0:
         return
     reduction, finish = KINDS[kind]
-    if reduction == "max" and interpreting():
-        reduction = "max_by_count"  # the same result, in reductions the interpreter runs fast (_total)
     sms = num_sms(rows.device.index if rows.is_cuda else -1)
     path = reduce_path(M, N, sms, kind)
     pdl = pdl_options(rows)
@@ -369,15 +371,20 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
                                                 ARGMAX_NARROW_BLOCK_ELEMS if narrow else ONCHIP_BLOCK_ELEMS)
         if kind == "argmax":  # whole 16-byte vectors (columns past N masked)
             block_n = max(block_n, 16 // rows.element_size())
+        if reduction == "max" and (block_m == 1 or interpreting()):
+            reduction = "max_by_count"  # (module docstring: where the one reduction pays)
         launch(_row_reduce_onchip_kernel, (cdiv(M, block_m),), rows, out, M, N, rows.stride(0),
                REDUCTION=reduction, FINISH=finish, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, **pdl)
         return
-    tile = LOOPED_TILE_BYTES // rows.element_size()
+    reduction = "max_by_count" if reduction == "max" else reduction
+    tile_bytes, warps = ((ARGMAX_LOOPED_TILE_BYTES, ARGMAX_LOOPED_WARPS) if kind == "argmax"
+                         else (LOOPED_TILE_BYTES, LOOPED_WARPS))
+    tile = tile_bytes // rows.element_size()
     if path == "looped":
         # as many programs as fit, trimmed so that every program gets the same number of rows
         programs = cdiv(M, cdiv(M, PROGRAMS_PER_SM * sms))
         launch(_row_reduce_looped_kernel, (programs,), rows, out, M, N, rows.stride(0),
-               REDUCTION=reduction, FINISH=finish, TILE=tile, num_warps=LOOPED_WARPS, **pdl)
+               REDUCTION=reduction, FINISH=finish, TILE=tile, num_warps=warps, **pdl)
         return
     n_tiles = cdiv(N, tile)
     n_chunks = min(n_tiles, PROGRAMS_PER_SM * sms // M)  # >= 1: the split path has at most a half of that rows
@@ -387,7 +394,7 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
     # argmax: the totals' positions (int32: N < 2^31), else not read (partial stands in)
     index = torch.empty((M, n_chunks), device=rows.device, dtype=torch.int32) if kind == "argmax" else partial
     launch(_row_reduce_chunk_kernel, (M, n_chunks), rows, partial, index, N, rows.stride(0), chunk,
-           REDUCTION=reduction, TILE=tile, num_warps=LOOPED_WARPS, **pdl)
+           REDUCTION=reduction, TILE=tile, num_warps=warps, **pdl)
     launch(_row_reduce_combine_kernel, (M,), partial, index, out, N, n_chunks, REDUCTION=reduction,
            FINISH=finish, CHUNKS_POW2=triton.next_power_of_2(n_chunks), num_warps=COMBINE_WARPS, **pdl)
 
