@@ -15,12 +15,12 @@ all of them, with REDUCTION and FINISH as constexprs. Totals of pieces of a row 
 reduction (partial sums add, partial maxima take the max; argmax carries each maximum's position, and equal
 maxima keep the smaller one), which lets a row be split across programs. The result is stored in x's dtype,
 or in `out_dtype` (e.g. float32) when given; argmax's in int64.
-On chip, programs of several rows reduce max's lanes in one tl.reduce whose combine keeps NaN (max.NaN at every
-step): H200, bf16, row_max at 512 / 1024 / 2048 columns 93.2 / 93.0 / 93.7% of copy against 85.9 / 86.1 / 88.3 with
-fmax and a count of NaN lanes (two reductions, "max_by_count"; NOTES item 261). Programs of one row (65536 columns:
-87.9-88.2 against 90.3), the looped and split paths (a total a row of 131072 or more: no difference seen) and the
-interpreter (which runs such a combine element by element: 20 s against 0.2 s for 64 rows of 4096) take the two,
-which give the same result.
+max's lanes reduce in one tl.reduce whose combine keeps NaN (max.NaN at every step), against fmax and a count of NaN
+lanes (two reductions, "max_by_count"). H200, bf16, row_max, % of copy by do_bench (NOTES items 261, 263): on chip
+at 512 / 1024 / 2048 columns 93.2 / 93.0 / 93.7 against 85.9 / 86.1 / 88.3; looped at 131072 and 262144 88.0
+against 86.0 (graph replay 104 against 101). On-chip programs of one row (65536 columns: 87.9-89.5 against
+88.5-90.7) and the interpreter (which runs such a combine element by element: 20 s against 0.2 s for 64 rows of
+4096) take the two, which give the same result.
 Why argmax: greedy decoding takes one over the vocabulary every token ([1, 128256] for Llama 3), where torch's
 reduction runs one block for the row (~36 us on the H200, 4% of an int4 8-layer decode step: NOTES item 210).
 
@@ -376,7 +376,8 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
         launch(_row_reduce_onchip_kernel, (cdiv(M, block_m),), rows, out, M, N, rows.stride(0),
                REDUCTION=reduction, FINISH=finish, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, **pdl)
         return
-    reduction = "max_by_count" if reduction == "max" else reduction
+    if reduction == "max" and interpreting():
+        reduction = "max_by_count"
     tile_bytes, warps = ((ARGMAX_LOOPED_TILE_BYTES, ARGMAX_LOOPED_WARPS) if kind == "argmax"
                          else (LOOPED_TILE_BYTES, LOOPED_WARPS))
     tile = tile_bytes // rows.element_size()
