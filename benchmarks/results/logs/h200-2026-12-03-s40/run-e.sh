@@ -1,4 +1,4 @@
-# session 40, call e (the final code): row_max.s one NaN-keeping reduction but in on-chip programs of one row (65536:
+# session 40, call e (the final code): row_max's one NaN-keeping reduction but in on-chip programs of one row (65536:
 # fmax and a NaN count), argmax at 8 KB tiles over 8 warps (its own):
 # 1. GPU tests of test_reductions.py, test_plans.py, test_compile.py and test_integrations.py; 2. results rows of
 # row_max and row_argmax at every width.
