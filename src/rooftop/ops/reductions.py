@@ -60,7 +60,7 @@ ONCHIP_MAX = 32768  # widest row reduced on chip among few rows (elements): wide
 # against the looped path's 88% of copy at 65536 (NOTES item 222)
 ONCHIP_MANY_MAX = 65536
 # Launch parameters, to be tuned on the H200 (benchmarks/tune_rowops.py). Registers from ptxas for
-# sm_90: on-chip 19-32 (bf16; full occupancy), looped/split 46-50 (4-5 programs of 8 warps an SM).
+# sm_90: on-chip 19-32 (bf16; full occupancy); looped / split below.
 ONCHIP_ELEMS_PER_THREAD = 16
 ONCHIP_BLOCK_ELEMS = 4096  # no output tile to hold: larger programs than the normalising ops
 # One tile of the looped and split paths (two in flight per program) over LOOPED_WARPS warps: 8 (fp16 / bf16) or 4
