@@ -377,7 +377,7 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
                REDUCTION=reduction, FINISH=finish, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, **pdl)
         return
     if reduction == "max" and interpreting():
-        reduction = "max_by_count"
+        reduction = "max_by_count"  # (module docstring)
     tile_bytes, warps = ((ARGMAX_LOOPED_TILE_BYTES, ARGMAX_LOOPED_WARPS) if kind == "argmax"
                          else (LOOPED_TILE_BYTES, LOOPED_WARPS))
     tile = tile_bytes // rows.element_size()
