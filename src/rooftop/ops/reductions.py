@@ -27,7 +27,11 @@ reduction runs one block for the row (~36 us on the H200, 4% of an int4 8-layer 
 Which path runs (M rows of N elements, S streaming multiprocessors; `reduce_path`):
 - "onchip": BLOCK_M whole rows a program, loaded at once and reduced in registers, up to ONCHIP_MAX columns
   among few rows, ONCHIP_MANY_MAX among as many as give every SM PROGRAMS_PER_SM programs (argmax: ARGMAX_ONCHIP_MAX).
-- wider rows, and M large enough, "looped": a
+- wider rows (past CHUNKS_MIN_N), and M large enough, "chunks" (not argmax): each row is cut into chunks of
+  CHUNK_BYTES, a program each (M * chunks programs), loaded at once and reduced in registers as the on-chip kernel
+  does a row; the chunk's fp32 total goes to a workspace [M, chunks], and the row's last program to finish (an
+  arrival counter a row) combines the row's totals in chunk order and finishes. One launch, no program waits.
+- wider rows still (past CHUNKS_MAX_N), and argmax's, among many, "looped": a
   persistent grid; each program takes whole rows (p, p + G, ...) and walks a row tile by tile, the
   next two tiles' loads in flight while the current one is folded into per-lane fp32 accumulators.
 - wider rows, and fewer of them ("split"): each row is cut into chunks so that about
@@ -39,7 +43,8 @@ row (on chip: by order keys) or into one running (max, position) slot a vector (
 is NaN leaves its position untaken, and a row (or piece) whose max is NaN takes a second pass for its first NaN:
 over the registers on chip, a second read of the piece otherwise (rows with a NaN being rare).
 Traffic on every path: x read once (M * N * itemsize), the result written once (M * out itemsize);
-the split path adds its workspace, written and read once (a few KB; argmax: an int32 position a total too).
+the split and chunks paths add their workspace, written and read once (4 bytes a chunk; argmax: an int32 position a
+total too).
 """
 from __future__ import annotations
 
