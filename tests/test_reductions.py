@@ -83,14 +83,12 @@ def test_argmax_special_values(path, dtype, monkeypatch, device):
     assert torch.equal(out, x.argmax(-1))
 
 
-def test_paths(monkeypatch):
+def test_paths():
     onchip_max, split_max_rows = reductions.ONCHIP_MAX, reductions.PROGRAMS_PER_SM * SMS // 2
-    many_max, chunks_min = reductions.ONCHIP_MANY_MAX, reductions.CHUNKS_MIN_N
-    assert (reduce_path(1, onchip_max, SMS) == reduce_path(split_max_rows + 1, min(many_max, chunks_min), SMS)
-            == "onchip")
+    many_max = reductions.ONCHIP_MANY_MAX
+    assert reduce_path(1, onchip_max, SMS) == reduce_path(split_max_rows + 1, many_max, SMS) == "onchip"
     assert reduce_path(1, onchip_max + 1, SMS) == reduce_path(split_max_rows, 1 << 20, SMS) == "split"
-    assert reduce_path(split_max_rows + 1, chunks_min + 1, SMS) == "chunks"
-    assert reduce_path(split_max_rows + 1, chunks_min + 1, SMS, "argmax") == "looped"
+    assert reduce_path(split_max_rows + 1, many_max + 1, SMS) == "looped"
     # argmax: rows past ARGMAX_ONCHIP_MAX on chip only where few
     wide = reductions.ARGMAX_ONCHIP_MAX + 1
     assert reduce_path(split_max_rows, onchip_max, SMS, "argmax") == reduce_path(10**6, wide - 1, SMS,
@@ -98,24 +96,21 @@ def test_paths(monkeypatch):
     assert reduce_path(split_max_rows + 1, wide, SMS, "argmax") == "looped"
     # the shapes above reach every path here
     paths = {reduce_path(m, n, SMS) for m, n in SHAPES}
-    assert paths == ({"onchip", "split", "chunks"} if not HAS_CUDA else {"onchip", "split"})
-    monkeypatch.setattr(reductions, "CHUNKS_MAX_N", many_max)  # wider rows among many: looped
-    assert reduce_path(split_max_rows + 1, many_max + 1, SMS) == "looped"
+    assert paths == ({"onchip", "split", "looped"} if not HAS_CUDA else {"onchip", "split"})
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("path", ["onchip", "looped", "split", "chunks"])
+@pytest.mark.parametrize("path", ["onchip", "looped", "split"])
 def test_every_path_with_small_tiles(path, dtype, monkeypatch, device):
-    """Every path on every device, with tiles (and chunks) of 128 (bf16) / 64 (fp32) elements: rows of 7 / 13
-    tiles (odd: the loop is unrolled by two), the last one partial. Row 0 holds a NaN in its last tile, row 1
+    """Every path on every device, with tiles of 128 (bf16) / 64 (fp32) elements: rows of 7 / 13 tiles
+    (odd: the loop is unrolled by two), the last one partial. Row 0 holds a NaN in its last tile, row 1
     is all -inf, row 2 holds -inf among finite values."""
     if path != "onchip":
         _onchip_up_to(64, monkeypatch)
-    monkeypatch.setattr(reductions, "CHUNKS_MIN_N", 64 if path == "chunks" else 1 << 20)
-    for name in ("LOOPED_TILE_BYTES", "ARGMAX_LOOPED_TILE_BYTES", "CHUNK_BYTES"):
-        monkeypatch.setattr(reductions, name, 256)
-    monkeypatch.setattr(reductions, "PROGRAMS_PER_SM", 1)  # fewer rows reach the looped and chunks paths
-    M = 3 if path in ("onchip", "split") else SMS + 3  # looped: programs get 2 rows, one gets 1
+    monkeypatch.setattr(reductions, "LOOPED_TILE_BYTES", 256)
+    monkeypatch.setattr(reductions, "ARGMAX_LOOPED_TILE_BYTES", 256)
+    monkeypatch.setattr(reductions, "PROGRAMS_PER_SM", 1)  # fewer rows reach the looped path
+    M = 3 if path != "looped" else SMS + 3  # looped: programs get 2 rows, one gets 1
     N = 800
     assert reduce_path(M, N, SMS) == path
     x = _rand((M, N), dtype, device)
@@ -233,8 +228,7 @@ def test_gpu_sizes(shape):
 @pytest.mark.slow
 @pytest.mark.parametrize("shape", [(2**31 // 8192 + 3, 8192), (300, 2**23 + 1), (2, 2**30 + 5)])
 def test_past_2_31_elements(shape):
-    """Each path (onchip, chunks (argmax: looped), split on the H200) over a tensor past 2^31 elements: the last
-    rows."""
+    """Each path (onchip, looped, split on the H200) over a tensor past 2^31 elements: the last rows."""
     assert math.prod(shape) > 2**31
     x = _rand(shape, torch.bfloat16, "cuda")
     tail = slice(shape[0] - 2, None)

@@ -27,11 +27,7 @@ reduction runs one block for the row (~36 us on the H200, 4% of an int4 8-layer 
 Which path runs (M rows of N elements, S streaming multiprocessors; `reduce_path`):
 - "onchip": BLOCK_M whole rows a program, loaded at once and reduced in registers, up to ONCHIP_MAX columns
   among few rows, ONCHIP_MANY_MAX among as many as give every SM PROGRAMS_PER_SM programs (argmax: ARGMAX_ONCHIP_MAX).
-- wider rows (past CHUNKS_MIN_N), and M large enough, "chunks" (not argmax): each row is cut into chunks of
-  CHUNK_BYTES, a program each (M * chunks programs), loaded at once and reduced in registers as the on-chip kernel
-  does a row; the chunk's fp32 total goes to a workspace [M, chunks], and the row's last program to finish (an
-  arrival counter a row) combines the row's totals in chunk order and finishes. One launch, no program waits.
-- wider rows still (past CHUNKS_MAX_N), and argmax's, among many, "looped": a
+- wider rows, and M large enough, "looped": a
   persistent grid; each program takes whole rows (p, p + G, ...) and walks a row tile by tile, the
   next two tiles' loads in flight while the current one is folded into per-lane fp32 accumulators.
 - wider rows, and fewer of them ("split"): each row is cut into chunks so that about
@@ -43,8 +39,7 @@ row (on chip: by order keys) or into one running (max, position) slot a vector (
 is NaN leaves its position untaken, and a row (or piece) whose max is NaN takes a second pass for its first NaN:
 over the registers on chip, a second read of the piece otherwise (rows with a NaN being rare).
 Traffic on every path: x read once (M * N * itemsize), the result written once (M * out itemsize);
-the split and chunks paths add their workspace, written and read once (4 bytes a chunk; argmax: an int32 position a
-total too).
+the split path adds its workspace, written and read once (a few KB; argmax: an int32 position a total too).
 """
 from __future__ import annotations
 
@@ -56,9 +51,8 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (FLOAT_DTYPES, arrival_counters, arrive_last, as_rows, await_previous, cdiv,
-                                  check_float, interpreting, launch, num_sms, onchip_config, pdl_options, planned,
-                                  runs_kernel, torch_op)
+from rooftop.ops._support import (FLOAT_DTYPES, as_rows, await_previous, cdiv, check_float, interpreting, launch,
+                                  num_sms, onchip_config, pdl_options, planned, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row reduced on chip among few rows (elements): wider ones are split over programs
@@ -95,11 +89,6 @@ ARGMAX_NARROW_BLOCK_ELEMS = 2048
 # [64, 32000] 3.01 / 4.25 (split), [1, 32000] 2.50 / 2.57 (split)
 ARGMAX_ONCHIP_MAX = 16384
 COMBINE_WARPS = 4
-# Rows of CHUNKS_MIN_N < N <= CHUNKS_MAX_N among many (not argmax) take the chunks path: programs of CHUNK_BYTES of a
-# row over CHUNK_WARPS warps (16 bf16 values a thread, as the on-chip kernel's 16384-wide rows: 95% of copy), the
-# row's last one to finish combining the totals.
-CHUNKS_MIN_N, CHUNKS_MAX_N = 16384, 1 << 62
-CHUNK_BYTES, CHUNK_WARPS = 32768, 32
 
 
 # kind -> (REDUCTION over the row in fp32, FINISH applied to the row's total)
@@ -311,33 +300,6 @@ def _row_reduce_onchip_kernel(x_ptr, out_ptr, M, N, x_stride,
 
 
 @triton.jit
-def _row_reduce_chunks_kernel(x_ptr, out_ptr, partial_ptr, cnt_ptr, N, x_stride, CHUNKS,
-                              REDUCTION: tl.constexpr, FINISH: tl.constexpr, CHUNK: tl.constexpr,
-                              CHUNKS_POW2: tl.constexpr, EVEN: tl.constexpr, PDL: tl.constexpr):
-    # Program p: chunk p % CHUNKS of row p // CHUNKS, read once into registers (CHUNK * itemsize bytes) and reduced;
-    # its fp32 total goes to partial[row, chunk] (4 bytes). The row's last program to arrive reads the row's CHUNKS
-    # totals back (from L2), combines them in chunk order and writes the row's result.
-    await_previous(PDL)
-    row = tl.program_id(0) // CHUNKS
-    chunk = tl.program_id(0) % CHUNKS
-    cols = chunk * CHUNK + tl.arange(0, CHUNK)
-    x_row = x_ptr + row.to(tl.int64) * x_stride
-    if EVEN:  # whole chunks: unmasked loads
-        x = tl.load(x_row + cols, eviction_policy="evict_first")
-    else:
-        x = tl.load(x_row + cols, mask=cols < N, other=_identity(REDUCTION), eviction_policy="evict_first")
-    acc, idx = _fold(_identity(REDUCTION), NO_INDEX, x.to(tl.float32), cols, REDUCTION)
-    total, _ = _total(acc, idx, 0, 0, REDUCTION)
-    partials = partial_ptr + row.to(tl.int64) * CHUNKS
-    tl.store(partials + chunk, total)
-    if arrive_last(cnt_ptr, row, CHUNKS):
-        c = tl.arange(0, CHUNKS_POW2)
-        totals = tl.load(partials + c, mask=c < CHUNKS, other=_identity(REDUCTION), cache_modifier=".cg")
-        row_total, _ = _total(totals, NO_INDEX, 0, 0, REDUCTION)
-        tl.store(out_ptr + row, _finish(row_total, 0, N, FINISH).to(out_ptr.dtype.element_ty))
-
-
-@triton.jit
 def _row_reduce_looped_kernel(x_ptr, out_ptr, M, N, x_stride,
                               REDUCTION: tl.constexpr, FINISH: tl.constexpr, TILE: tl.constexpr, PDL: tl.constexpr):
     # Persistent: program p takes rows p, p + G, ...; reads each row once, writes one result a row.
@@ -384,13 +346,10 @@ def _row_reduce_combine_kernel(partial_ptr, index_ptr, out_ptr, N, n_chunks,
 
 
 def reduce_path(M: int, N: int, sms: int, kind: str = "sum") -> str:
-    """Which kernel path reduces M rows of N elements on a GPU of `sms` SMs: "onchip", "chunks" (many rows cut
-    into chunks, one kernel), "looped" (one program a row, persistent) or "split" (few rows cut into chunks over
-    programs, then a combining kernel)."""
+    """Which kernel path reduces M rows of N elements on a GPU of `sms` SMs: "onchip", "looped"
+    (one program a row, persistent) or "split" (rows cut into chunks over programs)."""
     # split when the rows alone cannot give every SM its programs: at least 2 chunks a row are needed
     few_rows = PROGRAMS_PER_SM * sms // M >= 2
-    if not few_rows and kind != "argmax" and CHUNKS_MIN_N < N <= CHUNKS_MAX_N:
-        return "chunks"
     if N <= (ONCHIP_MAX if few_rows else ARGMAX_ONCHIP_MAX if kind == "argmax" else ONCHIP_MANY_MAX):
         return "onchip"
     return "split" if few_rows else "looped"
@@ -417,16 +376,8 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
         launch(_row_reduce_onchip_kernel, (cdiv(M, block_m),), rows, out, M, N, rows.stride(0),
                REDUCTION=reduction, FINISH=finish, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, **pdl)
         return
-    if reduction == "max" and (path == "chunks" or interpreting()):
-        reduction = "max_by_count"  # (module docstring: a chunk is a one-row program's)
-    if path == "chunks":
-        chunk = CHUNK_BYTES // rows.element_size()
-        n_chunks = cdiv(N, chunk)
-        partial = torch.empty((M, n_chunks), device=rows.device, dtype=torch.float32)  # the workspace
-        launch(_row_reduce_chunks_kernel, (M * n_chunks,), rows, out, partial, arrival_counters(rows.device, M), N,
-               rows.stride(0), n_chunks, REDUCTION=reduction, FINISH=finish, CHUNK=chunk,
-               CHUNKS_POW2=triton.next_power_of_2(n_chunks), EVEN=N % chunk == 0, num_warps=CHUNK_WARPS, **pdl)
-        return
+    if reduction == "max" and interpreting():
+        reduction = "max_by_count"  # (module docstring)
     tile_bytes, warps = ((ARGMAX_LOOPED_TILE_BYTES, ARGMAX_LOOPED_WARPS) if kind == "argmax"
                          else (LOOPED_TILE_BYTES, LOOPED_WARPS))
     tile = tile_bytes // rows.element_size()
