@@ -7,8 +7,16 @@ asked; its 128 x 192 tiles fill 128 of the 132 SMs, one tile each, 64 k-steps).
    statistics (grid, cluster), occupancy. Guess under test (NOTES item 67, session 11's Next 5): the 128 tiles read
    2.5 MB each from L2 (320 MB in ~40 us, ~8 TB/s), so L2 -> SM bandwidth holds it, where cuBLAS multicasts a panel
    to a 2-CTA cluster (TMA multicast is not in Triton 3.6's Gluon).
+   Seen (session 41, call b): cuBLAS runs nvjet 192x128, 5 stages, 2-CTA clusters, 128 CTAs as ours; SM active
+   cycles alike (54.9 / 55.2 K) but 64.3 K elapsed against 60.9 K; L2 throughput 42 / 64%: not L2-bound. Graph
+   replay 43.9 / 39.0 us against ncu's 37.1 / 35.8.
+3. (`--flushes`) Where graph replay's extra time goes: cuBLAS, the library's choice and the 128 x 192 variant at 3
+   and 4 stages, each a CUDA graph of one call replayed after a zeroing flush of 256 MB (as do_bench: L2 left full
+   of dirty lines), after a reading flush (L2 full of clean lines) and back to back; and the kernel's own duration
+   in the zeroing case (torch.profiler). Guess: the dirty lines' write-back under the GEMM's loads costs ours more
+   (a 4-stage ring against cuBLAS's 5).
 
-Usage (H200): PYTHONPATH=src ROOFTOP_CACHE_DIR=... python benchmarks/probe_gemm_ncu.py OUT_DIR
+Usage (H200): PYTHONPATH=src ROOFTOP_CACHE_DIR=... python benchmarks/probe_gemm_ncu.py OUT_DIR [--flushes]
 (tunes and times in-process, then runs itself under ncu: `kernels` is the profiled half, inside an NVTX range.)
 """
 from __future__ import annotations
@@ -78,5 +86,53 @@ def main(out_dir: str) -> None:
     print("\n".join(line[:160] for line in text.splitlines() if keep.search(line)))
 
 
+def flushes() -> None:
+    import statistics
+
+    import rooftop
+    from rooftop.bench.timing import capture_graph
+    from rooftop.ops.matmul_sm90 import Variant, WarpSpecializedPlan
+    a, b = operands()
+    ref = a.float() @ b.float()
+    cache = torch.empty(256 * 2**20 // 4, device="cuda", dtype=torch.int32)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    providers = {"cublas": lambda: torch.matmul(a, b), "library": lambda: rooftop.matmul(a, b)}
+    for stages in (4, 3):
+        out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+        plan = WarpSpecializedPlan(Variant(128, 192, stages, 2, False), a, b, True, out, None, None, None, sms)
+        providers[f"coop_128x192_s{stages}"] = lambda plan=plan, out=out: (plan(a, b, out, None, None), out)[1]
+    flush_kinds = {"zeroing": cache.zero_, "reading": cache.sum, "none": lambda: None}
+    print(f"{'':22s}" + "".join(f"{k:>10s}" for k in flush_kinds) + "   kernel (zeroing flush)")
+    for name, fn in providers.items():
+        err = float((fn().float() - ref).norm() / ref.norm())
+        graph = capture_graph(lambda: (fn(), fn()), fn)
+        cells = []
+        for flush in flush_kinds.values():
+            times = []
+            for _ in range(40):
+                flush()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                graph.replay()
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end) * 1e3)
+            cells.append(statistics.median(times[5:]))
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(10):
+                cache.zero_()
+                graph.replay()
+            torch.cuda.synchronize()
+        durations = [e.time_range.elapsed_us() for e in prof.events() if e.device_type.name == "CUDA"
+                     and ("matmul" in e.name or "nvjet" in e.name or "gemm" in e.name)]
+        kernel = statistics.median(durations) if durations else float("nan")
+        print(f"{name:22s}" + "".join(f"{c:10.1f}" for c in cells) + f"   {kernel:.1f} us  (err {err:.1e})")
+
+
 if __name__ == "__main__":
-    kernels() if sys.argv[1] == "kernels" else main(sys.argv[1])
+    if sys.argv[1] == "kernels":
+        kernels()
+    elif "--flushes" in sys.argv:
+        flushes()
+    else:
+        main(sys.argv[1])
