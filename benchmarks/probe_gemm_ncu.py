@@ -11,10 +11,11 @@ asked; its 128 x 192 tiles fill 128 of the 132 SMs, one tile each, 64 k-steps).
    cycles alike (54.9 / 55.2 K) but 64.3 K elapsed against 60.9 K; L2 throughput 42 / 64%: not L2-bound. Graph
    replay 43.9 / 39.0 us against ncu's 37.1 / 35.8.
 3. (`--flushes`) Where graph replay's extra time goes: cuBLAS, the library's choice and the 128 x 192 variant at 3
-   and 4 stages, each a CUDA graph of one call replayed after a zeroing flush of 256 MB (as do_bench: L2 left full
+   and 4 stages (and 5, storing from registers: no staging buffers), each a CUDA graph of one call replayed after a zeroing flush of 256 MB (as do_bench: L2 left full
    of dirty lines), after a reading flush (L2 full of clean lines) and back to back; and the kernel's own duration
    in the zeroing case (torch.profiler). Guess: the dirty lines' write-back under the GEMM's loads costs ours more
-   (a 4-stage ring against cuBLAS's 5).
+   (a 4-stage ring against cuBLAS's 5). Seen (call c, us after a zeroing / reading flush / none, kernel): cuBLAS
+   38.3 / 37.0 / 40.0, 35.7; library (the 4-stage 128 x 192) 43.1 / 37.8 / 43.4, 40.4; 3 stages 55.0 / 47.0 / 56.6.
 
 Usage (H200): PYTHONPATH=src ROOFTOP_CACHE_DIR=... python benchmarks/probe_gemm_ncu.py OUT_DIR [--flushes]
 (tunes and times in-process, then runs itself under ncu: `kernels` is the profiled half, inside an NVTX range.)
@@ -97,12 +98,13 @@ def flushes() -> None:
     cache = torch.empty(256 * 2**20 // 4, device="cuda", dtype=torch.int32)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     providers = {"cublas": lambda: torch.matmul(a, b), "library": lambda: rooftop.matmul(a, b)}
-    for stages in (4, 3):
+    for v in (Variant(128, 192, 4, 2, False), Variant(128, 192, 3, 2, False),
+              Variant(128, 192, 5, 2, False, direct=True)):
         out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
-        plan = WarpSpecializedPlan(Variant(128, 192, stages, 2, False), a, b, True, out, None, None, None, sms)
-        providers[f"coop_128x192_s{stages}"] = lambda plan=plan, out=out: (plan(a, b, out, None, None), out)[1]
+        plan = WarpSpecializedPlan(v, a, b, True, out, None, None, None, sms)
+        providers[v.name] = lambda plan=plan, out=out: (plan(a, b, out, None, None), out)[1]
     flush_kinds = {"zeroing": cache.zero_, "reading": cache.sum, "none": lambda: None}
-    print(f"{'':22s}" + "".join(f"{k:>10s}" for k in flush_kinds) + "   kernel (zeroing flush)")
+    print(f"{'':32s}" + "".join(f"{k:>10s}" for k in flush_kinds) + "   kernel (zeroing flush)")
     for name, fn in providers.items():
         err = float((fn().float() - ref).norm() / ref.norm())
         graph = capture_graph(lambda: (fn(), fn()), fn)
@@ -126,7 +128,7 @@ def flushes() -> None:
         durations = [e.time_range.elapsed_us() for e in prof.events() if e.device_type.name == "CUDA"
                      and ("matmul" in e.name or "nvjet" in e.name or "gemm" in e.name)]
         kernel = statistics.median(durations) if durations else float("nan")
-        print(f"{name:22s}" + "".join(f"{c:10.1f}" for c in cells) + f"   {kernel:.1f} us  (err {err:.1e})")
+        print(f"{name:32s}" + "".join(f"{c:10.1f}" for c in cells) + f"   {kernel:.1f} us  (err {err:.1e})")
 
 
 if __name__ == "__main__":
