@@ -119,8 +119,7 @@ def compile_only(variants=VARIANTS) -> None:
             a_box, b_box, c_box = boxes(v, b_k_major)
             sig = {name: f"tensordesc<bf16{box},{shared_layout(box, torch.bfloat16)!r}>"
                    for name, box in (("a_desc", a_box), ("b_desc", b_box), ("c_desc", c_box), ("res_desc", c_box))}
-            sig.update(bias_ptr="*bf16", bias_stride="i32", ws_ptr="*fp32", cnt_ptr="*i32", c_ptr="*bf16",
-                       c_stride="i32", res_ptr="*bf16", res_stride="i32", M="i32", N="i32", K="i32")
+            sig.update(bias_ptr="*bf16", bias_stride="i32", ws_ptr="*fp32", cnt_ptr="*i32", M="i32", N="i32", K="i32")
             consts = constexprs(v, b_k_major, bias, activation, residual)
             sig.update({name: "constexpr" for name in consts})
             compiled = compile_sm90(_matmul_ws_kernel, sig, consts)

@@ -11,11 +11,13 @@ asked; its 128 x 192 tiles fill 128 of the 132 SMs, one tile each, 64 k-steps).
    cycles alike (54.9 / 55.2 K) but 64.3 K elapsed against 60.9 K; L2 throughput 42 / 64%: not L2-bound. Graph
    replay 43.9 / 39.0 us against ncu's 37.1 / 35.8.
 3. (`--flushes`) Where graph replay's extra time goes: cuBLAS, the library's choice and the 128 x 192 variant at 3
-   and 4 stages (and 5, storing from registers: no staging buffers), each a CUDA graph of one call replayed after a zeroing flush of 256 MB (as do_bench: L2 left full
+   and 4 stages, each a CUDA graph of one call replayed after a zeroing flush of 256 MB (as do_bench: L2 left full
    of dirty lines), after a reading flush (L2 full of clean lines) and back to back; and the kernel's own duration
    in the zeroing case (torch.profiler). Guess: the dirty lines' write-back under the GEMM's loads costs ours more
    (a 4-stage ring against cuBLAS's 5). Seen (call c, us after a zeroing / reading flush / none, kernel): cuBLAS
    38.3 / 37.0 / 40.0, 35.7; library (the 4-stage 128 x 192) 43.1 / 37.8 / 43.4, 40.4; 3 stages 55.0 / 47.0 / 56.6.
+   A 5-stage ring with the epilogue stored from registers (no staging buffers; call d, commit a27b0a1, NOTES item
+   268): 42.9 / 41.2 / 48.6 against 43.6 / 37.0 / 47.6 for 4 stages in the same run: not kept.
 
 Usage (H200): PYTHONPATH=src ROOFTOP_CACHE_DIR=... python benchmarks/probe_gemm_ncu.py OUT_DIR [--flushes]
 (tunes and times in-process, then runs itself under ncu: `kernels` is the profiled half, inside an NVTX range.)
@@ -98,8 +100,7 @@ def flushes() -> None:
     cache = torch.empty(256 * 2**20 // 4, device="cuda", dtype=torch.int32)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     providers = {"cublas": lambda: torch.matmul(a, b), "library": lambda: rooftop.matmul(a, b)}
-    for v in (Variant(128, 192, 4, 2, False), Variant(128, 192, 3, 2, False),
-              Variant(128, 192, 5, 2, False, direct=True)):
+    for v in (Variant(128, 192, 4, 2, False), Variant(128, 192, 3, 2, False)):
         out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
         plan = WarpSpecializedPlan(v, a, b, True, out, None, None, None, sms)
         providers[v.name] = lambda plan=plan, out=out: (plan(a, b, out, None, None), out)[1]

@@ -398,13 +398,11 @@ def test_candidate_configurations(monkeypatch):
         variants = [v.config() for v in matmul_sm90.VARIANTS]
         sk_256, sk_128 = "coop_2wg_128x256x64_s3_streamk", "coop_1wg_128x128x64_s5_streamk"
         w_192, w_160 = "coop_2wg_128x192x64_s4", "coop_2wg_128x160x64_s5"
-        d_192, d_160 = "coop_2wg_128x192x64_s5_direct", "coop_2wg_128x160x64_s6_direct"  # no staging buffers
         for M, N, out_size, res_size, data_parallel, stream_k, wave in [
                 (512, 4096, 2, 0, 4, [sk_256], []), (8192, 8192, 2, 2, 4, [], []), (512, 4096, 4, 4, 2, [], []),
                 (4096, 200, 2, 0, 4, [sk_256, sk_128], []), (9000, 264, 2, 0, 4, [], []),  # 71 tile rows
-                (512, 6144, 2, 2, 4, [sk_256, sk_128], [w_192, d_192]),
-                (512, 10240, 2, 0, 4, [sk_256, sk_128], [w_160, d_160]),
-                (512, 6144, 4, 4, 2, [sk_128], [d_192]),  # fp32 out: the 192 / 160 staging buffers do not fit
+                (512, 6144, 2, 2, 4, [sk_256, sk_128], [w_192]), (512, 10240, 2, 0, 4, [sk_256, sk_128], [w_160]),
+                (512, 6144, 4, 4, 2, [sk_128], []),  # fp32 out: the 192 / 160 staging buffers do not fit
                 (2048, 6144, 2, 0, 4, [], [])]:  # 97% each way
             plain = mm._configs(True, False, False, M, N, 1, 2, out_size, res_size, True, "silu", 0)
             configs = mm._configs(True, True, False, M, N, 1, 2, out_size, res_size, True, "silu", 0)
@@ -415,7 +413,7 @@ def test_candidate_configurations(monkeypatch):
             names = [matmul_sm90.Variant.of(c).name for c in gluon]
             assert len(names) == data_parallel + len(stream_k) + len(wave), (M, N, names)
             assert [n for n in names if "streamk" in n] == stream_k
-            assert [n for n in names if n in (w_192, w_160, d_192, d_160)] == wave
+            assert [n for n in names if n in (w_192, w_160)] == wave
             assert all(matmul_sm90.Variant.of(c).smem_bytes(2, out_size) <= 232448 - mm.SMEM_RESERVE for c in gluon)
     finally:
         mm._configs.cache_clear()

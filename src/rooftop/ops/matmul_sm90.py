@@ -78,7 +78,6 @@ class Variant:
     consumers: int
     pingpong: bool
     stream_k: bool = False  # cooperative only
-    direct: bool = False  # the epilogue stores from registers: no staging buffer, its shared memory to the ring
 
     def __post_init__(self):
         if self.stream_k and (self.pingpong or self.wave_fit):
@@ -91,7 +90,7 @@ class Variant:
     def name(self) -> str:
         kind = "pingpong" if self.pingpong else "coop"
         return (f"{kind}_{self.consumers}wg_{self.block_m}x{self.block_n}x{BLOCK_K}_s{self.stages}"
-                + ("_streamk" if self.stream_k else "") + ("_direct" if self.direct else ""))
+                + ("_streamk" if self.stream_k else ""))
 
     @property
     def n_pieces(self) -> tuple[int, int]:
@@ -116,21 +115,19 @@ class Variant:
         return self.block_m // self.a_boxes
 
     def smem_bytes(self, itemsize: int, out_itemsize: int) -> int:
-        """The ring and (unless direct) one output (and residual) staging buffer per consumer."""
+        """The ring and one output (and residual) staging buffer per consumer."""
         stage = itemsize * BLOCK_K * (self.block_m + self.block_n)
-        return self.stages * stage + (0 if self.direct else out_itemsize * self.consumers * self.consumer_rows
-                                      * self.block_n)
+        return self.stages * stage + out_itemsize * self.consumers * self.consumer_rows * self.block_n
 
     def config(self) -> dict:
         """rooftop.matmul's launch configuration (JSON-able, for its tuner) of this variant."""
         return dict(KERNEL="gluon", BLOCK_M=self.block_m, BLOCK_N=self.block_n, num_stages=self.stages,
-                    CONSUMERS=self.consumers, PINGPONG=self.pingpong, STREAM_K=self.stream_k,
-                    **(dict(DIRECT=True) if self.direct else {}))
+                    CONSUMERS=self.consumers, PINGPONG=self.pingpong, STREAM_K=self.stream_k)
 
     @staticmethod
     def of(config: dict) -> "Variant":
         return Variant(config["BLOCK_M"], config["BLOCK_N"], config["num_stages"], config["CONSUMERS"],
-                       config["PINGPONG"], config.get("STREAM_K", False), config.get("DIRECT", False))
+                       config["PINGPONG"], config.get("STREAM_K", False))
 
 
 # Measured on the H200 (bf16, 2026-12-01; ops/matmul.py's docstring has the figures): 128 x 256 with two
@@ -144,11 +141,6 @@ VARIANTS = (
     # 132 SMs (97% of one wave), 512 x 10240 256 of 128 x 160 (97% of two); two consumers of 64 rows each
     Variant(128, 192, 4, 2, False),  # 4 x 40 KB + 2 x 24 KB
     Variant(128, 160, 5, 2, False),  # 5 x 36 KB + 2 x 20 KB
-    # the same, their staging buffers' shared memory given to the ring (a stage more: the epilogue stores from the
-    # registers); at 512 x 6144 x 4096 the 4-stage ring ran 43.1 us after do_bench's zeroing flush, 37.8 after a
-    # reading one, 3 stages 55.0, cuBLAS (192 x 128, 5 stages) 38.3 / 37.0 (session 41, probe_gemm_ncu.py)
-    Variant(128, 192, 5, 2, False, direct=True),  # 5 x 40 KB
-    Variant(128, 160, 6, 2, False, direct=True),  # 6 x 36 KB
     # stream-K (where the tiles are not whole waves: 512 x 10240 = 320 tiles of 128 x 128 on 132 SMs)
     Variant(128, 256, 3, 2, False, True),
     Variant(128, 128, 5, 1, False, True),
@@ -291,21 +283,6 @@ def _bias_act(acc, off_m, off_n, M, N, bias_ptr, bias_stride, HAS_BIAS: gl.const
 
 
 @gluon.jit
-def _direct_out(acc, off_m, off_n, M, N, bias_ptr, bias_stride, c_ptr, c_stride, res_ptr, res_stride,
-                HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, HAS_RESIDUAL: gl.constexpr):
-    """The epilogue of a direct variant: bias, activation and the residual (read from memory) on the accumulator of
-    output columns off_n.., stored from the registers (a thread's two adjacent columns a store)."""
-    layout: gl.constexpr = acc.type.layout
-    rows = off_m + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, layout))
-    cols = off_n + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, layout))
-    acc = matmul_ops._epilogue(acc, rows, cols, M, N, bias_ptr, bias_stride, res_ptr, res_stride, 1, bias_ptr, 0,
-                               bias_ptr, 0, False, HAS_BIAS, ACTIVATION, HAS_RESIDUAL)
-    mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
-    offs = gl.expand_dims(rows.to(gl.int64) * c_stride, 1) + gl.expand_dims(cols, 0)
-    gl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
-
-
-@gluon.jit
 def _stage_out(acc, c_buf, HAS_RESIDUAL: gl.constexpr):
     """acc (+ the residual tile that TMA brought into c_buf) into the staging buffer c_buf, cast; each thread
     reads and rewrites the same elements of the buffer: no barrier between."""
@@ -315,11 +292,11 @@ def _stage_out(acc, c_buf, HAS_RESIDUAL: gl.constexpr):
 
 
 @gluon.jit
-def _consumer(c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, c_ptr, c_stride, res_ptr, res_stride, a_smem,
-              b_smem, b_lo_smem, c_smem, c_lo_smem, ready, empty, turn, res_ready, M, N, K, CONSUMER: gl.constexpr,
-              NUM_CONSUMERS: gl.constexpr, PINGPONG: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr,
-              B_K_MAJOR: gl.constexpr, GROUP_M: gl.constexpr, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr,
-              HAS_RESIDUAL: gl.constexpr, STREAM_K: gl.constexpr, DIRECT: gl.constexpr):
+def _consumer(c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, b_smem, b_lo_smem, c_smem, c_lo_smem,
+              ready, empty, turn, res_ready, M, N, K, CONSUMER: gl.constexpr, NUM_CONSUMERS: gl.constexpr,
+              PINGPONG: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr, B_K_MAJOR: gl.constexpr,
+              GROUP_M: gl.constexpr, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, HAS_RESIDUAL: gl.constexpr,
+              STREAM_K: gl.constexpr):
     """One warp group's accumulator [CONSUMER_ROWS, BLOCK_N] per segment; where BLOCK_N is no power of two
     (Variant.n_pieces), two: columns [0, N_HI) and [N_HI, BLOCK_N), split as b's stage (b_smem, b_lo_smem)
     and the output's staging buffer (c_smem, c_lo_smem) are, which TMA fills and drains box by box.
@@ -344,7 +321,7 @@ def _consumer(c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, c_ptr, c
         off_m = pid_m * BLOCK_M + A_SLOT * CONSUMER_ROWS
         off_n = pid_n * BLOCK_N
         res_parity = ((local - FIRST_TILE) // TILE_STEP) & 1
-        if HAS_RESIDUAL and not DIRECT:  # the residual tile comes into the staging buffers under the mainloop
+        if HAS_RESIDUAL:  # the residual tile comes into the staging buffers under the mainloop
             tma.store_wait(0)  # once the previous tile's stores have read the buffers
             gl.thread_barrier()
             mbarrier.expect(res_ready, BLOCK_N // BOX_N * res_desc.block_type.nbytes)
@@ -391,14 +368,7 @@ def _consumer(c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, c_ptr, c
                                          gl.cdiv(M, BLOCK_M), CONSUMER, NUM_CONSUMERS)
         else:
             final = k1 == k_tiles  # always: a data-parallel segment is a whole tile
-        if DIRECT:  # (a constexpr branch: `final` is a runtime value, under which both branches would compile)
-            if final:
-                _direct_out(acc, off_m, off_n, M, N, bias_ptr, bias_stride, c_ptr, c_stride, res_ptr, res_stride,
-                            HAS_BIAS, ACTIVATION, HAS_RESIDUAL)
-                if N_LO > 0:
-                    _direct_out(acc_lo, off_m, off_n + N_HI, M, N, bias_ptr, bias_stride, c_ptr, c_stride, res_ptr,
-                                res_stride, HAS_BIAS, ACTIVATION, HAS_RESIDUAL)
-        elif final:  # epilogue: bias and activation, then the residual
+        if final:  # epilogue: bias and activation, then the residual
             acc = _bias_act(acc, off_m, off_n, M, N, bias_ptr, bias_stride, HAS_BIAS, ACTIVATION)
             if N_LO > 0:
                 acc_lo = _bias_act(acc_lo, off_m, off_n + N_HI, M, N, bias_ptr, bias_stride, HAS_BIAS, ACTIVATION)
@@ -425,18 +395,16 @@ def _consumer(c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, c_ptr, c
 
 
 @gluon.jit
-def _matmul_ws_kernel(a_desc, b_desc, c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, c_ptr, c_stride, res_ptr,
-                      res_stride, M, N, K, STAGES: gl.constexpr, NUM_CONSUMERS: gl.constexpr, PINGPONG: gl.constexpr,
+def _matmul_ws_kernel(a_desc, b_desc, c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, M, N, K,
+                      STAGES: gl.constexpr, NUM_CONSUMERS: gl.constexpr, PINGPONG: gl.constexpr,
                       BLOCK_N: gl.constexpr, B_K_MAJOR: gl.constexpr, GROUP_M: gl.constexpr, HAS_BIAS: gl.constexpr,
                       ACTIVATION: gl.constexpr, HAS_RESIDUAL: gl.constexpr, STREAM_K: gl.constexpr,
-                      DIRECT: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
+                      CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
     """Persistent warp-specialised GEMM: consumer 0 is the default partition (num_warps = 4), consumer 1
     (if any) and the loader are workers. res_desc: the residual's, laid out as the output's (c_desc
     itself, never read, without a residual). ws_ptr, cnt_ptr: stream-K's fp32 partials [programs, 2,
     NUM_CONSUMERS, CONSUMER_ROWS, BLOCK_N] and int32 arrival counters [tiles, NUM_CONSUMERS] (unread
-    placeholders without STREAM_K). b's and the output's boxes may be narrower than BLOCK_N (Variant.box_n).
-    c_ptr, res_ptr (and their row strides): the output and the residual as pointers, for DIRECT's epilogue, which
-    stores from registers: no staging buffers (c_desc's box gives the consumer's rows)."""
+    placeholders without STREAM_K). b's and the output's boxes may be narrower than BLOCK_N (Variant.box_n)."""
     A_BOXES: gl.constexpr = 1 if PINGPONG else NUM_CONSUMERS
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     CONSUMER_ROWS: gl.constexpr = c_desc.block_type.shape[0]
@@ -449,17 +417,10 @@ def _matmul_ws_kernel(a_desc, b_desc, c_desc, res_desc, bias_ptr, bias_stride, w
         b_smem = gl.allocate_shared_memory(dtype, [STAGES, N_HI, BLOCK_K], b_desc.layout)
     else:
         b_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_K, N_HI], b_desc.layout)
-    if DIRECT:  # placeholders, never read
-        c_smem = a_smem
-    else:
-        c_smem = gl.allocate_shared_memory(c_desc.dtype, [NUM_CONSUMERS, CONSUMER_ROWS, N_HI], c_desc.layout)
+    c_smem = gl.allocate_shared_memory(c_desc.dtype, [NUM_CONSUMERS, CONSUMER_ROWS, N_HI], c_desc.layout)
     if N_LO > 0:
         b_lo_smem = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
-        if DIRECT:
-            c_lo_smem = a_smem
-        else:
-            c_lo_smem = gl.allocate_shared_memory(c_desc.dtype, [NUM_CONSUMERS] + c_desc.block_type.shape,
-                                                  c_desc.layout)
+        c_lo_smem = gl.allocate_shared_memory(c_desc.dtype, [NUM_CONSUMERS] + c_desc.block_type.shape, c_desc.layout)
     else:  # placeholders, never read
         b_lo_smem = b_smem
         c_lo_smem = c_smem
@@ -484,23 +445,23 @@ def _matmul_ws_kernel(a_desc, b_desc, c_desc, res_desc, bias_ptr, bias_stride, w
     # the partitions' arguments inline: a tuple bound to a name would turn its constexprs into tensors
     if NUM_CONSUMERS == 2:
         gl.warp_specialize([
-            (_consumer, (c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, c_ptr, c_stride, res_ptr,
-                         res_stride, a_smem, b_smem, b_lo_smem, c_smem.index(0), c_lo_smem.index(0), ready, empty,
-                         turn, res_ready.index(0), M, N, K, 0, NUM_CONSUMERS, PINGPONG, STAGES, BLOCK_N, B_K_MAJOR,
-                         GROUP_M, HAS_BIAS, ACTIVATION, HAS_RESIDUAL, STREAM_K, DIRECT)),
-            (_consumer, (c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, c_ptr, c_stride, res_ptr,
-                         res_stride, a_smem, b_smem, b_lo_smem, c_smem.index(1), c_lo_smem.index(1), ready, empty,
-                         turn, res_ready.index(1), M, N, K, 1, NUM_CONSUMERS, PINGPONG, STAGES, BLOCK_N, B_K_MAJOR,
-                         GROUP_M, HAS_BIAS, ACTIVATION, HAS_RESIDUAL, STREAM_K, DIRECT)),
+            (_consumer, (c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, b_smem, b_lo_smem,
+                         c_smem.index(0), c_lo_smem.index(0), ready, empty, turn, res_ready.index(0), M, N, K, 0,
+                         NUM_CONSUMERS, PINGPONG, STAGES, BLOCK_N, B_K_MAJOR, GROUP_M, HAS_BIAS, ACTIVATION,
+                         HAS_RESIDUAL, STREAM_K)),
+            (_consumer, (c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, b_smem, b_lo_smem,
+                         c_smem.index(1), c_lo_smem.index(1), ready, empty, turn, res_ready.index(1), M, N, K, 1,
+                         NUM_CONSUMERS, PINGPONG, STAGES, BLOCK_N, B_K_MAJOR, GROUP_M, HAS_BIAS, ACTIVATION,
+                         HAS_RESIDUAL, STREAM_K)),
             (_loader, (a_desc, b_desc, a_smem, b_smem, b_lo_smem, ready, empty, M, N, K, STAGES, A_BOXES, BLOCK_N,
                        B_K_MAJOR, GROUP_M, STREAM_K)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
     else:
         gl.warp_specialize([
-            (_consumer, (c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, c_ptr, c_stride, res_ptr,
-                         res_stride, a_smem, b_smem, b_lo_smem, c_smem.index(0), c_lo_smem.index(0), ready, empty,
-                         turn, res_ready.index(0), M, N, K, 0, NUM_CONSUMERS, PINGPONG, STAGES, BLOCK_N, B_K_MAJOR,
-                         GROUP_M, HAS_BIAS, ACTIVATION, HAS_RESIDUAL, STREAM_K, DIRECT)),
+            (_consumer, (c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, b_smem, b_lo_smem,
+                         c_smem.index(0), c_lo_smem.index(0), ready, empty, turn, res_ready.index(0), M, N, K, 0,
+                         NUM_CONSUMERS, PINGPONG, STAGES, BLOCK_N, B_K_MAJOR, GROUP_M, HAS_BIAS, ACTIVATION,
+                         HAS_RESIDUAL, STREAM_K)),
             (_loader, (a_desc, b_desc, a_smem, b_smem, b_lo_smem, ready, empty, M, N, K, STAGES, A_BOXES, BLOCK_N,
                        B_K_MAJOR, GROUP_M, STREAM_K)),
         ], [1], [LOADER_REGS])
@@ -523,8 +484,7 @@ def boxes(v: Variant, b_k_major: bool) -> tuple[list[int], list[int], list[int]]
 def constexprs(v: Variant, b_k_major: bool, has_bias: bool, activation, has_residual: bool) -> dict:
     return dict(STAGES=v.stages, NUM_CONSUMERS=v.consumers, PINGPONG=v.pingpong, BLOCK_N=v.block_n,
                 B_K_MAJOR=b_k_major, GROUP_M=matmul_ops.GROUP_M, HAS_BIAS=has_bias, ACTIVATION=activation,
-                HAS_RESIDUAL=has_residual, STREAM_K=v.stream_k, DIRECT=v.direct, CONSUMER_REGS=CONSUMER_REGS,
-                LOADER_REGS=LOADER_REGS)
+                HAS_RESIDUAL=has_residual, STREAM_K=v.stream_k, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS)
 
 
 def stream_k_groups(v: Variant, M: int, N: int, K: int, num_sms: int) -> int:
@@ -590,5 +550,4 @@ class WarpSpecializedPlan:
         partials = torch.empty(self.partials, device=self.device, dtype=torch.float32)
         self.launch((a, b, out, out if residual is None else residual), out if bias is None else bias,
                     0 if bias is None else bias.stride(0), partials, arrival_counters(self.device, self.counters),
-                    out, out.stride(0), out if residual is None else residual,
-                    0 if residual is None else residual.stride(0), *self.sizes)
+                    *self.sizes)
