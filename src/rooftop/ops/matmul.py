@@ -41,7 +41,10 @@ Which kernel runs:
   8). Session 9 added stream-K variants (matmul_sm90.timed: where the last wave is under 90% full); its
   results file (h200-2026-12-01-matmul.json, graph replay): 512 x 10240 x 8192 0.93x, 512 x 6144 x 4096
   0.89x, 512 x 4096 x 4096 0.97x, 2048^3 0.97x, 4096^3 1.00x. Cooperative 128 x 192 and 128 x 160 variants
-  (where their tiles fill the waves and 128 / 256 do not: matmul_sm90.timed) are not measured yet.
+  (where their tiles fill the waves and 128 / 256 do not: matmul_sm90.timed) came after. Session 41 (2026-12-03,
+  three runs of the M = 512 rows, graph replay x cuBLAS): 512 x 6144 x 4096 0.98 / 1.01 / 1.02x, 512 x 10240 x 8192
+  0.90 / 0.97 / 0.92x, 512 x 28672 x 4096 0.92-0.95x, the others 0.96-1.04x; M = 512 ratios move by several percent
+  between runs (cuBLAS's own time at 512 x 6144 x 4096: 35.4 us in session 9, 37.9-41.6 in session 41).
 - TMA persistent (sm_90+; the interpreter runs it too): when the problem is one 2-D GEMM after
   folding the batch of a 3-D a into M (a's rows evenly strided, as a contiguous [B, S, K] is) and a,
   b and the output suit TMA: one unit stride, the other a multiple of 16 bytes, a 16-byte aligned

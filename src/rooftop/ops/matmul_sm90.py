@@ -46,7 +46,14 @@ output once; stream-K adds each cut tile's partials (fp32, written once and read
 every piece of a cut tile brings in the residual tile (only the last uses it).
 Measured (H200, bf16, 2026-12-01, session 9's tuned results file, graph replay against cuBLAS in the same
 run; logs/h200-2026-12-01-s9/): 512 x 10240 x 8192 0.93x with stream-K (128 x 128; session 6's file: 0.87x);
-512 x 6144 x 4096 0.89x (the TMA kernel chosen; 0.92x in session 6's file).
+512 x 6144 x 4096 0.89x (the TMA kernel chosen; 0.92x in session 6's file). Session 41 (2026-12-03,
+benchmarks/probe_gemm_ncu.py): at 512 x 6144 x 4096 cuBLAS runs 192 x 128 tiles over 5 stages in 2-CTA clusters, 128
+CTAs as the 128 x 192 variant here (4 stages); by Nsight Compute the SMs' active cycles are alike (55 K) and L2 is not
+the limit (42% busy against cuBLAS's 64%); our CTAs end less evenly (64.3 K cycles elapsed against 60.9 K). Replayed
+after do_bench's zeroing flush (L2 full of dirty lines) it runs 43.1 us against cuBLAS's 38.3, after a reading flush
+37.8 against 37.0: the write-back of dirty lines under its loads costs this ring more; 3 stages 55.0 us. A 5-stage
+ring (the epilogue stored from registers to free the staging buffers) gained 0.7 us there and lost 4.2 after the
+reading flush: not kept. In the results harness (graph replay over input copies) 0.98-1.02x cuBLAS in three runs.
 """
 from __future__ import annotations
 
