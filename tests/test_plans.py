@@ -218,6 +218,29 @@ def test_replay_runs_on_the_current_stream():
 
 
 @pytest.mark.gpu
+def test_counters_asked_for_in_a_capture(monkeypatch):
+    """Arrival counters first asked for inside a CUDA-graph capture are zero before that graph ever replays: a
+    second graph captured on the same stream takes them and may replay first. Their memory held other values: a
+    pool shared with an earlier graph whose tensors of 7s (a whole 2 MB segment) were freed."""
+    monkeypatch.setattr(_support, "_counters", {})
+    device = torch.device("cuda", torch.cuda.current_device())
+    pool = torch.cuda.graph_pool_handle()
+    sevens = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(sevens, pool=pool):
+        filled = [torch.full((1 << 18,), 7, device=device, dtype=torch.int32) for _ in range(2)]  # 1 MB each
+    sevens.replay()
+    torch.cuda.synchronize()
+    del filled
+    first, again = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+    with torch.cuda.graph(first, pool=pool):
+        counters = _support.arrival_counters(device, 100)
+    with torch.cuda.graph(again, pool=pool):
+        assert _support.arrival_counters(device, 100).data_ptr() == counters.data_ptr()  # the same stream's
+    torch.cuda.synchronize()
+    assert not counters.any()  # though `first` never replayed
+
+
+@pytest.mark.gpu
 def test_row_ops_pdl_chain(monkeypatch):
     """The row ops' decode kernels launched as programmatic dependents (_support.ROW_PDL), in a chain where each call
     reads what the one before wrote (norm -> SwiGLU -> RoPE -> add + norm -> SwiGLU -> norm, as a decoder layer
