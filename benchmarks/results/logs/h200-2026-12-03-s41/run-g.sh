@@ -26,7 +26,7 @@ for name, zero in (("captured zeroing (before)", lambda c: c.zero_()), ("zeroed 
         _support._zeroed_at_once = keep
 PY
 echo "hazard rc $?"; cat $W/hazard.txt | tail -3; pack
-timeout -s INT 260 python -m pytest -q -p no:cacheprovider -n 8 --timeout 200 -rfE tests/test_plans.py \
+timeout -s INT 200 python -m pytest -q -p no:cacheprovider -n 12 --timeout 150 -rfE tests/test_plans.py \
     tests/test_split_rows.py tests/test_quant_matmul.py tests/test_decode_attention.py \
-    -k "counters or capture or graph or pdl or plan or split" > $W/tests.txt 2>&1
+    -k "counters or capture or graph or pdl or split_rows or many_rows" > $W/tests.txt 2>&1
 echo "tests rc $?: $(tail -1 $W/tests.txt)"; grep -E "^(FAILED|ERROR)" $W/tests.txt | cut -c1-200; pack
