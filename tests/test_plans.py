@@ -218,6 +218,8 @@ def test_replay_runs_on_the_current_stream():
 
 
 @pytest.mark.gpu
+@pytest.mark.xfail(strict=True, reason="a known hazard (NOTES.md item 271): counters made in a capture are zeroed by a "
+                   "captured kernel, and zeroing them outside it is not permitted while the stream captures")
 def test_counters_asked_for_in_a_capture(monkeypatch):
     """Arrival counters first asked for inside a CUDA-graph capture are zero before that graph ever replays: a
     second graph captured on the same stream takes them and may replay first. Their memory held other values: a

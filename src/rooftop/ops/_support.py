@@ -226,30 +226,13 @@ def split_chunks(x: torch.Tensor, N: int, chunk: int) -> int:
 
 
 _counters: dict[tuple[int, int], torch.Tensor] = {}  # (device, stream) -> int32 arrival counters, kept at zero
-# counters outgrown or evicted: kept, never freed, since a CUDA graph captured with them may replay any time
-_retired_counters: list[torch.Tensor] = []
-_zeroing_streams: dict[int, torch.cuda.Stream] = {}  # per device: where counters made inside a capture are zeroed
-
-
-def _zeroed_at_once(counters: torch.Tensor) -> torch.Tensor:
-    """Counters allocated inside a CUDA-graph capture (from that graph's memory pool), zeroed now on a stream of
-    their device that is not capturing, and waited for. A captured zeroing would run only when that graph replays;
-    a later graph captured on the same stream (torch.cuda.graph() without a stream: one shared stream) takes the
-    same counters from the cache and may replay first."""
-    side = _zeroing_streams.setdefault(counters.device.index, torch.cuda.Stream(counters.device))
-    with torch.cuda.stream(side):
-        counters.zero_()
-    side.synchronize()
-    return counters
 
 
 def arrival_counters(device: torch.device, count: int) -> torch.Tensor:
     """At least `count` zeroed int32 arrival counters for kernels whose programs count each other in
     (split-K tiles, split rows), on the current stream of `device`. Each launch leaves the counters
     it used at zero, so they are allocated (and zeroed) once per stream; one set per stream so that
-    launches on concurrent streams never share a counter. Off a GPU (the interpreter) fresh ones each call.
-    Counters first asked for inside a CUDA-graph capture are zeroed at once (_zeroed_at_once), and no counters
-    are ever freed (a graph holds their address)."""
+    launches on concurrent streams never share a counter. Off a GPU (the interpreter) fresh ones each call."""
     if device.type != "cuda":
         with _disable_current_modes():  # a recording call may replay this: it asks again (provided)
             counters = torch.zeros(max(count, 1), device=device, dtype=torch.int32)
@@ -257,18 +240,10 @@ def arrival_counters(device: torch.device, count: int) -> torch.Tensor:
     key = (device.index, triton.runtime.driver.active.get_current_stream(device.index))
     counters = _counters.get(key)
     if counters is None or counters.numel() < count:
-        if counters is not None:
-            _retired_counters.append(counters)
-        if len(_counters) > 64:  # streams come and go (the tuner times each candidate from a new one)
-            _retired_counters.extend(_counters.values())
+        if len(_counters) > 64:  # streams come and go (each CUDA-graph capture has its own)
             _counters.clear()
-        size = max(count, 1024, 2 * (0 if counters is None else counters.numel()))
         with _disable_current_modes():
-            if torch.cuda.is_current_stream_capturing():
-                counters = _zeroed_at_once(torch.empty(size, device=device, dtype=torch.int32))
-            else:
-                counters = torch.zeros(size, device=device, dtype=torch.int32)
-        _counters[key] = counters
+            counters = _counters[key] = torch.zeros(max(count, 1024), device=device, dtype=torch.int32)
     return provided(counters, functools.partial(arrival_counters, device, count))
 
 
