@@ -5,7 +5,7 @@ import torch
 
 import rooftop
 from conftest import DEVICE, HAS_CUDA, TOL, rel_err
-from rooftop.ops.rms_norm import add_rms_norm_reference
+from rooftop.ops.rms_norm import add_rms_norm_reference, rms_norm_reference
 from rooftop.ops.softmax import softmax_reference
 
 
@@ -84,3 +84,31 @@ def test_fast_launch_path_matches_triton():
         x = base[:, offset:offset + 4096]
         for _ in range(2):
             assert rel_err(rooftop.softmax(x), softmax_reference(x)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+def test_reduce_overhead_graphs_for_several_batch_sizes(monkeypatch):
+    """torch.compile(mode="reduce-overhead"), as a server or HF's static-cache generate uses it: CUDA-graph trees
+    record each batch size's graph on their own stream and pool, the split-K GEMV's arrival counters first asked
+    for inside a recording. Each size warmed up, recorded, then all replayed, the last recorded first, on fresh
+    inputs: right against the reference every time."""
+    from rooftop.ops import _support
+    from rooftop.ops.quant_matmul import quant_matmul_reference
+    monkeypatch.setattr(_support, "_counters", {})
+    qw = rooftop.quantize_weight(torch.randn(2048, 4096, device="cuda", dtype=torch.bfloat16), 4, 128)
+    w = torch.rand(2048, device="cuda", dtype=torch.bfloat16)
+
+    def step(x):
+        return rooftop.rms_norm(rooftop.quant_matmul(x, qw), w, 1e-6)
+
+    def reference(x):
+        y = quant_matmul_reference(x, qw.packed, qw.scales, qw.zeros, None, qw.bits, qw.group_size)
+        return rms_norm_reference(y.bfloat16(), w)  # the GEMM's output rounded to bf16, as the op hands it on
+
+    torch._dynamo.reset()
+    compiled = torch.compile(step, mode="reduce-overhead", fullgraph=True, dynamic=False)
+    sizes = (1, 2, 4)
+    for M in sizes + sizes[::-1] + sizes[::-1]:  # warm-up and recording runs, then replays, last size first
+        x = torch.randn(M, 4096, device="cuda", dtype=torch.bfloat16)
+        out = compiled(x).clone()
+        assert rel_err(out, reference(x)) < TOL[torch.bfloat16], M

@@ -218,8 +218,6 @@ def test_replay_runs_on_the_current_stream():
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(strict=True, reason="a known hazard (NOTES.md item 271): counters made in a capture are zeroed by a "
-                   "captured kernel, and zeroing them outside it is not permitted while the stream captures")
 def test_counters_asked_for_in_a_capture(monkeypatch):
     """Arrival counters first asked for inside a CUDA-graph capture are zero before that graph ever replays: a
     second graph captured on the same stream takes them and may replay first. Their memory held other values: a
@@ -240,6 +238,19 @@ def test_counters_asked_for_in_a_capture(monkeypatch):
         assert _support.arrival_counters(device, 100).data_ptr() == counters.data_ptr()  # the same stream's
     torch.cuda.synchronize()
     assert not counters.any()  # though `first` never replayed
+
+
+@pytest.mark.gpu
+def test_outgrown_counters_are_kept(monkeypatch):
+    """Counters outgrown by a larger ask stay allocated (a graph captured with them may still replay them): no
+    tensor allocated afterwards takes their address."""
+    monkeypatch.setattr(_support, "_counters", {})
+    monkeypatch.setattr(_support, "_outgrown_counters", [])
+    device = torch.device("cuda", torch.cuda.current_device())
+    small = _support.arrival_counters(device, 100).data_ptr()
+    assert _support.arrival_counters(device, 4096).numel() >= 4096
+    fresh = [torch.empty(1024, device=device, dtype=torch.int32) for _ in range(64)]  # the small set's size
+    assert small not in {t.data_ptr() for t in fresh}
 
 
 @pytest.mark.gpu

@@ -9,6 +9,7 @@ interpreter when TRITON_INTERPRET=1 (tests, CI), else the op's reference.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import os
 import re
@@ -226,13 +227,55 @@ def split_chunks(x: torch.Tensor, N: int, chunk: int) -> int:
 
 
 _counters: dict[tuple[int, int], torch.Tensor] = {}  # (device, stream) -> int32 arrival counters, kept at zero
+# counters outgrown by a larger ask: kept, never freed, since a CUDA graph captured with them may replay any time
+_outgrown_counters: list[torch.Tensor] = []
+_zeroing_streams: dict[int, torch.cuda.Stream] = {}  # per device: where counters asked for in a capture are made
+_CU_STREAM_CAPTURE_MODE_RELAXED = 2
+
+
+@contextlib.contextmanager
+def _capture_mode_relaxed():
+    """This thread's CUDA stream-capture mode set to relaxed, then restored: a capture in the default (global) mode
+    forbids this thread's host waits and allocations, even on streams that are not capturing."""
+    exchange = _libcuda().cuThreadExchangeStreamCaptureMode
+    mode = ctypes.c_int(_CU_STREAM_CAPTURE_MODE_RELAXED)
+    if exchange(ctypes.byref(mode)):
+        raise RuntimeError("cuThreadExchangeStreamCaptureMode failed")
+    try:
+        yield
+    finally:
+        exchange(ctypes.byref(mode))  # mode holds the one before
+
+
+@functools.lru_cache(maxsize=None)
+def _libcuda() -> ctypes.CDLL:
+    return ctypes.CDLL("libcuda.so.1")
+
+
+def _zeroed_counters(device: torch.device, size: int) -> torch.Tensor:
+    """`size` int32 counters that read zero by the time this returns, inside a CUDA-graph capture too. There a plain
+    torch.zeros would be captured (zeroed only when that graph replays, from its pool), and a later graph captured
+    on the same stream (torch.cuda.graph() without a stream: one shared stream) takes the same counters from the
+    cache and may replay first. So they are made and zeroed on a side stream that is not capturing, and waited for."""
+    if not torch.cuda.is_current_stream_capturing():
+        return torch.zeros(size, device=device, dtype=torch.int32)
+    with _capture_mode_relaxed():
+        side = _zeroing_streams.get(device.index)
+        if side is None:
+            side = _zeroing_streams[device.index] = torch.cuda.Stream(device)
+        with torch.cuda.stream(side):
+            counters = torch.zeros(size, device=device, dtype=torch.int32)
+        side.synchronize()
+    return counters
 
 
 def arrival_counters(device: torch.device, count: int) -> torch.Tensor:
     """At least `count` zeroed int32 arrival counters for kernels whose programs count each other in
     (split-K tiles, split rows), on the current stream of `device`. Each launch leaves the counters
     it used at zero, so they are allocated (and zeroed) once per stream; one set per stream so that
-    launches on concurrent streams never share a counter. Off a GPU (the interpreter) fresh ones each call."""
+    launches on concurrent streams never share a counter (graphs captured on one stream share its set: replay
+    them one at a time). Never freed: a CUDA graph holds their address. Off a GPU (the interpreter) fresh ones
+    each call."""
     if device.type != "cuda":
         with _disable_current_modes():  # a recording call may replay this: it asks again (provided)
             counters = torch.zeros(max(count, 1), device=device, dtype=torch.int32)
@@ -240,10 +283,11 @@ def arrival_counters(device: torch.device, count: int) -> torch.Tensor:
     key = (device.index, triton.runtime.driver.active.get_current_stream(device.index))
     counters = _counters.get(key)
     if counters is None or counters.numel() < count:
-        if len(_counters) > 64:  # streams come and go (each CUDA-graph capture has its own)
-            _counters.clear()
+        if counters is not None:
+            _outgrown_counters.append(counters)
+        size = max(count, 1024, 0 if counters is None else 2 * counters.numel())
         with _disable_current_modes():
-            counters = _counters[key] = torch.zeros(max(count, 1024), device=device, dtype=torch.int32)
+            counters = _counters[key] = _zeroed_counters(device, size)
     return provided(counters, functools.partial(arrival_counters, device, count))
 
 
