@@ -245,7 +245,6 @@ def test_outgrown_counters_are_kept(monkeypatch):
     """Counters outgrown by a larger ask stay allocated (a graph captured with them may still replay them): no
     tensor allocated afterwards takes their address."""
     monkeypatch.setattr(_support, "_counters", {})
-    monkeypatch.setattr(_support, "_outgrown_counters", [])
     device = torch.device("cuda", torch.cuda.current_device())
     small = _support.arrival_counters(device, 100).data_ptr()
     assert _support.arrival_counters(device, 4096).numel() >= 4096

@@ -227,46 +227,75 @@ def split_chunks(x: torch.Tensor, N: int, chunk: int) -> int:
 
 
 _counters: dict[tuple[int, int], torch.Tensor] = {}  # (device, stream) -> int32 arrival counters, kept at zero
-# counters outgrown by a larger ask: kept, never freed, since a CUDA graph captured with them may replay any time
-_outgrown_counters: list[torch.Tensor] = []
-_zeroing_streams: dict[int, torch.cuda.Stream] = {}  # per device: where counters asked for in a capture are made
+_zeroing_streams: dict[int, int] = {}  # device -> a driver stream (non-blocking) where new counters are zeroed
 _CU_STREAM_CAPTURE_MODE_RELAXED = 2
-
-
-@contextlib.contextmanager
-def _capture_mode_relaxed():
-    """This thread's CUDA stream-capture mode set to relaxed, then restored: a capture in the default (global) mode
-    forbids this thread's host waits and allocations, even on streams that are not capturing."""
-    exchange = _libcuda().cuThreadExchangeStreamCaptureMode
-    mode = ctypes.c_int(_CU_STREAM_CAPTURE_MODE_RELAXED)
-    if exchange(ctypes.byref(mode)):
-        raise RuntimeError("cuThreadExchangeStreamCaptureMode failed")
-    try:
-        yield
-    finally:
-        exchange(ctypes.byref(mode))  # mode holds the one before
+_CU_STREAM_NON_BLOCKING = 1
 
 
 @functools.lru_cache(maxsize=None)
 def _libcuda() -> ctypes.CDLL:
-    return ctypes.CDLL("libcuda.so.1")
+    cu = ctypes.CDLL("libcuda.so.1")
+    cu.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+    cu.cuMemsetD32Async.argtypes = [ctypes.c_uint64, ctypes.c_uint, ctypes.c_size_t, ctypes.c_void_p]
+    cu.cuStreamSynchronize.argtypes = [ctypes.c_void_p]
+    cu.cuCtxPushCurrent_v2.argtypes = [ctypes.c_void_p]
+    return cu
 
 
-def _zeroed_counters(device: torch.device, size: int) -> torch.Tensor:
-    """`size` int32 counters that read zero by the time this returns, inside a CUDA-graph capture too. There a plain
-    torch.zeros would be captured (zeroed only when that graph replays, from its pool), and a later graph captured
-    on the same stream (torch.cuda.graph() without a stream: one shared stream) takes the same counters from the
-    cache and may replay first. So they are made and zeroed on a side stream that is not capturing, and waited for."""
-    if not torch.cuda.is_current_stream_capturing():
-        return torch.zeros(size, device=device, dtype=torch.int32)
-    with _capture_mode_relaxed():
-        side = _zeroing_streams.get(device.index)
-        if side is None:
-            side = _zeroing_streams[device.index] = torch.cuda.Stream(device)
-        with torch.cuda.stream(side):
-            counters = torch.zeros(size, device=device, dtype=torch.int32)
-        side.synchronize()
-    return counters
+def _driver(name: str, *args) -> None:
+    """Call CUDA driver function `name`; raise if it fails."""
+    result = getattr(_libcuda(), name)(*args)
+    if result:
+        raise RuntimeError(f"{name} failed with CUresult {result}")
+
+
+@contextlib.contextmanager
+def _driver_context(device_index: int):
+    """The device's primary context current on this thread (PyTorch's), and this thread's stream-capture mode relaxed:
+    a CUDA-graph capture in the default (global) mode forbids the thread's allocations and host waits, even on
+    streams that are not capturing. Both restored after."""
+    mode = ctypes.c_int(_CU_STREAM_CAPTURE_MODE_RELAXED)
+    _driver("cuThreadExchangeStreamCaptureMode", ctypes.byref(mode))
+    try:
+        device, context = ctypes.c_int(), ctypes.c_void_p()
+        _driver("cuDeviceGet", ctypes.byref(device), device_index)
+        _driver("cuDevicePrimaryCtxRetain", ctypes.byref(context), device)
+        _driver("cuCtxPushCurrent_v2", context)
+        try:
+            yield
+        finally:
+            _driver("cuCtxPopCurrent_v2", ctypes.byref(ctypes.c_void_p()))
+            _driver("cuDevicePrimaryCtxRelease_v2", device)
+    finally:
+        _driver("cuThreadExchangeStreamCaptureMode", ctypes.byref(mode))  # mode holds the one before
+
+
+class _DriverWords:
+    """`count` int32 words of device memory at `address`, as torch.as_tensor takes them (__cuda_array_interface__)."""
+
+    def __init__(self, address: int, count: int):
+        self.__cuda_array_interface__ = dict(shape=(count,), typestr="<i4", data=(address, False), version=3,
+                                             strides=None, stream=None)
+
+
+def _zeroed_counters(device: torch.device, count: int) -> torch.Tensor:
+    """`count` int32 counters that read zero when this returns, from the CUDA driver (cuMemAlloc), never freed.
+    Outside PyTorch's caching allocator on purpose: inside a CUDA-graph capture (or torch.compile's CUDA-graph trees,
+    which route even their eager warm-up's allocations to the graph's pool) torch.zeros would come from that graph's
+    pool and be zeroed only when the graph replays, while the cache hands the counters to every later graph captured
+    on the same stream (torch.cuda.graph() without a stream: one shared stream), which may replay first; and a pool
+    may reuse freed counters that a graph still holds. So they are zeroed now on a stream of their own, waited for."""
+    address = ctypes.c_uint64()  # a CUdeviceptr
+    with _driver_context(device.index):
+        stream = _zeroing_streams.get(device.index)
+        if stream is None:
+            handle = ctypes.c_void_p()
+            _driver("cuStreamCreate", ctypes.byref(handle), _CU_STREAM_NON_BLOCKING)
+            stream = _zeroing_streams[device.index] = handle.value
+        _driver("cuMemAlloc_v2", ctypes.byref(address), 4 * count)
+        _driver("cuMemsetD32Async", address.value, 0, count, stream)
+        _driver("cuStreamSynchronize", stream)
+        return torch.as_tensor(_DriverWords(address.value, count), device=device)
 
 
 def arrival_counters(device: torch.device, count: int) -> torch.Tensor:
@@ -274,8 +303,8 @@ def arrival_counters(device: torch.device, count: int) -> torch.Tensor:
     (split-K tiles, split rows), on the current stream of `device`. Each launch leaves the counters
     it used at zero, so they are allocated (and zeroed) once per stream; one set per stream so that
     launches on concurrent streams never share a counter (graphs captured on one stream share its set: replay
-    them one at a time). Never freed: a CUDA graph holds their address. Off a GPU (the interpreter) fresh ones
-    each call."""
+    them one at a time). Never freed, outgrown ones too: a CUDA graph holds their address (_zeroed_counters). Off a
+    GPU (the interpreter) fresh ones each call."""
     if device.type != "cuda":
         with _disable_current_modes():  # a recording call may replay this: it asks again (provided)
             counters = torch.zeros(max(count, 1), device=device, dtype=torch.int32)
@@ -283,8 +312,6 @@ def arrival_counters(device: torch.device, count: int) -> torch.Tensor:
     key = (device.index, triton.runtime.driver.active.get_current_stream(device.index))
     counters = _counters.get(key)
     if counters is None or counters.numel() < count:
-        if counters is not None:
-            _outgrown_counters.append(counters)
         size = max(count, 1024, 0 if counters is None else 2 * counters.numel())
         with _disable_current_modes():
             counters = _counters[key] = _zeroed_counters(device, size)
