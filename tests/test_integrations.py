@@ -313,6 +313,41 @@ def test_patched_decode_step_compiles_without_graph_break():
         assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
 
+@pytest.mark.gpu
+def test_quantized_decode_steps_under_reduce_overhead():
+    """A patched, int4-quantized transformers Llama's decode steps from a StaticCache under
+    torch.compile(mode="reduce-overhead"), as generate's static-cache recipe runs them (CUDA-graph trees: a warm-up,
+    a recording, then replays; the split-K GEMVs' and decode attention's arrival counters first asked for there),
+    give the logits of the same model run eagerly over a cache of its own, step by step."""
+    import inspect
+
+    from rooftop import quantize_model
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(vocab_size=128, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    config._attn_implementation = "sdpa"
+    model = transformers.LlamaForCausalLM(config).to("cuda", torch.bfloat16).eval()
+    patch_model(model)
+    assert len(quantize_model(model, bits=4, group_size=128)["quantized"]) == 2 * 4  # qkv, o, gate + up, down
+    cache_arg = "cache" if "cache" in inspect.signature(model.model.forward).parameters else "past_key_values"
+    ids = torch.randint(0, 128, (2, 10), device="cuda")
+    tokens = torch.randint(0, 128, (6, 2, 1), device="cuda")
+    logits = {}
+    torch._dynamo.reset()
+    with torch.no_grad():
+        for name in ("eager", "graphs"):
+            cache = transformers.StaticCache(config=config, max_cache_len=24)
+            model(ids, use_cache=True, **{cache_arg: cache})
+
+            def step(token, position, cache=cache):
+                return model(token, use_cache=True, cache_position=position, **{cache_arg: cache}).logits
+
+            run = torch.compile(step, mode="reduce-overhead", fullgraph=True) if name == "graphs" else step
+            logits[name] = [run(t, torch.tensor([10 + i], device="cuda")).clone() for i, t in enumerate(tokens)]
+    for i, (ours, eager) in enumerate(zip(logits["graphs"], logits["eager"])):
+        assert rel_err(ours, eager) < 1e-2, i
+
+
 def test_patched_layers_compile_without_graph_break():
     """A patched model (fused norms, the stacked gate / up into swiglu) is one graph under torch.compile, and
     computes what it computes eagerly."""

@@ -1,11 +1,11 @@
 # session 42, call b: call a's reduce-overhead test failed (a tensor in the CUDA-graph tree's pool not tracked as an
 # output: the counters, made by torch.zeros inside the tree's warm-up). Now every set of arrival counters comes from
 # the CUDA driver (cuMemAlloc), zeroed on a driver stream and waited for with the thread's capture mode relaxed
-# (NOTES item 272). The same GPU tests as call a.
+# (NOTES item 272). The same GPU tests as call a, and test_integrations (a quantized Llama under reduce-overhead).
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
 W=$OUT/w; mkdir -p $W
 pack() { tar czf $OUT/run-b.tgz -C $OUT w; }
-timeout -s INT 150 python -m pytest -q -p no:cacheprovider -n 4 --timeout 120 -rfE tests/test_plans.py \
+timeout -s INT 200 python -m pytest -q -p no:cacheprovider -n 4 --timeout 170 -rfE tests/test_plans.py tests/test_integrations.py \
     tests/test_compile.py > $W/tests-plans-compile.txt 2>&1
 echo "plans+compile rc $?: $(tail -1 $W/tests-plans-compile.txt)"; grep -E "^(FAILED|ERROR)" $W/tests-plans-compile.txt | cut -c1-240; pack
 timeout -s INT 280 python -m pytest -q -p no:cacheprovider -n 12 --timeout 200 -rfE tests/test_split_rows.py \
