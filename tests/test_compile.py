@@ -90,8 +90,8 @@ def test_fast_launch_path_matches_triton():
 def test_reduce_overhead_graphs_for_several_batch_sizes(monkeypatch):
     """torch.compile(mode="reduce-overhead"), as a server or HF's static-cache generate uses it: CUDA-graph trees
     record each batch size's graph on their own stream and pool, the split-K GEMV's arrival counters first asked
-    for inside a recording. Each size warmed up, recorded, then all replayed, the last recorded first, on fresh
-    inputs: right against the reference every time."""
+    for in their warm-up (whose allocations go to that pool too). Each size warmed up, recorded, then all replayed,
+    the last recorded first, on fresh inputs: right against the reference every time."""
     from rooftop.ops import _support
     from rooftop.ops.quant_matmul import quant_matmul_reference
     monkeypatch.setattr(_support, "_counters", {})
