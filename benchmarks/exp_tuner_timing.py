@@ -12,7 +12,7 @@ three ways: "zero" (the tuner's time_ms), "read" (the same with a flush that rea
 fastest by truth and each timing's pick with its truth time; writes OUT/exp-tuner-timing.json.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_tuner_timing.py OUT [--ms 1,8,16] [--budget 400] [--only-mma]
        [--bits 8] [--min-steps 16,64] [--max-split 1000]  (GEMV candidates with other splits of K too)
-       [--shapes 28672x8192,14336x4096] [--gemv-variants] [--where X_ASM,SLICES]
+       [--shapes 28672x8192,14336x4096] [--gemv-variants] [--where X_ASM,SLICES] [--gluon-min-m 5]
        ... exp_tuner_timing.py --ncu-target M  (under ncu: the mma GEMV's first candidate at M x 28672 x 8192)"""
 import argparse
 import json
@@ -87,9 +87,13 @@ def main():
     parser.add_argument("--shapes", default="", help="N x K shapes to time (comma-separated NxK; default: the "
                         "benchmark's)")
     parser.add_argument("--gemv-variants", action="store_true", help="time GEMV_VARIANTS too (M = 1)")
+    parser.add_argument("--gluon-min-m", type=int, default=0, help="quant_matmul.GLUON_MIN_M for this run (the Gluon "
+                        "candidates from this M on)")
     parser.add_argument("--where", default="", help="keep only the default and the candidates with any of these "
                         "launch parameters set past its plain value (comma-separated, e.g. X_ASM,SLICES)")
     args = parser.parse_args()
+    if args.gluon_min_m:
+        qm.GLUON_MIN_M = args.gluon_min_m
     if args.ncu_target:
         return ncu_target(args.ncu_target)
     sms = torch.cuda.get_device_properties(0).multi_processor_count

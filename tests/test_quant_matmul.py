@@ -611,10 +611,10 @@ def test_tensor_core_orientations(swap_ab, device):
 # The Gluon kernel (ops/quant_matmul_sm90.py): sm_90 GPUs only, a tuner candidate from M = 17
 
 
-def _gluon_weight(N, K, zeros, dtype=torch.bfloat16, device="cpu"):
+def _gluon_weight(N, K, zeros, dtype=torch.bfloat16, device="cpu", bits=4):
     """Tensors in quant_matmul's format without quantizing (for the layout checks and plans, no GPU)."""
     z = torch.zeros(K // 128, N, dtype=torch.uint8, device=device) if zeros else None
-    return (torch.zeros(K // 8, N, dtype=torch.int32, device=device),
+    return (torch.zeros(K * bits // 32, N, dtype=torch.int32, device=device),
             torch.ones(K // 128, N, dtype=dtype, device=device), z)
 
 
@@ -633,10 +633,16 @@ def test_gluon_candidates_only_on_sm90(device):
         assert [qsm90.variant_of(c) for c in gluon] == list(expected) and configs[1:1 + len(gluon)] == tuple(gluon)
         for c in gluon:
             assert json.loads(json.dumps(c)) == c and qsm90.variant_of(c).config() == c
-    names = lambda M: [v.name for v in qsm90.variants_for(M)]  # noqa: E731
+    names = lambda M, bits=4: [v.name for v in qsm90.variants_for(M, bits)]  # noqa: E731
     assert names(17) == names(64) == ["rs_m64n128_s8_sk", "rs_m64n256_s6_sk", "rs_m64n128_s8"]
     assert names(65) == names(8192) == ["ws_m256n128_c2d1_s4w3", "ws_m256n128_c2d1_s4w3_sk", "rs_m128n128_s6_sk",
                                         "rs_m256n128_s4_sk"]
+    # int8: the store-through-shared-memory kernel only, its rings shallower (a group's words are twice int4's)
+    assert names(17, 8) == names(64, 8) == ["ws_m64n128_c1d1_s6w3_sk_i8", "ws_m64n256_c1d2_s3w2_i8"]
+    assert names(65, 8) == ["ws_m256n128_c2d1_s4w2_i8", "ws_m256n128_c2d1_s4w2_sk_i8", "ws_m128n128_c2d1_s5w3_sk_i8"]
+    int8 = qm.candidates(256, 4096, 4096, 8, 128, torch.bfloat16, sms, gluon=True)
+    assert [qsm90.variant_of(c) for c in int8 if c["path"] in qsm90.PATHS] == list(qsm90.variants_for(256, 8))
+    assert all(qsm90.variant_of(c).bits == 8 for c in int8 if c["path"] in qsm90.PATHS)
     assert all(v.smem_bytes(True) <= qsm90.SMEM_LIMIT - 1024 for v in qsm90.VARIANTS)
     # float32 x: dequantize + cuBLAS only, whatever the flag
     assert qm.candidates(100, 4096, 4096, 4, 128, torch.float32, sms, gluon=True) == (qm.DEQUANT,)
@@ -649,10 +655,10 @@ def test_gluon_candidates_only_on_sm90(device):
 
 
 def test_gluon_supports_layouts():
-    """The layouts the kernel takes (module docstring; no device needed): int4, group 128, 16-bit x with scales of
-    its dtype, 16-byte aligned row strides and bases, N a multiple of 8 (of 16 with zero points)."""
+    """The layouts the kernels take (module docstring; no device needed): int4 or int8, group 128, 16-bit x with
+    scales of its dtype, 16-byte aligned row strides and bases, N a multiple of 8 (of 16 with zero points)."""
     def ok(x, N=4096 + 64, zeros=True, dtype=torch.bfloat16, bits=4, group=128):
-        packed, scales, z = _gluon_weight(N, x.shape[1], zeros, dtype)
+        packed, scales, z = _gluon_weight(N, x.shape[1], zeros, dtype, bits=bits)
         return qsm90.supports(x, packed, scales, z, bits, group)
 
     x = torch.randn(100, 1032, dtype=torch.bfloat16)
@@ -663,7 +669,8 @@ def test_gluon_supports_layouts():
     assert not ok(torch.randn(100, 1028, dtype=torch.bfloat16)[:, :1024])  # row stride of 2056 bytes
     assert not ok(x[:, :1024], dtype=torch.float16)  # scales of another dtype than x's
     assert not ok(x[:, :1024].float(), dtype=torch.float32)
-    assert not ok(x[:, :1024], bits=8) and not ok(x[:, :1024], group=64)
+    assert ok(x[:, :1024], bits=8) and ok(x[:, 8:], bits=8, zeros=False, N=200)
+    assert not ok(x[:, :1024], group=64) and not ok(x[:, :1024], bits=8, group=64)
     assert not ok(torch.randn(1024, dtype=torch.bfloat16).expand(100, 1024))  # a broadcast x (row stride 0)
 
 
@@ -720,8 +727,8 @@ def test_gluon_plan_descriptors():
     M, N, K = 100, 4096 + 64, 1024
     x = torch.randn(M, 1032, dtype=torch.bfloat16)[:, 8:]
     for zeros in (True, False):
-        packed, scales, z = _gluon_weight(N, K, zeros)
         for v in qsm90.VARIANTS:
+            packed, scales, z = _gluon_weight(N, K, zeros, bits=v.bits)
             plan = qsm90.plan(v.config(), x, packed, scales, z, None, 132)
             x_d, w_d, s_d, z_d = (d[:3] for d in plan.launch.descriptors)
             if isinstance(v, qsm90.RSVariant):
@@ -731,7 +738,8 @@ def test_gluon_plan_descriptors():
                 tensors = (x, packed, scales, scales if z is None else z)
             else:
                 assert isinstance(plan, qsm90.QuantWSPlan) and x_d == ([M, K], [1032, 1], [v.rows, 64])
-                assert w_d == ([K // 8, N], [N, 1], [16, v.dq_cols])
+                assert w_d == ([K * v.bits // 32, N], [N, 1], [2 * 64 * v.bits // 32, v.dq_cols])
+                assert plan.launch.constexprs["BITS"] == v.bits
                 assert s_d == ([K // 128, N // 2], [N // 2, 1], [1, v.dq_cols // 2]) and z_d == s_d
                 tensors = (x, packed, *qsm90.pair_views(scales, z))
             tiles = -(-M // v.block_m) * -(-N // v.block_n)
@@ -742,6 +750,11 @@ def test_gluon_plan_descriptors():
             assert plan.launch.constexprs["HAS_ZERO"] == zeros and not plan.launch.constexprs["HAS_BIAS"]
             for t, d in zip(tensors, plan.launch.descriptors):
                 GluonDescriptor(t, *d)  # what a first call builds: its checks pass
+    packed, scales, z = _gluon_weight(N, K, True, bits=4)
+    with pytest.raises(ValueError, match="packed"):  # an int4 weight given to an int8 variant
+        qsm90.plan(qsm90.I8_M64_N256.config(), x, packed, scales, z, None, 132)
+    with pytest.raises(ValueError, match="bits"):
+        qsm90.Variant(64, 128, 1, 1, 4, 3, bits=2)
     with pytest.raises(ValueError, match="block_n"):
         qsm90.Variant(64, 384, 1, 1, 4, 3)
     with pytest.raises(ValueError, match="block_m"):
@@ -752,8 +765,8 @@ def test_gluon_plan_descriptors():
         qsm90.RSVariant(64, 3, 4)
 
 
-def _gluon_inputs(M, N, K, zeros, bias, dtype=torch.bfloat16):
-    qw = quantize_weight(torch.randn(N, K, device="cuda", dtype=dtype) * K**-0.5, 4, 128, symmetric=not zeros)
+def _gluon_inputs(M, N, K, zeros, bias, dtype=torch.bfloat16, bits=4):
+    qw = quantize_weight(torch.randn(N, K, device="cuda", dtype=dtype) * K**-0.5, bits, 128, symmetric=not zeros)
     x = torch.randn(M, K, device="cuda", dtype=dtype)
     b = torch.randn(N, device="cuda", dtype=dtype) if bias else None
     return x, qw, b
@@ -772,13 +785,13 @@ def test_gpu_gluon_variant(variant, M, N, K, zeros, bias):
     none), with and without zero points and bias; deterministic; the arrival counters left at zero. N = 200 with
     zero points is a layout TMA cannot read (zero pairs' rows of 200 bytes): no Gluon candidate there."""
     skip_unless_sm90()
-    x, qw, b = _gluon_inputs(M, N, K, zeros, bias)
+    x, qw, b = _gluon_inputs(M, N, K, zeros, bias, bits=variant.bits)
     args = (x, qw.packed, qw.scales, qw.zeros)
     if N % 16 and zeros:
-        assert not qsm90.supports(*args, 4, 128) and not qm._use_gluon(*args, 4, 128)
+        assert not qsm90.supports(*args, variant.bits, 128) and not qm._use_gluon(*args, variant.bits, 128)
         return
-    assert qm._use_gluon(*args, 4, 128)
-    run = lambda: qm._run_config(variant.config(), *args, b, N, 4, 128)  # noqa: E731
+    assert qm._use_gluon(*args, variant.bits, 128)
+    run = lambda: qm._run_config(variant.config(), *args, b, N, variant.bits, 128)  # noqa: E731
     out, plan = run()
     assert isinstance(plan, (qsm90.QuantWSPlan, qsm90.QuantRSPlan)) and out.shape == (M, N) and out.dtype == x.dtype
     err = rel_err(out, _reference(x, qw, b))
@@ -823,20 +836,22 @@ def test_gpu_gluon_descriptors_follow_the_tensors(variant, monkeypatch):
 @pytest.mark.parametrize("zeros", [True, False], ids=["asym", "sym"])
 @pytest.mark.parametrize("variant", qsm90.VARIANTS, ids=lambda v: v.name)
 def test_gpu_gluon_variant_fp16(variant, zeros):
-    """fp16 x (and scales): the dequantizations' f16x2 PTX (magic 1024), bias of fp32."""
+    """fp16 x (and scales): the dequantizations' f16x2 PTX (int4: magic 1024; int8: float32 then rounded), bias of
+    fp32."""
     skip_unless_sm90()
     M, N, K = 100, 4096 + 64, 1024
-    x, qw, _ = _gluon_inputs(M, N, K, zeros, False, torch.float16)
+    x, qw, _ = _gluon_inputs(M, N, K, zeros, False, torch.float16, variant.bits)
     b = torch.randn(N, device="cuda")
-    out = qm._run_config(variant.config(), x, qw.packed, qw.scales, qw.zeros, b, N, 4, 128)[0]
+    out = qm._run_config(variant.config(), x, qw.packed, qw.scales, qw.zeros, b, N, variant.bits, 128)[0]
     assert out.dtype == torch.float16
     err = rel_err(out, _reference(x, qw, b))
     assert err < TOL[torch.float16], err
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("bits", [4, 8])
 @pytest.mark.parametrize("M", [17, 256])
-def test_gpu_gluon_through_quant_matmul(M, monkeypatch, tmp_path):
+def test_gpu_gluon_through_quant_matmul(M, bits, monkeypatch, tmp_path):
     """quant_matmul with a Gluon variant chosen (made the default here): the op's slow path, the kept plan (one
     launch of the plan's compiled kernel), and capture and replay in a CUDA graph."""
     skip_unless_sm90()
@@ -862,7 +877,7 @@ def test_gpu_gluon_through_quant_matmul(M, monkeypatch, tmp_path):
         spy = kind.__call__
         monkeypatch.setattr(kind, "__call__", lambda plan, *a, spy=spy: launches.append(plan) or spy(plan, *a))
     try:
-        x, qw, b = _gluon_inputs(M, 4096, 2048, True, True)
+        x, qw, b = _gluon_inputs(M, 4096, 2048, True, True, bits=bits)
         out = quant_matmul(x, qw, b)
         assert len(launches) == 1 and rel_err(out, _reference(x, qw, b)) < TOL[torch.bfloat16]
         assert torch.equal(quant_matmul(x, qw, b), out) and len(chosen) == 1  # the kept plan: no candidates

@@ -323,7 +323,7 @@ def candidates(M: int, N: int, K: int, bits: int, group_size: int, dtype: torch.
     likewise."""
     if dtype not in HALF_DTYPES:
         return (DEQUANT,)
-    gluon_configs = (tuple(v.config() for v in quant_matmul_sm90.variants_for(M)) if gluon and M >= GLUON_MIN_M
+    gluon_configs = (tuple(v.config() for v in quant_matmul_sm90.variants_for(M, bits)) if gluon and M >= GLUON_MIN_M
                      else ())
     mma_configs = tuple(_mma(c, M) for c in MMA_CONFIGS[8 if M <= 8 else 16]) if mma and M <= MMA_MAX_M else ()
     if sms == num_sms(-1):  # the interpreter: one small configuration per path

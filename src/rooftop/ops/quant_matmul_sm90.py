@@ -200,10 +200,10 @@ from rooftop.ops import softmax_sm90
 from rooftop.ops._support import GluonLaunch, arrival_counters, cdiv
 from rooftop.ops.softmax_sm90 import barrier_not_needed
 
-BLOCK_K = 64  # k a step: 8 word rows, 128 bytes of 16-bit x (one 128-byte swizzled row); divides the group
-WORDS = BLOCK_K // 8
+BLOCK_K = 64  # k a step: 8 word rows (int4; int8 16), 128 bytes of 16-bit x (one 128-byte swizzled row)
+WORDS = BLOCK_K // 8  # int4 word rows a step (the register-A kernel's, int4 only)
 GROUP = 128  # the one group size: a dequantizer iteration is one group of two k-steps
-BITS = 4
+BITS = (4, 8)  # the store-through-shared-memory kernel's formats; the register-A kernel's int4 only
 SMALL_M = 64  # the regimes of M: up to here the 64-row variants, above the 256- and 128-row ones (variants_for)
 SMEM_LIMIT = 232448  # 227 KB a block on sm_90
 GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
@@ -222,8 +222,11 @@ class Variant:
     consumer_regs: int = 0  # setmaxnreg of consumer 1 (consumer 0 is the default partition: Triton gives it the rest)
     dequant_regs: int = 0
     loader_regs: int = 24
+    bits: int = 4  # the weight's codes: int4 or int8
 
     def __post_init__(self):
+        if self.bits not in BITS:
+            raise ValueError(f"bits: 4 or 8 ({self})")
         if self.dq_cols not in (128, 256) or self.block_n != self.dq_cols * self.dequantizers:
             raise ValueError(f"block_n: 128 or 256 columns a dequantizer ({self})")
         if self.rows not in (64, 128) or self.consumers not in (1, 2) or self.block_m != self.rows * self.consumers:
@@ -240,11 +243,16 @@ class Variant:
     @property
     def name(self) -> str:
         return (f"ws_m{self.block_m}n{self.block_n}_c{self.consumers}d{self.dequantizers}"
-                f"_s{self.stages}w{self.w_stages}" + ("_sk" if self.stream_k else ""))
+                f"_s{self.stages}w{self.w_stages}" + ("_sk" if self.stream_k else "") + ("_i8" if self.bits == 8 else ""))
+
+    @property
+    def word_rows(self) -> int:  # word rows of a k-step: 64 codes of a column, 32 / bits a word
+        return BLOCK_K * self.bits // 32
 
     def smem_bytes(self, has_zero: bool) -> int:
         """The x / B ring (16-bit) and the dequantizers' words rings."""
-        words = 2 * WORDS * self.dq_cols * 4 + self.dq_cols // 2 * 4 + (self.dq_cols // 2 * 2 if has_zero else 0)
+        words = (2 * self.word_rows * self.dq_cols * 4 + self.dq_cols // 2 * 4
+                 + (self.dq_cols // 2 * 2 if has_zero else 0))
         return (self.stages * (self.block_m * BLOCK_K * 2 + BLOCK_K * self.block_n * 2)
                 + self.dequantizers * self.w_stages * words)
 
@@ -262,13 +270,13 @@ class Variant:
         return dict(path="gluon", BLOCK_M=self.block_m, BLOCK_N=self.block_n, CONSUMERS=self.consumers,
                     DEQUANTIZERS=self.dequantizers, STAGES=self.stages, W_STAGES=self.w_stages,
                     STREAM_K=self.stream_k, CONSUMER_REGS=self.consumer_regs, DEQUANT_REGS=self.dequant_regs,
-                    LOADER_REGS=self.loader_regs)
+                    LOADER_REGS=self.loader_regs, **({"BITS": 8} if self.bits == 8 else {}))  # int4's as before
 
     @staticmethod
     def of(config: dict) -> "Variant":
         return Variant(config["BLOCK_M"], config["BLOCK_N"], config["CONSUMERS"], config["DEQUANTIZERS"],
                        config["STAGES"], config["W_STAGES"], config["STREAM_K"], config["CONSUMER_REGS"],
-                       config["DEQUANT_REGS"], config["LOADER_REGS"])
+                       config["DEQUANT_REGS"], config["LOADER_REGS"], config.get("BITS", 4))
 
 
 @dataclass(frozen=True)
@@ -289,6 +297,10 @@ class RSVariant:
     @property
     def block_n(self) -> int:
         return 64 * self.consumers
+
+    @property
+    def bits(self) -> int:  # int4 only
+        return 4
 
     @property
     def name(self) -> str:
@@ -340,15 +352,25 @@ RS_M128_N128 = RSVariant(128, 2, 6, True, 208)
 # 256 rows of x: the widest shape's winner at M = 256 (H200, L2 flushed, exp-quant-fixup.log: 185 us at 28672 x
 # 8192, cuBLAS 185, M256_N128_SK 195), though it spills a few registers around its fix-up
 RS_M256_N128 = RSVariant(256, 2, 4, True, 232)
-VARIANTS = (RS_M64_N128, RS_M64_N256, RS_M64_N128_DP, M256_N128, M256_N128_SK, RS_M128_N128, RS_M256_N128)
-REGIMES = ((SMALL_M, (RS_M64_N128, RS_M64_N256, RS_M64_N128_DP)),
-           (1 << 62, (M256_N128, M256_N128_SK, RS_M128_N128, RS_M256_N128)))
+# int8 (the store-through-shared-memory kernel only): a group's words are twice int4's (16 KB at 128 columns), so
+# the rings are shallower to stay under 227 KB
+I8_M64_N128_SK = Variant(64, 128, 1, 1, 6, 3, True, 0, 112, bits=8)
+I8_M64_N256 = Variant(64, 256, 1, 2, 3, 2, False, 0, 112, bits=8)
+I8_M256_N128 = Variant(256, 128, 2, 1, 4, 2, False, 192, 104, bits=8)
+I8_M256_N128_SK = Variant(256, 128, 2, 1, 4, 2, True, 192, 104, bits=8)
+I8_M128_N128_SK = Variant(128, 128, 2, 1, 5, 3, True, 160, 104, bits=8)
+VARIANTS = (RS_M64_N128, RS_M64_N256, RS_M64_N128_DP, M256_N128, M256_N128_SK, RS_M128_N128, RS_M256_N128,
+            I8_M64_N128_SK, I8_M64_N256, I8_M256_N128, I8_M256_N128_SK, I8_M128_N128_SK)
+REGIMES = {4: ((SMALL_M, (RS_M64_N128, RS_M64_N256, RS_M64_N128_DP)),
+               (1 << 62, (M256_N128, M256_N128_SK, RS_M128_N128, RS_M256_N128))),
+           8: ((SMALL_M, (I8_M64_N128_SK, I8_M64_N256)),
+               (1 << 62, (I8_M256_N128, I8_M256_N128_SK, I8_M128_N128_SK)))}
 
 
-def variants_for(M: int) -> tuple:
-    """The variants (Variant, RSVariant) the tuner times for M rows of x (REGIMES: the measured winners of M's
-    regime)."""
-    return next(table for top, table in REGIMES if M <= top)
+def variants_for(M: int, bits: int = 4) -> tuple:
+    """The variants (Variant, RSVariant) the tuner times for M rows of x and `bits`-bit codes (REGIMES: for int4
+    the measured winners of M's regime)."""
+    return next(table for top, table in REGIMES[bits] if M <= top)
 
 
 PATHS = ("gluon", "gluon_rs")  # quant_matmul's launch paths of Variant and RSVariant configurations
@@ -361,10 +383,11 @@ def variant_of(config: dict):
 
 def supports(rows: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: Optional[torch.Tensor],
              bits: int, group_size: int) -> bool:
-    """Whether the kernel can run this call's layout (the device aside): int4, group 128, x [M, K] 16-bit with
-    scales of its dtype, and what TMA needs: unit column strides, 16-byte aligned row strides and bases
-    (module docstring). quant_matmul's format keeps packed, scales and zeros contiguous."""
-    if bits != BITS or group_size != GROUP or rows.dtype not in GL_DTYPES or scales.dtype != rows.dtype:
+    """Whether the kernels can run this call's layout (the device aside): int4 or int8 (the register-A kernel int4
+    only: `variants_for`), group 128, x [M, K] 16-bit with scales of its dtype, and what TMA needs: unit column
+    strides, 16-byte aligned row strides and bases (module docstring). quant_matmul's format keeps packed, scales
+    and zeros contiguous."""
+    if bits not in BITS or group_size != GROUP or rows.dtype not in GL_DTYPES or scales.dtype != rows.dtype:
         return False
     M, K = rows.shape
     N = packed.shape[1]
@@ -416,29 +439,74 @@ _ASM_Z_FP16 = gl.constexpr(_dequant_asm(True, True)[0])
 _ASM_S_FP16 = gl.constexpr(_dequant_asm(False, True)[0])
 
 
+def _dequant8_asm(fp16: bool) -> tuple[str, str]:
+    """PTX of one int8 `inline_asm_elementwise` call with pack = 8: the 8 codes of a pair of adjacent columns (n
+    even, n + 1) of one word row j, k = 4 j + q, as 4 registers of two 16-bit floats $q = (w(4j+q, n), w(4j+q, n+1)).
+    Operands, 8 an input (element e = (q, h) = (e // 2, e % 2)): $4 / $5 the words of columns n and n + 1; $12 / $13
+    and $20 / $21 the columns' float32 a and b (`_int8_operands`); $28 the bits of 32768.0, 0x47000000, from a
+    register ptxas cannot fold (given two constants it makes the PRMT's selector the register, rewritten by each
+    PRMT: one more move a code). A PRMT puts code q into bits 8-15 of 32768.0 (0x4700cc00 reads as 32768 + c); bf16:
+    one fma, (32768 + c) a + b with a = s and b = -(32768 + z) s, both
+    products exact in float32 (16 x 8 significant bits), so the fma gives s (c - z) exactly; fp16 (11-bit scales):
+    an add of b = -(32768 + z), then a multiply by a = s, exact likewise; one cvt rounds a pair to 16 bits: bit for
+    bit dequantize(x.dtype). bf16 2.5 instructions a code, fp16 3.5. (A pair of 16-bit floats cannot carry magic + c
+    for 8-bit codes in bf16: 8 significant bits.)"""
+    kind = "f16x2" if fp16 else "bf16x2"
+    lines = ["{ .reg .b32 c0, c1;"]
+    for q in range(4):
+        for h in (0, 1):
+            lines.append(f"prmt.b32 c{h}, ${4 + h}, $28, {0x7504 | q << 4:#06x};")  # bytes 0x47, 0, code q, 0
+            if fp16:
+                lines += [f"add.rn.f32 c{h}, c{h}, ${20 + h};", f"mul.rn.f32 c{h}, c{h}, ${12 + h};"]
+            else:
+                lines.append(f"fma.rn.f32 c{h}, c{h}, ${12 + h}, ${20 + h};")
+        lines.append(f"cvt.rn.{kind}.f32 ${q}, c1, c0;")  # the upper half from its first source: column n + 1
+    lines.append("}")
+    return "\n".join(lines), ",".join(["=r"] * 4 + ["r"] * 32)
+
+
+_ASM8_BF16, _CONS8 = (gl.constexpr(v) for v in _dequant8_asm(False))
+_ASM8_FP16 = gl.constexpr(_dequant8_asm(True)[0])
+
+
 # [8 j, 64 m, 8 q, 2 h] (code k = 8 j + q of column n = 2 m + h of a dequantizer's 128): each thread one word row
 # j and 4 column pairs m (8 adjacent columns), all their 8 q x 2 h in registers, h fastest then q: pack = 16 hands
 # one asm call the 16 codes of one column pair
 _DQ_L4 = gl.constexpr(gl.BlockedLayout([1, 4, 8, 2], [2, 16, 1, 1], [4, 1, 1, 1], [3, 2, 1, 0]))
-# the words of a step, [8 j, COLS]: one word row and 8 adjacent columns a thread (the dequantizer's layout, 2-D)
+# int8: [16 j, 64 m, 4 q, 2 h] (k = 4 j + q): each thread two adjacent word rows (the same 8 k as int4's one row)
+# and 8 adjacent columns; pack = 8 hands one asm call the 8 codes of one column pair of one word row
+_DQ_L8 = gl.constexpr(gl.BlockedLayout([2, 4, 4, 2], [2, 16, 1, 1], [4, 1, 1, 1], [3, 2, 1, 0]))
+# the words of a step, [8 j, COLS] (int8 [16 j, COLS]): the word rows and 8 adjacent columns a thread (the
+# dequantizer's layout, 2-D)
 _WORDS_2D = gl.constexpr(gl.BlockedLayout([1, 8], [2, 16], [4, 1], [1, 0]))
+_WORDS8_2D = gl.constexpr(gl.BlockedLayout([2, 8], [2, 16], [4, 1], [1, 0]))
 
 
 @gluon.jit
-def _load_words(w_slot, STEP: gl.constexpr):
-    """Word rows 8 STEP .. 8 STEP + 7 of w_slot [16, COLS] (shared, int32: a group's two k-steps) as [8 j,
-    COLS / 2 m, 2 h] in the dequantizer's layout (the reshape and conversion move no data: asserted trivial)."""
+def _load_words(w_slot, STEP: gl.constexpr, BITS: gl.constexpr):
+    """Word rows R STEP .. R STEP + R - 1 of w_slot [2 R, COLS] (shared, int32: a group's two k-steps; R = 8 for
+    int4, 16 for int8) as [R j, COLS / 2 m, 2 h] in the dequantizer's layout (the reshape and conversion move no
+    data: asserted trivial)."""
     COLS: gl.constexpr = w_slot.shape[1]
-    words = w_slot.slice(STEP * _WORDS, _WORDS, dim=0).load(_WORDS_2D)
-    return gl.convert_layout(gl.reshape(words, [_WORDS, COLS // 2, 2]), gl.SliceLayout(2, _DQ_L4),
-                             assert_trivial=True)
+    ROWS: gl.constexpr = w_slot.shape[0] // 2
+    if BITS == 4:
+        words = w_slot.slice(STEP * ROWS, ROWS, dim=0).load(_WORDS_2D)
+        return gl.convert_layout(gl.reshape(words, [ROWS, COLS // 2, 2]), gl.SliceLayout(2, _DQ_L4),
+                                 assert_trivial=True)
+    else:
+        words = w_slot.slice(STEP * ROWS, ROWS, dim=0).load(_WORDS8_2D)
+        return gl.convert_layout(gl.reshape(words, [ROWS, COLS // 2, 2]), gl.SliceLayout(2, _DQ_L8),
+                                 assert_trivial=True)
 
 
 @gluon.jit
-def _load_pairs(slot, HAS_ZERO: gl.constexpr):
+def _load_pairs(slot, HAS_ZERO: gl.constexpr, BITS: gl.constexpr):
     """A group's scale pairs (int32: (s_2m, s_2m+1) as 16-bit floats) or zero pairs (int16: z_2m | z_2m+1 << 8,
     then sign-extended: only its two low bytes are read) of the slot [1, COLS / 2], as [1, COLS / 2, 1, 1]."""
-    L_PAIR: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(2, gl.SliceLayout(3, _DQ_L4)))
+    if BITS == 4:
+        L_PAIR: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(2, gl.SliceLayout(3, _DQ_L4)))
+    else:
+        L_PAIR: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(2, gl.SliceLayout(3, _DQ_L8)))
     v = slot.reshape([slot.shape[1]]).load(L_PAIR)
     if HAS_ZERO:
         v = v.to(gl.int32)
@@ -446,25 +514,64 @@ def _load_pairs(slot, HAS_ZERO: gl.constexpr):
 
 
 @gluon.jit
-def _dequantize(words, s, z, HAS_ZERO: gl.constexpr, DTYPE: gl.constexpr):
-    """The DTYPE tile [64, COLS] = s * (c - z) (k rows, n columns) of `words` [8, COLS / 2, 2] (`_load_words`)
-    with the group's scale pairs s and zero pairs z (`_load_pairs`; z unused without zero points)."""
-    L_Q: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(3, _DQ_L4)))  # [8 q]
-    COLS: gl.constexpr = words.shape[1] * 2
-    q = gl.expand_dims(gl.expand_dims(gl.expand_dims(gl.arange(0, 8, layout=L_Q), 0), 1), 3)  # [1, 1, 8, 1]
-    words, _ = gl.broadcast(gl.expand_dims(words, 2), q)  # [8, COLS / 2, 8, 2]: the word pair for every q
-    if HAS_ZERO:
-        if DTYPE == gl.float16:
-            tile = gl.inline_asm_elementwise(_ASM_Z_FP16, _CONS_Z, [words, z, s], dtype=gl.float16, is_pure=True,
-                                             pack=16)
-        else:
-            tile = gl.inline_asm_elementwise(_ASM_Z_BF16, _CONS_Z, [words, z, s], dtype=gl.bfloat16, is_pure=True,
-                                             pack=16)
+def _int8_operands(s, z, HAS_ZERO: gl.constexpr, DTYPE: gl.constexpr):
+    """The float32 operands (a, b) [1, COLS / 2, 1, 2] of `_dequant8_asm` for column n = 2 m + h from a group's
+    scale pairs s and zero pairs z (`_load_pairs`; symmetric: z = 128): bf16 a = s, b = -(32768 + z) s (exact: 16 x
+    8 significant bits); fp16 a = s, b = -(32768 + z). Once a group, not a code."""
+    L_H: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, _DQ_L8)))
+    h = gl.expand_dims(gl.expand_dims(gl.expand_dims(gl.arange(0, 2, layout=L_H), 0), 1), 2)  # [1, 1, 1, 2]
+    half = (s >> (16 * h)) & 0xFFFF  # [1, COLS / 2, 1, 2]: column n's 16 bits
+    if DTYPE == gl.float16:
+        scale = half.to(gl.int16).to(gl.float16, bitcast=True).to(gl.float32)
     else:
-        if DTYPE == gl.float16:
-            tile = gl.inline_asm_elementwise(_ASM_S_FP16, _CONS_S, [words, s], dtype=gl.float16, is_pure=True, pack=16)
+        scale = (half << 16).to(gl.float32, bitcast=True)
+    if HAS_ZERO:
+        magic_z = 32768.0 + ((z >> (8 * h)) & 0xFF).to(gl.float32)
+    else:
+        magic_z = gl.full_like(scale, 32768.0 + 128.0)
+    if DTYPE == gl.float16:
+        return scale, -magic_z
+    else:
+        return scale, -(magic_z * scale)
+
+
+@gluon.jit
+def _dequantize(words, s, z, magic, HAS_ZERO: gl.constexpr, DTYPE: gl.constexpr, BITS: gl.constexpr):
+    """The DTYPE tile [64, COLS] = s * (c - z) (k rows, n columns) of `words` (`_load_words`) with the group's scale
+    pairs s and zero pairs z (`_load_pairs`; z unused without zero points); int8: s, z the float32 operands of
+    `_int8_operands`, magic the int32 0x47000000 that ptxas cannot fold (`_dequant8_asm`; int4: unused)."""
+    COLS: gl.constexpr = words.shape[1] * 2
+    if BITS == 4:
+        L_Q: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(3, _DQ_L4)))  # [8 q]
+        q = gl.expand_dims(gl.expand_dims(gl.expand_dims(gl.arange(0, 8, layout=L_Q), 0), 1), 3)  # [1, 1, 8, 1]
+        words, _ = gl.broadcast(gl.expand_dims(words, 2), q)  # [8, COLS / 2, 8, 2]: the word pair for every q
+        if HAS_ZERO:
+            if DTYPE == gl.float16:
+                tile = gl.inline_asm_elementwise(_ASM_Z_FP16, _CONS_Z, [words, z, s], dtype=gl.float16,
+                                                 is_pure=True, pack=16)
+            else:
+                tile = gl.inline_asm_elementwise(_ASM_Z_BF16, _CONS_Z, [words, z, s], dtype=gl.bfloat16,
+                                                 is_pure=True, pack=16)
         else:
-            tile = gl.inline_asm_elementwise(_ASM_S_BF16, _CONS_S, [words, s], dtype=gl.bfloat16, is_pure=True, pack=16)
+            if DTYPE == gl.float16:
+                tile = gl.inline_asm_elementwise(_ASM_S_FP16, _CONS_S, [words, s], dtype=gl.float16, is_pure=True,
+                                                 pack=16)
+            else:
+                tile = gl.inline_asm_elementwise(_ASM_S_BF16, _CONS_S, [words, s], dtype=gl.bfloat16, is_pure=True,
+                                                 pack=16)
+    else:
+        L_Q8: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(3, _DQ_L8)))  # [4 q]
+        q = gl.expand_dims(gl.expand_dims(gl.expand_dims(gl.arange(0, 4, layout=L_Q8), 0), 1), 3)  # [1, 1, 4, 1]
+        words, _ = gl.broadcast(gl.expand_dims(words, 2), q)  # [16, COLS / 2, 4, 2]
+        a, _ = gl.broadcast(s, words)
+        b, _ = gl.broadcast(z, words)
+        m = gl.full_like(words, 0) | magic
+        if DTYPE == gl.float16:
+            tile = gl.inline_asm_elementwise(_ASM8_FP16, _CONS8, [words, a, b, m], dtype=gl.float16, is_pure=True,
+                                             pack=8)
+        else:
+            tile = gl.inline_asm_elementwise(_ASM8_BF16, _CONS8, [words, a, b, m], dtype=gl.bfloat16, is_pure=True,
+                                             pack=8)
     return gl.reshape(gl.permute(tile, (0, 2, 1, 3)), [_BK, COLS])  # (j, q, m, h) -> [k, n]
 
 
@@ -583,14 +690,16 @@ def _b_publish(b_ready, i, STAGES: gl.constexpr):
 @gluon.jit
 def _dequantizer(w_desc, s_desc, z_desc, w_smem, s_smem, z_smem, b_smem, w_ready, b_ready, mma_done, M, N, K,
                  DQ: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr, W_STAGES: gl.constexpr,
-                 HAS_ZERO: gl.constexpr, STREAM_K: gl.constexpr, LEAN: gl.constexpr):
+                 HAS_ZERO: gl.constexpr, STREAM_K: gl.constexpr, LEAN: gl.constexpr, BITS: gl.constexpr):
     """Dequantizer DQ: columns DQ * COLS .. of every step's B tile, from its own words ring (module docstring),
-    one group (two steps: 16 word rows, one row of scales and zeros) an iteration; w_smem [W_STAGES, 16, COLS],
-    s_smem / z_smem [W_STAGES, 1, COLS / 2] are its own. The cursor (tile, kk, pid_m, pid_n) walks the groups
-    whose words are loaded, W_STAGES ahead of group g."""
+    one group (two steps: 2 R word rows, R = 8 for int4 and 16 for int8, one row of scales and zeros) an iteration;
+    w_smem [W_STAGES, 2 R, COLS], s_smem / z_smem [W_STAGES, 1, COLS / 2] are its own. The cursor (tile, kk, pid_m,
+    pid_n) walks the groups whose words are loaded, W_STAGES ahead of group g."""
     BLOCK_N: gl.constexpr = b_smem.shape[2]
     DTYPE: gl.constexpr = b_smem.dtype
     COLS: gl.constexpr = w_desc.block_type.shape[1]
+    R: gl.constexpr = w_desc.block_type.shape[0] // 2  # word rows a k-step
+    magic = (N >> 31) | 0x47000000  # int8's 32768.0 (N >= 0): a register, not a constant (`_dequant8_asm`)
     rows, k_tiles, start, n_steps = _schedule(M, N, K, BLOCK_M, BLOCK_N, STREAM_K)
     n_groups = n_steps // 2
     W_BYTES: gl.constexpr = w_desc.block_type.nbytes + s_desc.block_type.nbytes + (z_desc.block_type.nbytes
@@ -600,7 +709,7 @@ def _dequantizer(w_desc, s_desc, z_desc, w_smem, s_smem, z_smem, b_smem, w_ready
         col = pid_n * BLOCK_N + DQ * COLS
         bar = w_ready.index(g)
         mbarrier.expect(bar, W_BYTES)
-        tma.async_copy_global_to_shared(w_desc, [kk * _WORDS, col], bar, w_smem.index(g))
+        tma.async_copy_global_to_shared(w_desc, [kk * R, col], bar, w_smem.index(g))
         tma.async_copy_global_to_shared(s_desc, [kk * _BK // _GROUP, col // 2], bar, s_smem.index(g))
         if HAS_ZERO:
             tma.async_copy_global_to_shared(z_desc, [kk * _BK // _GROUP, col // 2], bar, z_smem.index(g))
@@ -610,16 +719,18 @@ def _dequantizer(w_desc, s_desc, z_desc, w_smem, s_smem, z_smem, b_smem, w_ready
         barrier_not_needed(g, LEAN)  # each thread waits for the words itself
         mbarrier.wait(w_ready.index(ws), (g // W_STAGES) & 1)
         w_slot = w_smem.index(ws)
-        s = _load_pairs(s_smem.index(ws), False)
-        z = _load_pairs(z_smem.index(ws), True) if HAS_ZERO else s
-        words_a = _load_words(w_slot, 0)
-        words_b = _load_words(w_slot, 1)
+        s = _load_pairs(s_smem.index(ws), False, BITS)
+        z = _load_pairs(z_smem.index(ws), True, BITS) if HAS_ZERO else s
+        if BITS == 8:
+            s, z = _int8_operands(s, z, HAS_ZERO, DTYPE)
+        words_a = _load_words(w_slot, 0, BITS)
+        words_b = _load_words(w_slot, 1, BITS)
         # Each step's B is published (fence, arrive) one dequantization after its stores, past the wait for the
         # next step's slot, so that the stores complete under that arithmetic instead of in the fence (Nsight
         # Compute, M = 64: a third of the dequantizers' stall samples sat in the fence and barrier right after the
         # second step's stores). Step 2g - 1's fence also waits for this thread's loads of the words slot, and the
         # arrive's barrier of the warp group makes them every thread's: then one thread may refill the slot.
-        tile_a = _dequantize(words_a, s, z, HAS_ZERO, DTYPE)
+        tile_a = _dequantize(words_a, s, z, magic, HAS_ZERO, DTYPE, BITS)
         _b_wait(mma_done, 2 * g, STAGES, LEAN)
         fence_async_shared()
         mbarrier.arrive(b_ready.index((2 * g + STAGES - 1) % STAGES), pred=g > 0)  # step 2g - 1's B
@@ -632,7 +743,7 @@ def _dequantizer(w_desc, s_desc, z_desc, w_smem, s_smem, z_smem, b_smem, w_ready
             barrier_not_needed(g, LEAN)
             mbarrier.expect(bar, W_BYTES)
             barrier_not_needed(g, LEAN)
-            tma.async_copy_global_to_shared(w_desc, [kk * _WORDS, col], bar, w_slot)
+            tma.async_copy_global_to_shared(w_desc, [kk * R, col], bar, w_slot)
             barrier_not_needed(g, LEAN)
             tma.async_copy_global_to_shared(s_desc, [kk * _BK // _GROUP, col // 2], bar, s_smem.index(ws))
             if HAS_ZERO:
@@ -640,7 +751,7 @@ def _dequantizer(w_desc, s_desc, z_desc, w_smem, s_smem, z_smem, b_smem, w_ready
                 tma.async_copy_global_to_shared(z_desc, [kk * _BK // _GROUP, col // 2], bar, z_smem.index(ws))
             tile, kk, pid_m, pid_n = _next(tile, kk + 1, pid_m, pid_n, rows, k_tiles, STREAM_K)
         _b_write(tile_a, b_smem, 2 * g, DQ, STAGES, LEAN)
-        tile_b = _dequantize(words_b, s, z, HAS_ZERO, DTYPE)
+        tile_b = _dequantize(words_b, s, z, magic, HAS_ZERO, DTYPE, BITS)
         _b_wait(mma_done, 2 * g + 1, STAGES, LEAN)
         _b_publish(b_ready, 2 * g, STAGES)
         _b_write(tile_b, b_smem, 2 * g + 1, DQ, STAGES, LEAN)
@@ -737,8 +848,8 @@ def _w4a16_ws_kernel(x_desc, w_desc, s_desc, z_desc, out_ptr, bias_ptr, ws_ptr, 
                      BLOCK_N: gl.constexpr, CONSUMERS: gl.constexpr, DEQUANTIZERS: gl.constexpr,
                      STAGES: gl.constexpr, W_STAGES: gl.constexpr, HAS_ZERO: gl.constexpr, HAS_BIAS: gl.constexpr,
                      STREAM_K: gl.constexpr, CONSUMER_REGS: gl.constexpr, DEQUANT_REGS: gl.constexpr,
-                     LOADER_REGS: gl.constexpr, LEAN: gl.constexpr):
-    """Persistent warp-specialised W4A16 GEMM (module docstring): consumer 0 is the default partition
+                     LOADER_REGS: gl.constexpr, LEAN: gl.constexpr, BITS: gl.constexpr = 4):
+    """Persistent warp-specialised W4A16 / W8A16 GEMM (module docstring): consumer 0 is the default partition
     (num_warps = 4); consumer 1, the dequantizers and the loader are workers. z_desc: a placeholder (the scales')
     without zero points; bias_ptr: the output's without a bias. ws_ptr / cnt_ptr: stream-K's workspace and
     counters (placeholders otherwise). out [M, N] contiguous, of x's dtype."""
@@ -787,10 +898,10 @@ def _w4a16_ws_kernel(x_desc, w_desc, s_desc, z_desc, out_ptr, bias_ptr, ws_ptr, 
                              K, 1, CONSUMERS, STAGES, STREAM_K, HAS_BIAS, LEAN)),
                 (_dequantizer, (w_desc, s_desc, z_desc, w_smem0, s_smem0, z_smem0, b_smem, w_ready0, b_ready, mma_done,
                                 M, N, K, 0, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K,
-                                LEAN)),
+                                LEAN, BITS)),
                 (_dequantizer, (w_desc, s_desc, z_desc, w_smem1, s_smem1, z_smem1, b_smem, w_ready1, b_ready, mma_done,
                                 M, N, K, 1, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K,
-                                LEAN)),
+                                LEAN, BITS)),
                 (_loader, (x_desc, x_smem, x_ready, mma_done, M, N, K, BLOCK_N, CONSUMERS, STAGES, STREAM_K)),
             ], [4, 4, 4, 1], [CONSUMER_REGS, DEQUANT_REGS, DEQUANT_REGS, LOADER_REGS])
         else:
@@ -801,7 +912,7 @@ def _w4a16_ws_kernel(x_desc, w_desc, s_desc, z_desc, out_ptr, bias_ptr, ws_ptr, 
                              K, 1, CONSUMERS, STAGES, STREAM_K, HAS_BIAS, LEAN)),
                 (_dequantizer, (w_desc, s_desc, z_desc, w_smem0, s_smem0, z_smem0, b_smem, w_ready0, b_ready, mma_done,
                                 M, N, K, 0, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K,
-                                LEAN)),
+                                LEAN, BITS)),
                 (_loader, (x_desc, x_smem, x_ready, mma_done, M, N, K, BLOCK_N, CONSUMERS, STAGES, STREAM_K)),
             ], [4, 4, 1], [CONSUMER_REGS, DEQUANT_REGS, LOADER_REGS])
     else:
@@ -811,10 +922,10 @@ def _w4a16_ws_kernel(x_desc, w_desc, s_desc, z_desc, out_ptr, bias_ptr, ws_ptr, 
                              K, 0, CONSUMERS, STAGES, STREAM_K, HAS_BIAS, LEAN)),
                 (_dequantizer, (w_desc, s_desc, z_desc, w_smem0, s_smem0, z_smem0, b_smem, w_ready0, b_ready, mma_done,
                                 M, N, K, 0, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K,
-                                LEAN)),
+                                LEAN, BITS)),
                 (_dequantizer, (w_desc, s_desc, z_desc, w_smem1, s_smem1, z_smem1, b_smem, w_ready1, b_ready, mma_done,
                                 M, N, K, 1, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K,
-                                LEAN)),
+                                LEAN, BITS)),
                 (_loader, (x_desc, x_smem, x_ready, mma_done, M, N, K, BLOCK_N, CONSUMERS, STAGES, STREAM_K)),
             ], [4, 4, 1], [DEQUANT_REGS, DEQUANT_REGS, LOADER_REGS])
         else:
@@ -823,7 +934,7 @@ def _w4a16_ws_kernel(x_desc, w_desc, s_desc, z_desc, out_ptr, bias_ptr, ws_ptr, 
                              K, 0, CONSUMERS, STAGES, STREAM_K, HAS_BIAS, LEAN)),
                 (_dequantizer, (w_desc, s_desc, z_desc, w_smem0, s_smem0, z_smem0, b_smem, w_ready0, b_ready, mma_done,
                                 M, N, K, 0, BLOCK_M, STAGES, W_STAGES, HAS_ZERO, STREAM_K,
-                                LEAN)),
+                                LEAN, BITS)),
                 (_loader, (x_desc, x_smem, x_ready, mma_done, M, N, K, BLOCK_N, CONSUMERS, STAGES, STREAM_K)),
             ], [4, 1], [DEQUANT_REGS, LOADER_REGS])
 
@@ -1063,14 +1174,14 @@ def layouts(v: Variant, dtype: torch.dtype) -> dict:
 
 def boxes(v: Variant) -> dict:
     # TMA writes shared memory at 128-byte aligned addresses: every box here is a multiple of 128 bytes
-    return dict(x=[v.rows, BLOCK_K], w=[2 * WORDS, v.dq_cols], s=[1, v.dq_cols // 2], z=[1, v.dq_cols // 2])
+    return dict(x=[v.rows, BLOCK_K], w=[2 * v.word_rows, v.dq_cols], s=[1, v.dq_cols // 2], z=[1, v.dq_cols // 2])
 
 
 def constexprs(v: Variant, has_zero: bool, has_bias: bool) -> dict:
     return dict(BLOCK_N=v.block_n, CONSUMERS=v.consumers, DEQUANTIZERS=v.dequantizers, STAGES=v.stages,
                 W_STAGES=v.w_stages, HAS_ZERO=has_zero, HAS_BIAS=has_bias, STREAM_K=v.stream_k,
                 CONSUMER_REGS=v.consumer_regs or 24, DEQUANT_REGS=v.dequant_regs, LOADER_REGS=v.loader_regs,
-                LEAN=softmax_sm90.LEAN_BARRIERS)
+                LEAN=softmax_sm90.LEAN_BARRIERS, BITS=v.bits)
 
 
 def pair_views(scales: torch.Tensor, zeros: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -1096,7 +1207,9 @@ class QuantWSPlan:
         N = packed.shape[1]
         lay, box = layouts(v, rows.dtype), boxes(v)
         z_key = "s" if zeros is None else "z"  # without zeros the scale pairs' descriptor stands in
-        views = {"x": ([M, K], [rows.stride(0), 1]), "w": ([K // 8, N], [N, 1]),
+        if packed.shape[0] * 32 // v.bits != K:
+            raise ValueError(f"packed: {packed.shape[0]} word rows are not K = {K} codes of {v.bits} bits ({v.name})")
+        views = {"x": ([M, K], [rows.stride(0), 1]), "w": ([packed.shape[0], N], [N, 1]),
                  "s": ([K // GROUP, N // 2], [N // 2, 1]),
                  "z": ([K // GROUP, N // 2], [N // 2, 1])}
         self.launch = GluonLaunch(_w4a16_ws_kernel, (v.programs(M, N, K, num_sms),),
