@@ -801,7 +801,8 @@ def test_gpu_gluon_variant(variant, M, N, K, zeros, bias):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", [qsm90.VARIANTS[0], qsm90.VARIANTS[-1]], ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", [qsm90.RS_M64_N128, qsm90.RS_M256_N128, qsm90.I8_M256_N128_SK],
+                         ids=lambda v: v.name)
 def test_gpu_gluon_descriptors_follow_the_tensors(variant, monkeypatch):
     """A Gluon plan's later calls encode each operand's descriptor once per tensor address (_support.GluonLaunch):
     two weights of one shape through one plan, x rewritten in place, another x: each call matches the reference and
@@ -810,7 +811,7 @@ def test_gpu_gluon_descriptors_follow_the_tensors(variant, monkeypatch):
     from rooftop.ops import _support
 
     M, N, K = 64, 4096, 1024
-    (x, qw, _), (x2, qw2, _) = _gluon_inputs(M, N, K, True, False), _gluon_inputs(M, N, K, True, False)
+    (x, qw, _), (x2, qw2, _) = (_gluon_inputs(M, N, K, True, False, bits=variant.bits) for _ in range(2))
     plan = qsm90.plan(variant.config(), x, qw.packed, qw.scales, qw.zeros, None,
                       torch.cuda.get_device_properties(0).multi_processor_count)
 
