@@ -131,8 +131,8 @@ def _loop_report(sass: str, dq_cols: int) -> list[str]:
         ops = [t.split()[1] if t.startswith("@") else t.split()[0] for t in body if t.split()]
         count = lambda prefix: sum(op.startswith(prefix) for op in ops)  # noqa: E731
         kind = "consumer k-step loop" if issues_wgmma(body) else "dequantizer loop (a group: 2 k-steps)"
-        names = ("HGMMA", "SYNCS", "BAR", "SHF", "LOP3", "PRMT", "HADD2", "HMUL2", "HFMA2", "FFMA", "F2FP", "LDS", "STS",
-                 "LDL", "STL")
+        names = ("HGMMA", "SYNCS", "BAR", "SHF", "LOP3", "PRMT", "HADD2", "HMUL2", "HFMA2", "FFMA", "F2FP", "LDS",
+                 "STS", "LDL", "STL")
         line = f"{kind} {start:#x}-{end:#x}: {len(body)} instr, " + ", ".join(f"{n} {count(n)}" for n in names)
         if kind.startswith("dequantizer"):
             codes = GROUP * dq_cols // 128  # a thread an iteration

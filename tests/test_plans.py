@@ -252,6 +252,32 @@ def test_outgrown_counters_are_kept(monkeypatch):
     assert small not in {t.data_ptr() for t in fresh}
 
 
+# Counters asked for before PyTorch has touched the GPU: the driver initialised and the primary context retained by
+# _support itself. The context used to be released after each set, destroying it (and the first set, and the zeroing
+# stream: CUresult 400 on the second set) where nothing else retained it.
+_COUNTERS_FIRST_SCRIPT = """
+import torch
+from rooftop.ops import _support
+device = torch.device("cuda", 0)
+sets = [_support._zeroed_counters(device, n) for n in (1024, 1 << 20, 1024)]
+print(sum(int(s.count_nonzero()) for s in sets), len({s.data_ptr() for s in sets}))
+"""
+
+
+@pytest.mark.gpu
+def test_counters_before_pytorch_touches_the_gpu():
+    """Sets of counters made in a fresh process before any CUDA tensor: every one zeroed and kept, at its own
+    address."""
+    import subprocess
+    import sys
+
+    from conftest import compiler_env
+    done = subprocess.run([sys.executable, "-c", _COUNTERS_FIRST_SCRIPT], env=compiler_env(), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["0", "3"]
+
+
 @pytest.mark.gpu
 def test_row_ops_pdl_chain(monkeypatch):
     """The row ops' decode kernels launched as programmatic dependents (_support.ROW_PDL), in a chain where each call

@@ -239,6 +239,9 @@ def _libcuda() -> ctypes.CDLL:
     cu.cuMemsetD32Async.argtypes = [ctypes.c_uint64, ctypes.c_uint, ctypes.c_size_t, ctypes.c_void_p]
     cu.cuStreamSynchronize.argtypes = [ctypes.c_void_p]
     cu.cuCtxPushCurrent_v2.argtypes = [ctypes.c_void_p]
+    result = cu.cuInit(0)  # a no-op where PyTorch has initialised the driver
+    if result:
+        raise RuntimeError(f"cuInit failed with CUresult {result}")
     return cu
 
 
@@ -249,6 +252,16 @@ def _driver(name: str, *args) -> None:
         raise RuntimeError(f"{name} failed with CUresult {result}")
 
 
+@functools.lru_cache(maxsize=None)
+def _primary_context(device_index: int) -> int:
+    """The device's primary context (PyTorch's), retained once and never released: the counters made in it are never
+    freed, so it must outlive them (a release could otherwise destroy it, with them, where nothing else retains it)."""
+    device, context = ctypes.c_int(), ctypes.c_void_p()
+    _driver("cuDeviceGet", ctypes.byref(device), device_index)
+    _driver("cuDevicePrimaryCtxRetain", ctypes.byref(context), device)
+    return context.value
+
+
 @contextlib.contextmanager
 def _driver_context(device_index: int):
     """The device's primary context current on this thread (PyTorch's), and this thread's stream-capture mode relaxed:
@@ -257,15 +270,11 @@ def _driver_context(device_index: int):
     mode = ctypes.c_int(_CU_STREAM_CAPTURE_MODE_RELAXED)
     _driver("cuThreadExchangeStreamCaptureMode", ctypes.byref(mode))
     try:
-        device, context = ctypes.c_int(), ctypes.c_void_p()
-        _driver("cuDeviceGet", ctypes.byref(device), device_index)
-        _driver("cuDevicePrimaryCtxRetain", ctypes.byref(context), device)
-        _driver("cuCtxPushCurrent_v2", context)
+        _driver("cuCtxPushCurrent_v2", _primary_context(device_index))
         try:
             yield
         finally:
             _driver("cuCtxPopCurrent_v2", ctypes.byref(ctypes.c_void_p()))
-            _driver("cuDevicePrimaryCtxRelease_v2", device)
     finally:
         _driver("cuThreadExchangeStreamCaptureMode", ctypes.byref(mode))  # mode holds the one before
 

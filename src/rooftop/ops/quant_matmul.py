@@ -78,14 +78,15 @@ timed it). The paths:
   rings of words writing s * (c - z) into a ring of B tiles, and MMA warp groups with async wgmma; "gluon_rs" (swap
   AB): MMA warp groups that dequantize the weight straight into the wgmma's register A operand, x^T the B operand
   (stream-K variants of both sum a cut tile's pieces in k order, deterministic). They apply for M >= GLUON_MIN_M,
-  int4, group 128, x bf16 / fp16 with scales of x's dtype, and layouts TMA takes (quant_matmul_sm90.supports:
-  16-byte aligned row strides and bases, N a multiple of 8, of 16 with zero points); elsewhere the other candidates
-  run. Their variants are tuner candidates
-  (quant_matmul_sm90.variants_for: the winners on the H200 of M = 64 for M <= 64, of M = 256 above), right after
-  the untimed default, which stays a Triton / dequantize path. H200, bf16, group 128, graph replay, cold L2
-  (x cuBLAS bf16; session 18, logs/h200-2026-12-01-s18/exp-quant-rs-v2.log): M = 64 (register A) 0.87 / 1.28 / 1.31
-  / 1.54x at 4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192; M = 256 0.74x (register A, 128 x 128) / 0.82x
-  (256 x 128) / 0.79x (register A) / 0.93x (256 x 128, stream-K) (dequantize + cuBLAS 0.54-0.77x).
+  int4 (int8: the first kernel only, since session 43), group 128, x bf16 / fp16 with scales of x's dtype, and layouts
+  TMA takes (quant_matmul_sm90.supports: 16-byte aligned row strides and bases, N a multiple of 8, of 16 with zero
+  points); elsewhere the other candidates run. Their variants are tuner candidates (quant_matmul_sm90.variants_for:
+  for int4 the winners on the H200 of M = 64 for M <= 64, of M = 256 above), right after the untimed default, which
+  stays a Triton / dequantize path. H200, bf16, group 128, graph replay, cold L2 (x cuBLAS bf16; session 18,
+  logs/h200-2026-12-01-s18/exp-quant-rs-v2.log): M = 64 (register A) 0.87 / 1.28 / 1.31 / 1.54x at 4096^2 / 14336
+  x 4096 / 4096 x 14336 / 28672 x 8192; M = 256 0.74x (register A, 128 x 128) / 0.82x (256 x 128) / 0.79x (register
+  A) / 0.93x (256 x 128, stream-K) (dequantize + cuBLAS 0.54-0.77x). int8 (session 43): M = 64 0.68-1.06x, M = 256
+  0.61-0.86x, where the Triton and dequantize paths ran 0.69-0.95x and 0.51-0.61x (quant_matmul_sm90's docstring).
 The fused kernels cut K between programs when the output tiles alone cannot fill the SMs: the GEMV
 into SPLIT_K equal splits (grid tiles x SPLIT_K), the tensor-core and mma kernels by stream-K (a grid of one wave
 of as many programs as the SMs hold, sharing the tiles x k-steps evenly, so that no last wave runs

@@ -1,9 +1,9 @@
 r"""W4A16 GEMM on Hopper (sm_90) in Gluon, two warp-specialised persistent kernels, paths of rooftop.quant_matmul
 (ops/quant_matmul.py times their variants as tuner candidates; this file holds the kernels, their launches and
 variants):
-- `_w4a16_ws_kernel` (Variant; path "gluon"): warp groups of their own dequantize the int4 weight into shared memory
-  while the tensor cores work (benchmarks/exp_gluon_quant_ws.py tells how it was arrived at, models its protocol
-  and times it). Described first, below.
+- `_w4a16_ws_kernel` (Variant; path "gluon"): warp groups of their own dequantize the int4 (or, since session 43,
+  int8) weight into shared memory while the tensor cores work (benchmarks/exp_gluon_quant_ws.py tells how it was
+  arrived at, models its protocol and times it). Described first, below; int8 after it.
 - `_w4a16_rs_kernel` (RSVariant; path "gluon_rs"; session 18, benchmarks/exp_gluon_quant_rs.py): swap AB, out^T =
   W x^T; its MMA warp groups dequantize 64 weight rows x 64 k straight into the wgmma's register A operand, x's TMA
   tile the B operand: no dequantized tile in shared memory. Described at the end.
@@ -150,6 +150,24 @@ us (was 50.3 / 51.2 / 153.0 / 94.5: 1.47x cuBLAS at 28672 x 8192), ws_m64n128_sk
 22.8 / 38.2 / 38.3 / 104.9); M = 256 ws_m256n128_sk 197.5 us at 28672 x 8192 (0.97x; was 203.4), the data-parallel
 one within 2% but 211.7 there (was 202.1).
 
+int8 (W8A16, session 43; Variant.bits = 8, the I8_* variants): the same kernel and protocol, the words [K / 4, N]
+(byte i of word (j, n) the code of k = 4 j + i), so a k-step is 16 word rows and a group's slot [32, COLS] (16 KB at
+128 columns: the rings are shallower to fit 227 KB). A dequantizer thread holds two adjacent word rows (the same 8 k
+as int4's one row) and 8 adjacent columns (`_DQ_L8`), and B's stores are the same. A pair of 16-bit floats cannot
+carry magic + c for 8-bit codes in bf16 (8 significant bits), so each code goes through float32 (`_dequant8_asm`):
+a PRMT puts it into bits 8-15 of 32768.0, one fma with the column's s and -(32768 + z) s (both products exact:
+16 x 8 significant bits; fp16's 11-bit scales: an add, then a multiply) gives s (c - z) exactly, one cvt rounds a
+pair: bit for bit dequantize(x.dtype). The 32768.0 comes from a register ptxas cannot fold ((N >> 31) | 0x47000000):
+given two constants it made the PRMT's selector the register and spent a move a code. Offline sm_90 SASS of a
+dequantizer group (128 codes a thread): 516 instructions with zero points, 474 symmetric (4.0 / 3.7 a code; int4
+3.4 / 3.2), no spills. H200 (2026-12-04, logs/h200-2026-12-04-s43/, graph replay over input copies, x cuBLAS bf16 in
+the same run): M = 64 0.68 / 0.98 / 1.06 / 1.04x at 4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192 (the
+Triton paths before: 0.69 / 0.87 / 0.95 / 0.84x), M = 256 0.61 / 0.75 / 0.77 / 0.86x (dequantize + cuBLAS before:
+0.61 / 0.56 / 0.51 / 0.55x; 28672 x 8192 246.6 us against 370). At M = 16 the variants won only at 28672 x 8192
+(101.0 against the Triton kernel's 110.5 us): not candidates there (GLUON_MIN_M). Every candidate alone
+(exp_tuner_timing.py --bits 8): the dequantizers, not DRAM, hold it (M = 64, 28672 x 8192: 106 us, the words' read
+~56 us).
+
 The register-A kernel (`_w4a16_rs_kernel`, RSVariant). A tile is block_m rows of x by 64 x CONSUMERS weight rows;
 MMA warp group c owns weight rows 64 c .. 64 c + 63 and an fp32 accumulator [64, block_m] (wgmma m64 n=block_m k16,
 A from registers, B = x's [block_m, 64] TMA tile permuted). The A operand's layout (mma v3, k_width 2) gives a
@@ -243,7 +261,8 @@ class Variant:
     @property
     def name(self) -> str:
         return (f"ws_m{self.block_m}n{self.block_n}_c{self.consumers}d{self.dequantizers}"
-                f"_s{self.stages}w{self.w_stages}" + ("_sk" if self.stream_k else "") + ("_i8" if self.bits == 8 else ""))
+                f"_s{self.stages}w{self.w_stages}" + ("_sk" if self.stream_k else "")
+                + ("_i8" if self.bits == 8 else ""))
 
     @property
     def word_rows(self) -> int:  # word rows of a k-step: 64 codes of a column, 32 / bits a word
