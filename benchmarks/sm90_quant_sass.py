@@ -92,7 +92,7 @@ def main() -> None:
     for bits, dtype, configs in ((4, "bf16", CONFIGS), (8, "bf16", CONFIGS), (4, "fp16", CONFIGS[:1])):
         for bm, bn, bk, warps, stages in configs:
             consts = dict(BITS=bits, GROUP=128, HAS_ZERO=True, HAS_BIAS=False, BLOCK_M=bm, BLOCK_N=bn,
-                          BLOCK_K=bk, SWAP_AB=True, PAIRED_ASM=bits == 4,  # as a launch on a GPU, scales in x's dtype
+                          BLOCK_K=bk, SWAP_AB=True, PAIRED_ASM=True,  # as a launch on a GPU, scales in x's dtype
                           SUM_BATCH=max(1, qm.SUM_REGS["dot"] // (bm * bn // (32 * warps))), PDL="--pdl" in sys.argv)
             report(f"int{bits} {dtype} {bm}x{bn}x{bk} w{warps} s{stages}", consts, warps, stages, show, dtype)
 

@@ -597,14 +597,17 @@ def test_quantization_error_table():
     assert all(0 < r["matmul_rel_err"] < 0.2 for r in rows)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("bits,symmetric", [(4, False), (8, False), (8, True)])
 @pytest.mark.parametrize("swap_ab", [True, False])
-def test_tensor_core_orientations(swap_ab, device):
-    """W x^T (the dequantized tile as the MMA's A operand) and x W^T (as its B operand) agree with the reference."""
-    qw = quantize_weight(torch.randn(72, 256, device=device), 4, 64)
-    x = torch.randn(20, 256, device=device, dtype=torch.bfloat16)
+def test_tensor_core_orientations(swap_ab, bits, symmetric, dtype, device):
+    """W x^T (the dequantized tile as the MMA's A operand, k and n permuted so that a thread holds whole words) and
+    x W^T (as its B operand) agree with the reference, int4 and int8 (on a GPU: their inline PTX, per dtype)."""
+    qw = quantize_weight(torch.randn(72, 256, device=device, dtype=dtype), bits, 64, symmetric)
+    x = torch.randn(20, 256, device=device, dtype=dtype)
     config = qm._dot((16, 32, 64, 4, 2, swap_ab), 64)
-    out = qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, 72, 4, 64)[0]
-    assert rel_err(out, _reference(x, qw)) < TOL[torch.bfloat16]
+    out = qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, 72, bits, 64)[0]
+    assert rel_err(out, _reference(x, qw)) < TOL[dtype]
 
 
 # ---------------------------------------------------------------------------------------------

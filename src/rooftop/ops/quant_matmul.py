@@ -977,6 +977,19 @@ def _neg_magic_zero_pair(z, BF16: tl.constexpr):
     return (z + (MAGIC | 0x8000)) * 0x10001
 
 
+def _int8_pair_asm(fma: bool, dtype: str) -> tl.constexpr:
+    """PTX of `_dequant_pairs`' int8 pair: $1 a word shifted so that the pair's codes are bytes 0 and 2, $2 the
+    column's float32 scale s, $3 -(32768 + z) s (fma) or -(32768 + z), $4 0x47000000; $0 the two 16-bit floats."""
+    math = ["fma.rn.f32 {r}, {r}, $2, $3;"] if fma else ["add.rn.f32 {r}, {r}, $3;", "mul.rn.f32 {r}, {r}, $2;"]
+    lines = ["{ .reg .b32 lo, hi;", "prmt.b32 lo, $1, $4, 0x7504;", "prmt.b32 hi, $1, $4, 0x7524;"]
+    lines += [m.format(r=r) for r in ("lo", "hi") for m in math] + [f"cvt.rn.{dtype}.f32 $0, hi, lo; }}"]
+    return tl.constexpr(" ".join(lines))
+
+
+_I8_FMA_BF16, _I8_FMA_F16 = _int8_pair_asm(True, "bf16x2"), _int8_pair_asm(True, "f16x2")
+_I8_ADD_MUL_BF16, _I8_ADD_MUL_F16 = _int8_pair_asm(False, "bf16x2"), _int8_pair_asm(False, "f16x2")
+
+
 @triton.jit
 def _dequant_pairs(words, s, z, magic15, BITS: tl.constexpr, HAS_ZERO: tl.constexpr, DTYPE: tl.constexpr,
                    PAIRED_ASM: tl.constexpr):
@@ -984,18 +997,43 @@ def _dequant_pairs(words, s, z, magic15, BITS: tl.constexpr, HAS_ZERO: tl.conste
     scales s (16-bit floats for PAIRED_ASM) and zero points z (uint8) of the columns [BLOCK_N], as
     [WORDS, BLOCK_N, P / 2, 2] (P codes a word): element (j, n, i, h) is code i + h P / 2 of word j,
     so that a 32-bit register holds two codes one mask extracts together.
-    PAIRED_ASM (int4, s in DTYPE, on a GPU; inline PTX): one LOP3 turns a shifted word into the two
+    PAIRED_ASM (s in DTYPE, on a GPU; inline PTX): int4: one LOP3 turns a shifted word into the two
     16-bit floats magic + c (bf16 0x4300 = 128, fp16 0x6400 = 1024: c lands in the mantissa's low
-    bits), a packed add subtracts magic + z (exact) and a packed multiply scales (rounded once). Else
-    (the interpreter, scales of another dtype): the float32 FMA of `_dequant_tile`, rounded: the same
-    values."""
+    bits), a packed add subtracts magic + z (exact) and a packed multiply scales (rounded once); int8
+    (8-bit codes do not fit a bf16 magic): each of the pair's codes by one PRMT into bits 8-15 of 32768.0
+    (from magic15 + 0x03800000: a register, not a constant ptxas would fold, which made it spend a move a
+    code), one float32 fma with s and -(32768 + z) s (bf16: both products exact; fp16: an add, then a
+    multiply), one cvt rounding the pair. Else (the interpreter, scales of another dtype): the float32 FMA
+    of `_dequant_tile`, rounded: the same values."""
     PACK: tl.constexpr = 32 // BITS
     HALF: tl.constexpr = PACK // 2
     if HAS_ZERO:
         z = z.to(tl.int32)
     else:
         z = tl.full(s.shape, 2 ** (BITS - 1), tl.int32)
-    if PAIRED_ASM:
+    if PAIRED_ASM and BITS == 8:
+        shifted = words[:, :, None] >> (8 * tl.arange(0, HALF))[None, None, :]  # codes i, i + 2 at bits 0, 16
+        s32 = s.to(tl.float32)
+        magic_z = 32768.0 + z.to(tl.float32)
+        FMA: tl.constexpr = s.dtype == tl.bfloat16  # both products exact: one fma; else an add, then a multiply
+        args = [shifted, s32[None, :, None], (-magic_z * s32 if FMA else -magic_z)[None, :, None],
+                tl.full(shifted.shape, 0, tl.int32) + (magic15 + 0x03800000)]  # 0x47000000: 32768.0
+        if FMA:
+            if DTYPE == tl.bfloat16:
+                pairs = tl.inline_asm_elementwise(_I8_FMA_BF16, "=r,r,r,r,r", args, dtype=tl.int32, is_pure=True,
+                                                  pack=1)
+            else:
+                pairs = tl.inline_asm_elementwise(_I8_FMA_F16, "=r,r,r,r,r", args, dtype=tl.int32, is_pure=True,
+                                                  pack=1)
+        else:
+            if DTYPE == tl.bfloat16:
+                pairs = tl.inline_asm_elementwise(_I8_ADD_MUL_BF16, "=r,r,r,r,r", args, dtype=tl.int32,
+                                                  is_pure=True, pack=1)
+            else:
+                pairs = tl.inline_asm_elementwise(_I8_ADD_MUL_F16, "=r,r,r,r,r", args, dtype=tl.int32,
+                                                  is_pure=True, pack=1)
+        return tl.join(pairs.to(tl.int16).to(DTYPE, bitcast=True), (pairs >> 16).to(tl.int16).to(DTYPE, bitcast=True))
+    elif PAIRED_ASM:
         s_pair = (s.to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF) * 0x10001  # (s, s)
         neg_zero_pair = _neg_magic_zero_pair(z, DTYPE == tl.bfloat16)
         shifted = words[:, :, None] >> (4 * tl.arange(0, HALF))[None, None, :]  # codes i, i + 4 at bits 0, 16
@@ -1033,13 +1071,13 @@ def _qgemm_tile(x_ptr, w_ptr, s_ptr, z_ptr, M, N, K, x_stride, magic15, rows, co
     col_mask = cols < N
     ks = tl.arange(0, BLOCK_K)
     k_steps = K // BLOCK_K
-    if SWAP_AB and BITS == 4:
+    if SWAP_AB:
         # The MMA's A operand is W's tile with k and n permuted (x^T's rows permuted alike, the
         # output's columns back): a thread of the wgmma A layout holds k' = 2 q + {0, 1} (+ 8 r) for
         # its lane's q = lane % 4, and rows n' = a, a + 8 (+ 16 r) for a = lane / 4. With word row
         # j = jq + 4 jr, code k = P j + i + h P / 2 goes to k' = h + 2 jq + 8 i + 4 P jr: a thread
-        # holds whole words and (h) the pair of codes one LOP3 extracts; column 16 b + 2 a + r goes
-        # to n' = 16 b + 8 r + a: a thread's two rows are adjacent columns (one 8-byte load).
+        # holds whole words and (h) the pair of codes one LOP3 (int8: two PRMT) extracts; column 16 b + 2 a + r
+        # goes to n' = 16 b + 8 r + a: a thread's two rows are adjacent columns (one 8-byte load).
         JR: tl.constexpr = WORDS // 4
         # x^T [BLOCK_K, BLOCK_M]
         x_ptrs = x_ptr + rows[None, :].to(tl.int64) * x_stride + (t_start * BLOCK_K + ks)[:, None]
@@ -1070,25 +1108,15 @@ def _qgemm_tile(x_ptr, w_ptr, s_ptr, z_ptr, M, N, K, x_stride, magic15, rows, co
         acc = tl.reshape(tl.trans(acc), (BLOCK_M, BLOCK_N // 16, 2, 8))  # columns n' = (b, r, a)
         acc = tl.reshape(tl.permute(acc, (0, 1, 3, 2)), (BLOCK_M, BLOCK_N))
     else:
-        if SWAP_AB:  # int8: the float32 tile, rounded, transposed to the A layout through shared memory
-            x_ptrs = x_ptr + rows[None, :].to(tl.int64) * x_stride + ks[:, None]  # x^T tile [BLOCK_K, BLOCK_M]
-            x_mask = rows[None, :] < M
-            acc = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)
-        else:
-            x_ptrs = x_ptr + rows[:, None].to(tl.int64) * x_stride + ks[None, :]  # x tile [BLOCK_M, BLOCK_K]
-            x_mask = rows[:, None] < M
-            acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+        x_ptrs = x_ptr + rows[:, None].to(tl.int64) * x_stride + ks[None, :]  # x tile [BLOCK_M, BLOCK_K]
+        x_mask = rows[:, None] < M
+        acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
         for t in range(t_start, t_end):
             k0 = t * BLOCK_K
             w = _dequant_tile(w_ptr, s_ptr, z_ptr, k0, cols, col_mask, N, magic15, BITS, GROUP, HAS_ZERO, BLOCK_K,
                               BLOCK_N)
             xt = tl.load(x_ptrs + k0, mask=x_mask, other=0.0)
-            if SWAP_AB:
-                acc = tl.dot(tl.trans(w.to(xt.dtype)), xt, acc)  # [BLOCK_N, BLOCK_M] += W x^T
-            else:
-                acc = tl.dot(xt, w.to(xt.dtype), acc)  # [BLOCK_M, BLOCK_N] += x W^T
-        if SWAP_AB:
-            acc = tl.trans(acc)
+            acc = tl.dot(xt, w.to(xt.dtype), acc)  # [BLOCK_M, BLOCK_N] += x W^T
     return acc
 
 
@@ -1327,8 +1355,8 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
             consts["BF16"] = rows.dtype == torch.bfloat16
         else:
             kernel = _qgemm_kernel
-            # inline PTX on a GPU only; its packed 16-bit math rounds once with scales in x's dtype
-            params["PAIRED_ASM"] = rows.is_cuda and bits == 4 and scales.dtype == rows.dtype
+            # inline PTX on a GPU only; int4's rounds once with scales in x's dtype, int8's with any
+            params["PAIRED_ASM"] = rows.is_cuda and (bits == 8 or scales.dtype == rows.dtype)
             tiles *= cdiv(M, params["BLOCK_M"])
             units = tiles * (K // params["BLOCK_K"])
         # the kernel is compiled before the partials' size is known: its workspace argument must already be
