@@ -69,8 +69,11 @@ timed it). The paths:
   GPU by inline PTX when the scales are in x's dtype, else (and in the interpreter) the float32 FMA
   below, rounded: the same values. Offline sm_90a SASS of the main loop, bf16, BLOCK_M 16, 64 x 128
   (BLOCK_N x BLOCK_K) a program of 4 warps: 3.7 instructions a code (was 6.8), 128 x 128: 2.9.
-  int8: unpacked as in the GEMV and scaled with one FMA, (magic + c) * s - (z + magic) * s = s * (c - z),
-  exact for bf16 / fp16 scales, then rounded and moved to the A layout through shared memory (7.4).
+  int8: the same register layout since session 43: one PRMT puts codes i and i + 2 of a word into the low bytes
+  of a pair of 16-bit floats 32768 + c (the magic from a register, so that no pass folds it), then one packed FMA
+  s * (32768 + c) - (32768 + z) * s = s * (c - z) (bf16 scales: exact before the one rounding; fp16: packed add,
+  then multiply): 4.0-4.9 instructions a code offline (7.4 through shared memory before); H200, graph replay,
+  batch 16: 0.99 / 1.09 / 1.13 / 1.25x cuBLAS bf16 (was 0.91-1.07x).
 - "dequant" (and float32 x, always): dequantize to a [N, K] weight (documented workspace: N * K
   elements of x's dtype) and call F.linear (cuBLAS), compute-bound at prefill sizes anyway.
 - "gluon", "gluon_rs" (sm_90 GPUs only, never the interpreter; `_use_gluon`): ops/quant_matmul_sm90.py's two
@@ -85,8 +88,9 @@ timed it). The paths:
   stays a Triton / dequantize path. H200, bf16, group 128, graph replay, cold L2 (x cuBLAS bf16; session 18,
   logs/h200-2026-12-01-s18/exp-quant-rs-v2.log): M = 64 (register A) 0.87 / 1.28 / 1.31 / 1.54x at 4096^2 / 14336
   x 4096 / 4096 x 14336 / 28672 x 8192; M = 256 0.74x (register A, 128 x 128) / 0.82x (256 x 128) / 0.79x (register
-  A) / 0.93x (256 x 128, stream-K) (dequantize + cuBLAS 0.54-0.77x). int8 (session 43): M = 64 0.68-1.06x, M = 256
-  0.61-0.86x, where the Triton and dequantize paths ran 0.69-0.95x and 0.51-0.61x (quant_matmul_sm90's docstring).
+  A) / 0.93x (256 x 128, stream-K) (dequantize + cuBLAS 0.54-0.77x). int8 (session 43, call d): M = 64 0.67-1.05x,
+  M = 256 0.61-0.88x, where the Triton and dequantize paths ran 0.69-0.95x and 0.51-0.61x (quant_matmul_sm90's
+  docstring).
 The fused kernels cut K between programs when the output tiles alone cannot fill the SMs: the GEMV
 into SPLIT_K equal splits (grid tiles x SPLIT_K), the tensor-core and mma kernels by stream-K (a grid of one wave
 of as many programs as the SMs hold, sharing the tiles x k-steps evenly, so that no last wave runs
@@ -95,8 +99,8 @@ into), and an int32 arrival counter per output tile kept per (device, stream) an
 launch (the last program of a tile resets it), so a call launches one kernel and synchronises nothing.
 The last program of a tile to arrive sums the partials in k order (deterministic), adds the bias and
 writes the output.
-On sm_90 the paths in PDL_PATHS (the GEMVs and the tensor-core kernel) launch as programmatic dependents: each program waits for the
-kernel before it to end before it reads or writes anything, then lets the next launch go, so in a chain of calls (q
+On sm_90 the paths in PDL_PATHS (the GEMVs and the tensor-core kernel) launch as programmatic dependents: each
+program waits for the kernel before it to end before it reads or writes anything, then lets the next launch go, so in a chain of calls (q
 / k / v, gate / up, a CUDA graph of them) the next kernel's programs take the SMs as this one's last ones end (int4
 batch 1 on the H200: 0.7-1.3 us a call, NOTES item 168). The set is read when a call is planned: change it before
 the first call of a shape.

@@ -160,10 +160,11 @@ a PRMT puts it into bits 8-15 of 32768.0, one fma with the column's s and -(3276
 pair: bit for bit dequantize(x.dtype). The 32768.0 comes from a register ptxas cannot fold ((N >> 31) | 0x47000000):
 given two constants it made the PRMT's selector the register and spent a move a code. Offline sm_90 SASS of a
 dequantizer group (128 codes a thread): 516 instructions with zero points, 474 symmetric (4.0 / 3.7 a code; int4
-3.4 / 3.2), no spills. H200 (2026-12-04, logs/h200-2026-12-04-s43/, graph replay over input copies, x cuBLAS bf16 in
-the same run): M = 64 0.68 / 0.98 / 1.06 / 1.04x at 4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192 (the
-Triton paths before: 0.69 / 0.87 / 0.95 / 0.84x), M = 256 0.61 / 0.75 / 0.77 / 0.86x (dequantize + cuBLAS before:
-0.61 / 0.56 / 0.51 / 0.55x; 28672 x 8192 246.6 us against 370). At M = 16 the variants won only at 28672 x 8192
+3.4 / 3.2), no spills. H200 (2026-12-04, logs/h200-2026-12-04-s43/call-d, the tuner's choice among these and the
+Triton paths, graph replay over input copies, x cuBLAS bf16 in the same run): M = 64 0.67 / 0.97 / 1.02 / 1.05x at
+4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192 (the Triton paths before: 0.69 / 0.87 / 0.95 / 0.84x), M = 256
+0.61 / 0.85 / 0.72 / 0.88x (dequantize + cuBLAS before: 0.61 / 0.56 / 0.51 / 0.55x; 28672 x 8192 239.1 us against
+370). At M = 16 the variants won only at 28672 x 8192
 (101.0 against the Triton kernel's 110.5 us): not candidates there (GLUON_MIN_M). Every candidate alone
 (exp_tuner_timing.py --bits 8): the dequantizers, not DRAM, hold it (M = 64, 28672 x 8192: 106 us, the words' read
 ~56 us).
