@@ -32,7 +32,8 @@ from rooftop.ops import quant_matmul as qm
 # an SM to split K towards or 0: one wave, PREFETCH[, maxnreg]); session 21's run with an L2 prefetch L2_AHEAD groups
 # ahead, logs/h200-2026-12-02-s21/exp-tuner-timing-l2.log, had a fourth entry: not kept, see NOTES item 152)
 MMA_VARIANTS = {8: ((1, 104), (1, 88), (2, 88), (4, 104), (4, 88)),
-                16: ((1, 120, False), (2, 120, False), (1, 128), (1, 112, False), (2, 128))}
+                16: ((1, 120, False), (2, 120, False), (1, 128), (1, 112, False), (2, 128), (4, 120, False),
+                     (8, 120, False), (4, 128))}
 # --gemv-variants (M = 1): GEMV_CONFIGS tuples not in the library's list. Session 23's, the sliced X_ASM loop rolled and
 # pipelined by Triton's cp.async (STAGES 3-6), ran 15.1-15.6 us at int4 4096 x 14336 against the unrolled 12.8
 # (logs/h200-2026-12-02-s24/exp-tuner-timing-variants-int4.log); session 24's AHEAD ones (a group's word rows tied,

@@ -247,7 +247,7 @@ def test_reload_widths():
                                (True, (rms_norm_mod.RELOAD_RESIDUAL_MIN_N, rms_norm_mod.RELOAD_RESIDUAL_MAX_N))):
         assert rms_norm_mod.reload_width(lo + 1, residual) and rms_norm_mod.reload_width(hi, residual)
         assert not rms_norm_mod.reload_width(lo, residual) and not rms_norm_mod.reload_width(hi + 1, residual)
-        assert not rms_norm_mod.reload_width(hi, residual, "fp8")
+        assert rms_norm_mod.reload_width(hi, residual, "fp8") == rms_norm_mod.RELOAD_QUANT
     most = rms_norm_mod.RELOAD_MAX_BYTES // 4  # fp32 rows without a residual: up to RELOAD_MAX_BYTES
     assert rms_norm_mod.reload_width(most, False, None, 4) and not rms_norm_mod.reload_width(most + 16, False, None, 4)
     assert rms_norm_mod.reload_width(rms_norm_mod.RELOAD_RESIDUAL_MAX_N, True, None, 4)
@@ -305,12 +305,36 @@ def test_reload_kernel_in_place(N, dtype, device, monkeypatch):
 
 
 def test_reload_kernel_not_when_quantizing(device, monkeypatch):
-    """Quantizing rows keep the on-chip kernel at the reload kernel's widths."""
+    """Quantizing rows keep the on-chip kernel at the reload kernel's widths unless RELOAD_QUANT."""
     launched = _small_reload(monkeypatch)
+    monkeypatch.setattr(rms_norm_mod, "RELOAD_QUANT", False)
     x, _, w = _inputs((4, 256), torch.bfloat16, device)
     q, scale = rooftop.rms_norm(x, w, quant="int8")
     assert launched == ["_rms_norm_onchip_kernel"]
     assert rel_err(scale, quantize_rows_reference(rms_norm_reference(x, w), "int8")[1]) < 1e-5
+
+
+@pytest.mark.parametrize("quant", ["fp8", "int8"])
+@pytest.mark.parametrize("N", [256, 1000])  # one tile; four, the last masked
+@pytest.mark.parametrize("weight", ["bf16", "fp32 gemma offset", "none"])
+@pytest.mark.parametrize("residual", [False, True])
+def test_reload_kernel_quantized(quant, N, weight, residual, device, monkeypatch):
+    """Quantizing rows through the reload kernel (RELOAD_QUANT): pass 1's max |r (offset + w)| gives each row's scale,
+    pass 2 stores y / scale as the format rounds it; the largest value sits in row 1's last tile."""
+    launched = _small_reload(monkeypatch)
+    monkeypatch.setattr(rms_norm_mod, "RELOAD_QUANT", True)
+    x, res, w = _inputs((4, N), torch.bfloat16, device, torch.float32 if "fp32" in weight else None)
+    x[1, -1] = 40.0
+    w, offset = {"bf16": (w, 0.0), "fp32 gemma offset": (w - 1.0, 1.0), "none": (None, 0.0)}[weight]
+    if residual:
+        q, scale, r = rooftop.rms_norm(x, w, 1e-6, residual=res, offset=offset, quant=quant)
+        assert torch.equal(r, (x.float() + res.float()).bfloat16())
+        y_ref = rms_norm_reference(r, w, 1e-6, offset)
+    else:
+        q, scale = rooftop.rms_norm(x, w, 1e-6, offset=offset, quant=quant)
+        y_ref = rms_norm_reference(x, w, 1e-6, offset)
+    assert launched == ["_rms_norm_reload_kernel"]
+    _assert_quantized(q, scale, y_ref, quant)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -418,6 +442,29 @@ def test_gpu_reload_one_program(dtype, N, monkeypatch):
         assert rel_err(rooftop.rms_norm(x, weight, 1e-6), rms_norm_reference(x, weight, 1e-6)) < TOL[dtype]
     one = 64 if N > rms_norm_mod.RELOAD_ONE_PROGRAM_MIN_N else None
     assert options == [("_rms_norm_reload_kernel", one)] * 3
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("quant", ["fp8", "int8"])
+@pytest.mark.parametrize("N", [65536, 49152, 40976, 32784])
+@pytest.mark.parametrize("residual", [False, True])
+def test_gpu_reload_quantized(quant, N, residual, monkeypatch):
+    """Quantizing rows through the reload kernel at its widths (RELOAD_QUANT), one program an SM past
+    RELOAD_ONE_PROGRAM_MIN_N without a residual: scales, codes, the new residual bit for bit."""
+    monkeypatch.setattr(rms_norm_mod, "RELOAD_QUANT", True)
+    monkeypatch.setattr(_support, "PLANS_ENABLED", False)
+    launched = spy_launches(monkeypatch, rms_norm_mod)
+    x, res, w = _inputs((norm_gluon_rows(), N), torch.bfloat16, "cuda")
+    x[1, -1] = 40.0
+    if residual:
+        q, scale, r = rooftop.rms_norm(x, w, 1e-6, residual=res, quant=quant)
+        assert torch.equal(r, (x.float() + res.float()).bfloat16())
+        y_ref = rms_norm_reference(r, w, 1e-6)
+    else:
+        q, scale = rooftop.rms_norm(x, w, 1e-6, quant=quant)
+        y_ref = rms_norm_reference(x, w, 1e-6)
+    assert launched == ["_rms_norm_reload_kernel"]
+    _assert_quantized(q, scale, y_ref, quant)
 
 
 @pytest.mark.gpu
