@@ -547,6 +547,34 @@ def test_gpu_gluon_rows_in_parts(dtype, N, parts, params, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("params", ["weight and bias", "weight", "bias"])
+@pytest.mark.parametrize("dtype, N, parts", [(torch.bfloat16, 32768, 1), (torch.float16, 32776, 1),
+                                             (torch.bfloat16, 65536, 2), (torch.bfloat16, 98304, 4)])
+def test_gpu_gluon_resident_params(dtype, N, parts, params, monkeypatch):
+    """The Gluon kernel with its weight and bias kept in shared memory (norm_sm90.RESIDENT_PARAMS), called directly:
+    whole rows (whole chunks and not) and parts, each program its part's columns; rows centred 2e4 apart by halves
+    and around 1e4."""
+    skip_unless_sm90()
+    from rooftop.ops import norm_sm90
+    from rooftop.ops.softmax_sm90 import part_views
+    monkeypatch.setattr(norm_sm90, "RESIDENT_PARAMS", True)
+    M = rows_in_parts(parts) if parts > 1 else norm_gluon_rows()
+    x, _, w, b = _inputs((M, N), dtype, "cuda")
+    w, b = (w if "weight" in params else None), (b if "bias" in params else None)
+    x[1, : N // 2] += 1e4
+    x[1, N // 2:] -= 1e4
+    x[2] = x[2] + 100 if dtype == torch.float16 else (1e4 + 64 * torch.randn(N, device="cuda")).to(dtype)
+    y = torch.empty_like(x)
+    part_x = part_views(parts, x)[0] if parts > 1 else x
+    chunk, buffers, _ = norm_sm90.config(part_x, None, w, b, True)
+    assert norm_sm90.resident_params(w, b, -(-part_x.shape[1] // chunk), buffers) > 0
+    norm_sm90.norm_rows(x, None, w, b, y, None, 1e-5, 0.0, True, torch.cuda.get_device_properties(0)
+                        .multi_processor_count, parts=parts)
+    assert rel_err(y, layer_norm_reference(x, w, b)) < TOL[dtype]
+    assert rel_err(y[1], layer_norm_reference(x[1:2], w, b)[0]) < TOL[dtype]
+
+
+@pytest.mark.gpu
 def test_gpu_gluon_dispatch(monkeypatch):
     """The Gluon path takes 16-bit rows of GLUON_MIN_N < N <= GLUON_MAX_N (N a multiple of 8; with a residual
     not TRITON_RES_N) with at least 2 rows per SM and 16-byte aligned parameters, and nothing else; GLUON_ENABLED

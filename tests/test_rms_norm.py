@@ -247,7 +247,7 @@ def test_reload_widths():
                                (True, (rms_norm_mod.RELOAD_RESIDUAL_MIN_N, rms_norm_mod.RELOAD_RESIDUAL_MAX_N))):
         assert rms_norm_mod.reload_width(lo + 1, residual) and rms_norm_mod.reload_width(hi, residual)
         assert not rms_norm_mod.reload_width(lo, residual) and not rms_norm_mod.reload_width(hi + 1, residual)
-        assert rms_norm_mod.reload_width(hi, residual, "fp8") == rms_norm_mod.RELOAD_QUANT
+        assert not rms_norm_mod.reload_width(hi, residual, "fp8")
     most = rms_norm_mod.RELOAD_MAX_BYTES // 4  # fp32 rows without a residual: up to RELOAD_MAX_BYTES
     assert rms_norm_mod.reload_width(most, False, None, 4) and not rms_norm_mod.reload_width(most + 16, False, None, 4)
     assert rms_norm_mod.reload_width(rms_norm_mod.RELOAD_RESIDUAL_MAX_N, True, None, 4)
@@ -305,36 +305,12 @@ def test_reload_kernel_in_place(N, dtype, device, monkeypatch):
 
 
 def test_reload_kernel_not_when_quantizing(device, monkeypatch):
-    """Quantizing rows keep the on-chip kernel at the reload kernel's widths unless RELOAD_QUANT."""
+    """Quantizing rows keep the on-chip kernel at the reload kernel's widths."""
     launched = _small_reload(monkeypatch)
-    monkeypatch.setattr(rms_norm_mod, "RELOAD_QUANT", False)
     x, _, w = _inputs((4, 256), torch.bfloat16, device)
     q, scale = rooftop.rms_norm(x, w, quant="int8")
     assert launched == ["_rms_norm_onchip_kernel"]
     assert rel_err(scale, quantize_rows_reference(rms_norm_reference(x, w), "int8")[1]) < 1e-5
-
-
-@pytest.mark.parametrize("quant", ["fp8", "int8"])
-@pytest.mark.parametrize("N", [256, 1000])  # one tile; four, the last masked
-@pytest.mark.parametrize("weight", ["bf16", "fp32 gemma offset", "none"])
-@pytest.mark.parametrize("residual", [False, True])
-def test_reload_kernel_quantized(quant, N, weight, residual, device, monkeypatch):
-    """Quantizing rows through the reload kernel (RELOAD_QUANT): pass 1's max |r (offset + w)| gives each row's scale,
-    pass 2 stores y / scale as the format rounds it; the largest value sits in row 1's last tile."""
-    launched = _small_reload(monkeypatch)
-    monkeypatch.setattr(rms_norm_mod, "RELOAD_QUANT", True)
-    x, res, w = _inputs((4, N), torch.bfloat16, device, torch.float32 if "fp32" in weight else None)
-    x[1, -1] = 40.0
-    w, offset = {"bf16": (w, 0.0), "fp32 gemma offset": (w - 1.0, 1.0), "none": (None, 0.0)}[weight]
-    if residual:
-        q, scale, r = rooftop.rms_norm(x, w, 1e-6, residual=res, offset=offset, quant=quant)
-        assert torch.equal(r, (x.float() + res.float()).bfloat16())
-        y_ref = rms_norm_reference(r, w, 1e-6, offset)
-    else:
-        q, scale = rooftop.rms_norm(x, w, 1e-6, offset=offset, quant=quant)
-        y_ref = rms_norm_reference(x, w, 1e-6, offset)
-    assert launched == ["_rms_norm_reload_kernel"]
-    _assert_quantized(q, scale, y_ref, quant)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -445,29 +421,6 @@ def test_gpu_reload_one_program(dtype, N, monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("quant", ["fp8", "int8"])
-@pytest.mark.parametrize("N", [65536, 49152, 40976, 32784])
-@pytest.mark.parametrize("residual", [False, True])
-def test_gpu_reload_quantized(quant, N, residual, monkeypatch):
-    """Quantizing rows through the reload kernel at its widths (RELOAD_QUANT), one program an SM past
-    RELOAD_ONE_PROGRAM_MIN_N without a residual: scales, codes, the new residual bit for bit."""
-    monkeypatch.setattr(rms_norm_mod, "RELOAD_QUANT", True)
-    monkeypatch.setattr(_support, "PLANS_ENABLED", False)
-    launched = spy_launches(monkeypatch, rms_norm_mod)
-    x, res, w = _inputs((norm_gluon_rows(), N), torch.bfloat16, "cuda")
-    x[1, -1] = 40.0
-    if residual:
-        q, scale, r = rooftop.rms_norm(x, w, 1e-6, residual=res, quant=quant)
-        assert torch.equal(r, (x.float() + res.float()).bfloat16())
-        y_ref = rms_norm_reference(r, w, 1e-6)
-    else:
-        q, scale = rooftop.rms_norm(x, w, 1e-6, quant=quant)
-        y_ref = rms_norm_reference(x, w, 1e-6)
-    assert launched == ["_rms_norm_reload_kernel"]
-    _assert_quantized(q, scale, y_ref, quant)
-
-
-@pytest.mark.gpu
 @pytest.mark.parametrize("dtype, N", [(torch.bfloat16, 65536), (torch.bfloat16, 49152), (torch.float16, 40960),
                                       (torch.bfloat16, 32784)])
 @pytest.mark.parametrize("in_place", [False, True])
@@ -521,6 +474,58 @@ def test_gpu_gluon_rows_in_parts(dtype, N, parts, weight, monkeypatch):
     assert rel_err(y, ref) < TOL[dtype] and rel_err(y[1], ref[1]) < TOL[dtype]  # row 1: parts that merge matter
     assert torch.equal(y, rooftop.rms_norm(x, w, 1e-6, offset=offset))
     assert not arrival_counters(x.device, M).any()
+
+
+def test_resident_params_where_they_fit(monkeypatch):
+    """norm_sm90.resident_params: 16-bit parameters kept (CHUNKS buffers each) where x's ring still holds a row, only
+    with RESIDENT_PARAMS on."""
+    from rooftop.ops import norm_sm90
+    w16, w32 = torch.ones(8, dtype=torch.bfloat16), torch.ones(8)
+    monkeypatch.setattr(norm_sm90, "RESIDENT_PARAMS", True)
+    assert norm_sm90.resident_params(w16, None, 4, 14) == 4 and norm_sm90.resident_params(w16, w16, 4, 14) == 8
+    assert norm_sm90.resident_params(w16, w16, 4, 11) == 0  # 3 buffers left for a row of 4 chunks
+    assert norm_sm90.resident_params(w16, None, 4, 8) == 4 and norm_sm90.resident_params(w16, None, 4, 7) == 0
+    assert norm_sm90.resident_params(w32, None, 4, 14) == 0 and norm_sm90.resident_params(w16, w32, 4, 14) == 0
+    assert norm_sm90.resident_params(None, None, 4, 14) == 0
+    monkeypatch.setattr(norm_sm90, "RESIDENT_PARAMS", False)
+    assert norm_sm90.resident_params(w16, None, 4, 14) == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("quant", [None, "fp8", "int8"])
+@pytest.mark.parametrize("N, parts", [(32768, 1), (32776, 1), (65536, 2), (98304, 4)])
+@pytest.mark.parametrize("weight", ["bf16", "gemma offset", "fp32"])
+@pytest.mark.parametrize("residual", [False, True])
+def test_gpu_gluon_resident_params(quant, N, parts, weight, residual, monkeypatch):
+    """The Gluon kernel with its weight kept in shared memory (norm_sm90.RESIDENT_PARAMS), called directly: whole rows
+    (whole chunks and not), parts (each program its part's weight columns), quantized or not, with a residual or not;
+    fp32 weights stay in L2. Row 1's largest value sits in its last part."""
+    skip_unless_sm90()
+    from rooftop.ops import norm_sm90
+    from rooftop.ops.softmax_sm90 import part_views
+    monkeypatch.setattr(norm_sm90, "RESIDENT_PARAMS", True)
+    M = rows_in_parts(parts) if parts > 1 else norm_gluon_rows()
+    x, res, w = _inputs((M, N), torch.bfloat16, "cuda", torch.float32 if weight == "fp32" else None)
+    w, offset = (w - 1.0, 1.0) if weight == "gemma offset" else (w, 0.0)
+    x[1, -1] = 40.0
+    res = res if residual else None
+    y = torch.empty_like(x, dtype=rms_norm_mod.QUANT_FORMATS[quant][0] if quant else x.dtype)
+    h = torch.empty_like(x) if residual else None
+    scale = torch.empty(M, 1, device="cuda") if quant else None
+    part_x, part_res = part_views(parts, x, res)[:2] if parts > 1 else (x, res)
+    chunk, buffers, res_stages = norm_sm90.config(part_x, part_res, w, None, False)
+    kept = norm_sm90.resident_params(w, None, -(-part_x.shape[1] // chunk), buffers - (res_stages if residual else 0))
+    assert (kept > 0) == (weight != "fp32")
+    quant_args = rms_norm_mod.QUANT_FORMATS[quant][1:] if quant else (0, 1.0)
+    norm_sm90.norm_rows(x, res, w, None, y, h, 1e-6, offset, False, torch.cuda.get_device_properties(0)
+                        .multi_processor_count, parts=parts, scale=scale, quant=quant_args)
+    if residual:
+        assert torch.equal(h, (x.float() + res.float()).bfloat16())
+    y_ref = rms_norm_reference(h if residual else x, w, 1e-6, offset)
+    if quant:
+        _assert_quantized(y, scale, y_ref, quant)
+    else:
+        assert rel_err(y, y_ref) < TOL[torch.bfloat16] and rel_err(y[1], y_ref[1]) < TOL[torch.bfloat16]
 
 
 @pytest.mark.gpu

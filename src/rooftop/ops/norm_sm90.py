@@ -113,6 +113,9 @@ CONSUMERS = 2  # consumer partitions taking rows in turn
 # 83.5 / 78.9 at 131072, 83.3 / 77.9 at 262144, 65.9 / 75.5 at 1048576.
 PARTS_RESIDUAL_MIN_N = 262144
 CONSUMER_WARPS = 4
+# The weight and bias (16-bit) kept in shared memory, a buffer a chunk taken from the ring, where x's ring still holds
+# a row: read from L2 once a program, not once a row (resident_params). Being measured.
+RESIDENT_PARAMS = False
 
 
 @gluon.jit
@@ -147,6 +150,18 @@ def _load_params(ptr, col, N, GROUPS: gl.constexpr, EVEN: gl.constexpr, chunk_la
 
 
 @gluon.jit
+def _keep_params(ptr, ring, N, GROUPS: gl.constexpr, EVEN: gl.constexpr, CHUNKS: gl.constexpr,
+                 chunk_layout: gl.constexpr):
+    """The program's weight (or bias) columns into `ring`, chunk c into buffer c, each thread's vectors where
+    _read_chunk reads them back in the same thread: both consumer partitions write the same values to the same
+    places and read only what they wrote themselves (no barrier)."""
+    flat_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    for c in gl.static_range(CHUNKS):
+        v = _load_params(ptr, c * GROUPS * VEC, N, GROUPS, EVEN, chunk_layout)
+        ring.index(c)._reinterpret(v.dtype, v.shape, flat_layout).store(v)
+
+
+@gluon.jit
 def _add_residual(x, it, x_ring, x_buf, r_ring, r_ready, r_empty, h_ptrs, live, EVEN: gl.constexpr,
                   chunk_layout: gl.constexpr, LEAN: gl.constexpr):
     """Chunk `it`'s h = x + residual, rounded to x's dtype: stored to the new residual (h_ptrs), written back
@@ -168,15 +183,16 @@ def _add_residual(x, it, x_ring, x_buf, r_ring, r_ready, r_empty, h_ptrs, live, 
 
 @gluon.jit
 def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready,
-              r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, WHO: gl.constexpr, LAYER: gl.constexpr,
-              HAS_RES: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr, EVEN: gl.constexpr,
-              CHUNKS: gl.constexpr, WARPS: gl.constexpr, PARTS: gl.constexpr, QUANT: gl.constexpr,
-              QMAX: gl.constexpr, LEAN: gl.constexpr):
+              r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, WHO: gl.constexpr,
+              LAYER: gl.constexpr, HAS_RES: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr,
+              EVEN: gl.constexpr, CHUNKS: gl.constexpr, WARPS: gl.constexpr, PARTS: gl.constexpr,
+              QUANT: gl.constexpr, QMAX: gl.constexpr, LEAN: gl.constexpr, RESIDENT: gl.constexpr):
     """Consumer WHO's rows (the module docstring). N8, y_stride8, h_stride8: N and the row strides in
     8-element vectors (so that the compiler knows stores and masks come in whole vectors). PARTS > 1:
     the rows are parts of rows PARTS times wider, and this program's are always part pid % PARTS (the programs
     are a multiple of PARTS), whose weight and bias columns start N later each. QUANT (RMSNorm only; 1 fp8,
-    2 int8): y is stored as y / s, s = max|y| / QMAX of the whole row, stored to scale_ptr."""
+    2 int8): y is stored as y / s, s = max|y| / QMAX of the whole row, stored to scale_ptr. RESIDENT: the weight
+    and bias are read once into w_ring / b_ring (a buffer a chunk) and from there for every row."""
     X_STAGES: gl.constexpr = x_ring.shape[0]
     CHUNK: gl.constexpr = x_ring.shape[1] * x_ring.shape[2]
     GROUPS: gl.constexpr = CHUNK // VEC
@@ -194,11 +210,16 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
     if PARTS > 1:
         w_ptr += (gl.program_id(0) % PARTS) * N
         b_ptr += (gl.program_id(0) % PARTS) * N
-    # the first chunk's weight and bias; pass 2 loads each next one a chunk ahead
-    if HAS_W:
-        w_next = _load_params(w_ptr, 0, N, GROUPS, EVEN, chunk_layout)
-    if HAS_B:
-        b_next = _load_params(b_ptr, 0, N, GROUPS, EVEN, chunk_layout)
+    if RESIDENT:
+        if HAS_W:
+            _keep_params(w_ptr, w_ring, N, GROUPS, EVEN, CHUNKS, chunk_layout)
+        if HAS_B:
+            _keep_params(b_ptr, b_ring, N, GROUPS, EVEN, CHUNKS, chunk_layout)
+    else:  # the first chunk's weight and bias; pass 2 loads each next one a chunk ahead
+        if HAS_W:
+            w_next = _load_params(w_ptr, 0, N, GROUPS, EVEN, chunk_layout)
+        if HAS_B:
+            b_next = _load_params(b_ptr, 0, N, GROUPS, EVEN, chunk_layout)
     k = 0  # this consumer's rows so far
     for row in range(gl.program_id(0) + WHO * programs, M, 2 * programs):
         it = (2 * k + WHO) * CHUNKS  # the program's number of this row's first chunk
@@ -234,8 +255,11 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
                 acc += gl.sum(x * x, axis=1)
                 if QUANT:  # y = rstd * h (offset + w): its largest magnitude is rstd * max|h (offset + w)|
                     if HAS_W:  # pass 1 takes the weight's loads a chunk ahead too, pass 2 goes on from chunk 0
-                        w = _widen(w_next, chunk_layout)
-                        w_next = _load_params(w_ptr, ((c + 1) % CHUNKS) * CHUNK, N, GROUPS, EVEN, chunk_layout)
+                        if RESIDENT:
+                            w = _read_chunk(w_ring, c, chunk_layout)
+                        else:
+                            w = _widen(w_next, chunk_layout)
+                            w_next = _load_params(w_ptr, ((c + 1) % CHUNKS) * CHUNK, N, GROUPS, EVEN, chunk_layout)
                         x = x * (w + w_offset)
                     acc_dd = gl.maximum(acc_dd, gl.max(gl.abs(x), axis=1))  # columns past N read 0
         mbarrier.arrive(turns.index(WHO))
@@ -269,11 +293,17 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
         for c in range(CHUNKS):
             nxt = ((c + 1) % CHUNKS) * CHUNK  # the last chunk prefetches the next row's first
             if HAS_W:
-                w = _widen(w_next, chunk_layout)
-                w_next = _load_params(w_ptr, nxt, N, GROUPS, EVEN, chunk_layout)
+                if RESIDENT:
+                    w = _read_chunk(w_ring, c, chunk_layout)
+                else:
+                    w = _widen(w_next, chunk_layout)
+                    w_next = _load_params(w_ptr, nxt, N, GROUPS, EVEN, chunk_layout)
             if HAS_B:
-                b = _widen(b_next, chunk_layout)
-                b_next = _load_params(b_ptr, nxt, N, GROUPS, EVEN, chunk_layout)
+                if RESIDENT:
+                    b = _read_chunk(b_ring, c, chunk_layout)
+                else:
+                    b = _widen(b_next, chunk_layout)
+                    b_next = _load_params(b_ptr, nxt, N, GROUPS, EVEN, chunk_layout)
             buf = (it + c) % X_STAGES
             barrier_not_needed(c, LEAN)
             x = _read_chunk(x_ring, buf, chunk_layout)
@@ -303,10 +333,12 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, 
                  eps, w_offset, LAYER: gl.constexpr, HAS_RES: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr,
                  EVEN: gl.constexpr, FLAT: gl.constexpr, CHUNK: gl.constexpr, CHUNKS: gl.constexpr,
                  X_STAGES: gl.constexpr, R_STAGES: gl.constexpr, PARTS: gl.constexpr, QUANT: gl.constexpr,
-                 QMAX: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, LEAN: gl.constexpr):
+                 QMAX: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, LEAN: gl.constexpr,
+                 RESIDENT: gl.constexpr):
     """Persistent: consumer 0 is the default partition (num_warps warps), consumer 1 and the 1-warp loaders
     workers. The rings' buffers are [CHUNK / 256, 256]; a descriptor's box is one of their rows, or all of
-    them (FLAT). Without a residual r_desc, h_ptr are x's descriptor and y (unused)."""
+    them (FLAT). Without a residual r_desc, h_ptr are x's descriptor and y (unused). RESIDENT: CHUNKS buffers
+    each for the (16-bit) weight and bias, beside the rings."""
     WARPS: gl.constexpr = gl.num_warps()
     ROWS: gl.constexpr = CHUNK // x_desc.block_type.shape[1]
     BOX_COLS: gl.constexpr = x_desc.block_type.shape[1]
@@ -328,26 +360,31 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, 
             mbarrier.init(r_empty.index(i), count=1)
     else:  # placeholders, never touched
         r_ring, r_ready, r_empty = x_ring, x_ready, x_empty
+    w_ring, b_ring = x_ring, x_ring  # placeholders unless RESIDENT
+    if RESIDENT and HAS_W:
+        w_ring = gl.allocate_shared_memory(w_ptr.dtype.element_ty, [CHUNKS, ROWS, BOX_COLS], RING_LAYOUT)
+    if RESIDENT and HAS_B:
+        b_ring = gl.allocate_shared_memory(b_ptr.dtype.element_ty, [CHUNKS, ROWS, BOX_COLS], RING_LAYOUT)
     fence_async_shared()
     if HAS_RES:
         gl.warp_specialize([
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
-                         r_ready, r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES,
-                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN)),
+                         r_ready, r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0,
+                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT)),
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
-                         r_ready, r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES,
-                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN)),
+                         r_ready, r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1,
+                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT)),
             (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
             (_loader, (r_desc, r_ring, r_ready, r_empty, M, CHUNKS, R_STAGES, FLAT)),
         ], [WARPS, 1, 1], [CONSUMER_REGS, LOADER_REGS, LOADER_REGS])
     else:
         gl.warp_specialize([
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
-                         r_ready, r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0, LAYER, HAS_RES,
-                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN)),
+                         r_ready, r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0,
+                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT)),
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
-                         r_ready, r_empty, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1, LAYER, HAS_RES,
-                         HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN)),
+                         r_ready, r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1,
+                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT)),
             (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
         ], [WARPS, 1], [CONSUMER_REGS, LOADER_REGS])
 
@@ -409,6 +446,15 @@ def row_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optiona
     return parts if supports(views[0], views[1], weight, bias, views[2], views[3], layer) else 0
 
 
+def resident_params(weight: Optional[torch.Tensor], bias: Optional[torch.Tensor], chunks: int, x_stages: int) -> int:
+    """The ring buffers the weight and bias take when kept in shared memory (RESIDENT_PARAMS: 16-bit ones, CHUNKS
+    buffers each, where the x_stages - that still hold a row's CHUNKS), else 0."""
+    params = [t for t in (weight, bias) if t is not None]
+    taken = len(params) * chunks
+    fits = all(t.element_size() == 2 for t in params) and x_stages - taken >= chunks
+    return taken if RESIDENT_PARAMS and params and fits else 0
+
+
 class _Plan:
     """The launch of _norm_kernel for one call's shapes, strides and dtypes: the first call compiles through
     Gluon's dispatch with checked descriptors; later ones launch the compiled kernel directly."""
@@ -424,13 +470,14 @@ class _Plan:
         box = [chunk // BOX_COLS, BOX_COLS] if flat else [1, BOX_COLS]
         views = [([M * N // BOX_COLS, BOX_COLS], [BOX_COLS, 1]) if flat else ([M, N], [t.stride(0), 1]) for t in rows]
         r_stages = res_stages if residual is not None else 0
+        kept = resident_params(weight, bias, cdiv(N, chunk), buffers - r_stages)
         self.sizes = (M, N // 8, y.stride(0) // 8, (h if h is not None else y).stride(0) // 8)
         self.rows = M // parts if parts > 1 else 0  # the rows whose parts exchange statistics
         constexprs = dict(LAYER=layer, HAS_RES=residual is not None, HAS_W=weight is not None, HAS_B=bias is not None,
                           EVEN=N % chunk == 0, FLAT=flat, CHUNK=chunk, CHUNKS=cdiv(N, chunk),
-                          X_STAGES=buffers - r_stages, R_STAGES=r_stages, PARTS=parts, QUANT=quant[0], QMAX=quant[1],
-                          CONSUMER_REGS=consumer_regs(CONSUMERS, CONSUMER_WARPS), LOADER_REGS=LOADER_REGS,
-                          LEAN=softmax_sm90.LEAN_BARRIERS)
+                          X_STAGES=buffers - r_stages - kept, R_STAGES=r_stages, PARTS=parts, QUANT=quant[0],
+                          QMAX=quant[1], CONSUMER_REGS=consumer_regs(CONSUMERS, CONSUMER_WARPS),
+                          LOADER_REGS=LOADER_REGS, LEAN=softmax_sm90.LEAN_BARRIERS, RESIDENT=kept > 0)
         self.launch = GluonLaunch(_norm_kernel, (min(programs, M),), [(*v, box, RING_LAYOUT) for v in views],
                                   constexprs, x.device.index, CONSUMER_WARPS)
 
@@ -470,7 +517,7 @@ def norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optiona
     key = (x.device.index, x.dtype, *x.shape, x.stride(0), y.stride(0), layer, programs, chunk, buffers, parts,
            None if residual is None else (residual.stride(0), h.stride(0), res_stages),
            None if weight is None else weight.dtype, None if bias is None else bias.dtype, y.dtype, quant,
-           softmax_sm90.LEAN_BARRIERS)
+           softmax_sm90.LEAN_BARRIERS, RESIDENT_PARAMS)
     plan = _plans.get(key)
     if plan is None:
         if len(_plans) > 4096:  # shapes that vary without end

@@ -135,7 +135,6 @@ GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach 
 RELOAD_MIN_N, RELOAD_MAX_N = 16384, 65536
 RELOAD_RESIDUAL_MIN_N, RELOAD_RESIDUAL_MAX_N = 32768, 65536
 RELOAD_WARPS = 32
-RELOAD_QUANT = False  # quantizing rows in the reload kernel (pass 1 also reads w for max |r (offset + w)|): measuring
 # Rows without a residual past this width run one program an SM (maxnreg=64: 1024 threads x 64 registers, the
 # register file). H200, bf16, M * N = 2^27, graph replay, % of copy, Gluon (the library then) / two programs an SM /
 # one (logs/h200-2026-12-03-s37/call-f..h, benchmarks/exp_reload_one_program.py): 32768 99.1 (the reload kernel) /
@@ -205,14 +204,13 @@ def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
 
 
 @triton.jit
-def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N, x_stride, res_stride, y_stride,
-                            r_stride, eps, w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
-                            QUANT: tl.constexpr, QMAX: tl.constexpr, TILE: tl.constexpr, PARTS: tl.constexpr):
+def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, M, N, x_stride, res_stride, y_stride, r_stride, eps,
+                            w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, TILE: tl.constexpr,
+                            PARTS: tl.constexpr):
     # Row program_id(0), PARTS tiles of TILE (PARTS * TILE >= N). HBM: x (+ residual) read once, y (+ r)
-    # written once (y at 1 byte per element when quantized, + 4 bytes of scale), as the on-chip kernel; pass 2's
-    # loads of the row (and w; quantizing, pass 1's too) are the program's own bytes again, from L1 or L2. Nothing
-    # of the row lives across the reduction: each tile is folded into the sum of squares (pass 1) or stored (pass 2)
-    # before the next one's registers are needed.
+    # written once, as the on-chip kernel; pass 2's loads of the row (and w) are the program's own bytes again,
+    # from L1 or L2. Nothing of the row lives across the reduction: each tile is folded into the sum of squares
+    # (pass 1) or stored (pass 2) before the next one's registers are needed.
     x_row, y_row, res_row, src_row = row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, tl.program_id(0), x_stride, y_stride,
                                                   res_stride, r_stride, HAS_RESIDUAL)
     cols = tl.arange(0, TILE)
@@ -220,26 +218,16 @@ def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
     # tiles, so ptxas issues every tile's loads up front (a reduction a tile put one before each next load: N = 32768
     # 93.2% -> 98.7% of copy, H200, session 36)
     sum_sq = tl.zeros([TILE], tl.float32)
-    abs_max = tl.zeros([TILE], tl.float32)  # quantizing: of r (offset + w), the scale's numerator before rstd
     for part in tl.static_range(PARTS):
         offs = part * TILE + cols
         r = load_tile_add_residual(x_row, res_row, src_row, offs, offs < N, HAS_RESIDUAL)
         sum_sq += r * r
-        if QUANT:
-            if HAS_WEIGHT:
-                r = r * (load_tile_again(w_ptr, offs, offs < N, "evict_last") + w_offset)
-            abs_max = tl.maximum(abs_max, tl.abs(r))
     rstd = tl.rsqrt(tl.sum(sum_sq, axis=0) / N + eps)
-    if QUANT:
-        scale = tl.maximum(tl.max(abs_max, axis=0) * rstd, 1e-30) / QMAX
-        tl.store(scale_ptr + tl.program_id(0), scale)
     for part in tl.static_range(PARTS):  # pass 2: the row (r or x) again, y = r rstd (offset + w)
         offs = part * TILE + cols
         y = load_tile_again(src_row, offs, offs < N, "evict_first") * rstd
         if HAS_WEIGHT:
             y = y * (load_tile_again(w_ptr, offs, offs < N, "evict_last") + w_offset)
-        if QUANT:
-            y = _quantize(y, scale, QUANT, QMAX)
         tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty), mask=offs < N)
 
 
@@ -365,8 +353,7 @@ def reload_width(N: int, has_residual: bool, quant: Optional[str] = None, itemsi
     """Whether rows of N (with or without a residual, quantized or not, of `itemsize`-byte values) take the reload
     kernel: rows without a residual of at most RELOAD_MAX_BYTES (fp32 rows to 32768, as measured)."""
     low, high = (RELOAD_RESIDUAL_MIN_N, RELOAD_RESIDUAL_MAX_N) if has_residual else (RELOAD_MIN_N, RELOAD_MAX_N)
-    return (low < N <= high and (quant is None or RELOAD_QUANT)
-            and (has_residual or N * itemsize <= RELOAD_MAX_BYTES))
+    return low < N <= high and quant is None and (has_residual or N * itemsize <= RELOAD_MAX_BYTES)
 
 
 def reload_launch(N: int, has_residual: bool) -> dict:
@@ -385,14 +372,13 @@ def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optio
     if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > (QUANT_GLUON_MIN_N if quant else GLUON_MIN_N)
             and is_sm90(x.device.index)):
         return 0
-    if (reload_width(N, residual is not None, quant, x.element_size())
-            and rows_vectorize(N, [t for t in (x, residual, y, r) if t is not None], [weight])):
-        return 0
     if N > GLUON_MAX_N or (quant and N > QUANT_PART_MAX_N):
         parts = norm_sm90.row_parts(x, residual, weight, None, y, r, False, QUANT_PART_MAX_N if quant else GLUON_MAX_N)
         if parts or N > GLUON_MAX_N:
             return parts
     return int((quant is not None or not (residual is not None and N == TRITON_RES_N))
+               and not (reload_width(N, residual is not None, quant, x.element_size())
+                        and rows_vectorize(N, [t for t in (x, residual, y, r) if t is not None], [weight]))
                and M >= norm_sm90.CONSUMERS * num_sms(x.device.index)
                and norm_sm90.supports(x, residual, weight, None, y, r, False))
 
@@ -425,8 +411,8 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
     flags = dict(HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None, QUANT=quant_id, QMAX=qmax)
     if reload_width(N, has_res, quant, x.element_size()):
         tile = min(triton.next_power_of_2(N), RELOAD_TILE_BYTES // x.element_size())
-        launch(_rms_norm_reload_kernel, (M,), *args, **flags, TILE=tile, PARTS=cdiv(N, tile),
-               **reload_launch(N, has_res))
+        launch(_rms_norm_reload_kernel, (M,), *args[:5], *args[6:], HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None,
+               TILE=tile, PARTS=cdiv(N, tile), **reload_launch(N, has_res))
         return
     if N <= ONCHIP_MAX:
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)

@@ -1,0 +1,109 @@
+"""Experiment (session 44): the Gluon norm kernel with its weight and bias kept in shared memory
+(norm_sm90.RESIDENT_PARAMS), against the library, on the H200, bf16, M * N = 2^27.
+
+Why: the kernel reads the weight (and bias) from L2 once a row, twice when quantizing (pass 1's max |h (offset + w)|):
+per row as many L2 -> SM bytes as the row's own, or more. Measured in session 39 (NOTES items 252-254): LayerNorm's
+parameters cost it 7% at 32768 and 15% at 65536; and session 44's call a: quantizing RMSNorm without a residual runs
+66-70% of copy at 49152-65536 (with one 88-90%). A program always takes the same part of a row, so its parameters
+can be read once. Rows past 32768 need parts of 32768 for them to fit beside x's ring ("p32k": GLUON_MAX_N /
+QUANT_PART_MAX_N 32768).
+Each variant is timed by do_bench (bench_ms, as the results files) and graph replay (_autotune.time_ms), its error
+against the eager reference beside, as % of a same-run bf16 copy of 2^27 elements timed the same way.
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_resident_params.py OUT_DIR  (prints a table last)
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+import rooftop
+from exp_norm_reload import ELEMENTS, patched
+from rooftop.bench.timing import bench_ms
+from rooftop.ops import _autotune, norm_sm90
+from rooftop.ops import layer_norm as ln
+from rooftop.ops import rms_norm as rn
+
+RESIDENT = (norm_sm90, dict(RESIDENT_PARAMS=True))
+# op -> (widths, variants: name -> [(module, switches), ..])
+CASES = {
+    "rms_norm_fp8": ((32768, 49152, 65536, 131072),
+                     {"library": [], "resident": [RESIDENT], "p32k_resident": [RESIDENT, (rn, dict(QUANT_PART_MAX_N=
+                                                                                                        32768))]}),
+    "add_rms_norm_fp8": ((32768, 65536, 131072), {"library": [], "resident": [RESIDENT]}),
+    "layer_norm": ((65536, 131072, 262144), {"library": [], "p32k": [(ln, dict(GLUON_MAX_N=32768))],
+                                            "p32k_resident": [RESIDENT, (ln, dict(GLUON_MAX_N=32768))]}),
+    "rms_norm": ((131072, 262144), {"library": [], "p32k": [(rn, dict(GLUON_MAX_N=32768))],
+                                    "p32k_resident": [RESIDENT, (rn, dict(GLUON_MAX_N=32768))]}),
+}
+
+
+def both(fn) -> list[float]:
+    """[do_bench us, graph replay us] of fn."""
+    return [bench_ms(fn) * 1e3, _autotune.time_ms(fn) * 1e3]
+
+
+def calls(op: str, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, res: torch.Tensor):
+    """(the library call, its float64 reference of y (dequantized when quantizing), bytes moved at the least)."""
+    nb = x.nbytes
+    if op == "layer_norm":
+        return (lambda: rooftop.layer_norm(x, w, b, 1e-5),
+                lambda: F.layer_norm(x.double(), (x.shape[1],), w.double(), b.double(), 1e-5), 2 * nb)
+    if op == "rms_norm":
+        return lambda: rooftop.rms_norm(x, w, 1e-6), lambda: _rms(x.double(), w), 2 * nb
+    residual = res if op.startswith("add") else None
+    h = x if residual is None else (x.float() + residual.float()).to(x.dtype)
+
+    def call():
+        q, s = rooftop.rms_norm(x, w, 1e-6, residual=residual, quant="fp8")[:2]
+        return q.double() * s.double()
+    return call, lambda: _rms(h.double(), w), (nb if residual is None else 3 * nb) + nb // 2 + 4 * x.shape[0]
+
+
+def _rms(h: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * w.double()
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    src = torch.empty(ELEMENTS, device="cuda", dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    copy_gbps = [2 * src.nbytes / us / 1e3 for us in both(lambda: dst.copy_(src))]
+    rows = []
+    for op, (widths, variants) in CASES.items():
+        for N in widths:
+            x = torch.randn(ELEMENTS // N, N, device="cuda", dtype=torch.bfloat16)
+            res = torch.randn_like(x)
+            w = torch.rand(N, device="cuda", dtype=torch.bfloat16) + 0.5
+            b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+            call, reference, nbytes = calls(op, x, w, b, res)
+            ref = reference()
+            for name, switches in variants.items():
+                with contextlib.ExitStack() as stack:
+                    for module, values in switches:
+                        stack.enter_context(patched(module, **values))
+                    y = call()
+                    y = y[0] if isinstance(y, tuple) else y
+                    err = float((y.double() - ref).abs().max() / ref.abs().max())
+                    us = both(call)
+                rows.append(dict(op=op, N=N, provider=name, err=err, us=us,
+                                 pct=[100 * nbytes / t / 1e3 / g for t, g in zip(us, copy_gbps)]))
+                print(json.dumps(rows[-1]), flush=True)
+            del x, res
+            torch.cuda.empty_cache()
+        (out / "exp-resident-params.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows), indent=1))
+    print(f"\ncopy {copy_gbps[0]:.0f} (do_bench) / {copy_gbps[1]:.0f} (graph) GB/s; % of copy do_bench / graph, error")
+    for op, (widths, variants) in CASES.items():
+        for N in widths:
+            found = [r for r in rows if r["op"] == op and r["N"] == N]
+            print(f"{op:17s} {N:6d} " + "  ".join(f"{r['provider']} {r['pct'][0]:5.1f}/{r['pct'][1]:5.1f} "
+                                                   f"({r['err']:.0e})" for r in found))
+
+
+if __name__ == "__main__":
+    main()
