@@ -9,7 +9,9 @@ can be read once. Rows past 32768 need parts of 32768 for them to fit beside x's
 QUANT_PART_MAX_N 32768).
 Each variant is timed by do_bench (bench_ms, as the results files) and graph replay (_autotune.time_ms), its error
 against the eager reference beside, as % of a same-run bf16 copy of 2^27 elements timed the same way.
-Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_resident_params.py OUT_DIR  (prints a table last)
+Call b (session 44) ran every case with the quantized ones timed wrongly (their dequantization inside the timing);
+since then the quantized cases run by default, --all for every case.
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_resident_params.py OUT_DIR [--all]  (prints a table last)
 """
 from __future__ import annotations
 
@@ -31,10 +33,10 @@ from rooftop.ops import rms_norm as rn
 RESIDENT = (norm_sm90, dict(RESIDENT_PARAMS=True))
 # op -> (widths, variants: name -> [(module, switches), ..])
 CASES = {
-    "rms_norm_fp8": ((32768, 49152, 65536, 131072),
+    "rms_norm_fp8": ((16384, 32768, 49152, 65536, 131072),
                      {"library": [], "resident": [RESIDENT], "p32k_resident": [RESIDENT, (rn, dict(QUANT_PART_MAX_N=
                                                                                                         32768))]}),
-    "add_rms_norm_fp8": ((32768, 65536, 131072), {"library": [], "resident": [RESIDENT]}),
+    "add_rms_norm_fp8": ((16384, 32768, 65536, 131072), {"library": [], "resident": [RESIDENT]}),
     "layer_norm": ((65536, 131072, 262144), {"library": [], "p32k": [(ln, dict(GLUON_MAX_N=32768))],
                                             "p32k_resident": [RESIDENT, (ln, dict(GLUON_MAX_N=32768))]}),
     "rms_norm": ((131072, 262144), {"library": [], "p32k": [(rn, dict(GLUON_MAX_N=32768))],
@@ -57,11 +59,8 @@ def calls(op: str, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, res: torch
         return lambda: rooftop.rms_norm(x, w, 1e-6), lambda: _rms(x.double(), w), 2 * nb
     residual = res if op.startswith("add") else None
     h = x if residual is None else (x.float() + residual.float()).to(x.dtype)
-
-    def call():
-        q, s = rooftop.rms_norm(x, w, 1e-6, residual=residual, quant="fp8")[:2]
-        return q.double() * s.double()
-    return call, lambda: _rms(h.double(), w), (nb if residual is None else 3 * nb) + nb // 2 + 4 * x.shape[0]
+    return (lambda: rooftop.rms_norm(x, w, 1e-6, residual=residual, quant="fp8"), lambda: _rms(h.double(), w),
+            (nb if residual is None else 3 * nb) + nb // 2 + 4 * x.shape[0])
 
 
 def _rms(h: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -70,12 +69,13 @@ def _rms(h: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
 def main() -> None:
     out = Path(sys.argv[1])
+    cases = CASES if "--all" in sys.argv else {op: CASES[op] for op in ("rms_norm_fp8", "add_rms_norm_fp8")}
     out.mkdir(parents=True, exist_ok=True)
     src = torch.empty(ELEMENTS, device="cuda", dtype=torch.bfloat16)
     dst = torch.empty_like(src)
     copy_gbps = [2 * src.nbytes / us / 1e3 for us in both(lambda: dst.copy_(src))]
     rows = []
-    for op, (widths, variants) in CASES.items():
+    for op, (widths, variants) in cases.items():
         for N in widths:
             x = torch.randn(ELEMENTS // N, N, device="cuda", dtype=torch.bfloat16)
             res = torch.randn_like(x)
@@ -88,7 +88,8 @@ def main() -> None:
                     for module, values in switches:
                         stack.enter_context(patched(module, **values))
                     y = call()
-                    y = y[0] if isinstance(y, tuple) else y
+                    if isinstance(y, tuple):  # quantized: (q, scale[, h]), dequantized to compare
+                        y = y[0].double() * y[1].double()
                     err = float((y.double() - ref).abs().max() / ref.abs().max())
                     us = both(call)
                 rows.append(dict(op=op, N=N, provider=name, err=err, us=us,
@@ -98,7 +99,7 @@ def main() -> None:
             torch.cuda.empty_cache()
         (out / "exp-resident-params.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows), indent=1))
     print(f"\ncopy {copy_gbps[0]:.0f} (do_bench) / {copy_gbps[1]:.0f} (graph) GB/s; % of copy do_bench / graph, error")
-    for op, (widths, variants) in CASES.items():
+    for op, (widths, variants) in cases.items():
         for N in widths:
             found = [r for r in rows if r["op"] == op and r["N"] == N]
             print(f"{op:17s} {N:6d} " + "  ".join(f"{r['provider']} {r['pct'][0]:5.1f}/{r['pct'][1]:5.1f} "

@@ -46,6 +46,25 @@ def test_matches_reference(shape, dtype, kind, device):
     _check(kind, _rand(shape, dtype, device))
 
 
+@pytest.mark.parametrize("kind", FNS)
+def test_wide_rows_on_chip_one_program_an_sm(kind, device, monkeypatch):
+    """Rows on chip past ONCHIP_ONE_PROGRAM_MIN_N launch one program an SM (maxnreg=64), narrower ones not: on the GPU
+    at its widths among as many rows as keep them on chip, in the interpreter with the bound moved down."""
+    launches = []
+    real = reductions.launch
+    monkeypatch.setattr(reductions, "launch", lambda kernel, *a, **k: launches.append(k.get("maxnreg")) or
+                        real(kernel, *a, **k))
+    if HAS_CUDA:
+        wide, narrow = (2 * reductions.PROGRAMS_PER_SM * SMS, 49152), (2 * reductions.PROGRAMS_PER_SM * SMS, 40960)
+    else:
+        monkeypatch.setattr(reductions, "ONCHIP_ONE_PROGRAM_MIN_N", 512)
+        wide, narrow = (20, 1000), (20, 512)
+    for shape, maxnreg in ((wide, 64), (narrow, None)):
+        assert reduce_path(*shape, SMS) == "onchip"
+        _check(kind, _rand(shape, torch.bfloat16, device))
+        assert launches.pop() == maxnreg
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES + [(1, 128256)])
 def test_argmax_matches_torch(shape, dtype, device):

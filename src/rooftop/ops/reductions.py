@@ -26,7 +26,8 @@ reduction runs one block for the row (~36 us on the H200, 4% of an int4 8-layer 
 
 Which path runs (M rows of N elements, S streaming multiprocessors; `reduce_path`):
 - "onchip": BLOCK_M whole rows a program, loaded at once and reduced in registers, up to ONCHIP_MAX columns
-  among few rows, ONCHIP_MANY_MAX among as many as give every SM PROGRAMS_PER_SM programs (argmax: ARGMAX_ONCHIP_MAX).
+  among few rows, ONCHIP_MANY_MAX among as many as give every SM PROGRAMS_PER_SM programs (argmax: ARGMAX_ONCHIP_MAX);
+  rows past ONCHIP_ONE_PROGRAM_MIN_N one 32-warp program an SM (maxnreg=64).
 - wider rows, and M large enough, "looped": a
   persistent grid; each program takes whole rows (p, p + G, ...) and walks a row tile by tile, the
   next two tiles' loads in flight while the current one is folded into per-lane fp32 accumulators.
@@ -59,6 +60,12 @@ ONCHIP_MAX = 32768  # widest row reduced on chip among few rows (elements): wide
 # widest row reduced on chip among many rows: a row a 32-warp program, two programs an SM (32-44 registers, sm_90),
 # against the looped path's 88% of copy at 65536 (NOTES item 222)
 ONCHIP_MANY_MAX = 65536
+# On-chip rows wider than this run one 32-warp program an SM (maxnreg=64: the register file), which issues every load
+# of a thread before its folds, where two programs an SM at 32 registers issue half. H200, bf16, M * N = 2^27, % of a
+# same-run copy by do_bench, two programs / one, two runs (logs/h200-2026-12-04-s44/call-a, call-b): row_sum 91.3 /
+# 93.0 and 90.5 / 92.9 at 49152, 91.3 / 92.1 and 90.9 / 92.0 at 65536; row_norm 91.5 / 93.6, 90.2 / 92.5 and 91.6 /
+# 92.6, 90.5 / 91.9; row_max 92.2 / 91.6, 91.9 / 91.4 and 91.3 / 91.8, 91.3 / 91.3; at 32768 level (91.7-93.4).
+ONCHIP_ONE_PROGRAM_MIN_N = 40960
 # Launch parameters, to be tuned on the H200 (benchmarks/tune_rowops.py). Registers from ptxas for
 # sm_90: on-chip 19-32 (bf16; full occupancy); looped / split below.
 ONCHIP_ELEMS_PER_THREAD = 16
@@ -373,8 +380,10 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
             block_n = max(block_n, 16 // rows.element_size())
         if reduction == "max" and (block_m == 1 or interpreting()):
             reduction = "max_by_count"  # (module docstring: where the one reduction pays)
+        one_program = dict(maxnreg=64) if N > ONCHIP_ONE_PROGRAM_MIN_N else {}
         launch(_row_reduce_onchip_kernel, (cdiv(M, block_m),), rows, out, M, N, rows.stride(0),
-               REDUCTION=reduction, FINISH=finish, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, **pdl)
+               REDUCTION=reduction, FINISH=finish, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, **pdl,
+               **one_program)
         return
     if reduction == "max" and interpreting():
         reduction = "max_by_count"  # (module docstring)
