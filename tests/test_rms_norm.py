@@ -477,14 +477,17 @@ def test_gpu_gluon_rows_in_parts(dtype, N, parts, weight, monkeypatch):
 
 
 def test_resident_params_where_they_fit(monkeypatch):
-    """norm_sm90.resident_params: 16-bit parameters kept (CHUNKS buffers each) where x's ring still holds a row, only
-    with RESIDENT_PARAMS on."""
+    """norm_sm90.resident_params: 16-bit parameters kept (CHUNKS buffers each) where x's ring still holds
+    RESIDENT_ROWS rows (2; the tests of the kernel take 1), only with RESIDENT_PARAMS on."""
     from rooftop.ops import norm_sm90
     w16, w32 = torch.ones(8, dtype=torch.bfloat16), torch.ones(8)
     monkeypatch.setattr(norm_sm90, "RESIDENT_PARAMS", True)
-    assert norm_sm90.resident_params(w16, None, 4, 14) == 4 and norm_sm90.resident_params(w16, w16, 4, 14) == 8
-    assert norm_sm90.resident_params(w16, w16, 4, 11) == 0  # 3 buffers left for a row of 4 chunks
-    assert norm_sm90.resident_params(w16, None, 4, 8) == 4 and norm_sm90.resident_params(w16, None, 4, 7) == 0
+    assert norm_sm90.RESIDENT_ROWS == 2
+    assert norm_sm90.resident_params(w16, None, 4, 14) == 4 and norm_sm90.resident_params(w16, w16, 2, 14) == 4
+    assert norm_sm90.resident_params(w16, w16, 4, 14) == 0  # 6 buffers left for rows of 4 chunks
+    assert norm_sm90.resident_params(w16, None, 4, 12) == 4 and norm_sm90.resident_params(w16, None, 4, 11) == 0
+    monkeypatch.setattr(norm_sm90, "RESIDENT_ROWS", 1)
+    assert norm_sm90.resident_params(w16, w16, 4, 14) == 8 and norm_sm90.resident_params(w16, w16, 4, 11) == 0
     assert norm_sm90.resident_params(w32, None, 4, 14) == 0 and norm_sm90.resident_params(w16, w32, 4, 14) == 0
     assert norm_sm90.resident_params(None, None, 4, 14) == 0
     monkeypatch.setattr(norm_sm90, "RESIDENT_PARAMS", False)
@@ -504,6 +507,7 @@ def test_gpu_gluon_resident_params(quant, N, parts, weight, residual, monkeypatc
     from rooftop.ops import norm_sm90
     from rooftop.ops.softmax_sm90 import part_views
     monkeypatch.setattr(norm_sm90, "RESIDENT_PARAMS", True)
+    monkeypatch.setattr(norm_sm90, "RESIDENT_ROWS", 1)  # kept wherever x's ring holds a row: every case here
     M = rows_in_parts(parts) if parts > 1 else norm_gluon_rows()
     x, res, w = _inputs((M, N), torch.bfloat16, "cuda", torch.float32 if weight == "fp32" else None)
     w, offset = (w - 1.0, 1.0) if weight == "gemma offset" else (w, 0.0)
@@ -601,3 +605,19 @@ def test_gpu_gluon_quantized(quant, weight, N, parts, residual, monkeypatch):
         q, scale = out
         y_ref = rms_norm_reference(x, w, 1e-6, offset)
     _assert_quantized(q, scale, y_ref, quant)
+
+
+@pytest.mark.parametrize("name", ["rms_norm_fp8", "add_rms_norm_fp8"])
+def test_registry_quantized(name, device):
+    """The quantized norms in the benchmark registry: bytes of a 1-byte y and a scale a row; rooftop, eager and the
+    reference agree on the dequantized rows to fp8's precision."""
+    from rooftop import registry
+    spec = registry.get(name)
+    residual = name.startswith("add")
+    assert spec.family == "rms_norm" and spec.cases == registry.row_sweep()
+    M, N = 512, 4096
+    assert spec.cost((M, N), torch.bfloat16).bytes == (3 if residual else 1) * M * N * 2 + M * N + 4 * M + N * 2
+    inputs = spec.make_inputs((3, 256), torch.bfloat16, device)
+    ref_q, ref_scale = spec.reference(*inputs)[:2]
+    for out in (spec.run(*inputs), spec.eager(*inputs)):
+        assert rel_err(out[0].double() * out[1].double(), ref_q * ref_scale) < 0.07  # e4m3: 3 mantissa bits

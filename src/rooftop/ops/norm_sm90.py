@@ -36,7 +36,9 @@ it into
   new residual from registers, writes it back over x's piece in shared memory and releases the residual's
   buffer at once) and sums h^2 (rms), or d = h - s and d^2 (layer), per group of 8 adjacent elements,
   in-thread. Pass 2 reads each chunk again, releases its
-  buffer, scales it by the weight (and bias) and stores y from registers. The weight and bias come from L2,
+  buffer, scales it by the weight (and bias) and stores y from registers. The weight and bias come from shared
+  memory where they fit beside two rows of x's ring (RESIDENT_PARAMS, resident_params: 16-bit ones, read once a
+  program by each consumer into the same buffers, each thread its own vectors), else from L2,
   each chunk's loads issued one chunk ahead (the next row's first chunk during the last: they are per column);
   bf16 ones as 32-bit words, widened as the chunks are (_load_params; exp_row_parts.py, session 17: quantizing
   add_rms_norm +3.4-4.0% at 32768-262144, add_layer_norm +2.3% at 65536, the others within 1%).
@@ -75,7 +77,8 @@ parts sit far apart (halves centred 2e4 apart in the tests) keep their precision
 1048576: rms_norm 83.6 / 78.3, 83.6 / 79.9, 81.5 / 77.9; layer_norm 73.6 / 68.7, 72.8 / 67.3, 69.0 / 63.7 (parts of
 32768 in between); add_layer_norm 78.9 / 83.5, 77.9 / 83.3, 75.5 / 65.9 (hence PARTS_RESIDUAL_MIN_N).
 Memory traffic: x (and the residual) read from HBM once, y (and h) written once: 2 (4) * M * N * itemsize;
-the weight and bias read once per row from L2. Shared memory: X_STAGES + R_STAGES buffers of CHUNK elements.
+the weight and bias read once per row from L2 (quantizing: twice), or once a program where kept. Shared memory:
+X_STAGES + R_STAGES buffers of CHUNK elements, and CHUNKS each for a kept weight and bias.
 
 Needs (supports()): fp16 or bf16 x, y (and h) of x's dtype (or a 1-byte quantized y), N a multiple of 8, 16-byte
 aligned bases and row strides (the TMA rows; y's, h's vector stores; the weight and bias, of any float dtype), rows
@@ -114,8 +117,14 @@ CONSUMERS = 2  # consumer partitions taking rows in turn
 PARTS_RESIDUAL_MIN_N = 262144
 CONSUMER_WARPS = 4
 # The weight and bias (16-bit) kept in shared memory, a buffer a chunk taken from the ring, where x's ring still holds
-# a row: read from L2 once a program, not once a row (resident_params). Being measured.
-RESIDENT_PARAMS = False
+# two rows (RESIDENT_ROWS): read from L2 once a program, not once (quantizing: twice) a row (resident_params). H200, bf16, M * N =
+# 2^27, % of a same-run copy by do_bench, L2 / kept (logs/h200-2026-12-04-s44/call-c, benchmarks/exp_resident_params.py):
+# rms_norm quantized to fp8 82.8 / 88.8 at 16384, 82.2 / 87.8 at 32768, 67.6 / 71.7 at 49152, 70.5 / 77.1 at 65536,
+# 70.2 / 75.7 at 131072 (parts of 32768); with a residual, where x's ring kept only 6 buffers for rows of 4 chunks,
+# 90.1 / 80.1 at 65536 and 90.8 / 78.1 at 131072, level at 16384-32768; LayerNorm in parts of 32768 (call b) 77.6 /
+# 65.8 at 65536 (ring of 6): the ring's depth matters more than the parameters' L2 traffic, hence two rows.
+RESIDENT_PARAMS = True
+RESIDENT_ROWS = 2  # the rows x's ring must still hold beside kept parameters
 
 
 @gluon.jit
@@ -448,10 +457,10 @@ def row_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optiona
 
 def resident_params(weight: Optional[torch.Tensor], bias: Optional[torch.Tensor], chunks: int, x_stages: int) -> int:
     """The ring buffers the weight and bias take when kept in shared memory (RESIDENT_PARAMS: 16-bit ones, CHUNKS
-    buffers each, where the x_stages - that still hold a row's CHUNKS), else 0."""
+    buffers each, where the x_stages - taken left still hold RESIDENT_ROWS rows of CHUNKS), else 0."""
     params = [t for t in (weight, bias) if t is not None]
     taken = len(params) * chunks
-    fits = all(t.element_size() == 2 for t in params) and x_stages - taken >= chunks
+    fits = all(t.element_size() == 2 for t in params) and x_stages - taken >= RESIDENT_ROWS * chunks
     return taken if RESIDENT_PARAMS and params and fits else 0
 
 

@@ -600,6 +600,12 @@ def add_rms_norm_quant_reference(x, residual, weight, eps=1e-6, offset=0.0, quan
     return q.double(), scale, r
 
 
+def rms_norm_quant_reference(x, weight, eps=1e-6, offset=0.0, quant="fp8"):
+    """(q, scale) of the quantized norm without a residual, q's values in float64."""
+    q, scale = quantize_rows_reference(rms_norm_reference(x, weight, eps, offset), quant)
+    return q.double(), scale
+
+
 def quantize_rows_reference(y, quant):
     """Dynamic per-row quantization of float64 y: (q in the quant dtype, scale [..., 1] float64)."""
     dtype, _, qmax = QUANT_FORMATS[quant]
@@ -623,11 +629,21 @@ def rms_norm_eager(x, weight, eps=1e-6):
     return weight * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
 
 
+def _fp8_rows_eager(y):
+    """Dynamic per-token fp8 quantization of y, as PyTorch code writes it: (q, scale)."""
+    scale = y.float().abs().amax(-1, keepdim=True).clamp_min(1e-30) / 448.0
+    return (y.float() / scale).clamp(-448.0, 448.0).to(torch.float8_e4m3fn), scale
+
+
 def add_rms_norm_fp8_eager(x, residual, weight, eps=1e-6):
     """The residual add, RMSNorm and dynamic per-token fp8 quantization, as PyTorch code writes them."""
     y, r = add_rms_norm_eager(x, residual, weight, eps)
-    scale = y.float().abs().amax(-1, keepdim=True).clamp_min(1e-30) / 448.0
-    return (y.float() / scale).clamp(-448.0, 448.0).to(torch.float8_e4m3fn), scale, r
+    return (*_fp8_rows_eager(y), r)
+
+
+def rms_norm_fp8_eager(x, weight, eps=1e-6):
+    """RMSNorm and dynamic per-token fp8 quantization (a model's first norm: no residual yet)."""
+    return _fp8_rows_eager(rms_norm_eager(x, weight, eps))
 
 
 def _cost(tensors_per_element: int, quantized_out: bool = False):
@@ -681,3 +697,7 @@ registry.register(registry.OpSpec(
     run=lambda x, res, w: rms_norm(x, w, 1e-6, residual=res, quant="fp8"),
     reference=lambda x, res, w: add_rms_norm_quant_reference(x, res, w, 1e-6, quant="fp8"),
     eager=add_rms_norm_fp8_eager, cost=_cost(4, quantized_out=True), cases=registry.row_sweep()))
+registry.register(registry.OpSpec(
+    name="rms_norm_fp8", family="rms_norm", make_inputs=_make_rms, run=lambda x, w: rms_norm(x, w, 1e-6, quant="fp8"),
+    reference=lambda x, w: rms_norm_quant_reference(x, w, 1e-6, quant="fp8"), eager=rms_norm_fp8_eager,
+    cost=_cost(2, quantized_out=True), cases=registry.row_sweep()))
