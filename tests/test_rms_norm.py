@@ -136,7 +136,9 @@ def test_gemma_offset_and_out_dtype(shape, device):
 @pytest.mark.parametrize("quant", ["fp8", "int8"])
 @pytest.mark.parametrize("shape", [(1, 1), (5, 1000), (2, 32768), (3, 40000), (2, 49152)])
 @pytest.mark.parametrize("with_residual", [False, True])
-def test_quantized_output(shape, quant, with_residual, device):
+@pytest.mark.parametrize("one_phase", [False, True])
+def test_quantized_output(shape, quant, with_residual, one_phase, device, monkeypatch):
+    monkeypatch.setattr(rms_norm_mod, "QUANT_ONE_PHASE", one_phase)
     x, res, w = _inputs(shape, torch.bfloat16, device)
     if with_residual:
         q, scale, r = rooftop.rms_norm(x, w, residual=res, quant=quant)

@@ -122,6 +122,7 @@ GLUON_MIN_N, GLUON_MAX_N = 16384, 65536
 # 89.3 / 83.5 / 84.2, 8-warp consumers 86.8 / 85.1 / 77.9; the Triton kernels (do_bench) 81.7 / 71.6 / 73.8, 77.1 at
 # 16384, 92.8 at 8192.
 QUANT_GLUON_MIN_N, QUANT_PART_MAX_N = 8192, 32768
+QUANT_ONE_PHASE = False  # being measured: the on-chip kernel's quantizing rows with both statistics in one phase
 TRITON_RES_N = 32768
 GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
 # The reload kernel's widths (exclusive, inclusive), after torch.compile's kernel for this norm (95.5% of copy at
@@ -173,7 +174,7 @@ def _quantize(y, scale, QUANT: tl.constexpr, QMAX: tl.constexpr):
 def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N, x_stride, res_stride, y_stride,
                             r_stride, eps, w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
                             QUANT: tl.constexpr, QMAX: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                            PDL: tl.constexpr):
+                            PDL: tl.constexpr, ONE_PHASE: tl.constexpr = False):
     # Reads x (+ residual) once and writes y (+ r) once: (2 or 4) * BLOCK_M * N * itemsize bytes
     # (y at 1 byte per element when quantized, + 4 bytes of scale per row). PDL: the launch overlaps the kernel
     # before it (_support.pdl_options).
@@ -186,10 +187,18 @@ def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
     # (H200, graph replay, add_rms_norm [1, 4096] 1.55 -> 1.46 us; N = 8192 rms_norm 93.8 -> 95.3% of copy); bigger
     # ones after it: held across the reduction it took rms_norm at N = 16384 from 93.7 to 70.3%, and quantizing rows
     # at 8192 from 92.8 to 89.1%.
-    EARLY_WEIGHT: tl.constexpr = HAS_WEIGHT and not QUANT and BLOCK_M * BLOCK_N <= 8192
+    EARLY_WEIGHT: tl.constexpr = HAS_WEIGHT and (ONE_PHASE or not QUANT and BLOCK_M * BLOCK_N <= 8192)
     if EARLY_WEIGHT:
         w = tl.load(w_ptr + cols, mask=cols < N, other=0.0)
     x = load_rows_add_residual(x_ptr, res_ptr, r_ptr, rows, cols, mask, x_stride, res_stride, r_stride, HAS_RESIDUAL)
+    if QUANT and ONE_PHASE:  # max|y| = rstd max|x (offset + w)|: both reductions at once, then one scale a row
+        xw = x * (w.to(tl.float32)[None, :] + w_offset) if HAS_WEIGHT else x
+        rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
+        scale = tl.maximum(tl.max(tl.abs(xw), axis=1) * rstd, 1e-30) / QMAX
+        tl.store(scale_ptr + rows, scale, mask=rows < M)
+        q = _quantize(xw * (rstd / scale)[:, None], 1.0, QUANT, QMAX)
+        tl.store(y_ptr + rows[:, None] * y_stride + cols[None, :], q.to(y_ptr.dtype.element_ty), mask=mask)
+        return
     rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
     y = x * rstd[:, None]
     if HAS_WEIGHT:
@@ -416,7 +425,8 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
         return
     if N <= ONCHIP_MAX:
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
-        launch(_rms_norm_onchip_kernel, (cdiv(M, block_m),), *args, **flags, BLOCK_M=block_m, BLOCK_N=block_n,
+        launch(_rms_norm_onchip_kernel, (cdiv(M, block_m),), *args, **flags, ONE_PHASE=QUANT_ONE_PHASE,
+               BLOCK_M=block_m, BLOCK_N=block_n,
                num_warps=warps, **pdl_options(x))
         return
     if quant is None and N > SPLIT_MIN_N and (SPLIT_WORDS_RESIDUAL or not has_res):

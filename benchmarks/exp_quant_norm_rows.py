@@ -1,0 +1,66 @@
+"""Experiment (session 44): quantizing RMSNorm (fp8) without and with a residual at 1024-32768 columns, bf16, M * N =
+2^27, on the H200. Call d's results rows: without a residual 79.7-86.3% of copy at 1024-16384 by do_bench (68.9 at
+8192) where with one the same kernels run 90.5-98.7.
+Variants (rms_norm switches): "one_phase" (QUANT_ONE_PHASE: the on-chip kernel takes max |x (offset + w)| beside the
+sum of squares, the weight loaded before either, one scale a row after, as the Gluon kernel does; the library takes
+max |y| after y), "one_phase_e8" (that with 8 values a thread: twice the warps), "gluon_all" (the Gluon kernel from
+1024 columns: QUANT_GLUON_MIN_N 512), "onchip_one_phase" (one_phase and the on-chip kernel to 32768: QUANT_GLUON_MIN_N
+32768). Timed as exp_resident_params.py times (do_bench and graph replay, % of a same-run copy, error beside).
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_quant_norm_rows.py OUT_DIR  (prints a table last)
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from exp_norm_reload import ELEMENTS, patched
+from exp_resident_params import both, calls
+from rooftop.ops import rms_norm as rn
+
+WIDTHS = (1024, 2048, 4096, 8192, 16384, 32768)
+VARIANTS = {"library": {}, "one_phase": dict(QUANT_ONE_PHASE=True),
+            "one_phase_e8": dict(QUANT_ONE_PHASE=True, ONCHIP_ELEMS_PER_THREAD=8),
+            "gluon_all": dict(QUANT_GLUON_MIN_N=512),
+            "onchip_one_phase": dict(QUANT_ONE_PHASE=True, QUANT_GLUON_MIN_N=32768)}
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    src = torch.empty(ELEMENTS, device="cuda", dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    copy_gbps = [2 * src.nbytes / us / 1e3 for us in both(lambda: dst.copy_(src))]
+    rows = []
+    for op in ("rms_norm_fp8", "add_rms_norm_fp8"):
+        for N in WIDTHS:
+            x = torch.randn(ELEMENTS // N, N, device="cuda", dtype=torch.bfloat16)
+            res = torch.randn_like(x)
+            w = torch.rand(N, device="cuda", dtype=torch.bfloat16) + 0.5
+            call, reference, nbytes = calls(op, x, w, w, res)
+            ref = reference()
+            for name, switches in VARIANTS.items():
+                if name == "onchip_one_phase" and N <= rn.QUANT_GLUON_MIN_N:
+                    continue  # one_phase's kernel there
+                with patched(rn, **switches):
+                    q, scale = call()[:2]
+                    err = float((q.double() * scale.double() - ref).abs().max() / ref.abs().max())
+                    us = both(call)
+                rows.append(dict(op=op, N=N, provider=name, err=err, us=us,
+                                 pct=[100 * nbytes / t / 1e3 / g for t, g in zip(us, copy_gbps)]))
+                print(json.dumps(rows[-1]), flush=True)
+            del x, res, ref
+            torch.cuda.empty_cache()
+        (out / "exp-quant-norm-rows.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows), indent=1))
+    print(f"\ncopy {copy_gbps[0]:.0f} (do_bench) / {copy_gbps[1]:.0f} (graph) GB/s; % of copy do_bench / graph, error")
+    for op in ("rms_norm_fp8", "add_rms_norm_fp8"):
+        for N in WIDTHS:
+            found = [r for r in rows if r["op"] == op and r["N"] == N]
+            print(f"{op:17s} {N:6d} " + "  ".join(f"{r['provider']} {r['pct'][0]:5.1f}/{r['pct'][1]:5.1f} "
+                                                   f"({r['err']:.0e})" for r in found))
+
+
+if __name__ == "__main__":
+    main()
