@@ -1,11 +1,14 @@
-"""Experiment (session 44): quantizing RMSNorm (fp8) without and with a residual at 1024-32768 columns, bf16, M * N =
-2^27, on the H200. Call d's results rows: without a residual 79.7-86.3% of copy at 1024-16384 by do_bench (68.9 at
-8192) where with one the same kernels run 90.5-98.7.
-Variants (rms_norm switches): "one_phase" (QUANT_ONE_PHASE: the on-chip kernel takes max |x (offset + w)| beside the
-sum of squares, the weight loaded before either, one scale a row after, as the Gluon kernel does; the library takes
-max |y| after y), "one_phase_e8" (that with 8 values a thread: twice the warps), "gluon_all" (the Gluon kernel from
-1024 columns: QUANT_GLUON_MIN_N 512), "onchip_one_phase" (one_phase and the on-chip kernel to 32768: QUANT_GLUON_MIN_N
-32768). Timed as exp_resident_params.py times (do_bench and graph replay, % of a same-run copy, error beside).
+"""Experiment (session 44): quantizing RMSNorm (fp8) without and with a residual, bf16, M * N = 2^27, on the H200.
+Session 44's call d results rows: without a residual 79.7-86.3% of copy at 1024-16384 by do_bench (68.9 at 8192) where
+with one the same kernels run 90.5-98.7.
+Call e (logs/h200-2026-12-04-s44/call-e) timed the on-chip kernel taking max |x (offset + w)| beside the sum of squares
+(the weight loaded before either, one scale a row after, as the Gluon kernel does; it took max |y| after y): without a
+residual 81.9 / 89.7 at 1024, 82.2 / 94.1 at 2048, 77.6 / 92.0 at 4096, 70.5 / 84.9 at 8192; with 8 values a thread
+67-74; the Gluon kernel from 1024 20.7 / 40.5 / 86.0 / 88.2 at 1024-8192; on chip to 32768 77.8 / 64.4 at 16384 /
+32768 (Gluon 88). The library is now the first of those, the Gluon kernel past 4096 without a residual.
+Now: "library" against "gluon_all" (QUANT_GLUON_MIN_N (512, 512)) and "onchip_wide" (on chip to 32768) at 1024-32768,
+and at 65536-262144 the library (parts of 32768) against whole rows ("p64k", QUANT_PART_MAX_N 65536) and parts of
+16384 ("p16k"). Timed as exp_resident_params.py times (do_bench and graph replay, % of a same-run copy, error beside).
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_quant_norm_rows.py OUT_DIR  (prints a table last)
 """
 from __future__ import annotations
@@ -20,11 +23,10 @@ from exp_norm_reload import ELEMENTS, patched
 from exp_resident_params import both, calls
 from rooftop.ops import rms_norm as rn
 
-WIDTHS = (1024, 2048, 4096, 8192, 16384, 32768)
-VARIANTS = {"library": {}, "one_phase": dict(QUANT_ONE_PHASE=True),
-            "one_phase_e8": dict(QUANT_ONE_PHASE=True, ONCHIP_ELEMS_PER_THREAD=8),
-            "gluon_all": dict(QUANT_GLUON_MIN_N=512),
-            "onchip_one_phase": dict(QUANT_ONE_PHASE=True, QUANT_GLUON_MIN_N=32768)}
+NARROW = {"library": {}, "gluon_all": dict(QUANT_GLUON_MIN_N=(512, 512)),
+          "onchip_wide": dict(QUANT_GLUON_MIN_N=(32768, 32768))}
+WIDE = {"library": {}, "p64k": dict(QUANT_PART_MAX_N=65536), "p16k": dict(QUANT_PART_MAX_N=16384)}
+WIDTHS = {N: NARROW for N in (1024, 2048, 4096, 8192, 16384, 32768)} | {N: WIDE for N in (65536, 131072, 262144)}
 
 
 def main() -> None:
@@ -41,9 +43,7 @@ def main() -> None:
             w = torch.rand(N, device="cuda", dtype=torch.bfloat16) + 0.5
             call, reference, nbytes = calls(op, x, w, w, res)
             ref = reference()
-            for name, switches in VARIANTS.items():
-                if name == "onchip_one_phase" and N <= rn.QUANT_GLUON_MIN_N:
-                    continue  # one_phase's kernel there
+            for name, switches in WIDTHS[N].items():
                 with patched(rn, **switches):
                     q, scale = call()[:2]
                     err = float((q.double() * scale.double() - ref).abs().max() / ref.abs().max())

@@ -136,9 +136,7 @@ def test_gemma_offset_and_out_dtype(shape, device):
 @pytest.mark.parametrize("quant", ["fp8", "int8"])
 @pytest.mark.parametrize("shape", [(1, 1), (5, 1000), (2, 32768), (3, 40000), (2, 49152)])
 @pytest.mark.parametrize("with_residual", [False, True])
-@pytest.mark.parametrize("one_phase", [False, True])
-def test_quantized_output(shape, quant, with_residual, one_phase, device, monkeypatch):
-    monkeypatch.setattr(rms_norm_mod, "QUANT_ONE_PHASE", one_phase)
+def test_quantized_output(shape, quant, with_residual, device):
     x, res, w = _inputs(shape, torch.bfloat16, device)
     if with_residual:
         q, scale, r = rooftop.rms_norm(x, w, residual=res, quant=quant)
@@ -566,7 +564,8 @@ def test_gpu_gluon_dispatch(monkeypatch):
     assert not takes((M, 65536 + 8))  # past GLUON_MAX_N, not a multiple of 8 * 2: not in parts
     assert takes((M, 131072)) and not takes((M, 131072), residual=True)  # in parts, without a residual only
     # quantizing rows: past QUANT_GLUON_MIN_N, TRITON_RES_N too, in parts with a residual too
-    assert takes((M, 16384), quant="fp8") and not takes((M, 8192), quant="int8")
+    assert takes((M, 16384), quant="fp8") and not takes((M, 8192), residual=True, quant="int8")
+    assert takes((M, 8192), quant="int8") and not takes((M, 4096), quant="fp8")  # without a residual from 8192
     assert takes((M, 32768), residual=True, quant="int8") and takes((M, 131072), residual=True, quant="fp8")
     wide = torch.empty(M, 65536 + 64, device="cuda", dtype=torch.bfloat16)[:, :65536]  # not in parts: whole rows
     w = torch.empty(65536, device="cuda", dtype=torch.bfloat16)

@@ -117,8 +117,9 @@ CONSUMERS = 2  # consumer partitions taking rows in turn
 PARTS_RESIDUAL_MIN_N = 262144
 CONSUMER_WARPS = 4
 # The weight and bias (16-bit) kept in shared memory, a buffer a chunk taken from the ring, where x's ring still holds
-# two rows (RESIDENT_ROWS): read from L2 once a program, not once (quantizing: twice) a row (resident_params). H200, bf16, M * N =
-# 2^27, % of a same-run copy by do_bench, L2 / kept (logs/h200-2026-12-04-s44/call-c, benchmarks/exp_resident_params.py):
+# two rows (RESIDENT_ROWS): read from L2 once a program, not once (quantizing: twice) a row (resident_params). H200,
+# bf16, M * N = 2^27, % of a same-run copy by do_bench, L2 / kept (logs/h200-2026-12-04-s44/call-c,
+# benchmarks/exp_resident_params.py):
 # rms_norm quantized to fp8 82.8 / 88.8 at 16384, 82.2 / 87.8 at 32768, 67.6 / 71.7 at 49152, 70.5 / 77.1 at 65536,
 # 70.2 / 75.7 at 131072 (parts of 32768); with a residual, where x's ring kept only 6 buffers for rows of 4 chunks,
 # 90.1 / 80.1 at 65536 and 90.8 / 78.1 at 131072, level at 16384-32768; LayerNorm in parts of 32768 (call b) 77.6 /

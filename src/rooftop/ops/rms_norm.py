@@ -23,11 +23,12 @@ is known after pass 1 of the looped path too: quantizing costs no extra pass.
 
 Which path runs (N = row width in elements):
 - Gluon (sm_90 GPUs, GLUON_MIN_N < N <= GLUON_MAX_N but N != TRITON_RES_N with a residual; with quant
-  QUANT_GLUON_MIN_N < N, past QUANT_PART_MAX_N in parts where they can be; at least 2 rows per SM, 16-bit x, y in
-  x's dtype or quantized, the rows and weight as norm_sm90.supports takes them): ops/norm_sm90.py, a
-  persistent program per SM whose TMA loader streams the rows (and the residual) into shared memory, where
-  the row stays for pass 2: x (and residual) read from HBM once, y (and r) written once; w re-read per row
-  from L2.
+  QUANT_GLUON_MIN_N < N (without a residual 4096, with one 8192), past QUANT_PART_MAX_N in parts where they can be;
+  at least 2 rows per SM, 16-bit x, y in x's dtype or quantized, the rows and weight as norm_sm90.supports takes
+  them): ops/norm_sm90.py, a persistent program per SM whose TMA loader streams the rows (and the residual) into
+  shared memory, where the row stays for pass 2: x (and residual) read from HBM once, y (and r) written once; w
+  kept in shared memory where it fits beside two rows of x's ring (norm_sm90.RESIDENT_PARAMS), else re-read per
+  row from L2.
   Rows past GLUON_MAX_N in parts (norm_sm90.row_parts: contiguous rows a multiple of 8 P wide, without a residual
   or with one past norm_sm90.PARTS_RESIDUAL_MIN_N or quantized, at least 2 rows of parts per SM,
   _support.SPLIT_ROWS_ENABLED):
@@ -114,15 +115,16 @@ SPLIT_WORDS_RESIDUAL = True
 # chunks, the release fenced): rms_norm Gluon 89.7 / Triton 87.4, add_rms_norm 93.1 / 98.7: Triton keeps TRITON_RES_N
 # with a residual. Rows wider than x's ring (norm_sm90) are not taken.
 GLUON_MIN_N, GLUON_MAX_N = 16384, 65536
-# Quantizing rows take the Gluon path past QUANT_GLUON_MIN_N (exclusive), contiguous rows past QUANT_PART_MAX_N in parts
+# Quantizing rows take the Gluon path past QUANT_GLUON_MIN_N (exclusive; without a residual, with one), contiguous rows
+# past QUANT_PART_MAX_N in parts
 # of at most that (with a residual too): pass 1 also takes max |h (offset + w)| (13 instructions an element with a
 # residual, 7.8 without quant), so a 64K row's next one, 2 chunks in x's ring of 10 behind it, waits on its pass 2.
 # H200, bf16, M * N = 2^27, GPU time, % of copy (benchmarks/exp_row_parts.py, logs/h200-2026-12-01-s13):
 # add_rms_norm_fp8 at 32768 / 65536 / 131072 whole rows (parts of 65536 at 131072) 89.1 / 78.0 / 76.1, parts of 32768
 # 89.3 / 83.5 / 84.2, 8-warp consumers 86.8 / 85.1 / 77.9; the Triton kernels (do_bench) 81.7 / 71.6 / 73.8, 77.1 at
-# 16384, 92.8 at 8192.
-QUANT_GLUON_MIN_N, QUANT_PART_MAX_N = 8192, 32768
-QUANT_ONE_PHASE = False  # being measured: the on-chip kernel's quantizing rows with both statistics in one phase
+# 16384, 92.8 at 8192. Without a residual (logs/h200-2026-12-04-s44/call-e, the on-chip kernel's statistics in one
+# phase, % of copy by do_bench, on chip / Gluon): 92.0 / 86.0 at 4096, 84.9 / 88.2 at 8192; with one 96.4 / 93.5.
+QUANT_GLUON_MIN_N, QUANT_PART_MAX_N = (4096, 8192), 32768
 TRITON_RES_N = 32768
 GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
 # The reload kernel's widths (exclusive, inclusive), after torch.compile's kernel for this norm (95.5% of copy at
@@ -174,7 +176,7 @@ def _quantize(y, scale, QUANT: tl.constexpr, QMAX: tl.constexpr):
 def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N, x_stride, res_stride, y_stride,
                             r_stride, eps, w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
                             QUANT: tl.constexpr, QMAX: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                            PDL: tl.constexpr, ONE_PHASE: tl.constexpr = False):
+                            PDL: tl.constexpr):
     # Reads x (+ residual) once and writes y (+ r) once: (2 or 4) * BLOCK_M * N * itemsize bytes
     # (y at 1 byte per element when quantized, + 4 bytes of scale per row). PDL: the launch overlaps the kernel
     # before it (_support.pdl_options).
@@ -185,31 +187,31 @@ def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
     rows = rows.to(tl.int64)
     # Small tiles (decode sizes) load the weight with the rows, not after their reduction: one memory latency less
     # (H200, graph replay, add_rms_norm [1, 4096] 1.55 -> 1.46 us; N = 8192 rms_norm 93.8 -> 95.3% of copy); bigger
-    # ones after it: held across the reduction it took rms_norm at N = 16384 from 93.7 to 70.3%, and quantizing rows
-    # at 8192 from 92.8 to 89.1%.
-    EARLY_WEIGHT: tl.constexpr = HAS_WEIGHT and (ONE_PHASE or not QUANT and BLOCK_M * BLOCK_N <= 8192)
+    # ones after it: held across the reduction it took rms_norm at N = 16384 from 93.7 to 70.3%. Quantizing rows
+    # always load it first (below).
+    EARLY_WEIGHT: tl.constexpr = HAS_WEIGHT and (QUANT or BLOCK_M * BLOCK_N <= 8192)
     if EARLY_WEIGHT:
         w = tl.load(w_ptr + cols, mask=cols < N, other=0.0)
     x = load_rows_add_residual(x_ptr, res_ptr, r_ptr, rows, cols, mask, x_stride, res_stride, r_stride, HAS_RESIDUAL)
-    if QUANT and ONE_PHASE:  # max|y| = rstd max|x (offset + w)|: both reductions at once, then one scale a row
+    if QUANT:
+        # max|y| = rstd max|x (offset + w)|: both reductions at once, then one scale a row and y / scale = x (offset +
+        # w) (rstd / scale), as the Gluon kernel does. Taking max|y| after y put a second reduction behind the first:
+        # H200, bf16, M * N = 2^27, % of copy by do_bench, without a residual, after / at once (logs/h200-2026-12-04-
+        # s44/call-e, benchmarks/exp_quant_norm_rows.py) 81.9 / 89.7 at 1024, 82.2 / 94.1 at 2048, 77.6 / 92.0 at
+        # 4096, 70.5 / 84.9 at 8192; with one 94.7 / 96.4 at 8192, level at 1024-4096 (~100).
         xw = x * (w.to(tl.float32)[None, :] + w_offset) if HAS_WEIGHT else x
         rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
         scale = tl.maximum(tl.max(tl.abs(xw), axis=1) * rstd, 1e-30) / QMAX
         tl.store(scale_ptr + rows, scale, mask=rows < M)
         q = _quantize(xw * (rstd / scale)[:, None], 1.0, QUANT, QMAX)
         tl.store(y_ptr + rows[:, None] * y_stride + cols[None, :], q.to(y_ptr.dtype.element_ty), mask=mask)
-        return
-    rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
-    y = x * rstd[:, None]
-    if HAS_WEIGHT:
-        if not EARLY_WEIGHT:
-            w = tl.load(w_ptr + cols, mask=cols < N, other=0.0)
-        y = y * (w.to(tl.float32)[None, :] + w_offset)
-    if QUANT:
-        scale = tl.maximum(tl.max(tl.abs(y), axis=1), 1e-30) / QMAX
-        tl.store(scale_ptr + rows, scale, mask=rows < M)
-        y = _quantize(y, scale[:, None], QUANT, QMAX)
-    tl.store(y_ptr + rows[:, None] * y_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+    else:
+        y = x * tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)[:, None]
+        if HAS_WEIGHT:
+            if not EARLY_WEIGHT:
+                w = tl.load(w_ptr + cols, mask=cols < N, other=0.0)
+            y = y * (w.to(tl.float32)[None, :] + w_offset)
+        tl.store(y_ptr + rows[:, None] * y_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -378,8 +380,8 @@ def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optio
     reload kernel's widths only rows whose Triton loads would not vectorize), P > 1 rows past GLUON_MAX_N (quantizing:
     QUANT_PART_MAX_N) in P parts (norm_sm90.row_parts)."""
     M, N = x.shape
-    if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > (QUANT_GLUON_MIN_N if quant else GLUON_MIN_N)
-            and is_sm90(x.device.index)):
+    low = QUANT_GLUON_MIN_N[residual is not None] if quant else GLUON_MIN_N
+    if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > low and is_sm90(x.device.index)):
         return 0
     if N > GLUON_MAX_N or (quant and N > QUANT_PART_MAX_N):
         parts = norm_sm90.row_parts(x, residual, weight, None, y, r, False, QUANT_PART_MAX_N if quant else GLUON_MAX_N)
@@ -425,8 +427,7 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
         return
     if N <= ONCHIP_MAX:
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
-        launch(_rms_norm_onchip_kernel, (cdiv(M, block_m),), *args, **flags, ONE_PHASE=QUANT_ONE_PHASE,
-               BLOCK_M=block_m, BLOCK_N=block_n,
+        launch(_rms_norm_onchip_kernel, (cdiv(M, block_m),), *args, **flags, BLOCK_M=block_m, BLOCK_N=block_n,
                num_warps=warps, **pdl_options(x))
         return
     if quant is None and N > SPLIT_MIN_N and (SPLIT_WORDS_RESIDUAL or not has_res):
