@@ -327,6 +327,18 @@ def arrival_counters(device: torch.device, count: int) -> torch.Tensor:
     return provided(counters, functools.partial(arrival_counters, device, count))
 
 
+@functools.lru_cache(maxsize=None)
+def float32_placeholder(device: torch.device) -> torch.Tensor:
+    """One float32 of device memory for a pointer argument that a launch never reads or writes but whose dtype Triton
+    specialises on. On a GPU from the CUDA driver as the counters are (_zeroed_counters), never freed: made first
+    inside a CUDA-graph tree's warm-up, torch.empty would leave a live tensor in that graph's pool ("tensor(s) in the
+    cudagraph pool not tracked as outputs", tests/test_compile.py's reduce-overhead test run alone)."""
+    with _disable_current_modes():
+        if device.type != "cuda":
+            return torch.empty(1, device=device, dtype=torch.float32)
+        return _zeroed_counters(device, 1).view(torch.float32)
+
+
 @triton.jit
 def arrive_last(counters, index, count):
     """Count this program in on arrival counter `index` once every thread's writes are done (release), and return

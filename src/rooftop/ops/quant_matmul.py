@@ -125,9 +125,9 @@ from triton.language.extra.cuda import num_threads
 from rooftop import registry
 from rooftop.ops import _autotune, quant_matmul_sm90
 from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, arrival_counters, arrive_last, as_rows,
-                                  await_previous, cdiv, check_float, check_same_device, interpreting, is_sm90,
-                                  l2_bytes, launch, num_sms, pdl_options, prepare, planned, provided, runs_kernel,
-                                  torch_op)
+                                  await_previous, cdiv, check_float, check_same_device, float32_placeholder,
+                                  interpreting, is_sm90, l2_bytes, launch, num_sms, pdl_options, prepare, planned,
+                                  provided, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 BITS = (4, 8)
@@ -1303,11 +1303,6 @@ def _quant_matmul_fake(x, packed, scales, zeros, bias, bits, group_size):
     return x.new_empty((*x.shape[:-1], packed.shape[1]))
 
 
-@functools.lru_cache(maxsize=None)
-def _fp32_placeholder(device: torch.device) -> torch.Tensor:
-    return torch.empty(1, device=device, dtype=torch.float32)
-
-
 def _gemv_extents(params: dict, split: int, M: int, N: int, K: int, group_size: int) -> dict:
     """`_qgemv_kernel`'s EVEN (every column, row of x and slice in range: no masks; no slice past K when the groups
     split evenly over SPLIT_K * SLICES), W_STRIDE (N compiled in where the word rows' offsets are static: a compile
@@ -1365,7 +1360,7 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
             units = tiles * (K // params["BLOCK_K"])
         # the kernel is compiled before the partials' size is known: its workspace argument must already be
         # float32 (Triton specialises on the pointer's dtype; a placeholder of x's dtype rounded every partial)
-        args[6] = provided(_fp32_placeholder(rows.device), functools.partial(_fp32_placeholder, rows.device))
+        args[6] = provided(float32_placeholder(rows.device), functools.partial(float32_placeholder, rows.device))
         args.append(1)  # programs, below
         prepared = prepared or prepare(kernel, *args, **consts, **params)
         resident = INTERPRETER_RESIDENT if prepared is None else prepared.resident_per_sm
