@@ -120,6 +120,35 @@ def measured(op: str, N: int, name: str, run, ref, nbytes: int, copy_gbps: float
     return row
 
 
+def both(fn) -> list[float]:
+    """[do_bench us (bench_ms, as the results files), graph replay us (_autotune.time_ms)] of fn."""
+    from rooftop.bench.timing import bench_ms
+    return [bench_ms(fn) * 1e3, _autotune.time_ms(fn) * 1e3]
+
+
+def copy_both() -> list[float]:
+    """GB/s of a device copy of ELEMENTS bf16 values (read + write), timed both ways (`both`)."""
+    src = torch.empty(ELEMENTS, device="cuda", dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    return [2 * src.nbytes / us / 1e3 for us in both(lambda: dst.copy_(src))]
+
+
+def record_both(rows: list, copy_gbps: list[float], nbytes: int, us: list[float], **row) -> None:
+    """rows += row with its times `us` (`both`) and their % of the copy timed the same way; printed as JSON."""
+    rows.append(dict(row, us=us, pct=[100 * nbytes / t / 1e3 / g for t, g in zip(us, copy_gbps)]))
+    print(json.dumps(rows[-1]), flush=True)
+
+
+def print_both(rows: list, copy_gbps: list[float], cases) -> None:
+    """The table of `record_both`'s rows: a line per (op, N) of `cases`, each provider's % of copy by do_bench /
+    graph replay and its error."""
+    print(f"\ncopy {copy_gbps[0]:.0f} (do_bench) / {copy_gbps[1]:.0f} (graph) GB/s; % of copy do_bench / graph, error")
+    for op, N in cases:
+        found = [r for r in rows if r["op"] == op and r["N"] == N]
+        print(f"{op:17s} {N:6d} " + "  ".join(f"{r['provider']} {r['pct'][0]:5.1f}/{r['pct'][1]:5.1f} "
+                                               f"({r['err']:.0e})" for r in found))
+
+
 def copy_bandwidth() -> float:
     """GB/s of a device copy of M * N bf16 values (read + write), timed as the kernels are."""
     src = torch.empty(ELEMENTS, device="cuda", dtype=torch.bfloat16)

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import torch
 
-from exp_norm_reload import ELEMENTS, patched
-from exp_resident_params import both, calls
+from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, record_both
+from exp_resident_params import calls
 from rooftop.ops import rms_norm as rn
 
 NARROW = {"library": {}, "gluon_all": dict(QUANT_GLUON_MIN_N=(512, 512)),
@@ -32,9 +32,7 @@ WIDTHS = {N: NARROW for N in (1024, 2048, 4096, 8192, 16384, 32768)} | {N: WIDE 
 def main() -> None:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
-    src = torch.empty(ELEMENTS, device="cuda", dtype=torch.bfloat16)
-    dst = torch.empty_like(src)
-    copy_gbps = [2 * src.nbytes / us / 1e3 for us in both(lambda: dst.copy_(src))]
+    copy_gbps = copy_both()
     rows = []
     for op in ("rms_norm_fp8", "add_rms_norm_fp8"):
         for N in WIDTHS:
@@ -47,20 +45,11 @@ def main() -> None:
                 with patched(rn, **switches):
                     q, scale = call()[:2]
                     err = float((q.double() * scale.double() - ref).abs().max() / ref.abs().max())
-                    us = both(call)
-                rows.append(dict(op=op, N=N, provider=name, err=err, us=us,
-                                 pct=[100 * nbytes / t / 1e3 / g for t, g in zip(us, copy_gbps)]))
-                print(json.dumps(rows[-1]), flush=True)
+                    record_both(rows, copy_gbps, nbytes, both(call), op=op, N=N, provider=name, err=err)
             del x, res, ref
             torch.cuda.empty_cache()
         (out / "exp-quant-norm-rows.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows), indent=1))
-    print(f"\ncopy {copy_gbps[0]:.0f} (do_bench) / {copy_gbps[1]:.0f} (graph) GB/s; % of copy do_bench / graph, error")
-    for op in ("rms_norm_fp8", "add_rms_norm_fp8"):
-        for N in WIDTHS:
-            found = [r for r in rows if r["op"] == op and r["N"] == N]
-            print(f"{op:17s} {N:6d} " + "  ".join(f"{r['provider']} {r['pct'][0]:5.1f}/{r['pct'][1]:5.1f} "
-                                                   f"({r['err']:.0e})" for r in found))
-
+    print_both(rows, copy_gbps, [(op, N) for op in ("rms_norm_fp8", "add_rms_norm_fp8") for N in WIDTHS])
 
 if __name__ == "__main__":
     main()

@@ -24,9 +24,8 @@ import torch
 import torch.nn.functional as F
 
 import rooftop
-from exp_norm_reload import ELEMENTS, patched
-from rooftop.bench.timing import bench_ms
-from rooftop.ops import _autotune, norm_sm90
+from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, record_both
+from rooftop.ops import norm_sm90
 from rooftop.ops import layer_norm as ln
 from rooftop.ops import rms_norm as rn
 
@@ -42,11 +41,6 @@ CASES = {
     "rms_norm": ((131072, 262144), {"library": [], "p32k": [(rn, dict(GLUON_MAX_N=32768))],
                                     "p32k_resident": [RESIDENT, (rn, dict(GLUON_MAX_N=32768))]}),
 }
-
-
-def both(fn) -> list[float]:
-    """[do_bench us, graph replay us] of fn."""
-    return [bench_ms(fn) * 1e3, _autotune.time_ms(fn) * 1e3]
 
 
 def calls(op: str, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, res: torch.Tensor):
@@ -69,11 +63,9 @@ def _rms(h: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
 def main() -> None:
     out = Path(sys.argv[1])
-    cases = CASES if "--all" in sys.argv else {op: CASES[op] for op in ("rms_norm_fp8", "add_rms_norm_fp8")}
     out.mkdir(parents=True, exist_ok=True)
-    src = torch.empty(ELEMENTS, device="cuda", dtype=torch.bfloat16)
-    dst = torch.empty_like(src)
-    copy_gbps = [2 * src.nbytes / us / 1e3 for us in both(lambda: dst.copy_(src))]
+    cases = CASES if "--all" in sys.argv else {op: CASES[op] for op in ("rms_norm_fp8", "add_rms_norm_fp8")}
+    copy_gbps = copy_both()
     rows = []
     for op, (widths, variants) in cases.items():
         for N in widths:
@@ -91,20 +83,11 @@ def main() -> None:
                     if isinstance(y, tuple):  # quantized: (q, scale[, h]), dequantized to compare
                         y = y[0].double() * y[1].double()
                     err = float((y.double() - ref).abs().max() / ref.abs().max())
-                    us = both(call)
-                rows.append(dict(op=op, N=N, provider=name, err=err, us=us,
-                                 pct=[100 * nbytes / t / 1e3 / g for t, g in zip(us, copy_gbps)]))
-                print(json.dumps(rows[-1]), flush=True)
+                    record_both(rows, copy_gbps, nbytes, both(call), op=op, N=N, provider=name, err=err)
             del x, res
             torch.cuda.empty_cache()
         (out / "exp-resident-params.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows), indent=1))
-    print(f"\ncopy {copy_gbps[0]:.0f} (do_bench) / {copy_gbps[1]:.0f} (graph) GB/s; % of copy do_bench / graph, error")
-    for op, (widths, variants) in cases.items():
-        for N in widths:
-            found = [r for r in rows if r["op"] == op and r["N"] == N]
-            print(f"{op:17s} {N:6d} " + "  ".join(f"{r['provider']} {r['pct'][0]:5.1f}/{r['pct'][1]:5.1f} "
-                                                   f"({r['err']:.0e})" for r in found))
-
+    print_both(rows, copy_gbps, [(op, N) for op, (widths, _) in cases.items() for N in widths])
 
 if __name__ == "__main__":
     main()

@@ -1,7 +1,8 @@
 """Experiment (session 44): the row reductions on chip at 32768-65536 columns, bf16, M * N = 2^27, on the H200: one row
-a 32-warp program, 32 registers, two programs an SM (89-90% of copy at 65536, NOTES item 266; ptxas issues 4 of a
-thread's 8 loads before folding), against the same kernel launched one program an SM with maxnreg=64 ("r64"), the
-shape of RMSNorm's one-program reload kernel (96.8% at 65536, pass 2 included).
+a 32-warp program, 32 registers, two programs an SM ("two_programs": 89-90% of copy at 65536, NOTES item 266; ptxas
+issues 4 of a thread's 8 loads before folding), against the same kernel launched one program an SM with maxnreg=64,
+the shape of RMSNorm's one-program reload kernel (96.8% at 65536, pass 2 included): calls a-b ("r64" then), +1-2 at
+49152-65536 for row_sum / row_norm, level for row_max; the library's since (reductions.ONCHIP_ONE_PROGRAM_MIN_N).
 Call a of session 44 also timed quantizing RMSNorm through the reload kernel (pass 1 reading w for max |r (offset +
 w)|; commit 7974350 holds it): it spilled (offline, 112-288 bytes a thread at 65536) and ran 35-60% of copy
 against the Gluon path's 66-90 (NOTES item 278); dropped.
@@ -18,9 +19,7 @@ from pathlib import Path
 import torch
 
 import rooftop
-from exp_norm_reload import ELEMENTS, patched
-from rooftop.bench.timing import bench_ms
-from rooftop.ops import _autotune
+from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, record_both
 from rooftop.ops import reductions as red
 
 WIDTHS = (32768, 49152, 65536)
@@ -28,16 +27,11 @@ REDUCTIONS = {"row_sum": lambda t: t.float().sum(-1).to(t.dtype), "row_max": lam
               "row_norm": lambda t: t.float().norm(dim=-1).to(t.dtype)}
 
 
-def both(fn) -> list[float]:
-    """[do_bench us, graph replay us] of fn."""
-    return [bench_ms(fn) * 1e3, _autotune.time_ms(fn) * 1e3]
-
-
-def one_program_launch(real):
-    """`launch` with maxnreg=64 added to the on-chip reduction kernel's launches (one 32-warp program an SM)."""
+def two_programs_launch(real):
+    """`launch` without the on-chip reduction kernel's maxnreg (two 32-warp programs an SM, as before session 44)."""
     def launch(kernel, grid, *args, **options):
         if kernel is red._row_reduce_onchip_kernel:
-            options["maxnreg"] = 64
+            options.pop("maxnreg", None)
         return real(kernel, grid, *args, **options)
     return launch
 
@@ -45,32 +39,18 @@ def one_program_launch(real):
 def main() -> None:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
-    src = torch.empty(ELEMENTS, device="cuda", dtype=torch.bfloat16)
-    dst = torch.empty_like(src)
-    copy_gbps = [2 * src.nbytes / us / 1e3 for us in both(lambda: dst.copy_(src))]
+    copy_gbps = copy_both()
     rows = []
-
-    def record(op, N, provider, nbytes, us, err):
-        rows.append(dict(op=op, N=N, provider=provider, err=err, us=us,
-                         pct=[100 * nbytes / t / 1e3 / g for t, g in zip(us, copy_gbps)]))
-        print(json.dumps(rows[-1]), flush=True)
-
     for N in WIDTHS:
         x = torch.randn(ELEMENTS // N, N, device="cuda", dtype=torch.bfloat16)
         for op, eager in REDUCTIONS.items():
             fn, ref = getattr(rooftop, op), eager(x).float()
-            for name, launch in (("library", red.launch), ("r64", one_program_launch(red.launch))):
+            for name, launch in (("two_programs", two_programs_launch(red.launch)), ("library", red.launch)):
                 with patched(red, launch=launch):
                     err = float((fn(x).float() - ref).abs().max() / ref.abs().max())
-                    record(op, N, name, x.nbytes, both(lambda: fn(x)), err)
+                    record_both(rows, copy_gbps, x.nbytes, both(lambda: fn(x)), op=op, N=N, provider=name, err=err)
         (out / "exp-rows-one-program.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows), indent=1))
-    print(f"\ncopy {copy_gbps[0]:.0f} (do_bench) / {copy_gbps[1]:.0f} (graph) GB/s; % of copy do_bench / graph, error")
-    for op in REDUCTIONS:
-        for N in WIDTHS:
-            found = [r for r in rows if r["op"] == op and r["N"] == N]
-            print(f"{op:17s} {N:6d} " + "  ".join(f"{r['provider']} {r['pct'][0]:5.1f}/{r['pct'][1]:5.1f} "
-                                                   f"({r['err']:.1e})" for r in found))
-
+    print_both(rows, copy_gbps, [(op, N) for op in REDUCTIONS for N in WIDTHS])
 
 if __name__ == "__main__":
     main()
