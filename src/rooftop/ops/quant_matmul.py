@@ -100,10 +100,10 @@ launch (the last program of a tile resets it), so a call launches one kernel and
 The last program of a tile to arrive sums the partials in k order (deterministic), adds the bias and
 writes the output.
 On sm_90 the paths in PDL_PATHS (the GEMVs and the tensor-core kernel) launch as programmatic dependents: each
-program waits for the kernel before it to end before it reads or writes anything, then lets the next launch go, so in a chain of calls (q
-/ k / v, gate / up, a CUDA graph of them) the next kernel's programs take the SMs as this one's last ones end (int4
-batch 1 on the H200: 0.7-1.3 us a call, NOTES item 168). The set is read when a call is planned: change it before
-the first call of a shape.
+program waits for the kernel before it to end before it reads or writes anything, then lets the next launch go, so in
+a chain of calls (q / k / v, gate / up, a CUDA graph of them) the next kernel's programs take the SMs as this one's
+last ones end (int4 batch 1 on the H200: 0.7-1.3 us a call, NOTES item 168). The set is read when a call is
+planned: change it before the first call of a shape.
 A repeated eager call (same shapes, strides, dtypes, alignment) replays the launch its first call recorded
 (ops/_support.py `planned`: the output and partials allocated anew, the stream's arrival counters). Calls
 that cannot be recorded (the Gluon kernel's descriptors, dequantize + cuBLAS) keep a plan of the op's own:
