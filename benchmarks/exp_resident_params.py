@@ -11,11 +11,16 @@ Each variant is timed by do_bench (bench_ms, as the results files) and graph rep
 against the eager reference beside, as % of a same-run bf16 copy of 2^27 elements timed the same way.
 Call b (session 44) ran every case with the quantized ones timed wrongly (their dequantization inside the timing);
 since then the quantized cases run by default, --all for every case.
+Session 45: every variant twice, with the kernel as it is ("name") and as session 44 measured it ("name_membar":
+Membar's partition barrier a chunk before each kept parameter read, NOTES item 286); "l2" the parameters re-read from
+L2, "rows1" kept where x's ring still holds one row (RESIDENT_ROWS 1: LayerNorm in parts of 32768, 4 chunks of 8192,
+w and b take 8 of 14 buffers; add_rms_norm_fp8 at 65536 the weight 8 of the 10 left beside the residual's ring).
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_resident_params.py OUT_DIR [--all]  (prints a table last)
 """
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -29,18 +34,38 @@ from rooftop.ops import norm_sm90
 from rooftop.ops import layer_norm as ln
 from rooftop.ops import rms_norm as rn
 
-RESIDENT = (norm_sm90, dict(RESIDENT_PARAMS=True))
-# op -> (widths, variants: name -> [(module, switches), ..])
+# op -> (widths, variants: name -> {module name: switches}); "sm90" is the norm_sm90 module timed (see main)
 CASES = {
-    "rms_norm_fp8": ((16384, 32768, 49152, 65536, 131072),
-                     {"library": [], "resident": [RESIDENT], "p32k_resident": [RESIDENT, (rn, dict(QUANT_PART_MAX_N=
-                                                                                                        32768))]}),
-    "add_rms_norm_fp8": ((16384, 32768, 65536, 131072), {"library": [], "resident": [RESIDENT]}),
-    "layer_norm": ((65536, 131072, 262144), {"library": [], "p32k": [(ln, dict(GLUON_MAX_N=32768))],
-                                            "p32k_resident": [RESIDENT, (ln, dict(GLUON_MAX_N=32768))]}),
-    "rms_norm": ((131072, 262144), {"library": [], "p32k": [(rn, dict(GLUON_MAX_N=32768))],
-                                    "p32k_resident": [RESIDENT, (rn, dict(GLUON_MAX_N=32768))]}),
+    "rms_norm_fp8": ((16384, 32768, 65536, 131072), {"library": {}, "l2": {"sm90": dict(RESIDENT_PARAMS=False)}}),
+    "add_rms_norm_fp8": ((65536, 131072), {"library": {}, "rows1": {"sm90": dict(RESIDENT_ROWS=1)}}),
+    "layer_norm": ((65536, 131072, 262144), {"library": {}, "p32k": {"ln": dict(GLUON_MAX_N=32768)},
+                                            "p32k_rows1": {"ln": dict(GLUON_MAX_N=32768),
+                                                           "sm90": dict(RESIDENT_ROWS=1)}}),
+    "rms_norm": ((131072, 262144), {"library": {}, "p32k": {"rn": dict(GLUON_MAX_N=32768)},
+                                    "p32k_rows1": {"rn": dict(GLUON_MAX_N=32768), "sm90": dict(RESIDENT_ROWS=1)}}),
 }
+# the lines item 286 added (barrier_not_needed before each kept read): membar_module builds the kernel without them
+KEPT_READ_MARKS = ("barrier_not_needed(c, LEAN)  # each thread reads back", "barrier_not_needed(c, LEAN)  # (as pass 1",
+                   "barrier_not_needed(c, LEAN)\n                    b = _read_chunk(b_ring")
+
+
+def membar_module(folder: Path):
+    """norm_sm90 as sessions 44 measured it (NOTES item 286): its source without the marks before the kept
+    parameters' reads, so that Membar's partition barrier a chunk stays; imported from `folder`."""
+    source = Path(norm_sm90.__file__).read_text()
+    for mark in KEPT_READ_MARKS:
+        if source.count(mark) != 1:
+            raise RuntimeError(f"norm_sm90 changed: {mark!r} found {source.count(mark)} times")
+        at = source.index(mark)
+        line_start = source.rindex("\n", 0, at) + 1
+        source = source[:line_start] + source[source.index("\n", at) + 1:]  # drops the mark's whole line
+    path = folder / "norm_sm90_membar.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("rooftop.ops.norm_sm90_membar", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def calls(op: str, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, res: torch.Tensor):
@@ -65,6 +90,7 @@ def main() -> None:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
     cases = CASES if "--all" in sys.argv else {op: CASES[op] for op in ("rms_norm_fp8", "add_rms_norm_fp8")}
+    kernels = {"": norm_sm90, "_membar": membar_module(out)}
     copy_gbps = copy_both()
     rows = []
     for op, (widths, variants) in cases.items():
@@ -76,14 +102,18 @@ def main() -> None:
             call, reference, nbytes = calls(op, x, w, b, res)
             ref = reference()
             for name, switches in variants.items():
-                with contextlib.ExitStack() as stack:
-                    for module, values in switches:
-                        stack.enter_context(patched(module, **values))
-                    y = call()
-                    if isinstance(y, tuple):  # quantized: (q, scale[, h]), dequantized to compare
-                        y = y[0].double() * y[1].double()
-                    err = float((y.double() - ref).abs().max() / ref.abs().max())
-                    record_both(rows, copy_gbps, nbytes, both(call), op=op, N=N, provider=name, err=err)
+                for suffix, sm90 in kernels.items():
+                    modules = dict(rn=rn, ln=ln, sm90=sm90)
+                    with contextlib.ExitStack() as stack:
+                        stack.enter_context(patched(rn, norm_sm90=sm90))
+                        stack.enter_context(patched(ln, norm_sm90=sm90))
+                        for module, values in switches.items():
+                            stack.enter_context(patched(modules[module], **values))
+                        y = call()
+                        if isinstance(y, tuple):  # quantized: (q, scale[, h]), dequantized to compare
+                            y = y[0].double() * y[1].double()
+                        err = float((y.double() - ref).abs().max() / ref.abs().max())
+                        record_both(rows, copy_gbps, nbytes, both(call), op=op, N=N, provider=name + suffix, err=err)
             del x, res
             torch.cuda.empty_cache()
         (out / "exp-resident-params.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows), indent=1))

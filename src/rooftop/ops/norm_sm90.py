@@ -267,6 +267,7 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
                 if QUANT:  # y = rstd * h (offset + w): its largest magnitude is rstd * max|h (offset + w)|
                     if HAS_W:  # pass 1 takes the weight's loads a chunk ahead too, pass 2 goes on from chunk 0
                         if RESIDENT:
+                            barrier_not_needed(c, LEAN)  # each thread reads back what it wrote (_keep_params)
                             w = _read_chunk(w_ring, c, chunk_layout)
                         else:
                             w = _widen(w_next, chunk_layout)
@@ -305,12 +306,14 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
             nxt = ((c + 1) % CHUNKS) * CHUNK  # the last chunk prefetches the next row's first
             if HAS_W:
                 if RESIDENT:
+                    barrier_not_needed(c, LEAN)  # (as pass 1's)
                     w = _read_chunk(w_ring, c, chunk_layout)
                 else:
                     w = _widen(w_next, chunk_layout)
                     w_next = _load_params(w_ptr, nxt, N, GROUPS, EVEN, chunk_layout)
             if HAS_B:
                 if RESIDENT:
+                    barrier_not_needed(c, LEAN)
                     b = _read_chunk(b_ring, c, chunk_layout)
                 else:
                     b = _widen(b_next, chunk_layout)
@@ -528,7 +531,7 @@ def norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optiona
     key = (x.device.index, x.dtype, *x.shape, x.stride(0), y.stride(0), layer, programs, chunk, buffers, parts,
            None if residual is None else (residual.stride(0), h.stride(0), res_stages),
            None if weight is None else weight.dtype, None if bias is None else bias.dtype, y.dtype, quant,
-           softmax_sm90.LEAN_BARRIERS, RESIDENT_PARAMS)
+           softmax_sm90.LEAN_BARRIERS, RESIDENT_PARAMS, RESIDENT_ROWS)
     plan = _plans.get(key)
     if plan is None:
         if len(_plans) > 4096:  # shapes that vary without end
