@@ -531,7 +531,7 @@ def norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optiona
     key = (x.device.index, x.dtype, *x.shape, x.stride(0), y.stride(0), layer, programs, chunk, buffers, parts,
            None if residual is None else (residual.stride(0), h.stride(0), res_stages),
            None if weight is None else weight.dtype, None if bias is None else bias.dtype, y.dtype, quant,
-           softmax_sm90.LEAN_BARRIERS, RESIDENT_PARAMS, RESIDENT_ROWS)
+           softmax_sm90.LEAN_BARRIERS, RESIDENT_PARAMS, RESIDENT_ROWS, CONSUMER_WARPS)
     plan = _plans.get(key)
     if plan is None:
         if len(_plans) > 4096:  # shapes that vary without end
