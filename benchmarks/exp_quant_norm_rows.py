@@ -11,7 +11,10 @@ Call f: "gluon_all" (the Gluon kernel from 512) and "onchip_wide" (on chip to 32
 Session 45: the Gluon kernel's consumer partitions of 8 warps ("w8", norm_sm90.CONSUMER_WARPS; 4 in the library):
 quantizing rows without a residual run 85-87% of copy at 8192-32768 on 8 consumer warps an SM (~12 instructions an
 element); past 32768 also whole parts of 65536 on 8 warps ("w8_p64k"; session 12's item 96: 85.1 at 64K with a
-residual). Timed as exp_resident_params.py times (do_bench and graph replay, % of a same-run copy, error beside).
+residual). Call b (logs/h200-2026-12-04-s45/call-b): "w8" level or lower everywhere (rms_norm_fp8 88.5-90.3 / 87.7-89.1
+at 8192-32768), "w8_p64k" 84.5 against 77.2 at 65536, 70-73 against 77 (graph) past. Wired: rows without a residual
+whole to rms_norm.QUANT_WHOLE_MAX_N, on QUANT_WIDE_WARPS warps past QUANT_PART_MAX_N. Now at 40960-65536 the library
+against whole rows on 4 warps ("w4_whole") and parts of 32768 on 4 ("parts32k", session 44's library). Timed as exp_resident_params.py times (do_bench and graph replay, % of a same-run copy, error beside).
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_quant_norm_rows.py OUT_DIR  (prints a table last)
 """
 from __future__ import annotations
@@ -25,14 +28,12 @@ import torch
 
 from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, record_both
 from exp_resident_params import calls
-from rooftop.ops import norm_sm90
 from rooftop.ops import rms_norm as rn
 
-W8 = (norm_sm90, dict(CONSUMER_WARPS=8))
-# width -> variants: name -> [(module, switches), ..]; rms_norm_fp8 at every width, add_rms_norm_fp8 from 16384
-WIDTHS = {N: {"library": [], "w8": [W8]} for N in (8192, 16384, 32768)} | {
-    N: {"library": [], "w8": [W8], "w8_p64k": [W8, (rn, dict(QUANT_PART_MAX_N=65536))]} for N in (65536, 131072, 262144)}
-OPS = {"rms_norm_fp8": tuple(WIDTHS), "add_rms_norm_fp8": (16384, 32768, 65536, 131072)}
+# width -> variants: name -> [(module, switches), ..]; rms_norm_fp8 at every width, add_rms_norm_fp8 at 65536
+WHOLE = {"library": [], "w4_whole": [(rn, dict(QUANT_WIDE_WARPS=4))], "parts32k": [(rn, dict(QUANT_WHOLE_MAX_N=32768))]}
+WIDTHS = {N: WHOLE for N in (40960, 49152, 57344, 65536)} | {N: {"library": []} for N in (131072, 262144)}
+OPS = {"rms_norm_fp8": tuple(WIDTHS), "add_rms_norm_fp8": (65536,)}
 
 
 def main() -> None:

@@ -571,7 +571,12 @@ def test_gpu_gluon_dispatch(monkeypatch):
     w = torch.empty(65536, device="cuda", dtype=torch.bfloat16)
     q = torch.empty(M, 65536, device="cuda", dtype=torch.float8_e4m3fn)
     assert rms_norm_mod.gluon_parts(wide, None, w, q, None, "fp8") == 1
-    assert rms_norm_mod.gluon_parts(wide.contiguous(), None, w, q, None, "fp8") == 2
+    # contiguous: whole rows to QUANT_WHOLE_MAX_N without a residual, parts of QUANT_PART_MAX_N with one
+    assert rms_norm_mod.gluon_parts(wide.contiguous(), None, w, q, None, "fp8") == 1
+    assert rms_norm_mod.gluon_parts(wide.contiguous(), wide.contiguous(), w, q, torch.empty_like(wide), "fp8") == 2
+    wider = torch.empty(M, 131072, device="cuda", dtype=torch.bfloat16)
+    assert rms_norm_mod.gluon_parts(wider, None, torch.empty(131072, device="cuda", dtype=torch.bfloat16),
+                                    torch.empty_like(wider, dtype=torch.float8_e4m3fn), None, "fp8") == 4
     assert not takes((M, 32772))  # N not a multiple of 8: no TMA descriptor
     assert not takes((M, 65536), torch.float32)
     assert not takes((M - 1, 65536))  # fewer than 2 rows per SM
@@ -583,13 +588,16 @@ def test_gpu_gluon_dispatch(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("quant", ["fp8", "int8"])
 @pytest.mark.parametrize("weight", ["weight", "fp32 gemma offset", "none"])
-@pytest.mark.parametrize("N, parts", [(16384, 1), (32776, 1), (65536, 2), (131072, 4), (1 << 20, 32)])
+@pytest.mark.parametrize("N, parts", [(16384, 1), (32776, 1), (57344, 2), (65536, 2), (131072, 4), (1 << 20, 32)])
 @pytest.mark.parametrize("residual", [False, True])
 def test_gpu_gluon_quantized(quant, weight, N, parts, residual, monkeypatch):
-    """Quantizing rows on the Gluon path (rows in parts past QUANT_PART_MAX_N, with a residual too): the scale of each
-    whole row, y / scale rounded as the format does, the new residual bit for bit; row 1's largest value sits in
-    its last part."""
+    """Quantizing rows on the Gluon path (rows in parts past QUANT_PART_MAX_N with a residual, past QUANT_WHOLE_MAX_N
+    without one, whole rows there on consumers of QUANT_WIDE_WARPS warps): the scale of each whole row, y / scale
+    rounded as the format does, the new residual bit for bit; row 1's largest value sits in its last part."""
+    from rooftop.ops import norm_sm90
     skip_unless_sm90()
+    if not residual and N <= rms_norm_mod.QUANT_WHOLE_MAX_N:
+        parts = 1
     M = rows_in_parts(parts) if parts > 1 else norm_gluon_rows()
     x, res, w = _inputs((M, N), torch.bfloat16, "cuda", torch.float32 if "fp32" in weight else None)
     w, offset = {"weight": (w, 0.0), "fp32 gemma offset": (w - 1.0, 1.0), "none": (None, 0.0)}[weight]
@@ -597,7 +605,12 @@ def test_gpu_gluon_quantized(quant, weight, N, parts, residual, monkeypatch):
     res = res if residual else None
     q_dtype = rms_norm_mod.QUANT_FORMATS[quant][0]
     assert rms_norm_mod.gluon_parts(x, res, w, torch.empty_like(x, dtype=q_dtype), res, quant) == parts
+    warps = []
+    real = norm_sm90.norm_rows
+    monkeypatch.setattr(norm_sm90, "norm_rows", lambda *a, **k: warps.append(k.get("warps")) or real(*a, **k))
     out = run_norm_gluon(monkeypatch, lambda: rooftop.rms_norm(x, w, 1e-6, residual=res, offset=offset, quant=quant))
+    wide = parts == 1 and N > rms_norm_mod.QUANT_PART_MAX_N
+    assert warps == [rms_norm_mod.QUANT_WIDE_WARPS if wide else None]
     if residual:
         q, scale, r = out
         assert torch.equal(r, (x.float() + res.float()).bfloat16())

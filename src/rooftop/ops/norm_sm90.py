@@ -115,7 +115,7 @@ CONSUMERS = 2  # consumer partitions taking rows in turn
 # bf16, GPU time, % of copy (logs/h200-2026-12-01-s12/exp-row-parts-norms.log), add_layer_norm split-words / parts:
 # 83.5 / 78.9 at 131072, 83.3 / 77.9 at 262144, 65.9 / 75.5 at 1048576.
 PARTS_RESIDUAL_MIN_N = 262144
-CONSUMER_WARPS = 4
+CONSUMER_WARPS = 4  # a consumer partition's warps, unless norm_rows is asked for others
 # The weight and bias (16-bit) kept in shared memory, a buffer a chunk taken from the ring, where x's ring still holds
 # two rows (RESIDENT_ROWS): read from L2 once a program, not once (quantizing: twice) a row (resident_params). H200,
 # bf16, M * N = 2^27, % of a same-run copy by do_bench, L2 / kept (logs/h200-2026-12-04-s44/call-c,
@@ -476,7 +476,7 @@ class _Plan:
     __slots__ = ("sizes", "launch", "rows")
 
     def __init__(self, x, residual, weight, bias, y, h, layer: bool, programs: int, chunk: int, buffers: int,
-                 res_stages: int, parts: int, quant: tuple[int, float]):
+                 res_stages: int, parts: int, quant: tuple[int, float], warps: int):
         M, N = x.shape
         rows = [x, x if residual is None else residual]  # the kernel's two descriptors (x's twice without one)
         # whole chunks of contiguous rows: one box a chunk
@@ -490,10 +490,10 @@ class _Plan:
         constexprs = dict(LAYER=layer, HAS_RES=residual is not None, HAS_W=weight is not None, HAS_B=bias is not None,
                           EVEN=N % chunk == 0, FLAT=flat, CHUNK=chunk, CHUNKS=cdiv(N, chunk),
                           X_STAGES=buffers - r_stages - kept, R_STAGES=r_stages, PARTS=parts, QUANT=quant[0],
-                          QMAX=quant[1], CONSUMER_REGS=consumer_regs(CONSUMERS, CONSUMER_WARPS),
+                          QMAX=quant[1], CONSUMER_REGS=consumer_regs(CONSUMERS, warps),
                           LOADER_REGS=LOADER_REGS, LEAN=softmax_sm90.LEAN_BARRIERS, RESIDENT=kept > 0)
         self.launch = GluonLaunch(_norm_kernel, (min(programs, M),), [(*v, box, RING_LAYOUT) for v in views],
-                                  constexprs, x.device.index, CONSUMER_WARPS)
+                                  constexprs, x.device.index, warps)
 
     def __call__(self, x, residual, weight, bias, y, h, scale, eps: float, offset: float) -> None:
         # absent tensors: x's descriptor twice, y for h, x for the weight, bias and scale, y for the exchange's
@@ -514,14 +514,17 @@ _plans: dict[tuple, _Plan] = {}
 def norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
               bias: Optional[torch.Tensor], y: torch.Tensor, h: Optional[torch.Tensor], eps: float, offset: float,
               layer: bool, programs: int, rings: Optional[tuple[int, int, int]] = None, parts: int = 1,
-              scale: Optional[torch.Tensor] = None, quant: tuple[int, float] = (0, 1.0)) -> None:
+              scale: Optional[torch.Tensor] = None, quant: tuple[int, float] = (0, 1.0),
+              warps: Optional[int] = None) -> None:
     """LayerNorm (layer) or RMSNorm (offset: rms_norm's) of each row of the [M, N] view x, or of
     h <- x + residual, into y; `programs` persistent programs (one per SM); supports(...) must hold. y may
     alias x and h the residual (the in-place ops). rings: (chunk, buffers, residual's buffers), config()'s when
     None (the experiment, benchmarks/exp_gluon_norms.py, varies them). parts > 1: contiguous rows (x, y, and the
     residual and h) split into `parts` parts, each a program's, that merge their statistics (part_views); programs
     is then rounded down to a multiple of parts. quant (RMSNorm: rms_norm.QUANT_FORMATS' id and QMAX of y's
-    1-byte dtype): each row's scale into scale [M] (fp32) and y / scale into y."""
+    1-byte dtype): each row's scale into scale [M] (fp32) and y / scale into y. warps: each consumer partition's
+    (CONSUMER_WARPS when None)."""
+    warps = warps or CONSUMER_WARPS
     if parts > 1:
         if programs < parts:
             raise ValueError(f"parts={parts}: at least as many programs, not {programs}")
@@ -531,11 +534,11 @@ def norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optiona
     key = (x.device.index, x.dtype, *x.shape, x.stride(0), y.stride(0), layer, programs, chunk, buffers, parts,
            None if residual is None else (residual.stride(0), h.stride(0), res_stages),
            None if weight is None else weight.dtype, None if bias is None else bias.dtype, y.dtype, quant,
-           softmax_sm90.LEAN_BARRIERS, RESIDENT_PARAMS, RESIDENT_ROWS, CONSUMER_WARPS)
+           softmax_sm90.LEAN_BARRIERS, RESIDENT_PARAMS, RESIDENT_ROWS, warps)
     plan = _plans.get(key)
     if plan is None:
         if len(_plans) > 4096:  # shapes that vary without end
             _plans.clear()
         plan = _plans[key] = _Plan(x, residual, weight, bias, y, h, layer, programs, chunk, buffers, res_stages, parts,
-                                   quant)
+                                   quant, warps)
     plan(x, residual, weight, bias, y, h, scale, eps, offset)

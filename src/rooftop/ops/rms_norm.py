@@ -23,7 +23,8 @@ is known after pass 1 of the looped path too: quantizing costs no extra pass.
 
 Which path runs (N = row width in elements):
 - Gluon (sm_90 GPUs, GLUON_MIN_N < N <= GLUON_MAX_N but N != TRITON_RES_N with a residual; with quant
-  QUANT_GLUON_MIN_N < N (without a residual 4096, with one 8192), past QUANT_PART_MAX_N in parts where they can be;
+  QUANT_GLUON_MIN_N < N (without a residual 4096, with one 8192), past QUANT_PART_MAX_N in parts where they can be
+  (without a residual past QUANT_WHOLE_MAX_N; whole rows past QUANT_PART_MAX_N on consumers of QUANT_WIDE_WARPS warps);
   at least 2 rows per SM, 16-bit x, y in x's dtype or quantized, the rows and weight as norm_sm90.supports takes
   them): ops/norm_sm90.py, a persistent program per SM whose TMA loader streams the rows (and the residual) into
   shared memory, where the row stays for pass 2: x (and residual) read from HBM once, y (and r) written once; w
@@ -125,6 +126,11 @@ GLUON_MIN_N, GLUON_MAX_N = 16384, 65536
 # 16384, 92.8 at 8192. Without a residual (logs/h200-2026-12-04-s44/call-e, the on-chip kernel's statistics in one
 # phase, % of copy by do_bench, on chip / Gluon): 92.0 / 86.0 at 4096, 84.9 / 88.2 at 8192; with one 96.4 / 93.5.
 QUANT_GLUON_MIN_N, QUANT_PART_MAX_N = (4096, 8192), 32768
+# Without a residual, quantizing rows stay whole up to QUANT_WHOLE_MAX_N, on consumer partitions of QUANT_WIDE_WARPS
+# warps past QUANT_PART_MAX_N: H200, % of a same-run copy by do_bench / graph replay (logs/h200-2026-12-04-s45/call-b,
+# benchmarks/exp_quant_norm_rows.py) at 65536: parts of 32768 on 4 warps 77.2 / 77.4, whole rows on 8 warps 84.5 /
+# 84.7 (on 4, session 44's call f: 78.6); at 131072 / 262144 parts of 65536 on 8 warps 70-73 against 77 (graph).
+QUANT_WHOLE_MAX_N, QUANT_WIDE_WARPS = 65536, 8
 TRITON_RES_N = 32768
 GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
 # The reload kernel's widths (exclusive, inclusive), after torch.compile's kernel for this norm (95.5% of copy at
@@ -383,7 +389,7 @@ def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optio
     low = QUANT_GLUON_MIN_N[residual is not None] if quant else GLUON_MIN_N
     if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > low and is_sm90(x.device.index)):
         return 0
-    if N > GLUON_MAX_N or (quant and N > QUANT_PART_MAX_N):
+    if N > GLUON_MAX_N or (quant and N > (QUANT_PART_MAX_N if residual is not None else QUANT_WHOLE_MAX_N)):
         parts = norm_sm90.row_parts(x, residual, weight, None, y, r, False, QUANT_PART_MAX_N if quant else GLUON_MAX_N)
         if parts or N > GLUON_MAX_N:
             return parts
@@ -412,8 +418,10 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
     parts = gluon_parts(x, residual, weight, y, r, quant)
     _, quant_id, qmax = QUANT_FORMATS[quant] if quant else (None, 0, 1.0)
     if parts:
+        # (with a residual 8 warps spill: 24 bytes a thread, offline sm_90)
+        wide = quant is not None and residual is None and parts == 1 and N > QUANT_PART_MAX_N
         norm_sm90.norm_rows(x, residual, weight, None, y, r, eps, offset, False, num_sms(x.device.index), parts=parts,
-                            scale=scale, quant=(quant_id, qmax))
+                            scale=scale, quant=(quant_id, qmax), warps=QUANT_WIDE_WARPS if wide else None)
         return
     has_res = residual is not None
     args = (x, residual if has_res else x, weight if weight is not None else x, y, r if has_res else y,
