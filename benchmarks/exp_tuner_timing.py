@@ -13,7 +13,7 @@ fastest by truth and each timing's pick with its truth time; writes OUT/exp-tune
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_tuner_timing.py OUT [--ms 1,8,16] [--budget 400] [--only-mma]
        [--bits 8] [--min-steps 16,64] [--max-split 1000]  (GEMV candidates with other splits of K too)
        [--shapes 28672x8192,14336x4096] [--gemv-variants] [--where X_ASM,SLICES] [--gluon-min-m 5]
-       ... exp_tuner_timing.py --ncu-target M  (under ncu: the mma GEMV's first candidate at M x 28672 x 8192)"""
+       ... exp_tuner_timing.py --ncu-target M [--ncu-warps W]  (under ncu: the mma GEMV at M x 28672 x 8192)"""
 import argparse
 import json
 import statistics
@@ -65,10 +65,12 @@ def read_flush_ms(fn, warmup: int = 5, reps: int = 50) -> float:
     return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
 
 
-def ncu_target(M: int) -> None:
-    """Three launches of the mma GEMV's first candidate at M x 28672 x 8192, for Nsight Compute."""
+def ncu_target(M: int, warps: int = 0) -> None:
+    """Three launches of the mma GEMV's first candidate (or, warps > 0, the MMA_VARIANTS one of that many warps) at
+    M x 28672 x 8192, for Nsight Compute."""
     x, qw, w = qm._make_inputs(4)((M, 28672, 8192), torch.bfloat16, "cuda")
-    config = qm._mma(qm.MMA_CONFIGS[8 if M <= 8 else 16][0], M)
+    table = qm.MMA_CONFIGS if not warps else MMA_VARIANTS
+    config = qm._mma(next(v for v in table[8 if M <= 8 else 16] if not warps or v[0] == warps), M)
     for _ in range(3):
         qm._run_config(config, x, qw.packed, qw.scales, qw.zeros, None, 28672, 4, 128)
     torch.cuda.synchronize()
@@ -78,6 +80,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("out", nargs="?")
     parser.add_argument("--ncu-target", type=int, metavar="M", help="only launch the mma GEMV at M x 28672 x 8192")
+    parser.add_argument("--ncu-warps", type=int, default=0, help="with --ncu-target: MMA_VARIANTS' variant of this "
+                        "many warps")
     parser.add_argument("--ms", default="1,8,16")
     parser.add_argument("--budget", type=float, default=400.0)
     parser.add_argument("--only-mma", action="store_true", help="the library's default and the mma variants only")
@@ -96,7 +100,7 @@ def main():
     if args.gluon_min_m:
         qm.GLUON_MIN_M = args.gluon_min_m
     if args.ncu_target:
-        return ncu_target(args.ncu_target)
+        return ncu_target(args.ncu_target, args.ncu_warps)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     rows, start, summary = [], time.time(), []
