@@ -14,7 +14,10 @@ element); past 32768 also whole parts of 65536 on 8 warps ("w8_p64k"; session 12
 residual). Call b (logs/h200-2026-12-04-s45/call-b): "w8" level or lower everywhere (rms_norm_fp8 88.5-90.3 / 87.7-89.1
 at 8192-32768), "w8_p64k" 84.5 against 77.2 at 65536, 70-73 against 77 (graph) past. Wired: rows without a residual
 whole to rms_norm.QUANT_WHOLE_MAX_N, on QUANT_WIDE_WARPS warps past QUANT_PART_MAX_N. Now at 40960-65536 the library
-against whole rows on 4 warps ("w4_whole") and parts of 32768 on 4 ("parts32k", session 44's library). Timed as exp_resident_params.py times (do_bench and graph replay, % of a same-run copy, error beside).
+against whole rows on 4 warps ("w4_whole") and parts of 32768 on 4 ("parts32k", session 44's library). Call c: library
+/ w4_whole / parts32k 84.2 / 81.9 / 67.4 at 40960, 85.2 / 80.7 / 71.6 at 49152, 85.4 / 81.3 / 72.4 at 57344, 84.6 /
+79.0 / 76.1 at 65536 (do_bench). Timed as exp_resident_params.py times (do_bench and graph replay, % of a same-run
+copy, error beside).
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_quant_norm_rows.py OUT_DIR  (prints a table last)
 """
 from __future__ import annotations

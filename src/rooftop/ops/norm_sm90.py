@@ -123,8 +123,10 @@ CONSUMER_WARPS = 4  # a consumer partition's warps, unless norm_rows is asked fo
 # rms_norm quantized to fp8 82.8 / 88.8 at 16384, 82.2 / 87.8 at 32768, 67.6 / 71.7 at 49152, 70.5 / 77.1 at 65536,
 # 70.2 / 75.7 at 131072 (parts of 32768); with a residual, where x's ring kept only 6 buffers for rows of 4 chunks,
 # 90.1 / 80.1 at 65536 and 90.8 / 78.1 at 131072, level at 16384-32768; LayerNorm in parts of 32768 (call b) 77.6 /
-# 65.8 at 65536 (ring of 6): the ring's depth matters more than the parameters' L2 traffic, hence two rows. (These
-# kept reads carry the partition barrier a chunk that Membar puts before them: NOTES item 286, branch resident-lean.)
+# 65.8 at 65536 (ring of 6): the ring's depth matters more than the parameters' L2 traffic, hence two rows. Those
+# kept reads carried a partition barrier a chunk (Membar's; barrier_not_needed drops it since session 45): without it
+# (logs/h200-2026-12-04-s45/call-a) level within 1.2 points in every case (LayerNorm in parts kept on a ring of 6
+# 64.9-67.3 against 63.7-66.1).
 RESIDENT_PARAMS = True
 RESIDENT_ROWS = 2  # the rows x's ring must still hold beside kept parameters
 
@@ -165,7 +167,7 @@ def _keep_params(ptr, ring, N, GROUPS: gl.constexpr, EVEN: gl.constexpr, CHUNKS:
                  chunk_layout: gl.constexpr):
     """The program's weight (or bias) columns into `ring`, chunk c into buffer c, each thread's vectors where
     _read_chunk reads them back in the same thread: both consumer partitions write the same values to the same
-    places and read only what they wrote themselves (no barrier needed, though Membar puts one before the reads)."""
+    places and read only what they wrote themselves (no barrier needed: the reads drop the one Membar puts there)."""
     flat_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     for c in gl.static_range(CHUNKS):
         v = _load_params(ptr, c * GROUPS * VEC, N, GROUPS, EVEN, chunk_layout)

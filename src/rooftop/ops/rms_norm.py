@@ -130,6 +130,8 @@ QUANT_GLUON_MIN_N, QUANT_PART_MAX_N = (4096, 8192), 32768
 # warps past QUANT_PART_MAX_N: H200, % of a same-run copy by do_bench / graph replay (logs/h200-2026-12-04-s45/call-b,
 # benchmarks/exp_quant_norm_rows.py) at 65536: parts of 32768 on 4 warps 77.2 / 77.4, whole rows on 8 warps 84.5 /
 # 84.7 (on 4, session 44's call f: 78.6); at 131072 / 262144 parts of 65536 on 8 warps 70-73 against 77 (graph).
+# Call c, by do_bench, this / whole rows on 4 warps / parts of 32768: 84.2 / 81.9 / 67.4 at 40960, 85.2 / 80.7 / 71.6 at
+# 49152, 84.6 / 79.0 / 76.1 at 65536; with a residual 8 warps lost (85.7 against 91.0 at 65536).
 QUANT_WHOLE_MAX_N, QUANT_WIDE_WARPS = 65536, 8
 TRITON_RES_N = 32768
 GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
