@@ -621,6 +621,24 @@ def test_gpu_gluon_quantized(quant, weight, N, parts, residual, monkeypatch):
     _assert_quantized(q, scale, y_ref, quant)
 
 
+def test_quantized_rows_feed_the_fp8_gemm(device):
+    """rms_norm(quant="fp8")'s (q, scale) are matmul_fp8's a and per-row a_scale as they come: the norm's rows times an
+    fp8 weight with per-output-channel scales match the unquantized product to fp8's precision (both operands
+    rounded to e4m3: ~5% RMS), with and without a residual."""
+    from rooftop.ops.matmul import matmul_fp8
+    M, K, N = 24, 256, 48
+    x, res, w = _inputs((M, K), torch.bfloat16, device)
+    weight = torch.randn(N, K, device=device)
+    w_scale = weight.abs().amax(1) / 448.0
+    w8 = (weight / w_scale[:, None]).to(torch.float8_e4m3fn)
+    for residual in (None, res):
+        q, scale = rooftop.rms_norm(x, w, 1e-6, residual=residual, quant="fp8")[:2]
+        h = x if residual is None else (x.float() + residual.float()).bfloat16()
+        out = matmul_fp8(q, w8.t(), scale, w_scale)
+        assert out.dtype == torch.bfloat16 and out.shape == (M, N)
+        assert rel_err(out, rms_norm_reference(h, w, 1e-6).double() @ weight.double().t()) < 0.1
+
+
 @pytest.mark.parametrize("name", ["rms_norm_fp8", "add_rms_norm_fp8"])
 def test_registry_quantized(name, device):
     """The quantized norms in the benchmark registry: bytes of a 1-byte y and a scale a row; rooftop, eager and the
