@@ -185,7 +185,7 @@ def test_reload_kernel_matches_reference(N, dtype, log, device, monkeypatch):
 
 def test_gluon_path_never_on_the_cpu(device):
     x = torch.randn(20, 32768, dtype=torch.bfloat16)
-    assert not softmax_mod.uses_gluon(x, torch.empty_like(x))
+    assert not softmax_mod.uses_gluon(x, torch.empty_like(x), False)
 
 
 def test_gluon_rows_past_the_ring_are_opt_in_and_checked():
@@ -308,8 +308,9 @@ def test_gpu_gluon_whole_rows_past_the_ring(N, monkeypatch):
     ROOFTOP_SPLIT_ROWS=0): one consumer, the head re-read."""
     _sm90()
     monkeypatch.setattr(softmax_mod, "PART_MAX_N", 1 << 40)
+    monkeypatch.setattr(softmax_mod, "EXP_PART_MAX_N", 1 << 40)
     x = torch.randn(_gluon_rows(), N, device="cuda", dtype=torch.bfloat16) * 4
-    assert softmax_mod.gluon_parts(x, torch.empty_like(x)) == 1
+    assert softmax_mod.gluon_parts(x, torch.empty_like(x), False) == softmax_mod.gluon_parts(x, x, True) == 1
     for log in (False, True):
         out = _run_gluon(monkeypatch, x, log)
         ref = torch.log_softmax(x.float(), -1) if log else torch.softmax(x.float(), -1)
@@ -318,17 +319,23 @@ def test_gpu_gluon_whole_rows_past_the_ring(N, monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("log", [False, True])
-@pytest.mark.parametrize("N, parts", [(131072, 2), (262144, 4), (196608, 4), (1048576, 16)])
-def test_gpu_gluon_rows_in_parts(N, parts, log, monkeypatch):
-    """Contiguous rows past the ring are split into parts of at most PART_MAX_N, each a program's, which
-    merge their (max, sum) pairs through global memory: the result matches torch, does not depend on which
-    part arrives last (bit-equal on a second run), and the rows' counters are left at zero."""
+@pytest.mark.parametrize("N, log_parts, parts", [(131072, 2, 4), (262144, 4, 8), (196608, 4, 8), (1048576, 16, 32)])
+def test_gpu_gluon_rows_in_parts(N, log_parts, parts, log, monkeypatch):
+    """Contiguous rows past the ring are split into parts of at most PART_MAX_N (log_softmax; softmax's of at most
+    EXP_PART_MAX_N on EXP_PART_WARPS-warp consumers), each a program's, which merge their (max, sum) pairs through
+    global memory: the result matches torch, does not depend on which part arrives last (bit-equal on a second
+    run), and the rows' counters are left at zero."""
     _sm90()
+    parts = log_parts if log else parts
     M = rows_in_parts(parts)
     x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16) * 4
     x[1, N // parts:] = -float("inf")  # a row with all its mass in the first part
-    assert softmax_mod.gluon_parts(x, torch.empty_like(x)) == parts
+    assert softmax_mod.gluon_parts(x, torch.empty_like(x), log) == parts
+    warps = []
+    real = softmax_sm90.softmax_rows
+    monkeypatch.setattr(softmax_sm90, "softmax_rows", lambda *a, **k: warps.append(k.get("warps")) or real(*a, **k))
     out = _run_gluon(monkeypatch, x, log)
+    assert warps == [None if log else softmax_mod.EXP_PART_WARPS]
     ref = torch.log_softmax(x.float(), -1) if log else torch.softmax(x.float(), -1)
     finite = torch.isfinite(ref)
     assert torch.equal(torch.isfinite(out), finite) and rel_err(out[finite], ref[finite]) < TOL[torch.bfloat16]
@@ -349,7 +356,7 @@ def test_gpu_gluon_strided_rows(N, monkeypatch):
         ref = torch.log_softmax(x.float(), -1) if log else torch.softmax(x.float(), -1)
         assert rel_err(out, ref) < TOL[torch.bfloat16]
     unaligned = wide[:, 4:4 + N]
-    assert not softmax_mod.uses_gluon(unaligned, torch.empty_like(unaligned))
+    assert not softmax_mod.uses_gluon(unaligned, torch.empty_like(unaligned), False)
     assert rel_err(rooftop.softmax(unaligned), torch.softmax(unaligned.float(), -1)) < TOL[torch.bfloat16]
 
 
@@ -360,12 +367,12 @@ def test_gpu_gluon_dispatch(monkeypatch):
     _sm90()
     M = _gluon_rows()
     x = torch.empty(M, 32768, device="cuda", dtype=torch.bfloat16)
-    assert softmax_mod.reload_applies(x, x) and not softmax_mod.uses_gluon(x, x)  # the reload kernel's
+    assert softmax_mod.reload_applies(x, x) and not softmax_mod.uses_gluon(x, x, False)  # the reload kernel's
     _reload_off(monkeypatch)
 
     def takes(shape, dtype=torch.bfloat16):
         x = torch.empty(shape, device="cuda", dtype=dtype)
-        return softmax_mod.uses_gluon(x, torch.empty_like(x))
+        return softmax_mod.uses_gluon(x, torch.empty_like(x), False)
 
     assert takes((M, 32768)) and takes((M, 16392), torch.float16) and takes((M, 65536))
     assert takes((M, 106496)) and takes((M, 106496 + 8)) and takes((M, 262144))  # the ring's last; past it

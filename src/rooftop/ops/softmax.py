@@ -16,7 +16,8 @@ Which path runs (N = row width, in elements):
   A row that fits the ring (N <= 106496): two consumer warp groups take rows in turn (one's second pass
   overlaps the other's first), and the second pass reads the row from shared memory. Traffic:
   2 * M * N * itemsize. A wider row, contiguous and a multiple of 8 P wide (gluon_parts): split into P parts
-  of at most PART_MAX_N (a power of two; any N up to 2^20 and past), each a program's as if it were a row, the
+  of at most PART_MAX_N (softmax: EXP_PART_MAX_N, on EXP_PART_WARPS-warp consumers; P a power of two; any N up to
+  2^20 and past), each a program's as if it were a row, the
   parts' (max, sum) pairs merged across programs between the passes (softmax_sm90.exchange_pairs: 8 bytes and
   three atomics a part). Traffic: 2 * M * N * itemsize. Other rows past the ring (N <= GLUON_MAX_N): one
   consumer; the ring keeps the row's tail, and the loader re-reads its head for the second pass right behind
@@ -94,6 +95,11 @@ RELOAD_TILE_BYTES = 16384  # a 16-byte load a thread over 32 warps
 # 58.9 (16 or more parts leave 128 of 132 programs); whole rows (the head re-read; Triton past 262144) 74.6 / 66.5 /
 # 56.1. Results file (do_bench): softmax 76.6 / 75.0% at 131072 / 262144 (was 75.0 / 66.8).
 PART_MAX_N = 65536
+# softmax's parts (not log_softmax's): of at most EXP_PART_MAX_N on consumer partitions of EXP_PART_WARPS warps (its
+# pass 2 takes an exp2 a value). H200, bf16, % of a same-run copy by do_bench / graph replay, parts of 65536 on 4 warps
+# / of 32768 on 8 (logs/h200-2026-12-04-s45/call-f, benchmarks/exp_softmax_part_warps.py): softmax 78.6 / 78.7 against
+# 81.1 / 80.8 at 131072, 77.2 / 77.1 against 80.0 / 79.9 at 262144; log_softmax lost 1-2.5 points on 8 warps.
+EXP_PART_MAX_N, EXP_PART_WARPS = 32768, 8
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -320,17 +326,17 @@ def reload_launch(row_bytes: int, even: bool) -> dict:
     return dict(num_warps=RELOAD_WARPS, **(dict(maxnreg=64) if one_program else {}))
 
 
-def gluon_parts(rows: torch.Tensor, out: torch.Tensor) -> int:
+def gluon_parts(rows: torch.Tensor, out: torch.Tensor, log: bool) -> int:
     """How the Gluon path (softmax_sm90) takes these [M, N] views: 0 not at all, 1 whole rows, P > 1 each row
-    split into P parts of at most PART_MAX_N (rows past the ring, contiguous, N a multiple of 8 P; the parts
-    exchange their statistics, so their programs must all be resident: _support.SPLIT_ROWS_ENABLED); 0 where the
-    reload kernel takes them."""
+    split into P parts of at most PART_MAX_N (softmax: EXP_PART_MAX_N; rows past the ring, contiguous, N a multiple
+    of 8 P; the parts exchange their statistics, so their programs must all be resident:
+    _support.SPLIT_ROWS_ENABLED); 0 where the reload kernel takes them."""
     M, N = rows.shape
     if not (GLUON_ENABLED and rows.is_cuda and not interpreting() and N > GLUON_MIN_N and is_sm90(rows.device.index)
             and softmax_sm90.supports(rows, out, past_ring=True)) or reload_applies(rows, out):
         return 0
     sms = num_sms(rows.device.index)
-    parts = triton.next_power_of_2(cdiv(N, PART_MAX_N))
+    parts = triton.next_power_of_2(cdiv(N, PART_MAX_N if log else EXP_PART_MAX_N))
     if not (N > softmax_sm90.STAGES * softmax_sm90.CHUNK and _support.SPLIT_ROWS_ENABLED and rows.stride(0) == N
             and out.stride(0) == N and N % (8 * parts) == 0 and parts <= sms):
         parts = 1  # whole rows, in the ring or past it (the head re-read)
@@ -339,9 +345,9 @@ def gluon_parts(rows: torch.Tensor, out: torch.Tensor) -> int:
     return parts
 
 
-def uses_gluon(rows: torch.Tensor, out: torch.Tensor) -> bool:
+def uses_gluon(rows: torch.Tensor, out: torch.Tensor, log: bool) -> bool:
     """Whether softmax_rows takes the Gluon path (softmax_sm90) for these [M, N] views."""
-    return gluon_parts(rows, out) > 0
+    return gluon_parts(rows, out, log) > 0
 
 
 def softmax_rows(rows: torch.Tensor, out: torch.Tensor, log: bool) -> None:
@@ -355,9 +361,10 @@ def softmax_rows(rows: torch.Tensor, out: torch.Tensor, log: bool) -> None:
         launch(_softmax_reload_kernel, (M,), rows, out, N, rows.stride(0), out.stride(0), LOG=log, TILE=tile,
                PARTS=cdiv(N, tile), EVEN=even, **reload_launch(N * rows.element_size(), even))
         return
-    parts = gluon_parts(rows, out)
+    parts = gluon_parts(rows, out, log)
     if parts:
-        softmax_sm90.softmax_rows(rows, out, log, num_sms(rows.device.index), parts=parts)
+        softmax_sm90.softmax_rows(rows, out, log, num_sms(rows.device.index), parts=parts,
+                                  warps=EXP_PART_WARPS if parts > 1 and not log else None)
         return
     if N <= ONCHIP_MAX:
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
