@@ -9,13 +9,12 @@ Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_ln_warps.py OUT_DIR  (pri
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import torch
 
-from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, record_both
+from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, record_both, save_both
 from exp_resident_params import calls
 from rooftop.ops import norm_sm90
 
@@ -40,7 +39,7 @@ def main() -> None:
                 record_both(rows, copy_gbps, nbytes, both(call), op=op, N=N, provider=name, err=err)
         del x, ref
         torch.cuda.empty_cache()
-        (out / "exp-ln-warps.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows), indent=1))
+        save_both(out / "exp-ln-warps.json", copy_gbps, rows)
     print_both(rows, copy_gbps, CASES)
 
 

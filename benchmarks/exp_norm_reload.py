@@ -139,6 +139,12 @@ def record_both(rows: list, copy_gbps: list[float], nbytes: int, us: list[float]
     print(json.dumps(rows[-1]), flush=True)
 
 
+def save_both(path, copy_gbps: list[float], rows: list) -> None:
+    """`record_both`'s rows and the copy they are a % of, as JSON at `path` (after each case: a run cut short keeps
+    what it measured)."""
+    path.write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows), indent=1))
+
+
 def print_both(rows: list, copy_gbps: list[float], cases) -> None:
     """The table of `record_both`'s rows: a line per (op, N) of `cases`, each provider's % of copy by do_bench /
     graph replay and its error."""

@@ -23,13 +23,12 @@ Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_quant_norm_rows.py OUT_DI
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from pathlib import Path
 
 import torch
 
-from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, record_both
+from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, record_both, save_both
 from exp_resident_params import calls
 from rooftop.ops import rms_norm as rn
 
@@ -60,7 +59,7 @@ def main() -> None:
                     record_both(rows, copy_gbps, nbytes, both(call), op=op, N=N, provider=name, err=err)
             del x, res, ref
             torch.cuda.empty_cache()
-        (out / "exp-quant-norm-rows.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows), indent=1))
+        save_both(out / "exp-quant-norm-rows.json", copy_gbps, rows)
     print_both(rows, copy_gbps, [(op, N) for op, widths in OPS.items() for N in widths])
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import json
 import sys
 from pathlib import Path
 
@@ -29,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 import rooftop
-from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, record_both
+from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, record_both, save_both
 from rooftop.ops import norm_sm90
 from rooftop.ops import layer_norm as ln
 from rooftop.ops import rms_norm as rn
@@ -116,7 +115,7 @@ def main() -> None:
                         record_both(rows, copy_gbps, nbytes, both(call), op=op, N=N, provider=name + suffix, err=err)
             del x, res
             torch.cuda.empty_cache()
-        (out / "exp-resident-params.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows), indent=1))
+        save_both(out / "exp-resident-params.json", copy_gbps, rows)
     print_both(rows, copy_gbps, [(op, N) for op, (widths, _) in cases.items() for N in widths])
 
 if __name__ == "__main__":

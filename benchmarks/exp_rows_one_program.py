@@ -12,14 +12,13 @@ Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_rows_one_program.py OUT_D
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import torch
 
 import rooftop
-from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, record_both
+from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, record_both, save_both
 from rooftop.ops import reductions as red
 
 WIDTHS = (32768, 49152, 65536)
@@ -49,7 +48,7 @@ def main() -> None:
                 with patched(red, launch=launch):
                     err = float((fn(x).float() - ref).abs().max() / ref.abs().max())
                     record_both(rows, copy_gbps, x.nbytes, both(lambda: fn(x)), op=op, N=N, provider=name, err=err)
-        (out / "exp-rows-one-program.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows), indent=1))
+        save_both(out / "exp-rows-one-program.json", copy_gbps, rows)
     print_both(rows, copy_gbps, [(op, N) for op in REDUCTIONS for N in WIDTHS])
 
 if __name__ == "__main__":

@@ -12,14 +12,13 @@ Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_softmax_part_warps.py OUT
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from pathlib import Path
 
 import torch
 
 import rooftop
-from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, record_both
+from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, record_both, save_both
 from rooftop.ops import softmax as sm
 from rooftop.ops import softmax_sm90
 
@@ -46,7 +45,7 @@ def main() -> None:
                 record_both(rows, copy_gbps, 2 * x.nbytes, both(lambda x=x: fn(x)), op=op, N=N, provider=name, err=err)
         del x, ref
         torch.cuda.empty_cache()
-        (out / "exp-softmax-part-warps.json").write_text(json.dumps(dict(copy_GBps=copy_gbps, rows=rows), indent=1))
+        save_both(out / "exp-softmax-part-warps.json", copy_gbps, rows)
     print_both(rows, copy_gbps, CASES)
 
 
