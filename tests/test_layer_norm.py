@@ -4,7 +4,7 @@ import torch
 from conftest import (HAS_CUDA, TOL, norm_gluon_rows, rel_err, rows_in_parts, run_norm_gluon, skip_unless_sm90,
                       spy_launches)
 from rooftop import registry
-from rooftop.ops import layer_norm as layer_norm_mod
+from rooftop.ops import layer_norm as layer_norm_mod, norm_sm90
 from rooftop.ops.layer_norm import (ONCHIP_MAX, add_layer_norm_reference, fused_add_layer_norm_, layer_norm,
                                     layer_norm_reference, looped_config)
 
@@ -448,8 +448,13 @@ def test_gpu_gluon_matches_reference(N, dtype, residual, rows, monkeypatch):
         assert torch.equal(r, (x.float() + res.float()).to(dtype))
         assert rel_err(r, r_ref) < TOL[dtype]
     else:
+        warps = []
+        real = norm_sm90.norm_rows
+        monkeypatch.setattr(norm_sm90, "norm_rows", lambda *a, **k: warps.append(k.get("warps")) or real(*a, **k))
         y = run_norm_gluon(monkeypatch, lambda: layer_norm(x, w, b, 1e-5))
         y_ref = layer_norm_reference(x, w, b, 1e-5)
+        # whole rows past GLUON_WIDE_MIN_N without a residual on wider consumers
+        assert warps == [layer_norm_mod.GLUON_WIDE_WARPS if N > layer_norm_mod.GLUON_WIDE_MIN_N else None]
     assert y.dtype == dtype and rel_err(y, y_ref) < TOL[dtype]
 
 
@@ -555,7 +560,6 @@ def test_gpu_gluon_resident_params(dtype, N, parts, params, monkeypatch):
     whole rows (whole chunks and not) and parts, each program its part's columns; rows centred 2e4 apart by halves
     and around 1e4."""
     skip_unless_sm90()
-    from rooftop.ops import norm_sm90
     from rooftop.ops.softmax_sm90 import part_views
     monkeypatch.setattr(norm_sm90, "RESIDENT_PARAMS", True)
     monkeypatch.setattr(norm_sm90, "RESIDENT_ROWS", 1)  # kept wherever x's ring holds a row: every case here

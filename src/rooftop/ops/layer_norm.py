@@ -43,7 +43,8 @@ Which path runs (N = row width in elements):
   rows per SM, 16-bit x, the rows, weight and bias as norm_sm90.supports takes them): ops/norm_sm90.py, a
   persistent program per SM whose TMA loader streams the rows (and the residual) into shared memory, where
   the row stays: sum(d) and sum(d^2) as the chunks land (d = x - s, s the first chunk's mean), then y. x (and
-  residual) read from HBM once, y (and r) written once; w and b re-read per row from L2.
+  residual) read from HBM once, y (and r) written once; w and b re-read per row from L2. Whole rows without a
+  residual past GLUON_WIDE_MIN_N on consumer partitions of GLUON_WIDE_WARPS warps.
   Rows past GLUON_MAX_N in parts (norm_sm90.row_parts: contiguous rows a multiple of 8 P wide, without a residual
   or with one past norm_sm90.PARTS_RESIDUAL_MIN_N, at least 2 rows of parts per SM, _support.SPLIT_ROWS_ENABLED):
   each row is P parts of at most GLUON_MAX_N (a power of two), each part a program's row of the same kernel, the
@@ -114,6 +115,11 @@ PROGRAMS_PER_SM = 1
 # N is not a multiple of their tile; with a residual they win at TRITON_RES_N: 92.1 against 90.1. Rows wider
 # than x's ring (norm_sm90) are not taken.
 GLUON_MIN_N, GLUON_MAX_N = 16384, 65536
+# Whole rows without a residual past GLUON_WIDE_MIN_N on consumer partitions of GLUON_WIDE_WARPS warps (offline sm_90:
+# 96 registers, no spills; with a residual or in parts they spill 16-24 bytes). H200, bf16, % of a same-run copy by
+# do_bench / graph replay, 4 / 8 warps (logs/h200-2026-12-04-s45/call-h, benchmarks/exp_ln_warps.py): 86.0 / 86.4
+# against 87.8 / 88.1 at 49152, 86.1 / 85.9 against 87.3 / 87.3 at 57344, 85.3 / 85.1 against 86.2 / 86.7 at 65536.
+GLUON_WIDE_MIN_N, GLUON_WIDE_WARPS = 40960, 8
 TRITON_RES_N = 32768
 GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
 # The Welford kernel's widths (exclusive, inclusive), tile and warps, after torch.compile's looped Welford for this
@@ -530,7 +536,9 @@ def layer_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
         return
     parts = gluon_parts(x, residual, weight, bias, y, r)
     if parts:
-        norm_sm90.norm_rows(x, residual, weight, bias, y, r, eps, 0.0, True, num_sms(x.device.index), parts=parts)
+        wide = parts == 1 and residual is None and N > GLUON_WIDE_MIN_N
+        norm_sm90.norm_rows(x, residual, weight, bias, y, r, eps, 0.0, True, num_sms(x.device.index), parts=parts,
+                            warps=GLUON_WIDE_WARPS if wide else None)
         return
     has_res = residual is not None
     if welford_width(N, has_res, x.element_size()):
