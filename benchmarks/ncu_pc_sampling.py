@@ -13,8 +13,8 @@ Targets (TARGETS, by name):
   28 (session 21). "gemv_m1_mid": the kept M = 1 candidate at 14336 x 4096 (session 24).
 - issues 2 and 3, the wide-row ring kernels (ops/softmax_sm90.py, ops/norm_sm90.py) at M x N = 2^27 bf16:
   "softmax_32768", "softmax_65536", "layer_norm_65536" (86-88 % and 83-85 % of the copy where 90 % is wanted; the
-  last round of rows is not it, NOTES item 129): which wait (the ring's fill, the row statistics' exchange, the
-  stores) holds the consumers.
+  last round of rows is not it, NOTES item 129), "softmax_131072" (rows in parts): which wait (the ring's fill, the
+  row statistics' exchange, the stores) holds the consumers.
 Each target's call runs twice (compile, then the one ncu reads). Written per target t: OUT/t.ncu-rep, OUT/details-t.txt
 (sections), OUT/source-t.csv (per SASS instruction); printed: the instructions holding most stall samples.
 Usage (H200): PYTHONPATH=src:benchmarks python benchmarks/ncu_pc_sampling.py OUT_DIR [name,name]   (runs itself under
@@ -101,6 +101,8 @@ TARGETS = {
     "mma_m16": ("regex:_qgemv_mma_kernel", lambda: _gemv(16, _mma_config(16))),
     "softmax_32768": ("regex:_softmax_kernel", lambda: _rows("softmax", 32768)),
     "softmax_65536": ("regex:_softmax_kernel", lambda: _rows("softmax", 65536)),
+    # rows in parts of 32768 on 8-warp consumers (79 % of the copy, 89 % would be 2x torch.compile; session 45)
+    "softmax_131072": ("regex:_softmax_kernel", lambda: _rows("softmax", 131072)),
     "layer_norm_65536": ("regex:_norm_kernel", lambda: _rows("layer_norm", 65536)),
 }
 
