@@ -267,42 +267,31 @@ def _write_ring(ring, ready, empty, it, y_row, shift, offs, N, FIRST: gl.constex
 
 
 @gluon.jit
-def _first_thread(part_row, PARTS: gl.constexpr, WARPS: gl.constexpr):
-    """(the partition's thread indices, which is its first, the row's counter a thread apiece, zeros of both kinds):
-    what exchange_pairs' halves address a row's counter and pairs with (Gluon's atomics take tensors, not
-    scalars)."""
+def exchange_pairs(ws_ptr, cnt_ptr, part_row, a, b, PARTS: gl.constexpr, WARPS: gl.constexpr):
+    """The pairs (a, b) of a row's PARTS parts, as two [PARTS] vectors, this part's (a, b) among them: the parts are
+    rows part_row - part_row % PARTS + p of the kernel's [M * PARTS, N / PARTS] view, each a program's at the same
+    step (softmax's and norm_sm90's docstrings). The partition's first thread publishes (a, b) to ws [M * PARTS, 2],
+    counts itself in on the row's counter (release) and polls it (acquire) until every part has; then the
+    partition reads the PARTS pairs, and the thread counts itself out: the row's last part to leave sets the counter
+    back to 0 for the next launch."""
     THREADS: gl.constexpr = 32 * WARPS
     thread_layout: gl.constexpr = gl.BlockedLayout([1], [32], [WARPS], [0])
     t = gl.arange(0, THREADS, layout=thread_layout)
-    return t, t == 0, part_row // PARTS + t * 0, gl.zeros([THREADS], gl.int32, thread_layout)
-
-
-@gluon.jit
-def publish_pair(ws_ptr, cnt_ptr, part_row, a, b, PARTS: gl.constexpr, WARPS: gl.constexpr):
-    """exchange_pairs' first half: the partition's first thread stores this part's (a, b) to ws [M * PARTS, 2] and
-    counts itself in on the row's counter (release); nothing waits."""
-    t, first, row, none = _first_thread(part_row, PARTS, WARPS)
-    mine = ws_ptr + part_row.to(gl.int64) * 2 + t * 0
-    gl.store(mine, a + none.to(gl.float32), mask=first)
-    gl.store(mine + 1, b + none.to(gl.float32), mask=first)
-    gl.atomic_add(cnt_ptr + row, none + 1, mask=first, sem="acq_rel", scope="gpu")
-
-
-@gluon.jit
-def collect_pairs(ws_ptr, cnt_ptr, part_row, PARTS: gl.constexpr, WARPS: gl.constexpr):
-    """exchange_pairs' second half: the first thread polls the row's counter (acquire) until every part has
-    counted in; the partition reads the PARTS pairs, and the thread counts itself out: the row's last part to leave
-    sets the counter back to 0 for the next launch (a row's counter is polled only between its parts' first and
-    last leaving, so never after that reset)."""
-    t, first, row, none = _first_thread(part_row, PARTS, WARPS)
-    counter = cnt_ptr + row
-    seen = 0
+    first = t == 0
+    counter = cnt_ptr + part_row // PARTS + t * 0
+    pairs = ws_ptr + (part_row - part_row % PARTS).to(gl.int64) * 2
+    mine = pairs + 2 * (part_row % PARTS) + t * 0
+    zero = gl.zeros([THREADS], gl.float32, thread_layout)
+    none = gl.zeros([THREADS], gl.int32, thread_layout)  # Gluon's atomics take tensors, not scalars
+    gl.store(mine, a + zero, mask=first)
+    gl.store(mine + 1, b + zero, mask=first)
+    arrived = gl.atomic_add(counter, none + 1, mask=first, sem="acq_rel", scope="gpu")
+    seen = gl.max(gl.where(first, arrived + 1, none), axis=0)
     while seen < PARTS:
         polled = gl.atomic_add(counter, none, mask=first, sem="acquire", scope="gpu")
         seen = gl.max(gl.where(first, polled, none), axis=0)
     # the reduction's barrier orders the first thread's acquire before every thread's loads (.cg: from L2)
-    pairs = ws_ptr + (part_row - part_row % PARTS).to(gl.int64) * 2
-    p = gl.arange(0, PARTS, layout=t.type.layout)
+    p = gl.arange(0, PARTS, layout=thread_layout)
     all_a = gl.load(pairs + 2 * p, cache_modifier=".cg")
     all_b = gl.load(pairs + 2 * p + 1, cache_modifier=".cg")
     left = gl.atomic_add(counter, none + 1, mask=first, sem="relaxed", scope="gpu")
@@ -311,20 +300,9 @@ def collect_pairs(ws_ptr, cnt_ptr, part_row, PARTS: gl.constexpr, WARPS: gl.cons
 
 
 @gluon.jit
-def exchange_pairs(ws_ptr, cnt_ptr, part_row, a, b, PARTS: gl.constexpr, WARPS: gl.constexpr):
-    """The pairs (a, b) of a row's PARTS parts, as two [PARTS] vectors, this part's (a, b) among them: the parts are
-    rows part_row - part_row % PARTS + p of the kernel's [M * PARTS, N / PARTS] view, each a program's at the same
-    step (softmax's and norm_sm90's docstrings). publish_pair, then collect_pairs: the partition's first thread
-    publishes (a, b) to ws [M * PARTS, 2], counts itself in on the row's counter and polls it until every part has;
-    the partition reads the PARTS pairs, and the thread counts itself out."""
-    publish_pair(ws_ptr, cnt_ptr, part_row, a, b, PARTS, WARPS)
-    return collect_pairs(ws_ptr, cnt_ptr, part_row, PARTS, WARPS)
-
-
-@gluon.jit
 def _consumer(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, WHO: gl.constexpr, LOG: gl.constexpr,
               EVEN: gl.constexpr, CHUNKS: gl.constexpr, KEEP: gl.constexpr, CONSUMERS: gl.constexpr,
-              WARPS: gl.constexpr, PARTS: gl.constexpr, DEFER: gl.constexpr, LEAN: gl.constexpr):
+              WARPS: gl.constexpr, PARTS: gl.constexpr, LEAN: gl.constexpr):
     """Consumer WHO's rows: pass 1 (online max / sum) over the chunks as they land, pass 2 (normalise,
     release, store) over the KEEP chunks of the row's tail still in the ring, then (a row past the ring,
     one consumer) over the HEAD = CHUNKS - KEEP chunks of its head as their re-reads land. N8, y_stride8: N
@@ -345,7 +323,6 @@ def _consumer(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride
     N = N8 * VEC
     programs = gl.num_programs(0)
     k = 0  # this consumer's rows so far
-    held_it, held_row = 0, 0  # DEFER: the part whose pass 2 waits for the next part's pass 1
     for row in range(gl.program_id(0) + WHO * programs, M, CONSUMERS * programs):
         it = (k * CONSUMERS + WHO) * SLOTS  # the program's number of this row's first slot
         if CONSUMERS > 1:  # the other consumer has finished pass 1 of the row before (see the docstring)
@@ -360,63 +337,29 @@ def _consumer(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride
         row_max = gl.max(m, axis=0)
         ref = gl.where(row_max == -float("inf"), 0.0, row_max)
         row_sum = gl.sum(s * gl.exp2((m - ref) * LOG2E), axis=0)
-        if DEFER:  # `row` is a part of a row: publish its pair, write the part before it
-            publish_pair(ws_ptr, cnt_ptr, row, row_max, row_sum, PARTS, WARPS)
-            if k > 0:
-                _write_part(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, held_it, held_row, y_stride8, offs, N, LOG,
-                            EVEN, CHUNKS, PARTS, WARPS, chunk_layout, LEAN)
-            held_it, held_row = it, row
+        if PARTS > 1:  # `row` is a part of a row: merge with the others
+            maxes, sums = exchange_pairs(ws_ptr, cnt_ptr, row, row_max, row_sum, PARTS, WARPS)
+            row_max = gl.max(maxes, axis=0)
+            ref = gl.where(row_max == -float("inf"), 0.0, row_max)
+            row_sum = gl.sum(sums * gl.exp2((maxes - ref) * LOG2E), axis=0)
+        if LOG:
+            shift = row_max + gl.log2(row_sum) * LN2
         else:
-            if PARTS > 1:  # `row` is a part of a row: merge with the others
-                maxes, sums = exchange_pairs(ws_ptr, cnt_ptr, row, row_max, row_sum, PARTS, WARPS)
-                row_max, row_sum = _merge_pairs(maxes, sums)
-            shift = _shift(row_max, row_sum, LOG)
-            y_row = y_ptr + row.to(gl.int64) * y_stride8 * VEC
-            _write_ring(ring, ready, empty, it, y_row, shift, offs, N, HEAD, CHUNKS, SLOTS, False, LOG, EVEN, POLICY,
+            shift = row_max * LOG2E + gl.log2(row_sum)
+        y_row = y_ptr + row.to(gl.int64) * y_stride8 * VEC
+        _write_ring(ring, ready, empty, it, y_row, shift, offs, N, HEAD, CHUNKS, SLOTS, False, LOG, EVEN, POLICY,
+                    chunk_layout, LEAN)
+        if HEAD > 0:
+            _write_ring(ring, ready, empty, it, y_row, shift, offs, N, CHUNKS, SLOTS, SLOTS, True, LOG, EVEN, POLICY,
                         chunk_layout, LEAN)
-            if HEAD > 0:
-                _write_ring(ring, ready, empty, it, y_row, shift, offs, N, CHUNKS, SLOTS, SLOTS, True, LOG, EVEN,
-                            POLICY, chunk_layout, LEAN)
         k += 1
-    if DEFER and k > 0:
-        _write_part(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, held_it, held_row, y_stride8, offs, N, LOG, EVEN,
-                    CHUNKS, PARTS, WARPS, chunk_layout, LEAN)
-
-
-@gluon.jit
-def _merge_pairs(maxes, sums):
-    """A row's (max, sum of exp) from its parts' pairs."""
-    row_max = gl.max(maxes, axis=0)
-    ref = gl.where(row_max == -float("inf"), 0.0, row_max)
-    return row_max, gl.sum(sums * gl.exp2((maxes - ref) * LOG2E), axis=0)
-
-
-@gluon.jit
-def _shift(row_max, row_sum, LOG: gl.constexpr):
-    """What pass 2 takes from x: log_softmax y = x - shift, softmax y = exp2(x log2e - shift)."""
-    if LOG:
-        return row_max + gl.log2(row_sum) * LN2
-    return row_max * LOG2E + gl.log2(row_sum)
-
-
-@gluon.jit
-def _write_part(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, it, row, y_stride8, offs, N, LOG: gl.constexpr,
-                EVEN: gl.constexpr, CHUNKS: gl.constexpr, PARTS: gl.constexpr, WARPS: gl.constexpr,
-                chunk_layout: gl.constexpr, LEAN: gl.constexpr):
-    """Pass 2 of part `row` (its first slot `it`, its pair published a part ago): the row's pairs, then the part's
-    chunks written from the ring."""
-    maxes, sums = collect_pairs(ws_ptr, cnt_ptr, row, PARTS, WARPS)
-    row_max, row_sum = _merge_pairs(maxes, sums)
-    y_row = y_ptr + row.to(gl.int64) * y_stride8 * VEC
-    _write_ring(ring, ready, empty, it, y_row, _shift(row_max, row_sum, LOG), offs, N, 0, CHUNKS, CHUNKS, False, LOG,
-                EVEN, "", chunk_layout, LEAN)
 
 
 @gluon.jit
 def _softmax_kernel(x_desc, y_ptr, ws_ptr, cnt_ptr, M, N8, y_stride8, LOG: gl.constexpr, EVEN: gl.constexpr,
                     FLAT: gl.constexpr, CHUNK: gl.constexpr, CHUNKS: gl.constexpr, STAGES: gl.constexpr,
-                    CONSUMERS: gl.constexpr, KEEP: gl.constexpr, PARTS: gl.constexpr, DEFER: gl.constexpr,
-                    CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, LEAN: gl.constexpr):
+                    CONSUMERS: gl.constexpr, KEEP: gl.constexpr, PARTS: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                    LOADER_REGS: gl.constexpr, LEAN: gl.constexpr):
     """Persistent: consumer 0 is the default partition (num_warps warps), the other and the 1-warp loader
     workers. The ring's buffers are [CHUNK / 256, 256]; x_desc's box is one of their rows, or all of them
     (FLAT)."""
@@ -435,15 +378,15 @@ def _softmax_kernel(x_desc, y_ptr, ws_ptr, cnt_ptr, M, N8, y_stride8, LOG: gl.co
     if CONSUMERS == 2:
         gl.warp_specialize([
             (_consumer, (y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, 0, LOG, EVEN, CHUNKS,
-                         KEEP, 2, WARPS, PARTS, DEFER, LEAN)),
+                         KEEP, 2, WARPS, PARTS, LEAN)),
             (_consumer, (y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, 1, LOG, EVEN, CHUNKS,
-                         KEEP, 2, WARPS, PARTS, DEFER, LEAN)),
+                         KEEP, 2, WARPS, PARTS, LEAN)),
             (_loader, (x_desc, ring, ready, empty, M, CHUNKS, STAGES, FLAT, CHUNKS - KEEP)),
         ], [WARPS, 1], [CONSUMER_REGS, LOADER_REGS])
     else:
         gl.warp_specialize([
             (_consumer, (y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, 0, LOG, EVEN, CHUNKS,
-                         KEEP, 1, WARPS, PARTS, DEFER, LEAN)),
+                         KEEP, 1, WARPS, PARTS, LEAN)),
             (_loader, (x_desc, ring, ready, empty, M, CHUNKS, STAGES, FLAT, CHUNKS - KEEP)),
         ], [1], [LOADER_REGS])
 
@@ -503,7 +446,7 @@ class _Plan:
     __slots__ = ("sizes", "launch", "rows")
 
     def __init__(self, x: torch.Tensor, out: torch.Tensor, log: bool, programs: int, consumers: int, warps: int,
-                 keep: int, parts: int, defer: bool):
+                 keep: int, parts: int):
         M, N = x.shape
         chunks = cdiv(N, CHUNK)
         if chunks <= STAGES and keep != chunks or not 1 <= keep <= min(chunks, STAGES):
@@ -514,17 +457,13 @@ class _Plan:
                              "takes one consumer")
         if parts > 1 and (keep < chunks or programs % parts):
             raise ValueError(f"parts={parts}: parts of a row fit the ring, on a multiple of {parts} programs")
-        if defer and (parts == 1 or 2 * consumers * chunks > STAGES):
-            raise ValueError(f"defer: rows in parts whose consumers' two parts each ({consumers} x 2 x {chunks} "
-                             f"chunks) fit the ring of {STAGES}")
         flat = N % CHUNK == 0 and x.stride(0) == N  # whole chunks of contiguous rows: one box a chunk
         box = [CHUNK // BOX_COLS, BOX_COLS] if flat else [1, BOX_COLS]
         view = ([M * N // BOX_COLS, BOX_COLS], [BOX_COLS, 1]) if flat else ([M, N], [x.stride(0), 1])
         self.sizes = (M, N // 8, out.stride(0) // 8)
         self.rows = M // parts if parts > 1 else 0  # the rows whose parts exchange statistics
         constexprs = dict(LOG=log, EVEN=N % CHUNK == 0, FLAT=flat, CHUNK=CHUNK, CHUNKS=chunks, STAGES=STAGES,
-                          CONSUMERS=consumers, KEEP=keep, PARTS=parts, DEFER=defer,
-                          CONSUMER_REGS=consumer_regs(consumers, warps),
+                          CONSUMERS=consumers, KEEP=keep, PARTS=parts, CONSUMER_REGS=consumer_regs(consumers, warps),
                           LOADER_REGS=LOADER_REGS, LEAN=LEAN_BARRIERS)
         self.launch = GluonLaunch(_softmax_kernel, (min(programs, M),), [(*view, box, RING_LAYOUT)], constexprs,
                                   x.device.index, warps)
@@ -542,25 +481,24 @@ _plans: dict[tuple, _Plan] = {}
 
 
 def softmax_rows(x: torch.Tensor, out: torch.Tensor, log: bool, programs: int, consumers: int | None = None,
-                 warps: int | None = None, keep: int | None = None, parts: int = 1, defer: bool = False) -> None:
+                 warps: int | None = None, keep: int | None = None, parts: int = 1) -> None:
     """Softmax (log: log_softmax) of each row of the [M, N] view x into out, `programs` persistent programs
     (one per SM); supports(x, out, past_ring=True) must hold. parts > 1: contiguous x and out whose rows are
     split into `parts` parts that fit the ring, each a program's, merging their statistics (the module
-    docstring); programs is then rounded down to a multiple of parts; defer: each part's pass 2 after the next
-    part's pass 1 (the docstring). consumers, warps, keep: config()'s when None (benchmarks/exp_gluon_softmax.py
-    measures others)."""
+    docstring); programs is then rounded down to a multiple of parts. consumers, warps, keep: config()'s when
+    None (benchmarks/exp_gluon_softmax.py measures others)."""
     if parts > 1:
         if programs < parts:
             raise ValueError(f"parts={parts}: at least as many programs, not {programs}")
         x, out = part_views(parts, x, out)
         programs -= programs % parts
     key = (x.device.index, x.dtype, *x.shape, x.stride(0), out.stride(0), log, programs, consumers, warps, keep, parts,
-           defer, LEAN_BARRIERS)
+           LEAN_BARRIERS)
     plan = _plans.get(key)
     if plan is None:
         if len(_plans) > 4096:  # shapes that vary without end
             _plans.clear()
         default = config(cdiv(x.shape[1], CHUNK))
         consumers, warps, keep = (d if v is None else v for v, d in zip((consumers, warps, keep), default))
-        plan = _plans[key] = _Plan(x, out, log, programs, consumers, warps, keep, parts, defer)
+        plan = _plans[key] = _Plan(x, out, log, programs, consumers, warps, keep, parts)
     plan(x, out)
