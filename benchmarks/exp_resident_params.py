@@ -73,6 +73,10 @@ def calls(op: str, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, res: torch
     if op == "layer_norm":
         return (lambda: rooftop.layer_norm(x, w, b, 1e-5),
                 lambda: F.layer_norm(x.double(), (x.shape[1],), w.double(), b.double(), 1e-5), 2 * nb)
+    if op == "add_layer_norm":  # y (r beside it)
+        h = x.double() + res.double()
+        return (lambda: rooftop.layer_norm(x, w, b, 1e-5, residual=res)[0],
+                lambda: F.layer_norm(h, (x.shape[1],), w.double(), b.double(), 1e-5), 4 * nb)
     if op == "rms_norm":
         return lambda: rooftop.rms_norm(x, w, 1e-6), lambda: _rms(x.double(), w), 2 * nb
     residual = res if op.startswith("add") else None
