@@ -323,13 +323,14 @@ def test_gpu_gluon_whole_rows_past_the_ring(N, monkeypatch):
 def test_gpu_gluon_rows_in_parts(N, log_parts, parts, log, monkeypatch):
     """Contiguous rows past the ring are split into parts of at most PART_MAX_N (log_softmax; softmax's of at most
     EXP_PART_MAX_N on EXP_PART_WARPS-warp consumers), each a program's, which merge their (max, sum) pairs through
-    global memory: the result matches torch, does not depend on which part arrives last (bit-equal on a second
-    run), and the rows' counters are left at zero."""
+    global memory: the result matches torch (a NaN in one part makes the whole row NaN), does not depend on which
+    part arrives last (bit-equal on a second run), and the rows' counters and words are left at zero."""
     _sm90()
     parts = log_parts if log else parts
     M = rows_in_parts(parts)
     x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16) * 4
     x[1, N // parts:] = -float("inf")  # a row with all its mass in the first part
+    x[2, N - 3] = float("nan")  # a NaN in the last part: the whole row NaN
     assert softmax_mod.gluon_parts(x, torch.empty_like(x), log) == parts
     warps = []
     real = softmax_sm90.softmax_rows
@@ -340,7 +341,7 @@ def test_gpu_gluon_rows_in_parts(N, log_parts, parts, log, monkeypatch):
     finite = torch.isfinite(ref)
     assert torch.equal(torch.isfinite(out), finite) and rel_err(out[finite], ref[finite]) < TOL[torch.bfloat16]
     assert torch.equal(out, (rooftop.log_softmax if log else rooftop.softmax)(x))
-    assert not arrival_counters(x.device, M).any()
+    assert not arrival_counters(x.device, M + 2 * M * parts + 4).any()  # counters and swap_pairs' words
 
 
 @pytest.mark.gpu

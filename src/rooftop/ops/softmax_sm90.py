@@ -111,9 +111,11 @@ BOX_COLS = 256  # TMA's widest box side
 VEC = gl.constexpr(8)  # 16-bit elements in one thread's 16-byte vector: one (max, sum) group
 LOG2E = gl.constexpr(1.4426950408889634)
 LN2 = gl.constexpr(0.6931471805599453)
+SIGN_BIT = gl.constexpr(-2147483648)  # an fp32's sign bit, as an int32
 # barrier_not_needed's mark; LEAN_BARRIERS False keeps Membar's barriers (an A/B switch for the ring kernels)
 MARK_ASM = gl.constexpr("mov.b32 $0, $1; // " + BARRIER_MARK)
 LEAN_BARRIERS = True
+QUICK_EXCHANGE = True  # rows in parts: swap_pairs (one round trip), not exchange_pairs
 # chunk buffers unswizzled: the consumer reads a chunk as flat row-major groups of 8
 RING_LAYOUT = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2)
 
@@ -300,9 +302,57 @@ def exchange_pairs(ws_ptr, cnt_ptr, part_row, a, b, PARTS: gl.constexpr, WARPS: 
 
 
 @gluon.jit
+def _lanes(WARPS: gl.constexpr):
+    """The partition's thread indices, one a thread."""
+    return gl.arange(0, 32 * WARPS, layout=gl.BlockedLayout([1], [32], [WARPS], [0]))
+
+
+@gluon.jit
+def swap_pairs(words_ptr, cnt_ptr, part_row, a, b, left, last_row, PARTS: gl.constexpr, WARPS: gl.constexpr):
+    """The pairs (a, b) of a row's PARTS parts (b >= 0 or NaN), one a thread of the partition for its first PARTS
+    threads (the others (-inf, 0)), with no fence and one round trip to L2: the first thread swaps its part's pair
+    into the row's word of it, words [M * PARTS] int64 (a's bits low, b's with the sign bit flipped high: never 0,
+    and 0 is an empty word),
+    relaxed; the first PARTS threads poll the row's PARTS words until none is empty. Then the first thread counts
+    itself out on the row's counter (relaxed, `left`: its count before) and, a row later (left, last_row: the
+    previous row's; and once after the last, swap_pairs_done), the row's last part to leave empties its words and
+    counter for the next launch: the wait for that count falls where it has long arrived. Returns (a, b, left)."""
+    t = _lanes(WARPS)
+    first = t == 0
+    mine = t < PARTS
+    swap_pairs_done(words_ptr, cnt_ptr, left, last_row, PARTS, WARPS)
+    hi = (b.to(gl.int32, bitcast=True) ^ SIGN_BIT).to(gl.int64) << 32  # b >= +0 or NaN: never a 0 half
+    word = hi | a.to(gl.uint32, bitcast=True).to(gl.int64)
+    gl.atomic_xchg(words_ptr + part_row + t * 0, word + t.to(gl.int64) * 0, mask=first, sem="relaxed", scope="gpu")
+    words = words_ptr + (part_row - part_row % PARTS) + t
+    got = gl.zeros_like(t).to(gl.int64)
+    empty = PARTS
+    while empty > 0:
+        got = gl.atomic_add(words, gl.zeros_like(got), mask=mine, sem="relaxed", scope="gpu")
+        empty = gl.sum((mine & (got == 0)).to(gl.int32), axis=0)
+    a_all = gl.where(mine, got.to(gl.int32).to(gl.float32, bitcast=True), -float("inf"))
+    b_all = gl.where(mine, ((got >> 32).to(gl.int32) ^ SIGN_BIT).to(gl.float32, bitcast=True), 0.0)
+    left = gl.atomic_add(cnt_ptr + part_row // PARTS + t * 0, gl.zeros_like(t) + 1, mask=first, sem="relaxed",
+                         scope="gpu")
+    return a_all, b_all, left
+
+
+@gluon.jit
+def swap_pairs_done(words_ptr, cnt_ptr, left, row, PARTS: gl.constexpr, WARPS: gl.constexpr):
+    """swap_pairs' cleanup of part `row`'s row (`left`: its first thread's count before it left, -1 for none): the
+    row's last part to leave empties the row's words and counter."""
+    t = _lanes(WARPS)
+    last = (t == 0) & (left == PARTS - 1)
+    base = words_ptr + (row - row % PARTS)
+    for p in gl.static_range(PARTS):
+        gl.store(base + p + t * 0, gl.zeros_like(t).to(gl.int64), mask=last)
+    gl.store(cnt_ptr + row // PARTS + t * 0, gl.zeros_like(t), mask=last)
+
+
+@gluon.jit
 def _consumer(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, WHO: gl.constexpr, LOG: gl.constexpr,
               EVEN: gl.constexpr, CHUNKS: gl.constexpr, KEEP: gl.constexpr, CONSUMERS: gl.constexpr,
-              WARPS: gl.constexpr, PARTS: gl.constexpr, LEAN: gl.constexpr):
+              WARPS: gl.constexpr, PARTS: gl.constexpr, QUICK: gl.constexpr, LEAN: gl.constexpr):
     """Consumer WHO's rows: pass 1 (online max / sum) over the chunks as they land, pass 2 (normalise,
     release, store) over the KEEP chunks of the row's tail still in the ring, then (a row past the ring,
     one consumer) over the HEAD = CHUNKS - KEEP chunks of its head as their re-reads land. N8, y_stride8: N
@@ -323,6 +373,7 @@ def _consumer(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride
     N = N8 * VEC
     programs = gl.num_programs(0)
     k = 0  # this consumer's rows so far
+    left, last_row = gl.zeros_like(_lanes(WARPS)) - 1, 0  # QUICK: swap_pairs' cleanup, a row behind
     for row in range(gl.program_id(0) + WHO * programs, M, CONSUMERS * programs):
         it = (k * CONSUMERS + WHO) * SLOTS  # the program's number of this row's first slot
         if CONSUMERS > 1:  # the other consumer has finished pass 1 of the row before (see the docstring)
@@ -337,8 +388,12 @@ def _consumer(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride
         row_max = gl.max(m, axis=0)
         ref = gl.where(row_max == -float("inf"), 0.0, row_max)
         row_sum = gl.sum(s * gl.exp2((m - ref) * LOG2E), axis=0)
-        if PARTS > 1:  # `row` is a part of a row: merge with the others
+        if PARTS > 1 and QUICK:  # `row` is a part of a row: merge with the others
+            maxes, sums, left = swap_pairs(ws_ptr, cnt_ptr, row, row_max, row_sum, left, last_row, PARTS, WARPS)
+            last_row = row
+        elif PARTS > 1:
             maxes, sums = exchange_pairs(ws_ptr, cnt_ptr, row, row_max, row_sum, PARTS, WARPS)
+        if PARTS > 1:
             row_max = gl.max(maxes, axis=0)
             ref = gl.where(row_max == -float("inf"), 0.0, row_max)
             row_sum = gl.sum(sums * gl.exp2((maxes - ref) * LOG2E), axis=0)
@@ -353,12 +408,15 @@ def _consumer(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride
             _write_ring(ring, ready, empty, it, y_row, shift, offs, N, CHUNKS, SLOTS, SLOTS, True, LOG, EVEN, POLICY,
                         chunk_layout, LEAN)
         k += 1
+    if PARTS > 1 and QUICK:
+        swap_pairs_done(ws_ptr, cnt_ptr, left, last_row, PARTS, WARPS)
 
 
 @gluon.jit
 def _softmax_kernel(x_desc, y_ptr, ws_ptr, cnt_ptr, M, N8, y_stride8, LOG: gl.constexpr, EVEN: gl.constexpr,
                     FLAT: gl.constexpr, CHUNK: gl.constexpr, CHUNKS: gl.constexpr, STAGES: gl.constexpr,
-                    CONSUMERS: gl.constexpr, KEEP: gl.constexpr, PARTS: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                    CONSUMERS: gl.constexpr, KEEP: gl.constexpr, PARTS: gl.constexpr, QUICK: gl.constexpr,
+                    CONSUMER_REGS: gl.constexpr,
                     LOADER_REGS: gl.constexpr, LEAN: gl.constexpr):
     """Persistent: consumer 0 is the default partition (num_warps warps), the other and the 1-warp loader
     workers. The ring's buffers are [CHUNK / 256, 256]; x_desc's box is one of their rows, or all of them
@@ -378,15 +436,15 @@ def _softmax_kernel(x_desc, y_ptr, ws_ptr, cnt_ptr, M, N8, y_stride8, LOG: gl.co
     if CONSUMERS == 2:
         gl.warp_specialize([
             (_consumer, (y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, 0, LOG, EVEN, CHUNKS,
-                         KEEP, 2, WARPS, PARTS, LEAN)),
+                         KEEP, 2, WARPS, PARTS, QUICK, LEAN)),
             (_consumer, (y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, 1, LOG, EVEN, CHUNKS,
-                         KEEP, 2, WARPS, PARTS, LEAN)),
+                         KEEP, 2, WARPS, PARTS, QUICK, LEAN)),
             (_loader, (x_desc, ring, ready, empty, M, CHUNKS, STAGES, FLAT, CHUNKS - KEEP)),
         ], [WARPS, 1], [CONSUMER_REGS, LOADER_REGS])
     else:
         gl.warp_specialize([
             (_consumer, (y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, 0, LOG, EVEN, CHUNKS,
-                         KEEP, 1, WARPS, PARTS, LEAN)),
+                         KEEP, 1, WARPS, PARTS, QUICK, LEAN)),
             (_loader, (x_desc, ring, ready, empty, M, CHUNKS, STAGES, FLAT, CHUNKS - KEEP)),
         ], [1], [LOADER_REGS])
 
@@ -443,7 +501,7 @@ class _Plan:
     Gluon's dispatch with a checked descriptor; later ones launch the compiled kernel directly. x and out are
     the kernel's [M * parts, N / parts] views (parts > 1: contiguous rows split into parts)."""
 
-    __slots__ = ("sizes", "launch", "rows")
+    __slots__ = ("sizes", "launch", "rows", "quick")
 
     def __init__(self, x: torch.Tensor, out: torch.Tensor, log: bool, programs: int, consumers: int, warps: int,
                  keep: int, parts: int):
@@ -462,14 +520,20 @@ class _Plan:
         view = ([M * N // BOX_COLS, BOX_COLS], [BOX_COLS, 1]) if flat else ([M, N], [x.stride(0), 1])
         self.sizes = (M, N // 8, out.stride(0) // 8)
         self.rows = M // parts if parts > 1 else 0  # the rows whose parts exchange statistics
+        self.quick = QUICK_EXCHANGE
         constexprs = dict(LOG=log, EVEN=N % CHUNK == 0, FLAT=flat, CHUNK=CHUNK, CHUNKS=chunks, STAGES=STAGES,
-                          CONSUMERS=consumers, KEEP=keep, PARTS=parts, CONSUMER_REGS=consumer_regs(consumers, warps),
+                          CONSUMERS=consumers, KEEP=keep, PARTS=parts, QUICK=QUICK_EXCHANGE,
+                          CONSUMER_REGS=consumer_regs(consumers, warps),
                           LOADER_REGS=LOADER_REGS, LEAN=LEAN_BARRIERS)
         self.launch = GluonLaunch(_softmax_kernel, (min(programs, M),), [(*view, box, RING_LAYOUT)], constexprs,
                                   x.device.index, warps)
 
     def __call__(self, x: torch.Tensor, out: torch.Tensor) -> None:
-        if self.rows:  # a (max, sum) pair a part, a counter a row
+        if self.rows and self.quick:  # a counter a row, then a zeroed int64 word a part (16-byte aligned)
+            start = cdiv(self.rows, 4) * 4
+            counters = arrival_counters(x.device, start + 2 * self.sizes[0])
+            exchange = (counters[start:start + 2 * self.sizes[0]].view(torch.int64), counters)
+        elif self.rows:  # a (max, sum) pair a part, a counter a row
             exchange = (torch.empty(2 * self.sizes[0], device=x.device, dtype=torch.float32),
                         arrival_counters(x.device, self.rows))
         else:  # unused: the kernel compiles no exchange
@@ -493,7 +557,7 @@ def softmax_rows(x: torch.Tensor, out: torch.Tensor, log: bool, programs: int, c
         x, out = part_views(parts, x, out)
         programs -= programs % parts
     key = (x.device.index, x.dtype, *x.shape, x.stride(0), out.stride(0), log, programs, consumers, warps, keep, parts,
-           LEAN_BARRIERS)
+           LEAN_BARRIERS, QUICK_EXCHANGE)
     plan = _plans.get(key)
     if plan is None:
         if len(_plans) > 4096:  # shapes that vary without end
