@@ -460,7 +460,7 @@ def test_gpu_gluon_fused_add_in_place(N, monkeypatch):
 def test_gpu_gluon_rows_in_parts(dtype, N, parts, weight, monkeypatch):
     """Rows past GLUON_MAX_N (no residual, contiguous) are split into parts, each a program's, which merge their
     mean squares: each part's weight columns, a row whose mass is all in one part; the result does not depend on
-    which part arrives last and the rows' counters are left at zero."""
+    which part arrives last and the rows' counters and words are left at zero."""
     skip_unless_sm90()
     from rooftop.ops._support import arrival_counters
     M = rows_in_parts(parts)
@@ -473,7 +473,7 @@ def test_gpu_gluon_rows_in_parts(dtype, N, parts, weight, monkeypatch):
     ref = rms_norm_mod.rms_norm_reference(x, w, 1e-6, offset)
     assert rel_err(y, ref) < TOL[dtype] and rel_err(y[1], ref[1]) < TOL[dtype]  # row 1: parts that merge matter
     assert torch.equal(y, rooftop.rms_norm(x, w, 1e-6, offset=offset))
-    assert not arrival_counters(x.device, M).any()
+    assert not arrival_counters(x.device, M + 2 * M * parts + 4).any()  # counters and swap_pairs' words
 
 
 def test_resident_params_where_they_fit(monkeypatch):

@@ -309,19 +309,21 @@ def _lanes(WARPS: gl.constexpr):
 
 @gluon.jit
 def swap_pairs(words_ptr, cnt_ptr, part_row, a, b, left, last_row, PARTS: gl.constexpr, WARPS: gl.constexpr):
-    """The pairs (a, b) of a row's PARTS parts (b >= 0 or NaN), one a thread of the partition for its first PARTS
-    threads (the others (-inf, 0)), with no fence and one round trip to L2: the first thread swaps its part's pair
+    """The pairs (a, b) of a row's PARTS parts, one a thread of the partition for its first PARTS threads (`mine`;
+    the others (-inf, 0)), with no fence and one round trip to L2: the first thread swaps its part's pair
     into the row's word of it, words [M * PARTS] int64 (a's bits low, b's with the sign bit flipped high: never 0,
     and 0 is an empty word),
     relaxed; the first PARTS threads poll the row's PARTS words until none is empty. Then the first thread counts
     itself out on the row's counter (relaxed, `left`: its count before) and, a row later (left, last_row: the
     previous row's; and once after the last, swap_pairs_done), the row's last part to leave empties its words and
-    counter for the next launch: the wait for that count falls where it has long arrived. Returns (a, b, left)."""
+    counter for the next launch: the wait for that count falls where it has long arrived. A b of -0.0 comes back
+    +0.0. Returns (a, b, mine, left)."""
     t = _lanes(WARPS)
     first = t == 0
     mine = t < PARTS
     swap_pairs_done(words_ptr, cnt_ptr, left, last_row, PARTS, WARPS)
-    hi = (b.to(gl.int32, bitcast=True) ^ SIGN_BIT).to(gl.int64) << 32  # b >= +0 or NaN: never a 0 half
+    b = gl.where(b == 0.0, 0.0, b)  # -0.0 would make an empty high half
+    hi = (b.to(gl.int32, bitcast=True) ^ SIGN_BIT).to(gl.int64) << 32
     word = hi | a.to(gl.uint32, bitcast=True).to(gl.int64)
     gl.atomic_xchg(words_ptr + part_row + t * 0, word + t.to(gl.int64) * 0, mask=first, sem="relaxed", scope="gpu")
     words = words_ptr + (part_row - part_row % PARTS) + t
@@ -334,7 +336,7 @@ def swap_pairs(words_ptr, cnt_ptr, part_row, a, b, left, last_row, PARTS: gl.con
     b_all = gl.where(mine, ((got >> 32).to(gl.int32) ^ SIGN_BIT).to(gl.float32, bitcast=True), 0.0)
     left = gl.atomic_add(cnt_ptr + part_row // PARTS + t * 0, gl.zeros_like(t) + 1, mask=first, sem="relaxed",
                          scope="gpu")
-    return a_all, b_all, left
+    return a_all, b_all, mine, left
 
 
 @gluon.jit
@@ -389,7 +391,7 @@ def _consumer(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride
         ref = gl.where(row_max == -float("inf"), 0.0, row_max)
         row_sum = gl.sum(s * gl.exp2((m - ref) * LOG2E), axis=0)
         if PARTS > 1 and QUICK:  # `row` is a part of a row: merge with the others
-            maxes, sums, left = swap_pairs(ws_ptr, cnt_ptr, row, row_max, row_sum, left, last_row, PARTS, WARPS)
+            maxes, sums, _, left = swap_pairs(ws_ptr, cnt_ptr, row, row_max, row_sum, left, last_row, PARTS, WARPS)
             last_row = row
         elif PARTS > 1:
             maxes, sums = exchange_pairs(ws_ptr, cnt_ptr, row, row_max, row_sum, PARTS, WARPS)
@@ -529,19 +531,24 @@ class _Plan:
                                   x.device.index, warps)
 
     def __call__(self, x: torch.Tensor, out: torch.Tensor) -> None:
-        if self.rows and self.quick:  # a counter a row, then a zeroed int64 word a part (16-byte aligned)
-            start = cdiv(self.rows, 4) * 4
-            counters = arrival_counters(x.device, start + 2 * self.sizes[0])
-            exchange = (counters[start:start + 2 * self.sizes[0]].view(torch.int64), counters)
-        elif self.rows:  # a (max, sum) pair a part, a counter a row
-            exchange = (torch.empty(2 * self.sizes[0], device=x.device, dtype=torch.float32),
-                        arrival_counters(x.device, self.rows))
-        else:  # unused: the kernel compiles no exchange
-            exchange = (out, out)
+        exchange = exchange_buffers(x.device, self.rows, self.sizes[0], self.quick, out)
         self.launch((x,), out, *exchange, *self.sizes)
 
 
 _plans: dict[tuple, _Plan] = {}
+
+
+def exchange_buffers(device: torch.device, rows: int, parts: int, quick: bool, unused: torch.Tensor):
+    """(words or pairs, counters) of a launch whose `rows` rows are in `parts` parts in all: swap_pairs' (quick) a
+    zeroed int64 word a part after a counter a row (16-byte aligned), both among the arrival counters and left
+    zeroed; exchange_pairs' a (max, sum) pair a part and the counters; (unused, unused) for rows not in parts."""
+    if not rows:
+        return unused, unused
+    if quick:
+        start = cdiv(rows, 4) * 4
+        counters = arrival_counters(device, start + 2 * parts)
+        return counters[start:start + 2 * parts].view(torch.int64), counters
+    return torch.empty(2 * parts, device=device, dtype=torch.float32), arrival_counters(device, rows)
 
 
 def softmax_rows(x: torch.Tensor, out: torch.Tensor, log: bool, programs: int, consumers: int | None = None,

@@ -1,0 +1,80 @@
+"""Experiment (session 46): rows in parts (softmax, log_softmax, LayerNorm, quantizing RMSNorm) with the parts'
+statistics swapped in one round trip (softmax_sm90.swap_pairs, QUICK_EXCHANGE) against exchange_pairs, bf16,
+M * N = 2^27, on the H200.
+Why: Nsight Compute of softmax in parts at 131072 (logs/h200-2026-12-04-s46/call-a): ~20% of the warp samples wait on
+the exchange, where the polls find the other parts arrived at the first try: what the consumer waits for is
+exchange_pairs' chain, a GPU-scope fence (the thread's outstanding stores of the last part), the arrival atomic and
+its L1 invalidation, the poll and its invalidation, the pairs' loads, the leaving atomic (its count decides the
+reset). swap_pairs: one relaxed 64-bit swap of the pair (the word is its own flag), one relaxed poll of the row's
+words, the leaving count read a row later. Predicted: the parts within 2-3 points of whole rows (86-88%), and parts
+of 16384 no longer far behind.
+Variants: "library" (swap_pairs), "exchange" (QUICK_EXCHANGE off), "p16k" / "p16k_exchange" (parts of 16384). Each
+checked against torch in float64 before and after its timing (a word left behind would make the next launch's
+statistics stale); timed as exp_resident_params.py times. A deadlock would hang: run it under `timeout`.
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_softmax_exchange.py OUT_DIR  (prints a table last)
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+
+import torch
+
+import rooftop
+from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, record_both, save_both
+from exp_resident_params import calls
+from rooftop.ops import layer_norm as ln
+from rooftop.ops import rms_norm as rn
+from rooftop.ops import softmax_sm90
+
+SLOW = (softmax_sm90, dict(QUICK_EXCHANGE=False))
+P32K = [(ln, dict(GLUON_MAX_N=32768)), (rn, dict(QUANT_WHOLE_MAX_N=32768))]
+VARIANTS = {"library": [], "exchange": [SLOW], "p32k": P32K}
+# (op, N): the variants timed
+CASES = {**{(op, N): ("library", "exchange") for op in ("softmax", "log_softmax") for N in (131072, 262144, 1 << 20)},
+         **{(op, 65536): ("library", "p32k") for op in ("layer_norm", "rms_norm_fp8")},
+         **{(op, N): ("library", "exchange") for op in ("layer_norm", "rms_norm_fp8") for N in (131072, 262144)},
+         **{("add_rms_norm_fp8", N): ("library", "exchange") for N in (65536, 131072)}}
+
+
+def op_call(op: str, x: torch.Tensor):
+    """(the call, its float64 reference, bytes moved at the least) of `op` on x (norms: exp_resident_params.calls)."""
+    if op.endswith("softmax"):
+        fn = getattr(rooftop, op)
+        return lambda: fn(x), lambda: getattr(torch, op)(x.double(), dim=-1), 2 * x.nbytes
+    N = x.shape[1]
+    w = torch.rand(N, device="cuda", dtype=torch.bfloat16) + 0.5
+    return calls(op, x, w, torch.randn_like(w), torch.randn_like(x))
+
+
+def values(y) -> torch.Tensor:
+    """A call's result as float64 (quantized: (q, scale) dequantized)."""
+    return y[0].double() * y[1].double() if isinstance(y, tuple) else y.double()
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    copy_gbps = copy_both()
+    rows = []
+    for (op, N), names in CASES.items():
+        x = torch.randn(ELEMENTS // N, N, device="cuda", dtype=torch.bfloat16)
+        call, reference, nbytes = op_call(op, x)
+        ref = reference()
+        error = lambda call=call, ref=ref: float((values(call()) - ref).abs().max() / ref.abs().max())  # noqa: E731
+        for name in names:
+            with contextlib.ExitStack() as stack:
+                for module, switches in VARIANTS[name]:
+                    stack.enter_context(patched(module, **switches))
+                err = error()
+                us = both(call)
+                record_both(rows, copy_gbps, nbytes, us, op=op, N=N, provider=name, err=err, err_after=error())
+        del x, ref, call
+        torch.cuda.empty_cache()
+        save_both(out / "exp-part-exchange.json", copy_gbps, rows)
+    print_both(rows, copy_gbps, CASES)
+
+
+if __name__ == "__main__":
+    main()
