@@ -131,8 +131,10 @@ QUANT_GLUON_MIN_N, QUANT_PART_MAX_N = (4096, 8192), 32768
 # benchmarks/exp_quant_norm_rows.py) at 65536: parts of 32768 on 4 warps 77.2 / 77.4, whole rows on 8 warps 84.5 /
 # 84.7 (on 4, session 44's call f: 78.6); at 131072 / 262144 parts of 65536 on 8 warps 70-73 against 77 (graph).
 # Call c, by do_bench, this / whole rows on 4 warps / parts of 32768: 84.2 / 81.9 / 67.4 at 40960, 85.2 / 80.7 / 71.6 at
-# 49152, 84.6 / 79.0 / 76.1 at 65536; with a residual 8 warps lost (85.7 against 91.0 at 65536).
-QUANT_WHOLE_MAX_N, QUANT_WIDE_WARPS = 65536, 8
+# 49152, 84.6 / 79.0 / 76.1 at 65536; with a residual 8 warps lost (85.7 against 91.0 at 65536). Since the parts swap
+# their statistics in one round trip (softmax_sm90.swap_pairs; logs/h200-2026-12-04-s46/call-e,
+# benchmarks/exp_part_exchange.py), parts of 32768 win at 65536: 87.0 / 86.1 against whole rows 84.5 / 84.2.
+QUANT_WHOLE_MAX_N, QUANT_WIDE_WARPS = 57344, 8
 TRITON_RES_N = 32768
 GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
 # The reload kernel's widths (exclusive, inclusive), after torch.compile's kernel for this norm (95.5% of copy at
