@@ -253,13 +253,12 @@ def _compile(op: str, N: int, v: Variant | None = LIBRARY, dtype: str = "bf16", 
                   EVEN=N % chunk == 0, FLAT=flat, CHUNK=chunk, CHUNKS=-(-N // chunk),
                   X_STAGES=buffers - r_stages - kept, R_STAGES=r_stages, PARTS=parts, QUANT=quant_id, QMAX=qmax,
                   LOADER_REGS=LOADER_REGS, LEAN=softmax_sm90.LEAN_BARRIERS, RESIDENT=kept > 0,
-                  QUICK=softmax_sm90.QUICK_EXCHANGE,
                   CONSUMER_REGS=consumer_regs(norm_sm90.CONSUMERS, norm_sm90.CONSUMER_WARPS))
     desc = f"tensordesc<{dtype}{box},{RING_LAYOUT!r}>"
     y_dtype = {None: dtype, "fp8": "fp8e4nv", "int8": "i8"}[quant]
     sig = dict(x_desc=desc, r_desc=desc, y_ptr=f"*{y_dtype}", h_ptr=f"*{dtype}", w_ptr=f"*{param or dtype}",
                b_ptr=f"*{param or dtype}", scale_ptr="*fp32" if quant else f"*{dtype}",
-               ws_ptr=("*i64" if softmax_sm90.QUICK_EXCHANGE else "*fp32") if parts > 1 else f"*{dtype}",
+               ws_ptr="*i64" if parts > 1 else f"*{dtype}",
                cnt_ptr="*i32" if parts > 1 else f"*{dtype}", M="i32", N8="i32", y_stride8="i32", h_stride8="i32",
                eps="fp32", w_offset="fp32")
     sig.update({name: "constexpr" for name in consts})

@@ -1,5 +1,5 @@
 """Experiment (session 46): rows in parts (softmax, log_softmax, LayerNorm, quantizing RMSNorm) with the parts'
-statistics swapped in one round trip (softmax_sm90.swap_pairs, QUICK_EXCHANGE) against exchange_pairs, bf16,
+statistics swapped in one round trip (softmax_sm90.swap_pairs) against the exchange before it (exchange_pairs), bf16,
 M * N = 2^27, on the H200.
 Why: Nsight Compute of softmax in parts at 131072 (logs/h200-2026-12-04-s46/call-a): ~20% of the warp samples wait on
 the exchange, where the polls find the other parts arrived at the first try: what the consumer waits for is
@@ -8,10 +8,14 @@ its L1 invalidation, the poll and its invalidation, the pairs' loads, the leavin
 reset). swap_pairs: one relaxed 64-bit swap of the pair (the word is its own flag), one relaxed poll of the row's
 words, the leaving count read a row later. Predicted: the parts within 2-3 points of whole rows (86-88%), and parts
 of 16384 no longer far behind.
-Variants: "library" (swap_pairs), "exchange" (QUICK_EXCHANGE off), "p16k" / "p16k_exchange" (parts of 16384). Each
-checked against torch in float64 before and after its timing (a word left behind would make the next launch's
-statistics stale); timed as exp_resident_params.py times. A deadlock would hang: run it under `timeout`.
-Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_softmax_exchange.py OUT_DIR  (prints a table last)
+Variants: "library" (swap_pairs) and, until commit 7638789, "exchange" (exchange_pairs, the switch QUICK_EXCHANGE
+off; removed once swap_pairs won or tied everywhere) and softmax "p16k" / "p16k_exchange" (parts of 16384; call d);
+at 65536, where whole rows run, "p32k": parts of 32768 (LayerNorm, rms_norm_fp8). Each checked against float64 before
+and after its timing (a word left behind would make the next launch's statistics stale); timed as
+exp_resident_params.py times. A deadlock would hang: run it under `timeout`. Calls d (softmax alone, as
+exp_softmax_exchange.py) and e (all) are logs/h200-2026-12-04-s46/call-d, call-e.
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_part_exchange.py OUT_DIR [--wide-quant]  (prints a table last;
+--wide-quant, call f: rms_norm_fp8 at 40960-65536, whole rows against parts of 32768)
 """
 from __future__ import annotations
 
@@ -26,16 +30,14 @@ from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, reco
 from exp_resident_params import calls
 from rooftop.ops import layer_norm as ln
 from rooftop.ops import rms_norm as rn
-from rooftop.ops import softmax_sm90
 
-SLOW = (softmax_sm90, dict(QUICK_EXCHANGE=False))
 P32K = [(ln, dict(GLUON_MAX_N=32768)), (rn, dict(QUANT_WHOLE_MAX_N=32768))]
-VARIANTS = {"library": [], "exchange": [SLOW], "p32k": P32K}
+VARIANTS = {"library": [], "p32k": P32K}
 # (op, N): the variants timed
-CASES = {**{(op, N): ("library", "exchange") for op in ("softmax", "log_softmax") for N in (131072, 262144, 1 << 20)},
+CASES = {**{(op, N): ("library",) for op in ("softmax", "log_softmax") for N in (131072, 262144, 1 << 20)},
          **{(op, 65536): ("library", "p32k") for op in ("layer_norm", "rms_norm_fp8")},
-         **{(op, N): ("library", "exchange") for op in ("layer_norm", "rms_norm_fp8") for N in (131072, 262144)},
-         **{("add_rms_norm_fp8", N): ("library", "exchange") for N in (65536, 131072)}}
+         **{(op, N): ("library",) for op in ("layer_norm", "rms_norm_fp8") for N in (131072, 262144)},
+         **{("add_rms_norm_fp8", N): ("library",) for N in (65536, 131072)}}
 # call f: quantizing rows without a residual between the part width and 65536, whole (library) or in parts of 32768
 WIDE_QUANT_CASES = {("rms_norm_fp8", N): ("library", "p32k") for N in (40960, 49152, 57344, 65536)}
 

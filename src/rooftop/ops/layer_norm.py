@@ -49,7 +49,7 @@ Which path runs (N = row width in elements):
   or with one past norm_sm90.PARTS_RESIDUAL_MIN_N, at least 2 rows of parts per SM, _support.SPLIT_ROWS_ENABLED):
   each row is P parts of at most GLUON_MAX_N (a power of two), each part a program's row of the same kernel, the
   parts' (mean, variance) pairs merged across programs between the passes (Chan's merge, equal counts;
-  softmax_sm90.exchange_pairs); ahead of the split-words kernels.
+  softmax_sm90.swap_pairs); ahead of the split-words kernels.
 - Welford (WELFORD_MIN_N < N <= WELFORD_MAX_N, without a residual unless WELFORD_RESIDUAL; 16-bit rows without a
   residual up to WELFORD_WIDE_MAX_N, ahead of Gluon): one row a program (grid M), WELFORD_RBLOCK-wide tiles over
   WELFORD_WARPS warps (the wide rows' WELFORD_WIDE_RBLOCK over WELFORD_WIDE_WARPS), N a constexpr: the loops' trip

@@ -68,7 +68,7 @@ Rows in parts (PARTS > 1; row_parts, for rows wider than x's ring: rms_norm.py a
 their GLUON_MAX_N, quantizing rows past rms_norm.QUANT_PART_MAX_N): the launch views the rows as [M * PARTS, N /
 PARTS] (softmax_sm90.part_views), each part a row of the kernel above, on a multiple of PARTS programs; program pid
 always takes part pid % PARTS, so its weight and bias start (pid % PARTS) * N / PARTS columns in. Between pass 1 and
-pass 2 the parts of a row exchange their statistics through softmax_sm90.exchange_pairs (its protocol and why it
+pass 2 the parts of a row exchange their statistics through softmax_sm90.swap_pairs (its protocol and why it
 cannot deadlock: softmax_sm90's docstring): RMSNorm the parts' mean squares (averaged; quantizing, their max |h
 (offset + w)| too), LayerNorm each part's mean s + c and variance, merged as Chan's parallel variance with equal
 counts (mean = the parts' mean; var = the mean of their variances + the variance of their means), so that rows whose
@@ -199,8 +199,7 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
               r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, WHO: gl.constexpr,
               LAYER: gl.constexpr, HAS_RES: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr,
               EVEN: gl.constexpr, CHUNKS: gl.constexpr, WARPS: gl.constexpr, PARTS: gl.constexpr,
-              QUANT: gl.constexpr, QMAX: gl.constexpr, LEAN: gl.constexpr, RESIDENT: gl.constexpr,
-              QUICK: gl.constexpr):
+              QUANT: gl.constexpr, QMAX: gl.constexpr, LEAN: gl.constexpr, RESIDENT: gl.constexpr):
     """Consumer WHO's rows (the module docstring). N8, y_stride8, h_stride8: N and the row strides in
     8-element vectors (so that the compiler knows stores and masks come in whole vectors). PARTS > 1:
     the rows are parts of rows PARTS times wider, and this program's are always part pid % PARTS (the programs
@@ -235,7 +234,8 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
         if HAS_B:
             b_next = _load_params(b_ptr, 0, N, GROUPS, EVEN, chunk_layout)
     k = 0  # this consumer's rows so far
-    left, last_row = gl.zeros_like(softmax_sm90._lanes(WARPS)) - 1, 0  # QUICK: swap_pairs' cleanup, a row behind
+    # rows in parts: swap_pairs' cleanup, a row behind
+    left, last_row = gl.zeros_like(softmax_sm90.partition_lanes(WARPS)) - 1, 0
     for row in range(gl.program_id(0) + WHO * programs, M, 2 * programs):
         it = (2 * k + WHO) * CHUNKS  # the program's number of this row's first chunk
         # the other consumer has finished pass 1 of the row before (softmax_sm90's docstring)
@@ -282,7 +282,7 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
         if LAYER:
             corr = gl.sum(acc, axis=0) / N  # the mean of d: what the shift missed of the row's mean
             var = gl.sum(acc_dd, axis=0) / N - corr * corr
-            if PARTS > 1 and QUICK:  # merge the parts' (mean, variance) (Chan: equal counts)
+            if PARTS > 1:  # merge the parts' (mean, variance) (Chan: equal counts)
                 means, variances, mine, left = softmax_sm90.swap_pairs(ws_ptr, cnt_ptr, row, shift + corr, var, left,
                                                                        last_row, PARTS, WARPS)
                 last_row = row
@@ -290,26 +290,16 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
                 spread = gl.where(mine, means - mean, 0.0)
                 var = (gl.sum(variances, axis=0) + gl.sum(spread * spread, axis=0)) / PARTS
                 corr = mean - shift
-            elif PARTS > 1:
-                means, variances = softmax_sm90.exchange_pairs(ws_ptr, cnt_ptr, row, shift + corr, var, PARTS, WARPS)
-                mean = gl.sum(means, axis=0) / PARTS
-                spread = means - mean
-                var = (gl.sum(variances, axis=0) + gl.sum(spread * spread, axis=0)) / PARTS
-                corr = mean - shift
             rstd = gl.rsqrt(gl.maximum(var, 0.0) + eps)
             centre = corr * rstd  # y = (h - shift) * rstd - centre
         else:
             mean_square = gl.sum(acc, axis=0) / N
             peak = gl.max(acc_dd, axis=0)
-            if PARTS > 1 and QUICK:
+            if PARTS > 1:
                 squares, peaks, mine, left = softmax_sm90.swap_pairs(ws_ptr, cnt_ptr, row, mean_square, peak, left,
                                                                      last_row, PARTS, WARPS)
                 last_row = row
                 mean_square = gl.sum(gl.where(mine, squares, 0.0), axis=0) / PARTS
-                peak = gl.max(peaks, axis=0)
-            elif PARTS > 1:
-                squares, peaks = softmax_sm90.exchange_pairs(ws_ptr, cnt_ptr, row, mean_square, peak, PARTS, WARPS)
-                mean_square = gl.sum(squares, axis=0) / PARTS
                 peak = gl.max(peaks, axis=0)
             rstd = gl.rsqrt(mean_square + eps)
             if QUANT:  # y / s = h (offset + w) rstd / s: the row's gain takes the 1 / s
@@ -358,7 +348,7 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
             else:
                 gl.store(y_row + c * CHUNK + offs, y, mask=starts < N - c * CHUNK)
         k += 1
-    if PARTS > 1 and QUICK:
+    if PARTS > 1:
         softmax_sm90.swap_pairs_done(ws_ptr, cnt_ptr, left, last_row, PARTS, WARPS)
 
 
@@ -368,7 +358,7 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, 
                  EVEN: gl.constexpr, FLAT: gl.constexpr, CHUNK: gl.constexpr, CHUNKS: gl.constexpr,
                  X_STAGES: gl.constexpr, R_STAGES: gl.constexpr, PARTS: gl.constexpr, QUANT: gl.constexpr,
                  QMAX: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, LEAN: gl.constexpr,
-                 RESIDENT: gl.constexpr, QUICK: gl.constexpr):
+                 RESIDENT: gl.constexpr):
     """Persistent: consumer 0 is the default partition (num_warps warps), consumer 1 and the 1-warp loaders
     workers. The rings' buffers are [CHUNK / 256, 256]; a descriptor's box is one of their rows, or all of
     them (FLAT). Without a residual r_desc, h_ptr are x's descriptor and y (unused). RESIDENT: CHUNKS buffers
@@ -404,12 +394,10 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, 
         gl.warp_specialize([
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0,
-                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT,
-                         QUICK)),
+                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT)),
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1,
-                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT,
-                         QUICK)),
+                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT)),
             (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
             (_loader, (r_desc, r_ring, r_ready, r_empty, M, CHUNKS, R_STAGES, FLAT)),
         ], [WARPS, 1, 1], [CONSUMER_REGS, LOADER_REGS, LOADER_REGS])
@@ -417,12 +405,10 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, 
         gl.warp_specialize([
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0,
-                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT,
-                         QUICK)),
+                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT)),
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1,
-                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT,
-                         QUICK)),
+                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT)),
             (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
         ], [WARPS, 1], [CONSUMER_REGS, LOADER_REGS])
 
@@ -497,7 +483,7 @@ class _Plan:
     """The launch of _norm_kernel for one call's shapes, strides and dtypes: the first call compiles through
     Gluon's dispatch with checked descriptors; later ones launch the compiled kernel directly."""
 
-    __slots__ = ("sizes", "launch", "rows", "quick")
+    __slots__ = ("sizes", "launch", "rows")
 
     def __init__(self, x, residual, weight, bias, y, h, layer: bool, programs: int, chunk: int, buffers: int,
                  res_stages: int, parts: int, quant: tuple[int, float], warps: int):
@@ -511,20 +497,18 @@ class _Plan:
         kept = resident_params(weight, bias, cdiv(N, chunk), buffers - r_stages)
         self.sizes = (M, N // 8, y.stride(0) // 8, (h if h is not None else y).stride(0) // 8)
         self.rows = M // parts if parts > 1 else 0  # the rows whose parts exchange statistics
-        self.quick = softmax_sm90.QUICK_EXCHANGE
         constexprs = dict(LAYER=layer, HAS_RES=residual is not None, HAS_W=weight is not None, HAS_B=bias is not None,
                           EVEN=N % chunk == 0, FLAT=flat, CHUNK=chunk, CHUNKS=cdiv(N, chunk),
                           X_STAGES=buffers - r_stages - kept, R_STAGES=r_stages, PARTS=parts, QUANT=quant[0],
                           QMAX=quant[1], CONSUMER_REGS=consumer_regs(CONSUMERS, warps),
-                          LOADER_REGS=LOADER_REGS, LEAN=softmax_sm90.LEAN_BARRIERS, RESIDENT=kept > 0,
-                          QUICK=self.quick)
+                          LOADER_REGS=LOADER_REGS, LEAN=softmax_sm90.LEAN_BARRIERS, RESIDENT=kept > 0)
         self.launch = GluonLaunch(_norm_kernel, (min(programs, M),), [(*v, box, RING_LAYOUT) for v in views],
                                   constexprs, x.device.index, warps)
 
     def __call__(self, x, residual, weight, bias, y, h, scale, eps: float, offset: float) -> None:
         # absent tensors: x's descriptor twice, y for h, x for the weight, bias and scale, y for the exchange's
         # (never touched)
-        exchange = softmax_sm90.exchange_buffers(x.device, self.rows, self.sizes[0], self.quick, y)
+        exchange = softmax_sm90.exchange_buffers(x.device, self.rows, self.sizes[0], y)
         self.launch((x, residual if residual is not None else x), y, h if h is not None else y,
                     weight if weight is not None else x, bias if bias is not None else x,
                     scale if scale is not None else x, *exchange, *self.sizes, eps, offset)
@@ -556,7 +540,7 @@ def norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optiona
     key = (x.device.index, x.dtype, *x.shape, x.stride(0), y.stride(0), layer, programs, chunk, buffers, parts,
            None if residual is None else (residual.stride(0), h.stride(0), res_stages),
            None if weight is None else weight.dtype, None if bias is None else bias.dtype, y.dtype, quant,
-           softmax_sm90.LEAN_BARRIERS, RESIDENT_PARAMS, RESIDENT_ROWS, warps, softmax_sm90.QUICK_EXCHANGE)
+           softmax_sm90.LEAN_BARRIERS, RESIDENT_PARAMS, RESIDENT_ROWS, warps)
     plan = _plans.get(key)
     if plan is None:
         if len(_plans) > 4096:  # shapes that vary without end

@@ -35,7 +35,7 @@ Which path runs (N = row width in elements):
   _support.SPLIT_ROWS_ENABLED):
   each row is P parts of at most GLUON_MAX_N (quantizing: QUANT_PART_MAX_N; P a power of two), each part a
   program's row of the same kernel, the parts' mean squares (and maxima) merged across programs between the passes
-  (softmax_sm90.exchange_pairs); ahead of the split-words kernels.
+  (softmax_sm90.swap_pairs); ahead of the split-words kernels.
 - Reload (RELOAD_MIN_N < N <= RELOAD_MAX_N, with a residual RELOAD_RESIDUAL_MIN_N < N <= RELOAD_RESIDUAL_MAX_N; no
   quant; ahead of Gluon but for rows whose loads do not vectorize, rooftop.ops._support.rows_vectorize): one row a
   program (grid M) of RELOAD_WARPS warps, the row in tiles of up to RELOAD_TILE_BYTES (two or four tiles of bf16 at

@@ -17,12 +17,11 @@ Which path runs (N = row width, in elements):
   overlaps the other's first), and the second pass reads the row from shared memory. Traffic:
   2 * M * N * itemsize. A wider row, contiguous and a multiple of 8 P wide (gluon_parts): split into P parts
   of at most PART_MAX_N (softmax: EXP_PART_MAX_N, on EXP_PART_WARPS-warp consumers; P a power of two; any N up to
-  2^20 and past), each a program's as if it were a row, the
-  parts' (max, sum) pairs merged across programs between the passes (softmax_sm90.exchange_pairs: 8 bytes and
-  three atomics a part). Traffic: 2 * M * N * itemsize. Other rows past the ring (N <= GLUON_MAX_N): one
-  consumer; the ring keeps the row's tail, and the loader re-reads its head for the second pass right behind
-  the first, from L2 while the programs' heads fit it. Traffic: 2 * M * N * itemsize from DRAM, plus what of
-  the head L2 has lost.
+  2^20 and past), each a program's as if it were a row, the parts' (max, sum) pairs merged across programs
+  between the passes (softmax_sm90.swap_pairs: an 8-byte word, a poll of the row's words and an atomic a part).
+  Traffic: 2 * M * N * itemsize. Other rows past the ring (N <= GLUON_MAX_N): one consumer; the ring keeps the
+  row's tail, and the loader re-reads its head for the second pass right behind the first, from L2 while the
+  programs' heads fit it. Traffic: 2 * M * N * itemsize from DRAM, plus what of the head L2 has lost.
 - Reload (RELOAD_MIN_N < N, rows of at most RELOAD_MAX_BYTES, at least a row per SM, loads that vectorize:
   rooftop.ops._support.rows_vectorize; ahead of Gluon): one row a program (grid M) of RELOAD_WARPS warps, the row in
   tiles of RELOAD_TILE_BYTES (one 16-byte load a thread), nothing of the row kept across the passes. Pass 1 loads

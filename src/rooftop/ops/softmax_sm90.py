@@ -68,16 +68,24 @@ Rows in parts (PARTS > 1; softmax.py chooses them for contiguous rows past the r
 [M * PARTS, N / PARTS] (part_views), so that each part is a row of the kernel above, in the ring with two consumers,
 and rounds the programs G down to a multiple of PARTS. Part p of row r is the kernel's row q = r PARTS + p, taken
 by program q % G at its step q // G: G % PARTS == 0 puts a row's parts at the same step of PARTS programs (and
-always part pid % PARTS in a program). Between pass 1 and pass 2 each part's consumer calls exchange_pairs: its
-first thread stores the part's (max, sum) to ws [M * PARTS, 2], adds 1 to the row's counter (acq_rel) and polls it
-(acquire) until it reads PARTS; the partition then reads the PARTS pairs (.cg) and merges them as the groups of a
-row merge; the thread adds 1 again and the row's last part to do so (2 PARTS - 1 before it) sets the counter back
-to 0, so arrival_counters stays zeroed between launches. The turn is handed on before the exchange, so the other
-consumer's pass 1 runs while this one waits. No deadlock while every program is resident (one an SM: the ring's
-shared memory; G <= the SMs; _support.SPLIT_ROWS_ENABLED turns the parts off where an MPS limit or a green context
-would break that): by induction on the step k, the exchanges of step k wait only for the pass 1s of step k of
-other programs, which wait for their ring's releases by earlier steps. Traffic: 2 * M * N * itemsize, plus 8
-bytes and three atomics a part.
+always part pid % PARTS in a program). Between pass 1 and pass 2 each part's consumer calls swap_pairs: its first
+thread swaps the part's (max, sum) into the part's int64 word (relaxed; the max's bits low, the sum's with the sign
+bit flipped high, so that no pair is the word 0, which marks an empty word) and the partition's first PARTS threads
+poll the row's PARTS words (relaxed) until none is empty; the values come with the poll, merged as the groups of a
+row merge. No fence is needed: the word is its own flag and nothing else is published. The first thread then adds 1
+to the row's counter (relaxed) and, a row later (once the count has long come back), the row's last part to leave
+(PARTS - 1 before it) empties the row's words and counter, so the arrival counters that hold them stay zeroed
+between launches (a row's words are polled only before its parts leave). The turn is handed on before the exchange,
+so the other consumer's pass 1 runs while this one waits. It replaced a store of the pair, an arrival atomic
+(acq_rel: a GPU-scope fence behind the thread's pending stores, then an L1 invalidation), acquire polls, loads of the
+pairs and a leaving atomic whose count was waited for at once: H200, bf16, % of a same-run copy by do_bench, swap_pairs
+/ that (logs/h200-2026-12-04-s46/call-e, benchmarks/exp_part_exchange.py): softmax 87.1 / 81.2, 87.1 / 80.0, 86.1 /
+78.4 at 131072 / 262144 / 1048576, log_softmax 89.7 / 83.6, 88.0 / 82.0, 89.3 / 77.9; quantizing add + RMSNorm 93.3 /
+90.6 at 65536; LayerNorm level (79.0 / 78.5 at 131072). No deadlock while every program is resident (one an SM: the
+ring's shared memory; G <= the SMs; _support.SPLIT_ROWS_ENABLED turns the parts off where an MPS limit or a green
+context would break that): by induction on the step k, the exchanges of step k wait only for the pass 1s of step k
+of other programs, which wait for their ring's releases by earlier steps. Traffic: 2 * M * N * itemsize, plus an
+8-byte word, PARTS 8-byte polls and an atomic a part.
 
 Rows: the descriptor views x as [M, N] with x's row stride and a [1, 256] box (TMA's widest side), CHUNK / 256
 copies a chunk; columns past N read 0 and pass 1 masks them to -inf. Contiguous rows that are whole chunks
@@ -115,7 +123,6 @@ SIGN_BIT = gl.constexpr(-2147483648)  # an fp32's sign bit, as an int32
 # barrier_not_needed's mark; LEAN_BARRIERS False keeps Membar's barriers (an A/B switch for the ring kernels)
 MARK_ASM = gl.constexpr("mov.b32 $0, $1; // " + BARRIER_MARK)
 LEAN_BARRIERS = True
-QUICK_EXCHANGE = True  # rows in parts: swap_pairs (one round trip), not exchange_pairs
 # chunk buffers unswizzled: the consumer reads a chunk as flat row-major groups of 8
 RING_LAYOUT = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2)
 
@@ -269,40 +276,7 @@ def _write_ring(ring, ready, empty, it, y_row, shift, offs, N, FIRST: gl.constex
 
 
 @gluon.jit
-def exchange_pairs(ws_ptr, cnt_ptr, part_row, a, b, PARTS: gl.constexpr, WARPS: gl.constexpr):
-    """The pairs (a, b) of a row's PARTS parts, as two [PARTS] vectors, this part's (a, b) among them: the parts are
-    rows part_row - part_row % PARTS + p of the kernel's [M * PARTS, N / PARTS] view, each a program's at the same
-    step (softmax's and norm_sm90's docstrings). The partition's first thread publishes (a, b) to ws [M * PARTS, 2],
-    counts itself in on the row's counter (release) and polls it (acquire) until every part has; then the
-    partition reads the PARTS pairs, and the thread counts itself out: the row's last part to leave sets the counter
-    back to 0 for the next launch."""
-    THREADS: gl.constexpr = 32 * WARPS
-    thread_layout: gl.constexpr = gl.BlockedLayout([1], [32], [WARPS], [0])
-    t = gl.arange(0, THREADS, layout=thread_layout)
-    first = t == 0
-    counter = cnt_ptr + part_row // PARTS + t * 0
-    pairs = ws_ptr + (part_row - part_row % PARTS).to(gl.int64) * 2
-    mine = pairs + 2 * (part_row % PARTS) + t * 0
-    zero = gl.zeros([THREADS], gl.float32, thread_layout)
-    none = gl.zeros([THREADS], gl.int32, thread_layout)  # Gluon's atomics take tensors, not scalars
-    gl.store(mine, a + zero, mask=first)
-    gl.store(mine + 1, b + zero, mask=first)
-    arrived = gl.atomic_add(counter, none + 1, mask=first, sem="acq_rel", scope="gpu")
-    seen = gl.max(gl.where(first, arrived + 1, none), axis=0)
-    while seen < PARTS:
-        polled = gl.atomic_add(counter, none, mask=first, sem="acquire", scope="gpu")
-        seen = gl.max(gl.where(first, polled, none), axis=0)
-    # the reduction's barrier orders the first thread's acquire before every thread's loads (.cg: from L2)
-    p = gl.arange(0, PARTS, layout=thread_layout)
-    all_a = gl.load(pairs + 2 * p, cache_modifier=".cg")
-    all_b = gl.load(pairs + 2 * p + 1, cache_modifier=".cg")
-    left = gl.atomic_add(counter, none + 1, mask=first, sem="relaxed", scope="gpu")
-    gl.atomic_xchg(counter, none, mask=first & (left == 2 * PARTS - 1), sem="relaxed", scope="gpu")
-    return all_a, all_b
-
-
-@gluon.jit
-def _lanes(WARPS: gl.constexpr):
+def partition_lanes(WARPS: gl.constexpr):
     """The partition's thread indices, one a thread."""
     return gl.arange(0, 32 * WARPS, layout=gl.BlockedLayout([1], [32], [WARPS], [0]))
 
@@ -310,15 +284,16 @@ def _lanes(WARPS: gl.constexpr):
 @gluon.jit
 def swap_pairs(words_ptr, cnt_ptr, part_row, a, b, left, last_row, PARTS: gl.constexpr, WARPS: gl.constexpr):
     """The pairs (a, b) of a row's PARTS parts, one a thread of the partition for its first PARTS threads (`mine`;
-    the others (-inf, 0)), with no fence and one round trip to L2: the first thread swaps its part's pair
-    into the row's word of it, words [M * PARTS] int64 (a's bits low, b's with the sign bit flipped high: never 0,
-    and 0 is an empty word),
-    relaxed; the first PARTS threads poll the row's PARTS words until none is empty. Then the first thread counts
+    the others (-inf, 0)), with no fence and one round trip to L2: the first thread swaps its part's pair into the
+    part's word, words [M * PARTS] int64 (a's bits low, b's with the sign bit flipped high: never 0, and 0 is an
+    empty word), relaxed; the first PARTS threads poll the row's PARTS words until none is empty (relaxed: the values
+    come with the flag, and nothing else is published, so no fence). Then the first thread counts
     itself out on the row's counter (relaxed, `left`: its count before) and, a row later (left, last_row: the
     previous row's; and once after the last, swap_pairs_done), the row's last part to leave empties its words and
     counter for the next launch: the wait for that count falls where it has long arrived. A b of -0.0 comes back
     +0.0. Returns (a, b, mine, left)."""
-    t = _lanes(WARPS)
+    gl.static_assert(PARTS <= 32 * WARPS, "a thread a part")
+    t = partition_lanes(WARPS)
     first = t == 0
     mine = t < PARTS
     swap_pairs_done(words_ptr, cnt_ptr, left, last_row, PARTS, WARPS)
@@ -343,7 +318,7 @@ def swap_pairs(words_ptr, cnt_ptr, part_row, a, b, left, last_row, PARTS: gl.con
 def swap_pairs_done(words_ptr, cnt_ptr, left, row, PARTS: gl.constexpr, WARPS: gl.constexpr):
     """swap_pairs' cleanup of part `row`'s row (`left`: its first thread's count before it left, -1 for none): the
     row's last part to leave empties the row's words and counter."""
-    t = _lanes(WARPS)
+    t = partition_lanes(WARPS)
     last = (t == 0) & (left == PARTS - 1)
     base = words_ptr + (row - row % PARTS)
     for p in gl.static_range(PARTS):
@@ -354,7 +329,7 @@ def swap_pairs_done(words_ptr, cnt_ptr, left, row, PARTS: gl.constexpr, WARPS: g
 @gluon.jit
 def _consumer(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, WHO: gl.constexpr, LOG: gl.constexpr,
               EVEN: gl.constexpr, CHUNKS: gl.constexpr, KEEP: gl.constexpr, CONSUMERS: gl.constexpr,
-              WARPS: gl.constexpr, PARTS: gl.constexpr, QUICK: gl.constexpr, LEAN: gl.constexpr):
+              WARPS: gl.constexpr, PARTS: gl.constexpr, LEAN: gl.constexpr):
     """Consumer WHO's rows: pass 1 (online max / sum) over the chunks as they land, pass 2 (normalise,
     release, store) over the KEEP chunks of the row's tail still in the ring, then (a row past the ring,
     one consumer) over the HEAD = CHUNKS - KEEP chunks of its head as their re-reads land. N8, y_stride8: N
@@ -375,7 +350,7 @@ def _consumer(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride
     N = N8 * VEC
     programs = gl.num_programs(0)
     k = 0  # this consumer's rows so far
-    left, last_row = gl.zeros_like(_lanes(WARPS)) - 1, 0  # QUICK: swap_pairs' cleanup, a row behind
+    left, last_row = gl.zeros_like(partition_lanes(WARPS)) - 1, 0  # parts: swap_pairs' cleanup, a row behind
     for row in range(gl.program_id(0) + WHO * programs, M, CONSUMERS * programs):
         it = (k * CONSUMERS + WHO) * SLOTS  # the program's number of this row's first slot
         if CONSUMERS > 1:  # the other consumer has finished pass 1 of the row before (see the docstring)
@@ -390,12 +365,9 @@ def _consumer(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride
         row_max = gl.max(m, axis=0)
         ref = gl.where(row_max == -float("inf"), 0.0, row_max)
         row_sum = gl.sum(s * gl.exp2((m - ref) * LOG2E), axis=0)
-        if PARTS > 1 and QUICK:  # `row` is a part of a row: merge with the others
+        if PARTS > 1:  # `row` is a part of a row: merge with the others
             maxes, sums, _, left = swap_pairs(ws_ptr, cnt_ptr, row, row_max, row_sum, left, last_row, PARTS, WARPS)
             last_row = row
-        elif PARTS > 1:
-            maxes, sums = exchange_pairs(ws_ptr, cnt_ptr, row, row_max, row_sum, PARTS, WARPS)
-        if PARTS > 1:
             row_max = gl.max(maxes, axis=0)
             ref = gl.where(row_max == -float("inf"), 0.0, row_max)
             row_sum = gl.sum(sums * gl.exp2((maxes - ref) * LOG2E), axis=0)
@@ -410,15 +382,14 @@ def _consumer(y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride
             _write_ring(ring, ready, empty, it, y_row, shift, offs, N, CHUNKS, SLOTS, SLOTS, True, LOG, EVEN, POLICY,
                         chunk_layout, LEAN)
         k += 1
-    if PARTS > 1 and QUICK:
+    if PARTS > 1:
         swap_pairs_done(ws_ptr, cnt_ptr, left, last_row, PARTS, WARPS)
 
 
 @gluon.jit
 def _softmax_kernel(x_desc, y_ptr, ws_ptr, cnt_ptr, M, N8, y_stride8, LOG: gl.constexpr, EVEN: gl.constexpr,
                     FLAT: gl.constexpr, CHUNK: gl.constexpr, CHUNKS: gl.constexpr, STAGES: gl.constexpr,
-                    CONSUMERS: gl.constexpr, KEEP: gl.constexpr, PARTS: gl.constexpr, QUICK: gl.constexpr,
-                    CONSUMER_REGS: gl.constexpr,
+                    CONSUMERS: gl.constexpr, KEEP: gl.constexpr, PARTS: gl.constexpr, CONSUMER_REGS: gl.constexpr,
                     LOADER_REGS: gl.constexpr, LEAN: gl.constexpr):
     """Persistent: consumer 0 is the default partition (num_warps warps), the other and the 1-warp loader
     workers. The ring's buffers are [CHUNK / 256, 256]; x_desc's box is one of their rows, or all of them
@@ -438,15 +409,15 @@ def _softmax_kernel(x_desc, y_ptr, ws_ptr, cnt_ptr, M, N8, y_stride8, LOG: gl.co
     if CONSUMERS == 2:
         gl.warp_specialize([
             (_consumer, (y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, 0, LOG, EVEN, CHUNKS,
-                         KEEP, 2, WARPS, PARTS, QUICK, LEAN)),
+                         KEEP, 2, WARPS, PARTS, LEAN)),
             (_consumer, (y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, 1, LOG, EVEN, CHUNKS,
-                         KEEP, 2, WARPS, PARTS, QUICK, LEAN)),
+                         KEEP, 2, WARPS, PARTS, LEAN)),
             (_loader, (x_desc, ring, ready, empty, M, CHUNKS, STAGES, FLAT, CHUNKS - KEEP)),
         ], [WARPS, 1], [CONSUMER_REGS, LOADER_REGS])
     else:
         gl.warp_specialize([
             (_consumer, (y_ptr, ws_ptr, cnt_ptr, ring, ready, empty, turns, M, N8, y_stride8, 0, LOG, EVEN, CHUNKS,
-                         KEEP, 1, WARPS, PARTS, QUICK, LEAN)),
+                         KEEP, 1, WARPS, PARTS, LEAN)),
             (_loader, (x_desc, ring, ready, empty, M, CHUNKS, STAGES, FLAT, CHUNKS - KEEP)),
         ], [1], [LOADER_REGS])
 
@@ -503,7 +474,7 @@ class _Plan:
     Gluon's dispatch with a checked descriptor; later ones launch the compiled kernel directly. x and out are
     the kernel's [M * parts, N / parts] views (parts > 1: contiguous rows split into parts)."""
 
-    __slots__ = ("sizes", "launch", "rows", "quick")
+    __slots__ = ("sizes", "launch", "rows")
 
     def __init__(self, x: torch.Tensor, out: torch.Tensor, log: bool, programs: int, consumers: int, warps: int,
                  keep: int, parts: int):
@@ -522,33 +493,29 @@ class _Plan:
         view = ([M * N // BOX_COLS, BOX_COLS], [BOX_COLS, 1]) if flat else ([M, N], [x.stride(0), 1])
         self.sizes = (M, N // 8, out.stride(0) // 8)
         self.rows = M // parts if parts > 1 else 0  # the rows whose parts exchange statistics
-        self.quick = QUICK_EXCHANGE
         constexprs = dict(LOG=log, EVEN=N % CHUNK == 0, FLAT=flat, CHUNK=CHUNK, CHUNKS=chunks, STAGES=STAGES,
-                          CONSUMERS=consumers, KEEP=keep, PARTS=parts, QUICK=QUICK_EXCHANGE,
-                          CONSUMER_REGS=consumer_regs(consumers, warps),
+                          CONSUMERS=consumers, KEEP=keep, PARTS=parts, CONSUMER_REGS=consumer_regs(consumers, warps),
                           LOADER_REGS=LOADER_REGS, LEAN=LEAN_BARRIERS)
         self.launch = GluonLaunch(_softmax_kernel, (min(programs, M),), [(*view, box, RING_LAYOUT)], constexprs,
                                   x.device.index, warps)
 
     def __call__(self, x: torch.Tensor, out: torch.Tensor) -> None:
-        exchange = exchange_buffers(x.device, self.rows, self.sizes[0], self.quick, out)
+        exchange = exchange_buffers(x.device, self.rows, self.sizes[0], out)
         self.launch((x,), out, *exchange, *self.sizes)
 
 
 _plans: dict[tuple, _Plan] = {}
 
 
-def exchange_buffers(device: torch.device, rows: int, parts: int, quick: bool, unused: torch.Tensor):
-    """(words or pairs, counters) of a launch whose `rows` rows are in `parts` parts in all: swap_pairs' (quick) a
-    zeroed int64 word a part after a counter a row (16-byte aligned), both among the arrival counters and left
-    zeroed; exchange_pairs' a (max, sum) pair a part and the counters; (unused, unused) for rows not in parts."""
+def exchange_buffers(device: torch.device, rows: int, parts: int, unused: torch.Tensor):
+    """(words, counters) of a launch whose `rows` rows are in `parts` parts in all, for swap_pairs: a zeroed int64
+    word a part after a counter a row (16-byte aligned), both among the arrival counters, which each launch leaves
+    zeroed; (unused, unused) for rows not in parts."""
     if not rows:
         return unused, unused
-    if quick:
-        start = cdiv(rows, 4) * 4
-        counters = arrival_counters(device, start + 2 * parts)
-        return counters[start:start + 2 * parts].view(torch.int64), counters
-    return torch.empty(2 * parts, device=device, dtype=torch.float32), arrival_counters(device, rows)
+    start = cdiv(rows, 4) * 4
+    counters = arrival_counters(device, start + 2 * parts)
+    return counters[start:start + 2 * parts].view(torch.int64), counters
 
 
 def softmax_rows(x: torch.Tensor, out: torch.Tensor, log: bool, programs: int, consumers: int | None = None,
@@ -564,7 +531,7 @@ def softmax_rows(x: torch.Tensor, out: torch.Tensor, log: bool, programs: int, c
         x, out = part_views(parts, x, out)
         programs -= programs % parts
     key = (x.device.index, x.dtype, *x.shape, x.stride(0), out.stride(0), log, programs, consumers, warps, keep, parts,
-           LEAN_BARRIERS, QUICK_EXCHANGE)
+           LEAN_BARRIERS)
     plan = _plans.get(key)
     if plan is None:
         if len(_plans) > 4096:  # shapes that vary without end
