@@ -1,11 +1,12 @@
-"""Experiment (session 45): softmax / log_softmax rows past the ring (131072, 262144: contiguous rows in parts,
-softmax.PART_MAX_N) on the Gluon kernel's consumer partitions of 8 warps instead of 4 (softmax_sm90.CONSUMER_WARPS),
-bf16, M * N = 2^27, on the H200.
-Why: the issue asks 2x torch.compile at every N from 2048; at 131072 / 262144 the library runs 1.73x / 1.86x (77 /
-75% of copy, parts of 65536 on two 4-warp consumers). Quantizing RMSNorm, whose pass 1 also carries more work an
-element than a plain norm's, gained 7 points at 65536 from 8-warp consumers (logs/h200-2026-12-04-s45/call-b); a
-softmax's passes (online max and sum of exp2, then exp2 and a multiply an element) are as heavy.
-Variants: "library" (parts of 65536, 4 warps), "w8" (8 warps), "p32k" (parts of 32768, 4 warps), "p32k_w8".
+"""Experiment (sessions 45-46): softmax / log_softmax rows past the ring (131072, 262144: contiguous rows in parts) by
+part width and consumer warps, bf16, M * N = 2^27, on the H200.
+Session 45: the issue asks 2x torch.compile at every N from 2048; at 131072 / 262144 the library ran 1.73x / 1.86x
+(77 / 75% of copy, parts of 65536 on two 4-warp consumers); quantizing RMSNorm had gained 7 points at 65536 from 8-warp
+consumers. Seen (logs/h200-2026-12-04-s45/call-f): softmax gained 2.5-2.8 points in parts of 32768 on 8 warps,
+log_softmax lost 1-2.5 (its pass 2 takes no exp2); wired for softmax only (softmax.EXP_PART_MAX_N, EXP_PART_WARPS).
+Session 46: the parts now swap their statistics in one round trip (softmax_sm90.swap_pairs; +6-11 points), which
+leaves less for a consumer to hide while it waits: the choice again, every part width and warps for both ops.
+Variants: "library", "p{32,64}k_w{4,8}" (parts of that width on consumers of that many warps, both ops).
 Timed as exp_resident_params.py times (do_bench and graph replay, % of a same-run copy, error beside).
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_softmax_part_warps.py OUT_DIR  (prints a table last)
 """
@@ -22,9 +23,11 @@ from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, reco
 from rooftop.ops import softmax as sm
 from rooftop.ops import softmax_sm90
 
-W8 = (softmax_sm90, dict(CONSUMER_WARPS=8, _plans={}))  # the plans' keys hold no default warps: a fresh table
-P32K = (sm, dict(PART_MAX_N=32768))
-VARIANTS = {"library": [], "w8": [W8], "p32k": [P32K], "p32k_w8": [P32K, W8]}
+# the plans' keys hold no default warps: a fresh table (log_softmax's parts take the default)
+VARIANTS = {"library": []}
+VARIANTS.update({f"p{part // 1024}k_w{warps}": [(sm, dict(PART_MAX_N=part, EXP_PART_MAX_N=part, EXP_PART_WARPS=warps)),
+                                                (softmax_sm90, dict(CONSUMER_WARPS=warps, _plans={}))]
+                 for part in (32768, 65536) for warps in (4, 8)})
 CASES = [(op, N) for op in ("softmax", "log_softmax") for N in (131072, 262144)]
 
 
