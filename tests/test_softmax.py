@@ -308,7 +308,6 @@ def test_gpu_gluon_whole_rows_past_the_ring(N, monkeypatch):
     ROOFTOP_SPLIT_ROWS=0): one consumer, the head re-read."""
     _sm90()
     monkeypatch.setattr(softmax_mod, "PART_MAX_N", 1 << 40)
-    monkeypatch.setattr(softmax_mod, "EXP_PART_MAX_N", 1 << 40)
     x = torch.randn(_gluon_rows(), N, device="cuda", dtype=torch.bfloat16) * 4
     assert softmax_mod.gluon_parts(x, torch.empty_like(x), False) == softmax_mod.gluon_parts(x, x, True) == 1
     for log in (False, True):
@@ -319,14 +318,13 @@ def test_gpu_gluon_whole_rows_past_the_ring(N, monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("log", [False, True])
-@pytest.mark.parametrize("N, log_parts, parts", [(131072, 2, 4), (262144, 4, 8), (196608, 4, 8), (1048576, 16, 32)])
-def test_gpu_gluon_rows_in_parts(N, log_parts, parts, log, monkeypatch):
-    """Contiguous rows past the ring are split into parts of at most PART_MAX_N (log_softmax; softmax's of at most
-    EXP_PART_MAX_N on EXP_PART_WARPS-warp consumers), each a program's, which merge their (max, sum) pairs through
+@pytest.mark.parametrize("N, parts", [(131072, 4), (262144, 8), (196608, 8), (1048576, 32)])
+def test_gpu_gluon_rows_in_parts(N, parts, log, monkeypatch):
+    """Contiguous rows past the ring are split into parts of at most PART_MAX_N (softmax's on EXP_PART_WARPS-warp
+    consumers), each a program's, which merge their (max, sum) pairs through
     global memory: the result matches torch (a NaN in one part makes the whole row NaN), does not depend on which
     part arrives last (bit-equal on a second run), and the rows' counters and words are left at zero."""
     _sm90()
-    parts = log_parts if log else parts
     M = rows_in_parts(parts)
     x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16) * 4
     x[1, N // parts:] = -float("inf")  # a row with all its mass in the first part

@@ -16,7 +16,7 @@ Which path runs (N = row width, in elements):
   A row that fits the ring (N <= 106496): two consumer warp groups take rows in turn (one's second pass
   overlaps the other's first), and the second pass reads the row from shared memory. Traffic:
   2 * M * N * itemsize. A wider row, contiguous and a multiple of 8 P wide (gluon_parts): split into P parts
-  of at most PART_MAX_N (softmax: EXP_PART_MAX_N, on EXP_PART_WARPS-warp consumers; P a power of two; any N up to
+  of at most PART_MAX_N (softmax on EXP_PART_WARPS-warp consumers; P a power of two; any N up to
   2^20 and past), each a program's as if it were a row, the parts' (max, sum) pairs merged across programs
   between the passes (softmax_sm90.swap_pairs: an 8-byte word, a poll of the row's words and an atomic a part).
   Traffic: 2 * M * N * itemsize. Other rows past the ring (N <= GLUON_MAX_N): one consumer; the ring keeps the
@@ -93,12 +93,15 @@ RELOAD_TILE_BYTES = 16384  # a 16-byte load a thread over 32 warps
 # at 131072 / 262144 / 1048576 parts of 65536 76.2 / 75.0 / 74.0, of 32768 75.8 / 75.2 / 74.3, of 16384 62.7 / 62.0 /
 # 58.9 (16 or more parts leave 128 of 132 programs); whole rows (the head re-read; Triton past 262144) 74.6 / 66.5 /
 # 56.1. Results file (do_bench): softmax 76.6 / 75.0% at 131072 / 262144 (was 75.0 / 66.8).
-PART_MAX_N = 65536
-# softmax's parts (not log_softmax's): of at most EXP_PART_MAX_N on consumer partitions of EXP_PART_WARPS warps (its
-# pass 2 takes an exp2 a value). H200, bf16, % of a same-run copy by do_bench / graph replay, parts of 65536 on 4 warps
-# / of 32768 on 8 (logs/h200-2026-12-04-s45/call-f, benchmarks/exp_softmax_part_warps.py): softmax 78.6 / 78.7 against
-# 81.1 / 80.8 at 131072, 77.2 / 77.1 against 80.0 / 79.9 at 262144; log_softmax lost 1-2.5 points on 8 warps.
-EXP_PART_MAX_N, EXP_PART_WARPS = 32768, 8
+# Since the parts swap their statistics in one round trip (softmax_sm90.swap_pairs, session 46) parts of 32768 win for
+# both ops: % of a same-run copy by do_bench (logs/h200-2026-12-04-s46/call-i, benchmarks/exp_softmax_part_warps.py),
+# at 131072 / 262144, parts of 32768 / 65536: log_softmax on 4 warps 90.9 / 89.6 and 91.1 / 87.7; softmax on 8 warps
+# 87.2 / 87.7 and 87.4 / 83.8.
+PART_MAX_N = 32768
+# softmax's parts (not log_softmax's) on consumer partitions of EXP_PART_WARPS warps (its pass 2 takes an exp2 a value).
+# H200, bf16, % of a same-run copy by do_bench, 4 / 8 warps (call i above): softmax 85.4 / 87.2 at 131072, 86.1 / 87.4
+# at 262144; log_softmax 90.9 / 90.3, 91.1 / 89.6.
+EXP_PART_WARPS = 8
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -327,7 +330,7 @@ def reload_launch(row_bytes: int, even: bool) -> dict:
 
 def gluon_parts(rows: torch.Tensor, out: torch.Tensor, log: bool) -> int:
     """How the Gluon path (softmax_sm90) takes these [M, N] views: 0 not at all, 1 whole rows, P > 1 each row
-    split into P parts of at most PART_MAX_N (softmax: EXP_PART_MAX_N; rows past the ring, contiguous, N a multiple
+    split into P parts of at most PART_MAX_N (rows past the ring, contiguous, N a multiple
     of 8 P; the parts exchange their statistics, so their programs must all be resident:
     _support.SPLIT_ROWS_ENABLED); 0 where the reload kernel takes them."""
     M, N = rows.shape
@@ -335,7 +338,7 @@ def gluon_parts(rows: torch.Tensor, out: torch.Tensor, log: bool) -> int:
             and softmax_sm90.supports(rows, out, past_ring=True)) or reload_applies(rows, out):
         return 0
     sms = num_sms(rows.device.index)
-    parts = triton.next_power_of_2(cdiv(N, PART_MAX_N if log else EXP_PART_MAX_N))
+    parts = triton.next_power_of_2(cdiv(N, PART_MAX_N))
     if not (N > softmax_sm90.STAGES * softmax_sm90.CHUNK and _support.SPLIT_ROWS_ENABLED and rows.stride(0) == N
             and out.stride(0) == N and N % (8 * parts) == 0 and parts <= sms):
         parts = 1  # whole rows, in the ring or past it (the head re-read)
