@@ -13,13 +13,12 @@ Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_ln_warps.py OUT_DIR [--wi
 """
 from __future__ import annotations
 
-import contextlib
 import sys
 from pathlib import Path
 
 import torch
 
-from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, record_both, save_both
+from exp_norm_reload import ELEMENTS, both, copy_both, print_both, record_both, result_error, save_both, switched
 from exp_resident_params import calls
 from rooftop.ops import layer_norm as ln
 from rooftop.ops import norm_sm90
@@ -46,12 +45,8 @@ def main() -> None:
         call, reference, nbytes = calls(op, x, w, b, torch.randn_like(x))
         ref = reference()
         for name in names:
-            with contextlib.ExitStack() as stack:
-                for module, values in VARIANTS[name]:
-                    stack.enter_context(patched(module, **values))
-                y = call()
-                y = y[0].double() * y[1].double() if isinstance(y, tuple) else y  # quantized: (q, scale)
-                err = float((y.double() - ref).abs().max() / ref.abs().max())
+            with switched(VARIANTS[name]):
+                err = result_error(call(), ref)
                 record_both(rows, copy_gbps, nbytes, both(call), op=op, N=N, provider=name, err=err)
         del x, ref
         torch.cuda.empty_cache()

@@ -45,6 +45,21 @@ def patched(module, **values):
         _support.clear_plans()
 
 
+@contextlib.contextmanager
+def switched(switches):
+    """Every (module, values) of `switches` patched (`patched`) inside."""
+    with contextlib.ExitStack() as stack:
+        for module, values in switches:
+            stack.enter_context(patched(module, **values))
+        yield
+
+
+def result_error(y, ref: torch.Tensor) -> float:
+    """max |y - ref| / max |ref| of a call's result y (quantized, (q, scale): dequantized) against float64 ref."""
+    y = y[0].double() * y[1].double() if isinstance(y, tuple) else y.double()
+    return float((y - ref).abs().max() / ref.abs().max())
+
+
 def variants(op: str, N: int):
     """(name, module, overrides) of the library paths timed for `op` at width N."""
     wide = 1 << 20

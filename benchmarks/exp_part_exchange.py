@@ -19,14 +19,13 @@ Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_part_exchange.py OUT_DIR 
 """
 from __future__ import annotations
 
-import contextlib
 import sys
 from pathlib import Path
 
 import torch
 
 import rooftop
-from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, record_both, save_both
+from exp_norm_reload import ELEMENTS, both, copy_both, print_both, record_both, result_error, save_both, switched
 from exp_resident_params import calls
 from rooftop.ops import layer_norm as ln
 from rooftop.ops import rms_norm as rn
@@ -52,11 +51,6 @@ def op_call(op: str, x: torch.Tensor):
     return calls(op, x, w, torch.randn_like(w), torch.randn_like(x))
 
 
-def values(y) -> torch.Tensor:
-    """A call's result as float64 (quantized: (q, scale) dequantized)."""
-    return y[0].double() * y[1].double() if isinstance(y, tuple) else y.double()
-
-
 def main() -> None:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
@@ -66,14 +60,12 @@ def main() -> None:
         x = torch.randn(ELEMENTS // N, N, device="cuda", dtype=torch.bfloat16)
         call, reference, nbytes = op_call(op, x)
         ref = reference()
-        error = lambda call=call, ref=ref: float((values(call()) - ref).abs().max() / ref.abs().max())  # noqa: E731
         for name in names:
-            with contextlib.ExitStack() as stack:
-                for module, switches in VARIANTS[name]:
-                    stack.enter_context(patched(module, **switches))
-                err = error()
+            with switched(VARIANTS[name]):
+                err = result_error(call(), ref)
                 us = both(call)
-                record_both(rows, copy_gbps, nbytes, us, op=op, N=N, provider=name, err=err, err_after=error())
+                record_both(rows, copy_gbps, nbytes, us, op=op, N=N, provider=name, err=err,
+                            err_after=result_error(call(), ref))
         del x, ref, call
         torch.cuda.empty_cache()
         save_both(out / "exp-part-exchange.json", copy_gbps, rows)

@@ -13,14 +13,13 @@ Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_softmax_part_warps.py OUT
 """
 from __future__ import annotations
 
-import contextlib
 import sys
 from pathlib import Path
 
 import torch
 
 import rooftop
-from exp_norm_reload import ELEMENTS, both, copy_both, patched, print_both, record_both, save_both
+from exp_norm_reload import ELEMENTS, both, copy_both, print_both, record_both, result_error, save_both, switched
 from rooftop.ops import softmax as sm
 from rooftop.ops import softmax_sm90
 
@@ -42,10 +41,8 @@ def main() -> None:
         fn = getattr(rooftop, op)
         ref = getattr(torch, op)(x.double(), dim=-1)
         for name, switches in VARIANTS.items():
-            with contextlib.ExitStack() as stack:
-                for module, values in switches:
-                    stack.enter_context(patched(module, **values))
-                err = float((fn(x).double() - ref).abs().max() / ref.abs().max())
+            with switched(switches):
+                err = result_error(fn(x), ref)
                 record_both(rows, copy_gbps, 2 * x.nbytes, both(lambda x=x: fn(x)), op=op, N=N, provider=name, err=err)
         del x, ref
         torch.cuda.empty_cache()
