@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from exp_norm_reload import ELEMENTS, both, copy_both, print_both, record_both, result_error, save_both, switched
+from exp_norm_reload import ELEMENTS, copy_both, print_both, save_both, time_variants
 from exp_resident_params import calls
 from rooftop.ops import layer_norm as ln
 from rooftop.ops import norm_sm90
@@ -44,10 +44,7 @@ def main() -> None:
         b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
         call, reference, nbytes = calls(op, x, w, b, torch.randn_like(x))
         ref = reference()
-        for name in names:
-            with switched(VARIANTS[name]):
-                err = result_error(call(), ref)
-                record_both(rows, copy_gbps, nbytes, both(call), op=op, N=N, provider=name, err=err)
+        time_variants(rows, copy_gbps, nbytes, call, ref, {name: VARIANTS[name] for name in names}, op=op, N=N)
         del x, ref
         torch.cuda.empty_cache()
         save_both(out / "exp-ln-warps.json", copy_gbps, rows)

@@ -60,6 +60,16 @@ def result_error(y, ref: torch.Tensor) -> float:
     return float((y - ref).abs().max() / ref.abs().max())
 
 
+def time_variants(rows: list, copy_gbps: list[float], nbytes: int, call, ref: torch.Tensor, named: dict, **row) -> None:
+    """Each of `named` (name: switches) with its switches on (`switched`): call's error against ref before and after
+    its timing (`both`; a state left behind would show after), recorded (`record_both`) as provider name."""
+    for name, switches in named.items():
+        with switched(switches):
+            err = result_error(call(), ref)
+            us = both(call)
+            record_both(rows, copy_gbps, nbytes, us, **row, provider=name, err=err, err_after=result_error(call(), ref))
+
+
 def variants(op: str, N: int):
     """(name, module, overrides) of the library paths timed for `op` at width N."""
     wide = 1 << 20

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 import rooftop
-from exp_norm_reload import ELEMENTS, both, copy_both, print_both, record_both, result_error, save_both, switched
+from exp_norm_reload import ELEMENTS, copy_both, print_both, save_both, time_variants
 from exp_resident_params import calls
 from rooftop.ops import layer_norm as ln
 from rooftop.ops import rms_norm as rn
@@ -60,12 +60,7 @@ def main() -> None:
         x = torch.randn(ELEMENTS // N, N, device="cuda", dtype=torch.bfloat16)
         call, reference, nbytes = op_call(op, x)
         ref = reference()
-        for name in names:
-            with switched(VARIANTS[name]):
-                err = result_error(call(), ref)
-                us = both(call)
-                record_both(rows, copy_gbps, nbytes, us, op=op, N=N, provider=name, err=err,
-                            err_after=result_error(call(), ref))
+        time_variants(rows, copy_gbps, nbytes, call, ref, {name: VARIANTS[name] for name in names}, op=op, N=N)
         del x, ref, call
         torch.cuda.empty_cache()
         save_both(out / "exp-part-exchange.json", copy_gbps, rows)

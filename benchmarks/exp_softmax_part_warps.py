@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 import rooftop
-from exp_norm_reload import ELEMENTS, both, copy_both, print_both, record_both, result_error, save_both, switched
+from exp_norm_reload import ELEMENTS, copy_both, print_both, save_both, time_variants
 from rooftop.ops import softmax as sm
 from rooftop.ops import softmax_sm90
 
@@ -40,10 +40,7 @@ def main() -> None:
         x = torch.randn(ELEMENTS // N, N, device="cuda", dtype=torch.bfloat16)
         fn = getattr(rooftop, op)
         ref = getattr(torch, op)(x.double(), dim=-1)
-        for name, switches in VARIANTS.items():
-            with switched(switches):
-                err = result_error(fn(x), ref)
-                record_both(rows, copy_gbps, 2 * x.nbytes, both(lambda x=x: fn(x)), op=op, N=N, provider=name, err=err)
+        time_variants(rows, copy_gbps, 2 * x.nbytes, lambda x=x: fn(x), ref, VARIANTS, op=op, N=N)
         del x, ref
         torch.cuda.empty_cache()
         save_both(out / "exp-softmax-part-warps.json", copy_gbps, rows)
