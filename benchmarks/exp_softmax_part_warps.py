@@ -8,8 +8,11 @@ Session 46: the parts now swap their statistics in one round trip (softmax_sm90.
 leaves less for a consumer to hide while it waits: the choice again, every part width and warps for both ops.
 Variants: "library", "p{32,64}k_w{4,8}" (parts of that width on consumers of that many warps, both ops). Seen (call i):
 log_softmax in parts of 32768 on 4 warps 90.9 / 91.1 against 89.6 / 87.7; softmax's kept (the softmax.py constants).
+"--chunks" (prepared in session 46, not yet run): the library's parts on rings of 26 4096-element chunks instead of 13
+of 8192 (the same 208 KB; offline sm_90 no spills, 96 registers at 8 warps): a finer release lets the loader refill
+sooner while a part's consumer waits, "c4k_w8" and "c4k_w4" (log_softmax's parts take the default warps).
 Timed as exp_resident_params.py times (do_bench and graph replay, % of a same-run copy, error beside).
-Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_softmax_part_warps.py OUT_DIR  (prints a table last)
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_softmax_part_warps.py OUT_DIR [--chunks]  (a table last)
 """
 from __future__ import annotations
 
@@ -28,6 +31,9 @@ VARIANTS = {"library": []}
 VARIANTS.update({f"p{part // 1024}k_w{warps}": [(sm, dict(PART_MAX_N=part, EXP_PART_WARPS=warps)),
                                                 (softmax_sm90, dict(CONSUMER_WARPS=warps, _plans={}))]
                  for part in (32768, 65536) for warps in (4, 8)})
+CHUNK_VARIANTS = {"library": [], **{f"c4k_w{warps}": [(softmax_sm90, dict(CHUNK=4096, STAGES=26, CONSUMER_WARPS=warps,
+                                                                          _plans={})),
+                                                      (sm, dict(EXP_PART_WARPS=warps))] for warps in (4, 8)}}
 CASES = [(op, N) for op in ("softmax", "log_softmax") for N in (131072, 262144)]
 
 
@@ -40,7 +46,8 @@ def main() -> None:
         x = torch.randn(ELEMENTS // N, N, device="cuda", dtype=torch.bfloat16)
         fn = getattr(rooftop, op)
         ref = getattr(torch, op)(x.double(), dim=-1)
-        time_variants(rows, copy_gbps, 2 * x.nbytes, lambda x=x: fn(x), ref, VARIANTS, op=op, N=N)
+        named = CHUNK_VARIANTS if "--chunks" in sys.argv else VARIANTS
+        time_variants(rows, copy_gbps, 2 * x.nbytes, lambda x=x: fn(x), ref, named, op=op, N=N)
         del x, ref
         torch.cuda.empty_cache()
         save_both(out / "exp-softmax-part-warps.json", copy_gbps, rows)
