@@ -321,9 +321,9 @@ def test_gpu_gluon_whole_rows_past_the_ring(N, monkeypatch):
 @pytest.mark.parametrize("N, parts", [(131072, 4), (262144, 8), (196608, 8), (1048576, 32)])
 def test_gpu_gluon_rows_in_parts(N, parts, log, monkeypatch):
     """Contiguous rows past the ring are split into parts of at most PART_MAX_N (softmax's on EXP_PART_WARPS-warp
-    consumers), each a program's, which merge their (max, sum) pairs through
-    global memory: the result matches torch (a NaN in one part makes the whole row NaN), does not depend on which
-    part arrives last (bit-equal on a second run), and the rows' counters and words are left at zero."""
+    consumers), each a program's, which merge their (max, sum) pairs through global memory: the result matches torch
+    (a NaN in one part makes the whole row NaN), does not depend on which part arrives last (bit-equal on a second
+    run), and the rows' counters and words are left at zero."""
     _sm90()
     M = rows_in_parts(parts)
     x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16) * 4

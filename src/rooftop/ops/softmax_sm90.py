@@ -287,11 +287,11 @@ def swap_pairs(words_ptr, cnt_ptr, part_row, a, b, left, last_row, PARTS: gl.con
     the others (-inf, 0)), with no fence and one round trip to L2: the first thread swaps its part's pair into the
     part's word, words [M * PARTS] int64 (a's bits low, b's with the sign bit flipped high: never 0, and 0 is an
     empty word), relaxed; the first PARTS threads poll the row's PARTS words until none is empty (relaxed: the values
-    come with the flag, and nothing else is published, so no fence). Then the first thread counts
-    itself out on the row's counter (relaxed, `left`: its count before) and, a row later (left, last_row: the
-    previous row's; and once after the last, swap_pairs_done), the row's last part to leave empties its words and
-    counter for the next launch: the wait for that count falls where it has long arrived. A b of -0.0 comes back
-    +0.0. Returns (a, b, mine, left)."""
+    come with the flag, and nothing else is published, so no fence). Then the first thread counts itself out on the
+    row's counter (relaxed, `left`: its count before) and, a row later (left, last_row: the previous row's; and once
+    after the last, swap_pairs_done), the row's last part to leave empties its words and counter for the next launch:
+    the wait for that count falls where it has long arrived. A b of -0.0 comes back +0.0. Returns (a, b, mine,
+    left)."""
     gl.static_assert(PARTS <= 32 * WARPS, "a thread a part")
     t = partition_lanes(WARPS)
     first = t == 0
