@@ -1,4 +1,4 @@
-# Session 46 (prepared, branch split-swap): the Triton split kernels' statistics in one round trip
+# Session 47 (branch split-swap; session 46 run-k): the Triton split kernels' statistics in one round trip
 # (_support.swap_row_stats / leave_row in place of exchange_row_stats; softmax_sm90.swap_pairs shares pair_word):
 # the split-rows, norm, softmax and plans GPU tests, then the results rows of add_rms_norm / add_layer_norm at 131072 /
 # 262144 (the split-words kernels; 90.0 / 88.6% and 84.2 / 83.7% in the results before); LayerNorm's parts again;
@@ -17,4 +17,4 @@ timeout 120 python benchmarks/exp_ln_warps.py $OUT/w --wide > $OUT/w/exp-ln-warp
 # softmax's parts on rings of 26 4096-element chunks (exp_softmax_part_warps.py --chunks)
 timeout 120 python benchmarks/exp_softmax_part_warps.py $OUT/w/chunks --chunks > $OUT/w/exp-chunks.log 2>&1
 tail -6 $OUT/w/exp-chunks.log
-tar czf $OUT/call-k.tgz -C $OUT w
+tar czf $OUT/call-a.tgz -C $OUT w
