@@ -155,15 +155,20 @@ def test_split_words_takes_only_what_it_can():
 
 
 @triton.jit
-def _exchange_without_wait(part_ptr, cnt_ptr, row, chunk, a, b, fill_a: tl.constexpr, fill_b: tl.constexpr, G,
-                           G_POW2: tl.constexpr):
-    """_support.exchange_row_stats without the wait (the interpreter runs programs one after another): publish,
-    then read whatever the row's chunks have published so far."""
-    base = part_ptr + tl.cast(row, tl.int64) * (2 * G)
-    tl.store(base + 2 * chunk, a)
-    tl.store(base + 2 * chunk + 1, b)
+def _swap_without_wait(words_ptr, row, chunk, a, b, fill_a: tl.constexpr, fill_b: tl.constexpr, G,
+                       G_POW2: tl.constexpr):
+    """_support.swap_row_stats without the wait (the interpreter runs programs one after another): publish, then
+    read whatever the row's chunks have published so far."""
+    base = words_ptr + tl.cast(row, tl.int64) * G
+    tl.store(base + chunk, _support.pair_word(a, b))
     g = tl.arange(0, G_POW2)
-    return (tl.load(base + 2 * g, mask=g < G, other=fill_a), tl.load(base + 2 * g + 1, mask=g < G, other=fill_b))
+    return _support.pair_values(tl.load(base + g, mask=g < G, other=0), g < G, fill_a, fill_b)
+
+
+@triton.jit
+def _stay(words_ptr, cnt_ptr, row, G, G_POW2: tl.constexpr):
+    """_support.leave_row that leaves the words as they are (for the next call to read)."""
+    pass
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="the GPU runs the real exchange: test_split_words_many_rows_and_chunks")
@@ -172,20 +177,21 @@ def test_split_words_chunks_merge_in_the_interpreter(op, monkeypatch):
     """Rows of several chunks off a GPU: the exchange without its wait, over one workspace kept across two calls,
     so that the second call's programs read every chunk's statistics (the first's, the same values): the merges
     of counts, means and sums over G > 1 chunks, a ragged last chunk (its second half empty) and G_POW2 > G."""
-    partials = {}
+    kept = {}
 
-    def kept_workspace(x, M, chunks):
-        if "p" not in partials:
-            partials["p"] = torch.zeros((M, chunks, 2), dtype=torch.float32)
-        return partials["p"], torch.zeros(M, dtype=torch.int32)
+    def kept_words(device, M, chunks):
+        if "words" not in kept:
+            kept["words"] = torch.zeros(M * chunks, dtype=torch.int64)
+        return kept["words"], torch.zeros(M, dtype=torch.int32)
 
     for module in (rms_norm_mod, layer_norm_mod):
         monkeypatch.setattr(module, "SPLIT_MIN_N", 64)
         monkeypatch.setattr(module, "SPLIT_WORDS_LAUNCH", dict(CHUNK=128, num_warps=1))
         monkeypatch.setattr(module, "GLUON_ENABLED", False)
         monkeypatch.setattr(module, "ONCHIP_MAX", 32)
-        monkeypatch.setattr(module, "exchange_row_stats", _exchange_without_wait)
-        monkeypatch.setattr(module, "split_workspace", kept_workspace)
+        monkeypatch.setattr(module, "swap_row_stats", _swap_without_wait)
+        monkeypatch.setattr(module, "leave_row", _stay)
+        monkeypatch.setattr(module, "exchange_words", kept_words)
     monkeypatch.setattr(rms_norm_mod, "RELOAD_MAX_N", rms_norm_mod.RELOAD_MIN_N)
     monkeypatch.setattr(layer_norm_mod, "WELFORD_MAX_N", layer_norm_mod.WELFORD_MIN_N)
     monkeypatch.setattr(_support, "split_chunks", lambda x, N, chunk: _support.cdiv(N, chunk))

@@ -351,32 +351,62 @@ def arrive_last(counters, index, count):
     return last
 
 
-def split_workspace(x: torch.Tensor, M: int, chunks: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(partials, counters) of a split-path launch: fp32 [M, chunks, 2] and M arrival counters."""
-    return (torch.empty((M, chunks, 2), device=x.device, dtype=torch.float32),
-            arrival_counters(x.device, M))
+def exchange_words(device: torch.device, rows: int, parts: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(words, counters) of a launch whose `rows` rows exchange statistics between `parts` parts each (swap_row_stats,
+    softmax_sm90.swap_pairs): a zeroed int64 word a part after a zeroed int32 counter a row (the words 16-byte
+    aligned), both among the arrival counters, which each launch leaves zeroed (a recorded call's replay asks
+    again: `provided`)."""
+    start = cdiv(rows, 4) * 4
+    counters = arrival_counters(device, start + 2 * rows * parts)
+    words = counters[start:start + 2 * rows * parts].view(torch.int64)
+    return provided(words, lambda: exchange_words(device, rows, parts)[0]), counters
+
+
+SIGN_BIT = tl.constexpr(-2147483648)  # an fp32's sign bit, as an int32
 
 
 @triton.jit
-def exchange_row_stats(part_ptr, cnt_ptr, row, chunk, a, b, fill_a: tl.constexpr, fill_b: tl.constexpr, G,
-                       G_POW2: tl.constexpr):
-    """Publish chunk `chunk`'s pair (a, b) of row `row`, wait until the row's G chunks have, and return
-    the G pairs as two [G_POW2] vectors (padded with fill_a, fill_b). Reads and writes 8 bytes a chunk
-    and three atomics on the row's counter, which the last reader leaves at zero."""
-    base = part_ptr + tl.cast(row, tl.int64) * (2 * G)
-    tl.store(base + 2 * chunk, a)
-    tl.store(base + 2 * chunk + 1, b)
-    tl.debug_barrier()  # the pair is written before the arrival is published (release)
-    seen = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel", scope="gpu") + 1
-    while seen < G:
-        seen = tl.atomic_add(cnt_ptr + row, 0, sem="acquire", scope="gpu")
+def swap_row_stats(words_ptr, row, chunk, a, b, fill_a: tl.constexpr, fill_b: tl.constexpr, G, G_POW2: tl.constexpr):
+    """Publish chunk `chunk`'s pair (a, b) of row `row`, wait until the row's G chunks have, and return the G pairs as
+    two [G_POW2] vectors (padded with fill_a, fill_b), in one round trip to L2 and no fence: the pair is one int64
+    word (pair_word: never 0, and 0 marks an empty word), swapped into the chunk's word of words [M, G] (relaxed);
+    the row's G words are polled (relaxed) until none is empty, and the values come with the poll. After its last use
+    of them, each chunk calls leave_row."""
+    base = words_ptr + tl.cast(row, tl.int64) * G
+    tl.atomic_xchg(base + chunk, pair_word(a, b), sem="relaxed", scope="gpu")
     g = tl.arange(0, G_POW2)
-    # .cg: other SMs wrote these; skip this SM's L1
-    pa = tl.load(base + 2 * g, mask=g < G, other=fill_a, cache_modifier=".cg")
-    pb = tl.load(base + 2 * g + 1, mask=g < G, other=fill_b, cache_modifier=".cg")
-    if tl.atomic_add(cnt_ptr + row, 1, sem="relaxed", scope="gpu") == 2 * G - 1:
-        tl.atomic_xchg(cnt_ptr + row, 0, sem="relaxed", scope="gpu")  # every chunk has read: reset
-    return pa, pb
+    got = tl.zeros([G_POW2], tl.int64)
+    empty = G
+    while empty > 0:
+        got = tl.atomic_add(base + g, tl.zeros([G_POW2], tl.int64), mask=g < G, sem="relaxed", scope="gpu")
+        empty = tl.sum(((g < G) & (got == 0)).to(tl.int32), axis=0)
+    return pair_values(got, g < G, fill_a, fill_b)
+
+
+@triton.jit
+def pair_word(a, b):
+    """swap_row_stats' word of the pair (a, b): a's bits low, b's with the sign bit flipped high (a b of -0.0 as
+    +0.0), never 0."""
+    b = tl.where(b == 0.0, 0.0, b)
+    return ((b.to(tl.int32, bitcast=True) ^ SIGN_BIT).to(tl.int64) << 32) | a.to(tl.uint32, bitcast=True).to(tl.int64)
+
+
+@triton.jit
+def pair_values(words, live, fill_a: tl.constexpr, fill_b: tl.constexpr):
+    """The pairs (a, b) of pair_word's `words` where `live` (elsewhere fill_a, fill_b)."""
+    a = tl.where(live, words.to(tl.int32).to(tl.float32, bitcast=True), fill_a)
+    return a, tl.where(live, ((words >> 32).to(tl.int32) ^ SIGN_BIT).to(tl.float32, bitcast=True), fill_b)
+
+
+@triton.jit
+def leave_row(words_ptr, cnt_ptr, row, G, G_POW2: tl.constexpr):
+    """swap_row_stats' cleanup, called once a chunk has stored its output (the count's round trip then overlaps the
+    stores): the chunk counts itself out on the row's counter (relaxed), and the row's last to leave empties the
+    row's words and counter for the next launch."""
+    if tl.atomic_add(cnt_ptr + row, 1, sem="relaxed", scope="gpu") == G - 1:
+        g = tl.arange(0, G_POW2)
+        tl.store(words_ptr + tl.cast(row, tl.int64) * G + g, tl.zeros([G_POW2], tl.int64), mask=g < G)
+        tl.store(cnt_ptr + row, 0)
 
 
 def split_words_chunks(rows: Sequence[Optional[torch.Tensor]], vectors: Sequence[Optional[torch.Tensor]],

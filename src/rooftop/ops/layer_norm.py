@@ -66,7 +66,7 @@ Which path runs (N = row width in elements):
   4-byte aligned, at most one chunk per SM: _support.split_words_chunks): a row's chunks run as adjacent programs
   that each hold their chunk (of r, stored first) in registers as the 32-bit words its loads filled (two values a
   register), take the chunk's mean and sum of squared deviations from it, exchange them through global memory
-  (_support.exchange_row_stats), merge them by Chan's formula and write their chunk of y, in two halves. HBM
+  (_support.swap_row_stats), merge them by Chan's formula and write their chunk of y, in two halves. HBM
   traffic: x (and residual) read once, y (and r) written once. H200 (bf16, M * N = 2^27, GPU time, % of copy):
   69.2 / 67.8 at N = 131072 / 262144, the looped kernel 58.9 / 58.6; with a residual 84.3 / 83.7 against 75.4 /
   74.3.
@@ -91,11 +91,11 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops import norm_sm90
-from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_row_stats, in_place_rows, interpreting,
-                                  is_sm90, launch, load_rows_add_residual, load_tile, load_tile_add_residual,
-                                  load_split_chunk, load_tile_again, load_word_pairs, num_sms, onchip_config,
+from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_words, in_place_rows, interpreting,
+                                  is_sm90, launch, leave_row, load_rows_add_residual, load_split_chunk, load_tile,
+                                  load_tile_add_residual, load_tile_again, load_word_pairs, num_sms, onchip_config,
                                   opaque_zero, pack_words, planned, row_pointers, rows_vectorize, runs_kernel,
-                                  split_words_chunks, split_workspace, store_tile, torch_op, unpack_words)
+                                  split_words_chunks, store_tile, swap_row_stats, torch_op, unpack_words)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -319,7 +319,7 @@ def _ln_split_words_out(x_words, w_ptr, b_ptr, y_row, words, live, mean, rstd, H
 
 
 @triton.jit(do_not_specialize=["G"])
-def _layer_norm_split_words_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, part_ptr, cnt_ptr, N, x_stride,
+def _layer_norm_split_words_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, words_ptr, cnt_ptr, N, x_stride,
                                    res_stride, y_stride, r_stride, eps, G, HAS_RESIDUAL: tl.constexpr,
                                    HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, CHUNK: tl.constexpr,
                                    G_POW2: tl.constexpr):
@@ -338,7 +338,7 @@ def _layer_norm_split_words_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, p
     hidden = opaque_zero(chunk_mean)  # the deviations unpack anew: no fp32 copy of the chunk lives past the sum
     m2 = (_squared_deviations(r_lo | hidden, lo < N // 2, chunk_mean, DTYPE)
           + _squared_deviations(r_hi | hidden, hi < N // 2, chunk_mean, DTYPE))
-    means, m2s = exchange_row_stats(part_ptr, cnt_ptr, row, chunk, chunk_mean, m2, 0.0, 0.0, G, G_POW2)
+    means, m2s = swap_row_stats(words_ptr, row, chunk, chunk_mean, m2, 0.0, 0.0, G, G_POW2)
     g = tl.arange(0, G_POW2)
     counts = tl.where(g < G, tl.minimum(N - g * CHUNK, CHUNK), 0).to(tl.float32)
     mean = tl.sum(counts * means, axis=0) / N
@@ -347,6 +347,7 @@ def _layer_norm_split_words_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, p
     hidden = opaque_zero(rstd)
     _ln_split_words_out(r_lo | hidden, w_ptr, b_ptr, y_row, lo, lo < N // 2, mean, rstd, HAS_WEIGHT, HAS_BIAS, DTYPE)
     _ln_split_words_out(r_hi | hidden, w_ptr, b_ptr, y_row, hi, hi < N // 2, mean, rstd, HAS_WEIGHT, HAS_BIAS, DTYPE)
+    leave_row(words_ptr, cnt_ptr, row, G, G_POW2)
 
 
 @triton.jit
@@ -556,8 +557,8 @@ def layer_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: O
     if N > SPLIT_MIN_N and (SPLIT_WORDS_RESIDUAL or not has_res):
         chunks = split_words_chunks([x, y, residual, r], [weight, bias], SPLIT_WORDS_LAUNCH["CHUNK"])
         if chunks:
-            partials, counters = split_workspace(x, M, chunks)
-            launch(_layer_norm_split_words_kernel, (M * chunks,), *args[:6], partials, counters, N, *args[8:13],
+            words, counters = exchange_words(x.device, M, chunks)
+            launch(_layer_norm_split_words_kernel, (M * chunks,), *args[:6], words, counters, N, *args[8:13],
                    chunks, **flags, G_POW2=triton.next_power_of_2(chunks), **SPLIT_WORDS_LAUNCH)
             return
     programs = min(M, PROGRAMS_PER_SM * num_sms(x.device.index if x.is_cuda else -1))

@@ -56,7 +56,7 @@ Which path runs (N = row width in elements):
   most one chunk per SM): a row is chunks
   (SPLIT_LAUNCH) over adjacent programs that each hold their chunk in registers and write its r,
   exchange (sum r^2, max |r (offset + w)|) through global memory (rooftop.ops._support,
-  exchange_row_stats) and write their chunk of y: the on-chip traffic, many programs per SM.
+  swap_row_stats) and write their chunk of y: the on-chip traffic, many programs per SM.
 - Split-words (no quant, on a GPU, N > SPLIT_MIN_N, 16-bit x, y (residual, r) and weight of one dtype, N even,
   rows 4-byte aligned, at most one chunk per SM: _support.split_words_chunks; ahead of the split path): as the
   split path, but each program holds its chunk (of r) as the 32-bit words its loads filled (two values a
@@ -83,12 +83,12 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops import norm_sm90
-from rooftop.ops._support import (as_rows, await_previous, cdiv, check_norm_inputs, exchange_row_stats, in_place_rows,
-                                  interpreting, is_sm90, launch, load_rows_add_residual, load_tile,
-                                  load_tile_add_residual, load_split_chunk, load_tile_again, load_word_pairs, num_sms,
+from rooftop.ops._support import (as_rows, await_previous, cdiv, check_norm_inputs, exchange_words, in_place_rows,
+                                  interpreting, is_sm90, launch, leave_row, load_rows_add_residual, load_split_chunk,
+                                  load_tile, load_tile_add_residual, load_tile_again, load_word_pairs, num_sms,
                                   onchip_config, opaque_zero, pack_words, pdl_options, planned, row_pointers,
-                                  rows_vectorize, runs_kernel, split_chunks, split_words_chunks, split_workspace,
-                                  store_tile, torch_op, unpack_words)
+                                  rows_vectorize, runs_kernel, split_chunks, split_words_chunks, store_tile,
+                                  swap_row_stats, torch_op, unpack_words)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -253,7 +253,7 @@ def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, M, N, x_stride,
 
 
 @triton.jit
-def _rms_norm_split_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, part_ptr, cnt_ptr, N, x_stride, res_stride,
+def _rms_norm_split_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, words_ptr, cnt_ptr, N, x_stride, res_stride,
                            y_stride, r_stride, eps, w_offset, G, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
                            QUANT: tl.constexpr, QMAX: tl.constexpr, CHUNK: tl.constexpr, G_POW2: tl.constexpr):
     # Program (row, chunk) = (p // G, p % G): reads its chunk of x (+ residual) and of w once, writes
@@ -271,7 +271,7 @@ def _rms_norm_split_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, part_
                                          + w_offset)))
         else:
             abs_max = tl.max(tl.abs(r))
-    sums_sq, abs_maxes = exchange_row_stats(part_ptr, cnt_ptr, row, chunk, tl.sum(r * r), abs_max, 0.0, 0.0, G, G_POW2)
+    sums_sq, abs_maxes = swap_row_stats(words_ptr, row, chunk, tl.sum(r * r), abs_max, 0.0, 0.0, G, G_POW2)
     rstd = tl.rsqrt(tl.sum(sums_sq, axis=0) / N + eps)
     y = r * rstd
     if HAS_WEIGHT:
@@ -282,6 +282,7 @@ def _rms_norm_split_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, part_
             tl.store(scale_ptr + row, scale)
         y = _quantize(y, scale, QUANT, QMAX)
     tl.store(y_ptr + rows[:, None] * y_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+    leave_row(words_ptr, cnt_ptr, row, G, G_POW2)
 
 
 @triton.jit
@@ -299,7 +300,7 @@ def _rms_split_words_out(x_words, w_ptr, y_row, words, live, rstd, w_offset, HAS
 
 
 @triton.jit(do_not_specialize=["G"])
-def _rms_norm_split_words_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, part_ptr, cnt_ptr, N, x_stride, res_stride,
+def _rms_norm_split_words_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, words_ptr, cnt_ptr, N, x_stride, res_stride,
                                  y_stride, r_stride, eps, w_offset, G, HAS_RESIDUAL: tl.constexpr,
                                  HAS_WEIGHT: tl.constexpr, CHUNK: tl.constexpr, G_POW2: tl.constexpr):
     # Program (row, chunk) = (p // G, p % G): reads its chunk of x (+ residual) once and writes its chunk of y (+ r)
@@ -313,11 +314,12 @@ def _rms_norm_split_words_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, part_ptr, 
     sum_sq = tl.sum(even * even + odd * odd, axis=0)
     even, odd = unpack_words(r_hi, DTYPE)
     sum_sq += tl.sum(even * even + odd * odd, axis=0)
-    sums_sq, _ = exchange_row_stats(part_ptr, cnt_ptr, row, chunk, sum_sq, 0.0, 0.0, 0.0, G, G_POW2)
+    sums_sq, _ = swap_row_stats(words_ptr, row, chunk, sum_sq, 0.0, 0.0, 0.0, G, G_POW2)
     rstd = tl.rsqrt(tl.sum(sums_sq, axis=0) / N + eps)
     hidden = opaque_zero(rstd)
     _rms_split_words_out(r_lo | hidden, w_ptr, y_row, lo, lo < N // 2, rstd, w_offset, HAS_WEIGHT, DTYPE)
     _rms_split_words_out(r_hi | hidden, w_ptr, y_row, hi, hi < N // 2, rstd, w_offset, HAS_WEIGHT, DTYPE)
+    leave_row(words_ptr, cnt_ptr, row, G, G_POW2)
 
 
 @triton.jit
@@ -445,15 +447,15 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
     if quant is None and N > SPLIT_MIN_N and (SPLIT_WORDS_RESIDUAL or not has_res):
         chunks = split_words_chunks([x, y, residual, r], [weight], SPLIT_WORDS_LAUNCH["CHUNK"])
         if chunks:
-            partials, counters = split_workspace(x, M, chunks)
-            launch(_rms_norm_split_words_kernel, (M * chunks,), *args[:5], partials, counters, N, *args[8:14], chunks,
+            words, counters = exchange_words(x.device, M, chunks)
+            launch(_rms_norm_split_words_kernel, (M * chunks,), *args[:5], words, counters, N, *args[8:14], chunks,
                    HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None, G_POW2=triton.next_power_of_2(chunks),
                    **SPLIT_WORDS_LAUNCH)
             return
     chunks = split_chunks(x, N, SPLIT_LAUNCH["CHUNK"]) if has_res and N > SPLIT_MIN_N else 0
     if chunks:
-        partials, counters = split_workspace(x, M, chunks)
-        launch(_rms_norm_split_kernel, (M * chunks,), *args[:6], partials, counters, *args[7:], chunks, **flags,
+        words, counters = exchange_words(x.device, M, chunks)
+        launch(_rms_norm_split_kernel, (M * chunks,), *args[:6], words, counters, *args[7:], chunks, **flags,
                G_POW2=triton.next_power_of_2(chunks), **SPLIT_LAUNCH)
         return
     programs = min(M, PROGRAMS_PER_SM * num_sms(x.device.index if x.is_cuda else -1))

@@ -103,7 +103,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
-from rooftop.ops._support import BARRIER_MARK, GluonLaunch, arrival_counters, cdiv
+from rooftop.ops._support import BARRIER_MARK, GluonLaunch, cdiv, exchange_words, pair_values, pair_word
 
 CHUNK = 8192  # elements per ring buffer (16 KB)
 STAGES = 13  # ring buffers: 208 KB of the 227 KB a program may use
@@ -119,7 +119,6 @@ BOX_COLS = 256  # TMA's widest box side
 VEC = gl.constexpr(8)  # 16-bit elements in one thread's 16-byte vector: one (max, sum) group
 LOG2E = gl.constexpr(1.4426950408889634)
 LN2 = gl.constexpr(0.6931471805599453)
-SIGN_BIT = gl.constexpr(-2147483648)  # an fp32's sign bit, as an int32
 # barrier_not_needed's mark; LEAN_BARRIERS False keeps Membar's barriers (an A/B switch for the ring kernels)
 MARK_ASM = gl.constexpr("mov.b32 $0, $1; // " + BARRIER_MARK)
 LEAN_BARRIERS = True
@@ -285,21 +284,20 @@ def partition_lanes(WARPS: gl.constexpr):
 def swap_pairs(words_ptr, cnt_ptr, part_row, a, b, left, last_row, PARTS: gl.constexpr, WARPS: gl.constexpr):
     """The pairs (a, b) of a row's PARTS parts, one a thread of the partition for its first PARTS threads (`mine`;
     the others (-inf, 0)), with no fence and one round trip to L2: the first thread swaps its part's pair into the
-    part's word, words [M * PARTS] int64 (a's bits low, b's with the sign bit flipped high: never 0, and 0 is an
-    empty word), relaxed; the first PARTS threads poll the row's PARTS words until none is empty (relaxed: the values
-    come with the flag, and nothing else is published, so no fence). Then the first thread counts itself out on the
-    row's counter (relaxed, `left`: its count before) and, a row later (left, last_row: the previous row's; and once
-    after the last, swap_pairs_done), the row's last part to leave empties its words and counter for the next launch:
-    the wait for that count falls where it has long arrived. A b of -0.0 comes back +0.0. Returns (a, b, mine,
+    part's word, words [M * PARTS] int64 (_support.pair_word: never 0, and 0 is an empty word), relaxed; the first
+    PARTS threads poll the row's PARTS words until none is empty (relaxed: the values come with the flag, and nothing
+    else is published, so no fence). Then the first thread counts itself out on the row's counter (relaxed, `left`:
+    its count before) and, a row later (left, last_row: the previous row's; and once after the last,
+    swap_pairs_done), the row's last part to leave empties its words and counter for the next launch: the wait for
+    that count falls where it has long arrived (the Triton split kernels' _support.swap_row_stats and leave_row, a
+    chunk a program, count out after their stores instead). A b of -0.0 comes back +0.0. Returns (a, b, mine,
     left)."""
     gl.static_assert(PARTS <= 32 * WARPS, "a thread a part")
     t = partition_lanes(WARPS)
     first = t == 0
     mine = t < PARTS
     swap_pairs_done(words_ptr, cnt_ptr, left, last_row, PARTS, WARPS)
-    b = gl.where(b == 0.0, 0.0, b)  # -0.0 would make an empty high half
-    hi = (b.to(gl.int32, bitcast=True) ^ SIGN_BIT).to(gl.int64) << 32
-    word = hi | a.to(gl.uint32, bitcast=True).to(gl.int64)
+    word = pair_word(a, b)
     gl.atomic_xchg(words_ptr + part_row + t * 0, word + t.to(gl.int64) * 0, mask=first, sem="relaxed", scope="gpu")
     words = words_ptr + (part_row - part_row % PARTS) + t
     got = gl.zeros_like(t).to(gl.int64)
@@ -307,8 +305,7 @@ def swap_pairs(words_ptr, cnt_ptr, part_row, a, b, left, last_row, PARTS: gl.con
     while empty > 0:
         got = gl.atomic_add(words, gl.zeros_like(got), mask=mine, sem="relaxed", scope="gpu")
         empty = gl.sum((mine & (got == 0)).to(gl.int32), axis=0)
-    a_all = gl.where(mine, got.to(gl.int32).to(gl.float32, bitcast=True), -float("inf"))
-    b_all = gl.where(mine, ((got >> 32).to(gl.int32) ^ SIGN_BIT).to(gl.float32, bitcast=True), 0.0)
+    a_all, b_all = pair_values(got, mine, -float("inf"), 0.0)
     left = gl.atomic_add(cnt_ptr + part_row // PARTS + t * 0, gl.zeros_like(t) + 1, mask=first, sem="relaxed",
                          scope="gpu")
     return a_all, b_all, mine, left
@@ -508,14 +505,9 @@ _plans: dict[tuple, _Plan] = {}
 
 
 def exchange_buffers(device: torch.device, rows: int, parts: int, unused: torch.Tensor):
-    """(words, counters) of a launch whose `rows` rows are in `parts` parts in all, for swap_pairs: a zeroed int64
-    word a part after a counter a row (16-byte aligned), both among the arrival counters, which each launch leaves
-    zeroed; (unused, unused) for rows not in parts."""
-    if not rows:
-        return unused, unused
-    start = cdiv(rows, 4) * 4
-    counters = arrival_counters(device, start + 2 * parts)
-    return counters[start:start + 2 * parts].view(torch.int64), counters
+    """(words, counters) of a launch whose `rows` rows are in `parts` parts in all, for swap_pairs
+    (_support.exchange_words); (unused, unused) for rows not in parts."""
+    return exchange_words(device, rows, parts // rows) if rows else (unused, unused)
 
 
 def softmax_rows(x: torch.Tensor, out: torch.Tensor, log: bool, programs: int, consumers: int | None = None,
