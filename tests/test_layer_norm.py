@@ -528,15 +528,16 @@ def test_gpu_gluon_fused_add_in_place(N, monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("params", ["weight and bias", "neither", "fp32 weight and bias"])
-@pytest.mark.parametrize("dtype, N, parts", [(torch.bfloat16, 131072, 2), (torch.bfloat16, 262144, 4),
-                                             (torch.float16, 196608, 4), (torch.bfloat16, 1 << 20, 16)])
-def test_gpu_gluon_rows_in_parts(dtype, N, parts, params, monkeypatch):
-    """Rows past GLUON_MAX_N (no residual, contiguous) are split into parts, each a program's, which merge their
-    (mean, variance): each part's weight and bias columns, a row whose halves are centred 2e4 apart (the spread
-    between parts), rows around 1e4; the result does not depend on which part arrives last and the rows'
-    counters are left at zero."""
+@pytest.mark.parametrize("dtype, N", [(torch.bfloat16, 131072), (torch.bfloat16, 262144), (torch.float16, 196608),
+                                      (torch.bfloat16, 1 << 20)])
+def test_gpu_gluon_rows_in_parts(dtype, N, params, monkeypatch):
+    """Rows past GLUON_MAX_N (no residual, contiguous) are split into parts (the next power of two of N / PART_MAX_N),
+    each a program's, which merge their (mean, variance): each part's weight and bias columns, a row whose halves
+    are centred 2e4 apart (the spread between parts), rows around 1e4; the result does not depend on which part
+    arrives last and the rows' counters are left at zero."""
     skip_unless_sm90()
     from rooftop.ops._support import arrival_counters
+    parts = 1 << (-(-N // layer_norm_mod.PART_MAX_N) - 1).bit_length()
     M = rows_in_parts(parts)
     x, _, w, b = _inputs((M, N), dtype, "cuda", param_dtype=torch.float32 if "fp32" in params else None)
     w, b = (None, None) if params == "neither" else (w, b)
@@ -603,7 +604,7 @@ def test_gpu_gluon_dispatch(monkeypatch):
     assert not takes((M, 16384))  # the on-chip kernel's
     assert not takes((M, 65536 + 8))  # past GLUON_MAX_N, not a multiple of 8 * 2: not in parts
     assert takes((M, 131072)) and not takes((M, 131072), residual=True)  # in parts, without a residual only
-    assert not takes((M // 2 - 1, 131072))  # fewer than 2 rows of parts per SM
+    assert not takes((M // (131072 // layer_norm_mod.PART_MAX_N) - 1, 131072))  # fewer than 2 rows of parts per SM
     assert not takes((M, 32772))  # N not a multiple of 8: no TMA descriptor
     assert not takes((M, 32768), torch.float32)
     assert not takes((M - 1, 32768))  # fewer than 2 rows per SM

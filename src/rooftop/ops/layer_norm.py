@@ -47,7 +47,7 @@ Which path runs (N = row width in elements):
   residual past GLUON_WIDE_MIN_N on consumer partitions of GLUON_WIDE_WARPS warps.
   Rows past GLUON_MAX_N in parts (norm_sm90.row_parts: contiguous rows a multiple of 8 P wide, without a residual
   or with one past norm_sm90.PARTS_RESIDUAL_MIN_N, at least 2 rows of parts per SM, _support.SPLIT_ROWS_ENABLED):
-  each row is P parts of at most GLUON_MAX_N (a power of two), each part a program's row of the same kernel, the
+  each row is P parts of at most PART_MAX_N (P a power of two), each part a program's row of the same kernel, the
   parts' (mean, variance) pairs merged across programs between the passes (Chan's merge, equal counts;
   softmax_sm90.swap_pairs); ahead of the split-words kernels.
 - Welford (WELFORD_MIN_N < N <= WELFORD_MAX_N, without a residual unless WELFORD_RESIDUAL; 16-bit rows without a
@@ -120,6 +120,11 @@ GLUON_MIN_N, GLUON_MAX_N = 16384, 65536
 # do_bench / graph replay, 4 / 8 warps (logs/h200-2026-12-04-s45/call-h, benchmarks/exp_ln_warps.py): 86.0 / 86.4
 # against 87.8 / 88.1 at 49152, 86.1 / 85.9 against 87.3 / 87.3 at 57344, 85.3 / 85.1 against 86.2 / 86.7 at 65536.
 GLUON_WIDE_MIN_N, GLUON_WIDE_WARPS = 40960, 8
+# Rows past GLUON_MAX_N in parts of at most PART_MAX_N: H200, bf16, % of a same-run copy by do_bench / graph replay
+# (logs/h200-2026-12-04-s47/call-a, benchmarks/exp_ln_warps.py --wide), parts of 65536 / 32768: 78.2 / 78.1 against
+# 80.1 / 80.2 at 131072, 76.9 / 76.7 against 77.4 / 77.6 at 262144 (under the old exchange parts of 32768 lost: 77.2
+# against 78.9; a 65536-wide part is 8 chunks, so two consumers' parts overflow x's ring of 14 buffers).
+PART_MAX_N = 32768
 TRITON_RES_N = 32768
 GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
 # The Welford kernel's widths (exclusive, inclusive), tile and warps, after torch.compile's looped Welford for this
@@ -510,12 +515,12 @@ def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optio
                 bias: Optional[torch.Tensor], y: torch.Tensor, r: Optional[torch.Tensor]) -> int:
     """How layer_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views: 0 not at all, 1 whole rows (its
     widths start where the Welford kernel's end, but for its wide rows), P > 1 rows past GLUON_MAX_N in P parts
-    (norm_sm90.row_parts)."""
+    of at most PART_MAX_N (norm_sm90.row_parts)."""
     M, N = x.shape
     if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > GLUON_MIN_N and is_sm90(x.device.index)):
         return 0
     if N > GLUON_MAX_N:
-        return norm_sm90.row_parts(x, residual, weight, bias, y, r, True, GLUON_MAX_N)
+        return norm_sm90.row_parts(x, residual, weight, bias, y, r, True, PART_MAX_N)
     return int(not (residual is not None and N == TRITON_RES_N) and not welford_width(N, residual is not None,
                                                                                       x.element_size())
                and M >= norm_sm90.CONSUMERS * num_sms(x.device.index)
