@@ -81,6 +81,8 @@ def calls(op: str, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, res: torch
         return lambda: rooftop.rms_norm(x, w, 1e-6), lambda: _rms(x.double(), w), 2 * nb
     residual = res if op.startswith("add") else None
     h = x if residual is None else (x.float() + residual.float()).to(x.dtype)
+    if op == "add_rms_norm":  # y (r beside it)
+        return lambda: rooftop.rms_norm(x, w, 1e-6, residual=res)[0], lambda: _rms(h.double(), w), 4 * nb
     return (lambda: rooftop.rms_norm(x, w, 1e-6, residual=residual, quant="fp8"), lambda: _rms(h.double(), w),
             (nb if residual is None else 3 * nb) + nb // 2 + 4 * x.shape[0])
 

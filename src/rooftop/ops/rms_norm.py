@@ -33,7 +33,7 @@ Which path runs (N = row width in elements):
   Rows past GLUON_MAX_N in parts (norm_sm90.row_parts: contiguous rows a multiple of 8 P wide, without a residual
   or with one past norm_sm90.PARTS_RESIDUAL_MIN_N or quantized, at least 2 rows of parts per SM,
   _support.SPLIT_ROWS_ENABLED):
-  each row is P parts of at most GLUON_MAX_N (quantizing: QUANT_PART_MAX_N; P a power of two), each part a
+  each row is P parts of at most PART_MAX_N (quantizing: QUANT_PART_MAX_N; P a power of two), each part a
   program's row of the same kernel, the parts' mean squares (and maxima) merged across programs between the passes
   (softmax_sm90.swap_pairs); ahead of the split-words kernels.
 - Reload (RELOAD_MIN_N < N <= RELOAD_MAX_N, with a residual RELOAD_RESIDUAL_MIN_N < N <= RELOAD_RESIDUAL_MAX_N; no
@@ -116,6 +116,7 @@ SPLIT_WORDS_RESIDUAL = True
 # chunks, the release fenced): rms_norm Gluon 89.7 / Triton 87.4, add_rms_norm 93.1 / 98.7: Triton keeps TRITON_RES_N
 # with a residual. Rows wider than x's ring (norm_sm90) are not taken.
 GLUON_MIN_N, GLUON_MAX_N = 16384, 65536
+PART_MAX_N = 65536  # rows past GLUON_MAX_N in parts of at most this (quantizing: QUANT_PART_MAX_N)
 # Quantizing rows take the Gluon path past QUANT_GLUON_MIN_N (exclusive; without a residual, with one), contiguous rows
 # past QUANT_PART_MAX_N in parts
 # of at most that (with a residual too): pass 1 also takes max |h (offset + w)| (13 instructions an element with a
@@ -390,13 +391,13 @@ def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optio
                 r: Optional[torch.Tensor], quant: Optional[str] = None) -> int:
     """How rms_norm_rows takes the Gluon path (norm_sm90) for these [M, N] views: 0 not at all, 1 whole rows (of the
     reload kernel's widths only rows whose Triton loads would not vectorize), P > 1 rows past GLUON_MAX_N (quantizing:
-    QUANT_PART_MAX_N) in P parts (norm_sm90.row_parts)."""
+    QUANT_PART_MAX_N) in P parts of at most PART_MAX_N (quantizing: QUANT_PART_MAX_N; norm_sm90.row_parts)."""
     M, N = x.shape
     low = QUANT_GLUON_MIN_N[residual is not None] if quant else GLUON_MIN_N
     if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > low and is_sm90(x.device.index)):
         return 0
     if N > GLUON_MAX_N or (quant and N > (QUANT_PART_MAX_N if residual is not None else QUANT_WHOLE_MAX_N)):
-        parts = norm_sm90.row_parts(x, residual, weight, None, y, r, False, QUANT_PART_MAX_N if quant else GLUON_MAX_N)
+        parts = norm_sm90.row_parts(x, residual, weight, None, y, r, False, QUANT_PART_MAX_N if quant else PART_MAX_N)
         if parts or N > GLUON_MAX_N:
             return parts
     return int((quant is not None or not (residual is not None and N == TRITON_RES_N))

@@ -1,0 +1,54 @@
+"""Experiment (session 47): the norms' rows in parts by part width, and rows with a residual in parts below
+norm_sm90.PARTS_RESIDUAL_MIN_N, on the H200, bf16, M * N = 2^27.
+
+Session 47's call b: LayerNorm in parts of 32768 won against 65536 (80.1 / 77.4 against 78.2 / 76.9 at 131072 /
+262144, same-run copy; a 65536-wide part is 8 chunks, two consumers' parts overflow x's ring of 14), and add_layer_norm
+at 524288 (a residual: parts past PARTS_RESIDUAL_MIN_N) 88.5 against 84.4. So: rms_norm's parts of 32768 too
+("p32k": rms_norm.PART_MAX_N; the library's 65536), and rows with a residual at 131072 / 262144 in parts ("gparts":
+PARTS_RESIDUAL_MIN_N 65536) against the split-words kernels that take them now (add_rms_norm 91.0 / 88.1%,
+add_layer_norm 84.4 / 82.9% of copy in the results; PARTS_RESIDUAL_MIN_N was chosen under the old exchange and parts of
+65536: add_layer_norm 78.9 / 77.9 against 83.5 / 83.3).
+Timed as exp_resident_params.py times (do_bench and graph replay, % of a same-run copy, error beside).
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_norm_parts.py OUT_DIR  (a table last, exp-norm-parts.json)
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+from exp_norm_reload import ELEMENTS, copy_both, print_both, save_both, time_variants
+from exp_resident_params import calls
+from rooftop.ops import norm_sm90
+from rooftop.ops import rms_norm as rn
+
+P32K = (rn, dict(PART_MAX_N=32768))
+GPARTS = (norm_sm90, dict(PARTS_RESIDUAL_MIN_N=65536))
+CASES = {**{("rms_norm", N): {"library": [], "p32k": [P32K]} for N in (131072, 262144)},
+         **{("add_rms_norm", N): {"library": [], "gparts": [GPARTS], "gparts_p32k": [GPARTS, P32K]}
+            for N in (131072, 262144)},
+         ("add_rms_norm", 524288): {"library": [], "p32k": [P32K]},
+         **{("add_layer_norm", N): {"library": [], "gparts": [GPARTS]} for N in (131072, 262144)}}
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    copy_gbps = copy_both()
+    rows = []
+    for (op, N), named in CASES.items():
+        x = torch.randn(ELEMENTS // N, N, device="cuda", dtype=torch.bfloat16)
+        res = torch.randn_like(x)
+        w = torch.rand(N, device="cuda", dtype=torch.bfloat16) + 0.5
+        b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+        call, reference, nbytes = calls(op, x, w, b, res)
+        time_variants(rows, copy_gbps, nbytes, call, reference(), named, op=op, N=N)
+        del x, res, call, reference
+        torch.cuda.empty_cache()
+        save_both(out / "exp-norm-parts.json", copy_gbps, rows)
+    print_both(rows, copy_gbps, CASES)
+
+
+if __name__ == "__main__":
+    main()
