@@ -8,8 +8,13 @@ at 524288 (a residual: parts past PARTS_RESIDUAL_MIN_N) 88.5 against 84.4. So: r
 PARTS_RESIDUAL_MIN_N 65536) against the split-words kernels that take them now (add_rms_norm 91.0 / 88.1%,
 add_layer_norm 84.4 / 82.9% of copy in the results; PARTS_RESIDUAL_MIN_N was chosen under the old exchange and parts of
 65536: add_layer_norm 78.9 / 77.9 against 83.5 / 83.3).
+Seen (call c): p32k +0.8 / +2.8 points, gparts +5.8 / +6.1 for add_layer_norm, level / +2.3 for add_rms_norm (wired).
+"--65536": rows with a residual at 65536 in parts of 32768 ("parts": GLUON_MAX_N 32768, PARTS_RESIDUAL_MIN_N 32768)
+against whole rows (a 65536 row with a residual is 8 chunks of x's ring of 10: two consumers' rows overflow it;
+add_layer_norm 88.7%, add_rms_norm 92.0% of copy in the results).
 Timed as exp_resident_params.py times (do_bench and graph replay, % of a same-run copy, error beside).
-Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_norm_parts.py OUT_DIR  (a table last, exp-norm-parts.json)
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_norm_parts.py OUT_DIR [--65536]  (a table last,
+exp-norm-parts.json)
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ import torch
 
 from exp_norm_reload import ELEMENTS, copy_both, print_both, save_both, time_variants
 from exp_resident_params import calls
+from rooftop.ops import layer_norm as ln
 from rooftop.ops import norm_sm90
 from rooftop.ops import rms_norm as rn
 
@@ -30,6 +36,9 @@ CASES = {**{("rms_norm", N): {"library": [], "p32k": [P32K]} for N in (131072, 2
             for N in (131072, 262144)},
          ("add_rms_norm", 524288): {"library": [], "p32k": [P32K]},
          **{("add_layer_norm", N): {"library": [], "gparts": [GPARTS]} for N in (131072, 262144)}}
+PARTS_AT_65536 = (norm_sm90, dict(PARTS_RESIDUAL_MIN_N=32768))
+CASES_65536 = {(op, 65536): {"library": [], "parts": [PARTS_AT_65536, (module, dict(GLUON_MAX_N=32768))]}
+               for op, module in (("add_layer_norm", ln), ("add_rms_norm", rn))}
 
 
 def main() -> None:
@@ -37,7 +46,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     copy_gbps = copy_both()
     rows = []
-    for (op, N), named in CASES.items():
+    cases = CASES_65536 if "--65536" in sys.argv else CASES
+    for (op, N), named in cases.items():
         x = torch.randn(ELEMENTS // N, N, device="cuda", dtype=torch.bfloat16)
         res = torch.randn_like(x)
         w = torch.rand(N, device="cuda", dtype=torch.bfloat16) + 0.5
@@ -47,7 +57,7 @@ def main() -> None:
         del x, res, call, reference
         torch.cuda.empty_cache()
         save_both(out / "exp-norm-parts.json", copy_gbps, rows)
-    print_both(rows, copy_gbps, CASES)
+    print_both(rows, copy_gbps, cases)
 
 
 if __name__ == "__main__":

@@ -603,7 +603,7 @@ def test_gpu_gluon_dispatch(monkeypatch):
     assert not takes((M, 32768), residual=True) and takes((M, 32776), residual=True)  # TRITON_RES_N: Triton's
     assert not takes((M, 16384))  # the on-chip kernel's
     assert not takes((M, 65536 + 8))  # past GLUON_MAX_N, not a multiple of 8 * 2: not in parts
-    assert takes((M, 131072)) and not takes((M, 131072), residual=True)  # in parts, without a residual only
+    assert takes((M, 131072)) and takes((M, 131072), residual=True)  # in parts (a residual: past PARTS_RESIDUAL_MIN_N)
     assert not takes((M // (131072 // layer_norm_mod.PART_MAX_N) - 1, 131072))  # fewer than 2 rows of parts per SM
     assert not takes((M, 32772))  # N not a multiple of 8: no TMA descriptor
     assert not takes((M, 32768), torch.float32)

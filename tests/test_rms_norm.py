@@ -562,7 +562,7 @@ def test_gpu_gluon_dispatch(monkeypatch):
     monkeypatch.undo()
     assert not takes((M, 16384))  # not past GLUON_MIN_N: the on-chip kernel's
     assert not takes((M, 65536 + 8))  # past GLUON_MAX_N, not a multiple of 8 * 2: not in parts
-    assert takes((M, 131072)) and not takes((M, 131072), residual=True)  # in parts, without a residual only
+    assert takes((M, 131072)) and takes((M, 131072), residual=True)  # in parts (a residual: past PARTS_RESIDUAL_MIN_N)
     # quantizing rows: past QUANT_GLUON_MIN_N, TRITON_RES_N too, in parts with a residual too
     assert takes((M, 16384), quant="fp8") and not takes((M, 8192), residual=True, quant="int8")
     assert takes((M, 8192), quant="int8") and not takes((M, 4096), quant="fp8")  # without a residual from 8192

@@ -111,10 +111,13 @@ WIDE_CHUNK, WIDE_BUFFERS = 8192, 14  # 224 KB of the 227 KB a program may use (b
 CHUNK, BUFFERS = 4096, 28
 RES_STAGES = 4  # with a residual, the buffers of the residual's ring (the others are x's)
 CONSUMERS = 2  # consumer partitions taking rows in turn
-# Rows with a residual are split into parts only past this width; up to it they keep the split-words kernels. H200,
-# bf16, GPU time, % of copy (logs/h200-2026-12-01-s12/exp-row-parts-norms.log), add_layer_norm split-words / parts:
-# 83.5 / 78.9 at 131072, 83.3 / 77.9 at 262144, 65.9 / 75.5 at 1048576.
-PARTS_RESIDUAL_MIN_N = 262144
+# Rows with a residual are split into parts only past this width (up to it whole rows on this kernel or the Triton
+# ones). Since the parts swap their statistics in one round trip (softmax_sm90.swap_pairs) and take parts of 32768,
+# parts win over the split-words kernels, which took rows with a residual up to 262144 before: H200, bf16, % of a
+# same-run copy by do_bench / graph replay (logs/h200-2026-12-04-s47/call-c, benchmarks/exp_norm_parts.py),
+# split-words / parts: add_layer_norm 86.8 / 92.6 at 131072, 85.4 / 91.5 at 262144; add_rms_norm 93.8 / 93.3, 92.0 /
+# 94.3 (under the old exchange, parts of 65536, add_layer_norm lost: 83.5 / 78.9 at 131072).
+PARTS_RESIDUAL_MIN_N = 65536
 CONSUMER_WARPS = 4  # a consumer partition's warps, unless norm_rows is asked for others
 # The weight and bias (16-bit) kept in shared memory, a buffer a chunk taken from the ring, where x's ring still holds
 # two rows (RESIDENT_ROWS): read from L2 once a program, not once (quantizing: twice) a row (resident_params). H200,

@@ -116,7 +116,11 @@ SPLIT_WORDS_RESIDUAL = True
 # chunks, the release fenced): rms_norm Gluon 89.7 / Triton 87.4, add_rms_norm 93.1 / 98.7: Triton keeps TRITON_RES_N
 # with a residual. Rows wider than x's ring (norm_sm90) are not taken.
 GLUON_MIN_N, GLUON_MAX_N = 16384, 65536
-PART_MAX_N = 65536  # rows past GLUON_MAX_N in parts of at most this (quantizing: QUANT_PART_MAX_N)
+# Rows past GLUON_MAX_N in parts of at most PART_MAX_N (quantizing: QUANT_PART_MAX_N): H200, bf16, % of a same-run copy
+# by do_bench (logs/h200-2026-12-04-s47/call-c, benchmarks/exp_norm_parts.py), parts of 65536 / 32768: rms_norm 89.3 /
+# 90.1 at 131072, 87.6 / 90.4 at 262144; add_rms_norm 93.6 / 94.3 at 524288 (a 65536-wide part is 8 chunks: two
+# consumers' parts overflow x's ring of 14 buffers; layer_norm.PART_MAX_N the same).
+PART_MAX_N = 32768
 # Quantizing rows take the Gluon path past QUANT_GLUON_MIN_N (exclusive; without a residual, with one), contiguous rows
 # past QUANT_PART_MAX_N in parts
 # of at most that (with a residual too): pass 1 also takes max |h (offset + w)| (13 instructions an element with a
