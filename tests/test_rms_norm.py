@@ -455,14 +455,15 @@ def test_gpu_gluon_fused_add_in_place(N, monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("weight", ["weight", "gemma offset", "none", "fp32 weight"])
-@pytest.mark.parametrize("dtype, N, parts", [(torch.bfloat16, 131072, 2), (torch.bfloat16, 262144, 4),
-                                             (torch.float16, 196608, 4), (torch.bfloat16, 1 << 20, 16)])
-def test_gpu_gluon_rows_in_parts(dtype, N, parts, weight, monkeypatch):
-    """Rows past GLUON_MAX_N (no residual, contiguous) are split into parts, each a program's, which merge their
-    mean squares: each part's weight columns, a row whose mass is all in one part; the result does not depend on
-    which part arrives last and the rows' counters and words are left at zero."""
+@pytest.mark.parametrize("dtype, N", [(torch.bfloat16, 131072), (torch.bfloat16, 262144), (torch.float16, 196608),
+                                      (torch.bfloat16, 1 << 20)])
+def test_gpu_gluon_rows_in_parts(dtype, N, weight, monkeypatch):
+    """Rows past GLUON_MAX_N (no residual, contiguous) are split into parts (the next power of two of N / PART_MAX_N),
+    each a program's, which merge their mean squares: each part's weight columns, a row whose mass is all in one
+    part; the result does not depend on which part arrives last and the rows' counters and words are left at zero."""
     skip_unless_sm90()
     from rooftop.ops._support import arrival_counters
+    parts = 1 << (-(-N // rms_norm_mod.PART_MAX_N) - 1).bit_length()
     M = rows_in_parts(parts)
     x, _, w = _inputs((M, N), dtype, "cuda", torch.float32 if "fp32" in weight else None)
     w = None if weight == "none" else w

@@ -233,8 +233,8 @@ def test_split_rows_switch(monkeypatch):
         wide = torch.zeros(2 * torch.cuda.get_device_properties(0).multi_processor_count, 131072,
                            dtype=torch.bfloat16, device="cuda")
         w = wide[0]
-        assert (rms_norm.gluon_parts(wide, None, w, wide, None) == layer_norm.gluon_parts(wide, None, w, w, wide, None)
-                == 2)
+        assert rms_norm.gluon_parts(wide, None, w, wide, None) == 131072 // rms_norm.PART_MAX_N
+        assert layer_norm.gluon_parts(wide, None, w, w, wide, None) == 131072 // layer_norm.PART_MAX_N
         parts = 131072 // softmax.PART_MAX_N
         assert softmax.gluon_parts(wide, wide, True) == softmax.gluon_parts(wide, wide, False) == parts
     monkeypatch.setattr(_support, "SPLIT_ROWS_ENABLED", False)
