@@ -61,6 +61,7 @@ FLAT_WARPS = 16  # -> 16 elements a thread
 ROWS_BLOCK_ELEMS = 8192  # elements a program of the row kernel
 ROWS_ELEMS_PER_THREAD = 16
 BIAS_ELEMS_PER_THREAD = 32  # bias_gelu: the prologue and the bias spread over more elements
+BIAS_BLOCK_N = ROWS_BLOCK_ELEMS // 2  # bias_gelu's widest column block (tiles of two rows or more)
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -165,9 +166,9 @@ def _act_rows_kernel(a_ptr, b_ptr, out_ptr, M, N, a_stride, b_stride, out_stride
 def rows_config(M: int, N: int, bias: bool = False) -> tuple[int, int, int]:
     """(BLOCK_M, BLOCK_N, num_warps) of the row kernel: tiles of ROWS_BLOCK_ELEMS elements (short rows
     stacked BLOCK_M to a tile), ROWS_ELEMS_PER_THREAD a thread. With a bias, BIAS_ELEMS_PER_THREAD in
-    tiles of at least two rows: each thread holds two rows' elements of the same columns, which
-    share its bias values (converted once for both)."""
-    block_n = min(triton.next_power_of_2(N), ROWS_BLOCK_ELEMS // (2 if bias else 1))
+    tiles of at least two rows and at most BIAS_BLOCK_N columns: each thread holds two rows' (or more)
+    elements of the same columns, which share its bias values (converted once for all)."""
+    block_n = min(triton.next_power_of_2(N), BIAS_BLOCK_N if bias else ROWS_BLOCK_ELEMS)
     block_m = max(1, min(ROWS_BLOCK_ELEMS // block_n, triton.next_power_of_2(M)))
     per_thread = BIAS_ELEMS_PER_THREAD if bias else ROWS_ELEMS_PER_THREAD
     warps = max(1, min(16, block_m * block_n // (32 * per_thread)))
