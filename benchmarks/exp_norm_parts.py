@@ -12,8 +12,12 @@ Seen (call c): p32k +0.8 / +2.8 points, gparts +5.8 / +6.1 for add_layer_norm, l
 "--65536": rows with a residual at 65536 in parts of 32768 ("parts": GLUON_MAX_N 32768, PARTS_RESIDUAL_MIN_N 32768)
 against whole rows (a 65536 row with a residual is 8 chunks of x's ring of 10: two consumers' rows overflow it;
 add_layer_norm 88.7%, add_rms_norm 92.0% of copy in the results).
+Seen (call d): add_layer_norm 92.2 against 91.0, add_rms_norm 93.0 against 94.1: not wired.
+"--chunks": the ring in 4096-element chunks (28 buffers; the library's 8192 x 14, norm_sm90.WIDE_CHUNK / WIDE_BUFFERS)
+where rows or parts overflow it or nearly (softmax's parts gained 0.4-0.9 points from 4096-element chunks, call a):
+a finer release lets the loader refill sooner while a consumer waits.
 Timed as exp_resident_params.py times (do_bench and graph replay, % of a same-run copy, error beside).
-Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_norm_parts.py OUT_DIR [--65536]  (a table last,
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_norm_parts.py OUT_DIR [--65536 | --chunks]  (a table last,
 exp-norm-parts.json)
 """
 from __future__ import annotations
@@ -39,6 +43,10 @@ CASES = {**{("rms_norm", N): {"library": [], "p32k": [P32K]} for N in (131072, 2
 PARTS_AT_65536 = (norm_sm90, dict(PARTS_RESIDUAL_MIN_N=32768))
 CASES_65536 = {(op, 65536): {"library": [], "parts": [PARTS_AT_65536, (module, dict(GLUON_MAX_N=32768))]}
                for op, module in (("add_layer_norm", ln), ("add_rms_norm", rn))}
+C4K = (norm_sm90, dict(WIDE_CHUNK=4096, WIDE_BUFFERS=28))
+CHUNK_CASES = {case: {"library": [], "c4k": [C4K]}
+               for case in (("layer_norm", 65536), ("layer_norm", 131072), ("add_layer_norm", 65536),
+                            ("add_layer_norm", 131072), ("rms_norm", 131072), ("rms_norm_fp8", 65536))}
 
 
 def main() -> None:
@@ -46,7 +54,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     copy_gbps = copy_both()
     rows = []
-    cases = CASES_65536 if "--65536" in sys.argv else CASES
+    cases = CASES_65536 if "--65536" in sys.argv else CHUNK_CASES if "--chunks" in sys.argv else CASES
     for (op, N), named in cases.items():
         x = torch.randn(ELEMENTS // N, N, device="cuda", dtype=torch.bfloat16)
         res = torch.randn_like(x)

@@ -61,7 +61,11 @@ FLAT_WARPS = 16  # -> 16 elements a thread
 ROWS_BLOCK_ELEMS = 8192  # elements a program of the row kernel
 ROWS_ELEMS_PER_THREAD = 16
 BIAS_ELEMS_PER_THREAD = 32  # bias_gelu: the prologue and the bias spread over more elements
-BIAS_BLOCK_N = ROWS_BLOCK_ELEMS // 2  # bias_gelu's widest column block (tiles of two rows or more)
+# bias_gelu's widest column block (tiles of two rows or more). Narrower blocks of more rows share a thread's bias
+# values among more rows and read fewer of them a tile, but gained nothing: H200, bf16, % of a same-run copy by do_bench,
+# 4096 / 2048 / 1024 / 512 (logs/h200-2026-12-04-s47/call-e, benchmarks/exp_bias_gelu.py): 92.5 / 92.8 / 93.5 / 93.4
+# at 32768, 89.5 / 88.9 / 88.7 / 88.6 at 65536, 92.8 / 92.5 / 91.7 / 92.1 at 131072.
+BIAS_BLOCK_N = ROWS_BLOCK_ELEMS // 2
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
