@@ -1,5 +1,4 @@
-# Session 47: do_bench's spread for the rows in parts (benchmarks/exp_bench_spread.py), then rms_norm_fp8's results rows
-# at 65536-262144 again.
+# Session 47: do_bench's spread for the rows in parts (benchmarks/exp_bench_spread.py).
 set -x
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
 mkdir -p $OUT/w
