@@ -114,7 +114,7 @@ CONSUMERS = 2  # consumer partitions taking rows in turn
 # Rows with a residual are split into parts only past this width (up to it whole rows on this kernel or the Triton
 # ones). Since the parts swap their statistics in one round trip (softmax_sm90.swap_pairs) and take parts of 32768,
 # parts win over the split-words kernels, which took rows with a residual up to 262144 before: H200, bf16, % of a
-# same-run copy by do_bench / graph replay (logs/h200-2026-12-04-s47/call-c, benchmarks/exp_norm_parts.py),
+# same-run copy by do_bench (logs/h200-2026-12-04-s47/call-c, benchmarks/exp_norm_parts.py),
 # split-words / parts: add_layer_norm 86.8 / 92.6 at 131072, 85.4 / 91.5 at 262144; add_rms_norm 93.8 / 93.3, 92.0 /
 # 94.3 (under the old exchange, parts of 65536, add_layer_norm lost: 83.5 / 78.9 at 131072).
 PARTS_RESIDUAL_MIN_N = 65536
