@@ -1,6 +1,7 @@
 """Experiment (sessions 45-46): LayerNorm's Gluon kernel on consumer partitions of 8 warps (norm_sm90.CONSUMER_WARPS)
 against the library's 4, bf16, M * N = 2^27, on the H200: session 45 whole rows at 49152-65536 (now the library's);
-session 46 ("--wide") rows in parts at 131072 / 262144 (parts of 65536, the library's, or of 32768: "p32k"; 76.7 /
+session 46 ("--wide") rows in parts at 131072 / 262144 (parts of 65536, the library's then, or of 32768: "p32k",
+the library's since session 47 (layer_norm.PART_MAX_N), so the variant now times parts of 65536: "p64k"; 76.7 /
 74.8% of copy in the results where the issue asks 80), add_layer_norm at 65536 (88.7%; 16 bytes of spills at 8
 warps), quantizing RMSNorm in parts of 32768 at 131072 / 262144 (75.9 / 75.3%; softmax's parts of 32768 gained
 2.5 points on 8 warps, logs/h200-2026-12-04-s45/call-f).
@@ -16,15 +17,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import torch
-
-from exp_norm_reload import ELEMENTS, copy_both, print_both, save_both, time_variants
-from exp_resident_params import calls
+from exp_row_tail import time_cases
 from rooftop.ops import layer_norm as ln
 from rooftop.ops import norm_sm90
 
-W8, P32K = (norm_sm90, dict(CONSUMER_WARPS=8)), (ln, dict(GLUON_MAX_N=32768))
-VARIANTS = {"library": [], "w8": [W8], "p32k": [P32K], "p32k_w8": [P32K, W8]}
+W8, P64K = (norm_sm90, dict(CONSUMER_WARPS=8)), (ln, dict(PART_MAX_N=65536))
+VARIANTS = {"library": [], "w8": [W8], "p64k": [P64K], "p64k_w8": [P64K, W8]}
 # (op, N): the variants timed
 CASES = {("layer_norm", N): ("library", "w8") for N in (49152, 57344, 65536)}
 WIDE_CASES = {**{("layer_norm", N): tuple(VARIANTS) for N in (131072, 262144)},
@@ -35,20 +33,9 @@ WIDE_CASES = {**{("layer_norm", N): tuple(VARIANTS) for N in (131072, 262144)},
 def main() -> None:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
-    copy_gbps = copy_both()
-    rows = []
     cases = WIDE_CASES if "--wide" in sys.argv else CASES
-    for (op, N), names in cases.items():
-        x = torch.randn(ELEMENTS // N, N, device="cuda", dtype=torch.bfloat16)
-        w = torch.rand(N, device="cuda", dtype=torch.bfloat16) + 0.5
-        b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
-        call, reference, nbytes = calls(op, x, w, b, torch.randn_like(x))
-        ref = reference()
-        time_variants(rows, copy_gbps, nbytes, call, ref, {name: VARIANTS[name] for name in names}, op=op, N=N)
-        del x, ref
-        torch.cuda.empty_cache()
-        save_both(out / "exp-ln-warps.json", copy_gbps, rows)
-    print_both(rows, copy_gbps, cases)
+    time_cases(out / "exp-ln-warps.json", {case: {name: VARIANTS[name] for name in names}
+                                           for case, names in cases.items()})
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ at 524288 (a residual: parts past PARTS_RESIDUAL_MIN_N) 88.5 against 84.4. So: r
 PARTS_RESIDUAL_MIN_N 65536) against the split-words kernels that take them now (add_rms_norm 91.0 / 88.1%,
 add_layer_norm 84.4 / 82.9% of copy in the results; PARTS_RESIDUAL_MIN_N was chosen under the old exchange and parts of
 65536: add_layer_norm 78.9 / 77.9 against 83.5 / 83.3).
-Seen (call c): p32k +0.8 / +2.8 points, gparts +5.8 / +6.1 for add_layer_norm, level / +2.3 for add_rms_norm (wired).
+Seen (call c): p32k +0.8 / +2.8 points, gparts +5.8 / +6.1 for add_layer_norm, level / +2.3 for add_rms_norm. Wired:
+the library is now p32k / gparts, so these cases time the choices it left ("p64k": PART_MAX_N 65536, "split":
+PARTS_RESIDUAL_MIN_N 262144, the split-words kernels' widths again).
 "--65536": rows with a residual at 65536 in parts of 32768 ("parts": GLUON_MAX_N 32768, PARTS_RESIDUAL_MIN_N 32768)
 against whole rows (a 65536 row with a residual is 8 chunks of x's ring of 10: two consumers' rows overflow it;
 add_layer_norm 88.7%, add_rms_norm 92.0% of copy in the results).
@@ -25,21 +27,17 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import torch
-
-from exp_norm_reload import ELEMENTS, copy_both, print_both, save_both, time_variants
-from exp_resident_params import calls
+from exp_row_tail import time_cases
 from rooftop.ops import layer_norm as ln
 from rooftop.ops import norm_sm90
 from rooftop.ops import rms_norm as rn
 
-P32K = (rn, dict(PART_MAX_N=32768))
-GPARTS = (norm_sm90, dict(PARTS_RESIDUAL_MIN_N=65536))
-CASES = {**{("rms_norm", N): {"library": [], "p32k": [P32K]} for N in (131072, 262144)},
-         **{("add_rms_norm", N): {"library": [], "gparts": [GPARTS], "gparts_p32k": [GPARTS, P32K]}
-            for N in (131072, 262144)},
-         ("add_rms_norm", 524288): {"library": [], "p32k": [P32K]},
-         **{("add_layer_norm", N): {"library": [], "gparts": [GPARTS]} for N in (131072, 262144)}}
+P64K = (rn, dict(PART_MAX_N=65536))
+SPLIT = (norm_sm90, dict(PARTS_RESIDUAL_MIN_N=262144))
+CASES = {**{("rms_norm", N): {"library": [], "p64k": [P64K]} for N in (131072, 262144)},
+         **{("add_rms_norm", N): {"library": [], "split": [SPLIT], "p64k": [P64K]} for N in (131072, 262144)},
+         ("add_rms_norm", 524288): {"library": [], "p64k": [P64K]},
+         **{("add_layer_norm", N): {"library": [], "split": [SPLIT]} for N in (131072, 262144)}}
 PARTS_AT_65536 = (norm_sm90, dict(PARTS_RESIDUAL_MIN_N=32768))
 CASES_65536 = {(op, 65536): {"library": [], "parts": [PARTS_AT_65536, (module, dict(GLUON_MAX_N=32768))]}
                for op, module in (("add_layer_norm", ln), ("add_rms_norm", rn))}
@@ -52,20 +50,8 @@ CHUNK_CASES = {case: {"library": [], "c4k": [C4K]}
 def main() -> None:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
-    copy_gbps = copy_both()
-    rows = []
     cases = CASES_65536 if "--65536" in sys.argv else CHUNK_CASES if "--chunks" in sys.argv else CASES
-    for (op, N), named in cases.items():
-        x = torch.randn(ELEMENTS // N, N, device="cuda", dtype=torch.bfloat16)
-        res = torch.randn_like(x)
-        w = torch.rand(N, device="cuda", dtype=torch.bfloat16) + 0.5
-        b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
-        call, reference, nbytes = calls(op, x, w, b, res)
-        time_variants(rows, copy_gbps, nbytes, call, reference(), named, op=op, N=N)
-        del x, res, call, reference
-        torch.cuda.empty_cache()
-        save_both(out / "exp-norm-parts.json", copy_gbps, rows)
-    print_both(rows, copy_gbps, cases)
+    time_cases(out / "exp-norm-parts.json", cases)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,20 @@ def op_call(op: str, M: int, N: int):
     return call, reference(), nbytes
 
 
+def time_cases(path: Path, cases: dict) -> None:
+    """Each (op, N) of `cases` at M = ELEMENTS / N rows (`op_call`'s inputs), its named variants timed
+    (`time_variants`) against a same-run copy; the rows saved to `path` after each case, the table printed last."""
+    copy_gbps = copy_both()
+    rows = []
+    for (op, N), named in cases.items():
+        call, ref, nbytes = op_call(op, ELEMENTS // N, N)
+        time_variants(rows, copy_gbps, nbytes, call, ref, named, op=op, N=N)
+        del call, ref
+        torch.cuda.empty_cache()
+        save_both(path, copy_gbps, rows)
+    print_both(rows, copy_gbps, cases)
+
+
 def main() -> None:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)

@@ -19,10 +19,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import torch
-
-import rooftop
-from exp_norm_reload import ELEMENTS, copy_both, print_both, save_both, time_variants
+from exp_row_tail import time_cases
 from rooftop.ops import softmax as sm
 from rooftop.ops import softmax_sm90
 
@@ -40,18 +37,8 @@ CASES = [(op, N) for op in ("softmax", "log_softmax") for N in (131072, 262144)]
 def main() -> None:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
-    copy_gbps = copy_both()
-    rows = []
-    for op, N in CASES:
-        x = torch.randn(ELEMENTS // N, N, device="cuda", dtype=torch.bfloat16)
-        fn = getattr(rooftop, op)
-        ref = getattr(torch, op)(x.double(), dim=-1)
-        named = CHUNK_VARIANTS if "--chunks" in sys.argv else VARIANTS
-        time_variants(rows, copy_gbps, 2 * x.nbytes, lambda x=x: fn(x), ref, named, op=op, N=N)
-        del x, ref
-        torch.cuda.empty_cache()
-        save_both(out / "exp-softmax-part-warps.json", copy_gbps, rows)
-    print_both(rows, copy_gbps, CASES)
+    named = CHUNK_VARIANTS if "--chunks" in sys.argv else VARIANTS
+    time_cases(out / "exp-softmax-part-warps.json", {case: named for case in CASES})
 
 
 if __name__ == "__main__":
