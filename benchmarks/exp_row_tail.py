@@ -24,6 +24,7 @@ import rooftop
 from exp_norm_reload import ELEMENTS, copy_both, print_both, save_both, time_variants
 from exp_resident_params import calls as norm_calls
 from rooftop.ops import layer_norm as ln
+from rooftop.ops.reductions import row_reduce_reference
 
 TAIL_CASES = [("row_sum", 65536), ("softmax", 65536), ("softmax", 131072), ("softmax", 262144),
               ("log_softmax", 131072), ("layer_norm", 65536), ("layer_norm", 131072), ("add_layer_norm", 65536),
@@ -35,8 +36,8 @@ PARTS_OF_64K = {"library": [], "p64k": [(ln, dict(PART_MAX_N=65536))]}
 def op_call(op: str, M: int, N: int):
     """(the library call on fresh [M, N] bf16 inputs, its float64 reference, the least bytes it moves)."""
     x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
-    if op == "row_sum":
-        return lambda: rooftop.row_sum(x), x.double().sum(-1), x.nbytes + 2 * M
+    if op.startswith("row_"):  # row_sum, row_max, row_mean, row_norm
+        return lambda: getattr(rooftop, op)(x), row_reduce_reference(x, op[4:]), x.nbytes + 2 * M
     if op in ("softmax", "log_softmax"):
         fn = getattr(rooftop, op)
         return lambda: fn(x), getattr(torch, op)(x.double(), dim=-1), 2 * x.nbytes
