@@ -16,35 +16,36 @@ import sys
 from pathlib import Path
 
 from rooftop.ops import reductions as rd
+from rooftop.ops import reductions_sm90 as rs
 
-WIDTHS = (32768, 65536, 131072, 262144)
-KINDS = ("row_sum", "row_max", "row_norm")
+WIDTHS = (32768, 65536, 262144)
+KINDS = ("row_sum", "row_max")
 OFF = [(rd, dict(GLUON_ENABLED=False))]
 
 
+VARIANTS = {"library": [], "triton": OFF, "b2": [(rs, dict(BATCH=2))], "b4": [(rs, dict(BATCH=4))],
+            "nofence": [(rs, dict(FENCE=False))], "b2_nofence": [(rs, dict(BATCH=2, FENCE=False))],
+            "w2": [(rd, dict(GLUON_WARPS=2))], "b2_w8": [(rs, dict(BATCH=2)), (rd, dict(GLUON_WARPS=8))]}
+
+
 def cases() -> dict:
-    named = {(op, N): {"library": [], "triton": OFF, "w8": [(rd, dict(GLUON_WARPS=8))]}
-             for op in KINDS for N in WIDTHS}
-    for op in KINDS:
-        named[(op, 16384)] = {"library": [], "gluon": [(rd, dict(GLUON_MIN_N=8192))],
-                              "gluon_w8": [(rd, dict(GLUON_MIN_N=8192, GLUON_WARPS=8))]}
-    return named
+    return {(op, N): VARIANTS for op in KINDS for N in WIDTHS}
 
 
 def compile_only() -> None:
     from gluon_sm90 import compile_sm90, read_cubin
-    from rooftop.ops import reductions_sm90 as rs
     from rooftop.ops.softmax_sm90 import BOX_COLS, CHUNK, LOADER_REGS, RING_LAYOUT, STAGES
 
-    for reduction, finish in (("sum", "none"), ("sumsq", "sqrt"), ("max", "none"), ("sum", "mean")):
-        for N, flat, warps in ((65536, True, 4), (65536, True, 8), (40008, False, 4)):
+    for reduction, finish in (("sum", "none"), ("sumsq", "sqrt"), ("max", "none")):
+        for N, flat, warps, batch in ((65536, True, 4, 1), (65536, True, 4, 4), (65536, True, 8, 2),
+                                      (40008, False, 4, 1)):
             box = [CHUNK // BOX_COLS, BOX_COLS] if flat else [1, BOX_COLS]
             consts = dict(REDUCTION=reduction, FINISH=finish, EVEN=N % CHUNK == 0, FLAT=flat, CHUNK_N=CHUNK,
-                          CHUNKS=-(-N // CHUNK), RING=STAGES, LOADER_REGS=LOADER_REGS, LEAN=rs.LEAN_BARRIERS)
+                          CHUNKS=-(-N // CHUNK), RING=STAGES, BATCH=batch, FENCE=True, LOADER_REGS=LOADER_REGS, LEAN=rs.LEAN_BARRIERS)
             sig = dict(x_desc=f"tensordesc<bf16{box},{RING_LAYOUT!r}>", out_ptr="*bf16", M="i32", N8="i32")
             sig.update({name: "constexpr" for name in consts})
             cubin = read_cubin(compile_sm90(rs._reduce_kernel, sig, consts, warps))
-            print(f"{reduction}/{finish} N={N} flat={flat} warps={warps}: {cubin.resources}, setmaxnreg "
+            print(f"{reduction}/{finish} N={N} flat={flat} warps={warps} batch={batch}: {cubin.resources}, setmaxnreg "
                   f"{cubin.maxnreg}, bare CTA barriers {cubin.bare_cta_barriers}, spills {cubin.local_memory_ops}")
 
 

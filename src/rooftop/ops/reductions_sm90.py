@@ -38,6 +38,8 @@ from rooftop.ops.softmax_sm90 import (BOX_COLS, CHUNK, LOADER_REGS, RING_LAYOUT,
                                       _release, barrier_not_needed)
 
 LEAN_BARRIERS = True  # softmax_sm90.barrier_not_needed: the partition barriers Membar adds that the ring does not need
+BATCH = 1  # chunks waited for, read and released together (where they divide the row's chunks)
+FENCE = True  # the consumer's fence.proxy.async before releasing buffers
 
 
 @gluon.jit
@@ -48,8 +50,10 @@ def _max_keep_nan(a, b):
 
 @gluon.jit
 def _consumer(out_ptr, ring, ready, empty, M, N8, REDUCTION: gl.constexpr, FINISH: gl.constexpr,
-              EVEN: gl.constexpr, CHUNKS: gl.constexpr, WARPS: gl.constexpr, LEAN: gl.constexpr):
-    """The program's rows: each chunk waited for, read, released, folded; the row's total finished and stored."""
+              EVEN: gl.constexpr, CHUNKS: gl.constexpr, BATCH: gl.constexpr, FENCE: gl.constexpr,
+              WARPS: gl.constexpr, LEAN: gl.constexpr):
+    """The program's rows: BATCH chunks at a time waited for, read, released (one barrier), folded; the row's
+    total finished and stored."""
     RING: gl.constexpr = ring.shape[0]
     CHUNK_N: gl.constexpr = ring.shape[1] * ring.shape[2]
     GROUPS: gl.constexpr = CHUNK_N // VEC
@@ -63,22 +67,29 @@ def _consumer(out_ptr, ring, ready, empty, M, N8, REDUCTION: gl.constexpr, FINIS
             acc = gl.full([GROUPS], -float("inf"), gl.float32, group_layout)
         else:
             acc = gl.zeros([GROUPS], gl.float32, group_layout)
-        for c in range(CHUNKS):
-            buf = it % RING
-            barrier_not_needed(c, LEAN)
-            mbarrier.wait(ready.index(buf), (it // RING) & 1)
-            x = _read_chunk(ring, buf, chunk_layout)
-            _release(empty, buf)
-            if REDUCTION == "max":
-                top = gl.reduce(x, 1, _max_keep_nan)
-                if not EVEN:  # the groups past N read 0
-                    top = gl.where(group_starts < N - c * CHUNK_N, top, -float("inf"))
-                acc = _max_keep_nan(acc, top)
-            elif REDUCTION == "sumsq":
-                acc += gl.sum(x * x, axis=1)
-            else:
-                acc += gl.sum(x, axis=1)
-            it += 1
+        for c in range(0, CHUNKS, BATCH):
+            xs = ()
+            for j in gl.static_range(BATCH):
+                barrier_not_needed(c, LEAN)
+                mbarrier.wait(ready.index((it + j) % RING), ((it + j) // RING) & 1)
+                xs = xs + (_read_chunk(ring, (it + j) % RING, chunk_layout),)
+            if FENCE:
+                fence_async_shared()
+            gl.thread_barrier()
+            for j in gl.static_range(BATCH):
+                mbarrier.arrive(empty.index((it + j) % RING))
+            for j in gl.static_range(BATCH):
+                x = xs[j]
+                if REDUCTION == "max":
+                    top = gl.reduce(x, 1, _max_keep_nan)
+                    if not EVEN:  # the groups past N read 0
+                        top = gl.where(group_starts < N - (c + j) * CHUNK_N, top, -float("inf"))
+                    acc = _max_keep_nan(acc, top)
+                elif REDUCTION == "sumsq":
+                    acc += gl.sum(x * x, axis=1)
+                else:
+                    acc += gl.sum(x, axis=1)
+            it += BATCH
         if REDUCTION == "max":
             total = gl.reduce(acc, 0, _max_keep_nan)
         else:
@@ -93,7 +104,7 @@ def _consumer(out_ptr, ring, ready, empty, M, N8, REDUCTION: gl.constexpr, FINIS
 @gluon.jit
 def _reduce_kernel(x_desc, out_ptr, M, N8, REDUCTION: gl.constexpr, FINISH: gl.constexpr, EVEN: gl.constexpr,
                    FLAT: gl.constexpr, CHUNK_N: gl.constexpr, CHUNKS: gl.constexpr, RING: gl.constexpr,
-                   LOADER_REGS: gl.constexpr, LEAN: gl.constexpr):
+                   BATCH: gl.constexpr, FENCE: gl.constexpr, LOADER_REGS: gl.constexpr, LEAN: gl.constexpr):
     """Persistent: the consumer is the default partition (num_warps warps), the 1-warp loader a worker. The ring's
     buffers are [CHUNK_N / 256, 256]; x_desc's box is one of their rows, or all of them (FLAT)."""
     WARPS: gl.constexpr = gl.num_warps()
@@ -106,7 +117,8 @@ def _reduce_kernel(x_desc, out_ptr, M, N8, REDUCTION: gl.constexpr, FINISH: gl.c
         mbarrier.init(empty.index(i), count=1)  # the consumer's one arrive
     fence_async_shared()
     gl.warp_specialize([
-        (_consumer, (out_ptr, ring, ready, empty, M, N8, REDUCTION, FINISH, EVEN, CHUNKS, WARPS, LEAN)),
+        (_consumer, (out_ptr, ring, ready, empty, M, N8, REDUCTION, FINISH, EVEN, CHUNKS, BATCH, FENCE, WARPS,
+                       LEAN)),
         (_loader, (x_desc, ring, ready, empty, M, CHUNKS, RING, FLAT)),
     ], [1], [LOADER_REGS])
 
@@ -121,17 +133,19 @@ def reduce_rows(x: torch.Tensor, out: torch.Tensor, reduction: str, finish: str,
     """out[r] = finish(reduction of row r) for the [M, N] view x (softmax_sm90.supports(x, x, past_ring=True)) into
     contiguous out [M], on min(M, programs) persistent programs of `warps` consumer warps."""
     M, N = x.shape
-    key = (x.device.index, x.dtype, M, N, x.stride(0), out.dtype, reduction, finish, programs, warps, LEAN_BARRIERS)
+    chunks = -(-N // CHUNK)
+    batch = BATCH if chunks % BATCH == 0 else 1
+    key = (x.device.index, x.dtype, M, N, x.stride(0), out.dtype, reduction, finish, programs, warps, batch, FENCE,
+           LEAN_BARRIERS)
     launch = _plans.get(key)
     if launch is None:
         if len(_plans) > 4096:  # shapes that vary without end
             _plans.clear()
-        chunks = -(-N // CHUNK)
         flat = N % CHUNK == 0 and x.stride(0) == N  # whole chunks of contiguous rows: one box a chunk
         box = [CHUNK // BOX_COLS, BOX_COLS] if flat else [1, BOX_COLS]
         view = ([M * N // BOX_COLS, BOX_COLS], [BOX_COLS, 1]) if flat else ([M, N], [x.stride(0), 1])
         constexprs = dict(REDUCTION=reduction, FINISH=finish, EVEN=N % CHUNK == 0, FLAT=flat, CHUNK_N=CHUNK,
-                          CHUNKS=chunks, RING=STAGES, LOADER_REGS=LOADER_REGS, LEAN=LEAN_BARRIERS)
+                          CHUNKS=chunks, RING=STAGES, BATCH=batch, FENCE=FENCE, LOADER_REGS=LOADER_REGS, LEAN=LEAN_BARRIERS)
         launch = _plans[key] = GluonLaunch(_reduce_kernel, (min(programs, M),), [(*view, box, RING_LAYOUT)],
                                            constexprs, x.device.index, warps)
     launch((x,), out, M, N // 8)
