@@ -50,7 +50,6 @@ def test_matches_reference(shape, dtype, kind, device):
 def test_wide_rows_on_chip_one_program_an_sm(kind, device, monkeypatch):
     """Rows on chip past ONCHIP_ONE_PROGRAM_MIN_N launch one program an SM (maxnreg=64), narrower ones not: on the GPU
     at its widths among as many rows as keep them on chip, in the interpreter with the bound moved down."""
-    monkeypatch.setattr(reductions, "GLUON_ENABLED", False)  # the Triton kernel's widths on the GPU
     launches = []
     real = reductions.launch
     monkeypatch.setattr(reductions, "launch", lambda kernel, *a, **k: launches.append(k.get("maxnreg")) or
@@ -232,58 +231,6 @@ def test_compiles_without_graph_break(shape):
     assert rel_err(top, row_reduce_reference(x, "max")) == 0
     assert mean.dtype == torch.float32 and rel_err(mean, row_reduce_reference(x, "mean")) < TOL[torch.float32]
     assert rel_err(twice_norm, 2 * row_reduce_reference(x, "norm")) < TOL[torch.float16]
-
-
-def _sm90():
-    if not HAS_CUDA or torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("the Gluon path runs on sm_90 GPUs only")
-
-
-def test_gluon_not_in_the_interpreter():
-    """No Gluon on CPU tensors (the interpreter has none): the Triton paths take every width."""
-    x = torch.empty(1000, 40000, dtype=torch.bfloat16)
-    assert not reductions.uses_gluon(x, "sum")
-
-
-@pytest.mark.gpu
-def test_gpu_gluon_dispatch(monkeypatch):
-    """The Gluon path takes 16-bit rows wider than GLUON_MIN_N (N a multiple of 8, 16-byte aligned) among at least
-    a row an SM, not argmax; GLUON_ENABLED switches it off."""
-    _sm90()
-
-    def takes(shape, dtype=torch.bfloat16, kind="sum", start=0):
-        x = torch.empty(shape[0], shape[1] + start, device="cuda", dtype=dtype)[:, start:]
-        return reductions.uses_gluon(x, kind)
-
-    N = reductions.GLUON_MIN_N + 8
-    assert takes((SMS, N)) and takes((SMS, 1 << 20), torch.float16) and takes((SMS, N), kind="max")
-    assert not takes((SMS, N - 8)) and not takes((SMS - 1, N)) and not takes((SMS, N), torch.float32)
-    assert not takes((SMS, N + 4)) and not takes((SMS, N), start=4) and not takes((SMS, N), kind="argmax")
-    monkeypatch.setattr(reductions, "GLUON_ENABLED", False)
-    assert not takes((SMS, N))
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("N, stride", [(16384 + 8, 16384 + 8), (40960 + 8, 41024), (65536, 65536), (262144, 262144),
-                                       (262144 - 8, 262144)])
-def test_gpu_gluon_rows(N, stride, dtype):
-    """Rows on the Gluon path (whole chunks of contiguous rows in one box, or row boxes: strided, a last chunk in
-    part) match the reference, in x's dtype and fp32; max keeps NaN and -inf as torch.amax, and masks the columns
-    past N that TMA reads as 0 (a row of negatives)."""
-    _sm90()
-    x = _rand((SMS + 5, stride), dtype, "cuda")[:, :N]  # programs get 1 or 2 rows
-    assert reductions.uses_gluon(x, "sum")
-    for kind in FNS:
-        _check(kind, x)
-        _check(kind, x, out_dtype=torch.float32)
-    x[0, N - 3] = float("nan")
-    x[1] = float("-inf")
-    x[2, ::3] = float("-inf")
-    x[3] = -x[3].abs() - 1
-    out = row_max(x)
-    assert out[0].isnan() and out[1] == float("-inf") and out[3] < 0
-    assert torch.equal(out[2:], x[2:].amax(-1))
 
 
 @pytest.mark.slow

@@ -52,9 +52,8 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops import reductions_sm90, softmax_sm90
-from rooftop.ops._support import (FLOAT_DTYPES, as_rows, await_previous, cdiv, check_float, interpreting, is_sm90,
-                                  launch, num_sms, onchip_config, pdl_options, planned, runs_kernel, torch_op)
+from rooftop.ops._support import (FLOAT_DTYPES, as_rows, await_previous, cdiv, check_float, interpreting, launch,
+                                  num_sms, onchip_config, pdl_options, planned, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row reduced on chip among few rows (elements): wider ones are split over programs
@@ -97,11 +96,6 @@ ARGMAX_NARROW_BLOCK_ELEMS = 2048
 # [64, 32000] 3.01 / 4.25 (split), [1, 32000] 2.50 / 2.57 (split)
 ARGMAX_ONCHIP_MAX = 16384
 COMBINE_WARPS = 4
-# 16-bit rows wider than GLUON_MIN_N, at least a row an SM, stream through shared memory on sm_90
-# (ops/reductions_sm90.py; not argmax): a ring of 13 chunks of 8192 in flight a program, across rows.
-GLUON_MIN_N = 16384
-GLUON_WARPS = 4  # the consumer partition's warps
-GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach the Triton kernels
 
 
 # kind -> (REDUCTION over the row in fp32, FINISH applied to the row's total)
@@ -368,14 +362,6 @@ def reduce_path(M: int, N: int, sms: int, kind: str = "sum") -> str:
     return "split" if few_rows else "looped"
 
 
-def uses_gluon(rows: torch.Tensor, kind: str) -> bool:
-    """Whether reduce_rows takes the Gluon path (reductions_sm90) for the [M, N] view `rows`."""
-    M, N = rows.shape
-    return (GLUON_ENABLED and kind != "argmax" and rows.is_cuda and not interpreting() and N > GLUON_MIN_N
-            and is_sm90(rows.device.index) and M >= num_sms(rows.device.index)
-            and softmax_sm90.supports(rows, rows, past_ring=True))
-
-
 def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
     """Reduce each row of the [M, N] view `rows` (unit column stride, N > 0) into out[M] (contiguous)."""
     M, N = rows.shape
@@ -383,9 +369,6 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
         return
     reduction, finish = KINDS[kind]
     sms = num_sms(rows.device.index if rows.is_cuda else -1)
-    if uses_gluon(rows, kind):
-        reductions_sm90.reduce_rows(rows, out, reduction, finish, sms, GLUON_WARPS)
-        return
     path = reduce_path(M, N, sms, kind)
     pdl = pdl_options(rows)
     if path == "onchip":
