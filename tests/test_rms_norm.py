@@ -242,15 +242,12 @@ def _reload_off(monkeypatch):
 
 def test_reload_widths():
     """The reload kernel takes RELOAD_MIN_N < N <= RELOAD_MAX_N, rows with a residual RELOAD_RESIDUAL_MIN_N < N <=
-    RELOAD_RESIDUAL_MAX_N, quantizing rows without a residual RELOAD_QUANT_MIN_N < N <= RELOAD_QUANT_MAX_N."""
+    RELOAD_RESIDUAL_MAX_N, no quantizing rows."""
     for residual, (lo, hi) in ((False, (rms_norm_mod.RELOAD_MIN_N, rms_norm_mod.RELOAD_MAX_N)),
                                (True, (rms_norm_mod.RELOAD_RESIDUAL_MIN_N, rms_norm_mod.RELOAD_RESIDUAL_MAX_N))):
         assert rms_norm_mod.reload_width(lo + 1, residual) and rms_norm_mod.reload_width(hi, residual)
         assert not rms_norm_mod.reload_width(lo, residual) and not rms_norm_mod.reload_width(hi + 1, residual)
-    lo, hi = rms_norm_mod.RELOAD_QUANT_MIN_N, rms_norm_mod.RELOAD_QUANT_MAX_N
-    assert rms_norm_mod.reload_width(lo + 8, False, "fp8") and rms_norm_mod.reload_width(hi, False, "int8")
-    assert not rms_norm_mod.reload_width(lo, False, "fp8") and not rms_norm_mod.reload_width(hi + 8, False, "fp8")
-    assert not rms_norm_mod.reload_width(hi, True, "fp8")
+        assert not rms_norm_mod.reload_width(hi, residual, "fp8")
     most = rms_norm_mod.RELOAD_MAX_BYTES // 4  # fp32 rows without a residual: up to RELOAD_MAX_BYTES
     assert rms_norm_mod.reload_width(most, False, None, 4) and not rms_norm_mod.reload_width(most + 16, False, None, 4)
     assert rms_norm_mod.reload_width(rms_norm_mod.RELOAD_RESIDUAL_MAX_N, True, None, 4)
@@ -269,23 +266,6 @@ def test_reload_kernel_at_its_widths(N, dtype, device, monkeypatch):
     assert rms_norm_mod.reload_width(N, False)
     assert rel_err(rooftop.rms_norm(x, w, 1e-6), rms_norm_reference(x, w, 1e-6)) < TOL[dtype]
     assert launched == ["_rms_norm_reload_kernel"]
-
-
-@pytest.mark.parametrize("quant", ["fp8", "int8"])
-@pytest.mark.parametrize("N", [24000, 32768])
-def test_reload_kernel_quantizes(N, quant, device, monkeypatch):
-    """Quantizing rows at the reload widths: the scale from max |x (offset + w)| over the row read again; with
-    Gemma's offset, and without a weight."""
-    launched = spy_launches(monkeypatch, rms_norm_mod)
-    x, _, w = _inputs((3, N), torch.bfloat16, device)
-    assert rms_norm_mod.reload_width(N, False, quant)
-    q, scale = rooftop.rms_norm(x, w, quant=quant)
-    _assert_quantized(q, scale, rms_norm_reference(x, w), quant)
-    q, scale = rooftop.rms_norm(x, w, quant=quant, offset=1.0)
-    _assert_quantized(q, scale, rms_norm_reference(x, w, offset=1.0), quant)
-    q, scale = rooftop.rms_norm(x, None, quant=quant)
-    _assert_quantized(q, scale, rms_norm_reference(x, None), quant)
-    assert launched == ["_rms_norm_reload_kernel"] * 3
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

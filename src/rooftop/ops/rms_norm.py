@@ -152,7 +152,6 @@ GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach 
 # kernel failed a GPU test of the int8 codes, not understood).
 RELOAD_MIN_N, RELOAD_MAX_N = 16384, 65536
 RELOAD_RESIDUAL_MIN_N, RELOAD_RESIDUAL_MAX_N = 32768, 65536
-RELOAD_QUANT_MIN_N, RELOAD_QUANT_MAX_N = 4096, 65536  # quantizing rows without a residual (to be measured)
 RELOAD_WARPS = 32
 # Rows without a residual past this width run one program an SM (maxnreg=64: 1024 threads x 64 registers, the
 # register file). H200, bf16, M * N = 2^27, graph replay, % of copy, Gluon (the library then) / two programs an SM /
@@ -231,9 +230,9 @@ def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
 
 
 @triton.jit
-def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N, x_stride, res_stride, y_stride,
-                            r_stride, eps, w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
-                            QUANT: tl.constexpr, QMAX: tl.constexpr, TILE: tl.constexpr, PARTS: tl.constexpr):
+def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, M, N, x_stride, res_stride, y_stride, r_stride, eps,
+                            w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, TILE: tl.constexpr,
+                            PARTS: tl.constexpr):
     # Row program_id(0), PARTS tiles of TILE (PARTS * TILE >= N). HBM: x (+ residual) read once, y (+ r)
     # written once, as the on-chip kernel; pass 2's loads of the row (and w) are the program's own bytes again,
     # from L1 or L2. Nothing of the row lives across the reduction: each tile is folded into the sum of squares
@@ -250,30 +249,11 @@ def _rms_norm_reload_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
         r = load_tile_add_residual(x_row, res_row, src_row, offs, offs < N, HAS_RESIDUAL)
         sum_sq += r * r
     rstd = tl.rsqrt(tl.sum(sum_sq, axis=0) / N + eps)
-    if QUANT:
-        # between the passes, max |r (offset + w)| over the row read again (L1 / L2) in a loop kept rolled: with
-        # every tile's loads hoisted up front (pass 1's way) r and w spilled (NOTES item 278)
-        abs_max = tl.zeros([TILE], tl.float32)
-        for part in tl.range(0, PARTS, loop_unroll_factor=1):
-            offs = part * TILE + cols
-            rw = load_tile_again(src_row, offs, offs < N, "evict_last")
-            if HAS_WEIGHT:
-                rw = rw * (load_tile_again(w_ptr, offs, offs < N, "evict_last") + w_offset)
-            abs_max = tl.maximum(abs_max, tl.abs(rw))
-        scale = tl.maximum(tl.max(abs_max, axis=0) * rstd, 1e-30) / QMAX
-        tl.store(scale_ptr + tl.program_id(0), scale)
-        rstd = rstd / scale  # y / s = r (offset + w) (rstd / s), as the other kernels round it
     for part in tl.static_range(PARTS):  # pass 2: the row (r or x) again, y = r rstd (offset + w)
         offs = part * TILE + cols
-        y = load_tile_again(src_row, offs, offs < N, "evict_first")
-        if QUANT:
-            if HAS_WEIGHT:
-                y = y * (load_tile_again(w_ptr, offs, offs < N, "evict_last") + w_offset)
-            y = _quantize(y * rstd, 1.0, QUANT, QMAX)
-        else:
-            y = y * rstd
-            if HAS_WEIGHT:
-                y = y * (load_tile_again(w_ptr, offs, offs < N, "evict_last") + w_offset)
+        y = load_tile_again(src_row, offs, offs < N, "evict_first") * rstd
+        if HAS_WEIGHT:
+            y = y * (load_tile_again(w_ptr, offs, offs < N, "evict_last") + w_offset)
         tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty), mask=offs < N)
 
 
@@ -400,10 +380,8 @@ def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
 def reload_width(N: int, has_residual: bool, quant: Optional[str] = None, itemsize: int = 2) -> bool:
     """Whether rows of N (with or without a residual, quantized or not, of `itemsize`-byte values) take the reload
     kernel: rows without a residual of at most RELOAD_MAX_BYTES (fp32 rows to 32768, as measured)."""
-    if quant:
-        return not has_residual and RELOAD_QUANT_MIN_N < N <= RELOAD_QUANT_MAX_N and N * itemsize <= RELOAD_MAX_BYTES
     low, high = (RELOAD_RESIDUAL_MIN_N, RELOAD_RESIDUAL_MAX_N) if has_residual else (RELOAD_MIN_N, RELOAD_MAX_N)
-    return low < N <= high and (has_residual or N * itemsize <= RELOAD_MAX_BYTES)
+    return low < N <= high and quant is None and (has_residual or N * itemsize <= RELOAD_MAX_BYTES)
 
 
 def reload_launch(N: int, has_residual: bool) -> dict:
@@ -420,15 +398,15 @@ def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optio
     QUANT_PART_MAX_N) in P parts of at most PART_MAX_N (quantizing: QUANT_PART_MAX_N; norm_sm90.row_parts)."""
     M, N = x.shape
     low = QUANT_GLUON_MIN_N[residual is not None] if quant else GLUON_MIN_N
-    reload = (reload_width(N, residual is not None, quant, x.element_size())
-              and rows_vectorize(N, [t for t in (x, residual, y, r) if t is not None], [weight]))
-    if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > low and is_sm90(x.device.index)) or reload:
+    if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > low and is_sm90(x.device.index)):
         return 0
     if N > GLUON_MAX_N or (quant and N > (QUANT_PART_MAX_N if residual is not None else QUANT_WHOLE_MAX_N)):
         parts = norm_sm90.row_parts(x, residual, weight, None, y, r, False, QUANT_PART_MAX_N if quant else PART_MAX_N)
         if parts or N > GLUON_MAX_N:
             return parts
     return int((quant is not None or not (residual is not None and N == TRITON_RES_N))
+               and not (reload_width(N, residual is not None, quant, x.element_size())
+                        and rows_vectorize(N, [t for t in (x, residual, y, r) if t is not None], [weight]))
                and M >= norm_sm90.CONSUMERS * num_sms(x.device.index)
                and norm_sm90.supports(x, residual, weight, None, y, r, False))
 
@@ -463,8 +441,8 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
     flags = dict(HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None, QUANT=quant_id, QMAX=qmax)
     if reload_width(N, has_res, quant, x.element_size()):
         tile = min(triton.next_power_of_2(N), RELOAD_TILE_BYTES // x.element_size())
-        launch(_rms_norm_reload_kernel, (M,), *args, **flags, TILE=tile, PARTS=cdiv(N, tile),
-               **reload_launch(N, has_res))
+        launch(_rms_norm_reload_kernel, (M,), *args[:5], *args[6:], HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None,
+               TILE=tile, PARTS=cdiv(N, tile), **reload_launch(N, has_res))
         return
     if N <= ONCHIP_MAX:
         block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
