@@ -50,6 +50,7 @@ def test_matches_reference(shape, dtype, kind, device):
 def test_wide_rows_on_chip_one_program_an_sm(kind, device, monkeypatch):
     """Rows on chip past ONCHIP_ONE_PROGRAM_MIN_N launch one program an SM (maxnreg=64), narrower ones not: on the GPU
     at its widths among as many rows as keep them on chip, in the interpreter with the bound moved down."""
+    monkeypatch.setattr(reductions, "PIECES_MIN_N", 1 << 40)  # rows on chip past it (the pieces path's widths)
     launches = []
     real = reductions.launch
     monkeypatch.setattr(reductions, "launch", lambda kernel, *a, **k: launches.append(k.get("maxnreg")) or
@@ -102,34 +103,42 @@ def test_argmax_special_values(path, dtype, monkeypatch, device):
     assert torch.equal(out, x.argmax(-1))
 
 
-def test_paths():
+def test_paths(monkeypatch):
     onchip_max, split_max_rows = reductions.ONCHIP_MAX, reductions.PROGRAMS_PER_SM * SMS // 2
-    many_max = reductions.ONCHIP_MANY_MAX
-    assert reduce_path(1, onchip_max, SMS) == reduce_path(split_max_rows + 1, many_max, SMS) == "onchip"
+    pieces_min = reductions.PIECES_MIN_N
+    assert reduce_path(1, onchip_max, SMS) == reduce_path(split_max_rows + 1, pieces_min, SMS) == "onchip"
     assert reduce_path(1, onchip_max + 1, SMS) == reduce_path(split_max_rows, 1 << 20, SMS) == "split"
+    assert reduce_path(split_max_rows + 1, pieces_min + 1, SMS) == reduce_path(10**6, 1 << 20, SMS) == "pieces"
+    assert reduce_path(split_max_rows + 1, 1 << 20, SMS, "argmax") == "looped"
+    monkeypatch.setattr(reductions, "PIECES_MIN_N", 1 << 40)  # the Triton kernels that pieces replace
+    many_max = reductions.ONCHIP_MANY_MAX
+    assert reduce_path(split_max_rows + 1, many_max, SMS) == "onchip"
     assert reduce_path(split_max_rows + 1, many_max + 1, SMS) == "looped"
     # argmax: rows past ARGMAX_ONCHIP_MAX on chip only where few
     wide = reductions.ARGMAX_ONCHIP_MAX + 1
     assert reduce_path(split_max_rows, onchip_max, SMS, "argmax") == reduce_path(10**6, wide - 1, SMS,
                                                                                 "argmax") == "onchip"
     assert reduce_path(split_max_rows + 1, wide, SMS, "argmax") == "looped"
+    monkeypatch.undo()
     # the shapes above reach every path here
     paths = {reduce_path(m, n, SMS) for m, n in SHAPES}
-    assert paths == ({"onchip", "split", "looped"} if not HAS_CUDA else {"onchip", "split"})
+    assert paths == ({"onchip", "split", "pieces"} if not HAS_CUDA else {"onchip", "split"})
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("path", ["onchip", "looped", "split"])
+@pytest.mark.parametrize("path", ["onchip", "looped", "split", "pieces"])
 def test_every_path_with_small_tiles(path, dtype, monkeypatch, device):
     """Every path on every device, with tiles of 128 (bf16) / 64 (fp32) elements: rows of 7 / 13 tiles
-    (odd: the loop is unrolled by two), the last one partial. Row 0 holds a NaN in its last tile, row 1
-    is all -inf, row 2 holds -inf among finite values."""
+    (odd: the loop is unrolled by two), the last one partial; pieces of 128 elements (7 a row, the last partial).
+    Row 0 holds a NaN in its last tile, row 1 is all -inf, row 2 holds -inf among finite values."""
     if path != "onchip":
         _onchip_up_to(64, monkeypatch)
+    monkeypatch.setattr(reductions, "PIECES_MIN_N", 64 if path == "pieces" else 1 << 40)
+    monkeypatch.setattr(reductions, "PIECE_N", 128)
     monkeypatch.setattr(reductions, "LOOPED_TILE_BYTES", 256)
     monkeypatch.setattr(reductions, "ARGMAX_LOOPED_TILE_BYTES", 256)
     monkeypatch.setattr(reductions, "PROGRAMS_PER_SM", 1)  # fewer rows reach the looped path
-    M = 3 if path != "looped" else SMS + 3  # looped: programs get 2 rows, one gets 1
+    M = SMS + 3 if path in ("looped", "pieces") else 3  # looped: programs get 2 rows, one gets 1
     N = 800
     assert reduce_path(M, N, SMS) == path
     x = _rand((M, N), dtype, device)

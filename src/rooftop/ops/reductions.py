@@ -31,6 +31,13 @@ Which path runs (M rows of N elements, S streaming multiprocessors; `reduce_path
 - wider rows, and M large enough, "looped": a
   persistent grid; each program takes whole rows (p, p + G, ...) and walks a row tile by tile, the
   next two tiles' loads in flight while the current one is folded into per-lane fp32 accumulators.
+- wider rows (past PIECES_MIN_N), M large enough, not argmax ("pieces"): each row cut into pieces of PIECE_N, a
+  program each (row p // P, piece p % P; P = cdiv(N, PIECE_N) even pieces), held on chip as the on-chip kernel's rows are, so that many programs an SM
+  overlap their loads and their reductions. Each piece swaps its fp32 total into the row's word (relaxed) and counts
+  itself in on the row's counter; the row's last piece in takes the P totals (polled until all are in: the others'
+  words come before their counts in program order, not necessarily in visibility), combines them, writes the row's
+  result and empties the row's words and counter (_support.exchange_words), in one launch. Nobody waits but that
+  last piece, and only for words already on their way: no residency needed.
 - wider rows, and fewer of them ("split"): each row is cut into chunks so that about
   PROGRAMS_PER_SM * S programs work. Kernel 1 writes each chunk's fp32 total to a workspace
   [M, chunks] (at most PROGRAMS_PER_SM * S floats); kernel 2 combines a row's totals and finishes.
@@ -40,7 +47,8 @@ row (on chip: by order keys) or into one running (max, position) slot a vector (
 is NaN leaves its position untaken, and a row (or piece) whose max is NaN takes a second pass for its first NaN:
 over the registers on chip, a second read of the piece otherwise (rows with a NaN being rare).
 Traffic on every path: x read once (M * N * itemsize), the result written once (M * out itemsize);
-the split path adds its workspace, written and read once (a few KB; argmax: an int32 position a total too).
+the split path adds its workspace, written and read once (a few KB; argmax: an int32 position a total too), the
+pieces path an 8-byte word a piece and a counter a row (swapped, polled once, emptied).
 """
 from __future__ import annotations
 
@@ -52,8 +60,9 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (FLOAT_DTYPES, as_rows, await_previous, cdiv, check_float, interpreting, launch,
-                                  num_sms, onchip_config, pdl_options, planned, runs_kernel, torch_op)
+from rooftop.ops._support import (FLOAT_DTYPES, as_rows, await_previous, cdiv, check_float, exchange_words,
+                                  interpreting, launch, num_sms, onchip_config, pair_values, pair_word, pdl_options,
+                                  planned, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row reduced on chip among few rows (elements): wider ones are split over programs
@@ -96,6 +105,8 @@ ARGMAX_NARROW_BLOCK_ELEMS = 2048
 # [64, 32000] 3.01 / 4.25 (split), [1, 32000] 2.50 / 2.57 (split)
 ARGMAX_ONCHIP_MAX = 16384
 COMBINE_WARPS = 4
+# Rows past PIECES_MIN_N among many (not argmax) in pieces of PIECE_N, a program each (to be measured on the H200)
+PIECES_MIN_N, PIECE_N = 32768, 16384
 
 
 # kind -> (REDUCTION over the row in fp32, FINISH applied to the row's total)
@@ -307,6 +318,39 @@ def _row_reduce_onchip_kernel(x_ptr, out_ptr, M, N, x_stride,
 
 
 @triton.jit
+def _row_reduce_pieces_kernel(x_ptr, out_ptr, words_ptr, cnt_ptr, N, x_stride, PIECES, SPAN,
+                              REDUCTION: tl.constexpr, FINISH: tl.constexpr, PIECE: tl.constexpr,
+                              PIECES_POW2: tl.constexpr, PDL: tl.constexpr):
+    # Program (row, piece) = (p // PIECES, p % PIECES): reads its SPAN <= PIECE columns once, swaps their fp32
+    # total into the row's word, counts itself in; the row's last piece in writes the row's result (module
+    # docstring).
+    await_previous(PDL)
+    row = tl.program_id(0) // PIECES
+    piece = tl.program_id(0) % PIECES
+    cols = piece * SPAN + tl.arange(0, PIECE)
+    x = tl.load(x_ptr + tl.cast(row, tl.int64) * x_stride + cols,
+                mask=(cols < N) & (cols < piece * SPAN + SPAN), other=_identity(REDUCTION),
+                eviction_policy="evict_first")
+    acc, idx = _fold(_identity(REDUCTION), NO_INDEX, x.to(tl.float32), cols, REDUCTION)
+    total, index = _total(acc, idx, 0, 0, REDUCTION)
+    base = words_ptr + tl.cast(row, tl.int64) * PIECES
+    tl.atomic_xchg(base + piece, pair_word(total, 0.0), sem="relaxed", scope="gpu")
+    if tl.atomic_add(cnt_ptr + row, 1, sem="relaxed", scope="gpu") == PIECES - 1:
+        g = tl.arange(0, PIECES_POW2)
+        got = tl.zeros([PIECES_POW2], tl.int64)
+        empty = PIECES
+        while empty > 0:
+            got = tl.atomic_add(base + g, tl.zeros([PIECES_POW2], tl.int64), mask=g < PIECES, sem="relaxed",
+                                scope="gpu")
+            empty = tl.sum(((g < PIECES) & (got == 0)).to(tl.int32), axis=0)
+        totals, _ = pair_values(got, g < PIECES, _identity(REDUCTION), 0.0)
+        total, index = _total(totals, g, 0, 0, REDUCTION)
+        tl.store(out_ptr + row, _finish(total, index, N, FINISH).to(out_ptr.dtype.element_ty))
+        tl.store(base + g, tl.zeros([PIECES_POW2], tl.int64), mask=g < PIECES)
+        tl.store(cnt_ptr + row, 0)
+
+
+@triton.jit
 def _row_reduce_looped_kernel(x_ptr, out_ptr, M, N, x_stride,
                               REDUCTION: tl.constexpr, FINISH: tl.constexpr, TILE: tl.constexpr, PDL: tl.constexpr):
     # Persistent: program p takes rows p, p + G, ...; reads each row once, writes one result a row.
@@ -353,10 +397,13 @@ def _row_reduce_combine_kernel(partial_ptr, index_ptr, out_ptr, N, n_chunks,
 
 
 def reduce_path(M: int, N: int, sms: int, kind: str = "sum") -> str:
-    """Which kernel path reduces M rows of N elements on a GPU of `sms` SMs: "onchip", "looped"
-    (one program a row, persistent) or "split" (rows cut into chunks over programs)."""
+    """Which kernel path reduces M rows of N elements on a GPU of `sms` SMs: "onchip", "pieces" (rows cut into
+    pieces a program each, one launch), "looped" (one program a row, persistent) or "split" (rows cut into chunks
+    over programs, two launches)."""
     # split when the rows alone cannot give every SM its programs: at least 2 chunks a row are needed
     few_rows = PROGRAMS_PER_SM * sms // M >= 2
+    if not few_rows and kind != "argmax" and N > PIECES_MIN_N:
+        return "pieces"
     if N <= (ONCHIP_MAX if few_rows else ARGMAX_ONCHIP_MAX if kind == "argmax" else ONCHIP_MANY_MAX):
         return "onchip"
     return "split" if few_rows else "looped"
@@ -387,6 +434,17 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
         return
     if reduction == "max" and interpreting():
         reduction = "max_by_count"  # (module docstring)
+    if path == "pieces":
+        if reduction == "max":
+            reduction = "max_by_count"  # a program of one row (module docstring)
+        pieces = cdiv(N, PIECE_N)
+        span = cdiv(cdiv(N, pieces), 16) * 16  # even pieces of whole 32-byte sectors (<= PIECE_N)
+        words, counters = exchange_words(rows.device, M, pieces)
+        _, _, warps = onchip_config(1, PIECE_N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
+        launch(_row_reduce_pieces_kernel, (M * pieces,), rows, out, words, counters, N, rows.stride(0), pieces, span,
+               REDUCTION=reduction, FINISH=finish, PIECE=PIECE_N, PIECES_POW2=triton.next_power_of_2(pieces),
+               num_warps=warps, **pdl)
+        return
     tile_bytes, warps = ((ARGMAX_LOOPED_TILE_BYTES, ARGMAX_LOOPED_WARPS) if kind == "argmax"
                          else (LOOPED_TILE_BYTES, LOOPED_WARPS))
     tile = tile_bytes // rows.element_size()
