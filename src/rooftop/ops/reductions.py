@@ -107,6 +107,8 @@ ARGMAX_ONCHIP_MAX = 16384
 COMBINE_WARPS = 4
 # Rows past PIECES_MIN_N among many (not argmax) in pieces of PIECE_N, a program each (to be measured on the H200)
 PIECES_MIN_N, PIECE_N = 32768, 16384
+PIECE_WARPS = None  # a piece's warps (None: the on-chip kernel's for a row of PIECE_N)
+PIECES_MAX_BY_COUNT = True  # max's pieces reduce by fmax and a count of NaN lanes, else by one NaN-keeping reduce
 
 
 # kind -> (REDUCTION over the row in fp32, FINISH applied to the row's total)
@@ -435,12 +437,13 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
     if reduction == "max" and interpreting():
         reduction = "max_by_count"  # (module docstring)
     if path == "pieces":
-        if reduction == "max":
+        if reduction == "max" and PIECES_MAX_BY_COUNT:
             reduction = "max_by_count"  # a program of one row (module docstring)
         pieces = cdiv(N, PIECE_N)
         span = cdiv(cdiv(N, pieces), 16) * 16  # even pieces of whole 32-byte sectors (<= PIECE_N)
         words, counters = exchange_words(rows.device, M, pieces)
         _, _, warps = onchip_config(1, PIECE_N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
+        warps = PIECE_WARPS or warps
         launch(_row_reduce_pieces_kernel, (M * pieces,), rows, out, words, counters, N, rows.stride(0), pieces, span,
                REDUCTION=reduction, FINISH=finish, PIECE=PIECE_N, PIECES_POW2=triton.next_power_of_2(pieces),
                num_warps=warps, **pdl)
