@@ -50,7 +50,6 @@ def test_matches_reference(shape, dtype, kind, device):
 def test_wide_rows_on_chip_one_program_an_sm(kind, device, monkeypatch):
     """Rows on chip past ONCHIP_ONE_PROGRAM_MIN_N launch one program an SM (maxnreg=64), narrower ones not: on the GPU
     at its widths among as many rows as keep them on chip, in the interpreter with the bound moved down."""
-    monkeypatch.setattr(reductions, "PIECES_MIN_N", 1 << 40)  # rows on chip past it (the pieces path's widths)
     launches = []
     real = reductions.launch
     monkeypatch.setattr(reductions, "launch", lambda kernel, *a, **k: launches.append(k.get("maxnreg")) or
@@ -129,12 +128,12 @@ def test_paths(monkeypatch):
 @pytest.mark.parametrize("path", ["onchip", "looped", "split", "pieces"])
 def test_every_path_with_small_tiles(path, dtype, monkeypatch, device):
     """Every path on every device, with tiles of 128 (bf16) / 64 (fp32) elements: rows of 7 / 13 tiles
-    (odd: the loop is unrolled by two), the last one partial; pieces of 128 elements (7 a row, the last partial).
+    (odd: the loop is unrolled by two), the last one partial; pieces of at most 128 / 256 elements (7 / 4 a row).
     Row 0 holds a NaN in its last tile, row 1 is all -inf, row 2 holds -inf among finite values."""
     if path != "onchip":
         _onchip_up_to(64, monkeypatch)
     monkeypatch.setattr(reductions, "PIECES_MIN_N", 64 if path == "pieces" else 1 << 40)
-    monkeypatch.setattr(reductions, "PIECE_N", 128)
+    monkeypatch.setattr(reductions, "PIECE_CONFIGS", {"sum": (128, 4), "sumsq": (128, 2), "max": (256, 4)})
     monkeypatch.setattr(reductions, "LOOPED_TILE_BYTES", 256)
     monkeypatch.setattr(reductions, "ARGMAX_LOOPED_TILE_BYTES", 256)
     monkeypatch.setattr(reductions, "PROGRAMS_PER_SM", 1)  # fewer rows reach the looped path

@@ -28,16 +28,18 @@ Which path runs (M rows of N elements, S streaming multiprocessors; `reduce_path
 - "onchip": BLOCK_M whole rows a program, loaded at once and reduced in registers, up to ONCHIP_MAX columns
   among few rows, ONCHIP_MANY_MAX among as many as give every SM PROGRAMS_PER_SM programs (argmax: ARGMAX_ONCHIP_MAX);
   rows past ONCHIP_ONE_PROGRAM_MIN_N one 32-warp program an SM (maxnreg=64).
-- wider rows, and M large enough, "looped": a
-  persistent grid; each program takes whole rows (p, p + G, ...) and walks a row tile by tile, the
-  next two tiles' loads in flight while the current one is folded into per-lane fp32 accumulators.
-- wider rows (past PIECES_MIN_N), M large enough, not argmax ("pieces"): each row cut into pieces of PIECE_N, a
-  program each (row p // P, piece p % P; P = cdiv(N, PIECE_N) even pieces), held on chip as the on-chip kernel's rows are, so that many programs an SM
-  overlap their loads and their reductions. Each piece swaps its fp32 total into the row's word (relaxed) and counts
-  itself in on the row's counter; the row's last piece in takes the P totals (polled until all are in: the others'
-  words come before their counts in program order, not necessarily in visibility), combines them, writes the row's
-  result and empties the row's words and counter (_support.exchange_words), in one launch. Nobody waits but that
-  last piece, and only for words already on their way: no residency needed.
+- wider rows (past PIECES_MIN_N), M large enough, not argmax ("pieces"): each row cut into P = cdiv(N, width) even
+  pieces of at most `width` (PIECE_CONFIGS, by reduction), a program each (row p // P, piece p % P), held on chip as
+  the on-chip kernel's rows are, so that several programs an SM overlap their loads and their reductions. Each piece
+  swaps its fp32 total into the row's word (relaxed) and counts itself in on the row's counter; the row's last piece
+  in takes the P totals (polled until all are in: the others' words come before their counts in program order, not
+  necessarily in visibility), combines them, writes the row's result and empties the row's words and counter
+  (_support.exchange_words), in one launch. Nobody waits but that last piece, and only for words already on their
+  way: no residency needed. That round trip ends every piece: pieces of 16384 over 32 warps (two programs an SM)
+  ran 69-77% of a same-run copy, over 16 warps (four) 91-92.
+- wider rows, and M large enough, argmax ("looped"): a persistent grid; each program takes whole rows (p, p + G,
+  ...) and walks a row tile by tile, the next two tiles' loads in flight while the current one is folded into
+  per-lane fp32 accumulators.
 - wider rows, and fewer of them ("split"): each row is cut into chunks so that about
   PROGRAMS_PER_SM * S programs work. Kernel 1 writes each chunk's fp32 total to a workspace
   [M, chunks] (at most PROGRAMS_PER_SM * S floats); kernel 2 combines a row's totals and finishes.
@@ -105,10 +107,14 @@ ARGMAX_NARROW_BLOCK_ELEMS = 2048
 # [64, 32000] 3.01 / 4.25 (split), [1, 32000] 2.50 / 2.57 (split)
 ARGMAX_ONCHIP_MAX = 16384
 COMBINE_WARPS = 4
-# Rows past PIECES_MIN_N among many (not argmax) in pieces of PIECE_N, a program each (to be measured on the H200)
-PIECES_MIN_N, PIECE_N = 32768, 16384
-PIECE_WARPS = None  # a piece's warps (None: the on-chip kernel's for a row of PIECE_N)
-PIECES_MAX_BY_COUNT = True  # max's pieces reduce by fmax and a count of NaN lanes, else by one NaN-keeping reduce
+# Rows past PIECES_MIN_N among many (not argmax) in pieces, a program each: reduction -> (a piece's widest, warps).
+# H200, bf16, M * N = 2^27, % of a same-run copy by do_bench, the kernels pieces replace (on chip one program an SM to
+# 65536, looped past it) / pieces (logs/h200-2026-12-04-s48/call-e, call-f, benchmarks/exp_reduce_pieces.py): row_sum
+# 88.6 / 91.4 and 90.5 / 92.2 at 131072 (16384 over 16 warps; 32768 over 32), 90.1 / 93.0 at 262144 (32768 / 32);
+# row_norm 88.6 / 90.8 at 131072; row_max 87.8 / 90.1 at 131072 (32768 over 8: fmax and a NaN count; 16384 over 16
+# 84.1). At 65536 within the runs' spread (90.7 / 91.7, 93.0 / 91.6 (32768 / 32)): the on-chip kernel keeps it.
+PIECES_MIN_N = 65536
+PIECE_CONFIGS = {"sum": (16384, 16), "sumsq": (16384, 16), "max": (32768, 8)}
 
 
 # kind -> (REDUCTION over the row in fp32, FINISH applied to the row's total)
@@ -437,15 +443,14 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
     if reduction == "max" and interpreting():
         reduction = "max_by_count"  # (module docstring)
     if path == "pieces":
-        if reduction == "max" and PIECES_MAX_BY_COUNT:
+        width, warps = PIECE_CONFIGS["max" if reduction == "max_by_count" else reduction]
+        if reduction == "max":
             reduction = "max_by_count"  # a program of one row (module docstring)
-        pieces = cdiv(N, PIECE_N)
-        span = cdiv(cdiv(N, pieces), 16) * 16  # even pieces of whole 32-byte sectors (<= PIECE_N)
+        pieces = cdiv(N, width)
+        span = cdiv(cdiv(N, pieces), 16) * 16  # even pieces of whole 32-byte sectors (<= width)
         words, counters = exchange_words(rows.device, M, pieces)
-        _, _, warps = onchip_config(1, PIECE_N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
-        warps = PIECE_WARPS or warps
         launch(_row_reduce_pieces_kernel, (M * pieces,), rows, out, words, counters, N, rows.stride(0), pieces, span,
-               REDUCTION=reduction, FINISH=finish, PIECE=PIECE_N, PIECES_POW2=triton.next_power_of_2(pieces),
+               REDUCTION=reduction, FINISH=finish, PIECE=width, PIECES_POW2=triton.next_power_of_2(pieces),
                num_warps=warps, **pdl)
         return
     tile_bytes, warps = ((ARGMAX_LOOPED_TILE_BYTES, ARGMAX_LOOPED_WARPS) if kind == "argmax"
