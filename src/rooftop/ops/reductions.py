@@ -340,7 +340,7 @@ def _row_reduce_pieces_kernel(x_ptr, out_ptr, words_ptr, cnt_ptr, N, x_stride, P
                 mask=(cols < N) & (cols < piece * SPAN + SPAN), other=_identity(REDUCTION),
                 eviction_policy="evict_first")
     acc, idx = _fold(_identity(REDUCTION), NO_INDEX, x.to(tl.float32), cols, REDUCTION)
-    total, index = _total(acc, idx, 0, 0, REDUCTION)
+    total, index = _total(acc, idx, 0, 0, REDUCTION)  # (index: argmax's, not taken here)
     base = words_ptr + tl.cast(row, tl.int64) * PIECES
     tl.atomic_xchg(base + piece, pair_word(total, 0.0), sem="relaxed", scope="gpu")
     if tl.atomic_add(cnt_ptr + row, 1, sem="relaxed", scope="gpu") == PIECES - 1:
@@ -443,7 +443,7 @@ def reduce_rows(rows: torch.Tensor, out: torch.Tensor, kind: str) -> None:
     if reduction == "max" and interpreting():
         reduction = "max_by_count"  # (module docstring)
     if path == "pieces":
-        width, warps = PIECE_CONFIGS["max" if reduction == "max_by_count" else reduction]
+        width, warps = PIECE_CONFIGS[KINDS[kind][0]]
         if reduction == "max":
             reduction = "max_by_count"  # a program of one row (module docstring)
         pieces = cdiv(N, width)
