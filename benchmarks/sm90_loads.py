@@ -39,13 +39,8 @@ CASES = {  # name: (kernel, constexprs, warps)
                                                     TILE=16384, X_POLICY="evict_last", EVEN=True), 32),
     **{f"ln_welford_{n}_{tile}_{policy}": (
         ln._layer_norm_welford_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, HAS_BIAS=True, N=n, RBLOCK=tile,
-                                            ROWS=1, PARAM_POLICY=policy), 32)
+                                            PARAM_POLICY=policy), 32)
        for n, tile in ((32768, 16384), (32768, 8192), (65536, 16384)) for policy in ("evict_last", "l2")},
-    **{f"ln_welford_{n}_{rows}x{tile}_{warps}w": (
-        ln._layer_norm_welford_kernel, dict(HAS_RESIDUAL=False, HAS_WEIGHT=True, HAS_BIAS=True, N=n, RBLOCK=tile,
-                                            ROWS=rows, PARAM_POLICY="l2"), warps)
-       for n in (32768, 40960) for rows, tile, warps in ((1, 8192, 32), (2, 8192, 32), (2, 4096, 32), (2, 4096, 16),
-                                                         (2, 2048, 16), (4, 2048, 32))},
     **{f"softmax_reload_{parts}x8192": (sm._softmax_reload_kernel, dict(LOG=False, TILE=8192, PARTS=parts), 32)
        for parts in (4, 6, 7, 8)},
 }

@@ -148,8 +148,6 @@ WELFORD_RESIDUAL = True
 # SM (maxnreg=64) lost at every width (72-81).
 WELFORD_WIDE_MAX_N = 40960
 WELFORD_WIDE_RBLOCK, WELFORD_WIDE_WARPS = 8192, 32
-# Rows a program of the wide rows (no residual): the program's pass 2 loads w and b once for all of them.
-WELFORD_WIDE_ROWS = 1
 WELFORD_PARAMS_PAST_L1_MIN_N = 24576
 # Rows wider than SPLIT_MIN_N take the split-words kernel (a row's chunks over adjacent programs
 # that exchange statistics, each chunk held as 32-bit words of two values; as rms_norm's). Measured on the H200 (bf16,
@@ -239,24 +237,20 @@ def _welford_tile_out(y_row, offs, mask, tile, shift, rstd, centre, HAS_WEIGHT: 
     tl.store(y_row + offs, y.to(y_row.dtype.element_ty), mask=mask)
 
 
-@triton.jit(do_not_specialize=["M"])
-def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, M, x_stride, res_stride, y_stride,
-                               r_stride, eps, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
-                               HAS_BIAS: tl.constexpr, N: tl.constexpr, RBLOCK: tl.constexpr, ROWS: tl.constexpr,
-                               PARAM_POLICY: tl.constexpr):
-    # Rows program_id(0) * ROWS + 0 .. ROWS - 1 (the last program's past M clamped to row M - 1: the same values
-    # written twice). HBM: x (+ residual) read once, y (+ r) written once; pass 2's loads of the rows are the
-    # program's own bytes again (L1 or L2), w and b come from L2 once for ROWS rows. N is a constexpr: TILES whole
+@triton.jit
+def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, x_stride, res_stride, y_stride, r_stride,
+                               eps, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
+                               N: tl.constexpr, RBLOCK: tl.constexpr, PARAM_POLICY: tl.constexpr):
+    # Row program_id(0). HBM: x (+ residual) read once, y (+ r) written once; pass 2's loads of the row
+    # are the program's own bytes again (L1 or L2), w and b come from L2. N is a constexpr: TILES whole
     # tiles (a loop of constant trip count, unmasked) and a masked TAIL of N % RBLOCK columns. One reduction
     # across the program (the lanes' merge): each is a round trip through shared memory and a barrier.
     tl.static_assert(N >= RBLOCK)
-    tl.static_assert(ROWS == 1 or not HAS_RESIDUAL)  # a clamped row stored twice in place would add twice
     TILES: tl.constexpr = N // RBLOCK
     TAIL: tl.constexpr = N % RBLOCK
-    rows = tl.minimum(tl.program_id(0) * ROWS + tl.arange(0, ROWS), M - 1)[:, None]
-    x_row, y_row, res_row, src_row = row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, rows, x_stride, y_stride,
+    x_row, y_row, res_row, src_row = row_pointers(x_ptr, y_ptr, res_ptr, r_ptr, tl.program_id(0), x_stride, y_stride,
                                                   res_stride, r_stride, HAS_RESIDUAL)
-    cols = tl.arange(0, RBLOCK)[None, :]
+    cols = tl.arange(0, RBLOCK)
     SCALAR_SHIFT: tl.constexpr = x_ptr.dtype.element_ty != tl.float32
     if SCALAR_SHIFT:  # 16-bit rows: the row's first value (of x + residual: exactness needs no rounding)
         shift = tl.load(x_row).to(tl.float32)
@@ -269,15 +263,15 @@ def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, M, x_
     # pass 1. The first tile gives each lane its first value: mean_l = d, m2_l = 0
     first = load_tile_add_residual(x_row, res_row, src_row, cols, None, HAS_RESIDUAL)
     if not SCALAR_SHIFT:  # fp32 rows: the first tile's mean (a reduction more), |s - mean|^2 <= (N / RBLOCK) var
-        shift = tl.sum(first, axis=1, keep_dims=True) / RBLOCK
+        shift = tl.sum(first, axis=0) / RBLOCK
     mean = first - shift
-    m2 = tl.zeros([ROWS, RBLOCK], tl.float32)
+    m2 = tl.zeros([RBLOCK], tl.float32)
     for t in tl.range(1, TILES):  # each lane's (t + 1)th value: one reciprocal a tile
         d = load_tile_add_residual(x_row, res_row, src_row, t * RBLOCK + cols, None, HAS_RESIDUAL) - shift
         delta = d - mean
         mean += delta * (1.0 / (t + 1))
         m2 += delta * (d - mean)
-    count = tl.full([ROWS, RBLOCK], TILES, tl.float32)  # values a lane has seen: the same for all, but past a tail
+    count = tl.full([RBLOCK], TILES, tl.float32)  # values a lane has seen: the same for all, but past a tail
     if TAIL > 0:
         live = cols < TAIL
         d = load_tile_add_residual(x_row, res_row, src_row, TILES * RBLOCK + cols, live, HAS_RESIDUAL) - shift
@@ -286,10 +280,10 @@ def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, M, x_
         mean += delta * (1.0 / (TILES + 1))
         m2 += delta * (d - mean)
         count = count + live.to(tl.float32)
-    _, row_mean, row_m2 = tl.reduce((count, mean, m2), 1, _chan_merge, keep_dims=True)  # of d
+    _, row_mean, row_m2 = tl.reduce((count, mean, m2), 0, _chan_merge)  # of d
     rstd = tl.rsqrt(row_m2 / N + eps)
     centre = row_mean * rstd  # y = (r - s) rstd - centre: s + row_mean is not formed (it would round)
-    # pass 2: the rows again
+    # pass 2: the row again
     # (loading each tile before the previous tile's store did not pay: NOTES item 243)
     for t in tl.range(0, TILES):
         offs = t * RBLOCK + cols
@@ -496,26 +490,25 @@ def welford_width(N: int, has_residual: bool, itemsize: int = 2) -> bool:
     return N <= WELFORD_WIDE_MAX_N and N > WELFORD_MAX_N and not has_residual and itemsize == 2
 
 
-def welford_config(N: int) -> tuple[int, int, int]:
-    """(tile, warps, rows a program) of the Welford kernel for rows of N: WELFORD_RBLOCK over WELFORD_WARPS, a row
-    (the tile narrowed to the widest power of two <= N), past WELFORD_MAX_N the wide rows' WELFORD_WIDE_RBLOCK over
-    WELFORD_WIDE_WARPS, WELFORD_WIDE_ROWS rows."""
+def welford_config(N: int) -> tuple[int, int]:
+    """(tile, warps) of the Welford kernel for rows of N: WELFORD_RBLOCK over WELFORD_WARPS (the tile narrowed to
+    the widest power of two <= N), past WELFORD_MAX_N the wide rows' WELFORD_WIDE_RBLOCK over WELFORD_WIDE_WARPS."""
     if N > WELFORD_MAX_N:
-        return WELFORD_WIDE_RBLOCK, WELFORD_WIDE_WARPS, WELFORD_WIDE_ROWS
-    return min(WELFORD_RBLOCK, 1 << (N.bit_length() - 1)), WELFORD_WARPS, 1
+        return WELFORD_WIDE_RBLOCK, WELFORD_WIDE_WARPS
+    return min(WELFORD_RBLOCK, 1 << (N.bit_length() - 1)), WELFORD_WARPS
 
 
 def _launch_welford(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
                     bias: Optional[torch.Tensor], y: torch.Tensor, r: Optional[torch.Tensor], eps: float) -> None:
-    """The Welford kernel on the [M, N] row views, a program per `rows` rows (a compile per N)."""
+    """The Welford kernel on the [M, N] row views, one program a row (a compile per N)."""
     M, N = x.shape
     has_res = residual is not None
-    rblock, warps, rows = welford_config(N)
-    launch(_layer_norm_welford_kernel, (cdiv(M, rows),), x, residual if has_res else x,
-           weight if weight is not None else x, bias if bias is not None else x, y, r if has_res else y, M,
-           x.stride(0), residual.stride(0) if has_res else 0, y.stride(0), r.stride(0) if has_res else 0, eps,
-           HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None, N=N, RBLOCK=rblock,
-           ROWS=rows, PARAM_POLICY="l2" if N > WELFORD_PARAMS_PAST_L1_MIN_N else "evict_last", num_warps=warps)
+    rblock, warps = welford_config(N)
+    launch(_layer_norm_welford_kernel, (M,), x, residual if has_res else x, weight if weight is not None else x,
+           bias if bias is not None else x, y, r if has_res else y, x.stride(0), residual.stride(0) if has_res else 0,
+           y.stride(0), r.stride(0) if has_res else 0, eps, HAS_RESIDUAL=has_res, HAS_WEIGHT=weight is not None,
+           HAS_BIAS=bias is not None, N=N, RBLOCK=rblock,
+           PARAM_POLICY="l2" if N > WELFORD_PARAMS_PAST_L1_MIN_N else "evict_last", num_warps=warps)
 
 
 def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],

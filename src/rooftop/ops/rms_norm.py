@@ -96,6 +96,11 @@ ONCHIP_MAX = 32768  # widest row kept in registers (elements)
 QUANT_FORMATS = {"fp8": (torch.float8_e4m3fn, 1, 448.0), "int8": (torch.int8, 2, 127.0)}
 # Launch parameters, chosen by measurement on the H200 (benchmarks/tune_rowops.py, NOTES.md).
 ONCHIP_ELEMS_PER_THREAD = 16
+# Quantizing rows without a residual (rms_norm_fp8 / int8, a model's first norm): 32 values a thread, half the warps a
+# program. H200, bf16, M * N = 2^27, % of a same-run copy by do_bench (logs/h200-2026-12-04-s49/call-a,
+# benchmarks/exp_quant_onchip.py), 16 / 32 / 64 a thread: 90.1 / 98.4 / 98.1 at 1024; with Gluon off 85.5 / 90.7 / 90.4
+# at 8192 (Gluon 89.3), 77.8 / 83.4 / 83.1 at 16384 (Gluon 90.7).
+QUANT_ONCHIP_ELEMS_PER_THREAD = 32
 ONCHIP_BLOCK_ELEMS = 2048
 PROGRAMS_PER_SM = 4
 SPLIT_LAUNCH = dict(CHUNK=8192, num_warps=8)  # the split path's chunk and warps (benchmarks/exp_split_rows.py)
@@ -445,7 +450,8 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
                TILE=tile, PARTS=cdiv(N, tile), **reload_launch(N, has_res))
         return
     if N <= ONCHIP_MAX:
-        block_m, block_n, warps = onchip_config(M, N, ONCHIP_ELEMS_PER_THREAD, ONCHIP_BLOCK_ELEMS)
+        elems = QUANT_ONCHIP_ELEMS_PER_THREAD if quant and not has_res else ONCHIP_ELEMS_PER_THREAD
+        block_m, block_n, warps = onchip_config(M, N, elems, ONCHIP_BLOCK_ELEMS)
         launch(_rms_norm_onchip_kernel, (cdiv(M, block_m),), *args, **flags, BLOCK_M=block_m, BLOCK_N=block_n,
                num_warps=warps, **pdl_options(x))
         return
