@@ -237,13 +237,11 @@ def consumer_loops(sass: str, per_thread: int) -> list[tuple[str, int, float, di
 
 
 def _compile(op: str, N: int, v: Variant | None = LIBRARY, dtype: str = "bf16", param: str | None = "bf16",
-             flat: bool = True, parts: int = 1, quant: str | None = None, resident: bool = False,
-             pairs: bool = False):
+             flat: bool = True, parts: int = 1, quant: str | None = None, resident: bool = False):
     """sm_90 compile of op's kernel for [*, N] rows as the launch makes it: param the weight's (and bias's)
     dtype, None for none; flat=False: the [1, 256] boxes of strided rows; v None: the library's rings; parts > 1:
     the rows are parts of rows `parts` times wider (N per part); quant: rms_norm's quantized y ("fp8", "int8");
-    resident: the weight and bias kept in shared memory (norm_sm90.RESIDENT_PARAMS), their buffers out of x's ring;
-    pairs: LayerNorm's rows without a residual two a turn (norm_sm90.PAIRED_ROWS)."""
+    resident: the weight and bias kept in shared memory (norm_sm90.RESIDENT_PARAMS), their buffers out of x's ring."""
     quant_id, qmax = rms_norm_mod.QUANT_FORMATS[quant][1:] if quant else (0, 1.0)
     layer, residual = _op_flags(op)
     chunk, buffers, res_stages = _library_rings(op, N, param, flat) if v is None else v.rings()
@@ -255,8 +253,7 @@ def _compile(op: str, N: int, v: Variant | None = LIBRARY, dtype: str = "bf16", 
                   EVEN=N % chunk == 0, FLAT=flat, CHUNK=chunk, CHUNKS=-(-N // chunk),
                   X_STAGES=buffers - r_stages - kept, R_STAGES=r_stages, PARTS=parts, QUANT=quant_id, QMAX=qmax,
                   LOADER_REGS=LOADER_REGS, LEAN=softmax_sm90.LEAN_BARRIERS, RESIDENT=kept > 0,
-                  CONSUMER_REGS=consumer_regs(norm_sm90.CONSUMERS, norm_sm90.CONSUMER_WARPS),
-                  PAIRS=pairs and layer and not residual and 2 * -(-N // chunk) <= buffers - r_stages - kept)
+                  CONSUMER_REGS=consumer_regs(norm_sm90.CONSUMERS, norm_sm90.CONSUMER_WARPS))
     desc = f"tensordesc<{dtype}{box},{RING_LAYOUT!r}>"
     y_dtype = {None: dtype, "fp8": "fp8e4nv", "int8": "i8"}[quant]
     sig = dict(x_desc=desc, r_desc=desc, y_ptr=f"*{y_dtype}", h_ptr=f"*{dtype}", w_ptr=f"*{param or dtype}",

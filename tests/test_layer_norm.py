@@ -436,15 +436,10 @@ def test_gluon_path_never_on_the_cpu(device):
 @pytest.mark.parametrize("dtype, N", [(torch.bfloat16, 49152), (torch.bfloat16, 32776), (torch.bfloat16, 65536),
                                       (torch.float16, 16392), (torch.float16, 40960)])  # 8192 or 4096 chunks
 @pytest.mark.parametrize("rows", ["laps", "2^27 elements"])
-@pytest.mark.parametrize("paired", [False, True])
-def test_gpu_gluon_matches_reference(N, dtype, residual, rows, paired, monkeypatch):
+def test_gpu_gluon_matches_reference(N, dtype, residual, rows, monkeypatch):
     """Every element of the new residual is x + residual rounded once (a buffer refilled before its last read
-    shows here: run 1 of benchmarks/exp_gluon_norms.py). paired: rows without a residual two a consumer's turn
-    where two fit x's ring (norm_sm90.PAIRED_ROWS)."""
+    shows here: run 1 of benchmarks/exp_gluon_norms.py)."""
     skip_unless_sm90()
-    if paired and residual:
-        pytest.skip("pairs are rows without a residual")
-    monkeypatch.setattr(norm_sm90, "PAIRED_ROWS", paired)
     _welford_wide_off(monkeypatch)
     x, res, w, b = _inputs((norm_gluon_rows() if rows == "laps" else (1 << 27) // N, N), dtype, "cuda")
     if residual:
@@ -532,21 +527,18 @@ def test_gpu_gluon_fused_add_in_place(N, monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("paired", [False, True])
 @pytest.mark.parametrize("params", ["weight and bias", "neither", "fp32 weight and bias"])
 @pytest.mark.parametrize("dtype, N", [(torch.bfloat16, 131072), (torch.bfloat16, 262144), (torch.float16, 196608),
                                       (torch.bfloat16, 1 << 20)])
-def test_gpu_gluon_rows_in_parts(dtype, N, params, paired, monkeypatch):
+def test_gpu_gluon_rows_in_parts(dtype, N, params, monkeypatch):
     """Rows past GLUON_MAX_N (no residual, contiguous) are split into parts (the next power of two of N / PART_MAX_N),
     each a program's, which merge their (mean, variance): each part's weight and bias columns, a row whose halves
     are centred 2e4 apart (the spread between parts), rows around 1e4; the result does not depend on which part
-    arrives last and the rows' counters are left at zero. paired: two rows a consumer's turn (norm_sm90.PAIRED_ROWS;
-    M odd: a program's last turn has one)."""
+    arrives last and the rows' counters are left at zero."""
     skip_unless_sm90()
-    monkeypatch.setattr(norm_sm90, "PAIRED_ROWS", paired)
     from rooftop.ops._support import arrival_counters
     parts = 1 << (-(-N // layer_norm_mod.PART_MAX_N) - 1).bit_length()
-    M = rows_in_parts(parts) + 1
+    M = rows_in_parts(parts)
     x, _, w, b = _inputs((M, N), dtype, "cuda", param_dtype=torch.float32 if "fp32" in params else None)
     w, b = (None, None) if params == "neither" else (w, b)
     x[1, : N // 2] += 1e4

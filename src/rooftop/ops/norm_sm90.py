@@ -132,9 +132,6 @@ CONSUMER_WARPS = 4  # a consumer partition's warps, unless norm_rows is asked fo
 # 64.9-67.3 against 63.7-66.1).
 RESIDENT_PARAMS = True
 RESIDENT_ROWS = 2  # the rows x's ring must still hold beside kept parameters
-# LayerNorm's rows without a residual two a consumer's turn where two rows fit x's ring (2 CHUNKS <= X_STAGES) and
-# the parameters come from L2: pass 2 loads each chunk's weight and bias once for both rows (_ln_pair_rows).
-PAIRED_ROWS = False
 
 
 @gluon.jit
@@ -201,176 +198,11 @@ def _add_residual(x, it, x_ring, x_buf, r_ring, r_ready, r_empty, h_ptrs, live, 
 
 
 @gluon.jit
-def _ln_sums(x, shift, col, N, group_starts, EVEN: gl.constexpr):
-    """A chunk's per-group sums of d = h - shift and of d^2 (the chunk at column `col`; groups past N left out)."""
-    d = x - shift
-    chunk_d = gl.sum(d, axis=1)
-    chunk_dd = gl.sum(d * d, axis=1)
-    if not EVEN:  # the groups past N (read as 0) left out: 8 selects a thread, not 64
-        chunk_d = gl.where(group_starts < N - col, chunk_d, 0.0)
-        chunk_dd = gl.where(group_starts < N - col, chunk_dd, 0.0)
-    return chunk_d, chunk_dd
-
-
-@gluon.jit
-def _ln_moments(acc, acc_dd, N):
-    """(mean of d, variance) of a row from pass 1's per-group sums of d = h - shift (acc) and d^2 (acc_dd): the
-    mean of d is what the shift missed of the row's mean."""
-    corr = gl.sum(acc, axis=0) / N
-    return corr, gl.sum(acc_dd, axis=0) / N - corr * corr
-
-
-@gluon.jit
-def _ln_stats(corr, var, shift, eps, ws_ptr, cnt_ptr, row, left, last_row, PARTS: gl.constexpr, WARPS: gl.constexpr):
-    """LayerNorm's (rstd, centre, left) of a row from its moments (_ln_moments), of a part merged with the row's
-    other parts (swap_pairs); y = (h - shift) * rstd - centre."""
-    if PARTS > 1:  # merge the parts' (mean, variance) (Chan: equal counts)
-        means, variances, mine, left = softmax_sm90.swap_pairs(ws_ptr, cnt_ptr, row, shift + corr, var, left,
-                                                               last_row, PARTS, WARPS)
-        mean = gl.sum(gl.where(mine, means, 0.0), axis=0) / PARTS
-        spread = gl.where(mine, means - mean, 0.0)
-        var = (gl.sum(variances, axis=0) + gl.sum(spread * spread, axis=0)) / PARTS
-        corr = mean - shift
-    rstd = gl.rsqrt(gl.maximum(var, 0.0) + eps)
-    return rstd, corr * rstd, left
-
-
-@gluon.jit
-def _ln_pass1(x_ring, x_ready, it, N, group_starts, EVEN: gl.constexpr, CHUNKS: gl.constexpr,
-              chunk_layout: gl.constexpr, LEAN: gl.constexpr):
-    """Pass 1 of a LayerNorm row without a residual whose chunk 0 is the program's chunk `it`, as the chunks land:
-    (mean of d, variance, shift) (_ln_moments), the shift the first chunk's fp32 mean."""
-    X_STAGES: gl.constexpr = x_ring.shape[0]
-    CHUNK: gl.constexpr = x_ring.shape[1] * x_ring.shape[2]
-    acc = gl.zeros([CHUNK // VEC], gl.float32, gl.SliceLayout(1, chunk_layout))
-    acc_dd = gl.zeros([CHUNK // VEC], gl.float32, gl.SliceLayout(1, chunk_layout))
-    shift = 0.0
-    for c in range(CHUNKS):
-        buf = (it + c) % X_STAGES
-        barrier_not_needed(c, LEAN)
-        mbarrier.wait(x_ready.index(buf), ((it + c) // X_STAGES) & 1)
-        x = _read_chunk(x_ring, buf, chunk_layout)
-        if c == 0:  # the first chunk's fp32 mean (columns past N read 0)
-            shift = gl.sum(gl.sum(x, axis=1), axis=0) / gl.minimum(N, CHUNK)
-        chunk_d, chunk_dd = _ln_sums(x, shift, c * CHUNK, N, group_starts, EVEN)
-        acc += chunk_d
-        acc_dd += chunk_dd
-    corr, var = _ln_moments(acc, acc_dd, N)
-    return corr, var, shift
-
-
-@gluon.jit
-def _widen_again(v, chunk_layout: gl.constexpr):
-    """_widen of bf16 parameter words through opaque PTX (not pure: never merged with another widening of the same
-    words, so that a pair's rows each widen their own and only the words stay live across them)."""
-    if v.dtype == gl.int32:
-        lo, hi = gl.inline_asm_elementwise("shl.b32 $0, $2, 16; and.b32 $1, $2, 0xffff0000;", "=r,=r,r", [v],
-                                           dtype=(gl.float32, gl.float32), is_pure=False, pack=1)
-        x = gl.convert_layout(gl.join(lo, hi).reshape([v.shape[0], VEC]), chunk_layout)
-    else:
-        x = v.to(gl.float32)
-    return x
-
-
-@gluon.jit
-def _ln_out(x, shift, rstd, centre, w, b, y_ptrs, live, HAS_W: gl.constexpr, HAS_B: gl.constexpr,
-            EVEN: gl.constexpr, chunk_layout: gl.constexpr):
-    """Stores y = ((h - shift) * rstd - centre) * w + b of a chunk (w, b as _load_params gave them; left out where
-    absent)."""
-    y = (x - shift) * rstd - centre
-    if HAS_W:
-        y = y * _widen_again(w, chunk_layout)
-    if HAS_B:
-        y = y + _widen_again(b, chunk_layout)
-    y = y.to(y_ptrs.dtype.element_ty)
-    if EVEN:
-        gl.store(y_ptrs, y)
-    else:
-        gl.store(y_ptrs, y, mask=live)
-
-
-@gluon.jit
-def _ln_pair_rows(y_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, turns, M, N, y_stride8, eps,
-                  WHO: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr, EVEN: gl.constexpr,
-                  CHUNKS: gl.constexpr, WARPS: gl.constexpr, PARTS: gl.constexpr, LEAN: gl.constexpr,
-                  chunk_layout: gl.constexpr):
-    """Consumer WHO's LayerNorm rows without a residual two at a time (PAIRS): the program's rows 4 k + 2 WHO and
-    4 k + 2 WHO + 1 are its turn k; pass 1 of both, their statistics, then pass 2 over both with each chunk's weight
-    and bias loaded once for the two rows (from L2: per element 4 bytes of them for two rows, not 8)."""
-    X_STAGES: gl.constexpr = x_ring.shape[0]
-    CHUNK: gl.constexpr = x_ring.shape[1] * x_ring.shape[2]
-    GROUPS: gl.constexpr = CHUNK // VEC
-    group_layout: gl.constexpr = gl.SliceLayout(1, chunk_layout)
-    group_starts = gl.arange(0, GROUPS, layout=group_layout) * VEC
-    starts = gl.expand_dims(group_starts, 1)
-    offs = starts + gl.expand_dims(gl.arange(0, VEC, layout=gl.SliceLayout(0, chunk_layout)), 0)
-    programs = gl.num_programs(0)
-    if HAS_W:
-        w_next = _load_params(w_ptr, 0, N, GROUPS, EVEN, chunk_layout)
-    if HAS_B:
-        b_next = _load_params(b_ptr, 0, N, GROUPS, EVEN, chunk_layout)
-    k = 0
-    # swap_pairs' cleanups, a turn behind: of the turns' first rows and of their second rows
-    left_a, last_a = gl.zeros_like(softmax_sm90.partition_lanes(WARPS)) - 1, 0
-    left_b, last_b = gl.zeros_like(softmax_sm90.partition_lanes(WARPS)) - 1, 0
-    for row_a in range(gl.program_id(0) + 2 * WHO * programs, M, 4 * programs):
-        row_b = row_a + programs
-        two = row_b < M  # else row_a is the program's last row
-        it = (4 * k + 2 * WHO) * CHUNKS  # the program's number of row_a's first chunk
-        mbarrier.wait(turns.index(1 - WHO), (k + WHO + 1) & 1)
-        corr_a, var_a, shift_a = _ln_pass1(x_ring, x_ready, it, N, group_starts, EVEN, CHUNKS, chunk_layout, LEAN)
-        corr_b, var_b, shift_b = corr_a, var_a, shift_a
-        if two:
-            corr_b, var_b, shift_b = _ln_pass1(x_ring, x_ready, it + CHUNKS, N, group_starts, EVEN, CHUNKS,
-                                               chunk_layout, LEAN)
-        mbarrier.arrive(turns.index(WHO))
-        rstd_a, centre_a, left_a = _ln_stats(corr_a, var_a, shift_a, eps, ws_ptr, cnt_ptr, row_a, left_a, last_a,
-                                             PARTS, WARPS)
-        last_a = row_a
-        rstd_b, centre_b = rstd_a, centre_a
-        if two:
-            rstd_b, centre_b, left_b = _ln_stats(corr_b, var_b, shift_b, eps, ws_ptr, cnt_ptr, row_b, left_b, last_b,
-                                                 PARTS, WARPS)
-            last_b = row_b
-        y_a = y_ptr + row_a.to(gl.int64) * y_stride8 * VEC
-        y_b = y_ptr + row_b.to(gl.int64) * y_stride8 * VEC
-        for c in range(CHUNKS):
-            nxt = ((c + 1) % CHUNKS) * CHUNK  # the last chunk prefetches the next turn's first
-            w = 1.0
-            b = 0.0
-            if HAS_W:
-                w = w_next
-                w_next = _load_params(w_ptr, nxt, N, GROUPS, EVEN, chunk_layout)
-            if HAS_B:
-                b = b_next
-                b_next = _load_params(b_ptr, nxt, N, GROUPS, EVEN, chunk_layout)
-            live = starts < N - c * CHUNK
-            buf = (it + c) % X_STAGES
-            barrier_not_needed(c, LEAN)
-            x = _read_chunk(x_ring, buf, chunk_layout)
-            _release(x_empty, buf)
-            _ln_out(x, shift_a, rstd_a, centre_a, w, b, y_a + c * CHUNK + offs, live, HAS_W, HAS_B, EVEN,
-                    chunk_layout)
-            if two:
-                buf = (it + CHUNKS + c) % X_STAGES
-                barrier_not_needed(c, LEAN)
-                x = _read_chunk(x_ring, buf, chunk_layout)
-                _release(x_empty, buf)
-                _ln_out(x, shift_b, rstd_b, centre_b, w, b, y_b + c * CHUNK + offs, live, HAS_W, HAS_B,
-                        EVEN, chunk_layout)
-        k += 1
-    if PARTS > 1:
-        softmax_sm90.swap_pairs_done(ws_ptr, cnt_ptr, left_a, last_a, PARTS, WARPS)
-        softmax_sm90.swap_pairs_done(ws_ptr, cnt_ptr, left_b, last_b, PARTS, WARPS)
-
-
-@gluon.jit
 def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring, r_ready,
               r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, WHO: gl.constexpr,
               LAYER: gl.constexpr, HAS_RES: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr,
               EVEN: gl.constexpr, CHUNKS: gl.constexpr, WARPS: gl.constexpr, PARTS: gl.constexpr,
-              QUANT: gl.constexpr, QMAX: gl.constexpr, LEAN: gl.constexpr, RESIDENT: gl.constexpr,
-              PAIRS: gl.constexpr):
+              QUANT: gl.constexpr, QMAX: gl.constexpr, LEAN: gl.constexpr, RESIDENT: gl.constexpr):
     """Consumer WHO's rows (the module docstring). N8, y_stride8, h_stride8: N and the row strides in
     8-element vectors (so that the compiler knows stores and masks come in whole vectors). PARTS > 1:
     the rows are parts of rows PARTS times wider, and this program's are always part pid % PARTS (the programs
@@ -394,10 +226,6 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
     if PARTS > 1:
         w_ptr += (gl.program_id(0) % PARTS) * N
         b_ptr += (gl.program_id(0) % PARTS) * N
-    if PAIRS:  # LayerNorm without a residual, two rows a turn
-        _ln_pair_rows(y_ptr, w_ptr, b_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, turns, M, N, y_stride8, eps, WHO,
-                      HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, LEAN, chunk_layout)
-        return
     if RESIDENT:
         if HAS_W:
             _keep_params(w_ptr, w_ring, N, GROUPS, EVEN, CHUNKS, chunk_layout)
@@ -433,7 +261,12 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
             if LAYER:
                 if c == 0:  # the first chunk's fp32 mean (columns past N read 0)
                     shift = gl.sum(gl.sum(x, axis=1), axis=0) / gl.minimum(N, CHUNK)
-                chunk_d, chunk_dd = _ln_sums(x, shift, c * CHUNK, N, group_starts, EVEN)
+                d = x - shift
+                chunk_d = gl.sum(d, axis=1)
+                chunk_dd = gl.sum(d * d, axis=1)
+                if not EVEN:  # the groups past N (read as 0) left out: 8 selects a thread, not 64
+                    chunk_d = gl.where(group_starts < N - c * CHUNK, chunk_d, 0.0)
+                    chunk_dd = gl.where(group_starts < N - c * CHUNK, chunk_dd, 0.0)
                 acc += chunk_d
                 acc_dd += chunk_dd
             else:
@@ -450,9 +283,18 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
                     acc_dd = gl.maximum(acc_dd, gl.max(gl.abs(x), axis=1))  # columns past N read 0
         mbarrier.arrive(turns.index(WHO))
         if LAYER:
-            corr, var = _ln_moments(acc, acc_dd, N)
-            rstd, centre, left = _ln_stats(corr, var, shift, eps, ws_ptr, cnt_ptr, row, left, last_row, PARTS, WARPS)
-            last_row = row
+            corr = gl.sum(acc, axis=0) / N  # the mean of d: what the shift missed of the row's mean
+            var = gl.sum(acc_dd, axis=0) / N - corr * corr
+            if PARTS > 1:  # merge the parts' (mean, variance) (Chan: equal counts)
+                means, variances, mine, left = softmax_sm90.swap_pairs(ws_ptr, cnt_ptr, row, shift + corr, var, left,
+                                                                       last_row, PARTS, WARPS)
+                last_row = row
+                mean = gl.sum(gl.where(mine, means, 0.0), axis=0) / PARTS
+                spread = gl.where(mine, means - mean, 0.0)
+                var = (gl.sum(variances, axis=0) + gl.sum(spread * spread, axis=0)) / PARTS
+                corr = mean - shift
+            rstd = gl.rsqrt(gl.maximum(var, 0.0) + eps)
+            centre = corr * rstd  # y = (h - shift) * rstd - centre
         else:
             mean_square = gl.sum(acc, axis=0) / N
             peak = gl.max(acc_dd, axis=0)
@@ -519,7 +361,7 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, 
                  EVEN: gl.constexpr, FLAT: gl.constexpr, CHUNK: gl.constexpr, CHUNKS: gl.constexpr,
                  X_STAGES: gl.constexpr, R_STAGES: gl.constexpr, PARTS: gl.constexpr, QUANT: gl.constexpr,
                  QMAX: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, LEAN: gl.constexpr,
-                 RESIDENT: gl.constexpr, PAIRS: gl.constexpr):
+                 RESIDENT: gl.constexpr):
     """Persistent: consumer 0 is the default partition (num_warps warps), consumer 1 and the 1-warp loaders
     workers. The rings' buffers are [CHUNK / 256, 256]; a descriptor's box is one of their rows, or all of
     them (FLAT). Without a residual r_desc, h_ptr are x's descriptor and y (unused). RESIDENT: CHUNKS buffers
@@ -555,12 +397,10 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, 
         gl.warp_specialize([
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0,
-                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT,
-                         PAIRS)),
+                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT)),
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1,
-                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT,
-                         PAIRS)),
+                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT)),
             (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
             (_loader, (r_desc, r_ring, r_ready, r_empty, M, CHUNKS, R_STAGES, FLAT)),
         ], [WARPS, 1, 1], [CONSUMER_REGS, LOADER_REGS, LOADER_REGS])
@@ -568,12 +408,10 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, 
         gl.warp_specialize([
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0,
-                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT,
-                         PAIRS)),
+                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT)),
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1,
-                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT,
-                         PAIRS)),
+                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT)),
             (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
         ], [WARPS, 1], [CONSUMER_REGS, LOADER_REGS])
 
@@ -660,16 +498,13 @@ class _Plan:
         views = [([M * N // BOX_COLS, BOX_COLS], [BOX_COLS, 1]) if flat else ([M, N], [t.stride(0), 1]) for t in rows]
         r_stages = res_stages if residual is not None else 0
         kept = resident_params(weight, bias, cdiv(N, chunk), buffers - r_stages)
-        pairs = (PAIRED_ROWS and layer and residual is None and not kept
-                 and 2 * cdiv(N, chunk) <= buffers - r_stages)
         self.sizes = (M, N // 8, y.stride(0) // 8, (h if h is not None else y).stride(0) // 8)
         self.rows = M // parts if parts > 1 else 0  # the rows whose parts exchange statistics
         constexprs = dict(LAYER=layer, HAS_RES=residual is not None, HAS_W=weight is not None, HAS_B=bias is not None,
                           EVEN=N % chunk == 0, FLAT=flat, CHUNK=chunk, CHUNKS=cdiv(N, chunk),
                           X_STAGES=buffers - r_stages - kept, R_STAGES=r_stages, PARTS=parts, QUANT=quant[0],
                           QMAX=quant[1], CONSUMER_REGS=consumer_regs(CONSUMERS, warps),
-                          LOADER_REGS=LOADER_REGS, LEAN=softmax_sm90.LEAN_BARRIERS, RESIDENT=kept > 0,
-                          PAIRS=pairs)
+                          LOADER_REGS=LOADER_REGS, LEAN=softmax_sm90.LEAN_BARRIERS, RESIDENT=kept > 0)
         self.launch = GluonLaunch(_norm_kernel, (min(programs, M),), [(*v, box, RING_LAYOUT) for v in views],
                                   constexprs, x.device.index, warps)
 
@@ -708,7 +543,7 @@ def norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optiona
     key = (x.device.index, x.dtype, *x.shape, x.stride(0), y.stride(0), layer, programs, chunk, buffers, parts,
            None if residual is None else (residual.stride(0), h.stride(0), res_stages),
            None if weight is None else weight.dtype, None if bias is None else bias.dtype, y.dtype, quant,
-           softmax_sm90.LEAN_BARRIERS, RESIDENT_PARAMS, RESIDENT_ROWS, PAIRED_ROWS, warps)
+           softmax_sm90.LEAN_BARRIERS, RESIDENT_PARAMS, RESIDENT_ROWS, warps)
     plan = _plans.get(key)
     if plan is None:
         if len(_plans) > 4096:  # shapes that vary without end
