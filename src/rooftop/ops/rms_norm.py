@@ -50,8 +50,9 @@ Which path runs (N = row width in elements):
   the on-chip kernel and 87.8% for Gluon; ours 1.05x the Gluon path there, compile 1.05x ours). Rows wider than
   RELOAD_ONE_PROGRAM_MIN_N without a residual run one program an SM (maxnreg=64 over 32 warps fills the register
   file), so that the row (up to 128 KB) stays in the SM's L1 between the passes, where two programs' rows did not.
-- N <= ONCHIP_MAX: whole rows in registers, BLOCK_M rows a program. Traffic: read x (and residual)
-  once, write y (and r) once, read w once per program (it stays in L2).
+- N <= ONCHIP_MAX: whole rows in registers, BLOCK_M rows a program, ONCHIP_ELEMS_PER_THREAD values a thread
+  (quantizing rows without a residual QUANT_ONCHIP_ELEMS_PER_THREAD). Traffic: read x (and residual) once, write y
+  (and r) once, read w once per program (it stays in L2).
 - Split (with a residual and quant, or rows the split-words kernel cannot take; on a GPU, N > SPLIT_MIN_N, at
   most one chunk per SM): a row is chunks
   (SPLIT_LAUNCH) over adjacent programs that each hold their chunk in registers and write its r,
