@@ -8,6 +8,9 @@ LayerNorm 84). At 65536 bf16 rows are 128 KB apart; the SMs' programs each strea
 rows) at about the same pace, so at any moment their addresses differ by multiples of 128 KB: if the H200's
 address-to-channel hash maps those to few HBM channels, the rows camp on them. A padded stride spreads them.
 Predicted, if it camps: padded rows >= 2 points faster at 65536 and level at 32768 (the control); else level.
+Call e (logs/h200-2026-12-04-s49/call-e), by do_bench, pad 0 / 64 / 1024: row_sum 92.1 / 91.7 / 91.7 at 65536 (92.4 /
+92.2 / 93.0 at 32768), row_max 92.1 / 91.2 / 91.8, softmax 91.7 / 91.6 / 91.6, rms_norm 96.5 / 96.5 / 96.4, bias_gelu
+91.6 / 89.0 / 90.5 (graph 88.9 / 90.6 / 91.4): level. No camping; the stride is not what 65536 lacks.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_row_stride.py OUT_DIR   (GPU; a table last)
 """
 from __future__ import annotations
