@@ -237,22 +237,25 @@ def consumer_loops(sass: str, per_thread: int) -> list[tuple[str, int, float, di
 
 
 def _compile(op: str, N: int, v: Variant | None = LIBRARY, dtype: str = "bf16", param: str | None = "bf16",
-             flat: bool = True, parts: int = 1, quant: str | None = None, resident: bool = False):
+             flat: bool = True, parts: int = 1, quant: str | None = None, resident: bool | str = False):
     """sm_90 compile of op's kernel for [*, N] rows as the launch makes it: param the weight's (and bias's)
     dtype, None for none; flat=False: the [1, 256] boxes of strided rows; v None: the library's rings; parts > 1:
     the rows are parts of rows `parts` times wider (N per part); quant: rms_norm's quantized y ("fp8", "int8");
-    resident: the weight and bias kept in shared memory (norm_sm90.RESIDENT_PARAMS), their buffers out of x's ring."""
+    resident: the weight and bias kept in shared memory (norm_sm90.RESIDENT_PARAMS), their buffers out of x's ring;
+    "weight": the weight alone (norm_sm90.RESIDENT_ONE)."""
     quant_id, qmax = rms_norm_mod.QUANT_FORMATS[quant][1:] if quant else (0, 1.0)
     layer, residual = _op_flags(op)
     chunk, buffers, res_stages = _library_rings(op, N, param, flat) if v is None else v.rings()
     r_stages = res_stages if residual else 0
     flat = flat and N % chunk == 0
     box = [chunk // BOX_COLS, BOX_COLS] if flat else [1, BOX_COLS]
-    kept = (1 + layer) * -(-N // chunk) if resident and param is not None else 0
+    keep_w = bool(resident) and param is not None
+    keep_b = keep_w and layer and resident != "weight"
+    kept = (keep_w + keep_b) * -(-N // chunk)
     consts = dict(LAYER=layer, HAS_RES=residual, HAS_W=param is not None, HAS_B=layer and param is not None,
                   EVEN=N % chunk == 0, FLAT=flat, CHUNK=chunk, CHUNKS=-(-N // chunk),
                   X_STAGES=buffers - r_stages - kept, R_STAGES=r_stages, PARTS=parts, QUANT=quant_id, QMAX=qmax,
-                  LOADER_REGS=LOADER_REGS, LEAN=softmax_sm90.LEAN_BARRIERS, RESIDENT=kept > 0,
+                  LOADER_REGS=LOADER_REGS, LEAN=softmax_sm90.LEAN_BARRIERS, KEEP_W=keep_w, KEEP_B=keep_b,
                   CONSUMER_REGS=consumer_regs(norm_sm90.CONSUMERS, norm_sm90.CONSUMER_WARPS))
     desc = f"tensordesc<{dtype}{box},{RING_LAYOUT!r}>"
     y_dtype = {None: dtype, "fp8": "fp8e4nv", "int8": "i8"}[quant]

@@ -574,11 +574,33 @@ def test_gpu_gluon_resident_params(dtype, N, parts, params, monkeypatch):
     y = torch.empty_like(x)
     part_x = part_views(parts, x)[0] if parts > 1 else x
     chunk, buffers, _ = norm_sm90.config(part_x, None, w, b, True)
-    assert norm_sm90.resident_params(w, b, -(-part_x.shape[1] // chunk), buffers) > 0
+    assert norm_sm90.resident_params(w, b, -(-part_x.shape[1] // chunk), buffers) == (w is not None, b is not None)
     norm_sm90.norm_rows(x, None, w, b, y, None, 1e-5, 0.0, True, torch.cuda.get_device_properties(0)
                         .multi_processor_count, parts=parts)
     assert rel_err(y, layer_norm_reference(x, w, b)) < TOL[dtype]
     assert rel_err(y[1], layer_norm_reference(x[1:2], w, b)[0]) < TOL[dtype]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("weight_dtype", [torch.bfloat16, torch.float32])
+def test_gpu_gluon_one_param_kept(weight_dtype, monkeypatch):
+    """Rows in parts of 4 chunks (131072 in parts of 32768; both parameters kept would leave x's ring 6 buffers) keep
+    one of the weight and bias in shared memory (RESIDENT_ONE) and read the other from L2: the weight, or the bias
+    where the weight is fp32 (then in 4096-element chunks)."""
+    skip_unless_sm90()
+    from rooftop.ops.softmax_sm90 import part_views
+    monkeypatch.setattr(norm_sm90, "RESIDENT_ONE", True)
+    N, parts = 131072, 4
+    x, _, w, b = _inputs((rows_in_parts(parts), N), torch.bfloat16, "cuda")
+    w = w.to(weight_dtype)
+    x[1, : N // 2] += 1e4
+    part_x = part_views(parts, x)[0]
+    chunk, buffers, _ = norm_sm90.config(part_x, None, w, b, True)
+    fp32 = weight_dtype == torch.float32
+    assert norm_sm90.resident_params(w, b, -(-part_x.shape[1] // chunk), buffers) == (not fp32, fp32)
+    y = run_norm_gluon(monkeypatch, lambda: layer_norm(x, w, b))
+    assert rel_err(y, layer_norm_reference(x, w, b)) < TOL[torch.bfloat16]
+    assert rel_err(y[1], layer_norm_reference(x[1:2], w, b)[0]) < TOL[torch.bfloat16]
 
 
 @pytest.mark.gpu

@@ -479,20 +479,28 @@ def test_gpu_gluon_rows_in_parts(dtype, N, weight, monkeypatch):
 
 def test_resident_params_where_they_fit(monkeypatch):
     """norm_sm90.resident_params: 16-bit parameters kept (CHUNKS buffers each) where x's ring still holds
-    RESIDENT_ROWS rows (2; the tests of the kernel take 1), only with RESIDENT_PARAMS on."""
+    RESIDENT_ROWS rows (2; the tests of the kernel take 1), both where they fit, else one of them (the weight first;
+    RESIDENT_ONE), only with RESIDENT_PARAMS on."""
     from rooftop.ops import norm_sm90
+    kept = norm_sm90.resident_params
     w16, w32 = torch.ones(8, dtype=torch.bfloat16), torch.ones(8)
     monkeypatch.setattr(norm_sm90, "RESIDENT_PARAMS", True)
+    monkeypatch.setattr(norm_sm90, "RESIDENT_ONE", True)
     assert norm_sm90.RESIDENT_ROWS == 2
-    assert norm_sm90.resident_params(w16, None, 4, 14) == 4 and norm_sm90.resident_params(w16, w16, 2, 14) == 4
-    assert norm_sm90.resident_params(w16, w16, 4, 14) == 0  # 6 buffers left for rows of 4 chunks
-    assert norm_sm90.resident_params(w16, None, 4, 12) == 4 and norm_sm90.resident_params(w16, None, 4, 11) == 0
+    assert kept(w16, None, 4, 14) == (True, False) and kept(w16, w16, 2, 14) == (True, True)
+    assert kept(w16, w16, 4, 14) == (True, False)  # 6 buffers left for rows of 4 chunks with both: the weight alone
+    assert kept(None, w16, 4, 14) == (False, True) and kept(w32, w16, 4, 14) == (False, True)
+    assert kept(w16, w32, 4, 14) == (True, False)
+    assert kept(w16, None, 4, 12) == (True, False) and kept(w16, None, 4, 11) == (False, False)
+    assert kept(w16, w16, 4, 11) == (False, False) and kept(w32, w32, 4, 14) == (False, False)
+    monkeypatch.setattr(norm_sm90, "RESIDENT_ONE", False)
+    assert kept(w16, w16, 4, 14) == (False, False) and kept(w16, w32, 4, 14) == (False, False)
+    assert kept(w16, None, 4, 14) == (True, False)
     monkeypatch.setattr(norm_sm90, "RESIDENT_ROWS", 1)
-    assert norm_sm90.resident_params(w16, w16, 4, 14) == 8 and norm_sm90.resident_params(w16, w16, 4, 11) == 0
-    assert norm_sm90.resident_params(w32, None, 4, 14) == 0 and norm_sm90.resident_params(w16, w32, 4, 14) == 0
-    assert norm_sm90.resident_params(None, None, 4, 14) == 0
+    assert kept(w16, w16, 4, 14) == (True, True) and kept(w16, w16, 4, 11) == (False, False)
+    assert kept(w32, None, 4, 14) == (False, False) and kept(None, None, 4, 14) == (False, False)
     monkeypatch.setattr(norm_sm90, "RESIDENT_PARAMS", False)
-    assert norm_sm90.resident_params(w16, None, 4, 14) == 0
+    assert kept(w16, None, 4, 14) == (False, False)
 
 
 @pytest.mark.gpu
@@ -520,7 +528,7 @@ def test_gpu_gluon_resident_params(quant, N, parts, weight, residual, monkeypatc
     part_x, part_res = part_views(parts, x, res)[:2] if parts > 1 else (x, res)
     chunk, buffers, res_stages = norm_sm90.config(part_x, part_res, w, None, False)
     kept = norm_sm90.resident_params(w, None, -(-part_x.shape[1] // chunk), buffers - (res_stages if residual else 0))
-    assert (kept > 0) == (weight != "fp32")
+    assert kept == (weight != "fp32", False)
     quant_args = rms_norm_mod.QUANT_FORMATS[quant][1:] if quant else (0, 1.0)
     norm_sm90.norm_rows(x, res, w, None, y, h, 1e-6, offset, False, torch.cuda.get_device_properties(0)
                         .multi_processor_count, parts=parts, scale=scale, quant=quant_args)

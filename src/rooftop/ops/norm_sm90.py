@@ -37,8 +37,9 @@ it into
   buffer at once) and sums h^2 (rms), or d = h - s and d^2 (layer), per group of 8 adjacent elements,
   in-thread. Pass 2 reads each chunk again, releases its
   buffer, scales it by the weight (and bias) and stores y from registers. The weight and bias come from shared
-  memory where they fit beside two rows of x's ring (RESIDENT_PARAMS, resident_params: 16-bit ones, read once a
-  program by each consumer into the same buffers, each thread its own vectors), else from L2,
+  memory where they fit beside two rows of x's ring, or one of them where only one does (RESIDENT_PARAMS,
+  RESIDENT_ONE, resident_params: 16-bit ones, read once a program by each consumer into the same buffers, each
+  thread its own vectors), else from L2,
   each chunk's loads issued one chunk ahead (the next row's first chunk during the last: they are per column);
   bf16 ones as 32-bit words, widened as the chunks are (_load_params; exp_row_parts.py, session 17: quantizing
   add_rms_norm +3.4-4.0% at 32768-262144, add_layer_norm +2.3% at 65536, the others within 1%).
@@ -132,6 +133,10 @@ CONSUMER_WARPS = 4  # a consumer partition's warps, unless norm_rows is asked fo
 # 64.9-67.3 against 63.7-66.1).
 RESIDENT_PARAMS = True
 RESIDENT_ROWS = 2  # the rows x's ring must still hold beside kept parameters
+# Where the weight and bias do not both fit beside RESIDENT_ROWS rows, one of them kept (the weight first): LayerNorm's
+# rows in parts of 32768 then pull 4 bytes an element from L2 in pass 2, not 6 (x by TMA, w, b), which the L2's rate to
+# the SMs caps near 80% of a copy (NOTES items 326-327).
+RESIDENT_ONE = True
 
 
 @gluon.jit
@@ -202,13 +207,14 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
               r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, WHO: gl.constexpr,
               LAYER: gl.constexpr, HAS_RES: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr,
               EVEN: gl.constexpr, CHUNKS: gl.constexpr, WARPS: gl.constexpr, PARTS: gl.constexpr,
-              QUANT: gl.constexpr, QMAX: gl.constexpr, LEAN: gl.constexpr, RESIDENT: gl.constexpr):
+              QUANT: gl.constexpr, QMAX: gl.constexpr, LEAN: gl.constexpr, KEEP_W: gl.constexpr,
+              KEEP_B: gl.constexpr):
     """Consumer WHO's rows (the module docstring). N8, y_stride8, h_stride8: N and the row strides in
     8-element vectors (so that the compiler knows stores and masks come in whole vectors). PARTS > 1:
     the rows are parts of rows PARTS times wider, and this program's are always part pid % PARTS (the programs
     are a multiple of PARTS), whose weight and bias columns start N later each. QUANT (RMSNorm only; 1 fp8,
-    2 int8): y is stored as y / s, s = max|y| / QMAX of the whole row, stored to scale_ptr. RESIDENT: the weight
-    and bias are read once into w_ring / b_ring (a buffer a chunk) and from there for every row."""
+    2 int8): y is stored as y / s, s = max|y| / QMAX of the whole row, stored to scale_ptr. KEEP_W / KEEP_B: the
+    weight / bias are read once into w_ring / b_ring (a buffer a chunk) and from there for every row."""
     X_STAGES: gl.constexpr = x_ring.shape[0]
     CHUNK: gl.constexpr = x_ring.shape[1] * x_ring.shape[2]
     GROUPS: gl.constexpr = CHUNK // VEC
@@ -226,15 +232,16 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
     if PARTS > 1:
         w_ptr += (gl.program_id(0) % PARTS) * N
         b_ptr += (gl.program_id(0) % PARTS) * N
-    if RESIDENT:
-        if HAS_W:
+    # kept parameters into their buffers; else the first chunk's, pass 2 loading each next one a chunk ahead
+    if HAS_W:
+        if KEEP_W:
             _keep_params(w_ptr, w_ring, N, GROUPS, EVEN, CHUNKS, chunk_layout)
-        if HAS_B:
-            _keep_params(b_ptr, b_ring, N, GROUPS, EVEN, CHUNKS, chunk_layout)
-    else:  # the first chunk's weight and bias; pass 2 loads each next one a chunk ahead
-        if HAS_W:
+        else:
             w_next = _load_params(w_ptr, 0, N, GROUPS, EVEN, chunk_layout)
-        if HAS_B:
+    if HAS_B:
+        if KEEP_B:
+            _keep_params(b_ptr, b_ring, N, GROUPS, EVEN, CHUNKS, chunk_layout)
+        else:
             b_next = _load_params(b_ptr, 0, N, GROUPS, EVEN, chunk_layout)
     k = 0  # this consumer's rows so far
     # rows in parts: swap_pairs' cleanup, a row behind
@@ -273,7 +280,7 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
                 acc += gl.sum(x * x, axis=1)
                 if QUANT:  # y = rstd * h (offset + w): its largest magnitude is rstd * max|h (offset + w)|
                     if HAS_W:  # pass 1 takes the weight's loads a chunk ahead too, pass 2 goes on from chunk 0
-                        if RESIDENT:
+                        if KEEP_W:
                             barrier_not_needed(c, LEAN)  # each thread reads back what it wrote (_keep_params)
                             w = _read_chunk(w_ring, c, chunk_layout)
                         else:
@@ -316,14 +323,14 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
         for c in range(CHUNKS):
             nxt = ((c + 1) % CHUNKS) * CHUNK  # the last chunk prefetches the next row's first
             if HAS_W:
-                if RESIDENT:
+                if KEEP_W:
                     barrier_not_needed(c, LEAN)  # (as pass 1's)
                     w = _read_chunk(w_ring, c, chunk_layout)
                 else:
                     w = _widen(w_next, chunk_layout)
                     w_next = _load_params(w_ptr, nxt, N, GROUPS, EVEN, chunk_layout)
             if HAS_B:
-                if RESIDENT:
+                if KEEP_B:
                     barrier_not_needed(c, LEAN)
                     b = _read_chunk(b_ring, c, chunk_layout)
                 else:
@@ -361,10 +368,10 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, 
                  EVEN: gl.constexpr, FLAT: gl.constexpr, CHUNK: gl.constexpr, CHUNKS: gl.constexpr,
                  X_STAGES: gl.constexpr, R_STAGES: gl.constexpr, PARTS: gl.constexpr, QUANT: gl.constexpr,
                  QMAX: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, LEAN: gl.constexpr,
-                 RESIDENT: gl.constexpr):
+                 KEEP_W: gl.constexpr, KEEP_B: gl.constexpr):
     """Persistent: consumer 0 is the default partition (num_warps warps), consumer 1 and the 1-warp loaders
     workers. The rings' buffers are [CHUNK / 256, 256]; a descriptor's box is one of their rows, or all of
-    them (FLAT). Without a residual r_desc, h_ptr are x's descriptor and y (unused). RESIDENT: CHUNKS buffers
+    them (FLAT). Without a residual r_desc, h_ptr are x's descriptor and y (unused). KEEP_W / KEEP_B: CHUNKS buffers
     each for the (16-bit) weight and bias, beside the rings."""
     WARPS: gl.constexpr = gl.num_warps()
     ROWS: gl.constexpr = CHUNK // x_desc.block_type.shape[1]
@@ -387,20 +394,22 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, 
             mbarrier.init(r_empty.index(i), count=1)
     else:  # placeholders, never touched
         r_ring, r_ready, r_empty = x_ring, x_ready, x_empty
-    w_ring, b_ring = x_ring, x_ring  # placeholders unless RESIDENT
-    if RESIDENT and HAS_W:
+    w_ring, b_ring = x_ring, x_ring  # placeholders unless kept
+    if KEEP_W and HAS_W:
         w_ring = gl.allocate_shared_memory(w_ptr.dtype.element_ty, [CHUNKS, ROWS, BOX_COLS], RING_LAYOUT)
-    if RESIDENT and HAS_B:
+    if KEEP_B and HAS_B:
         b_ring = gl.allocate_shared_memory(b_ptr.dtype.element_ty, [CHUNKS, ROWS, BOX_COLS], RING_LAYOUT)
     fence_async_shared()
     if HAS_RES:
         gl.warp_specialize([
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0,
-                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT)),
+                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, KEEP_W,
+                         KEEP_B)),
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1,
-                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT)),
+                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, KEEP_W,
+                         KEEP_B)),
             (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
             (_loader, (r_desc, r_ring, r_ready, r_empty, M, CHUNKS, R_STAGES, FLAT)),
         ], [WARPS, 1, 1], [CONSUMER_REGS, LOADER_REGS, LOADER_REGS])
@@ -408,10 +417,12 @@ def _norm_kernel(x_desc, r_desc, y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, 
         gl.warp_specialize([
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 0,
-                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT)),
+                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, KEEP_W,
+                         KEEP_B)),
             (_consumer, (y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_ready, x_empty, r_ring,
                          r_ready, r_empty, w_ring, b_ring, turns, M, N8, y_stride8, h_stride8, eps, w_offset, 1,
-                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, RESIDENT)),
+                         LAYER, HAS_RES, HAS_W, HAS_B, EVEN, CHUNKS, WARPS, PARTS, QUANT, QMAX, LEAN, KEEP_W,
+                         KEEP_B)),
             (_loader, (x_desc, x_ring, x_ready, x_empty, M, CHUNKS, X_STAGES, FLAT)),
         ], [WARPS, 1], [CONSUMER_REGS, LOADER_REGS])
 
@@ -473,13 +484,21 @@ def row_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optiona
     return parts if supports(views[0], views[1], weight, bias, views[2], views[3], layer) else 0
 
 
-def resident_params(weight: Optional[torch.Tensor], bias: Optional[torch.Tensor], chunks: int, x_stages: int) -> int:
-    """The ring buffers the weight and bias take when kept in shared memory (RESIDENT_PARAMS: 16-bit ones, CHUNKS
-    buffers each, where the x_stages - taken left still hold RESIDENT_ROWS rows of CHUNKS), else 0."""
-    params = [t for t in (weight, bias) if t is not None]
-    taken = len(params) * chunks
-    fits = all(t.element_size() == 2 for t in params) and x_stages - taken >= RESIDENT_ROWS * chunks
-    return taken if RESIDENT_PARAMS and params and fits else 0
+def resident_params(weight: Optional[torch.Tensor], bias: Optional[torch.Tensor], chunks: int,
+                    x_stages: int) -> tuple[bool, bool]:
+    """Whether the weight and the bias are kept in shared memory (RESIDENT_PARAMS: 16-bit ones, CHUNKS buffers each
+    taken from x's ring, whose x_stages left must still hold RESIDENT_ROWS rows of CHUNKS): both where they fit, else
+    (RESIDENT_ONE) the weight alone, else the bias alone, else neither."""
+    if not RESIDENT_PARAMS:
+        return False, False
+    can = [t is not None and t.element_size() == 2 for t in (weight, bias)]
+    present = [t is not None for t in (weight, bias)]
+    fits = [x_stages - n * chunks >= RESIDENT_ROWS * chunks for n in (0, 1, 2)]
+    if any(can) and can == present and fits[sum(can)]:
+        return can[0], can[1]
+    if RESIDENT_ONE and fits[1] and any(can):
+        return can[0], not can[0]
+    return False, False
 
 
 class _Plan:
@@ -497,14 +516,16 @@ class _Plan:
         box = [chunk // BOX_COLS, BOX_COLS] if flat else [1, BOX_COLS]
         views = [([M * N // BOX_COLS, BOX_COLS], [BOX_COLS, 1]) if flat else ([M, N], [t.stride(0), 1]) for t in rows]
         r_stages = res_stages if residual is not None else 0
-        kept = resident_params(weight, bias, cdiv(N, chunk), buffers - r_stages)
+        keep_w, keep_b = resident_params(weight, bias, cdiv(N, chunk), buffers - r_stages)
+        kept = (keep_w + keep_b) * cdiv(N, chunk)
         self.sizes = (M, N // 8, y.stride(0) // 8, (h if h is not None else y).stride(0) // 8)
         self.rows = M // parts if parts > 1 else 0  # the rows whose parts exchange statistics
         constexprs = dict(LAYER=layer, HAS_RES=residual is not None, HAS_W=weight is not None, HAS_B=bias is not None,
                           EVEN=N % chunk == 0, FLAT=flat, CHUNK=chunk, CHUNKS=cdiv(N, chunk),
                           X_STAGES=buffers - r_stages - kept, R_STAGES=r_stages, PARTS=parts, QUANT=quant[0],
                           QMAX=quant[1], CONSUMER_REGS=consumer_regs(CONSUMERS, warps),
-                          LOADER_REGS=LOADER_REGS, LEAN=softmax_sm90.LEAN_BARRIERS, RESIDENT=kept > 0)
+                          LOADER_REGS=LOADER_REGS, LEAN=softmax_sm90.LEAN_BARRIERS, KEEP_W=keep_w,
+                          KEEP_B=keep_b)
         self.launch = GluonLaunch(_norm_kernel, (min(programs, M),), [(*v, box, RING_LAYOUT) for v in views],
                                   constexprs, x.device.index, warps)
 
@@ -543,7 +564,7 @@ def norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optiona
     key = (x.device.index, x.dtype, *x.shape, x.stride(0), y.stride(0), layer, programs, chunk, buffers, parts,
            None if residual is None else (residual.stride(0), h.stride(0), res_stages),
            None if weight is None else weight.dtype, None if bias is None else bias.dtype, y.dtype, quant,
-           softmax_sm90.LEAN_BARRIERS, RESIDENT_PARAMS, RESIDENT_ROWS, warps)
+           softmax_sm90.LEAN_BARRIERS, RESIDENT_PARAMS, RESIDENT_ROWS, RESIDENT_ONE, warps)
     plan = _plans.get(key)
     if plan is None:
         if len(_plans) > 4096:  # shapes that vary without end

@@ -1,0 +1,30 @@
+"""Experiment (session 49): LayerNorm's Gluon rows in parts with one of its parameters kept in shared memory
+(norm_sm90.RESIDENT_ONE: the weight; the bias from L2), on the H200, bf16, M * N = 2^27, % of a same-run copy.
+
+Why: in parts of 32768 the bias alone costs 8-11 points (exp_ln_params.py: weight and bias / weight alone 80.3 / 88.2
+at 131072, 76.8 / 87.9 at 262144): pass 2 pulls 6 bytes an element from L2, which serves the SMs at ~5.6-6.5 TB/s
+(exp_l2_read.py). Both kept leave x's ring 6 buffers for rows of 4 chunks (lost: 65.8% at 65536, NOTES item 281); one
+kept leaves 10, as RMSNorm's parts run with their weight kept (90% of copy). Offline sm_90: no spills, 229.7 KB.
+Predicted: >= 86 at 131072 and 262144 (the weight-alone figures less a shallower ring); at 65536 in parts of 32768
+("p32k", layer_norm.GLUON_MAX_N lowered) against whole rows (the library, 86.6).
+Variants: "library" (one kept), "l2" (RESIDENT_ONE off: both from L2, the library before), "p32k", "p32k_l2".
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_ln_keep_one.py OUT_DIR   (GPU; a table last)
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from exp_row_tail import time_cases
+from rooftop.ops import layer_norm as ln, norm_sm90
+
+L2 = [(norm_sm90, dict(RESIDENT_ONE=False))]
+PARTS_OF_32K = [(ln, dict(GLUON_MAX_N=32768))]
+CASES = {("layer_norm", 131072): {"library": [], "l2": L2},
+         ("layer_norm", 262144): {"library": [], "l2": L2},
+         ("layer_norm", 65536): {"library": [], "p32k": PARTS_OF_32K, "p32k_l2": PARTS_OF_32K + L2}}
+
+if __name__ == "__main__":
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    time_cases(out / "exp-ln-keep-one.json", CASES)
