@@ -7,6 +7,8 @@ at 131072, 76.8 / 87.9 at 262144): pass 2 pulls 6 bytes an element from L2, whic
 kept leaves 10, as RMSNorm's parts run with their weight kept (90% of copy). Offline sm_90: no spills, 229.7 KB.
 Predicted: >= 86 at 131072 and 262144 (the weight-alone figures less a shallower ring); at 65536 in parts of 32768
 ("p32k", layer_norm.GLUON_MAX_N lowered) against whole rows (the library, 86.6).
+Call h (logs/h200-2026-12-04-s49/call-h), library / l2: 84.3 / 80.1 at 131072, 82.1 / 76.9 at 262144; at 65536 the
+library (whole rows) 86.4, p32k 84.5, p32k_l2 80.6. Right past 65536; whole rows kept at 65536.
 Variants: "library" (one kept), "l2" (RESIDENT_ONE off: both from L2, the library before), "p32k", "p32k_l2".
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_ln_keep_one.py OUT_DIR   (GPU; a table last)
 """

@@ -43,8 +43,9 @@ Which path runs (N = row width in elements):
   rows per SM, 16-bit x, the rows, weight and bias as norm_sm90.supports takes them): ops/norm_sm90.py, a
   persistent program per SM whose TMA loader streams the rows (and the residual) into shared memory, where
   the row stays: sum(d) and sum(d^2) as the chunks land (d = x - s, s the first chunk's mean), then y. x (and
-  residual) read from HBM once, y (and r) written once; w and b re-read per row from L2. Whole rows without a
-  residual past GLUON_WIDE_MIN_N on consumer partitions of GLUON_WIDE_WARPS warps.
+  residual) read from HBM once, y (and r) written once; w and b re-read per row from L2, or kept in shared memory
+  where x's ring leaves room (both, or one of them: norm_sm90.resident_params; rows in parts of 32768 keep the
+  weight). Whole rows without a residual past GLUON_WIDE_MIN_N on consumer partitions of GLUON_WIDE_WARPS warps.
   Rows past GLUON_MAX_N in parts (norm_sm90.row_parts: contiguous rows a multiple of 8 P wide, without a residual
   or with one past norm_sm90.PARTS_RESIDUAL_MIN_N, at least 2 rows of parts per SM, _support.SPLIT_ROWS_ENABLED):
   each row is P parts of at most PART_MAX_N (P a power of two), each part a program's row of the same kernel, the
