@@ -9,7 +9,9 @@ Predicted: >= 86 at 131072 and 262144 (the weight-alone figures less a shallower
 ("p32k", layer_norm.GLUON_MAX_N lowered) against whole rows (the library, 86.6).
 Call h (logs/h200-2026-12-04-s49/call-h), library / l2: 84.3 / 80.1 at 131072, 82.1 / 76.9 at 262144; at 65536 the
 library (whole rows) 86.4, p32k 84.5, p32k_l2 80.6. Right past 65536; whole rows kept at 65536.
-Variants: "library" (one kept), "l2" (RESIDENT_ONE off: both from L2, the library before), "p32k", "p32k_l2".
+Variants: "library" (one kept), "l2" (RESIDENT_ONE off: both from L2, the library before), "p32k", "p32k_l2"; call j
+"p16k": parts of 16384 (2 chunks), where both parameters fit beside a ring of 10, at 32768-262144 (the exchange a
+part row costs twice as often: softmax's parts of 16384 lost 17 points, NOTES item 298).
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_ln_keep_one.py OUT_DIR   (GPU; a table last)
 """
 from __future__ import annotations
@@ -22,9 +24,13 @@ from rooftop.ops import layer_norm as ln, norm_sm90
 
 L2 = [(norm_sm90, dict(RESIDENT_ONE=False))]
 PARTS_OF_32K = [(ln, dict(GLUON_MAX_N=32768))]
-CASES = {("layer_norm", 131072): {"library": [], "l2": L2},
-         ("layer_norm", 262144): {"library": [], "l2": L2},
-         ("layer_norm", 65536): {"library": [], "p32k": PARTS_OF_32K, "p32k_l2": PARTS_OF_32K + L2}}
+# parts of 16384 (2 chunks): both parameters kept beside a ring of 10 (5 part rows), the Welford kernel's wide rows off
+PARTS_OF_16K = [(ln, dict(GLUON_MAX_N=16384, PART_MAX_N=16384, WELFORD_WIDE_MAX_N=0))]
+CASES = {("layer_norm", 131072): {"library": [], "l2": L2, "p16k": PARTS_OF_16K},
+         ("layer_norm", 262144): {"library": [], "l2": L2, "p16k": PARTS_OF_16K},
+         ("layer_norm", 65536): {"library": [], "p32k": PARTS_OF_32K, "p32k_l2": PARTS_OF_32K + L2,
+                                 "p16k": PARTS_OF_16K},
+         ("layer_norm", 32768): {"library": [], "p16k": PARTS_OF_16K}}
 
 if __name__ == "__main__":
     out = Path(sys.argv[1])
