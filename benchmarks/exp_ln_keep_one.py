@@ -11,7 +11,9 @@ Call h (logs/h200-2026-12-04-s49/call-h), library / l2: 84.3 / 80.1 at 131072, 8
 library (whole rows) 86.4, p32k 84.5, p32k_l2 80.6. Right past 65536; whole rows kept at 65536.
 Variants: "library" (one kept), "l2" (RESIDENT_ONE off: both from L2, the library before), "p32k", "p32k_l2"; call j
 "p16k": parts of 16384 (2 chunks), where both parameters fit beside a ring of 10, at 32768-262144 (the exchange a
-part row costs twice as often: softmax's parts of 16384 lost 17 points, NOTES item 298).
+part row costs twice as often: softmax's parts of 16384 lost 17 points, NOTES item 298). Call j: p16k 67.7 / 67.6 /
+70.0 / 71.1 at 131072 / 262144 / 65536 / 32768 against the library's 84.1 / 81.9 / 85.3 / 92.6 (and l2 80.0 / 77.0
+again): the exchange a part row, not the parameters, decides there.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_ln_keep_one.py OUT_DIR   (GPU; a table last)
 """
 from __future__ import annotations
