@@ -13,8 +13,10 @@ Variants: "library" (one kept), "l2" (RESIDENT_ONE off: both from L2, the librar
 "p16k": parts of 16384 (2 chunks), where both parameters fit beside a ring of 10, at 32768-262144 (the exchange a
 part row costs twice as often: softmax's parts of 16384 lost 17 points, NOTES item 298). Call j: p16k 67.7 / 67.6 /
 70.0 / 71.1 at 131072 / 262144 / 65536 / 32768 against the library's 84.1 / 81.9 / 85.3 / 92.6 (and l2 80.0 / 77.0
-again): the exchange a part row, not the parameters, decides there.
-Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_ln_keep_one.py OUT_DIR   (GPU; a table last)
+again): the exchange a part row, not the parameters, decides there. Call k (--whole): LayerNorm at 24576-40960 on
+the Gluon kernel with the weight kept where it fits (32768: 4 chunks) against the library's Welford kernel, whose w and
+b cost 6 points at 32768 (issue 3 asks 1.3x torch.compile there: ~93% of copy).
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_ln_keep_one.py OUT_DIR [--whole]   (GPU; a table last)
 """
 from __future__ import annotations
 
@@ -33,8 +35,13 @@ CASES = {("layer_norm", 131072): {"library": [], "l2": L2, "p16k": PARTS_OF_16K}
          ("layer_norm", 65536): {"library": [], "p32k": PARTS_OF_32K, "p32k_l2": PARTS_OF_32K + L2,
                                  "p16k": PARTS_OF_16K},
          ("layer_norm", 32768): {"library": [], "p16k": PARTS_OF_16K}}
+# call k: whole rows of 3-5 chunks on the Gluon kernel (the Welford kernel's wide rows off), the weight kept where it
+# fits beside two rows (4 chunks: a ring of 10) or neither kept
+GLUON_WHOLE = [(ln, dict(WELFORD_WIDE_MAX_N=0))]
+WHOLE_CASES = {("layer_norm", N): {"library": [], "gluon": GLUON_WHOLE, "gluon_l2": GLUON_WHOLE + L2}
+               for N in (24576, 32768, 40960)}
 
 if __name__ == "__main__":
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
-    time_cases(out / "exp-ln-keep-one.json", CASES)
+    time_cases(out / "exp-ln-keep-one.json", WHOLE_CASES if "--whole" in sys.argv else CASES)
