@@ -15,7 +15,10 @@ part row costs twice as often: softmax's parts of 16384 lost 17 points, NOTES it
 70.0 / 71.1 at 131072 / 262144 / 65536 / 32768 against the library's 84.1 / 81.9 / 85.3 / 92.6 (and l2 80.0 / 77.0
 again): the exchange a part row, not the parameters, decides there. Call k (--whole): LayerNorm at 24576-40960 on
 the Gluon kernel with the weight kept where it fits (32768: 4 chunks) against the library's Welford kernel, whose w and
-b cost 6 points at 32768 (issue 3 asks 1.3x torch.compile there: ~93% of copy).
+b cost 6 points at 32768 (issue 3 asks 1.3x torch.compile there: ~93% of copy). Seen, library / gluon (weight kept at
+32768) / gluon_l2: 92.1 / 87.1 / 88.5 at 24576, 92.0 / 87.3 / 87.1 at 32768, 93.8 / 86.3 / 86.7 at 40960: whole rows
+on Gluon gain nothing from the kept weight (their limit is elsewhere, as item 252 found for the Welford kernel's
+one-program variant); the Welford kernel keeps these widths.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_ln_keep_one.py OUT_DIR [--whole]   (GPU; a table last)
 """
 from __future__ import annotations
