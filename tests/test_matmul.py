@@ -841,3 +841,41 @@ def test_gemm_roofline_turns_compute_bound_with_the_token_count():
         assert all(a["intensity"] < b["intensity"] for a, b in zip(curve, curve[1:]))
         # at M = 1 the weight dominates: about one FLOP per byte, far below the ridge
         assert 0.9 < curve[0]["intensity"] < 1.1 and curve[0]["attainable_TFLOPs"] < 5
+
+
+@needs_sm90
+@pytest.mark.parametrize("kernel", ["grouped", "tma", "gluon"])
+def test_gpu_pdl_chain(kernel, monkeypatch):
+    """Each kernel launched as a programmatic dependent (PDL_KERNELS), in a CUDA graph of a chain of GEMMs each reading
+    the output of the one before, and a residual each: the plain launches' bits (a read of a or of the residual, or a
+    write, before the kernel ahead ended would show), each step right against the reference. The Gluon variant is
+    stream-K (tiles cut between programs: the partials and counters of one call must not meet the next's)."""
+    from conftest import replayed_by_switch
+    K = 1024
+    a = torch.randn(512, K, device="cuda", dtype=torch.bfloat16)
+    weights = [torch.randn(K, K, device="cuda", dtype=torch.bfloat16) * K**-0.5 for _ in range(3)]
+    residual = torch.randn(512, K, device="cuda", dtype=torch.bfloat16)
+    asked = []
+    monkeypatch.setattr(_autotune, "choose", lambda op, key, configs, *args, **kw: asked.append(configs) or configs[0])
+    matmul(a, weights[0], residual=residual)
+    if kernel == "gluon":
+        config = next(c for c in asked[0] if c["KERNEL"] == "gluon" and c.get("STREAM_K"))
+    else:
+        config = next(c for c in asked[0] if c["KERNEL"] == kernel)
+    _choose_always(monkeypatch, config)
+    steps = weights * 3
+
+    def chain(outs):
+        outs[:] = [a]
+        for w in steps:
+            outs.append(matmul(outs[-1], w, residual=residual))
+
+    def switch(on):
+        monkeypatch.setattr(mm, "PDL_KERNELS", frozenset([kernel] * on))
+        mm._plans.clear()
+
+    results = replayed_by_switch(chain, switch)
+    for step, w in enumerate(steps):
+        assert torch.equal(results[True][step + 1], results[False][step + 1]), step
+        ref = matmul_reference(results[True][step], w, residual=residual)
+        assert rel_err(results[True][step + 1], ref) < TOL[torch.bfloat16], step

@@ -404,8 +404,10 @@ def test_cuda_graph_capture_and_replay():
 
 
 # (path, M, PREFETCH): the CUDA-core GEMV at batch 1 (the kept candidate: split-K), also with its first words prefetched
-# before the wait, the mma GEMV at 16, the tensor-core kernel at 16 and 64 (stream-K: tiles cut between programs)
-PDL_CASES = [("gemv", 1, 0), ("gemv", 1, 1), ("gemv", 1, 4), ("mma", 16, 0), ("dot", 16, 0), ("dot", 64, 0)]
+# before the wait, the mma GEMV at 16, the tensor-core kernel at 16 and 64 (stream-K: tiles cut between programs), the
+# Gluon kernels' first candidates at 64 (register A) and 256 (dequantized B in shared memory)
+PDL_CASES = [("gemv", 1, 0), ("gemv", 1, 1), ("gemv", 1, 4), ("mma", 16, 0), ("dot", 16, 0), ("dot", 64, 0),
+             ("gluon_rs", 64, 0), ("gluon", 256, 0)]
 
 
 @pytest.mark.gpu
@@ -423,7 +425,8 @@ def test_pdl_chain(path, M, prefetch, monkeypatch):
         config = qm._gemv((128, 4, 4, 7, 1, 72, 4, True, True, 0, prefetch), 1, K, K, 4, 128, sms)
         assert config.get("PREFETCH", 0) == prefetch
     else:  # the path's first candidate
-        config = next(c for c in qm.candidates(M, K, K, 4, 128, x.dtype, sms, mma=True) if c["path"] == path)
+        config = next(c for c in qm.candidates(M, K, K, 4, 128, x.dtype, sms, gluon=True, mma=True)
+                      if c["path"] == path)
     steps = weights * 4
 
     def chain(outs):

@@ -84,8 +84,8 @@ from rooftop import registry
 # matmul_sm90's kernel calls this file's _epilogue: it imports this module (a cycle resolved by the time
 # either compiles a kernel)
 from rooftop.ops import _autotune, matmul_sm90
-from rooftop.ops._support import (Launch, Plans, alignment_key, cdiv, check_float, check_same_device, interpreting,
-                                  is_sm90, launch, num_sms, runs_kernel, torch_op)
+from rooftop.ops._support import (Launch, Plans, alignment_key, await_previous, cdiv, check_float, check_same_device,
+                                  interpreting, is_sm90, launch, num_sms, pdl_options, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -135,6 +135,10 @@ INTERPRETER_SUBTILE = True
 GLUON_MIN_M = 129
 # Set False to keep sm_90 on the Triton kernels (tests, comparisons).
 GLUON_ENABLED = True
+# The kernels (a configuration's KERNEL) launched as programmatic dependents on sm_90 (_support.pdl_options): in a
+# chain of GEMMs (a graph, a layer's projections after a norm) the next kernel's programs take the SMs as this one's
+# end, its launch hidden. Read when a call is planned.
+PDL_KERNELS = frozenset({"grouped", "tma", "gluon"})
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -186,10 +190,12 @@ def _matmul_grouped_kernel(a_ptr, b_ptr, out_ptr, bias_ptr, res_ptr, a_scale_ptr
                            stride_rb, stride_rm, stride_rn, bias_stride, a_scale_stride, b_scale_stride,
                            HAS_SCALES: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
                            HAS_RESIDUAL: tl.constexpr, INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
-                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                           PDL: tl.constexpr):
     # One program per output tile (batch-major). Reads a row-panel of A and a column-panel of B
     # (other programs of the group hit the same panels in L2: DRAM sees A and B about once), the
-    # bias/residual tile once, writes the output tile once.
+    # bias/residual tile once, writes the output tile once. PDL: see PDL_KERNELS.
+    await_previous(PDL)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     tiles = num_pid_m * num_pid_n
@@ -253,11 +259,12 @@ def _matmul_tma_kernel(a_ptr, b_ptr, out_ptr, bias_ptr, res_ptr, a_scale_ptr, b_
                        HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
                        INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                        BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
-                       NUM_SMS: tl.constexpr, RESIDUAL_TMA: tl.constexpr):
+                       NUM_SMS: tl.constexpr, RESIDUAL_TMA: tl.constexpr, PDL: tl.constexpr):
     # Persistent: program p computes tiles p, p + NUM_SMS, ... TMA brings A and B tiles into shared
     # memory (num_stages deep, zero-filled past the edges); A and B are read about once from DRAM
     # (GROUP_M order keeps the shared panels in L2), the output tile is written once by TMA after the
-    # fused epilogue (bias and residual tiles read once).
+    # fused epilogue (bias and residual tiles read once). PDL: see PDL_KERNELS.
+    await_previous(PDL)
     a_desc = _operand_descriptor(a_ptr, M, K, stride_a, A_K_MAJOR, BLOCK_M, BLOCK_K)
     b_desc = _operand_descriptor(b_ptr, N, K, stride_b, B_K_MAJOR, BLOCK_N, BLOCK_K)
     EPILOGUE_N: tl.constexpr = BLOCK_N // 2 if EPILOGUE_SUBTILE else BLOCK_N
@@ -534,15 +541,16 @@ def _first_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optio
 
     def run(config: dict) -> Callable:
         """Launches the call with `config`; returns the plan that launches calls like it."""
+        pdl = pdl_options(a, config["KERNEL"] in PDL_KERNELS)
         if config["KERNEL"] == "gluon":
             variant = matmul_sm90.Variant.of(config)
             plan = gluon_plans.get(variant)
             if plan is None:
                 plan = gluon_plans[variant] = matmul_sm90.WarpSpecializedPlan(variant, a, b, b_k_major, out, bias,
-                                                                              residual, activation, sms)
+                                                                              residual, activation, sms, pdl)
             plan(a, b, out, bias, residual)
             return plan
-        params = dict(config, **flags)
+        params = dict(config, **flags, **pdl)
         tiles = cdiv(M, params["BLOCK_M"]) * cdiv(N, params["BLOCK_N"])
         if params.pop("KERNEL") == "tma":
             kernel, grid = _matmul_tma_kernel, (min(sms, tiles),)

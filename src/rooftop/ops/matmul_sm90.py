@@ -67,7 +67,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma_wait)
 
 from rooftop.ops import matmul as matmul_ops  # its _tile_coords and _epilogue, resolved when a kernel compiles
-from rooftop.ops._support import GluonLaunch, arrival_counters, cdiv
+from rooftop.ops._support import GluonLaunch, arrival_counters, await_previous, cdiv
 
 BLOCK_K = 64  # 128 bytes of a 16-bit row: one 128-byte swizzled row of A
 # a 1-warp loader sits in a warp group of its own: 128 * (2 * 232 + 40) = 64512 of the SM's 65536 registers
@@ -406,9 +406,10 @@ def _matmul_ws_kernel(a_desc, b_desc, c_desc, res_desc, bias_ptr, bias_stride, w
                       STAGES: gl.constexpr, NUM_CONSUMERS: gl.constexpr, PINGPONG: gl.constexpr,
                       BLOCK_N: gl.constexpr, B_K_MAJOR: gl.constexpr, GROUP_M: gl.constexpr, HAS_BIAS: gl.constexpr,
                       ACTIVATION: gl.constexpr, HAS_RESIDUAL: gl.constexpr, STREAM_K: gl.constexpr,
-                      CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
+                      CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, PDL: gl.constexpr):
     """Persistent warp-specialised GEMM: consumer 0 is the default partition (num_warps = 4), consumer 1
-    (if any) and the loader are workers. res_desc: the residual's, laid out as the output's (c_desc
+    (if any) and the loader are workers. PDL: launched as a programmatic dependent (_support.pdl_options): the
+    shared memory and barriers are set up before the wait for the kernel ahead, nothing global is touched before. res_desc: the residual's, laid out as the output's (c_desc
     itself, never read, without a residual). ws_ptr, cnt_ptr: stream-K's fp32 partials [programs, 2,
     NUM_CONSUMERS, CONSUMER_ROWS, BLOCK_N] and int32 arrival counters [tiles, NUM_CONSUMERS] (unread
     placeholders without STREAM_K). b's and the output's boxes may be narrower than BLOCK_N (Variant.box_n)."""
@@ -443,6 +444,7 @@ def _matmul_ws_kernel(a_desc, b_desc, c_desc, res_desc, bias_ptr, bias_stride, w
         mbarrier.init(turn.index(c), count=1)
         mbarrier.init(res_ready.index(c), count=1)  # consumer c's expect; the residual tile's bytes
     fence_async_shared()
+    await_previous(PDL)
     if PINGPONG:
         # consumer c's turn t waits for completion t of turn[c]: completion 0 of turn[0] is this arrive,
         # every later one the other consumer's pass; the turns alternate, so no turn barrier runs two
@@ -488,10 +490,13 @@ def boxes(v: Variant, b_k_major: bool) -> tuple[list[int], list[int], list[int]]
     return [v.consumer_rows, BLOCK_K], b_box, [v.consumer_rows, v.box_n]
 
 
-def constexprs(v: Variant, b_k_major: bool, has_bias: bool, activation, has_residual: bool) -> dict:
+def constexprs(v: Variant, b_k_major: bool, has_bias: bool, activation, has_residual: bool,
+               pdl: Optional[dict] = None) -> dict:
+    """The kernel's constexprs; pdl: _support.pdl_options' keywords (PDL and the launch's flag; None: off)."""
     return dict(STAGES=v.stages, NUM_CONSUMERS=v.consumers, PINGPONG=v.pingpong, BLOCK_N=v.block_n,
                 B_K_MAJOR=b_k_major, GROUP_M=matmul_ops.GROUP_M, HAS_BIAS=has_bias, ACTIVATION=activation,
-                HAS_RESIDUAL=has_residual, STREAM_K=v.stream_k, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS)
+                HAS_RESIDUAL=has_residual, STREAM_K=v.stream_k, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS,
+                **(pdl or {"PDL": False}))
 
 
 def stream_k_groups(v: Variant, M: int, N: int, K: int, num_sms: int) -> int:
@@ -526,13 +531,14 @@ class WarpSpecializedPlan:
     the compiled kernel directly. Stream-K runs stream_k_groups() x cdiv(M, BLOCK_M) programs where that
     makes 2 groups or more (else min(num_sms, tiles), data-parallel); its workspace: fp32 partials (programs
     x 2 x the tile: at most 17 / 34 MB for 128 x 128 / 128 x 256 on 132 SMs) allocated per call, and the
-    stream's arrival counters (_support.arrival_counters)."""
+    stream's arrival counters (_support.arrival_counters). pdl: _support.pdl_options' keywords (None: a plain
+    launch)."""
 
     __slots__ = ("sizes", "launch", "partials", "counters", "device")
 
     def __init__(self, v: Variant, a: torch.Tensor, b: torch.Tensor, b_k_major: bool, out: torch.Tensor,
                  bias: Optional[torch.Tensor], residual: Optional[torch.Tensor], activation: Optional[str],
-                 num_sms: int):
+                 num_sms: int, pdl: Optional[dict] = None):
         M, K = a.shape
         N = b.shape[1]
         a_box, b_box, c_box = boxes(v, b_k_major)
@@ -551,7 +557,7 @@ class WarpSpecializedPlan:
         self.partials = grid * 2 * v.block_m * v.block_n if stream_k else 1
         self.counters = tiles * v.consumers if stream_k else 1
         self.launch = GluonLaunch(_matmul_ws_kernel, (grid,), descriptors, constexprs(
-            v, b_k_major, bias is not None, activation, residual is not None), a.device.index)
+            v, b_k_major, bias is not None, activation, residual is not None, pdl), a.device.index)
 
     def __call__(self, a, b, out, bias, residual, a_scale=None, b_scale=None) -> None:
         partials = torch.empty(self.partials, device=self.device, dtype=torch.float32)

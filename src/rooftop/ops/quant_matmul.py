@@ -150,7 +150,7 @@ GEMV_MAX_SPLIT = 64
 # registers a thread of a tile's last piece fills with partials at once (_store_output's SUM_BATCH): the tensor-core
 # kernel's fewer (a stream-K tile has a few pieces; offline sm_90, 16 x 64 x 128 tiles: 96 registers, 128 with 64)
 SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
-# The paths (`_launch_path`'s) launched as programmatic dependents on sm_90 (`_support.await_previous`): in a chain of
+# The paths (`_launch_path`'s, and the Gluon kernels' since session 50) launched as programmatic dependents on sm_90 (`_support.await_previous`): in a chain of
 # calls (a decoder's q / k / v or gate / up projections, the results harness's graph) the next kernel's programs are
 # resident as this one's last ones end, not a launch later. The CUDA-core GEMV's: H200, int4, the kept M = 1
 # candidate, graph replay of a chain over input copies (logs/h200-2026-12-02-s25/call-e/exp-gemv-pdl-after-int4.log):
@@ -160,7 +160,7 @@ SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
 # everywhere (call-d). NOTES item 168. The mma GEMV and the tensor-core kernel (logs/h200-2026-12-02-s26/call-a,
 # exp_gemv_pdl.py --m 16 / 64, each path's first candidate): 0.3-1.3 us off at 4096^2 to 4096 x 14336 (mma at 16: 11.8
 # / 17.9 / 19.9 -> 10.9 / 17.4 / 19.1 us), within +-2% at 28672 x 8192; the same bits (NOTES item 171).
-PDL_PATHS = frozenset({"gemv", "mma", "dot"})
+PDL_PATHS = frozenset({"gemv", "mma", "dot", "gluon", "gluon_rs"})
 
 # GEMV candidates (BLOCK_N, num_warps, WORD_ROWS, programs per SM to split K towards, num_stages[,
 # maxnreg]): word rows a k-step (int4: 8 k a row, int8: 4), all held by each thread; more programs per
@@ -1385,7 +1385,8 @@ def _run_config(config: dict, rows, packed, scales, zeros, bias, N: int, bits: i
         return F.linear(rows, dequantize(packed, scales, zeros, bits, group_size, rows.dtype), bias), None
     out = torch.empty((rows.shape[0], N), device=rows.device, dtype=rows.dtype)
     if config["path"] in quant_matmul_sm90.PATHS:
-        plan = prepared or quant_matmul_sm90.plan(config, rows, packed, scales, zeros, bias, num_sms(rows.device.index))
+        plan = prepared or quant_matmul_sm90.plan(config, rows, packed, scales, zeros, bias, num_sms(rows.device.index),
+                                                  pdl_options(rows, config["path"] in PDL_PATHS))
         plan(rows, packed, scales, zeros, bias, out)
         return out, plan
     return out, _launch_path(config, rows, packed, scales, zeros, bias, out, bits, group_size, prepared)

@@ -216,7 +216,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma_wait)
 
 from rooftop.ops import softmax_sm90
-from rooftop.ops._support import GluonLaunch, arrival_counters, cdiv
+from rooftop.ops._support import GluonLaunch, arrival_counters, await_previous, cdiv
 from rooftop.ops.softmax_sm90 import barrier_not_needed
 
 BLOCK_K = 64  # k a step: 8 word rows (int4; int8 16), 128 bytes of 16-bit x (one 128-byte swizzled row)
@@ -343,10 +343,11 @@ class RSVariant:
                     w=([WORDS, self.block_n], unswizzled(32)), s=([1, self.block_n], unswizzled(16)),
                     z=([1, self.block_n], unswizzled(8)))
 
-    def constexprs(self, has_zero: bool, has_bias: bool) -> dict:
+    def constexprs(self, has_zero: bool, has_bias: bool, pdl: Optional[dict] = None) -> dict:
+        """_w4a16_rs_kernel's constexprs; pdl as constexprs()'."""
         return dict(CONSUMERS=self.consumers, STAGES=self.stages, HAS_ZERO=has_zero, HAS_BIAS=has_bias,
                     STREAM_K=self.stream_k, CONSUMER_REGS=self.consumer_regs or 24, LOADER_REGS=self.loader_regs,
-                    LEAN=softmax_sm90.LEAN_BARRIERS)
+                    LEAN=softmax_sm90.LEAN_BARRIERS, **(pdl or {"PDL": False}))
 
     def config(self) -> dict:
         """quant_matmul's launch configuration (JSON-able, for its tuner) of this variant."""
@@ -868,11 +869,13 @@ def _w4a16_ws_kernel(x_desc, w_desc, s_desc, z_desc, out_ptr, bias_ptr, ws_ptr, 
                      BLOCK_N: gl.constexpr, CONSUMERS: gl.constexpr, DEQUANTIZERS: gl.constexpr,
                      STAGES: gl.constexpr, W_STAGES: gl.constexpr, HAS_ZERO: gl.constexpr, HAS_BIAS: gl.constexpr,
                      STREAM_K: gl.constexpr, CONSUMER_REGS: gl.constexpr, DEQUANT_REGS: gl.constexpr,
-                     LOADER_REGS: gl.constexpr, LEAN: gl.constexpr, BITS: gl.constexpr = 4):
+                     LOADER_REGS: gl.constexpr, LEAN: gl.constexpr, BITS: gl.constexpr = 4,
+                     PDL: gl.constexpr = False):
     """Persistent warp-specialised W4A16 / W8A16 GEMM (module docstring): consumer 0 is the default partition
     (num_warps = 4); consumer 1, the dequantizers and the loader are workers. z_desc: a placeholder (the scales')
     without zero points; bias_ptr: the output's without a bias. ws_ptr / cnt_ptr: stream-K's workspace and
-    counters (placeholders otherwise). out [M, N] contiguous, of x's dtype."""
+    counters (placeholders otherwise). out [M, N] contiguous, of x's dtype. PDL: launched as a programmatic
+    dependent (_support.pdl_options): shared memory and barriers set up before the wait for the kernel ahead."""
     ROWS: gl.constexpr = x_desc.block_type.shape[0]
     BLOCK_M: gl.constexpr = ROWS * CONSUMERS
     dtype: gl.constexpr = x_desc.dtype
@@ -907,6 +910,7 @@ def _w4a16_ws_kernel(x_desc, w_desc, s_desc, z_desc, out_ptr, bias_ptr, ws_ptr, 
         for s in gl.static_range(W_STAGES):
             mbarrier.init(w_ready1.index(s), count=1)
     fence_async_shared()
+    await_previous(PDL)
 
     # the partitions' arguments inline: a tuple bound to a name would turn its constexprs into tensors
     if CONSUMERS == 2:
@@ -1135,10 +1139,11 @@ def _rs_consumer(x_smem, w_smem, s_smem, z_smem, ready, empty, out_ptr, bias_ptr
 def _w4a16_rs_kernel(x_desc, w_desc, s_desc, z_desc, out_ptr, bias_ptr, ws_ptr, cnt_ptr, M, N, K,
                      CONSUMERS: gl.constexpr, STAGES: gl.constexpr, HAS_ZERO: gl.constexpr, HAS_BIAS: gl.constexpr,
                      STREAM_K: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
-                     LEAN: gl.constexpr):
+                     LEAN: gl.constexpr, PDL: gl.constexpr = False):
     """The register-A kernel (module docstring): consumer 0 is the default partition (num_warps = 4); the other
     consumers and the loader are workers. z_desc: the scales' without zero points; bias_ptr: the output's without a
-    bias; ws_ptr / cnt_ptr: stream-K's workspace and counters (placeholders otherwise). out [M, N] contiguous."""
+    bias; ws_ptr / cnt_ptr: stream-K's workspace and counters (placeholders otherwise). out [M, N] contiguous. PDL:
+    as _w4a16_ws_kernel's."""
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BLOCK_N: gl.constexpr = 64 * CONSUMERS
     x_smem = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, _BK], x_desc.layout)
@@ -1154,6 +1159,7 @@ def _w4a16_rs_kernel(x_desc, w_desc, s_desc, z_desc, out_ptr, bias_ptr, ws_ptr, 
         mbarrier.init(ready.index(s), count=1)  # the loader's expect; the TMA bytes complete the phase
         mbarrier.init(empty.index(s), count=CONSUMERS)  # one elected arrive per consumer
     fence_async_shared()
+    await_previous(PDL)
     # the partitions' arguments inline: a tuple bound to a name would turn its constexprs into tensors
     if CONSUMERS == 2:
         gl.warp_specialize([
@@ -1197,11 +1203,12 @@ def boxes(v: Variant) -> dict:
     return dict(x=[v.rows, BLOCK_K], w=[2 * v.word_rows, v.dq_cols], s=[1, v.dq_cols // 2], z=[1, v.dq_cols // 2])
 
 
-def constexprs(v: Variant, has_zero: bool, has_bias: bool) -> dict:
+def constexprs(v: Variant, has_zero: bool, has_bias: bool, pdl: Optional[dict] = None) -> dict:
+    """_w4a16_ws_kernel's constexprs; pdl: _support.pdl_options' keywords (PDL and the launch's flag; None: off)."""
     return dict(BLOCK_N=v.block_n, CONSUMERS=v.consumers, DEQUANTIZERS=v.dequantizers, STAGES=v.stages,
                 W_STAGES=v.w_stages, HAS_ZERO=has_zero, HAS_BIAS=has_bias, STREAM_K=v.stream_k,
                 CONSUMER_REGS=v.consumer_regs or 24, DEQUANT_REGS=v.dequant_regs, LOADER_REGS=v.loader_regs,
-                LEAN=softmax_sm90.LEAN_BARRIERS, BITS=v.bits)
+                LEAN=softmax_sm90.LEAN_BARRIERS, BITS=v.bits, **(pdl or {"PDL": False}))
 
 
 def pair_views(scales: torch.Tensor, zeros: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -1222,7 +1229,8 @@ class QuantWSPlan:
     __slots__ = ("sizes", "launch", "partials", "counters", "device")
 
     def __init__(self, v: Variant, rows: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor,
-                 zeros: Optional[torch.Tensor], bias: Optional[torch.Tensor], num_sms: int):
+                 zeros: Optional[torch.Tensor], bias: Optional[torch.Tensor], num_sms: int,
+                 pdl: Optional[dict] = None):
         M, K = rows.shape
         N = packed.shape[1]
         lay, box = layouts(v, rows.dtype), boxes(v)
@@ -1234,7 +1242,7 @@ class QuantWSPlan:
                  "z": ([K // GROUP, N // 2], [N // 2, 1])}
         self.launch = GluonLaunch(_w4a16_ws_kernel, (v.programs(M, N, K, num_sms),),
                                   [(*views[k], box[k], lay[k]) for k in ("x", "w", "s", z_key)],
-                                  constexprs(v, zeros is not None, bias is not None), rows.device.index)
+                                  constexprs(v, zeros is not None, bias is not None, pdl), rows.device.index)
         self.sizes = (M, N, K)
         self.device = rows.device
         # stream-K's (elements of the partials, counters); without, float32 / int32 placeholders
@@ -1255,7 +1263,8 @@ class QuantRSPlan:
     __slots__ = ("sizes", "launch", "partials", "counters", "device")
 
     def __init__(self, v: RSVariant, rows: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor,
-                 zeros: Optional[torch.Tensor], bias: Optional[torch.Tensor], num_sms: int):
+                 zeros: Optional[torch.Tensor], bias: Optional[torch.Tensor], num_sms: int,
+                 pdl: Optional[dict] = None):
         M, K = rows.shape
         N = packed.shape[1]
         box = v.boxes(rows.dtype)
@@ -1264,7 +1273,7 @@ class QuantRSPlan:
         z_key = "s" if zeros is None else "z"  # without zeros the scales' descriptor stands in
         self.launch = GluonLaunch(_w4a16_rs_kernel, (v.programs(M, N, K, num_sms),),
                                   [(*views[k], *box[k]) for k in ("x", "w", "s", z_key)],
-                                  v.constexprs(zeros is not None, bias is not None), rows.device.index)
+                                  v.constexprs(zeros is not None, bias is not None, pdl), rows.device.index)
         self.sizes = (M, N, K)
         self.device = rows.device
         self.partials = self.launch.grid[0] * v.block_m * v.block_n if v.stream_k else 1
@@ -1277,7 +1286,9 @@ class QuantRSPlan:
 
 
 def plan(config: dict, rows: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: Optional[torch.Tensor],
-         bias: Optional[torch.Tensor], num_sms: int):
-    """The plan (QuantWSPlan or QuantRSPlan) of a Gluon launch configuration for this call."""
+         bias: Optional[torch.Tensor], num_sms: int, pdl: Optional[dict] = None):
+    """The plan (QuantWSPlan or QuantRSPlan) of a Gluon launch configuration for this call; pdl: _support.pdl_options'
+    keywords (None: a plain launch)."""
     v = variant_of(config)
-    return (QuantRSPlan if isinstance(v, RSVariant) else QuantWSPlan)(v, rows, packed, scales, zeros, bias, num_sms)
+    return (QuantRSPlan if isinstance(v, RSVariant) else QuantWSPlan)(v, rows, packed, scales, zeros, bias, num_sms,
+                                                                      pdl)

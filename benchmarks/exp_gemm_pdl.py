@@ -1,0 +1,91 @@
+r"""Experiment (session 50): the GEMMs' kernels launched as programmatic dependents (PDL), on the H200, bf16.
+
+Until session 50 only quant_matmul's Triton paths (gemv, mma, dot: PDL_PATHS) and the row ops' decode kernels were
+launched so. matmul's kernels (Triton grouped / TMA, the Gluon warp-specialised one: matmul.PDL_KERNELS) and
+quant_matmul's Gluon kernels (batch 17 up: "gluon", "gluon_rs") now wait for the kernel ahead (griddepcontrol.wait)
+after setting up their shared memory and barriers, and let the next launch go. In a chain of calls (the results
+harness's graph replay, a model's layers) the next kernel's programs then take each SM as this kernel's program there
+ends, its launch and ramp under this one's tail.
+Per case of the results registry (matmul at the given M, quant_matmul_int4 at the given batches): the library's call
+tuned once (PDL on), then timed by graph replay over input copies that exceed L2 (the results harness's graph_ms) with
+PDL on, off, on again (plans cleared at each switch; the tuner's choice kept), cuBLAS in the same run; each switch's
+output checked bit for bit against the first. Predicted: ~0.5-1.5 us a call off (the GEMVs' 0.3-1.3, NOTES item 168):
+3-5% at matmul M = 512 (30-40 us), 3-8% at W4A16 batch 64 (15-30 us).
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_gemm_pdl.py OUT [--matmul-m 512] [--quant-m 64,256]
+Writes OUT/exp-gemm-pdl.json; prints a table last.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+
+from rooftop import registry
+from rooftop.bench import providers
+from rooftop.bench.sweep import input_sets
+from rooftop.bench.timing import graph_replay_us
+from rooftop.ops import _autotune, matmul as mm, quant_matmul as qm
+
+GLUON_QUANT = frozenset({"gluon", "gluon_rs"})
+
+
+def switch(on: bool) -> None:
+    """PDL on or off for the kernels this session added to it (the quant GEMVs' as they are); plans cleared."""
+    mm.PDL_KERNELS = frozenset({"grouped", "tma", "gluon"}) if on else frozenset()
+    qm.PDL_PATHS = (qm.PDL_PATHS | GLUON_QUANT) if on else (qm.PDL_PATHS - GLUON_QUANT)
+    mm._plans.clear()
+    qm._plans.clear()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--matmul-m", default="512")
+    parser.add_argument("--quant-m", default="64,256")
+    args = parser.parse_args()
+    chosen = []
+    real_choose = _autotune.choose
+    _autotune.choose = lambda op, key, configs, *a, **kw: chosen.append(real_choose(op, key, configs, *a, **kw)) \
+        or chosen[-1]
+    cases = [("matmul", s) for s in registry.get("matmul").cases if str(s[0]) in args.matmul_m.split(",")]
+    cases += [("quant_matmul_int4", s) for s in registry.get("quant_matmul_int4").cases
+              if str(s[0]) in args.quant_m.split(",")]
+    rows = []
+    for op, shape in cases:
+        spec = registry.get(op)
+        first = spec.make_inputs(tuple(shape), torch.bfloat16, "cuda")
+        sets = input_sets(spec, shape, torch.bfloat16, first)
+        repeat = max(1, 64 // len(sets))
+        switch(True)
+        chosen.clear()
+        base = spec.run(*first).clone()  # tunes
+        config = chosen[-1] if chosen else None
+        row = dict(op=op, shape=list(shape), config=config)
+        for label, on in (("on", True), ("off", False), ("on2", True)):
+            switch(on)
+            same = torch.equal(spec.run(*first), base)
+            row[label] = graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=repeat)
+            row[f"same_{label}"] = same
+        cublas = providers.make(spec, "cublas")
+        row["cublas"] = graph_replay_us([lambda s=s: cublas(*s) for s in sets], repeat=repeat)
+        rows.append(row)
+        kind = (config or {}).get("KERNEL") or (config or {}).get("path")
+        print(f"{op:18s} {'x'.join(map(str, shape)):16s} {str(kind):9s} on {row['on']:7.1f} off {row['off']:7.1f} "
+              f"on {row['on2']:7.1f} us  cuBLAS {row['cublas']:7.1f}  x{row['cublas'] / row['on']:.2f} / "
+              f"x{row['cublas'] / row['off']:.2f}  same {same}", flush=True)
+        del first, sets
+        torch.cuda.empty_cache()
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "exp-gemm-pdl.json").write_text(json.dumps(rows, indent=1))
+    print("\nop                 shape            kernel    PDL on / off / on (us)   cuBLAS   x cuBLAS on / off")
+    for r in rows:
+        kind = (r["config"] or {}).get("KERNEL") or (r["config"] or {}).get("path")
+        print(f"{r['op']:18s} {'x'.join(map(str, r['shape'])):16s} {str(kind):9s} {r['on']:6.1f} / {r['off']:6.1f} / "
+              f"{r['on2']:6.1f}  {r['cublas']:7.1f}   {r['cublas'] / min(r['on'], r['on2']):.3f} / "
+              f"{r['cublas'] / r['off']:.3f}  {all(r[k] for k in ('same_on', 'same_off', 'same_on2'))}")
+
+
+if __name__ == "__main__":
+    main()
