@@ -12,12 +12,14 @@ PDL on, off, on again (plans cleared at each switch; the tuner's choice kept), c
 output checked bit for bit against the first. Predicted: ~0.5-1.5 us a call off (the GEMVs' 0.3-1.3, NOTES item 168):
 3-5% at matmul M = 512 (30-40 us), 3-8% at W4A16 batch 64 (15-30 us).
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_gemm_pdl.py OUT [--matmul-m 512] [--quant-m 64,256]
+       [--order on,off,on]
 Writes OUT/exp-gemm-pdl.json; prints a table last.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from pathlib import Path
 
 import torch
@@ -44,7 +46,9 @@ def main() -> None:
     parser.add_argument("out")
     parser.add_argument("--matmul-m", default="512")
     parser.add_argument("--quant-m", default="64,256")
+    parser.add_argument("--order", default="on,off,on", help="the switch's settings in turn, e.g. off,on,off,on")
     args = parser.parse_args()
+    order = [part == "on" for part in args.order.split(",")]
     chosen = []
     real_choose = _autotune.choose
     _autotune.choose = lambda op, key, configs, *a, **kw: chosen.append(real_choose(op, key, configs, *a, **kw)) \
@@ -62,29 +66,32 @@ def main() -> None:
         chosen.clear()
         base = spec.run(*first).clone()  # tunes
         config = chosen[-1] if chosen else None
-        row = dict(op=op, shape=list(shape), config=config)
-        for label, on in (("on", True), ("off", False), ("on2", True)):
+        row = dict(op=op, shape=list(shape), config=config, on=[], off=[], same=True)
+        for on in order:
             switch(on)
-            same = torch.equal(spec.run(*first), base)
-            row[label] = graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=repeat)
-            row[f"same_{label}"] = same
+            row["same"] &= torch.equal(spec.run(*first), base)
+            row["on" if on else "off"].append(graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=repeat))
         cublas = providers.make(spec, "cublas")
         row["cublas"] = graph_replay_us([lambda s=s: cublas(*s) for s in sets], repeat=repeat)
         rows.append(row)
-        kind = (config or {}).get("KERNEL") or (config or {}).get("path")
-        print(f"{op:18s} {'x'.join(map(str, shape)):16s} {str(kind):9s} on {row['on']:7.1f} off {row['off']:7.1f} "
-              f"on {row['on2']:7.1f} us  cuBLAS {row['cublas']:7.1f}  x{row['cublas'] / row['on']:.2f} / "
-              f"x{row['cublas'] / row['off']:.2f}  same {same}", flush=True)
+        print(line(row), flush=True)
         del first, sets
         torch.cuda.empty_cache()
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / "exp-gemm-pdl.json").write_text(json.dumps(rows, indent=1))
-    print("\nop                 shape            kernel    PDL on / off / on (us)   cuBLAS   x cuBLAS on / off")
+    print(f"\nop                 shape            kernel    PDL on ({args.order}) / off, us       cuBLAS  x cuBLAS "
+          "(medians) on / off  same bits")
     for r in rows:
-        kind = (r["config"] or {}).get("KERNEL") or (r["config"] or {}).get("path")
-        print(f"{r['op']:18s} {'x'.join(map(str, r['shape'])):16s} {str(kind):9s} {r['on']:6.1f} / {r['off']:6.1f} / "
-              f"{r['on2']:6.1f}  {r['cublas']:7.1f}   {r['cublas'] / min(r['on'], r['on2']):.3f} / "
-              f"{r['cublas'] / r['off']:.3f}  {all(r[k] for k in ('same_on', 'same_off', 'same_on2'))}")
+        print(line(r))
+
+
+def line(r: dict) -> str:
+    """A case's table line: each timing with the switch on, then off, cuBLAS, the medians' ratios to it."""
+    kind = (r["config"] or {}).get("KERNEL") or (r["config"] or {}).get("path")
+    on, off = statistics.median(r["on"]), statistics.median(r["off"])
+    return (f"{r['op']:18s} {'x'.join(map(str, r['shape'])):16s} {str(kind):9s} "
+            f"{' '.join(f'{t:6.1f}' for t in r['on'])} / {' '.join(f'{t:6.1f}' for t in r['off'])}  "
+            f"{r['cublas']:7.1f}  {r['cublas'] / on:.3f} / {r['cublas'] / off:.3f}  {r['same']}")
 
 
 if __name__ == "__main__":
