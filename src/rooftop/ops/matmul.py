@@ -135,10 +135,14 @@ INTERPRETER_SUBTILE = True
 GLUON_MIN_M = 129
 # Set False to keep sm_90 on the Triton kernels (tests, comparisons).
 GLUON_ENABLED = True
-# The kernels (a configuration's KERNEL) launched as programmatic dependents on sm_90 (_support.pdl_options): in a
-# chain of GEMMs (a graph, a layer's projections after a norm) the next kernel's programs take the SMs as this one's
-# end, its launch hidden. Read when a call is planned.
-PDL_KERNELS = frozenset({"grouped", "tma", "gluon"})
+# The kernels (a configuration's KERNEL: "grouped", "tma", "gluon") launched as programmatic dependents on sm_90
+# (_support.pdl_options; read when a call is planned): in a chain of GEMMs the next kernel's programs would take the
+# SMs as this one's end, its launch hidden. None by default: H200, bf16, M = 512 x the Llama-3 shapes, graph replay of
+# a chain over input copies, four A/B rounds (logs/h200-2026-12-04-s50/call-d, exp_gemm_pdl.py): medians level or
+# 1-4% slower with it (512 x 8192 x 28672 362.9-450.9 against 347.7-366.3 us), where W4A16's Gluon kernels gained 1
+# us a call (quant_matmul.PDL_PATHS). A compute-bound GEMM runs at the card's power limit; the idle gap between two
+# kernels is likely what it does not lose to (NOTES item 337).
+PDL_KERNELS = frozenset()
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
