@@ -99,11 +99,11 @@ into), and an int32 arrival counter per output tile kept per (device, stream) an
 launch (the last program of a tile resets it), so a call launches one kernel and synchronises nothing.
 The last program of a tile to arrive sums the partials in k order (deterministic), adds the bias and
 writes the output.
-On sm_90 the paths in PDL_PATHS (the GEMVs and the tensor-core kernel) launch as programmatic dependents: each
-program waits for the kernel before it to end before it reads or writes anything, then lets the next launch go, so in
-a chain of calls (q / k / v, gate / up, a CUDA graph of them) the next kernel's programs take the SMs as this one's
-last ones end (int4 batch 1 on the H200: 0.7-1.3 us a call, NOTES item 168). The set is read when a call is
-planned: change it before the first call of a shape.
+On sm_90 the paths in PDL_PATHS (the GEMVs, the tensor-core kernel, the Gluon kernels) launch as programmatic
+dependents: each program waits for the kernel before it to end before it reads or writes anything, then lets the next
+launch go, so in a chain of calls (q / k / v, gate / up, a CUDA graph of them) the next kernel's programs take the SMs
+as this one's last ones end (int4 on the H200: 0.7-1.3 us a call at batch 1, NOTES item 168; ~1 us at batch 64 below
+28672 x 8192, item 336). The set is read when a call is planned: change it before the first call of a shape.
 A repeated eager call (same shapes, strides, dtypes, alignment) replays the launch its first call recorded
 (ops/_support.py `planned`: the output and partials allocated anew, the stream's arrival counters). Calls
 that cannot be recorded (the Gluon kernel's descriptors, dequantize + cuBLAS) keep a plan of the op's own:
@@ -150,16 +150,21 @@ GEMV_MAX_SPLIT = 64
 # registers a thread of a tile's last piece fills with partials at once (_store_output's SUM_BATCH): the tensor-core
 # kernel's fewer (a stream-K tile has a few pieces; offline sm_90, 16 x 64 x 128 tiles: 96 registers, 128 with 64)
 SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
-# The paths (`_launch_path`'s, and the Gluon kernels' since session 50) launched as programmatic dependents on sm_90 (`_support.await_previous`): in a chain of
-# calls (a decoder's q / k / v or gate / up projections, the results harness's graph) the next kernel's programs are
-# resident as this one's last ones end, not a launch later. The CUDA-core GEMV's: H200, int4, the kept M = 1
-# candidate, graph replay of a chain over input copies (logs/h200-2026-12-02-s25/call-e/exp-gemv-pdl-after-int4.log):
-# 6.8 / 12.1 / 12.7 / 36.5 us -> 6.1 / 11.4 / 11.9 / 35.2 at 4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192, the
-# same bits. Letting the next launch go before the wait (a chain of waiting kernels on the SMs) ran 4096^2 at 9.6 us;
-# the program's words prefetched into L2 first (cp.async.bulk.prefetch, before the wait) ran 0.5-11 us slower
-# everywhere (call-d). NOTES item 168. The mma GEMV and the tensor-core kernel (logs/h200-2026-12-02-s26/call-a,
-# exp_gemv_pdl.py --m 16 / 64, each path's first candidate): 0.3-1.3 us off at 4096^2 to 4096 x 14336 (mma at 16: 11.8
-# / 17.9 / 19.9 -> 10.9 / 17.4 / 19.1 us), within +-2% at 28672 x 8192; the same bits (NOTES item 171).
+# The paths (`_launch_path`'s and the Gluon kernels') launched as programmatic dependents on sm_90
+# (`_support.await_previous`): in a chain of calls (a decoder's q / k / v or gate / up projections, the results
+# harness's graph) the next kernel's programs are resident as this one's last ones end, not a launch later. The
+# CUDA-core GEMV's: H200, int4, the kept M = 1 candidate, graph replay of a chain over input copies
+# (logs/h200-2026-12-02-s25/call-e/exp-gemv-pdl-after-int4.log): 6.8 / 12.1 / 12.7 / 36.5 us -> 6.1 / 11.4 / 11.9 / 35.2
+# at 4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192, the same bits. Letting the next launch go before the wait (a
+# chain of waiting kernels on the SMs) ran 4096^2 at 9.6 us; the program's words prefetched into L2 first
+# (cp.async.bulk.prefetch, before the wait) ran 0.5-11 us slower everywhere (call-d). NOTES item 168. The mma GEMV and
+# the tensor-core kernel (logs/h200-2026-12-02-s26/call-a, exp_gemv_pdl.py --m 16 / 64, each path's first candidate):
+# 0.3-1.3 us off at 4096^2 to 4096 x 14336 (mma at 16: 11.8 / 17.9 / 19.9 -> 10.9 / 17.4 / 19.1 us), within +-2% at
+# 28672 x 8192; the same bits (NOTES item 171). The Gluon kernels (batch 17 up; since session 50; each waits after
+# setting up its shared memory and barriers): H200, int4, the tuned candidate, four A/B rounds
+# (logs/h200-2026-12-04-s50/call-d, exp_gemm_pdl.py): batch 64 15.4 / 25.1 / 28.1 -> 14.3 / 23.9 / 27.3 us at 4096^2 /
+# 14336 x 4096 / 4096 x 14336, level at 28672 x 8192; batch 256 25.6 -> 24.5 at 4096^2, level elsewhere; the same bits
+# (NOTES item 336).
 PDL_PATHS = frozenset({"gemv", "mma", "dot", "gluon", "gluon_rs"})
 
 # GEMV candidates (BLOCK_N, num_warps, WORD_ROWS, programs per SM to split K towards, num_stages[,
