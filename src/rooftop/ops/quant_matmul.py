@@ -103,7 +103,7 @@ On sm_90 the paths in PDL_PATHS (the GEMVs, the tensor-core kernel, the Gluon ke
 dependents: each program waits for the kernel before it to end before it reads or writes anything, then lets the next
 launch go, so in a chain of calls (q / k / v, gate / up, a CUDA graph of them) the next kernel's programs take the SMs
 as this one's last ones end (int4 on the H200: 0.7-1.3 us a call at batch 1, NOTES item 168; ~1 us at batch 64 below
-28672 x 8192, item 336). The set is read when a call is planned: change it before the first call of a shape.
+28672 x 8192, item 337). The set is read when a call is planned: change it before the first call of a shape.
 A repeated eager call (same shapes, strides, dtypes, alignment) replays the launch its first call recorded
 (ops/_support.py `planned`: the output and partials allocated anew, the stream's arrival counters). Calls
 that cannot be recorded (the Gluon kernel's descriptors, dequantize + cuBLAS) keep a plan of the op's own:
@@ -164,7 +164,7 @@ SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
 # setting up its shared memory and barriers): H200, int4, the tuned candidate, four A/B rounds
 # (logs/h200-2026-12-04-s50/call-d, exp_gemm_pdl.py): batch 64 15.4 / 25.1 / 28.1 -> 14.3 / 23.9 / 27.3 us at 4096^2 /
 # 14336 x 4096 / 4096 x 14336, level at 28672 x 8192; batch 256 25.6 -> 24.5 at 4096^2, level elsewhere; the same bits
-# (NOTES item 336).
+# (NOTES item 337).
 PDL_PATHS = frozenset({"gemv", "mma", "dot", "gluon", "gluon_rs"})
 
 # GEMV candidates (BLOCK_N, num_warps, WORD_ROWS, programs per SM to split K towards, num_stages[,
