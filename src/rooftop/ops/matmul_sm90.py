@@ -407,12 +407,13 @@ def _matmul_ws_kernel(a_desc, b_desc, c_desc, res_desc, bias_ptr, bias_stride, w
                       BLOCK_N: gl.constexpr, B_K_MAJOR: gl.constexpr, GROUP_M: gl.constexpr, HAS_BIAS: gl.constexpr,
                       ACTIVATION: gl.constexpr, HAS_RESIDUAL: gl.constexpr, STREAM_K: gl.constexpr,
                       CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, PDL: gl.constexpr):
-    """Persistent warp-specialised GEMM: consumer 0 is the default partition (num_warps = 4), consumer 1
-    (if any) and the loader are workers. PDL: launched as a programmatic dependent (_support.pdl_options): the
-    shared memory and barriers are set up before the wait for the kernel ahead, nothing global is touched before. res_desc: the residual's, laid out as the output's (c_desc
-    itself, never read, without a residual). ws_ptr, cnt_ptr: stream-K's fp32 partials [programs, 2,
-    NUM_CONSUMERS, CONSUMER_ROWS, BLOCK_N] and int32 arrival counters [tiles, NUM_CONSUMERS] (unread
-    placeholders without STREAM_K). b's and the output's boxes may be narrower than BLOCK_N (Variant.box_n)."""
+    """Persistent warp-specialised GEMM: consumer 0 is the default partition (num_warps = 4), consumer 1 (if any)
+    and the loader are workers. PDL: launched as a programmatic dependent (_support.pdl_options): the shared memory
+    and barriers are set up before the wait for the kernel ahead, nothing global is touched before. res_desc: the
+    residual's, laid out as the output's (c_desc itself, never read, without a residual). ws_ptr, cnt_ptr:
+    stream-K's fp32 partials [programs, 2, NUM_CONSUMERS, CONSUMER_ROWS, BLOCK_N] and int32 arrival counters [tiles,
+    NUM_CONSUMERS] (unread placeholders without STREAM_K). b's and the output's boxes may be narrower than BLOCK_N
+    (Variant.box_n)."""
     A_BOXES: gl.constexpr = 1 if PINGPONG else NUM_CONSUMERS
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     CONSUMER_ROWS: gl.constexpr = c_desc.block_type.shape[0]
