@@ -12,7 +12,7 @@ PDL on, off, on again (plans cleared at each switch; the tuner's choice kept), c
 output checked bit for bit against the first. Predicted: ~0.5-1.5 us a call off (the GEMVs' 0.3-1.3, NOTES item 168):
 3-5% at matmul M = 512 (30-40 us), 3-8% at W4A16 batch 64 (15-30 us).
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_gemm_pdl.py OUT [--matmul-m 512] [--quant-m 64,256]
-       [--order on,off,on]
+       [--order on,off,on] [--shapes 28672x4096] [--clocks SECONDS]
 Writes OUT/exp-gemm-pdl.json; prints a table last.
 """
 from __future__ import annotations
@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
+import time
 from pathlib import Path
 
 import torch
@@ -27,7 +29,7 @@ import torch
 from rooftop import registry
 from rooftop.bench import providers
 from rooftop.bench.sweep import input_sets
-from rooftop.bench.timing import graph_replay_us
+from rooftop.bench.timing import capture_graph, graph_replay_us
 from rooftop.ops import _autotune, matmul as mm, quant_matmul as qm
 
 GLUON_QUANT = frozenset({"gluon", "gluon_rs"})
@@ -47,6 +49,9 @@ def main() -> None:
     parser.add_argument("--matmul-m", default="512")
     parser.add_argument("--quant-m", default="64,256")
     parser.add_argument("--order", default="on,off,on", help="the switch's settings in turn, e.g. off,on,off,on")
+    parser.add_argument("--shapes", default="", help="only these N x K, e.g. 28672x4096,4096x4096")
+    parser.add_argument("--clocks", type=float, default=0, help="seconds of the chain replayed after each timing while "
+                        "nvidia-smi samples the SM clock and the power draw")
     args = parser.parse_args()
     order = [part == "on" for part in args.order.split(",")]
     chosen = []
@@ -56,6 +61,8 @@ def main() -> None:
     cases = [("matmul", s) for s in registry.get("matmul").cases if str(s[0]) in args.matmul_m.split(",")]
     cases += [("quant_matmul_int4", s) for s in registry.get("quant_matmul_int4").cases
               if str(s[0]) in args.quant_m.split(",")]
+    if args.shapes:
+        cases = [(op, s) for op, s in cases if "x".join(map(str, s[1:])) in args.shapes.split(",")]
     rows = []
     for op, shape in cases:
         spec = registry.get(op)
@@ -66,11 +73,15 @@ def main() -> None:
         chosen.clear()
         base = spec.run(*first).clone()  # tunes
         config = chosen[-1] if chosen else None
-        row = dict(op=op, shape=list(shape), config=config, on=[], off=[], same=True)
+        row = dict(op=op, shape=list(shape), config=config, on=[], off=[], same=True, clocks=[])
         for on in order:
             switch(on)
             row["same"] &= torch.equal(spec.run(*first), base)
-            row["on" if on else "off"].append(graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=repeat))
+            calls = [lambda s=s: spec.run(*s) for s in sets]
+            row["on" if on else "off"].append(graph_replay_us(calls, repeat=repeat))
+            if args.clocks:
+                row["clocks"].append(dict(pdl=on, **clocks_while(calls, repeat, args.clocks)))
+                print(f"  PDL {on:d}: {row['clocks'][-1]}", flush=True)
         cublas = providers.make(spec, "cublas")
         row["cublas"] = graph_replay_us([lambda s=s: cublas(*s) for s in sets], repeat=repeat)
         rows.append(row)
@@ -83,6 +94,29 @@ def main() -> None:
           "(medians) on / off  same bits")
     for r in rows:
         print(line(r))
+
+
+def clocks_while(calls, repeat: int, seconds: float) -> dict:
+    """The mean SM clock (MHz) and power draw (W) nvidia-smi reads every 100 ms while a graph of `calls`, `repeat`
+    times over, is replayed back to back for `seconds`, and the GPU us a call meanwhile."""
+    graph = capture_graph(lambda: [c() for c in calls], lambda: [c() for _ in range(repeat) for c in calls])
+    graph.replay()
+    torch.cuda.synchronize()
+    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
+                            "-lms", "100"], stdout=subprocess.PIPE, text=True)
+    start, replays = time.perf_counter(), 0
+    while time.perf_counter() - start < seconds:
+        graph.replay()
+        torch.cuda.synchronize()
+        replays += 1
+    elapsed = time.perf_counter() - start
+    smi.terminate()
+    samples = [row.split(",") for row in smi.communicate()[0].splitlines()]
+    samples = [(float(a), float(b)) for a, b in (r for r in samples if len(r) == 2)
+               if a.strip().replace(".", "").isdigit() and b.strip().replace(".", "").isdigit()]
+    mean = lambda i: statistics.mean(s[i] for s in samples) if samples else float("nan")  # noqa: E731
+    return dict(sm_mhz=mean(0), watts=mean(1), samples=len(samples),
+                us=elapsed * 1e6 / (replays * repeat * len(calls)))
 
 
 def line(r: dict) -> str:
