@@ -140,8 +140,9 @@ GLUON_ENABLED = True
 # SMs as this one's end, its launch hidden. None by default: H200, bf16, M = 512 x the Llama-3 shapes, graph replay of
 # a chain over input copies, four A/B rounds (logs/h200-2026-12-04-s50/call-d, exp_gemm_pdl.py): medians level or
 # 1-4% slower with it (512 x 8192 x 28672 362.9-450.9 against 347.7-366.3 us), where W4A16's Gluon kernels gained 1
-# us a call (quant_matmul.PDL_PATHS). A compute-bound GEMM runs at the card's power limit; the idle gap between two
-# kernels is likely what it does not lose to (NOTES item 337).
+# us a call (quant_matmul.PDL_PATHS). Why (call g, nvidia-smi over 4 s of the chain): the GEMMs draw the card's 700 W
+# either way, and without the idle gaps between kernels the SM clock drops ~4.5% (512 x 28672 x 4096: 1310 against
+# 1370 MHz, 204.5 against 199.1 us a call; NOTES items 337, 339).
 PDL_KERNELS = frozenset()
 
 # ---------------------------------------------------------------------------------------------
