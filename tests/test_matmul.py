@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import rooftop.ops.matmul as mm
-from conftest import DEVICE, HAS_CUDA, TOL, rel_err
+from conftest import DEVICE, HAS_CUDA, TOL, rel_err, replayed_by_switch
 from rooftop import registry
 from rooftop.ops import _autotune, matmul_sm90
 from rooftop.ops._support import GluonDescriptor, Plans
@@ -850,7 +850,6 @@ def test_gpu_pdl_chain(kernel, monkeypatch):
     the output of the one before, and a residual each: the plain launches' bits (a read of a or of the residual, or a
     write, before the kernel ahead ended would show), each step right against the reference. The Gluon variant is
     stream-K (tiles cut between programs: the partials and counters of one call must not meet the next's)."""
-    from conftest import replayed_by_switch
     K = 1024
     a = torch.randn(512, K, device="cuda", dtype=torch.bfloat16)
     weights = [torch.randn(K, K, device="cuda", dtype=torch.bfloat16) * K**-0.5 for _ in range(3)]
