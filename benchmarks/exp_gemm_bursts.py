@@ -1,4 +1,5 @@
-r"""Experiment (prepared in session 50, not yet run): rooftop's GEMM against cuBLAS in alternating bursts, on the H200.
+r"""Experiment (prepared in session 50, run in session 51): rooftop's GEMM against cuBLAS in alternating bursts, on the
+H200.
 
 The bf16 GEMMs run at the card's 700 W cap (NOTES item 339: with the idle gaps between kernels removed the SM clock
 fell ~4.5%), and the results harness times each provider in turn (do_bench, then a 50 ms graph replay), so a
@@ -9,7 +10,12 @@ medians compared, beside the harness's own sequential reading of the same graphs
 back to back that long under nvidia-smi (exp_gemm_pdl.clocks_while): the sustained, power-bound figure.
 Predicted: the alternating medians' ratios spread less than the sequential ones between runs; which M = 512 shapes
 are below issue 4's 0.95x is what they say.
-Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_gemm_bursts.py OUT [--m 512] [--rounds 8] [--seconds 0]
+Session 51 (call a, twice): the alternating medians agreed within 0.013 between runs where the sequential ratios
+moved by up to 0.11; 512 x 10240 x 8192 0.913x both times, 512 x 28672 x 4096 0.954 / 0.957, the others 0.97-0.99.
+--candidates adds every candidate of the tuner's list for the case, forced (`forcing`), to the bursts: does the
+tuner (one call, L2 flushed by zeroing) pick what runs fastest over input copies?
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_gemm_bursts.py OUT [--m 512] [--shapes NxK,..] [--rounds 8]
+       [--seconds 0] [--candidates]
 Writes OUT/exp-gemm-bursts.json; prints a table last.
 """
 from __future__ import annotations
@@ -23,6 +29,7 @@ import torch
 
 from exp_gemm_pdl import clocks_while
 from rooftop import registry
+from rooftop.ops import _autotune, _support
 from rooftop.bench import providers
 from rooftop.bench.sweep import input_sets
 from rooftop.bench.timing import bench_ms, capture_graph, graph_replay_us
@@ -38,20 +45,73 @@ def burst_us(graph, calls: int) -> float:
     return start.elapsed_time(end) * 1e3 / calls
 
 
+class forcing:
+    """rooftop.matmul with the tuner's choice replaced by `config` (None: the tuner's own) while inside; the
+    recorded calls are forgotten when the forced choice changes (a replay would keep the last one's kernels)."""
+    current = ("unset",)
+    choose, is_settled = _autotune.choose, _autotune.is_settled
+    seen: list = []  # the candidate lists the tuner was asked to choose from
+
+    def __init__(self, config):
+        self.config = config
+
+    def __enter__(self):
+        if forcing.current != self.config:
+            _support.clear_plans()
+            forcing.current = self.config
+        if self.config is not None:
+            _autotune.choose = lambda op, key, configs, run, **kw: self.config
+            _autotune.is_settled = lambda *args, **kw: True
+
+    def __exit__(self, *exc):
+        _autotune.choose, _autotune.is_settled = forcing.choose, forcing.is_settled
+
+
+def recorded_choose(op, key, configs, run, **kw):
+    """The tuner's choose, remembering the candidates it was given (`forcing.seen`)."""
+    forcing.seen.append(list(configs))
+    return forcing.choose(op, key, configs, run, **kw)
+
+
+def candidate_fns(spec, first: tuple) -> dict:
+    """name: fn for the tuned call and for each of the tuner's candidates for `first`'s case, forced."""
+    def forced(config):
+        def fn(*args):
+            with forcing(config):
+                return spec.run(*args)
+        return fn
+
+    forcing.seen.clear()
+    _autotune.choose = recorded_choose
+    try:
+        with forcing(None):
+            spec.run(*first)  # tunes
+    finally:
+        _autotune.choose = forcing.choose
+    fns = {"rooftop": forced(None)}
+    for i, config in enumerate(forcing.seen[-1]):
+        fns[f"c{i}:" + ",".join(f"{k}={v}" for k, v in config.items())] = forced(config)
+    return fns
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--m", default="512", help="comma-separated M of the matmul cases")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=0)
+    parser.add_argument("--shapes", default="", help="comma-separated NxK of the cases (default: every one)")
+    parser.add_argument("--candidates", action="store_true")
     args = parser.parse_args()
     spec = registry.get("matmul")
     rows = []
-    for shape in (s for s in spec.cases if str(s[0]) in args.m.split(",")):
+    for shape in (s for s in spec.cases if str(s[0]) in args.m.split(",")
+                  and (not args.shapes or f"{s[1]}x{s[2]}" in args.shapes.split(","))):
         first = spec.make_inputs(tuple(shape), torch.bfloat16, "cuda")
         sets = input_sets(spec, shape, torch.bfloat16, first)
         repeat = max(1, 64 // len(sets))
-        fns = {"rooftop": spec.run, "cublas": providers.make(spec, "cublas")}
+        fns = candidate_fns(spec, first) if args.candidates else {"rooftop": spec.run}
+        fns["cublas"] = providers.make(spec, "cublas")
         row = dict(shape=list(shape), sequential={}, bursts={name: [] for name in fns}, sustained={})
         graphs = {}
         for name, fn in fns.items():
@@ -71,6 +131,8 @@ def main() -> None:
                 row["sustained"][name] = clocks_while([lambda s=s, fn=fn: fn(*s) for s in sets], repeat, args.seconds)
         rows.append(row)
         print(line(row), flush=True)
+        if args.candidates:
+            print(candidate_lines(row), flush=True)
         del first, sets, graphs
         torch.cuda.empty_cache()
     Path(args.out).mkdir(parents=True, exist_ok=True)
@@ -78,6 +140,8 @@ def main() -> None:
     print("\nshape             x cuBLAS: sequential / alternating medians (us rooftop, cuBLAS) / sustained")
     for row in rows:
         print(line(row))
+    for row in rows if args.candidates else ():
+        print(candidate_lines(row))
 
 
 def line(row: dict) -> str:
@@ -92,6 +156,13 @@ def line(row: dict) -> str:
         a, b = row["sustained"]["rooftop"], row["sustained"]["cublas"]
         text += f" / {b['us'] / a['us']:.3f} ({a['sm_mhz']:.0f} / {b['sm_mhz']:.0f} MHz)"
     return text
+
+
+def candidate_lines(row: dict) -> str:
+    """A line per provider of the case: its bursts' median and cuBLAS's over it."""
+    theirs = statistics.median(row["bursts"]["cublas"])
+    return "\n".join(f"  {statistics.median(us):7.1f} us {theirs / statistics.median(us):.3f}x  {name}"
+                     for name, us in row["bursts"].items())
 
 
 if __name__ == "__main__":
