@@ -330,3 +330,21 @@ def test_gluon_launch_reaches_tritons_launcher():
     assert wrapped is not launcher and _support._unwrapped_launcher(wrapped) is launcher
     assert _support._unwrapped_launcher(launcher) is None
     assert _support._unwrapped_launcher(wrap_handle_tensordesc(launcher, {0: "i32"}, None)) is None  # no wrapper
+
+
+def test_clear_plans_forgets_every_plans_table():
+    """clear_plans empties the ops' own per-call plans (matmul's), whose kept launch a switch would not reach
+    otherwise, and drops the tables nobody holds any more (a test's stand-in)."""
+    from rooftop.ops import matmul as mm
+    a, b = _rand(8, 32, dtype=torch.float32), _rand(32, 16, dtype=torch.float32)
+    rooftop.matmul(a, b)
+    assert len(mm._plans) >= 1
+    stand_in = _support.Plans()
+    stand_in[("key",)] = print
+    held = len(_support._all_plans)
+    _support.clear_plans()
+    assert not mm._plans and not stand_in
+    del stand_in
+    gc.collect()
+    _support.clear_plans()
+    assert len(_support._all_plans) == held - 1

@@ -14,6 +14,7 @@ import functools
 import os
 import re
 import threading
+import weakref
 from typing import Callable, Optional, Sequence
 
 import torch
@@ -843,6 +844,9 @@ def alignment_key(*tensors: Optional[torch.Tensor]) -> tuple:
     return tuple(None if t is None else t.data_ptr() & 15 == 0 for t in tensors)
 
 
+_all_plans: list[weakref.ref] = []  # every Plans made: clear_plans forgets them all
+
+
 class Plans(dict):
     """An op's per-call launch plans: key (shapes, strides, dtypes, flags, alignment_key) -> a callable
     that launches the call's kernels with everything else decided. A plan is made by the op's slow
@@ -854,6 +858,7 @@ class Plans(dict):
         super().__init__()
         self.limit = limit
         self.misses: dict[tuple, int] = {}  # `planned`: the calls of a key that could not be recorded
+        _all_plans.append(weakref.ref(self))
 
     def keep(self, key: tuple, plan: Callable) -> Callable:
         if len(self) >= self.limit:
@@ -1041,13 +1046,15 @@ def _replay(inputs, fresh, launches, single, returned, values):
     return tuple(None if i is None else pool[i] for i in returned)
 
 
-_all_plans: list[Plans] = []
-
-
 def clear_plans() -> None:
-    """Forget every recorded call (after changing a module's switches, as tests do)."""
-    for plans in _all_plans:
-        plans.clear()
+    """Forget every recorded call (after changing a module's switches, as tests do): the public ops'
+    (`planned`) and the ops' own per-call plans (matmul's, quant_matmul's, attention's)."""
+    for ref in list(_all_plans):
+        plans = ref()
+        if plans is None:  # a Plans a test put in place for a while
+            _all_plans.remove(ref)
+        else:
+            plans.clear()
 
 
 def planned(fn: Callable) -> Callable:
@@ -1055,7 +1062,6 @@ def planned(fn: Callable) -> Callable:
     (see above); under torch.compile, inside another op's recording, or with arguments no key stands
     for, `fn` runs as written. While torch.profiler records, a call is a range named rooftop::<op>."""
     plans = Plans()
-    _all_plans.append(plans)
     label = f"rooftop::{fn.__name__.lstrip('_')}"
 
     @functools.wraps(fn)
