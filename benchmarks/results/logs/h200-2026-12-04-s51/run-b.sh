@@ -1,6 +1,6 @@
 # Session 51, call b: every tuner candidate of matmul at 512 x 10240 x 8192 and 512 x 28672 x 4096, forced, in
-# VOID: clear_plans did not reach matmul._plans then, so every "candidate" replayed the tuned plan (all within 1%).
 # alternating bursts with the tuned choice and cuBLAS (exp_gemm_bursts.py --candidates).
+# VOID: clear_plans did not reach matmul._plans then, so every "candidate" replayed the tuned plan (all within 1%).
 set -x
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
 mkdir -p $OUT/w

@@ -1,6 +1,5 @@
 # Session 51, call c: call b again after clear_plans reaches matmul._plans: every tuner candidate of matmul at
 # 512 x 10240 x 8192 and 512 x 28672 x 4096, forced, in alternating bursts with the tuned choice and cuBLAS.
-# alternating bursts with the tuned choice and cuBLAS (exp_gemm_bursts.py --candidates).
 set -x
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
 mkdir -p $OUT/w
