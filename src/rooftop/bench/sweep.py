@@ -7,7 +7,7 @@ import torch
 
 from rooftop import registry
 from rooftop.bench import providers as prov
-from rooftop.bench.timing import bench_ms, graph_replay_us, python_launch_us
+from rooftop.bench.timing import alternating_graph_us, bench_ms, capture_graph, graph_replay_us, python_launch_us
 
 DTYPES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16,
           "fp32": torch.float32, "float32": torch.float32}
@@ -42,11 +42,12 @@ def measure(spec: registry.OpSpec, shape: Sequence[int], dtype: torch.dtype, pro
     """Time each provider on one shape; rows in the DESIGN.md results format. A provider that cannot
     run is left out, and the reason said. `ms` is do_bench's (launched from Python, L2 flushed); a
     call under GRAPH_BELOW_MS also gets `graph_ms`: its GPU time alone, by graph replay over input
-    copies that exceed L2 (where the host, not the kernel, may set `ms`)."""
+    copies that exceed L2 (where the host, not the kernel, may set `ms`), the providers' graphs
+    replayed in alternating bursts (timing.alternating_graph_us)."""
     inputs = spec.make_inputs(tuple(shape), dtype, "cuda")
     ref = spec.reference(*inputs) if check else None
     cost = spec.cost(tuple(shape), dtype)
-    rows, sets = [], None
+    rows, sets, chains = [], None, {}
     for name in providers:
         try:
             fn = prov.make(spec, name)
@@ -57,24 +58,29 @@ def measure(spec: registry.OpSpec, shape: Sequence[int], dtype: torch.dtype, pro
             err = rel_err(out, ref) if check else None
             del out
             ms = bench_ms(lambda: fn(*inputs))
-            graph_ms = None
             if ms < GRAPH_BELOW_MS:
                 sets = sets or input_sets(spec, shape, dtype, inputs)
-                graph_ms = graph_replay_us([lambda s=s: fn(*s) for s in sets], repeat=max(1, 64 // len(sets))) * 1e-3
+                calls = [lambda s=s, fn=fn: fn(*s) for s in sets]
+                run_all = lambda calls=calls: [call() for call in calls]  # noqa: E731
+                capture_graph(run_all, run_all)  # capturable (else it is said and the provider left out)
+                chains[name] = calls
         except Exception as e:  # a provider that fails at one size (limits, OOM) is reported, not fatal
             say(f"{spec.name} {list(shape)}: {name} failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
             torch.cuda.empty_cache()
             continue
         seconds = ms * 1e-3
-        row = {"op": spec.name, "dtype": str(dtype).replace("torch.", ""), "shape": list(shape),
-               "provider": name, "ms": ms, "GBps": cost.achieved_GBps(seconds),
-               "TFLOPs": cost.achieved_TFLOPs(seconds) if cost.bound(ceilings) == "compute" else None,
-               "roofline_pct": cost.roofline_pct(seconds, ceilings), "rel_err": err,
-               "flops": cost.flops, "bytes": cost.bytes}
-        if graph_ms is not None:
-            row.update(graph_ms=graph_ms, graph_roofline_pct=cost.roofline_pct(graph_ms * 1e-3, ceilings))
-        rows.append(row)
-    del inputs, ref, sets
+        rows.append({"op": spec.name, "dtype": str(dtype).replace("torch.", ""), "shape": list(shape),
+                     "provider": name, "ms": ms, "GBps": cost.achieved_GBps(seconds),
+                     "TFLOPs": cost.achieved_TFLOPs(seconds) if cost.bound(ceilings) == "compute" else None,
+                     "roofline_pct": cost.roofline_pct(seconds, ceilings), "rel_err": err,
+                     "flops": cost.flops, "bytes": cost.bytes})
+    if chains:
+        graph_us = alternating_graph_us(chains, repeat=max(1, 64 // len(sets)))
+        for row in rows:
+            if row["provider"] in graph_us:
+                graph_ms = graph_us[row["provider"]] * 1e-3
+                row.update(graph_ms=graph_ms, graph_roofline_pct=cost.roofline_pct(graph_ms * 1e-3, ceilings))
+    del inputs, ref, sets, chains
     torch.cuda.empty_cache()
     return rows
 
