@@ -44,7 +44,11 @@ Which kernel runs:
   (where their tiles fill the waves and 128 / 256 do not: matmul_sm90.timed) came after. Session 41 (2026-12-03,
   three runs of the M = 512 rows, graph replay x cuBLAS): 512 x 6144 x 4096 0.98 / 1.01 / 1.02x, 512 x 10240 x 8192
   0.90 / 0.97 / 0.92x, 512 x 28672 x 4096 0.92-0.95x, the others 0.96-1.04x; M = 512 ratios move by several percent
-  between runs (cuBLAS's own time at 512 x 6144 x 4096: 35.4 us in session 9, 37.9-41.6 in session 41).
+  between runs (cuBLAS's own time at 512 x 6144 x 4096: 35.4 us in session 9, 37.9-41.6 in session 41): the GEMMs
+  run at the card's 700 W cap, and a provider timed after another inherits the clock that one left. Session 51
+  (2026-12-04), the providers' graphs replayed in alternating bursts (sweep.measure; two runs agreed within 0.013):
+  512 x 10240 x 8192 0.91x, 512 x 28672 x 4096 0.95x, the other M = 512 shapes 0.97-1.03x; the fastest of the
+  tuner's candidates, each forced, ran 1-2% faster than its choice there (benchmarks/exp_gemm_bursts.py).
 - TMA persistent (sm_90+; the interpreter runs it too): when the problem is one 2-D GEMM after
   folding the batch of a 3-D a into M (a's rows evenly strided, as a contiguous [B, S, K] is) and a,
   b and the output suit TMA: one unit stride, the other a multiple of 16 bytes, a 16-byte aligned
