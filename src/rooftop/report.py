@@ -349,7 +349,8 @@ def _graph_blocks(by_shape: dict[tuple, dict[str, dict]], providers: list[str],
         table.append(line)
     said = "; ".join(f"{_range(v, '{:.2f}')}x {p}" for p, v in ratios.items() if v)
     return [("p", "GPU time alone of the calls shorter than 0.3 ms (one CUDA graph replaying calls over input copies "
-                  "that together exceed L2, so each reads from DRAM; no host launch cost): the table above is "
+                  "that together exceed L2, so each reads from DRAM; no host launch cost; the providers' graphs "
+                  "replayed in alternating bursts in the runs from 2026-12-04 on): the table above is "
                   f"do_bench from Python, which on this host can time the launch instead of the kernel. "
                   f"rooftop against the others here: {said or 'no peer timed this way'}."),
             ("table", headers, table)], ratios
