@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -278,6 +279,8 @@ def test_bad_input(device):
         attention(q.transpose(2, 3).contiguous().transpose(2, 3), k, v)
     with pytest.raises(ValueError, match="scale"):
         attention(q, k, v, scale=0.0)
+    with pytest.raises(TypeError, match="scale must be a Python float or int, got numpy.float32"):
+        attention(q, k, v, scale=np.float32(0.5))
     with pytest.raises(ValueError, match="window right must be 0"):
         attention(q, k, v, causal=True, window=(4, 2))
     with pytest.raises(ValueError, match="window left"):

@@ -231,6 +231,10 @@ def test_append_kv_bad_input(device):
         append_kv(cache, cache, k, k, lengths.float())
     with pytest.raises(ValueError, match=r"cache_lengths must have shape \(\), \(1,\) or \(2,\)"):
         append_kv(cache, cache, k, k, torch.zeros(3, dtype=torch.int32, device=device))
+    spaced = torch.zeros(4, dtype=torch.int32, device=device)
+    with pytest.raises(ValueError, match="cache_lengths must have unit stride"):  # it would advance spaced[1]
+        append_kv(cache, cache, k, k, spaced[::2])
+    assert not spaced.any()
     with pytest.raises(ValueError, match="k_cache .* cannot hold k"):
         append_kv(cache[:, :1], cache[:, :1], k, k, lengths)
     with pytest.raises(TypeError, match="v_cache has dtype"):

@@ -4,6 +4,7 @@ path against the float64 reference, the modules, torch.compile.
 Tolerance: outputs are compared with x @ dequantize(w).T in float64 at TOL[dtype] (DESIGN.md). The
 fused kernels' only roundings are the output's (and on the tensor-core path the dequantized weight's,
 to x's dtype, exactly as dequantize(x.dtype) rounds it), about 2e-3 relative for bfloat16."""
+import dataclasses
 import json
 import subprocess
 import sys
@@ -286,6 +287,29 @@ def test_bad_input(device):
         quant_matmul(x, qw, torch.randn(8, device=device))
     with pytest.raises(ValueError, match="bits must be 4 or 8"):
         quantize_model(torch.nn.Linear(64, 8), bits=2)
+
+
+def test_bad_weight_tensors(device):
+    """A QuantizedWeight whose tensors were replaced or viewed: an error naming the tensor, never a wrong answer
+    (the kernels index every tensor of the packed format as contiguous)."""
+    qw = quantize_weight(torch.randn(16, 64, device=device, dtype=torch.bfloat16), 4, 32)
+    x = torch.randn(3, 64, device=device, dtype=torch.bfloat16)
+    strided = lambda t: t.t().contiguous().t()  # noqa: E731  the same values, column-major
+    cases = [(dict(scales=strided(qw.scales)), ValueError, "qweight.scales must be contiguous"),
+             (dict(packed=strided(qw.packed)), ValueError, "qweight.packed must be contiguous"),
+             (dict(zeros=strided(qw.zeros)), ValueError, "qweight.zeros must be contiguous"),
+             (dict(scales=qw.scales[:1].clone()), ValueError, r"qweight.scales must have shape \(2, 16\)"),
+             (dict(zeros=qw.zeros[:, :8].clone()), ValueError, r"qweight.zeros must have shape \(2, 16\)"),
+             (dict(packed=qw.packed.long()), TypeError, "qweight.packed must be a 2-D int32 tensor"),
+             (dict(scales=qw.scales.int()), TypeError, "qweight.scales must be float16, bfloat16 or float32"),
+             (dict(zeros=qw.zeros.int()), TypeError, "qweight.zeros must be uint8")]
+    for change, error, message in cases:
+        bad = dataclasses.replace(qw, **change)
+        with pytest.raises(error, match=message):
+            quant_matmul(x, bad)
+        with pytest.raises(error, match=message):
+            bad.dequantize()
+    assert rel_err(quant_matmul(x, qw), x.double() @ qw.dequantize().double().t()) < TOL[torch.bfloat16]
 
 
 def _model(device):

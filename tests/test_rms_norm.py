@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -77,6 +78,14 @@ def test_empty(device):
     assert rooftop.rms_norm(x, w).shape == (0, 64)
     y, r = rooftop.rms_norm(x, w, residual=x.clone())
     assert y.shape == r.shape == (0, 64)
+    q, scale = rooftop.rms_norm(x, w, quant="fp8")
+    assert q.shape == (0, 64) and scale.shape == (0, 1)
+    for quant in ("fp8", "int8"):  # no row has an absmax to scale by: not a scale of whatever memory held
+        with pytest.raises(ValueError, match="x has an empty last dim"):
+            rooftop.rms_norm(torch.randn(3, 0, device=device), None, quant=quant)
+        with pytest.raises(ValueError, match="x has an empty last dim"):
+            rooftop.rms_norm(torch.randn(3, 0, device=device), None, residual=torch.randn(3, 0, device=device),
+                             quant=quant)
 
 
 def test_bad_input(device):
@@ -94,6 +103,10 @@ def test_bad_input(device):
         rooftop.rms_norm(x, torch.ones(64, device="meta"))
     with pytest.raises(ValueError, match="eps"):
         rooftop.rms_norm(x, w, eps=-1.0)
+    with pytest.raises(TypeError, match=r"eps must be a Python float or int, got numpy.float32"):
+        rooftop.rms_norm(x, w, eps=np.float32(1e-6))
+    with pytest.raises(TypeError, match=r"offset must be a Python float or int, got torch.Tensor"):
+        rooftop.rms_norm(x, w, offset=torch.tensor(1.0))
     with pytest.raises(ValueError, match="residual is required"):
         rooftop.fused_add_rms_norm_(x, None, w)
 
@@ -217,6 +230,13 @@ def test_in_place_needs_row_views(device):
     res, w = torch.randn(8, 64, device=device), torch.ones(64, device=device)
     with pytest.raises(ValueError, match="fused_add_rms_norm_ works in place"):
         rooftop.fused_add_rms_norm_(x, res, w)
+    shared = torch.randn(1, 64, device=device)  # expanded: three rows in one row's memory
+    for x, res in ((shared.expand(3, 64), torch.randn(3, 64, device=device)),
+                   (torch.randn(3, 64, device=device), shared.expand(3, 64))):
+        with pytest.raises(ValueError, match="rows overlap in memory"):
+            rooftop.fused_add_rms_norm_(x, res, w)
+        with pytest.raises(ValueError, match="fused_add_layer_norm_ works in place: .* rows overlap"):
+            rooftop.fused_add_layer_norm_(x, res, w, None)
 
 
 # ---------------------------------------------------------------------------------------------

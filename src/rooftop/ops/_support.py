@@ -104,11 +104,17 @@ def onchip_config(M: int, N: int, elems_per_thread: int = 16, block_elems: int =
     return block_m, block_n, 1 << (warps.bit_length() - 1)
 
 
-def in_place_rows(op: str, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Row views of tensors an op writes in place: they must be views of the tensors themselves."""
+def in_place_rows(op: str, x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Row views of the x and residual a fused add + norm writes in place: views of the tensors themselves,
+    whose rows do not overlap."""
+    tensors = (x, residual)
     rows = tuple(as_rows(t) for t in tensors)
     if any(r.data_ptr() != t.data_ptr() or r.stride(-1) != 1 for r, t in zip(rows, tensors)):
         raise ValueError(f"{op} works in place: its tensors must be viewable as rows of unit column stride")
+    for r, name in zip(rows, ("x", "residual")):
+        if r.numel() and r.shape[0] > 1 and r.stride(0) < r.shape[1]:  # an expanded tensor, say
+            raise ValueError(f"{op} works in place: {name}'s rows overlap in memory (row stride {r.stride(0)} for "
+                             f"{r.shape[1]} columns), so their results would overwrite each other")
     return rows
 
 
@@ -541,8 +547,16 @@ def check_norm_inputs(x, residual, eps, **params) -> None:
             raise ValueError(f"{name} must have shape ({x.shape[-1]},) to match x's last dim, got {tuple(t.shape)}")
         if t.stride(0) != 1 and t.numel() > 1:
             raise ValueError(f"{name} must be contiguous")
-    if not isinstance(eps, (int, float)) or not eps >= 0:
+    check_number("eps", eps)
+    if not eps >= 0:
         raise ValueError(f"eps must be a non-negative number, got {eps!r}")
+
+
+def check_number(name: str, value) -> None:
+    """A scalar argument the kernels take as a Python int or float (a numpy or torch scalar is not one)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a Python float or int, got {type(value).__module__}.{type(value).__name__} "
+                        f"{value!r} (float({name}) converts it)")
 
 
 def normalize_dim(dim: int, ndim: int, name: str = "dim") -> int:

@@ -80,8 +80,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from rooftop import registry
 from rooftop.ops import _autotune, attention_sm90
-from rooftop.ops._support import (Launch, Plans, alignment_key, cdiv, check_float, check_same_device, interpreting,
-                                  is_sm90, runs_kernel, torch_op)
+from rooftop.ops._support import (Launch, Plans, alignment_key, cdiv, check_float, check_number, check_same_device,
+                                  interpreting, is_sm90, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 LOG2E = 1.4426950408889634
@@ -604,7 +604,8 @@ def window_bounds(window: Window, causal: bool) -> tuple[int, int]:
 def check_scale(scale, D: int) -> float:
     if scale is None:
         return 1.0 / math.sqrt(D)
-    if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not 0 < scale < math.inf:
+    check_number("scale", scale)
+    if not 0 < scale < math.inf:
         raise ValueError(f"scale must be a positive finite number, got {scale!r}")
     return float(scale)
 

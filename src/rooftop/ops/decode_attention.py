@@ -511,6 +511,8 @@ def check_append(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, 
     check_same_device("cache_lengths", cache_lengths, "k", k)
     if tuple(cache_lengths.shape) not in ((), (1,), (B,)):
         raise ValueError(f"cache_lengths must have shape (), (1,) or ({B},) (batch), got {tuple(cache_lengths.shape)}")
+    if cache_lengths.dim() and cache_lengths.stride(0) != 1 and cache_lengths.shape[0] > 1:
+        raise ValueError("cache_lengths must have unit stride (the kernels index and advance it as contiguous)")
 
 
 def append_kv_reference(k_cache, v_cache, k, v, cache_lengths, block_table=None) -> None:

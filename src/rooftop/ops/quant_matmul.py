@@ -1289,6 +1289,7 @@ def dequantize_reference(packed, scales, zeros, bits, group_size, dtype=torch.fl
 
 def dequantize(packed, scales, zeros, bits, group_size, dtype=torch.float32) -> torch.Tensor:
     """W [N, K] = s * (c - z) in `dtype` (exact in float32), by `_dequantize_kernel` where kernels run."""
+    _check_weight(packed, scales, zeros, bits, group_size)
     if not runs_kernel(packed):
         return dequantize_reference(packed, scales, zeros, bits, group_size, dtype)
     K, N = packed.shape[0] * 32 // bits, packed.shape[1]
@@ -1475,10 +1476,35 @@ def _quant_matmul_op(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor
     return out.reshape(*x.shape[:-1], N)
 
 
-def _check(x, packed, bias, bits) -> None:
+def _check_weight(packed, scales, zeros, bits, group_size) -> None:
+    """The packed format of the module docstring: the kernels take every tensor of it contiguous, with
+    these dtypes and shapes (a QuantizedWeight whose tensors were replaced or viewed may not be)."""
+    _check_format(bits, group_size)
+    if packed.dtype != torch.int32 or packed.dim() != 2:
+        raise TypeError(f"qweight.packed must be a 2-D int32 tensor, got {packed.dtype} of shape {tuple(packed.shape)}")
+    K, N = packed.shape[0] * 32 // bits, packed.shape[1]
+    groups = (K // group_size, N)
+    if scales.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"qweight.scales must be float16, bfloat16 or float32, got {scales.dtype}")
+    if tuple(scales.shape) != groups:
+        raise ValueError(f"qweight.scales must have shape {groups} ([K / group_size, N]), got {tuple(scales.shape)}")
+    if zeros is not None:
+        if zeros.dtype != torch.uint8:
+            raise TypeError(f"qweight.zeros must be uint8, got {zeros.dtype}")
+        if tuple(zeros.shape) != groups:
+            raise ValueError(f"qweight.zeros must have shape {groups} ([K / group_size, N]), got {tuple(zeros.shape)}")
+    for name, t in (("packed", packed), ("scales", scales), ("zeros", zeros)):
+        if t is not None:
+            check_same_device(f"qweight.{name}", t, "qweight.packed", packed)
+            if not t.is_contiguous():
+                raise ValueError(f"qweight.{name} must be contiguous (strides {t.stride()})")
+
+
+def _check(x, packed, scales, zeros, bias, bits, group_size) -> None:
     check_float("x", x)
     if x.dim() == 0:
         raise ValueError("x must have at least one dimension")
+    _check_weight(packed, scales, zeros, bits, group_size)
     check_same_device("qweight", packed, "x", x)
     N, K = packed.shape[1], packed.shape[0] * 32 // bits
     if x.shape[-1] != K:
@@ -1503,7 +1529,7 @@ def quant_matmul(x: torch.Tensor, qweight: QuantizedWeight, bias: Optional[torch
 def _quant_matmul(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: Optional[torch.Tensor],
                   bias: Optional[torch.Tensor], bits: int, group_size: int) -> torch.Tensor:
     """quant_matmul on the weight's tensors: the checks, then the custom op (a repeated eager call replays)."""
-    _check(x, packed, bias, bits)
+    _check(x, packed, scales, zeros, bias, bits, group_size)
     return _quant_matmul_op(x, packed, scales, zeros, bias, bits, group_size)
 
 # ---------------------------------------------------------------------------------------------

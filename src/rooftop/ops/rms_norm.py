@@ -84,10 +84,10 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops import norm_sm90
-from rooftop.ops._support import (as_rows, await_previous, cdiv, check_norm_inputs, exchange_words, in_place_rows,
-                                  interpreting, is_sm90, launch, leave_row, load_rows_add_residual, load_split_chunk,
-                                  load_tile, load_tile_add_residual, load_tile_again, load_word_pairs, num_sms,
-                                  onchip_config, opaque_zero, pack_words, pdl_options, planned, row_pointers,
+from rooftop.ops._support import (as_rows, await_previous, cdiv, check_norm_inputs, check_number, exchange_words,
+                                  in_place_rows, interpreting, is_sm90, launch, leave_row, load_rows_add_residual,
+                                  load_split_chunk, load_tile, load_tile_add_residual, load_tile_again, load_word_pairs,
+                                  num_sms, onchip_config, opaque_zero, pack_words, pdl_options, planned, row_pointers,
                                   rows_vectorize, runs_kernel, split_chunks, split_words_chunks, store_tile,
                                   swap_row_stats, torch_op, unpack_words)
 from rooftop.roofline import Cost
@@ -483,7 +483,8 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
 
 def _check(x, residual, weight, eps, offset=0.0, out_dtype=None, quant=None) -> None:
     check_norm_inputs(x, residual, eps, weight=weight)
-    if not isinstance(offset, (int, float)) or not math.isfinite(offset):
+    check_number("offset", offset)
+    if not math.isfinite(offset):
         raise ValueError(f"offset must be a finite number, got {offset!r}")
     if offset != 0 and weight is None:
         raise ValueError("offset scales by (offset + weight): it needs a weight")
@@ -494,6 +495,9 @@ def _check(x, residual, weight, eps, offset=0.0, out_dtype=None, quant=None) -> 
             raise ValueError(f"quant must be None, 'fp8' or 'int8', got {quant!r}")
         if out_dtype is not None:
             raise ValueError("out_dtype and quant exclude each other: quant sets the output dtype")
+        if x.dim() and x.shape[-1] == 0:
+            raise ValueError(f"x has an empty last dim (shape {tuple(x.shape)}): the scale of an empty row (its "
+                             "absmax over the row) is undefined")
 
 
 def _rows_out(x, dtype):
