@@ -341,10 +341,11 @@ def test_clear_plans_forgets_every_plans_table():
     assert len(mm._plans) >= 1
     stand_in = _support.Plans()
     stand_in[("key",)] = print
-    held = len(_support._all_plans)
+    entry = _support._all_plans[-1]
+    assert entry() is stand_in
     _support.clear_plans()
     assert not mm._plans and not stand_in
     del stand_in
     gc.collect()
     _support.clear_plans()
-    assert len(_support._all_plans) == held - 1
+    assert entry not in _support._all_plans
