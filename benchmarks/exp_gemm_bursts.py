@@ -35,7 +35,7 @@ from rooftop import registry
 from rooftop.ops import _autotune, _support
 from rooftop.bench import providers
 from rooftop.bench.sweep import input_sets
-from rooftop.bench.timing import alternating_graph_us, graph_replay_us
+from rooftop.bench.timing import alternating_graph_us, chain_graph, graph_replay_us
 
 
 class forcing:
@@ -110,7 +110,8 @@ def main() -> None:
         for name, fn in fns.items():
             fn(*first)  # tunes, compiles
             row["sequential"][name] = graph_replay_us(chains[name], repeat=repeat)
-        row["bursts"] = alternating_graph_us(chains, repeat, rounds=args.rounds)
+        row["bursts"] = alternating_graph_us({name: (chain_graph(chain, repeat), repeat * len(chain))
+                                              for name, chain in chains.items()}, rounds=args.rounds)
         if args.seconds:
             for name, fn in fns.items():
                 row["sustained"][name] = clocks_while([lambda s=s, fn=fn: fn(*s) for s in sets], repeat, args.seconds)

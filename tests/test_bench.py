@@ -16,8 +16,10 @@ CEILINGS = Ceilings("test", copy_GBps=4000.0, bf16_mm_TFLOPs=600.0, source="data
 def test_alternating_graph_us_times_each_chain():
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     x = torch.randn(1 << 20, device="cuda")
-    us = timing.alternating_graph_us({"gemm": [lambda: a @ a], "scale": [lambda: x * 2], "gemm_again": [lambda: a @ a],
-                                      "two_gemms": [lambda: a @ a, lambda: a @ a]}, repeat=8, rounds=4)
+    chains = {"gemm": [lambda: a @ a], "scale": [lambda: x * 2], "gemm_again": [lambda: a @ a],
+              "two_gemms": [lambda: a @ a, lambda: a @ a]}
+    us = timing.alternating_graph_us({name: (timing.chain_graph(chain, 8), 8 * len(chain))
+                                      for name, chain in chains.items()}, rounds=4)
     assert list(us) == ["gemm", "scale", "gemm_again", "two_gemms"]
     assert 10 * us["scale"] < us["gemm"]  # 137 GFLOP against 8 MB moved
     assert 0.8 < us["gemm"] / us["gemm_again"] < 1.25

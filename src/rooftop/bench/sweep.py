@@ -7,7 +7,7 @@ import torch
 
 from rooftop import registry
 from rooftop.bench import providers as prov
-from rooftop.bench.timing import alternating_graph_us, bench_ms, capture_graph, graph_replay_us, python_launch_us
+from rooftop.bench.timing import alternating_graph_us, bench_ms, chain_graph, graph_replay_us, python_launch_us
 
 DTYPES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16,
           "fp32": torch.float32, "float32": torch.float32}
@@ -47,7 +47,7 @@ def measure(spec: registry.OpSpec, shape: Sequence[int], dtype: torch.dtype, pro
     inputs = spec.make_inputs(tuple(shape), dtype, "cuda")
     ref = spec.reference(*inputs) if check else None
     cost = spec.cost(tuple(shape), dtype)
-    rows, sets, chains = [], None, {}
+    rows, sets, graphs = [], None, {}
     for name in providers:
         try:
             fn = prov.make(spec, name)
@@ -60,10 +60,8 @@ def measure(spec: registry.OpSpec, shape: Sequence[int], dtype: torch.dtype, pro
             ms = bench_ms(lambda: fn(*inputs))
             if ms < GRAPH_BELOW_MS:
                 sets = sets or input_sets(spec, shape, dtype, inputs)
-                calls = [lambda s=s, fn=fn: fn(*s) for s in sets]
-                run_all = lambda calls=calls: [call() for call in calls]  # noqa: E731
-                capture_graph(run_all, run_all)  # capturable (else it is said and the provider left out)
-                chains[name] = calls
+                repeat = max(1, 64 // len(sets))
+                graphs[name] = (chain_graph([lambda s=s: fn(*s) for s in sets], repeat), repeat * len(sets))
         except Exception as e:  # a provider that fails at one size (limits, OOM) is reported, not fatal
             say(f"{spec.name} {list(shape)}: {name} failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
             torch.cuda.empty_cache()
@@ -74,13 +72,13 @@ def measure(spec: registry.OpSpec, shape: Sequence[int], dtype: torch.dtype, pro
                      "TFLOPs": cost.achieved_TFLOPs(seconds) if cost.bound(ceilings) == "compute" else None,
                      "roofline_pct": cost.roofline_pct(seconds, ceilings), "rel_err": err,
                      "flops": cost.flops, "bytes": cost.bytes})
-    if chains:
-        graph_us = alternating_graph_us(chains, repeat=max(1, 64 // len(sets)))
+    if graphs:
+        graph_us = alternating_graph_us(graphs)
         for row in rows:
             if row["provider"] in graph_us:
                 graph_ms = graph_us[row["provider"]] * 1e-3
                 row.update(graph_ms=graph_ms, graph_roofline_pct=cost.roofline_pct(graph_ms * 1e-3, ceilings))
-    del inputs, ref, sets, chains
+    del inputs, ref, sets, graphs
     torch.cuda.empty_cache()
     return rows
 

@@ -28,7 +28,7 @@ def capture_graph(warm_up: Callable[[], object], body: Callable[[], object]) -> 
     return graph
 
 
-def _chain_graph(calls: Sequence[Callable[[], object]], repeat: int) -> "torch.cuda.CUDAGraph":
+def chain_graph(calls: Sequence[Callable[[], object]], repeat: int) -> "torch.cuda.CUDAGraph":
     """The thunks `calls`, `repeat` times over, in one CUDA graph (warmed up by two rounds first)."""
     def run(times: int) -> None:
         for _ in range(times):
@@ -42,22 +42,21 @@ def graph_replay_us(calls: Sequence[Callable[[], object]], repeat: int = 100) ->
     """Microseconds per call on the GPU alone: the thunks `calls`, `repeat` times over, captured in one
     CUDA graph and replayed (no host launch cost). Several thunks over different inputs that together
     exceed L2 give cold-cache figures, as a model's layers see them; one thunk repeated, hot ones."""
-    graph = _chain_graph(calls, repeat)
+    graph = chain_graph(calls, repeat)
     graph.replay()
     torch.cuda.synchronize()
     return bench_ms(graph.replay, warmup_ms=10, rep_ms=50) * 1e3 / (repeat * len(calls))
 
 
-def alternating_graph_us(chains: dict[str, Sequence[Callable[[], object]]], repeat: int,
+def alternating_graph_us(graphs: dict[str, tuple["torch.cuda.CUDAGraph", int]],
                          rounds: int = 8) -> dict[str, float]:
-    """Microseconds per call of each named chain of thunks on the GPU alone, as graph_replay_us, with the
-    chains' graphs replayed in alternating bursts: each chain's graph in turn, the order reversed every
-    round (A B C, C B A, ..), and each chain's median burst. Why: compute-bound kernels run at the card's
-    power cap (H200: 700 W), and a chain timed right after another inherits the clock that one left; timed
-    one provider after the other, the M = 512 GEMMs' ratios to cuBLAS moved by up to 0.11 between runs,
-    timed this way by 0.013 (NOTES item 341)."""
-    graphs = {name: _chain_graph(calls, repeat) for name, calls in chains.items()}
-    for graph in graphs.values():
+    """Microseconds per call of each named (graph, calls it replays) on the GPU alone (a chain_graph over
+    input copies, as graph_replay_us times one), the graphs replayed in alternating bursts: each in turn,
+    the order reversed every round (A B C, C B A, ..), and each one's median burst. Why: compute-bound
+    kernels run at the card's power cap (H200: 700 W), and a graph timed right after another inherits the
+    clock that one left; timed one provider after the other, the M = 512 GEMMs' ratios to cuBLAS moved by
+    up to 0.11 between runs, timed this way by 0.013 (NOTES item 341)."""
+    for graph, _ in graphs.values():
         graph.replay()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -65,11 +64,12 @@ def alternating_graph_us(chains: dict[str, Sequence[Callable[[], object]]], repe
     order = list(graphs)
     for _ in range(rounds):
         for name in order:
+            graph, calls = graphs[name]
             start.record()
-            graphs[name].replay()
+            graph.replay()
             end.record()
             end.synchronize()
-            bursts[name].append(start.elapsed_time(end) * 1e3 / (repeat * len(chains[name])))
+            bursts[name].append(start.elapsed_time(end) * 1e3 / calls)
         order.reverse()
     return {name: statistics.median(us) for name, us in bursts.items()}
 
