@@ -1290,6 +1290,11 @@ def dequantize_reference(packed, scales, zeros, bits, group_size, dtype=torch.fl
 def dequantize(packed, scales, zeros, bits, group_size, dtype=torch.float32) -> torch.Tensor:
     """W [N, K] = s * (c - z) in `dtype` (exact in float32), by `_dequantize_kernel` where kernels run."""
     _check_weight(packed, scales, zeros, bits, group_size)
+    return _dequantize(packed, scales, zeros, bits, group_size, dtype)
+
+
+def _dequantize(packed, scales, zeros, bits, group_size, dtype) -> torch.Tensor:
+    """dequantize on tensors already checked (quant_matmul's dequantize + cuBLAS path)."""
     if not runs_kernel(packed):
         return dequantize_reference(packed, scales, zeros, bits, group_size, dtype)
     K, N = packed.shape[0] * 32 // bits, packed.shape[1]
@@ -1388,7 +1393,7 @@ def _run_config(config: dict, rows, packed, scales, zeros, bias, N: int, bits: i
     dequantize + cuBLAS, and in the interpreter; the Gluon kernels': their quant_matmul_sm90 plan, which
     holds its descriptors, made for this call's shapes and strides)."""
     if config["path"] == "dequant":
-        return F.linear(rows, dequantize(packed, scales, zeros, bits, group_size, rows.dtype), bias), None
+        return F.linear(rows, _dequantize(packed, scales, zeros, bits, group_size, rows.dtype), bias), None
     out = torch.empty((rows.shape[0], N), device=rows.device, dtype=rows.dtype)
     if config["path"] in quant_matmul_sm90.PATHS:
         plan = prepared or quant_matmul_sm90.plan(config, rows, packed, scales, zeros, bias, num_sms(rows.device.index),
