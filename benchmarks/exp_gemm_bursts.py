@@ -18,9 +18,15 @@ tuner (one call, L2 flushed by zeroing) pick what runs fastest over input copies
 the fastest (512 x 10240 x 8192: tuned 132.6 us, the 128 x 160 Gluon tiles 130.3; 512 x 28672 x 4096: 183.0, the
 5-stage 128 x 128 Gluon tiles 180.4). Among 20 chains of unlike speeds cuBLAS ran 113 / 159 us there (131 / 183
 against rooftop alone): a chain after slow ones starts at a higher clock, so only the candidates' ranking holds.
+--op matmul_bias_silu / matmul_residual (session 52): issue 4's fused epilogues against "cuBLAS followed by the eager
+epilogue" (the op's eager provider: torch.matmul, then the bias add and SiLU or the residual add as torch ops), beside
+cuBLAS alone on the same a and b (`cublas_alone`, torch.matmul with no epilogue: at parity with it a fused kernel
+gains eager / cublas_alone over the eager chain, ~1 + 3 F / (B K) for the residual's 6 bytes an output element, F
+the matmul rate and B the copy bandwidth: 1.12x at K = 4096, 1.06x at 8192) and the registry's cuBLAS peer (addmm
+with its fused bias, then SiLU; addmm with beta = 1).
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_gemm_bursts.py OUT [--m 512] [--shapes NxK,..] [--rounds 8]
-       [--seconds 0] [--candidates]
-Writes OUT/exp-gemm-bursts.json; prints a table last.
+       [--seconds 0] [--candidates] [--op matmul] [--cases MxNxK,..] [--providers cublas,eager,cublas_alone]
+Writes OUT/exp-gemm-bursts-<op>.json (after each case); prints a table last.
 """
 from __future__ import annotations
 
@@ -95,16 +101,25 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=0)
     parser.add_argument("--shapes", default="", help="comma-separated NxK of the cases (default: every one)")
     parser.add_argument("--candidates", action="store_true")
+    parser.add_argument("--op", default="matmul", help="matmul, matmul_bias_silu or matmul_residual")
+    parser.add_argument("--cases", default="", help="comma-separated MxNxK (instead of --m / --shapes)")
+    parser.add_argument("--providers", default="cublas", help="comma-separated: the op's providers, cublas_alone")
     args = parser.parse_args()
-    spec = registry.get("matmul")
+    spec = registry.get(args.op)
     rows = []
-    for shape in (s for s in spec.cases if str(s[0]) in args.m.split(",")
-                  and (not args.shapes or f"{s[1]}x{s[2]}" in args.shapes.split(","))):
-        first = spec.make_inputs(tuple(shape), torch.bfloat16, "cuda")
+    if args.cases:
+        cases = [tuple(map(int, c.split("x"))) for c in args.cases.split(",")]
+    else:
+        cases = [tuple(s) for s in spec.cases if str(s[0]) in args.m.split(",")
+                 and (not args.shapes or f"{s[1]}x{s[2]}" in args.shapes.split(","))]
+    for shape in cases:
+        first = spec.make_inputs(shape, torch.bfloat16, "cuda")
         sets = input_sets(spec, shape, torch.bfloat16, first)
         repeat = max(1, 64 // len(sets))
         fns = candidate_fns(spec, first) if args.candidates else {"rooftop": spec.run}
-        fns["cublas"] = providers.make(spec, "cublas")
+        for name in args.providers.split(","):
+            fns[name] = (lambda a, b, *epilogue: torch.matmul(a, b)) if name == "cublas_alone" else \
+                providers.make(spec, name)
         chains = {name: [lambda s=s, fn=fn: fn(*s) for s in sets] for name, fn in fns.items()}
         row = dict(shape=list(shape), sequential={}, bursts={}, sustained={})
         for name, fn in fns.items():
@@ -117,16 +132,16 @@ def main() -> None:
                 row["sustained"][name] = clocks_while([lambda s=s, fn=fn: fn(*s) for s in sets], repeat, args.seconds)
         rows.append(row)
         print(line(row), flush=True)
-        if args.candidates:
+        if args.candidates or len(fns) > 2:
             print(candidate_lines(row), flush=True)
         del first, sets, chains
         torch.cuda.empty_cache()
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / "exp-gemm-bursts.json").write_text(json.dumps(rows, indent=1))
-    print("\nshape             x cuBLAS: sequential / alternating medians (us rooftop, cuBLAS) / sustained")
+        Path(args.out).mkdir(parents=True, exist_ok=True)  # after each case: a run cut by its time limit keeps them
+        (Path(args.out) / f"exp-gemm-bursts-{args.op}.json").write_text(json.dumps(rows, indent=1))
+    print(f"\n{args.op}\nshape             x cuBLAS: sequential / alternating medians (us rooftop, cuBLAS) / sustained")
     for row in rows:
         print(line(row))
-    for row in rows if args.candidates else ():
+    for row in rows if args.candidates or len(row["bursts"]) > 2 else ():
         print(candidate_lines(row))
 
 
@@ -143,9 +158,11 @@ def line(row: dict) -> str:
 
 
 def candidate_lines(row: dict) -> str:
-    """A line per provider of the case: its bursts' median and cuBLAS's over it."""
-    theirs = row["bursts"]["cublas"]
-    return "\n".join(f"  {us:7.1f} us {theirs / us:.3f}x  {name}" for name, us in row["bursts"].items())
+    """A line per provider of the case: its bursts' median, cuBLAS's over it and its over rooftop's."""
+    theirs, ours = row["bursts"]["cublas"], row["bursts"]["rooftop"]
+    return "x".join(map(str, row["shape"])) + "\n" + "\n".join(
+        f"  {us:7.1f} us {theirs / us:.3f}x cuBLAS, rooftop {us / ours:.3f}x it  {name}"
+        for name, us in row["bursts"].items())
 
 
 if __name__ == "__main__":

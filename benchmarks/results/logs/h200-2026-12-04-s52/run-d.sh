@@ -1,0 +1,16 @@
+# Session 52, call d: issue 4's fused epilogues (matmul + bias + SiLU, matmul + residual; >= 1.1x "cuBLAS followed by
+# the eager epilogue" asked) in alternating graph bursts (exp_gemm_bursts.py --op): rooftop, the registry's cuBLAS
+# peer, eager (torch.matmul then the epilogue as torch ops) and cuBLAS alone (no epilogue: the bound at parity).
+set -x
+export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
+mkdir -p $OUT/w
+P=cublas,eager,cublas_alone
+timeout 230 python benchmarks/exp_gemm_bursts.py $OUT/w --op matmul_bias_silu --rounds 6 --providers $P \
+  --cases 4096x4096x4096,8192x8192x8192,2048x14336x4096,2048x2048x2048,512x28672x4096,2048x28672x4096 2>&1 \
+  | grep -v Warn > $OUT/w/exp-bias-silu.log
+timeout 260 python benchmarks/exp_gemm_bursts.py $OUT/w --op matmul_residual --rounds 6 --providers $P \
+  --cases 4096x4096x4096,8192x8192x8192,2048x14336x4096,2048x2048x2048,2048x4096x4096,512x4096x4096,8192x4096x4096,2048x8192x8192 \
+  2>&1 | grep -v Warn > $OUT/w/exp-residual.log
+tail -32 $OUT/w/exp-bias-silu.log
+tail -40 $OUT/w/exp-residual.log
+tar czf $OUT/call-d.tgz -C $OUT w
