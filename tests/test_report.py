@@ -148,6 +148,30 @@ def test_quick_session_plan():
     assert len(session.ncu_plan(quick=False)) >= len(quick)
 
 
+def test_sweep_hands_each_case_rows_to_after_case(monkeypatch, tmp_path):
+    """A session writes its family's rows after each case (run_sweep's after_case): a run cut by its time limit keeps
+    the cases it measured, in a file the report reads."""
+    from rooftop.bench import results, session, sweep
+
+    def fake_measure(spec, shape, dtype, names, ceilings, check, say):
+        return [{**ROWS[0], "shape": list(shape), "provider": name} for name in names]
+
+    monkeypatch.setattr(sweep, "measure", fake_measure)
+    cases = ((2048, 1024), (1024, 2048), (512, 4096))
+    written = []
+
+    def write(rows):
+        written.append([tuple(r["shape"]) for r in rows])
+        results.write_results(tmp_path, "softmax", rows, RESULT["ceilings"], "NVIDIA H200", notes=session.PARTIAL_NOTE)
+
+    providers = ["rooftop", "eager"]
+    rows = sweep.run_sweep(["softmax"], None, None, cases, providers, after_case=write)
+    assert written == [[c for c in cases[:n] for _ in providers] for n in (1, 2, 3)]
+    assert rows == [r for c in cases for r in fake_measure(None, c, None, providers, None, None, None)]
+    (kept,) = load_results(tmp_path)
+    assert len(kept["rows"]) == 6 and kept["notes"] == session.PARTIAL_NOTE
+
+
 @pytest.mark.skipif(find_chromium() is None, reason="no Chromium (apt-get install chromium) to look at the page")
 def test_report_renders_in_chromium(many_results, tmp_path):
     """The page as a person sees it: every chart decoded and not blank, the numbers on the page."""

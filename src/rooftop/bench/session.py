@@ -26,6 +26,9 @@ from rooftop.bench.timing import python_launch_us
 QUICK_WIDTHS = (1024, 8192, 65536, 262144)
 QUICK_CASES = 4  # sizes of a family that is not a row sweep: first, last and evenly between
 NCU_QUICK_BUDGET_S = 90
+# A family's file is written after each case with this note, and again whole at the family's end: a run cut by its
+# time limit keeps the cases it measured.
+PARTIAL_NOTE = "Partial: the run stopped before the family's end; these are the cases it had measured."
 DECODE_OPS = ("add_rms_norm",)
 DECODE_SHAPES = [(m, n) for m in (1, 8, 64) for n in (4096, 8192)]
 # Readings worth having at full length (the looped paths and their L2 behaviour); every other family
@@ -138,7 +141,10 @@ def run_session(out: str | Path, quick: bool = False, say: Callable[[str], None]
                 shapes = registry.row_sweep(widths=widths)
             if leading:
                 shapes = tuple(c for c in (shapes or spec.cases) if c[0] in leading)
-            rows += run_sweep([spec.name], torch.bfloat16, ceilings, shapes, provider_names)
+            done = list(rows)
+            rows += run_sweep([spec.name], torch.bfloat16, ceilings, shapes, provider_names,
+                              after_case=lambda more: write_results(out, family, done + more, ceil, device,
+                                                                    notes=PARTIAL_NOTE))
         if not rows:
             say(f"{family}: no rows measured, no file written")
             continue

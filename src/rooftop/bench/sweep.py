@@ -1,7 +1,7 @@
 """Sweeps: every provider of an op over its sizes, with the same inputs, in one process."""
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import torch
 
@@ -84,8 +84,9 @@ def measure(spec: registry.OpSpec, shape: Sequence[int], dtype: torch.dtype, pro
 
 
 def run_sweep(op_names: Sequence[str], dtype: torch.dtype, ceilings, shapes=None, providers=None,
-              check: bool = True) -> list[dict]:
-    """Measure every op over its cases (or `shapes`), providers side by side, with a progress bar."""
+              check: bool = True, after_case: Optional[Callable[[list[dict]], None]] = None) -> list[dict]:
+    """Measure every op over its cases (or `shapes`), providers side by side, with a progress bar;
+    `after_case(rows so far)` after each case (a session writes them, so that a run cut short keeps them)."""
     from rich.progress import Progress
 
     specs = [registry.get(n) for n in op_names]
@@ -97,6 +98,8 @@ def run_sweep(op_names: Sequence[str], dtype: torch.dtype, ceilings, shapes=None
             names = providers or prov.available(spec)
             progress.update(task, description=f"{spec.name} {'x'.join(map(str, shape))}")
             rows += measure(spec, shape, dtype, names, ceilings, check, say=progress.console.print)
+            if after_case:
+                after_case(rows)
             progress.advance(task)
     return rows
 
