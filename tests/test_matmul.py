@@ -741,6 +741,8 @@ def _gluon_cases():
         case("folded batch, strided rows", r(2, 100, 96)[..., :72], r(72, 136), residual=r(2, 100, 136)),
         case("long K bias silu residual", r(256, 8200), r(8200, 264) / 64, bias=r(264), activation="silu",
              residual=r(256, 264)),
+        # several tiles a program: each tile's residual lands in the staging buffers its previous tile stored from
+        case("many tiles a program, residual", r(2048, 520), r(520, 4096) / 16, residual=r(2048, 4096)),
     ] + wave
 
 

@@ -16,7 +16,7 @@ shared-memory view). Per stage a "ready" mbarrier (TMA transaction bytes) and an
 consumer's release); no CTA-wide barrier after the fork. A consumer keeps one wgmma group in flight
 (wait(1)) and then releases the stage of the previous k-step. Its epilogue runs matmul.py's `_epilogue`
 (+ bias, activation, in fp32 on the accumulator), adds the residual tile that TMA brought into the
-output's staging buffer while the mainloop ran, and stores through that buffer by TMA; the store of one
+output's staging buffer while the mainloop's last RESIDUAL_LEAD k-steps ran, and stores through that buffer by TMA; the store of one
 tile overlaps the next mainloop. Out-of-range rows, columns and the K tail: TMA reads zeros and clips
 stores, so no dimension need be a multiple of the tile. Two kinds of variants:
   cooperative (`coop`): the consumers split a tile's rows (128 x 256: two 64 x 256 halves; 128 x 128
@@ -72,6 +72,13 @@ from rooftop.ops._support import GluonLaunch, arrival_counters, await_previous, 
 BLOCK_K = 64  # 128 bytes of a 16-bit row: one 128-byte swizzled row of A
 # a 1-warp loader sits in a warp group of its own: 128 * (2 * 232 + 40) = 64512 of the SM's 65536 registers
 CONSUMER_REGS, LOADER_REGS = 232, 40
+# The residual tile is asked for RESIDUAL_LEAD k-steps before a segment's end (at its first where it is shorter):
+# early enough that its TMA load lands under the mainloop (a k-step of a 128 x 256 tile is ~0.8 us of an SM's
+# tensor cores, the load ~1-2 us), late enough that the previous tile's stores have long read the staging buffers
+# it lands in. Asked for at the segment's start (until session 52), it waited for those stores first: 3-7% slower
+# than the plain GEMM at K = 4096 (H200, logs/h200-2026-12-04-s52/call-f).
+RESIDUAL_LEAD = 4
+_RESIDUAL_LEAD = gl.constexpr(RESIDUAL_LEAD)
 STREAM_K_BELOW = 0.9  # wave efficiency under which the stream-K variants are timed
 WAVE_FIT = 0.95  # the wave efficiency a wave-fitting width (Variant.wave_fit) reaches and 128 / 256 miss, to be timed
 GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}
@@ -299,6 +306,21 @@ def _stage_out(acc, c_buf, HAS_RESIDUAL: gl.constexpr):
 
 
 @gluon.jit
+def _load_residual(res_desc, c_smem, c_lo_smem, res_ready, off_m, off_n, N_HI: gl.constexpr, N_LO: gl.constexpr):
+    """The residual tile into the output's staging buffers by TMA, completing res_ready; first the previous tile's
+    stores must have read those buffers (the issuing thread waits, the warp group's barrier passes that on)."""
+    BOX_N: gl.constexpr = res_desc.block_type.shape[1]
+    tma.store_wait(0)
+    gl.thread_barrier()
+    mbarrier.expect(res_ready, (N_HI + N_LO) // BOX_N * res_desc.block_type.nbytes)
+    for box in gl.static_range(N_HI // BOX_N):
+        tma.async_copy_global_to_shared(res_desc, [off_m, off_n + box * BOX_N], res_ready,
+                                        c_smem.slice(box * BOX_N, BOX_N, dim=1))
+    if N_LO > 0:
+        tma.async_copy_global_to_shared(res_desc, [off_m, off_n + N_HI], res_ready, c_lo_smem)
+
+
+@gluon.jit
 def _consumer(c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, b_smem, b_lo_smem, c_smem, c_lo_smem,
               ready, empty, turn, res_ready, M, N, K, CONSUMER: gl.constexpr, NUM_CONSUMERS: gl.constexpr,
               PINGPONG: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr, B_K_MAJOR: gl.constexpr,
@@ -328,15 +350,7 @@ def _consumer(c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, 
         off_m = pid_m * BLOCK_M + A_SLOT * CONSUMER_ROWS
         off_n = pid_n * BLOCK_N
         res_parity = ((local - FIRST_TILE) // TILE_STEP) & 1
-        if HAS_RESIDUAL:  # the residual tile comes into the staging buffers under the mainloop
-            tma.store_wait(0)  # once the previous tile's stores have read the buffers
-            gl.thread_barrier()
-            mbarrier.expect(res_ready, BLOCK_N // BOX_N * res_desc.block_type.nbytes)
-            for box in gl.static_range(N_HI // BOX_N):
-                tma.async_copy_global_to_shared(res_desc, [off_m, off_n + box * BOX_N], res_ready,
-                                                c_smem.slice(box * BOX_N, BOX_N, dim=1))
-            if N_LO > 0:
-                tma.async_copy_global_to_shared(res_desc, [off_m, off_n + N_HI], res_ready, c_lo_smem)
+        res_step = gl.maximum(k0, k1 - _RESIDUAL_LEAD)  # the k-step at which the residual tile is asked for
         if PINGPONG:  # my turn number local // 2: completion local // 2 of turn[CONSUMER]
             mbarrier.wait(turn.index(CONSUMER), (local // NUM_CONSUMERS) & 1)
         acc = gl.zeros([CONSUMER_ROWS, N_HI], gl.float32, acc_layout)
@@ -344,6 +358,9 @@ def _consumer(c_desc, res_desc, bias_ptr, bias_stride, ws_ptr, cnt_ptr, a_smem, 
             acc_lo = gl.zeros([CONSUMER_ROWS, N_LO], gl.float32, gl.NVMMADistributedLayout(
                 version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, N_LO, 16]))
         for kk in range(k0, k1):
+            if HAS_RESIDUAL:
+                if kk == res_step:
+                    _load_residual(res_desc, c_smem, c_lo_smem, res_ready, off_m, off_n, N_HI, N_LO)
             stage = it % STAGES
             mbarrier.wait(ready.index(stage), (it // STAGES) & 1)
             a_tile = a_smem.index(stage * A_BOXES + A_SLOT)
