@@ -49,13 +49,13 @@ Which kernel runs:
   (2026-12-04), the providers' graphs replayed in alternating bursts (sweep.measure; two runs agreed within 0.013):
   512 x 10240 x 8192 0.91x, 512 x 28672 x 4096 0.95x, the other M = 512 shapes 0.97-1.03x; the fastest of the
   tuner's candidates, each forced, ran 1-2% faster than its choice there (benchmarks/exp_gemm_bursts.py).
-  The fused epilogues in the same bursts (session 52, x "cuBLAS followed by the eager epilogue", issue 4's
-  baseline): bias + SiLU 1.27 / 1.14 / 1.25 / 1.42x at 4096^3 / 8192^3 / 2048 x 14336 x 4096 / 2048^3; residual
-  1.11 / 1.12 / 1.15 / 1.11x at 4096^3 / 2048 x 4096 x 4096 / 2048^3 / 8192 x 4096 x 4096 once the Gluon kernel
-  asked for its residual tile late in the mainloop (matmul_sm90.RESIDUAL_LEAD; 1.09 / 1.09 / 1.12 / 1.05x
-  before), 1.06x at 8192^3 (before; its bound there 1.05x). A residual add costs eager 6 bytes an output element against 2 K flops: a fused kernel
-  at cuBLAS's own speed gains ~1 + 3 F / (B K) (F the matmul rate, B the copy bandwidth), 1.12x at K = 4096 and
-  1.05x at K = 8192, so 1.1x there asks for a GEMM faster than cuBLAS.
+  The fused epilogues in the same bursts (session 52, x "cuBLAS followed by the eager epilogue", issue 4's baseline):
+  bias + SiLU 1.27 / 1.14 / 1.25 / 1.42x at 4096^3 / 8192^3 / 2048 x 14336 x 4096 / 2048^3; residual 1.11 / 1.12 /
+  1.15 / 1.11x at 4096^3 / 2048 x 4096 x 4096 / 2048^3 / 8192 x 4096 x 4096 once the Gluon kernel asked for its
+  residual tile late in the mainloop (matmul_sm90.RESIDUAL_LEAD; 1.09 / 1.09 / 1.12 / 1.05x before), 1.06x at 8192^3
+  (before). A residual add costs eager 6 bytes an output element against 2 K flops: a fused kernel at cuBLAS's own
+  speed gains ~1 + 3 F / (B K) (F the matmul rate, B the copy bandwidth), 1.12x at K = 4096 and 1.06x at K = 8192
+  (measured 1.13 / 1.05x), so 1.1x at K = 8192 asks for a GEMM faster than cuBLAS.
 - TMA persistent (sm_90+; the interpreter runs it too): when the problem is one 2-D GEMM after
   folding the batch of a 3-D a into M (a's rows evenly strided, as a contiguous [B, S, K] is) and a,
   b and the output suit TMA: one unit stride, the other a multiple of 16 bytes, a 16-byte aligned

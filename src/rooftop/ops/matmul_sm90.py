@@ -16,9 +16,9 @@ shared-memory view). Per stage a "ready" mbarrier (TMA transaction bytes) and an
 consumer's release); no CTA-wide barrier after the fork. A consumer keeps one wgmma group in flight
 (wait(1)) and then releases the stage of the previous k-step. Its epilogue runs matmul.py's `_epilogue`
 (+ bias, activation, in fp32 on the accumulator), adds the residual tile that TMA brought into the
-output's staging buffer while the mainloop's last RESIDUAL_LEAD k-steps ran, and stores through that buffer by TMA; the store of one
-tile overlaps the next mainloop. Out-of-range rows, columns and the K tail: TMA reads zeros and clips
-stores, so no dimension need be a multiple of the tile. Two kinds of variants:
+output's staging buffer under the mainloop's last RESIDUAL_LEAD k-steps, and stores through that buffer by
+TMA; the store of one tile overlaps the next mainloop. Out-of-range rows, columns and the K tail: TMA
+reads zeros and clips stores, so no dimension need be a multiple of the tile. Two kinds of variants:
   cooperative (`coop`): the consumers split a tile's rows (128 x 256: two 64 x 256 halves; 128 x 128
     with one warp group), each stage is released by every consumer (empty count = #consumers);
     128 x 192 and 128 x 160 (`wave_fit`) fill the SMs' waves where 128 and 256 columns do not (512 x 6144:
