@@ -5,7 +5,8 @@ import torch
 
 import rooftop
 from conftest import DEVICE, HAS_CUDA, TOL, rel_err
-from rooftop.ops.rms_norm import add_rms_norm_reference, rms_norm_reference
+from rooftop.ops.layer_norm import add_layer_norm_reference
+from rooftop.ops.rms_norm import add_rms_norm_reference, rms_norm_quant_reference, rms_norm_reference
 from rooftop.ops.softmax import softmax_reference
 
 
@@ -36,6 +37,46 @@ def test_compiles_without_graph_break(shape):
     y_ref, r_ref = add_rms_norm_reference(x, res, w)
     assert rel_err(new_res, r_ref) < TOL[torch.float16]
     assert rel_err(out, softmax_reference(y_ref.half().double() * 2.0)) < 5e-3
+
+
+@pytest.mark.parametrize("op", ["gemma_rms_norm", "rms_norm_int8", "layer_norm"])
+def test_compiles_with_dynamic_shapes(op):
+    """torch.compile(dynamic=True), as servers compile for many batch sizes, traces Python floats (eps, offset) as
+    symbols: the checks in front of the custom op must trace without a graph break (math.isfinite of a symbol broke
+    it), and a second batch size must run the same graph."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    w, b = (torch.rand(96, device=DEVICE, dtype=torch.float16) + 0.5 for _ in range(2))
+    if op == "gemma_rms_norm":
+        def fn(x, res):
+            return rooftop.rms_norm(x, w, 1e-6, residual=res, offset=1.0)
+
+        def ref(x, res):
+            return add_rms_norm_reference(x, res, w, 1e-6, 1.0)
+    elif op == "rms_norm_int8":
+        def fn(x, res):
+            return rooftop.rms_norm(x, w, 1e-5, quant="int8")
+
+        def ref(x, res):
+            return rms_norm_quant_reference(x, w, 1e-5, quant="int8")
+    else:
+        def fn(x, res):
+            return rooftop.layer_norm(x, w, b, 1e-5, residual=res)
+
+        def ref(x, res):
+            return add_layer_norm_reference(x, res, w, b, 1e-5)
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
+    compiled = torch.compile(fn, backend=counter, fullgraph=True, dynamic=True)
+    for rows in (5, 11):
+        x, res = (torch.randn(rows, 96, device=DEVICE, dtype=torch.float16) for _ in range(2))
+        outs, refs = compiled(x, res), ref(x, res)
+        if rows == 5:
+            compiles = counter.frame_count
+        for out, expected in zip(outs, refs):
+            assert out.shape == expected.shape
+            assert rel_err(out.double(), expected) < (0.02 if op == "rms_norm_int8" else TOL[torch.float16]), rows
+    assert counter.frame_count == compiles  # the second size ran the first one's graph
 
 
 def test_in_place_op_compiles():

@@ -3,13 +3,15 @@ recorded launches on the new tensors. Each test calls an op twice or more on fre
 calls against the reference, and checks that they were replays (the op's row function, patched to fail,
 is not reached) or that they could not be (no plan)."""
 import gc
+import threading
 import weakref
 
 import pytest
 import torch
 
 import rooftop
-from rooftop.ops import _support, activations, layer_norm, quant_matmul, reductions, rms_norm, softmax
+from rooftop.ops import (_support, activations, attention, layer_norm, matmul, quant_matmul, reductions, rms_norm,
+                         softmax)
 from conftest import DEVICE, TOL, rel_err
 
 DT = torch.bfloat16
@@ -215,6 +217,40 @@ def test_replay_runs_on_the_current_stream():
         y = rooftop.softmax(x)
     torch.cuda.synchronize()
     assert rel_err(y, softmax.softmax_reference(fresh)) < TOL[DT]
+
+
+@pytest.mark.parametrize("op", ["matmul", "attention_varlen"])
+def test_replay_in_a_new_thread(op):
+    """The TMA kernels that make their descriptors on the device take scratch memory from Triton's allocator at every
+    launch, and Triton keeps the allocator per context, where a new thread has none: a call recorded in this thread
+    replays in a new one (_support.ensure_scratch_allocator; the attention replay raised "no allocator was set").
+    The interpreter takes no scratch: there only the replay's values are checked."""
+    if op == "matmul":
+        a, b = _rand(64, 96), _rand(96, 48)  # fewer rows than the Gluon kernel takes: the Triton TMA kernel (sm_90)
+
+        def call():
+            return rooftop.matmul(a, b)
+        ref = matmul.matmul_reference(a, b)
+    else:
+        q, k, v = _rand(40, 4, 64), _rand(40, 2, 64), _rand(40, 2, 64)  # varlen: descriptors made on the device
+        cu = torch.tensor([0, 7, 40], dtype=torch.int32, device=DEVICE)
+
+        def call():
+            return rooftop.attention_varlen(q, k, v, cu, cu, 33, 33, True)
+        ref = attention.attention_varlen_reference(q, k, v, cu, cu, True)[0]
+    call()
+    outcome = {}
+
+    def in_thread():
+        try:
+            outcome["out"] = call()
+        except Exception as err:  # reported by the assertion below
+            outcome["err"] = err
+    thread = threading.Thread(target=in_thread)
+    thread.start()
+    thread.join()
+    assert "err" not in outcome, repr(outcome.get("err"))
+    assert rel_err(outcome["out"], ref) < TOL[DT]
 
 
 @pytest.mark.gpu

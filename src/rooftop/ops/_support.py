@@ -24,6 +24,7 @@ from torch.autograd import profiler as _autograd_profiler  # its _is_profiler_en
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+from triton.runtime import _allocation  # Triton 3.6: the allocator ContextVar (ensure_scratch_allocator)
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
@@ -597,6 +598,24 @@ def as_rows(x: torch.Tensor) -> torch.Tensor:
 _compiled: dict[tuple, "Launch"] = {}
 
 
+_CUDA = torch.device("cuda")
+
+
+def _torch_scratch(size: int, alignment: int, stream: Optional[int]) -> torch.Tensor:
+    """Triton's runtime allocator, for the global scratch of a launch (the TMA descriptors a kernel builds on the
+    device: 128 bytes a descriptor and program): a block of torch's caching allocator on the current stream (the
+    launch's), free again once the launch is queued (a later user of the block on that stream runs after the
+    kernel). torch's blocks are 512-byte aligned, past any alignment Triton asks."""
+    return torch.empty(size, device=_CUDA, dtype=torch.int8)
+
+
+def ensure_scratch_allocator() -> None:
+    """Make _torch_scratch Triton's allocator unless one is set (the user's stays). Triton keeps it per context, and
+    a thread starts with none, so every launch that may need scratch calls this first: one ContextVar read."""
+    if isinstance(_allocation._allocator.get(), _allocation.NullAllocator):
+        triton.set_allocator(_torch_scratch)
+
+
 class Launch:
     """One compiled variant of a kernel with its constexpr values fixed: `run(grid, *args)` passes only
     the runtime arguments to the driver (no specialisation key, no Triton dispatch). An op may keep
@@ -642,6 +661,7 @@ class Launch:
             launcher(gx, gy, gz, stream(self.device), function, cooperative, pdl, None, None, packed, None, None, None,
                      *args, *self.params)
             return
+        ensure_scratch_allocator()
         compiled = self.compiled
         stream = triton.runtime.driver.active.get_current_stream(self.device)
         metadata = compiled.launch_metadata((gx, gy, gz), stream, *args, *self.params)

@@ -81,7 +81,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from rooftop import registry
 from rooftop.ops import _autotune, attention_sm90
 from rooftop.ops._support import (Launch, Plans, alignment_key, cdiv, check_float, check_number, check_same_device,
-                                  interpreting, is_sm90, runs_kernel, torch_op)
+                                  ensure_scratch_allocator, interpreting, is_sm90, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 LOG2E = 1.4426950408889634
@@ -428,19 +428,6 @@ def _tma_capable(device_index: int) -> bool:
     return device_index < 0 or torch.cuda.get_device_capability(device_index)[0] >= 9
 
 
-def _workspace(size: int, alignment: int, stream: Optional[int]) -> torch.Tensor:
-    return torch.empty(size, dtype=torch.int8, device="cuda")
-
-
-def _ensure_allocator() -> None:
-    """Kernels that make TMA descriptors on the device need triton's allocator for them (128 bytes per
-    descriptor and program); install one from torch's caching allocator unless the user has set one."""
-    from triton.runtime import _allocation
-
-    if isinstance(_allocation._allocator.get(), _allocation.NullAllocator):
-        triton.set_allocator(_workspace)
-
-
 class _KeyedDescriptor(TensorDescriptor):
     """A host TMA descriptor made without TensorDescriptor's checks (16-byte aligned base and strides,
     sizes > 0, block shape), which cost ~20 us of Python per descriptor: a plan's key (alignment,
@@ -512,7 +499,7 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
     device_index = q4.device.index if q4.is_cuda else -1
     use_tma, host_descriptors, (sq, sk, sv, so) = _layout(q4, k4, v4, o4, varlen)
     if use_tma and not host_descriptors and q4.is_cuda:
-        _ensure_allocator()
+        ensure_scratch_allocator()  # device-made descriptors: Triton's dispatch of the first launch takes scratch
     mask_left, mask_right = left >= 0, causal or right >= 0 or varlen
     kind = _kind(use_tma, mask_left, mask_right)
     pingpong = _pingpong_applies(q4, k4, v4, o4, causal, left, right, varlen)

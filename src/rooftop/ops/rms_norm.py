@@ -484,7 +484,7 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
 def _check(x, residual, weight, eps, offset=0.0, out_dtype=None, quant=None) -> None:
     check_norm_inputs(x, residual, eps, weight=weight)
     check_number("offset", offset)
-    if not math.isfinite(offset):
+    if not -math.inf < offset < math.inf:  # not math.isfinite: a symbolic float (torch.compile, dynamic) breaks it
         raise ValueError(f"offset must be a finite number, got {offset!r}")
     if offset != 0 and weight is None:
         raise ValueError("offset scales by (offset + weight): it needs a weight")
