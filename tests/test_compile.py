@@ -153,3 +153,32 @@ def test_reduce_overhead_graphs_for_several_batch_sizes(monkeypatch):
         x = torch.randn(M, 4096, device="cuda", dtype=torch.bfloat16)
         out = compiled(x).clone()
         assert rel_err(out, reference(x)) < TOL[torch.bfloat16], M
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA or torch.cuda.device_count() < 2, reason="needs two CUDA devices")
+def test_ops_on_a_device_that_is_not_the_current_one():
+    """Triton compiles, loads and launches a kernel on the current device whatever its tensors' device. With device 0
+    current, ops on cuda:1 tensors (a model spread over GPUs) run there, by their full path and then by their plans'
+    replays (_support.foreign_device's guard), right against the references."""
+    from rooftop.ops.attention import attention_reference
+    from rooftop.ops.matmul import matmul_reference
+    from rooftop.ops.quant_matmul import quant_matmul_reference
+
+    dev, bf16 = torch.device("cuda", 1), torch.bfloat16
+    torch.cuda.set_device(0)
+    for _ in range(2):  # the second round replays the first one's plans
+        x, res = (torch.randn(8, 4096, device=dev, dtype=bf16) for _ in range(2))
+        w = torch.rand(4096, device=dev, dtype=bf16) + 0.5
+        y, r = rooftop.rms_norm(x, w, 1e-6, residual=res)
+        for out, ref in zip((y, r), add_rms_norm_reference(x, res, w)):
+            assert rel_err(out, ref) < TOL[bf16]
+        assert rel_err(rooftop.softmax(x), softmax_reference(x)) < TOL[bf16]
+        b = torch.randn(4096, 512, device=dev, dtype=bf16)
+        assert rel_err(rooftop.matmul(x, b), matmul_reference(x, b)) < TOL[bf16]
+        qw = rooftop.quantize_weight(torch.randn(512, 4096, device=dev, dtype=bf16), 4, 128)
+        ref = quant_matmul_reference(x, qw.packed, qw.scales, qw.zeros, None, qw.bits, qw.group_size)
+        assert rel_err(rooftop.quant_matmul(x, qw), ref) < TOL[bf16]
+        q, k, v = (torch.randn(1, 8, 256, 128, device=dev, dtype=bf16) for _ in range(3))
+        assert rel_err(rooftop.attention(q, k, v, causal=True), attention_reference(q, k, v, True)) < TOL[bf16]
+    assert torch.cuda.current_device() == 0

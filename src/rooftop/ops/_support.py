@@ -1119,7 +1119,11 @@ def planned(fn: Callable) -> Callable:
         key = (*key, *kwargs)
         plan = plans.get(key)
         if plan is not None:
-            return plan(values)
+            device = foreign_device(values)
+            if device < 0:
+                return plan(values)
+            with torch.cuda.device(device):
+                return plan(values)
         if plans.misses.get(key, 0) >= RECORD_ATTEMPTS:  # no plan stands for it: the full path, unrecorded
             return fn(*args, **kwargs)
         with _Recorder() as recorder:
@@ -1133,6 +1137,19 @@ def planned(fn: Callable) -> Callable:
 
     call.plans = plans
     return call
+
+
+def foreign_device(values) -> int:
+    """The CUDA device of the first tensor among `values` where it is not the current device, else -1. Triton
+    compiles, loads and launches a kernel on the current device, whatever its tensors' device: an op whose tensors
+    live on another (a model spread over GPUs: Hugging Face's device_map, pipeline stages) runs under a guard of
+    theirs (`torch_op`, `planned`)."""
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            device = v.get_device()
+            # a CUDA tensor exists, so CUDA is initialised: torch's device query without torch.cuda's checks
+            return device if device >= 0 and device != torch._C._cuda_getDevice() else -1
+    return -1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1153,7 +1170,11 @@ def torch_op(name: str, *, mutates_args: tuple[str, ...] = (), fake: Callable | 
         def call(*args, **kwargs):
             if torch.compiler.is_compiling():
                 return op(*args, **kwargs)
-            return fn(*args, **kwargs)
+            device = foreign_device(args)
+            if device < 0:
+                return fn(*args, **kwargs)
+            with torch.cuda.device(device):
+                return fn(*args, **kwargs)
 
         call.op = op
         call.__name__ = fn.__name__
