@@ -1147,9 +1147,13 @@ def foreign_device(values) -> int:
     for v in values:
         if isinstance(v, torch.Tensor):
             device = v.get_device()
-            # a CUDA tensor exists, so CUDA is initialised: torch's device query without torch.cuda's checks
-            return device if device >= 0 and device != torch._C._cuda_getDevice() else -1
+            # a CUDA tensor exists, so CUDA is initialised: torch's device query without torch.cuda's checks (absent
+            # from a CPU build, whose "CUDA" tensors can only be fake)
+            return device if device >= 0 and _cuda_device is not None and device != _cuda_device() else -1
     return -1
+
+
+_cuda_device = getattr(torch._C, "_cuda_getDevice", None)
 
 
 # ---------------------------------------------------------------------------------------------
