@@ -1091,6 +1091,23 @@ def clear_plans() -> None:
             plans.clear()
 
 
+_cuda_device = getattr(torch._C, "_cuda_getDevice", None)
+
+
+def foreign_device(values) -> int:
+    """The CUDA device of the first tensor among `values` where it is not the current device, else -1. Triton
+    compiles, loads and launches a kernel on the current device, whatever its tensors' device: an op whose tensors
+    live on another (a model spread over GPUs: Hugging Face's device_map, pipeline stages) runs under a guard of
+    theirs (`torch_op`, `planned`)."""
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            device = v.get_device()
+            # a CUDA tensor exists, so CUDA is initialised: torch's device query without torch.cuda's checks (absent
+            # from a CPU build, whose "CUDA" tensors can only be fake)
+            return device if device >= 0 and _cuda_device is not None and device != _cuda_device() else -1
+    return -1
+
+
 def planned(fn: Callable) -> Callable:
     """Decorator of a public op: eager calls replay the recorded first call of their argument signature
     (see above); under torch.compile, inside another op's recording, or with arguments no key stands
@@ -1137,23 +1154,6 @@ def planned(fn: Callable) -> Callable:
 
     call.plans = plans
     return call
-
-
-def foreign_device(values) -> int:
-    """The CUDA device of the first tensor among `values` where it is not the current device, else -1. Triton
-    compiles, loads and launches a kernel on the current device, whatever its tensors' device: an op whose tensors
-    live on another (a model spread over GPUs: Hugging Face's device_map, pipeline stages) runs under a guard of
-    theirs (`torch_op`, `planned`)."""
-    for v in values:
-        if isinstance(v, torch.Tensor):
-            device = v.get_device()
-            # a CUDA tensor exists, so CUDA is initialised: torch's device query without torch.cuda's checks (absent
-            # from a CPU build, whose "CUDA" tensors can only be fake)
-            return device if device >= 0 and _cuda_device is not None and device != _cuda_device() else -1
-    return -1
-
-
-_cuda_device = getattr(torch._C, "_cuda_getDevice", None)
 
 
 # ---------------------------------------------------------------------------------------------
