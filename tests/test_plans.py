@@ -178,6 +178,24 @@ def test_new_signature_is_checked():
         rooftop.rms_norm(x, w, -1.0)
 
 
+def test_plan_key_holds_strides_values_and_keywords():
+    """Calls that differ from a recorded one only in strides, a scalar's value, or which keyword a value is given as
+    get their own plans and are right."""
+    w = _weight(64)
+    rooftop.rms_norm(_rand(4, 64), w, 1e-6)
+    strided = _rand(4, 128)[:, :64]
+    assert rel_err(rooftop.rms_norm(strided, w, 1e-6), rms_norm.rms_norm_reference(strided, w, 1e-6)) < TOL[DT]
+    small = _rand(4, 64) * 1e-2  # mean square 1e-4: eps = 0.5 dominates
+    assert rel_err(rooftop.rms_norm(small, w, 0.5), rms_norm.rms_norm_reference(small, w, 0.5)) < TOL[DT]
+    with pytest.raises(ValueError, match="eps"):
+        rooftop.rms_norm(small, w, -1.0)
+    rooftop.rms_norm(small, w, offset=1.0)
+    assert rel_err(rooftop.rms_norm(small, w, eps=1.0), rms_norm.rms_norm_reference(small, w, 1.0)) < TOL[DT]
+    flat = _rand(4 * 64 + 1)  # the same shape and strides 2 bytes apart: Triton's 16-byte specialisation differs
+    for rows in (flat[:256].view(4, 64), flat[1:].view(4, 64)):
+        assert rel_err(rooftop.rms_norm(rows, w), rms_norm.rms_norm_reference(rows, w)) < TOL[DT]
+
+
 def test_grad_mode_is_checked():
     """A weight that requires grad is refused while grad mode is on, also after a plan of its signature was
     recorded under no_grad (as a model's Parameters are used)."""

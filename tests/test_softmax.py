@@ -28,6 +28,14 @@ def test_matches_reference(shape, dtype, log, device):
     assert rel_err(out, softmax_reference(x, -1, log)) < TOL[dtype]
 
 
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("shape", [(3, 100003), (5, 70001)])  # the split path; 70001: its chunk count padded
+def test_all_negative_rows(shape, log, device):
+    """Rows whose maximum is far below 0: a padded chunk's (max, sum) must be (-inf, 0), not (0, 0)."""
+    x = torch.randn(shape, device=device) * 4 - 1000  # exp(x) underflows: only the row max saves it
+    assert rel_err((rooftop.log_softmax if log else rooftop.softmax)(x), softmax_reference(x, -1, log)) < 1e-5
+
+
 @pytest.mark.parametrize("dim", [0, 1, 2, -1])
 def test_any_dim_and_leading_shape(dim, device):
     x = torch.randn(4, 5, 129, device=device, dtype=torch.float32)
