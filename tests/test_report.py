@@ -183,3 +183,41 @@ def test_report_renders_in_chromium(many_results, tmp_path):
     assert check_render(seen, png, expected_text=("94.3%", "3.12x", "4249")) == []
     assert check_render(seen, png, expected_text=("no such number 12345",)) == \
         ["the page does not show 'no such number 12345'"]
+
+
+def _report(tmp_path, results_dir, measured=True):
+    with pytest.warns(UserWarning):
+        index = build_report(results_dir, tmp_path / "out", measured=measured)
+    return index.read_text(), (tmp_path / "out" / "report.md").read_text()
+
+
+def test_report_names_slower_sizes_and_explains_the_worst(many_results, tmp_path):
+    page, md = _report(tmp_path, many_results)
+    assert "slower at 1024×1024×1024" in page  # 0.0058 / 0.0061 = 0.95x cublas
+    # the diagnosis explains the worst size (1024: 50.7% of roofline), with its speed-up over the peer
+    assert "gemm (bfloat16, 1024×1024×1024) is compute-bound" in page
+    assert "0.95x over cublas" in page
+    # the datasheet comparison: copy 4249 / 4800, bf16 694 / 989, ridge 163 / 206 FLOP/byte
+    assert "88.5%" in page and "70.2%" in page and "79.3%" in page
+    assert "| 697.9 | 536.9 | +30.0% |" in md  # DRAM MB, then the cost model's minimum
+
+
+def test_report_flags_fewer_bytes_too(tmp_path):
+    folder = tmp_path / "res"
+    folder.mkdir()
+    low = {**RESULT, "ncu": [{**RESULT["ncu"][0], "dram_bytes": NBYTES * 0.8}]}
+    (folder / "nvidia-h200-2026-11-29-rowops.json").write_text(json.dumps(low))
+    page = build_report(folder, tmp_path / "out", measured=False).read_text()
+    assert "moves -20.0% against the cost model" in page
+
+
+def test_report_recovers_bytes_from_gbps(tmp_path):
+    folder = tmp_path / "res"
+    folder.mkdir()
+    rows = [{"op": "myop", "dtype": "bfloat16", "shape": [1024, n], "provider": "rooftop", "ms": 0.5,
+             "GBps": 2000.0, "TFLOPs": None, "roofline_pct": 50.0} for n in (1024, 2048)]
+    doc = {"device": "NVIDIA H200", "date": "2026-11-29", "ceilings": {"copy_GBps": 4000.0, "bf16_mm_TFLOPs": 500.0},
+           "rows": rows}
+    (folder / "nvidia-h200-2026-11-29-misc.json").write_text(json.dumps(doc))
+    page = build_report(folder, tmp_path / "out", measured=False).read_text()
+    assert "2000 GB/s of the 4000 GB/s copy ceiling" in page
