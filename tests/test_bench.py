@@ -65,7 +65,6 @@ def test_write_results_json_and_csv(tmp_path):
 
 def test_alternating_graph_us_order_and_median(monkeypatch):
     """CPU fake of CUDA events and graphs: bursts alternate A B C, C B A, ..., and each graph gets its median burst."""
-    from rooftop.bench import timing
     clock, order = [0.0], []
 
     class Event:
@@ -101,5 +100,4 @@ def test_alternating_graph_us_order_and_median(monkeypatch):
 
 
 def test_parse_dtype():
-    from rooftop.bench.sweep import parse_dtype
-    assert [parse_dtype(n) for n in ("bf16", "fp16", "fp32")] == [torch.bfloat16, torch.float16, torch.float32]
+    assert [sweep.parse_dtype(n) for n in ("bf16", "fp16", "fp32")] == [torch.bfloat16, torch.float16, torch.float32]

@@ -105,7 +105,6 @@ def test_check_runs_every_op(capsys):
 
 def test_check_fails_on_a_wrong_op(monkeypatch, capsys):
     from rooftop import registry
-    from rooftop.cli import main
     spec = registry.get("softmax")
     wrong = dataclasses.replace(spec, reference=lambda *a: 2 * spec.reference(*a), check_cases=((3, 1000),))
     monkeypatch.setattr(registry, "all_ops", lambda: [wrong])
@@ -114,7 +113,6 @@ def test_check_fails_on_a_wrong_op(monkeypatch, capsys):
 
 
 def test_info_shows_the_requested_datasheet(capsys):
-    from rooftop.cli import main
     if torch.cuda.is_available():
         pytest.skip("the CPU path")
     assert main(["info", "--device", "NVIDIA H100 PCIe"]) == 0

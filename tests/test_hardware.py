@@ -97,7 +97,6 @@ def test_datasheet_every_entry(name, figures):
 
 
 def test_unreadable_cache_falls_back_to_datasheet(monkeypatch, tmp_path):
-    from rooftop.hardware import ceilings_for
     monkeypatch.setenv("ROOFTOP_CACHE_DIR", str(tmp_path))
     (tmp_path / "ceilings-nvidia-h200.json").write_text("{not json")
     with pytest.warns(UserWarning, match="unreadable ceilings cache"):

@@ -500,23 +500,19 @@ def test_rope_and_cache_update_rewritten_together(between, fused):
 
 
 def test_patch_keeps_norm_eps_and_exact_gelu_and_bias_mismatch():
-    import rooftop.integrations.hf as hf
-    from test_integrations import Layer, LlamaRMSNorm
     model = Layer(lambda h: LlamaRMSNorm(h, eps=0.5)).to(DEVICE)
     x = 0.05 * torch.randn(2, 5, 64, device=DEVICE)
     with torch.no_grad():
         before = model(x)
-        assert hf.patch_model(model)["rms_norm"] == 2
+        assert patch_model(model)["rms_norm"] == 2
         assert rel_err(model(x), before) < 1e-5
     exact = Layer(LlamaRMSNorm, act=nn.GELU()).to(DEVICE)  # exact (erf) GELU: no fused kernel
-    assert hf.patch_model(exact)["gated_mlp"] == 0
-    assert hf.stacked_projection(nn.Linear(8, 4, bias=True), nn.Linear(8, 4, bias=False)) is None
-    assert hf.stacked_projection(nn.Linear(8, 4, bias=False), nn.Linear(8, 4, bias=True)) is None
+    assert patch_model(exact)["gated_mlp"] == 0
+    assert rooftop.integrations.hf.stacked_projection(nn.Linear(8, 4, bias=True), nn.Linear(8, 4, bias=False)) is None
+    assert rooftop.integrations.hf.stacked_projection(nn.Linear(8, 4, bias=False), nn.Linear(8, 4, bias=True)) is None
 
 
 def test_add_norm_rewrite_needs_rooftops_norm():
-    from test_integrations import DecoderLayer
-    import rooftop.integrations.hf as hf
 
     class LayerNormAfterAdd(DecoderLayer):
         def __init__(self):
@@ -527,5 +523,5 @@ def test_add_norm_rewrite_needs_rooftops_norm():
     x = torch.randn(2, 5, 64, device=DEVICE)
     with torch.no_grad():
         before = model(x)
-        assert hf.patch_model(model)["add_rms_norm"] == 0
+        assert patch_model(model)["add_rms_norm"] == 0
         assert rel_err(model(x), before) < 1e-5

@@ -71,7 +71,6 @@ def test_bad_normalized_shape():
 
 
 def test_nn_modules_use_their_eps():
-    import rooftop.nn as rnn
     x = 0.05 * torch.randn(4, 64, device=DEVICE)
     with torch.no_grad():
         rms = rnn.RMSNorm(64, eps=0.5, device=DEVICE)
@@ -81,7 +80,6 @@ def test_nn_modules_use_their_eps():
 
 
 def test_swap_norms_keeps_eps():
-    import rooftop.nn as rnn
     model = nn.Sequential(nn.LayerNorm(64, eps=0.5), nn.RMSNorm(64, eps=0.5)).to(DEVICE)
     x = 0.05 * torch.randn(3, 64, device=DEVICE)
     with torch.no_grad():
@@ -91,7 +89,6 @@ def test_swap_norms_keeps_eps():
 
 
 def test_layer_norm_module_fuses_the_residual():
-    import rooftop.nn as rnn
     mod = rnn.LayerNorm(64, device=DEVICE)
     x, res = torch.randn(3, 64, device=DEVICE), torch.randn(3, 64, device=DEVICE)
     with torch.no_grad():

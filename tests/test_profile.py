@@ -353,7 +353,6 @@ def test_profile_tiny_model():
 
 
 def test_parse_ncu_csv_reads_each_metric_into_its_own_field():
-    from rooftop.profile import ncu
     metrics = list(ncu.METRICS)
     header = ",".join(f'"{h}"' for h in ["ID", "Kernel Name", *metrics])
     units = ",".join('""' for _ in ["", "", *metrics])
@@ -368,7 +367,6 @@ def test_parse_ncu_csv_reads_each_metric_into_its_own_field():
 
 
 def test_summarize_takes_the_longest_kernels_figures():
-    from rooftop.profile import ncu
     kernels = [{"kernel": "a", "duration_us": 1.0, "dram_bytes": 1.0, "registers_per_thread": 32.0},
                {"kernel": "b", "duration_us": 9.0, "dram_bytes": 2.0, "registers_per_thread": 128.0}]
     out = ncu.summarize(kernels)
@@ -376,15 +374,11 @@ def test_summarize_takes_the_longest_kernels_figures():
 
 
 def test_diagnose_counts_only_the_grid_when_it_is_smaller():
-    from test_profile import H200, MB, ROWS_COST, _reading
-    from rooftop.profile.diagnose import diagnose
     found = diagnose(_reading(dram_bytes_read=450 * MB, grid_size=64.0), ROWS_COST, (2048, 65536), 2, H200)
     assert found.figures["resident_programs"] == 64 and found.figures["in_flight_bytes"] == 64 * 65536 * 2
 
 
 def test_diagnose_l2_is_in_mib():
-    from test_profile import H200, MB, ROWS_COST, _reading
-    from rooftop.profile.diagnose import diagnose
     # 264 resident programs x 231060-byte rows = 61.0 MB: fits 60 MiB (62.9 MB), not 60 MB
     found = diagnose(_reading(dram_bytes_read=450 * MB), ROWS_COST, (2048, 115530), 2, H200)
     assert found.figures["in_flight_bytes"] == 264 * 231060 and found.figures["l2_overflow"] is False
