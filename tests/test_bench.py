@@ -101,3 +101,44 @@ def test_alternating_graph_us_order_and_median(monkeypatch):
 
 def test_parse_dtype():
     assert [sweep.parse_dtype(n) for n in ("bf16", "fp16", "fp32")] == [torch.bfloat16, torch.float16, torch.float32]
+
+
+def test_providers_are_what_they_say(monkeypatch):
+    """providers.make: rooftop is spec.run, eager is spec.eager (not the reference), compile resets dynamo before it
+    compiles the eager form (static shapes); available lists the three built-ins first."""
+    from rooftop.bench import providers as prov
+
+    spec = registry.get("softmax")
+    assert prov.make(spec, "rooftop") is spec.run and prov.make(spec, "eager") is spec.eager
+    calls = []
+    monkeypatch.setattr(torch._dynamo, "reset", lambda: calls.append("reset"))
+    monkeypatch.setattr(torch, "compile", lambda fn, **kwargs: calls.append(("compile", fn, kwargs)) or fn)
+    assert prov.make(spec, "compile") is spec.eager
+    assert calls == ["reset", ("compile", spec.eager, {"dynamic": False})]
+    assert prov.available(spec)[:3] == ["rooftop", "eager", "compile"]
+    with pytest.raises(ValueError, match="unknown provider"):
+        prov.make(spec, "no_such_provider")
+
+
+def test_measure_rows_off_a_gpu(monkeypatch):
+    """sweep.measure's rows (timing faked, inputs on the CPU) carry every field of the results format, the dtype
+    without "torch.", and each provider's rel_err against the reference."""
+    import dataclasses
+
+    real = registry.get("softmax")
+    spec = dataclasses.replace(real, make_inputs=lambda shape, dtype, device: real.make_inputs(shape, dtype, "cpu"))
+    monkeypatch.setattr(sweep, "bench_ms", lambda fn: 1.0)  # past GRAPH_BELOW_MS: no graph timing
+    rows = sweep.measure(spec, (4, 64), torch.float32, ["rooftop", "eager"], CEILINGS, say=lambda s: None)
+    assert [r["provider"] for r in rows] == ["rooftop", "eager"]
+    for r in rows:
+        assert set(r) == {"op", "dtype", "shape", "provider", "ms", "GBps", "TFLOPs", "roofline_pct", "rel_err",
+                          "flops", "bytes"}
+        assert r["op"] == "softmax" and r["dtype"] == "float32" and r["shape"] == [4, 64] and r["ms"] == 1.0
+        assert r["rel_err"] < 1e-5
+
+
+def test_speedups_are_the_other_providers_time_over_rooftops():
+    """speedups: the other provider's time divided by rooftop's, per (op, shape)."""
+    rows = [{"op": "softmax", "shape": [4, 64], "provider": "rooftop", "ms": 1.0},
+            {"op": "softmax", "shape": [4, 64], "provider": "eager", "ms": 3.0}]
+    assert sweep.speedups(rows, "eager") == {("softmax", (4, 64)): 3.0}

@@ -134,8 +134,8 @@ def test_block_table_of_a_wider_table(device):
 
 
 def test_merge_over_several_chunks(device):
-    """64 query rows (16 heads over one kv head, 4 new tokens) at D = 128 over 4 splits: the merge of the splits' partial
-    results takes several chunks of rows (MERGE_CHUNK), each rescaled by the rows' own maxima."""
+    """64 query rows (16 heads over one kv head, 4 new tokens) at D = 128 over 4 splits: the merge of the splits'
+    partial results takes several chunks of rows (MERGE_CHUNK), each rescaled by the rows' own maxima."""
     q, k, v, _ = _inputs(1, 16, 1, 4, 512, 128, torch.float16, device)
     _check(q, k, v, _seqlens([512], device), num_splits=4)
 

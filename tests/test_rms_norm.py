@@ -730,3 +730,32 @@ def test_registry_quantized(name, device):
     ref_q, ref_scale = spec.reference(*inputs)[:2]
     for out in (spec.run(*inputs), spec.eager(*inputs)):
         assert rel_err(out[0].double() * out[1].double(), ref_q * ref_scale) < 0.07  # e4m3: 3 mantissa bits
+
+
+def test_expanded_weight_is_refused(device):
+    """A weight of stride 0 (an expanded scalar as wide as x's rows) is refused as not contiguous."""
+    x = torch.randn(2, 64, device=device, dtype=torch.bfloat16)
+    w = torch.ones(1, device=device, dtype=torch.bfloat16).expand(64)
+    with pytest.raises(ValueError, match="weight must be contiguous"):
+        rooftop.rms_norm(x, w)
+
+
+def test_nan_eps_is_refused(device):
+    """eps = nan is refused (not >= 0), as a negative eps is."""
+    x, w = torch.randn(2, 64, device=device, dtype=torch.bfloat16), torch.ones(64, device=device, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="eps must be a non-negative number"):
+        rooftop.rms_norm(x, w, float("nan"))
+
+
+def test_in_place_on_padded_rows_and_partly_overlapping_rows(device):
+    """fused_add_rms_norm_ writes padded 3-D rows (row stride past N) in place, without a copy; it refuses an x
+    whose rows partly overlap (row stride 32 for 64 columns)."""
+    w = torch.rand(64, device=device, dtype=torch.bfloat16) + 0.5
+    x = torch.randn(2, 3, 128, device=device, dtype=torch.bfloat16)[..., :64]
+    res = torch.randn(2, 3, 64, device=device, dtype=torch.bfloat16)
+    y_ref, r_ref = add_rms_norm_reference(x.clone(), res.clone(), w)
+    rooftop.fused_add_rms_norm_(x, res, w)
+    assert rel_err(x, y_ref) < TOL[torch.bfloat16] and rel_err(res, r_ref) < TOL[torch.bfloat16]
+    overlapping = torch.randn(4 * 32 + 32, device=device, dtype=torch.bfloat16).as_strided((4, 64), (32, 1))
+    with pytest.raises(ValueError, match="x's rows overlap"):
+        rooftop.fused_add_rms_norm_(overlapping, torch.randn(4, 64, device=device, dtype=torch.bfloat16), w)

@@ -419,3 +419,11 @@ def test_gpu_reload_matches_torch(N, dtype, log, monkeypatch):
     assert torch.equal(torch.isfinite(out), finite)
     assert torch.equal(out[~finite & ~torch.isnan(ref)], ref[~finite & ~torch.isnan(ref)])
     assert rel_err(out[finite], ref[finite]) < TOL[dtype]
+
+
+def test_most_negative_dim(device):
+    """dim = -x.dim() is the first dim (normalize_dim's range is [-ndim, ndim)); dim = -x.dim() - 1 is out of range."""
+    x = torch.randn(3, 4, 32, device=device, dtype=torch.float32)
+    assert rel_err(rooftop.softmax(x, -3), softmax_reference(x, 0)) < TOL[torch.float32]
+    with pytest.raises(IndexError, match="dim=-4 is out of range"):
+        rooftop.softmax(x, -4)
