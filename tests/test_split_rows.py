@@ -54,7 +54,6 @@ def test_many_rows_match_reference_and_reset_counters(op):
         assert int(counters.count_nonzero()) == 0
 
 
-
 def _split_words_calls(x, res, w, b):
     """(rooftop call, float64 reference, kernel) of each op the split-words kernels serve: y, or (y, r) with a
     residual (the in-place forms return (x, residual) after the call), whose y normalises r = x + residual as
