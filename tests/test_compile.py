@@ -182,3 +182,66 @@ def test_ops_on_a_device_that_is_not_the_current_one():
         q, k, v = (torch.randn(1, 8, 256, 128, device=dev, dtype=bf16) for _ in range(3))
         assert rel_err(rooftop.attention(q, k, v, causal=True), attention_reference(q, k, v, True)) < TOL[bf16]
     assert torch.cuda.current_device() == 0
+
+
+# GPUs below the H200: offline compiles of every launch the suite makes for sm_80, sm_86 and sm_89
+# (benchmarks/compile_targets.py) fail only where Triton has no e4m3 type (below 8.9).
+
+@pytest.mark.parametrize("capability, refused", [((8, 0), True), ((8, 6), True), ((8, 9), False), ((9, 0), False),
+                                                 ((12, 0), False)])
+def test_fp8_device_check(capability, refused, monkeypatch):
+    """check_fp8_device refuses a card below compute capability 8.9 (A100, A10, RTX 3090, where the fp8 kernels
+    would fail to compile at their first launch) with the argument, the device, its name and its capability in the
+    message; it passes 8.9 and later, and never looks at a CPU."""
+    from rooftop.ops import _support
+    monkeypatch.setattr(_support, "capability", lambda index: capability)
+    monkeypatch.setattr(_support, "interpreting", lambda: False)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA A100-SXM4-80GB")
+    cuda = torch.device("cuda", 0)
+    if refused:
+        pattern = rf"quant='fp8': .* 8\.9 or later .*cuda:0 \(NVIDIA A100-SXM4-80GB\) is {capability[0]}\.{capability[1]}"
+        with pytest.raises(RuntimeError, match=pattern):
+            _support.check_fp8_device("quant='fp8'", cuda)
+    else:
+        _support.check_fp8_device("quant='fp8'", cuda)
+    _support.check_fp8_device("quant='fp8'", torch.device("cpu"))
+
+
+def test_fp8_ops_check_their_device(device, monkeypatch):
+    """rms_norm(quant="fp8") (with and without a residual) and matmul_fp8 check their device before any kernel,
+    naming the argument; quant="int8" and the 16-bit matmul do not."""
+    from rooftop.ops import matmul as matmul_mod, rms_norm as rms_norm_mod
+    checked = []
+
+    def refuse(name, dev):
+        checked.append((name, dev))
+        raise RuntimeError(f"refused: {name}")
+    for module in (rms_norm_mod, matmul_mod):
+        monkeypatch.setattr(module, "check_fp8_device", refuse)
+    x, res = (torch.randn(3, 256, device=device, dtype=torch.bfloat16) for _ in range(2))
+    w = torch.rand(256, device=device, dtype=torch.bfloat16) + 0.5
+    for residual in (None, res):
+        with pytest.raises(RuntimeError, match=r"refused: quant='fp8' \(use 'int8' on this GPU\)"):
+            rooftop.rms_norm(x, w, residual=residual, quant="fp8")
+        rooftop.rms_norm(x, w, residual=residual, quant="int8")
+    a8 = x.to(torch.float8_e4m3fn)
+    b8 = torch.randn(64, 256, device=device).to(torch.float8_e4m3fn).t()
+    one = torch.ones((), device=device)
+    with pytest.raises(RuntimeError, match=r"refused: a and b \(matmul_fp8\)"):
+        rooftop.matmul_fp8(a8, b8, one, one)
+    rooftop.matmul(x, b8.to(torch.bfloat16))
+    assert [dev for _, dev in checked] == [x.device] * 3
+
+
+@pytest.mark.gpu
+def test_fp8_ops_refused_below_capability_8_9(monkeypatch):
+    """On the H200 posing as an A100 (capability 8.0), the fp8 ops raise check_fp8_device's error, not Triton's."""
+    from rooftop.ops import _support
+    monkeypatch.setattr(_support, "capability", lambda index: (8, 0))
+    x = torch.randn(4, 4096, device="cuda", dtype=torch.bfloat16)
+    w = torch.ones(4096, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError, match=r"quant='fp8' .* is 8\.0"):
+        rooftop.rms_norm(x, w, quant="fp8")
+    one = torch.ones((), device="cuda")
+    with pytest.raises(RuntimeError, match=r"a and b \(matmul_fp8\): .* is 8\.0"):
+        rooftop.matmul_fp8(x.to(torch.float8_e4m3fn), x.to(torch.float8_e4m3fn).t(), one, one)

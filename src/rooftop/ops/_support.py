@@ -60,10 +60,29 @@ def l2_bytes(device_index: int) -> int:
 
 
 @functools.lru_cache(maxsize=None)
+def capability(device_index: int) -> tuple[int, int]:
+    """(major, minor) compute capability of CUDA device `device_index`."""
+    return torch.cuda.get_device_capability(device_index)
+
+
 def is_sm90(device_index: int) -> bool:
     """Whether CUDA device `device_index` is sm_90 (Hopper), the one target of the Gluon kernels (their
     wgmma, TMA and setmaxnreg code); Gluon has no interpreter either."""
-    return torch.cuda.get_device_capability(device_index) == (9, 0)
+    return capability(device_index) == (9, 0)
+
+
+FP8_MIN_CAPABILITY = (8, 9)  # Ada and later: below, Triton has no e4m3 type and the GPU no fp8 tensor cores
+
+
+def check_fp8_device(name: str, device: torch.device) -> None:
+    """An fp8 e4m3 (float8_e4m3fn) kernel on `device` needs an sm_89 GPU or later (L40S, RTX 4090, H100, H200):
+    on an A100, A10 or RTX 3090 its kernels would not compile (Triton: "type fp8e4nv not supported in this
+    architecture"). Called where a call is planned, not on a plan's replay."""
+    if device.type == "cuda" and not interpreting():
+        major, minor = capability(device.index)
+        if (major, minor) < FP8_MIN_CAPABILITY:
+            raise RuntimeError(f"{name}: float8_e4m3fn kernels need a GPU of compute capability 8.9 or later (Ada, "
+                               f"Hopper); {device} ({torch.cuda.get_device_name(device)}) is {major}.{minor}")
 
 
 # Programmatic dependent launch (PDL, sm_90): a kernel launched so may start before the kernel ahead of it in the

@@ -94,7 +94,7 @@ from rooftop import registry
 # matmul_sm90's kernel calls this file's _epilogue: it imports this module (a cycle resolved by the time
 # either compiles a kernel)
 from rooftop.ops import _autotune, matmul_sm90
-from rooftop.ops._support import (Launch, Plans, alignment_key, await_previous, cdiv, check_float, check_same_device,
+from rooftop.ops._support import (Launch, Plans, alignment_key, await_previous, cdiv, check_fp8_device, check_float, check_same_device,
                                   ensure_scratch_allocator, interpreting, is_sm90, launch, num_sms, pdl_options,
                                   runs_kernel, torch_op)
 from rooftop.roofline import Cost
@@ -669,6 +669,7 @@ def _matmul_fp8_op(a: torch.Tensor, b: torch.Tensor, a_scale: torch.Tensor, b_sc
                    bias: Optional[torch.Tensor], out_dtype: torch.dtype) -> torch.Tensor:
     if not runs_kernel(a):
         return matmul_fp8_reference(a, b, a_scale, b_scale, bias).to(out_dtype)
+    check_fp8_device("a and b (matmul_fp8)", a.device)
     out = a.new_empty(_out_shape(a, b), dtype=out_dtype)
     if out.numel():
         _gemm(a, b, out, bias, None, None, a_scale, b_scale)

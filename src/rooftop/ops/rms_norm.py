@@ -84,7 +84,7 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops import norm_sm90
-from rooftop.ops._support import (as_rows, await_previous, cdiv, check_norm_inputs, check_number, exchange_words,
+from rooftop.ops._support import (as_rows, await_previous, cdiv, check_fp8_device, check_norm_inputs, check_number, exchange_words,
                                   in_place_rows, interpreting, is_sm90, launch, leave_row, load_rows_add_residual,
                                   load_split_chunk, load_tile, load_tile_add_residual, load_tile_again, load_word_pairs,
                                   num_sms, onchip_config, opaque_zero, pack_words, pdl_options, planned, row_pointers,
@@ -429,6 +429,8 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
     """RMSNorm of the [M, N] row views; with `residual`, r <- x + residual first and y <- norm(r);
     with `quant`, y is quantized and `scale` [M] (fp32) receives each row's scale.
     Every view has unit column stride; y may alias x and r may alias residual (the in-place op)."""
+    if quant == "fp8":
+        check_fp8_device("quant='fp8' (use 'int8' on this GPU)", x.device)
     M, N = x.shape
     if M == 0 or N == 0:
         return
