@@ -1,7 +1,10 @@
 """The ops as torch custom ops: one opaque node under torch.compile (no graph break), capturable in a
 CUDA graph, and the fast launch path equal to Triton's own."""
+import types
+
 import pytest
 import torch
+import triton
 
 import rooftop
 from conftest import DEVICE, HAS_CUDA, TOL, rel_err
@@ -185,7 +188,65 @@ def test_ops_on_a_device_that_is_not_the_current_one():
 
 
 # GPUs below the H200: offline compiles of every launch the suite makes for sm_80, sm_86 and sm_89
-# (benchmarks/compile_targets.py) fail only where Triton has no e4m3 type (below 8.9).
+# (benchmarks/compile_targets.py) fail only where Triton has no e4m3 type (below 8.9). Tritons other than 3.6:
+# the Gluon kernels and the direct C launches stand down (_support.INTERNALS_TESTED).
+
+class _FakeLauncher:
+    global_scratch_size = profile_scratch_size = 0
+    launch_cooperative_grid = launch_pdl = False
+
+    def launch(self, *args):
+        raise AssertionError("not called here")
+
+
+class _FakeCompiled:
+    run, function, packed_metadata = _FakeLauncher(), object(), object()
+
+
+@pytest.mark.parametrize("tested", [True, False])
+def test_untested_triton_keeps_to_the_public_api(tested, monkeypatch):
+    """Under a Triton other than 3.6 (whose launcher takes its arguments in another order in 3.9, and whose Gluon
+    renamed the TMA copies) no Launch calls the C launcher directly and no Gluon kernel is chosen, on an sm_90 GPU
+    too; under 3.6 both are."""
+    from rooftop.ops import _support
+    monkeypatch.setattr(_support, "INTERNALS_TESTED", tested)
+    monkeypatch.setattr(_support, "capability", lambda index: (9, 0))
+    monkeypatch.setattr(type(triton.runtime.driver), "active", types.SimpleNamespace(get_current_stream=None))
+    assert _support.gluon_runs(0) is tested
+    assert bool(_support.Launch(_FakeCompiled(), (), 0).direct()) is tested
+
+    def wrap(launcher):  # the shape of 3.6's tensor-descriptor wrapper
+        def inner(*args):
+            return launcher(*args)
+        return inner
+    launcher = object()
+    assert (_support._unwrapped_launcher(wrap(launcher)) is launcher) is tested
+
+
+@pytest.mark.gpu
+def test_ops_run_through_the_public_launch_path(monkeypatch):
+    """With the direct launches and the Gluon kernels off, as under a Triton other than 3.6, the ops that would take
+    Gluon kernels on the H200 run right through CompiledKernel.run."""
+    from rooftop.ops import _support
+    from rooftop.ops.attention import attention_reference
+    from rooftop.ops.matmul import matmul_reference
+    from rooftop.ops.quant_matmul import quant_matmul_reference
+    monkeypatch.setattr(_support, "INTERNALS_TESTED", False)
+    monkeypatch.setattr(_support, "_compiled", {})  # Launches made before hold their direct launcher
+    bf16 = torch.bfloat16
+    x, res = (torch.randn(64, 65536, device="cuda", dtype=bf16) for _ in range(2))
+    w = torch.rand(65536, device="cuda", dtype=bf16) + 0.5
+    for out, ref in zip(rooftop.rms_norm(x, w, 1e-6, residual=res), add_rms_norm_reference(x, res, w)):
+        assert rel_err(out, ref) < TOL[bf16]
+    assert rel_err(rooftop.softmax(x), softmax_reference(x)) < TOL[bf16]
+    a, b = torch.randn(512, 4096, device="cuda", dtype=bf16), torch.randn(4096, 4096, device="cuda", dtype=bf16)
+    assert rel_err(rooftop.matmul(a, b), matmul_reference(a, b)) < TOL[bf16]
+    qw = rooftop.quantize_weight(torch.randn(4096, 4096, device="cuda", dtype=bf16), 4, 128)
+    ref = quant_matmul_reference(a[:64], qw.packed, qw.scales, qw.zeros, None, qw.bits, qw.group_size)
+    assert rel_err(rooftop.quant_matmul(a[:64], qw), ref) < TOL[bf16]
+    q, k, v = (torch.randn(1, 8, 1024, 128, device="cuda", dtype=bf16) for _ in range(3))
+    assert rel_err(rooftop.attention(q, k, v, causal=True), attention_reference(q, k, v, True)) < TOL[bf16]
+    assert _support._compiled and not any(entry.direct() for entry in _support._compiled.values())
 
 @pytest.mark.parametrize("capability, refused", [((8, 0), True), ((8, 6), True), ((8, 9), False), ((9, 0), False),
                                                  ((12, 0), False)])

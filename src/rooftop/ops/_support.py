@@ -71,6 +71,21 @@ def is_sm90(device_index: int) -> bool:
     return capability(device_index) == (9, 0)
 
 
+# Three things here reach past Triton's public API, each written against Triton 3.6, the version tested on the CPU
+# and the H200: the C launcher's argument layout (Launch.direct; GluonLaunch's descriptors encoded once), and Gluon,
+# an experimental API that changes with each release (3.9 removed tma.async_copy_global_to_shared and changed
+# gl.warp_specialize's arguments; its launcher takes its arguments in another order). Under any other version they
+# stand down: launches go through CompiledKernel.run, whose arguments 3.9 keeps, and the Triton kernels run where the
+# Gluon ones would (`gluon_runs`). The specialisation `_spec_key` mirrors is 3.9's too (same types and keys).
+INTERNALS_TESTED = tuple(int(part) for part in re.findall(r"\d+", triton.__version__)[:2]) == (3, 6)
+
+
+def gluon_runs(device_index: int) -> bool:
+    """Whether the Gluon kernels (ops/*_sm90.py) may run on CUDA device `device_index`: an sm_90 GPU, under the
+    Triton they were written for (INTERNALS_TESTED)."""
+    return INTERNALS_TESTED and is_sm90(device_index)
+
+
 FP8_MIN_CAPABILITY = (8, 9)  # Ada and later: below, Triton has no e4m3 type and the GPU no fp8 tensor cores
 
 
@@ -696,7 +711,8 @@ class Launch:
 
     def _direct_launch(self) -> tuple:
         run = self.compiled.run  # loads the binary
-        if not (getattr(run, "global_scratch_size", 1) == 0 and getattr(run, "profile_scratch_size", 1) == 0
+        if not (INTERNALS_TESTED and getattr(run, "global_scratch_size", 1) == 0
+                and getattr(run, "profile_scratch_size", 1) == 0
                 and hasattr(run, "launch") and hasattr(run, "launch_pdl")):
             return ()
         return (run.launch, triton.runtime.driver.active.get_current_stream, self.compiled.function,
@@ -781,7 +797,7 @@ def _unwrapped_launcher(launch: Callable) -> Optional[Callable]:
     """The C launcher under Triton 3.6's tensor-descriptor wrapper (backends/nvidia/driver.py's
     wrap_handle_tensordesc: `inner`, whose closure holds it as `launcher`), or None where it is not that."""
     code, closure = getattr(launch, "__code__", None), getattr(launch, "__closure__", None)
-    if code is None or not closure or code.co_name != "inner":
+    if not INTERNALS_TESTED or code is None or not closure or code.co_name != "inner":
         return None
     cell = dict(zip(code.co_freevars, closure)).get("launcher")
     return None if cell is None else cell.cell_contents

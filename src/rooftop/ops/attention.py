@@ -81,7 +81,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from rooftop import registry
 from rooftop.ops import _autotune, attention_sm90
 from rooftop.ops._support import (Launch, Plans, alignment_key, cdiv, check_float, check_number, check_same_device,
-                                  ensure_scratch_allocator, interpreting, is_sm90, runs_kernel, torch_op)
+                                  ensure_scratch_allocator, gluon_runs, interpreting, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 LOG2E = 1.4426950408889634
@@ -418,7 +418,7 @@ def _pingpong_applies(q4, k4, v4, o4, causal: bool, left: int, right: int, varle
     interpreter), TMA on, dense (no window, not varlen) or causal, and tensors it takes
     (attention_sm90.supports: any strides TMA can address)."""
     return (GLUON_ENABLED and TMA_ENABLED and q4.is_cuda and not interpreting() and not varlen and left < 0
-            and right == (0 if causal else -1) and is_sm90(q4.device.index)
+            and right == (0 if causal else -1) and gluon_runs(q4.device.index)
             and attention_sm90.supports(q4, k4, v4, o4, causal, [_tma_strides(t) for t in (q4, k4, v4, o4)]))
 
 

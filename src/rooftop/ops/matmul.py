@@ -94,9 +94,9 @@ from rooftop import registry
 # matmul_sm90's kernel calls this file's _epilogue: it imports this module (a cycle resolved by the time
 # either compiles a kernel)
 from rooftop.ops import _autotune, matmul_sm90
-from rooftop.ops._support import (Launch, Plans, alignment_key, await_previous, cdiv, check_fp8_device, check_float, check_same_device,
-                                  ensure_scratch_allocator, interpreting, is_sm90, launch, num_sms, pdl_options,
-                                  runs_kernel, torch_op)
+from rooftop.ops._support import (Launch, Plans, alignment_key, await_previous, cdiv, check_float, check_fp8_device,
+                                  check_same_device, ensure_scratch_allocator, gluon_runs, interpreting, launch,
+                                  num_sms, pdl_options, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -392,7 +392,7 @@ def _use_gluon(a: torch.Tensor, out: torch.Tensor, residual: Optional[torch.Tens
     sm_90 compile check (56-408 bytes; its whole-tile accumulators take 128 registers a thread)."""
     return (GLUON_ENABLED and tma is not None and tma[0] and a.is_cuda and not interpreting()
             and a.dtype in (torch.float16, torch.bfloat16) and a.shape[0] >= GLUON_MIN_M and activation != "gelu"
-            and (residual is None or (residual_tma and residual.dtype == out.dtype)) and is_sm90(a.device.index))
+            and (residual is None or (residual_tma and residual.dtype == out.dtype)) and gluon_runs(a.device.index))
 
 
 def _wave_efficiency(tiles: int, sms: int) -> float:

@@ -125,9 +125,9 @@ from triton.language.extra.cuda import num_threads
 from rooftop import registry
 from rooftop.ops import _autotune, quant_matmul_sm90
 from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, arrival_counters, arrive_last, as_rows,
-                                  await_previous, cdiv, check_float, check_same_device, float32_placeholder,
-                                  interpreting, is_sm90, l2_bytes, launch, num_sms, pdl_options, prepare, planned,
-                                  provided, runs_kernel, torch_op)
+                                  await_previous, cdiv, check_float, check_same_device, float32_placeholder, gluon_runs,
+                                  interpreting, l2_bytes, launch, num_sms, pdl_options, planned, prepare, provided,
+                                  runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 BITS = (4, 8)
@@ -371,7 +371,7 @@ def _use_gluon(rows: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, z
     (quant_matmul_sm90.supports: int4, group 128, x bf16 / fp16 with scales of its dtype, TMA's alignments)."""
     return (GLUON_ENABLED and rows.is_cuda and not interpreting() and rows.shape[0] >= GLUON_MIN_M
             and quant_matmul_sm90.supports(rows, packed, scales, zeros, bits, group_size)
-            and is_sm90(rows.device.index))
+            and gluon_runs(rows.device.index))
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
