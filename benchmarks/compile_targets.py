@@ -1,6 +1,7 @@
 """Offline compile of every Triton kernel launch the test suite makes, for GPUs other than the H200 (no GPU
-needed): does each kernel compile for sm_80 (A100), sm_86 (A10, RTX 3090), sm_89 (L40S, RTX 4090) and sm_90, and
-does its shared memory fit the card's per-block limit? The interpreter cannot say: it runs any dtype and any size.
+needed): does each kernel compile for sm_80 (A100), sm_86 (A10, RTX 3090), sm_89 (L40S, RTX 4090), sm_90, sm_100
+(B200) and sm_120 (RTX 5090), and does its shared memory fit the card's per-block limit? The interpreter cannot
+say: it runs any dtype and any size.
 
 Phase 1 runs pytest in the interpreter with a hook on InterpretedFunction.run that records each launch's kernel,
 argument types (as Triton would specialise them on a GPU: dtypes, 16-byte alignment, ints divisible by 16, ints
@@ -24,7 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 # the inline-PTX paths the wrappers take on a GPU only (quant_matmul._launch_path)
 GPU_VARIANTS = ("_qgemm_kernel:PAIRED_ASM=True", "_qgemv_kernel:X_ASM=True")
 # shared memory a block may opt into (cudaDevAttrMaxSharedMemoryPerBlockOptin), bytes
-SMEM_LIMIT = {80: 166912, 86: 101376, 89: 101376, 90: 232448}
+SMEM_LIMIT = {80: 166912, 86: 101376, 89: 101376, 90: 232448, 100: 232448, 120: 101376}
 
 
 def _describe(value, specialize: bool):

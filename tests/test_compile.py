@@ -260,8 +260,8 @@ def test_fp8_device_check(capability, refused, monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA A100-SXM4-80GB")
     cuda = torch.device("cuda", 0)
     if refused:
-        pattern = rf"quant='fp8': .* 8\.9 or later .*cuda:0 \(NVIDIA A100-SXM4-80GB\) is {capability[0]}\.{capability[1]}"
-        with pytest.raises(RuntimeError, match=pattern):
+        message = rf"quant='fp8': .* 8\.9 or later .*cuda:0 \(NVIDIA A100.*\) is {capability[0]}\.{capability[1]}"
+        with pytest.raises(RuntimeError, match=message):
             _support.check_fp8_device("quant='fp8'", cuda)
     else:
         _support.check_fp8_device("quant='fp8'", cuda)
