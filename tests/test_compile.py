@@ -233,6 +233,7 @@ def test_ops_run_through_the_public_launch_path(monkeypatch):
     from rooftop.ops.quant_matmul import quant_matmul_reference
     monkeypatch.setattr(_support, "INTERNALS_TESTED", False)
     monkeypatch.setattr(_support, "_compiled", {})  # Launches made before hold their direct launcher
+    monkeypatch.setenv("ROOFTOP_AUTOTUNE", "0")  # the defaults: no choice made without Gluon kept for later runs
     bf16 = torch.bfloat16
     x, res = (torch.randn(64, 65536, device="cuda", dtype=bf16) for _ in range(2))
     w = torch.rand(65536, device="cuda", dtype=bf16) + 0.5
