@@ -25,7 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 # the inline-PTX paths the wrappers take on a GPU only (quant_matmul._launch_path)
 GPU_VARIANTS = ("_qgemm_kernel:PAIRED_ASM=True", "_qgemv_kernel:X_ASM=True")
 # shared memory a block may opt into (cudaDevAttrMaxSharedMemoryPerBlockOptin), bytes
-SMEM_LIMIT = {80: 166912, 86: 101376, 89: 101376, 90: 232448, 100: 232448, 120: 101376}
+SMEM_LIMIT = {75: 65536, 80: 166912, 86: 101376, 89: 101376, 90: 232448, 100: 232448, 120: 101376}
 
 
 def _describe(value, specialize: bool):

@@ -71,12 +71,12 @@ def is_sm90(device_index: int) -> bool:
     return capability(device_index) == (9, 0)
 
 
-# Three things here reach past Triton's public API, each written against Triton 3.6, the version tested on the CPU
-# and the H200: the C launcher's argument layout (Launch.direct; GluonLaunch's descriptors encoded once), and Gluon,
-# an experimental API that changes with each release (3.9 removed tma.async_copy_global_to_shared and changed
-# gl.warp_specialize's arguments; its launcher takes its arguments in another order). Under any other version they
-# stand down: launches go through CompiledKernel.run, whose arguments 3.9 keeps, and the Triton kernels run where the
-# Gluon ones would (`gluon_runs`). The specialisation `_spec_key` mirrors is 3.9's too (same types and keys).
+# Two things here reach past Triton's public API, both written against Triton 3.6, the version tested on the CPU and
+# the H200: the C launcher's argument layout (Launch.direct; GluonLaunch's descriptors encoded once; 3.9's launcher
+# takes its arguments in another order), and Gluon, an experimental API that changes with each release (3.9 removed
+# tma.async_copy_global_to_shared and changed gl.warp_specialize's arguments). Under any other version they stand
+# down: launches go through CompiledKernel.run, whose arguments 3.9 keeps, and the Triton kernels run where the Gluon
+# ones would (`gluon_runs`). The specialisation `_spec_key` mirrors is 3.9's too (same types and keys).
 INTERNALS_TESTED = tuple(int(part) for part in re.findall(r"\d+", triton.__version__)[:2]) == (3, 6)
 
 
