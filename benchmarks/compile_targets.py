@@ -22,8 +22,8 @@ import sys
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 
-# the inline-PTX paths the wrappers take on a GPU only (quant_matmul._launch_path)
-GPU_VARIANTS = ("_qgemm_kernel:PAIRED_ASM=True", "_qgemv_kernel:X_ASM=True")
+# what the wrappers set on a GPU only: quant_matmul._launch_path's inline-PTX paths, decode_attention's stages
+GPU_VARIANTS = ("_qgemm_kernel:PAIRED_ASM=True", "_qgemv_kernel:X_ASM=True", "_decode_attention_kernel:num_stages=3")
 # shared memory a block may opt into (cudaDevAttrMaxSharedMemoryPerBlockOptin), bytes
 SMEM_LIMIT = {75: 65536, 80: 166912, 86: 101376, 89: 101376, 90: 232448, 100: 232448, 120: 101376}
 
@@ -126,17 +126,21 @@ def _compile(job):
 
 
 def with_variants(records: list[dict], variants: list[str]) -> list[dict]:
-    """records plus, for each variant "kernel:NAME=VALUE", a copy of that kernel's launches with the constexpr NAME
-    set to VALUE (a Python literal): the paths only a GPU takes (inline PTX), which the interpreter never records."""
+    """records plus, for each variant "kernel:NAME=VALUE", a copy of that kernel's launches with the constexpr or
+    launch option NAME set to VALUE (a Python literal): what only a GPU takes (inline PTX, pipeline stages), which the
+    interpreter never records."""
     import ast
     extra = []
     for variant in variants:
         kernel, assignment = variant.split(":")
         name, value = assignment.split("=")
         for record in records:
-            if record["name"] == kernel and name in record["args"]:
+            if record["name"] == kernel and (name in record["args"] or name in ("num_warps", "num_stages")):
                 copy = json.loads(json.dumps(record))
-                copy["args"][name] = {"value": ast.literal_eval(value)}
+                if name in record["args"]:
+                    copy["args"][name] = {"value": ast.literal_eval(value)}
+                else:
+                    copy["options"][name] = ast.literal_eval(value)
                 extra.append(copy)
     unique = {json.dumps(r, sort_keys=True): r for r in records + extra}
     return list(unique.values())

@@ -1,3 +1,5 @@
+import types
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -368,6 +370,22 @@ def test_default_splits():
     assert decode_mod.default_splits(8, 0, 2, cpu) == 1
 
 
+@pytest.mark.parametrize("limit, stages", [(232448, 3), (101376, 2), (70000, 1), (10000, 1)])
+def test_fitting_stages_steps_down_to_the_shared_memory(limit, stages, monkeypatch):
+    """fitting_stages compiles with fewer stages until the kernel fits a program's shared memory (the split kernel at
+    D = 128 in bf16 compiled for sm_90: 139264, 73728, 40960 B at 3, 2, 1 stages, where the 99 KB cards allow 101376;
+    benchmarks/compile_targets.py), never below 1; off a GPU (no compile) the stages stay as given."""
+    from rooftop.ops import _support
+    shared = {3: 139264, 2: 73728, 1: 40960}
+    compiled = lambda kernel, *args, **c: types.SimpleNamespace(
+        device=0, compiled=types.SimpleNamespace(metadata=types.SimpleNamespace(shared=shared[c["num_stages"]])))
+    monkeypatch.setattr(_support, "prepare", compiled)
+    monkeypatch.setattr(_support, "shared_memory_limit", lambda index: limit)
+    assert _support.fitting_stages(None, 1, 2, BLOCK=16, num_stages=3) == stages
+    monkeypatch.setattr(_support, "prepare", lambda kernel, *args, **c: None)
+    assert _support.fitting_stages(None, 1, 2, BLOCK=16, num_stages=3) == 3
+
+
 # ---------------------------------------------------------------------------------------------
 # On the GPU
 
@@ -381,6 +399,22 @@ def test_gpu_matches_reference(Hq, Hkv, Sq, D, page_size, dtype):
     lengths = [4096, 1, 0, 2999, 777]
     q, k, v, table = _inputs(len(lengths), Hq, Hkv, Sq, 4096, D, dtype, "cuda", page_size)
     _check(q, k, v, _seqlens(lengths, "cuda"), table)
+
+
+@pytest.mark.gpu
+def test_gpu_fewer_stages_on_a_card_with_less_shared_memory(monkeypatch):
+    """On the H200 posing as a 99 KB card (A10, L40S, RTX 4090), the split kernel at D = 128 (3 stages: 139264 B)
+    launches with 2 and matches the reference, where 3 would raise OutOfResources there."""
+    from rooftop.ops import _support
+    monkeypatch.setattr(_support, "shared_memory_limit", lambda index: 101376)
+    stages = []
+    real = decode_mod.launch
+    monkeypatch.setattr(decode_mod, "launch", lambda kernel, grid, *a, **c: stages.append(c["num_stages"])
+                        or real(kernel, grid, *a, **c))
+    lengths = [4096, 1, 2999]
+    q, k, v, table = _inputs(len(lengths), 32, 8, 1, 4096, 128, torch.bfloat16, "cuda")
+    _check(q, k, v, _seqlens(lengths, "cuda"), table)
+    assert stages == [2]
 
 
 @pytest.mark.gpu

@@ -416,6 +416,28 @@ def test_tinygemm_scales_and_zeros_encode_the_same_weight(device):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("bits", [4, 8])
+def test_gpu_below_sm80_takes_no_16_bit_pair_ptx(bits, monkeypatch, tmp_path):
+    """A card below sm_80 (a T4) has no bf16x2 / f16x2 arithmetic or 16-bit m16n8k16 mma in its PTX (ptxas: "requires
+    .target sm_80 or higher"; benchmarks/compile_targets.py): posing the H200 as 7.5, the mma.sync GEMV is no
+    candidate and the dot kernel runs without its paired PTX, right against the reference."""
+    x, qw, _ = qm._make_inputs(bits)((32, 512, 1024), torch.bfloat16, "cuda")
+    assert qm._use_mma(x[:8], 4)
+    from rooftop.ops import _autotune
+    monkeypatch.setattr(qm, "capability", lambda index: (7, 5))
+    monkeypatch.setenv("ROOFTOP_CACHE_DIR", str(tmp_path))  # no remembered choice of an earlier run
+    monkeypatch.setenv("ROOFTOP_AUTOTUNE", "0")  # the default: the dot kernel at 32 rows
+    _autotune.forget()
+    assert not qm._use_mma(x[:8], 4)
+    paired = []
+    real = qm.prepare
+    monkeypatch.setattr(qm, "prepare", lambda kernel, *a, **c: paired.append((kernel.fn.__name__, c["PAIRED_ASM"]))
+                        or real(kernel, *a, **c))
+    assert rel_err(quant_matmul(x, qw), _reference(x, qw)) < TOL[torch.bfloat16]
+    assert paired == [("_qgemm_kernel", False)]
+
+
+@pytest.mark.gpu
 @pytest.mark.slow
 @pytest.mark.parametrize("N,K", qm.BENCH_SHAPES)
 @pytest.mark.parametrize("M", [1, 16, 64, 256, 1024])

@@ -60,6 +60,15 @@ def l2_bytes(device_index: int) -> int:
 
 
 @functools.lru_cache(maxsize=None)
+def shared_memory_limit(device_index: int) -> int:
+    """Bytes of shared memory one program may use on CUDA device `device_index` (227 KB on sm_90 and A100's 163 KB,
+    99 KB on sm_86 / sm_89: A10, L40S, RTX 4090); the interpreter (-1) has no limit."""
+    if device_index < 0:
+        return 1 << 30
+    return torch.cuda.get_device_properties(device_index).shared_memory_per_block_optin
+
+
+@functools.lru_cache(maxsize=None)
 def capability(device_index: int) -> tuple[int, int]:
     """(major, minor) compute capability of CUDA device `device_index`."""
     return torch.cuda.get_device_capability(device_index)
@@ -889,6 +898,19 @@ def prepare(kernel, *args, **constexprs) -> Optional[Launch]:
         compiled = kernel.warmup(*args, grid=(1,), **constexprs)
         entry = _compiled[key] = Launch(compiled, tuple(constexprs[n] for n in kernel.arg_names[len(args):]), device)
     return entry
+
+
+def fitting_stages(kernel, *args, **constexprs) -> int:
+    """The most pipeline stages, from constexprs' num_stages down to 1, with which `kernel` compiled for these
+    arguments (`prepare`'s) fits the shared memory a program may use on their device; the compile says it exactly,
+    where a launch would raise OutOfResources. Off a GPU: num_stages as given."""
+    stages = constexprs["num_stages"]
+    while stages > 1:
+        entry = prepare(kernel, *args, **{**constexprs, "num_stages": stages})
+        if entry is None or entry.compiled.metadata.shared <= shared_memory_limit(entry.device):
+            break
+        stages -= 1
+    return stages
 
 
 def launch(kernel, grid: tuple[int, ...], *args, **constexprs) -> Optional[Launch]:

@@ -81,7 +81,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from rooftop import registry
 from rooftop.ops import _autotune, attention_sm90
 from rooftop.ops._support import (Launch, Plans, alignment_key, cdiv, check_float, check_number, check_same_device,
-                                  ensure_scratch_allocator, gluon_runs, interpreting, runs_kernel, torch_op)
+                                  ensure_scratch_allocator, gluon_runs, interpreting, runs_kernel, shared_memory_limit,
+                                  torch_op)
 from rooftop.roofline import Cost
 
 LOG2E = 1.4426950408889634
@@ -201,11 +202,6 @@ def tuning_candidates(block_d: int, itemsize: int, kind: str, smem: int,
     return tuple(found[:limit])
 
 
-@functools.lru_cache(maxsize=None)
-def _smem_limit(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).shared_memory_per_block_optin
-
-
 def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind: str,
                       limit: Optional[int] = MAX_CANDIDATES, pingpong: bool = False) -> tuple[AttentionConfig, ...]:
     """The launch configurations tried for a call, the untuned default first; device_index -1: the
@@ -215,7 +211,7 @@ def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind:
         return (INTERPRETER_CONFIG,)
     if dtype == torch.float32:
         return (FP32_CONFIG,)
-    triton_configs = tuning_candidates(block_d, dtype.itemsize, kind, _smem_limit(device_index), limit)
+    triton_configs = tuning_candidates(block_d, dtype.itemsize, kind, shared_memory_limit(device_index), limit)
     return PINGPONG_CONFIGS[block_d] + triton_configs if pingpong else triton_configs
 
 

@@ -94,9 +94,10 @@ from rooftop import registry
 # matmul_sm90's kernel calls this file's _epilogue: it imports this module (a cycle resolved by the time
 # either compiles a kernel)
 from rooftop.ops import _autotune, matmul_sm90
-from rooftop.ops._support import (Launch, Plans, alignment_key, await_previous, cdiv, check_float, check_fp8_device,
-                                  check_same_device, ensure_scratch_allocator, gluon_runs, interpreting, launch,
-                                  num_sms, pdl_options, runs_kernel, torch_op)
+from rooftop.ops._support import (Launch, Plans, alignment_key, await_previous, capability, cdiv, check_float,
+                                  check_fp8_device, check_same_device, ensure_scratch_allocator, gluon_runs,
+                                  interpreting, launch, num_sms, pdl_options, runs_kernel, shared_memory_limit,
+                                  torch_op)
 from rooftop.roofline import Cost
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -341,8 +342,7 @@ def _device_limits(device_index: int) -> tuple[int, int, int]:
     """(SMs, shared memory a program may use in bytes, compute capability major); the interpreter is -1."""
     if device_index < 0:
         return num_sms(-1), 1 << 30, 9
-    props = torch.cuda.get_device_properties(device_index)
-    return props.multi_processor_count, props.shared_memory_per_block_optin, props.major
+    return num_sms(device_index), shared_memory_limit(device_index), capability(device_index)[0]
 
 
 def _tma_layout(t: torch.Tensor) -> Optional[tuple[bool, int]]:
