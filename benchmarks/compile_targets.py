@@ -25,7 +25,8 @@ from concurrent.futures import ProcessPoolExecutor
 # what the wrappers set on a GPU only: quant_matmul._launch_path's inline-PTX paths, decode_attention's stages
 GPU_VARIANTS = ("_qgemm_kernel:PAIRED_ASM=True", "_qgemv_kernel:X_ASM=True", "_decode_attention_kernel:num_stages=3")
 # shared memory a block may opt into (cudaDevAttrMaxSharedMemoryPerBlockOptin), bytes
-SMEM_LIMIT = {75: 65536, 80: 166912, 86: 101376, 89: 101376, 90: 232448, 100: 232448, 120: 101376}
+SMEM_LIMIT = {75: 65536, 80: 166912, 86: 101376, 89: 101376, 90: 232448, 100: 232448, 120: 101376,
+              "gfx942": 65536}  # gfx942: AMD MI300X (a HIP target: 64-thread warps, LDS a workgroup)
 
 
 def _describe(value, specialize: bool):
@@ -107,11 +108,17 @@ def _compile(job):
             if arg.get("aligned"):
                 attrs[(i,)] = [["tt.divisibility", 16]]
     options = dict(record["options"])
+    hip = isinstance(target, str)
     try:
         compiled = triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=constexprs, attrs=attrs),
-                                  target=GPUTarget("cuda", target, 32), options=options)
+                                  target=GPUTarget("hip", target, 64) if hip else GPUTarget("cuda", target, 32),
+                                  options=options)
     except Exception as err:  # what a user on this card would see at the first launch
         return False, f"{type(err).__name__}: {str(err).strip().splitlines()[-1][:200]}"
+    if hip:  # no cuobjdump: shared memory only; a workgroup takes at most 1024 threads (16 warps of 64)
+        shared, warps = compiled.metadata.shared, compiled.metadata.num_warps
+        fits = shared <= SMEM_LIMIT[target] and warps <= 16
+        return fits, f"shared {shared} warps {warps}" + ("" if fits else " (past 64 KB or 16 warps)")
     binary = os.path.dirname(triton.__file__) + "/backends/nvidia/bin/cuobjdump"
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(compiled.asm["cubin"])
@@ -146,6 +153,10 @@ def with_variants(records: list[dict], variants: list[str]) -> list[dict]:
     return list(unique.values())
 
 
+def _name(target) -> str:
+    return target if isinstance(target, str) else f"sm_{target}"
+
+
 def compile_all(path: str, targets: list[int], jobs: int, variants: list[str], kernels: str = "") -> int:
     with open(path) as f:
         records = with_variants(json.load(f), variants)
@@ -158,16 +169,16 @@ def compile_all(path: str, targets: list[int], jobs: int, variants: list[str], k
             if not ok:
                 failures[target] += 1
                 consts = {k: v.get("value") for k, v in record["args"].items() if "type" not in v or k.isupper()}
-                print(f"sm_{target} {record['name']} {record['options']} {consts}: {message}")
+                print(f"{_name(target)} {record['name']} {record['options']} {consts}: {message}")
     for t in targets:
-        print(f"sm_{t}: {failures[t]} of {len(records)} launches fail to compile or exceed the shared memory")
+        print(f"{_name(t)}: {failures[t]} of {len(records)} launches fail to compile or exceed the shared memory")
     return sum(failures.values())
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", default="tests")
-    parser.add_argument("--targets", default="80,86,89,90")
+    parser.add_argument("--targets", default="80,86,89,90", help="CUDA sm numbers, or HIP gfx names (gfx942)")
     parser.add_argument("--record", default="/tmp/launches.json")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--compile-only", action="store_true", help="phase 2 on an existing record file")
@@ -177,7 +188,7 @@ def main() -> int:
     args = parser.parse_args()
     if not args.compile_only:  # phase 1 in its own process: the interpreter is chosen when triton is imported
         subprocess.run([sys.executable, __file__, "--record-phase", args.tests, args.record], check=True)
-    targets = [int(t) for t in args.targets.split(",")]
+    targets = [t if t.startswith("gfx") else int(t) for t in args.targets.split(",")]
     return 1 if compile_all(args.record, targets, args.jobs, args.variant, args.kernels) else 0
 
 

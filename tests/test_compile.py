@@ -203,6 +203,23 @@ class _FakeCompiled:
     run, function, packed_metadata = _FakeLauncher(), object(), object()
 
 
+def test_amd_gpus_are_refused(monkeypatch):
+    """A ROCm build's GPU tensors (an AMD GPU also reads is_cuda) get an error that says why, where the kernels
+    would otherwise fail to compile or launch (inline PTX; 32-warp programs past AMD's 1024 threads a workgroup);
+    NVIDIA GPUs and the interpreter's CPU tensors run the kernels, other CPU tensors the references."""
+    from rooftop.ops import _support
+    gpu = types.SimpleNamespace(is_cuda=True, device=torch.device("cuda", 0))
+    assert _support.runs_kernel(gpu)
+    assert _support.runs_kernel(torch.ones(1)) is _support.interpreting()
+    monkeypatch.setattr(torch.version, "hip", "6.4.0")
+    with pytest.raises(RuntimeError, match=r"written for NVIDIA GPUs, and cuda:0 is an AMD GPU .*ROCm"):
+        _support.runs_kernel(gpu)
+    if HAS_CUDA:  # the H200 posing as an AMD GPU: an op says so at its first call
+        x = torch.randn(4, 256, device="cuda")
+        with pytest.raises(RuntimeError, match="AMD GPU"):
+            rooftop.softmax(x)
+
+
 @pytest.mark.parametrize("tested", [True, False])
 def test_untested_triton_keeps_to_the_public_api(tested, monkeypatch):
     """Under a Triton other than 3.6 (whose launcher takes its arguments in another order in 3.9, and whose Gluon

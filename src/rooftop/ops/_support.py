@@ -34,8 +34,15 @@ def interpreting() -> bool:
 
 
 def runs_kernel(x: torch.Tensor) -> bool:
-    """True when `x`'s op should run the Triton kernel (GPU, or CPU under the interpreter)."""
-    return x.is_cuda or (x.device.type == "cpu" and interpreting())
+    """True when `x`'s op should run the Triton kernel (GPU, or CPU under the interpreter). A ROCm build's GPU (AMD)
+    is refused: the kernels are NVIDIA's (inline PTX; 32-warp programs, past the 1024 threads of an AMD workgroup;
+    benchmarks/compile_targets.py --targets gfx942: 214 of 1524 launches fail)."""
+    if x.is_cuda:
+        if torch.version.hip is not None:
+            raise RuntimeError(f"rooftop's kernels are written for NVIDIA GPUs, and {x.device} is an AMD GPU (torch "
+                               f"{torch.__version__}, ROCm): run the model without rooftop's ops there")
+        return True
+    return x.device.type == "cpu" and interpreting()
 
 
 def cdiv(a: int, b: int) -> int:
