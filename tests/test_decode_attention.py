@@ -381,9 +381,10 @@ def test_fitting_stages_steps_down_to_the_shared_memory(limit, stages, monkeypat
         device=0, compiled=types.SimpleNamespace(metadata=types.SimpleNamespace(shared=shared[c["num_stages"]])))
     monkeypatch.setattr(_support, "prepare", compiled)
     monkeypatch.setattr(_support, "shared_memory_limit", lambda index: limit)
-    assert _support.fitting_stages(None, 1, 2, BLOCK=16, num_stages=3) == stages
+    chosen, entry = _support.fitting_stages(None, 1, 2, BLOCK=16, num_stages=3)
+    assert chosen == stages and entry.compiled.metadata.shared == shared[stages]
     monkeypatch.setattr(_support, "prepare", lambda kernel, *args, **c: None)
-    assert _support.fitting_stages(None, 1, 2, BLOCK=16, num_stages=3) == 3
+    assert _support.fitting_stages(None, 1, 2, BLOCK=16, num_stages=3) == (3, None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -907,17 +907,16 @@ def prepare(kernel, *args, **constexprs) -> Optional[Launch]:
     return entry
 
 
-def fitting_stages(kernel, *args, **constexprs) -> int:
-    """The most pipeline stages, from constexprs' num_stages down to 1, with which `kernel` compiled for these
-    arguments (`prepare`'s) fits the shared memory a program may use on their device; the compile says it exactly,
-    where a launch would raise OutOfResources. Off a GPU: num_stages as given."""
+def fitting_stages(kernel, *args, **constexprs) -> tuple[int, Optional[Launch]]:
+    """(stages, its Launch): the most pipeline stages, from constexprs' num_stages down to 1, with which `kernel`
+    compiled for these arguments (`prepare`'s) fits the shared memory a program may use on their device; the compile
+    says it exactly, where a launch would raise OutOfResources. Off a GPU: (num_stages as given, None)."""
     stages = constexprs["num_stages"]
-    while stages > 1:
+    while True:
         entry = prepare(kernel, *args, **{**constexprs, "num_stages": stages})
-        if entry is None or entry.compiled.metadata.shared <= shared_memory_limit(entry.device):
-            break
+        if entry is None or stages == 1 or entry.compiled.metadata.shared <= shared_memory_limit(entry.device):
+            return stages, entry
         stages -= 1
-    return stages
 
 
 def launch(kernel, grid: tuple[int, ...], *args, **constexprs) -> Optional[Launch]:

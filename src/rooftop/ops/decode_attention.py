@@ -64,7 +64,7 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops._support import (arrival_counters, arrive_last, await_previous, cdiv, check_same_device,
-                                  fitting_stages, launch, num_sms, pdl_options, planned, prepare, runs_kernel, torch_op)
+                                  fitting_stages, launch, num_sms, pdl_options, planned, runs_kernel, torch_op)
 from rooftop.ops.attention import attention_eager, check_qkv, check_scale
 from rooftop.roofline import Cost
 
@@ -328,10 +328,8 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     # 2 at D = 128 in 16 bits), then, without a given split, the programs an SM from its compiled resources
     placeholder = torch.empty(0, dtype=torch.float32, device=q.device)
     args, constexprs = kernel_args(placeholder, placeholder, placeholder, 2)
-    stages = fitting_stages(_decode_attention_kernel, *args, **constexprs)
+    stages, compiled = fitting_stages(_decode_attention_kernel, *args, **constexprs)
     if num_splits == 0:
-        args, constexprs = kernel_args(placeholder, placeholder, placeholder, 2, stages)
-        compiled = prepare(_decode_attention_kernel, *args, **constexprs)
         num_splits = default_splits(tiles, capacity, compiled.resident_per_sm if compiled else 2, q.device)
     if num_splits > 1:  # workspace: D + 2 fp32 a (query row, split); a tile's arrivals counted
         part_acc = torch.empty((B * Hq * Sq, num_splits, D), dtype=torch.float32, device=q.device)
