@@ -80,9 +80,9 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from rooftop import registry
 from rooftop.ops import _autotune, attention_sm90
-from rooftop.ops._support import (Launch, Plans, alignment_key, cdiv, check_float, check_number, check_same_device,
-                                  ensure_scratch_allocator, gluon_runs, interpreting, runs_kernel, shared_memory_limit,
-                                  torch_op)
+from rooftop.ops._support import (Launch, Plans, alignment_key, capability, cdiv, check_float, check_number,
+                                  check_same_device, ensure_scratch_allocator, gluon_runs, interpreting, runs_kernel,
+                                  shared_memory_limit, torch_op)
 from rooftop.roofline import Cost
 
 LOG2E = 1.4426950408889634
@@ -421,7 +421,7 @@ def _pingpong_applies(q4, k4, v4, o4, causal: bool, left: int, right: int, varle
 @functools.lru_cache(maxsize=None)
 def _tma_capable(device_index: int) -> bool:
     """sm_90+; the interpreter (-1) emulates descriptors."""
-    return device_index < 0 or torch.cuda.get_device_capability(device_index)[0] >= 9
+    return device_index < 0 or capability(device_index)[0] >= 9
 
 
 class _KeyedDescriptor(TensorDescriptor):
