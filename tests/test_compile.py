@@ -266,6 +266,7 @@ def test_ops_run_through_the_public_launch_path(monkeypatch):
     assert rel_err(rooftop.attention(q, k, v, causal=True), attention_reference(q, k, v, True)) < TOL[bf16]
     assert _support._compiled and not any(entry.direct() for entry in _support._compiled.values())
 
+
 @pytest.mark.parametrize("capability, refused", [((8, 0), True), ((8, 6), True), ((8, 9), False), ((9, 0), False),
                                                  ((12, 0), False)])
 def test_fp8_device_check(capability, refused, monkeypatch):
