@@ -47,7 +47,7 @@ class GraphedDecode:
     gpt-fast does; on a CPU the same step runs eagerly): the host issues one graph launch a token, so
     the figure is the GPU's, not the Python launch path's. The cache keeps its length in a device
     tensor, so positions advance inside the graph. (transformers' own compiled decode failed on torch
-    2.11 / transformers 5: NOTES.md item 26.) compiled: the step is torch.compile's (inductor, no graphs of its own:
+    2.11 / transformers 5: journal item 26.) compiled: the step is torch.compile's (inductor, no graphs of its own:
     the step's graph is captured here), the prefill stays eager. Built once a model (one capture, one compile);
     each call times a run with _timed, the prefill apart from the steps. argmax: the greedy token of the last
     position's logits ([B, 1, V] -> [B, 1])."""
@@ -241,7 +241,7 @@ def main() -> None:
             models += [("stock, step torch.compile'd", stock, {**compiled, **torch_argmax}),
                        ("rooftop-patched, step torch.compile'd", patched, {**compiled, **plain}),
                        ("patched + int4 g128, step torch.compile'd", quantized, {**compiled, **plain})]
-        # Each model's place in the run moves its figure by up to ~14% (NOTES item 180): the models run in order,
+        # Each model's place in the run moves its figure by up to ~14% (journal item 180): the models run in order,
         # then in reverse, --repeats rounds in all; a row gives each run and their median.
         runs: dict[str, list] = {name: [] for name, _, _ in models}
         decoders: dict[str, object] = {}

@@ -2,7 +2,7 @@
 (H200, bf16, M * N = 2^27, do_bench: 89.9% at N = 32768 and 65536, 90.3-90.7% at 131072 / 262144, 94.6% at 1024).
 The kernel issues ~18.7 instructions an element (erf form, offline sm_90), so a launch shape that trims the
 per-element overhead (addresses, the bias shared by more rows) or the bias' reads may gain the last percent.
-Session 10 (NOTES item 100): values a thread 16 / 32 / 64 and tiles of 8192 / 16384: nothing kept.
+Session 10 (journal item 100): values a thread 16 / 32 / 64 and tiles of 8192 / 16384: nothing kept.
 Session 47: narrower column blocks of more rows ("bn<BIAS_BLOCK_N>": tiles of 8192 values, 8192 / BIAS_BLOCK_N rows;
 the library's 4096 x 2): a program reads BIAS_BLOCK_N bias values for 8192 of x (half as many at 4096, an eighth at
 1024, where 1024-wide rows run 94.6%), and a thread's bias values serve 4 of its rows instead of 2.

@@ -1,7 +1,7 @@
 r"""Experiment (prepared in session 50, run in session 51): rooftop's GEMM against cuBLAS in alternating bursts, on the
 H200.
 
-The bf16 GEMMs run at the card's 700 W cap (NOTES item 339: with the idle gaps between kernels removed the SM clock
+The bf16 GEMMs run at the card's 700 W cap (journal item 339: with the idle gaps between kernels removed the SM clock
 fell ~4.5%), and the results harness times each provider in turn (do_bench, then a 50 ms graph replay), so a
 provider's figure depends on the power state the one before left. The M = 512 ratios to cuBLAS moved between
 0.90 and 1.00x from run to run (matmul results notes, session 41). Here, per case, both providers' chains (graph

@@ -9,9 +9,9 @@ ends, its launch and ramp under this one's tail.
 Per case of the results registry (matmul at the given M, quant_matmul_int4 at the given batches): the library's call
 tuned once (PDL on), then timed by graph replay over input copies that exceed L2 (the results harness's graph_ms) with
 PDL on, off, on again (plans cleared at each switch; the tuner's choice kept), cuBLAS in the same run; each switch's
-output checked bit for bit against the first. Predicted: ~0.5-1.5 us a call off (the GEMVs' 0.3-1.3, NOTES item 168):
+output checked bit for bit against the first. Predicted: ~0.5-1.5 us a call off (the GEMVs' 0.3-1.3, journal item 168):
 3-5% at matmul M = 512 (30-40 us), 3-8% at W4A16 batch 64 (15-30 us).
-Seen (H200, session 50, logs/h200-2026-12-04-s50/call-d: off / on four times in turn, medians; NOTES items 337, 339):
+Seen (H200, session 50, logs/h200-2026-12-04-s50/call-d: off / on four times in turn, medians; journal items 337, 339):
 W4A16 batch 64 15.4 / 25.1 / 28.1 -> 14.3 / 23.9 / 27.3 us at 4096^2 / 14336 x 4096 / 4096 x 14336, level at 28672 x
 8192; batch 256 25.6 -> 24.5 at 4096^2, level elsewhere: kept. matmul at M = 512 level or 1-4% slower with PDL
 (calls c, d): not kept. --clocks (call g) told why: the GEMMs draw the 700 W cap either way and without the gaps

@@ -1,6 +1,6 @@
 r"""Experiment: the weight-only GEMVs' ramp and tail in a chain of calls (issue 6: 3x cuBLAS at batch 1 wants ~10.2 us
 at 14336 x 4096 where the kept M = 1 candidate ran 12.2 us, 11.6 with no split-K close at all and a read of its words
-8.6; 2.5x at batch 16; NOTES items 164-168).
+8.6; 2.5x at batch 16; journal items 164-168).
 
 In a chain of GEMVs (a graph of back-to-back calls: the results harness, and a decoder's q / k / v and gate / up
 projections) each kernel starts only when the one before has ended, so the SMs idle through every kernel's last

@@ -8,7 +8,7 @@ each timed by graph replay over input copies (as the results harness), against:
   no_fixup  (--probe, a process of its own: Triton keeps a kernel's first compile) `_store_output` swapped for a plain
             store of each program's partial into the output: no partials, no arrival counter, no sums (wrong
             results; the store races), so the time of the arithmetic and reads alone.
-Prediction (NOTES item 153): the fix-up (partials stored, an acq_rel atomic, the last program's 32-64 partial loads in
+Prediction (journal item 153): the fix-up (partials stored, an acq_rel atomic, the last program's 32-64 partial loads in
 rounds of SUM_BATCH) costs ~2 us a call at the mid shapes, more with more splits; if so, splitting K among a program's
 warps (shared-memory sums) instead of programs is the cure.
 Writes OUT/exp-gemv-tail-MODE.json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_gemv_tail.py OUT

@@ -1,6 +1,6 @@
 """Experiment: FlashAttention forward in Gluon with FA3's overlaps: inside a warp group, and ping-pong (Hopper).
 
-Why: Triton 3.6 waits for each score MMA right after issuing it (NOTES item 41), so a program's softmax
+Why: Triton 3.6 waits for each score MMA right after issuing it (journal item 41), so a program's softmax
 never overlaps its own tensor-core work, and rooftop's Triton kernel stays at 0.77-0.86x cuDNN at
 D = 128. Gluon (triton.experimental.gluon) exposes the asynchronous wgmma and its wait: here tile j's
 scores S_j = Q K_j^T are issued, then O += P_{j-1} V_{j-1}, and the program waits only for S_j

@@ -1,8 +1,8 @@
-r"""Experiment (issue 6; NOTES items 159-161): the batch-1 int4 / int8 GEMV with its words staged through a ring of TMA
+r"""Experiment (issue 6; journal 159-161): the batch-1 int4 / int8 GEMV with its words staged through a ring of TMA
 boxes in shared memory (Gluon, sm_90), so that an SM keeps ~100-190 KB of words in flight where the Triton GEMV
 (quant_matmul `_qgemv_kernel`) keeps ~30-40 KB in registers: ptxas issues each word row's load ~3-4 rows ahead of its
 FMAs and no further, whatever the source order (item 161). Predicted: near a streaming read of the words (~8.5 us at
-int4 14336 x 4096 with the GEMV's grid, item 153) where the library's GEMV takes 12.2 us. Seen (session 24, NOTES item
+int4 14336 x 4096 with the GEMV's grid, item 153) where the library's GEMV takes 12.2 us. Seen (session 24, journal item
 162, logs/h200-2026-12-02-s24/exp-gluon-gemv.log): slower everywhere (18.0 us there at best), and even READ_ONLY
 (13.4 us) slower than the library's whole GEMV: bytes in flight are not what holds it.
 

@@ -2,7 +2,7 @@ r"""Experiment (issue 6): a W4A16 GEMM on Hopper in Gluon whose MMA warp groups 
 into the wgmma's register A operand (swap AB: out^T = W x^T), so that no dequantized tile goes through shared memory.
 
 Why: ops/quant_matmul_sm90.py's kernel (dequantizer warp groups storing a bf16 B tile for consumer warp groups) is
-bound by its shared-memory pipe at M = 64 (Nsight Compute, NOTES item 130: 32 KB of B stored and read again a
+bound by its shared-memory pipe at M = 64 (Nsight Compute, journal item 130: 32 KB of B stored and read again a
 k-step at 256 columns, ~800 shared wavefronts a step, L1 75% busy, the dequantizers' most common stall the registers
 held by their stores in flight); it runs ~1460 cycles a k-step where the MMA needs ~512. Here a warp group
 dequantizes 64 weight rows x 64 k into registers laid out as the A operand of wgmma m64nBMk16 and multiplies them by
@@ -78,7 +78,7 @@ Session 19 (logs/h200-2026-12-02-s19/):
 
 Session 20 (logs/h200-2026-12-02-s20/): --grids (exp-quant-sk-grids.log) and --probe none / no_atomic (the stream-K
 fix-up swapped for a stand-in: no fix-up at all, or the partials' stores alone; exp-quant-sk-probe-*.log) put the
-stream-K cost in the fix-up's counter and re-reads (NOTES item 141); the library's fix-up since then lets the tile's
+stream-K cost in the fix-up's counter and re-reads (journal item 141); the library's fix-up since then lets the tile's
 head piece complete it (quant_matmul_sm90's docstring): RS_M64_N128 87.2 / 31.7 / 32.9 / 19.7 us at M = 64
 (exp-quant-fixup.log; before 90.3 / 33.6 / ~35 / 21.2).
 

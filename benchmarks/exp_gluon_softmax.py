@@ -7,7 +7,7 @@ load; wider rows take a two-pass loop whose second pass re-reads the row, at 262
 of rows in flight overflow L2). The kernel is ops/softmax_sm90.py's (its docstring: ring, mbarrier protocol,
 masking, rows past the ring); this file runs its variants.
 
-History (NOTES.md item 54; logs in benchmarks/results/logs/h200-2026-12-01-s8/):
+History (journal item 54; logs in benchmarks/results/logs/h200-2026-12-01-s8/):
 - run 1, one consumer partition running pass 1 and pass 2 of each row in sequence: 86-89 % of copy at
   16384-65536, 61-67 % at 131072-262144 with a resident-chunk scheme for rows past the ring;
 - run 2, two 4-warp consumers taking rows in turn (the library's since): 88.6 / 89.4 / 88.9 % at 16384 / 32768 /

@@ -3,7 +3,7 @@
 
 Why: in parts of 32768 the bias alone costs 8-11 points (exp_ln_params.py: weight and bias / weight alone 80.3 / 88.2
 at 131072, 76.8 / 87.9 at 262144): pass 2 pulls 6 bytes an element from L2, which serves the SMs at ~5.6-6.5 TB/s
-(exp_l2_read.py). Both kept leave x's ring 6 buffers for rows of 4 chunks (lost: 65.8% at 65536, NOTES item 281); one
+(exp_l2_read.py). Both kept leave x's ring 6 buffers for rows of 4 chunks (lost: 65.8% at 65536, journal item 281); one
 kept leaves 10, as RMSNorm's parts run with their weight kept (90% of copy). Offline sm_90: no spills, 229.7 KB.
 Predicted: >= 86 at 131072 and 262144 (the weight-alone figures less a shallower ring); at 65536 in parts of 32768
 ("p32k", layer_norm.GLUON_MAX_N lowered) against whole rows (the library, 86.6).
@@ -11,7 +11,7 @@ Call h (logs/h200-2026-12-04-s49/call-h), library / l2: 84.3 / 80.1 at 131072, 8
 library (whole rows) 86.4, p32k 84.5, p32k_l2 80.6. Right past 65536; whole rows kept at 65536.
 Variants: "library" (one kept), "l2" (RESIDENT_ONE off: both from L2, the library before), "p32k", "p32k_l2"; call j
 "p16k": parts of 16384 (2 chunks), where both parameters fit beside a ring of 10, at 32768-262144 (the exchange a
-part row costs twice as often: softmax's parts of 16384 lost 17 points, NOTES item 298). Call j: p16k 67.7 / 67.6 /
+part row costs twice as often: softmax's parts of 16384 lost 17 points, journal item 298). Call j: p16k 67.7 / 67.6 /
 70.0 / 71.1 at 131072 / 262144 / 65536 / 32768 against the library's 84.1 / 81.9 / 85.3 / 92.6 (and l2 80.0 / 77.0
 again): the exchange a part row, not the parameters, decides there. Call k (--whole): LayerNorm at 24576-40960 on
 the Gluon kernel with the weight kept where it fits (32768: 4 chunks) against the library's Welford kernel, whose w and

@@ -498,7 +498,7 @@ def check() -> int:
 
 def _compile_sm90(kernel, constexprs: dict):
     """kernel compiled for sm_90 as the GPU run launches it: bf16 tensors, fp32 workspace, int32 counters, pointers
-    16-byte aligned and N, CHUNK and the row strides multiples of 16 (NOTES.md item 38)."""
+    16-byte aligned and N, CHUNK and the row strides multiples of 16 (journal item 38)."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 

@@ -1,4 +1,4 @@
-"""Experiment: the reload kernels of rms_norm / layer_norm (session 10: NOTES.md items 69, 71) against the paths they
+"""Experiment: the reload kernels of rms_norm / layer_norm (session 10: journal items 69, 71) against the paths they
 replace and torch.compile, on the H200, bf16, M * N = 2^27, GPU time (graph replay, L2 flushed: _autotune.time_ms).
 
 Per op and width, the library as it dispatches ("library"), the path it took before the reload kernels ("before":

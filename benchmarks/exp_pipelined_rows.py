@@ -1,7 +1,7 @@
 """Experiment: the looped row kernels with Triton's software pipeliner (tl.range num_stages: tiles
 copied asynchronously into shared memory, several in flight) instead of a register double buffer.
 
-Prediction (NOTES.md): the register-held prefetch limits the looped softmax to 48% occupancy and
+Prediction (JOURNAL.md, session 3): the register-held prefetch limits the looped softmax to 48% occupancy and
 ~66% of copy at N >= 65536; async copies into shared memory free registers and keep STAGES tiles in
 flight, so the wide rows should approach the on-chip kernels' 90%+. Baseline: the current kernels,
 same run. Usage: PYTHONPATH=src python benchmarks/exp_pipelined_rows.py OUT.json

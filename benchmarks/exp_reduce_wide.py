@@ -1,5 +1,5 @@
 """Experiment (session 40): the row reductions' looped path at 131072-262144, where torch.compile ran 87-89% of copy
-and ours 83-85% with 8 KB tiles over 8 warps, 88-89% with 16 KB over 16 (call b, NOTES item 262; now the library's).
+and ours 83-85% with 8 KB tiles over 8 warps, 88-89% with 16 KB over 16 (call b, journal item 262; now the library's).
 Times each variant both ways: do_bench (bench_ms, as the results file) and graph replay (_autotune.time_ms); % of a
 same-run bf16 copy timed the same way. Variants: tile bytes, warps, programs an SM; torch.compile of the eager
 reference. Also argmax's split path at decode sizes (us), which the tile and warps change too.

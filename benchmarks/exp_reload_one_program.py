@@ -13,7 +13,7 @@ Variants per op and width: the library; its reload kernel stretched to the width
 ("reload_r64"); LayerNorm's in 16384-wide tiles too. Seen (session 37, calls f-h): rms_norm 96.8-96.9% at 65536 with
 one program (Gluon 89.2-89.6; wired since: the library's rms_norm is "reload_r64" past 40960), softmax 70.5 (lost),
 LayerNorm's 8192-wide tiles 78.0 (Gluon 84.9). Session 38 (call a) timed pass 2 loading each tile before the previous
-tile's store too (NOTES item 243): softmax 65536 73.8 against 83.9 (library, Gluon, 89.0); LayerNorm 32768 90.8
+tile's store too (journal item 243): softmax 65536 73.8 against 83.9 (library, Gluon, 89.0); LayerNorm 32768 90.8
 against 89.0 but 72.3 against 87.9 at 40960, 77.4-84.4 at 65536 against the library's 84.8: no consistent win,
 dropped. Item 244: pass 2's w and b (and RMSNorm's w) loaded past L1 (ld.cg, "_l2"). Seen (session 38, call b):
 LayerNorm through L1 / past it 32768 89.5 / 91.9, 40960 88.6 / 93.6 (wired), 24576 92.2 / 90.4, 65536 71.4 / 71.1; one

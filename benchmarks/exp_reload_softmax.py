@@ -4,7 +4,7 @@ replaced and torch.compile, on the H200, M * N = 2^27, GPU time (graph replay, L
 
 Variants: the library as it dispatches; with the reload kernel off (Gluon at these widths); the Triton kernels alone
 (Gluon off too); the reload kernel with other tiles / warp counts ("lanes_t<tile>_w<warps>", a 16- to 128-byte load a
-thread a tile); torch.compile. Session 36 (NOTES item 232) predicted >= 93% of copy at 32768 for the kernel in
+thread a tile); torch.compile. Session 36 (journal item 232) predicted >= 93% of copy at 32768 for the kernel in
 8192-value tiles over 32 warps; session 37's call a saw 97.7% (Gluon 89.9%), 99.9 / 95.7% at 24576 / 49152 and
 74.2% at 65536, where two programs' rows (256 KB) no longer stay in L1 between the passes.
 Usage: PYTHONPATH=src python benchmarks/exp_reload_softmax.py OUT_DIR [--widths 16384,32768,65536] [--dtype float32]

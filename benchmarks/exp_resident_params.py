@@ -2,7 +2,7 @@
 (norm_sm90.RESIDENT_PARAMS), against the library, on the H200, bf16, M * N = 2^27.
 
 Why: the kernel reads the weight (and bias) from L2 once a row, twice when quantizing (pass 1's max |h (offset + w)|):
-per row as many L2 -> SM bytes as the row's own, or more. Measured in session 39 (NOTES items 252-254): LayerNorm's
+per row as many L2 -> SM bytes as the row's own, or more. Measured in session 39 (journal items 252-254): LayerNorm's
 parameters cost it 7% at 32768 and 15% at 65536; and session 44's call a: quantizing RMSNorm without a residual runs
 66-70% of copy at 49152-65536 (with one 88-90%). A program always takes the same part of a row, so its parameters
 can be read once. Rows past 32768 need parts of 32768 for them to fit beside x's ring ("p32k": GLUON_MAX_N /
@@ -12,7 +12,7 @@ against the eager reference beside, as % of a same-run bf16 copy of 2^27 element
 Call b (session 44) ran every case with the quantized ones timed wrongly (their dequantization inside the timing);
 since then the quantized cases run by default, --all for every case.
 Session 45: every variant twice, with the kernel as it is ("name") and as session 44 measured it ("name_membar":
-Membar's partition barrier a chunk before each kept parameter read, NOTES item 286); "l2" the parameters re-read from
+Membar's partition barrier a chunk before each kept parameter read, journal item 286); "l2" the parameters re-read from
 L2, "rows1" kept where x's ring still holds one row (RESIDENT_ROWS 1: LayerNorm in parts of 32768, 4 chunks of 8192,
 w and b take 8 of 14 buffers; add_rms_norm_fp8 at 65536 the weight 8 of the 10 left beside the residual's ring).
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_resident_params.py OUT_DIR [--all]  (prints a table last)
@@ -49,7 +49,7 @@ KEPT_READ_MARKS = ("barrier_not_needed(c, LEAN)  # each thread reads back", "bar
 
 
 def membar_module(folder: Path):
-    """norm_sm90 as sessions 44 measured it (NOTES item 286): its source without the marks before the kept
+    """norm_sm90 as sessions 44 measured it (journal item 286): its source without the marks before the kept
     parameters' reads, so that Membar's partition barrier a chunk stays; imported from `folder`."""
     source = Path(norm_sm90.__file__).read_text()
     for mark in KEPT_READ_MARKS:

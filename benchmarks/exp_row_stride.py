@@ -3,7 +3,7 @@ M * N = 2^27, % of a same-run copy, each op on contiguous [M, N] rows and on the
 (views of [M, N + PAD]: the same bytes read and written, the rows PAD elements further apart).
 
 Why: the results dip at 65536 across kernels of different kinds (row reductions on chip 88.7-91.2, bias_gelu 89.9
-where 16384 reads 90.8 and 131072 90.7 (its column blocks changed nothing, NOTES item 310), add_layer_norm 88.7,
+where 16384 reads 90.8 and 131072 90.7 (its column blocks changed nothing, journal item 310), add_layer_norm 88.7,
 LayerNorm 84). At 65536 bf16 rows are 128 KB apart; the SMs' programs each stream a row (or a column block of
 rows) at about the same pace, so at any moment their addresses differ by multiples of 128 KB: if the H200's
 address-to-channel hash maps those to few HBM channels, the rows camp on them. A padded stride spreads them.

@@ -1,11 +1,11 @@
 """Experiment (session 44): the row reductions on chip at 32768-65536 columns, bf16, M * N = 2^27, on the H200: one row
-a 32-warp program, 32 registers, two programs an SM ("two_programs": 89-90% of copy at 65536, NOTES item 266; ptxas
+a 32-warp program, 32 registers, two programs an SM ("two_programs": 89-90% of copy at 65536, journal item 266; ptxas
 issues 4 of a thread's 8 loads before folding), against the same kernel launched one program an SM with maxnreg=64,
 the shape of RMSNorm's one-program reload kernel (96.8% at 65536, pass 2 included): calls a-b ("r64" then), +1-2 at
 49152-65536 for row_sum / row_norm, level for row_max; the library's since (reductions.ONCHIP_ONE_PROGRAM_MIN_N).
 Call a of session 44 also timed quantizing RMSNorm through the reload kernel (pass 1 reading w for max |r (offset +
 w)|; commit 7974350 holds it): it spilled (offline, 112-288 bytes a thread at 65536) and ran 35-60% of copy
-against the Gluon path's 66-90 (NOTES item 278); dropped.
+against the Gluon path's 66-90 (journal item 278); dropped.
 Each is timed by do_bench (bench_ms, as the results files) and graph replay (_autotune.time_ms), with its error, as %
 of a same-run bf16 copy of 2^27 elements timed the same way (torch.compile: the results files' rows).
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_rows_one_program.py OUT_DIR  (prints a table last)

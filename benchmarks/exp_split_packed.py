@@ -1,5 +1,5 @@
 r"""Experiment: wide rows without a residual (rms_norm, layer_norm, softmax at N = 65536..262144) split over
-co-resident programs (NOTES.md item 22), with the chunk held across the exchange as packed 16-bit words, register
+co-resident programs (journal item 22), with the chunk held across the exchange as packed 16-bit words, register
 caps, a nanosleep backoff in the wait, and a grid of chunk sizes and warps.
 
 Why: on the H200 (bf16, M * N = 2^27, % of a copy) the library reads rms_norm 86.6 / 69.0 / 63.4%, layer_norm
@@ -360,7 +360,7 @@ def check(split: bool) -> int:
 
 def compile_sm90(op: str, v: dict, G_POW2: int = MIN_G_POW2):
     """The variant compiled for sm_90 as the GPU run launches it: bf16 rows, fp32 workspace, int32 counters,
-    pointers 16-byte aligned, N and the row strides multiples of 16 (NOTES.md item 38), G not specialised."""
+    pointers 16-byte aligned, N and the row strides multiples of 16 (journal item 38), G not specialised."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 

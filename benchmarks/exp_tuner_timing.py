@@ -1,6 +1,6 @@
 r"""Experiment: does the tuner's timing pick what runs fastest in a model? And the mma GEMV's grids.
 
-Why (NOTES.md session 14, item 105): quant_matmul's tuner (rooftop.ops._autotune.time_ms) times each candidate as one
+Why (journal, session 14, item 105): quant_matmul's tuner (rooftop.ops._autotune.time_ms) times each candidate as one
 captured call after do_bench's L2 flush, which writes zeros; the dirty lines are written back during the timed call
 (~9 us on a 40-60 us kernel), and by that timing the mma.sync GEMV and the older kernels came out level where
 back-to-back replay over input copies (the results harness, a model's layers) separated them by 20%.
@@ -30,7 +30,7 @@ from rooftop.ops import quant_matmul as qm
 
 # (warps, maxnreg[, X_AHEAD]) by BLOCK_M (run 3, logs/h200-2026-12-01-s15/exp-tuner-timing-mma.log, had (warps, warps
 # an SM to split K towards or 0: one wave, PREFETCH[, maxnreg]); session 21's run with an L2 prefetch L2_AHEAD groups
-# ahead, logs/h200-2026-12-02-s21/exp-tuner-timing-l2.log, had a fourth entry: not kept, see NOTES item 152)
+# ahead, logs/h200-2026-12-02-s21/exp-tuner-timing-l2.log, had a fourth entry: not kept, see journal item 152)
 MMA_VARIANTS = {8: ((1, 104), (1, 88), (2, 88), (4, 104), (4, 88)),
                 16: ((1, 120, False), (2, 120, False), (1, 128), (1, 112, False), (2, 128), (4, 120, False),
                      (8, 120, False), (4, 128))}
@@ -38,8 +38,9 @@ MMA_VARIANTS = {8: ((1, 104), (1, 88), (2, 88), (4, 104), (4, 88)),
 # pipelined by Triton's cp.async (STAGES 3-6), ran 15.1-15.6 us at int4 4096 x 14336 against the unrolled 12.8
 # (logs/h200-2026-12-02-s24/exp-tuner-timing-variants-int4.log); session 24's AHEAD ones (a group's word rows tied,
 # all issued before the first FMA; 128 registers, per_sm 2-8) 14.5-16.5 us at the mid shapes against 12.1-12.7
-# (exp-tuner-timing-ahead-int*.log): both gone. Session 24's ncu of the kept M = 1 candidate at 14336 x 4096 (NOTES item
-# 164) put 54% of the warps' stall samples after the loop, ~31% of them waiting on the split-K close's fence and atomic;
+# (exp-tuner-timing-ahead-int*.log): both gone. Session 24's ncu of the kept M = 1 candidate at 14336 x 4096 (journal
+# item 164) put 54% of the warps' stall samples after the loop, ~31% of them waiting on the split-K close's fence and
+# atomic;
 # so K split over 8 or 16 warps of one program (slices summed in shared memory, no partials, no atomic) at one or
 # two programs a tile (per_sm 0: no split; 1). Session 25 (logs/h200-2026-12-02-s25/call-b/variants-int*.log): slower
 # than the split over programs but for int8 14336 x 4096 (16 warps, no split: 17.5 us against 18.1, kept in the

@@ -13,7 +13,7 @@ Targets (TARGETS, by name):
   28 (session 21). "gemv_m1_mid": the kept M = 1 candidate at 14336 x 4096 (session 24).
 - issues 2 and 3, the wide-row ring kernels (ops/softmax_sm90.py, ops/norm_sm90.py) at M x N = 2^27 bf16:
   "softmax_32768", "softmax_65536", "layer_norm_65536" (86-88 % and 83-85 % of the copy where 90 % is wanted; the
-  last round of rows is not it, NOTES item 129), "softmax_131072" (rows in parts): which wait (the ring's fill, the
+  last round of rows is not it, journal item 129), "softmax_131072" (rows in parts): which wait (the ring's fill, the
   row statistics' exchange, the stores) holds the consumers.
 Each target's call runs twice (compile, then the one ncu reads). Written per target t: OUT/t.ncu-rep, OUT/details-t.txt
 (sections), OUT/source-t.csv (per SASS instruction); printed: the instructions holding most stall samples.

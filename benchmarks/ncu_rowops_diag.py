@@ -1,10 +1,10 @@
 """Diagnostic (H200): Nsight Compute readings of the wide-row kernels, to say what holds them under the copy.
 
 1. The Gluon kernels at N = 65536 (bf16, M * N = 2^27; L2 flushed by ncu, clocks as they run): rms_norm,
-   layer_norm (6-7 % under rms_norm at every width, NOTES item 90), softmax (86 %, 90 % wanted; the ring-copy
+   layer_norm (6-7 % under rms_norm at every width, journal item 90), softmax (86 %, 90 % wanted; the ring-copy
    diagnostic of session 9 ran 93.5 %) and add_rms_norm quantized to fp8 (in parts of 32768). Sections: speed of
    light, warp state, scheduler, memory workload, occupancy; every stall reason's cycles an issued instruction.
-2. The reductions' do_bench gap (NOTES item 91: row_sum at N = 65536 84 % of copy by do_bench, 104 % on the GPU
+2. The reductions' do_bench gap (journal item 91: row_sum at N = 65536 84 % of copy by do_bench, 104 % on the GPU
    alone). Guess: do_bench's L2 flush (zeroing 256 MB) leaves up to an L2 of dirty lines that the next kernel
    writes back to DRAM; a kernel that only reads pays for those writes, one that writes as much as it reads pays
    them in any case (its own dirty lines are left for the next). Read here: DRAM bytes written during row_sum

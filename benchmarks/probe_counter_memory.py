@@ -1,4 +1,4 @@
-"""Probe: device memory one set of arrival counters takes (NOTES session 42, Next 3). Each set is one cuMemAlloc
+"""Probe: device memory one set of arrival counters takes (journal, session 42, Next 3). Each set is one cuMemAlloc
 of 4 KB or more (_support._zeroed_counters), never freed; if the driver rounds each to a 2 MB page, a set costs 2 MB.
 Prints cuMemGetInfo's free bytes before and after 100 sets of 1024 counters, and after 8 sets of 1 M counters.
 Usage: PYTHONPATH=src python benchmarks/probe_counter_memory.py"""

@@ -4,7 +4,7 @@ asked; its 128 x 192 tiles fill 128 of the 132 SMs, one tile each, 64 k-steps).
 1. cuBLAS's kernel for the shape (torch.profiler's name: its tile shape and cluster) and rooftop's tuned choice,
    each timed by graph replay with L2 flushed (_autotune.time_ms), as the results file's graph column.
 2. Nsight Compute of both (clocks as they run): speed of light, memory workload, compute workload, launch
-   statistics (grid, cluster), occupancy. Guess under test (NOTES item 67, session 11's Next 5): the 128 tiles read
+   statistics (grid, cluster), occupancy. Guess under test (journal item 67, session 11's Next 5): the 128 tiles read
    2.5 MB each from L2 (320 MB in ~40 us, ~8 TB/s), so L2 -> SM bandwidth holds it, where cuBLAS multicasts a panel
    to a 2-CTA cluster (TMA multicast is not in Triton 3.6's Gluon).
    Seen (session 41, call b): cuBLAS runs nvjet 192x128, 5 stages, 2-CTA clusters, 128 CTAs as ours; SM active
@@ -16,7 +16,7 @@ asked; its 128 x 192 tiles fill 128 of the 132 SMs, one tile each, 64 k-steps).
    in the zeroing case (torch.profiler). Guess: the dirty lines' write-back under the GEMM's loads costs ours more
    (a 4-stage ring against cuBLAS's 5). Seen (call c, us after a zeroing / reading flush / none, kernel): cuBLAS
    38.3 / 37.0 / 40.0, 35.7; library (the 4-stage 128 x 192) 43.1 / 37.8 / 43.4, 40.4; 3 stages 55.0 / 47.0 / 56.6.
-   A 5-stage ring with the epilogue stored from registers (no staging buffers; call d, commit a27b0a1, NOTES item
+   A 5-stage ring with the epilogue stored from registers (no staging buffers; call d, commit a27b0a1, journal item
    268): 42.9 / 41.2 / 48.6 against 43.6 / 37.0 / 47.6 for 4 stages in the same run: not kept.
 
 Usage (H200): PYTHONPATH=src ROOFTOP_CACHE_DIR=... python benchmarks/probe_gemm_ncu.py OUT_DIR [--flushes]

@@ -1,4 +1,4 @@
-"""Does torch.profiler see Triton kernels on this machine, and by which launch path (NOTES item 192: rooftop's
+"""Does torch.profiler see Triton kernels on this machine, and by which launch path (journal item 192: rooftop's
 kernels were missing from `rooftop profile --model`)? For each way of launching, the kernels found in
 prof.events() (device type, linked correlation id, CPU parent) and in the exported Chrome trace.
 Usage: PYTHONPATH=src python benchmarks/probe_profiler_triton.py TMPDIR"""

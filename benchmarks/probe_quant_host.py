@@ -1,4 +1,4 @@
-"""quant_matmul's host path by batch (NOTES item 229): microseconds a call back to back from Python with the Gluon
+"""quant_matmul's host path by batch (journal item 229): microseconds a call back to back from Python with the Gluon
 launches' descriptor cache on and off (_support.DESCRIPTOR_CACHE_ENABLED), the GPU time alone (graph replay), whether
 the public call replays a recorded plan (`planned`), and a cProfile of the calls at one batch.
 int4, groups of 128, N = K = 4096, bf16. A torch add of the same x from Python is the host's floor.

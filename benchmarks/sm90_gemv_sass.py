@@ -2,7 +2,7 @@
 GEMV_CONFIGS with slices (those the tuner takes at the benchmark shapes) at one (N, K), its registers and spills, the
 instructions a thread issues a code in the group loop with the loop's opcode histogram, and where the word loads sit:
 how many of the loop's 128-bit loads come before its first FFMA (ptxas sinks each to ~3-4 rows ahead of its use
-unless AHEAD ties them, NOTES items 161-162).
+unless AHEAD ties them, journal items 161-162).
 Usage: .venv/bin/python benchmarks/sm90_gemv_sass.py [--bits 4] [--shape 14336x4096] [--sass] [--pdl]
        (from the repo root)"""
 import argparse

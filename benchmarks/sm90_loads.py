@@ -1,6 +1,6 @@
 """Where a row kernel's loads issue, offline (no GPU): compile for sm_90 and print, from the SASS, the positions of
 its global loads (LDG), barriers (BAR) and stores (STG), and per loop how many instructions lie between each load and
-the first instruction that reads what it loaded. Session 36's lesson (NOTES items 227, 231): a kernel that keeps a
+the first instruction that reads what it loaded. Session 36's lesson (journal items 227, 231): a kernel that keeps a
 few tiles in flight loses them where a cross-program reduction (a barrier) or a conversion of the previous tile
 sits between one tile's load and the next one's; the looped reductions (next tile loaded after the fold: 87% of
 copy, before it: 103%) and the RMSNorm reload kernel (a reduction a tile: 93%, one at the end: 98.7%) showed it.

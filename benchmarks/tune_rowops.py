@@ -5,7 +5,7 @@ Times each candidate configuration of the on-chip path (rows per program, warps)
 path (tile, warps, programs per SM) at M * N = 2^27 bf16 on the GPU alone (graph replay, L2 flushed:
 rooftop.ops._autotune.time_ms), and at decode sizes add + RMSNorm's on-chip warps against torch.compile
 (graph replay). Prints the best per width; the
-chosen defaults live in the op files (see NOTES.md).
+chosen defaults live in the op files (see JOURNAL.md).
 Usage: PYTHONPATH=src python benchmarks/tune_rowops.py [out.json] [--widths 16384,32768] [--ops a,b]
 [--paths onchip,looped] [--no-decode]
 """

@@ -68,7 +68,7 @@ def test_profile_model_tiny(capsys):
     out = capsys.readouterr().out
     assert "tiny (built-in Llama-style)" in out
     # a CPU lists ops (their own time); a GPU kernels, cuBLAS's under matmul, rooftop's (launched by Triton's
-    # cuLaunchKernelEx, which the profiler does not link: NOTES item 195) under their ops
+    # cuLaunchKernelEx, which the profiler does not link: journal item 195) under their ops
     assert "add_rms_norm" in out and (("_rms_norm_" in out and "matmul" in out) if HAS_CUDA else "aten::mm" in out)
 
 

@@ -55,7 +55,7 @@ def alternating_graph_us(graphs: dict[str, tuple["torch.cuda.CUDAGraph", int]],
     the order reversed every round (A B C, C B A, ..), and each one's median burst. Why: compute-bound
     kernels run at the card's power cap (H200: 700 W), and a graph timed right after another inherits the
     clock that one left; timed one provider after the other, the M = 512 GEMMs' ratios to cuBLAS moved by
-    up to 0.11 between runs, timed this way by 0.013 (NOTES item 341)."""
+    up to 0.11 between runs, timed this way by 0.013 (journal item 341)."""
     for graph, _ in graphs.values():
         graph.replay()
     torch.cuda.synchronize()

@@ -30,7 +30,7 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   the device once a step, from the mask the layers share), where SDPA reads the whole static cache under the mask.
   Prefill, float masks, soft-capping, sinks, head masks, dropout, autograd and asked-for weights go to SDPA as before.
   On by default (`decode_attention=False` keeps SDPA): in an int4 Llama-3-8B-shaped model decoding over a static cache
-  of 4096, 1123 tokens/s against 608 with SDPA (H200; NOTES item 196);
+  of 4096, 1123 tokens/s against 608 with SDPA (H200; journal item 196);
 - that attention forward's `cache.update(k, v, self.layer_idx, ...)` (the argument named cache or past_key_value(s))
   goes to rooftop.append_kv where the layer is transformers' StaticLayer as it has been read (_known_static_classes; its
   cumulative_length a 0-d device tensor, the rows appended at it): one kernel for the arange, add and two index_copy_

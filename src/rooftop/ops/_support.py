@@ -119,7 +119,7 @@ def check_fp8_device(name: str, device: torch.device) -> None:
 # Programmatic dependent launch (PDL, sm_90): a kernel launched so may start before the kernel ahead of it in the
 # stream has ended, once that one lets its dependents go; it must wait (`await_previous`) before it reads or writes
 # anything. Between two such kernels the next one's programs are resident as this one's last ones end, not a launch
-# later: 0.3-1.3 us a call in a chain of GEMVs (quant_matmul.PDL_PATHS, NOTES items 168 and 171). The row ops' decode
+# later: 0.3-1.3 us a call in a chain of GEMVs (quant_matmul.PDL_PATHS, journal items 168 and 171). The row ops' decode
 # kernels (rms_norm's on-chip kernel, the gated activations, RoPE) launch so too where ROW_PDL: a decoder layer's
 # norm -> projection, projection -> RoPE, gate / up -> SwiGLU -> down boundaries. After a kernel that does not let its
 # dependents go (torch's, cuBLAS's) a PDL launch starts when that one ends, as any launch.
@@ -139,7 +139,7 @@ def await_previous(PDL: tl.constexpr):
     """The first statement of a kernel launched as a programmatic dependent (PDL, `pdl_options`): wait for the kernel
     before it to end (its writes visible: nothing may be read or written before this), then let the next launch go,
     whose programs then become resident as this one's end. Only then: let go earlier, a chain of kernels piles up
-    waiting on the SMs (NOTES item 168)."""
+    waiting on the SMs (journal item 168)."""
     if PDL:
         gdc_wait()
         gdc_launch_dependents()
@@ -804,7 +804,7 @@ class _UncheckedGluonDescriptor(GluonDescriptor):
 # GluonLaunch keeps each TMA operand's encoded descriptor (the driver's 128-byte tensor map, filled by
 # cuTensorMapEncodeTiled) per tensor address, at most this many an operand (a model's layers of one shape share a
 # launch: their weights' addresses), where Triton 3.6's launcher can be reached under its wrapper, which encodes
-# every descriptor anew per call (4 for quant_matmul's Gluon kernels; NOTES item 229). Off: every call encodes.
+# every descriptor anew per call (4 for quant_matmul's Gluon kernels; journal item 229). Off: every call encodes.
 DESCRIPTOR_CACHE_ENABLED = True
 DESCRIPTORS_PER_OPERAND = 256
 

@@ -33,7 +33,7 @@ split that holds keys stores its unnormalised accumulator and (m, l) a row to a 
 the tile's arrival counter (a split past the sequence's keys writes nothing and ends); the last to arrive merges the
 tile's splits, in split order (M = max_s m_s): out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s. One kernel:
 no second launch and no wait on a grid's end between the splits and their merge (a merge kernel cost ~2 us a call;
-NOTES item 203). It launches as a programmatic dependent on sm_90 (ops/_support.py's pdl_options).
+journal item 203). It launches as a programmatic dependent on sm_90 (ops/_support.py's pdl_options).
 
 The split count (host-side, from shapes only: a graph replay keeps it) fills one wave of the split kernel's
 resident programs (from its compiled registers and shared memory), at least MIN_SPLIT_KEYS keys of capacity
@@ -76,8 +76,8 @@ BLOCK_N = 128  # keys a loop step (D > 128: half as many)
 NUM_WARPS = 4
 NUM_STAGES = 3  # k/v tiles in flight (cp.async) on a GPU
 # BLOCK_N, NUM_WARPS, NUM_STAGES: the best total over 5 large cases (B = 1 at L = 32K and 128K, B = 8, 32, 128) of
-# 18 settings on the H200 (benchmarks/exp_decode_attention.py, NOTES item 189); the best 4 were within 1%.
-MERGE_ELEMENTS = 8192  # partials the merging split loads at once (rows x CHUNK splits x D; NOTES item 203)
+# 18 settings on the H200 (benchmarks/exp_decode_attention.py, journal item 189); the best 4 were within 1%.
+MERGE_ELEMENTS = 8192  # partials the merging split loads at once (rows x CHUNK splits x D; journal item 203)
 
 
 @triton.jit
@@ -264,7 +264,7 @@ def _block_n(D: int) -> int:
 
 def default_splits(tiles: int, capacity: int, resident: int, device: torch.device) -> int:
     """Key splits a (sequence, kv head, row tile): as many as fill one wave of `resident` programs an SM over the
-    `tiles` (a second, partial wave only trails: NOTES item 188), each split at least MIN_SPLIT_KEYS keys of the
+    `tiles` (a second, partial wave only trails: journal item 188), each split at least MIN_SPLIT_KEYS keys of the
     cache's `capacity`."""
     sms = num_sms(device.index) if device.type == "cuda" else 4
     return max(1, min(resident * sms // max(tiles, 1), cdiv(capacity, MIN_SPLIT_KEYS), MAX_SPLITS))

@@ -143,7 +143,7 @@ WELFORD_RESIDUAL = True
 # (logs/h200-2026-12-03-s37/call-b/exp-ln.log): at 32768 89.0 against Gluon's 86.8 (16384-wide tiles 87.6; at 65536
 # 71.9 against 84.9); with a residual Gluon stays ahead (92.8 against 92.0 / 79.4). Rows past
 # WELFORD_PARAMS_PAST_L1_MIN_N load w and b in pass 2 past L1 (ld.cg: a row's x, w and b, two programs an SM, are
-# more than the SM's L1, and each w / b line pushed out a line of x not yet re-read; NOTES item 244). Session 38
+# more than the SM's L1, and each w / b line pushed out a line of x not yet re-read; journal item 244). Session 38
 # (logs/h200-2026-12-03-s38/call-b/w/ln/log.txt), Gluon / through L1 / past it: 24576 92.1 / 92.2 / 90.4, 32768
 # 89.5 / 89.5 / 91.9, 40960 86.6 / 88.6 / 93.6, 49152 85.9 / 80.5 / 86.3, 65536 85.1 / 71.4 / 71.1; one program an
 # SM (maxnreg=64) lost at every width (72-81).
@@ -285,7 +285,7 @@ def _layer_norm_welford_kernel(x_ptr, res_ptr, w_ptr, b_ptr, y_ptr, r_ptr, x_str
     rstd = tl.rsqrt(row_m2 / N + eps)
     centre = row_mean * rstd  # y = (r - s) rstd - centre: s + row_mean is not formed (it would round)
     # pass 2: the row again
-    # (loading each tile before the previous tile's store did not pay: NOTES item 243)
+    # (loading each tile before the previous tile's store did not pay: journal item 243)
     for t in tl.range(0, TILES):
         offs = t * RBLOCK + cols
         _welford_tile_out(y_row, offs, None, _welford_tile_in(src_row, w_ptr, b_ptr, offs, None, HAS_WEIGHT, HAS_BIAS,

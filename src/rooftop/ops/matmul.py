@@ -154,7 +154,7 @@ GLUON_ENABLED = True
 # 1-4% slower with it (512 x 8192 x 28672 362.9-450.9 against 347.7-366.3 us), where W4A16's Gluon kernels gained 1
 # us a call (quant_matmul.PDL_PATHS). Why (call g, nvidia-smi over 4 s of the chain): the GEMMs draw the card's 700 W
 # either way, and without the idle gaps between kernels the SM clock drops ~4.5% (512 x 28672 x 4096: 1310 against
-# 1370 MHz, 204.5 against 199.1 us a call; NOTES items 337, 339).
+# 1370 MHz, 204.5 against 199.1 us a call; journal items 337, 339).
 PDL_KERNELS = frozenset()
 
 # ---------------------------------------------------------------------------------------------

@@ -135,7 +135,7 @@ RESIDENT_PARAMS = True
 RESIDENT_ROWS = 2  # the rows x's ring must still hold beside kept parameters
 # Where the weight and bias do not both fit beside RESIDENT_ROWS rows, one of them kept (the weight first): LayerNorm's
 # rows in parts of 32768 then pull 4 bytes an element from L2 in pass 2, not 6 (x by TMA, w, b), which the L2's rate to
-# the SMs (~5.6-6.5 TB/s) caps near 80% of a copy (NOTES items 326-327). H200, bf16, M * N = 2^27, % of a same-run copy
+# the SMs (~5.6-6.5 TB/s) caps near 80% of a copy (journal 326-327). H200, bf16, M * N = 2^27, % of a same-run copy
 # by do_bench, one kept / both from L2 (logs/h200-2026-12-04-s49/call-h, benchmarks/exp_ln_keep_one.py): 84.3 / 80.1
 # at 131072, 82.1 / 76.9 at 262144; at 65536 in parts of 32768 84.5 / 80.6 against whole rows' 86.4 (kept whole).
 RESIDENT_ONE = True

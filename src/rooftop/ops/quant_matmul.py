@@ -51,7 +51,7 @@ timed it). The paths:
   more MMA a k16 step whose A is all ones (the products and sums exact or fp32; the difference loses ~7 of fp32's 24
   bits, bf16 output keeps 8). Offline sm_90a SASS of the loop (M = 1, 104 registers): 1.95 instructions a code, 0.9
   of them integer (with a packed add of -(magic + z) to every pair until session 21: 2.69; the CUDA-core GEMV
-  ~3.8); H200 times unchanged by the cut (session 21, NOTES item 151). The next group's words and x are loaded
+  ~3.8); H200 times unchanged by the cut (session 21, journal item 151). The next group's words and x are loaded
   before this group's MMAs. Stream-K over one wave of resident programs, as the "dot" kernel. H200
   (2026-12-01, graph replay over input copies, x cuBLAS bf16 in the same run): M = 8 1.40 / 1.94 / 1.94 / 2.52x at
   4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192, M = 16 1.16 / 1.67 / 1.60 / 2.08x (the dot kernel 0.98 /
@@ -102,7 +102,7 @@ writes the output.
 On sm_90 the paths in PDL_PATHS (the GEMVs, the tensor-core kernel, the Gluon kernels) launch as programmatic
 dependents: each program waits for the kernel before it to end before it reads or writes anything, then lets the next
 launch go, so in a chain of calls (q / k / v, gate / up, a CUDA graph of them) the next kernel's programs take the SMs
-as this one's last ones end (int4 on the H200: 0.7-1.3 us a call at batch 1, NOTES item 168; ~1 us at batch 64 below
+as this one's last ones end (int4 on the H200: 0.7-1.3 us a call at batch 1, journal item 168; ~1 us at batch 64 below
 28672 x 8192, item 337). The set is read when a call is planned: change it before the first call of a shape.
 A repeated eager call (same shapes, strides, dtypes, alignment) replays the launch its first call recorded
 (ops/_support.py `planned`: the output and partials allocated anew, the stream's arrival counters). Calls
@@ -157,14 +157,14 @@ SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
 # (logs/h200-2026-12-02-s25/call-e/exp-gemv-pdl-after-int4.log): 6.8 / 12.1 / 12.7 / 36.5 us -> 6.1 / 11.4 / 11.9 / 35.2
 # at 4096^2 / 14336 x 4096 / 4096 x 14336 / 28672 x 8192, the same bits. Letting the next launch go before the wait (a
 # chain of waiting kernels on the SMs) ran 4096^2 at 9.6 us; the program's words prefetched into L2 first
-# (cp.async.bulk.prefetch, before the wait) ran 0.5-11 us slower everywhere (call-d). NOTES item 168. The mma GEMV and
+# (cp.async.bulk.prefetch, before the wait) ran 0.5-11 us slower everywhere (call-d). journal item 168. The mma GEMV and
 # the tensor-core kernel (logs/h200-2026-12-02-s26/call-a, exp_gemv_pdl.py --m 16 / 64, each path's first candidate):
 # 0.3-1.3 us off at 4096^2 to 4096 x 14336 (mma at 16: 11.8 / 17.9 / 19.9 -> 10.9 / 17.4 / 19.1 us), within +-2% at
-# 28672 x 8192; the same bits (NOTES item 171). The Gluon kernels (batch 17 up; since session 50; each waits after
+# 28672 x 8192; the same bits (journal item 171). The Gluon kernels (batch 17 up; since session 50; each waits after
 # setting up its shared memory and barriers): H200, int4, the tuned candidate, four A/B rounds
 # (logs/h200-2026-12-04-s50/call-d, exp_gemm_pdl.py): batch 64 15.4 / 25.1 / 28.1 -> 14.3 / 23.9 / 27.3 us at 4096^2 /
 # 14336 x 4096 / 4096 x 14336, level at 28672 x 8192; batch 256 25.6 -> 24.5 at 4096^2, level elsewhere; the same bits
-# (NOTES item 337).
+# (journal item 337).
 PDL_PATHS = frozenset({"gemv", "mma", "dot", "gluon", "gluon_rs"})
 
 # GEMV candidates (BLOCK_N, num_warps, WORD_ROWS, programs per SM to split K towards, num_stages[,
@@ -209,11 +209,11 @@ PDL_PATHS = frozenset({"gemv", "mma", "dot", "gluon", "gluon_rs"})
 # (logs/h200-2026-12-02-s24/exp-tuner-timing-ahead-int*.log, each alone): int8 18.2 us at 14336 x 4096 (18.6-18.8
 # without), 18.4 at 4096 x 14336 (19.2-19.6), level elsewhere; int4 slower everywhere (14.1 against 12.1), as were all
 # 16 word rows a group tied (AHEAD 4, 121 registers: int4 15.0-16.5, int8 level at best): the int4 GEMV at the mid
-# shapes is not held by its loads' issue (NOTES item 163).
+# shapes is not held by its loads' issue (journal item 163).
 # The last splits K over 16 warps of one program (no split over programs: no partials, no atomic): session 25 (logs/
 # h200-2026-12-02-s25/call-b/variants-int*.log, each alone) int8 14336 x 4096 17.5 us (18.1 the best before), slower
 # elsewhere (int4 13.3 against 12.2 at 14336 x 4096); the close it avoids costs ~0.6-1.3 us there (exp_gemv_tail
-# --probe: 11.6 / 16.4 us without one), and a close without the fence ran 1-15 us slower (NOTES item 166).
+# --probe: 11.6 / 16.4 us without one), and a close without the fence ran 1-15 us slower (journal item 166).
 # The last two are the kept one (2.7x cuBLAS at the mid shapes) with the words of each slice's first 1 / 4 k-steps
 # pulled into L2 before the PDL wait (the 11th entry, PREFETCH; off where the launch is not PDL or not EVEN). Session 32
 # (logs/h200-2026-12-03-s32/call-b/exp-gemv-prefetch-int*.log, graph replay of a chain over cold copies, us, PREFETCH
@@ -556,7 +556,7 @@ def _load_rows_tied(w_step, w_lane, group_mask, n_row, opaque_zero, ROWS: tl.con
     """ROWS word rows (from w_step + w_lane, n_row words apart) as a tuple, the first made to depend on every one (its
     words xor-ed with (all rows xor-ed) & opaque_zero, a 0 that ptxas cannot fold): the first FMA then waits for
     every load, so all are issued before it. Otherwise ptxas sinks each load to ~3-4 rows ahead of its use whatever
-    the source order (NOTES item 161), and a warp keeps only ~2 KB in flight."""
+    the source order (journal item 161), and a warp keeps only ~2 KB in flight."""
     loaded = ()
     for j in tl.static_range(ROWS):
         loaded = loaded + (_load_masked(w_step + j * n_row + w_lane, group_mask),)

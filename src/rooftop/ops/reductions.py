@@ -16,13 +16,13 @@ reduction (partial sums add, partial maxima take the max; argmax carries each ma
 maxima keep the smaller one), which lets a row be split across programs. The result is stored in x's dtype,
 or in `out_dtype` (e.g. float32) when given; argmax's in int64.
 max's lanes reduce in one tl.reduce whose combine keeps NaN (max.NaN at every step), against fmax and a count of NaN
-lanes (two reductions, "max_by_count"). H200, bf16, row_max, % of copy by do_bench (NOTES items 261, 263): on chip
+lanes (two reductions, "max_by_count"). H200, bf16, row_max, % of copy by do_bench (journal items 261, 263): on chip
 at 512 / 1024 / 2048 columns 93.2 / 93.0 / 93.7 against 85.9 / 86.1 / 88.3; looped at 131072 and 262144 88.0
 against 86.0 (graph replay 104 against 101). On-chip programs of one row (65536 columns: 87.9-89.5 against
 88.5-90.7) and the interpreter (which runs such a combine element by element: 20 s against 0.2 s for 64 rows of
 4096) take the two, which give the same result.
 Why argmax: greedy decoding takes one over the vocabulary every token ([1, 128256] for Llama 3), where torch's
-reduction runs one block for the row (~36 us on the H200, 4% of an int4 8-layer decode step: NOTES item 210).
+reduction runs one block for the row (~36 us on the H200, 4% of an int4 8-layer decode step: journal item 210).
 
 Which path runs (M rows of N elements, S streaming multiprocessors; `reduce_path`):
 - "onchip": BLOCK_M whole rows a program, loaded at once and reduced in registers, up to ONCHIP_MAX columns
@@ -69,7 +69,7 @@ from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row reduced on chip among few rows (elements): wider ones are split over programs
 # widest row reduced on chip among many rows: a row a 32-warp program, two programs an SM (32-44 registers, sm_90),
-# against the looped path's 88% of copy at 65536 (NOTES item 222)
+# against the looped path's 88% of copy at 65536 (journal item 222)
 ONCHIP_MANY_MAX = 65536
 # On-chip rows wider than this run one 32-warp program an SM (maxnreg=64: the register file), which issues every load
 # of a thread before its folds, where two programs an SM at 32 registers issue half. H200, bf16, M * N = 2^27, % of a
@@ -84,7 +84,7 @@ ONCHIP_BLOCK_ELEMS = 4096  # no output tile to hold: larger programs than the no
 # One tile of the looped and split paths (two in flight per program) over LOOPED_WARPS warps: 8 (fp16 / bf16) or 4
 # (fp32) elements a thread. 16 KB over 16 warps (62 registers, sm_90: two programs resident an SM of the
 # PROGRAMS_PER_SM launched, the others taking rows as they end) against 8 KB over 8 warps (64 registers, four
-# resident), H200, bf16, % of copy by do_bench (NOTES items 262-263): row_sum 90.4 / 85.2 at 131072, 89.4 / 85.2 at
+# resident), H200, bf16, % of copy by do_bench (journal items 262-263): row_sum 90.4 / 85.2 at 131072, 89.4 / 85.2 at
 # 262144, row_max 90.1 / 84.8 and 89.4 / 85.2, row_norm 90.0 / 84.8 at 131072; torch.compile 90.4, 89.9, 89.4, 88.3,
 # 90.7. argmax keeps 8 KB over 8 warps (ARGMAX_LOOPED_*): 83.8 against 72.0 at 131072, 7.04 against 7.46 us a
 # [1, 128256] row (its split path).
@@ -93,17 +93,17 @@ ARGMAX_LOOPED_TILE_BYTES, ARGMAX_LOOPED_WARPS = 8192, 8
 PROGRAMS_PER_SM = 4  # looped and split paths: programs launched per SM
 # argmax on chip: twice the elements a thread up to ARGMAX_WIDE_N columns (fewer warps a row, more rows a program to
 # share the reductions across threads), the others' above. H200, bf16, graph replay, % of copy at N = 512 / 1K / 2K /
-# 4K / 8K / 16K (NOTES item 218): 32 a thread 70.9 / 86.6 / 88.1 / 103.8 / 83.9 / 86.4, 16 59.6 / 80.2 / 81.1 / 82.9 /
+# 4K / 8K / 16K (journal item 218): 32 a thread 70.9 / 86.6 / 88.1 / 103.8 / 83.9 / 86.4, 16 59.6 / 80.2 / 81.1 / 82.9 /
 # 74.2 / 99.3
 ARGMAX_ELEMS_PER_THREAD = 32
 ARGMAX_WIDE_N = 8192
-# argmax rows up to ARGMAX_NARROW_N columns: programs of ARGMAX_NARROW_BLOCK_ELEMS (two warps; NOTES item 221, us at
+# argmax rows up to ARGMAX_NARROW_N columns: programs of ARGMAX_NARROW_BLOCK_ELEMS (two warps; journal item 221, us at
 # 262144 x 512 / 131072 x 1024 / 65536 x 2048, programs of 4096 / 2048 elements: 90.1 / 80.8, 74.4 / 80.9, 73.0 / 80.2)
 ARGMAX_NARROW_N = 512
 ARGMAX_NARROW_BLOCK_ELEMS = 2048
 # argmax keeps rows wider than this on chip only where they are few (the split path's rows: on chip beats the split
 # there), else they take the looped path (on chip, 32 elements a thread spill predicates). H200, bf16, graph replay
-# (NOTES item 220), us, on chip / not: [4096, 32768] 80.9 / 74.7 (looped), [512, 32768] 13.4 / 12.2 (looped),
+# (journal item 220), us, on chip / not: [4096, 32768] 80.9 / 74.7 (looped), [512, 32768] 13.4 / 12.2 (looped),
 # [64, 32000] 3.01 / 4.25 (split), [1, 32000] 2.50 / 2.57 (split)
 ARGMAX_ONCHIP_MAX = 16384
 COMBINE_WARPS = 4

@@ -95,7 +95,7 @@ from rooftop.roofline import Cost
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
 # quant name -> (output dtype, QUANT constexpr, largest representable magnitude)
 QUANT_FORMATS = {"fp8": (torch.float8_e4m3fn, 1, 448.0), "int8": (torch.int8, 2, 127.0)}
-# Launch parameters, chosen by measurement on the H200 (benchmarks/tune_rowops.py, NOTES.md).
+# Launch parameters, chosen by measurement on the H200 (benchmarks/tune_rowops.py, JOURNAL.md).
 ONCHIP_ELEMS_PER_THREAD = 16
 # Quantizing rows without a residual (rms_norm_fp8 / int8, a model's first norm): 32 values a thread, half the warps a
 # program. H200, bf16, M * N = 2^27, % of a same-run copy by do_bench (logs/h200-2026-12-04-s49/call-a,

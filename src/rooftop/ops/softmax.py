@@ -77,7 +77,7 @@ GLUON_ENABLED = True  # tests and benchmarks switch the Gluon path off to reach 
 #   65536 89.3 / 74.2 / 75.6 / 71.5 (two programs' rows, 256 KB, no longer stay in L1 between the passes).
 # Call b, library / reload off: bf16 20480 93.6 / 84.9, 40960 98.4 / 90.4, 57344 (112 KB, not taken) 90.1 / 90.0
 # (the kernel stretched 90.5); fp32 20480 100.9 / 90.3, 24576 99.6 / 96.3. One program an SM (maxnreg=64, the row
-# kept in L1) lost: 70.5% at 65536 (call f): the masks (NOTES item 258). Session 39 (logs/h200-2026-12-03-s39/
+# kept in L1) lost: 70.5% at 65536 (call f): the masks (journal item 258). Session 39 (logs/h200-2026-12-03-s39/
 # call-f..i; benchmarks/exp_softmax_mufu.py in git history: this kernel without masks), one program an SM / two / the
 # library: 49152 85.4 / 96.0 / 95.6 (reload, two), 57344 89.3 / 91.9 / 89.2 (reload, one), 65536 92.2 / 89.0-89.4 /
 # 88.9 (Gluon; 92.1 with the reload kernel, one). Rows of whole tiles past RELOAD_ONE_PROGRAM_MIN_BYTES run one
@@ -232,9 +232,9 @@ def _softmax_reload_kernel(x_ptr, y_ptr, N, x_row_stride, y_row_stride, LOG: tl.
                            PARTS: tl.constexpr, EVEN: tl.constexpr):
     # Row program_id(0) in PARTS tiles of TILE, all whole but the last unless EVEN (N = PARTS * TILE): masks on the
     # last tile only (with one program an SM masks on every tile ran 70.4% of copy at 65536 against 91.7 without,
-    # H200, session 39, NOTES item 258). Pass 1 reads the row from HBM (evict_last); pass 2 reads it again from L1 /
+    # H200, session 39, journal item 258). Pass 1 reads the row from HBM (evict_last); pass 2 reads it again from L1 /
     # L2 (evict_first) and writes it: 2 * N * itemsize bytes of HBM traffic a row. Loading each pass-2 tile before
-    # the previous tile's store (y may alias x, so the compiler keeps them in order) did not pay (NOTES item 243:
+    # the previous tile's store (y may alias x, so the compiler keeps them in order) did not pay (journal item 243:
     # 73.8% against 83.9 at 65536, level to 49152).
     VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
     GROUPS: tl.constexpr = TILE // VEC
@@ -302,7 +302,7 @@ def _softmax_chunk_apply_kernel(x_ptr, y_ptr, stats_ptr, N, x_row_stride, y_row_
 # Launch configuration
 
 
-# Launch parameters, chosen by measurement on the H200 (benchmarks/tune_rowops.py, NOTES.md).
+# Launch parameters, chosen by measurement on the H200 (benchmarks/tune_rowops.py, JOURNAL.md).
 ONCHIP_ELEMS_PER_THREAD = 16
 ONCHIP_BLOCK_ELEMS = 2048
 PROGRAMS_PER_SM = 4

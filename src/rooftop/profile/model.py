@@ -231,7 +231,7 @@ def _rooftop_kernel_names() -> set[str]:
 def _unlinked_kernels(events) -> tuple[dict[int, list[tuple[str, float]]], list[tuple[str, float]]]:
     """The kernels of rooftop's own launches, where this torch's profiler did not link them (Triton's C launcher calls
     cuLaunchKernelEx, whose kernels it leaves as bare device events, and at times links another library's kernel to
-    that call instead; cuBLAS's launches by the same call are linked: NOTES items 195, 200). Returns ({id of a launch
+    that call instead; cuBLAS's launches by the same call are linked: journal items 195, 200). Returns ({id of a launch
     call: the kernels it made, (name, µs)}, [kernels no call is known to have made]). The launch calls are the
     cuLaunchKernelEx calls made straight from a rooftop op (the event above them named rooftop::...; a library's
     launch sits under an aten op), paired in order (one stream runs them in launch order) with rooftop's unlinked
