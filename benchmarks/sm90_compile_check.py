@@ -11,7 +11,8 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 sys.path.insert(0, "src")
-from rooftop.ops import rms_norm as rn, layer_norm as ln, matmul as mm, attention as at, softmax as sm
+from rooftop.ops import (activations as ac, attention as at, layer_norm as ln, matmul as mm, rms_norm as rn,
+                         softmax as sm)
 BIN = os.path.dirname(triton.__file__) + "/backends/nvidia/bin/"
 
 def build(fn, types, consts, warps, stages=3, name="k"):
@@ -73,3 +74,10 @@ for res in (False, True):
         types = (lambda a: "*fp8e4nv" if a == "y_ptr" else split_types(a)) if quant else split_types
         build(rn._rms_norm_split_kernel, types, dict(HAS_RESIDUAL=res, HAS_WEIGHT=True, QUANT=quant, QMAX=qmax,
               CHUNK=rn.SPLIT_LAUNCH["CHUNK"], G_POW2=32), rn.SPLIT_LAUNCH["num_warps"], name=f"rms_split_r{int(res)}_q{quant}")
+gated_types = lambda a: ("*fp8e4nv" if a == "q_ptr" else "*fp32" if a == "scale_ptr" else "*bf16") \
+    if a.endswith("_ptr") else "i32"
+for act in ("silu", "gelu"):
+    for N in (14336, 53248):  # Llama-3-8B's and 405B's intermediate widths: one tile, and 7 tiles read twice
+        bm, tile, parts, warps = ac.quant_rows_config(4096, N)
+        build(ac._gated_quant_kernel, gated_types, dict(ACT=act, APPROX=True, QUANT=1, QMAX=448.0, BLOCK_M=bm,
+              TILE=tile, PARTS=parts, UNROLL=min(parts, ac.QUANT_UNROLL), PDL=True), warps, name=f"{act}_fp8_{N}")

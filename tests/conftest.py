@@ -96,6 +96,35 @@ def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
     return float(diff / torch.linalg.vector_norm(ref[finite]).clamp_min(1e-30))
 
 
+def assert_quantized(q, scale, y_ref, quant) -> None:
+    """q, scale: y_ref (float64) quantized per row as quantize_rows_reference does, up to rounding."""
+    from rooftop.ops._support import QUANT_FORMATS, quantize_rows_reference
+
+    dtype = QUANT_FORMATS[quant][0]
+    qmax = float(torch.finfo(dtype).max if dtype.is_floating_point else torch.iinfo(dtype).max)  # not the table's
+    assert q.dtype == dtype and q.shape == y_ref.shape
+    assert scale.dtype == torch.float32 and scale.shape == (*y_ref.shape[:-1], 1)
+    q_ref, scale_ref = quantize_rows_reference(y_ref, quant)
+    assert rel_err(scale, scale_ref) < 1e-5
+    # every row uses its full range, and dequantizing gives y back to the format's precision
+    assert torch.allclose(q.float().abs().amax(-1), torch.full(y_ref.shape[:-1], qmax, device=q.device))
+    # dequantized, each element is within the format's rounding of y: half a step for int8; half an
+    # ulp of a 3-bit mantissa (1/16 of |y|) for fp8, with e4m3's subnormal step (2^-9) near zero
+    err = (q.double() * scale.double() - y_ref).abs()
+    if quant == "int8":
+        assert (err <= 0.5 * scale.double() * (1 + 1e-4) + 1e-6 * y_ref.abs()).all()
+    else:
+        assert (err <= y_ref.abs() / 16 * (1 + 1e-4) + scale.double() * 2.0**-10).all()
+    if quant == "int8":  # the same integers as the reference but where y / s sits within fp32's error of a tie
+        # (y / s = 127 x / max|x| without a weight: bf16 rows tie exactly at ~0.5% of their elements)
+        exact = (y_ref / scale_ref).abs()
+        near_tie = (exact - exact.floor() - 0.5).abs() < 1e-3
+        assert (q.int() - q_ref.int()).abs().max() <= 1
+        assert (q.int() == q_ref.int())[~near_tie].all()
+    else:
+        assert (q.float() - q_ref.float()).abs().div(q_ref.float().abs().clamp_min(1)).max() <= 0.125
+
+
 def assert_attention_result(out, lse, ref, ref_lse, q, tol=None) -> None:
     """An attention op's out (q's shape and dtype) and lse ([B, H, Sq] fp32) against the float64 reference: no NaN,
     out within the dtype's tolerance (or `tol`), lse within 1e-5 and -inf exactly where the reference has it."""

@@ -4,9 +4,10 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from conftest import DEVICE, HAS_CUDA, TOL, rel_err
+from conftest import DEVICE, HAS_CUDA, TOL, assert_quantized, rel_err
+from rooftop.ops import activations
 from rooftop.ops.activations import (FLAT_BLOCK, ROWS_BLOCK_ELEMS, _activate, bias_gelu, bias_gelu_reference, geglu,
-                                     geglu_reference, swiglu, swiglu_reference)
+                                     geglu_reference, gated_reference, swiglu, swiglu_reference)
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 # 1 row, odd and prime widths, non-power-of-two, one flat block exactly and one element past it,
@@ -49,6 +50,89 @@ def test_gated_packed(fn, ref, kwargs, shape, dtype, device):
     assert rel_err(out, ref(x, **kwargs).to(dtype)) < TOL[dtype]  # rounded as the op rounds (above)
     gate, up = x.chunk(2, -1)  # the packed halves are gate and up (rounded like the op, as above)
     assert rel_err(out, ref(gate, up, **kwargs).to(dtype)) < TOL[dtype]
+
+
+QUANTIZED = [(swiglu, "silu", {}), (geglu, "gelu_tanh", {"approximate": "tanh"}),
+             (geglu, "gelu", {"approximate": "none"})]
+
+
+def _same_codes(a, b) -> bool:
+    return torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+
+
+@pytest.mark.parametrize("fn, activation, kwargs", QUANTIZED, ids=GATED_IDS)
+@pytest.mark.parametrize("quant", ["fp8", "int8"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (5, 1000), (2, 4099)])
+def test_gated_quantized(fn, activation, kwargs, shape, dtype, quant, device):
+    """Each row's y = act(gate) * up (fp32, not rounded to the input dtype) quantized by its own absmax scale;
+    the packed [.., 2I] input gives the same codes and scales as its halves."""
+    gate, up = _randn(shape, dtype, device), _randn(shape, dtype, device)
+    q, scale = fn(gate, up, quant=quant, **kwargs)
+    assert_quantized(q, scale, gated_reference(gate, up, activation), quant)
+    q_packed, scale_packed = fn(torch.cat([gate, up], -1), quant=quant, **kwargs)
+    assert _same_codes(q_packed, q) and torch.equal(scale_packed, scale)
+
+
+@pytest.mark.parametrize("quant", ["fp8", "int8"])
+def test_gated_quantized_rows_in_tiles(quant, device, monkeypatch):
+    """Rows wider than QUANT_TILE: pass 1 takes the absmax over every tile (the largest |y| put in the last, ragged
+    tile, then in the first), pass 2 reads the row again and stores each tile."""
+    monkeypatch.setattr(activations, "QUANT_TILE", 64)
+    monkeypatch.setattr(activations, "QUANT_LOOP_TILE", 64)
+    parts = []
+    real = activations.launch
+    monkeypatch.setattr(activations, "launch", lambda kernel, *a, **k: parts.append(k.get("PARTS")) or
+                        real(kernel, *a, **k))
+    packed = _randn((2, 3, 2 * 200), torch.bfloat16, device)
+    gate, up = packed[..., :200], packed[..., 200:]
+    gate[0, 0, 199], gate[0, 1, 0] = 9.0, -9.0  # the extreme value in a ragged last tile / in the first one
+    up[0, 0, 199], up[0, 1, 0] = 8.0, 8.0
+    for strided in (False, True):  # the halves of a packed row (stride 400), or contiguous copies
+        args = (packed,) if strided else (gate.contiguous(), up.contiguous())
+        q, scale = swiglu(*args, quant=quant)
+        assert_quantized(q, scale, gated_reference(gate, up, "silu"), quant)
+    assert parts == [4, 4]
+
+
+def test_gated_quantized_zero_row_and_leading_dims(device):
+    gate = _randn((2, 3, 50), torch.float16, device)
+    gate[1, 2] = 0.0  # silu(0) * up = 0: a row of zeros, its codes 0 and its scale tiny but finite
+    up = _randn((2, 3, 50), torch.float16, device)
+    q, scale = swiglu(gate, up, quant="int8")
+    assert q.shape == (2, 3, 50) and scale.shape == (2, 3, 1)
+    assert (q[1, 2] == 0).all() and 0 < scale[1, 2].item() < 1e-30
+    q_rest, scale_rest = q.view(6, 50)[:5], scale.view(6, 1)[:5]
+    assert_quantized(q_rest, scale_rest, gated_reference(gate, up, "silu").view(6, 50)[:5], "int8")
+    assert swiglu(torch.randn(0, 64, device=device), quant="fp8")[0].shape == (0, 32)
+
+
+def test_quantized_rows_feed_the_fp8_gemm(device):
+    """swiglu(quant="fp8")'s (q, scale) are matmul_fp8's a and per-row a_scale as they come (an fp8 MLP's down
+    projection): the product matches the unquantized one to fp8's precision (both operands in e4m3: ~5% RMS)."""
+    from rooftop.ops.matmul import matmul_fp8
+    M, inter, N = 24, 256, 48
+    gate_up = _randn((M, 2 * inter), torch.bfloat16, device, scale=1.0)
+    weight = torch.randn(N, inter, device=device)
+    w_scale = weight.abs().amax(1) / 448.0
+    q, scale = swiglu(gate_up, quant="fp8")
+    out = matmul_fp8(q, (weight / w_scale[:, None]).to(torch.float8_e4m3fn).t(), scale, w_scale)
+    assert out.dtype == torch.bfloat16 and out.shape == (M, N)
+    assert rel_err(out, swiglu_reference(gate_up) @ weight.double().t()) < 0.1
+
+
+def test_registry_quantized(device):
+    """swiglu_packed_fp8 in the benchmark registry: the bytes of the packed input, a 1-byte output and a scale a
+    row; rooftop, eager and the reference agree on the dequantized rows to fp8's precision."""
+    from rooftop import registry
+    spec = registry.get("swiglu_packed_fp8")
+    assert spec.family == "activations" and spec.cases == registry.row_sweep()
+    M, N = 512, 4096
+    assert spec.cost((M, N), torch.bfloat16).bytes == 2 * M * N * 2 + M * N + 4 * M
+    inputs = spec.make_inputs((3, 256), torch.bfloat16, device)
+    ref_q, ref_scale = spec.reference(*inputs)
+    for out in (spec.run(*inputs), spec.eager(*inputs)):
+        assert rel_err(out[0].double() * out[1].double(), ref_q * ref_scale) < 0.07  # e4m3: 3 mantissa bits
 
 
 def test_matches_torch_activations(device):
@@ -218,13 +302,17 @@ def test_bad_input(device):
         bias_gelu(x, torch.randn(64, device="meta"))
     with pytest.raises(RuntimeError, match="gate requires grad"):
         swiglu(torch.randn(4, 64, device=device, requires_grad=True))
+    with pytest.raises(ValueError, match="quant must be None, 'fp8' or 'int8', got 'int4'"):
+        swiglu(x, x, quant="int4")
+    with pytest.raises(ValueError, match="quant needs rows to scale"):
+        geglu(torch.randn(4, 0, device=device), quant="int8")
 
 
 def test_compiles_without_graph_break():
     from torch._dynamo.testing import CompileCounterWithBackend
 
     def mlp_act(h, gate, up, x, bias):
-        return swiglu(h) + geglu(gate, up) * 0.5, bias_gelu(x, bias) * 2.0
+        return swiglu(h) + geglu(gate, up) * 0.5, bias_gelu(x, bias) * 2.0, swiglu(h, quant="int8")
 
     h = torch.randn(3, 2, 128, device=DEVICE, dtype=torch.float16)
     gate, up = torch.randn(3, 2, 64, device=DEVICE, dtype=torch.float16), torch.randn(3, 2, 64, device=DEVICE,
@@ -233,11 +321,12 @@ def test_compiles_without_graph_break():
                                                                                   dtype=torch.float16)
     torch._dynamo.reset()
     counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
-    act, gelu_out = torch.compile(mlp_act, backend=counter, fullgraph=True)(h, gate, up, x, bias)
+    act, gelu_out, quantized = torch.compile(mlp_act, backend=counter, fullgraph=True)(h, gate, up, x, bias)
     assert counter.frame_count == 1
     ref = swiglu_reference(h).half().double() + geglu_reference(gate, up).half().double() * 0.5
     assert act.shape == (3, 2, 64) and rel_err(act, ref) < 5e-3
     assert rel_err(gelu_out, bias_gelu_reference(x, bias) * 2.0) < TOL[torch.float16]
+    assert_quantized(*quantized, swiglu_reference(h), "int8")
 
 
 @pytest.mark.slow
@@ -250,6 +339,11 @@ def test_gpu_sizes(shape):
     assert rel_err(geglu(gate, up), geglu_reference(gate, up)) < TOL[torch.bfloat16]
     bias = _randn(shape[-1], torch.bfloat16, "cuda")
     assert rel_err(bias_gelu(gate, bias), bias_gelu_reference(gate, bias)) < TOL[torch.bfloat16]
+    rows = slice(0, 64)  # the quantized forms (rows of one tile and in tiles) on a few rows: float64 references
+    for quant in ("fp8", "int8"):
+        assert_quantized(*swiglu(packed[rows], quant=quant), swiglu_reference(packed[rows]), quant)
+        assert_quantized(*geglu(gate[rows], up[rows], "none", quant=quant),
+                         gated_reference(gate[rows], up[rows], "gelu"), quant)
 
 
 @pytest.mark.slow

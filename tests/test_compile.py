@@ -288,15 +288,15 @@ def test_fp8_device_check(capability, refused, monkeypatch):
 
 
 def test_fp8_ops_check_their_device(device, monkeypatch):
-    """rms_norm(quant="fp8") (with and without a residual) and matmul_fp8 check their device before any kernel,
-    naming the argument; quant="int8" and the 16-bit matmul do not."""
-    from rooftop.ops import matmul as matmul_mod, rms_norm as rms_norm_mod
+    """rms_norm(quant="fp8") (with and without a residual), swiglu / geglu(quant="fp8") and matmul_fp8 check their
+    device before any kernel, naming the argument; quant="int8" and the 16-bit matmul do not."""
+    from rooftop.ops import activations as activations_mod, matmul as matmul_mod, rms_norm as rms_norm_mod
     checked = []
 
     def refuse(name, dev):
         checked.append((name, dev))
         raise RuntimeError(f"refused: {name}")
-    for module in (rms_norm_mod, matmul_mod):
+    for module in (rms_norm_mod, matmul_mod, activations_mod):
         monkeypatch.setattr(module, "check_fp8_device", refuse)
     x, res = (torch.randn(3, 256, device=device, dtype=torch.bfloat16) for _ in range(2))
     w = torch.rand(256, device=device, dtype=torch.bfloat16) + 0.5
@@ -304,13 +304,17 @@ def test_fp8_ops_check_their_device(device, monkeypatch):
         with pytest.raises(RuntimeError, match=r"refused: quant='fp8' \(use 'int8' on this GPU\)"):
             rooftop.rms_norm(x, w, residual=residual, quant="fp8")
         rooftop.rms_norm(x, w, residual=residual, quant="int8")
+    for gated in (rooftop.swiglu, rooftop.geglu):
+        with pytest.raises(RuntimeError, match=r"refused: quant='fp8' \(use 'int8' on this GPU\)"):
+            gated(x, res, quant="fp8")
+        gated(x, quant="int8")
     a8 = x.to(torch.float8_e4m3fn)
     b8 = torch.randn(64, 256, device=device).to(torch.float8_e4m3fn).t()
     one = torch.ones((), device=device)
     with pytest.raises(RuntimeError, match=r"refused: a and b \(matmul_fp8\)"):
         rooftop.matmul_fp8(a8, b8, one, one)
     rooftop.matmul(x, b8.to(torch.bfloat16))
-    assert [dev for _, dev in checked] == [x.device] * 3
+    assert [dev for _, dev in checked] == [x.device] * 5
 
 
 @pytest.mark.gpu
@@ -322,6 +326,8 @@ def test_fp8_ops_refused_below_capability_8_9(monkeypatch):
     w = torch.ones(4096, device="cuda", dtype=torch.bfloat16)
     with pytest.raises(RuntimeError, match=r"quant='fp8' .* is 8\.0"):
         rooftop.rms_norm(x, w, quant="fp8")
+    with pytest.raises(RuntimeError, match=r"quant='fp8' .* is 8\.0"):
+        rooftop.swiglu(x, quant="fp8")
     one = torch.ones((), device="cuda")
     with pytest.raises(RuntimeError, match=r"a and b \(matmul_fp8\): .* is 8\.0"):
         rooftop.matmul_fp8(x.to(torch.float8_e4m3fn), x.to(torch.float8_e4m3fn).t(), one, one)

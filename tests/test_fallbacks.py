@@ -41,6 +41,7 @@ CALLS = {
     "row_argmax": (lambda x: rooftop.row_argmax(x), lambda: (_t(5, 300),)),
     "swiglu": (lambda g, u: rooftop.swiglu(g, u), lambda: (_t(3, 80), _t(3, 80))),
     "geglu_packed": (lambda gu: rooftop.geglu(gu, approximate="tanh"), lambda: (_t(3, 160),)),
+    "swiglu_int8": (lambda gu: rooftop.swiglu(gu, quant="int8"), lambda: (_t(3, 160),)),
     "bias_gelu": (lambda x, b: rooftop.bias_gelu(x, b), lambda: (_t(3, 80), _t(80))),
     "apply_rope": (lambda q, k, cos, sin: rooftop.apply_rope(q, k, cos, sin, rotary_dim=32),
                    lambda: (_t(2, 4, 5, 64), _t(2, 2, 5, 64), *rotary_cos_sin(torch.arange(5) * 37, 32, dtype=BF16))),

@@ -5,7 +5,7 @@ import torch
 import rooftop
 from rooftop.ops import _support, rms_norm as rms_norm_mod
 from rooftop.ops.rms_norm import add_rms_norm_reference, quantize_rows_reference, rms_norm_reference
-from conftest import TOL, norm_gluon_rows, rel_err, rows_in_parts, run_norm_gluon, skip_unless_sm90, spy_launches
+from conftest import TOL, assert_quantized, norm_gluon_rows, rel_err, rows_in_parts, run_norm_gluon, skip_unless_sm90, spy_launches
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 # 1, odd, prime, non-power-of-two, the widest on-chip row (32768), the looped path, 262144
@@ -163,7 +163,7 @@ def test_quantized_output(shape, quant, with_residual, device):
     else:
         q, scale = rooftop.rms_norm(x, w, quant=quant)
         y_ref = rms_norm_reference(x, w)
-    _assert_quantized(q, scale, y_ref, quant)
+    assert_quantized(q, scale, y_ref, quant)
 
 
 @pytest.mark.parametrize("N", [1000, 40000, 262144])  # on-chip, reload, looped
@@ -186,7 +186,7 @@ def test_quantized_output_with_offset(shape, quant, device):
     those of the offset output."""
     x, _, w = _inputs(shape, torch.bfloat16, device)
     q, scale = rooftop.rms_norm(x, w - 1.0, quant=quant, offset=1.0)
-    _assert_quantized(q, scale, rms_norm_reference(x, w - 1.0, offset=1.0), quant)
+    assert_quantized(q, scale, rms_norm_reference(x, w - 1.0, offset=1.0), quant)
 
 
 @pytest.mark.parametrize("quant", ["fp8", "int8"])
@@ -200,35 +200,6 @@ def test_quantized_zero_row_and_symmetry(N, quant, device):
     assert torch.isfinite(scale).all() and (scale > 0).all() and not q[1].float().any()
     q_neg, scale_neg = rooftop.rms_norm(-x, w, quant=quant)
     assert torch.equal(scale_neg, scale) and torch.equal(q_neg.float(), -q.float())
-
-
-def _assert_quantized(q, scale, y_ref, quant):
-    """q, scale: y_ref (float64) quantized per row as quantize_rows_reference does, up to rounding."""
-    from rooftop.ops.rms_norm import QUANT_FORMATS
-
-    dtype = QUANT_FORMATS[quant][0]
-    qmax = float(torch.finfo(dtype).max if dtype.is_floating_point else torch.iinfo(dtype).max)  # not the table's
-    assert q.dtype == dtype and q.shape == y_ref.shape
-    assert scale.dtype == torch.float32 and scale.shape == (*y_ref.shape[:-1], 1)
-    q_ref, scale_ref = quantize_rows_reference(y_ref, quant)
-    assert rel_err(scale, scale_ref) < 1e-5
-    # every row uses its full range, and dequantizing gives y back to the format's precision
-    assert torch.allclose(q.float().abs().amax(-1), torch.full(y_ref.shape[:-1], qmax, device=q.device))
-    # dequantized, each element is within the format's rounding of y: half a step for int8; half an
-    # ulp of a 3-bit mantissa (1/16 of |y|) for fp8, with e4m3's subnormal step (2^-9) near zero
-    err = (q.double() * scale.double() - y_ref).abs()
-    if quant == "int8":
-        assert (err <= 0.5 * scale.double() * (1 + 1e-4) + 1e-6 * y_ref.abs()).all()
-    else:
-        assert (err <= y_ref.abs() / 16 * (1 + 1e-4) + scale.double() * 2.0**-10).all()
-    if quant == "int8":  # the same integers as the reference but where y / s sits within fp32's error of a tie
-        # (y / s = 127 x / max|x| without a weight: bf16 rows tie exactly at ~0.5% of their elements)
-        exact = (y_ref / scale_ref).abs()
-        near_tie = (exact - exact.floor() - 0.5).abs() < 1e-3
-        assert (q.int() - q_ref.int()).abs().max() <= 1
-        assert (q.int() == q_ref.int())[~near_tie].all()
-    else:
-        assert (q.float() - q_ref.float()).abs().div(q_ref.float().abs().clamp_min(1)).max() <= 0.125
 
 
 def test_variant_bad_input(device):
@@ -267,7 +238,7 @@ def test_variants_compile_without_graph_break(device):
     assert y.dtype == torch.float32 and rel_err(y, rms_norm_reference(r, w, offset=1.0)) < 1e-5
     # the quantized rows to the format's rounding (a norm-wise 1e-2 failed on the H200 at 1.0017e-2: half an int8
     # step against a row's RMS is ~0.7% for 256 values of randn, more for rows with a larger max)
-    _assert_quantized(q, scale, rms_norm_reference(r, w), "int8")
+    assert_quantized(q, scale, rms_norm_reference(r, w), "int8")
 
 
 def test_in_place_needs_row_views(device):
@@ -603,7 +574,7 @@ def test_gpu_gluon_resident_params(quant, N, parts, weight, residual, monkeypatc
         assert torch.equal(h, (x.float() + res.float()).bfloat16())
     y_ref = rms_norm_reference(h if residual else x, w, 1e-6, offset)
     if quant:
-        _assert_quantized(y, scale, y_ref, quant)
+        assert_quantized(y, scale, y_ref, quant)
     else:
         assert rel_err(y, y_ref) < TOL[torch.bfloat16] and rel_err(y[1], y_ref[1]) < TOL[torch.bfloat16]
 
@@ -697,7 +668,7 @@ def test_gpu_gluon_quantized(quant, weight, N, parts, residual, monkeypatch):
     else:
         q, scale = out
         y_ref = rms_norm_reference(x, w, 1e-6, offset)
-    _assert_quantized(q, scale, y_ref, quant)
+    assert_quantized(q, scale, y_ref, quant)
 
 
 def test_quantized_rows_feed_the_fp8_gemm(device):

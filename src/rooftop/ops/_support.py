@@ -116,6 +116,42 @@ def check_fp8_device(name: str, device: torch.device) -> None:
                                f"Hopper); {device} ({torch.cuda.get_device_name(device)}) is {major}.{minor}")
 
 
+# Dynamic per-row (per-token) quantization of an op's output, so that the next GEMM reads one byte an element:
+#     s = max_i |y_i| / QMAX,   q_i = y_i / s   (int8 rounded half away from zero, fp8 to nearest even)
+# quant name -> (stored dtype, the kernels' QUANT constexpr, QMAX: the format's largest magnitude)
+QUANT_FORMATS = {"fp8": (torch.float8_e4m3fn, 1, 448.0), "int8": (torch.int8, 2, 127.0)}
+
+
+def check_quant(quant: object) -> None:
+    if quant is not None and quant not in QUANT_FORMATS:
+        raise ValueError(f"quant must be None, 'fp8' or 'int8', got {quant!r}")
+
+
+@triton.jit
+def quantize_values(y, scale, QUANT: tl.constexpr, QMAX: tl.constexpr):
+    """y / scale as stored: int8 rounded half away from zero, fp8 clamped (the cast rounds to nearest)."""
+    q = tl.clamp(y / scale, -QMAX, QMAX)
+    if QUANT == 2:
+        q = tl.where(q >= 0, tl.floor(q + 0.5), tl.ceil(q - 0.5))
+    return q
+
+
+def quantize_rows_reference(y: torch.Tensor, quant: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Dynamic per-row quantization of float64 y: (q in the quant dtype, scale [..., 1] float64)."""
+    dtype, _, qmax = QUANT_FORMATS[quant]
+    scale = y.abs().amax(-1, keepdim=True).clamp_min(1e-30) / qmax
+    q = (y / scale).clamp(-qmax, qmax)
+    if quant == "int8":
+        q = torch.where(q >= 0, torch.floor(q + 0.5), torch.ceil(q - 0.5))
+    return q.to(dtype), scale
+
+
+def fp8_rows_eager(y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Dynamic per-token fp8 quantization of y as PyTorch code writes it (the eager baseline): (q, scale)."""
+    scale = y.float().abs().amax(-1, keepdim=True).clamp_min(1e-30) / 448.0
+    return (y.float() / scale).clamp(-448.0, 448.0).to(torch.float8_e4m3fn), scale
+
+
 # Programmatic dependent launch (PDL, sm_90): a kernel launched so may start before the kernel ahead of it in the
 # stream has ended, once that one lets its dependents go; it must wait (`await_previous`) before it reads or writes
 # anything. Between two such kernels the next one's programs are resident as this one's last ones end, not a launch

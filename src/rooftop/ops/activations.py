@@ -12,6 +12,14 @@ With `up` None, `gate` is the packed [..., 2I] output of a fused gate/up project
 half of the last dim is the gate and the second the up (`gate, up = x.chunk(2, -1)`); the output
 is [..., I]. Everything is computed in fp32 and rounded once to the input dtype.
 
+With `quant="fp8"|"int8"` (swiglu, geglu) the fp32 output y is quantized per row instead, as
+rms_norm(quant=...) does (dynamic per-token absmax; rooftop.ops._support.QUANT_FORMATS):
+
+    s = max_i |y_i| / QMAX   (448 for float8_e4m3fn, 127 for int8);   q_i = y_i / s
+
+and (q, s) is returned, s [..., 1] in fp32, so that the MLP's down projection reads one byte an
+element (matmul_fp8(q, w, s, w_scale) takes them as they come).
+
 Phi without erf (Triton has none, and 1 + erf(x / sqrt 2) cancels for x < 0), with a = |x|:
 
     gelu(x) = relu(x) - a Phi(-a)                 (x >= 0: a Phi(-a) <= x / 2, no cancellation)
@@ -33,6 +41,11 @@ Which kernel runs (all memory-bound: each input read once, the output written on
 - packed input, or separate inputs with strided rows: a 2-D row kernel, tiles of
   BLOCK_M x BLOCK_N (BLOCK_N up to ROWS_BLOCK_ELEMS) with per-tensor row strides. Loads are full
   16-byte vectors when the row strides and I are multiples of 16 bytes (Triton specialises on it).
+- quantized (swiglu / geglu with quant="fp8"|"int8"): a row a program (short rows BLOCK_M to a program), tiles of at
+  most QUANT_TILE; a row of one tile stays in registers between its max and its store, a wider one (PARTS tiles of
+  QUANT_LOOP_TILE) is read twice: pass 1 folds every tile's |y| into one vector (reduced once, so that no reduction
+  sits between two tiles' loads), pass 2 reads the row again from L1 / L2 and computes y anew. HBM: gate and up read
+  once, q (1 byte an element) and the scale (4 bytes a row) written once. Launch parameters not yet timed on a GPU.
 - bias_gelu: the row kernel, BIAS_ELEMS_PER_THREAD values a thread in tiles of two rows or more (M > 1),
   so that a thread's two rows share its bias values (loaded and converted once). It moves 4 bytes an
   element (bf16): at the H200's copy rate an SM must retire 4 elements a clock, 128 threads'
@@ -51,8 +64,9 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (as_rows, await_previous, cdiv, check_float, check_same_device, launch, pdl_options,
-                                  planned, runs_kernel, torch_op)
+from rooftop.ops._support import (QUANT_FORMATS, as_rows, await_previous, cdiv, check_float, check_fp8_device,
+                                  check_quant, check_same_device, fp8_rows_eager, launch, pdl_options, planned,
+                                  quantize_rows_reference, quantize_values, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
 # Launch parameters (to be tuned on the H200).
@@ -66,6 +80,12 @@ BIAS_ELEMS_PER_THREAD = 32  # bias_gelu: the prologue and the bias spread over m
 # 4096 / 2048 / 1024 / 512 (logs/h200-2026-12-04-s47/call-e, benchmarks/exp_bias_gelu.py): 92.5 / 92.8 / 93.5 / 93.4
 # at 32768, 89.5 / 88.9 / 88.7 / 88.6 at 65536, 92.8 / 92.5 / 91.7 / 92.1 at 131072.
 BIAS_BLOCK_N = ROWS_BLOCK_ELEMS // 2
+# Quantized gated rows: the widest row kept in registers (one tile; 32 warps at QUANT_ELEMS_PER_THREAD), and the tile
+# of wider rows, which are read twice. Chosen offline (no spills at 16 values a thread), not yet timed.
+QUANT_ELEMS_PER_THREAD = 16
+QUANT_TILE = 16384
+QUANT_LOOP_TILE = 8192
+QUANT_UNROLL = 8  # tiles a pass unrolls (rows to 65536 whole; wider ones in a loop)
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -162,6 +182,54 @@ def _act_rows_kernel(a_ptr, b_ptr, out_ptr, M, N, a_stride, b_stride, out_stride
     tl.store(out_ptr + rows[:, None] * out_stride + cols[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _gated_tile(a_ptr, b_ptr, rows, cols, mask, a_stride, b_stride, ACT: tl.constexpr, APPROX: tl.constexpr,
+                EVICT: tl.constexpr):
+    """act(a) * b in fp32 over a [rows, cols] tile (0 where masked). The result is quantized, so gelu's Phi to
+    bf16's precision is more than enough (TO_BF16)."""
+    a = tl.load(a_ptr + rows[:, None] * a_stride + cols[None, :], mask=mask, other=0.0, eviction_policy=EVICT)
+    b = tl.load(b_ptr + rows[:, None] * b_stride + cols[None, :], mask=mask, other=0.0, eviction_policy=EVICT)
+    return _activate(to_fp32(a), ACT, APPROX, True) * to_fp32(b)
+
+
+@triton.jit
+def _gated_quant_kernel(a_ptr, b_ptr, q_ptr, scale_ptr, M, N, a_stride, b_stride, q_stride, ACT: tl.constexpr,
+                        APPROX: tl.constexpr, QUANT: tl.constexpr, QMAX: tl.constexpr, BLOCK_M: tl.constexpr,
+                        TILE: tl.constexpr, PARTS: tl.constexpr, UNROLL: tl.constexpr, PDL: tl.constexpr):
+    # q = y / s per row, y = act(a) * b, s = max|y| / QMAX. HBM: a and b read once, q (1 byte an element) and s (4
+    # bytes a row) written once: (2 itemsize + 1) * M * N + 4 M bytes. PARTS == 1: the tile of rows stays in registers
+    # between the max and the store. PARTS > 1 (BLOCK_M 1): pass 1 folds each tile's |y| into one vector, pass 2
+    # reads the row again (L1 / L2: the program's own bytes) and computes y anew; each pass unrolled by UNROLL tiles
+    # (all of a model's rows: their tiles' loads issue ahead of the folds). PDL: _support.pdl_options.
+    await_previous(PDL)
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_ok = rows < M
+    rows = rows.to(tl.int64)
+    cols = tl.arange(0, TILE)
+    if PARTS == 1:
+        mask = row_ok[:, None] & (cols[None, :] < N)
+        y = _gated_tile(a_ptr, b_ptr, rows, cols, mask, a_stride, b_stride, ACT, APPROX, "")
+        scale = tl.maximum(tl.max(tl.abs(y), axis=1), 1e-30) / QMAX
+        tl.store(scale_ptr + rows, scale, mask=row_ok)
+        q = quantize_values(y * (1.0 / scale)[:, None], 1.0, QUANT, QMAX)
+        tl.store(q_ptr + rows[:, None] * q_stride + cols[None, :], q.to(q_ptr.dtype.element_ty), mask=mask)
+    else:
+        abs_max = tl.zeros([BLOCK_M, TILE], tl.float32)
+        for part in tl.range(0, PARTS, loop_unroll_factor=UNROLL):
+            offs = part * TILE + cols
+            mask = row_ok[:, None] & (offs[None, :] < N)
+            y = _gated_tile(a_ptr, b_ptr, rows, offs, mask, a_stride, b_stride, ACT, APPROX, "evict_last")
+            abs_max = tl.maximum(abs_max, tl.abs(y))
+        scale = tl.maximum(tl.max(abs_max, axis=1), 1e-30) / QMAX
+        tl.store(scale_ptr + rows, scale, mask=row_ok)
+        for part in tl.range(0, PARTS, loop_unroll_factor=UNROLL):
+            offs = part * TILE + cols
+            mask = row_ok[:, None] & (offs[None, :] < N)
+            y = _gated_tile(a_ptr, b_ptr, rows, offs, mask, a_stride, b_stride, ACT, APPROX, "evict_first")
+            q = quantize_values(y * (1.0 / scale)[:, None], 1.0, QUANT, QMAX)
+            tl.store(q_ptr + rows[:, None] * q_stride + offs[None, :], q.to(q_ptr.dtype.element_ty), mask=mask)
+
+
 # ---------------------------------------------------------------------------------------------
 # Launch configuration
 
@@ -188,6 +256,20 @@ def act_rows(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, activation: st
     launch(_act_rows_kernel, grid, a, b, out, M, N, a.stride(0),
            0 if bias else b.stride(0), out.stride(0), ACT=activation, APPROX=a.is_cuda, BIAS=bias, BLOCK_M=block_m,
            BLOCK_N=block_n, EVEN=M % block_m == 0 and N % block_n == 0, num_warps=warps, **pdl_options(a))
+
+
+def quant_rows_config(M: int, N: int) -> tuple[int, int, int, int]:
+    """(BLOCK_M, TILE, PARTS, num_warps) of the quantized gated kernel: rows of up to QUANT_TILE in one tile (short
+    rows stacked to ROWS_BLOCK_ELEMS), wider rows in PARTS tiles of QUANT_LOOP_TILE; QUANT_ELEMS_PER_THREAD a
+    thread."""
+    if N <= QUANT_TILE:
+        tile = triton.next_power_of_2(N)
+        block_m = max(1, min(ROWS_BLOCK_ELEMS // tile, triton.next_power_of_2(M)))
+        parts = 1
+    else:
+        tile, block_m, parts = QUANT_LOOP_TILE, 1, cdiv(N, QUANT_LOOP_TILE)
+    warps = max(1, min(32, block_m * tile // (32 * QUANT_ELEMS_PER_THREAD)))
+    return block_m, tile, parts, warps
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,6 +302,37 @@ def _gated_op(gate: torch.Tensor, up: Optional[torch.Tensor], activation: str) -
     return out
 
 
+def _gated_quant_fake(gate, up, activation, quant):
+    shape = _gated_shape(gate, up)
+    return (gate.new_empty(shape, dtype=QUANT_FORMATS[quant][0]),
+            gate.new_empty((*shape[:-1], 1), dtype=torch.float32))
+
+
+@torch_op("gated_activation_quant", fake=_gated_quant_fake)
+def _gated_quant_op(gate: torch.Tensor, up: Optional[torch.Tensor], activation: str,
+                    quant: str) -> tuple[torch.Tensor, torch.Tensor]:
+    if not runs_kernel(gate):
+        q, scale = quantize_rows_reference(gated_reference(gate, up, activation), quant)
+        return q, scale.float()
+    if quant == "fp8":
+        check_fp8_device("quant='fp8' (use 'int8' on this GPU)", gate.device)
+    q_dtype, quant_id, qmax = QUANT_FORMATS[quant]
+    shape = _gated_shape(gate, up)
+    q = torch.empty(shape, device=gate.device, dtype=q_dtype)
+    scale = torch.empty((*shape[:-1], 1), device=gate.device, dtype=torch.float32)
+    if q.numel() == 0:
+        return q, scale
+    if up is None:
+        gate, up = gate.chunk(2, -1)
+    a, b = as_rows(gate), as_rows(up)
+    M, N = a.shape
+    block_m, tile, parts, warps = quant_rows_config(M, N)
+    launch(_gated_quant_kernel, (cdiv(M, block_m),), a, b, q, scale, M, N, a.stride(0), b.stride(0), N,
+           ACT=activation, APPROX=a.is_cuda, QUANT=quant_id, QMAX=qmax, BLOCK_M=block_m, TILE=tile, PARTS=parts,
+           UNROLL=min(parts, QUANT_UNROLL), num_warps=warps, **pdl_options(a))
+    return q, scale
+
+
 def _bias_gelu_fake(x, bias, activation):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
@@ -234,10 +347,13 @@ def _bias_gelu_op(x: torch.Tensor, bias: torch.Tensor, activation: str) -> torch
     return out
 
 
-def _check_gated(gate, up) -> None:
+def _check_gated(gate, up, quant=None) -> None:
     check_float("gate", gate)
     if gate.dim() == 0:
         raise ValueError("gate must have at least one dimension")
+    check_quant(quant)
+    if quant is not None and gate.shape[-1] == 0:
+        raise ValueError("quant needs rows to scale: gate's last dim is 0")
     if up is None:
         if gate.shape[-1] % 2:
             raise ValueError(f"gate's last dim ({gate.shape[-1]}) must be even when up is None "
@@ -258,20 +374,25 @@ def _gelu_activation(approximate: object) -> str:
     return "gelu" if approximate == "none" else "gelu_tanh"
 
 
+def _gated(gate, up, activation, quant):
+    _check_gated(gate, up, quant)
+    return _gated_op(gate, up, activation) if quant is None else _gated_quant_op(gate, up, activation, quant)
+
+
 @planned
-def swiglu(gate: torch.Tensor, up: Optional[torch.Tensor] = None) -> torch.Tensor:
+def swiglu(gate: torch.Tensor, up: Optional[torch.Tensor] = None, *, quant: Optional[str] = None):
     """silu(gate) * up. With up None, gate is the packed [..., 2*I] input (gate half, up half) and
-    the output is [..., I]. fp16/bf16/fp32, computed in fp32."""
-    _check_gated(gate, up)
-    return _gated_op(gate, up, "silu")
+    the output is [..., I]. fp16/bf16/fp32, computed in fp32. With quant="fp8"|"int8" the output is
+    quantized per row and returned with its scales [..., 1] (fp32, y ~= q * scale): (q, scale)."""
+    return _gated(gate, up, "silu", quant)
 
 
 @planned
-def geglu(gate: torch.Tensor, up: Optional[torch.Tensor] = None, approximate: str = "tanh") -> torch.Tensor:
+def geglu(gate: torch.Tensor, up: Optional[torch.Tensor] = None, approximate: str = "tanh", *,
+          quant: Optional[str] = None):
     """gelu(gate, approximate) * up, approximate "tanh" (default) or "none" (erf). With up None,
-    gate is the packed [..., 2*I] input and the output is [..., I]."""
-    _check_gated(gate, up)
-    return _gated_op(gate, up, _gelu_activation(approximate))
+    gate is the packed [..., 2*I] input and the output is [..., I]. quant as swiglu's."""
+    return _gated(gate, up, _gelu_activation(approximate), quant)
 
 
 @planned
@@ -308,6 +429,12 @@ def gated_reference(gate: torch.Tensor, up: Optional[torch.Tensor], activation: 
     return _ACT_F64[activation](gate.double()) * up.double()
 
 
+def gated_quant_reference(gate, up, activation, quant):
+    """(q, scale) of the quantized form, q's values in float64."""
+    q, scale = quantize_rows_reference(gated_reference(gate, up, activation), quant)
+    return q.double(), scale
+
+
 def swiglu_reference(gate, up=None):
     return gated_reference(gate, up, "silu")
 
@@ -325,12 +452,19 @@ def swiglu_packed_eager(x):
     return F.silu(gate) * up
 
 
-def _cost(tensors: int, flops_per_element: int, bias: bool = False):
-    """`tensors` [M, N] tensors moved (inputs read once + the output written once), plus a bias row."""
+def swiglu_packed_fp8_eager(x):
+    """SwiGLU, then dynamic per-token fp8 quantization, as PyTorch code writes them."""
+    return fp8_rows_eager(swiglu_packed_eager(x))
+
+
+def _cost(tensors: int, flops_per_element: int, bias: bool = False, quantized_out: bool = False):
+    """`tensors` [M, N] tensors moved (inputs read once + the output written once), plus a bias row; a quantized
+    output is 1 byte an element and a 4-byte scale a row."""
     def cost(shape: tuple[int, ...], dtype: torch.dtype) -> Cost:
         n = math.prod(shape)
+        out_bytes = n + 4 * (n // shape[-1]) if quantized_out else n * dtype.itemsize
         return Cost(flops=flops_per_element * n,
-                    bytes=(tensors * n + (shape[-1] if bias else 0)) * dtype.itemsize)
+                    bytes=((tensors - 1) * n + (shape[-1] if bias else 0)) * dtype.itemsize + out_bytes)
     return cost
 
 
@@ -371,6 +505,10 @@ registry.register(registry.OpSpec(
 registry.register(registry.OpSpec(
     name="swiglu_packed", family="activations", make_inputs=_make_packed, run=swiglu,
     reference=swiglu_reference, eager=swiglu_packed_eager, cost=_cost(3, 5), cases=registry.row_sweep()))
+registry.register(registry.OpSpec(
+    name="swiglu_packed_fp8", family="activations", make_inputs=_make_packed, run=lambda x: swiglu(x, quant="fp8"),
+    reference=lambda x: gated_quant_reference(x, None, "silu", "fp8"), eager=swiglu_packed_fp8_eager,
+    cost=_cost(3, 7, quantized_out=True), cases=registry.row_sweep()))
 registry.register(registry.OpSpec(
     name="geglu", family="activations", make_inputs=_make_gated, run=geglu, reference=geglu_reference,
     eager=lambda gate, up: F.gelu(gate, approximate="tanh") * up, cost=_cost(3, 8), cases=registry.row_sweep(),

@@ -553,7 +553,7 @@ def norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optiona
     alias x and h the residual (the in-place ops). rings: (chunk, buffers, residual's buffers), config()'s when
     None (the experiment, benchmarks/exp_gluon_norms.py, varies them). parts > 1: contiguous rows (x, y, and the
     residual and h) split into `parts` parts, each a program's, that merge their statistics (part_views); programs
-    is then rounded down to a multiple of parts. quant (RMSNorm: rms_norm.QUANT_FORMATS' id and QMAX of y's
+    is then rounded down to a multiple of parts. quant (RMSNorm: _support.QUANT_FORMATS' id and QMAX of y's
     1-byte dtype): each row's scale into scale [M] (fp32) and y / scale into y. warps: each consumer partition's
     (CONSUMER_WARPS when None)."""
     warps = warps or CONSUMER_WARPS

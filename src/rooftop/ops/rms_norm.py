@@ -84,17 +84,16 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops import norm_sm90
-from rooftop.ops._support import (as_rows, await_previous, cdiv, check_fp8_device, check_norm_inputs, check_number,
-                                  exchange_words, gluon_runs, in_place_rows, interpreting, launch, leave_row,
-                                  load_rows_add_residual, load_split_chunk, load_tile, load_tile_add_residual,
-                                  load_tile_again, load_word_pairs, num_sms, onchip_config, opaque_zero, pack_words,
-                                  pdl_options, planned, row_pointers, rows_vectorize, runs_kernel, split_chunks,
+from rooftop.ops._support import (QUANT_FORMATS, as_rows, await_previous, cdiv, check_fp8_device, check_norm_inputs,
+                                  check_number, check_quant, exchange_words, fp8_rows_eager, gluon_runs, in_place_rows,
+                                  interpreting, launch, leave_row, load_rows_add_residual, load_split_chunk, load_tile,
+                                  load_tile_add_residual, load_tile_again, load_word_pairs, num_sms, onchip_config,
+                                  opaque_zero, pack_words, pdl_options, planned, quantize_rows_reference,
+                                  quantize_values, row_pointers, rows_vectorize, runs_kernel, split_chunks,
                                   split_words_chunks, store_tile, swap_row_stats, torch_op, unpack_words)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
-# quant name -> (output dtype, QUANT constexpr, largest representable magnitude)
-QUANT_FORMATS = {"fp8": (torch.float8_e4m3fn, 1, 448.0), "int8": (torch.int8, 2, 127.0)}
 # Launch parameters, chosen by measurement on the H200 (benchmarks/tune_rowops.py, JOURNAL.md).
 ONCHIP_ELEMS_PER_THREAD = 16
 # Quantizing rows without a residual (rms_norm_fp8 / int8, a model's first norm): 32 values a thread, half the warps a
@@ -185,15 +184,6 @@ def looped_config(N: int, quant: bool = False) -> tuple[int, int]:
 
 
 @triton.jit
-def _quantize(y, scale, QUANT: tl.constexpr, QMAX: tl.constexpr):
-    """y / scale as stored: int8 rounded half away from zero, fp8 clamped (the cast rounds to nearest)."""
-    q = tl.clamp(y / scale, -QMAX, QMAX)
-    if QUANT == 2:
-        q = tl.where(q >= 0, tl.floor(q + 0.5), tl.ceil(q - 0.5))
-    return q
-
-
-@triton.jit
 def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N, x_stride, res_stride, y_stride,
                             r_stride, eps, w_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
                             QUANT: tl.constexpr, QMAX: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -224,7 +214,7 @@ def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
         rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
         scale = tl.maximum(tl.max(tl.abs(xw), axis=1) * rstd, 1e-30) / QMAX
         tl.store(scale_ptr + rows, scale, mask=rows < M)
-        q = _quantize(xw * (rstd / scale)[:, None], 1.0, QUANT, QMAX)
+        q = quantize_values(xw * (rstd / scale)[:, None], 1.0, QUANT, QMAX)
         tl.store(y_ptr + rows[:, None] * y_stride + cols[None, :], q.to(y_ptr.dtype.element_ty), mask=mask)
     else:
         y = x * tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)[:, None]
@@ -291,7 +281,7 @@ def _rms_norm_split_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, words
         scale = tl.maximum(tl.max(abs_maxes, axis=0) * rstd, 1e-30) / QMAX
         if chunk == 0:
             tl.store(scale_ptr + row, scale)
-        y = _quantize(y, scale, QUANT, QMAX)
+        y = quantize_values(y, scale, QUANT, QMAX)
     tl.store(y_ptr + rows[:, None] * y_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
     leave_row(words_ptr, cnt_ptr, row, G, G_POW2)
 
@@ -378,7 +368,7 @@ def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
             if HAS_WEIGHT:
                 y = y * (load_tile(w_ptr, off, cols, N, EVEN, "evict_last").to(tl.float32) + w_offset)
             if QUANT:
-                y = _quantize(y, scale, QUANT, QMAX)
+                y = quantize_values(y, scale, QUANT, QMAX)
             store_tile(y_row, off, cols, N, y.to(y_ptr.dtype.element_ty), EVEN, "")
             off -= TILE
 
@@ -493,8 +483,7 @@ def _check(x, residual, weight, eps, offset=0.0, out_dtype=None, quant=None) -> 
     if out_dtype is not None and out_dtype not in (torch.float16, torch.bfloat16, torch.float32):
         raise TypeError(f"out_dtype must be float16, bfloat16 or float32, got {out_dtype}")
     if quant is not None:
-        if quant not in QUANT_FORMATS:
-            raise ValueError(f"quant must be None, 'fp8' or 'int8', got {quant!r}")
+        check_quant(quant)
         if out_dtype is not None:
             raise ValueError("out_dtype and quant exclude each other: quant sets the output dtype")
         if x.dim() and x.shape[-1] == 0:
@@ -649,16 +638,6 @@ def rms_norm_quant_reference(x, weight, eps=1e-6, offset=0.0, quant="fp8"):
     return q.double(), scale
 
 
-def quantize_rows_reference(y, quant):
-    """Dynamic per-row quantization of float64 y: (q in the quant dtype, scale [..., 1] float64)."""
-    dtype, _, qmax = QUANT_FORMATS[quant]
-    scale = y.abs().amax(-1, keepdim=True).clamp_min(1e-30) / qmax
-    q = (y / scale).clamp(-qmax, qmax)
-    if quant == "int8":
-        q = torch.where(q >= 0, torch.floor(q + 0.5), torch.ceil(q - 0.5))
-    return q.to(dtype), scale
-
-
 def add_rms_norm_eager(x, residual, weight, eps=1e-6):
     """As Hugging Face's Llama writes it (residual add, then LlamaRMSNorm)."""
     r = x + residual
@@ -672,21 +651,15 @@ def rms_norm_eager(x, weight, eps=1e-6):
     return weight * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
 
 
-def _fp8_rows_eager(y):
-    """Dynamic per-token fp8 quantization of y, as PyTorch code writes it: (q, scale)."""
-    scale = y.float().abs().amax(-1, keepdim=True).clamp_min(1e-30) / 448.0
-    return (y.float() / scale).clamp(-448.0, 448.0).to(torch.float8_e4m3fn), scale
-
-
 def add_rms_norm_fp8_eager(x, residual, weight, eps=1e-6):
     """The residual add, RMSNorm and dynamic per-token fp8 quantization, as PyTorch code writes them."""
     y, r = add_rms_norm_eager(x, residual, weight, eps)
-    return (*_fp8_rows_eager(y), r)
+    return (*fp8_rows_eager(y), r)
 
 
 def rms_norm_fp8_eager(x, weight, eps=1e-6):
     """RMSNorm and dynamic per-token fp8 quantization (a model's first norm: no residual yet)."""
-    return _fp8_rows_eager(rms_norm_eager(x, weight, eps))
+    return fp8_rows_eager(rms_norm_eager(x, weight, eps))
 
 
 def _cost(tensors_per_element: int, quantized_out: bool = False):
