@@ -176,6 +176,9 @@ def main() -> None:
                              "(patch_model's rope_append=False)")
     parser.add_argument("--argmax-ab", action="store_true",
                         help="also the int4 model with its greedy token by torch's argmax (not rooftop.row_argmax)")
+    parser.add_argument("--fp8", action="store_true",
+                        help="also the patched model with fp8 weights and per-token fp8 activations (W8A8: "
+                             "quantize_model(model, 'fp8'), lm_head kept bf16)")
     parser.add_argument("--lm-head-bits", type=lambda s: [int(b) for b in s.split(",")], default=[],
                         help="e.g. 8,4: also the int4 model with lm_head (kept bf16 by quantize_model's default skip) "
                              "quantized to each of these bits, group 128; their logits' error against the int4 model's")
@@ -212,6 +215,9 @@ def main() -> None:
             quantized_rope_apart = copy.deepcopy(stock)
             patch_model(quantized_rope_apart, rope_append=False)
             rooftop.quantize_model(quantized_rope_apart, bits=4, group_size=128)
+        if args.fp8:
+            fp8 = copy.deepcopy(patched)
+            fp8_report = rooftop.quantize_model(fp8, bits="fp8")
         quantized_heads, head_errs = {}, {}
         for bits in args.lm_head_bits:
             quantized_heads[bits] = copy.deepcopy(quantized)  # lm_head is the one nn.Linear left in it
@@ -225,6 +231,8 @@ def main() -> None:
                   ("rooftop-patched, projections apart (gate / up, q / k / v)", apart, plain),
                   (f"patched + int4 g128 ({len(report['quantized'])} linears)", quantized, plain),
                   ("patched + int4 g128, projections apart", quantized_apart, plain)]
+        if args.fp8:
+            models.append((f"patched + fp8 W8A8 ({len(fp8_report['quantized'])} linears)", fp8, plain))
         if args.row_pdl_ab:
             models.append(("patched + int4 g128, row kernels without PDL", quantized, no_pdl))
         if args.sdpa_decode_ab:

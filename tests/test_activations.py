@@ -1,6 +1,8 @@
 import pytest
 import torch
 import torch.nn.functional as F
+
+import rooftop
 import triton
 import triton.language as tl
 
@@ -107,6 +109,23 @@ def test_gated_quantized_zero_row_and_leading_dims(device):
     assert swiglu(torch.randn(0, 64, device=device), quant="fp8")[0].shape == (0, 32)
 
 
+@pytest.mark.parametrize("quant", ["fp8", "int8"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (2, 3, 1000), (2, 4099)])
+def test_quantize_rows(shape, dtype, quant, device, monkeypatch):
+    """quantize_rows(x) is x quantized by its rows' own absmax scales, for rows of one tile and, with the tiles
+    narrowed, rows read twice; strided rows give the codes of their contiguous copy."""
+    x = _randn(shape, dtype, device)
+    q, scale = rooftop.quantize_rows(x, quant)
+    assert_quantized(q, scale, x.double(), quant)
+    padded = _randn((*shape[:-1], shape[-1] + 5), dtype, device)[..., 2:-3]
+    q_padded, scale_padded = rooftop.quantize_rows(padded, quant)
+    monkeypatch.setattr(activations, "QUANT_TILE", 64)
+    monkeypatch.setattr(activations, "QUANT_LOOP_TILE", 64)
+    q_tiles, scale_tiles = rooftop.quantize_rows(padded.contiguous(), quant)
+    assert _same_codes(q_tiles, q_padded) and torch.equal(scale_tiles, scale_padded)
+
+
 def test_quantized_rows_feed_the_fp8_gemm(device):
     """swiglu(quant="fp8")'s (q, scale) are matmul_fp8's a and per-row a_scale as they come (an fp8 MLP's down
     projection): the product matches the unquantized one to fp8's precision (both operands in e4m3: ~5% RMS)."""
@@ -121,14 +140,15 @@ def test_quantized_rows_feed_the_fp8_gemm(device):
     assert rel_err(out, swiglu_reference(gate_up) @ weight.double().t()) < 0.1
 
 
-def test_registry_quantized(device):
-    """swiglu_packed_fp8 in the benchmark registry: the bytes of the packed input, a 1-byte output and a scale a
+@pytest.mark.parametrize("name, inputs_per_element", [("swiglu_packed_fp8", 2), ("quantize_rows_fp8", 1)])
+def test_registry_quantized(name, inputs_per_element, device):
+    """The quantized epilogues in the benchmark registry: the bytes of their inputs, a 1-byte output and a scale a
     row; rooftop, eager and the reference agree on the dequantized rows to fp8's precision."""
     from rooftop import registry
-    spec = registry.get("swiglu_packed_fp8")
+    spec = registry.get(name)
     assert spec.family == "activations" and spec.cases == registry.row_sweep()
     M, N = 512, 4096
-    assert spec.cost((M, N), torch.bfloat16).bytes == 2 * M * N * 2 + M * N + 4 * M
+    assert spec.cost((M, N), torch.bfloat16).bytes == inputs_per_element * M * N * 2 + M * N + 4 * M
     inputs = spec.make_inputs((3, 256), torch.bfloat16, device)
     ref_q, ref_scale = spec.reference(*inputs)
     for out in (spec.run(*inputs), spec.eager(*inputs)):
@@ -306,6 +326,12 @@ def test_bad_input(device):
         swiglu(x, x, quant="int4")
     with pytest.raises(ValueError, match="quant needs rows to scale"):
         geglu(torch.randn(4, 0, device=device), quant="int8")
+    with pytest.raises(ValueError, match="quant needs rows to scale: x's last dim is 0"):
+        rooftop.quantize_rows(torch.randn(4, 0, device=device))
+    with pytest.raises(ValueError, match="quant must be 'fp8' or 'int8', got None"):
+        rooftop.quantize_rows(x, None)
+    with pytest.raises(TypeError, match="x has dtype int64"):
+        rooftop.quantize_rows(torch.ones(4, 64, dtype=torch.int64, device=device))
 
 
 def test_compiles_without_graph_break():

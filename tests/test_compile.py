@@ -82,6 +82,25 @@ def test_compiles_with_dynamic_shapes(op):
     assert counter.frame_count == compiles  # the second size ran the first one's graph
 
 
+def test_fp8_linear_compiles_without_graph_break():
+    """An fp8 MLP as patch_model runs it (Fp8Linear gate / up, swiglu quantizing for the Fp8Linear down projection)
+    compiles as one graph: quantize_rows, matmul_fp8 and the quantizing swiglu are custom ops."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+    gate_up, down = (rooftop.Fp8Linear.from_linear(torch.nn.Linear(i, o, device=DEVICE, dtype=torch.bfloat16))
+                     for i, o in ((64, 192), (96, 64)))
+
+    def mlp(x):
+        return down(rooftop.swiglu(gate_up(x), quant="fp8"))
+
+    x = torch.randn(2, 5, 64, device=DEVICE, dtype=torch.bfloat16)
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
+    with torch.no_grad():
+        out = torch.compile(mlp, backend=counter, fullgraph=True)(x)
+        assert counter.frame_count == 1 and out.shape == (2, 5, 64)
+        assert rel_err(out, mlp(x)) < TOL[torch.bfloat16]
+
+
 def test_in_place_op_compiles():
     x = torch.randn(3, 256, device=DEVICE, dtype=torch.bfloat16)
     res = torch.randn(3, 256, device=DEVICE, dtype=torch.bfloat16)

@@ -141,6 +141,28 @@ def test_quantized_gate_and_up_stack_exactly():
         QuantLinear.stacked(qgate, other)
 
 
+def test_fp8_model_mlp_quantizes_in_its_activation(monkeypatch):
+    """After quantize_model(model, "fp8") and patch_model, an MLP's gate and up are one Fp8Linear and its activation
+    hands the down projection fp8 rows with their scales (swiglu(..., quant="fp8"): no quantize_rows for it); the
+    layers' output within fp8's precision of the bf16 model's."""
+    from rooftop import quantize_model
+    from rooftop.ops import _support, activations
+    from rooftop.ops.matmul import Fp8Linear
+    model = nn.Sequential(Layer(LlamaRMSNorm), Layer(LlamaRMSNorm)).to(DEVICE).bfloat16()
+    x = torch.randn(2, 5, 64, device=DEVICE, dtype=torch.bfloat16)
+    with torch.no_grad():
+        before = model(x)
+        assert len(quantize_model(model, bits="fp8")["quantized"]) == 2 * 3
+        patch_model(model)
+        assert isinstance(model[0].mlp.gate_up_proj, Fp8Linear) and model[0].mlp.gate_up_proj.out_features == 2 * 96
+        calls = []
+        monkeypatch.setattr(_support, "PLANS_ENABLED", False)  # every call its full path, to be counted
+        real = activations._gated_quant_op
+        monkeypatch.setattr(activations, "_gated_quant_op", lambda *a: calls.append(a[2:]) or real(*a))
+        assert rel_err(model(x), before) < 0.15
+    assert calls.count(("silu", "fp8")) == 2 and calls.count(("none", "fp8")) == 2  # the fused MLPs; gate_up's input
+
+
 def test_patch_leaves_what_it_does_not_know():
     layer = Layer(LlamaRMSNorm, act=nn.ReLU()).to(DEVICE)  # ReLU gating: no fused kernel
     assert patch_model(layer) == {"rms_norm": 2, "add_rms_norm": 0, "gated_mlp": 0, "qkv": 0, "rope": 0,

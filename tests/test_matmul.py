@@ -4,6 +4,7 @@ import json
 import pytest
 import torch
 
+import rooftop
 import rooftop.ops.matmul as mm
 from conftest import DEVICE, HAS_CUDA, TOL, rel_err, replayed_by_switch
 from rooftop import registry
@@ -250,6 +251,50 @@ def test_fp8(b_k_major, kernels):
         # Hopper's fp8 MMA accumulates with fewer bits than fp32 (about 1e-4 seen on the H200): an fp32
         # output is held to that, not to fp32 rounding
         assert rel_err(out, matmul_fp8_reference(a, b, sa, sb)) < max(TOL[dtype] * 2, 5e-4)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_fp8_linear(bias):
+    """Fp8Linear.from_linear: the weight's codes and per-channel scales as the format rounds them; forward(x) is x's
+    rows quantized per token times them (matmul_fp8's exact maths on those operands), within fp8's precision of the
+    bf16 linear; a (q, scale) pair from a fused op gives the same; leading dims kept, the weight's dtype out."""
+    linear = torch.nn.Linear(96, 40, bias=bias).to(DEVICE).bfloat16()
+    layer = mm.Fp8Linear.from_linear(linear)
+    w = linear.weight.detach().double()
+    assert layer.weight.dtype == FP8 and layer.weight_scale.dtype == torch.float32
+    assert rel_err(layer.weight_scale, w.abs().amax(1) / 448.0) < 1e-6
+    assert (layer.weight.double() * layer.weight_scale.double()[:, None] - w).abs().le(w.abs() / 16 + 1e-12).all()
+    x = _randn(2, 5, 96)
+    with torch.no_grad():
+        out = layer(x)
+        assert out.shape == (2, 5, 40) and out.dtype == torch.bfloat16
+        q, scale = rooftop.quantize_rows(x, "fp8")
+        exact = matmul_fp8_reference(q.reshape(10, 96), layer.weight.t(), scale.reshape(10), layer.weight_scale,
+                                     layer.bias)
+        assert rel_err(out.reshape(10, 40), exact) < TOL[torch.bfloat16]
+        assert rel_err(out, linear(x).double()) < 0.1  # both operands in e4m3: ~5% RMS
+        assert torch.equal(layer((q, scale)), out)
+
+
+def test_fp8_linear_stacked_and_bad_input():
+    parts = [mm.Fp8Linear.from_linear(torch.nn.Linear(64, n, bias=True).to(DEVICE).bfloat16()) for n in (24, 40)]
+    both = mm.Fp8Linear.stacked(*parts)
+    assert both.out_features == 64 and torch.equal(both.weight.view(torch.uint8),
+                                                   torch.cat([p.weight for p in parts]).view(torch.uint8))
+    x = _randn(3, 64)
+    with torch.no_grad():
+        assert rel_err(both(x), torch.cat([p(x) for p in parts], -1)) < TOL[torch.bfloat16]
+    with pytest.raises(ValueError, match="parts must share in_features"):
+        mm.Fp8Linear.stacked(parts[0], mm.Fp8Linear.from_linear(torch.nn.Linear(32, 8).to(DEVICE)))
+    w8, scale = parts[0].weight, parts[0].weight_scale
+    with pytest.raises(TypeError, match="weight must be a 2-D float8_e4m3fn tensor"):
+        mm.Fp8Linear(w8.float(), scale)
+    with pytest.raises(ValueError, match=r"weight_scale must be float32 of shape \(24,\)"):
+        mm.Fp8Linear(w8, scale[:8])
+    with pytest.raises(ValueError, match=r"bias must have shape \(24,\)"):
+        mm.Fp8Linear(w8, scale, torch.zeros(8, device=DEVICE))
+    with pytest.raises(TypeError, match="out_dtype must be one of"):
+        mm.Fp8Linear(w8, scale, out_dtype=torch.int8)
 
 
 def test_bad_input():

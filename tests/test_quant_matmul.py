@@ -312,7 +312,7 @@ def test_bad_input(device):
         quant_matmul(x, qw, torch.randn(8, device=device))
     with pytest.raises(ValueError, match="bias must be contiguous"):
         quant_matmul(x, qw, torch.randn(32, device=device)[::2])
-    with pytest.raises(ValueError, match="bits must be 4 or 8"):
+    with pytest.raises(ValueError, match="bits must be 4, 8 or 'fp8', got 2"):
         quantize_model(torch.nn.Linear(64, 8), bits=2)
 
 
@@ -369,6 +369,20 @@ def test_quantize_model_and_quant_linear(device):
     single = QuantLinear.from_linear(torch.nn.Linear(128, 32, device=device), bits=8, group_size=128, symmetric=True)
     xs = torch.randn(4, 128, device=device, dtype=torch.float16)
     assert rel_err(single(xs), _reference(xs, single.qweight, single.bias)) < TOL[torch.float16]
+
+
+def test_quantize_model_fp8(device):
+    """bits="fp8": every nn.Linear but the skipped becomes an Fp8Linear (no group size to divide in_features), the
+    model's output within fp8's precision of the bf16 model's (weights and activations in e4m3: ~5% RMS a layer)."""
+    from rooftop.ops.matmul import Fp8Linear
+    model, reference = _model(device), _model(device)
+    report = quantize_model(model, bits="fp8")
+    assert report == {"quantized": ["up", "down", "odd", "mix"], "skipped": {"lm_head": "matches skip"}}
+    assert all(isinstance(getattr(model, n), Fp8Linear) for n in report["quantized"])
+    assert {"up.weight", "up.weight_scale", "up.bias"} <= set(model.state_dict()) and "fp8" in repr(model.up)
+    x = torch.randn(2, 3, 64, device=device, dtype=torch.bfloat16)
+    with torch.no_grad():
+        assert rel_err(model(x), reference(x).double()) < 0.15
 
 
 def test_compiles_without_graph_break(device):

@@ -3,12 +3,13 @@
 Duck-typed, so it follows the architecture rather than a transformers version:
 - an RMSNorm module (class name ending in "RMSNorm", a `weight` and `variance_epsilon` or `eps`) becomes
   rooftop.nn.RMSNorm with the same weight (Gemma's class: offset 1, its (1 + weight) scaling);
-- an MLP with `gate_proj`, `up_proj`, `down_proj` and a SiLU or tanh-GELU `act_fn` runs
-  down(swiglu(gate(x), up(x))) (geglu for GELU): the activation and the product in one pass. Where gate and up
-  are both nn.Linear (or both QuantLinear of one format) they become one projection `gate_up_proj` whose packed
-  output [..., 2I] the activation reads: one GEMM launch instead of two, over a wider N (the batch-1 GEMV's
-  bandwidth grows with it). Their weights are then concatenated (a copy; the originals go with the old module),
-  so the module's state_dict names change: `merge_gate_up=False` keeps them apart;
+- an MLP with `gate_proj`, `up_proj`, `down_proj` and a SiLU or tanh-GELU `act_fn` runs down(swiglu(gate(x), up(x)))
+  (geglu for GELU): the activation and the product in one pass. Where gate and up are both nn.Linear (or both
+  QuantLinear of one format, or both Fp8Linear) they become one projection `gate_up_proj` whose packed output
+  [..., 2I] the activation reads: one GEMM launch instead of two, over a wider N (the batch-1 GEMV's bandwidth grows
+  with it). Their weights are then concatenated (a copy; the originals go with the old module), so the module's
+  state_dict names change: `merge_gate_up=False` keeps them apart. Where the down projection is an Fp8Linear, the
+  activation quantizes its output rows for it (swiglu(..., quant="fp8"));
 - an attention module (`q_proj`, `k_proj`, `v_proj`) whose forward calls its module's NeoX-layout
   `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it) gets a forward of its own that
   calls rooftop.apply_rope instead: q and k rotated in one launch (Hugging Face: ten elementwise kernels).
@@ -57,13 +58,15 @@ from rooftop.ops._support import runs_kernel
 from rooftop.ops.activations import geglu, swiglu
 from rooftop.ops.attention import MAX_HEAD_DIM
 from rooftop.ops.decode_attention import append_kv, decode_attention
+from rooftop.ops.matmul import Fp8Linear
 from rooftop.ops.quant_matmul import QuantLinear
 from rooftop.ops.rope import apply_rope, apply_rope_append_kv
 
 
 def stacked_projection(*parts: nn.Module) -> nn.Module | None:
     """One module computing cat([p(x) for p in parts], -1): nn.Linear of one input width, dtype and device (weights
-    and biases concatenated), or QuantLinear of one format (QuantLinear.stacked). None otherwise."""
+    and biases concatenated), QuantLinear of one format (QuantLinear.stacked) or Fp8Linear (Fp8Linear.stacked). None
+    otherwise."""
     if parts and all(type(p) is nn.Linear for p in parts):
         first = parts[0].weight
         if any(p.weight.shape[1] != first.shape[1] or p.weight.dtype != first.dtype or p.weight.device != first.device
@@ -76,18 +79,20 @@ def stacked_projection(*parts: nn.Module) -> nn.Module | None:
             merged.bias = nn.Parameter(torch.cat([p.bias.detach() for p in parts]),
                                        requires_grad=parts[0].bias.requires_grad)
         return merged
-    if parts and all(isinstance(p, QuantLinear) for p in parts):
-        try:
-            return QuantLinear.stacked(*parts)
-        except ValueError:  # of different formats: kept apart
-            return None
+    for kind in (QuantLinear, Fp8Linear):
+        if parts and all(isinstance(p, kind) for p in parts):
+            try:
+                return kind.stacked(*parts)
+            except ValueError:  # of different formats: kept apart
+                return None
     return None
 
 
 class GatedMLP(nn.Module):
     """down(act(gate(x)) * up(x)) with the gating fused: rooftop's swiglu or geglu (tanh). With `merge` the gate
     and up projections become one, `gate_up_proj` (where `stacked_projection` can), its output the packed
-    [..., 2I] (gate half, up half) that the activation reads."""
+    [..., 2I] (gate half, up half) that the activation reads. Where the down projection is an Fp8Linear
+    (quantize_model(model, "fp8")) the activation also quantizes its rows for it: one kernel, 1 byte an element out."""
 
     def __init__(self, gate_proj: nn.Module, up_proj: nn.Module, down_proj: nn.Module, activation: str,
                  merge: bool = True):
@@ -102,7 +107,8 @@ class GatedMLP(nn.Module):
             gate, up = self.gate_up_proj(x), None
         else:
             gate, up = self.gate_proj(x), self.up_proj(x)
-        hidden = swiglu(gate, up) if self.activation == "silu" else geglu(gate, up, "tanh")
+        quant = "fp8" if isinstance(self.down_proj, Fp8Linear) else None
+        hidden = swiglu(gate, up, quant=quant) if self.activation == "silu" else geglu(gate, up, "tanh", quant=quant)
         return self.down_proj(hidden)
 
     def extra_repr(self) -> str:

@@ -1,4 +1,4 @@
-r"""Fused element-wise activations of the transformer MLP: SwiGLU, GeGLU and bias + GELU.
+r"""Fused element-wise epilogues of the transformer MLP: SwiGLU, GeGLU, bias + GELU, per-token quantization.
 
     silu(g)      = g * sigmoid(g) = g / (1 + 2^(-g log2 e))
     gelu(x)      = x Phi(x) = x/2 * (1 + erf(x / sqrt 2))                            (approximate="none")
@@ -18,7 +18,8 @@ rms_norm(quant=...) does (dynamic per-token absmax; rooftop.ops._support.QUANT_F
     s = max_i |y_i| / QMAX   (448 for float8_e4m3fn, 127 for int8);   q_i = y_i / s
 
 and (q, s) is returned, s [..., 1] in fp32, so that the MLP's down projection reads one byte an
-element (matmul_fp8(q, w, s, w_scale) takes them as they come).
+element (matmul_fp8(q, w, s, w_scale) takes them as they come). `quantize_rows(x, quant)` is the
+same without an activation (y = x): the input of a projection that no fused op quantizes.
 
 Phi without erf (Triton has none, and 1 + erf(x / sqrt 2) cancels for x < 0), with a = |x|:
 
@@ -41,11 +42,12 @@ Which kernel runs (all memory-bound: each input read once, the output written on
 - packed input, or separate inputs with strided rows: a 2-D row kernel, tiles of
   BLOCK_M x BLOCK_N (BLOCK_N up to ROWS_BLOCK_ELEMS) with per-tensor row strides. Loads are full
   16-byte vectors when the row strides and I are multiples of 16 bytes (Triton specialises on it).
-- quantized (swiglu / geglu with quant="fp8"|"int8"): a row a program (short rows BLOCK_M to a program), tiles of at
-  most QUANT_TILE; a row of one tile stays in registers between its max and its store, a wider one (PARTS tiles of
-  QUANT_LOOP_TILE) is read twice: pass 1 folds every tile's |y| into one vector (reduced once, so that no reduction
-  sits between two tiles' loads), pass 2 reads the row again from L1 / L2 and computes y anew. HBM: gate and up read
-  once, q (1 byte an element) and the scale (4 bytes a row) written once. Launch parameters not yet timed on a GPU.
+- quantized (swiglu / geglu with quant="fp8"|"int8", quantize_rows): a row a program (short rows BLOCK_M to a program),
+  tiles of at most QUANT_TILE; a row of one tile stays in registers between its max and its store, a wider one (PARTS
+  tiles of QUANT_LOOP_TILE) is read twice: pass 1 folds every tile's |y| into one vector (reduced once, so that no
+  reduction sits between two tiles' loads), pass 2 reads the row again from L1 / L2 and computes y anew. HBM: gate and
+  up read once, q (1 byte an element) and the scale (4 bytes a row) written once. Launch parameters not yet timed on a
+  GPU.
 - bias_gelu: the row kernel, BIAS_ELEMS_PER_THREAD values a thread in tiles of two rows or more (M > 1),
   so that a thread's two rows share its bias values (loaded and converted once). It moves 4 bytes an
   element (bf16): at the H200's copy rate an SM must retire 4 elements a clock, 128 threads'
@@ -185,9 +187,11 @@ def _act_rows_kernel(a_ptr, b_ptr, out_ptr, M, N, a_stride, b_stride, out_stride
 @triton.jit
 def _gated_tile(a_ptr, b_ptr, rows, cols, mask, a_stride, b_stride, ACT: tl.constexpr, APPROX: tl.constexpr,
                 EVICT: tl.constexpr):
-    """act(a) * b in fp32 over a [rows, cols] tile (0 where masked). The result is quantized, so gelu's Phi to
-    bf16's precision is more than enough (TO_BF16)."""
+    """act(a) * b in fp32 over a [rows, cols] tile (0 where masked); ACT "none": a alone (b is not read). The result
+    is quantized, so gelu's Phi to bf16's precision is more than enough (TO_BF16)."""
     a = tl.load(a_ptr + rows[:, None] * a_stride + cols[None, :], mask=mask, other=0.0, eviction_policy=EVICT)
+    if ACT == "none":
+        return to_fp32(a)
     b = tl.load(b_ptr + rows[:, None] * b_stride + cols[None, :], mask=mask, other=0.0, eviction_policy=EVICT)
     return _activate(to_fp32(a), ACT, APPROX, True) * to_fp32(b)
 
@@ -196,11 +200,11 @@ def _gated_tile(a_ptr, b_ptr, rows, cols, mask, a_stride, b_stride, ACT: tl.cons
 def _gated_quant_kernel(a_ptr, b_ptr, q_ptr, scale_ptr, M, N, a_stride, b_stride, q_stride, ACT: tl.constexpr,
                         APPROX: tl.constexpr, QUANT: tl.constexpr, QMAX: tl.constexpr, BLOCK_M: tl.constexpr,
                         TILE: tl.constexpr, PARTS: tl.constexpr, UNROLL: tl.constexpr, PDL: tl.constexpr):
-    # q = y / s per row, y = act(a) * b, s = max|y| / QMAX. HBM: a and b read once, q (1 byte an element) and s (4
-    # bytes a row) written once: (2 itemsize + 1) * M * N + 4 M bytes. PARTS == 1: the tile of rows stays in registers
-    # between the max and the store. PARTS > 1 (BLOCK_M 1): pass 1 folds each tile's |y| into one vector, pass 2
-    # reads the row again (L1 / L2: the program's own bytes) and computes y anew; each pass unrolled by UNROLL tiles
-    # (all of a model's rows: their tiles' loads issue ahead of the folds). PDL: _support.pdl_options.
+    # q = y / s per row, y = act(a) * b (ACT "none": y = a), s = max|y| / QMAX. HBM: a (and b) read once, q (1 byte an
+    # element) and s (4 bytes a row) written once: (2 (1) itemsize + 1) * M * N + 4 M bytes. PARTS == 1: the tile of
+    # rows stays in registers between the max and the store. PARTS > 1 (BLOCK_M 1): pass 1 folds each tile's |y| into
+    # one vector, pass 2 reads the row again (L1 / L2: the program's own bytes) and computes y anew; each pass unrolled
+    # by UNROLL tiles (all of a model's rows: their tiles' loads issue ahead of the folds). PDL: _support.pdl_options.
     await_previous(PDL)
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
@@ -303,7 +307,7 @@ def _gated_op(gate: torch.Tensor, up: Optional[torch.Tensor], activation: str) -
 
 
 def _gated_quant_fake(gate, up, activation, quant):
-    shape = _gated_shape(gate, up)
+    shape = _gated_shape(gate, up) if activation != "none" else tuple(gate.shape)
     return (gate.new_empty(shape, dtype=QUANT_FORMATS[quant][0]),
             gate.new_empty((*shape[:-1], 1), dtype=torch.float32))
 
@@ -311,18 +315,22 @@ def _gated_quant_fake(gate, up, activation, quant):
 @torch_op("gated_activation_quant", fake=_gated_quant_fake)
 def _gated_quant_op(gate: torch.Tensor, up: Optional[torch.Tensor], activation: str,
                     quant: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(q, scale) of act(gate) * up quantized per row; activation "none": of gate itself (up None)."""
     if not runs_kernel(gate):
-        q, scale = quantize_rows_reference(gated_reference(gate, up, activation), quant)
+        y = gate.double() if activation == "none" else gated_reference(gate, up, activation)
+        q, scale = quantize_rows_reference(y, quant)
         return q, scale.float()
     if quant == "fp8":
         check_fp8_device("quant='fp8' (use 'int8' on this GPU)", gate.device)
     q_dtype, quant_id, qmax = QUANT_FORMATS[quant]
-    shape = _gated_shape(gate, up)
+    shape = _gated_shape(gate, up) if activation != "none" else tuple(gate.shape)
     q = torch.empty(shape, device=gate.device, dtype=q_dtype)
     scale = torch.empty((*shape[:-1], 1), device=gate.device, dtype=torch.float32)
     if q.numel() == 0:
         return q, scale
-    if up is None:
+    if activation == "none":
+        up = gate  # not read
+    elif up is None:
         gate, up = gate.chunk(2, -1)
     a, b = as_rows(gate), as_rows(up)
     M, N = a.shape
@@ -396,6 +404,21 @@ def geglu(gate: torch.Tensor, up: Optional[torch.Tensor] = None, approximate: st
 
 
 @planned
+def quantize_rows(x: torch.Tensor, quant: str = "fp8") -> tuple[torch.Tensor, torch.Tensor]:
+    """x quantized per row (dynamic per-token absmax, as swiglu(quant=...)): (q, scale) with q in float8_e4m3fn
+    ("fp8") or int8 ("int8") and scale [..., 1] fp32, x ~= q * scale."""
+    check_float("x", x)
+    if x.dim() == 0:
+        raise ValueError("x must have at least one dimension")
+    if quant is None:
+        raise ValueError("quant must be 'fp8' or 'int8', got None")
+    check_quant(quant)
+    if x.shape[-1] == 0:
+        raise ValueError("quant needs rows to scale: x's last dim is 0")
+    return _gated_quant_op(x, None, "none", quant)
+
+
+@planned
 def bias_gelu(x: torch.Tensor, bias: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     """gelu(x + bias) with bias of shape [x.shape[-1]]; approximate "none" (erf, default) or "tanh"."""
     check_float("x", x)
@@ -450,6 +473,12 @@ def bias_gelu_reference(x, bias, approximate="none"):
 def swiglu_packed_eager(x):
     gate, up = x.chunk(2, -1)
     return F.silu(gate) * up
+
+
+def quantize_rows_reference_fp8(x):
+    """(q, scale) of x quantized to fp8 per row, q's values in float64."""
+    q, scale = quantize_rows_reference(x.double(), "fp8")
+    return q.double(), scale
 
 
 def swiglu_packed_fp8_eager(x):
@@ -509,6 +538,11 @@ registry.register(registry.OpSpec(
     name="swiglu_packed_fp8", family="activations", make_inputs=_make_packed, run=lambda x: swiglu(x, quant="fp8"),
     reference=lambda x: gated_quant_reference(x, None, "silu", "fp8"), eager=swiglu_packed_fp8_eager,
     cost=_cost(3, 7, quantized_out=True), cases=registry.row_sweep()))
+registry.register(registry.OpSpec(
+    name="quantize_rows_fp8", family="activations", make_inputs=lambda shape, dtype, device: _make_gated(shape, dtype,
+                                                                                                         device)[:1],
+    run=lambda x: quantize_rows(x, "fp8"), reference=quantize_rows_reference_fp8, eager=fp8_rows_eager,
+    cost=_cost(2, 2, quantized_out=True), cases=registry.row_sweep()))
 registry.register(registry.OpSpec(
     name="geglu", family="activations", make_inputs=_make_gated, run=geglu, reference=geglu_reference,
     eager=lambda gate, up: F.gelu(gate, approximate="tanh") * up, cost=_cost(3, 8), cases=registry.row_sweep(),

@@ -94,6 +94,7 @@ from rooftop import registry
 # matmul_sm90's kernel calls this file's _epilogue: it imports this module (a cycle resolved by the time
 # either compiles a kernel)
 from rooftop.ops import _autotune, matmul_sm90
+from rooftop.ops.activations import quantize_rows
 from rooftop.ops._support import (Launch, Plans, alignment_key, await_previous, capability, cdiv, check_float,
                                   check_fp8_device, check_same_device, ensure_scratch_allocator, gluon_runs,
                                   interpreting, launch, num_sms, pdl_options, runs_kernel, shared_memory_limit,
@@ -714,6 +715,73 @@ def matmul_fp8(a: torch.Tensor, b: torch.Tensor, a_scale: torch.Tensor, b_scale:
     check_same_device("b_scale", b_scale, "a", a)
     _check_epilogue(a, b, bias, None, out_dtype)
     return _matmul_fp8_op(a, b, a_scale, b_scale, bias, out_dtype)
+
+
+class Fp8Linear(torch.nn.Module):
+    """Drop-in for nn.Linear with an fp8 weight (W8A8): float8_e4m3fn weight [out, in] with a scale per output
+    channel (weight ~= weight_fp8 * weight_scale[:, None]), activations quantized per token. forward(x) quantizes
+    x's rows (rooftop.quantize_rows) and runs matmul_fp8 with both scales (and the bias) in its epilogue; forward((q,
+    scale)) takes rows a fused op already quantized (swiglu(..., quant="fp8"), rms_norm(..., quant="fp8")) as they
+    come. The output has out_dtype (the original weight's for from_linear)."""
+
+    def __init__(self, weight: torch.Tensor, weight_scale: torch.Tensor, bias: Optional[torch.Tensor] = None,
+                 out_dtype: torch.dtype = torch.bfloat16):
+        super().__init__()
+        if weight.dtype != torch.float8_e4m3fn or weight.dim() != 2:
+            raise TypeError(f"weight must be a 2-D float8_e4m3fn tensor [out, in], got {weight.dtype} "
+                            f"{tuple(weight.shape)}")
+        if weight_scale.dtype != torch.float32 or weight_scale.shape != weight.shape[:1]:
+            raise ValueError(f"weight_scale must be float32 of shape ({weight.shape[0]},), got {weight_scale.dtype} "
+                             f"{tuple(weight_scale.shape)}")
+        check_same_device("weight_scale", weight_scale, "weight", weight)
+        if bias is not None:
+            bias = bias.detach()  # a buffer, as the weight: the module is for inference
+            check_float("bias", bias)
+            check_same_device("bias", bias, "weight", weight)
+            if bias.shape != weight.shape[:1]:
+                raise ValueError(f"bias must have shape ({weight.shape[0]},), got {tuple(bias.shape)}")
+        if out_dtype not in OUT_DTYPES:
+            raise TypeError(f"out_dtype must be one of float16, bfloat16, float32, got {out_dtype!r}")
+        self.out_features, self.in_features = weight.shape
+        self.out_dtype = out_dtype
+        self.register_buffer("weight", weight)
+        self.register_buffer("weight_scale", weight_scale)
+        self.register_buffer("bias", bias)
+
+    @classmethod
+    def from_linear(cls, linear: torch.nn.Linear) -> "Fp8Linear":
+        """The nn.Linear's weight quantized per output channel: scale = max|w_row| / 448, its codes rounded to
+        nearest (e4m3: 3 mantissa bits, a relative step of 2^-3 at most)."""
+        w = linear.weight.detach()
+        check_fp8_device("quantize_model(bits='fp8')", w.device)
+        scale = w.float().abs().amax(1).clamp_min(1e-30) / 448.0
+        codes = (w.float() / scale[:, None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+        out_dtype = w.dtype if w.dtype in OUT_DTYPES else torch.bfloat16
+        return cls(codes, scale, linear.bias, out_dtype)
+
+    @classmethod
+    def stacked(cls, *parts: "Fp8Linear") -> "Fp8Linear":
+        """One Fp8Linear whose output is the parts' side by side (a fused gate and up; q, k and v): weights, scales
+        and biases concatenated along out_features. Exact: the scales are per output channel."""
+        if not parts or not all(isinstance(p, Fp8Linear) for p in parts):
+            raise TypeError("parts must be one or more Fp8Linear modules")
+        for name in ("in_features", "out_dtype"):
+            if len({getattr(p, name) for p in parts}) > 1:
+                raise ValueError(f"parts must share {name}")
+        if len({None if p.bias is None else p.bias.dtype for p in parts}) > 1:
+            raise ValueError("parts must all have a bias of one dtype or none")
+        bias = None if parts[0].bias is None else torch.cat([p.bias for p in parts])
+        return cls(torch.cat([p.weight for p in parts]), torch.cat([p.weight_scale for p in parts]), bias,
+                   parts[0].out_dtype)
+
+    def forward(self, x) -> torch.Tensor:
+        q, scale = x if isinstance(x, tuple) else quantize_rows(x, "fp8")
+        out = matmul_fp8(q.reshape(-1, self.in_features), self.weight.t(), scale.reshape(-1, 1), self.weight_scale,
+                         self.bias, self.out_dtype)
+        return out.reshape(*q.shape[:-1], self.out_features)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, fp8"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -124,6 +124,7 @@ from triton.language.extra.cuda import num_threads
 
 from rooftop import registry
 from rooftop.ops import _autotune, quant_matmul_sm90
+from rooftop.ops.matmul import Fp8Linear
 from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, arrival_counters, arrive_last, as_rows,
                                   await_previous, capability, cdiv, check_float, check_same_device, float32_placeholder,
                                   gluon_runs, interpreting, l2_bytes, launch, num_sms, pdl_options, planned, prepare,
@@ -1599,24 +1600,30 @@ class QuantLinear(torch.nn.Module):
                 f"bits={self.bits}, group_size={self.group_size}, symmetric={self.zeros is None}")
 
 
-def quantize_model(model: torch.nn.Module, bits: int = 4, group_size: int = 128, symmetric: bool = False,
+def quantize_model(model: torch.nn.Module, bits: int | str = 4, group_size: int = 128, symmetric: bool = False,
                    skip: Sequence[str] = ("lm_head",)) -> dict:
-    """Replace `model`'s nn.Linear modules by QuantLinear in place. A module is skipped when its name
-    or its last name component matches a pattern of `skip` (fnmatch), or when its in_features is not
-    a multiple of group_size. Returns {"quantized": [names], "skipped": {name: reason}}."""
-    _check_format(bits, group_size)
+    """Replace `model`'s nn.Linear modules in place: by QuantLinear (bits 4 or 8: weight-only, groups of
+    group_size), or with bits="fp8" by matmul.Fp8Linear (W8A8: fp8 weights with a scale per output channel,
+    activations quantized per token; group_size and symmetric do not apply). A module is skipped when its name
+    or its last name component matches a pattern of `skip` (fnmatch), or (weight-only) when its in_features is
+    not a multiple of group_size. Returns {"quantized": [names], "skipped": {name: reason}}."""
+    fp8 = bits == "fp8"
+    if not fp8:
+        if bits not in BITS:
+            raise ValueError(f"bits must be 4, 8 or 'fp8', got {bits!r}")
+        _check_format(bits, group_size)
     report: dict = {"quantized": [], "skipped": {}}
     linears = [(name, m) for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
     for name, linear in linears:
         if any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(name.rsplit(".", 1)[-1], p) for p in skip):
             report["skipped"][name] = "matches skip"
             continue
-        if linear.in_features % group_size:
+        if not fp8 and linear.in_features % group_size:
             report["skipped"][name] = f"in_features={linear.in_features} is not a multiple of group_size={group_size}"
             continue
         parent, _, attr = name.rpartition(".")
         setattr(model.get_submodule(parent) if parent else model, attr,
-                QuantLinear.from_linear(linear, bits, group_size, symmetric))
+                Fp8Linear.from_linear(linear) if fp8 else QuantLinear.from_linear(linear, bits, group_size, symmetric))
         report["quantized"].append(name)
     return report
 
