@@ -277,6 +277,22 @@ def test_fp8_linear(bias):
         assert torch.equal(layer((q, scale)), out)
 
 
+def test_fp8_linear_in_the_registry():
+    """fp8_linear's registry entry: its bytes (x in bf16, the weight in fp8, the output once) and flops at the fp8
+    roof; rooftop, the eager form and the reference agree (x quantized the same way: within bf16's rounding), and the
+    bf16 cuBLAS peer with the dequantized weight within fp8's precision of x (~3%)."""
+    spec = registry.get("fp8_linear")
+    M, N, K = 512, 28672, 4096
+    cost = spec.cost((M, N, K), torch.bfloat16)
+    assert cost.flops == 2 * M * N * K and cost.bytes == 2 * M * K + N * K + 2 * M * N + 4 * N
+    inputs = spec.make_inputs((33, 65, 70), torch.bfloat16, DEVICE)
+    ref = spec.reference(*inputs)
+    with torch.no_grad():
+        assert rel_err(spec.run(*inputs), ref) < TOL[torch.bfloat16]
+        assert rel_err(spec.eager(*inputs), ref) < TOL[torch.bfloat16]
+        assert rel_err(spec.peers["cublas"]()(*inputs), ref) < 0.1
+
+
 def test_fp8_linear_stacked_and_bad_input():
     parts = [mm.Fp8Linear.from_linear(torch.nn.Linear(64, n, bias=True).to(DEVICE).bfloat16()) for n in (24, 40)]
     both = mm.Fp8Linear.stacked(*parts)
@@ -533,7 +549,7 @@ def test_gluon_plan_descriptors():
 
 def test_registry_cases_and_costs():
     specs = {s.name: s for s in registry.all_ops() if s.family == "matmul"}
-    assert set(specs) == {"matmul", "matmul_bias_silu", "matmul_residual", "matmul_fp8"}
+    assert set(specs) == {"matmul", "matmul_bias_silu", "matmul_residual", "matmul_fp8", "fp8_linear"}
     cases = specs["matmul"].cases
     assert (8192, 8192, 8192) in cases and (512, 28672, 4096) in cases and (8192, 8192, 28672) in cases
     assert all(s.x_key == "M" for s in specs.values())

@@ -147,7 +147,8 @@ def quantize_rows_reference(y: torch.Tensor, quant: str) -> tuple[torch.Tensor, 
 
 
 def fp8_rows_eager(y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Dynamic per-token fp8 quantization of y as PyTorch code writes it (the eager baseline): (q, scale)."""
+    """Per-row fp8 quantization of y by PyTorch ops, as a model's code writes it (the fused kernels' eager baseline;
+    Fp8Linear's weights, a scale per output channel): (q, scale [..., 1] fp32)."""
     scale = y.float().abs().amax(-1, keepdim=True).clamp_min(1e-30) / 448.0
     return (y.float() / scale).clamp(-448.0, 448.0).to(torch.float8_e4m3fn), scale
 

@@ -317,8 +317,7 @@ def _gated_quant_op(gate: torch.Tensor, up: Optional[torch.Tensor], activation: 
                     quant: str) -> tuple[torch.Tensor, torch.Tensor]:
     """(q, scale) of act(gate) * up quantized per row; activation "none": of gate itself (up None)."""
     if not runs_kernel(gate):
-        y = gate.double() if activation == "none" else gated_reference(gate, up, activation)
-        q, scale = quantize_rows_reference(y, quant)
+        q, scale = quantize_rows_reference(_gated_values(gate, up, activation), quant)
         return q, scale.float()
     if quant == "fp8":
         check_fp8_device("quant='fp8' (use 'int8' on this GPU)", gate.device)
@@ -410,9 +409,8 @@ def quantize_rows(x: torch.Tensor, quant: str = "fp8") -> tuple[torch.Tensor, to
     check_float("x", x)
     if x.dim() == 0:
         raise ValueError("x must have at least one dimension")
-    if quant is None:
-        raise ValueError("quant must be 'fp8' or 'int8', got None")
-    check_quant(quant)
+    if quant not in QUANT_FORMATS:
+        raise ValueError(f"quant must be 'fp8' or 'int8', got {quant!r}")
     if x.shape[-1] == 0:
         raise ValueError("quant needs rows to scale: x's last dim is 0")
     return _gated_quant_op(x, None, "none", quant)
@@ -452,9 +450,14 @@ def gated_reference(gate: torch.Tensor, up: Optional[torch.Tensor], activation: 
     return _ACT_F64[activation](gate.double()) * up.double()
 
 
+def _gated_values(gate, up, activation):
+    """act(gate) * up in float64, or gate itself for activation "none" (quantize_rows)."""
+    return gate.double() if activation == "none" else gated_reference(gate, up, activation)
+
+
 def gated_quant_reference(gate, up, activation, quant):
-    """(q, scale) of the quantized form, q's values in float64."""
-    q, scale = quantize_rows_reference(gated_reference(gate, up, activation), quant)
+    """(q, scale) of the quantized form (activation "none": quantize_rows'), q's values in float64."""
+    q, scale = quantize_rows_reference(_gated_values(gate, up, activation), quant)
     return q.double(), scale
 
 
@@ -475,12 +478,6 @@ def swiglu_packed_eager(x):
     return F.silu(gate) * up
 
 
-def quantize_rows_reference_fp8(x):
-    """(q, scale) of x quantized to fp8 per row, q's values in float64."""
-    q, scale = quantize_rows_reference(x.double(), "fp8")
-    return q.double(), scale
-
-
 def swiglu_packed_fp8_eager(x):
     """SwiGLU, then dynamic per-token fp8 quantization, as PyTorch code writes them."""
     return fp8_rows_eager(swiglu_packed_eager(x))
@@ -499,6 +496,10 @@ def _cost(tensors: int, flops_per_element: int, bias: bool = False, quantized_ou
 
 def _make_gated(shape, dtype, device):
     return torch.randn(shape, device=device, dtype=dtype), torch.randn(shape, device=device, dtype=dtype)
+
+
+def _make_rows(shape, dtype, device):
+    return (torch.randn(shape, device=device, dtype=dtype),)
 
 
 def _make_packed(shape, dtype, device):
@@ -539,9 +540,8 @@ registry.register(registry.OpSpec(
     reference=lambda x: gated_quant_reference(x, None, "silu", "fp8"), eager=swiglu_packed_fp8_eager,
     cost=_cost(3, 7, quantized_out=True), cases=registry.row_sweep()))
 registry.register(registry.OpSpec(
-    name="quantize_rows_fp8", family="activations", make_inputs=lambda shape, dtype, device: _make_gated(shape, dtype,
-                                                                                                         device)[:1],
-    run=lambda x: quantize_rows(x, "fp8"), reference=quantize_rows_reference_fp8, eager=fp8_rows_eager,
+    name="quantize_rows_fp8", family="activations", make_inputs=_make_rows, run=lambda x: quantize_rows(x, "fp8"),
+    reference=lambda x: gated_quant_reference(x, None, "none", "fp8"), eager=fp8_rows_eager,
     cost=_cost(2, 2, quantized_out=True), cases=registry.row_sweep()))
 registry.register(registry.OpSpec(
     name="geglu", family="activations", make_inputs=_make_gated, run=geglu, reference=geglu_reference,

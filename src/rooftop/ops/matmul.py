@@ -96,9 +96,9 @@ from rooftop import registry
 from rooftop.ops import _autotune, matmul_sm90
 from rooftop.ops.activations import quantize_rows
 from rooftop.ops._support import (Launch, Plans, alignment_key, await_previous, capability, cdiv, check_float,
-                                  check_fp8_device, check_same_device, ensure_scratch_allocator, gluon_runs,
-                                  interpreting, launch, num_sms, pdl_options, runs_kernel, shared_memory_limit,
-                                  torch_op)
+                                  check_fp8_device, check_same_device, ensure_scratch_allocator, fp8_rows_eager,
+                                  gluon_runs, interpreting, launch, num_sms, pdl_options, quantize_rows_reference,
+                                  runs_kernel, shared_memory_limit, torch_op)
 from rooftop.roofline import Cost
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -717,12 +717,29 @@ def matmul_fp8(a: torch.Tensor, b: torch.Tensor, a_scale: torch.Tensor, b_scale:
     return _matmul_fp8_op(a, b, a_scale, b_scale, bias, out_dtype)
 
 
+def quantize_fp8_weight(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """An nn.Linear weight [out, in] in float8_e4m3fn with a scale per output channel: scale = max|w_row| / 448,
+    codes rounded to nearest (e4m3: 3 mantissa bits, a relative step of 2^-3 at most). (codes, scale fp32)."""
+    codes, scale = fp8_rows_eager(w.detach())
+    return codes, scale.reshape(-1)
+
+
+def fp8_linear(x, weight: torch.Tensor, weight_scale: torch.Tensor, bias: Optional[torch.Tensor] = None,
+               out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    """x @ (weight * weight_scale[:, None]).T (+ bias), W8A8: x's rows quantized to fp8 per token (quantize_rows),
+    then matmul_fp8 with both scales in its epilogue; x may be a (q, scale) pair a fused op quantized already
+    (swiglu(..., quant="fp8"), rms_norm(..., quant="fp8")). weight [N, K] float8_e4m3fn, weight_scale [N] fp32."""
+    q, scale = x if isinstance(x, tuple) else quantize_rows(x, "fp8")
+    out = matmul_fp8(q.reshape(-1, q.shape[-1]), weight.t(), scale.reshape(-1, 1), weight_scale, bias, out_dtype)
+    return out.reshape(*q.shape[:-1], weight.shape[0])
+
+
 class Fp8Linear(torch.nn.Module):
     """Drop-in for nn.Linear with an fp8 weight (W8A8): float8_e4m3fn weight [out, in] with a scale per output
-    channel (weight ~= weight_fp8 * weight_scale[:, None]), activations quantized per token. forward(x) quantizes
-    x's rows (rooftop.quantize_rows) and runs matmul_fp8 with both scales (and the bias) in its epilogue; forward((q,
-    scale)) takes rows a fused op already quantized (swiglu(..., quant="fp8"), rms_norm(..., quant="fp8")) as they
-    come. The output has out_dtype (the original weight's for from_linear)."""
+    channel (weight ~= weight_fp8 * weight_scale[:, None]), activations quantized per token: forward is fp8_linear
+    (x's rows quantized by rooftop.quantize_rows, or a (q, scale) pair a fused op quantized taken as it comes, then
+    matmul_fp8 with both scales and the bias in its epilogue). The output has out_dtype (the original weight's for
+    from_linear)."""
 
     def __init__(self, weight: torch.Tensor, weight_scale: torch.Tensor, bias: Optional[torch.Tensor] = None,
                  out_dtype: torch.dtype = torch.bfloat16):
@@ -750,14 +767,10 @@ class Fp8Linear(torch.nn.Module):
 
     @classmethod
     def from_linear(cls, linear: torch.nn.Linear) -> "Fp8Linear":
-        """The nn.Linear's weight quantized per output channel: scale = max|w_row| / 448, its codes rounded to
-        nearest (e4m3: 3 mantissa bits, a relative step of 2^-3 at most)."""
-        w = linear.weight.detach()
-        check_fp8_device("quantize_model(bits='fp8')", w.device)
-        scale = w.float().abs().amax(1).clamp_min(1e-30) / 448.0
-        codes = (w.float() / scale[:, None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
-        out_dtype = w.dtype if w.dtype in OUT_DTYPES else torch.bfloat16
-        return cls(codes, scale, linear.bias, out_dtype)
+        """The nn.Linear's weight quantized per output channel (quantize_fp8_weight)."""
+        check_fp8_device("quantize_model(bits='fp8')", linear.weight.device)
+        dtype = linear.weight.dtype
+        return cls(*quantize_fp8_weight(linear.weight), linear.bias, dtype if dtype in OUT_DTYPES else torch.bfloat16)
 
     @classmethod
     def stacked(cls, *parts: "Fp8Linear") -> "Fp8Linear":
@@ -775,10 +788,7 @@ class Fp8Linear(torch.nn.Module):
                    parts[0].out_dtype)
 
     def forward(self, x) -> torch.Tensor:
-        q, scale = x if isinstance(x, tuple) else quantize_rows(x, "fp8")
-        out = matmul_fp8(q.reshape(-1, self.in_features), self.weight.t(), scale.reshape(-1, 1), self.weight_scale,
-                         self.bias, self.out_dtype)
-        return out.reshape(*q.shape[:-1], self.out_features)
+        return fp8_linear(x, self.weight, self.weight_scale, self.bias, self.out_dtype)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, fp8"
@@ -949,6 +959,48 @@ registry.register(registry.OpSpec(
     cases=SQUARE_CASES + _prefill((("llama3-8b", "gate_up"), ("llama3-8b", "down"), ("llama3-70b", "qkv"),
                                    ("llama3-70b", "down")), ms=(2048, 8192)),
     peers={"scaled_mm": _scaled_mm}, x_key="M", check_cases=GEMM_CHECK_CASES))
+def _make_fp8_linear(shape, dtype, device):
+    """x [M, K] in dtype, an nn.Linear weight [N, K] as quantize_fp8_weight keeps it, and the same weight in dtype
+    (dequantized: what cuBLAS multiplies without fp8)."""
+    M, N, K = shape
+    codes, scale = quantize_fp8_weight(torch.randn(N, K, device=device) / math.sqrt(K))
+    return torch.randn(M, K, device=device, dtype=dtype), codes, scale, (codes.float() * scale[:, None]).to(dtype)
+
+
+def fp8_linear_reference(x, codes, scale, weight):
+    """x quantized per token as the op does, times the fp8 weight, in float64."""
+    q, x_scale = quantize_rows_reference(x.double(), "fp8")
+    return (q.double() * x_scale) @ (codes.double() * scale.double()[:, None]).t()
+
+
+def fp8_linear_eager(x, codes, scale, weight):
+    """W8A8 without fp8 kernels: x quantized per token by PyTorch ops, both operands dequantized, multiplied."""
+    q, x_scale = fp8_rows_eager(x)
+    return matmul_fp8_eager(q, codes.t(), x_scale, scale, out_dtype=x.dtype)
+
+
+def _scaled_mm_linear():
+    if not hasattr(torch, "_scaled_mm"):
+        return None
+
+    def linear(x, codes, scale, weight):
+        q, x_scale = fp8_rows_eager(x)
+        return torch._scaled_mm(q, codes.t(), scale_a=x_scale, scale_b=scale.reshape(1, -1), out_dtype=x.dtype)
+    return linear
+
+
+registry.register(registry.OpSpec(
+    name="fp8_linear", family="matmul", make_inputs=_make_fp8_linear,
+    run=lambda x, codes, scale, weight: fp8_linear(x, codes, scale, out_dtype=x.dtype),
+    reference=fp8_linear_reference, eager=fp8_linear_eager,
+    # the minimum: x read in its dtype, the weight in fp8, the output written once; the quantized rows' round trip
+    # (written and read again, 2 bytes an element of x) is this path's own cost above it
+    cost=lambda shape, dtype: Cost(flops=2 * shape[0] * shape[1] * shape[2],
+                                   bytes=shape[0] * shape[2] * dtype.itemsize + shape[1] * shape[2]
+                                   + shape[0] * shape[1] * dtype.itemsize + 4 * shape[1], compute_scale=2.0),
+    cases=_prefill((("llama3-8b", "gate_up"), ("llama3-8b", "down"), ("llama3-70b", "qkv"))),
+    peers={"cublas": lambda: lambda x, codes, scale, weight: F.linear(x, weight), "scaled_mm": _scaled_mm_linear},
+    x_key="M", check_cases=GEMM_CHECK_CASES))
 registry.register_table(registry.FamilyTable(
     family="matmul", title="GEMM on the roofline: Llama-3 8B/70B weight shapes against the token count M "
     "(a model: intensity, bound and attainable TFLOP/s on the measured ceilings)", make=_roofline_table,
