@@ -339,9 +339,10 @@ def test_counters_before_pytorch_touches_the_gpu():
 def test_row_ops_pdl_chain(monkeypatch):
     """The row ops' decode kernels launched as programmatic dependents (_support.ROW_PDL), in a chain where each call
     reads what the one before wrote (norm -> SwiGLU -> RoPE -> add + norm -> SwiGLU -> norm, as a decoder layer
-    runs them), captured in a CUDA graph and replayed: the plain launches' bits (a read before the kernel ahead
-    ended would show), and each step right against its reference."""
-    from conftest import replayed_by_switch, skip_unless_sm90
+    runs them, then the quantizing SwiGLU and quantize_rows of an fp8 model), captured in a CUDA graph and replayed:
+    the plain launches' bits (a read before the kernel ahead ended would show), and each step right against its
+    reference."""
+    from conftest import assert_quantized, replayed_by_switch, skip_unless_sm90
     from rooftop.ops.rope import rope_reference
     skip_unless_sm90()
     x, cos, sin = _rand(1, 8192), _rand(1, 64).repeat(1, 2), _rand(1, 64).repeat(1, 2)  # halves repeated, as HF's
@@ -356,7 +357,8 @@ def test_row_ops_pdl_chain(monkeypatch):
         q, k = rooftop.apply_rope(*heads(g), cos, sin)
         h, r = rooftop.rms_norm(q.reshape(1, 4096), w4096, residual=g)
         s = rooftop.swiglu(h.view(2, 2048)[0], h.view(2, 2048)[1])  # two contiguous tensors: the flat kernel
-        outs[:] = [y, g, q, k, h, r, s, rooftop.rms_norm(s.view(1, 2048), w2048)]
+        z = rooftop.rms_norm(s.view(1, 2048), w2048)
+        outs[:] = [y, g, q, k, h, r, s, z, *rooftop.swiglu(h, quant="fp8"), *rooftop.quantize_rows(z, "int8")]
 
     def switch(on):
         monkeypatch.setattr(_support, "ROW_PDL", on)
@@ -364,8 +366,11 @@ def test_row_ops_pdl_chain(monkeypatch):
 
     results = replayed_by_switch(chain, switch)
     for i, (plain, dependent) in enumerate(zip(results[False], results[True])):
-        assert torch.equal(plain, dependent), i
-    y, g, q, k, h, r, s, z = results[True]
+        assert torch.equal(plain.view(torch.uint8) if plain.dtype == torch.float8_e4m3fn else plain,
+                           dependent.view(torch.uint8) if dependent.dtype == torch.float8_e4m3fn else dependent), i
+    y, g, q, k, h, r, s, z, h8, h_scale, z8, z_scale = results[True]
+    assert_quantized(h8, h_scale, activations.swiglu_reference(h), "fp8")
+    assert_quantized(z8, z_scale, z.double(), "int8")
     ref_q, ref_k = rope_reference(*heads(g), cos, sin)
     checks = [(y, rms_norm.rms_norm_reference(x, w8192)), (g, activations.swiglu_reference(y)), (q, ref_q),
               (k, ref_k), (r, q.reshape(1, 4096) + g), (h, rms_norm.rms_norm_reference(r, w4096)),
