@@ -908,13 +908,8 @@ def _make_residual(shape, dtype, device):
 def _make_fp8(shape, dtype, device):
     """fp8 a and b (K-major), per-row / per-column scales as a dynamic quantizer produces them."""
     M, N, K = shape
-    a = torch.randn(M, K, device=device)
-    w = torch.randn(N, K, device=device) / math.sqrt(K)
-    fp8_max = torch.finfo(torch.float8_e4m3fn).max
-    a_scale = a.abs().amax(1) / fp8_max
-    b_scale = w.abs().amax(1) / fp8_max
-    a8 = (a / a_scale[:, None]).to(torch.float8_e4m3fn)
-    w8 = (w / b_scale[:, None]).to(torch.float8_e4m3fn)
+    a8, a_scale = quantize_fp8_weight(torch.randn(M, K, device=device))
+    w8, b_scale = quantize_fp8_weight(torch.randn(N, K, device=device) / math.sqrt(K))
     return a8, w8.t(), a_scale, b_scale
 
 
