@@ -368,6 +368,7 @@ def test_gpu_sizes(shape):
     rows = slice(0, 64)  # the quantized forms (rows of one tile and in tiles) on a few rows: float64 references
     for quant in ("fp8", "int8"):
         assert_quantized(*swiglu(packed[rows], quant=quant), swiglu_reference(packed[rows]), quant)
+        assert_quantized(*rooftop.quantize_rows(packed[rows], quant), packed[rows].double(), quant)
         assert_quantized(*geglu(gate[rows], up[rows], "none", quant=quant),
                          gated_reference(gate[rows], up[rows], "gelu"), quant)
 
