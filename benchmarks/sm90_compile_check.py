@@ -76,8 +76,9 @@ for res in (False, True):
               CHUNK=rn.SPLIT_LAUNCH["CHUNK"], G_POW2=32), rn.SPLIT_LAUNCH["num_warps"], name=f"rms_split_r{int(res)}_q{quant}")
 gated_types = lambda a: ("*fp8e4nv" if a == "q_ptr" else "*fp32" if a == "scale_ptr" else "*bf16") \
     if a.endswith("_ptr") else "i32"
-for act in ("silu", "gelu"):
-    for N in (14336, 53248):  # Llama-3-8B's and 405B's intermediate widths: one tile, and 7 tiles read twice
+for act in ("silu", "gelu", "none"):
+    for N in (4096, 14336, 53248):  # two rows a program; Llama-3-8B's intermediate width; 405B's, 7 tiles read twice
         bm, tile, parts, warps = ac.quant_rows_config(4096, N)
         build(ac._gated_quant_kernel, gated_types, dict(ACT=act, APPROX=True, QUANT=1, QMAX=448.0, BLOCK_M=bm,
-              TILE=tile, PARTS=parts, UNROLL=min(parts, ac.QUANT_UNROLL), PDL=True), warps, name=f"{act}_fp8_{N}")
+              TILE=tile, PARTS=parts, UNROLL=min(parts, ac.QUANT_UNROLL), MAX="max" if bm > 1 else "max_by_count",
+              PDL=True), warps, name=f"{act}_fp8_{N}")

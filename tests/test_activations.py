@@ -1,13 +1,12 @@
 import pytest
 import torch
 import torch.nn.functional as F
-
-import rooftop
 import triton
 import triton.language as tl
 
+import rooftop
 from conftest import DEVICE, HAS_CUDA, TOL, assert_quantized, rel_err
-from rooftop.ops import activations
+from rooftop.ops import _support, activations
 from rooftop.ops.activations import (FLAT_BLOCK, ROWS_BLOCK_ELEMS, _activate, bias_gelu, bias_gelu_reference, geglu,
                                      geglu_reference, gated_reference, swiglu, swiglu_reference)
 
@@ -119,11 +118,30 @@ def test_quantize_rows(shape, dtype, quant, device, monkeypatch):
     q, scale = rooftop.quantize_rows(x, quant)
     assert_quantized(q, scale, x.double(), quant)
     padded = _randn((*shape[:-1], shape[-1] + 5), dtype, device)[..., 2:-3]
+    padded[..., -1] = 20.0  # each row's largest |x| in its last column (a ragged last tile below)
     q_padded, scale_padded = rooftop.quantize_rows(padded, quant)
     monkeypatch.setattr(activations, "QUANT_TILE", 64)
     monkeypatch.setattr(activations, "QUANT_LOOP_TILE", 64)
+    _support.clear_plans()  # (a call of the first one's signature would replay its one-tile launch)
     q_tiles, scale_tiles = rooftop.quantize_rows(padded.contiguous(), quant)
     assert _same_codes(q_tiles, q_padded) and torch.equal(scale_tiles, scale_padded)
+
+
+@pytest.mark.parametrize("tile", [None, 64])
+@pytest.mark.parametrize("quant", ["fp8", "int8"])
+def test_quantized_rows_holding_nan(quant, tile, device, monkeypatch):
+    """A row holding a NaN gets a NaN scale (torch.amax keeps NaN; the PyTorch path's result), so that it
+    dequantizes to NaN, not to numbers; the other rows are quantized as usual. One tile and rows in tiles."""
+    if tile:
+        monkeypatch.setattr(activations, "QUANT_TILE", tile)
+        monkeypatch.setattr(activations, "QUANT_LOOP_TILE", tile)
+    gate, up = _randn((3, 200), torch.bfloat16, device), _randn((3, 200), torch.bfloat16, device)
+    gate[1, 150] = float("nan")
+    keep = torch.tensor([0, 2], device=device)
+    for (q, scale), y in ((swiglu(gate, up, quant=quant), gated_reference(gate, up, "silu")),
+                          (rooftop.quantize_rows(gate, quant), gate.double())):
+        assert scale[1].isnan().all() and (q[1].double() * scale[1].double()).isnan().all()
+        assert_quantized(q[keep], scale[keep], y[keep], quant)
 
 
 def test_quantized_rows_feed_the_fp8_gemm(device):

@@ -312,6 +312,25 @@ def test_fp8_linear_stacked_and_bad_input():
         mm.Fp8Linear(w8, scale, torch.zeros(8, device=DEVICE))
     with pytest.raises(TypeError, match="out_dtype must be one of"):
         mm.Fp8Linear(w8, scale, out_dtype=torch.int8)
+    q_scale_r = rooftop.rms_norm(x, torch.ones(64, device=DEVICE, dtype=torch.bfloat16), residual=x, quant="fp8")
+    with pytest.raises(TypeError, match=r"x must be a tensor or a \(q, scale\) pair, got a tuple of 3"):
+        both(q_scale_r)
+    with torch.no_grad():
+        assert rel_err(both(q_scale_r[:2]), both(q_scale_r[0].float() * q_scale_r[1])) < TOL[torch.bfloat16]
+
+
+def test_fp8_linear_keeps_its_codes_through_a_cast():
+    """model.half() casts every floating tensor, float8 too: an Fp8Linear keeps its fp8 codes and fp32 scales, and
+    its output follows the cast."""
+    model = torch.nn.Sequential(torch.nn.Linear(64, 24).to(DEVICE).bfloat16())
+    rooftop.quantize_model(model, "fp8", skip=())
+    codes = model[0].weight.clone()
+    model.half()
+    layer = model[0]
+    assert layer.weight.dtype == FP8 and layer.weight_scale.dtype == torch.float32 and layer.out_dtype == torch.float16
+    assert torch.equal(layer.weight.view(torch.uint8), codes.view(torch.uint8))
+    with torch.no_grad():
+        assert model(_randn(3, 64, dtype=torch.float16)).dtype == torch.float16
 
 
 def test_bad_input():

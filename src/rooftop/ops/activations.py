@@ -67,8 +67,10 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops._support import (QUANT_FORMATS, as_rows, await_previous, cdiv, check_float, check_fp8_device,
-                                  check_quant, check_same_device, fp8_rows_eager, launch, pdl_options, planned,
-                                  quantize_rows_reference, quantize_values, runs_kernel, torch_op)
+                                  check_quant, check_same_device, fp8_rows_eager, interpreting, launch, pdl_options,
+                                  planned, quantize_rows_reference, quantize_values, rows_vectorize, runs_kernel,
+                                  torch_op)
+from rooftop.ops.reductions import lanes_total
 from rooftop.roofline import Cost
 
 # Launch parameters (to be tuned on the H200).
@@ -197,14 +199,25 @@ def _gated_tile(a_ptr, b_ptr, rows, cols, mask, a_stride, b_stride, ACT: tl.cons
 
 
 @triton.jit
+def _scale(abs_y, QMAX: tl.constexpr, MAX: tl.constexpr):
+    """Each row's scale, max |y| / QMAX (at least 1e-30 / QMAX), NaN where the row holds one (as torch.amax): the
+    NaN-keeping reduction of the row reductions (MAX: "max", one tl.reduce, or "max_by_count", fmax and a count of
+    NaN lanes, for programs of one row and the interpreter: reductions.py's docstring)."""
+    top, _ = lanes_total(abs_y, 0, 1, 0, MAX)
+    return tl.maximum(top, 1e-30, propagate_nan=tl.PropagateNan.ALL) / QMAX
+
+
+@triton.jit
 def _gated_quant_kernel(a_ptr, b_ptr, q_ptr, scale_ptr, M, N, a_stride, b_stride, q_stride, ACT: tl.constexpr,
                         APPROX: tl.constexpr, QUANT: tl.constexpr, QMAX: tl.constexpr, BLOCK_M: tl.constexpr,
-                        TILE: tl.constexpr, PARTS: tl.constexpr, UNROLL: tl.constexpr, PDL: tl.constexpr):
-    # q = y / s per row, y = act(a) * b (ACT "none": y = a), s = max|y| / QMAX. HBM: a (and b) read once, q (1 byte an
-    # element) and s (4 bytes a row) written once: (2 (1) itemsize + 1) * M * N + 4 M bytes. PARTS == 1: the tile of
-    # rows stays in registers between the max and the store. PARTS > 1 (BLOCK_M 1): pass 1 folds each tile's |y| into
-    # one vector, pass 2 reads the row again (L1 / L2: the program's own bytes) and computes y anew; each pass unrolled
-    # by UNROLL tiles (all of a model's rows: their tiles' loads issue ahead of the folds). PDL: _support.pdl_options.
+                        TILE: tl.constexpr, PARTS: tl.constexpr, UNROLL: tl.constexpr, MAX: tl.constexpr,
+                        PDL: tl.constexpr):
+    # q = y / s per row, y = act(a) * b (ACT "none": y = a), s = max|y| / QMAX (NaN for a row holding NaN). HBM: a (and
+    # b) read once, q (1 byte an element) and s (4 bytes a row) written once: (2 (1) itemsize + 1) * M * N + 4 M bytes.
+    # PARTS == 1: the tile of rows stays in registers between the max and the store. PARTS > 1 (BLOCK_M 1): pass 1 folds
+    # each tile's |y| into one vector, pass 2 reads the row again (L1 / L2: the program's own bytes) and computes y
+    # anew; each pass unrolled by UNROLL tiles (all of a model's rows: their tiles' loads issue ahead of the folds).
+    # PDL: _support.pdl_options.
     await_previous(PDL)
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
@@ -213,7 +226,7 @@ def _gated_quant_kernel(a_ptr, b_ptr, q_ptr, scale_ptr, M, N, a_stride, b_stride
     if PARTS == 1:
         mask = row_ok[:, None] & (cols[None, :] < N)
         y = _gated_tile(a_ptr, b_ptr, rows, cols, mask, a_stride, b_stride, ACT, APPROX, "")
-        scale = tl.maximum(tl.max(tl.abs(y), axis=1), 1e-30) / QMAX
+        scale = _scale(tl.abs(y), QMAX, MAX)
         tl.store(scale_ptr + rows, scale, mask=row_ok)
         q = quantize_values(y * (1.0 / scale)[:, None], 1.0, QUANT, QMAX)
         tl.store(q_ptr + rows[:, None] * q_stride + cols[None, :], q.to(q_ptr.dtype.element_ty), mask=mask)
@@ -223,8 +236,8 @@ def _gated_quant_kernel(a_ptr, b_ptr, q_ptr, scale_ptr, M, N, a_stride, b_stride
             offs = part * TILE + cols
             mask = row_ok[:, None] & (offs[None, :] < N)
             y = _gated_tile(a_ptr, b_ptr, rows, offs, mask, a_stride, b_stride, ACT, APPROX, "evict_last")
-            abs_max = tl.maximum(abs_max, tl.abs(y))
-        scale = tl.maximum(tl.max(abs_max, axis=1), 1e-30) / QMAX
+            abs_max = tl.maximum(abs_max, tl.abs(y), propagate_nan=tl.PropagateNan.ALL)
+        scale = _scale(abs_max, QMAX, MAX)
         tl.store(scale_ptr + rows, scale, mask=row_ok)
         for part in tl.range(0, PARTS, loop_unroll_factor=UNROLL):
             offs = part * TILE + cols
@@ -334,9 +347,12 @@ def _gated_quant_op(gate: torch.Tensor, up: Optional[torch.Tensor], activation: 
     a, b = as_rows(gate), as_rows(up)
     M, N = a.shape
     block_m, tile, parts, warps = quant_rows_config(M, N)
+    # rows whose loads do not vectorize (or of fp32) spill at full unroll (offline sm_90: 8-850 bytes)
+    unroll = QUANT_UNROLL if a.element_size() == 2 and rows_vectorize(N, (a, b)) else 2
     launch(_gated_quant_kernel, (cdiv(M, block_m),), a, b, q, scale, M, N, a.stride(0), b.stride(0), N,
            ACT=activation, APPROX=a.is_cuda, QUANT=quant_id, QMAX=qmax, BLOCK_M=block_m, TILE=tile, PARTS=parts,
-           UNROLL=min(parts, QUANT_UNROLL), num_warps=warps, **pdl_options(a))
+           UNROLL=min(parts, unroll), MAX="max_by_count" if block_m == 1 or interpreting() else "max",
+           num_warps=warps, **pdl_options(a))
     return q, scale
 
 

@@ -727,8 +727,11 @@ def quantize_fp8_weight(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 def fp8_linear(x, weight: torch.Tensor, weight_scale: torch.Tensor, bias: Optional[torch.Tensor] = None,
                out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
     """x @ (weight * weight_scale[:, None]).T (+ bias), W8A8: x's rows quantized to fp8 per token (quantize_rows),
-    then matmul_fp8 with both scales in its epilogue; x may be a (q, scale) pair a fused op quantized already
-    (swiglu(..., quant="fp8"), rms_norm(..., quant="fp8")). weight [N, K] float8_e4m3fn, weight_scale [N] fp32."""
+    then matmul_fp8 with both scales in its epilogue; x may be the (q, scale) pair a fused op quantized already
+    (swiglu(..., quant="fp8"); rms_norm(..., quant="fp8")'s first two outputs). weight [N, K] float8_e4m3fn,
+    weight_scale [N] fp32."""
+    if isinstance(x, tuple) and len(x) != 2:
+        raise TypeError(f"x must be a tensor or a (q, scale) pair, got a tuple of {len(x)}")
     q, scale = x if isinstance(x, tuple) else quantize_rows(x, "fp8")
     out = matmul_fp8(q.reshape(-1, q.shape[-1]), weight.t(), scale.reshape(-1, 1), weight_scale, bias, out_dtype)
     return out.reshape(*q.shape[:-1], weight.shape[0])
@@ -789,6 +792,20 @@ class Fp8Linear(torch.nn.Module):
 
     def forward(self, x) -> torch.Tensor:
         return fp8_linear(x, self.weight, self.weight_scale, self.bias, self.out_dtype)
+
+    def _apply(self, fn, recurse=True):
+        """model.half() / .to(dtype) cast every floating tensor, float8 too: the codes and their scales keep their
+        dtypes and only follow the device; the output dtype follows the cast."""
+        kept = {name: self._buffers[name] for name in ("weight", "weight_scale")}
+        for name in kept:
+            self._buffers[name] = None
+        super()._apply(fn, recurse)
+        probe = fn(torch.empty(0, device=kept["weight"].device, dtype=self.out_dtype))
+        for name, t in kept.items():
+            self._buffers[name] = t.to(probe.device)
+        if probe.dtype in OUT_DTYPES:
+            self.out_dtype = probe.dtype
+        return self
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, fp8"

@@ -163,7 +163,7 @@ def _max_keep_nan(a, b):
 
 
 @triton.jit
-def _total(v, idx, axis, start, REDUCTION: tl.constexpr):
+def lanes_total(v, idx, axis, start, REDUCTION: tl.constexpr):
     """Reduce the lanes of v (and their positions idx) along `axis`: partial sums (and sums of squares) add,
     maxima max; argmax: the smallest position among the lanes holding the maximum (among the NaN lanes if
     any), `start` (the span's first position) where no lane took a value (all -inf). Returns (total, index)."""
@@ -298,7 +298,7 @@ def _reduce_span(x_row, start, end, REDUCTION: tl.constexpr, TILE: tl.constexpr)
         new_b = tl.load(x_row + nxt, mask=nxt < end, other=_identity(REDUCTION), eviction_policy="evict_first")
         acc, idx = _fold(acc, idx, buf_b.to(tl.float32), off + TILE + at, REDUCTION)
         buf_b = new_b
-    total, index = _total(acc, idx, 0, start, REDUCTION)
+    total, index = lanes_total(acc, idx, 0, start, REDUCTION)
     if REDUCTION == "argmax":
         if total != total:  # the NaN vectors' positions were not taken (_vector_tops)
             index = _first_nan(x_row, start, end, TILE)
@@ -321,7 +321,7 @@ def _row_reduce_onchip_kernel(x_ptr, out_ptr, M, N, x_stride,
                     mask=(rows[:, None] < M) & (cols[None, :] < N), other=_identity(REDUCTION),
                     eviction_policy="evict_first")
         acc, idx = _fold(_identity(REDUCTION), NO_INDEX, x.to(tl.float32), cols[None, :], REDUCTION)
-        total, index = _total(acc, idx, 1, 0, REDUCTION)
+        total, index = lanes_total(acc, idx, 1, 0, REDUCTION)
     tl.store(out_ptr + rows, _finish(total, index, N, FINISH).to(out_ptr.dtype.element_ty), mask=rows < M)
 
 
@@ -340,7 +340,7 @@ def _row_reduce_pieces_kernel(x_ptr, out_ptr, words_ptr, cnt_ptr, N, x_stride, P
                 mask=(cols < N) & (cols < piece * SPAN + SPAN), other=_identity(REDUCTION),
                 eviction_policy="evict_first")
     acc, idx = _fold(_identity(REDUCTION), NO_INDEX, x.to(tl.float32), cols, REDUCTION)
-    total, index = _total(acc, idx, 0, 0, REDUCTION)  # (index: argmax's, not taken here)
+    total, index = lanes_total(acc, idx, 0, 0, REDUCTION)  # (index: argmax's, not taken here)
     base = words_ptr + tl.cast(row, tl.int64) * PIECES
     tl.atomic_xchg(base + piece, pair_word(total, 0.0), sem="relaxed", scope="gpu")
     if tl.atomic_add(cnt_ptr + row, 1, sem="relaxed", scope="gpu") == PIECES - 1:
@@ -352,7 +352,7 @@ def _row_reduce_pieces_kernel(x_ptr, out_ptr, words_ptr, cnt_ptr, N, x_stride, P
                                 scope="gpu")
             empty = tl.sum(((g < PIECES) & (got == 0)).to(tl.int32), axis=0)
         totals, _ = pair_values(got, g < PIECES, _identity(REDUCTION), 0.0)
-        total, index = _total(totals, g, 0, 0, REDUCTION)
+        total, index = lanes_total(totals, g, 0, 0, REDUCTION)
         tl.store(out_ptr + row, _finish(total, index, N, FINISH).to(out_ptr.dtype.element_ty))
         tl.store(base + g, tl.zeros([PIECES_POW2], tl.int64), mask=g < PIECES)
         tl.store(cnt_ptr + row, 0)
@@ -396,7 +396,7 @@ def _row_reduce_combine_kernel(partial_ptr, index_ptr, out_ptr, N, n_chunks,
     idx = NO_INDEX
     if REDUCTION == "argmax":
         idx = tl.load(index_ptr + row * n_chunks + c, mask=c < n_chunks, other=NO_INDEX)
-    total, index = _total(partial, idx, 0, 0, REDUCTION)
+    total, index = lanes_total(partial, idx, 0, 0, REDUCTION)
     tl.store(out_ptr + row, _finish(total, index, N, FINISH).to(out_ptr.dtype.element_ty))
 
 
