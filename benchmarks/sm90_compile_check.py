@@ -20,10 +20,10 @@ def build(fn, types, consts, warps, stages=3, name="k"):
     for a in fn.arg_names:
         if a in consts: sig[a] = "constexpr"
         else: sig[a] = types(a)
-    # pointers 16-byte aligned and N and the row strides multiples of 16, as Triton specialises a launch
+    # pointers 16-byte aligned and N, the row strides and column offsets multiples of 16, as Triton specialises a launch
     # on aligned rows (without it the loads do not vectorise and the layouts differ from the GPU's)
     attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
-             if sig[a].startswith("*") or (sig[a] == "i32" and (a == "N" or "stride" in a))}
+             if sig[a].startswith("*") or (sig[a] == "i32" and (a in ("N", "b_col") or "stride" in a))}
     c = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
                        target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps, num_stages=stages))
     open(f"/tmp/{name}.cubin", "wb").write(c.asm["cubin"])

@@ -187,14 +187,14 @@ def _act_rows_kernel(a_ptr, b_ptr, out_ptr, M, N, a_stride, b_stride, out_stride
 
 
 @triton.jit
-def _gated_tile(a_ptr, b_ptr, rows, cols, mask, a_stride, b_stride, ACT: tl.constexpr, APPROX: tl.constexpr,
+def _gated_tile(a_ptr, b_ptr, rows, cols, mask, a_stride, b_stride, b_col, ACT: tl.constexpr, APPROX: tl.constexpr,
                 EVICT: tl.constexpr):
-    """act(a) * b in fp32 over a [rows, cols] tile (0 where masked); ACT "none": a alone (b is not read). The result
-    is quantized, so gelu's Phi to bf16's precision is more than enough (TO_BF16)."""
+    """act(a) * b in fp32 over a [rows, cols] tile (0 where masked), b's columns from b_col on; ACT "none": a alone (b
+    is not read). The result is quantized, so gelu's Phi to bf16's precision is more than enough (TO_BF16)."""
     a = tl.load(a_ptr + rows[:, None] * a_stride + cols[None, :], mask=mask, other=0.0, eviction_policy=EVICT)
     if ACT == "none":
         return to_fp32(a)
-    b = tl.load(b_ptr + rows[:, None] * b_stride + cols[None, :], mask=mask, other=0.0, eviction_policy=EVICT)
+    b = tl.load(b_ptr + rows[:, None] * b_stride + b_col + cols[None, :], mask=mask, other=0.0, eviction_policy=EVICT)
     return _activate(to_fp32(a), ACT, APPROX, True) * to_fp32(b)
 
 
@@ -208,7 +208,7 @@ def _scale(abs_y, QMAX: tl.constexpr, MAX: tl.constexpr):
 
 
 @triton.jit
-def _gated_quant_kernel(a_ptr, b_ptr, q_ptr, scale_ptr, M, N, a_stride, b_stride, q_stride, ACT: tl.constexpr,
+def _gated_quant_kernel(a_ptr, b_ptr, q_ptr, scale_ptr, M, N, a_stride, b_stride, b_col, q_stride, ACT: tl.constexpr,
                         APPROX: tl.constexpr, QUANT: tl.constexpr, QMAX: tl.constexpr, BLOCK_M: tl.constexpr,
                         TILE: tl.constexpr, PARTS: tl.constexpr, UNROLL: tl.constexpr, MAX: tl.constexpr,
                         PDL: tl.constexpr):
@@ -225,7 +225,7 @@ def _gated_quant_kernel(a_ptr, b_ptr, q_ptr, scale_ptr, M, N, a_stride, b_stride
     cols = tl.arange(0, TILE)
     if PARTS == 1:
         mask = row_ok[:, None] & (cols[None, :] < N)
-        y = _gated_tile(a_ptr, b_ptr, rows, cols, mask, a_stride, b_stride, ACT, APPROX, "")
+        y = _gated_tile(a_ptr, b_ptr, rows, cols, mask, a_stride, b_stride, b_col, ACT, APPROX, "")
         scale = _scale(tl.abs(y), QMAX, MAX)
         tl.store(scale_ptr + rows, scale, mask=row_ok)
         q = quantize_values(y * (1.0 / scale)[:, None], 1.0, QUANT, QMAX)
@@ -235,14 +235,14 @@ def _gated_quant_kernel(a_ptr, b_ptr, q_ptr, scale_ptr, M, N, a_stride, b_stride
         for part in tl.range(0, PARTS, loop_unroll_factor=UNROLL):
             offs = part * TILE + cols
             mask = row_ok[:, None] & (offs[None, :] < N)
-            y = _gated_tile(a_ptr, b_ptr, rows, offs, mask, a_stride, b_stride, ACT, APPROX, "evict_last")
+            y = _gated_tile(a_ptr, b_ptr, rows, offs, mask, a_stride, b_stride, b_col, ACT, APPROX, "evict_last")
             abs_max = tl.maximum(abs_max, tl.abs(y), propagate_nan=tl.PropagateNan.ALL)
         scale = _scale(abs_max, QMAX, MAX)
         tl.store(scale_ptr + rows, scale, mask=row_ok)
         for part in tl.range(0, PARTS, loop_unroll_factor=UNROLL):
             offs = part * TILE + cols
             mask = row_ok[:, None] & (offs[None, :] < N)
-            y = _gated_tile(a_ptr, b_ptr, rows, offs, mask, a_stride, b_stride, ACT, APPROX, "evict_first")
+            y = _gated_tile(a_ptr, b_ptr, rows, offs, mask, a_stride, b_stride, b_col, ACT, APPROX, "evict_first")
             q = quantize_values(y * (1.0 / scale)[:, None], 1.0, QUANT, QMAX)
             tl.store(q_ptr + rows[:, None] * q_stride + offs[None, :], q.to(q_ptr.dtype.element_ty), mask=mask)
 
@@ -340,16 +340,17 @@ def _gated_quant_op(gate: torch.Tensor, up: Optional[torch.Tensor], activation: 
     scale = torch.empty((*shape[:-1], 1), device=gate.device, dtype=torch.float32)
     if q.numel() == 0:
         return q, scale
-    if activation == "none":
-        up = gate  # not read
-    elif up is None:
-        gate, up = gate.chunk(2, -1)
-    a, b = as_rows(gate), as_rows(up)
-    M, N = a.shape
+    a = as_rows(gate)
+    if up is not None:
+        b, b_col = as_rows(up), 0
+    else:  # quantize_rows (b not read), or packed [..., 2I]: up is each row's second half, read from the same rows at
+        # column b_col (the call's own tensor, which a plan can record; a view at an offset is not one)
+        b, b_col = a, (0 if activation == "none" else shape[-1])
+    M, N = a.shape[0], shape[-1]
     block_m, tile, parts, warps = quant_rows_config(M, N)
     # rows whose loads do not vectorize (or of fp32) spill at full unroll (offline sm_90: 8-850 bytes)
     unroll = QUANT_UNROLL if a.element_size() == 2 and rows_vectorize(N, (a, b)) else 2
-    launch(_gated_quant_kernel, (cdiv(M, block_m),), a, b, q, scale, M, N, a.stride(0), b.stride(0), N,
+    launch(_gated_quant_kernel, (cdiv(M, block_m),), a, b, q, scale, M, N, a.stride(0), b.stride(0), b_col, N,
            ACT=activation, APPROX=a.is_cuda, QUANT=quant_id, QMAX=qmax, BLOCK_M=block_m, TILE=tile, PARTS=parts,
            UNROLL=min(parts, unroll), MAX="max_by_count" if block_m == 1 or interpreting() else "max",
            num_warps=warps, **pdl_options(a))
