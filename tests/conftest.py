@@ -77,9 +77,31 @@ def _interpreter_dots_bf16_as_fp32() -> None:
     interpreter.InterpreterBuilder.create_dot = create_dot
 
 
+def _interpreter_drops_nan_like_the_gpu() -> None:
+    """Test-only patch: tl.maximum, tl.minimum and tl.clamp without propagate_nan are the GPU's max.f32 / min.f32,
+    where a number beside a NaN wins (fmax, fmin), but the interpreter's np.maximum / np.clip keep the NaN: a kernel
+    that passed here could drop a NaN on the GPU. A kernel that needs the NaN asks for it (tl.PropagateNan.ALL)."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    builder = interpreter.InterpreterBuilder
+    builder.create_maxnumf = lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.fmax)
+    builder.create_minnumf = lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.fmin)
+    clamp = builder.create_clampf
+
+    def create_clampf(self, arg, lo, hi, propagate_nans):
+        if propagate_nans == tl.PropagateNan.ALL:
+            return clamp(self, arg, lo, hi, propagate_nans)
+        return self.ternary_op(arg, lo, hi, lambda x, low, high: np.fmin(np.fmax(x, low), high))
+
+    builder.create_clampf = create_clampf
+
+
 if not HAS_CUDA:
     _interpreter_rounds_like_the_gpu()
     _interpreter_dots_bf16_as_fp32()
+    _interpreter_drops_nan_like_the_gpu()
 
 # ||out - ref|| / ||ref|| against a float64 reference (DESIGN.md)
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.5e-2}

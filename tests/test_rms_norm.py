@@ -166,6 +166,27 @@ def test_quantized_output(shape, quant, with_residual, device):
     assert_quantized(q, scale, y_ref, quant)
 
 
+@pytest.mark.parametrize("quant", ["fp8", "int8"])
+@pytest.mark.parametrize("N", [1000, 40000, 262144])  # on chip; interpreter: looped, H200: Gluon whole and in parts
+@pytest.mark.parametrize("with_residual", [False, True])
+def test_quantized_rows_holding_nan_or_inf(N, quant, with_residual, device):
+    """A row holding a NaN or an inf normalises to NaN (inf * rsqrt(inf) = inf * 0), so its scale is NaN, as the
+    reference's amax gives, and it dequantizes to NaN, not to numbers (a finite floor on the scale must not drop the
+    NaN); the other rows are quantized as usual."""
+    x, res, w = _inputs((4, N), torch.bfloat16, device)
+    x[1, N // 3] = float("nan")
+    x[2, N - 1] = float("inf")
+    if with_residual:
+        q, scale, r = rooftop.rms_norm(x, w, residual=res, quant=quant)
+    else:
+        q, scale = rooftop.rms_norm(x, w, quant=quant)
+        r = x
+    for bad in (1, 2):
+        assert scale[bad].isnan().all() and (q[bad].double() * scale[bad].double()).isnan().all()
+    keep = torch.tensor([0, 3], device=device)
+    assert_quantized(q[keep], scale[keep], rms_norm_reference(r[keep], w), quant)
+
+
 @pytest.mark.parametrize("N", [1000, 40000, 262144])  # on-chip, reload, looped
 def test_eps_on_every_path(N, device):
     """Rows of zeros normalise to zeros (0 / sqrt(0 + eps)), and rows whose mean square is eps's size match the

@@ -136,6 +136,13 @@ def quantize_values(y, scale, QUANT: tl.constexpr, QMAX: tl.constexpr):
     return q
 
 
+@triton.jit
+def row_scale(peak, QMAX: tl.constexpr):
+    """A row's scale from its max |y|: peak / QMAX, at least 1e-30 / QMAX (a row of zeros), NaN where peak is NaN, as
+    torch's clamp_min keeps it (tl.maximum's default is fmax, which drops NaN: a NaN row would get a finite scale)."""
+    return tl.maximum(peak, 1e-30, propagate_nan=tl.PropagateNan.ALL) / QMAX
+
+
 def quantize_rows_reference(y: torch.Tensor, quant: str) -> tuple[torch.Tensor, torch.Tensor]:
     """Dynamic per-row quantization of float64 y: (q in the quant dtype, scale [..., 1] float64)."""
     dtype, _, qmax = QUANT_FORMATS[quant]

@@ -68,8 +68,8 @@ import triton.language as tl
 from rooftop import registry
 from rooftop.ops._support import (QUANT_FORMATS, as_rows, await_previous, cdiv, check_float, check_fp8_device,
                                   check_quant, check_same_device, fp8_rows_eager, interpreting, launch, pdl_options,
-                                  planned, quantize_rows_reference, quantize_values, rows_vectorize, runs_kernel,
-                                  torch_op)
+                                  planned, quantize_rows_reference, quantize_values, row_scale, rows_vectorize,
+                                  runs_kernel, torch_op)
 from rooftop.ops.reductions import lanes_total
 from rooftop.roofline import Cost
 
@@ -80,9 +80,9 @@ ROWS_BLOCK_ELEMS = 8192  # elements a program of the row kernel
 ROWS_ELEMS_PER_THREAD = 16
 BIAS_ELEMS_PER_THREAD = 32  # bias_gelu: the prologue and the bias spread over more elements
 # bias_gelu's widest column block (tiles of two rows or more). Narrower blocks of more rows share a thread's bias
-# values among more rows and read fewer of them a tile, but gained nothing: H200, bf16, % of a same-run copy by do_bench,
-# 4096 / 2048 / 1024 / 512 (logs/h200-2026-12-04-s47/call-e, benchmarks/exp_bias_gelu.py): 92.5 / 92.8 / 93.5 / 93.4
-# at 32768, 89.5 / 88.9 / 88.7 / 88.6 at 65536, 92.8 / 92.5 / 91.7 / 92.1 at 131072.
+# values among more rows and read fewer of them a tile, but gained nothing: H200, bf16, % of a same-run copy by
+# do_bench, 4096 / 2048 / 1024 / 512 (logs/h200-2026-12-04-s47/call-e, benchmarks/exp_bias_gelu.py): 92.5 / 92.8 /
+# 93.5 / 93.4 at 32768, 89.5 / 88.9 / 88.7 / 88.6 at 65536, 92.8 / 92.5 / 91.7 / 92.1 at 131072.
 BIAS_BLOCK_N = ROWS_BLOCK_ELEMS // 2
 # Quantized gated rows: the widest row kept in registers (one tile; 32 warps at QUANT_ELEMS_PER_THREAD), and the tile
 # of wider rows, which are read twice. Chosen offline (no spills at 16 values a thread), not yet timed.
@@ -204,7 +204,7 @@ def _scale(abs_y, QMAX: tl.constexpr, MAX: tl.constexpr):
     NaN-keeping reduction of the row reductions (MAX: "max", one tl.reduce, or "max_by_count", fmax and a count of
     NaN lanes, for programs of one row and the interpreter: reductions.py's docstring)."""
     top, _ = lanes_total(abs_y, 0, 1, 0, MAX)
-    return tl.maximum(top, 1e-30, propagate_nan=tl.PropagateNan.ALL) / QMAX
+    return row_scale(top, QMAX)
 
 
 @triton.jit

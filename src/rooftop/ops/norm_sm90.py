@@ -92,6 +92,7 @@ from typing import Optional
 
 import torch
 import triton
+import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
@@ -315,7 +316,7 @@ def _consumer(y_ptr, h_ptr, w_ptr, b_ptr, scale_ptr, ws_ptr, cnt_ptr, x_ring, x_
                 peak = gl.max(peaks, axis=0)
             rstd = gl.rsqrt(mean_square + eps)
             if QUANT:  # y / s = h (offset + w) rstd / s: the row's gain takes the 1 / s
-                scale = gl.maximum(peak * rstd, 1e-30) / QMAX
+                scale = gl.maximum(peak * rstd, 1e-30, propagate_nan=tl.PropagateNan.ALL) / QMAX  # _support.row_scale
                 if row % PARTS == 0:
                     gl.store(scale_ptr + row // PARTS, scale)
                 rstd = rstd / scale

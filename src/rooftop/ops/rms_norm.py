@@ -89,7 +89,7 @@ from rooftop.ops._support import (QUANT_FORMATS, as_rows, await_previous, cdiv, 
                                   interpreting, launch, leave_row, load_rows_add_residual, load_split_chunk, load_tile,
                                   load_tile_add_residual, load_tile_again, load_word_pairs, num_sms, onchip_config,
                                   opaque_zero, pack_words, pdl_options, planned, quantize_rows_reference,
-                                  quantize_values, row_pointers, rows_vectorize, runs_kernel, split_chunks,
+                                  quantize_values, row_pointers, row_scale, rows_vectorize, runs_kernel, split_chunks,
                                   split_words_chunks, store_tile, swap_row_stats, torch_op, unpack_words)
 from rooftop.roofline import Cost
 
@@ -212,7 +212,7 @@ def _rms_norm_onchip_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
         # 4096, 70.5 / 84.9 at 8192; with one 94.7 / 96.4 at 8192, level at 1024-4096 (~100).
         xw = x * (w.to(tl.float32)[None, :] + w_offset) if HAS_WEIGHT else x
         rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
-        scale = tl.maximum(tl.max(tl.abs(xw), axis=1) * rstd, 1e-30) / QMAX
+        scale = row_scale(tl.max(tl.abs(xw), axis=1) * rstd, QMAX)
         tl.store(scale_ptr + rows, scale, mask=rows < M)
         q = quantize_values(xw * (rstd / scale)[:, None], 1.0, QUANT, QMAX)
         tl.store(y_ptr + rows[:, None] * y_stride + cols[None, :], q.to(y_ptr.dtype.element_ty), mask=mask)
@@ -278,7 +278,7 @@ def _rms_norm_split_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, words
     if HAS_WEIGHT:
         y = y * (tl.load(w_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :] + w_offset)
     if QUANT:
-        scale = tl.maximum(tl.max(abs_maxes, axis=0) * rstd, 1e-30) / QMAX
+        scale = row_scale(tl.max(abs_maxes, axis=0) * rstd, QMAX)
         if chunk == 0:
             tl.store(scale_ptr + row, scale)
         y = quantize_values(y, scale, QUANT, QMAX)
@@ -356,7 +356,7 @@ def _rms_norm_looped_kernel(x_ptr, res_ptr, w_ptr, y_ptr, r_ptr, scale_ptr, M, N
                 abs_max = tl.maximum(abs_max, tl.abs(rw))
         rstd = tl.rsqrt(tl.sum(sum_sq, axis=0) / N + eps)
         if QUANT:
-            scale = tl.maximum(tl.max(abs_max, axis=0) * rstd, 1e-30) / QMAX
+            scale = row_scale(tl.max(abs_max, axis=0) * rstd, QMAX)
             tl.store(scale_ptr + row, scale)
         # pass 2, back to front: the tiles touched last in pass 1 are the likeliest still in L2
         off = (tl.cdiv(N, TILE) - 1) * TILE
