@@ -401,13 +401,54 @@ def test_decoder_layer_fuses_add_and_norm_and_stacks_qkv(monkeypatch):
         calls = []
         norm = RMSNorm.forward
 
-        def spy(self, h, residual=None):
-            calls.append(residual is not None)
-            return norm(self, h, residual)
+        def spy(self, h, residual=None, quant=None):
+            calls.append((residual is not None, quant))
+            return norm(self, h, residual, quant)
         monkeypatch.setattr(RMSNorm, "forward", spy)
         for m in (model, apart):
             assert rel_err(m(x), before) < 1e-5
-        assert calls == [False, True] * 4  # each layer: its input norm, then the fused add + norm
+        # each layer: its input norm, then the fused add + norm (its rows not quantized: a bf16 MLP)
+        assert calls == [(False, None), (True, None)] * 4
+
+
+def test_fp8_mlp_takes_its_rows_quantized_from_the_norm(monkeypatch):
+    """In an fp8 model (quantize_model(model, "fp8") before or after patch_model) the fused add + norm ahead of the MLP
+    quantizes its rows for the MLP's Fp8Linear gate and up (rms_norm(..., quant="fp8")): no quantize_rows kernel for
+    them, only for the attention's projections. The layers' output is within fp8's precision of the bf16 model's and
+    of the same model quantizing the MLP's input apart; one graph under torch.compile."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    from rooftop import quantize_model
+    from rooftop.ops import _support, activations, rms_norm as rms_norm_mod
+    bf16 = nn.Sequential(DecoderLayer(), DecoderLayer()).to(DEVICE).bfloat16()
+    x = torch.randn(2, 5, 64, device=DEVICE, dtype=torch.bfloat16)
+    with torch.no_grad():
+        before = bf16(x)
+        first, last = copy.deepcopy(bf16), copy.deepcopy(bf16)
+        quantize_model(first, bits="fp8")
+        patch_model(first)
+        patch_model(last)
+        quantize_model(last, bits="fp8")
+        monkeypatch.setattr(_support, "PLANS_ENABLED", False)  # every call its full path, to be counted
+        norms, rows = [], []
+        real_norm, real_rows = rms_norm_mod._add_rms_norm_quant_op, activations._gated_quant_op
+        monkeypatch.setattr(rms_norm_mod, "_add_rms_norm_quant_op", lambda *a: norms.append(a[-1]) or real_norm(*a))
+        monkeypatch.setattr(activations, "_gated_quant_op", lambda *a: rows.append(a[2:]) or real_rows(*a))
+        outs = [m(x) for m in (first, last)]
+        assert torch.equal(outs[0], outs[1])
+        assert rel_err(outs[0], before) < 0.15
+        # each layer quantizes rows apart only for its q / k / v and o projections; its MLP's come from the norm
+        # and the SwiGLU
+        assert norms == ["fp8"] * 2 * 2
+        assert rows.count(("none", "fp8")) == 2 * 2 * 2 and rows.count(("silu", "fp8")) == 2 * 2
+        monkeypatch.setattr(GatedMLP, "input_quant", None)  # the MLP quantizes its input itself
+        apart = first(x)
+        assert rel_err(outs[0], apart) < 0.05
+        torch._dynamo.reset()
+        counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
+        monkeypatch.undo()
+        compiled = torch.compile(first, backend=counter, fullgraph=True)(x)
+        assert counter.frame_count == 1 and rel_err(compiled, outs[0]) < 1e-2
 
 
 class Reassigned(Attention):

@@ -95,3 +95,23 @@ def test_layer_norm_module_fuses_the_residual():
         y, r = mod(x, res)
         assert rel_err(r, x.double() + res.double()) < 1e-6
         assert rel_err(y, nn.functional.layer_norm((x + res).double(), (64,))) < 1e-5
+
+
+@pytest.mark.parametrize("quant", ["fp8", "int8"])
+def test_rms_norm_module_quantizes_for_the_next_projection(quant):
+    """quant: the normalised rows come as the (q, scale) pair Fp8Linear takes, without a residual and beside the new
+    residual with one (so `h, r = norm(h, residual=r, quant=...)` unpacks as without quant); the codes and scales
+    are rms_norm's."""
+    import rooftop
+
+    mod = rnn.RMSNorm(256, eps=1e-6, device=DEVICE, dtype=torch.bfloat16)
+    with torch.no_grad():
+        mod.weight.uniform_(0.5, 1.5)
+        x, res = (torch.randn(3, 5, 256, device=DEVICE, dtype=torch.bfloat16) for _ in range(2))
+        q, scale = mod(x, quant=quant)
+        q_ref, scale_ref = rooftop.rms_norm(x, mod.weight, 1e-6, quant=quant)
+        assert torch.equal(q.float(), q_ref.float()) and torch.equal(scale, scale_ref)
+        (q, scale), r = mod(x, res, quant=quant)
+        q_ref, scale_ref, r_ref = rooftop.rms_norm(x, mod.weight, 1e-6, residual=res, quant=quant)
+        assert torch.equal(q.float(), q_ref.float()) and torch.equal(scale, scale_ref) and torch.equal(r, r_ref)
+        assert scale.shape == (3, 5, 1) and q.shape == x.shape

@@ -2,7 +2,9 @@
 as torch.nn's, so a model swaps them in (or loads a checkpoint) unchanged.
 
 `forward(x, residual=None)`: with a residual, the pre-norm residual add is fused and the module
-returns (norm(x + residual), x + residual), one read and one write of each.
+returns (norm(x + residual), x + residual), one read and one write of each. RMSNorm's `quant="fp8"|"int8"`
+quantizes the normalised rows in the same pass: they come as the pair (q, scale) that Fp8Linear and fp8_linear
+take (with a residual: ((q, scale), x + residual)).
 """
 from __future__ import annotations
 
@@ -40,9 +42,10 @@ class RMSNorm(nn.Module):
         else:
             self.register_parameter("weight", None)
 
-    def forward(self, x: torch.Tensor, residual: Optional[torch.Tensor] = None):
+    def forward(self, x: torch.Tensor, residual: Optional[torch.Tensor] = None, quant: Optional[str] = None):
         eps = torch.finfo(x.dtype).eps if self.eps is None else self.eps
-        return rms_norm(x, self.weight, eps, residual=residual, offset=self.offset)
+        out = rms_norm(x, self.weight, eps, residual=residual, offset=self.offset, quant=quant)
+        return (out[:2], out[2]) if quant is not None and residual is not None else out
 
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"

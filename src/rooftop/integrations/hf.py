@@ -20,7 +20,9 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   keeps them), split into views: one GEMM launch instead of three;
 - a decoder layer whose forward reads `h = r + h; r = h; h = self.<norm>(h)` (transformers' Llama, Mistral,
   Qwen2: the residual add before the post-attention norm), the norm now rooftop's, computes
-  `h, r = self.<norm>(h, residual=r)`: the add in the norm's kernel (vLLM's fused_add_rms_norm).
+  `h, r = self.<norm>(h, residual=r)`: the add in the norm's kernel (vLLM's fused_add_rms_norm). Where the
+  statement after it is `h = self.mlp(h)` and that MLP's gate and up are Fp8Linear, the norm quantizes its rows for
+  them in the same kernel (rms_norm(..., quant="fp8")).
   The forwards are rewritten at their source (Python's ast: the statements of that pattern, nothing else;
   compiled with the original's globals and file name, so tracebacks point at its lines); a forward whose
   source is not at hand, that closes over names, or that does not hold the pattern is left as it is.
@@ -102,7 +104,15 @@ class GatedMLP(nn.Module):
             self.gate_proj, self.up_proj = gate_proj, up_proj
         self.down_proj, self.activation = down_proj, activation
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    @property
+    def input_quant(self) -> str | None:
+        """"fp8" where the input projections are Fp8Linear (quantize_model(model, "fp8")): the norm ahead may hand
+        them its rows quantized (the (q, scale) pair of rooftop.nn.RMSNorm(..., quant="fp8")); else None."""
+        first = (self.gate_up_proj,) if self.gate_up_proj is not None else (self.gate_proj, self.up_proj)
+        return "fp8" if all(isinstance(p, Fp8Linear) for p in first) else None
+
+    def forward(self, x) -> torch.Tensor:
+        """x: [..., hidden], or the (q, scale) pair of rows quantized for Fp8Linear input projections."""
         if self.gate_up_proj is not None:
             gate, up = self.gate_up_proj(x), None
         else:
@@ -571,7 +581,9 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
 def _add_norm_rewrite(module: nn.Module):
     """The rewrite (for _patched_forward) of a decoder layer's `h = r + h; r = h; h = self.<norm>(h)` (or h + r),
     self.<norm> one of rooftop's RMSNorm, into `h, r = self.<norm>(h, residual=r)`: the add in the norm's kernel
-    (vLLM's fused_add_rms_norm). Returns the number of such sequences it found."""
+    (vLLM's fused_add_rms_norm). Where the next statement is `h = self.<mlp>(h)`, self.<mlp> a GatedMLP, the norm
+    also gets `quant=self.<mlp>.input_quant`: for an fp8 MLP (read at each call) it hands the MLP its rows quantized,
+    no quantize_rows kernel between them. Returns the number of such sequences it found."""
     def rewrite(node: ast.FunctionDef) -> int:
         self_name = node.args.args[0].arg if node.args.args else None
         found, i = 0, 0
@@ -580,11 +592,22 @@ def _add_norm_rewrite(module: nn.Module):
             pair = _add_norm_names(add, keep, norm, self_name, module)
             if pair:
                 h, r, attr = pair
-                node.body[i:i + 3] = [_statement(f"{h}, {r} = {self_name}.{attr}({h}, residual={r})", add)]
+                mlp = _gated_mlp_call(node.body[i + 3] if i + 3 < len(node.body) else None, h, self_name, module)
+                quant = f", quant={self_name}.{mlp}.input_quant" if mlp else ""
+                node.body[i:i + 3] = [_statement(f"{h}, {r} = {self_name}.{attr}({h}, residual={r}{quant})", add)]
                 found += 1
             i += 1
         return found
     return rewrite
+
+
+def _gated_mlp_call(stmt, h, self_name, module) -> str | None:
+    """The attribute name where `stmt` is `h = self.<attr>(h)`, self.<attr> a GatedMLP, else None."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id == h):
+        return None
+    attr = _self_call(stmt.value, self_name)
+    return attr if attr and stmt.value.args[0].id == h and isinstance(getattr(module, attr, None), GatedMLP) else None
 
 
 def _add_norm_names(add, keep, norm, self_name, module) -> tuple[str, str, str] | None:
