@@ -503,11 +503,20 @@ def test_rewritten_layers_compile_without_graph_break():
         assert counter.frame_count == 1 and rel_err(out, model(x)) < 1e-5
 
 
-@pytest.mark.parametrize("arch, extra, norms", [("Mistral", {}, 5), ("Qwen2", {}, 5), ("Qwen3", {"head_dim": 16}, 9),
-                                                ("Gemma2", {"head_dim": 16}, 9)])
-def test_patch_other_transformers_architectures(arch, extra, norms):
+LLAMA_COUNTS = {"rms_norm": 5, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2, "decode_attention": 2,
+                "kv_append": 2, "rope_append": 2}
+
+
+@pytest.mark.parametrize("arch, extra, counts", [
+    ("Mistral", {}, {}), ("Qwen2", {}, {}), ("Qwen3", {"head_dim": 16}, {"rms_norm": 9}),
+    ("Gemma2", {"head_dim": 16}, {"rms_norm": 9}),
+    # LayerNorms; a rotate_half of interleaved pairs (GPT-J), which rooftop's NeoX RoPE must not stand in for
+    ("Cohere", {}, {"rms_norm": 0, "add_rms_norm": 0, "rope": 0, "rope_append": 0}),
+])
+def test_patch_other_transformers_architectures(arch, extra, counts):
     """The duck-typed swaps and the forward rewrites find their patterns in other Llama-style architectures (Qwen3's
-    q / k norms; Gemma2's four norms a layer, whose add goes into the pre-feed-forward norm) and keep the outputs."""
+    q / k norms; Gemma2's four norms a layer, whose add goes into the pre-feed-forward norm), leave what they do not
+    compute (Cohere's RoPE), and keep the outputs."""
     transformers = pytest.importorskip("transformers")
     config_class, model_class = (getattr(transformers, f"{arch}{kind}", None) for kind in ("Config", "ForCausalLM"))
     if config_class is None or model_class is None:
@@ -519,9 +528,7 @@ def test_patch_other_transformers_architectures(arch, extra, norms):
     ids = torch.randint(0, 128, (2, 12), device=DEVICE)
     with torch.no_grad():
         before = model(ids).logits
-        counts = patch_model(model)
-        assert counts == {"rms_norm": norms, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2,
-                          "decode_attention": 2, "kv_append": 2, "rope_append": 2}
+        assert patch_model(model) == {**LLAMA_COUNTS, **counts}
         assert rel_err(model(ids).logits, before) < (1e-2 if HAS_CUDA else 1e-4)
 
 

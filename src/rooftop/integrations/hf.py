@@ -11,7 +11,8 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   state_dict names change: `merge_gate_up=False` keeps them apart. Where the down projection is an Fp8Linear, the
   activation quantizes its output rows for it (swiglu(..., quant="fp8"));
 - an attention module (`q_proj`, `k_proj`, `v_proj`) whose forward calls its module's NeoX-layout
-  `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it) gets a forward of its own that
+  `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it; the layout tried on small CPU tensors at patch
+  time: Cohere's and GLM's rotate interleaved pairs and keep theirs) gets a forward of its own that
   calls rooftop.apply_rope instead: q and k rotated in one launch (Hugging Face: ten elementwise kernels).
   Only that module's forward changes (the function's global is rebound in a copy of the forward, through
   any functools.wraps decorators); anything unusual (another unsqueeze_dim, autograd, shapes the kernel
@@ -62,7 +63,7 @@ from rooftop.ops.attention import MAX_HEAD_DIM
 from rooftop.ops.decode_attention import append_kv, decode_attention
 from rooftop.ops.matmul import Fp8Linear
 from rooftop.ops.quant_matmul import QuantLinear
-from rooftop.ops.rope import apply_rope, apply_rope_append_kv
+from rooftop.ops.rope import apply_rope, apply_rope_append_kv, rope_reference
 
 
 def stacked_projection(*parts: nn.Module) -> nn.Module | None:
@@ -164,6 +165,25 @@ def _rope_takes(q, k, cos, sin) -> bool:
               and cos.shape[-1] == q.shape[-1] and cos.shape[-2] == q.shape[2])
     grads = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, cos, sin))
     return shapes and not grads and q.dtype == k.dtype and q.stride(-1) == 1 and k.stride(-1) == 1
+
+
+def _rotates_neox(rotary) -> bool:
+    """Whether `rotary(q, k, cos, sin)` is the NeoX-layout RoPE that rooftop.apply_rope computes, tried on small CPU
+    tensors with cos / sin as Llama's rotary embedding makes them (halves repeated). Not every `rotate_half` is
+    NeoX's: Cohere's rotates interleaved pairs (GPT-J), its cos / sin interleaved to match."""
+    generator = torch.Generator().manual_seed(0)
+    q, k = (torch.randn(1, 2, 3, 8, generator=generator) for _ in range(2))
+    angles = torch.rand(1, 3, 4, generator=generator) * 6.0  # [B, S, D / 2]
+    cos, sin = torch.cat((angles, angles), -1).cos(), torch.cat((angles, angles), -1).sin()
+    try:
+        with torch.no_grad():
+            got = rotary(q, k, cos, sin)
+    except Exception:  # any failure: not a function the kernel can stand in for
+        return False
+    if not (isinstance(got, tuple) and len(got) == 2):
+        return False
+    return all(isinstance(t, torch.Tensor) and t.shape == ref.shape and torch.allclose(t.double(), ref, atol=1e-5)
+               for t, ref in zip(got, rope_reference(q, k, cos, sin)))
 
 
 def _fused_rotary(original):
@@ -540,7 +560,7 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
     rope = inner.__globals__.get("apply_rotary_pos_emb") if isinstance(inner, types.FunctionType) else None
     if rope is None or rope is not getattr(home, "apply_rotary_pos_emb", None) or \
             not callable(getattr(home, "rotate_half", None)) or \
-            list(inspect.signature(rope).parameters)[:4] != ["q", "k", "cos", "sin"]:
+            list(inspect.signature(rope).parameters)[:4] != ["q", "k", "cos", "sin"] or not _rotates_neox(rope):
         rope = None
     stacked = stacked_projection(*(getattr(module, name) for name in QKV)) if merge_qkv else None
     rebind = {"apply_rotary_pos_emb": _fused_rotary(rope)} if rope is not None else {}
