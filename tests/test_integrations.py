@@ -193,7 +193,7 @@ def test_patch_a_transformers_llama():
     rotary = transformers.models.llama.modeling_llama.apply_rotary_pos_emb
     rope = rooftop.integrations.hf.apply_rope
     try:  # the patched forward calls rooftop's rope, the unpatched copy Hugging Face's
-        rooftop.integrations.hf.apply_rope = lambda *a: calls.append("rooftop") or rope(*a)
+        rooftop.integrations.hf.apply_rope = lambda *a, **k: calls.append("rooftop") or rope(*a, **k)
         transformers.models.llama.modeling_llama.apply_rotary_pos_emb = lambda *a: calls.append("hf") or rotary(*a)
         with torch.no_grad():
             stock(ids)
@@ -233,7 +233,7 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeyp
     for name in ("append_kv", "apply_rope_append_kv"):  # (name, calls) by either
         real_append = getattr(rooftop.integrations.hf, name)
         monkeypatch.setattr(rooftop.integrations.hf, name,
-                            lambda *a, name=name, real=real_append: appends.append(name) or real(*a))
+                            lambda *a, name=name, real=real_append, **k: appends.append(name) or real(*a, **k))
     ids = torch.randint(0, 128, (2, 10), device=DEVICE)
     steps = torch.randint(0, 128, (3, 2, 1), device=DEVICE)
     padding = torch.ones(2, 10, dtype=torch.long, device=DEVICE)
@@ -512,6 +512,10 @@ LLAMA_COUNTS = {"rms_norm": 5, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rop
     ("Gemma2", {"head_dim": 16}, {"rms_norm": 9}),
     # LayerNorms; a rotate_half of interleaved pairs (GPT-J), which rooftop's NeoX RoPE must not stand in for
     ("Cohere", {}, {"rms_norm": 0, "add_rms_norm": 0, "rope": 0, "rope_append": 0}),
+    # GLM: interleaved partial RoPE (kept), gate and up packed in one projection
+    ("Glm", {"head_dim": 16, "pad_token_id": 0}, {"rope": 0, "rope_append": 0}),
+    # Phi-3: q, k and v packed already, gate and up too, partial rotary, dropouts (of p = 0) in the residual adds
+    ("Phi3", {"pad_token_id": 0, "partial_rotary_factor": 0.5}, {"qkv": 0}),
 ])
 def test_patch_other_transformers_architectures(arch, extra, counts):
     """The duck-typed swaps and the forward rewrites find their patterns in other Llama-style architectures (Qwen3's
@@ -530,6 +534,58 @@ def test_patch_other_transformers_architectures(arch, extra, counts):
         before = model(ids).logits
         assert patch_model(model) == {**LLAMA_COUNTS, **counts}
         assert rel_err(model(ids).logits, before) < (1e-2 if HAS_CUDA else 1e-4)
+
+
+def test_partial_rotary_takes_the_kernel(monkeypatch):
+    """Phi-3's partial rotary (cos / sin narrower than the head, the rest passed through) goes to rooftop.apply_rope
+    with that rotary_dim, and the outputs are kept."""
+    transformers = pytest.importorskip("transformers")
+    if not hasattr(transformers, "Phi3ForCausalLM"):
+        pytest.skip("this transformers has no Phi3")
+    config = transformers.Phi3Config(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
+                                     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                                     pad_token_id=0, partial_rotary_factor=0.5)
+    config._attn_implementation = "eager"
+    model = transformers.Phi3ForCausalLM(config).to(DEVICE).eval()
+    ids = torch.randint(0, 128, (2, 12), device=DEVICE)
+    rotary_dims = []
+    real = rooftop.integrations.hf.apply_rope
+    monkeypatch.setattr(rooftop.integrations.hf, "apply_rope",
+                        lambda *a, rotary_dim=None: rotary_dims.append(rotary_dim) or real(*a, rotary_dim=rotary_dim))
+    with torch.no_grad():
+        before = model(ids).logits
+        patch_model(model)
+        assert rel_err(model(ids).logits, before) < (1e-2 if HAS_CUDA else 1e-4)
+    assert rotary_dims == [8, 8]  # head_dim 16, half of it rotated, in each layer
+
+
+class PackedUpFirst(nn.Module):  # a packed projection whose first half is the up projection's
+    def __init__(self, hidden=64, inter=96):
+        super().__init__()
+        self.gate_up_proj = nn.Linear(hidden, 2 * inter, bias=False)
+        self.down_proj = nn.Linear(inter, hidden, bias=False)
+        self.activation_fn = nn.SiLU()
+
+    def forward(self, x):
+        up, gate = self.gate_up_proj(x).chunk(2, dim=-1)
+        return self.down_proj(up * self.activation_fn(gate))
+
+
+def test_packed_mlp_swapped_only_where_it_computes_the_same():
+    """A packed gate_up_proj MLP becomes a GatedMLP only where the gate is its first half (tried on a row of its own
+    weights); one whose first half is the up projection keeps its forward."""
+    class GateFirst(PackedUpFirst):
+        def forward(self, x):
+            gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+            return self.down_proj(up * self.activation_fn(gate))
+
+    model = nn.Sequential(PackedUpFirst(), GateFirst()).to(DEVICE)
+    x = torch.randn(2, 5, 64, device=DEVICE)
+    with torch.no_grad():
+        before = model(x)
+        assert patch_model(model)["gated_mlp"] == 1
+        assert isinstance(model[0], PackedUpFirst) and isinstance(model[1], GatedMLP)
+        assert rel_err(model(x), before) < 1e-5
 
 
 ROPE_THEN_UPDATE = """

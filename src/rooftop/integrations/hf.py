@@ -1,46 +1,48 @@
-"""Patch a Hugging Face Llama-style model (Llama, Mistral, Qwen2, Gemma, ...) to run rooftop's fused ops.
+"""Patch a Hugging Face Llama-style model (Llama, Mistral, Qwen2/3, Gemma, Phi-3, ...) to run rooftop's fused ops.
 
 Duck-typed, so it follows the architecture rather than a transformers version:
 - an RMSNorm module (class name ending in "RMSNorm", a `weight` and `variance_epsilon` or `eps`) becomes
   rooftop.nn.RMSNorm with the same weight (Gemma's class: offset 1, its (1 + weight) scaling);
 - an MLP with `gate_proj`, `up_proj`, `down_proj` and a SiLU or tanh-GELU `act_fn` runs down(swiglu(gate(x), up(x)))
   (geglu for GELU): the activation and the product in one pass. Where gate and up are both nn.Linear (or both
-  QuantLinear of one format, or both Fp8Linear) they become one projection `gate_up_proj` whose packed output
-  [..., 2I] the activation reads: one GEMM launch instead of two, over a wider N (the batch-1 GEMV's bandwidth grows
-  with it). Their weights are then concatenated (a copy; the originals go with the old module), so the module's
-  state_dict names change: `merge_gate_up=False` keeps them apart. Where the down projection is an Fp8Linear, the
-  activation quantizes its output rows for it (swiglu(..., quant="fp8"));
-- an attention module (`q_proj`, `k_proj`, `v_proj`) whose forward calls its module's NeoX-layout
-  `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it; the layout tried on small CPU tensors at patch
-  time: Cohere's and GLM's rotate interleaved pairs and keep theirs) gets a forward of its own that
-  calls rooftop.apply_rope instead: q and k rotated in one launch (Hugging Face: ten elementwise kernels).
-  Only that module's forward changes (the function's global is rebound in a copy of the forward, through
-  any functools.wraps decorators); anything unusual (another unsqueeze_dim, autograd, shapes the kernel
-  does not take) calls the original. Where its forward calls self.q_proj(x), self.k_proj(x) and
-  self.v_proj(x) on one x, the three become one projection `qkv_proj` (as gate and up; `merge_qkv=False`
-  keeps them), split into views: one GEMM launch instead of three;
-- a decoder layer whose forward reads `h = r + h; r = h; h = self.<norm>(h)` (transformers' Llama, Mistral,
-  Qwen2: the residual add before the post-attention norm), the norm now rooftop's, computes
-  `h, r = self.<norm>(h, residual=r)`: the add in the norm's kernel (vLLM's fused_add_rms_norm). Where the
-  statement after it is `h = self.mlp(h)` and that MLP's gate and up are Fp8Linear, the norm quantizes its rows for
-  them in the same kernel (rms_norm(..., quant="fp8")).
-  The forwards are rewritten at their source (Python's ast: the statements of that pattern, nothing else;
-  compiled with the original's globals and file name, so tracebacks point at its lines); a forward whose
-  source is not at hand, that closes over names, or that does not hold the pattern is left as it is.
+  QuantLinear of one format, or both Fp8Linear) they become one projection `gate_up_proj` whose packed output [..., 2I]
+  the activation reads: one GEMM launch instead of two, over a wider N (the batch-1 GEMV's bandwidth grows with it).
+  Their weights are then concatenated (a copy; the originals go with the old module), so the module's state_dict names
+  change: `merge_gate_up=False` keeps them apart. Where the down projection is an Fp8Linear, the activation quantizes
+  its output rows for it (swiglu(..., quant="fp8")). An MLP whose `gate_up_proj` gives the packed [..., 2I] already
+  (Phi-3, GLM; `activation_fn` or `act_fn`) runs the same GatedMLP where that gives the module's output on a random row
+  of its weights (which half is the gate is the forward's choice);
+- an attention module (`q_proj`, `k_proj`, `v_proj`, or a `qkv_proj` of its own) whose forward calls its module's
+  NeoX-layout `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it; the layout tried on small CPU tensors
+  at patch time: Cohere's and GLM's rotate interleaved pairs and keep theirs) gets a forward of its own that calls
+  rooftop.apply_rope instead: q and k rotated in one launch (Hugging Face: ten elementwise kernels); a partial rotary
+  (Phi-3's: cos / sin narrower than the head, the rest passed through) too where the function does it. Only that
+  module's forward changes (the function's global is rebound in a copy of the forward, through any functools.wraps
+  decorators); anything unusual (another unsqueeze_dim, autograd, shapes the kernel does not take) calls the original.
+  Where its forward calls self.q_proj(x), self.k_proj(x) and self.v_proj(x) on one x, the three become one projection
+  `qkv_proj` (as gate and up; `merge_qkv=False` keeps them), split into views: one GEMM launch instead of three;
+- a decoder layer whose forward reads `h = r + h; r = h; h = self.<norm>(h)` (transformers' Llama, Mistral, Qwen2: the
+  residual add before the post-attention norm; Phi-3's `r + self.<dropout>(h)` where its p is 0), the norm now
+  rooftop's, computes `h, r = self.<norm>(h, residual=r)`: the add in the norm's kernel (vLLM's fused_add_rms_norm).
+  Where the statement after it is `h = self.mlp(h)` and that MLP's gate and up are Fp8Linear, the norm quantizes its
+  rows for them in the same kernel (rms_norm(..., quant="fp8")). The forwards are rewritten at their source (Python's
+  ast: the statements of that pattern, nothing else; compiled with the original's globals and file name, so tracebacks
+  point at its lines); a forward whose source is not at hand, that closes over names, or that does not hold the pattern
+  is left as it is.
 - that attention forward also sees transformers' ALL_ATTENTION_FUNCTIONS as an instance of its own class (its global
   rebound the same way) whose "sdpa" function answers a decode step by rooftop.decode_attention: one query a sequence
   over the cache's keys (a StaticCache's whole [B, Hkv, max_len, D] tensors), the boolean mask transformers builds
-  (padding, windows) read as a key mask, each sequence's keys read up to its last unmasked one (lengths computed on
-  the device once a step, from the mask the layers share), where SDPA reads the whole static cache under the mask.
-  Prefill, float masks, soft-capping, sinks, head masks, dropout, autograd and asked-for weights go to SDPA as before.
-  On by default (`decode_attention=False` keeps SDPA): in an int4 Llama-3-8B-shaped model decoding over a static cache
-  of 4096, 1123 tokens/s against 608 with SDPA (H200; journal item 196);
+  (padding, windows) read as a key mask, each sequence's keys read up to its last unmasked one (lengths computed on the
+  device once a step, from the mask the layers share), where SDPA reads the whole static cache under the mask. Prefill,
+  float masks, soft-capping, sinks, head masks, dropout, autograd and asked-for weights go to SDPA as before. On by
+  default (`decode_attention=False` keeps SDPA): in an int4 Llama-3-8B-shaped model decoding over a static cache of
+  4096, 1123 tokens/s against 608 with SDPA (H200; journal item 196);
 - that attention forward's `cache.update(k, v, self.layer_idx, ...)` (the argument named cache or past_key_value(s))
   goes to rooftop.append_kv where the layer is transformers' StaticLayer as it has been read (_known_static_classes; its
   cumulative_length a 0-d device tensor, the rows appended at it): one kernel for the arange, add and two index_copy_
-  kernels of its update; any other cache, layer or version updates as before. Where the RoPE statement comes before
-  that update (nothing between reading k), the two are one kernel, rooftop.apply_rope_append_kv: q rotated, the
-  rotated k and v written into the cache (`rope_append=False` keeps them apart).
+  kernels of its update; any other cache, layer or version updates as before. Where the RoPE statement comes before that
+  update (nothing between reading k), the two are one kernel, rooftop.apply_rope_append_kv: q rotated, the rotated k and
+  v written into the cache (`rope_append=False` keeps them apart).
 Other parameters are shared, not copied; outputs match the original up to rounding. Prefill attention is left to
 the model's own implementation (choose `attn_implementation="sdpa"` when loading).
 """
@@ -97,10 +99,11 @@ class GatedMLP(nn.Module):
     [..., 2I] (gate half, up half) that the activation reads. Where the down projection is an Fp8Linear
     (quantize_model(model, "fp8")) the activation also quantizes its rows for it: one kernel, 1 byte an element out."""
 
-    def __init__(self, gate_proj: nn.Module, up_proj: nn.Module, down_proj: nn.Module, activation: str,
+    def __init__(self, gate_proj: nn.Module, up_proj: nn.Module | None, down_proj: nn.Module, activation: str,
                  merge: bool = True):
+        """up_proj None: gate_proj is already the packed projection (Phi-3's gate_up_proj)."""
         super().__init__()
-        self.gate_up_proj = stacked_projection(gate_proj, up_proj) if merge else None
+        self.gate_up_proj = gate_proj if up_proj is None else stacked_projection(gate_proj, up_proj) if merge else None
         if self.gate_up_proj is None:
             self.gate_proj, self.up_proj = gate_proj, up_proj
         self.down_proj, self.activation = down_proj, activation
@@ -153,27 +156,56 @@ def _rms_norm(module: nn.Module) -> RMSNorm | None:
 def _gated_mlp(module: nn.Module, merge: bool) -> GatedMLP | None:
     parts = [getattr(module, name, None) for name in ("gate_proj", "up_proj", "down_proj", "act_fn")]
     if any(p is None for p in parts) or not isinstance(parts[3], nn.Module):
-        return None
+        return _packed_mlp(module)
     activation = _activation(parts[3])
     return GatedMLP(*parts[:3], activation, merge) if activation else None
 
 
-def _rope_takes(q, k, cos, sin) -> bool:
+def _packed_mlp(module: nn.Module) -> GatedMLP | None:
+    """Phi-3's MLP: `gate_up_proj` giving [..., 2I], `down_proj`, `activation_fn` (or `act_fn`). Which half is the
+    gate is the forward's choice: the swap is tried on one random row of the module's own weights and kept where
+    it gives the module's output (not on the meta device)."""
+    proj, down = getattr(module, "gate_up_proj", None), getattr(module, "down_proj", None)
+    act = getattr(module, "activation_fn", getattr(module, "act_fn", None))
+    weight = getattr(proj, "weight", None)
+    if not (isinstance(proj, nn.Module) and isinstance(down, nn.Module) and isinstance(act, nn.Module)
+            and isinstance(weight, torch.Tensor) and weight.device.type != "meta"
+            and isinstance(getattr(proj, "in_features", None), int)):
+        return None
+    activation = _activation(act)
+    if activation is None:
+        return None
+    new = GatedMLP(proj, None, down, activation)
+    dtype = weight.dtype if weight.dtype in (torch.float16, torch.bfloat16, torch.float32) else \
+        getattr(proj, "out_dtype", None)  # Fp8Linear: its codes' dtype is not the input's
+    if dtype is None:
+        return None
+    generator = torch.Generator(weight.device).manual_seed(0)  # the caller's random stream left as it was
+    x = torch.randn(1, proj.in_features, device=weight.device, dtype=dtype, generator=generator)
+    with torch.no_grad():
+        want, got = module(x).double(), new(x).double()
+    return new if float(torch.linalg.vector_norm(got - want)) <= 0.05 * float(torch.linalg.vector_norm(want)) else None
+
+
+def _rope_takes(q, k, cos, sin, partial: bool) -> bool:
     """Whether rooftop's RoPE kernel takes Hugging Face's apply_rotary_pos_emb(q, k, cos, sin): q, k [B, H, S, D] of
-    one dtype with a unit last stride, cos/sin [S, D] or [B, S, D], no autograd."""
-    shapes = (q.dim() == 4 and k.dim() == 4 and cos.shape == sin.shape and cos.dim() in (2, 3)
-              and cos.shape[-1] == q.shape[-1] and cos.shape[-2] == q.shape[2])
+    one dtype with a unit last stride, cos/sin [S, D] or [B, S, D] (with `partial`, [.., rd] for an even rd < D too),
+    no autograd."""
+    D, rd = q.shape[-1], cos.shape[-1]
+    shapes = (q.dim() == 4 and k.dim() == 4 and k.shape[-1] == D and cos.shape == sin.shape and cos.dim() in (2, 3)
+              and (rd == D or (partial and 0 < rd < D and rd % 2 == 0)) and cos.shape[-2] == q.shape[2])
     grads = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, cos, sin))
     return shapes and not grads and q.dtype == k.dtype and q.stride(-1) == 1 and k.stride(-1) == 1
 
 
-def _rotates_neox(rotary) -> bool:
-    """Whether `rotary(q, k, cos, sin)` is the NeoX-layout RoPE that rooftop.apply_rope computes, tried on small CPU
-    tensors with cos / sin as Llama's rotary embedding makes them (halves repeated). Not every `rotate_half` is
-    NeoX's: Cohere's rotates interleaved pairs (GPT-J), its cos / sin interleaved to match."""
+def _rotates_neox(rotary, rotary_dim: int) -> bool:
+    """Whether `rotary(q, k, cos, sin)` is the NeoX-layout RoPE that rooftop.apply_rope computes over the first
+    `rotary_dim` of 8 dims (the rest passed through: Phi-3's partial rotary), tried on small CPU tensors with cos /
+    sin [B, S, rotary_dim] as Llama's rotary embedding makes them (halves repeated). Not every `rotate_half` is
+    NeoX's: Cohere's and GLM's rotate interleaved pairs (GPT-J), their cos / sin interleaved to match."""
     generator = torch.Generator().manual_seed(0)
     q, k = (torch.randn(1, 2, 3, 8, generator=generator) for _ in range(2))
-    angles = torch.rand(1, 3, 4, generator=generator) * 6.0  # [B, S, D / 2]
+    angles = torch.rand(1, 3, rotary_dim // 2, generator=generator) * 6.0
     cos, sin = torch.cat((angles, angles), -1).cos(), torch.cat((angles, angles), -1).sin()
     try:
         with torch.no_grad():
@@ -183,30 +215,32 @@ def _rotates_neox(rotary) -> bool:
     if not (isinstance(got, tuple) and len(got) == 2):
         return False
     return all(isinstance(t, torch.Tensor) and t.shape == ref.shape and torch.allclose(t.double(), ref, atol=1e-5)
-               for t, ref in zip(got, rope_reference(q, k, cos, sin)))
+               for t, ref in zip(got, rope_reference(q, k, cos, sin, rotary_dim=rotary_dim)))
 
 
-def _fused_rotary(original):
-    """Hugging Face's apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1) by rooftop.apply_rope where
-    the kernel takes the call (_rope_takes), else `original`."""
+def _fused_rotary(original, partial: bool):
+    """Hugging Face's apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1) by rooftop.apply_rope where the kernel
+    takes the call (_rope_takes; `partial`: `original` rotates cos's width of the head and passes the rest), else
+    `original`."""
     def apply_rotary_pos_emb(q, k, cos, sin, *args, **kwargs):
         plain = not args and kwargs.get("unsqueeze_dim", 1) == 1 and set(kwargs) <= {"unsqueeze_dim"}
-        if plain and _rope_takes(q, k, cos, sin):
-            return apply_rope(q, k, cos, sin)
+        if plain and _rope_takes(q, k, cos, sin, partial):
+            return apply_rope(q, k, cos, sin, rotary_dim=cos.shape[-1])
         return original(q, k, cos, sin, *args, **kwargs)
     return apply_rotary_pos_emb
 
 
-def _rope_append(rotary):
+def _rope_append(rotary, partial: bool):
     """`q, k, appended = rope_append(q, k, v, cos, sin, cache, layer_idx)` of a patched attention forward, where it
     applied `rotary` (apply_rotary_pos_emb) and its cache's update follows: where _static_layer finds the layer and
-    the RoPE kernel takes the call, rooftop.apply_rope_append_kv (q rotated, the rotated k and v written into the
-    layer's cache at its length, one kernel) and the layer as `appended`, which the update then only reads; else
-    rotary(q, k, cos, sin) and None."""
+    the RoPE kernel takes the call (_rope_takes), rooftop.apply_rope_append_kv (q rotated, the rotated k and v written
+    into the layer's cache at its length, one kernel) and the layer as `appended`, which the update then only reads;
+    else rotary(q, k, cos, sin) and None."""
     def rope_append(q, k, v, cos, sin, cache, layer_idx):
         layer = _static_layer(cache, layer_idx, k, v) if cache is not None else None
-        if layer is not None and _rope_takes(q, k, cos, sin):
-            q = apply_rope_append_kv(q, k, v, cos, sin, layer.keys, layer.values, layer.cumulative_length)
+        if layer is not None and _rope_takes(q, k, cos, sin, partial):
+            q = apply_rope_append_kv(q, k, v, cos, sin, layer.keys, layer.values, layer.cumulative_length,
+                                     rotary_dim=cos.shape[-1])
             return q, k, layer
         q, k = rotary(q, k, cos, sin)
         return q, k, None
@@ -553,17 +587,19 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
     its forward calls its module's NeoX-layout `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it), and
     with merge_qkv computes q, k and v by one stacked projection (`qkv_proj`; the three are then removed). Returns the
     bound forward (None: nothing applies) and what it changed ({"rope": 0 / 1, "qkv": 0 / 1})."""
-    if not all(hasattr(module, name) for name in QKV):
+    separate = all(hasattr(module, name) for name in QKV)
+    if not (separate or hasattr(module, "qkv_proj")):
         return None, {}
     inner = inspect.unwrap(type(module).forward)
     home = sys.modules.get(type(module).__module__)
     rope = inner.__globals__.get("apply_rotary_pos_emb") if isinstance(inner, types.FunctionType) else None
     if rope is None or rope is not getattr(home, "apply_rotary_pos_emb", None) or \
             not callable(getattr(home, "rotate_half", None)) or \
-            list(inspect.signature(rope).parameters)[:4] != ["q", "k", "cos", "sin"] or not _rotates_neox(rope):
+            list(inspect.signature(rope).parameters)[:4] != ["q", "k", "cos", "sin"] or not _rotates_neox(rope, 8):
         rope = None
-    stacked = stacked_projection(*(getattr(module, name) for name in QKV)) if merge_qkv else None
-    rebind = {"apply_rotary_pos_emb": _fused_rotary(rope)} if rope is not None else {}
+    partial = rope is not None and _rotates_neox(rope, 4)
+    stacked = stacked_projection(*(getattr(module, name) for name in QKV)) if merge_qkv and separate else None
+    rebind = {"apply_rotary_pos_emb": _fused_rotary(rope, partial)} if rope is not None else {}
     functions = inner.__globals__.get("ALL_ATTENTION_FUNCTIONS") if isinstance(inner, types.FunctionType) else None
     local = _decode_functions(functions) if decode and hasattr(functions, "get_interface") else None
     decoding = local is not None
@@ -582,7 +618,7 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
         fuse = rope_append and changed["kv_append"] and rope is not None
         changed["rope_append"] = _rope_append_rewrite(node) if fuse else 0
         if changed["rope_append"]:
-            rebind["_rooftop_rope_append"] = _rope_append(rebind["apply_rotary_pos_emb"])
+            rebind["_rooftop_rope_append"] = _rope_append(rebind["apply_rotary_pos_emb"], partial)
         return changed["qkv"] + changed["kv_append"]
 
     forward, _ = _patched_forward(module, rewrite, rebind)
@@ -631,17 +667,26 @@ def _gated_mlp_call(stmt, h, self_name, module) -> str | None:
 
 
 def _add_norm_names(add, keep, norm, self_name, module) -> tuple[str, str, str] | None:
-    """(h, r, norm's attribute) where the three statements are `h = r + h` (or h + r), `r = h`, `h = self.norm(h)`."""
+    """(h, r, norm's attribute) where the three statements are `h = r + h` (or h + r; either may be passed through a
+    dropout of p = 0 or an nn.Identity), `r = h`, `h = self.norm(h)`."""
     def assigned(stmt):  # (target name, value) of `name = value`
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             return stmt.targets[0].id, stmt.value
         return None, None
 
+    def operand(side):  # the name in `side`: `name`, or `self.<drop>(name)` of a dropout that keeps it (Phi-3's)
+        attr = _self_call(side, self_name)
+        drop = getattr(module, attr, None) if attr else None
+        if isinstance(drop, nn.Identity) or (isinstance(drop, nn.Dropout) and drop.p == 0):
+            side = side.args[0]
+        return side.id if isinstance(side, ast.Name) else None
+
     h, total = assigned(add)
-    if not (isinstance(total, ast.BinOp) and isinstance(total.op, ast.Add)
-            and all(isinstance(side, ast.Name) for side in (total.left, total.right))):
+    if not (isinstance(total, ast.BinOp) and isinstance(total.op, ast.Add)):
         return None
-    summed = {total.left.id, total.right.id}
+    summed = {operand(total.left), operand(total.right)}
+    if None in summed:
+        return None
     r = (summed - {h}).pop() if h in summed and len(summed) == 2 else None
     kept, value = assigned(keep)
     normed, call = assigned(norm)
