@@ -516,13 +516,17 @@ LLAMA_COUNTS = {"rms_norm": 5, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rop
     ("Glm", {"head_dim": 16, "pad_token_id": 0}, {"rope": 0, "rope_append": 0}),
     # Phi-3: q, k and v packed already, gate and up too, partial rotary, dropouts (of p = 0) in the residual adds
     ("Phi3", {"pad_token_id": 0, "partial_rotary_factor": 0.5}, {"qkv": 0}),
+    # norms scaling by 1 + weight under names other than Gemma's
+    ("VaultGemma", {"head_dim": 16}, {}),
+    ("Qwen3_5Text", {"head_dim": 16, "layer_types": ["full_attention"] * 2}, {"rms_norm": 9}),
 ])
 def test_patch_other_transformers_architectures(arch, extra, counts):
     """The duck-typed swaps and the forward rewrites find their patterns in other Llama-style architectures (Qwen3's
     q / k norms; Gemma2's four norms a layer, whose add goes into the pre-feed-forward norm), leave what they do not
     compute (Cohere's RoPE), and keep the outputs."""
     transformers = pytest.importorskip("transformers")
-    config_class, model_class = (getattr(transformers, f"{arch}{kind}", None) for kind in ("Config", "ForCausalLM"))
+    config_class = getattr(transformers, f"{arch}Config", None)
+    model_class = getattr(transformers, f"{arch.removesuffix('Text')}ForCausalLM", None)
     if config_class is None or model_class is None:
         pytest.skip(f"this transformers has no {arch}")
     config = config_class(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
@@ -534,6 +538,28 @@ def test_patch_other_transformers_architectures(arch, extra, counts):
         before = model(ids).logits
         assert patch_model(model) == {**LLAMA_COUNTS, **counts}
         assert rel_err(model(ids).logits, before) < (1e-2 if HAS_CUDA else 1e-4)
+
+
+class BiasedRMSNorm(nn.Module):  # an RMSNorm by name, with a bias rooftop's does not have
+    def __init__(self, hidden):
+        super().__init__()
+        self.weight, self.bias = nn.Parameter(torch.rand(hidden) + 0.5), nn.Parameter(torch.randn(hidden))
+        self.eps = 1e-6
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight + self.bias
+
+
+def test_norms_swapped_only_where_they_compute_the_same():
+    """An RMSNorm module is swapped where rooftop's, scaling by weight or by 1 + weight, gives its output on random
+    rows (the scaling found so, whatever the class's name); one that computes something else (a bias) is kept."""
+    model = nn.Sequential(LlamaRMSNorm(64), GemmaRMSNorm(64), BiasedRMSNorm(64)).to(DEVICE)
+    x = torch.randn(2, 5, 64, device=DEVICE)
+    with torch.no_grad():
+        before = model(x)
+        assert patch_model(model)["rms_norm"] == 2
+        assert (model[0].offset, model[1].offset) == (0.0, 1.0) and isinstance(model[2], BiasedRMSNorm)
+        assert rel_err(model(x), before) < 1e-5
 
 
 def test_partial_rotary_takes_the_kernel(monkeypatch):

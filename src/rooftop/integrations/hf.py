@@ -2,7 +2,9 @@
 
 Duck-typed, so it follows the architecture rather than a transformers version:
 - an RMSNorm module (class name ending in "RMSNorm", a `weight` and `variance_epsilon` or `eps`) becomes
-  rooftop.nn.RMSNorm with the same weight (Gemma's class: offset 1, its (1 + weight) scaling);
+  rooftop.nn.RMSNorm with the same weight, scaling by weight or by 1 + weight (offset 1: Gemma's, Qwen3-Next's,
+  Qwen3.5's, ...) as the module does on two random rows of its width (on the meta device: 1 + weight for Gemma's
+  classes); a module that gives neither output (a bias, say) is kept;
 - an MLP with `gate_proj`, `up_proj`, `down_proj` and a SiLU or tanh-GELU `act_fn` runs down(swiglu(gate(x), up(x)))
   (geglu for GELU): the activation and the product in one pass. Where gate and up are both nn.Linear (or both
   QuantLinear of one format, or both Fp8Linear) they become one projection `gate_up_proj` whose packed output [..., 2I]
@@ -147,10 +149,35 @@ def _rms_norm(module: nn.Module) -> RMSNorm | None:
     eps = getattr(module, "variance_epsilon", getattr(module, "eps", None))
     if not isinstance(weight, torch.Tensor) or weight.dim() != 1 or eps is None:
         return None
-    offset = 1.0 if type(module).__name__.startswith("Gemma") else 0.0  # Gemma scales by (1 + weight)
-    new = RMSNorm(weight.shape[0], eps=eps, offset=offset)
+    if weight.device.type == "meta":  # nothing to try it on: by the name (Gemma's scale by 1 + weight)
+        return _rms_norm_like(weight, eps, 1.0 if type(module).__name__.startswith("Gemma") else 0.0)
+    # Which scaling, weight or 1 + weight (Gemma's, Qwen3-Next's, Qwen3.5's, VaultGemma's), is the module's own: both
+    # tried on random rows, kept where one gives the module's output
+    for offset in (0.0, 1.0):
+        new = _rms_norm_like(weight, eps, offset)
+        if _same_output(module, new, weight.shape[0], weight):
+            return new
+    return None
+
+
+def _rms_norm_like(weight: torch.Tensor, eps: float, offset: float) -> RMSNorm:
+    new = RMSNorm(weight.shape[0], eps=eps, offset=offset, device="meta")
     new.weight = weight if isinstance(weight, nn.Parameter) else nn.Parameter(weight, requires_grad=False)
     return new
+
+
+def _same_output(module: nn.Module, new: nn.Module, width: int, like: torch.Tensor) -> bool:
+    """Whether `new` gives `module`'s output (to 2% of its norm) on two random rows of `width` on `like`'s device, in
+    `like`'s dtype where that is a 16- or 32-bit float (else bf16). The caller's random stream is left as it was."""
+    dtype = like.dtype if like.dtype in (torch.float16, torch.bfloat16, torch.float32) else torch.bfloat16
+    generator = torch.Generator(like.device).manual_seed(0)
+    x = torch.randn(2, width, device=like.device, dtype=dtype, generator=generator)
+    with torch.no_grad():
+        want, got = module(x), new(x)
+    if not (isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor) and want.shape == got.shape):
+        return False
+    want, got = want.double(), got.double()
+    return float(torch.linalg.vector_norm(got - want)) <= 0.02 * float(torch.linalg.vector_norm(want))
 
 
 def _gated_mlp(module: nn.Module, merge: bool) -> GatedMLP | None:
@@ -176,15 +203,8 @@ def _packed_mlp(module: nn.Module) -> GatedMLP | None:
     if activation is None:
         return None
     new = GatedMLP(proj, None, down, activation)
-    dtype = weight.dtype if weight.dtype in (torch.float16, torch.bfloat16, torch.float32) else \
-        getattr(proj, "out_dtype", None)  # Fp8Linear: its codes' dtype is not the input's
-    if dtype is None:
-        return None
-    generator = torch.Generator(weight.device).manual_seed(0)  # the caller's random stream left as it was
-    x = torch.randn(1, proj.in_features, device=weight.device, dtype=dtype, generator=generator)
-    with torch.no_grad():
-        want, got = module(x).double(), new(x).double()
-    return new if float(torch.linalg.vector_norm(got - want)) <= 0.05 * float(torch.linalg.vector_norm(want)) else None
+    like = torch.empty(0, device=weight.device, dtype=getattr(proj, "out_dtype", weight.dtype))  # Fp8Linear's input
+    return new if _same_output(module, new, proj.in_features, like) else None
 
 
 def _rope_takes(q, k, cos, sin, partial: bool) -> bool:
