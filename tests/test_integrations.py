@@ -597,20 +597,29 @@ class PackedUpFirst(nn.Module):  # a packed projection whose first half is the u
         return self.down_proj(up * self.activation_fn(gate))
 
 
-def test_packed_mlp_swapped_only_where_it_computes_the_same():
-    """A packed gate_up_proj MLP becomes a GatedMLP only where the gate is its first half (tried on a row of its own
-    weights); one whose first half is the up projection keeps its forward."""
+class SparseGate(LlamaMLP):  # Gemma-3n's activation sparsity: the gate's small values dropped before the activation
+    def forward(self, x):
+        gate = self.gate_proj(x)
+        gate = torch.where(gate > gate.mean(-1, keepdim=True), gate, -10.0)
+        return self.down_proj(self.act_fn(gate) * self.up_proj(x))
+
+
+def test_mlps_swapped_only_where_they_compute_the_same():
+    """An MLP becomes a GatedMLP only where that gives its output on random rows of its own weights: a packed
+    gate_up_proj whose first half is the gate (not the up projection's), and a gate_proj / up_proj one whose forward
+    is the plain gated product (not one dropping small gate values)."""
     class GateFirst(PackedUpFirst):
         def forward(self, x):
             gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
             return self.down_proj(up * self.activation_fn(gate))
 
-    model = nn.Sequential(PackedUpFirst(), GateFirst()).to(DEVICE)
+    model = nn.Sequential(PackedUpFirst(), GateFirst(), SparseGate(64, 96, nn.SiLU()), LlamaMLP(64, 96, nn.SiLU()))
+    model = model.to(DEVICE)
     x = torch.randn(2, 5, 64, device=DEVICE)
     with torch.no_grad():
         before = model(x)
-        assert patch_model(model)["gated_mlp"] == 1
-        assert isinstance(model[0], PackedUpFirst) and isinstance(model[1], GatedMLP)
+        assert patch_model(model)["gated_mlp"] == 2
+        assert [type(m) for m in model] == [PackedUpFirst, GatedMLP, SparseGate, GatedMLP]
         assert rel_err(model(x), before) < 1e-5
 
 
