@@ -585,6 +585,34 @@ def test_partial_rotary_takes_the_kernel(monkeypatch):
     assert rotary_dims == [8, 8]  # head_dim 16, half of it rotated, in each layer
 
 
+def test_partial_rotary_decode_steps_append_with_the_rope(monkeypatch):
+    """Phi-3's decode steps over a static cache: the partial RoPE and the cache append as one kernel
+    (apply_rope_append_kv with its rotary_dim), the same greedy logits as the stock model's."""
+    transformers = pytest.importorskip("transformers")
+    if not hasattr(transformers, "Phi3ForCausalLM"):
+        pytest.skip("this transformers has no Phi3")
+    config = transformers.Phi3Config(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
+                                     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                                     pad_token_id=0, partial_rotary_factor=0.5)
+    config._attn_implementation = "sdpa"
+    stock = transformers.Phi3ForCausalLM(config).to(DEVICE).eval()
+    patched = copy.deepcopy(stock)
+    assert patch_model(patched)["rope_append"] == 2
+    rotary_dims = []
+    real = rooftop.integrations.hf.apply_rope_append_kv
+    monkeypatch.setattr(rooftop.integrations.hf, "apply_rope_append_kv",
+                        lambda *a, rotary_dim=None: rotary_dims.append(rotary_dim) or real(*a, rotary_dim=rotary_dim))
+    ids = torch.randint(1, 128, (2, 10), device=DEVICE)
+    logits = []
+    with torch.no_grad():
+        for model in (stock, patched):
+            out = model.generate(ids, max_new_tokens=3, do_sample=False, cache_implementation="static",
+                                 output_logits=True, return_dict_in_generate=True, pad_token_id=0)
+            logits.append(torch.stack(out.logits))
+    assert rel_err(logits[1], logits[0]) < (1e-2 if HAS_CUDA else 1e-4)
+    assert rotary_dims == [8] * 2 * 2  # each decode step after the first token, in each layer
+
+
 class PackedUpFirst(nn.Module):  # a packed projection whose first half is the up projection's
     def __init__(self, hidden=64, inter=96):
         super().__init__()
