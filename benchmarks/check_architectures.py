@@ -1,0 +1,133 @@
+"""Which transformers architectures rooftop.integrations.hf.patch_model patches, and whether their outputs stay the
+stock model's: each architecture built from a tiny random config (nothing downloaded), patched in a copy, then
+- prefill: the logits of a batch of 2 x 12 tokens, patched against stock (relative L2 error);
+- decode: greedy generation of 4 tokens over a StaticCache (SDPA, or eager attention where the model has no SDPA; a
+  left-padded batch), every step's logits patched against stock, and how many attention calls
+  rooftop.decode_attention answered.
+No timing: this is a correctness sweep (a model the patch leaves wrong is a bug; one it leaves alone is a gap).
+On the CPU run with TRITON_INTERPRET=1 (fp32); on a GPU with --dtype bfloat16 too.
+Writes OUT/architectures.md (a table) and prints it.
+Usage: TRITON_INTERPRET=1 PYTHONPATH=src python benchmarks/check_architectures.py OUT [--dtype float32]
+       [--arch Llama,Phi3]"""
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime
+import os
+import platform
+
+import torch
+
+# (name, config overrides): the model class is <name without "Text">ForCausalLM, the config <name>Config
+ARCHITECTURES = (
+    ("Llama", {}), ("Mistral", {"sliding_window": 4}), ("Qwen2", {}), ("Qwen3", {"head_dim": 16}),
+    ("Qwen3_5Text", {"head_dim": 16, "layer_types": ["full_attention"] * 2}),
+    ("Gemma", {"head_dim": 16}), ("Gemma2", {"head_dim": 16}), ("Gemma3Text", {"head_dim": 16, "sliding_window": 4}),
+    ("VaultGemma", {"head_dim": 16}), ("Phi3", {"pad_token_id": 0}),
+    ("Phi3", {"pad_token_id": 0, "partial_rotary_factor": 0.5}), ("Olmo", {}), ("Olmo2", {}), ("Olmo3", {}),
+    ("Granite", {}), ("Cohere", {}), ("Cohere2", {}), ("Glm", {"head_dim": 16, "pad_token_id": 0}),
+    ("Glm4", {"head_dim": 16, "pad_token_id": 0}), ("SmolLM3", {"pad_token_id": 0}), ("Exaone4", {}),
+    ("Helium", {"head_dim": 16}), ("Ernie4_5", {"head_dim": 16}), ("HunYuanDenseV1", {"head_dim": 16}),
+    ("Apertus", {}), ("Arcee", {}), ("Doge", {}), ("DiffLlama", {}), ("StableLm", {}), ("Starcoder2", {}),
+    ("Nemotron", {}), ("Phi", {}), ("Lfm2", {}), ("Llama4Text", {}), ("Mixtral", {}),
+    ("Qwen3Moe", {"head_dim": 16}),
+)
+BASE = dict(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=64)
+
+
+def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
+    out, ref = out.double(), ref.double()
+    return float(torch.linalg.vector_norm(out - ref) / torch.linalg.vector_norm(ref).clamp_min(1e-30))
+
+
+def build(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype, device: str):
+    config_class = getattr(transformers, f"{name}Config", None)
+    model_class = getattr(transformers, f"{name.removesuffix('Text')}ForCausalLM", None)
+    if config_class is None or model_class is None:
+        return None
+    config = config_class(**BASE, **overrides)
+    config._attn_implementation = attn
+    torch.manual_seed(0)
+    model = model_class(config).to(device=device, dtype=dtype).eval()
+    with torch.no_grad():  # trained-like norm weights: Llama's init of ones hides a scaling by 1 + weight
+        for key, p in model.named_parameters():
+            if "norm" in key and p.dim() == 1:
+                p.uniform_(-0.5, 1.5)
+    return model
+
+
+def check(transformers, name: str, overrides: dict, dtype: torch.dtype, device: str) -> dict:
+    import rooftop.integrations.hf as hf
+
+    row: dict = {"architecture": name + "".join(f" {k}={v}" for k, v in overrides.items()
+                                                if k not in ("head_dim", "pad_token_id", "layer_types"))}
+    ids = torch.randint(1, 128, (2, 12), device=device)
+    with torch.no_grad():
+        stock = build(transformers, name, overrides, "eager", dtype, device)
+        if stock is None:
+            return {**row, "note": "not in this transformers"}
+        patched = copy.deepcopy(stock)
+        counts = hf.patch_model(patched)
+        row["patched"] = ", ".join(f"{k} {v}" for k, v in counts.items() if v) or "nothing"
+        row["prefill"] = rel_err(patched(ids).logits, stock(ids).logits)
+        try:  # decode_attention answers SDPA's decode steps; a model without SDPA decodes eagerly
+            stock = build(transformers, name, overrides, "sdpa", dtype, device)
+        except ValueError:
+            stock = build(transformers, name, overrides, "eager", dtype, device)
+        patched = copy.deepcopy(stock)
+        hf.patch_model(patched)
+        mask = torch.ones_like(ids)
+        mask[1, :3] = 0  # the second sequence left-padded
+        calls = []
+        real = hf.decode_attention
+        hf.decode_attention = lambda *a, **k: calls.append(1) or real(*a, **k)
+        try:
+            logits = [torch.stack(m.generate(ids, attention_mask=mask, max_new_tokens=4, do_sample=False,
+                                             cache_implementation="static", output_logits=True, pad_token_id=0,
+                                             return_dict_in_generate=True).logits) for m in (stock, patched)]
+        finally:
+            hf.decode_attention = real
+        row["decode"] = rel_err(logits[1], logits[0])
+        row["decode_attention calls"] = len(calls)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
+    parser.add_argument("--arch", default=None, help="comma-separated names (default: all)")
+    args = parser.parse_args()
+    import transformers
+    from rich.progress import track
+
+    dtype = getattr(torch, args.dtype)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    chosen = [a for a in ARCHITECTURES if args.arch is None or a[0] in args.arch.split(",")]
+    rows = []
+    for name, overrides in track(chosen, description="architectures"):
+        try:
+            rows.append(check(transformers, name, overrides, dtype, device))
+        except Exception as e:  # a failure is a row of the table, not the end of the sweep
+            rows.append({"architecture": name, "note": f"{type(e).__name__}: {str(e).splitlines()[0][:100]}"})
+    where = torch.cuda.get_device_name() if device == "cuda" else f"CPU ({platform.machine()}, Triton interpreter)"
+    lines = [f"# patch_model over transformers {transformers.__version__} architectures",
+             "", f"{datetime.date.today()}, {where}, {args.dtype}, torch {torch.__version__}. Tiny random configs "
+             "(2 layers, hidden 64), norm weights drawn from U(-0.5, 1.5); errors are relative L2 of the logits, "
+             "patched against stock; decode: 4 greedy tokens over a StaticCache, a left-padded batch of 2.", "",
+             "| architecture | patched | prefill | decode | decode_attention calls | note |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        cells = [r["architecture"], r.get("patched", ""), *(f"{r[k]:.1e}" if k in r else "" for k in
+                                                            ("prefill", "decode")),
+                 str(r.get("decode_attention calls", "")), r.get("note", "")]
+        lines.append("| " + " | ".join(cells) + " |")
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "architectures.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
