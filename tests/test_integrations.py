@@ -562,17 +562,22 @@ def test_norms_swapped_only_where_they_compute_the_same():
         assert rel_err(model(x), before) < 1e-5
 
 
-def test_partial_rotary_takes_the_kernel(monkeypatch):
-    """Phi-3's partial rotary (cos / sin narrower than the head, the rest passed through) goes to rooftop.apply_rope
-    with that rotary_dim, and the outputs are kept."""
+def _phi3_partial_rotary(attention: str):
+    """A tiny Phi-3 (random weights) rotating half of each 16-wide head, on DEVICE."""
     transformers = pytest.importorskip("transformers")
     if not hasattr(transformers, "Phi3ForCausalLM"):
         pytest.skip("this transformers has no Phi3")
     config = transformers.Phi3Config(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
                                      pad_token_id=0, partial_rotary_factor=0.5)
-    config._attn_implementation = "eager"
-    model = transformers.Phi3ForCausalLM(config).to(DEVICE).eval()
+    config._attn_implementation = attention
+    return transformers.Phi3ForCausalLM(config).to(DEVICE).eval()
+
+
+def test_partial_rotary_takes_the_kernel(monkeypatch):
+    """Phi-3's partial rotary (cos / sin narrower than the head, the rest passed through) goes to rooftop.apply_rope
+    with that rotary_dim, and the outputs are kept."""
+    model = _phi3_partial_rotary("eager")
     ids = torch.randint(0, 128, (2, 12), device=DEVICE)
     rotary_dims = []
     real = rooftop.integrations.hf.apply_rope
@@ -588,14 +593,7 @@ def test_partial_rotary_takes_the_kernel(monkeypatch):
 def test_partial_rotary_decode_steps_append_with_the_rope(monkeypatch):
     """Phi-3's decode steps over a static cache: the partial RoPE and the cache append as one kernel
     (apply_rope_append_kv with its rotary_dim), the same greedy logits as the stock model's."""
-    transformers = pytest.importorskip("transformers")
-    if not hasattr(transformers, "Phi3ForCausalLM"):
-        pytest.skip("this transformers has no Phi3")
-    config = transformers.Phi3Config(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
-                                     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                                     pad_token_id=0, partial_rotary_factor=0.5)
-    config._attn_implementation = "sdpa"
-    stock = transformers.Phi3ForCausalLM(config).to(DEVICE).eval()
+    stock = _phi3_partial_rotary("sdpa")
     patched = copy.deepcopy(stock)
     assert patch_model(patched)["rope_append"] == 2
     rotary_dims = []
