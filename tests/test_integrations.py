@@ -8,7 +8,20 @@ from torch import nn
 from conftest import DEVICE, HAS_CUDA, rel_err
 import rooftop.integrations.hf
 from rooftop.integrations.hf import GatedMLP, patch_model
-from rooftop.nn import RMSNorm
+from rooftop.nn import LayerNorm, RMSNorm
+
+
+def swaps(**counts) -> dict:
+    """patch_model's counts: `counts`, every other kind 0."""
+    return {kind: counts.get(kind, 0) for kind in ("rms_norm", "add_rms_norm", "layer_norm", "add_layer_norm",
+                                                  "gated_mlp", "qkv", "rope", "decode_attention", "kv_append",
+                                                  "rope_append")}
+
+
+# a Llama-style model of 2 layers: each layer's two norms and the final one, its fused add + norm, gated MLP, stacked
+# q / k / v, RoPE, decode attention, cache append with the RoPE
+LLAMA_COUNTS = swaps(rms_norm=5, add_rms_norm=2, gated_mlp=2, qkv=2, rope=2, decode_attention=2, kv_append=2,
+                     rope_append=2)
 
 
 class LlamaRMSNorm(nn.Module):  # as transformers writes it
@@ -95,8 +108,7 @@ def test_patch_swaps_norms_and_mlps_and_keeps_outputs(norm, act):
     x = torch.randn(2, 5, 64, device=DEVICE)
     with torch.no_grad():
         before = model(x)
-        assert patch_model(model) == {"rms_norm": 4, "add_rms_norm": 0, "gated_mlp": 2, "qkv": 0, "rope": 0,
-                                      "decode_attention": 0, "kv_append": 0, "rope_append": 0}
+        assert patch_model(model) == swaps(rms_norm=4, gated_mlp=2)
         assert isinstance(model[0].input_layernorm, RMSNorm) and isinstance(model[1].mlp, GatedMLP)
         assert model[0].mlp.activation == ("silu" if isinstance(act, nn.SiLU) else "gelu_tanh")
         assert model[0].mlp.gate_up_proj.weight.shape == (2 * 96, 64) and not hasattr(model[0].mlp, "gate_proj")
@@ -165,8 +177,7 @@ def test_fp8_model_mlp_quantizes_in_its_activation(monkeypatch):
 
 def test_patch_leaves_what_it_does_not_know():
     layer = Layer(LlamaRMSNorm, act=nn.ReLU()).to(DEVICE)  # ReLU gating: no fused kernel
-    assert patch_model(layer) == {"rms_norm": 2, "add_rms_norm": 0, "gated_mlp": 0, "qkv": 0, "rope": 0,
-                                  "decode_attention": 0, "kv_append": 0, "rope_append": 0}
+    assert patch_model(layer) == swaps(rms_norm=2)
     assert isinstance(layer.mlp, LlamaMLP)
 
 
@@ -181,8 +192,7 @@ def test_patch_a_transformers_llama():
     with torch.no_grad():
         before = model(ids).logits
         counts = patch_model(model)
-        assert counts == {"rms_norm": 2 * 2 + 1, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2,
-                          "decode_attention": 2, "kv_append": 2, "rope_append": 2}
+        assert counts == LLAMA_COUNTS
         assert rel_err(model(ids).logits, before) < tol
         # a decode step from a cache: rotations at positions 12.. (cos/sin [B, 1, D])
         for m in (stock, model):
@@ -224,8 +234,7 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeyp
     models = {"stock": stock, "patched": copy.deepcopy(stock), "sdpa": copy.deepcopy(stock)}
     assert patch_model(models["patched"])["decode_attention"] == 2  # the default
     assert patch_model(models["sdpa"], decode_attention=False, kv_append=False) == {
-        "rms_norm": 5, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2, "decode_attention": 0, "kv_append": 0,
-        "rope_append": 0}
+        **LLAMA_COUNTS, "decode_attention": 0, "kv_append": 0, "rope_append": 0}
     calls = []
     real = rooftop.integrations.hf.decode_attention
     monkeypatch.setattr(rooftop.integrations.hf, "decode_attention", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -393,8 +402,7 @@ def test_decoder_layer_fuses_add_and_norm_and_stacks_qkv(monkeypatch):
     with torch.no_grad():
         before = model(x)
         apart = copy.deepcopy(model)
-        assert patch_model(model) == {"rms_norm": 4, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 0,
-                                      "decode_attention": 0, "kv_append": 0, "rope_append": 0}
+        assert patch_model(model) == swaps(rms_norm=4, add_rms_norm=2, gated_mlp=2, qkv=2)
         assert patch_model(apart, merge_qkv=False)["qkv"] == 0
         assert not hasattr(model[0].self_attn, "q_proj") and model[0].self_attn.qkv_sizes == [64, 32, 32]
         assert isinstance(apart[0].self_attn.q_proj, nn.Linear) and not hasattr(apart[0].self_attn, "qkv_proj")
@@ -503,19 +511,20 @@ def test_rewritten_layers_compile_without_graph_break():
         assert counter.frame_count == 1 and rel_err(out, model(x)) < 1e-5
 
 
-LLAMA_COUNTS = {"rms_norm": 5, "add_rms_norm": 2, "gated_mlp": 2, "qkv": 2, "rope": 2, "decode_attention": 2,
-                "kv_append": 2, "rope_append": 2}
-
 
 @pytest.mark.parametrize("arch, extra, counts", [
     ("Mistral", {}, {}), ("Qwen2", {}, {}), ("Qwen3", {"head_dim": 16}, {"rms_norm": 9}),
     ("Gemma2", {"head_dim": 16}, {"rms_norm": 9}),
-    # LayerNorms; a rotate_half of interleaved pairs (GPT-J), which rooftop's NeoX RoPE must not stand in for
-    ("Cohere", {}, {"rms_norm": 0, "add_rms_norm": 0, "rope": 0, "rope_append": 0}),
+    # LayerNorms (Cohere's own class: no bias) before a parallel attention and MLP; a rotate_half of interleaved
+    # pairs (GPT-J), which rooftop's NeoX RoPE must not stand in for
+    ("Cohere", {}, {"rms_norm": 0, "add_rms_norm": 0, "layer_norm": 3, "rope": 0, "rope_append": 0}),
     # GLM: interleaved partial RoPE (kept), gate and up packed in one projection
     ("Glm", {"head_dim": 16, "pad_token_id": 0}, {"rope": 0, "rope_append": 0}),
     # Phi-3: q, k and v packed already, gate and up too, partial rotary, dropouts (of p = 0) in the residual adds
     ("Phi3", {"pad_token_id": 0, "partial_rotary_factor": 0.5}, {"qkv": 0}),
+    # torch's LayerNorm (a bias) and its residual add fused
+    ("Starcoder2", {}, swaps(layer_norm=5, add_layer_norm=2, qkv=2, rope=2, decode_attention=2, kv_append=2,
+                             rope_append=2)),
     # norms scaling by 1 + weight under names other than Gemma's
     ("VaultGemma", {"head_dim": 16}, {}),
     ("Qwen3_5Text", {"head_dim": 16, "layer_types": ["full_attention"] * 2}, {"rms_norm": 9}),
@@ -550,15 +559,34 @@ class BiasedRMSNorm(nn.Module):  # an RMSNorm by name, with a bias rooftop's doe
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight + self.bias
 
 
+class OnePlusLayerNorm(nn.LayerNorm):  # Nemotron's LayerNorm1P: scales by 1 + weight, which rooftop's does not
+    def forward(self, x):
+        return nn.functional.layer_norm(x, self.normalized_shape, self.weight + 1, self.bias, self.eps)
+
+
+class BiaslessLayerNorm(nn.Module):  # Cohere's: its own class, no bias
+    def __init__(self, hidden):
+        super().__init__()
+        self.weight, self.variance_epsilon = nn.Parameter(torch.rand(hidden) + 0.5), 1e-5
+
+    def forward(self, x):
+        return nn.functional.layer_norm(x, x.shape[-1:], self.weight, None, self.variance_epsilon)
+
+
 def test_norms_swapped_only_where_they_compute_the_same():
-    """An RMSNorm module is swapped where rooftop's, scaling by weight or by 1 + weight, gives its output on random
-    rows (the scaling found so, whatever the class's name); one that computes something else (a bias) is kept."""
-    model = nn.Sequential(LlamaRMSNorm(64), GemmaRMSNorm(64), BiasedRMSNorm(64)).to(DEVICE)
+    """A norm module is swapped where rooftop's gives its output on random rows: an RMSNorm scaling by weight or by
+    1 + weight (the scaling found so, whatever the class's name), torch's LayerNorm and a LayerNorm class of a model's
+    own; one that computes something else (an RMSNorm with a bias, a LayerNorm scaling by 1 + weight) is kept."""
+    model = nn.Sequential(LlamaRMSNorm(64), GemmaRMSNorm(64), BiasedRMSNorm(64), nn.LayerNorm(64),
+                          BiaslessLayerNorm(64), OnePlusLayerNorm(64)).to(DEVICE)
     x = torch.randn(2, 5, 64, device=DEVICE)
     with torch.no_grad():
+        for norm in (model[3], model[5]):
+            norm.weight.uniform_(-0.5, 0.5), norm.bias.normal_()
         before = model(x)
-        assert patch_model(model)["rms_norm"] == 2
-        assert (model[0].offset, model[1].offset) == (0.0, 1.0) and isinstance(model[2], BiasedRMSNorm)
+        assert patch_model(model) == swaps(rms_norm=2, layer_norm=2)
+        assert (model[0].offset, model[1].offset) == (0.0, 1.0)
+        assert [type(m) for m in model[2:]] == [BiasedRMSNorm, LayerNorm, LayerNorm, OnePlusLayerNorm]
         assert rel_err(model(x), before) < 1e-5
 
 

@@ -4,7 +4,9 @@ Duck-typed, so it follows the architecture rather than a transformers version:
 - an RMSNorm module (class name ending in "RMSNorm", a `weight` and `variance_epsilon` or `eps`) becomes
   rooftop.nn.RMSNorm with the same weight, scaling by weight or by 1 + weight (offset 1: Gemma's, Qwen3-Next's,
   Qwen3.5's, ...) as the module does on two random rows of its width (on the meta device: 1 + weight for Gemma's
-  classes); a module that gives neither output (a bias, say) is kept;
+  classes); a module that gives neither output (a bias, say) is kept. A LayerNorm (torch's over one dim, or a model's
+  own class named "...LayerNorm" with a `weight`, an optional `bias` and `eps` or `variance_epsilon`: Cohere's)
+  becomes rooftop.nn.LayerNorm where it gives the module's output the same way;
 - an MLP with `gate_proj`, `up_proj`, `down_proj` and a SiLU or tanh-GELU `act_fn` runs down(swiglu(gate(x), up(x)))
   (geglu for GELU): the activation and the product in one pass. Where gate and up are both nn.Linear (or both
   QuantLinear of one format, or both Fp8Linear) they become one projection `gate_up_proj` whose packed output [..., 2I]
@@ -25,13 +27,13 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   Where its forward calls self.q_proj(x), self.k_proj(x) and self.v_proj(x) on one x, the three become one projection
   `qkv_proj` (as gate and up; `merge_qkv=False` keeps them), split into views: one GEMM launch instead of three;
 - a decoder layer whose forward reads `h = r + h; r = h; h = self.<norm>(h)` (transformers' Llama, Mistral, Qwen2: the
-  residual add before the post-attention norm; Phi-3's `r + self.<dropout>(h)` where its p is 0), the norm now
-  rooftop's, computes `h, r = self.<norm>(h, residual=r)`: the add in the norm's kernel (vLLM's fused_add_rms_norm).
-  Where the statement after it is `h = self.mlp(h)` and that MLP's gate and up are Fp8Linear, the norm quantizes its
-  rows for them in the same kernel (rms_norm(..., quant="fp8")). The forwards are rewritten at their source (Python's
-  ast: the statements of that pattern, nothing else; compiled with the original's globals and file name, so tracebacks
-  point at its lines); a forward whose source is not at hand, that closes over names, or that does not hold the pattern
-  is left as it is.
+  residual add before the post-attention norm; Phi-3's `r + self.<dropout>(h)` where its p is 0), the norm now rooftop's
+  RMSNorm or LayerNorm (Starcoder2's), computes `h, r = self.<norm>(h, residual=r)`: the add in the norm's kernel
+  (vLLM's fused_add_rms_norm). Where the statement after it is `h = self.mlp(h)` and that MLP's gate and up are
+  Fp8Linear, the norm quantizes its rows for them in the same kernel (rms_norm(..., quant="fp8")). The forwards are
+  rewritten at their source (Python's ast: the statements of that pattern, nothing else; compiled with the original's
+  globals and file name, so tracebacks point at its lines); a forward whose source is not at hand, that closes over
+  names, or that does not hold the pattern is left as it is.
 - that attention forward also sees transformers' ALL_ATTENTION_FUNCTIONS as an instance of its own class (its global
   rebound the same way) whose "sdpa" function answers a decode step by rooftop.decode_attention: one query a sequence
   over the cache's keys (a StaticCache's whole [B, Hkv, max_len, D] tensors), the boolean mask transformers builds
@@ -61,7 +63,7 @@ import weakref
 import torch
 from torch import nn
 
-from rooftop.nn import RMSNorm
+from rooftop.nn import LayerNorm, RMSNorm
 from rooftop.ops._support import runs_kernel
 from rooftop.ops.activations import geglu, swiglu
 from rooftop.ops.attention import MAX_HEAD_DIM
@@ -163,8 +165,32 @@ def _rms_norm(module: nn.Module) -> RMSNorm | None:
 
 def _rms_norm_like(weight: torch.Tensor, eps: float, offset: float) -> RMSNorm:
     new = RMSNorm(weight.shape[0], eps=eps, offset=offset, device="meta")
-    new.weight = weight if isinstance(weight, nn.Parameter) else nn.Parameter(weight, requires_grad=False)
+    new.weight = _parameter(weight)
     return new
+
+
+def _parameter(t: torch.Tensor) -> nn.Parameter:
+    """`t` itself where it is a parameter (shared, not copied), else a parameter over its storage."""
+    return t if isinstance(t, nn.Parameter) else nn.Parameter(t, requires_grad=False)
+
+
+def _layer_norm(module: nn.Module) -> LayerNorm | None:
+    """rooftop's LayerNorm for torch's nn.LayerNorm over one dim, or for a class named "...LayerNorm" with a 1-D
+    `weight` (a `bias` of its shape or none) and `eps` or `variance_epsilon` (Cohere's) where rooftop's gives the
+    module's output on two random rows (on the meta device: torch's class only)."""
+    if not type(module).__name__.endswith("LayerNorm"):
+        return None
+    weight, bias = getattr(module, "weight", None), getattr(module, "bias", None)
+    eps = getattr(module, "eps", getattr(module, "variance_epsilon", None))
+    if (not isinstance(weight, torch.Tensor) or weight.dim() != 1 or not isinstance(eps, float)
+            or not (bias is None or (isinstance(bias, torch.Tensor) and bias.shape == weight.shape))
+            or (isinstance(module, nn.LayerNorm) and len(module.normalized_shape) != 1)):
+        return None
+    new = LayerNorm(weight.shape[0], eps=eps, bias=bias is not None, device="meta")
+    new.weight, new.bias = _parameter(weight), None if bias is None else _parameter(bias)
+    if weight.device.type == "meta":
+        return new if isinstance(module, nn.LayerNorm) else None
+    return new if _same_output(module, new, weight.shape[0], weight) else None
 
 
 def _same_output(module: nn.Module, new: nn.Module, width: int, like: torch.Tensor) -> bool:
@@ -666,12 +692,13 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
                      "kv_append": changed.get("kv_append", 0), "rope_append": changed.get("rope_append", 0)}
 
 
-def _add_norm_rewrite(module: nn.Module):
+def _add_norm_rewrite(module: nn.Module, fused: list):
     """The rewrite (for _patched_forward) of a decoder layer's `h = r + h; r = h; h = self.<norm>(h)` (or h + r),
-    self.<norm> one of rooftop's RMSNorm, into `h, r = self.<norm>(h, residual=r)`: the add in the norm's kernel
-    (vLLM's fused_add_rms_norm). Where the next statement is `h = self.<mlp>(h)`, self.<mlp> a GatedMLP, the norm
-    also gets `quant=self.<mlp>.input_quant`: for an fp8 MLP (read at each call) it hands the MLP its rows quantized,
-    no quantize_rows kernel between them. Returns the number of such sequences it found."""
+    self.<norm> one of rooftop's RMSNorm or LayerNorm, into `h, r = self.<norm>(h, residual=r)`: the add in the
+    norm's kernel (vLLM's fused_add_rms_norm). Where the norm is an RMSNorm and the next statement is
+    `h = self.<mlp>(h)`, self.<mlp> a GatedMLP, the norm also gets `quant=self.<mlp>.input_quant`: for an fp8 MLP
+    (read at each call) it hands the MLP its rows quantized, no quantize_rows kernel between them. Returns the number
+    of such sequences it found; appends each one's kind ("add_rms_norm", "add_layer_norm") to `fused`."""
     def rewrite(node: ast.FunctionDef) -> int:
         self_name = node.args.args[0].arg if node.args.args else None
         found, i = 0, 0
@@ -680,8 +707,10 @@ def _add_norm_rewrite(module: nn.Module):
             pair = _add_norm_names(add, keep, norm, self_name, module)
             if pair:
                 h, r, attr = pair
+                rms = isinstance(getattr(module, attr), RMSNorm)
                 mlp = _gated_mlp_call(node.body[i + 3] if i + 3 < len(node.body) else None, h, self_name, module)
-                quant = f", quant={self_name}.{mlp}.input_quant" if mlp else ""
+                quant = f", quant={self_name}.{mlp}.input_quant" if mlp and rms else ""
+                fused.append("add_rms_norm" if rms else "add_layer_norm")
                 node.body[i:i + 3] = [_statement(f"{h}, {r} = {self_name}.{attr}({h}, residual={r}{quant})", add)]
                 found += 1
             i += 1
@@ -724,7 +753,8 @@ def _add_norm_names(add, keep, norm, self_name, module) -> tuple[str, str, str] 
     normed, call = assigned(norm)
     attr = _self_call(call, self_name)
     if (r is None or kept != r or not (isinstance(value, ast.Name) and value.id == h) or normed != h
-            or attr is None or call.args[0].id != h or not isinstance(getattr(module, attr, None), RMSNorm)):
+            or attr is None or call.args[0].id != h
+            or not isinstance(getattr(module, attr, None), (RMSNorm, LayerNorm))):
         return None
     return h, r, attr
 
@@ -736,16 +766,17 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
     projections (`qkv_proj`); decode_attention: an attention's SDPA decode steps by rooftop.decode_attention;
     kv_append: a static cache layer's update by rooftop.append_kv; rope_append: with kv_append, an attention's RoPE
     and that update as one kernel (rooftop.apply_rope_append_kv) where its RoPE is followed by the update."""
-    counts = {"rms_norm": 0, "add_rms_norm": 0, "gated_mlp": 0, "qkv": 0, "rope": 0, "decode_attention": 0,
-              "kv_append": 0, "rope_append": 0}
+    counts = {"rms_norm": 0, "add_rms_norm": 0, "layer_norm": 0, "add_layer_norm": 0, "gated_mlp": 0, "qkv": 0,
+              "rope": 0, "decode_attention": 0, "kv_append": 0, "rope_append": 0}
     forward, changed = _attention_forward(model, merge_qkv, decode_attention, kv_append, rope_append)
     if forward is not None:
         model.forward = forward
         for key, n in changed.items():
             counts[key] += n
     for name, child in list(model.named_children()):
-        new = _rms_norm(child)
-        kind = "rms_norm"
+        new, kind = _rms_norm(child), "rms_norm"
+        if new is None:
+            new, kind = _layer_norm(child), "layer_norm"
         if new is None:
             new, kind = _gated_mlp(child, merge_gate_up), "gated_mlp"
         if new is None:
@@ -755,9 +786,11 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
             continue
         setattr(model, name, new)
         counts[kind] += 1
-    if any(isinstance(child, RMSNorm) for child in model.children()):  # a decoder layer: its residual adds
-        forward, fused = _patched_forward(model, _add_norm_rewrite(model))
+    if any(isinstance(child, (RMSNorm, LayerNorm)) for child in model.children()):  # a decoder layer: its adds
+        fused: list[str] = []
+        forward, _ = _patched_forward(model, _add_norm_rewrite(model, fused))
         if forward is not None:
             model.forward = forward
-            counts["add_rms_norm"] += fused
+            for kind in fused:
+                counts[kind] += 1
     return counts
