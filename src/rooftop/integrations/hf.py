@@ -3,7 +3,7 @@
 Duck-typed, so it follows the architecture rather than a transformers version:
 - an RMSNorm module (class name ending in "RMSNorm", a `weight` and `variance_epsilon` or `eps`) becomes
   rooftop.nn.RMSNorm with the same weight, scaling by weight or by 1 + weight (offset 1: Gemma's, Qwen3-Next's,
-  Qwen3.5's, ...) as the module does on two random rows of its width (on the meta device: 1 + weight for Gemma's
+  Qwen3.5's, ...) as the module does on a random row of its width (on the meta device: 1 + weight for Gemma's
   classes); a module that gives neither output (a bias, say) is kept. A LayerNorm (torch's over one dim, or a model's
   own class named "...LayerNorm" with a `weight`, an optional `bias` and `eps` or `variance_epsilon`: Cohere's)
   becomes rooftop.nn.LayerNorm where it gives the module's output the same way;
@@ -15,7 +15,7 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   change: `merge_gate_up=False` keeps them apart. Where the down projection is an Fp8Linear, the activation quantizes
   its output rows for it (swiglu(..., quant="fp8")). An MLP whose `gate_up_proj` gives the packed [..., 2I] already
   (Phi-3, GLM; `activation_fn` or `act_fn`) runs the same GatedMLP. Either is swapped only where the GatedMLP gives the
-  module's output on two random rows of its weights (which half is the gate, an activation sparsity as Gemma-3n's: the
+  module's output on a random row of its weights (which half is the gate, an activation sparsity as Gemma-3n's: the
   forward's choices; on the meta device the first by its names alone);
 - an attention module (`q_proj`, `k_proj`, `v_proj`, or a `qkv_proj` of its own) whose forward calls its module's
   NeoX-layout `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it; the layout tried on small CPU tensors
@@ -155,7 +155,7 @@ def _rms_norm(module: nn.Module) -> RMSNorm | None:
     if weight.device.type == "meta":  # nothing to try it on: by the name (Gemma's scale by 1 + weight)
         return _rms_norm_like(weight, eps, 1.0 if type(module).__name__.startswith("Gemma") else 0.0)
     # Which scaling, weight or 1 + weight (Gemma's, Qwen3-Next's, Qwen3.5's, VaultGemma's), is the module's own: both
-    # tried on random rows, kept where one gives the module's output
+    # tried on a random row, kept where one gives the module's output
     for offset in (0.0, 1.0):
         new = _rms_norm_like(weight, eps, offset)
         if _same_output(module, new, weight.shape[0], weight):
@@ -177,7 +177,7 @@ def _parameter(t: torch.Tensor) -> nn.Parameter:
 def _layer_norm(module: nn.Module) -> LayerNorm | None:
     """rooftop's LayerNorm for torch's nn.LayerNorm over one dim, or for a class named "...LayerNorm" with a 1-D
     `weight` (a `bias` of its shape or none) and `eps` or `variance_epsilon` (Cohere's) where rooftop's gives the
-    module's output on two random rows (on the meta device: torch's class only)."""
+    module's output on a random row (on the meta device: torch's class only)."""
     if not type(module).__name__.endswith("LayerNorm"):
         return None
     weight, bias = getattr(module, "weight", None), getattr(module, "bias", None)
@@ -195,11 +195,12 @@ def _layer_norm(module: nn.Module) -> LayerNorm | None:
 
 def _same_output(module: nn.Module, new: nn.Module, width: int, like: torch.Tensor) -> bool:
     """Whether `new` gives `module`'s output (to 5% of its norm: fp8's rounding passes, another computation not) on
-    two random rows of `width` on `like`'s device, in `like`'s dtype where that is a 16- or 32-bit float (else bf16).
+    a random row of `width` on `like`'s device, in `like`'s dtype where that is a 16- or 32-bit float (else bf16).
     The caller's random stream is left as it was."""
     dtype = like.dtype if like.dtype in (torch.float16, torch.bfloat16, torch.float32) else torch.bfloat16
     generator = torch.Generator(like.device).manual_seed(0)
-    x = torch.randn(2, width, device=like.device, dtype=dtype, generator=generator)
+    # one row: a GEMM a quantized projection then tunes is the decode step's (batch 1) shape
+    x = torch.randn(1, width, device=like.device, dtype=dtype, generator=generator)
     with torch.no_grad():
         want, got = module(x), new(x)
     if not (isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor) and want.shape == got.shape):
@@ -211,7 +212,7 @@ def _same_output(module: nn.Module, new: nn.Module, width: int, like: torch.Tens
 def _gated_mlp(module: nn.Module, merge: bool) -> GatedMLP | None:
     """The GatedMLP standing in for `module`: one with `gate_proj`, `up_proj`, `down_proj` and `act_fn`, or (Phi-3's,
     GLM's) a `gate_up_proj` giving the packed [..., 2I], `down_proj` and `activation_fn` (or `act_fn`); kept where it
-    gives the module's output on two random rows (which half is the gate, an activation sparsity as Gemma-3n's:
+    gives the module's output on a random row (which half is the gate, an activation sparsity as Gemma-3n's:
     the forward's choices). On the meta device, by the names alone, the packed form not at all."""
     act = getattr(module, "act_fn", getattr(module, "activation_fn", None))
     activation = _activation(act) if isinstance(act, nn.Module) else None
