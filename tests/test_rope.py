@@ -86,6 +86,35 @@ def test_position_ids(interleaved, dtype, device):
     _check(q, k, cos, sin, dtype, position_ids=pos_2d[:1], interleaved=interleaved)  # [1, S]: broadcast
 
 
+@pytest.mark.parametrize("interleaved", [False, True], ids=["neox", "gptj"])
+@pytest.mark.parametrize("rotary_dim", [None, 32], ids=["full", "partial"])
+@pytest.mark.parametrize("table", [False, True], ids=["per_token", "position_table"])
+def test_cos_one_value_a_frequency(table, rotary_dim, interleaved, device):
+    """cos / sin of width rd / 2, one value a frequency: contiguous, and the every-other-column view of the pairs-
+    repeated form Hugging Face's GPT-J-style models (Cohere, GLM, Helium) compute (no copy): the rotation of the full
+    halves-repeated form, by apply_rope and by apply_rope_append_kv."""
+    B, HQ, HK, S, D = 2, 4, 2, 5, 64
+    rd = rotary_dim or D
+    q, k = _qk(B, HQ, HK, S, D, torch.float32, device)
+    positions = torch.arange(100) if table else torch.arange(S) * 300
+    cos, sin = _cos_sin(positions, rd, torch.float32, device)
+    pos = torch.tensor([[3, 50, 7, 99, 0], [1, 2, 3, 4, 5]], device=device) if table else None
+    q_ref, k_ref = rope_reference(q, k, cos, sin, pos, interleaved, rotary_dim)
+    pairs = [torch.stack((t[..., :rd // 2],) * 2, -1).flatten(-2) for t in (cos, sin)]  # repeat_interleave's form
+    for half_cos, half_sin in ((cos[..., :rd // 2].contiguous(), sin[..., :rd // 2].contiguous()),
+                               (pairs[0][..., ::2], pairs[1][..., ::2])):
+        q_out, k_out = apply_rope(q, k, half_cos, half_sin, position_ids=pos, interleaved=interleaved,
+                                  rotary_dim=rotary_dim)
+        assert rel_err(q_out, q_ref) < TOL[torch.float32] and rel_err(k_out, k_ref) < TOL[torch.float32]
+        k_cache, v_cache = torch.zeros(B, HK, 8, D, device=device), torch.zeros(B, HK, 8, D, device=device)
+        lengths = torch.tensor([0, 2], device=device, dtype=torch.int32)
+        q_out = apply_rope_append_kv(q, k, k, half_cos, half_sin, k_cache, v_cache, lengths, position_ids=pos,
+                                     interleaved=interleaved, rotary_dim=rotary_dim)
+        assert rel_err(q_out, q_ref) < TOL[torch.float32]
+        assert rel_err(k_cache[0, :, :S], k_ref[0]) < TOL[torch.float32]
+        assert rel_err(k_cache[1, :, 2:2 + S], k_ref[1]) < TOL[torch.float32]
+
+
 def test_tables_sliced_from_wider_ones(device):
     """cos / sin [S, D] and a position table that are column slices of wider tensors (row strides past their widths):
     the kernel takes each row stride as given."""
@@ -187,16 +216,14 @@ def test_empty(device):
 def test_bad_input(device):
     q, k = _qk(2, 4, 2, 5, 64, torch.float32, device)
     cos, sin = _cos_sin(torch.arange(5), 64, torch.float32, device)
-    with pytest.raises(ValueError, match=r"cos has shape \(5, 32\)"):
-        apply_rope(q, k, cos[:, :32], sin[:, :32])
+    with pytest.raises(ValueError, match=r"cos has shape \(5, 48\)"):  # neither rotary_dim nor its half
+        apply_rope(q, k, cos[:, :48], sin[:, :48])
     with pytest.raises(ValueError, match=r"cos has shape \(4, 64\)"):
         apply_rope(q, k, cos[:4], sin[:4])
     with pytest.raises(ValueError, match=r"cos has shape \(3, 5, 64\)"):
         apply_rope(q, k, cos.expand(3, 5, 64), sin.expand(3, 5, 64))
     with pytest.raises(ValueError, match=r"sin has shape \(5, 32\) but cos has \(5, 64\)"):
         apply_rope(q, k, cos, sin[:, :32])
-    with pytest.raises(ValueError, match="cos must have unit stride"):
-        apply_rope(q, k, torch.randn(5, 128, device=device)[:, ::2], sin)
     with pytest.raises(ValueError, match="rotary_dim must be even"):
         apply_rope(q, k, cos[:, :31], sin[:, :31], rotary_dim=31)
     with pytest.raises(ValueError, match=r"rotary_dim must be even and in \[2, D=64\], got 66"):
@@ -321,8 +348,8 @@ def test_rope_append_kv_bad_input(device):
         apply_rope_append_kv(q, k, k, cos, sin, cache, cache, lengths.float())
     with pytest.raises(TypeError, match="k_cache has dtype"):
         apply_rope_append_kv(q, k, k, cos, sin, cache.half(), cache, lengths)
-    with pytest.raises(ValueError, match=r"cos has shape \(1, 8\)"):
-        apply_rope_append_kv(q, k, k, cos[:, :8], sin[:, :8], cache, cache, lengths)
+    with pytest.raises(ValueError, match=r"cos has shape \(1, 12\)"):
+        apply_rope_append_kv(q, k, k, cos[:, :12], sin[:, :12], cache, cache, lengths)
 
 
 def test_compiles_without_graph_break():

@@ -14,8 +14,10 @@ c_i = cos(p theta_i), s_i = sin(p theta_i) for the rd/2 frequencies theta_i:
 
 cos/sin come as Hugging Face computes them: [S, rd] or [B, S, rd] (or [1, S, rd]), the two halves
 repeated (cos = cat(freqs, freqs).cos()), so cos[..., i] for i < rd/2 holds frequency i in both
-layouts and the kernel reads only that first half. With position_ids ([S] or [B, S], int32/int64)
-cos/sin are a table [max_pos, rd] whose rows are gathered at the positions; positions are not
+layouts and the kernel reads only that first half; or [..., rd/2], one value a frequency, with any stride between
+them (Hugging Face's GPT-J-style models repeat each value twice, cos = repeat_interleave(freqs, 2).cos(): their
+cos[..., ::2] is that form, no copy). With position_ids ([S] or [B, S], int32/int64)
+cos/sin are a table [max_pos, rd or rd/2] whose rows are gathered at the positions; positions are not
 checked against max_pos (that would synchronise with the device).
 
 q [B, Hq, S, D] and k [B, Hkv, S, D] (Hq != Hkv for GQA) may be strided views, e.g. of a fused qkv
@@ -114,7 +116,7 @@ def _copy_heads(x_tok, out_tok, n_heads, x_head_stride, out_head_stride, HEAD_DI
 @triton.jit
 def _rope_kernel(q_ptr, k_ptr, q_out_ptr, k_out_ptr, cos_ptr, sin_ptr, pos_ptr, S, HQ, HK,
                  q_sb, q_sh, q_ss, k_sb, k_sh, k_ss, qo_sb, qo_sh, qo_ss, ko_sb, ko_sh, ko_ss,
-                 cos_sb, cos_ss, sin_sb, sin_ss, pos_sb, pos_ss,
+                 cos_sb, cos_ss, cos_sd, sin_sb, sin_ss, sin_sd, pos_sb, pos_ss,
                  v_ptr, v_out_ptr, lengths, counters, block_table, capacity, v_sb, v_sh, v_ss, vo_sb, vo_sh, vo_ss,
                  table_sb, HEAD_DIM: tl.constexpr, HALF: tl.constexpr, BLOCK_HALF: tl.constexpr,
                  BLOCK_PASS: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_HQ: tl.constexpr, BLOCK_HK: tl.constexpr,
@@ -122,7 +124,9 @@ def _rope_kernel(q_ptr, k_ptr, q_out_ptr, k_out_ptr, cos_ptr, sin_ptr, pos_ptr, 
                  PER_SEQUENCE: tl.constexpr, PAGE_SIZE: tl.constexpr, PDL: tl.constexpr):
     # One program per token: reads its HALF cosines and sines once, its HQ + HK heads of q and k once
     # (the rotated dims, and with COPY_PASS the rest), writes them once. *_sb/_sh/_ss: strides of
-    # batch, head, sequence (cos/sin/pos: batch 0 when broadcast; with HAS_POS cos_ss is the table's).
+    # batch, head, sequence (cos/sin/pos: batch 0 when broadcast; with HAS_POS cos_ss is the table's); cos_sd / sin_sd:
+    # between frequencies (1 for halves repeated and for one value a frequency, 2 for pairs repeated seen through a
+    # view [..., ::2]).
     # APPEND: k_out / v_out are a cache of `capacity` rows a sequence (contiguous, or paged: PAGE_SIZE > 0 and
     # block_table); the token's rotated k and its v (read once, written once) go to row lengths[b] + s (rows past the
     # capacity dropped), and the last of the length's readers to arrive adds S to it (PER_SEQUENCE: a length a
@@ -148,8 +152,8 @@ def _rope_kernel(q_ptr, k_ptr, q_out_ptr, k_out_ptr, cos_ptr, sin_ptr, pos_ptr, 
         cos_row = cos_ptr + b * cos_sb + s * cos_ss
         sin_row = sin_ptr + b * sin_sb + s * sin_ss
     i = tl.arange(0, BLOCK_HALF)
-    cos = tl.load(cos_row + i, mask=i < HALF, other=0.0).to(tl.float32)
-    sin = tl.load(sin_row + i, mask=i < HALF, other=0.0).to(tl.float32)
+    cos = tl.load(cos_row + i * cos_sd, mask=i < HALF, other=0.0).to(tl.float32)
+    sin = tl.load(sin_row + i * sin_sd, mask=i < HALF, other=0.0).to(tl.float32)
     _rope_heads(q_ptr + b * q_sb + s * q_ss, q_out_ptr + b * qo_sb + s * qo_ss, HQ, q_sh, qo_sh, cos, sin,
                 HEAD_DIM, HALF, BLOCK_HALF, BLOCK_PASS, BLOCK_HQ, INTERLEAVED, COPY_PASS)
     _rope_heads(k_ptr + b * k_sb + s * k_ss, k_out_ptr + k_row, kv_heads, k_sh, ko_sh, cos, sin,
@@ -195,8 +199,8 @@ def rope_launch(q, k, q_out, k_out, cos, sin, position_ids, interleaved: bool, r
     counters = arrival_counters(q.device, B if per_sequence else 1) if append is not None else cos
     launch(_rope_kernel, (B * S,), q, k, q_out, k_out, cos, sin, position_ids if has_pos else cos, S, HQ, HK,
            q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2), q_out.stride(0),
-           q_out.stride(1), q_out.stride(2), k_out.stride(0), k_out.stride(1), k_out.stride(2), cos_sb, cos_ss, sin_sb,
-           sin_ss, pos_sb, pos_ss, v, v_out, lengths, counters, cos if table is None else table,
+           q_out.stride(1), q_out.stride(2), k_out.stride(0), k_out.stride(1), k_out.stride(2), cos_sb, cos_ss,
+           cos.stride(-1), sin_sb, sin_ss, sin.stride(-1), pos_sb, pos_ss, v, v_out, lengths, counters, cos if table is None else table,
            cache_capacity(k_out, table), v.stride(0), v.stride(1), v.stride(2), v_out.stride(0), v_out.stride(1),
            v_out.stride(2), 0 if table is None else table.stride(0), HEAD_DIM=D, HALF=half,
            BLOCK_HALF=triton.next_power_of_2(half), BLOCK_PASS=triton.next_power_of_2(max(D - rotary_dim, 1)),
@@ -285,14 +289,11 @@ def _check(q, k, cos, sin, position_ids, rotary_dim) -> int:
                              f"got {tuple(pos_shape)}")
         expected = "[max_position, rotary_dim] (a table indexed by position_ids)"
         rows_ok = len(cos_shape) == 2
-    if not rows_ok or cos_shape[-1] != rd:
+    if not rows_ok or cos_shape[-1] not in (rd, rd // 2):
         raise ValueError(f"cos has shape {tuple(cos_shape)}; expected {expected} with B={B}, S={S}, "
-                         f"rotary_dim={rd}")
+                         f"rotary_dim={rd} (or rotary_dim / 2 = {rd // 2}: one value a frequency)")
     if sin.shape != cos_shape:
         raise ValueError(f"sin has shape {tuple(sin.shape)} but cos has {tuple(cos_shape)}")
-    for name, t in (("cos", cos), ("sin", sin)):
-        if t.stride(-1) != 1:
-            raise ValueError(f"{name} must have unit stride in its last dim, got stride {t.stride(-1)}")
     return rd
 
 
@@ -302,10 +303,11 @@ def apply_rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.T
                rotary_dim: Optional[int] = None, inplace: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Rotary embeddings of q [B, Hq, S, D] and k [B, Hkv, S, D] in one launch -> (q_out, k_out).
 
-    cos, sin: [S, rd] or [B, S, rd] as Hugging Face computes them (halves repeated); with
-    position_ids ([S] or [B, S]) a table [max_pos, rd] gathered at those positions. interleaved:
-    GPT-J pairs (x[2i], x[2i+1]) instead of NeoX halves. rotary_dim (default D): rotate the first
-    rd dims, pass the rest through. inplace: write into q and k and return them."""
+    cos, sin: [S, rd] or [B, S, rd] as Hugging Face computes them (halves repeated), or [..., rd / 2] (one value a
+    frequency, any stride: Hugging Face's pairs repeated for GPT-J are cos[..., ::2]); with position_ids ([S] or
+    [B, S]) a table [max_pos, rd or rd / 2] gathered at those positions. interleaved: GPT-J pairs (x[2i], x[2i+1])
+    instead of NeoX halves. rotary_dim (default D): rotate the first rd dims, pass the rest through. inplace: write
+    into q and k and return them."""
     rd = _check(q, k, cos, sin, position_ids, rotary_dim)
     if inplace:
         _rope_inplace_op(q, k, cos, sin, position_ids, bool(interleaved), rd)
@@ -396,9 +398,12 @@ def apply_rotary_pos_emb(q, k, cos, sin, interleaved=False, rotary_dim=None):
 
 
 def rope_reference(q, k, cos, sin, position_ids=None, interleaved=False, rotary_dim=None):
-    """The same maths in float64 (cos/sin gathered at position_ids first when given)."""
+    """The same maths in float64 (cos/sin gathered at position_ids first when given; one value a frequency repeated
+    as halves)."""
     if position_ids is not None:
         cos, sin = cos[position_ids], sin[position_ids]
+    if cos.shape[-1] != (rotary_dim or q.shape[-1]):
+        cos, sin = torch.cat((cos, cos), -1), torch.cat((sin, sin), -1)
     return apply_rotary_pos_emb(q.double(), k.double(), cos.double(), sin.double(), interleaved, rotary_dim)
 
 
