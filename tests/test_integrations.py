@@ -224,7 +224,7 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeyp
     import inspect
 
     if unfused:
-        monkeypatch.setattr(rooftop.integrations.hf, "_rope_takes", lambda *a: False)
+        monkeypatch.setattr(rooftop.integrations.hf._RopeForm, "takes", lambda *a: False)
 
     transformers = pytest.importorskip("transformers")
     config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
@@ -515,11 +515,10 @@ def test_rewritten_layers_compile_without_graph_break():
 @pytest.mark.parametrize("arch, extra, counts", [
     ("Mistral", {}, {}), ("Qwen2", {}, {}), ("Qwen3", {"head_dim": 16}, {"rms_norm": 9}),
     ("Gemma2", {"head_dim": 16}, {"rms_norm": 9}),
-    # LayerNorms (Cohere's own class: no bias) before a parallel attention and MLP; a rotate_half of interleaved
-    # pairs (GPT-J), which rooftop's NeoX RoPE must not stand in for
-    ("Cohere", {}, {"rms_norm": 0, "add_rms_norm": 0, "layer_norm": 3, "rope": 0, "rope_append": 0}),
-    # GLM: interleaved partial RoPE (kept), gate and up packed in one projection
-    ("Glm", {"head_dim": 16, "pad_token_id": 0}, {"rope": 0, "rope_append": 0}),
+    # LayerNorms (Cohere's own class: no bias) before a parallel attention and MLP; GPT-J RoPE, cos pairs-repeated
+    ("Cohere", {}, {"rms_norm": 0, "add_rms_norm": 0, "layer_norm": 3}),
+    # GLM: GPT-J partial RoPE, cos halves-repeated; gate and up packed in one projection
+    ("Glm", {"head_dim": 16, "pad_token_id": 0}, {}),
     # Phi-3: q, k and v packed already, gate and up too, partial rotary, dropouts (of p = 0) in the residual adds
     ("Phi3", {"pad_token_id": 0, "partial_rotary_factor": 0.5}, {"qkv": 0}),
     # torch's LayerNorm (a bias) and its residual add fused
@@ -610,7 +609,7 @@ def test_partial_rotary_takes_the_kernel(monkeypatch):
     rotary_dims = []
     real = rooftop.integrations.hf.apply_rope
     monkeypatch.setattr(rooftop.integrations.hf, "apply_rope",
-                        lambda *a, rotary_dim=None: rotary_dims.append(rotary_dim) or real(*a, rotary_dim=rotary_dim))
+                        lambda *a, **k: rotary_dims.append(k["rotary_dim"]) or real(*a, **k))
     with torch.no_grad():
         before = model(ids).logits
         patch_model(model)
@@ -627,7 +626,7 @@ def test_partial_rotary_decode_steps_append_with_the_rope(monkeypatch):
     rotary_dims = []
     real = rooftop.integrations.hf.apply_rope_append_kv
     monkeypatch.setattr(rooftop.integrations.hf, "apply_rope_append_kv",
-                        lambda *a, rotary_dim=None: rotary_dims.append(rotary_dim) or real(*a, rotary_dim=rotary_dim))
+                        lambda *a, **k: rotary_dims.append(k["rotary_dim"]) or real(*a, **k))
     ids = torch.randint(1, 128, (2, 10), device=DEVICE)
     logits = []
     with torch.no_grad():
@@ -637,6 +636,32 @@ def test_partial_rotary_decode_steps_append_with_the_rope(monkeypatch):
             logits.append(torch.stack(out.logits))
     assert rel_err(logits[1], logits[0]) < (1e-2 if HAS_CUDA else 1e-4)
     assert rotary_dims == [8] * 2 * 2  # each decode step after the first token, in each layer
+
+
+@pytest.mark.parametrize("arch, extra, pairs", [("Cohere", {}, True),
+                                                ("Glm", {"head_dim": 16, "pad_token_id": 0}, False)])
+def test_gptj_rotary_takes_the_kernel(arch, extra, pairs, monkeypatch):
+    """GPT-J-style RoPE goes to rooftop.apply_rope with interleaved=True: Cohere's cos / sin (each value twice in a
+    row) as their every other column, a view; GLM's (partial, halves repeated) as they come. Outputs kept."""
+    transformers = pytest.importorskip("transformers")
+    if not hasattr(transformers, f"{arch}ForCausalLM"):
+        pytest.skip(f"this transformers has no {arch}")
+    config = getattr(transformers, f"{arch}Config")(vocab_size=128, hidden_size=64, intermediate_size=160,
+                                                    num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                                    max_position_embeddings=64, **extra)
+    config._attn_implementation = "eager"
+    model = getattr(transformers, f"{arch}ForCausalLM")(config).to(DEVICE).eval()
+    ids = torch.randint(0, 128, (2, 12), device=DEVICE)
+    calls = []
+    real = rooftop.integrations.hf.apply_rope
+    monkeypatch.setattr(rooftop.integrations.hf, "apply_rope",
+                        lambda q, k, cos, sin, **kw: calls.append((kw["interleaved"], cos.stride(-1)))
+                        or real(q, k, cos, sin, **kw))
+    with torch.no_grad():
+        before = model(ids).logits
+        assert patch_model(model)["rope"] == 2
+        assert rel_err(model(ids).logits, before) < (1e-2 if HAS_CUDA else 1e-4)
+    assert calls == [(True, 2 if pairs else 1)] * 2
 
 
 class PackedUpFirst(nn.Module):  # a packed projection whose first half is the up projection's

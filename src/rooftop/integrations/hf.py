@@ -18,14 +18,16 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   module's output on a random row of its weights (which half is the gate, an activation sparsity as Gemma-3n's: the
   forward's choices; on the meta device the first by its names alone);
 - an attention module (`q_proj`, `k_proj`, `v_proj`, or a `qkv_proj` of its own) whose forward calls its module's
-  NeoX-layout `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it; the layout tried on small CPU tensors
-  at patch time: Cohere's and GLM's rotate interleaved pairs and keep theirs) gets a forward of its own that calls
+  `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it) gets a forward of its own that calls
   rooftop.apply_rope instead: q and k rotated in one launch (Hugging Face: ten elementwise kernels); a partial rotary
-  (Phi-3's: cos / sin narrower than the head, the rest passed through) too where the function does it. Only that
-  module's forward changes (the function's global is rebound in a copy of the forward, through any functools.wraps
-  decorators); anything unusual (another unsqueeze_dim, autograd, shapes the kernel does not take) calls the original.
-  Where its forward calls self.q_proj(x), self.k_proj(x) and self.v_proj(x) on one x, the three become one projection
-  `qkv_proj` (as gate and up; `merge_qkv=False` keeps them), split into views: one GEMM launch instead of three;
+  (Phi-3's: cos / sin narrower than the head, the rest passed through) too where the function does it. How the function
+  rotates is tried on small CPU tensors at patch time (_rope_form): NeoX halves (Llama), GPT-J pairs with its cos / sin
+  halves repeated (GLM) or each value twice in a row (Cohere, Helium, Ernie 4.5: their every other column goes to the
+  kernel, a view); a function that is none of these keeps its own. Only that module's forward changes (the function's
+  global is rebound in a copy of the forward, through any functools.wraps decorators); anything unusual (another
+  unsqueeze_dim, autograd, shapes the kernel does not take) calls the original. Where its forward calls self.q_proj(x),
+  self.k_proj(x) and self.v_proj(x) on one x, the three become one projection `qkv_proj` (as gate and up;
+  `merge_qkv=False` keeps them), split into views: one GEMM launch instead of three;
 - a decoder layer whose forward reads `h = r + h; r = h; h = self.<norm>(h)` (transformers' Llama, Mistral, Qwen2: the
   residual add before the post-attention norm; Phi-3's `r + self.<dropout>(h)` where its p is 0), the norm now rooftop's
   RMSNorm or LayerNorm (Starcoder2's), computes `h, r = self.<norm>(h, residual=r)`: the add in the norm's kernel
@@ -59,6 +61,7 @@ import sys
 import textwrap
 import types
 import weakref
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -246,60 +249,84 @@ def _input_like(proj: nn.Module) -> torch.Tensor | None:
     return None if device.type == "meta" else torch.empty(0, device=device, dtype=dtype)
 
 
-def _rope_takes(q, k, cos, sin, partial: bool) -> bool:
-    """Whether rooftop's RoPE kernel takes Hugging Face's apply_rotary_pos_emb(q, k, cos, sin): q, k [B, H, S, D] of
-    one dtype with a unit last stride, cos/sin [S, D] or [B, S, D] (with `partial`, [.., rd] for an even rd < D too),
-    no autograd."""
-    D, rd = q.shape[-1], cos.shape[-1]
-    shapes = (q.dim() == 4 and k.dim() == 4 and k.shape[-1] == D and cos.shape == sin.shape and cos.dim() in (2, 3)
-              and (rd == D or (partial and 0 < rd < D and rd % 2 == 0)) and cos.shape[-2] == q.shape[2])
-    grads = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, cos, sin))
-    return shapes and not grads and q.dtype == k.dtype and q.stride(-1) == 1 and k.stride(-1) == 1
+class _RopeForm(NamedTuple):
+    """How a model's apply_rotary_pos_emb(q, k, cos, sin) rotates, as rooftop's RoPE kernel can compute it:
+    `interleaved` GPT-J pairs (else NeoX halves); `pairs` its cos / sin repeat each value twice in a row (Cohere's,
+    Helium's: repeat_interleave; else the two halves repeated, Llama's and GLM's); `partial` a cos / sin narrower than
+    the head rotates the first dims and passes the rest (Phi-3's)."""
+    interleaved: bool
+    pairs: bool
+    partial: bool
+
+    def takes(self, q, k, cos, sin) -> bool:
+        """Whether the kernel takes the call: q, k [B, H, S, D] of one dtype with a unit last stride, cos / sin
+        [S, D] or [B, S, D] (`partial`: [..., rd] for an even rd < D too), no autograd."""
+        D, rd = q.shape[-1], cos.shape[-1]
+        shapes = (q.dim() == 4 and k.dim() == 4 and k.shape[-1] == D and cos.shape == sin.shape
+                  and cos.dim() in (2, 3) and (rd == D or (self.partial and 0 < rd < D and rd % 2 == 0))
+                  and cos.shape[-2] == q.shape[2])
+        grads = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, cos, sin))
+        return shapes and not grads and q.dtype == k.dtype and q.stride(-1) == 1 and k.stride(-1) == 1
+
+    def kernel_args(self, cos, sin) -> tuple:
+        """(cos, sin, keywords) for rooftop's RoPE: pairs-repeated cos / sin as their every other column (a view)."""
+        keywords = dict(interleaved=self.interleaved, rotary_dim=cos.shape[-1])
+        return (cos[..., ::2], sin[..., ::2], keywords) if self.pairs else (cos, sin, keywords)
 
 
-def _rotates_neox(rotary, rotary_dim: int) -> bool:
-    """Whether `rotary(q, k, cos, sin)` is the NeoX-layout RoPE that rooftop.apply_rope computes over the first
-    `rotary_dim` of 8 dims (the rest passed through: Phi-3's partial rotary), tried on small CPU tensors with cos /
-    sin [B, S, rotary_dim] as Llama's rotary embedding makes them (halves repeated). Not every `rotate_half` is
-    NeoX's: Cohere's and GLM's rotate interleaved pairs (GPT-J), their cos / sin interleaved to match."""
+def _rope_form(rotary) -> _RopeForm | None:
+    """The form (_RopeForm) in which `rotary(q, k, cos, sin)` is rooftop's RoPE, tried on small CPU tensors over
+    8-wide heads: NeoX with halves-repeated cos (Llama), GPT-J with halves-repeated cos (GLM), GPT-J with pairs-
+    repeated cos (Cohere, Helium, Ernie 4.5); partial where it also is so over 4 of the 8 dims. None: none of them."""
+    for interleaved, pairs in ((False, False), (True, False), (True, True)):
+        if _rotates_as(rotary, 8, interleaved, pairs):
+            return _RopeForm(interleaved, pairs, _rotates_as(rotary, 4, interleaved, pairs))
+    return None
+
+
+def _rotates_as(rotary, rotary_dim: int, interleaved: bool, pairs: bool) -> bool:
+    """Whether `rotary(q, k, cos, sin)` on small CPU tensors gives rooftop's RoPE (rope_reference) over the first
+    `rotary_dim` of 8 dims, its cos / sin [B, S, rotary_dim] in the form `pairs` says."""
     generator = torch.Generator().manual_seed(0)
     q, k = (torch.randn(1, 2, 3, 8, generator=generator) for _ in range(2))
     angles = torch.rand(1, 3, rotary_dim // 2, generator=generator) * 6.0
-    cos, sin = torch.cat((angles, angles), -1).cos(), torch.cat((angles, angles), -1).sin()
+    cos, sin = angles.cos(), angles.sin()  # one value a frequency
+    repeat = (lambda t: torch.stack((t, t), -1).flatten(-2)) if pairs else (lambda t: torch.cat((t, t), -1))
     try:
         with torch.no_grad():
-            got = rotary(q, k, cos, sin)
+            got = rotary(q, k, repeat(cos), repeat(sin))
     except Exception:  # any failure: not a function the kernel can stand in for
         return False
     if not (isinstance(got, tuple) and len(got) == 2):
         return False
     return all(isinstance(t, torch.Tensor) and t.shape == ref.shape and torch.allclose(t.double(), ref, atol=1e-5)
-               for t, ref in zip(got, rope_reference(q, k, cos, sin, rotary_dim=rotary_dim)))
+               for t, ref in zip(got, rope_reference(q, k, cos, sin, None, interleaved, rotary_dim)))
 
 
-def _fused_rotary(original, partial: bool):
+def _fused_rotary(original, form: _RopeForm):
     """Hugging Face's apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1) by rooftop.apply_rope where the kernel
-    takes the call (_rope_takes; `partial`: `original` rotates cos's width of the head and passes the rest), else
-    `original`."""
+    takes the call (`form`: how `original` rotates), else `original`."""
     def apply_rotary_pos_emb(q, k, cos, sin, *args, **kwargs):
         plain = not args and kwargs.get("unsqueeze_dim", 1) == 1 and set(kwargs) <= {"unsqueeze_dim"}
-        if plain and _rope_takes(q, k, cos, sin, partial):
-            return apply_rope(q, k, cos, sin, rotary_dim=cos.shape[-1])
+        if plain and form.takes(q, k, cos, sin):
+            cos, sin, keywords = form.kernel_args(cos, sin)
+            return apply_rope(q, k, cos, sin, **keywords)
         return original(q, k, cos, sin, *args, **kwargs)
     return apply_rotary_pos_emb
 
 
-def _rope_append(rotary, partial: bool):
+def _rope_append(rotary, form: _RopeForm):
     """`q, k, appended = rope_append(q, k, v, cos, sin, cache, layer_idx)` of a patched attention forward, where it
-    applied `rotary` (apply_rotary_pos_emb) and its cache's update follows: where _static_layer finds the layer and
-    the RoPE kernel takes the call (_rope_takes), rooftop.apply_rope_append_kv (q rotated, the rotated k and v written
-    into the layer's cache at its length, one kernel) and the layer as `appended`, which the update then only reads;
-    else rotary(q, k, cos, sin) and None."""
+    applied `rotary` (apply_rotary_pos_emb, which rotates as `form` says) and its cache's update follows: where
+    _static_layer finds the layer and the RoPE kernel takes the call, rooftop.apply_rope_append_kv (q rotated, the
+    rotated k and v written into the layer's cache at its length, one kernel) and the layer as `appended`, which the
+    update then only reads; else rotary(q, k, cos, sin) and None."""
     def rope_append(q, k, v, cos, sin, cache, layer_idx):
         layer = _static_layer(cache, layer_idx, k, v) if cache is not None else None
-        if layer is not None and _rope_takes(q, k, cos, sin, partial):
+        if layer is not None and form.takes(q, k, cos, sin):
+            cos, sin, keywords = form.kernel_args(cos, sin)
             q = apply_rope_append_kv(q, k, v, cos, sin, layer.keys, layer.values, layer.cumulative_length,
-                                     rotary_dim=cos.shape[-1])
+                                     **keywords)
             return q, k, layer
         q, k = rotary(q, k, cos, sin)
         return q, k, None
@@ -654,11 +681,12 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
     rope = inner.__globals__.get("apply_rotary_pos_emb") if isinstance(inner, types.FunctionType) else None
     if rope is None or rope is not getattr(home, "apply_rotary_pos_emb", None) or \
             not callable(getattr(home, "rotate_half", None)) or \
-            list(inspect.signature(rope).parameters)[:4] != ["q", "k", "cos", "sin"] or not _rotates_neox(rope, 8):
+            list(inspect.signature(rope).parameters)[:4] != ["q", "k", "cos", "sin"]:
         rope = None
-    partial = rope is not None and _rotates_neox(rope, 4)
+    form = _rope_form(rope) if rope is not None else None
+    rope = rope if form is not None else None
     stacked = stacked_projection(*(getattr(module, name) for name in QKV)) if merge_qkv and separate else None
-    rebind = {"apply_rotary_pos_emb": _fused_rotary(rope, partial)} if rope is not None else {}
+    rebind = {"apply_rotary_pos_emb": _fused_rotary(rope, form)} if rope is not None else {}
     functions = inner.__globals__.get("ALL_ATTENTION_FUNCTIONS") if isinstance(inner, types.FunctionType) else None
     local = _decode_functions(functions) if decode and hasattr(functions, "get_interface") else None
     decoding = local is not None
@@ -677,7 +705,7 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
         fuse = rope_append and changed["kv_append"] and rope is not None
         changed["rope_append"] = _rope_append_rewrite(node) if fuse else 0
         if changed["rope_append"]:
-            rebind["_rooftop_rope_append"] = _rope_append(rebind["apply_rotary_pos_emb"], partial)
+            rebind["_rooftop_rope_append"] = _rope_append(rebind["apply_rotary_pos_emb"], form)
         return changed["qkv"] + changed["kv_append"]
 
     forward, _ = _patched_forward(module, rewrite, rebind)
