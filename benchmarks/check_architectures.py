@@ -6,7 +6,8 @@ stock model's: each architecture built from a tiny random config (nothing downlo
   rooftop.decode_attention answered.
 No timing: this is a correctness sweep (a model the patch leaves wrong is a bug; one it leaves alone is a gap).
 On the CPU run with TRITON_INTERPRET=1 (fp32); on a GPU with --dtype bfloat16 too.
-Writes OUT/architectures.md (a table) and prints it.
+Writes OUT/architectures.md (a table) and prints it; on a GPU also a results file (family patch_architectures) whose
+table the report shows.
 Usage: TRITON_INTERPRET=1 PYTHONPATH=src python benchmarks/check_architectures.py OUT [--dtype float32]
        [--arch Llama,Phi3]"""
 from __future__ import annotations
@@ -103,6 +104,8 @@ def main() -> None:
     import transformers
     from rich.progress import track
 
+    from rooftop.bench.results import write_results
+
     dtype = getattr(torch, args.dtype)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     chosen = [a for a in ARCHITECTURES if args.arch is None or a[0] in args.arch.split(",")]
@@ -126,6 +129,11 @@ def main() -> None:
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "architectures.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
+    if device == "cuda":  # a results file: the report shows its table under the card
+        write_results(args.out, "patch_architectures", [], {}, where,
+                      tables={f"patch_model over transformers {transformers.__version__} architectures "
+                              f"({args.dtype}): logits' relative error against stock":
+                              [{**r, **{k: f"{r[k]:.1e}" for k in ("prefill", "decode") if k in r}} for r in rows]})
     print("\n".join(lines))
 
 
