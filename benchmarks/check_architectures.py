@@ -120,7 +120,8 @@ def main() -> None:
              "", f"{datetime.date.today()}, {where}, {args.dtype}, torch {torch.__version__}. Tiny random configs "
              "(2 layers, hidden 64), norm weights drawn from U(-0.5, 1.5); errors are relative L2 of the logits, "
              "patched against stock; decode: 4 greedy tokens over a StaticCache, a left-padded batch of 2.", "",
-             "| architecture | patched | prefill | decode | decode_attention calls | note |", "|---|---|---|---|---|---|"]
+             "| architecture | patched | prefill | decode | decode_attention calls | note |",
+             "|---|---|---|---|---|---|"]
     for r in rows:
         cells = [r["architecture"], r.get("patched", ""), *(f"{r[k]:.1e}" if k in r else "" for k in
                                                             ("prefill", "decode")),
