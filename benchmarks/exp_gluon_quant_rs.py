@@ -238,8 +238,9 @@ def measure(out_dir: str, batches=(1, 16, 64), budget_s: float = 150.0, with_lib
                     cands.append(("library_triton", library(x, qw)))
                 if zeros and M > 16:
                     cands += [(v.name, W4A16Call(x, qw, v, sms)) for v in WS_VARIANTS if _pick(v, M)]
+                # variants named by --variants run at any M (session 54: 64-row tiles at M = 256 were never timed)
                 cands += [(v.name, RSCall(x, qw, v, sms)) for v in VARIANTS + SMALL_VARIANTS + RING_VARIANTS
-                          if M / 2 <= v.block_m <= max(16, M)]
+                          if (M / 2 <= v.block_m <= max(16, M)) or (names is not None and v.name in names)]
                 if grids:  # the 64 x 128 stream-K variant over grids of tiles x S programs (S dividing a tile's
                     # groups: each program one piece of one tile, one fix-up), and over the SMs (the library's)
                     v = qsm90.RS_M64_N128

@@ -65,7 +65,8 @@ for causal in (False, True):
     build(at._attention_fwd_kernel, at_types, dict(D=128, BLOCK_M=128, BLOCK_N=128, BLOCK_D=128, VARLEN=causal,
           MASK_LEFT=False, MASK_RIGHT=causal, WRITE_LSE=True, USE_TMA=False, PRECISION="tf32"), 8, 2,
           name=f"attn_ptr_c{int(causal)}")
-split_types = lambda a: ("*fp32" if a in ("part_ptr", "scale_ptr") else "*i32" if a == "cnt_ptr" else "*bf16") \
+split_types = lambda a: ("*fp32" if a in ("part_ptr", "scale_ptr") else "*i32" if a == "cnt_ptr" else "*i64" if a == "words_ptr"
+                         else "*bf16") \
     if a.endswith("_ptr") else ("fp32" if a in ("eps", "w_offset") else "i32")
 for res in (False, True):
     for quant, qmax in ((0, 1.0), (1, 448.0)):

@@ -606,3 +606,90 @@ def test_gpu_gluon_dispatch(monkeypatch):
     monkeypatch.setattr(attention_mod, "_plans", Plans())
     attention_varlen(qp, kp, vp, cu, cu, 256, 256, True)
     assert not any(isinstance(p, attention_mod.attention_sm90.PingpongPlan) for p in attention_mod._plans.values())
+
+
+@pytest.mark.parametrize("D", [40, 80, 96])
+def test_default_scale_is_one_over_sqrt_head_dim(D, device):
+    """Padded head dims (40 -> 64): the default scale is SDPA's 1/sqrt(D), not that of the padded tile."""
+    q, k, v = _qkv(1, 2, 2, 24, 24, D, torch.float32, device)
+    for causal in (False, True):
+        ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        assert rel_err(attention(q, k, v, causal), ref.double()) < 1e-5
+
+
+@pytest.mark.parametrize("D", [40, 72])
+def test_pointer_path_padded_head_dim(D, monkeypatch, device):
+    """Pointer loads (no TMA) with a head dim padded to the next power of two: the padding columns are masked
+    in the masked and unmasked loops alike, and out's padding is never stored."""
+    monkeypatch.setattr(attention_mod, "TMA_ENABLED", False)
+    monkeypatch.setattr(attention_mod, "_plans", Plans())
+    _check(*_qkv(1, 2, 1, 40, 64, D, torch.float16, device), False)   # Sk a tile multiple: one unmasked loop
+    _check(*_qkv(1, 2, 1, 40, 45, D, torch.float16, device), True, window=(20, 0))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_varlen_total_keys_a_tile_multiple(causal, device):
+    """Packed keys whose total is a multiple of the key tile: each sequence's end still masked."""
+    len_q, len_k = [5, 20, 7], [9, 13, 10]  # 32 keys in all
+    q = _packed(len_q, 4, 64, torch.bfloat16, device)
+    k, v = (_packed(len_k, 2, 64, torch.bfloat16, device) for _ in range(2))
+    cu_q, cu_k = _cu(len_q, device), _cu(len_k, device)
+    out, lse = attention_varlen(q, k, v, cu_q, cu_k, max(len_q), max(len_k), causal, return_lse=True)
+    ref, ref_lse = attention_varlen_reference(q, k, v, cu_q, cu_k, causal)
+    assert rel_err(out, ref) < TOL[torch.bfloat16] and rel_err(lse, ref_lse) < 1e-5
+
+
+def test_plan_key_holds_window_and_lse(monkeypatch, device):
+    """Calls of one shape that differ only in window or in return_lse take plans of their own."""
+    monkeypatch.setattr(attention_mod, "_plans", Plans())
+    q, k, v = _qkv(1, 2, 1, 40, 40, 64, torch.float16, device)
+    for causal, window in [(False, None), (False, 7), (False, (3, 2)), (True, None), (True, 5)]:
+        ref, ref_lse = attention_reference(q, k, v, causal, window=window, return_lse=True)
+        assert rel_err(attention(q, k, v, causal, window=window), ref) < TOL[torch.float16], window
+        out, lse = attention(q, k, v, causal, window=window, return_lse=True)
+        assert rel_err(out, ref) < TOL[torch.float16] and rel_err(lse, ref_lse) < 1e-5, window
+
+
+def test_prepared_attention_padded_head_dim(device):
+    """A configuration run directly (the tuner's way) at a head dim padded from 40 to 64: the scale is 1 / sqrt(40)."""
+    q, k, v = _qkv(1, 2, 1, 40, 48, 40, torch.float16, device)
+    run = attention_mod.prepared_attention(q, k, v, True, attention_mod.AttentionConfig(32, 16, 4, 1))
+    assert rel_err(run(), attention_reference(q, k, v, True)) < TOL[torch.float16]
+
+
+def test_varlen_cu_seqlens_must_be_contiguous(device):
+    q = torch.randn(8, 2, 32, device=device, dtype=torch.float16)
+    cu = torch.tensor([0, 9, 4, 9, 8, 9], dtype=torch.int32, device=device)[::2]  # [0, 4, 8], stride 2
+    with pytest.raises(ValueError, match="cu_seqlens_q must be contiguous"):
+        attention_varlen(q, q, q, cu, cu.contiguous(), 4, 4)
+
+
+def test_tma_needs_16_byte_row_strides(monkeypatch, device):
+    """Rows 136 bytes apart on a 16-byte aligned base: TMA cannot address them (pointer loads)."""
+    monkeypatch.setattr(attention_mod, "_plans", Plans())
+    q, k, v = (torch.randn(1, 2, 30, 68, device=device, dtype=torch.float16)[..., :64] for _ in range(3))
+    assert q.data_ptr() % 16 == 0
+    _check(q, k, v, causal=True)
+    if not HAS_CUDA:  # on a GPU the plan is a compiled launch's
+        [plan] = attention_mod._plans.values()
+        assert isinstance(plan, attention_mod._Plan) and plan.descriptors is None and not plan.constexprs["USE_TMA"]
+
+
+def test_varlen_plan_follows_max_seqlen(monkeypatch, device):
+    """Same packed shapes and batch, another split: the longer max_seqlen_q needs more query tiles than the
+    first call's plan launched."""
+    monkeypatch.setattr(attention_mod, "_plans", Plans())
+    for len_q in ([20, 20, 15], [5, 33, 17]):  # 55 tokens each time
+        q, k, v = (_packed(len_q, 2, 64, torch.bfloat16, device) for _ in range(3))
+        cu = _cu(len_q, device)
+        out, lse = attention_varlen(q, k, v, cu, cu, max(len_q), max(len_q), True, return_lse=True)
+        ref, ref_lse = attention_varlen_reference(q, k, v, cu, cu, True)
+        assert rel_err(out, ref) < TOL[torch.bfloat16] and rel_err(lse, ref_lse) < 1e-5, len_q
+
+
+def test_grid_limit(monkeypatch, device):
+    """A grid past CUDA's limit (here made 1) is refused by name (D = 40: the Triton kernel, on any GPU)."""
+    monkeypatch.setattr(attention_mod, "_plans", Plans())
+    monkeypatch.setattr(attention_mod, "MAX_PROGRAMS", 1)
+    with pytest.raises(ValueError, match="grid limit"):
+        attention(*_qkv(1, 2, 2, 40, 40, 40, torch.float16, device))  # 2 heads x at least one query tile

@@ -1,6 +1,8 @@
+import dataclasses
 from pathlib import Path
 
 import pytest
+import torch
 
 from conftest import HAS_CUDA
 from rooftop.cli import main
@@ -99,3 +101,20 @@ def test_check_runs_every_op(capsys):
     out = capsys.readouterr().out
     assert out.count("\nok   ") + out.startswith("ok   ") == sum(len(s.check_cases) for s in registry.all_ops())
     assert "FAIL" not in out
+
+
+def test_check_fails_on_a_wrong_op(monkeypatch, capsys):
+    from rooftop import registry
+    spec = registry.get("softmax")
+    wrong = dataclasses.replace(spec, reference=lambda *a: 2 * spec.reference(*a), check_cases=((3, 1000),))
+    monkeypatch.setattr(registry, "all_ops", lambda: [wrong])
+    assert main(["check"]) == 1
+    assert "FAIL" in capsys.readouterr().out
+
+
+def test_info_shows_the_requested_datasheet(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("the CPU path")
+    assert main(["info", "--device", "NVIDIA H100 PCIe"]) == 0
+    out = capsys.readouterr().out
+    assert "H100 PCIe" in out and "2000" in out and "4800" not in out

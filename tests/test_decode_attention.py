@@ -1,5 +1,8 @@
+import types
+
 import pytest
 import torch
+import torch.nn.functional as F
 
 import rooftop
 from conftest import DEVICE, HAS_CUDA, TOL, assert_attention_result, rel_err
@@ -112,6 +115,43 @@ def test_strided_layouts(device):
     _check(q, k, v, _seqlens([96, 50], device), table, num_splits=2)
     k, v = (torch.randn(3, 2, 40, 64, device=device, dtype=torch.float16) for _ in range(2))
     _check(q, k, v, _seqlens([40, 9], device))
+    q3 = torch.randn(2, 3, 8, 64, device=device, dtype=torch.float16).transpose(1, 2)  # new tokens 3 apart in memory
+    _check(q3, k, v, _seqlens([40, 12], device))
+
+
+def test_block_table_of_a_wider_table(device):
+    """A block table that is a column slice of a wider one (row stride past its width): every kernel that reads it
+    (decode_attention, append_kv) takes its row stride."""
+    B, per_seq, page_size = 2, 4, 8
+    q, k_cache, v_cache, _ = _inputs(B, 8, 2, 1, per_seq * page_size, 32, torch.float32, device, page_size)
+    table = torch.zeros(B, 2 * per_seq, device=device, dtype=torch.int32)[:, :per_seq]
+    table.copy_(torch.randperm(B * per_seq + 1, device=device)[:B * per_seq].view(B, per_seq))
+    lengths = _seqlens([29, 5], device)
+    expect = [k_cache.clone(), v_cache.clone(), lengths.clone()]
+    k, v = (torch.randn(B, 2, 3, 32, device=device) for _ in range(2))
+    append_kv(k_cache, v_cache, k, v, lengths, block_table=table)
+    append_kv_reference(*expect[:2], k, v, expect[2], table)
+    assert torch.equal(k_cache, expect[0]) and torch.equal(v_cache, expect[1])
+    _check(q, k_cache, v_cache, lengths, table, num_splits=2)
+
+
+def test_merge_over_several_chunks(device):
+    """64 query rows (16 heads over one kv head, 4 new tokens) at D = 128 over 4 splits: the merge of the splits'
+    partial results takes several chunks of rows (MERGE_CHUNK), each rescaled by the rows' own maxima."""
+    q, k, v, _ = _inputs(1, 16, 1, 4, 512, 128, torch.float16, device)
+    _check(q, k, v, _seqlens([512], device), num_splits=4)
+
+
+def test_scale_default_and_given(device):
+    """The default scale is 1 / sqrt(D) (SDPA's over the heads each query head reads), a given one is used; checked
+    against torch, not against this file's reference, which shares the wrapper's scale handling."""
+    q = torch.randn(2, 8, 1, 64, device=device)
+    k, v = (torch.randn(2, 2, 50, 64, device=device) for _ in range(2))
+    k4, v4 = k.repeat_interleave(4, 1), v.repeat_interleave(4, 1)
+    seqlens = _seqlens([50, 50], device)
+    for scale in (None, 0.3):
+        out = decode_attention(q, k, v, seqlens, scale=scale)
+        assert rel_err(out, F.scaled_dot_product_attention(q, k4, v4, scale=scale).double()) < 1e-5
 
 
 @pytest.mark.parametrize("num_splits", [None, 3])
@@ -180,6 +220,12 @@ def test_bad_input(device):
         decode_attention(q, k, v, seqlens, key_mask=torch.ones(2, 16, device=device))
     with pytest.raises(ValueError, match=r"key_mask must have shape \(2, >= 16\)"):
         decode_attention(q, k, v, seqlens, key_mask=torch.ones(2, 15, dtype=torch.bool, device=device))
+    with pytest.raises(ValueError, match="key_mask must have unit stride"):
+        decode_attention(q, k, v, seqlens, key_mask=torch.ones(2, 32, dtype=torch.bool, device=device)[:, ::2])
+    pages = torch.randn(9, 2, 4, 32, device=device, dtype=torch.float16)
+    with pytest.raises(ValueError, match="block_table must have unit stride"):
+        decode_attention(q, pages, pages, seqlens, torch.arange(8, dtype=torch.int32, device=device).repeat_interleave(
+            2).view(2, 8)[:, ::2])
 
 
 # (B_cache, B, H, S, D, lengths): one length for all (0-d, as transformers' StaticLayer keeps it, and [1]), one a
@@ -324,6 +370,22 @@ def test_default_splits():
     assert decode_mod.default_splits(8, 0, 2, cpu) == 1
 
 
+@pytest.mark.parametrize("limit, stages", [(232448, 3), (101376, 2), (70000, 1), (10000, 1)])
+def test_fitting_stages_steps_down_to_the_shared_memory(limit, stages, monkeypatch):
+    """fitting_stages compiles with fewer stages until the kernel fits a program's shared memory (the split kernel at
+    D = 128 in bf16 compiled for sm_90: 139264, 73728, 40960 B at 3, 2, 1 stages, where the 99 KB cards allow 101376;
+    benchmarks/compile_targets.py), never below 1; off a GPU (no compile) the stages stay as given."""
+    from rooftop.ops import _support
+    shared = {3: 139264, 2: 73728, 1: 40960}
+    compiled = lambda kernel, *args, **c: types.SimpleNamespace(
+        device=0, compiled=types.SimpleNamespace(metadata=types.SimpleNamespace(shared=shared[c["num_stages"]])))
+    monkeypatch.setattr(_support, "prepare", compiled)
+    monkeypatch.setattr(_support, "shared_memory_limit", lambda index: limit)
+    assert _support.fitting_stages(None, 1, 2, BLOCK=16, num_stages=3) == stages
+    monkeypatch.setattr(_support, "prepare", lambda kernel, *args, **c: None)
+    assert _support.fitting_stages(None, 1, 2, BLOCK=16, num_stages=3) == 3
+
+
 # ---------------------------------------------------------------------------------------------
 # On the GPU
 
@@ -337,6 +399,22 @@ def test_gpu_matches_reference(Hq, Hkv, Sq, D, page_size, dtype):
     lengths = [4096, 1, 0, 2999, 777]
     q, k, v, table = _inputs(len(lengths), Hq, Hkv, Sq, 4096, D, dtype, "cuda", page_size)
     _check(q, k, v, _seqlens(lengths, "cuda"), table)
+
+
+@pytest.mark.gpu
+def test_gpu_fewer_stages_on_a_card_with_less_shared_memory(monkeypatch):
+    """On the H200 posing as a 99 KB card (A10, L40S, RTX 4090), the split kernel at D = 128 (3 stages: 139264 B)
+    launches with 2 and matches the reference, where 3 would raise OutOfResources there."""
+    from rooftop.ops import _support
+    monkeypatch.setattr(_support, "shared_memory_limit", lambda index: 101376)
+    stages = []
+    real = decode_mod.launch
+    monkeypatch.setattr(decode_mod, "launch", lambda kernel, grid, *a, **c: stages.append(c["num_stages"])
+                        or real(kernel, grid, *a, **c))
+    lengths = [4096, 1, 2999]
+    q, k, v, table = _inputs(len(lengths), 32, 8, 1, 4096, 128, torch.bfloat16, "cuda")
+    _check(q, k, v, _seqlens(lengths, "cuda"), table)
+    assert stages == [2]
 
 
 @pytest.mark.gpu

@@ -81,3 +81,24 @@ def test_no_gpu_errors(monkeypatch):
         hardware.measure_ceilings()
     info = hardware.device_info()
     assert "torch" in info and "triton" in info and "name" not in info
+
+
+@pytest.mark.parametrize("name, figures", [
+    ("H100 SXM", (80, 3350, 132, 50, 989, 1979)), ("H100 PCIe", (80, 2000, 114, 50, 756, 1513)),
+    ("H200", (141, 4800, 132, 60, 989, 1979)), ("A100 40GB", (40, 1555, 108, 40, 312, None)),
+    ("A100 80GB", (80, 2039, 108, 40, 312, None)), ("A100 PCIe 80GB", (80, 1935, 108, 40, 312, None)),
+    ("L40S", (48, 864, 142, 96, 362.05, 733)), ("RTX 4090", (24, 1008, 128, 72, 165.2, 330.3)),
+    ("B200", (180, 8000, 148, 126, 2250, 4500)),
+])
+def test_datasheet_every_entry(name, figures):
+    """Every datasheet entry's memory, bandwidth, SMs, L2, bf16 and fp8 rates as published (dense)."""
+    s = DATASHEET[name]
+    assert (s.memory_GB, s.mem_GBps, s.sms, s.l2_MB, s.bf16_TFLOPs, s.fp8_TFLOPs) == figures
+
+
+def test_unreadable_cache_falls_back_to_datasheet(monkeypatch, tmp_path):
+    monkeypatch.setenv("ROOFTOP_CACHE_DIR", str(tmp_path))
+    (tmp_path / "ceilings-nvidia-h200.json").write_text("{not json")
+    with pytest.warns(UserWarning, match="unreadable ceilings cache"):
+        got = ceilings_for("NVIDIA H200")
+    assert got.source == "datasheet" and got.copy_GBps == 4800

@@ -497,3 +497,31 @@ def test_rope_and_cache_update_rewritten_together(between, fused):
     assert ("q, k, _rooftop_appended = _rooftop_rope_append(q, k, v, cos, sin, past_key_value, self.layer_idx)"
             in source) == fused
     assert ("_rooftop_appended=_rooftop_appended" in source) == fused
+
+
+def test_patch_keeps_norm_eps_and_exact_gelu_and_bias_mismatch():
+    model = Layer(lambda h: LlamaRMSNorm(h, eps=0.5)).to(DEVICE)
+    x = 0.05 * torch.randn(2, 5, 64, device=DEVICE)
+    with torch.no_grad():
+        before = model(x)
+        assert patch_model(model)["rms_norm"] == 2
+        assert rel_err(model(x), before) < 1e-5
+    exact = Layer(LlamaRMSNorm, act=nn.GELU()).to(DEVICE)  # exact (erf) GELU: no fused kernel
+    assert patch_model(exact)["gated_mlp"] == 0
+    assert rooftop.integrations.hf.stacked_projection(nn.Linear(8, 4, bias=True), nn.Linear(8, 4, bias=False)) is None
+    assert rooftop.integrations.hf.stacked_projection(nn.Linear(8, 4, bias=False), nn.Linear(8, 4, bias=True)) is None
+
+
+def test_add_norm_rewrite_needs_rooftops_norm():
+
+    class LayerNormAfterAdd(DecoderLayer):
+        def __init__(self):
+            super().__init__()
+            self.post_attention_layernorm = nn.LayerNorm(64)
+
+    model = LayerNormAfterAdd().to(DEVICE)
+    x = torch.randn(2, 5, 64, device=DEVICE)
+    with torch.no_grad():
+        before = model(x)
+        assert patch_model(model)["add_rms_norm"] == 0
+        assert rel_err(model(x), before) < 1e-5

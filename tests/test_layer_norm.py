@@ -121,6 +121,19 @@ def test_large_mean_float32(shape, device):
     assert rel_err(y, layer_norm_reference(r, w, None)) < TOL[torch.float32]
 
 
+@pytest.mark.parametrize("N", [67, 130])
+def test_looped_partial_groups(N, monkeypatch, device):
+    """The looped kernel at tiles of 64 on rows of 67 / 130: the last tile ends inside a lane's group of 4 fp32
+    values, whose count and mean are its live values' (rows 100 + randn, so that a wrong group mean shows)."""
+    monkeypatch.setattr(layer_norm_mod, "ONCHIP_MAX", 32)
+    monkeypatch.setattr(layer_norm_mod, "looped_config", lambda *args: (64, 4))
+    names = spy_launches(monkeypatch, layer_norm_mod)
+    x = 100 + torch.randn(5, N, device=device)
+    w, b = torch.rand(N, device=device) + 0.5, torch.randn(N, device=device)
+    assert rel_err(layer_norm(x, w, b), layer_norm_reference(x, w, b)) < TOL[torch.float32]
+    assert names == ["_layer_norm_looped_kernel"]
+
+
 @pytest.mark.parametrize("shape", [ONCHIP, LOOPED, WELFORD])
 def test_large_mean_bfloat16(shape, device):
     # bf16 values near 1e4 are 64 apart: a spread of a few steps around a mean 150 times larger
@@ -171,6 +184,8 @@ def test_bad_input(device):
         layer_norm([1.0, 2.0], w, b)
     with pytest.raises(ValueError, match=r"weight must have shape \(64,\)"):
         layer_norm(x, torch.ones(32, device=device), b)
+    with pytest.raises(ValueError, match=r"weight must have shape \(64,\)"):
+        fused_add_layer_norm_(x, torch.randn_like(x), torch.ones(32, device=device), None)
     with pytest.raises(ValueError, match=r"bias must have shape \(64,\)"):
         layer_norm(x, w, torch.zeros(4, 64, device=device))
     with pytest.raises(TypeError, match="bias has dtype float64"):

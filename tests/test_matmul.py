@@ -880,3 +880,103 @@ def test_gpu_pdl_chain(kernel, monkeypatch):
         assert torch.equal(results[True][step + 1], results[False][step + 1]), step
         ref = matmul_reference(results[True][step], w, residual=residual)
         assert rel_err(results[True][step + 1], ref) < TOL[torch.bfloat16], step
+
+
+@pytest.mark.parametrize("b_k_major", [True, False])
+def test_fp8_strided_scales(b_k_major):
+    """Scales that are strided views (every 2nd / 3rd element): each read by its own stride."""
+    M, N, K = 48, 64, 96
+    a, b, _, _ = _fp8_inputs(M, N, K, b_k_major)
+    sa = (torch.rand(2 * M, device=DEVICE) + 0.5)[::2]
+    sb = (torch.rand(3 * N, device=DEVICE) + 0.5)[::3]
+    assert sa.stride(0) == 2 and sb.stride(0) == 3
+    out = matmul_fp8(a, b, sa, sb)
+    assert rel_err(out, matmul_fp8_reference(a, b, sa, sb)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("path", ["tma", "grouped"])
+def test_relu_propagates_nan(path, request):
+    """relu(NaN) is NaN, as torch's."""
+    if path == "grouped":
+        request.getfixturevalue("grouped_only")
+    a, b = _randn(40, 48), _randn(48, 64)
+    a[3, 5] = float("nan")
+    out = matmul(a, b, activation="relu")
+    ref = matmul_reference(a, b, activation="relu")
+    assert out[3].isnan().all()
+    assert rel_err(out, ref) < TOL[torch.bfloat16]
+
+
+def test_dispatch_needs_16_byte_row_strides(kernels):
+    """Row strides TMA cannot take (97 / 49 bf16 elements) on aligned bases: the pointer kernel, right."""
+    b = _randn(96, 48)
+    for x, y in [(_randn(64, 97)[:, :96], b), (_randn(64, 96), _randn(96, 49)[:, :48])]:
+        assert x.data_ptr() % 16 == 0 and y.data_ptr() % 16 == 0
+        out = matmul(x, y)
+        assert kernels[-1] == "_matmul_grouped_kernel", (x.stride(), y.stride())
+        assert rel_err(out, matmul_reference(x, y)) < TOL[torch.bfloat16]
+
+
+def test_plan_follows_the_activation(plan_misses):
+    """One shape under each activation: a plan of its own each."""
+    a, b = _randn(40, 64), _randn(64, 48)
+    for activation in (None, *ACTIVATIONS):
+        out = matmul(a, b, activation=activation)
+        assert rel_err(out, matmul_reference(a, b, activation=activation)) < TOL[torch.bfloat16], activation
+    assert len(plan_misses) == 1 + len(ACTIVATIONS)
+
+
+def test_tuning_key_separates_k_and_epilogue(monkeypatch):
+    """The tuner keeps a choice per bucket of K and per epilogue."""
+    keys = []
+    real = _autotune.choose
+    monkeypatch.setattr(_autotune, "choose", lambda op, key, configs, run, **kw: keys.append(key)
+                        or real(op, key, configs, run, **kw))
+    a, b = _randn(64, 32), _randn(32, 48)
+    matmul(a, b)
+    matmul(_randn(64, 256), _randn(256, 48))  # K in another bucket
+    matmul(a, b, _randn(48), "silu")
+    matmul(a, b, residual=_randn(64, 48))
+    assert len(set(keys)) == 4, keys
+
+
+def test_bucket_rounds_up_to_a_power_of_two():
+    assert [_autotune.bucket(n) for n in (0, 1, 2, 3, 64, 65, 4096)] == [0, 1, 2, 4, 64, 128, 4096]
+
+
+def test_choice_read_from_disk_is_settled(monkeypatch):
+    """A choice another process remembered is settled once read (so its callers keep plans)."""
+    monkeypatch.setattr(_autotune, "time_ms", lambda fn: (fn(), 1.0)[1])
+    monkeypatch.setenv("ROOFTOP_AUTOTUNE", "1")
+    key, configs = (64, torch.bfloat16), ({"B": 16}, {"B": 32})
+    _autotune.choose("op", key, configs, lambda c: None, device="dev", tune=True)
+    _autotune.forget()  # a new process: the file's entry
+    assert not _autotune.is_settled("op", key, device="dev")
+    _autotune.choose("op", key, configs, lambda c: None, device="dev", tune=False)
+    assert _autotune.is_settled("op", key, device="dev")
+
+
+@pytest.mark.parametrize("activation", [None, *ACTIVATIONS])
+def test_tma_whole_tile_epilogue(activation, monkeypatch, kernels):
+    """The TMA kernel's epilogue over the whole tile (EPILOGUE_SUBTILE False), which the interpreter's
+    default configuration never takes."""
+    monkeypatch.setattr(mm, "INTERPRETER_SUBTILE", False)
+    mm._configs.cache_clear()
+    try:
+        M, N, K = 40, 64, 48
+        a, b, bias = _randn(M, K), _randn(K, N), _randn(N)
+        for residual in (_randn(M, N), _randn(M, 2 * N)[:, ::2]):  # by TMA, through pointers
+            out = matmul(a, b, bias, activation, residual)
+            assert kernels[-1] == "_matmul_tma_kernel"
+            assert rel_err(out, matmul_reference(a, b, bias, activation, residual)) < TOL[torch.bfloat16]
+    finally:
+        mm._configs.cache_clear()
+
+
+def test_bad_epilogue_and_fp8_input():
+    a, b = _randn(4, 8), _randn(8, 16)
+    with pytest.raises(ValueError, match="residual is on meta"):
+        matmul(a, b, residual=torch.empty(4, 16, device="meta", dtype=a.dtype))
+    a8, b8, sa, sb = _fp8_inputs(4, 16, 8)
+    with pytest.raises(ValueError, match="matmul_fp8 takes 2-D"):
+        matmul_fp8(a8, b8[None], sa, sb)

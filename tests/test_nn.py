@@ -68,3 +68,30 @@ def test_swap_norms_keeps_parameters_and_outputs():
 def test_bad_normalized_shape():
     with pytest.raises(ValueError, match="normalized_shape must be one dimension"):
         rnn.RMSNorm((4, 16))
+
+
+def test_nn_modules_use_their_eps():
+    x = 0.05 * torch.randn(4, 64, device=DEVICE)
+    with torch.no_grad():
+        rms = rnn.RMSNorm(64, eps=0.5, device=DEVICE)
+        assert rel_err(rms(x), nn.functional.rms_norm(x.double(), (64,), None, 0.5)) < 1e-5
+        ln = rnn.LayerNorm(64, eps=0.5, device=DEVICE)
+        assert rel_err(ln(x), nn.functional.layer_norm(x.double(), (64,), None, None, 0.5)) < 1e-5
+
+
+def test_swap_norms_keeps_eps():
+    model = nn.Sequential(nn.LayerNorm(64, eps=0.5), nn.RMSNorm(64, eps=0.5)).to(DEVICE)
+    x = 0.05 * torch.randn(3, 64, device=DEVICE)
+    with torch.no_grad():
+        before = model(x)
+        assert rnn.swap_norms(model) == 2
+        assert rel_err(model(x), before.double()) < 1e-5
+
+
+def test_layer_norm_module_fuses_the_residual():
+    mod = rnn.LayerNorm(64, device=DEVICE)
+    x, res = torch.randn(3, 64, device=DEVICE), torch.randn(3, 64, device=DEVICE)
+    with torch.no_grad():
+        y, r = mod(x, res)
+        assert rel_err(r, x.double() + res.double()) < 1e-6
+        assert rel_err(y, nn.functional.layer_norm((x + res).double(), (64,))) < 1e-5

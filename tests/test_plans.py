@@ -3,13 +3,15 @@ recorded launches on the new tensors. Each test calls an op twice or more on fre
 calls against the reference, and checks that they were replays (the op's row function, patched to fail,
 is not reached) or that they could not be (no plan)."""
 import gc
+import threading
 import weakref
 
 import pytest
 import torch
 
 import rooftop
-from rooftop.ops import _support, activations, layer_norm, quant_matmul, reductions, rms_norm, softmax
+from rooftop.ops import (_support, activations, attention, layer_norm, matmul, quant_matmul, reductions, rms_norm,
+                         softmax)
 from conftest import DEVICE, TOL, rel_err
 
 DT = torch.bfloat16
@@ -176,6 +178,24 @@ def test_new_signature_is_checked():
         rooftop.rms_norm(x, w, -1.0)
 
 
+def test_plan_key_holds_strides_values_and_keywords():
+    """Calls that differ from a recorded one only in strides, a scalar's value, or which keyword a value is given as
+    get their own plans and are right."""
+    w = _weight(64)
+    rooftop.rms_norm(_rand(4, 64), w, 1e-6)
+    strided = _rand(4, 128)[:, :64]
+    assert rel_err(rooftop.rms_norm(strided, w, 1e-6), rms_norm.rms_norm_reference(strided, w, 1e-6)) < TOL[DT]
+    small = _rand(4, 64) * 1e-2  # mean square 1e-4: eps = 0.5 dominates
+    assert rel_err(rooftop.rms_norm(small, w, 0.5), rms_norm.rms_norm_reference(small, w, 0.5)) < TOL[DT]
+    with pytest.raises(ValueError, match="eps"):
+        rooftop.rms_norm(small, w, -1.0)
+    rooftop.rms_norm(small, w, offset=1.0)
+    assert rel_err(rooftop.rms_norm(small, w, eps=1.0), rms_norm.rms_norm_reference(small, w, 1.0)) < TOL[DT]
+    flat = _rand(4 * 64 + 1)  # the same shape and strides 2 bytes apart: Triton's 16-byte specialisation differs
+    for rows in (flat[:256].view(4, 64), flat[1:].view(4, 64)):
+        assert rel_err(rooftop.rms_norm(rows, w), rms_norm.rms_norm_reference(rows, w)) < TOL[DT]
+
+
 def test_grad_mode_is_checked():
     """A weight that requires grad is refused while grad mode is on, also after a plan of its signature was
     recorded under no_grad (as a model's Parameters are used)."""
@@ -215,6 +235,40 @@ def test_replay_runs_on_the_current_stream():
         y = rooftop.softmax(x)
     torch.cuda.synchronize()
     assert rel_err(y, softmax.softmax_reference(fresh)) < TOL[DT]
+
+
+@pytest.mark.parametrize("op", ["matmul", "attention_varlen"])
+def test_replay_in_a_new_thread(op):
+    """The TMA kernels that make their descriptors on the device take scratch memory from Triton's allocator at every
+    launch, and Triton keeps the allocator per context, where a new thread has none: a call recorded in this thread
+    replays in a new one (_support.ensure_scratch_allocator; the attention replay raised "no allocator was set").
+    The interpreter takes no scratch: there only the replay's values are checked."""
+    if op == "matmul":
+        a, b = _rand(64, 96), _rand(96, 48)  # fewer rows than the Gluon kernel takes: the Triton TMA kernel (sm_90)
+
+        def call():
+            return rooftop.matmul(a, b)
+        ref = matmul.matmul_reference(a, b)
+    else:
+        q, k, v = _rand(40, 4, 64), _rand(40, 2, 64), _rand(40, 2, 64)  # varlen: descriptors made on the device
+        cu = torch.tensor([0, 7, 40], dtype=torch.int32, device=DEVICE)
+
+        def call():
+            return rooftop.attention_varlen(q, k, v, cu, cu, 33, 33, True)
+        ref = attention.attention_varlen_reference(q, k, v, cu, cu, True)[0]
+    call()
+    outcome = {}
+
+    def in_thread():
+        try:
+            outcome["out"] = call()
+        except Exception as err:  # reported by the assertion below
+            outcome["err"] = err
+    thread = threading.Thread(target=in_thread)
+    thread.start()
+    thread.join()
+    assert "err" not in outcome, repr(outcome.get("err"))
+    assert rel_err(outcome["out"], ref) < TOL[DT]
 
 
 @pytest.mark.gpu
@@ -349,3 +403,108 @@ def test_clear_plans_forgets_every_plans_table():
     gc.collect()
     _support.clear_plans()
     assert entry not in _support._all_plans
+
+
+def test_recording_refuses_other_torch_ops():
+    """A call that runs a torch op other than an allocation or a view (here an in-place mul_) is never replayed."""
+    @_support.planned
+    def double_(x):
+        x.mul_(2)
+        return x
+
+    x = torch.ones(4, device=DEVICE)
+    for _ in range(3):
+        assert double_(x) is x
+    assert torch.equal(x, torch.full((4,), 8.0, device=DEVICE)) and len(double_.plans) == 0
+
+
+def test_returned_argument_is_recorded_and_returned():
+    """A call that returns one of its tensor arguments is recorded, and its replay returns the new call's argument."""
+    @_support.planned
+    def same(x):
+        return x
+
+    same(torch.ones(3, device=DEVICE))
+    assert len(same.plans) == 1
+    y = torch.zeros(3, device=DEVICE)
+    assert same(y) is y
+
+
+def test_returned_view_of_an_argument_is_not_recorded():
+    """A call that returns a view of an argument (not a whole allocation of its own) is not recorded: a replay would
+    hand back a fresh, unwritten tensor instead of the view."""
+    @_support.planned
+    def head(x):
+        return x[:2]
+
+    for i in range(3):
+        x = torch.arange(4.0, device=DEVICE) + i
+        y = head(x)
+        assert torch.equal(y, x[:2]) and y.data_ptr() == x.data_ptr()
+    assert len(head.plans) == 0
+
+
+def test_whole_allocation_is_all_of_a_storage_the_call_made():
+    """_whole_allocation: true only for all of a storage the recorded call allocated (no offset, no part of it)."""
+    with _support._Recorder() as recorder:
+        buf = torch.empty(2, device=DEVICE)
+    assert recorder._whole_allocation(buf)
+    assert not recorder._whole_allocation(buf[:1])  # part of the storage
+    assert not recorder._whole_allocation(buf[1:].expand(2))  # as many bytes as the storage, at an offset
+    assert not recorder._whole_allocation(torch.empty(2, device=DEVICE))  # not allocated by the call
+
+
+def test_kernel_argument_of_another_dtype_is_not_recorded():
+    """A launch argument at an argument's address but of another dtype (a reinterpreting view) makes no plan;
+    the same launch with the argument itself does."""
+    kernel = {(1,): lambda *args, **kwargs: None}  # what plan() indexes with the grid
+    x = torch.zeros(4, dtype=torch.bfloat16, device=DEVICE)
+    for arg, plannable in ((x, True), (x.view(torch.int16), False)):
+        with _support._Recorder() as recorder:
+            pass
+        recorder.launches.append((None, kernel, (1,), (arg,), {}))
+        assert (recorder.plan((x,), None) is not None) == plannable
+
+
+def test_plans_are_bounded():
+    """Plans.keep clears the table and its misses once it holds `limit` keys; miss() bounds the misses alike;
+    clear() forgets both."""
+    plans = _support.Plans(limit=2)
+    plans.keep(("a",), print)
+    plans.keep(("b",), print)
+    plans.miss(("m",))
+    plans.keep(("c",), print)
+    assert dict(plans) == {("c",): print} and plans.misses == {}
+    for key in ("x", "y", "z"):
+        plans.miss((key,))
+    assert plans.misses == {("z",): 1}
+    plans.clear()
+    assert not plans and plans.misses == {}
+
+
+def test_call_signature_holds_alignment_and_value_types():
+    """call_signature tells apart tensors that differ only in address mod 16, and values equal across types."""
+    flat = torch.zeros(65, device=DEVICE)
+    assert _support.call_signature((flat[:64],)) != _support.call_signature((flat[1:],))
+    keys = [_support.call_signature((v,)) for v in (1, 1.0, True)]
+    assert len(set(keys)) == 3
+
+
+def test_op_inside_another_recording_is_part_of_it():
+    """A public op called inside another planned call's recording runs as written (no plan of its own), so the outer
+    call's plan holds its launches and replays them right."""
+    @_support.planned
+    def outer(x):
+        return rooftop.softmax(x)
+
+    for _ in range(3):
+        x = _rand(4, 64)
+        assert rel_err(outer(x), softmax.softmax_reference(x)) < TOL[DT]
+    assert len(outer.plans) == 1 and len(rooftop.softmax.plans) == 0
+
+
+def test_onchip_config_warps_are_a_power_of_two():
+    """onchip_config's num_warps is a power of two (Triton's requirement) even for an elems_per_thread that is not."""
+    for M, N, elems in ((64, 1024, 12), (7, 3000, 24), (1, 96, 16)):
+        warps = _support.onchip_config(M, N, elems)[2]
+        assert warps >= 1 and warps & (warps - 1) == 0, (M, N, elems, warps)

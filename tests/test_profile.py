@@ -350,3 +350,69 @@ def test_profile_tiny_model():
         assert all(r.op is not None for r in norms), rows
     else:
         assert all(r.roofline_pct is None for r in rows)  # no GPU ceilings on a CPU
+
+
+def test_parse_ncu_csv_reads_each_metric_into_its_own_field():
+    metrics = list(ncu.METRICS)
+    header = ",".join(f'"{h}"' for h in ["ID", "Kernel Name", *metrics])
+    units = ",".join('""' for _ in ["", "", *metrics])
+    values = {"gpu__time_duration.sum": "1000", "dram__throughput.avg.pct_of_peak_sustained_elapsed": "66.2",
+              "sm__throughput.avg.pct_of_peak_sustained_elapsed": "12.5",
+              "sm__warps_active.avg.pct_of_peak_sustained_active": "47.9",
+              "sm__maximum_warps_per_active_cycle_pct": "50"}
+    row = ",".join(f'"{v}"' for v in ["0", "k", *[values.get(m, "n/a") for m in metrics]])
+    (k,) = ncu.parse_csv("\n".join([header, units, row]))
+    assert (k["dram_throughput_pct"], k["sm_throughput_pct"]) == (66.2, 12.5)
+    assert (k["achieved_occupancy_pct"], k["theoretical_occupancy_pct"]) == (47.9, 50.0)
+
+
+def test_summarize_takes_the_longest_kernels_figures():
+    kernels = [{"kernel": "a", "duration_us": 1.0, "dram_bytes": 1.0, "registers_per_thread": 32.0},
+               {"kernel": "b", "duration_us": 9.0, "dram_bytes": 2.0, "registers_per_thread": 128.0}]
+    out = ncu.summarize(kernels)
+    assert out["kernel"] == "b" and out["registers_per_thread"] == 128.0 and out["duration_us"] == 10.0
+
+
+def test_diagnose_counts_only_the_grid_when_it_is_smaller():
+    found = diagnose(_reading(dram_bytes_read=450 * MB, grid_size=64.0), ROWS_COST, (2048, 65536), 2, H200)
+    assert found.figures["resident_programs"] == 64 and found.figures["in_flight_bytes"] == 64 * 65536 * 2
+
+
+def test_diagnose_l2_is_in_mib():
+    # 264 resident programs x 231060-byte rows = 61.0 MB: fits 60 MiB (62.9 MB), not 60 MB
+    found = diagnose(_reading(dram_bytes_read=450 * MB), ROWS_COST, (2048, 115530), 2, H200)
+    assert found.figures["in_flight_bytes"] == 264 * 231060 and found.figures["l2_overflow"] is False
+
+
+def test_attribute_to_the_outermost_known_op_and_addmm_shape():
+    """A kernel under two known ops is the outer one's; aten::addmm's shape is (M, N, K) from its two matrices,
+    not its bias."""
+    from rooftop.profile.model import attribute
+
+    bf16 = ["c10::BFloat16"] * 3
+    inner = _event("aten::mm", kernels=[("gemm_in_norm", 1.0)], shapes=[[8, 4096], [4096, 16]], dtypes=bf16)
+    outer = _event("rooftop::rms_norm[8x4096,bfloat16]", [inner])
+    [row] = attribute([outer], H200)
+    assert (row.kernel, row.op, row.shape) == ("gemm_in_norm", "rms_norm", (8, 4096))
+    addmm = _event("aten::addmm", kernels=[("gemm", 1.0)], shapes=[[1024], [256, 2048], [2048, 1024]], dtypes=bf16)
+    [row] = attribute([addmm], H200)
+    assert (row.op, row.shape) == ("matmul", (256, 1024, 2048))
+
+
+def test_attribute_needs_recorded_float_dtypes_and_as_many_launches_as_kernels():
+    """An aten op whose recorded input dtypes hold no float dtype is not costed (the model's dtype stands in only where
+    none were recorded); more rooftop launches than unlinked rooftop kernels: none is paired, the kernel has no op."""
+    from rooftop.profile.model import attribute
+
+    ints = _event("aten::mm", kernels=[("int_gemm", 1.0)], shapes=[[8, 16], [16, 4]], dtypes=["long", "long"])
+    [row] = attribute([ints], H200, model_dtype=torch.bfloat16)
+    assert row.op is None
+    norm = _event("rooftop::rms_norm[8x4096,bfloat16]", [_event("cuLaunchKernelEx", start=1.0)], start=0.0, end=2.0)
+    soft = _event("rooftop::softmax[64x4096,bfloat16]", [_event("cuLaunchKernelEx", start=3.0)], start=3.0, end=4.0)
+    kernel = _event("_rms_norm_onchip_kernel", start=10.0, end=14.0, device="CUDA")
+    [row] = attribute([norm, *norm.cpu_children, soft, *soft.cpu_children, kernel], H200)
+    assert (row.kernel, row.op, row.time_us) == ("_rms_norm_onchip_kernel", None, 4.0)
+    twice = _event("rooftop::softmax[64x4096,bfloat16]", kernels=[("_softmax_onchip_kernel", 1.0),
+                                                                   ("_softmax_onchip_kernel", 2.0)])
+    [row] = attribute([twice], H200)
+    assert (row.calls, row.time_us) == (2, 3.0)

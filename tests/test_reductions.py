@@ -155,6 +155,21 @@ def test_every_path_with_small_tiles(path, dtype, monkeypatch, device):
     assert torch.equal(row_argmax(x), x.argmax(-1))
 
 
+@pytest.mark.parametrize("path", ["split", "pieces"])
+def test_all_negative_rows(path, monkeypatch, device):
+    """Rows below 0 where the parts of a row are fewer than their power of two (split: 10 chunks of 16 at 40000;
+    pieces: 3 of 4 at 700): the padding holds the identity (-inf for max), not 0."""
+    if path == "pieces":
+        _onchip_up_to(64, monkeypatch)
+        monkeypatch.setattr(reductions, "PIECES_MIN_N", 64)
+        monkeypatch.setattr(reductions, "PIECE_CONFIGS", {"sum": (128, 4), "sumsq": (128, 2), "max": (256, 4)})
+        monkeypatch.setattr(reductions, "PROGRAMS_PER_SM", 1)
+    M, N = (3, 40000) if path == "split" else (SMS + 3, 700)
+    assert reduce_path(M, N, SMS, "max") == path
+    x = _rand((M, N), torch.float32, device) - 100
+    assert torch.equal(row_max(x), x.amax(-1)) and torch.equal(row_argmax(x), x.argmax(-1))  # argmax: split / looped
+
+
 def test_fp32_output_from_bf16(device):
     x = _rand((4, 3000), torch.bfloat16, device)
     for kind in FNS:

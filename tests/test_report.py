@@ -183,3 +183,90 @@ def test_report_renders_in_chromium(many_results, tmp_path):
     assert check_render(seen, png, expected_text=("94.3%", "3.12x", "4249")) == []
     assert check_render(seen, png, expected_text=("no such number 12345",)) == \
         ["the page does not show 'no such number 12345'"]
+
+
+def _report(tmp_path, results_dir, measured=True):
+    with pytest.warns(UserWarning):
+        index = build_report(results_dir, tmp_path / "out", measured=measured)
+    return index.read_text(), (tmp_path / "out" / "report.md").read_text()
+
+
+def test_report_names_slower_sizes_and_explains_the_worst(many_results, tmp_path):
+    page, md = _report(tmp_path, many_results)
+    assert "slower at 1024×1024×1024" in page  # 0.0058 / 0.0061 = 0.95x cublas
+    # the diagnosis explains the worst size (1024: 50.7% of roofline), with its speed-up over the peer
+    assert "gemm (bfloat16, 1024×1024×1024) is compute-bound" in page
+    assert "0.95x over cublas" in page
+    # the datasheet comparison: copy 4249 / 4800, bf16 694 / 989, ridge 163 / 206 FLOP/byte
+    assert "88.5%" in page and "70.2%" in page and "79.3%" in page
+    assert "| 697.9 | 536.9 | +30.0% |" in md  # DRAM MB, then the cost model's minimum
+
+
+def test_report_flags_fewer_bytes_too(tmp_path):
+    folder = tmp_path / "res"
+    folder.mkdir()
+    low = {**RESULT, "ncu": [{**RESULT["ncu"][0], "dram_bytes": NBYTES * 0.8}]}
+    (folder / "nvidia-h200-2026-11-29-rowops.json").write_text(json.dumps(low))
+    page = build_report(folder, tmp_path / "out", measured=False).read_text()
+    assert "moves -20.0% against the cost model" in page
+
+
+def test_report_recovers_bytes_from_gbps(tmp_path):
+    folder = tmp_path / "res"
+    folder.mkdir()
+    rows = [{"op": "myop", "dtype": "bfloat16", "shape": [1024, n], "provider": "rooftop", "ms": 0.5,
+             "GBps": 2000.0, "TFLOPs": None, "roofline_pct": 50.0} for n in (1024, 2048)]
+    doc = {"device": "NVIDIA H200", "date": "2026-11-29", "ceilings": {"copy_GBps": 4000.0, "bf16_mm_TFLOPs": 500.0},
+           "rows": rows}
+    (folder / "nvidia-h200-2026-11-29-misc.json").write_text(json.dumps(doc))
+    page = build_report(folder, tmp_path / "out", measured=False).read_text()
+    assert "2000 GB/s of the 4000 GB/s copy ceiling" in page
+
+
+def test_session_writes_every_row_of_a_family(monkeypatch, tmp_path):
+    """run_session (faked off a GPU): each family's file, partial and final, holds the rows of all its ops measured so
+    far, the last case's included; the quick preset asks no op for torch.compile; `leading` keeps the cases whose
+    first size is listed."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from rooftop import hardware, registry
+    from rooftop.bench import session
+
+    ceilings = SimpleNamespace(copy_GBps=1.0, bf16_mm_TFLOPs=1.0)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *args: "FAKE")
+    monkeypatch.setattr(hardware, "measure_ceilings", lambda refresh=False: ceilings)
+    monkeypatch.setattr(session, "host_calibration", lambda: {})
+    monkeypatch.setattr(session, "print_summary", lambda *args, **kwargs: None)
+    monkeypatch.setattr(registry, "family_tables", lambda family: [])
+
+    def fake_sweep(op_names, dtype, ceil, shapes, providers, after_case=None):
+        assert providers and "compile" not in providers
+        rows = []
+        for shape in shapes:
+            rows += [{"op": op_names[0], "shape": list(shape), "provider": p} for p in providers]
+            after_case(list(rows))
+        return rows
+
+    written: dict[str, list] = {}
+
+    def fake_write(out, family, rows, *args, **kwargs):
+        written.setdefault(family, []).append([(r["op"], tuple(r["shape"]), r["provider"]) for r in rows])
+        return tmp_path / family
+
+    monkeypatch.setattr(session, "run_sweep", fake_sweep)
+    monkeypatch.setattr(session, "write_results", fake_write)
+    session.run_session(tmp_path, quick=True, with_ncu=False, say=lambda s: None)
+    for family, specs in session.families().items():
+        expected = [(s.name, tuple(shape), p) for s in specs for shape in session.quick_shapes(s)
+                    for p in session.prov.available(s) if p != "compile"]
+        *partial, final = written[family]
+        assert final == expected and partial[-1] == expected, family
+
+    written.clear()
+    spec = registry.get("softmax")
+    first = spec.cases[0][0]
+    session.run_session(tmp_path, with_ncu=False, say=lambda s: None, only={spec.family}, ops={spec.name},
+                        providers=["rooftop"], leading=(first,))
+    assert {shape for _, shape, _ in written[spec.family][-1]} == {c for c in spec.cases if c[0] == first}

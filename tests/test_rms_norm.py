@@ -61,15 +61,16 @@ def test_fused_add_rms_norm_in_place(shape, dtype, device):
     assert rel_err(res, r_ref) < TOL[dtype]
 
 
-def test_leading_dims_and_non_contiguous_rows(device):
-    big = torch.randn(2, 3, 1100, device=device, dtype=torch.float16)
-    x = big[..., 50:1050]  # rows of 1000 with stride 1100, unaligned start
-    res = torch.randn(2, 3, 1000, device=device, dtype=torch.float16)
-    w = torch.rand(1000, device=device, dtype=torch.float16)
+@pytest.mark.parametrize("width", [1000, 41000, 262150])  # on-chip, reload, looped
+def test_leading_dims_and_non_contiguous_rows(width, device):
+    big = torch.randn(2, 3, width + 100, device=device, dtype=torch.float16)
+    x = big[..., 50:width + 50]  # row stride != width, unaligned start
+    res = torch.randn(2, 3, width + 8, device=device, dtype=torch.float16)[..., 8:]  # a third row stride
+    w = torch.rand(width, device=device, dtype=torch.float16)
     y, r = rooftop.rms_norm(x, w, residual=res)
     y_ref, r_ref = add_rms_norm_reference(x, res, w)
-    assert y.shape == (2, 3, 1000)
-    assert rel_err(y, y_ref) < TOL[torch.float16] and rel_err(r, r_ref) < TOL[torch.float16]
+    assert y.shape == (2, 3, width)
+    assert rel_err(y, y_ref) < TOL[torch.float16] and torch.equal(r, r_ref.to(torch.float16))
 
 
 def test_empty(device):
@@ -109,6 +110,10 @@ def test_bad_input(device):
         rooftop.rms_norm(x, w, offset=torch.tensor(1.0))
     with pytest.raises(ValueError, match="residual is required"):
         rooftop.fused_add_rms_norm_(x, None, w)
+    with pytest.raises(ValueError, match=r"weight must have shape \(64,\)"):
+        rooftop.fused_add_rms_norm_(x, torch.randn_like(x), torch.ones(32, device=device))
+    with pytest.raises(TypeError, match="eps must be a Python float or int, got builtins.bool"):
+        rooftop.rms_norm(x, w, eps=True)
 
 
 @pytest.mark.slow
@@ -129,7 +134,7 @@ def test_past_2_31_elements():
     assert rel_err(y[tail], y_ref) < TOL[torch.bfloat16] and rel_err(r[tail], r_ref) < TOL[torch.bfloat16]
 
 
-@pytest.mark.parametrize("shape", [(3, 7), (4, 4096), (3, 40000)])  # on-chip and looped paths
+@pytest.mark.parametrize("shape", [(3, 7), (4, 4096), (3, 40000), (2, 262144)])  # on-chip, reload, looped paths
 def test_gemma_offset_and_out_dtype(shape, device):
     x, res, w = _inputs(shape, torch.bfloat16, device)
     w = w - 1.0  # Gemma stores weight - 1
@@ -161,11 +166,48 @@ def test_quantized_output(shape, quant, with_residual, device):
     _assert_quantized(q, scale, y_ref, quant)
 
 
+@pytest.mark.parametrize("N", [1000, 40000, 262144])  # on-chip, reload, looped
+def test_eps_on_every_path(N, device):
+    """Rows of zeros normalise to zeros (0 / sqrt(0 + eps)), and rows whose mean square is eps's size match the
+    reference: eps is where the reference has it, on every path."""
+    _, res, w = _inputs((2, N), torch.bfloat16, device)
+    zeros = torch.zeros(2, N, device=device, dtype=torch.bfloat16)
+    assert torch.equal(rooftop.rms_norm(zeros, w), zeros)
+    tiny = torch.randn(2, N, device=device, dtype=torch.bfloat16) * 1e-3  # mean square ~1e-6
+    assert rel_err(rooftop.rms_norm(tiny, w, 1e-5), rms_norm_reference(tiny, w, 1e-5)) < TOL[torch.bfloat16]
+    y, _ = rooftop.rms_norm(tiny, w, 1e-5, residual=res * 1e-3)
+    assert rel_err(y, add_rms_norm_reference(tiny, res * 1e-3, w, 1e-5)[0]) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("quant", ["fp8", "int8"])
+@pytest.mark.parametrize("shape", [(5, 1000), (3, 40000)])
+def test_quantized_output_with_offset(shape, quant, device):
+    """Gemma's (1 + weight) scales the row before its absolute maximum is taken: the quantized rows and scales are
+    those of the offset output."""
+    x, _, w = _inputs(shape, torch.bfloat16, device)
+    q, scale = rooftop.rms_norm(x, w - 1.0, quant=quant, offset=1.0)
+    _assert_quantized(q, scale, rms_norm_reference(x, w - 1.0, offset=1.0), quant)
+
+
+@pytest.mark.parametrize("quant", ["fp8", "int8"])
+@pytest.mark.parametrize("N", [1000, 40000])
+def test_quantized_zero_row_and_symmetry(N, quant, device):
+    """A row of zeros gets a finite positive scale and zero codes; -x quantizes to exactly -q(x) (int8 rounds half
+    away from zero, as fp8's rounding to nearest even is symmetric too)."""
+    x, _, w = _inputs((3, N), torch.bfloat16, device)
+    x[1] = 0
+    q, scale = rooftop.rms_norm(x, w, quant=quant)
+    assert torch.isfinite(scale).all() and (scale > 0).all() and not q[1].float().any()
+    q_neg, scale_neg = rooftop.rms_norm(-x, w, quant=quant)
+    assert torch.equal(scale_neg, scale) and torch.equal(q_neg.float(), -q.float())
+
+
 def _assert_quantized(q, scale, y_ref, quant):
     """q, scale: y_ref (float64) quantized per row as quantize_rows_reference does, up to rounding."""
     from rooftop.ops.rms_norm import QUANT_FORMATS
 
-    dtype, _, qmax = QUANT_FORMATS[quant]
+    dtype = QUANT_FORMATS[quant][0]
+    qmax = float(torch.finfo(dtype).max if dtype.is_floating_point else torch.iinfo(dtype).max)  # not the table's
     assert q.dtype == dtype and q.shape == y_ref.shape
     assert scale.dtype == torch.float32 and scale.shape == (*y_ref.shape[:-1], 1)
     q_ref, scale_ref = quantize_rows_reference(y_ref, quant)
@@ -200,6 +242,9 @@ def test_variant_bad_input(device):
         rooftop.rms_norm(x, None, offset=1.0)
     with pytest.raises(ValueError, match="exclude each other"):
         rooftop.rms_norm(x, w, quant="fp8", out_dtype=torch.float16)
+    for offset in (float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="offset must be a finite number"):
+            rooftop.rms_norm(x, w, offset=offset)
 
 
 def test_variants_compile_without_graph_break(device):
@@ -231,8 +276,10 @@ def test_in_place_needs_row_views(device):
     with pytest.raises(ValueError, match="fused_add_rms_norm_ works in place"):
         rooftop.fused_add_rms_norm_(x, res, w)
     shared = torch.randn(1, 64, device=device)  # expanded: three rows in one row's memory
+    halves = torch.randn(160, device=device).as_strided((4, 64), (32, 1))  # rows that partly overlap
     for x, res in ((shared.expand(3, 64), torch.randn(3, 64, device=device)),
-                   (torch.randn(3, 64, device=device), shared.expand(3, 64))):
+                   (torch.randn(3, 64, device=device), shared.expand(3, 64)),
+                   (halves, torch.randn(4, 64, device=device))):
         with pytest.raises(ValueError, match="rows overlap in memory"):
             rooftop.fused_add_rms_norm_(x, res, w)
         with pytest.raises(ValueError, match="fused_add_layer_norm_ works in place: .* rows overlap"):
@@ -685,3 +732,28 @@ def test_registry_quantized(name, device):
     ref_q, ref_scale = spec.reference(*inputs)[:2]
     for out in (spec.run(*inputs), spec.eager(*inputs)):
         assert rel_err(out[0].double() * out[1].double(), ref_q * ref_scale) < 0.07  # e4m3: 3 mantissa bits
+
+
+def test_expanded_weight_is_refused(device):
+    """A weight of stride 0 (an expanded scalar as wide as x's rows) is refused as not contiguous."""
+    x = torch.randn(2, 64, device=device, dtype=torch.bfloat16)
+    w = torch.ones(1, device=device, dtype=torch.bfloat16).expand(64)
+    with pytest.raises(ValueError, match="weight must be contiguous"):
+        rooftop.rms_norm(x, w)
+
+
+def test_nan_eps_is_refused(device):
+    """eps = nan is refused (not >= 0), as a negative eps is."""
+    x, w = torch.randn(2, 64, device=device, dtype=torch.bfloat16), torch.ones(64, device=device, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="eps must be a non-negative number"):
+        rooftop.rms_norm(x, w, float("nan"))
+
+
+def test_in_place_on_padded_rows(device):
+    """fused_add_rms_norm_ writes padded 3-D rows (row stride past N) in place, without a copy."""
+    w = torch.rand(64, device=device, dtype=torch.bfloat16) + 0.5
+    x = torch.randn(2, 3, 128, device=device, dtype=torch.bfloat16)[..., :64]
+    res = torch.randn(2, 3, 64, device=device, dtype=torch.bfloat16)
+    y_ref, r_ref = add_rms_norm_reference(x.clone(), res.clone(), w)
+    rooftop.fused_add_rms_norm_(x, res, w)
+    assert rel_err(x, y_ref) < TOL[torch.bfloat16] and rel_err(res, r_ref) < TOL[torch.bfloat16]

@@ -1,6 +1,7 @@
 import math
 
 import pytest
+import torch
 
 from rooftop.hardware import Ceilings
 from rooftop.roofline import Cost, attainable_TFLOPs, explain, plot_roofline, ridge_point
@@ -97,3 +98,43 @@ def test_compute_scale_raises_the_compute_roof():
     assert fp8.roofline_pct(fp8.flops / 1300e12, c) == pytest.approx(100 * 1300 / 1400)
     with pytest.raises(ValueError, match="different compute roofs"):
         bf16 + fp8
+
+
+def test_explain_states_side_ridge_and_floor():
+    text = explain("softmax", COPY_LIKE, 0.26e-3, C)
+    assert "is below the ridge point of 125 FLOP/byte on NVIDIA H200" in text
+    assert "(floor 250.0 µs)" in text
+    gemm = explain("matmul", GEMM, GEMM.floor_s(C) / 0.5, C)
+    assert "is above the ridge point of 125 FLOP/byte" in gemm
+
+
+def test_explain_compute_bound_at_ceiling():
+    text = explain("matmul", GEMM, GEMM.floor_s(C) / 0.9, C)
+    assert "90.0%" in text and "at the matmul ceiling" in text
+
+
+def test_explain_occupancy_threshold():
+    text = explain("softmax", COPY_LIKE, 1e-3, C, ncu={"achieved_occupancy_pct": 45.0})
+    assert "low occupancy" not in text
+    assert "low occupancy" in explain("softmax", COPY_LIKE, 1e-3, C, ncu={"achieved_occupancy_pct": 35.0})
+
+
+def test_row_op_costs():
+    from rooftop import registry
+    bf16, M, N = torch.bfloat16, 8, 1024
+    n = M * N
+    assert registry.get("swiglu").cost((M, N), bf16).bytes == 3 * n * 2
+    assert registry.get("bias_gelu").cost((M, N), bf16).bytes == (2 * n + N) * 2
+    assert registry.get("rms_norm").cost((M, N), bf16).bytes == (2 * n + N) * 2
+    assert registry.get("add_rms_norm").cost((M, N), bf16).bytes == (4 * n + N) * 2
+    assert registry.get("layer_norm").cost((M, N), torch.float32).bytes == (2 * n + 2 * N) * 4
+    assert registry.get("softmax").cost((M, N), bf16).bytes == 2 * n * 2
+    # q [1, 32, 512, 128] and k (8 heads) read and written, cos/sin [512, 64] each
+    assert registry.get("apply_rope").cost((1, 32, 512, 128), bf16).bytes == (2 * 40 * 512 * 128 + 512 * 128) * 2
+
+
+def test_fp8_gemm_cost_has_the_fp8_roof():
+    from rooftop import registry
+    from rooftop.ops.matmul import gemm_cost
+    assert registry.get("matmul_fp8").cost((4, 8, 16), torch.bfloat16).compute_scale == 2.0
+    assert gemm_cost((4, 8, 16), torch.bfloat16).compute_scale == 1.0

@@ -86,6 +86,20 @@ def test_position_ids(interleaved, dtype, device):
     _check(q, k, cos, sin, dtype, position_ids=pos_2d[:1], interleaved=interleaved)  # [1, S]: broadcast
 
 
+def test_tables_sliced_from_wider_ones(device):
+    """cos / sin [S, D] and a position table that are column slices of wider tensors (row strides past their widths):
+    the kernel takes each row stride as given."""
+    B, HQ, HK, S, D = 2, 4, 2, 5, 64
+    q, k = _qk(B, HQ, HK, S, D, torch.float32, device)
+    table_cos, table_sin = _cos_sin(torch.arange(100), D, torch.float32, device)
+    cos, sin = (torch.cat([t, torch.randn_like(t)], -1)[:, :D] for t in (table_cos, table_sin))
+    _check(q, k, cos[:S], sin[:S], torch.float32)
+    pos = torch.tensor([[3, 50, 7, 99, 0], [1, 2, 3, 4, 5]], device=device)
+    wide_pos = torch.zeros(B, 2 * S, device=device, dtype=torch.long)[:, :S]
+    wide_pos.copy_(pos)
+    _check(q, k, cos, sin, torch.float32, position_ids=wide_pos)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_batched_cos_and_fp32_cos(dtype, device):
     B, HQ, HK, S, D = 3, 4, 1, 4, 64
@@ -203,6 +217,10 @@ def test_bad_input(device):
         apply_rope(q[0], k, cos, sin)
     with pytest.raises(ValueError, match=r"k has shape \(2, 2, 5, 32\)"):
         apply_rope(q, k[..., :32], cos, sin)
+    with pytest.raises(ValueError, match=r"k has shape \(2, 2, 6, 64\) but q has \(2, 4, 5, 64\): B, S and D must"):
+        apply_rope(q, torch.randn(2, 2, 6, 64, device=device), cos, sin)
+    with pytest.raises(ValueError, match=r"k has shape \(3, 2, 5, 64\)"):
+        apply_rope(q, torch.randn(3, 2, 5, 64, device=device), cos, sin)
     with pytest.raises(ValueError, match="k must have unit stride in its head dim"):
         apply_rope(q, torch.randn(2, 2, 5, 128, device=device)[..., ::2], cos, sin)
     table_cos, table_sin = _cos_sin(torch.arange(100), 64, torch.float32, device)
@@ -272,14 +290,16 @@ def test_rope_append_kv_position_ids(device):
 
 
 def test_rope_append_kv_paged(device):
-    """A paged cache [pages, Hkv, page_size, D] through a block table: the rotated k and v land in each sequence's
-    pages at its length, across a page boundary, the other slots kept."""
+    """A paged cache [pages, Hkv, page_size, D] through a block table (a column slice of a wider one): the rotated k
+    and v land in each sequence's pages at its length, across a page boundary, the other slots kept; v in another
+    layout than k's ([B, S, H, D] transposed), each read by its own strides."""
     B, HQ, HK, S, D, page_size = 2, 4, 2, 3, 32, 4
     q, k = _qk(B, HQ, HK, S, D, torch.float32, device)
-    v = torch.randn_like(k)
+    v = torch.randn(B, S, HK, D, device=device).transpose(1, 2)
     cos, sin = _cos_sin(torch.arange(S) + 7, D, torch.float32, device)
     caches = [torch.randn(5, HK, page_size, D, device=device) for _ in range(2)]
-    table = torch.tensor([[3, 0], [1, 4]], device=device, dtype=torch.int32)  # page 2 belongs to no sequence
+    table = torch.zeros(B, 5, device=device, dtype=torch.int32)[:, :2]
+    table.copy_(torch.tensor([[3, 0], [1, 4]]))  # page 2 belongs to no sequence
     lengths = torch.tensor([2, 6], device=device, dtype=torch.int32)
     expect = [c.clone() for c in caches] + [lengths.clone()]
     q_out = apply_rope_append_kv(q, k, v, cos, sin, *caches, lengths, block_table=table)

@@ -28,7 +28,15 @@ def test_matches_reference(shape, dtype, log, device):
     assert rel_err(out, softmax_reference(x, -1, log)) < TOL[dtype]
 
 
-@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("shape", [(3, 100003), (5, 70001)])  # the split path; 70001: its chunk count padded
+def test_all_negative_rows(shape, log, device):
+    """Rows whose maximum is far below 0: a padded chunk's (max, sum) must be (-inf, 0), not (0, 0)."""
+    x = torch.randn(shape, device=device) * 4 - 1000  # exp(x) underflows: only the row max saves it
+    assert rel_err((rooftop.log_softmax if log else rooftop.softmax)(x), softmax_reference(x, -1, log)) < 1e-5
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1, -3])  # -3: -ndim, the first
 def test_any_dim_and_leading_shape(dim, device):
     x = torch.randn(4, 5, 129, device=device, dtype=torch.float32)
     assert rel_err(rooftop.softmax(x, dim), softmax_reference(x, dim)) < 1e-5
@@ -71,6 +79,8 @@ def test_bad_input(device):
         rooftop.softmax(torch.ones(3, 4, dtype=torch.int32, device=device))
     with pytest.raises(IndexError, match="dim=2"):
         rooftop.softmax(torch.randn(3, 4, device=device), dim=2)
+    with pytest.raises(IndexError, match="dim=-3 is out of range"):
+        rooftop.softmax(torch.randn(3, 4, device=device), dim=-3)
     with pytest.raises(TypeError, match="x must be a torch.Tensor"):
         rooftop.softmax([1.0, 2.0])
     with pytest.raises(ValueError, match="at least one dimension"):
@@ -411,3 +421,4 @@ def test_gpu_reload_matches_torch(N, dtype, log, monkeypatch):
     assert torch.equal(torch.isfinite(out), finite)
     assert torch.equal(out[~finite & ~torch.isnan(ref)], ref[~finite & ~torch.isnan(ref)])
     assert rel_err(out[finite], ref[finite]) < TOL[dtype]
+

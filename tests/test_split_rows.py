@@ -54,7 +54,6 @@ def test_many_rows_match_reference_and_reset_counters(op):
         assert int(counters.count_nonzero()) == 0
 
 
-
 def _split_words_calls(x, res, w, b):
     """(rooftop call, float64 reference, kernel) of each op the split-words kernels serve: y, or (y, r) with a
     residual (the in-place forms return (x, residual) after the call), whose y normalises r = x + residual as
@@ -132,6 +131,32 @@ def test_split_words_one_chunk(op, dtype, N, monkeypatch):
     _check_split_words(op, 3, N, dtype, 0.0, monkeypatch)
     if op in ("layer_norm", "add_layer_norm"):
         _check_split_words(op, 3, N, dtype, 1e4 if dtype == torch.bfloat16 else 1e2, monkeypatch)
+
+
+@pytest.mark.parametrize("op", ["add_rms_norm", "new_residual", "in_place", "add_rms_norm_fp8", "add_rms_norm_int8"])
+def test_split_kernel_one_chunk(op, monkeypatch):
+    """add + RMSNorm's split kernel (rows with a residual that the split-words kernel does not take: quantized ones)
+    on rows of one ragged chunk (the interpreter's case; on a GPU too), twice (the counters left at zero)."""
+    monkeypatch.setattr(rms_norm_mod, "SPLIT_MIN_N", 2048)
+    monkeypatch.setattr(rms_norm_mod, "SPLIT_LAUNCH", dict(CHUNK=4096, num_warps=4))
+    monkeypatch.setattr(rms_norm_mod, "SPLIT_WORDS_RESIDUAL", False)
+    monkeypatch.setattr(rms_norm_mod, "GLUON_ENABLED", False)
+    monkeypatch.setattr(rms_norm_mod, "ONCHIP_MAX", 1024)
+    monkeypatch.setattr(rms_norm_mod, "RELOAD_MAX_N", rms_norm_mod.RELOAD_MIN_N)
+    x = torch.randn(3, 3000, device=DEVICE, dtype=torch.bfloat16)
+    res = torch.randn_like(x)
+    w = torch.rand(3000, device=DEVICE, dtype=torch.bfloat16) + 0.5
+    calls = _calls(x, res, w)
+    calls["add_rms_norm_int8"] = (lambda: _dequantized(*rooftop.rms_norm(x, w, residual=res, quant="int8")[:2]),
+                                  lambda: add_rms_norm_reference(x, res, w)[0])
+    call, ref = calls[op]
+    launched = spy_launches(monkeypatch, rms_norm_mod)
+    for _ in range(2):
+        assert rel_err(call(), ref()) < (0.07 if op == "add_rms_norm_fp8" else TOL[torch.bfloat16])  # e4m3: 3 bits
+    assert launched == ["_rms_norm_split_kernel"] * 2
+    if HAS_CUDA:
+        torch.cuda.synchronize()
+        assert int(_support.arrival_counters(x.device, 3).count_nonzero()) == 0
 
 
 def test_split_words_takes_only_what_it_can():

@@ -24,6 +24,7 @@ from torch.autograd import profiler as _autograd_profiler  # its _is_profiler_en
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+from triton.runtime import _allocation  # Triton 3.6: the allocator ContextVar (ensure_scratch_allocator)
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
@@ -59,10 +60,53 @@ def l2_bytes(device_index: int) -> int:
 
 
 @functools.lru_cache(maxsize=None)
+def shared_memory_limit(device_index: int) -> int:
+    """Bytes of shared memory one program may use on CUDA device `device_index` (227 KB on sm_90 and A100's 163 KB,
+    99 KB on sm_86 / sm_89: A10, L40S, RTX 4090); the interpreter (-1) has no limit."""
+    if device_index < 0:
+        return 1 << 30
+    return torch.cuda.get_device_properties(device_index).shared_memory_per_block_optin
+
+
+@functools.lru_cache(maxsize=None)
+def capability(device_index: int) -> tuple[int, int]:
+    """(major, minor) compute capability of CUDA device `device_index`."""
+    return torch.cuda.get_device_capability(device_index)
+
+
 def is_sm90(device_index: int) -> bool:
     """Whether CUDA device `device_index` is sm_90 (Hopper), the one target of the Gluon kernels (their
     wgmma, TMA and setmaxnreg code); Gluon has no interpreter either."""
-    return torch.cuda.get_device_capability(device_index) == (9, 0)
+    return capability(device_index) == (9, 0)
+
+
+# Two things here reach past Triton's public API, both written against Triton 3.6, the version tested on the CPU and
+# the H200: the C launcher's argument layout (Launch.direct; GluonLaunch's descriptors encoded once; 3.9's launcher
+# takes its arguments in another order), and Gluon, an experimental API that changes with each release (3.9 removed
+# tma.async_copy_global_to_shared and changed gl.warp_specialize's arguments). Under any other version they stand
+# down: launches go through CompiledKernel.run, whose arguments 3.9 keeps, and the Triton kernels run where the Gluon
+# ones would (`gluon_runs`). The specialisation `_spec_key` mirrors is 3.9's too (same types and keys).
+INTERNALS_TESTED = tuple(int(part) for part in re.findall(r"\d+", triton.__version__)[:2]) == (3, 6)
+
+
+def gluon_runs(device_index: int) -> bool:
+    """Whether the Gluon kernels (ops/*_sm90.py) may run on CUDA device `device_index`: an sm_90 GPU, under the
+    Triton they were written for (INTERNALS_TESTED)."""
+    return INTERNALS_TESTED and is_sm90(device_index)
+
+
+FP8_MIN_CAPABILITY = (8, 9)  # Ada and later: below, Triton has no e4m3 type and the GPU no fp8 tensor cores
+
+
+def check_fp8_device(name: str, device: torch.device) -> None:
+    """An fp8 e4m3 (float8_e4m3fn) kernel on `device` needs an sm_89 GPU or later (L40S, RTX 4090, H100, H200):
+    on an A100, A10 or RTX 3090 its kernels would not compile (Triton: "type fp8e4nv not supported in this
+    architecture"). Called where a call is planned, not on a plan's replay."""
+    if device.type == "cuda" and not interpreting():
+        major, minor = capability(device.index)
+        if (major, minor) < FP8_MIN_CAPABILITY:
+            raise RuntimeError(f"{name}: float8_e4m3fn kernels need a GPU of compute capability 8.9 or later (Ada, "
+                               f"Hopper); {device} ({torch.cuda.get_device_name(device)}) is {major}.{minor}")
 
 
 # Programmatic dependent launch (PDL, sm_90): a kernel launched so may start before the kernel ahead of it in the
@@ -597,6 +641,24 @@ def as_rows(x: torch.Tensor) -> torch.Tensor:
 _compiled: dict[tuple, "Launch"] = {}
 
 
+_CUDA = torch.device("cuda")
+
+
+def _torch_scratch(size: int, alignment: int, stream: Optional[int]) -> torch.Tensor:
+    """Triton's runtime allocator, for the global scratch of a launch (the TMA descriptors a kernel builds on the
+    device: 128 bytes a descriptor and program): a block of torch's caching allocator on the current stream (the
+    launch's), free again once the launch is queued (a later user of the block on that stream runs after the
+    kernel). torch's blocks are 512-byte aligned, past any alignment Triton asks."""
+    return torch.empty(size, device=_CUDA, dtype=torch.int8)
+
+
+def ensure_scratch_allocator() -> None:
+    """Make _torch_scratch Triton's allocator unless one is set (the user's stays). Triton keeps it per context, and
+    a thread starts with none, so every launch that may need scratch calls this first: one ContextVar read."""
+    if isinstance(_allocation._allocator.get(), _allocation.NullAllocator):
+        triton.set_allocator(_torch_scratch)
+
+
 class Launch:
     """One compiled variant of a kernel with its constexpr values fixed: `run(grid, *args)` passes only
     the runtime arguments to the driver (no specialisation key, no Triton dispatch). An op may keep
@@ -642,6 +704,7 @@ class Launch:
             launcher(gx, gy, gz, stream(self.device), function, cooperative, pdl, None, None, packed, None, None, None,
                      *args, *self.params)
             return
+        ensure_scratch_allocator()
         compiled = self.compiled
         stream = triton.runtime.driver.active.get_current_stream(self.device)
         metadata = compiled.launch_metadata((gx, gy, gz), stream, *args, *self.params)
@@ -657,7 +720,8 @@ class Launch:
 
     def _direct_launch(self) -> tuple:
         run = self.compiled.run  # loads the binary
-        if not (getattr(run, "global_scratch_size", 1) == 0 and getattr(run, "profile_scratch_size", 1) == 0
+        if not (INTERNALS_TESTED and getattr(run, "global_scratch_size", 1) == 0
+                and getattr(run, "profile_scratch_size", 1) == 0
                 and hasattr(run, "launch") and hasattr(run, "launch_pdl")):
             return ()
         return (run.launch, triton.runtime.driver.active.get_current_stream, self.compiled.function,
@@ -742,7 +806,7 @@ def _unwrapped_launcher(launch: Callable) -> Optional[Callable]:
     """The C launcher under Triton 3.6's tensor-descriptor wrapper (backends/nvidia/driver.py's
     wrap_handle_tensordesc: `inner`, whose closure holds it as `launcher`), or None where it is not that."""
     code, closure = getattr(launch, "__code__", None), getattr(launch, "__closure__", None)
-    if code is None or not closure or code.co_name != "inner":
+    if not INTERNALS_TESTED or code is None or not closure or code.co_name != "inner":
         return None
     cell = dict(zip(code.co_freevars, closure)).get("launcher")
     return None if cell is None else cell.cell_contents
@@ -834,6 +898,19 @@ def prepare(kernel, *args, **constexprs) -> Optional[Launch]:
         compiled = kernel.warmup(*args, grid=(1,), **constexprs)
         entry = _compiled[key] = Launch(compiled, tuple(constexprs[n] for n in kernel.arg_names[len(args):]), device)
     return entry
+
+
+def fitting_stages(kernel, *args, **constexprs) -> int:
+    """The most pipeline stages, from constexprs' num_stages down to 1, with which `kernel` compiled for these
+    arguments (`prepare`'s) fits the shared memory a program may use on their device; the compile says it exactly,
+    where a launch would raise OutOfResources. Off a GPU: num_stages as given."""
+    stages = constexprs["num_stages"]
+    while stages > 1:
+        entry = prepare(kernel, *args, **{**constexprs, "num_stages": stages})
+        if entry is None or entry.compiled.metadata.shared <= shared_memory_limit(entry.device):
+            break
+        stages -= 1
+    return stages
 
 
 def launch(kernel, grid: tuple[int, ...], *args, **constexprs) -> Optional[Launch]:
@@ -1071,6 +1148,23 @@ def clear_plans() -> None:
             plans.clear()
 
 
+_cuda_device = getattr(torch._C, "_cuda_getDevice", None)
+
+
+def foreign_device(values) -> int:
+    """The CUDA device of the first tensor among `values` where it is not the current device, else -1. Triton
+    compiles, loads and launches a kernel on the current device, whatever its tensors' device: an op whose tensors
+    live on another (a model spread over GPUs: Hugging Face's device_map, pipeline stages) runs under a guard of
+    theirs (`torch_op`, `planned`)."""
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            device = v.get_device()
+            # a CUDA tensor exists, so CUDA is initialised: torch's device query without torch.cuda's checks (absent
+            # from a CPU build, whose "CUDA" tensors can only be fake)
+            return device if device >= 0 and _cuda_device is not None and device != _cuda_device() else -1
+    return -1
+
+
 def planned(fn: Callable) -> Callable:
     """Decorator of a public op: eager calls replay the recorded first call of their argument signature
     (see above); under torch.compile, inside another op's recording, or with arguments no key stands
@@ -1099,7 +1193,11 @@ def planned(fn: Callable) -> Callable:
         key = (*key, *kwargs)
         plan = plans.get(key)
         if plan is not None:
-            return plan(values)
+            device = foreign_device(values)
+            if device < 0:
+                return plan(values)
+            with torch.cuda.device(device):
+                return plan(values)
         if plans.misses.get(key, 0) >= RECORD_ATTEMPTS:  # no plan stands for it: the full path, unrecorded
             return fn(*args, **kwargs)
         with _Recorder() as recorder:
@@ -1133,7 +1231,11 @@ def torch_op(name: str, *, mutates_args: tuple[str, ...] = (), fake: Callable | 
         def call(*args, **kwargs):
             if torch.compiler.is_compiling():
                 return op(*args, **kwargs)
-            return fn(*args, **kwargs)
+            device = foreign_device(args)
+            if device < 0:
+                return fn(*args, **kwargs)
+            with torch.cuda.device(device):
+                return fn(*args, **kwargs)
 
         call.op = op
         call.__name__ = fn.__name__

@@ -81,7 +81,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from rooftop import registry
 from rooftop.ops import _autotune, attention_sm90
 from rooftop.ops._support import (Launch, Plans, alignment_key, cdiv, check_float, check_number, check_same_device,
-                                  interpreting, is_sm90, runs_kernel, torch_op)
+                                  ensure_scratch_allocator, gluon_runs, interpreting, runs_kernel, shared_memory_limit,
+                                  torch_op)
 from rooftop.roofline import Cost
 
 LOG2E = 1.4426950408889634
@@ -201,11 +202,6 @@ def tuning_candidates(block_d: int, itemsize: int, kind: str, smem: int,
     return tuple(found[:limit])
 
 
-@functools.lru_cache(maxsize=None)
-def _smem_limit(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).shared_memory_per_block_optin
-
-
 def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind: str,
                       limit: Optional[int] = MAX_CANDIDATES, pingpong: bool = False) -> tuple[AttentionConfig, ...]:
     """The launch configurations tried for a call, the untuned default first; device_index -1: the
@@ -215,7 +211,7 @@ def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind:
         return (INTERPRETER_CONFIG,)
     if dtype == torch.float32:
         return (FP32_CONFIG,)
-    triton_configs = tuning_candidates(block_d, dtype.itemsize, kind, _smem_limit(device_index), limit)
+    triton_configs = tuning_candidates(block_d, dtype.itemsize, kind, shared_memory_limit(device_index), limit)
     return PINGPONG_CONFIGS[block_d] + triton_configs if pingpong else triton_configs
 
 
@@ -418,7 +414,7 @@ def _pingpong_applies(q4, k4, v4, o4, causal: bool, left: int, right: int, varle
     interpreter), TMA on, dense (no window, not varlen) or causal, and tensors it takes
     (attention_sm90.supports: any strides TMA can address)."""
     return (GLUON_ENABLED and TMA_ENABLED and q4.is_cuda and not interpreting() and not varlen and left < 0
-            and right == (0 if causal else -1) and is_sm90(q4.device.index)
+            and right == (0 if causal else -1) and gluon_runs(q4.device.index)
             and attention_sm90.supports(q4, k4, v4, o4, causal, [_tma_strides(t) for t in (q4, k4, v4, o4)]))
 
 
@@ -426,19 +422,6 @@ def _pingpong_applies(q4, k4, v4, o4, causal: bool, left: int, right: int, varle
 def _tma_capable(device_index: int) -> bool:
     """sm_90+; the interpreter (-1) emulates descriptors."""
     return device_index < 0 or torch.cuda.get_device_capability(device_index)[0] >= 9
-
-
-def _workspace(size: int, alignment: int, stream: Optional[int]) -> torch.Tensor:
-    return torch.empty(size, dtype=torch.int8, device="cuda")
-
-
-def _ensure_allocator() -> None:
-    """Kernels that make TMA descriptors on the device need triton's allocator for them (128 bytes per
-    descriptor and program); install one from torch's caching allocator unless the user has set one."""
-    from triton.runtime import _allocation
-
-    if isinstance(_allocation._allocator.get(), _allocation.NullAllocator):
-        triton.set_allocator(_workspace)
 
 
 class _KeyedDescriptor(TensorDescriptor):
@@ -512,7 +495,7 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
     device_index = q4.device.index if q4.is_cuda else -1
     use_tma, host_descriptors, (sq, sk, sv, so) = _layout(q4, k4, v4, o4, varlen)
     if use_tma and not host_descriptors and q4.is_cuda:
-        _ensure_allocator()
+        ensure_scratch_allocator()  # device-made descriptors: Triton's dispatch of the first launch takes scratch
     mask_left, mask_right = left >= 0, causal or right >= 0 or varlen
     kind = _kind(use_tma, mask_left, mask_right)
     pingpong = _pingpong_applies(q4, k4, v4, o4, causal, left, right, varlen)

@@ -63,8 +63,8 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (arrival_counters, arrive_last, await_previous, cdiv, check_same_device, launch,
-                                  num_sms, pdl_options, planned, prepare, runs_kernel, torch_op)
+from rooftop.ops._support import (arrival_counters, arrive_last, await_previous, cdiv, check_same_device,
+                                  fitting_stages, launch, num_sms, pdl_options, planned, prepare, runs_kernel, torch_op)
 from rooftop.ops.attention import attention_eager, check_qkv, check_scale
 from rooftop.roofline import Cost
 
@@ -310,7 +310,7 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
 
     merge_rows = min(block_m, triton.next_power_of_2(rows))  # a tile's real rows at most
 
-    def kernel_args(part_acc, part_ml, counters, splits):
+    def kernel_args(part_acc, part_ml, counters, splits, stages=NUM_STAGES):
         return ((q, k_cache, v_cache, out, lse_arg, part_acc, part_ml, counters, cache_seqlens, table, mask,
                  scale * LOG2E,
                  q.stride(0), q.stride(1), q.stride(2), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
@@ -322,11 +322,15 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
                      SPLIT=splits > 1, MERGE_ROWS=merge_rows,
                      MERGE_CHUNK=max(1, MERGE_ELEMENTS // (merge_rows * block_d)), RETURN_LSE=return_lse,
                      PRECISION="ieee" if q.dtype == torch.float32 else "tf32", num_warps=NUM_WARPS,
-                     num_stages=NUM_STAGES if q.is_cuda else 1, **pdl_options(q)))
+                     num_stages=stages if q.is_cuda else 1, **pdl_options(q)))
 
-    if num_splits == 0:  # the choice: programs of the split kernel an SM, from its compiled resources
-        placeholder = torch.empty(0, dtype=torch.float32, device=q.device)
-        args, constexprs = kernel_args(placeholder, placeholder, placeholder, 2)
+    # the split kernel compiled (placeholder workspace) with the stages the card's shared memory takes (99 KB cards:
+    # 2 at D = 128 in 16 bits), then, without a given split, the programs an SM from its compiled resources
+    placeholder = torch.empty(0, dtype=torch.float32, device=q.device)
+    args, constexprs = kernel_args(placeholder, placeholder, placeholder, 2)
+    stages = fitting_stages(_decode_attention_kernel, *args, **constexprs)
+    if num_splits == 0:
+        args, constexprs = kernel_args(placeholder, placeholder, placeholder, 2, stages)
         compiled = prepare(_decode_attention_kernel, *args, **constexprs)
         num_splits = default_splits(tiles, capacity, compiled.resident_per_sm if compiled else 2, q.device)
     if num_splits > 1:  # workspace: D + 2 fp32 a (query row, split); a tile's arrivals counted
@@ -335,7 +339,7 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
         counters = arrival_counters(q.device, tiles)
     else:
         part_acc = part_ml = counters = out  # unused
-    args, constexprs = kernel_args(part_acc, part_ml, counters, num_splits)
+    args, constexprs = kernel_args(part_acc, part_ml, counters, num_splits, stages)
     launch(_decode_attention_kernel, (tiles, num_splits), *args, **constexprs)
     return out, lse
 

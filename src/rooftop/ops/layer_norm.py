@@ -92,8 +92,8 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops import norm_sm90
-from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_words, in_place_rows, interpreting,
-                                  is_sm90, launch, leave_row, load_rows_add_residual, load_split_chunk, load_tile,
+from rooftop.ops._support import (as_rows, cdiv, check_norm_inputs, exchange_words, gluon_runs, in_place_rows,
+                                  interpreting, launch, leave_row, load_rows_add_residual, load_split_chunk, load_tile,
                                   load_tile_add_residual, load_tile_again, load_word_pairs, num_sms, onchip_config,
                                   opaque_zero, pack_words, planned, row_pointers, rows_vectorize, runs_kernel,
                                   split_words_chunks, store_tile, swap_row_stats, torch_op, unpack_words)
@@ -518,7 +518,7 @@ def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optio
     widths start where the Welford kernel's end, but for its wide rows), P > 1 rows past GLUON_MAX_N in P parts
     of at most PART_MAX_N (norm_sm90.row_parts)."""
     M, N = x.shape
-    if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > GLUON_MIN_N and is_sm90(x.device.index)):
+    if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > GLUON_MIN_N and gluon_runs(x.device.index)):
         return 0
     if N > GLUON_MAX_N:
         return norm_sm90.row_parts(x, residual, weight, bias, y, r, True, PART_MAX_N)

@@ -56,16 +56,15 @@ Which kernel runs:
   (before). A residual add costs eager 6 bytes an output element against 2 K flops: a fused kernel at cuBLAS's own
   speed gains ~1 + 3 F / (B K) (F the matmul rate, B the copy bandwidth), 1.12x at K = 4096 and 1.06x at K = 8192
   (measured 1.13 / 1.05x), so 1.1x at K = 8192 asks for a GEMM faster than cuBLAS.
-- TMA persistent (sm_90+; the interpreter runs it too): when the problem is one 2-D GEMM after
-  folding the batch of a 3-D a into M (a's rows evenly strided, as a contiguous [B, S, K] is) and a,
-  b and the output suit TMA: one unit stride, the other a multiple of 16 bytes, a 16-byte aligned
-  base, K > 0. a and b may each be either way round (a.t(), b.t() views need no copy). One program
-  per SM loops over the output tiles in GROUP_M order; the tensor descriptors are built on the device,
-  in a workspace of 128 bytes per descriptor per program that Triton takes from the allocator set
-  with triton.set_allocator (a torch allocation). A row-major residual that suits TMA is read by TMA
-  too, any other through pointers. fp8 needs a and b K-major here (b = w.t() of a row-major [N, K] w):
-  Hopper's fp8 wgmma reads both operands K-major from shared memory; an fp8 b that is N-major takes
-  the grouped kernel (Triton transposes it through registers).
+- TMA persistent (sm_90+; the interpreter runs it too): when the problem is one 2-D GEMM after folding the batch of a
+  3-D a into M (a's rows evenly strided, as a contiguous [B, S, K] is) and a, b and the output suit TMA: one unit
+  stride, the other a multiple of 16 bytes, a 16-byte aligned base, K > 0. a and b may each be either way round (a.t(),
+  b.t() views need no copy). One program per SM loops over the output tiles in GROUP_M order; the tensor descriptors are
+  built on the device, in a workspace of 128 bytes per descriptor per program that Triton takes from its allocator
+  (_support.ensure_scratch_allocator: torch's caching allocator, unless the user set one). A row-major residual that
+  suits TMA is read by TMA too, any other through pointers. fp8 needs a and b K-major here (b = w.t() of a row-major
+  [N, K] w): Hopper's fp8 wgmma reads both operands K-major from shared memory; an fp8 b that is N-major takes the
+  grouped kernel (Triton transposes it through registers).
 - grouped (everything else: any strides, batched b, unaligned views, and fp32 in IEEE precision, which
   runs on the CUDA cores and wants its operands in registers): one program per output tile, GROUP_M
   row-tiles walking the columns together so that they share B panels in L2, masked pointer loads
@@ -96,8 +95,10 @@ from rooftop import registry
 # either compiles a kernel)
 from rooftop.ops import _autotune, matmul_sm90
 from rooftop.ops.activations import _activate as _activate_fp32
-from rooftop.ops._support import (Launch, Plans, alignment_key, await_previous, cdiv, check_float, check_same_device,
-                                  interpreting, is_sm90, launch, num_sms, pdl_options, runs_kernel, torch_op)
+from rooftop.ops._support import (Launch, Plans, alignment_key, await_previous, capability, cdiv, check_float,
+                                  check_fp8_device, check_same_device, ensure_scratch_allocator, gluon_runs,
+                                  interpreting, launch, num_sms, pdl_options, runs_kernel, shared_memory_limit,
+                                  torch_op)
 from rooftop.roofline import Cost
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -343,8 +344,7 @@ def _device_limits(device_index: int) -> tuple[int, int, int]:
     """(SMs, shared memory a program may use in bytes, compute capability major); the interpreter is -1."""
     if device_index < 0:
         return num_sms(-1), 1 << 30, 9
-    props = torch.cuda.get_device_properties(device_index)
-    return props.multi_processor_count, props.shared_memory_per_block_optin, props.major
+    return num_sms(device_index), shared_memory_limit(device_index), capability(device_index)[0]
 
 
 def _tma_layout(t: torch.Tensor) -> Optional[tuple[bool, int]]:
@@ -394,7 +394,7 @@ def _use_gluon(a: torch.Tensor, out: torch.Tensor, residual: Optional[torch.Tens
     sm_90 compile check (56-408 bytes; its whole-tile accumulators take 128 registers a thread)."""
     return (GLUON_ENABLED and tma is not None and tma[0] and a.is_cuda and not interpreting()
             and a.dtype in (torch.float16, torch.bfloat16) and a.shape[0] >= GLUON_MIN_M and activation != "gelu"
-            and (residual is None or (residual_tma and residual.dtype == out.dtype)) and is_sm90(a.device.index))
+            and (residual is None or (residual_tma and residual.dtype == out.dtype)) and gluon_runs(a.device.index))
 
 
 def _wave_efficiency(tiles: int, sms: int) -> float:
@@ -449,16 +449,6 @@ def _configs(tma: bool, gluon: bool, fma: bool, M: int, N: int, batch: int, item
     return (candidates[first], *gluon_candidates, *candidates[:first], *candidates[first + 1:])
 
 
-_CUDA = torch.device("cuda")
-
-
-def _tma_workspace(size: int, alignment: int, stream: Optional[int]) -> torch.Tensor:
-    """Global memory for the tensor descriptors the TMA kernel builds on the device: a block of torch's
-    caching allocator on the current stream (the launch's), free again once the launch is queued (a
-    later user of the block on that stream runs after the kernel)."""
-    return torch.empty(size, device=_CUDA, dtype=torch.int8)
-
-
 def _fold(t: torch.Tensor) -> Optional[torch.Tensor]:
     """[batch, rows, cols] -> [batch * rows, cols] without a copy, or None when the strides forbid it."""
     try:
@@ -485,16 +475,14 @@ def _plan_key(a, b, out, bias, residual, activation, a_scale, b_scale) -> tuple:
             alignment_key(a, b, out, bias, residual, a_scale, b_scale))
 
 
-def _plan(launched: Optional[Launch], kernel, grid: tuple[int, ...], scalars: tuple, constexprs: dict,
-          workspace: bool) -> Callable:
+def _plan(launched: Optional[Launch], kernel, grid: tuple[int, ...], scalars: tuple, constexprs: dict) -> Callable:
     """plan(a, b, out, bias, residual, a_scale, b_scale) launches `kernel` on `grid` with the integer
     arguments `scalars`: the compiled kernel directly on CUDA (`launched`, the first call's Launch),
-    Triton's own dispatch in the interpreter. `workspace`: the kernel builds TMA descriptors."""
+    Triton's own dispatch in the interpreter. A launch that needs scratch memory (the TMA kernel's descriptors)
+    gets it from _support.ensure_scratch_allocator, in Launch.start."""
     start = functools.partial(launched.run, grid) if launched else functools.partial(kernel[grid], **constexprs)
 
     def plan(a, b, out, bias, residual, a_scale, b_scale) -> None:
-        if workspace:  # cheap, and the allocator is per context (thread): set it for this one
-            triton.set_allocator(_tma_workspace)
         # absent epilogue tensors are passed as out, never read; a 3-D a, residual or out has the
         # address of the 2-D view the first call folded it into
         start(a, b, out, out if bias is None else bias, out if residual is None else residual,
@@ -551,9 +539,8 @@ def _first_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optio
                     residual.stride(0) if residual is not None and residual.dim() == 3 else 0)
     flags = dict(HAS_SCALES=a_scale is not None, HAS_BIAS=bias is not None, ACTIVATION=activation,
                  HAS_RESIDUAL=residual is not None, APPROX=a.is_cuda, INPUT_PRECISION=precision)
-    workspace = tma is not None and a.is_cuda
-    if workspace:
-        triton.set_allocator(_tma_workspace)
+    if tma is not None and a.is_cuda:
+        ensure_scratch_allocator()  # its descriptors are made on the device: the first launch's dispatch takes scratch
     gluon = _use_gluon(a, out, residual, activation, tma, residual_tma)
     gluon_plans: dict[matmul_sm90.Variant, matmul_sm90.WarpSpecializedPlan] = {}  # per variant: timing reruns it
 
@@ -578,7 +565,7 @@ def _first_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optio
             kernel, grid = _matmul_grouped_kernel, (batch * tiles,)
             scalars = (M, N, K, *grouped_args, *epilogue_args)
         launched = launch(kernel, grid, *tensors, *scalars, **params)
-        return _plan(launched, kernel, grid, scalars, params, workspace and kernel is _matmul_tma_kernel)
+        return _plan(launched, kernel, grid, scalars, params)
 
     configs = _configs(tma is not None, gluon, precision == "ieee", M, N, batch, a.element_size(), out.element_size(),
                        residual.element_size() if residual is not None else 0, residual_tma, activation, device_index)
@@ -684,6 +671,7 @@ def _matmul_fp8_op(a: torch.Tensor, b: torch.Tensor, a_scale: torch.Tensor, b_sc
                    bias: Optional[torch.Tensor], out_dtype: torch.dtype) -> torch.Tensor:
     if not runs_kernel(a):
         return matmul_fp8_reference(a, b, a_scale, b_scale, bias).to(out_dtype)
+    check_fp8_device("a and b (matmul_fp8)", a.device)
     out = a.new_empty(_out_shape(a, b), dtype=out_dtype)
     if out.numel():
         _gemm(a, b, out, bias, None, None, a_scale, b_scale)

@@ -125,8 +125,8 @@ from triton.language.extra.cuda import num_threads
 from rooftop import registry
 from rooftop.ops import _autotune, quant_matmul_sm90
 from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, arrival_counters, arrive_last, as_rows,
-                                  await_previous, cdiv, check_float, check_same_device, float32_placeholder,
-                                  interpreting, is_sm90, l2_bytes, launch, num_sms, pdl_options, prepare, planned,
+                                  await_previous, capability, cdiv, check_float, check_same_device, float32_placeholder,
+                                  gluon_runs, interpreting, l2_bytes, launch, num_sms, pdl_options, planned, prepare,
                                   provided, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
@@ -358,10 +358,11 @@ def kernel_path(M: int, dtype: torch.dtype = torch.bfloat16) -> str:
 
 
 def _use_mma(rows: torch.Tensor, bits: int) -> bool:
-    """Whether the mma.sync GEMV (`_qgemv_mma_kernel`) is a candidate: int4, M <= MMA_MAX_M, a GPU (inline PTX: not
-    the interpreter), x's rows 16-byte aligned (it reads x as 16-byte pieces of int32 pairs)."""
+    """Whether the mma.sync GEMV (`_qgemv_mma_kernel`) is a candidate: int4, M <= MMA_MAX_M, a GPU of sm_80 or later
+    (inline PTX, m16n8k16 in 16 bits: not the interpreter, not a T4), x's rows 16-byte aligned (it reads x as 16-byte
+    pieces of int32 pairs)."""
     return (bits == 4 and rows.is_cuda and not interpreting() and rows.shape[0] <= MMA_MAX_M
-            and rows.stride(0) % 8 == 0 and rows.data_ptr() % 16 == 0)
+            and rows.stride(0) % 8 == 0 and rows.data_ptr() % 16 == 0 and capability(rows.device.index) >= (8, 0))
 
 
 def _use_gluon(rows: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: Optional[torch.Tensor],
@@ -371,7 +372,7 @@ def _use_gluon(rows: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, z
     (quant_matmul_sm90.supports: int4, group 128, x bf16 / fp16 with scales of its dtype, TMA's alignments)."""
     return (GLUON_ENABLED and rows.is_cuda and not interpreting() and rows.shape[0] >= GLUON_MIN_M
             and quant_matmul_sm90.supports(rows, packed, scales, zeros, bits, group_size)
-            and is_sm90(rows.device.index))
+            and gluon_runs(rows.device.index))
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -1365,8 +1366,10 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
             consts["BF16"] = rows.dtype == torch.bfloat16
         else:
             kernel = _qgemm_kernel
-            # inline PTX on a GPU only; int4's rounds once with scales in x's dtype, int8's with any
-            params["PAIRED_ASM"] = rows.is_cuda and (bits == 8 or scales.dtype == rows.dtype)
+            # inline PTX (bf16x2 / f16x2: sm_80 or later) on a GPU only; int4's rounds once with scales in x's dtype,
+            # int8's with any
+            params["PAIRED_ASM"] = (rows.is_cuda and (bits == 8 or scales.dtype == rows.dtype)
+                                    and capability(rows.device.index) >= (8, 0))
             tiles *= cdiv(M, params["BLOCK_M"])
             units = tiles * (K // params["BLOCK_K"])
         # the kernel is compiled before the partials' size is known: its workspace argument must already be

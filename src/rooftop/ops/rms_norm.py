@@ -84,12 +84,12 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops import norm_sm90
-from rooftop.ops._support import (as_rows, await_previous, cdiv, check_norm_inputs, check_number, exchange_words,
-                                  in_place_rows, interpreting, is_sm90, launch, leave_row, load_rows_add_residual,
-                                  load_split_chunk, load_tile, load_tile_add_residual, load_tile_again, load_word_pairs,
-                                  num_sms, onchip_config, opaque_zero, pack_words, pdl_options, planned, row_pointers,
-                                  rows_vectorize, runs_kernel, split_chunks, split_words_chunks, store_tile,
-                                  swap_row_stats, torch_op, unpack_words)
+from rooftop.ops._support import (as_rows, await_previous, cdiv, check_fp8_device, check_norm_inputs, check_number,
+                                  exchange_words, gluon_runs, in_place_rows, interpreting, launch, leave_row,
+                                  load_rows_add_residual, load_split_chunk, load_tile, load_tile_add_residual,
+                                  load_tile_again, load_word_pairs, num_sms, onchip_config, opaque_zero, pack_words,
+                                  pdl_options, planned, row_pointers, rows_vectorize, runs_kernel, split_chunks,
+                                  split_words_chunks, store_tile, swap_row_stats, torch_op, unpack_words)
 from rooftop.roofline import Cost
 
 ONCHIP_MAX = 32768  # widest row kept in registers (elements)
@@ -404,7 +404,7 @@ def gluon_parts(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optio
     QUANT_PART_MAX_N) in P parts of at most PART_MAX_N (quantizing: QUANT_PART_MAX_N; norm_sm90.row_parts)."""
     M, N = x.shape
     low = QUANT_GLUON_MIN_N[residual is not None] if quant else GLUON_MIN_N
-    if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > low and is_sm90(x.device.index)):
+    if not (GLUON_ENABLED and x.is_cuda and not interpreting() and N > low and gluon_runs(x.device.index)):
         return 0
     if N > GLUON_MAX_N or (quant and N > (QUANT_PART_MAX_N if residual is not None else QUANT_WHOLE_MAX_N)):
         parts = norm_sm90.row_parts(x, residual, weight, None, y, r, False, QUANT_PART_MAX_N if quant else PART_MAX_N)
@@ -429,6 +429,8 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
     """RMSNorm of the [M, N] row views; with `residual`, r <- x + residual first and y <- norm(r);
     with `quant`, y is quantized and `scale` [M] (fp32) receives each row's scale.
     Every view has unit column stride; y may alias x and r may alias residual (the in-place op)."""
+    if quant == "fp8":
+        check_fp8_device("quant='fp8' (use 'int8' on this GPU)", x.device)
     M, N = x.shape
     if M == 0 or N == 0:
         return
@@ -484,7 +486,7 @@ def rms_norm_rows(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Opt
 def _check(x, residual, weight, eps, offset=0.0, out_dtype=None, quant=None) -> None:
     check_norm_inputs(x, residual, eps, weight=weight)
     check_number("offset", offset)
-    if not math.isfinite(offset):
+    if not -math.inf < offset < math.inf:  # not math.isfinite: a symbolic float (torch.compile, dynamic) breaks it
         raise ValueError(f"offset must be a finite number, got {offset!r}")
     if offset != 0 and weight is None:
         raise ValueError("offset scales by (offset + weight): it needs a weight")

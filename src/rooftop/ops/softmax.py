@@ -55,7 +55,7 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops import _support, softmax_sm90
-from rooftop.ops._support import (as_rows, cdiv, check_float, interpreting, is_sm90, launch, normalize_dim, num_sms,
+from rooftop.ops._support import (as_rows, cdiv, check_float, gluon_runs, interpreting, launch, normalize_dim, num_sms,
                                   onchip_config, planned, rows_vectorize, runs_kernel, torch_op)
 from rooftop.roofline import Cost
 
@@ -334,7 +334,7 @@ def gluon_parts(rows: torch.Tensor, out: torch.Tensor, log: bool) -> int:
     of 8 P; the parts exchange their statistics, so their programs must all be resident:
     _support.SPLIT_ROWS_ENABLED); 0 where the reload kernel takes them."""
     M, N = rows.shape
-    if not (GLUON_ENABLED and rows.is_cuda and not interpreting() and N > GLUON_MIN_N and is_sm90(rows.device.index)
+    if not (GLUON_ENABLED and rows.is_cuda and not interpreting() and N > GLUON_MIN_N and gluon_runs(rows.device.index)
             and softmax_sm90.supports(rows, out, past_ring=True)) or reload_applies(rows, out):
         return 0
     sms = num_sms(rows.device.index)
