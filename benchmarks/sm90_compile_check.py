@@ -53,10 +53,10 @@ for tile, warps in ((8192, 16), (4096, 8)):
 mm_types = lambda a: ("*fp32" if "scale" in a else "*bf16") if a.endswith("_ptr") else "i32"
 build(mm._matmul_tma_kernel, mm_types, dict(A_K_MAJOR=True, B_K_MAJOR=True, HAS_SCALES=False, HAS_BIAS=True,
       ACTIVATION="silu", HAS_RESIDUAL=True, INPUT_PRECISION="tf32", BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8,
-      EPILOGUE_SUBTILE=True, RESIDUAL_TMA=True, NUM_SMS=132), 8, 3, name="mm_tma")
+      EPILOGUE_SUBTILE=True, RESIDUAL_TMA=True, NUM_SMS=132, APPROX=True), 8, 3, name="mm_tma")
 build(mm._matmul_tma_kernel, mm_types, dict(A_K_MAJOR=False, B_K_MAJOR=False, HAS_SCALES=False, HAS_BIAS=False,
       ACTIVATION=None, HAS_RESIDUAL=False, INPUT_PRECISION="tf32", BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8,
-      EPILOGUE_SUBTILE=False, RESIDUAL_TMA=False, NUM_SMS=132), 8, 3, name="mm_tma_mn")
+      EPILOGUE_SUBTILE=False, RESIDUAL_TMA=False, NUM_SMS=132, APPROX=True), 8, 3, name="mm_tma_mn")
 def at_types(a):
     if a in ("q", "k", "v", "o"): return "*bf16"
     if a == "lse": return "*fp32"

@@ -31,7 +31,7 @@ P is the minimax polynomial (Remez) of log2(Phi(-a) (1 + 0.27 a)) + a^2 log2(e) 
 8 (4.1e-8) for fp16 and fp32 outputs; degree 6 (1.14e-6, 1/1700 of bf16's half ulp) for bf16 ones,
 two FMAs an element fewer. Evaluated in fp32 (the interpreter on a dense grid, tests): relative error
 of gelu at most 2.4e-7 (degree 8) / 1.4e-6 (degree 6) + x^2 2^-23, the last term fp32's rounding of
-the exponent (rounding x itself to fp32 moves gelu by x^2 2^-24); rcp.approx and ex2.approx add about
+the exponent (rounding x itself to fp32 moves gelu by x^2 2^-24); div.approx and ex2.approx add about
 3e-7 on a GPU. Every bf16 / fp16 input in [-14, 14] comes out as exact gelu correctly rounded (in
 the interpreter). |x| is capped at 1e30 for v (one FMNMX an element), so gelu(+inf) = inf as torch's
 CUDA kernel gives, gelu(-inf) = 0 (the limit; torch's gives NaN), gelu(NaN) = NaN.
@@ -64,6 +64,7 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import libdevice
 
 from rooftop import registry
 from rooftop.ops._support import (QUANT_FORMATS, as_rows, await_previous, cdiv, check_float, check_fp8_device,
@@ -96,15 +97,16 @@ QUANT_UNROLL = 8  # tiles a pass unrolls (rows to 65536 whole; wider ones in a l
 
 
 @triton.jit
-def _reciprocal(x, APPROX: tl.constexpr):
-    """1 / x; APPROX (on a GPU): one MUFU.RCP (rcp.approx, 1 ulp, subnormal results flushed to 0),
-    where the division costs 7 instructions more an element (its range checks). Triton's interpreter
-    runs no inline assembly."""
+def _divide(x, d, APPROX: tl.constexpr):
+    """x / d; APPROX (on a GPU): div.approx (one MUFU.RCP and a multiply, 2 ulp; 0 where |d| > 2^126), where the
+    IEEE division costs ~7 instructions more an element (its range checks). libdevice's rather than inline
+    assembly, which ptxas cannot schedule with its neighbours (an rcp.approx in inline assembly made the GEMM's
+    epilogue spill, NOTES item 354); x / d rather than x * (1 / d), which spilled there too. Triton's interpreter
+    has no libdevice: there APPROX is off."""
     if APPROX:
-        return tl.inline_asm_elementwise("rcp.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True,
-                                         pack=1)
+        return libdevice.fast_dividef(x, d)
     else:
-        return 1.0 / x
+        return x / d
 
 
 @triton.jit
@@ -119,18 +121,18 @@ def to_fp32(v):
 @triton.jit
 def _activate(x, ACT: tl.constexpr, APPROX: tl.constexpr, TO_BF16: tl.constexpr):
     """act(x) for fp32 x, ACT one of "silu", "gelu" (erf), "gelu_tanh": one exp2 and one reciprocal
-    each (APPROX: see _reciprocal). gelu's Phi to fp32's precision, or to bf16's where the result is
+    each (APPROX: see _divide). gelu's Phi to fp32's precision, or to bf16's where the result is
     rounded to bf16 (TO_BF16): the module docstring."""
     if ACT == "silu":
-        return x * _reciprocal(1.0 + tl.exp2(-1.4426950408889634 * x), APPROX)
+        return _divide(x, 1.0 + tl.exp2(-1.4426950408889634 * x), APPROX)
     elif ACT == "gelu_tanh":
         # x * sigmoid(2u): -2u log2(e) = x (-2.3022082 - 0.1029432 x^2); inf/-inf saturate to x / -0
-        return x * _reciprocal(1.0 + tl.exp2(x * (-2.302208198144325 - 0.1029432395800235 * x * x)), APPROX)
+        return _divide(x, 1.0 + tl.exp2(x * (-2.302208198144325 - 0.1029432395800235 * x * x)), APPROX)
     else:
         # relu(x) - v 2^(P(v) - x^2 log2(e) / 2), v = |x| / (1 + 0.27 |x|): the module docstring; |x| capped
         # so that v stays finite at +-inf (inf * 0 would make gelu(+inf) NaN)
         a = tl.minimum(tl.abs(x), 1e30)
-        v = a * _reciprocal(1.0 + 0.27 * a, APPROX)
+        v = _divide(a, 1.0 + 0.27 * a, APPROX)
         if TO_BF16:
             p = 0.00257302097 + v * (-0.00145501876 + v * 0.000153262541)
             p = -0.999998361 + v * (-0.761645988 + v * (0.00439358005 + v * (0.0134218282 + v * p)))

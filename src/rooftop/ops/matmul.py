@@ -94,6 +94,7 @@ from rooftop import registry
 # matmul_sm90's kernel calls this file's _epilogue: it imports this module (a cycle resolved by the time
 # either compiles a kernel)
 from rooftop.ops import _autotune, matmul_sm90
+from rooftop.ops.activations import _activate as _activate_fp32
 from rooftop.ops.activations import quantize_rows
 from rooftop.ops._support import (Launch, Plans, alignment_key, await_previous, capability, cdiv, check_float,
                                   check_fp8_device, check_same_device, ensure_scratch_allocator, fp8_rows_eager,
@@ -175,8 +176,12 @@ def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 @triton.jit
 def _epilogue(acc, rows, cols, M, N, bias_ptr, bias_stride, res_ptr, res_stride_m, res_stride_n,
               a_scale_ptr, a_scale_stride, b_scale_ptr, b_scale_stride, HAS_SCALES: tl.constexpr,
-              HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr):
-    """The fp32 accumulator tile (rows x cols) -> scales, + bias, activation, + residual, in fp32."""
+              HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
+              APPROX: tl.constexpr):
+    """The fp32 accumulator tile (rows x cols) -> scales, + bias, activation, + residual, in fp32. The activations
+    are activations.py's (its `_activate`: one exp2 and one reciprocal an element, the reciprocal rcp.approx where
+    APPROX (on a GPU); the erf GELU by its minimax polynomial): tl.sigmoid's exact division had made SiLU ~26 SASS
+    instructions an element."""
     row_ok = rows < M
     col_ok = cols < N
     rows = rows.to(tl.int64)
@@ -189,12 +194,8 @@ def _epilogue(acc, rows, cols, M, N, bias_ptr, bias_stride, res_ptr, res_stride_
         acc += tl.load(bias_ptr + cols * bias_stride, mask=col_ok, other=0.0).to(tl.float32)[None, :]
     if ACTIVATION == "relu":
         acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)
-    elif ACTIVATION == "gelu":
-        acc = 0.5 * acc * (1.0 + tl.math.erf(acc * 0.7071067811865476))
-    elif ACTIVATION == "gelu_tanh":  # 0.5 * (1 + tanh(z)) = sigmoid(2 z), z = sqrt(2/pi) (x + 0.044715 x^3)
-        acc = acc * tl.sigmoid(1.5957691216057308 * (acc + 0.044715 * acc * acc * acc))
-    elif ACTIVATION == "silu":
-        acc = acc * tl.sigmoid(acc)
+    elif ACTIVATION is not None:
+        acc = _activate_fp32(acc, ACTIVATION, APPROX, False)
     if HAS_RESIDUAL:
         res = tl.load(res_ptr + rows[:, None] * res_stride_m + cols[None, :] * res_stride_n,
                       mask=row_ok[:, None] & col_ok[None, :], other=0.0)
@@ -207,8 +208,8 @@ def _matmul_grouped_kernel(a_ptr, b_ptr, out_ptr, bias_ptr, res_ptr, a_scale_ptr
                            stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
                            stride_rb, stride_rm, stride_rn, bias_stride, a_scale_stride, b_scale_stride,
                            HAS_SCALES: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
-                           HAS_RESIDUAL: tl.constexpr, INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
-                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                           HAS_RESIDUAL: tl.constexpr, APPROX: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
                            PDL: tl.constexpr):
     # One program per output tile (batch-major). Reads a row-panel of A and a column-panel of B
     # (other programs of the group hit the same panels in L2: DRAM sees A and B about once), the
@@ -235,7 +236,7 @@ def _matmul_grouped_kernel(a_ptr, b_ptr, out_ptr, bias_ptr, res_ptr, a_scale_ptr
         b_ptrs += BLOCK_K * stride_bk
     acc = _epilogue(acc, rows, cols, M, N, bias_ptr, bias_stride, res_ptr + batch * stride_rb, stride_rm,
                     stride_rn, a_scale_ptr, a_scale_stride, b_scale_ptr, b_scale_stride, HAS_SCALES, HAS_BIAS,
-                    ACTIVATION, HAS_RESIDUAL)
+                    ACTIVATION, HAS_RESIDUAL, APPROX)
     out_ptrs = out_ptr + (batch * M + rows.to(tl.int64))[:, None] * N + cols[None, :]
     tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
 
@@ -257,14 +258,14 @@ def _operand_descriptor(ptr, rows, K, stride, K_MAJOR: tl.constexpr, BLOCK_ROWS:
 def _finish_tile(acc, off_m, off_n, M, N, out_desc, res_desc, bias_ptr, bias_stride, res_ptr, stride_rm, stride_rn,
                  a_scale_ptr, a_scale_stride, b_scale_ptr, b_scale_stride, HAS_SCALES: tl.constexpr,
                  HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
-                 RESIDUAL_TMA: tl.constexpr):
+                 RESIDUAL_TMA: tl.constexpr, APPROX: tl.constexpr):
     """The TMA kernel's epilogue of the accumulator (sub)tile at (off_m, off_n), stored by TMA. With
     RESIDUAL_TMA the residual tile comes in by TMA too (no per-element 64-bit pointers in registers)."""
     rows = off_m + tl.arange(0, acc.shape[0])
     cols = off_n + tl.arange(0, acc.shape[1])
     out = _epilogue(acc, rows, cols, M, N, bias_ptr, bias_stride, res_ptr, stride_rm, stride_rn, a_scale_ptr,
                     a_scale_stride, b_scale_ptr, b_scale_stride, HAS_SCALES, HAS_BIAS, ACTIVATION,
-                    HAS_RESIDUAL and not RESIDUAL_TMA)
+                    HAS_RESIDUAL and not RESIDUAL_TMA, APPROX)
     if RESIDUAL_TMA:
         out += res_desc.load([off_m, off_n]).to(tl.float32)
     out_desc.store([off_m, off_n], out.to(out_desc.dtype))
@@ -275,9 +276,10 @@ def _matmul_tma_kernel(a_ptr, b_ptr, out_ptr, bias_ptr, res_ptr, a_scale_ptr, b_
                        stride_a, stride_b, stride_rm, stride_rn, bias_stride, a_scale_stride, b_scale_stride,
                        A_K_MAJOR: tl.constexpr, B_K_MAJOR: tl.constexpr, HAS_SCALES: tl.constexpr,
                        HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
-                       INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                       BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
-                       NUM_SMS: tl.constexpr, RESIDUAL_TMA: tl.constexpr, PDL: tl.constexpr):
+                       APPROX: tl.constexpr, INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
+                       BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                       EPILOGUE_SUBTILE: tl.constexpr, NUM_SMS: tl.constexpr, RESIDUAL_TMA: tl.constexpr,
+                       PDL: tl.constexpr):
     # Persistent: program p computes tiles p, p + NUM_SMS, ... TMA brings A and B tiles into shared
     # memory (num_stages deep, zero-filled past the edges); A and B are read about once from DRAM
     # (GROUP_M order keeps the shared panels in L2), the output tile is written once by TMA after the
@@ -324,14 +326,14 @@ def _matmul_tma_kernel(a_ptr, b_ptr, out_ptr, bias_ptr, res_ptr, a_scale_ptr, b_
             acc0, acc1 = tl.split(halves)
             _finish_tile(acc0, off_m, off_n, M, N, out_desc, res_desc, bias_ptr, bias_stride, res_ptr, stride_rm,
                          stride_rn, a_scale_ptr, a_scale_stride, b_scale_ptr, b_scale_stride, HAS_SCALES, HAS_BIAS,
-                         ACTIVATION, HAS_RESIDUAL, RESIDUAL_TMA)
+                         ACTIVATION, HAS_RESIDUAL, RESIDUAL_TMA, APPROX)
             _finish_tile(acc1, off_m, off_n + BLOCK_N // 2, M, N, out_desc, res_desc, bias_ptr, bias_stride,
                          res_ptr, stride_rm, stride_rn, a_scale_ptr, a_scale_stride, b_scale_ptr, b_scale_stride,
-                         HAS_SCALES, HAS_BIAS, ACTIVATION, HAS_RESIDUAL, RESIDUAL_TMA)
+                         HAS_SCALES, HAS_BIAS, ACTIVATION, HAS_RESIDUAL, RESIDUAL_TMA, APPROX)
         else:
             _finish_tile(acc, off_m, off_n, M, N, out_desc, res_desc, bias_ptr, bias_stride, res_ptr, stride_rm,
                          stride_rn, a_scale_ptr, a_scale_stride, b_scale_ptr, b_scale_stride, HAS_SCALES, HAS_BIAS,
-                         ACTIVATION, HAS_RESIDUAL, RESIDUAL_TMA)
+                         ACTIVATION, HAS_RESIDUAL, RESIDUAL_TMA, APPROX)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -537,7 +539,7 @@ def _first_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optio
                     b.stride(0) if b.dim() == 3 else 0, b.stride(-2), b.stride(-1),
                     residual.stride(0) if residual is not None and residual.dim() == 3 else 0)
     flags = dict(HAS_SCALES=a_scale is not None, HAS_BIAS=bias is not None, ACTIVATION=activation,
-                 HAS_RESIDUAL=residual is not None, INPUT_PRECISION=precision)
+                 HAS_RESIDUAL=residual is not None, APPROX=a.is_cuda, INPUT_PRECISION=precision)
     if tma is not None and a.is_cuda:
         ensure_scratch_allocator()  # its descriptors are made on the device: the first launch's dispatch takes scratch
     gluon = _use_gluon(a, out, residual, activation, tma, residual_tma)

@@ -293,7 +293,7 @@ def _bias_act(acc, off_m, off_n, M, N, bias_ptr, bias_stride, HAS_BIAS: gl.const
     rows = off_m + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, layout))
     cols = off_n + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, layout))
     return matmul_ops._epilogue(acc, rows, cols, M, N, bias_ptr, bias_stride, bias_ptr, 0, 0, bias_ptr, 0,
-                                bias_ptr, 0, False, HAS_BIAS, ACTIVATION, False)
+                                bias_ptr, 0, False, HAS_BIAS, ACTIVATION, False, True)
 
 
 @gluon.jit
