@@ -601,6 +601,100 @@ def _phi3_partial_rotary(attention: str):
     return transformers.Phi3ForCausalLM(config).to(DEVICE).eval()
 
 
+class T5LayerNorm(LlamaRMSNorm):  # T5's: named LayerNorm, scales without subtracting the mean
+    pass
+
+
+class FlatRMSNorm(LlamaRMSNorm):  # the same values in another shape
+    def forward(self, x):
+        return super().forward(x).flatten()
+
+
+class ChannelsFirstLayerNorm(nn.LayerNorm):  # ConvNeXt's: takes [B, C, H, W] only
+    def forward(self, x):
+        return super().forward(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+class TwoInputMLP(LlamaMLP):  # a forward of another signature
+    def forward(self, x, conditioning):
+        return super().forward(x + conditioning)
+
+
+def test_swaps_refused_where_the_probe_tells_them_apart():
+    """The probe row has a mean, so T5's scaling-only norm named LayerNorm is kept at model widths (a zero-mean row
+    hid the mean subtraction to ~1 / sqrt(width)); the closer scaling wins where both are near (Gemma weights of ~25);
+    a module whose output has another shape, or that takes no such row (another layout, another signature), is kept,
+    not an error."""
+    gemma = GemmaRMSNorm(2048)
+    with torch.no_grad():
+        gemma.weight.uniform_(24.0, 26.0)
+    model = nn.ModuleList([T5LayerNorm(2048), gemma, FlatRMSNorm(64), ChannelsFirstLayerNorm(64),
+                           TwoInputMLP(64, 96, nn.SiLU())]).to(DEVICE)
+    assert patch_model(model) == swaps(rms_norm=1)
+    assert [type(m) for m in model] == [T5LayerNorm, RMSNorm, FlatRMSNorm, ChannelsFirstLayerNorm, TwoInputMLP]
+    assert model[1].offset == 1.0
+
+
+def test_meta_device_norms_tried_on_a_cpu_copy():
+    """On the meta device the norms are tried on a CPU copy with random weights (the scaling, a LayerNorm scaling by
+    1 + weight kept); an MLP, with nothing to try it on, is left. Loaded with the real weights afterwards, the model
+    gives the original's outputs."""
+    def build():
+        torch.manual_seed(0)
+        return nn.Sequential(LlamaRMSNorm(64), GemmaRMSNorm(64), nn.LayerNorm(64), OnePlusLayerNorm(64),
+                             LlamaMLP(64, 96, nn.SiLU()))
+    model, real = build().to("meta"), build().to(DEVICE)
+    assert patch_model(model) == swaps(rms_norm=2, layer_norm=1)
+    assert [type(m) for m in model] == [RMSNorm, RMSNorm, LayerNorm, OnePlusLayerNorm, LlamaMLP]
+    assert (model[0].offset, model[1].offset) == (0.0, 1.0)
+    model.load_state_dict(real.state_dict(), assign=True)
+    x = torch.randn(2, 5, 64, device=DEVICE)
+    with torch.no_grad():
+        assert rel_err(model(x), real(x)) < 1e-5
+
+
+class DroppedDecoderLayer(DecoderLayer):  # Phi-3's residual add: the attention's output through a dropout
+    def __init__(self, drop):
+        super().__init__()
+        self.resid_drop = drop
+
+    def forward(self, hidden_states):
+        residual = hidden_states
+        hidden_states = self.self_attn(self.input_layernorm(hidden_states))
+        hidden_states = residual + self.resid_drop(hidden_states)
+        residual = hidden_states
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        hidden_states = self.mlp(hidden_states)
+        return residual + hidden_states
+
+
+@pytest.mark.parametrize("drop, fused", [(nn.Dropout(0.0), 1), (nn.Identity(), 1), (nn.Dropout(0.1), 0)])
+def test_add_norm_through_a_dropout_only_where_it_keeps_its_input(drop, fused):
+    """`r + self.drop(h)` fuses into the norm where the dropout keeps its input in training too (p = 0, nn.Identity),
+    not where it drops some (p > 0: the model may be trained); patching leaves the caller's random streams as they
+    were."""
+    model = DroppedDecoderLayer(drop).to(DEVICE).eval()
+    x = torch.randn(2, 5, 64, device=DEVICE)
+    with torch.no_grad():
+        before = model(x)
+        torch.manual_seed(1)
+        expected = torch.rand(4), torch.rand(4, device=DEVICE)
+        torch.manual_seed(1)
+        assert patch_model(model)["add_rms_norm"] == fused
+        assert all(torch.equal(a, b) for a, b in zip((torch.rand(4), torch.rand(4, device=DEVICE)), expected))
+        assert rel_err(model(x), before) < 1e-5
+
+
+def test_rope_form_takes_only_even_rotary_widths():
+    """The kernel rotates pairs: a partial cos / sin of odd width goes to the model's own function."""
+    from rooftop.integrations.hf import _RopeForm
+
+    q, k = torch.randn(1, 2, 3, 8), torch.randn(1, 2, 3, 8)
+    form = _RopeForm(interleaved=False, pairs=False, partial=True)
+    assert form.takes(q, k, torch.randn(3, 4), torch.randn(3, 4))
+    assert not form.takes(q, k, torch.randn(3, 3), torch.randn(3, 3))
+
+
 def test_partial_rotary_takes_the_kernel(monkeypatch):
     """Phi-3's partial rotary (cos / sin narrower than the head, the rest passed through) goes to rooftop.apply_rope
     with that rotary_dim, and the outputs are kept."""

@@ -3,8 +3,8 @@
 Duck-typed, so it follows the architecture rather than a transformers version:
 - an RMSNorm module (class name ending in "RMSNorm", a `weight` and `variance_epsilon` or `eps`) becomes
   rooftop.nn.RMSNorm with the same weight, scaling by weight or by 1 + weight (offset 1: Gemma's, Qwen3-Next's,
-  Qwen3.5's, ...) as the module does on a random row of its width (on the meta device: 1 + weight for Gemma's
-  classes); a module that gives neither output (a bias, say) is kept. A LayerNorm (torch's over one dim, or a model's
+  Qwen3.5's, ...) as the module does on a random row of its width (on the meta device: on a CPU copy with random
+  weights); a module that gives neither output (a bias, say) is kept. A LayerNorm (torch's over one dim, or a model's
   own class named "...LayerNorm" with a `weight`, an optional `bias` and `eps` or `variance_epsilon`: Cohere's)
   becomes rooftop.nn.LayerNorm where it gives the module's output the same way;
 - an MLP with `gate_proj`, `up_proj`, `down_proj` and a SiLU or tanh-GELU `act_fn` runs down(swiglu(gate(x), up(x)))
@@ -16,7 +16,7 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   its output rows for it (swiglu(..., quant="fp8")). An MLP whose `gate_up_proj` gives the packed [..., 2I] already
   (Phi-3, GLM; `activation_fn` or `act_fn`) runs the same GatedMLP. Either is swapped only where the GatedMLP gives the
   module's output on a random row of its weights (which half is the gate, an activation sparsity as Gemma-3n's: the
-  forward's choices; on the meta device the first by its names alone);
+  forward's choices; on the meta device, nothing to try it on, neither is);
 - an attention module (`q_proj`, `k_proj`, `v_proj`, or a `qkv_proj` of its own) whose forward calls its module's
   `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it) gets a forward of its own that calls
   rooftop.apply_rope instead: q and k rotated in one launch (Hugging Face: ten elementwise kernels); a partial rotary
@@ -56,7 +56,9 @@ the model's own implementation (choose `attn_implementation="sdpa"` when loading
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
+import math
 import sys
 import textwrap
 import types
@@ -148,22 +150,30 @@ def _activation(act: nn.Module) -> str | None:
     return None
 
 
+# How far a swapped module's output may be from the module's on the probe row (relative L2): a norm's rounding to bf16
+# is ~4e-3; an MLP's to fp8 (its activation quantized from fp32 or from bf16) up to ~2e-2. A different computation
+# (another scaling, mean subtraction, the halves swapped, a sparse gate) is off by 0.1 or more.
+NORM_TOLERANCE = 2e-2
+MLP_TOLERANCE = 5e-2
+
+
 def _rms_norm(module: nn.Module) -> RMSNorm | None:
-    if not type(module).__name__.endswith("RMSNorm"):
+    """rooftop's RMSNorm for a module named "...RMSNorm" with a 1-D `weight` and `variance_epsilon` or `eps`, scaling
+    by weight or by 1 + weight, whichever gives the module's output on a random row (the closer, within
+    NORM_TOLERANCE; on the meta device, tried on a CPU copy with random weights); None where neither does."""
+    if isinstance(module, RMSNorm) or not type(module).__name__.endswith("RMSNorm"):
         return None
     weight = getattr(module, "weight", None)
     eps = getattr(module, "variance_epsilon", getattr(module, "eps", None))
     if not isinstance(weight, torch.Tensor) or weight.dim() != 1 or eps is None:
         return None
-    if weight.device.type == "meta":  # nothing to try it on: by the name (Gemma's scale by 1 + weight)
-        return _rms_norm_like(weight, eps, 1.0 if type(module).__name__.startswith("Gemma") else 0.0)
-    # Which scaling, weight or 1 + weight (Gemma's, Qwen3-Next's, Qwen3.5's, VaultGemma's), is the module's own: both
-    # tried on a random row, kept where one gives the module's output
-    for offset in (0.0, 1.0):
-        new = _rms_norm_like(weight, eps, offset)
-        if _same_output(module, new, weight.shape[0], weight):
-            return new
-    return None
+    probe = _cpu_copy(module) if weight.device.type == "meta" else module
+    if probe is None:
+        return None
+    errors = {offset: _output_error(probe, _rms_norm_like(probe.weight, eps, offset), probe.weight)
+              for offset in (0.0, 1.0)}
+    offset = min(errors, key=errors.get)
+    return _rms_norm_like(weight, eps, offset) if errors[offset] <= NORM_TOLERANCE else None
 
 
 def _rms_norm_like(weight: torch.Tensor, eps: float, offset: float) -> RMSNorm:
@@ -179,9 +189,9 @@ def _parameter(t: torch.Tensor) -> nn.Parameter:
 
 def _layer_norm(module: nn.Module) -> LayerNorm | None:
     """rooftop's LayerNorm for torch's nn.LayerNorm over one dim, or for a class named "...LayerNorm" with a 1-D
-    `weight` (a `bias` of its shape or none) and `eps` or `variance_epsilon` (Cohere's) where rooftop's gives the
-    module's output on a random row (on the meta device: torch's class only)."""
-    if not type(module).__name__.endswith("LayerNorm"):
+    `weight` (a `bias` of its shape or none) and `eps` or `variance_epsilon` (Cohere's), where rooftop's gives the
+    module's output on a random row (on the meta device, tried on a CPU copy with random weights)."""
+    if isinstance(module, LayerNorm) or not type(module).__name__.endswith("LayerNorm"):
         return None
     weight, bias = getattr(module, "weight", None), getattr(module, "bias", None)
     eps = getattr(module, "eps", getattr(module, "variance_epsilon", None))
@@ -189,34 +199,60 @@ def _layer_norm(module: nn.Module) -> LayerNorm | None:
             or not (bias is None or (isinstance(bias, torch.Tensor) and bias.shape == weight.shape))
             or (isinstance(module, nn.LayerNorm) and len(module.normalized_shape) != 1)):
         return None
+    probe = _cpu_copy(module) if weight.device.type == "meta" else module
+    if probe is None or _output_error(probe, _layer_norm_like(probe.weight, getattr(probe, "bias", None), eps),
+                                      probe.weight) > NORM_TOLERANCE:
+        return None
+    return _layer_norm_like(weight, bias, eps)
+
+
+def _layer_norm_like(weight: torch.Tensor, bias: torch.Tensor | None, eps: float) -> LayerNorm:
     new = LayerNorm(weight.shape[0], eps=eps, bias=bias is not None, device="meta")
     new.weight, new.bias = _parameter(weight), None if bias is None else _parameter(bias)
-    if weight.device.type == "meta":
-        return new if isinstance(module, nn.LayerNorm) else None
-    return new if _same_output(module, new, weight.shape[0], weight) else None
+    return new
 
 
-def _same_output(module: nn.Module, new: nn.Module, width: int, like: torch.Tensor) -> bool:
-    """Whether `new` gives `module`'s output (to 5% of its norm: fp8's rounding passes, another computation not) on
-    a random row of `width` on `like`'s device, in `like`'s dtype where that is a 16- or 32-bit float (else bf16).
-    The caller's random stream is left as it was."""
+def _cpu_copy(module: nn.Module) -> nn.Module | None:
+    """A copy of a (small) module on the meta device made on the CPU, its floating parameters and buffers drawn from
+    U(-0.5, 1.5) (seeded: the caller's random stream untouched), to try a swap on; None where it cannot be made."""
+    try:
+        copied = copy.deepcopy(module).to_empty(device="cpu")
+    except Exception:  # any failure: nothing to try the swap on
+        return None
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for t in (*copied.parameters(), *copied.buffers()):
+            if t.is_floating_point():
+                t.copy_(torch.rand(t.shape, generator=generator) * 2 - 0.5)
+    return copied
+
+
+def _output_error(module: nn.Module, new: nn.Module, like: torch.Tensor, width: int | None = None) -> float:
+    """`new`'s output against `module`'s (relative L2) on one random row of `width` (default: like's last dim) with a
+    mean of 1 (mean-subtracting and scaling-only norms differ on it), on `like`'s device, in `like`'s dtype where that
+    is a 16- or 32-bit float (else bf16); inf where either fails on it or their outputs differ in shape. One row: a
+    GEMM a quantized projection tunes for it is the decode step's (batch 1) shape. The caller's random stream is
+    left as it was."""
     dtype = like.dtype if like.dtype in (torch.float16, torch.bfloat16, torch.float32) else torch.bfloat16
     generator = torch.Generator(like.device).manual_seed(0)
-    # one row: a GEMM a quantized projection then tunes is the decode step's (batch 1) shape
-    x = torch.randn(1, width, device=like.device, dtype=dtype, generator=generator)
-    with torch.no_grad():
-        want, got = module(x), new(x)
+    x = torch.randn(1, width or like.shape[-1], device=like.device, generator=generator).add_(1.0).to(dtype)
+    try:
+        with torch.no_grad():
+            want, got = module(x), new(x)
+    except Exception:  # a module that takes no such row (another signature, another layout): no swap
+        return math.inf
     if not (isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor) and want.shape == got.shape):
-        return False
+        return math.inf
     want, got = want.double(), got.double()
-    return float(torch.linalg.vector_norm(got - want)) <= 0.05 * float(torch.linalg.vector_norm(want))
+    diff, scale = float(torch.linalg.vector_norm(got - want)), float(torch.linalg.vector_norm(want))
+    return diff / scale if scale > 0 else (0.0 if diff == 0 else math.inf)
 
 
 def _gated_mlp(module: nn.Module, merge: bool) -> GatedMLP | None:
     """The GatedMLP standing in for `module`: one with `gate_proj`, `up_proj`, `down_proj` and `act_fn`, or (Phi-3's,
     GLM's) a `gate_up_proj` giving the packed [..., 2I], `down_proj` and `activation_fn` (or `act_fn`); kept where it
-    gives the module's output on a random row (which half is the gate, an activation sparsity as Gemma-3n's:
-    the forward's choices). On the meta device, by the names alone, the packed form not at all."""
+    gives the module's output on a random row (within MLP_TOLERANCE: which half is the gate, an activation sparsity
+    as Gemma-3n's are the forward's choices). None on the meta device: nothing to try it on."""
     act = getattr(module, "act_fn", getattr(module, "activation_fn", None))
     activation = _activation(act) if isinstance(act, nn.Module) else None
     gate, up, down = (getattr(module, name, None) for name in ("gate_proj", "up_proj", "down_proj"))
@@ -225,27 +261,26 @@ def _gated_mlp(module: nn.Module, merge: bool) -> GatedMLP | None:
     if activation is None or not all(isinstance(p, nn.Module) for p in (first, down) + (() if packed else (up,))):
         return None
     like = _input_like(first)
-    if like is None and (packed or not _on_meta(first)):
+    width = getattr(first, "in_features", None) or getattr(down, "out_features", None)
+    if like is None or not isinstance(width, int):
         return None
     new = GatedMLP(first, None, down, activation) if packed else GatedMLP(gate, up, down, activation, merge)
-    return new if like is None or _same_output(module, new, first.in_features, like) else None
-
-
-def _on_meta(proj: nn.Module) -> bool:
-    return any(t.device.type == "meta" for t in proj.parameters())
+    return new if _output_error(module, new, like, width) <= MLP_TOLERANCE else None
 
 
 def _input_like(proj: nn.Module) -> torch.Tensor | None:
-    """An empty tensor of the dtype and device `proj` (nn.Linear, QuantLinear or Fp8Linear) takes its input in; None
-    for another module or one on the meta device."""
+    """An empty tensor of the dtype and device `proj` takes its input in: a QuantLinear's original weight dtype, an
+    Fp8Linear's output dtype, else its first 16- or 32-bit floating parameter's (nn.Linear, a LoRA-wrapped one); None
+    where it has none or it is on the meta device."""
     if isinstance(proj, QuantLinear):
         device, dtype = proj.packed.device, proj.weight_dtype
     elif isinstance(proj, Fp8Linear):
         device, dtype = proj.weight.device, proj.out_dtype
-    elif isinstance(proj, nn.Linear):
-        device, dtype = proj.weight.device, proj.weight.dtype
     else:
-        return None
+        first = next((p for p in proj.parameters() if p.is_floating_point() and p.element_size() > 1), None)
+        if first is None:
+            return None
+        device, dtype = first.device, first.dtype
     return None if device.type == "meta" else torch.empty(0, device=device, dtype=dtype)
 
 
