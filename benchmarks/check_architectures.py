@@ -4,7 +4,8 @@ stock model's: each architecture built from a tiny random config (nothing downlo
 - decode: greedy generation of 4 tokens over a StaticCache (SDPA, or eager attention where the model has no SDPA; a
   left-padded batch), every step's logits patched against stock, and how many attention calls
   rooftop.decode_attention answered.
-No timing: this is a correctness sweep (a model the patch leaves wrong is a bug; one it leaves alone is a gap).
+No timing: this is a correctness sweep (a model the patch leaves wrong is a bug: the script exits 1 where the logits
+are off by more than TOLERANCE; one it leaves alone is a gap).
 On the CPU run with TRITON_INTERPRET=1 (fp32); on a GPU with --dtype bfloat16 too.
 Writes OUT/architectures.md (a table) and prints it; on a GPU also a results file (family patch_architectures) whose
 table the report shows.
@@ -17,6 +18,7 @@ import copy
 import datetime
 import os
 import platform
+import sys
 
 import torch
 
@@ -34,13 +36,10 @@ ARCHITECTURES = (
     ("Nemotron", {}), ("Phi", {}), ("Lfm2", {}), ("Llama4Text", {}), ("Mixtral", {}),
     ("Qwen3Moe", {"head_dim": 16}),
 )
+# the most a patched model's logits may be off (relative L2) and pass: fp32 rounding, or bf16's
+TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 3e-2, torch.float16: 1e-2}
 BASE = dict(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, max_position_embeddings=64)
-
-
-def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
-    out, ref = out.double(), ref.double()
-    return float(torch.linalg.vector_norm(out - ref) / torch.linalg.vector_norm(ref).clamp_min(1e-30))
 
 
 def build(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype, device: str):
@@ -61,6 +60,7 @@ def build(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtyp
 
 def check(transformers, name: str, overrides: dict, dtype: torch.dtype, device: str) -> dict:
     import rooftop.integrations.hf as hf
+    from rooftop.bench.sweep import rel_err
 
     row: dict = {"architecture": name + "".join(f" {k}={v}" for k, v in overrides.items()
                                                 if k not in ("head_dim", "pad_token_id", "layer_types"))}
@@ -136,6 +136,9 @@ def main() -> None:
                               f"({args.dtype}): logits' relative error against stock":
                               [{**r, **{k: f"{r[k]:.1e}" for k in ("prefill", "decode") if k in r}} for r in rows]})
     print("\n".join(lines))
+    bad = [r["architecture"] for r in rows if max(r.get("prefill", 0.0), r.get("decode", 0.0)) > TOLERANCE[dtype]]
+    if bad:
+        sys.exit(f"logits off by more than {TOLERANCE[dtype]}: {', '.join(bad)}")
 
 
 if __name__ == "__main__":
