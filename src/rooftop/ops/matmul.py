@@ -94,8 +94,7 @@ from rooftop import registry
 # matmul_sm90's kernel calls this file's _epilogue: it imports this module (a cycle resolved by the time
 # either compiles a kernel)
 from rooftop.ops import _autotune, matmul_sm90
-from rooftop.ops.activations import _activate as _activate_fp32
-from rooftop.ops.activations import quantize_rows
+from rooftop.ops.activations import _activate as _activate_fp32, quantize_rows
 from rooftop.ops._support import (Launch, Plans, alignment_key, await_previous, capability, cdiv, check_float,
                                   check_fp8_device, check_same_device, ensure_scratch_allocator, fp8_rows_eager,
                                   gluon_runs, interpreting, launch, num_sms, pdl_options, quantize_rows_reference,
