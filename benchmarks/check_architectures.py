@@ -7,10 +7,10 @@ stock model's: each architecture built from a tiny random config (nothing downlo
 No timing: this is a correctness sweep (a model the patch leaves wrong is a bug: the script exits 1 where the logits
 are off by more than TOLERANCE; one it leaves alone is a gap).
 On the CPU run with TRITON_INTERPRET=1 (fp32); on a GPU with --dtype bfloat16 too.
-Writes OUT/architectures.md (a table) and prints it; on a GPU also a results file (family patch_architectures) whose
-table the report shows.
+Writes OUT/architectures[-QUANT].md (a table) and prints it; on a GPU also a results file (family
+patch_architectures[-QUANT]) whose table the report shows.
 Usage: TRITON_INTERPRET=1 PYTHONPATH=src python benchmarks/check_architectures.py OUT [--dtype float32]
-       [--arch Llama,Phi3]"""
+       [--arch Llama,Phi3] [--quant int4|int8|fp8]"""
 from __future__ import annotations
 
 import argparse
@@ -36,8 +36,12 @@ ARCHITECTURES = (
     ("Nemotron", {}), ("Phi", {}), ("Lfm2", {}), ("Llama4Text", {}), ("Mixtral", {}),
     ("Qwen3Moe", {"head_dim": 16}),
 )
-# the most a patched model's logits may be off (relative L2) and pass: fp32 rounding, or bf16's
+# the most a patched model's logits may be off (relative L2) and pass: fp32 rounding, or bf16's; with fp8 linears the
+# patched model quantizes activations from fp32 where stock rounds them to the model's dtype first
 TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 3e-2, torch.float16: 1e-2}
+FP8_TOLERANCE = 5e-2
+# --quant: quantize_model's arguments (groups of 32: the tiny configs' widths are 64 and 160)
+QUANT = {"int4": dict(bits=4, group_size=32), "int8": dict(bits=8, group_size=32), "fp8": dict(bits="fp8")}
 BASE = dict(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, max_position_embeddings=64)
 
@@ -58,7 +62,26 @@ def build(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtyp
     return model
 
 
-def check(transformers, name: str, overrides: dict, dtype: torch.dtype, device: str) -> dict:
+def pair(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype, device: str, quant: str | None):
+    """(stock, patched, patch_model's counts): the patched one a copy of stock; with `quant` stock quantized before
+    the copy is patched, the copy after (quantize_model either side of patch_model); None where transformers has no
+    such architecture."""
+    from rooftop import quantize_model
+    from rooftop.integrations.hf import patch_model
+
+    stock = build(transformers, name, overrides, attn, dtype, device)
+    if stock is None:
+        return None
+    patched = copy.deepcopy(stock)
+    if quant is not None:
+        quantize_model(stock, **QUANT[quant])
+    counts = patch_model(patched)
+    if quant is not None:
+        quantize_model(patched, **QUANT[quant])
+    return stock, patched, counts
+
+
+def check(transformers, name: str, overrides: dict, dtype: torch.dtype, device: str, quant: str | None) -> dict:
     import rooftop.integrations.hf as hf
     from rooftop.bench.sweep import rel_err
 
@@ -66,19 +89,16 @@ def check(transformers, name: str, overrides: dict, dtype: torch.dtype, device: 
                                                 if k not in ("head_dim", "pad_token_id", "layer_types"))}
     ids = torch.randint(1, 128, (2, 12), device=device)
     with torch.no_grad():
-        stock = build(transformers, name, overrides, "eager", dtype, device)
-        if stock is None:
+        built = pair(transformers, name, overrides, "eager", dtype, device, quant)
+        if built is None:
             return {**row, "note": "not in this transformers"}
-        patched = copy.deepcopy(stock)
-        counts = hf.patch_model(patched)
+        stock, patched, counts = built
         row["patched"] = ", ".join(f"{k} {v}" for k, v in counts.items() if v) or "nothing"
         row["prefill"] = rel_err(patched(ids).logits, stock(ids).logits)
         try:  # decode_attention answers SDPA's decode steps; a model without SDPA decodes eagerly
-            stock = build(transformers, name, overrides, "sdpa", dtype, device)
+            stock, patched, _ = pair(transformers, name, overrides, "sdpa", dtype, device, quant)
         except ValueError:
-            stock = build(transformers, name, overrides, "eager", dtype, device)
-        patched = copy.deepcopy(stock)
-        hf.patch_model(patched)
+            stock, patched, _ = pair(transformers, name, overrides, "eager", dtype, device, quant)
         mask = torch.ones_like(ids)
         mask[1, :3] = 0  # the second sequence left-padded
         calls = []
@@ -100,6 +120,8 @@ def main() -> None:
     parser.add_argument("out")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
     parser.add_argument("--arch", default=None, help="comma-separated names (default: all)")
+    parser.add_argument("--quant", default=None, choices=tuple(QUANT),
+                        help="quantize_model both models (stock before the copy is patched, the copy after)")
     args = parser.parse_args()
     import transformers
     from rich.progress import track
@@ -112,12 +134,13 @@ def main() -> None:
     rows = []
     for name, overrides in track(chosen, description="architectures"):
         try:
-            rows.append(check(transformers, name, overrides, dtype, device))
+            rows.append(check(transformers, name, overrides, dtype, device, args.quant))
         except Exception as e:  # a failure is a row of the table, not the end of the sweep
             rows.append({"architecture": name, "note": f"{type(e).__name__}: {str(e).splitlines()[0][:100]}"})
     where = torch.cuda.get_device_name() if device == "cuda" else f"CPU ({platform.machine()}, Triton interpreter)"
+    setup = args.dtype + (f", linears {args.quant} (quantize_model {QUANT[args.quant]})" if args.quant else "")
     lines = [f"# patch_model over transformers {transformers.__version__} architectures",
-             "", f"{datetime.date.today()}, {where}, {args.dtype}, torch {torch.__version__}. Tiny random configs "
+             "", f"{datetime.date.today()}, {where}, {setup}, torch {torch.__version__}. Tiny random configs "
              "(2 layers, hidden 64), norm weights drawn from U(-0.5, 1.5); errors are relative L2 of the logits, "
              "patched against stock; decode: 4 greedy tokens over a StaticCache, a left-padded batch of 2.", "",
              "| architecture | patched | prefill | decode | decode_attention calls | note |",
@@ -128,17 +151,19 @@ def main() -> None:
                  str(r.get("decode_attention calls", "")), r.get("note", "")]
         lines.append("| " + " | ".join(cells) + " |")
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "architectures.md"), "w") as f:
+    name = f"architectures{'-' + args.quant if args.quant else ''}"
+    with open(os.path.join(args.out, f"{name}.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     if device == "cuda":  # a results file: the report shows its table under the card
-        write_results(args.out, "patch_architectures", [], {}, where,
+        write_results(args.out, f"patch_{name}", [], {}, where,
                       tables={f"patch_model over transformers {transformers.__version__} architectures "
-                              f"({args.dtype}): logits' relative error against stock":
+                              f"({setup}): logits' relative error against stock":
                               [{**r, **{k: f"{r[k]:.1e}" for k in ("prefill", "decode") if k in r}} for r in rows]})
     print("\n".join(lines))
-    bad = [r["architecture"] for r in rows if max(r.get("prefill", 0.0), r.get("decode", 0.0)) > TOLERANCE[dtype]]
+    tolerance = max(TOLERANCE[dtype], FP8_TOLERANCE if args.quant == "fp8" else 0.0)
+    bad = [r["architecture"] for r in rows if max(r.get("prefill", 0.0), r.get("decode", 0.0)) > tolerance]
     if bad:
-        sys.exit(f"logits off by more than {TOLERANCE[dtype]}: {', '.join(bad)}")
+        sys.exit(f"logits off by more than {tolerance}: {', '.join(bad)}")
 
 
 if __name__ == "__main__":

@@ -371,6 +371,25 @@ def test_quantize_model_and_quant_linear(device):
     assert rel_err(single(xs), _reference(xs, single.qweight, single.bias)) < TOL[torch.float16]
 
 
+class Router(torch.nn.Linear):  # Llama 4's: an nn.Linear whose forward returns more than x @ W.T
+    def forward(self, x):
+        logits = super().forward(x)
+        return torch.sigmoid(logits), logits
+
+
+@pytest.mark.parametrize("bits", [4, "fp8"])
+def test_quantize_model_keeps_linears_with_a_forward_of_their_own(bits, device):
+    """A subclass of nn.Linear with a forward of its own is skipped (and said why), not replaced by a module that
+    returns another thing; one that keeps nn.Linear's forward is quantized."""
+    class Plain(torch.nn.Linear):
+        pass
+
+    model = torch.nn.ModuleDict({"router": Router(64, 8), "plain": Plain(64, 32)}).to(device)
+    report = quantize_model(model, bits=bits, group_size=64)
+    assert report["quantized"] == ["plain"] and "forward of its own" in report["skipped"]["router"]
+    assert type(model.router) is Router
+
+
 def test_quantize_model_fp8(device):
     """bits="fp8": every nn.Linear but the skipped becomes an Fp8Linear (no group size to divide in_features), the
     model's output within fp8's precision of the bf16 model's (weights and activations in e4m3: ~5% RMS a layer)."""

@@ -1605,8 +1605,8 @@ def quantize_model(model: torch.nn.Module, bits: int | str = 4, group_size: int 
     """Replace `model`'s nn.Linear modules in place: by QuantLinear (bits 4 or 8: weight-only, groups of
     group_size), or with bits="fp8" by matmul.Fp8Linear (W8A8: fp8 weights with a scale per output channel,
     activations quantized per token; group_size and symmetric do not apply). A module is skipped when its name
-    or its last name component matches a pattern of `skip` (fnmatch), or (weight-only) when its in_features is
-    not a multiple of group_size. Returns {"quantized": [names], "skipped": {name: reason}}."""
+    or its last name component matches a pattern of `skip` (fnmatch), when it is a subclass of nn.Linear with a forward
+    of its own (Llama 4's router), or (weight-only) when its in_features is not a multiple of group_size. Returns {"quantized": [names], "skipped": {name: reason}}."""
     fp8 = bits == "fp8"
     if not fp8:
         if bits not in BITS:
@@ -1617,6 +1617,9 @@ def quantize_model(model: torch.nn.Module, bits: int | str = 4, group_size: int 
     for name, linear in linears:
         if any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(name.rsplit(".", 1)[-1], p) for p in skip):
             report["skipped"][name] = "matches skip"
+            continue
+        if type(linear).forward is not torch.nn.Linear.forward:  # e.g. Llama 4's router: (scores, logits)
+            report["skipped"][name] = f"{type(linear).__name__} computes more than x @ W.T + b (a forward of its own)"
             continue
         if not fp8 and linear.in_features % group_size:
             report["skipped"][name] = f"in_features={linear.in_features} is not a multiple of group_size={group_size}"
