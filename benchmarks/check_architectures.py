@@ -2,8 +2,8 @@
 stock model's: each architecture built from a tiny random config (nothing downloaded), patched in a copy, then
 - prefill: the logits of a batch of 2 x 12 tokens, patched against stock (relative L2 error);
 - decode: greedy generation of 4 tokens over a StaticCache (SDPA, or eager attention where the model has no SDPA; a
-  left-padded batch), every step's logits patched against stock, and how many attention calls
-  rooftop.decode_attention answered.
+  left-padded batch) by stock, the patched model fed the same tokens; every step's logits patched against stock, and
+  how many attention calls rooftop.decode_attention answered.
 No timing: this is a correctness sweep (a model the patch leaves wrong is a bug: the script exits 1 where the logits
 are off by more than TOLERANCE; one it leaves alone is a gap).
 On the CPU run with TRITON_INTERPRET=1 (fp32); on a GPU with --dtype bfloat16 too.
@@ -62,6 +62,18 @@ def build(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtyp
     return model
 
 
+class _Forced:
+    """A logits processor that makes generate take `tokens` [B, steps] (after a prompt of `prompt` tokens), whatever
+    the model's logits say (those are returned unchanged as output_logits)."""
+
+    def __init__(self, tokens: torch.Tensor, prompt: int):
+        self.tokens, self.prompt = tokens, prompt
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        forced = torch.full_like(scores, -float("inf"))
+        return forced.scatter_(1, self.tokens[:, input_ids.shape[1] - self.prompt, None], 0.0)
+
+
 def pair(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype, device: str, quant: str | None):
     """(stock, patched, patch_model's counts): the patched one a copy of stock; with `quant` stock quantized before
     the copy is patched, the copy after (quantize_model either side of patch_model); None where transformers has no
@@ -104,10 +116,15 @@ def check(transformers, name: str, overrides: dict, dtype: torch.dtype, device: 
         calls = []
         real = hf.decode_attention
         hf.decode_attention = lambda *a, **k: calls.append(1) or real(*a, **k)
+        kwargs = dict(attention_mask=mask, max_new_tokens=4, do_sample=False, cache_implementation="static",
+                      output_logits=True, pad_token_id=0, return_dict_in_generate=True)
         try:
-            logits = [torch.stack(m.generate(ids, attention_mask=mask, max_new_tokens=4, do_sample=False,
-                                             cache_implementation="static", output_logits=True, pad_token_id=0,
-                                             return_dict_in_generate=True).logits) for m in (stock, patched)]
+            out = stock.generate(ids, **kwargs)
+            # the patched model fed stock's tokens: a near tie that greedy decoding breaks the other way (bf16 in a
+            # tiny random model) would compare logits of two different continuations
+            forced = transformers.LogitsProcessorList([_Forced(out.sequences[:, ids.shape[1]:], ids.shape[1])])
+            logits = [torch.stack(out.logits), torch.stack(patched.generate(ids, logits_processor=forced,
+                                                                            **kwargs).logits)]
         finally:
             hf.decode_attention = real
         row["decode"] = rel_err(logits[1], logits[0])
@@ -130,6 +147,9 @@ def main() -> None:
 
     dtype = getattr(torch, args.dtype)
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu" and dtype != torch.float32:  # decode_attention's dots would come out wrong, not the patch
+        sys.exit("on the CPU run --dtype float32: Triton 3.6's interpreter multiplies the bits of 16-bit tl.dot "
+                 "operands (tests/conftest.py widens them for the tests)")
     chosen = [a for a in ARCHITECTURES if args.arch is None or a[0] in args.arch.split(",")]
     rows = []
     for name, overrides in track(chosen, description="architectures"):
