@@ -147,8 +147,9 @@ def main() -> None:
 
     dtype = getattr(torch, args.dtype)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cpu" and dtype != torch.float32:  # decode_attention's dots would come out wrong, not the patch
-        sys.exit("on the CPU run --dtype float32: Triton 3.6's interpreter multiplies the bits of 16-bit tl.dot "
+    from rooftop.ops._support import interpreting
+    if interpreting() and dtype != torch.float32:  # decode_attention's dots would come out wrong, not the patch
+        sys.exit("with TRITON_INTERPRET=1 run --dtype float32: Triton 3.6's interpreter multiplies the bits of 16-bit tl.dot "
                  "operands (tests/conftest.py widens them for the tests)")
     chosen = [a for a in ARCHITECTURES if args.arch is None or a[0] in args.arch.split(",")]
     rows = []
