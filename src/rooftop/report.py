@@ -357,14 +357,16 @@ def _graph_blocks(by_shape: dict[tuple, dict[str, dict]], providers: list[str],
 
 
 def _summary_section(summaries: list[dict]) -> list[tuple]:
-    """One line per op: rooftop's % of roofline over its sizes, its speed-ups, Nsight Compute's verdicts."""
+    """One line per op: rooftop's % of roofline over its sizes, its speed-ups, Nsight Compute's verdicts (and the
+    card, where the results come from more than one)."""
     baselines = list(dict.fromkeys(p for s in summaries for p in s["speedups"]))
-    headers = ["family", "op", "dtype", "sizes", "rooftop % of roofline"] + [f"vs {p}" for p in baselines] + \
-              ["Nsight Compute verdicts"]
+    cards = len({s["device"] for s in summaries}) > 1
+    headers = ["family"] + ["card"] * cards + ["op", "dtype", "sizes", "rooftop % of roofline"] + \
+              [f"vs {p}" for p in baselines] + ["Nsight Compute verdicts"]
     table = []
     for s in summaries:
-        line = [s["family"], s["op"], s["dtype"], str(s["sizes"]),
-                _range(s["pcts"], "{:.1f}") if s.get("pcts") else "—"]
+        line = [s["family"]] + [s["device"].replace("NVIDIA ", "")] * cards + [
+            s["op"], s["dtype"], str(s["sizes"]), _range(s["pcts"], "{:.1f}") if s.get("pcts") else "—"]
         for p in baselines:
             values = [v for v, _ in s["speedups"].get(p, [])]
             cell = _range(values, "{:.2f}") + "x" if values else "—"
@@ -533,7 +535,7 @@ def _blocks(all_results: list[dict], results_dir: Path, measured: bool, out_dir:
         for (op, dtype), rows in groups.items():
             section, representative, summary = _op_section(result, op, dtype, rows, c, out_dir)
             family_blocks += section
-            summaries.append({"family": _family(result), **summary})
+            summaries.append({"family": _family(result), "device": device, **summary})
             if representative is not None:
                 representatives.setdefault(device, []).append((dtype, representative))
         family_blocks += _ncu_table(result)
