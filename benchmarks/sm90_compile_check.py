@@ -82,3 +82,9 @@ for act in ("silu", "gelu", "none"):
         build(ac._gated_quant_kernel, gated_types, dict(ACT=act, APPROX=True, QUANT=1, QMAX=448.0, BLOCK_M=bm,
               TILE=tile, PARTS=parts, UNROLL=min(parts, ac.QUANT_UNROLL), MAX="max" if bm > 1 else "max_by_count",
               PDL=True), warps, name=f"{act}_fp8_{N}")
+split_gated_types = lambda a: {"words_ptr": "*i64", "cnt_ptr": "*i32"}.get(a) or gated_types(a)
+for act in ("silu", "none"):
+    for quant, qmax in ((1, 448.0), (2, 127.0)):
+        build(ac._gated_quant_split_kernel, lambda a: "*i8" if quant == 2 and a == "q_ptr" else split_gated_types(a),
+              dict(ACT=act, APPROX=True, QUANT=quant, QMAX=qmax, CHUNK=ac.QUANT_SPLIT_LAUNCH["CHUNK"], G_POW2=32),
+              ac.QUANT_SPLIT_LAUNCH["num_warps"], name=f"{act}_split_q{quant}")

@@ -5,7 +5,7 @@ import triton
 import triton.language as tl
 
 import rooftop
-from conftest import DEVICE, HAS_CUDA, TOL, assert_quantized, rel_err
+from conftest import DEVICE, HAS_CUDA, TOL, assert_quantized, rel_err, spy_launches
 from rooftop.ops import _support, activations
 from rooftop.ops.activations import (FLAT_BLOCK, ROWS_BLOCK_ELEMS, _activate, bias_gelu, bias_gelu_reference, geglu,
                                      geglu_reference, gated_reference, swiglu, swiglu_reference)
@@ -142,6 +142,52 @@ def test_quantized_rows_holding_nan(quant, tile, device, monkeypatch):
                           (rooftop.quantize_rows(gate, quant), gate.double())):
         assert scale[1].isnan().all() and (q[1].double() * scale[1].double()).isnan().all()
         assert_quantized(q[keep], scale[keep], y[keep], quant)
+
+
+@pytest.mark.parametrize("quant", ["fp8", "int8"])
+def test_quantized_rows_split(quant, device, monkeypatch):
+    """Wide rows over programs that exchange their chunk's max |y| (the split kernel; off a GPU rows of one chunk,
+    on a GPU of four, the last ragged): the codes and scales of the kernel that reads rows twice, a NaN row's scale
+    NaN, twice (each launch leaves the exchange's counters at zero)."""
+    gate, up = _randn((5, 200), torch.bfloat16, device), _randn((5, 200), torch.bfloat16, device)
+    gate[0, 199], up[0, 199] = 9.0, 8.0  # a row's extreme value in its last chunk
+    gate[3, 120] = float("nan")
+    calls = {"swiglu": lambda *args: swiglu(*args, quant=quant),
+             "quantize_rows": lambda x: rooftop.quantize_rows(x, quant)}
+    monkeypatch.setattr(activations, "QUANT_TILE", 64)
+    monkeypatch.setattr(activations, "QUANT_LOOP_TILE", 64)
+    looped = {name: call(gate, up) if name == "swiglu" else call(gate) for name, call in calls.items()}
+    monkeypatch.setattr(activations, "QUANT_SPLIT_MIN_N", 64)
+    monkeypatch.setattr(activations, "QUANT_SPLIT_LAUNCH", dict(CHUNK=64 if HAS_CUDA else 256, num_warps=4))
+    launched = spy_launches(monkeypatch, activations)
+    for _ in range(2):
+        for name, call in calls.items():
+            q, scale = call(gate, up) if name == "swiglu" else call(gate)
+            keep = torch.tensor([0, 1, 2, 4], device=device)
+            assert _same_codes(q[keep], looped[name][0][keep]) and torch.equal(scale[keep], looped[name][1][keep])
+            assert scale[3].isnan().all() and looped[name][1][3].isnan().all()
+        if HAS_CUDA:
+            torch.cuda.synchronize()
+            assert int(_support.arrival_counters(gate.device, 5).count_nonzero()) == 0
+    assert launched == ["_gated_quant_split_kernel"] * 4
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("quant", ["fp8", "int8"])
+def test_quantized_split_many_rows(quant):
+    """More rows than SMs, each of 9 chunks (the last ragged), a NaN row among them, twice: the real sizes of the
+    split path against the float64 reference."""
+    rows, N = 2 * torch.cuda.get_device_properties(0).multi_processor_count + 5, 65536 + 1000
+    packed = _randn((rows, 2 * N), torch.bfloat16, "cuda")
+    packed[7, 5] = float("nan")
+    keep = torch.arange(rows, device="cuda") != 7
+    y = swiglu_reference(packed[keep])
+    for _ in range(2):
+        q, scale = swiglu(packed, quant=quant)
+        assert scale[7].isnan().all()
+        assert_quantized(q[keep], scale[keep], y, quant)
+        torch.cuda.synchronize()
+        assert int(_support.arrival_counters(packed.device, rows).count_nonzero()) == 0
 
 
 def test_quantized_rows_feed_the_fp8_gemm(device):

@@ -68,9 +68,9 @@ from triton.language.extra.cuda import libdevice
 
 from rooftop import registry
 from rooftop.ops._support import (QUANT_FORMATS, as_rows, await_previous, cdiv, check_float, check_fp8_device,
-                                  check_quant, check_same_device, fp8_rows_eager, interpreting, launch, pdl_options,
-                                  planned, quantize_rows_reference, quantize_values, row_scale, rows_vectorize,
-                                  runs_kernel, torch_op)
+                                  check_quant, check_same_device, exchange_words, fp8_rows_eager, interpreting, launch,
+                                  leave_row, pdl_options, planned, quantize_rows_reference, quantize_values, row_scale,
+                                  rows_vectorize, runs_kernel, split_chunks, swap_row_stats, torch_op)
 from rooftop.ops.reductions import lanes_total
 from rooftop.roofline import Cost
 
@@ -91,6 +91,12 @@ QUANT_ELEMS_PER_THREAD = 16
 QUANT_TILE = 16384
 QUANT_LOOP_TILE = 8192
 QUANT_UNROLL = 8  # tiles a pass unrolls (rows to 65536 whole; wider ones in a loop)
+# Rows wider than QUANT_SPLIT_MIN_N on a GPU: chunks of QUANT_SPLIT_LAUNCH["CHUNK"] over adjacent programs that
+# exchange their chunk's max |y| (the norms' split path), so that no row is read twice. The looped kernel's second read
+# came from HBM once the rows in flight outgrew L2 (H100, swiglu packed -> fp8: 94% of copy at 32768, 69% at 65536,
+# 55-61% past; journal item 394).
+QUANT_SPLIT_MIN_N = QUANT_TILE
+QUANT_SPLIT_LAUNCH = dict(CHUNK=8192, num_warps=8)
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -249,6 +255,30 @@ def _gated_quant_kernel(a_ptr, b_ptr, q_ptr, scale_ptr, M, N, a_stride, b_stride
             tl.store(q_ptr + rows[:, None] * q_stride + offs[None, :], q.to(q_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _gated_quant_split_kernel(a_ptr, b_ptr, q_ptr, scale_ptr, words_ptr, cnt_ptr, N, a_stride, b_stride, b_col,
+                              q_stride, G, ACT: tl.constexpr, APPROX: tl.constexpr, QUANT: tl.constexpr,
+                              QMAX: tl.constexpr, CHUNK: tl.constexpr, G_POW2: tl.constexpr):
+    # Program (row, chunk) = (p // G, p % G): reads its chunk of a (and b) once and holds y in registers, exchanges
+    # its max |y| with the row's other chunks (swap_row_stats: 8 bytes through L2), writes its chunk of q once; chunk 0
+    # writes the row's scale. HBM as the one-tile kernel: (2 (1) itemsize + 1) * M * N + 4 M bytes.
+    row = tl.program_id(0) // G
+    chunk = tl.program_id(0) % G
+    rows = tl.full([1], row, tl.int64)
+    cols = chunk * CHUNK + tl.arange(0, CHUNK)
+    mask = cols[None, :] < N
+    y = _gated_tile(a_ptr, b_ptr, rows, cols, mask, a_stride, b_stride, b_col, ACT, APPROX, "")
+    top, _ = lanes_total(tl.abs(y), 0, None, 0, "max_by_count")  # NaN where the chunk holds one
+    tops, _ = swap_row_stats(words_ptr, row, chunk, top, 0.0, 0.0, 0.0, G, G_POW2)
+    row_top, _ = lanes_total(tops, 0, 0, 0, "max_by_count")
+    scale = row_scale(row_top, QMAX)
+    if chunk == 0:
+        tl.store(scale_ptr + row, scale)
+    q = quantize_values(y * (1.0 / scale), 1.0, QUANT, QMAX)
+    tl.store(q_ptr + rows[:, None] * q_stride + cols[None, :], q.to(q_ptr.dtype.element_ty), mask=mask)
+    leave_row(words_ptr, cnt_ptr, row, G, G_POW2)
+
+
 # ---------------------------------------------------------------------------------------------
 # Launch configuration
 
@@ -349,6 +379,13 @@ def _gated_quant_op(gate: torch.Tensor, up: Optional[torch.Tensor], activation: 
         # column b_col (the call's own tensor, which a plan can record; a view at an offset is not one)
         b, b_col = a, (0 if activation == "none" else shape[-1])
     M, N = a.shape[0], shape[-1]
+    chunks = split_chunks(a, N, QUANT_SPLIT_LAUNCH["CHUNK"]) if N > QUANT_SPLIT_MIN_N else 0
+    if chunks:
+        words, counters = exchange_words(a.device, M, chunks)
+        launch(_gated_quant_split_kernel, (M * chunks,), a, b, q, scale, words, counters, N, a.stride(0), b.stride(0),
+               b_col, N, chunks, ACT=activation, APPROX=a.is_cuda, QUANT=quant_id, QMAX=qmax,
+               G_POW2=triton.next_power_of_2(chunks), **QUANT_SPLIT_LAUNCH)
+        return q, scale
     block_m, tile, parts, warps = quant_rows_config(M, N)
     # rows whose loads do not vectorize (or of fp32) spill at full unroll (offline sm_90: 8-850 bytes)
     unroll = QUANT_UNROLL if a.element_size() == 2 and rows_vectorize(N, (a, b)) else 2
