@@ -12,7 +12,7 @@ and buffer but the input embedding's table) read once at the measured copy bandw
 tokens/s with --graphs, whole runs without.
 Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
 [--repeats 2] [--row-pdl-ab] [--compile] [--cache-len N] [--sdpa-decode-ab] [--kv-append-ab]
-[--lm-head-bits 8,4] [--argmax-ab] [--rope-append-ab]
+[--lm-head-bits 8,4] [--argmax-ab] [--rope-append-ab] [--fp8] [--no-int4]
 The patched models' steps take their greedy token by rooftop.row_argmax (stock's, and the --argmax-ab row's, by
 torch's argmax).
 """
@@ -179,12 +179,17 @@ def main() -> None:
     parser.add_argument("--fp8", action="store_true",
                         help="also the patched model with fp8 weights and per-token fp8 activations (W8A8: "
                              "quantize_model(model, 'fp8'), lm_head kept bf16)")
+    parser.add_argument("--no-int4", action="store_true",
+                        help="without the int4 models (their tuning from an empty cache takes ~9 minutes on a GPU)")
     parser.add_argument("--lm-head-bits", type=lambda s: [int(b) for b in s.split(",")], default=[],
                         help="e.g. 8,4: also the int4 model with lm_head (kept bf16 by quantize_model's default skip) "
                              "quantized to each of these bits, group 128; their logits' error against the int4 model's")
     args = parser.parse_args()
     if args.compile and not args.graphs:
         parser.error("--compile: the compiled step is timed in a graph of its own, with --graphs")
+    int4_rows = ("row_pdl_ab", "sdpa_decode_ab", "kv_append_ab", "rope_append_ab", "argmax_ab", "lm_head_bits")
+    if args.no_int4 and any(getattr(args, name) for name in int4_rows):
+        parser.error("--no-int4: the --*-ab rows and --lm-head-bits are int4 models")
     if args.no_plans:
         _support.PLANS_ENABLED = False
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -200,9 +205,10 @@ def main() -> None:
         counts = patch_model(patched)
         apart = copy.deepcopy(stock)
         patch_model(apart, merge_gate_up=False, merge_qkv=False)
-        quantized, quantized_apart = copy.deepcopy(patched), copy.deepcopy(apart)
-        report = rooftop.quantize_model(quantized, bits=4, group_size=128)
-        rooftop.quantize_model(quantized_apart, bits=4, group_size=128)
+        if not args.no_int4:
+            quantized, quantized_apart = copy.deepcopy(patched), copy.deepcopy(apart)
+            report = rooftop.quantize_model(quantized, bits=4, group_size=128)
+            rooftop.quantize_model(quantized_apart, bits=4, group_size=128)
         if args.sdpa_decode_ab:
             quantized_sdpa = copy.deepcopy(stock)
             patch_model(quantized_sdpa, decode_attention=False)
@@ -228,9 +234,10 @@ def main() -> None:
         torch_argmax = {"argmax": lambda logits: logits.argmax(-1)}
         plain, no_pdl, compiled = {"argmax": row_argmax}, {"row_pdl": False, "argmax": row_argmax}, {"compiled": True}
         models = [("stock (sdpa)", stock, torch_argmax), (f"rooftop-patched {counts}", patched, plain),
-                  ("rooftop-patched, projections apart (gate / up, q / k / v)", apart, plain),
-                  (f"patched + int4 g128 ({len(report['quantized'])} linears)", quantized, plain),
-                  ("patched + int4 g128, projections apart", quantized_apart, plain)]
+                  ("rooftop-patched, projections apart (gate / up, q / k / v)", apart, plain)]
+        if not args.no_int4:
+            models += [(f"patched + int4 g128 ({len(report['quantized'])} linears)", quantized, plain),
+                       ("patched + int4 g128, projections apart", quantized_apart, plain)]
         if args.fp8:
             models.append((f"patched + fp8 W8A8 ({len(fp8_report['quantized'])} linears)", fp8, plain))
         if args.row_pdl_ab:
@@ -247,8 +254,9 @@ def main() -> None:
                    for bits in args.lm_head_bits]
         if args.compile:
             models += [("stock, step torch.compile'd", stock, {**compiled, **torch_argmax}),
-                       ("rooftop-patched, step torch.compile'd", patched, {**compiled, **plain}),
-                       ("patched + int4 g128, step torch.compile'd", quantized, {**compiled, **plain})]
+                       ("rooftop-patched, step torch.compile'd", patched, {**compiled, **plain})]
+            if not args.no_int4:
+                models.append(("patched + int4 g128, step torch.compile'd", quantized, {**compiled, **plain}))
         # Each model's place in the run moves its figure by up to ~14% (journal item 180): the models run in order,
         # then in reverse, --repeats rounds in all; a row gives each run and their median.
         runs: dict[str, list] = {name: [] for name, _, _ in models}
