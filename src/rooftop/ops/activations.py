@@ -46,8 +46,11 @@ Which kernel runs (all memory-bound: each input read once, the output written on
   tiles of at most QUANT_TILE; a row of one tile stays in registers between its max and its store, a wider one (PARTS
   tiles of QUANT_LOOP_TILE) is read twice: pass 1 folds every tile's |y| into one vector (reduced once, so that no
   reduction sits between two tiles' loads), pass 2 reads the row again from L1 / L2 and computes y anew. HBM: gate and
-  up read once, q (1 byte an element) and the scale (4 bytes a row) written once. Launch parameters not yet timed on a
-  GPU.
+  up read once, q (1 byte an element) and the scale (4 bytes a row) written once. On a GPU, rows wider than
+  QUANT_SPLIT_MIN_N are chunks (QUANT_SPLIT_LAUNCH) over adjacent programs that hold their chunk's y in registers and
+  exchange its max |y| through L2 (the norms' split path: _support.swap_row_stats), at most one chunk per SM; the
+  looped kernel takes rows of more chunks than SMs. H100 before the split path (item 394): one tile 97.6-99.6% of copy,
+  read twice 94-98% at 32768, 69-88% at 65536, 55-61% past it (the rows in flight outgrew L2).
 - bias_gelu: the row kernel, BIAS_ELEMS_PER_THREAD values a thread in tiles of two rows or more (M > 1),
   so that a thread's two rows share its bias values (loaded and converted once). It moves 4 bytes an
   element (bf16): at the H200's copy rate an SM must retire 4 elements a clock, 128 threads'
