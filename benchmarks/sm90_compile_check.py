@@ -86,5 +86,5 @@ split_gated_types = lambda a: {"words_ptr": "*i64", "cnt_ptr": "*i32"}.get(a) or
 for act in ("silu", "none"):
     for quant, qmax in ((1, 448.0), (2, 127.0)):
         build(ac._gated_quant_split_kernel, lambda a: "*i8" if quant == 2 and a == "q_ptr" else split_gated_types(a),
-              dict(ACT=act, APPROX=True, QUANT=quant, QMAX=qmax, CHUNK=ac.QUANT_SPLIT_LAUNCH["CHUNK"], G_POW2=32),
-              ac.QUANT_SPLIT_LAUNCH["num_warps"], name=f"{act}_split_q{quant}")
+              dict(ACT=act, APPROX=True, QUANT=quant, QMAX=qmax, CHUNK=ac.quant_split_chunk(131072, 2 if act == "none"
+                   else 4), G_POW2=32), ac.QUANT_SPLIT_WARPS, name=f"{act}_split_q{quant}")

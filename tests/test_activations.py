@@ -147,7 +147,7 @@ def test_quantized_rows_holding_nan(quant, tile, device, monkeypatch):
 @pytest.mark.parametrize("quant", ["fp8", "int8"])
 def test_quantized_rows_split(quant, device, monkeypatch):
     """Wide rows over programs that exchange their chunk's max |y| (the split kernel; off a GPU rows of one chunk,
-    on a GPU of four, the last ragged): the codes and scales of the kernel that reads rows twice, a NaN row's scale
+    on a GPU of two or four, the last ragged): the codes and scales of the kernel that reads rows twice, a NaN row's scale
     NaN, twice (each launch leaves the exchange's counters at zero)."""
     gate, up = _randn((5, 200), torch.bfloat16, device), _randn((5, 200), torch.bfloat16, device)
     gate[0, 199], up[0, 199] = 9.0, 8.0  # a row's extreme value in its last chunk
@@ -158,7 +158,9 @@ def test_quantized_rows_split(quant, device, monkeypatch):
     monkeypatch.setattr(activations, "QUANT_LOOP_TILE", 64)
     looped = {name: call(gate, up) if name == "swiglu" else call(gate) for name, call in calls.items()}
     monkeypatch.setattr(activations, "QUANT_SPLIT_MIN_N", 64)
-    monkeypatch.setattr(activations, "QUANT_SPLIT_LAUNCH", dict(CHUNK=64 if HAS_CUDA else 256, num_warps=4))
+    monkeypatch.setattr(activations, "QUANT_ROWS_SPLIT_MIN_N", 64)
+    monkeypatch.setattr(activations, "QUANT_SPLIT_BYTES", 256 if HAS_CUDA else 1024)  # 64 / 256 columns of swiglu
+    monkeypatch.setattr(activations, "QUANT_SPLIT_MAX_CHUNKS", 4)
     launched = spy_launches(monkeypatch, activations)
     for _ in range(2):
         for name, call in calls.items():
@@ -170,6 +172,14 @@ def test_quantized_rows_split(quant, device, monkeypatch):
             torch.cuda.synchronize()
             assert int(_support.arrival_counters(gate.device, 5).count_nonzero()) == 0
     assert launched == ["_gated_quant_split_kernel"] * 4
+
+
+def test_quant_split_chunk():
+    """16 KB of input a program (swiglu's bf16 pair: 4096 columns; quantize_rows': 8192), at most 32 chunks a row
+    (the H200's best in session 59's sweep)."""
+    assert activations.quant_split_chunk(32768, 4) == 4096 and activations.quant_split_chunk(131072, 4) == 4096
+    assert activations.quant_split_chunk(262144, 4) == 8192 and activations.quant_split_chunk(65536, 2) == 8192
+    assert activations.quant_split_chunk(1 << 20, 2) == 32768 and activations.quant_split_chunk(100, 8) == 2048
 
 
 @pytest.mark.gpu

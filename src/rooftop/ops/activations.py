@@ -47,10 +47,11 @@ Which kernel runs (all memory-bound: each input read once, the output written on
   tiles of QUANT_LOOP_TILE) is read twice: pass 1 folds every tile's |y| into one vector (reduced once, so that no
   reduction sits between two tiles' loads), pass 2 reads the row again from L1 / L2 and computes y anew. HBM: gate and
   up read once, q (1 byte an element) and the scale (4 bytes a row) written once. On a GPU, rows wider than
-  QUANT_SPLIT_MIN_N are chunks (QUANT_SPLIT_LAUNCH) over adjacent programs that hold their chunk's y in registers and
-  exchange its max |y| through L2 (the norms' split path: _support.swap_row_stats), at most one chunk per SM; the
-  looped kernel takes rows of more chunks than SMs. H100 before the split path (item 394): one tile 97.6-99.6% of copy,
-  read twice 94-98% at 32768, 69-88% at 65536, 55-61% past it (the rows in flight outgrew L2).
+  QUANT_SPLIT_MIN_N (quantize_rows: QUANT_ROWS_SPLIT_MIN_N) are chunks (quant_split_chunk) over adjacent programs that
+  hold their chunk's y in registers and exchange its max |y| through L2 (the norms' split path:
+  _support.swap_row_stats), at most one chunk per SM; the looped kernel takes rows of more chunks than SMs. H200
+  (session 59), % of copy: one tile 97.6-98.3 (swiglu packed -> fp8) and 88-96 (quantize_rows); wider rows as the
+  constants' comment says.
 - bias_gelu: the row kernel, BIAS_ELEMS_PER_THREAD values a thread in tiles of two rows or more (M > 1),
   so that a thread's two rows share its bias values (loaded and converted once). It moves 4 bytes an
   element (bf16): at the H200's copy rate an SM must retire 4 elements a clock, 128 threads'
@@ -94,12 +95,18 @@ QUANT_ELEMS_PER_THREAD = 16
 QUANT_TILE = 16384
 QUANT_LOOP_TILE = 8192
 QUANT_UNROLL = 8  # tiles a pass unrolls (rows to 65536 whole; wider ones in a loop)
-# Rows wider than QUANT_SPLIT_MIN_N on a GPU: chunks of QUANT_SPLIT_LAUNCH["CHUNK"] over adjacent programs that
-# exchange their chunk's max |y| (the norms' split path), so that no row is read twice. The looped kernel's second read
-# came from HBM once the rows in flight outgrew L2 (H100, swiglu packed -> fp8: 94% of copy at 32768, 69% at 65536,
-# 55-61% past; journal item 394).
+# Rows wider than QUANT_SPLIT_MIN_N (quantize_rows: QUANT_ROWS_SPLIT_MIN_N) on a GPU: chunks over adjacent programs
+# of QUANT_SPLIT_WARPS that exchange their chunk's max |y| (the norms' split path), so that no row is read twice. A
+# chunk is QUANT_SPLIT_BYTES of input, widened so that a row has at most QUANT_SPLIT_MAX_CHUNKS (each waiting program
+# polls every chunk's word). H200, % of copy at 32768 / 65536 / 131072 / 262144 (logs/h200-2026-12-05-s59/
+# split-launch-sweep.txt): swiglu packed -> fp8 89.8 / 87.5 / 83.8 / 80.6 split, 81.7 / 59.7 / 55.8 / 55.0 looped
+# (its second read from HBM once the rows in flight outgrow L2); quantize_rows 77.1 / 76.0 / 75.0 / 73.3 split,
+# 95.2 / 83.1 / 58.4 / 57.2 looped (one input: a row of 128 KB read twice still fits).
 QUANT_SPLIT_MIN_N = QUANT_TILE
-QUANT_SPLIT_LAUNCH = dict(CHUNK=8192, num_warps=8)
+QUANT_ROWS_SPLIT_MIN_N = 65536
+QUANT_SPLIT_BYTES = 16384
+QUANT_SPLIT_MAX_CHUNKS = 32
+QUANT_SPLIT_WARPS = 4
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -324,6 +331,13 @@ def quant_rows_config(M: int, N: int) -> tuple[int, int, int, int]:
     return block_m, tile, parts, warps
 
 
+def quant_split_chunk(N: int, input_bytes: int) -> int:
+    """Columns a program of the quantized split kernel takes: QUANT_SPLIT_BYTES of input (`input_bytes` an output
+    column: a and b), at least N / QUANT_SPLIT_MAX_CHUNKS, a power of two."""
+    return max(triton.next_power_of_2(max(1, QUANT_SPLIT_BYTES // input_bytes)),
+               triton.next_power_of_2(cdiv(N, QUANT_SPLIT_MAX_CHUNKS)))
+
+
 # ---------------------------------------------------------------------------------------------
 # Wrappers: checks, the custom ops
 
@@ -382,12 +396,14 @@ def _gated_quant_op(gate: torch.Tensor, up: Optional[torch.Tensor], activation: 
         # column b_col (the call's own tensor, which a plan can record; a view at an offset is not one)
         b, b_col = a, (0 if activation == "none" else shape[-1])
     M, N = a.shape[0], shape[-1]
-    chunks = split_chunks(a, N, QUANT_SPLIT_LAUNCH["CHUNK"]) if N > QUANT_SPLIT_MIN_N else 0
+    chunk = quant_split_chunk(N, a.element_size() * (1 if activation == "none" else 2))
+    chunks = split_chunks(a, N, chunk) if N > (QUANT_ROWS_SPLIT_MIN_N if activation == "none" else QUANT_SPLIT_MIN_N) \
+        else 0
     if chunks:
         words, counters = exchange_words(a.device, M, chunks)
         launch(_gated_quant_split_kernel, (M * chunks,), a, b, q, scale, words, counters, N, a.stride(0), b.stride(0),
-               b_col, N, chunks, ACT=activation, APPROX=a.is_cuda, QUANT=quant_id, QMAX=qmax,
-               G_POW2=triton.next_power_of_2(chunks), **QUANT_SPLIT_LAUNCH)
+               b_col, N, chunks, ACT=activation, APPROX=a.is_cuda, QUANT=quant_id, QMAX=qmax, CHUNK=chunk,
+               G_POW2=triton.next_power_of_2(chunks), num_warps=QUANT_SPLIT_WARPS)
         return q, scale
     block_m, tile, parts, warps = quant_rows_config(M, N)
     # rows whose loads do not vectorize (or of fp32) spill at full unroll (offline sm_90: 8-850 bytes)
