@@ -230,11 +230,12 @@ def test_amd_gpus_are_refused(monkeypatch):
     gpu = types.SimpleNamespace(is_cuda=True, device=torch.device("cuda", 0))
     assert _support.runs_kernel(gpu)
     assert _support.runs_kernel(torch.ones(1)) is _support.interpreting()
+    # CUDA initialised before the pose: torch's lazy init under a hip version asks amdsmi (the test run alone)
+    x = torch.randn(4, 256, device="cuda") if HAS_CUDA else None
     monkeypatch.setattr(torch.version, "hip", "6.4.0")
     with pytest.raises(RuntimeError, match=r"written for NVIDIA GPUs, and cuda:0 is an AMD GPU .*ROCm"):
         _support.runs_kernel(gpu)
     if HAS_CUDA:  # the H200 posing as an AMD GPU: an op says so at its first call
-        x = torch.randn(4, 256, device="cuda")
         with pytest.raises(RuntimeError, match="AMD GPU"):
             rooftop.softmax(x)
 
