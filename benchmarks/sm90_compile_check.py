@@ -23,7 +23,7 @@ def build(fn, types, consts, warps, stages=3, name="k"):
     # pointers 16-byte aligned and N, the row strides and column offsets multiples of 16, as Triton specialises a launch
     # on aligned rows (without it the loads do not vectorise and the layouts differ from the GPU's)
     attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
-             if sig[a].startswith("*") or (sig[a] == "i32" and (a in ("N", "b_col") or "stride" in a))}
+             if sig[a].startswith("*") or (sig[a] == "i32" and (a in ("N", "K", "k_split", "b_col") or "stride" in a))}
     c = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
                        target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps, num_stages=stages))
     open(f"/tmp/{name}.cubin", "wb").write(c.asm["cubin"])
@@ -88,3 +88,14 @@ for act in ("silu", "none"):
         build(ac._gated_quant_split_kernel, lambda a: "*i8" if quant == 2 and a == "q_ptr" else split_gated_types(a),
               dict(ACT=act, APPROX=True, QUANT=quant, QMAX=qmax, CHUNK=ac.quant_split_chunk(131072, 2 if act == "none"
                    else 4), G_POW2=32), ac.QUANT_SPLIT_WARPS, name=f"{act}_split_q{quant}")
+gemv_types = lambda a: {"a_ptr": "*fp8e4nv", "w_ptr": "*fp8e4nv", "out_ptr": "*bf16", "bias_ptr": "*bf16",
+                        "ws_ptr": "*fp32", "cnt_ptr": "*i32"}.get(a, "*fp32" if a.endswith("_ptr") else "i32")
+for block_n, block_k, stages, warps in mm.FP8_GEMV_CONFIGS:
+    build(mm._fp8_gemv_kernel, gemv_types, dict(HAS_BIAS=True, SPLIT_K=8, EVEN=True, BLOCK_M=mm.FP8_GEMV_MAX_M,
+          BLOCK_N=block_n, BLOCK_K=block_k, SUM_BATCH=4, PDL=False), warps, stages,
+          name=f"fp8_gemv_{block_n}_{block_k}")
+    if block_n == 64 and block_k == 256:
+        sass = subprocess.run([BIN + "cuobjdump", "-sass", f"/tmp/fp8_gemv_{block_n}_{block_k}.cubin"],
+                              capture_output=True, text=True).stdout
+        print("  fp8 wgmma:", sass.count("QGMMA"), "byte loads:", sass.count("LDG.E.EF.U8"), "16-byte loads:",
+              sass.count("LDG.E.EF.128"))

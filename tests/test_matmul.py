@@ -8,7 +8,7 @@ import rooftop
 import rooftop.ops.matmul as mm
 from conftest import DEVICE, HAS_CUDA, TOL, rel_err, replayed_by_switch
 from rooftop import registry
-from rooftop.ops import _autotune, matmul_sm90
+from rooftop.ops import _autotune, _support, matmul_sm90
 from rooftop.ops._support import GluonDescriptor, Plans
 from rooftop.ops.matmul import (ACTIVATIONS, gemm_cost, gemm_roofline, matmul, matmul_fp8, matmul_fp8_reference,
                                 matmul_reference)
@@ -251,6 +251,29 @@ def test_fp8(b_k_major, kernels):
         # Hopper's fp8 MMA accumulates with fewer bits than fp32 (about 1e-4 seen on the H200): an fp32
         # output is held to that, not to fp32 rounding
         assert rel_err(out, matmul_fp8_reference(a, b, sa, sb)) < max(TOL[dtype] * 2, 5e-4)
+
+
+@pytest.mark.parametrize("M", [1, 5, 16])
+def test_fp8_decode_split_k(M, kernels, plan_misses):
+    """matmul_fp8 at decode sizes (M <= 16, b = w.t()): the split-K kernel, K cut into splits whose fp32 partials the
+    tile's last split sums (on a GPU as many splits as fill the SMs; the interpreter two), N and K ragged, a bias of
+    either dtype, the scale forms, twice (the second call replays the plan; the arrival counters left at zero)."""
+    N, K = 80, 200
+    a, b, a_scale, b_scale = _fp8_inputs(M, N, K)
+    one = torch.tensor(0.75, device=DEVICE)
+    for bias, sa, sb in [(_randn(N, dtype=torch.float32), a_scale, b_scale), (_randn(N), a_scale[:, None], one),
+                         (None, one, b_scale[None, :])]:
+        ref = matmul_fp8_reference(a, b, sa, sb, bias)
+        for _ in range(2):
+            assert rel_err(matmul_fp8(a, b, sa, sb, bias), ref) < TOL[torch.bfloat16]
+    assert set(kernels) == {"_fp8_gemv_kernel"} and len(plan_misses) == 3
+    if HAS_CUDA:
+        torch.cuda.synchronize()
+        assert int(_support.arrival_counters(a.device, 64).count_nonzero()) == 0
+    kernels.clear()
+    matmul_fp8(*_fp8_inputs(M + 16, N, K))  # M past FP8_GEMV_MAX_M, or b N-major: the GEMM kernels
+    matmul_fp8(*_fp8_inputs(M, N, K, b_k_major=False))
+    assert "_fp8_gemv_kernel" not in kernels
 
 
 @pytest.mark.parametrize("bias", [False, True])
@@ -632,6 +655,8 @@ def _problems():
 
     a8, b8, sa, sb = _fp8_inputs(1024, 768, 2048)
     bias8 = r(768)
+    x8, w8, sx, sw = _fp8_inputs(4, 4096, 14336)  # a decode step's down projection: the split-K kernel's candidates
+    bias_decode = r(4096)
     return [
         gemm("large", r(2048, 1024), r(1536, 1024).t(), bias=r(1536), activation="silu", residual=r(2048, 1536)),
         gemm("medium", r(100, 2048), r(2048, 1024)),
@@ -640,6 +665,8 @@ def _problems():
         gemm("grouped", r(300, 1001)[:, 1:], r(1000, 999), bias=r(999)),
         gemm("fp32", r(256, 512, dtype=torch.float32), r(512, 256, dtype=torch.float32)),
         ("fp8", lambda: matmul_fp8(a8, b8, sa, sb, bias8), matmul_fp8_reference(a8, b8, sa, sb, bias8)),
+        ("fp8_decode", lambda: matmul_fp8(x8, w8, sx, sw, bias_decode),
+         matmul_fp8_reference(x8, w8, sx, sw, bias_decode)),
     ]
 
 

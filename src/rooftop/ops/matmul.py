@@ -65,6 +65,15 @@ Which kernel runs:
   suits TMA is read by TMA too, any other through pointers. fp8 needs a and b K-major here (b = w.t() of a row-major
   [N, K] w): Hopper's fp8 wgmma reads both operands K-major from shared memory; an fp8 b that is N-major takes the
   grouped kernel (Triton transposes it through registers).
+- fp8 split-K (matmul_fp8 at decode sizes, M <= FP8_GEMV_MAX_M, a row-major and b = w.t() of a row-major [N, K] w, no
+  residual or activation; `_fp8_gemv_kernel`): a decode step's GEMM tile kernels leave most SMs idle (N / BLOCK_N
+  programs: 64 for N = 4096), so K is split too, into as many splits as make about FP8_GEMV_PROGRAMS_PER_SM programs
+  an SM. A program multiplies its BLOCK_N weight rows by a's rows over its k-range swap-AB (the weight the MMA's M
+  side, wgmma from 64; a's <= 16 rows its N side, both K-major as Hopper's fp8 MMA wants them), scales its partial,
+  and the tile's last split to arrive sums the fp32 partials in k order (`_support.store_split_output`, as
+  quant_matmul's GEMV: deterministic) and adds the bias. Its candidates come first (the untuned default); the tuner
+  times them beside the GEMM kernels'. Session 59 (H200, before it): a Llama-3-8B-shaped model with fp8 W8A8 linears
+  decoded 816 tok/s at batch 1 (int4's GEMV 1282), 54% of its weights' floor.
 - grouped (everything else: any strides, batched b, unaligned views, and fp32 in IEEE precision, which
   runs on the CUDA cores and wants its operands in registers): one program per output tile, GROUP_M
   row-tiles walking the columns together so that they share B panels in L2, masked pointer loads
@@ -95,10 +104,11 @@ from rooftop import registry
 # either compiles a kernel)
 from rooftop.ops import _autotune, matmul_sm90
 from rooftop.ops.activations import _activate as _activate_fp32, quantize_rows
-from rooftop.ops._support import (Launch, Plans, alignment_key, await_previous, capability, cdiv, check_float,
-                                  check_fp8_device, check_same_device, ensure_scratch_allocator, fp8_rows_eager,
-                                  gluon_runs, interpreting, launch, num_sms, pdl_options, quantize_rows_reference,
-                                  runs_kernel, shared_memory_limit, torch_op)
+from rooftop.ops._support import (Launch, Plans, alignment_key, arrival_counters, await_previous, capability, cdiv,
+                                  check_float, check_fp8_device, check_same_device, ensure_scratch_allocator,
+                                  float32_placeholder, fp8_rows_eager, gluon_runs, interpreting, launch, num_sms,
+                                  pdl_options, quantize_rows_reference, runs_kernel, shared_memory_limit,
+                                  store_split_output, torch_op)
 from rooftop.roofline import Cost
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -132,6 +142,16 @@ FMA_CONFIGS = (  # fp32 in IEEE precision: CUDA-core FMA, the accumulator and op
     (64, 64, 128, 3, 4, False),
 )
 GROUPED_EXTRA = 2  # grouped candidates also timed where the TMA kernel can run
+# matmul_fp8 at decode sizes (M <= FP8_GEMV_MAX_M, b = w.t() of a row-major [N, K] w, a row-major, no residual or
+# activation): the split-K kernel `_fp8_gemv_kernel`. Candidates (BLOCK_N, bytes of K a step, num_stages, num_warps),
+# each with K split so that the programs make about FP8_GEMV_PROGRAMS_PER_SM a wave (a split keeps at least
+# FP8_GEMV_MIN_STEPS k-steps, at most FP8_GEMV_MAX_SPLIT splits). Chosen offline; not yet timed on a GPU.
+FP8_GEMV_MAX_M = 16
+FP8_GEMV_CONFIGS = ((64, 256, 4, 4), (128, 256, 3, 4), (64, 128, 6, 4), (128, 128, 4, 4))
+FP8_GEMV_PROGRAMS_PER_SM = (2, 4)
+FP8_GEMV_MIN_STEPS = 2
+FP8_GEMV_MAX_SPLIT = 32
+FP8_GEMV_SUM_REGS = 32  # fp32 a thread of a tile's last split holds while it sums the partials
 MIN_WAVE_EFFICIENCY = 0.8  # untuned default: the first candidate whose tiles fill the SMs this well
 SMEM_RESERVE = 2048  # bytes of shared memory kept for barriers and small layout changes
 # Tiles whose accumulator takes this many fp32 registers a thread (half of what a thread may hold) are
@@ -143,20 +163,22 @@ SPILL_ACC_REGS = 128
 # The interpreter: small tiles so that tests cross tile edges; the TMA kernel stores in halves.
 INTERPRETER_CONFIG = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=2, num_stages=2, num_warps=4)
 INTERPRETER_SUBTILE = True
+INTERPRETER_GEMV = dict(BLOCK_N=32, BLOCK_K=32, num_stages=2, num_warps=4)  # K in two splits
 # The Gluon kernel (ops/matmul_sm90.py) takes part from this M on: its tiles are 128 rows, and it was
 # measured at M >= 512 (the module docstring); below, the Triton tables' narrower tiles fill the SMs.
 GLUON_MIN_M = 129
 # Set False to keep sm_90 on the Triton kernels (tests, comparisons).
 GLUON_ENABLED = True
-# The kernels (a configuration's KERNEL: "grouped", "tma", "gluon") launched as programmatic dependents on sm_90
-# (_support.pdl_options; read when a call is planned): in a chain of GEMMs the next kernel's programs would take the
-# SMs as this one's end, its launch hidden. None by default: H200, bf16, M = 512 x the Llama-3 shapes, graph replay of
-# a chain over input copies, four A/B rounds (logs/h200-2026-12-04-s50/call-d, exp_gemm_pdl.py): medians level or
-# 1-4% slower with it (512 x 8192 x 28672 362.9-450.9 against 347.7-366.3 us), where W4A16's Gluon kernels gained 1
-# us a call (quant_matmul.PDL_PATHS). Why (call g, nvidia-smi over 4 s of the chain): the GEMMs draw the card's 700 W
-# either way, and without the idle gaps between kernels the SM clock drops ~4.5% (512 x 28672 x 4096: 1310 against
-# 1370 MHz, 204.5 against 199.1 us a call; journal items 337, 339).
-PDL_KERNELS = frozenset()
+# The kernels (a configuration's KERNEL: "grouped", "tma", "gluon", "gemv") launched as programmatic dependents on
+# sm_90 (_support.pdl_options; read when a call is planned): in a chain of GEMMs the next kernel's programs would take
+# the SMs as this one's end, its launch hidden. Not the GEMM kernels: H200, bf16, M = 512 x the Llama-3 shapes, graph
+# replay of a chain over input copies, four A/B rounds (logs/h200-2026-12-04-s50/call-d, exp_gemm_pdl.py): medians
+# level or 1-4% slower with it (512 x 8192 x 28672 362.9-450.9 against 347.7-366.3 us), where W4A16's Gluon kernels
+# gained 1 us a call (quant_matmul.PDL_PATHS). Why (call g, nvidia-smi over 4 s of the chain): the GEMMs draw the
+# card's 700 W either way, and without the idle gaps between kernels the SM clock drops ~4.5% (512 x 28672 x 4096: 1310
+# against 1370 MHz, 204.5 against 199.1 us a call; journal items 337, 339). The fp8 split-K kernel of decode sizes
+# does: as quant_matmul's GEMVs (memory-bound, 0.7-1.3 us a call gained in a chain; not yet timed for this one).
+PDL_KERNELS = frozenset({"gemv"})
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -238,6 +260,45 @@ def _matmul_grouped_kernel(a_ptr, b_ptr, out_ptr, bias_ptr, res_ptr, a_scale_ptr
                     ACTIVATION, HAS_RESIDUAL, APPROX)
     out_ptrs = out_ptr + (batch * M + rows.to(tl.int64))[:, None] * N + cols[None, :]
     tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def _fp8_gemv_kernel(a_ptr, w_ptr, out_ptr, bias_ptr, a_scale_ptr, b_scale_ptr, ws_ptr, cnt_ptr, M, N, K, k_split,
+                     stride_am, stride_wn, a_scale_stride, b_scale_stride, HAS_BIAS: tl.constexpr,
+                     SPLIT_K: tl.constexpr, EVEN: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     BLOCK_K: tl.constexpr, SUM_BATCH: tl.constexpr, PDL: tl.constexpr):
+    # Program (n-tile, split): out[m, n] = a_scale[m] b_scale[n] sum_k a[m, k] w[n, k] (+ bias[n]) over the split's
+    # k-range, M <= BLOCK_M. Swap-AB: the weight's rows are the MMA's M side (wgmma from 64), a's rows its N side, both
+    # operands K-major as Hopper's fp8 MMA reads them. Reads its BLOCK_N x k_split bytes of w once (the whole weight
+    # once over the grid: the decode step's traffic) and a's rows (from L2); writes the output tile once, or with
+    # SPLIT_K > 1 fp32 partials (8 bytes an output a split) that the tile's last split sums in k order.
+    await_previous(PDL)
+    pid_n = tl.program_id(0)
+    split = tl.program_id(1)
+    rows = tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    k_start = split * k_split
+    k_end = tl.minimum(k_start + k_split, K)
+    w_ptrs = w_ptr + cols.to(tl.int64)[:, None] * stride_wn + (k_start + ks)[None, :]
+    a_ptrs = a_ptr + rows[:, None] * stride_am + (k_start + ks)[None, :]
+    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    for k in tl.range(k_start, k_end, BLOCK_K):
+        if EVEN:  # N and K whole tiles, k_split whole steps: the weight's loads unmasked
+            w = tl.load(w_ptrs, eviction_policy="evict_first")
+            a = tl.load(a_ptrs, mask=rows[:, None] < M, other=0.0)
+        else:
+            w = tl.load(w_ptrs, mask=(cols[:, None] < N) & (ks[None, :] < k_end - k), other=0.0,
+                        eviction_policy="evict_first")
+            a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < k_end - k), other=0.0)
+        acc = tl.dot(w, tl.trans(a), acc)
+        w_ptrs += BLOCK_K
+        a_ptrs += BLOCK_K
+    # the scales are linear: each split's partial is scaled (bias added once, by the tile's last split)
+    acc = _epilogue(tl.trans(acc), rows, cols, M, N, bias_ptr, 0, bias_ptr, 0, 0, a_scale_ptr, a_scale_stride,
+                    b_scale_ptr, b_scale_stride, True, False, None, False, False)
+    store_split_output(acc, rows, cols, M, N, bias_ptr, out_ptr, N, ws_ptr, cnt_ptr, pid_n, split, SPLIT_K, HAS_BIAS,
+                       SUM_BATCH)
 
 
 @triton.jit
@@ -449,6 +510,38 @@ def _configs(tma: bool, gluon: bool, fma: bool, M: int, N: int, batch: int, item
     return (candidates[first], *gluon_candidates, *candidates[:first], *candidates[first + 1:])
 
 
+def _fp8_gemv_applies(a, b, out, bias, residual, activation, a_scale) -> bool:
+    """Whether the split-K fp8 kernel can take the call: matmul_fp8 at M <= FP8_GEMV_MAX_M, a row-major, b = w.t() of
+    a row-major w (both K-major), no residual or activation, a bias (if any) contiguous."""
+    return (a_scale is not None and a.dim() == 2 == b.dim() and a.shape[0] <= FP8_GEMV_MAX_M and a.stride(1) == 1
+            and b.stride(0) == 1 and residual is None and activation is None
+            and (bias is None or bias.stride(0) == 1))
+
+
+def _fp8_gemv_configs(device_index: int) -> tuple[dict, ...]:
+    """The split-K fp8 kernel's candidates that fit the shared memory (the interpreter: one, K in two splits)."""
+    if device_index < 0:
+        return (dict(KERNEL="gemv", **INTERPRETER_GEMV, PROGRAMS_PER_SM=0),)
+    smem = _device_limits(device_index)[1]
+    return tuple(dict(KERNEL="gemv", BLOCK_N=block_n, BLOCK_K=block_k, PROGRAMS_PER_SM=per_sm, num_stages=stages,
+                      num_warps=warps)
+                 for block_n, block_k, stages, warps in FP8_GEMV_CONFIGS
+                 if stages * (block_n + 16) * block_k <= smem - SMEM_RESERVE for per_sm in FP8_GEMV_PROGRAMS_PER_SM)
+
+
+def _fp8_gemv_split(config: dict, N: int, K: int, sms: int) -> tuple[int, int]:
+    """(splits, k_split) of K for a candidate: enough programs for PROGRAMS_PER_SM a wave, each split at least
+    FP8_GEMV_MIN_STEPS k-steps (0 a wave: two splits, the interpreter's), k_split whole steps."""
+    steps = cdiv(K, config["BLOCK_K"])
+    if config["PROGRAMS_PER_SM"]:
+        wanted = cdiv(config["PROGRAMS_PER_SM"] * sms, cdiv(N, config["BLOCK_N"]))
+        splits = max(1, min(wanted, steps // FP8_GEMV_MIN_STEPS, FP8_GEMV_MAX_SPLIT))
+    else:
+        splits = min(2, steps)
+    k_split = cdiv(steps, splits) * config["BLOCK_K"]
+    return cdiv(K, k_split), k_split
+
+
 def _fold(t: torch.Tensor) -> Optional[torch.Tensor]:
     """[batch, rows, cols] -> [batch * rows, cols] without a copy, or None when the strides forbid it."""
     try:
@@ -475,18 +568,23 @@ def _plan_key(a, b, out, bias, residual, activation, a_scale, b_scale) -> tuple:
             alignment_key(a, b, out, bias, residual, a_scale, b_scale))
 
 
-def _plan(launched: Optional[Launch], kernel, grid: tuple[int, ...], scalars: tuple, constexprs: dict) -> Callable:
-    """plan(a, b, out, bias, residual, a_scale, b_scale) launches `kernel` on `grid` with the integer
-    arguments `scalars`: the compiled kernel directly on CUDA (`launched`, the first call's Launch),
-    Triton's own dispatch in the interpreter. A launch that needs scratch memory (the TMA kernel's descriptors)
-    gets it from _support.ensure_scratch_allocator, in Launch.start."""
+def _gemm_tensors(a, b, out, bias, residual, a_scale, b_scale) -> tuple:
+    """The GEMM kernels' tensor arguments: absent epilogue tensors are passed as out, never read; a 3-D a, residual
+    or out has the address of the 2-D view the first call folded it into."""
+    return (a, b, out, out if bias is None else bias, out if residual is None else residual,
+            out if a_scale is None else a_scale, out if b_scale is None else b_scale)
+
+
+def _plan(launched: Optional[Launch], kernel, grid: tuple[int, ...], scalars: tuple, constexprs: dict,
+          tensors: Callable = _gemm_tensors) -> Callable:
+    """plan(a, b, out, bias, residual, a_scale, b_scale) launches `kernel` on `grid` with `tensors`' arguments of the
+    call and the integer arguments `scalars`: the compiled kernel directly on CUDA (`launched`, the first call's
+    Launch), Triton's own dispatch in the interpreter. A launch that needs scratch memory (the TMA kernel's
+    descriptors) gets it from _support.ensure_scratch_allocator, in Launch.start."""
     start = functools.partial(launched.run, grid) if launched else functools.partial(kernel[grid], **constexprs)
 
     def plan(a, b, out, bias, residual, a_scale, b_scale) -> None:
-        # absent epilogue tensors are passed as out, never read; a 3-D a, residual or out has the
-        # address of the 2-D view the first call folded it into
-        start(a, b, out, out if bias is None else bias, out if residual is None else residual,
-              out if a_scale is None else a_scale, out if b_scale is None else b_scale, *scalars)
+        start(*tensors(a, b, out, bias, residual, a_scale, b_scale), *scalars)
 
     return plan
 
@@ -504,6 +602,32 @@ def _gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optional[to
     plan = _first_gemm(a, b, out, bias, residual, activation, a_scale, b_scale)
     if plan is not None:
         _plans.keep(key, plan)
+
+
+def _fp8_gemv_run(config: dict, a, b, out, bias, a_scale, b_scale, scale_strides: tuple[int, int], sms: int,
+                  pdl: dict) -> Callable:
+    """Launches the split-K fp8 kernel with `config`; returns the plan that launches calls like it (the fp32
+    partials allocated anew each call, the stream's arrival counters)."""
+    M, K = a.shape
+    N = b.shape[1]
+    splits, k_split = _fp8_gemv_split(config, N, K, sms)
+    grid = (cdiv(N, config["BLOCK_N"]), splits)
+    params = {key: value for key, value in config.items() if key not in ("KERNEL", "PROGRAMS_PER_SM")}
+    per_thread = FP8_GEMV_MAX_M * config["BLOCK_N"] // (32 * config["num_warps"])  # fp32 of the tile a thread holds
+    constexprs = dict(params, HAS_BIAS=bias is not None, SPLIT_K=splits, BLOCK_M=FP8_GEMV_MAX_M, **pdl,
+                      EVEN=N % config["BLOCK_N"] == 0 and K % config["BLOCK_K"] == 0,
+                      SUM_BATCH=max(1, FP8_GEMV_SUM_REGS // per_thread))
+    scalars = (M, N, K, k_split, a.stride(0), b.stride(1), *scale_strides)
+
+    def tensors(a, b, out, bias, residual, a_scale, b_scale) -> tuple:
+        partials = (torch.empty((splits, M, N), device=a.device, dtype=torch.float32) if splits > 1
+                    else float32_placeholder(a.device))  # (Triton specialises on the pointer's dtype)
+        return (a, b, out, out if bias is None else bias, a_scale, b_scale, partials,
+                arrival_counters(a.device, grid[0]))
+
+    launched = launch(_fp8_gemv_kernel, grid, *tensors(a, b, out, bias, None, a_scale, b_scale), *scalars,
+                      **constexprs)
+    return _plan(launched, _fp8_gemv_kernel, grid, scalars, constexprs, tensors)
 
 
 def _first_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optional[torch.Tensor],
@@ -530,8 +654,6 @@ def _first_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optio
     if a_scale is not None:  # one value: stride 0
         scale_strides = (a_scale.stride(0) if a_scale.numel() > 1 else 0,
                          b_scale.stride(-1) if b_scale.numel() > 1 else 0)
-    tensors = (a, b, out, bias if bias is not None else out, residual if residual is not None else out,
-               a_scale if a_scale is not None else out, b_scale if b_scale is not None else out)
     res_strides = (residual.stride(-2), residual.stride(-1)) if residual is not None else (0, 0)
     epilogue_args = (*res_strides, bias.stride(0) if bias is not None else 0, *scale_strides)
     grouped_args = (a.stride(0) if a.dim() == 3 else 0, a.stride(-2), a.stride(-1),
@@ -555,6 +677,8 @@ def _first_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optio
                                                                               residual, activation, sms, pdl)
             plan(a, b, out, bias, residual)
             return plan
+        if config["KERNEL"] == "gemv":
+            return _fp8_gemv_run(config, a, b, out, bias, a_scale, b_scale, scale_strides, sms, pdl)
         params = dict(config, **flags, **pdl)
         tiles = cdiv(M, params["BLOCK_M"]) * cdiv(N, params["BLOCK_N"])
         if params.pop("KERNEL") == "tma":
@@ -564,12 +688,16 @@ def _first_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optio
         else:
             kernel, grid = _matmul_grouped_kernel, (batch * tiles,)
             scalars = (M, N, K, *grouped_args, *epilogue_args)
-        launched = launch(kernel, grid, *tensors, *scalars, **params)
+        launched = launch(kernel, grid, *_gemm_tensors(a, b, out, bias, residual, a_scale, b_scale), *scalars,
+                          **params)
         return _plan(launched, kernel, grid, scalars, params)
 
     configs = _configs(tma is not None, gluon, precision == "ieee", M, N, batch, a.element_size(), out.element_size(),
                        residual.element_size() if residual is not None else 0, residual_tma, activation, device_index)
     layout = ("tma", *tma[:2], residual_tma) if tma else ("grouped", a.stride(-1) == 1, b.stride(-2) == 1)
+    if _fp8_gemv_applies(a, b, out, bias, residual, activation, a_scale):  # its candidates first: the default
+        configs = (*_fp8_gemv_configs(device_index), *configs)
+        layout += ("gemv",)
     if gluon:  # its candidates join the list: a choice of its own (other calls' keys stay as they were)
         layout += ("gluon",)
         # stream-K and the wave-fitting widths are timed for some shapes of a bucket only (matmul_sm90.timed):

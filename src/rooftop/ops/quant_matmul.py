@@ -125,10 +125,10 @@ from triton.language.extra.cuda import num_threads
 from rooftop import registry
 from rooftop.ops import _autotune, quant_matmul_sm90
 from rooftop.ops.matmul import Fp8Linear
-from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, arrival_counters, arrive_last, as_rows,
+from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, arrival_counters, as_rows,
                                   await_previous, capability, cdiv, check_float, check_same_device, float32_placeholder,
                                   gluon_runs, interpreting, l2_bytes, launch, num_sms, pdl_options, planned, prepare,
-                                  provided, runs_kernel, torch_op)
+                                  provided, runs_kernel, store_split_output, torch_op)
 from rooftop.roofline import Cost
 
 BITS = (4, 8)
@@ -148,8 +148,9 @@ GEMV_MIN_STEPS = 4  # k-steps a split keeps at least (the partials cost 8 bytes 
 # The most splits of K: a tile's last program sums its splits' partials one after another. H200, int8, M = 1,
 # 4096 x 14336 (graph replay, logs/h200-2026-12-01-s16/exp-tuner-int8.log): 224 splits 28.3 us, 56 22.7, 14 56.
 GEMV_MAX_SPLIT = 64
-# registers a thread of a tile's last piece fills with partials at once (_store_output's SUM_BATCH): the tensor-core
-# kernel's fewer (a stream-K tile has a few pieces; offline sm_90, 16 x 64 x 128 tiles: 96 registers, 128 with 64)
+# registers a thread of a tile's last piece fills with partials at once (store_split_output's SUM_BATCH): the
+# tensor-core kernel's fewer (a stream-K tile has a few pieces; offline sm_90, 16 x 64 x 128 tiles: 96 registers, 128
+# with 64)
 SUM_REGS = {"gemv": 64, "mma": 64, "dot": 32}
 # The paths (`_launch_path`'s and the Gluon kernels') launched as programmatic dependents on sm_90
 # (`_support.await_previous`): in a chain of calls (a decoder's q / k / v or gate / up projections, the results
@@ -412,37 +413,6 @@ def _scale_and_zero(s_ptr, z_ptr, g, cols, col_mask, N, HAS_ZERO: tl.constexpr, 
     else:
         z = tl.full(s.shape, 2 ** (BITS - 1), tl.float32)
     return s, z
-
-
-@triton.jit
-def _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, piece, pieces,
-                  HAS_BIAS: tl.constexpr, SUM_BATCH: tl.constexpr):
-    """Write the [BLOCK_M, BLOCK_N] fp32 tile `acc` + bias to the output, where `acc` is piece `piece` of
-    the `pieces` (split-K splits or stream-K pieces, in k order; constexpr or not) that sum to the tile.
-    With more than one piece, each stores its partial to the workspace and the last to arrive sums them
-    in piece order, so the result does not depend on the arrival order, and zeroes the tile's arrival
-    counter. It loads SUM_BATCH partials at a time (masked past `pieces`): a loop of one load and its add
-    waits an L2 round trip per piece, which ptxas unrolls away for up to ~64 constexpr pieces but not for
-    112 (offline sm_90: 112 dependent round trips; H200, int4 1 x 4096 x 14336, 112 splits: 40 us
-    against 21 with 56)."""
-    mask = (rows[:, None] < M) & (cols[None, :] < N)
-    rows = rows.to(tl.int64)
-    is_last = pieces == 1
-    if pieces > 1:
-        part_ptrs = ws_ptr + rows[:, None] * N + cols[None, :]  # workspace [pieces, M, N]
-        plane = tl.cast(M, tl.int64) * N
-        tl.store(part_ptrs + piece * plane, acc, mask=mask)
-        is_last = arrive_last(cnt_ptr, tile, pieces)
-        if is_last:
-            acc = tl.zeros_like(acc)
-            for first in range(0, pieces, SUM_BATCH):  # .cg: other SMs wrote these, skip this SM's L1
-                for s in tl.static_range(SUM_BATCH):
-                    acc += tl.load(part_ptrs + (first + s) * plane, mask=mask & (first + s < pieces), other=0.0,
-                                   cache_modifier=".cg")
-    if is_last:
-        if HAS_BIAS:
-            acc += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
-        tl.store(out_ptr + rows[:, None] * out_stride + cols[None, :], acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -742,8 +712,8 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
         acc = tl.fma(s, dot - (sum15 * MAGIC15 + sum19 * 16.0 + z * (sum15 + sum19)), acc)
     if SLICES > 1:
         acc = tl.sum(acc, axis=0, keep_dims=True)  # the slices' sums, across warps through shared memory
-    _store_output(acc, tl.arange(0, BLOCK_M), cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid_n, split,
-                  SPLIT_K, HAS_BIAS, SUM_BATCH)
+    store_split_output(acc, tl.arange(0, BLOCK_M), cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid_n,
+                       split, SPLIT_K, HAS_BIAS, SUM_BATCH)
 
 
 @triton.jit
@@ -915,7 +885,7 @@ def _qgemv_mma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_pt
     # tiles (BLOCK_N columns) x groups units of work shared evenly by `programs` >= tiles programs (one wave of
     # as many as the SMs hold, or one a tile), a program's range meeting at most two tiles. Reads its
     # [groups, BLOCK_N] slab of words once (16 B a lane a word row), a row of scales and zeros a group, x from L2.
-    # Writes BLOCK_M x BLOCK_N outputs or fp32 partials (_store_output).
+    # Writes BLOCK_M x BLOCK_N outputs or fp32 partials (store_split_output).
     LANES: tl.constexpr = BLOCK_N  # a lane a column: 4 columns x 4 word rows for 4 lanes
     NB: tl.constexpr = BLOCK_M // 8
     WARPS: tl.constexpr = LANES // 32
@@ -959,8 +929,8 @@ def _qgemv_mma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_pt
             # the tile's pieces: programs from the owner of its first unit to the owner of its last one
             first = ((tile.to(tl.int64) * groups + 1) * programs - 1) // total
             last = ((tile.to(tl.int64) + 1) * groups * programs - 1) // total
-            _store_output(out, tl.arange(0, BLOCK_M), tile * LANES + tl.arange(0, LANES), M, N, b_ptr, out_ptr,
-                          out_stride, ws_ptr, cnt_ptr, tile, pid - first, last - first + 1, HAS_BIAS, SUM_BATCH)
+            store_split_output(out, tl.arange(0, BLOCK_M), tile * LANES + tl.arange(0, LANES), M, N, b_ptr, out_ptr,
+                               out_stride, ws_ptr, cnt_ptr, tile, pid - first, last - first + 1, HAS_BIAS, SUM_BATCH)
             u += g_end - g_start
 
 
@@ -1142,7 +1112,7 @@ def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     # takes units [p T / P, (p + 1) T / P), at most one tile's worth, so at most two tiles' pieces. So
     # every program ends together, where a grid of whole tiles (or of equal splits of K) leaves its last
     # wave part-empty: at M = 16, 28672 x 8192, 896 split-K programs are 1.4 waves of 5 programs an SM.
-    # Each piece of a tile is summed by _store_output (a tile's pieces are those of consecutive
+    # Each piece of a tile is summed by store_split_output (a tile's pieces are those of consecutive
     # programs). (Unrolled twice, not a loop over pieces: in a loop ptxas took 128 registers, not 95.)
     # Reads the packed words once and x's slabs once per N tile; writes each output once, plus fp32
     # partials for the tiles cut between programs. PDL: `_support.await_previous`.
@@ -1166,8 +1136,8 @@ def _qgemm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
             # (unit v belongs to program ((v + 1) P - 1) // T)
             first = ((tile.to(tl.int64) * k_steps + 1) * programs - 1) // total
             last = ((tile.to(tl.int64) + 1) * k_steps * programs - 1) // total
-            _store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, pid - first,
-                          last - first + 1, HAS_BIAS, SUM_BATCH)
+            store_split_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, pid - first,
+                               last - first + 1, HAS_BIAS, SUM_BATCH)
             u += t_end - t_start
 
 
