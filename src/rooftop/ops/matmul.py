@@ -1139,7 +1139,8 @@ registry.register(registry.OpSpec(
     cost=lambda shape, dtype: Cost(flops=2 * shape[0] * shape[1] * shape[2],
                                    bytes=shape[0] * shape[2] * dtype.itemsize + shape[1] * shape[2]
                                    + shape[0] * shape[1] * dtype.itemsize + 4 * shape[1], compute_scale=2.0),
-    cases=_prefill((("llama3-8b", "gate_up"), ("llama3-8b", "down"), ("llama3-70b", "qkv"))),
+    # decode (M 1, 16: the split-K kernel) and prefill
+    cases=_prefill((("llama3-8b", "gate_up"), ("llama3-8b", "down"), ("llama3-70b", "qkv")), ms=(1, 16, *PREFILL_M)),
     peers={"cublas": lambda: lambda x, codes, scale, weight: F.linear(x, weight), "scaled_mm": _scaled_mm_linear},
     x_key="M", check_cases=GEMM_CHECK_CASES))
 registry.register_table(registry.FamilyTable(
