@@ -16,4 +16,4 @@ timeout 200 python benchmarks/gpu_session.py $OUT/w/session --families matmul --
   --providers rooftop,cublas,scaled_mm --no-ncu 2>&1 | grep -v Warn | tail -20
 timeout 90 python benchmarks/probe_quant_host.py $OUT/w/host --fp8 --nk 4096x14336 --batches 1,16,512 \
   --profile-batch 512 2>&1 | grep -v Warn | tail -30
-tar czf $OUT/call-e.tgz -C $OUT w
+tar czf $OUT/call-i.tgz -C $OUT w
