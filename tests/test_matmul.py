@@ -271,8 +271,10 @@ def test_fp8_decode_split_k(M, kernels, plan_misses):
         torch.cuda.synchronize()
         assert int(_support.arrival_counters(a.device, 64).count_nonzero()) == 0
     kernels.clear()
-    matmul_fp8(*_fp8_inputs(M + 16, N, K))  # M past FP8_GEMV_MAX_M, or b N-major: the GEMM kernels
+    matmul_fp8(*_fp8_inputs(M + 16, N, K))  # M past FP8_GEMV_MAX_M, b N-major, or K = 0: the GEMM kernels
     matmul_fp8(*_fp8_inputs(M, N, K, b_k_major=False))
+    bias = _randn(N)
+    assert torch.equal(matmul_fp8(*_fp8_inputs(M, N, 0), bias), bias.expand(M, N))  # K = 0: the bias alone
     assert "_fp8_gemv_kernel" not in kernels
 
 
