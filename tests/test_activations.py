@@ -147,8 +147,8 @@ def test_quantized_rows_holding_nan(quant, tile, device, monkeypatch):
 @pytest.mark.parametrize("quant", ["fp8", "int8"])
 def test_quantized_rows_split(quant, device, monkeypatch):
     """Wide rows over programs that exchange their chunk's max |y| (the split kernel; off a GPU rows of one chunk,
-    on a GPU of two or four, the last ragged): the codes and scales of the kernel that reads rows twice, a NaN row's scale
-    NaN, twice (each launch leaves the exchange's counters at zero)."""
+    on a GPU of two or four, the last ragged): the codes and scales of the kernel that reads rows twice, a NaN row's
+    scale NaN, twice (each launch leaves the exchange's counters at zero)."""
     gate, up = _randn((5, 200), torch.bfloat16, device), _randn((5, 200), torch.bfloat16, device)
     gate[0, 199], up[0, 199] = 9.0, 8.0  # a row's extreme value in its last chunk
     gate[3, 120] = float("nan")
@@ -162,10 +162,10 @@ def test_quantized_rows_split(quant, device, monkeypatch):
     monkeypatch.setattr(activations, "QUANT_SPLIT_BYTES", 256 if HAS_CUDA else 1024)  # 64 / 256 columns of swiglu
     monkeypatch.setattr(activations, "QUANT_SPLIT_MAX_CHUNKS", 4)
     launched = spy_launches(monkeypatch, activations)
+    keep = torch.tensor([0, 1, 2, 4], device=device)
     for _ in range(2):
         for name, call in calls.items():
             q, scale = call(gate, up) if name == "swiglu" else call(gate)
-            keep = torch.tensor([0, 1, 2, 4], device=device)
             assert _same_codes(q[keep], looped[name][0][keep]) and torch.equal(scale[keep], looped[name][1][keep])
             assert scale[3].isnan().all() and looped[name][1][3].isnan().all()
         if HAS_CUDA:

@@ -50,8 +50,8 @@ Which kernel runs (all memory-bound: each input read once, the output written on
   QUANT_SPLIT_MIN_N (quantize_rows: QUANT_ROWS_SPLIT_MIN_N) are chunks (quant_split_chunk) over adjacent programs that
   hold their chunk's y in registers and exchange its max |y| through L2 (the norms' split path:
   _support.swap_row_stats), at most one chunk per SM; the looped kernel takes rows of more chunks than SMs. H200
-  (session 59), % of copy: one tile 97.6-98.3 (swiglu packed -> fp8) and 88-96 (quantize_rows); wider rows as the
-  constants' comment says.
+  (session 59), % of copy: one tile 98.0-99.3 (swiglu packed -> fp8) and 88.5-96.7 (quantize_rows); wider rows as
+  the constants' comment says.
 - bias_gelu: the row kernel, BIAS_ELEMS_PER_THREAD values a thread in tiles of two rows or more (M > 1),
   so that a thread's two rows share its bias values (loaded and converted once). It moves 4 bytes an
   element (bf16): at the H200's copy rate an SM must retire 4 elements a clock, 128 threads'

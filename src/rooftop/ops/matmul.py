@@ -510,7 +510,7 @@ def _configs(tma: bool, gluon: bool, fma: bool, M: int, N: int, batch: int, item
     return (candidates[first], *gluon_candidates, *candidates[:first], *candidates[first + 1:])
 
 
-def _fp8_gemv_applies(a, b, out, bias, residual, activation, a_scale) -> bool:
+def _fp8_gemv_applies(a, b, bias, residual, activation, a_scale) -> bool:
     """Whether the split-K fp8 kernel can take the call: matmul_fp8 at M <= FP8_GEMV_MAX_M, K > 0, a row-major, b =
     w.t() of a row-major w (both K-major), no residual or activation, a bias (if any) contiguous."""
     return (a_scale is not None and a.dim() == 2 == b.dim() and a.shape[0] <= FP8_GEMV_MAX_M and a.shape[1] > 0
@@ -695,7 +695,7 @@ def _first_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optio
     configs = _configs(tma is not None, gluon, precision == "ieee", M, N, batch, a.element_size(), out.element_size(),
                        residual.element_size() if residual is not None else 0, residual_tma, activation, device_index)
     layout = ("tma", *tma[:2], residual_tma) if tma else ("grouped", a.stride(-1) == 1, b.stride(-2) == 1)
-    if _fp8_gemv_applies(a, b, out, bias, residual, activation, a_scale):  # its candidates first: the default
+    if _fp8_gemv_applies(a, b, bias, residual, activation, a_scale):  # its candidates first: the default
         configs = (*_fp8_gemv_configs(device_index), *configs)
         layout += ("gemv",)
     if gluon:  # its candidates join the list: a choice of its own (other calls' keys stay as they were)
