@@ -63,10 +63,15 @@ def main() -> None:
             _support.DESCRIPTOR_CACHE_ENABLED = cache
             row[f"python_us_cache_{'on' if cache else 'off'}"] = python_launch_us(fn, calls=200)
         _support.DESCRIPTOR_CACHE_ENABLED = True
+        if args.fp8:  # the full path (no recorded call replayed) beside the replays
+            _support.PLANS_ENABLED = False
+            row["python_us_no_plans"] = python_launch_us(fn, calls=200)
+            _support.PLANS_ENABLED = True
         row["graph_us"] = graph_replay_us([fn], repeat=20)
-        row["replayed"] = bool(qm._quant_matmul.plans)  # a recorded plan stands for some call
+        planned_op = rooftop.fp8_linear if args.fp8 else qm._quant_matmul
+        row["replayed"] = bool(planned_op.plans)  # a recorded plan stands for some call
         row["path"] = next(iter(qm._plans.values())).args[0]["path"] if qm._plans else None
-        qm._quant_matmul.plans.clear()
+        planned_op.plans.clear()
         qm._plans.clear()
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -82,7 +87,8 @@ def main() -> None:
           "cache on / off), GPU (graph), add")
     for r in rows:
         print(f"M {r['M']:4d} {str(r['path']):8s} replayed {r['replayed']!s:5s} "
-              f"python {r['python_us_cache_on']:6.1f} / {r['python_us_cache_off']:6.1f}  graph {r['graph_us']:6.1f}  "
+              f"python {r['python_us_cache_on']:6.1f} / {r['python_us_cache_off']:6.1f}"
+              + (f" (no plans {r['python_us_no_plans']:6.1f})" if args.fp8 else "") + f"  graph {r['graph_us']:6.1f}  "
               f"add {r['add_us']:5.1f}")
 
 

@@ -119,6 +119,25 @@ def test_quant_matmul_replay(M, bits, monkeypatch):
         assert rel_err(call(x), ref) < TOL[DT]
 
 
+@pytest.mark.parametrize("M", [1, 24])
+def test_fp8_linear_replay(M, monkeypatch):
+    """fp8_linear's calls after the second (the first chooses matmul_fp8's configuration: not recorded) replay
+    quantize_rows' launch and matmul_fp8's (at M = 1 the split-K kernel with new partials and the stream's counters),
+    through Fp8Linear too, on fresh x each time; a 3-D x comes back 3-D."""
+    from rooftop.ops.matmul import Fp8Linear, fp8_linear_reference
+    layer = Fp8Linear.from_linear(torch.nn.Linear(256, 96, bias=True, device=DEVICE, dtype=DT))
+    shape = (M, 256) if M == 1 else (2, M // 2, 256)
+    for _ in range(2):
+        layer(_rand(*shape))
+    _no_full_path(monkeypatch, matmul, "matmul_fp8")
+    _no_full_path(monkeypatch, matmul, "quantize_rows")
+    for call in (layer, lambda x: rooftop.fp8_linear(x, layer.weight, layer.weight_scale, layer.bias, layer.out_dtype)):
+        x = _rand(*shape)
+        out = call(x)
+        ref = fp8_linear_reference(x.reshape(-1, 256), layer.weight, layer.weight_scale, None) + layer.bias.double()
+        assert out.shape == (*shape[:-1], 96) and rel_err(out.reshape(-1, 96), ref) < TOL[DT]
+
+
 def test_in_place_replay(monkeypatch):
     """fused_add_rms_norm_ replayed: x and residual written in place, nothing returned."""
     shape = (4, 64)

@@ -102,13 +102,13 @@ import triton.language as tl
 from rooftop import registry
 # matmul_sm90's kernel calls this file's _epilogue: it imports this module (a cycle resolved by the time
 # either compiles a kernel)
-from rooftop.ops import _autotune, matmul_sm90
+from rooftop.ops import _autotune, _support, matmul_sm90
 from rooftop.ops.activations import _activate as _activate_fp32, quantize_rows
 from rooftop.ops._support import (Launch, Plans, alignment_key, arrival_counters, await_previous, capability, cdiv,
                                   check_float, check_fp8_device, check_same_device, ensure_scratch_allocator,
                                   float32_placeholder, fp8_rows_eager, gluon_runs, interpreting, launch, num_sms,
-                                  pdl_options, quantize_rows_reference, runs_kernel, shared_memory_limit,
-                                  store_split_output, torch_op)
+                                  pdl_options, planned, provided, quantize_rows_reference, runs_kernel,
+                                  shared_memory_limit, store_split_output, torch_op)
 from rooftop.roofline import Cost
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -579,9 +579,11 @@ def _plan(launched: Optional[Launch], kernel, grid: tuple[int, ...], scalars: tu
           tensors: Callable = _gemm_tensors) -> Callable:
     """plan(a, b, out, bias, residual, a_scale, b_scale) launches `kernel` on `grid` with `tensors`' arguments of the
     call and the integer arguments `scalars`: the compiled kernel directly on CUDA (`launched`, the first call's
-    Launch), Triton's own dispatch in the interpreter. A launch that needs scratch memory (the TMA kernel's
-    descriptors) gets it from _support.ensure_scratch_allocator, in Launch.start."""
-    start = functools.partial(launched.run, grid) if launched else functools.partial(kernel[grid], **constexprs)
+    Launch), _support.launch in the interpreter (which a recording call sees, as it sees Launch.run). A launch that
+    needs scratch memory (the TMA kernel's descriptors) gets it from _support.ensure_scratch_allocator, in
+    Launch.start."""
+    start = (functools.partial(launched.run, grid) if launched
+             else functools.partial(_support.launch, kernel, grid, **constexprs))
 
     def plan(a, b, out, bias, residual, a_scale, b_scale) -> None:
         start(*tensors(a, b, out, bias, residual, a_scale, b_scale), *scalars)
@@ -620,8 +622,9 @@ def _fp8_gemv_run(config: dict, a, b, out, bias, a_scale, b_scale, scale_strides
     scalars = (M, N, K, k_split, a.stride(0), b.stride(1), *scale_strides)
 
     def tensors(a, b, out, bias, residual, a_scale, b_scale) -> tuple:
-        partials = (torch.empty((splits, M, N), device=a.device, dtype=torch.float32) if splits > 1
-                    else float32_placeholder(a.device))  # (Triton specialises on the pointer's dtype)
+        partials = (torch.empty((splits, M, N), device=a.device, dtype=torch.float32) if splits > 1  # fp32: Triton
+                    else provided(float32_placeholder(a.device),  # specialises on the pointer's dtype
+                                  functools.partial(float32_placeholder, a.device)))
         return (a, b, out, out if bias is None else bias, a_scale, b_scale, partials,
                 arrival_counters(a.device, grid[0]))
 
@@ -853,12 +856,14 @@ def quantize_fp8_weight(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return codes, scale.reshape(-1)
 
 
+@planned
 def fp8_linear(x, weight: torch.Tensor, weight_scale: torch.Tensor, bias: Optional[torch.Tensor] = None,
                out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
     """x @ (weight * weight_scale[:, None]).T (+ bias), W8A8: x's rows quantized to fp8 per token (quantize_rows),
     then matmul_fp8 with both scales in its epilogue; x may be the (q, scale) pair a fused op quantized already
     (swiglu(..., quant="fp8"); rms_norm(..., quant="fp8")'s first two outputs). weight [N, K] float8_e4m3fn,
-    weight_scale [N] fp32."""
+    weight_scale [N] fp32. A repeated eager call replays the launches of its first (`planned`: quantize_rows' and
+    matmul_fp8's)."""
     if isinstance(x, tuple) and len(x) != 2:
         raise TypeError(f"x must be a tensor or a (q, scale) pair, got a tuple of {len(x)}")
     q, scale = x if isinstance(x, tuple) else quantize_rows(x, "fp8")
