@@ -14,6 +14,8 @@ import argparse
 import ast
 import importlib
 
+import triton.language as tl
+
 from rooftop.bench.session import run_session
 
 
@@ -24,7 +26,9 @@ def set_constant(assignment: str) -> None:
     mod = importlib.import_module(f"rooftop.ops.{module}")
     if not hasattr(mod, name):
         raise SystemExit(f"--set: rooftop.ops.{module} has no {name}")
-    setattr(mod, name, ast.literal_eval(value))
+    value = ast.literal_eval(value)
+    # a global constexpr (read inside kernels) stays one
+    setattr(mod, name, tl.constexpr(value) if isinstance(getattr(mod, name), tl.constexpr) else value)
     print(f"set rooftop.ops.{module}.{name} = {getattr(mod, name)!r}")
 
 if __name__ == "__main__":
