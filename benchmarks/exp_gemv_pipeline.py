@@ -110,8 +110,8 @@ def _qgemv_flat_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_p
             dot = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
             sum15 = tl.zeros([BLOCK_M, 1], tl.float32)
             sum19 = tl.zeros([BLOCK_M, 1], tl.float32)
-    qm._store_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid_n, split, SPLIT_K,
-                     HAS_BIAS, SUM_BATCH)
+    qm.store_split_output(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid_n, split, SPLIT_K,
+                          HAS_BIAS, SUM_BATCH)
 
 
 def flat_gemv(x, qw, N: int, K: int, block_n: int, word_rows: int, split: int, stages: int, maxnreg=None,

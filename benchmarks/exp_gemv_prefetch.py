@@ -15,7 +15,7 @@ separate [1, BLOCK_N] tensors (a thread's contiguous columns of each row, one 16
 its slice of x and its group's scales and zero points, all kept raw: nothing converts them, so nothing waits on
 them. Then it sums step t from what the iteration PREFETCH before loaded, with the library's maths (magic-number
 unpack, one FMA a code into the group's sum: `_unpack`, `_take`), and where t ends a group (or the split) applies
-the group's scale and zero point (a runtime `if`). `_store_output` writes the output or the split-K partial, as in
+the group's scale and zero point (a runtime `if`). `store_split_output` writes the output or the split-K partial, as in
 the library. SPLIT_K is a run-time argument (not specialised): one compile serves every split of every shape.
 Scales and zeros ride with every step's words (L1 hits after a group's first step), not loaded once a group at its
 end: there ptxas gave them the scoreboard of x's loads, which the loop waits on at its end (one exposed round trip
@@ -86,7 +86,7 @@ import triton.language as tl  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from rooftop.ops import quant_matmul as qm  # noqa: E402
 from rooftop.ops._support import arrival_counters, cdiv, launch  # noqa: E402
-from rooftop.ops.quant_matmul import _store_output, _take, _unpack  # noqa: E402
+from rooftop.ops.quant_matmul import _take, _unpack, store_split_output  # noqa: E402
 
 GROUP = 128
 # (BLOCK_N, num_warps, WORDS, PREFETCH, maxnreg): word rows a k-step (int4: 8 k a row) and k-steps kept in flight.
@@ -226,7 +226,7 @@ def _qgemv_prefetch_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, c
             words, x_parts, scales, zeros = ahead_words, ahead_x, ahead_scales, ahead_zeros
         w_row += WORDS * N
         x_row += BLOCK_K
-    _store_output(acc, rows, cols, 1, N, b_ptr, out_ptr, N, ws_ptr, cnt_ptr, pid_n, split, split_k, HAS_BIAS)
+    store_split_output(acc, rows, cols, 1, N, b_ptr, out_ptr, N, ws_ptr, cnt_ptr, pid_n, split, split_k, HAS_BIAS, 1)
 
 # ---------------------------------------------------------------------------------------------
 # Host side

@@ -5,8 +5,8 @@ quant_matmul's CUDA-core GEMV (`_qgemv_kernel`, M = 1, --config: by default the 
 a program, 4 word rows a k-step) at its split of K and at half and twice that, int4 and int8, the benchmark shapes,
 each timed by graph replay over input copies (as the results harness), against:
   read      exp_gemv_pipeline.read_probe: the same grid and program shape (a slice a program), only reading the words;
-  no_fixup  (--probe, a process of its own: Triton keeps a kernel's first compile) `_store_output` swapped for a plain
-            store of each program's partial into the output: no partials, no arrival counter, no sums (wrong
+  no_fixup  (--probe, a process of its own: Triton keeps a kernel's first compile) `store_split_output` swapped for a
+            plain store of each program's partial into the output: no partials, no arrival counter, no sums (wrong
             results; the store races), so the time of the arithmetic and reads alone.
 Prediction (journal item 153): the fix-up (partials stored, an acq_rel atomic, the last program's 32-64 partial loads in
 rounds of SUM_BATCH) costs ~2 us a call at the mid shapes, more with more splits; if so, splitting K among a program's
@@ -31,7 +31,7 @@ from rooftop.ops import quant_matmul as qm
 @triton.jit
 def _store_only(acc, rows, cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, tile, piece, pieces,
                 HAS_BIAS: tl.constexpr, SUM_BATCH: tl.constexpr):
-    # the probe's stand-in for quant_matmul._store_output: every piece stores its partial as the tile's output
+    # the probe's stand-in for quant_matmul's store_split_output: every piece stores its partial as the tile's output
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     tl.store(out_ptr + rows[:, None].to(tl.int64) * out_stride + cols[None, :], acc.to(out_ptr.dtype.element_ty),
              mask=mask)
@@ -46,7 +46,7 @@ def main():
                              "True, True)')")
     args = parser.parse_args()
     if args.probe:
-        qm._store_output = _store_only  # before anything compiles
+        qm.store_split_output = _store_only  # before anything compiles (the GEMVs resolve the name in qm)
     mode = "no_fixup" if args.probe else "library "
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     l2 = torch.cuda.get_device_properties(0).L2_cache_size

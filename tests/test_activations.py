@@ -185,7 +185,7 @@ def test_quant_split_chunk():
 @pytest.mark.gpu
 @pytest.mark.parametrize("quant", ["fp8", "int8"])
 def test_quantized_split_many_rows(quant):
-    """More rows than SMs, each of 9 chunks (the last ragged), a NaN row among them, twice: the real sizes of the
+    """More rows than SMs, each of 17 chunks (the last ragged), a NaN row among them, twice: the real sizes of the
     split path against the float64 reference."""
     rows, N = 2 * torch.cuda.get_device_properties(0).multi_processor_count + 5, 65536 + 1000
     packed = _randn((rows, 2 * N), torch.bfloat16, "cuda")

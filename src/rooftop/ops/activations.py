@@ -95,17 +95,20 @@ QUANT_ELEMS_PER_THREAD = 16
 QUANT_TILE = 16384
 QUANT_LOOP_TILE = 8192
 QUANT_UNROLL = 8  # tiles a pass unrolls (rows to 65536 whole; wider ones in a loop)
-# Rows wider than QUANT_SPLIT_MIN_N (quantize_rows: QUANT_ROWS_SPLIT_MIN_N) on a GPU: chunks over adjacent programs
-# of QUANT_SPLIT_WARPS that exchange their chunk's max |y| (the norms' split path), so that no row is read twice. A
-# chunk is QUANT_SPLIT_BYTES of input, widened so that a row has at most QUANT_SPLIT_MAX_CHUNKS (each waiting program
-# polls every chunk's word). H200, % of copy at 32768 / 65536 / 131072 / 262144 (logs/h200-2026-12-05-s59/
-# split-launch-sweep.txt): swiglu packed -> fp8 89.8 / 87.5 / 83.8 / 80.6 split, 81.7 / 59.7 / 55.8 / 55.0 looped
-# (its second read from HBM once the rows in flight outgrow L2); quantize_rows 77.1 / 76.0 / 75.0 / 73.3 split,
-# 95.2 / 83.1 / 58.4 / 57.2 looped (one input: a row of 128 KB read twice still fits).
+# Rows wider than QUANT_SPLIT_MIN_N (quantize_rows: QUANT_ROWS_SPLIT_MIN_N) on a GPU: chunks over adjacent programs of
+# QUANT_SPLIT_WARPS that exchange their chunk's max |y| (the norms' split path), so that no row is read twice. A chunk
+# is QUANT_SPLIT_BYTES of input, widened so that a row has at most QUANT_SPLIT_MAX_CHUNKS (each waiting program polls
+# every chunk's word), up to QUANT_SPLIT_MAX_CHUNK values (a 4-warp program holds its chunk in registers: 32768 spill,
+# offline sm_90; wider rows take the looped kernel). The split kernel launches without PDL, as the norms' split kernels
+# do (not timed with it). H200, % of copy at 32768 / 65536 / 131072 / 262144 (logs/h200-2026-12-05-s59/
+# split-launch-sweep.txt): swiglu packed -> fp8 89.8 / 87.5 / 83.8 / 80.6 split, 81.7 / 59.7 / 55.8 / 55.0 looped (its
+# second read from HBM once the rows in flight outgrow L2); quantize_rows 77.1 / 76.0 / 75.0 / 73.3 split, 95.2 / 83.1
+# / 58.4 / 57.2 looped (one input: a row of 128 KB read twice still fits).
 QUANT_SPLIT_MIN_N = QUANT_TILE
 QUANT_ROWS_SPLIT_MIN_N = 65536
 QUANT_SPLIT_BYTES = 16384
 QUANT_SPLIT_MAX_CHUNKS = 32
+QUANT_SPLIT_MAX_CHUNK = 8192
 QUANT_SPLIT_WARPS = 4
 
 # ---------------------------------------------------------------------------------------------
@@ -397,8 +400,8 @@ def _gated_quant_op(gate: torch.Tensor, up: Optional[torch.Tensor], activation: 
         b, b_col = a, (0 if activation == "none" else shape[-1])
     M, N = a.shape[0], shape[-1]
     chunk = quant_split_chunk(N, a.element_size() * (1 if activation == "none" else 2))
-    chunks = split_chunks(a, N, chunk) if N > (QUANT_ROWS_SPLIT_MIN_N if activation == "none" else QUANT_SPLIT_MIN_N) \
-        else 0
+    split_min_n = QUANT_ROWS_SPLIT_MIN_N if activation == "none" else QUANT_SPLIT_MIN_N
+    chunks = split_chunks(a, N, chunk) if split_min_n < N and chunk <= QUANT_SPLIT_MAX_CHUNK else 0
     if chunks:
         words, counters = exchange_words(a.device, M, chunks)
         launch(_gated_quant_split_kernel, (M * chunks,), a, b, q, scale, words, counters, N, a.stride(0), b.stride(0),

@@ -862,8 +862,8 @@ def fp8_linear(x, weight: torch.Tensor, weight_scale: torch.Tensor, bias: Option
     """x @ (weight * weight_scale[:, None]).T (+ bias), W8A8: x's rows quantized to fp8 per token (quantize_rows),
     then matmul_fp8 with both scales in its epilogue; x may be the (q, scale) pair a fused op quantized already
     (swiglu(..., quant="fp8"); rms_norm(..., quant="fp8")'s first two outputs). weight [N, K] float8_e4m3fn,
-    weight_scale [N] fp32. A repeated eager call replays the launches of its first (`planned`: quantize_rows' and
-    matmul_fp8's)."""
+    weight_scale [N] fp32. Eager calls after the second of a signature replay the second's launches (`planned`:
+    quantize_rows' and matmul_fp8's; the first chooses matmul_fp8's configuration, unrecorded)."""
     if isinstance(x, tuple) and len(x) != 2:
         raise TypeError(f"x must be a tensor or a (q, scale) pair, got a tuple of {len(x)}")
     q, scale = x if isinstance(x, tuple) else quantize_rows(x, "fp8")
