@@ -147,6 +147,19 @@ def assert_quantized(q, scale, y_ref, quant) -> None:
         assert (q.float() - q_ref.float()).abs().div(q_ref.float().abs().clamp_min(1)).max() <= 0.125
 
 
+def fp8_linear_expected(x, codes, scale, bias=None) -> torch.Tensor:
+    """fp8_linear(x, codes, scale, bias) in float64 from x's rows as rooftop.quantize_rows quantizes them (checked
+    against the reference up to fp8's rounding: assert_quantized), not as quantize_rows_reference does: float32 maths
+    and the float64 reference round some near-tie elements to neighbouring e4m3 codes, at about 5% of bf16 rows (a
+    few codes each, journal item 408), which moves a row's product by up to ~3%, past bf16's tolerance."""
+    import rooftop
+    rows = x.reshape(-1, x.shape[-1])
+    q, q_scale = rooftop.quantize_rows(rows, "fp8")
+    assert_quantized(q, q_scale, rows.double(), "fp8")
+    out = (q.double() * q_scale.double()) @ (codes.double() * scale.double()[:, None]).t()
+    return out if bias is None else out + bias.double()
+
+
 def assert_attention_result(out, lse, ref, ref_lse, q, tol=None) -> None:
     """An attention op's out (q's shape and dtype) and lse ([B, H, Sq] fp32) against the float64 reference: no NaN,
     out within the dtype's tolerance (or `tol`), lse within 1e-5 and -inf exactly where the reference has it."""

@@ -12,7 +12,7 @@ import torch
 import rooftop
 from rooftop.ops import (_support, activations, attention, layer_norm, matmul, quant_matmul, reductions, rms_norm,
                          softmax)
-from conftest import DEVICE, TOL, rel_err
+from conftest import DEVICE, TOL, fp8_linear_expected, rel_err
 
 DT = torch.bfloat16
 
@@ -124,7 +124,7 @@ def test_fp8_linear_replay(M, monkeypatch):
     """fp8_linear's calls after the second (the first chooses matmul_fp8's configuration: not recorded) replay
     quantize_rows' launch and matmul_fp8's (at M = 1 the split-K kernel with new partials and the stream's counters),
     through Fp8Linear too, on fresh x each time; a 3-D x comes back 3-D."""
-    from rooftop.ops.matmul import Fp8Linear, fp8_linear_reference
+    from rooftop.ops.matmul import Fp8Linear
     layer = Fp8Linear.from_linear(torch.nn.Linear(256, 96, bias=True, device=DEVICE, dtype=DT))
     shape = (M, 256) if M == 1 else (2, M // 2, 256)
     for _ in range(2):
@@ -134,7 +134,7 @@ def test_fp8_linear_replay(M, monkeypatch):
     for call in (layer, lambda x: rooftop.fp8_linear(x, layer.weight, layer.weight_scale, layer.bias, layer.out_dtype)):
         x = _rand(*shape)
         out = call(x)
-        ref = fp8_linear_reference(x.reshape(-1, 256), layer.weight, layer.weight_scale, None) + layer.bias.double()
+        ref = fp8_linear_expected(x, layer.weight, layer.weight_scale, layer.bias)
         assert out.shape == (*shape[:-1], 96) and rel_err(out.reshape(-1, 96), ref) < TOL[DT]
 
 

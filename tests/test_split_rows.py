@@ -133,17 +133,10 @@ def test_split_words_one_chunk(op, dtype, N, monkeypatch):
         _check_split_words(op, 3, N, dtype, 1e4 if dtype == torch.bfloat16 else 1e2, monkeypatch)
 
 
-@pytest.mark.parametrize("poll_by_load", [False, True])
 @pytest.mark.parametrize("op", ["add_rms_norm", "new_residual", "in_place", "add_rms_norm_fp8", "add_rms_norm_int8"])
-def test_split_kernel_one_chunk(op, poll_by_load, monkeypatch):
+def test_split_kernel_one_chunk(op, monkeypatch):
     """add + RMSNorm's split kernel (rows with a residual that the split-words kernel does not take: quantized ones)
-    on rows of one ragged chunk (the interpreter's case; on a GPU too), twice (the counters left at zero); its
-    exchange polled by atomics or by loads (_support.SWAP_POLL_BY_LOAD: the interpreter only, as a compiled kernel
-    keeps the global it was compiled with)."""
-    if poll_by_load:
-        if HAS_CUDA:
-            pytest.skip("a global constexpr: set before a process's first split launch (gpu_session.py --set)")
-        monkeypatch.setattr(_support, "SWAP_POLL_BY_LOAD", tl.constexpr(True))
+    on rows of one ragged chunk (the interpreter's case; on a GPU too), twice (the counters left at zero)."""
     monkeypatch.setattr(rms_norm_mod, "SPLIT_MIN_N", 2048)
     monkeypatch.setattr(rms_norm_mod, "SPLIT_LAUNCH", dict(CHUNK=4096, num_warps=4))
     monkeypatch.setattr(rms_norm_mod, "SPLIT_WORDS_RESIDUAL", False)

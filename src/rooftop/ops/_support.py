@@ -498,14 +498,6 @@ def exchange_words(device: torch.device, rows: int, parts: int) -> tuple[torch.T
 SIGN_BIT = tl.constexpr(-2147483648)  # an fp32's sign bit, as an int32
 
 
-# swap_row_stats' poll: relaxed atomic adds of 0 (an atomic a word a poll: how items 298-306 measured it), or, with
-# SWAP_POLL_BY_LOAD, volatile loads of the row's words (ld.volatile, relaxed: the row's G words in one or two L2
-# requests). Every waiting program polls all G words, so the atomics grow as G^2 a row (item 397: 64 chunks a row lost
-# 10-20 points); not yet timed (benchmarks/results/logs/h200-2026-12-05-s59/run-k.sh). A global constexpr: a process
-# sets it before its first split launch (gpu_session.py --set _support.SWAP_POLL_BY_LOAD=True).
-SWAP_POLL_BY_LOAD = tl.constexpr(False)
-
-
 @triton.jit
 def swap_row_stats(words_ptr, row, chunk, a, b, fill_a: tl.constexpr, fill_b: tl.constexpr, G, G_POW2: tl.constexpr):
     """Publish chunk `chunk`'s pair (a, b) of row `row`, wait until the row's G chunks have, and return the G pairs as
@@ -519,10 +511,8 @@ def swap_row_stats(words_ptr, row, chunk, a, b, fill_a: tl.constexpr, fill_b: tl
     got = tl.zeros([G_POW2], tl.int64)
     empty = G
     while empty > 0:
-        if SWAP_POLL_BY_LOAD:
-            got = tl.load(base + g, mask=g < G, other=0, volatile=True)
-        else:
-            got = tl.atomic_add(base + g, tl.zeros([G_POW2], tl.int64), mask=g < G, sem="relaxed", scope="gpu")
+        # relaxed atomic adds of 0: volatile loads of the words polled slower (H100, session 60: journal item 409)
+        got = tl.atomic_add(base + g, tl.zeros([G_POW2], tl.int64), mask=g < G, sem="relaxed", scope="gpu")
         empty = tl.sum(((g < G) & (got == 0)).to(tl.int32), axis=0)
     return pair_values(got, g < G, fill_a, fill_b)
 
