@@ -6,6 +6,6 @@ set -x
 nvidia-smi --query-gpu=name --format=csv,noheader
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
 mkdir -p $OUT/w
-timeout 45 python -m pytest -q -p no:logging --tb=short -n 4 tests/test_plans.py tests/test_matmul.py \
+timeout 35 python -m pytest -q -p no:logging --tb=short -n 4 tests/test_plans.py tests/test_matmul.py \
   -k "fp8_linear_replay or fp8_linear_llama" 2>&1 | grep -v Warn | tail -4
-timeout 140 python benchmarks/exp_fp8_gemv_split.py $OUT/w 2>&1 | grep -v Warn | tail -12
+timeout 115 python benchmarks/exp_fp8_gemv_split.py $OUT/w 2>&1 | grep -v Warn | tail -12
