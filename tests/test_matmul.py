@@ -274,8 +274,10 @@ def test_fp8_decode_split_k(M, N, K, kernels, plan_misses, monkeypatch):
         torch.cuda.synchronize()
         assert int(_support.arrival_counters(a.device, 64).count_nonzero()) == 0
     kernels.clear()
-    matmul_fp8(*_fp8_inputs(M + 16, N, K))  # M past FP8_GEMV_MAX_M, b N-major, or K = 0: the GEMM kernels
-    matmul_fp8(*_fp8_inputs(M, N, K, b_k_major=False))
+    matmul_fp8(*_fp8_inputs(M + 16, N, K))  # M past FP8_GEMV_MAX_M, b N-major, rows off 16 bytes, or K = 0: the
+    matmul_fp8(*_fp8_inputs(M, N, K, b_k_major=False))  # GEMM kernels
+    odd = _fp8_inputs(M, N, K + 8)
+    assert rel_err(matmul_fp8(*odd), matmul_fp8_reference(*odd)) < TOL[torch.bfloat16]
     bias = _randn(N)
     assert torch.equal(matmul_fp8(*_fp8_inputs(M, N, 0), bias), bias.expand(M, N))  # K = 0: the bias alone
     assert "_fp8_gemv_kernel" not in kernels
