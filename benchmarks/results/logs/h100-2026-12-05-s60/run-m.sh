@@ -1,4 +1,4 @@
-# Session 60, call m (the session's last ~170 s): 1. the fp8_linear tests as mended (journal 408: the expected output
+# Session 60, call m (refused: prepared for the next session; ~5 min): 1. the fp8_linear tests as mended (journal 408: the expected output
 # from x as quantize_rows quantizes it) on a GPU; 2. exp_fp8_gemv_split.py: the split-K fp8 kernel's candidates at 1 /
 # 2 / 4 / 8 programs an SM on the decode shapes (M = 1, 16), beside cuBLAS bf16. Predicted: the tests pass; at
 # 4096 x 14336 fewer programs an SM gain 5-10% over the tuner's pick of 2 / 4; the wide shapes keep theirs.
@@ -8,4 +8,4 @@ export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tes
 mkdir -p $OUT/w
 timeout 35 python -m pytest -q -p no:logging --tb=short -n 4 tests/test_plans.py tests/test_matmul.py \
   -k "fp8_linear_replay or fp8_linear_llama" 2>&1 | grep -v Warn | tail -4
-timeout 115 python benchmarks/exp_fp8_gemv_split.py $OUT/w 2>&1 | grep -v Warn | tail -12
+timeout 240 python benchmarks/exp_fp8_gemv_split.py $OUT/w 2>&1 | grep -v Warn | tail -12
