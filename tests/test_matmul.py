@@ -276,8 +276,14 @@ def test_fp8_decode_split_k(M, N, K, kernels, plan_misses, monkeypatch):
     kernels.clear()
     matmul_fp8(*_fp8_inputs(M + 16, N, K))  # M past FP8_GEMV_MAX_M, b N-major, rows off 16 bytes, or K = 0: the
     matmul_fp8(*_fp8_inputs(M, N, K, b_k_major=False))  # GEMM kernels
-    odd = _fp8_inputs(M, N, K + 8)
-    assert rel_err(matmul_fp8(*odd), matmul_fp8_reference(*odd)) < TOL[torch.bfloat16]
+    a, b, sa, sb = _fp8_inputs(M, N, K + 8)
+    w = torch.empty(N, K + 16, device=DEVICE, dtype=FP8)[:, :K + 8].copy_(b.t())  # rows of 16-byte strides
+    shifted = torch.empty(M, K + 16, device=DEVICE, dtype=FP8)[:, 8:K + 8].copy_(a[:, :K])  # at an address off 16
+    strided = torch.empty(M, K + 8, device=DEVICE, dtype=FP8)[:, :K].copy_(a[:, :K])  # a row stride off 16
+    # K off 16 (contiguous rows; padded ones), a's rows off 16-byte addresses, a's row stride off 16 (K 16 bytes)
+    for a, b in ((a, b), (torch.empty(M, K + 16, device=DEVICE, dtype=FP8)[:, :K + 8].copy_(a), w.t()),
+                 (shifted, w[:, :K].t()), (strided, w[:, :K].t())):
+        assert rel_err(matmul_fp8(a, b, sa, sb), matmul_fp8_reference(a, b, sa, sb)) < TOL[torch.bfloat16]
     bias = _randn(N)
     assert torch.equal(matmul_fp8(*_fp8_inputs(M, N, 0), bias), bias.expand(M, N))  # K = 0: the bias alone
     assert "_fp8_gemv_kernel" not in kernels
@@ -726,7 +732,7 @@ def test_gpu_fp8_against_scaled_mm():
 @pytest.mark.parametrize("M", [1, 16, 512])
 def test_gpu_fp8_linear_llama_shapes(M):
     """fp8_linear at Llama-3-8B's gate / up and down shapes, decode to prefill: x quantized per token, then
-    matmul_fp8, against the same maths in float64."""
+    matmul_fp8, against x as quantize_rows quantizes it times the weight in float64."""
     for N, K in ((28672, 4096), (4096, 14336)):
         x, codes, scale, _ = mm._make_fp8_linear((M, N, K), torch.bfloat16, "cuda")
         assert rel_err(mm.fp8_linear(x, codes, scale), fp8_linear_expected(x, codes, scale)) < 1e-2
