@@ -148,10 +148,11 @@ def assert_quantized(q, scale, y_ref, quant) -> None:
 
 
 def fp8_linear_expected(x, codes, scale, bias=None) -> torch.Tensor:
-    """fp8_linear(x, codes, scale, bias) in float64, [rows of x, N], from x's rows as rooftop.quantize_rows quantizes them (checked
-    against the reference up to fp8's rounding: assert_quantized), not as quantize_rows_reference does: float32 maths
-    and the float64 reference round some near-tie elements to neighbouring e4m3 codes, at about 5% of bf16 rows (a
-    few codes each, journal item 408), which moves a row's product by up to ~3%, past bf16's tolerance."""
+    """fp8_linear(x, codes, scale, bias) in float64, [rows of x, N], from x's rows as rooftop.quantize_rows quantizes
+    them (checked against the reference up to fp8's rounding: assert_quantized), not as quantize_rows_reference does:
+    float32 maths and the float64 reference round some near-tie elements to neighbouring e4m3 codes, at about 5% of
+    bf16 rows (a few codes each, journal item 408), which moves a row's product by up to ~3%, past bf16's
+    tolerance."""
     import rooftop
     rows = x.reshape(-1, x.shape[-1])
     q, q_scale = rooftop.quantize_rows(rows, "fp8")

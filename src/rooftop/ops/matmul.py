@@ -513,8 +513,9 @@ def _configs(tma: bool, gluon: bool, fma: bool, M: int, N: int, batch: int, item
 def _fp8_gemv_applies(a, b, bias, residual, activation, a_scale) -> bool:
     """Whether the split-K fp8 kernel can take the call: matmul_fp8 at M <= FP8_GEMV_MAX_M, K > 0, a row-major, b =
     w.t() of a row-major w (both K-major; K, the row strides and addresses multiples of 16 bytes), no residual or
-    activation, a bias (if any) contiguous. Else the loads go byte by byte: offline sm_90, every candidate at 255 registers, three of four
-    spilling 768-3008 bytes (journal item 411); such calls (no model's K) take the GEMM kernels."""
+    activation, a bias (if any) contiguous. Else the loads go byte by byte: offline sm_90, every candidate at 255
+    registers, three of four spilling 768-3008 bytes (journal item 411); such calls (no model's K) take the GEMM
+    kernels."""
     return (a_scale is not None and a.dim() == 2 == b.dim() and a.shape[0] <= FP8_GEMV_MAX_M and a.shape[1] > 0
             and a.stride(1) == 1 and b.stride(0) == 1 and residual is None and activation is None
             and (bias is None or bias.stride(0) == 1)
