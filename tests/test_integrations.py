@@ -14,8 +14,8 @@ from rooftop.nn import LayerNorm, RMSNorm
 def swaps(**counts) -> dict:
     """patch_model's counts: `counts`, every other kind 0."""
     return {kind: counts.get(kind, 0) for kind in ("rms_norm", "add_rms_norm", "layer_norm", "add_layer_norm",
-                                                  "gated_mlp", "qkv", "rope", "decode_attention", "kv_append",
-                                                  "rope_append")}
+                                                  "gated_mlp", "moe_experts", "qkv", "rope", "decode_attention",
+                                                  "kv_append", "rope_append")}
 
 
 # a Llama-style model of 2 layers: each layer's two norms and the final one, its fused add + norm, gated MLP, stacked
@@ -529,6 +529,10 @@ def test_rewritten_layers_compile_without_graph_break():
     # norms scaling by 1 + weight under names other than Gemma's
     ("VaultGemma", {"head_dim": 16}, {}),
     ("Qwen3_5Text", {"head_dim": 16, "layer_types": ["full_attention"] * 2}, {"rms_norm": 9}),
+    # mixtures of experts: the experts (3-D gate_up_proj / down_proj) by rooftop.moe_experts, no dense MLP
+    ("Mixtral", {"num_local_experts": 4, "num_experts_per_tok": 2}, {"gated_mlp": 0, "moe_experts": 2}),
+    ("Qwen3Moe", {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 48, "head_dim": 16},
+     {"rms_norm": 9, "gated_mlp": 0, "moe_experts": 2}),
 ])
 def test_patch_other_transformers_architectures(arch, extra, counts):
     """The duck-typed swaps and the forward rewrites find their patterns in other Llama-style architectures (Qwen3's
@@ -545,9 +549,10 @@ def test_patch_other_transformers_architectures(arch, extra, counts):
     model = model_class(config).to(DEVICE).eval()
     ids = torch.randint(0, 128, (2, 12), device=DEVICE)
     with torch.no_grad():
-        before = model(ids).logits
+        before, short_before = model(ids).logits, model(ids[:1, :6]).logits  # 6 tokens: moe_experts' kernels
         assert patch_model(model) == {**LLAMA_COUNTS, **counts}
         assert rel_err(model(ids).logits, before) < (1e-2 if HAS_CUDA else 1e-4)
+        assert rel_err(model(ids[:1, :6]).logits, short_before) < (1e-2 if HAS_CUDA else 1e-4)
 
 
 class BiasedRMSNorm(nn.Module):  # an RMSNorm by name, with a bias rooftop's does not have

@@ -8,6 +8,7 @@ from rooftop.ops.attention import attention, attention_varlen
 from rooftop.ops.decode_attention import append_kv, decode_attention
 from rooftop.ops.layer_norm import fused_add_layer_norm_, layer_norm
 from rooftop.ops.matmul import Fp8Linear, fp8_linear, matmul, matmul_fp8
+from rooftop.ops.moe import moe_experts
 from rooftop.ops.quant_matmul import (QuantizedWeight, QuantLinear, quant_matmul, quantize_model,
                                       quantize_weight)
 from rooftop.ops.reductions import row_argmax, row_max, row_mean, row_norm, row_sum
@@ -19,5 +20,5 @@ __all__ = ["softmax", "log_softmax", "rms_norm", "fused_add_rms_norm_", "layer_n
            "geglu", "bias_gelu", "quantize_rows", "apply_rope", "apply_rope_append_kv", "row_sum", "row_max",
            "row_mean", "row_norm", "row_argmax", "matmul", "matmul_fp8", "attention", "attention_varlen",
            "decode_attention", "append_kv", "quantize_weight", "quant_matmul", "QuantizedWeight", "QuantLinear",
-           "quantize_model", "Fp8Linear", "fp8_linear"]
+           "quantize_model", "Fp8Linear", "fp8_linear", "moe_experts"]
 __version__ = "0.1.0"

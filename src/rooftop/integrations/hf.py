@@ -28,6 +28,12 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   unsqueeze_dim, autograd, shapes the kernel does not take) calls the original. Where its forward calls self.q_proj(x),
   self.k_proj(x) and self.v_proj(x) on one x, the three become one projection `qkv_proj` (as gate and up;
   `merge_qkv=False` keeps them), split into views: one GEMM launch instead of three;
+- a mixture-of-experts layer's experts (transformers' `...Experts`: 3-D `gate_up_proj` [E, 2I, H] and `down_proj`
+  [E, H, I] parameters, a SiLU or tanh-GELU `act_fn`, forward(hidden_states, top_k_index, top_k_weights): Mixtral,
+  Qwen2/3-MoE, OLMoE, DeepSeek-V3 and most others) become `MoEExperts`: rooftop.moe_experts up to MOE_MAX_TOKENS tokens
+  a call (decoding: every pair's expert read once, no host synchronisation, where transformers' loop synchronises to
+  find the experts hit), the module's own forward past it (prefill). Swapped where it gives the module's output on
+  three random tokens routed to random experts (a transposed or interleaved layout, a bias, a gate of its own fail);
 - a decoder layer whose forward reads `h = r + h; r = h; h = self.<norm>(h)` (transformers' Llama, Mistral, Qwen2: the
   residual add before the post-attention norm; Phi-3's `r + self.<dropout>(h)` where its p is 0), the norm now rooftop's
   RMSNorm or LayerNorm (Starcoder2's), computes `h, r = self.<norm>(h, residual=r)`: the add in the norm's kernel
@@ -74,6 +80,7 @@ from rooftop.ops.activations import geglu, swiglu
 from rooftop.ops.attention import MAX_HEAD_DIM
 from rooftop.ops.decode_attention import append_kv, decode_attention
 from rooftop.ops.matmul import Fp8Linear
+from rooftop.ops.moe import MOE_MAX_TOKENS, moe_experts
 from rooftop.ops.quant_matmul import QuantLinear
 from rooftop.ops.rope import apply_rope, apply_rope_append_kv, rope_reference
 
@@ -266,6 +273,60 @@ def _gated_mlp(module: nn.Module, merge: bool) -> GatedMLP | None:
         return None
     new = GatedMLP(first, None, down, activation) if packed else GatedMLP(gate, up, down, activation, merge)
     return new if _output_error(module, new, like, width) <= MLP_TOLERANCE else None
+
+
+class MoEExperts(nn.Module):
+    """A mixture-of-experts layer's experts (see the module docstring) by rooftop.moe_experts for up to
+    MOE_MAX_TOKENS tokens a call; more tokens, autograd or a tensor no kernel runs on: the module's own forward. Its
+    parameters are the module's, under the same names."""
+
+    def __init__(self, experts: nn.Module, activation: str):
+        super().__init__()
+        self.gate_up_proj, self.down_proj, self.activation = experts.gate_up_proj, experts.down_proj, activation
+        self.own_forward = experts.forward  # bound: the module stays alive without being a submodule
+
+    def forward(self, hidden_states, top_k_index, top_k_weights):
+        grad = torch.is_grad_enabled() and (hidden_states.requires_grad or self.gate_up_proj.requires_grad
+                                            or self.down_proj.requires_grad)
+        tokens = hidden_states.shape[0] if hidden_states.dim() == 2 else MOE_MAX_TOKENS + 1
+        if grad or tokens > MOE_MAX_TOKENS or not runs_kernel(hidden_states):
+            return self.own_forward(hidden_states, top_k_index, top_k_weights)
+        return moe_experts(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj,
+                           self.activation)
+
+    def extra_repr(self) -> str:
+        experts, hidden, inner = self.down_proj.shape
+        return f"experts={experts}, hidden={hidden}, intermediate={inner}, activation={self.activation}"
+
+
+def _moe_experts(module: nn.Module) -> MoEExperts | None:
+    """The MoEExperts standing in for `module`: 3-D `gate_up_proj` [E, 2I, H] and `down_proj` [E, H, I] of one float
+    dtype and a SiLU or tanh-GELU `act_fn`; kept where it gives the module's output on three random tokens, each
+    routed to two random experts (within MLP_TOLERANCE). None on the meta device."""
+    gate_up, down = getattr(module, "gate_up_proj", None), getattr(module, "down_proj", None)
+    act = getattr(module, "act_fn", None)
+    activation = _activation(act) if isinstance(act, nn.Module) else None
+    if activation is None or not all(isinstance(p, torch.Tensor) and p.dim() == 3 for p in (gate_up, down)):
+        return None
+    experts, double, hidden = gate_up.shape
+    if (gate_up.is_meta or experts == 0 or double % 2 or down.shape != (experts, hidden, double // 2)
+            or gate_up.dtype != down.dtype or gate_up.dtype not in (torch.float16, torch.bfloat16, torch.float32)):
+        return None
+    new = MoEExperts(module, activation)
+    generator = torch.Generator(gate_up.device).manual_seed(0)
+    x = torch.randn(3, hidden, device=gate_up.device, generator=generator).to(gate_up.dtype)
+    index = torch.randint(0, experts, (3, 2), device=gate_up.device, generator=generator)
+    weights = torch.rand(3, 2, device=gate_up.device, generator=generator).softmax(-1)
+    try:
+        with torch.no_grad():
+            want, got = module(x, index, weights), new(x, index, weights)
+    except Exception:  # another signature or layout: no swap
+        return None
+    if not (isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor) and want.shape == got.shape):
+        return None
+    want, got = want.double(), got.double()
+    scale = float(torch.linalg.vector_norm(want))
+    return new if scale > 0 and float(torch.linalg.vector_norm(got - want)) / scale <= MLP_TOLERANCE else None
 
 
 def _input_like(proj: nn.Module) -> torch.Tensor | None:
@@ -830,8 +891,8 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
     projections (`qkv_proj`); decode_attention: an attention's SDPA decode steps by rooftop.decode_attention;
     kv_append: a static cache layer's update by rooftop.append_kv; rope_append: with kv_append, an attention's RoPE
     and that update as one kernel (rooftop.apply_rope_append_kv) where its RoPE is followed by the update."""
-    counts = {"rms_norm": 0, "add_rms_norm": 0, "layer_norm": 0, "add_layer_norm": 0, "gated_mlp": 0, "qkv": 0,
-              "rope": 0, "decode_attention": 0, "kv_append": 0, "rope_append": 0}
+    counts = {"rms_norm": 0, "add_rms_norm": 0, "layer_norm": 0, "add_layer_norm": 0, "gated_mlp": 0,
+              "moe_experts": 0, "qkv": 0, "rope": 0, "decode_attention": 0, "kv_append": 0, "rope_append": 0}
     forward, changed = _attention_forward(model, merge_qkv, decode_attention, kv_append, rope_append)
     if forward is not None:
         model.forward = forward
@@ -843,6 +904,8 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
             new, kind = _layer_norm(child), "layer_norm"
         if new is None:
             new, kind = _gated_mlp(child, merge_gate_up), "gated_mlp"
+        if new is None:
+            new, kind = _moe_experts(child), "moe_experts"
         if new is None:
             for key, n in patch_model(child, merge_gate_up, merge_qkv, decode_attention, kv_append,
                                       rope_append).items():

@@ -1,0 +1,65 @@
+r"""Experiment: rooftop.moe_experts' launch shapes at decode sizes, beside transformers' experts loops.
+
+moe_experts (ops/moe.py, session 60, not yet timed on a GPU) runs two CUDA-core GEMV kernels: gate / up with the
+activation (a program a pair and BLOCK_N columns of I) and down with the router's weighted sum (a program a token and
+BLOCK_N columns of H). Offline sm_90 at (BLOCK_N, BLOCK_K, warps) = (16, 256, 4): 126 / 94 registers, no spills,
+16-byte loads. Each (BLOCK_N, BLOCK_K, warps) below is set for both kernels (GATE_UP_LAUNCH, DOWN_LAUNCH) and timed
+by graph replay over input copies larger than L2 at Mixtral-8x7B's (E 8, k 2, H 4096, I 14336) and Qwen3-30B-A3B's
+(E 128, k 8, H 2048, I 768) experts, 1 and 4 tokens; beside them transformers' grouped_mm experts (graph replay)
+and its eager loop (do_bench: it synchronises the host). Prediction: 80-90% of the copy rate at Mixtral's shape
+(1.8 MB rows a program, enough programs), 60-75% at Qwen3's (768-wide rows: short k loops); several x the loops.
+Writes OUT/exp-moe-launch.json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT
+"""
+import argparse
+import json
+from pathlib import Path
+
+import torch
+
+from rooftop import registry
+from rooftop.bench.timing import bench_ms, graph_replay_us
+from rooftop.hardware import measure_ceilings
+from rooftop.ops import moe
+from rooftop.ops._support import clear_plans
+
+LAUNCHES = ((16, 256, 4), (32, 128, 4), (8, 512, 2), (16, 512, 4), (32, 256, 8), (8, 256, 2), (16, 128, 2))
+CASES = ((1, 8, 2, 4096, 14336), (4, 8, 2, 4096, 14336), (1, 128, 8, 2048, 768), (4, 128, 8, 2048, 768))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    args = parser.parse_args()
+    spec = registry.get("moe_experts")
+    copy_gbps = measure_ceilings().copy_GBps
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    grouped = spec.peers["grouped_mm"]()
+    rows = []
+    for shape in CASES:
+        cost = spec.cost(shape, torch.bfloat16)
+        copies = max(1, -(-2 * l2 // cost.bytes))
+        sets = [spec.make_inputs(shape, torch.bfloat16, "cuda") for _ in range(copies)]
+        ref = spec.reference(*sets[0])
+
+        def record(provider, us, out):
+            err = float((out.double() - ref).norm() / ref.norm())
+            pct = cost.bytes / us / 1e3 / copy_gbps * 100
+            rows.append(dict(shape=shape, provider=provider, us=us, pct_of_copy=pct, rel_err=err))
+            print(f"{'x'.join(map(str, shape)):22s} {provider:22s} {us:8.1f} us {pct:5.1f}% of copy  err {err:.1e}",
+                  flush=True)
+
+        for launch in LAUNCHES:
+            moe.GATE_UP_LAUNCH = moe.DOWN_LAUNCH = launch
+            clear_plans()
+            out = moe.moe_experts(*sets[0])
+            record("rooftop n{}k{}w{}".format(*launch), graph_replay_us([lambda s=s: moe.moe_experts(*s)
+                                                                         for s in sets], repeat=20), out)
+        if grouped is not None:
+            record("grouped_mm", graph_replay_us([lambda s=s: grouped(*s) for s in sets], repeat=20), grouped(*sets[0]))
+        record("eager loop", bench_ms(lambda: spec.eager(*sets[0])) * 1e3, spec.eager(*sets[0]))
+        Path(args.out).mkdir(parents=True, exist_ok=True)  # after each case: a timeout keeps what ran
+        Path(args.out, "exp-moe-launch.json").write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

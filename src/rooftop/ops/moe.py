@@ -1,0 +1,250 @@
+r"""Mixture-of-experts MLP for decoding: each token's top-k experts, gated, weighted by the router and summed.
+
+    out[t] = sum_j w[t, j] * D_e (act(G_e x_t) * (U_e x_t)),   e = idx[t, j],  j < k
+
+x [T, H]; idx [T, k] integer, w [T, k] float (the router's top-k indices and weights); the experts' weights in
+transformers' default layout: gate_up [E, 2I, H] (gate rows 0 .. I-1, up rows I .. 2I-1 of each expert), down
+[E, H, I]; act silu, gelu (erf) or gelu_tanh. An index outside [0, E) contributes nothing (transformers' eager loop
+skips the expert-parallel sentinel E the same way). fp32 accumulation; h = act(g) * u rounded to x's dtype between the
+two projections (as the model's own F.linear outputs are), the sum over j in fp32, out in x's dtype.
+
+Two kernels, with no host synchronisation (the routing stays on the GPU: the step can be a CUDA graph):
+- `_moe_gate_up_kernel`, program (pair s = t k + j, BLOCK_N columns of I): reads x_t, the pair's expert's BLOCK_N
+  gate rows and BLOCK_N up rows (2 BLOCK_N H elements, once) and writes h[s, cols] = act(g) * u.
+- `_moe_down_kernel`, program (token t, BLOCK_N columns of H): for j = 0 .. k-1 in order (deterministic) reads
+  h[t k + j] and the pair's expert's BLOCK_N down rows (BLOCK_N I elements, once) and writes
+  out[t, cols] = sum_j w[t, j] (D_e h)[cols].
+HBM: each (token, expert) pair reads its expert's 3 H I weights once: decode's traffic while T k <= E and the
+tokens pick distinct experts; tokens sharing an expert read it again (from L2 when their programs run close). For
+prefill (many tokens an expert) a grouped GEMM is what fits: `patch_model` keeps the model's own experts forward past
+MOE_MAX_TOKENS tokens. Both kernels are CUDA-core GEMVs (tl.sum over k-tiles); the grid is pairs x column blocks.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from rooftop import registry
+from rooftop.ops._support import cdiv, check_float, check_same_device, launch, planned, runs_kernel, torch_op
+from rooftop.ops.activations import _activate
+from rooftop.roofline import Cost
+
+ACTIVATIONS = ("silu", "gelu", "gelu_tanh")
+INDEX_DTYPES = (torch.int32, torch.int64)
+# Up to here (tokens a call) patch_model's experts run these kernels; past it the model's own forward (a grouped
+# GEMM's regime: each expert's weights read once for all its tokens, which a pair-a-program GEMV cannot do).
+MOE_MAX_TOKENS = 16
+# (BLOCK_N, BLOCK_K, num_warps) of the two kernels: a k-tile of BLOCK_N weight rows x BLOCK_K, its products kept
+# per lane until the end of the row (one reduction a program).
+GATE_UP_LAUNCH = (16, 256, 4)
+DOWN_LAUNCH = (16, 256, 4)
+
+
+@triton.jit
+def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, h_ptr, H, I, E, TOP_K, x_stride, we_stride, wn_stride,
+                        ACT: tl.constexpr, APPROX: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # Program (pair, column block): reads x_t (H elements, L2 after the first pair of the token), 2 BLOCK_N rows of
+    # the pair's expert (2 BLOCK_N H elements: each once), writes BLOCK_N elements of h.
+    pair = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    expert = tl.load(idx_ptr + pair).to(tl.int64)
+    live = (expert >= 0) & (expert < E)  # a sentinel (or any index outside the experts) reads nothing
+    expert = tl.where(live, expert, 0)
+    col_ok = (cols < I) & live
+    gate_rows = w_ptr + expert * we_stride + cols.to(tl.int64)[:, None] * wn_stride
+    up_rows = gate_rows + tl.cast(I, tl.int64) * wn_stride
+    x_row = x_ptr + (pair // TOP_K).to(tl.int64) * x_stride
+    g = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)
+    u = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)
+    for k0 in range(0, H, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        xk = tl.load(x_row + ks, mask=ks < H, other=0.0).to(tl.float32)[None, :]
+        mask = col_ok[:, None] & (ks[None, :] < H)
+        g += tl.load(gate_rows + ks[None, :], mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32) * xk
+        u += tl.load(up_rows + ks[None, :], mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32) * xk
+    y = _activate(tl.sum(g, axis=1), ACT, APPROX, False) * tl.sum(u, axis=1)
+    tl.store(h_ptr + pair.to(tl.int64) * I + cols, y.to(h_ptr.dtype.element_ty), mask=cols < I)
+
+
+@triton.jit
+def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, out_ptr, H, I, E, TOP_K, rw_stride, we_stride, wn_stride,
+                     out_stride, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # Program (token, column block): for each of the token's k pairs in order, h (I elements, from L2) and BLOCK_N
+    # down rows of its expert (BLOCK_N I elements: each once); writes BLOCK_N elements of out.
+    token = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros([BLOCK_N], tl.float32)
+    for j in range(0, TOP_K):
+        pair = token * TOP_K + j
+        expert = tl.load(idx_ptr + pair).to(tl.int64)
+        live = (expert >= 0) & (expert < E)
+        weight = tl.where(live, tl.load(rw_ptr + token.to(tl.int64) * rw_stride + j).to(tl.float32), 0.0)
+        expert = tl.where(live, expert, 0)
+        col_ok = (cols < H) & live
+        rows = w_ptr + expert * we_stride + cols.to(tl.int64)[:, None] * wn_stride
+        h_row = h_ptr + pair.to(tl.int64) * I
+        part = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)
+        for k0 in range(0, I, BLOCK_K):
+            ks = k0 + tl.arange(0, BLOCK_K)
+            hk = tl.load(h_row + ks, mask=ks < I, other=0.0).to(tl.float32)[None, :]
+            part += tl.load(rows + ks[None, :], mask=col_ok[:, None] & (ks[None, :] < I), other=0.0,
+                            eviction_policy="evict_first").to(tl.float32) * hk
+        acc += weight * tl.sum(part, axis=1)
+    tl.store(out_ptr + token.to(tl.int64) * out_stride + cols, acc.to(out_ptr.dtype.element_ty), mask=cols < H)
+
+
+def _check(x, top_k_index, top_k_weights, gate_up, down, activation) -> None:
+    check_float("x", x)
+    if x.dim() != 2:
+        raise ValueError(f"x must be 2-D [tokens, hidden], got shape {tuple(x.shape)}")
+    if not isinstance(top_k_index, torch.Tensor) or top_k_index.dtype not in INDEX_DTYPES:
+        raise TypeError(f"top_k_index must be an int32 or int64 tensor, got "
+                        f"{getattr(top_k_index, 'dtype', type(top_k_index).__name__)}")
+    check_float("top_k_weights", top_k_weights)
+    check_float("gate_up", gate_up)
+    check_float("down", down)
+    for name, t in (("top_k_index", top_k_index), ("top_k_weights", top_k_weights), ("gate_up", gate_up),
+                    ("down", down)):
+        check_same_device(name, t, "x", x)
+    T, H = x.shape
+    if top_k_index.dim() != 2 or top_k_index.shape[0] != T:
+        raise ValueError(f"top_k_index must be [tokens, k] = [{T}, k], got shape {tuple(top_k_index.shape)}")
+    if top_k_weights.shape != top_k_index.shape:
+        raise ValueError(f"top_k_weights must have top_k_index's shape {tuple(top_k_index.shape)}, got "
+                         f"{tuple(top_k_weights.shape)}")
+    if gate_up.dim() != 3 or gate_up.shape[2] != H or gate_up.shape[1] % 2:
+        raise ValueError(f"gate_up must be [experts, 2 * intermediate, hidden] with hidden {H}, got shape "
+                         f"{tuple(gate_up.shape)}")
+    E, I = gate_up.shape[0], gate_up.shape[1] // 2
+    if down.shape != (E, H, I):
+        raise ValueError(f"down must be [experts, hidden, intermediate] = [{E}, {H}, {I}], got shape "
+                         f"{tuple(down.shape)}")
+    for name, t in (("gate_up", gate_up), ("down", down)):
+        if t.dtype != x.dtype:
+            raise TypeError(f"{name} has dtype {str(t.dtype).replace('torch.', '')} but x has "
+                            f"{str(x.dtype).replace('torch.', '')}")
+        if t.stride(2) != 1:
+            raise ValueError(f"{name} must have unit stride in its last dim, got strides {t.stride()}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {activation!r}")
+
+
+def moe_experts_reference(x, top_k_index, top_k_weights, gate_up, down, activation="silu") -> torch.Tensor:
+    """The same sum in float64, pair by pair; indices outside [0, E) skipped."""
+    act = {"silu": F.silu, "gelu": F.gelu, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh")}[activation]
+    E, I = gate_up.shape[0], gate_up.shape[1] // 2
+    out = torch.zeros(x.shape, dtype=torch.float64, device=x.device)
+    for t, j in ((t, j) for t in range(x.shape[0]) for j in range(top_k_index.shape[1])):
+        e = int(top_k_index[t, j])
+        if 0 <= e < E:
+            gu = gate_up[e].double() @ x[t].double()
+            out[t] += float(top_k_weights[t, j]) * (down[e].double() @ (act(gu[:I]) * gu[I:]))
+    return out
+
+
+def _moe_fake(x, top_k_index, top_k_weights, gate_up, down, activation):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch_op("moe_experts", fake=_moe_fake)
+def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor, gate_up: torch.Tensor,
+                    down: torch.Tensor, activation: str) -> torch.Tensor:
+    if not runs_kernel(x):
+        return moe_experts_reference(x, top_k_index, top_k_weights, gate_up, down, activation).to(x.dtype)
+    T, H = x.shape
+    E, I, top_k = gate_up.shape[0], gate_up.shape[1] // 2, top_k_index.shape[1]
+    out = torch.empty((T, H), device=x.device, dtype=x.dtype)
+    if T == 0:
+        return out
+    if top_k == 0 or E == 0:
+        return out.zero_()
+    idx, router = top_k_index.contiguous(), top_k_weights.contiguous()  # [T, k]: a copy only of a strided view
+    x = x if x.stride(1) == 1 else x.contiguous()
+    h = torch.empty((T * top_k, I), device=x.device, dtype=x.dtype)  # workspace: act(g) * u of every pair
+    block_n, block_k, warps = GATE_UP_LAUNCH
+    launch(_moe_gate_up_kernel, (T * top_k, cdiv(I, block_n)), x, idx, gate_up, h, H, I, E, top_k, x.stride(0),
+           gate_up.stride(0), gate_up.stride(1), ACT=activation, APPROX=x.is_cuda, BLOCK_N=block_n,
+           BLOCK_K=min(block_k, triton.next_power_of_2(H)), num_warps=warps)
+    block_n, block_k, warps = DOWN_LAUNCH
+    launch(_moe_down_kernel, (T, cdiv(H, block_n)), h, idx, router, down, out, H, I, E, top_k, router.stride(0),
+           down.stride(0), down.stride(1), out.stride(0), BLOCK_N=block_n,
+           BLOCK_K=min(block_k, triton.next_power_of_2(I)), num_warps=warps)
+    return out
+
+
+@planned
+def moe_experts(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor, gate_up: torch.Tensor,
+                down: torch.Tensor, activation: str = "silu") -> torch.Tensor:
+    """sum_j top_k_weights[t, j] * down[e] @ (act(gate[e] @ x[t]) * (up[e] @ x[t])), e = top_k_index[t, j]: an MoE
+    layer's experts for its routed tokens (the module docstring). x [T, H]; top_k_index [T, k] int32 / int64 and
+    top_k_weights [T, k] float; gate_up [E, 2I, H] (each expert's gate rows, then its up rows), down [E, H, I], both
+    x's dtype; activation "silu", "gelu" or "gelu_tanh". Indices outside [0, E) contribute nothing. Returns [T, H] in
+    x's dtype. Meant for decoding (few tokens): every (token, expert) pair reads its expert's weights."""
+    _check(x, top_k_index, top_k_weights, gate_up, down, activation)
+    return _moe_experts_op(x, top_k_index, top_k_weights, gate_up, down, activation)
+
+
+def moe_experts_eager(x, top_k_index, top_k_weights, gate_up, down, activation="silu"):
+    """What transformers' eager experts loop does: per expert hit, its tokens' F.linear, the activation, F.linear,
+    the router weight, index_add_ (a host synchronisation for the experts hit)."""
+    act = {"silu": F.silu, "gelu": F.gelu, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh")}[activation]
+    out = torch.zeros_like(x)
+    mask = F.one_hot(top_k_index, num_classes=gate_up.shape[0] + 1).permute(2, 1, 0)  # + 1: the sentinel E
+    for e in torch.greater(mask[:-1].sum(dim=(-1, -2)), 0).nonzero():
+        pos, tokens = torch.where(mask[e[0]])
+        gate, up = F.linear(x[tokens], gate_up[e[0]]).chunk(2, dim=-1)
+        y = F.linear(act(gate) * up, down[e[0]]) * top_k_weights[tokens, pos, None]
+        out.index_add_(0, tokens, y.to(out.dtype))
+    return out
+
+
+def _grouped_mm_peer():
+    """transformers' "grouped_mm" experts (tokens sorted by expert, torch._grouped_mm for both projections), on a
+    stand-in module of the default layout; None where this transformers has none."""
+    try:
+        from transformers.integrations.moe import grouped_mm_experts_forward
+    except ImportError:
+        return None
+
+    def run(x, top_k_index, top_k_weights, gate_up, down):
+        inner = gate_up.shape[1] // 2
+        experts = SimpleNamespace(num_experts=gate_up.shape[0], _is_expert_parallel=False, has_gate=True,
+                                  has_bias=False, is_transposed=False, has_post_expert_norm=False,
+                                  gate_up_proj=gate_up, down_proj=down,
+                                  _apply_gate=lambda p: F.silu(p[..., :inner]) * p[..., inner:])
+        return grouped_mm_experts_forward(experts, x, top_k_index, top_k_weights)
+    return run
+
+
+def _make_inputs(shape, dtype, device):
+    """Tokens routed round-robin (token t's j-th expert: (t k + j) mod E, weights from a softmax): while T k <= E every
+    pair has its own expert, as a decode step's tokens mostly do."""
+    T, E, k, H, I = shape
+    x = torch.randn(T, H, device=device, dtype=dtype)
+    idx = (torch.arange(T * k, device=device) % E).reshape(T, k)
+    weights = torch.softmax(torch.randn(T, k, device=device), dim=-1)
+    gate_up = torch.randn(E, 2 * I, H, device=device, dtype=dtype) * H**-0.5
+    down = torch.randn(E, H, I, device=device, dtype=dtype) * I**-0.5
+    return x, idx, weights, gate_up, down
+
+
+def _cost(shape, dtype) -> Cost:
+    """Each routed pair's expert read once (3 H I elements), x and out once; the h round trip between the kernels
+    (2 T k I elements) is not the floor's."""
+    T, E, k, H, I = shape
+    pairs = T * k
+    return Cost(flops=6 * pairs * H * I, bytes=(3 * pairs * H * I + 2 * T * H) * dtype.itemsize + 12 * pairs)
+
+
+# Mixtral-8x7B (E 8, k 2, H 4096, I 14336) and Qwen3-30B-A3B (E 128, k 8, H 2048, I 768) at decode batch sizes
+BENCH_CASES = tuple((T, E, k, H, I) for E, k, H, I in ((8, 2, 4096, 14336), (128, 8, 2048, 768))
+                    for T in (1, 2, 4, 8, 16) if T * k <= 2 * E)
+
+registry.register(registry.OpSpec(
+    name="moe_experts", family="moe", make_inputs=_make_inputs, run=moe_experts, reference=moe_experts_reference,
+    eager=moe_experts_eager, cost=_cost, cases=BENCH_CASES, peers={"grouped_mm": _grouped_mm_peer}, x_key="M",
+    check_cases=((1, 4, 2, 64, 48), (3, 4, 2, 96, 40))))

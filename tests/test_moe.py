@@ -1,0 +1,144 @@
+import pytest
+import torch
+
+import rooftop
+from conftest import DEVICE, HAS_CUDA, TOL, rel_err
+from rooftop import registry
+from rooftop.ops import _support, moe
+from rooftop.ops.moe import moe_experts_eager, moe_experts_reference
+
+
+def _inputs(T, E, k, H, I, dtype=torch.bfloat16, index_dtype=torch.int64):
+    """Fresh random tokens, routing (any expert, repeats across tokens allowed) and experts."""
+    x = torch.randn(T, H, device=DEVICE, dtype=dtype)
+    index = torch.randint(0, E, (T, k), device=DEVICE).to(index_dtype)
+    weights = torch.rand(T, k, device=DEVICE).softmax(-1)
+    gate_up = torch.randn(E, 2 * I, H, device=DEVICE, dtype=dtype) * H**-0.5
+    down = torch.randn(E, H, I, device=DEVICE, dtype=dtype) * I**-0.5
+    return x, index, weights, gate_up, down
+
+
+@pytest.mark.parametrize("activation", ["silu", "gelu", "gelu_tanh"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(1, 4, 2, 64, 48), (5, 6, 3, 70, 33), (2, 3, 1, 300, 260)])
+def test_matches_reference(shape, dtype, activation):
+    """Decode-sized calls (one token, several; k of 1-3; H, I ragged against the tiles and past one k-tile), each
+    token's experts at random (tokens sharing experts), int64 indices."""
+    inputs = _inputs(*shape, dtype=dtype)
+    out = rooftop.moe_experts(*inputs, activation=activation)
+    assert out.shape == inputs[0].shape and out.dtype == dtype
+    assert rel_err(out, moe_experts_reference(*inputs, activation=activation)) < TOL[dtype]
+
+
+def test_sentinels_strides_and_int32_indices():
+    """An index outside [0, E) (transformers' expert-parallel sentinel E, or -1) adds nothing; int32 indices; x rows
+    of a wider tensor, strided router weights, gate_up / down as views of larger storage; the eager loop (the
+    sentinel skipped as transformers' does) agrees."""
+    T, E, k, H, I = 4, 5, 2, 64, 40
+    x, index, weights, gate_up, down = _inputs(T, E, k, H, I, index_dtype=torch.int32)
+    index[0, 1], index[2, 0] = E, -1
+    wide = torch.randn(T, H + 16, device=DEVICE, dtype=torch.bfloat16)[:, 8:H + 8].copy_(x)
+    strided = torch.rand(T, 2 * k, device=DEVICE)[:, ::2].softmax(-1)
+    big = torch.randn(E + 1, 2 * I, H, device=DEVICE, dtype=torch.bfloat16)[1:].copy_(gate_up)
+    ref = moe_experts_reference(x, index, strided, gate_up, down)
+    assert rel_err(rooftop.moe_experts(wide, index, strided, big, down), ref) < TOL[torch.bfloat16]
+    skipped = moe_experts_reference(x, index.clamp(0, E - 1), strided, gate_up, down)
+    assert rel_err(skipped, ref) > 0.05  # the sentinels mattered
+    assert rel_err(moe_experts_eager(x, torch.where(index < 0, E, index).long(), strided, gate_up, down),
+                   ref) < TOL[torch.bfloat16]
+
+
+def test_repeated_calls_replay_on_fresh_inputs():
+    """The third call of a signature replays the recorded launches (the h workspace allocated anew): still right on
+    fresh inputs, and with no tokens an empty result."""
+    for _ in range(4):
+        inputs = _inputs(3, 4, 2, 64, 48)
+        assert rel_err(rooftop.moe_experts(*inputs), moe_experts_reference(*inputs)) < TOL[torch.bfloat16]
+    x, index, weights, gate_up, down = _inputs(0, 4, 2, 64, 48)
+    assert rooftop.moe_experts(x, index, weights, gate_up, down).shape == (0, 64)
+
+
+def test_bad_input():
+    x, index, weights, gate_up, down = _inputs(2, 4, 2, 64, 48)
+    with pytest.raises(TypeError, match="top_k_index"):
+        rooftop.moe_experts(x, index.float(), weights, gate_up, down)
+    with pytest.raises(ValueError, match="top_k_index"):
+        rooftop.moe_experts(x, index[:1], weights, gate_up, down)
+    with pytest.raises(ValueError, match="top_k_weights"):
+        rooftop.moe_experts(x, index, weights[:, :1], gate_up, down)
+    with pytest.raises(ValueError, match="gate_up"):
+        rooftop.moe_experts(x, index, weights, gate_up[:, :, :32], down)
+    with pytest.raises(ValueError, match="down"):
+        rooftop.moe_experts(x, index, weights, gate_up, down[:, :, :40])
+    with pytest.raises(TypeError, match="gate_up"):
+        rooftop.moe_experts(x, index, weights, gate_up.float(), down)
+    with pytest.raises(ValueError, match="down"):
+        rooftop.moe_experts(x, index, weights, gate_up, down.transpose(1, 2).contiguous().transpose(1, 2))
+    with pytest.raises(ValueError, match="activation"):
+        rooftop.moe_experts(x, index, weights, gate_up, down, activation="relu")
+    with pytest.raises(ValueError, match="x"):
+        rooftop.moe_experts(x[None], index, weights, gate_up, down)
+    with pytest.raises(TypeError, match="x"):
+        rooftop.moe_experts(x.int(), index, weights, gate_up, down)
+
+
+def test_registry_entry():
+    """Its cost: each routed pair's expert (3 H I elements) once, x and the output once; the eager form (transformers'
+    loop) and the reference agree with rooftop on the check sizes."""
+    spec = registry.get("moe_experts")
+    T, E, k, H, I = 1, 8, 2, 4096, 14336
+    cost = spec.cost((T, E, k, H, I), torch.bfloat16)
+    assert cost.flops == 6 * T * k * H * I and cost.bytes == (3 * T * k * H * I + 2 * T * H) * 2 + 12 * T * k
+    for shape in spec.check_cases:
+        inputs = spec.make_inputs(shape, torch.bfloat16, DEVICE)
+        ref = spec.reference(*inputs)
+        assert rel_err(spec.run(*inputs), ref) < TOL[torch.bfloat16]
+        assert rel_err(spec.eager(*inputs), ref) < TOL[torch.bfloat16]
+
+
+def test_compiles_without_graph_break():
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    inputs = _inputs(2, 4, 2, 64, 48)
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
+    out = torch.compile(lambda *a: rooftop.moe_experts(*a) * 2.0, backend=counter, fullgraph=True)(*inputs)
+    assert counter.frame_count == 1
+    assert rel_err(out, moe_experts_reference(*inputs) * 2.0) < TOL[torch.bfloat16]
+
+
+def test_patched_mixtral_runs_the_kernels(monkeypatch):
+    """patch_model on a transformers Mixtral: its experts become MoEExperts, which take rooftop.moe_experts for a
+    decode-sized call (the kernels launched; the logits as the stock model's) and the model's own experts forward past
+    MOE_MAX_TOKENS tokens; the experts' parameters keep their names."""
+    transformers = pytest.importorskip("transformers")
+    from rooftop.integrations.hf import MoEExperts, patch_model
+    config = transformers.MixtralConfig(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                                        num_local_experts=4, num_experts_per_tok=2)
+    config._attn_implementation = "eager"
+    model = transformers.MixtralForCausalLM(config).to(DEVICE).eval()
+    experts = {name for name, _ in model.named_parameters() if ".experts." in name}
+    short, long = (torch.randint(0, 128, (1, n), device=DEVICE) for n in (4, moe.MOE_MAX_TOKENS + 1))
+    with torch.no_grad():
+        before = [model(ids).logits for ids in (short, long)]
+        assert patch_model(model)["moe_experts"] == 2
+        assert isinstance(model.model.layers[0].mlp.experts, MoEExperts)
+        assert {name for name, _ in model.named_parameters() if ".experts." in name} == experts
+        monkeypatch.setattr(_support, "PLANS_ENABLED", False)  # every call through the op (no replay)
+        launched = []
+        real = moe._moe_experts_op
+        monkeypatch.setattr(moe, "_moe_experts_op", lambda *a: launched.append(a[0].shape[0]) or real(*a))
+        for ids, ref in zip((short, long), before):
+            assert rel_err(model(ids).logits, ref) < (1e-2 if HAS_CUDA else 1e-4)
+    assert launched == [4, 4]  # two layers, the short call only
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", [(1, 8, 2, 4096, 14336), (8, 128, 8, 2048, 768), (16, 8, 2, 4096, 1000)])
+def test_gpu_model_sizes(shape):
+    """Mixtral's and Qwen3-30B-A3B's expert shapes at decode batch sizes (experts shared between tokens), and a
+    ragged I."""
+    inputs = _inputs(*shape)
+    assert rel_err(rooftop.moe_experts(*inputs), moe_experts_reference(*inputs)) < TOL[torch.bfloat16]
