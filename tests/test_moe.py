@@ -142,3 +142,18 @@ def test_gpu_model_sizes(shape):
     ragged I."""
     inputs = _inputs(*shape)
     assert rel_err(rooftop.moe_experts(*inputs), moe_experts_reference(*inputs)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+def test_gpu_sweep_keeps_a_provider_that_cannot_be_graphed():
+    """The eager loop synchronises the host (nonzero), so no CUDA graph holds it: the sweep keeps its do_bench row
+    without a graph time, and rooftop's row gets one."""
+    from rooftop.bench import sweep
+    from rooftop.hardware import ceilings_for
+    said = []
+    rows = sweep.measure(registry.get("moe_experts"), (1, 4, 2, 64, 48), torch.bfloat16, ["rooftop", "eager"],
+                         ceilings_for(), say=said.append)
+    by_provider = {r["provider"]: r for r in rows}
+    assert set(by_provider) == {"rooftop", "eager"}
+    assert "graph_ms" in by_provider["rooftop"] and "graph_ms" not in by_provider["eager"]
+    assert any("not capturable" in line for line in said)
