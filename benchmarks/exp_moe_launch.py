@@ -2,12 +2,13 @@ r"""Experiment: rooftop.moe_experts' launch shapes at decode sizes, beside trans
 
 moe_experts (ops/moe.py, session 60, not yet timed on a GPU) runs two CUDA-core GEMV kernels: gate / up with the
 activation (a program a pair and BLOCK_N columns of I) and down with the router's weighted sum (a program a token and
-BLOCK_N columns of H). Offline sm_90 at (BLOCK_N, BLOCK_K, warps) = (16, 256, 4): 126 / 94 registers, no spills,
-16-byte loads. Each (BLOCK_N, BLOCK_K, warps) below is set for both kernels (GATE_UP_LAUNCH, DOWN_LAUNCH) and timed
-by graph replay over input copies larger than L2 at Mixtral-8x7B's (E 8, k 2, H 4096, I 14336) and Qwen3-30B-A3B's
-(E 128, k 8, H 2048, I 768) experts, 1 and 4 tokens; beside them transformers' grouped_mm experts (graph replay)
-and its eager loop (do_bench: it synchronises the host). Prediction: 80-90% of the copy rate at Mixtral's shape
-(1.8 MB rows a program, enough programs), 60-75% at Qwen3's (768-wide rows: short k loops); several x the loops.
+BLOCK_N columns of H, I split over programs to fill the GPU). Offline sm_90 at (BLOCK_N, BLOCK_K, warps) = (16, 256,
+4): 126 / 94 registers, no spills, 16-byte loads. Each (BLOCK_N, BLOCK_K, warps) below is set for both kernels
+(GATE_UP_LAUNCH, DOWN_LAUNCH with 1 or 4 programs an SM) and timed by graph replay over input copies larger than
+L2 at Mixtral-8x7B's (E 8, k 2, H 4096, I 14336) and Qwen3-30B-A3B's (E 128, k 8, H 2048, I 768) experts, 1 and 4
+tokens; beside them transformers' grouped_mm experts (graph replay) and its eager loop (do_bench: it synchronises
+the host). Prediction: 80-90% of the copy rate at Mixtral's shape, 60-75% at Qwen3's (768-wide rows: short k
+loops); the split down kernel (4 an SM) ahead of 1 at one token; several x the loops.
 Writes OUT/exp-moe-launch.json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT
 """
 import argparse
@@ -23,6 +24,7 @@ from rooftop.ops import moe
 from rooftop.ops._support import clear_plans
 
 LAUNCHES = ((16, 256, 4), (32, 128, 4), (8, 512, 2), (16, 512, 4), (32, 256, 8), (8, 256, 2), (16, 128, 2))
+PER_SM = (1, 4)  # the down kernel's programs an SM: I split to make them (1: few splits, or none)
 CASES = ((1, 8, 2, 4096, 14336), (4, 8, 2, 4096, 14336), (1, 128, 8, 2048, 768), (4, 128, 8, 2048, 768))
 
 
@@ -49,11 +51,12 @@ def main():
                   flush=True)
 
         for launch in LAUNCHES:
-            moe.GATE_UP_LAUNCH = moe.DOWN_LAUNCH = launch
-            clear_plans()
-            out = moe.moe_experts(*sets[0])
-            record("rooftop n{}k{}w{}".format(*launch), graph_replay_us([lambda s=s: moe.moe_experts(*s)
-                                                                         for s in sets], repeat=20), out)
+            for per_sm in PER_SM:
+                moe.GATE_UP_LAUNCH, moe.DOWN_LAUNCH = launch, (*launch, per_sm)
+                clear_plans()
+                out = moe.moe_experts(*sets[0])
+                record("rooftop n{}k{}w{}p{}".format(*launch, per_sm),
+                       graph_replay_us([lambda s=s: moe.moe_experts(*s) for s in sets], repeat=20), out)
         if grouped is not None:
             record("grouped_mm", graph_replay_us([lambda s=s: grouped(*s) for s in sets], repeat=20), grouped(*sets[0]))
         record("eager loop", bench_ms(lambda: spec.eager(*sets[0])) * 1e3, spec.eager(*sets[0]))

@@ -157,3 +157,27 @@ def test_gpu_sweep_keeps_a_provider_that_cannot_be_graphed():
     assert set(by_provider) == {"rooftop", "eager"}
     assert "graph_ms" in by_provider["rooftop"] and "graph_ms" not in by_provider["eager"]
     assert any("not capturable" in line for line in said)
+
+
+def test_down_projection_split_over_programs(monkeypatch):
+    """A decode step's few tokens: I cut into ranges over programs (here 5, forced by asking for many programs an
+    SM), whose fp32 partials the tile's last range sums in order; right twice in a row (the arrival counters left at
+    zero), and with one range."""
+    grids = []
+    real_launch = moe.launch
+    monkeypatch.setattr(moe, "launch", lambda kernel, grid, *a, **k: grids.append(grid) or real_launch(kernel, grid,
+                                                                                                      *a, **k))
+    monkeypatch.setattr(moe, "DOWN_LAUNCH", (16, 64, 4, 64))
+    _support.clear_plans()
+    for _ in range(2):
+        inputs = _inputs(2, 4, 2, 64, 260)
+        assert rel_err(rooftop.moe_experts(*inputs), moe_experts_reference(*inputs)) < TOL[torch.bfloat16]
+    assert grids[1] == (2, 4, 5)
+    if HAS_CUDA:
+        torch.cuda.synchronize()
+        assert int(_support.arrival_counters(inputs[0].device, 8).count_nonzero()) == 0
+    monkeypatch.setattr(moe, "DOWN_LAUNCH", (16, 512, 4, 1))
+    _support.clear_plans()  # a plan keeps the launch its signature's first calls chose
+    inputs = _inputs(2, 4, 2, 64, 260)
+    assert rel_err(rooftop.moe_experts(*inputs), moe_experts_reference(*inputs)) < TOL[torch.bfloat16]
+    assert grids[-1] == (2, 4, 1)

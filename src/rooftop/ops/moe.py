@@ -11,9 +11,10 @@ two projections (as the model's own F.linear outputs are), the sum over j in fp3
 Two kernels, with no host synchronisation (the routing stays on the GPU: the step can be a CUDA graph):
 - `_moe_gate_up_kernel`, program (pair s = t k + j, BLOCK_N columns of I): reads x_t, the pair's expert's BLOCK_N
   gate rows and BLOCK_N up rows (2 BLOCK_N H elements, once) and writes h[s, cols] = act(g) * u.
-- `_moe_down_kernel`, program (token t, BLOCK_N columns of H): for j = 0 .. k-1 in order (deterministic) reads
-  h[t k + j] and the pair's expert's BLOCK_N down rows (BLOCK_N I elements, once) and writes
-  out[t, cols] = sum_j w[t, j] (D_e h)[cols].
+- `_moe_down_kernel`, program (token t, BLOCK_N columns of H, a range of I): for j = 0 .. k-1 in order reads its
+  range of h[t k + j] and of the pair's expert's BLOCK_N down rows (each element once over the ranges), and
+  out[t, cols] = sum_j w[t, j] (D_e h)[cols] comes from the ranges' fp32 partials summed in order by the tile's last
+  range (deterministic; one range: written directly). A decode step has few tokens: I is split to fill the GPU.
 HBM: each (token, expert) pair reads its expert's 3 H I weights once: decode's traffic while T k <= E and the
 tokens pick distinct experts; tokens sharing an expert read it again (from L2 when their programs run close). For
 prefill (many tokens an expert) a grouped GEMM is what fits: `patch_model` keeps the model's own experts forward past
@@ -21,6 +22,7 @@ MOE_MAX_TOKENS tokens. Both kernels are CUDA-core GEMVs (tl.sum over k-tiles); t
 """
 from __future__ import annotations
 
+import functools
 from types import SimpleNamespace
 
 import torch
@@ -29,7 +31,8 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import cdiv, check_float, check_same_device, launch, planned, runs_kernel, torch_op
+from rooftop.ops._support import (arrival_counters, cdiv, check_float, check_same_device, float32_placeholder, launch,
+                                  num_sms, planned, provided, runs_kernel, store_split_output, torch_op)
 from rooftop.ops.activations import _activate
 from rooftop.roofline import Cost
 
@@ -38,10 +41,13 @@ INDEX_DTYPES = (torch.int32, torch.int64)
 # Up to here (tokens a call) patch_model's experts run these kernels; past it the model's own forward (a grouped
 # GEMM's regime: each expert's weights read once for all its tokens, which a pair-a-program GEMV cannot do).
 MOE_MAX_TOKENS = 16
-# (BLOCK_N, BLOCK_K, num_warps) of the two kernels: a k-tile of BLOCK_N weight rows x BLOCK_K, its products kept
-# per lane until the end of the row (one reduction a program).
+# (BLOCK_N, BLOCK_K, num_warps) of the gate / up kernel, and of the down kernel with the programs an SM it aims at
+# (I split into as many ranges as make them, at most DOWN_MAX_SPLITS: a decode step has few tokens, H / BLOCK_N
+# tiles each): a k-tile of BLOCK_N weight rows x BLOCK_K, its products kept per lane until the end of the row (one
+# reduction a program). Offline sm_90 at (16, 256, 4): 126 / 94 registers, no spills, 16-byte loads.
 GATE_UP_LAUNCH = (16, 256, 4)
-DOWN_LAUNCH = (16, 256, 4)
+DOWN_LAUNCH = (16, 256, 4, 4)
+DOWN_MAX_SPLITS = 16
 
 
 @triton.jit
@@ -71,12 +77,19 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, h_ptr, H, I, E, TOP_K, x_stride, 
 
 
 @triton.jit
-def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, out_ptr, H, I, E, TOP_K, rw_stride, we_stride, wn_stride,
-                     out_stride, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    # Program (token, column block): for each of the token's k pairs in order, h (I elements, from L2) and BLOCK_N
-    # down rows of its expert (BLOCK_N I elements: each once); writes BLOCK_N elements of out.
+def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, out_ptr, ws_ptr, cnt_ptr, T, H, I, E, TOP_K, k_split, rw_stride,
+                     we_stride, wn_stride, out_stride, SPLITS: tl.constexpr, SUM_BATCH: tl.constexpr,
+                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # Program (token, column block, split of I): for each of the token's k pairs in order, its k-range of h (from L2)
+    # and of BLOCK_N down rows of its expert (each element once over the splits); with SPLITS > 1 the fp32 partials
+    # (4 BLOCK_N bytes a split) summed in split order by the tile's last split (store_split_output), which writes
+    # BLOCK_N elements of out.
     token = tl.program_id(0)
-    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    pid_n = tl.program_id(1)
+    split = tl.program_id(2)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    k_start = split * k_split
+    k_end = tl.minimum(k_start + k_split, I)
     acc = tl.zeros([BLOCK_N], tl.float32)
     for j in range(0, TOP_K):
         pair = token * TOP_K + j
@@ -88,13 +101,14 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, out_ptr, H, I, E, TOP_K, rw_
         rows = w_ptr + expert * we_stride + cols.to(tl.int64)[:, None] * wn_stride
         h_row = h_ptr + pair.to(tl.int64) * I
         part = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)
-        for k0 in range(0, I, BLOCK_K):
+        for k0 in range(k_start, k_end, BLOCK_K):
             ks = k0 + tl.arange(0, BLOCK_K)
-            hk = tl.load(h_row + ks, mask=ks < I, other=0.0).to(tl.float32)[None, :]
-            part += tl.load(rows + ks[None, :], mask=col_ok[:, None] & (ks[None, :] < I), other=0.0,
+            hk = tl.load(h_row + ks, mask=ks < k_end, other=0.0).to(tl.float32)[None, :]
+            part += tl.load(rows + ks[None, :], mask=col_ok[:, None] & (ks[None, :] < k_end), other=0.0,
                             eviction_policy="evict_first").to(tl.float32) * hk
         acc += weight * tl.sum(part, axis=1)
-    tl.store(out_ptr + token.to(tl.int64) * out_stride + cols, acc.to(out_ptr.dtype.element_ty), mask=cols < H)
+    store_split_output(acc[None, :], token + tl.arange(0, 1), cols, T, H, out_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr,
+                       token * tl.num_programs(1) + pid_n, split, SPLITS, False, SUM_BATCH)
 
 
 def _check(x, top_k_index, top_k_weights, gate_up, down, activation) -> None:
@@ -169,10 +183,18 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     launch(_moe_gate_up_kernel, (T * top_k, cdiv(I, block_n)), x, idx, gate_up, h, H, I, E, top_k, x.stride(0),
            gate_up.stride(0), gate_up.stride(1), ACT=activation, APPROX=x.is_cuda, BLOCK_N=block_n,
            BLOCK_K=min(block_k, triton.next_power_of_2(H)), num_warps=warps)
-    block_n, block_k, warps = DOWN_LAUNCH
-    launch(_moe_down_kernel, (T, cdiv(H, block_n)), h, idx, router, down, out, H, I, E, top_k, router.stride(0),
-           down.stride(0), down.stride(1), out.stride(0), BLOCK_N=block_n,
-           BLOCK_K=min(block_k, triton.next_power_of_2(I)), num_warps=warps)
+    block_n, block_k, warps, per_sm = DOWN_LAUNCH
+    block_k = min(block_k, triton.next_power_of_2(I))
+    tiles, steps = T * cdiv(H, block_n), cdiv(I, block_k)
+    splits = max(1, min(cdiv(per_sm * num_sms(x.device.index if x.is_cuda else -1), tiles), steps, DOWN_MAX_SPLITS))
+    k_split = cdiv(steps, splits) * block_k
+    splits = cdiv(I, k_split)
+    partials = (torch.empty((splits, T, H), device=x.device, dtype=torch.float32) if splits > 1
+                else provided(float32_placeholder(x.device), functools.partial(float32_placeholder, x.device)))
+    launch(_moe_down_kernel, (T, cdiv(H, block_n), splits), h, idx, router, down, out, partials,
+           arrival_counters(x.device, tiles), T, H, I, E, top_k, k_split, router.stride(0), down.stride(0),
+           down.stride(1), out.stride(0), SPLITS=splits, SUM_BATCH=min(splits, 8), BLOCK_N=block_n, BLOCK_K=block_k,
+           num_warps=warps)
     return out
 
 
