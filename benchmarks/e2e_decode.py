@@ -131,13 +131,22 @@ def _timed(run, ids, new: int) -> dict:
     return figures
 
 
-def weight_bytes(model) -> int:
+def weight_bytes(model, batch: int = 1) -> int:
     """Bytes a decode step reads at least: every parameter and buffer once, but the input embedding's table (a
-    row a token) unless the output layer shares it."""
+    row a token) unless the output layer shares it, and of a mixture of experts' [E, ...] expert weights (a module's
+    3-D gate_up_proj and down_proj) the share a step's tokens route to: E (1 - (1 - k / E)^batch) experts, k a
+    token's, routed at random (one token: k)."""
     embedding = model.get_input_embeddings().weight
     tied = getattr(model.get_output_embeddings(), "weight", None) is embedding  # a quantized lm_head has none
     tensors = {t.data_ptr(): t for t in (*model.parameters(), *model.buffers()) if tied or t is not embedding}
-    return sum(t.numel() * t.element_size() for t in tensors.values())
+    share = {}
+    top_k = getattr(model.config, "num_experts_per_tok", None)
+    for module in model.modules():
+        for name in ("gate_up_proj", "down_proj"):
+            t = getattr(module, name, None)
+            if top_k and isinstance(t, torch.Tensor) and t.dim() == 3:
+                share[t.data_ptr()] = 1 - (1 - top_k / t.shape[0]) ** batch
+    return int(sum(t.numel() * t.element_size() * share.get(p, 1.0) for p, t in tensors.items()))
 
 
 def main() -> None:
@@ -180,6 +189,10 @@ def main() -> None:
     parser.add_argument("--fp8", action="store_true",
                         help="also the patched model with fp8 weights and per-token fp8 activations (W8A8: "
                              "quantize_model(model, 'fp8'), lm_head kept bf16)")
+    parser.add_argument("--moe", action="store_true",
+                        help="a Mixtral-shaped model (8 experts, top 2, the --size's shapes), stock's experts "
+                             "transformers' grouped_mm (its eager loop synchronises the host: no CUDA graph holds it); "
+                             "with --no-int4")
     parser.add_argument("--no-int4", action="store_true",
                         help="without the int4 models (their tuning from an empty cache takes ~9 minutes on a GPU)")
     parser.add_argument("--lm-head-bits", type=lambda s: [int(b) for b in s.split(",")], default=[],
@@ -191,14 +204,21 @@ def main() -> None:
     int4_rows = ("row_pdl_ab", "sdpa_decode_ab", "kv_append_ab", "rope_append_ab", "argmax_ab", "lm_head_bits")
     if args.no_int4 and any(getattr(args, name) for name in int4_rows):
         parser.error("--no-int4: the --*-ab rows and --lm-head-bits are int4 models")
+    if args.moe and not args.no_int4:
+        parser.error("--moe: with --no-int4 (quantize_model leaves the experts in bf16)")
     if args.no_plans:
         _support.PLANS_ENABLED = False
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
-    config = transformers.LlamaConfig(num_hidden_layers=args.layers, max_position_embeddings=4096,
-                                      **SIZES[args.size])
+    arch = "Mixtral" if args.moe else "Llama"
+    config = getattr(transformers, f"{arch}Config")(num_hidden_layers=args.layers, max_position_embeddings=4096,
+                                                      **SIZES[args.size],
+                                                      **(dict(num_local_experts=8, num_experts_per_tok=2) if args.moe
+                                                         else {}))
     config._attn_implementation = "sdpa"
-    stock = transformers.LlamaForCausalLM(config).to(device=device, dtype=dtype).eval()
+    if args.moe:
+        config._experts_implementation = "grouped_mm"
+    stock = getattr(transformers, f"{arch}ForCausalLM")(config).to(device=device, dtype=dtype).eval()
     ids = torch.randint(0, config.vocab_size, (args.batch, args.prompt), device=device)
     rows = []
     with torch.inference_mode():
@@ -237,7 +257,8 @@ def main() -> None:
             against_stock["patched + fp8"] = agreement(stock, fp8, ids)
         torch_argmax = {"argmax": lambda logits: logits.argmax(-1)}
         plain, no_pdl, compiled = {"argmax": row_argmax}, {"row_pdl": False, "argmax": row_argmax}, {"compiled": True}
-        models = [("stock (sdpa)", stock, torch_argmax), (f"rooftop-patched {counts}", patched, plain),
+        stock_name = "stock (sdpa" + (", grouped_mm experts)" if args.moe else ")")
+        models = [(stock_name, stock, torch_argmax), (f"rooftop-patched {counts}", patched, plain),
                   ("rooftop-patched, projections apart (gate / up, q / k / v)", apart, plain)]
         if not args.no_int4:
             models += [(f"patched + int4 g128 ({len(report['quantized'])} linears)", quantized, plain),
@@ -286,7 +307,7 @@ def main() -> None:
             for key in ("tokens_per_s", "decode_tokens_per_s", "step_ms", "prefill_ms"):
                 measured = [r[key] for r in runs[name] if key in r]
                 row[key] = statistics.median(measured) if measured else None
-            row["weight_GB"] = weight_bytes(model) / 1e9
+            row["weight_GB"] = weight_bytes(model, args.batch) / 1e9
             # the step's floor: its weights read once at the measured copy bandwidth
             floor_ms = row["weight_GB"] / copy_gbps * 1e3 if copy_gbps else None
             row["floor_ms"] = floor_ms
@@ -299,13 +320,15 @@ def main() -> None:
     for r in rows:
         r["x_stock"] = r[speed] / stock_speed if r[speed] and stock_speed else None
     device_name = torch.cuda.get_device_name() if device == "cuda" else "cpu"
-    setup = (f"Llama-3-{args.size} layer shapes, {args.layers} layers, random weights, batch {args.batch}, "
+    setup = (f"Llama-3-{args.size} layer shapes" + (" with 8 experts of them, top 2 (Mixtral's)" if args.moe else "")
+             + f", {args.layers} layers, random weights, batch {args.batch}, "
              f"{args.prompt}-token prompt, {args.new} new tokens (greedy), "
              + (f"each decode step one CUDA graph replay, a static cache of "
                 f"{max(args.cache_len, args.prompt + args.new + 4)}" if args.graphs else "HF generate, eager")
              + ("; the patched models' greedy tokens by rooftop.row_argmax" if args.graphs else "")
              + ("; no call plans" if args.no_plans else ""))
-    family = "e2e_decode" + (f"_cache{args.cache_len}" if args.graphs and args.cache_len else "") + (
+    family = "e2e_decode" + ("_moe" if args.moe else "") + (
+        f"_cache{args.cache_len}" if args.graphs and args.cache_len else "") + (
         f"_b{args.batch}" if args.batch > 1 else "")
     path = write_results(args.out, family, [], {}, device_name,
                          tables={f"End-to-end decode, tokens/s ({setup})": rows},
@@ -313,7 +336,8 @@ def main() -> None:
                              "".join(f" lm_head int{b}: {e}." for b, e in head_errs.items())) + (
                              " tokens_per_s: the whole run; decode_tokens_per_s, step_ms: the graphed steps alone "
                              "(CUDA events), prefill_ms the eager prefill; floor_ms: weight_GB (every parameter and "
-                             "buffer but the input embedding) read once at the measured copy bandwidth; x_stock by "
+                             "buffer but the input embedding; of the experts, the share routed to) read once at the "
+                             "measured copy bandwidth; x_stock by "
                              "decode tokens/s; runs: each round's." if args.graphs else ""))
     for r in rows:
         print(f"{r['model'][:60]:60s} {r[speed] or float('nan'):8.1f} tok/s"
