@@ -14,9 +14,3 @@ timeout 120 python -m pytest -q -p no:logging --tb=short -n 8 tests/test_moe.py 
 timeout 200 python benchmarks/exp_moe_launch.py $OUT/w 2>&1 | grep -v Warn | tail -40
 timeout 150 python benchmarks/gpu_session.py $OUT/w/session --families moe --no-ncu 2>&1 | grep -v Warn | tail -14
 tar czf $OUT/call-n.tgz -C $OUT w
-# then (same call if time is left, else the next): a Mixtral-shaped model end to end, 4 layers, batch 1 and 8, each
-# decode step a CUDA graph: stock with transformers' grouped_mm experts against patched (moe_experts under 17 tokens).
-# Predicted: patched 1.5-2.5x stock at batch 1 (grouped_mm at one token: a GEMM launch per projection for 8 experts).
-timeout 240 python benchmarks/e2e_decode.py $OUT/w/moe --graphs --cache-len 4096 --moe --no-int4 --layers 4 \
-  --repeats 2 2>&1 | grep -v Warn | tail -6
-tar czf $OUT/call-n.tgz -C $OUT w
