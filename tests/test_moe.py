@@ -14,7 +14,7 @@ def _inputs(T, E, k, H, I, dtype=torch.bfloat16, index_dtype=torch.int64):
     index = torch.randint(0, E, (T, k), device=DEVICE).to(index_dtype)
     weights = torch.rand(T, k, device=DEVICE).softmax(-1)
     gate_up = torch.randn(E, 2 * I, H, device=DEVICE, dtype=dtype) * H**-0.5
-    down = torch.randn(E, H, I, device=DEVICE, dtype=dtype) * I**-0.5
+    down = torch.randn(E, H, I, device=DEVICE, dtype=dtype) * max(I, 1)**-0.5
     return x, index, weights, gate_up, down
 
 
@@ -38,10 +38,12 @@ def test_sentinels_strides_and_int32_indices():
     x, index, weights, gate_up, down = _inputs(T, E, k, H, I, index_dtype=torch.int32)
     index[0, 1], index[2, 0] = E, -1
     wide = torch.randn(T, H + 16, device=DEVICE, dtype=torch.bfloat16)[:, 8:H + 8].copy_(x)
-    strided = torch.rand(T, 2 * k, device=DEVICE)[:, ::2].softmax(-1)
+    strided = torch.rand(T, 2 * k, device=DEVICE)[:, ::2]
     big = torch.randn(E + 1, 2 * I, H, device=DEVICE, dtype=torch.bfloat16)[1:].copy_(gate_up)
+    down_view = torch.randn(E, H + 8, I, device=DEVICE, dtype=torch.bfloat16)[:, 8:].copy_(down)
+    assert strided.stride() == (2 * k, 2) and down_view.stride(1) == I and down_view.storage_offset() > 0
     ref = moe_experts_reference(x, index, strided, gate_up, down)
-    assert rel_err(rooftop.moe_experts(wide, index, strided, big, down), ref) < TOL[torch.bfloat16]
+    assert rel_err(rooftop.moe_experts(wide, index, strided, big, down_view), ref) < TOL[torch.bfloat16]
     skipped = moe_experts_reference(x, index.clamp(0, E - 1), strided, gate_up, down)
     assert rel_err(skipped, ref) > 0.05  # the sentinels mattered
     assert rel_err(moe_experts_eager(x, torch.where(index < 0, E, index).long(), strided, gate_up, down),
@@ -49,13 +51,18 @@ def test_sentinels_strides_and_int32_indices():
 
 
 def test_repeated_calls_replay_on_fresh_inputs():
-    """The third call of a signature replays the recorded launches (the h workspace allocated anew): still right on
-    fresh inputs, and with no tokens an empty result."""
+    """A signature's first call is recorded and later ones replay its launches (the h workspace and the partials
+    allocated anew): still right on fresh inputs. No tokens, no hidden or no intermediate width: an empty or zero
+    result."""
+    _support.clear_plans()
     for _ in range(4):
         inputs = _inputs(3, 4, 2, 64, 48)
         assert rel_err(rooftop.moe_experts(*inputs), moe_experts_reference(*inputs)) < TOL[torch.bfloat16]
+    assert len(rooftop.moe_experts.plans) == 1
     x, index, weights, gate_up, down = _inputs(0, 4, 2, 64, 48)
     assert rooftop.moe_experts(x, index, weights, gate_up, down).shape == (0, 64)
+    x, index, weights, gate_up, down = _inputs(2, 4, 2, 64, 0)
+    assert torch.equal(rooftop.moe_experts(x, index, weights, gate_up, down), torch.zeros_like(x))
 
 
 def test_bad_input():
@@ -181,3 +188,63 @@ def test_down_projection_split_over_programs(monkeypatch):
     inputs = _inputs(2, 4, 2, 64, 260)
     assert rel_err(rooftop.moe_experts(*inputs), moe_experts_reference(*inputs)) < TOL[torch.bfloat16]
     assert grids[-1] == (2, 4, 1)
+
+
+class Experts(torch.nn.Module):
+    """transformers' experts, as its eager loop computes them; `swap` puts the up half first, `clamp` clamps the
+    gate (Step-3's swiglu_limit), `bias` adds one."""
+
+    def __init__(self, E=4, H=64, I=48, swap=False, clamp=None, bias=False):
+        super().__init__()
+        self.gate_up_proj = torch.nn.Parameter(torch.randn(E, 2 * I, H) * H**-0.5)
+        self.down_proj = torch.nn.Parameter(torch.randn(E, H, I) * I**-0.5)
+        self.gate_up_proj_bias = torch.nn.Parameter(torch.randn(E, 2 * I) * 0.01) if bias else None
+        self.act_fn, self.swap, self.clamp = torch.nn.SiLU(), swap, clamp
+
+    def gated(self, gate_up):
+        gate, up = gate_up.chunk(2, dim=-1)
+        if self.swap:
+            gate, up = up, gate
+        if self.clamp is not None:
+            gate, up = gate.clamp(max=self.clamp), up.clamp(-self.clamp, self.clamp)
+        return self.act_fn(gate) * up
+
+    def forward(self, hidden_states, top_k_index, top_k_weights):
+        out = torch.zeros_like(hidden_states)
+        for t in range(hidden_states.shape[0]):
+            for j in range(top_k_index.shape[1]):
+                e = int(top_k_index[t, j])
+                bias = None if self.gate_up_proj_bias is None else self.gate_up_proj_bias[e]
+                gate_up = torch.nn.functional.linear(hidden_states[t], self.gate_up_proj[e], bias)
+                out[t] += top_k_weights[t, j] * (self.down_proj[e] @ self.gated(gate_up))
+        return out
+
+
+class OwnGateExperts(Experts):
+    """A gate of its own, as transformers' `_apply_gate` overrides (gpt-oss, Step-3)."""
+
+    def _apply_gate(self, gate_up):
+        return self.gated(gate_up)
+
+
+def test_experts_swapped_only_where_they_compute_the_same():
+    """patch_model swaps an experts module for MoEExperts only where it has no other parameter (a bias), no gate of
+    its own (a clamp would show only on large values) and gives the same output (the halves swapped do not); the
+    swapped one agrees at decode sizes and takes the module's own forward under autograd."""
+    from rooftop.integrations.hf import MoEExperts, patch_model
+
+    class Block(torch.nn.Module):
+        def __init__(self, experts):
+            super().__init__()
+            self.experts = experts
+
+    for experts, swapped in ((Experts(swap=True), False), (OwnGateExperts(clamp=7.0), False),
+                             (Experts(bias=True), False), (Experts(), True)):
+        block = Block(experts.to(DEVICE))
+        assert patch_model(block)["moe_experts"] == int(swapped)
+        assert isinstance(block.experts, MoEExperts) == swapped
+    x, index = torch.randn(2, 64, device=DEVICE), torch.randint(0, 4, (2, 2), device=DEVICE)
+    weights = torch.rand(2, 2, device=DEVICE)
+    with torch.no_grad():
+        assert rel_err(block.experts(x, index, weights), experts(x, index, weights)) < 1e-4
+    assert block.experts(x, index, weights.requires_grad_()).requires_grad  # autograd: the module's own forward

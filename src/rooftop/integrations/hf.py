@@ -32,8 +32,9 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   [E, H, I] parameters, a SiLU or tanh-GELU `act_fn`, forward(hidden_states, top_k_index, top_k_weights): Mixtral,
   Qwen2/3-MoE, OLMoE, DeepSeek-V3 and most others) become `MoEExperts`: rooftop.moe_experts up to MOE_MAX_TOKENS tokens
   a call (decoding: every pair's expert read once, no host synchronisation, where transformers' loop synchronises to
-  find the experts hit), the module's own forward past it (prefill). Swapped where it gives the module's output on
-  three random tokens routed to random experts (a transposed or interleaved layout, a bias, a gate of its own fail);
+  find the experts hit), the module's own forward past it (prefill). Swapped where the module has no other parameter
+  (a bias), no gate of its own (`_apply_gate`: a clamp) and transformers' default layout flags, and gives the module's
+  output on random tokens routed to random experts (a transposed or interleaved layout fails that);
 - a decoder layer whose forward reads `h = r + h; r = h; h = self.<norm>(h)` (transformers' Llama, Mistral, Qwen2: the
   residual add before the post-attention norm; Phi-3's `r + self.<dropout>(h)` where its p is 0), the norm now rooftop's
   RMSNorm or LayerNorm (Starcoder2's), computes `h, r = self.<norm>(h, residual=r)`: the add in the norm's kernel
@@ -286,10 +287,11 @@ class MoEExperts(nn.Module):
         self.own_forward = experts.forward  # bound: the module stays alive without being a submodule
 
     def forward(self, hidden_states, top_k_index, top_k_weights):
-        grad = torch.is_grad_enabled() and (hidden_states.requires_grad or self.gate_up_proj.requires_grad
-                                            or self.down_proj.requires_grad)
+        grad = torch.is_grad_enabled() and any(t.requires_grad for t in (hidden_states, top_k_weights,
+                                                                         self.gate_up_proj, self.down_proj))
         tokens = hidden_states.shape[0] if hidden_states.dim() == 2 else MOE_MAX_TOKENS + 1
-        if grad or tokens > MOE_MAX_TOKENS or not runs_kernel(hidden_states):
+        if (grad or tokens > MOE_MAX_TOKENS or hidden_states.dtype != self.gate_up_proj.dtype  # autocast: theirs
+                or not runs_kernel(hidden_states)):
             return self.own_forward(hidden_states, top_k_index, top_k_weights)
         return moe_experts(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj,
                            self.activation)
@@ -299,10 +301,25 @@ class MoEExperts(nn.Module):
         return f"experts={experts}, hidden={hidden}, intermediate={inner}, activation={self.activation}"
 
 
+# transformers' experts flags (use_experts_implementation) under which the weights mean what moe_experts computes
+_MOE_DEFAULT_FLAGS = {"has_bias": False, "has_post_expert_norm": False, "is_transposed": False,
+                      "is_concatenated": True, "has_gate": True}
+
+
+def _default_gate(module: nn.Module) -> bool:
+    """Whether `module` gates as transformers' default (act(first half) * second half): no `_apply_gate` of its own
+    (a clamp, an offset, interleaved halves: gpt-oss, Step-3)."""
+    gate = getattr(type(module), "_apply_gate", None)
+    return gate is None or (gate.__name__ == "_default_apply_gate"
+                            and gate.__module__ == "transformers.integrations.moe")
+
+
 def _moe_experts(module: nn.Module) -> MoEExperts | None:
     """The MoEExperts standing in for `module`: 3-D `gate_up_proj` [E, 2I, H] and `down_proj` [E, H, I] of one float
-    dtype and a SiLU or tanh-GELU `act_fn`; kept where it gives the module's output on three random tokens, each
-    routed to two random experts (within MLP_TOLERANCE). None on the meta device."""
+    dtype, its only parameters and no buffers, a SiLU or tanh-GELU `act_fn`, transformers' default gate and layout
+    flags where it has them (_MOE_DEFAULT_FLAGS); kept where rooftop.moe_experts gives the module's output on one and
+    on three random tokens, each routed to two random experts (within MLP_TOLERANCE; on a CPU without the interpreter
+    its float64 reference). None on the meta device."""
     gate_up, down = getattr(module, "gate_up_proj", None), getattr(module, "down_proj", None)
     act = getattr(module, "act_fn", None)
     activation = _activation(act) if isinstance(act, nn.Module) else None
@@ -312,21 +329,27 @@ def _moe_experts(module: nn.Module) -> MoEExperts | None:
     if (gate_up.is_meta or experts == 0 or double % 2 or down.shape != (experts, hidden, double // 2)
             or gate_up.dtype != down.dtype or gate_up.dtype not in (torch.float16, torch.bfloat16, torch.float32)):
         return None
-    new = MoEExperts(module, activation)
+    own = {name for name, _ in module.named_parameters()} | {name for name, _ in module.named_buffers()}
+    if (own != {"gate_up_proj", "down_proj"} or not _default_gate(module)
+            or any(getattr(module, flag, value) != value for flag, value in _MOE_DEFAULT_FLAGS.items())):
+        return None
     generator = torch.Generator(gate_up.device).manual_seed(0)
-    x = torch.randn(3, hidden, device=gate_up.device, generator=generator).to(gate_up.dtype)
-    index = torch.randint(0, experts, (3, 2), device=gate_up.device, generator=generator)
-    weights = torch.rand(3, 2, device=gate_up.device, generator=generator).softmax(-1)
-    try:
-        with torch.no_grad():
-            want, got = module(x, index, weights), new(x, index, weights)
-    except Exception:  # another signature or layout: no swap
-        return None
-    if not (isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor) and want.shape == got.shape):
-        return None
-    want, got = want.double(), got.double()
-    scale = float(torch.linalg.vector_norm(want))
-    return new if scale > 0 and float(torch.linalg.vector_norm(got - want)) / scale <= MLP_TOLERANCE else None
+    for tokens in (1, 3):  # one: the down projection split over programs, as a decode step's
+        x = torch.randn(tokens, hidden, device=gate_up.device, generator=generator).to(gate_up.dtype)
+        index = torch.randint(0, experts, (tokens, 2), device=gate_up.device, generator=generator)
+        weights = torch.rand(tokens, 2, device=gate_up.device, generator=generator).softmax(-1)
+        try:
+            with torch.no_grad():
+                want, got = module(x, index, weights), moe_experts(x, index, weights, gate_up, down, activation)
+        except Exception:  # another signature or layout: no swap
+            return None
+        if not (isinstance(want, torch.Tensor) and want.shape == got.shape):
+            return None
+        want, got = want.double(), got.double()
+        scale = float(torch.linalg.vector_norm(want))
+        if not (scale > 0 and float(torch.linalg.vector_norm(got - want)) / scale <= MLP_TOLERANCE):
+            return None
+    return MoEExperts(module, activation)
 
 
 def _input_like(proj: nn.Module) -> torch.Tensor | None:

@@ -18,7 +18,9 @@ Two kernels, with no host synchronisation (the routing stays on the GPU: the ste
 HBM: each (token, expert) pair reads its expert's 3 H I weights once: decode's traffic while T k <= E and the
 tokens pick distinct experts; tokens sharing an expert read it again (from L2 when their programs run close). For
 prefill (many tokens an expert) a grouped GEMM is what fits: `patch_model` keeps the model's own experts forward past
-MOE_MAX_TOKENS tokens. Both kernels are CUDA-core GEMVs (tl.sum over k-tiles); the grid is pairs x column blocks.
+MOE_MAX_TOKENS tokens. Both kernels are CUDA-core GEMVs: each lane keeps its products over the k-tiles, reduced once
+at the end of the row; the grids are pairs x column blocks (gate / up) and tokens x column blocks x ranges of I
+(down).
 """
 from __future__ import annotations
 
@@ -172,9 +174,9 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     T, H = x.shape
     E, I, top_k = gate_up.shape[0], gate_up.shape[1] // 2, top_k_index.shape[1]
     out = torch.empty((T, H), device=x.device, dtype=x.dtype)
-    if T == 0:
+    if out.numel() == 0:
         return out
-    if top_k == 0 or E == 0:
+    if top_k == 0 or E == 0 or I == 0:
         return out.zero_()
     idx, router = top_k_index.contiguous(), top_k_weights.contiguous()  # [T, k]: a copy only of a strided view
     x = x if x.stride(1) == 1 else x.contiguous()
