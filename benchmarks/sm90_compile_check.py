@@ -11,11 +11,11 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 sys.path.insert(0, "src")
-from rooftop.ops import (activations as ac, attention as at, layer_norm as ln, matmul as mm, rms_norm as rn,
+from rooftop.ops import (activations as ac, attention as at, layer_norm as ln, matmul as mm, moe, rms_norm as rn,
                          softmax as sm)
 BIN = os.path.dirname(triton.__file__) + "/backends/nvidia/bin/"
 
-def build(fn, types, consts, warps, stages=3, name="k"):
+def build(fn, types, consts, warps, stages=3, name="k", div=()):
     sig = {}
     for a in fn.arg_names:
         if a in consts: sig[a] = "constexpr"
@@ -23,7 +23,7 @@ def build(fn, types, consts, warps, stages=3, name="k"):
     # pointers 16-byte aligned and N, the row strides and column offsets multiples of 16, as Triton specialises a launch
     # on aligned rows (without it the loads do not vectorise and the layouts differ from the GPU's)
     attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
-             if sig[a].startswith("*") or (sig[a] == "i32" and (a in ("N", "K", "k_split", "b_col") or "stride" in a))}
+             if sig[a].startswith("*") or (sig[a] == "i32" and (a in ("N", "K", "k_split", "b_col", *div) or "stride" in a))}
     c = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
                        target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps, num_stages=stages))
     open(f"/tmp/{name}.cubin", "wb").write(c.asm["cubin"])
@@ -99,3 +99,10 @@ for block_n, block_k, stages, warps in mm.FP8_GEMV_CONFIGS:
                               capture_output=True, text=True).stdout
         print("  fp8 wgmma:", sass.count("QGMMA"), "byte loads:", sass.count("LDG.E.EF.U8"), "16-byte loads:",
               sass.count("LDG.E.EF.128"))
+moe_types = lambda a: {"idx_ptr": "*i64", "rw_ptr": "*fp32", "ws_ptr": "*fp32", "cnt_ptr": "*i32"}.get(
+    a, "*bf16" if a.endswith("_ptr") else "i32")
+build(moe._moe_gate_up_kernel, moe_types, dict(ACT="silu", APPROX=True, BLOCK_N=moe.GATE_UP_LAUNCH[0],
+      BLOCK_K=moe.GATE_UP_LAUNCH[1]), moe.GATE_UP_LAUNCH[2], name="moe_gate_up", div=("H", "I"))
+for splits in (1, 3):
+    build(moe._moe_down_kernel, moe_types, dict(BLOCK_N=moe.DOWN_LAUNCH[0], BLOCK_K=moe.DOWN_LAUNCH[1], SPLITS=splits,
+          SUM_BATCH=splits), moe.DOWN_LAUNCH[2], name=f"moe_down_s{splits}", div=("H", "I"))
