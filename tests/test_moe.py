@@ -248,3 +248,19 @@ def test_experts_swapped_only_where_they_compute_the_same():
     with torch.no_grad():
         assert rel_err(block.experts(x, index, weights), experts(x, index, weights)) < 1e-4
     assert block.experts(x, index, weights.requires_grad_()).requires_grad  # autograd: the module's own forward
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_gpu_offsets_past_2_31():
+    """Experts whose gate_up holds more than 2^31 elements (DeepSeek-V3's 256 x 4096 x 7168 does): the last expert's
+    rows sit past int32 offsets."""
+    E, k, H, I = 66, 2, 4096, 4096
+    x = torch.randn(1, H, device=DEVICE, dtype=torch.bfloat16)
+    gate_up = torch.empty(E, 2 * I, H, device=DEVICE, dtype=torch.bfloat16).normal_(std=H**-0.5)
+    down = torch.empty(E, H, I, device=DEVICE, dtype=torch.bfloat16).normal_(std=I**-0.5)
+    assert gate_up.numel() > 2**31
+    index = torch.tensor([[E - 1, 0]], device=DEVICE)
+    weights = torch.tensor([[0.75, 0.25]], device=DEVICE)
+    out = rooftop.moe_experts(x, index, weights, gate_up, down)
+    assert rel_err(out, moe_experts_reference(x, index, weights, gate_up, down)) < TOL[torch.bfloat16]
