@@ -255,7 +255,7 @@ def test_experts_swapped_only_where_they_compute_the_same():
 def test_gpu_offsets_past_2_31():
     """Experts whose gate_up holds more than 2^31 elements (DeepSeek-V3's 256 x 4096 x 7168 does): the last expert's
     rows sit past int32 offsets."""
-    E, k, H, I = 66, 2, 4096, 4096
+    E, H, I = 66, 4096, 4096
     x = torch.randn(1, H, device=DEVICE, dtype=torch.bfloat16)
     gate_up = torch.empty(E, 2 * I, H, device=DEVICE, dtype=torch.bfloat16).normal_(std=H**-0.5)
     down = torch.empty(E, H, I, device=DEVICE, dtype=torch.bfloat16).normal_(std=I**-0.5)
