@@ -35,7 +35,7 @@ import triton.language as tl
 from rooftop import registry
 from rooftop.ops._support import (arrival_counters, cdiv, check_float, check_same_device, float32_placeholder, launch,
                                   num_sms, planned, provided, runs_kernel, store_split_output, torch_op)
-from rooftop.ops.activations import _activate
+from rooftop.ops.activations import _ACT_F64, _activate
 from rooftop.roofline import Cost
 
 ACTIVATIONS = ("silu", "gelu", "gelu_tanh")
@@ -151,7 +151,7 @@ def _check(x, top_k_index, top_k_weights, gate_up, down, activation) -> None:
 
 def moe_experts_reference(x, top_k_index, top_k_weights, gate_up, down, activation="silu") -> torch.Tensor:
     """The same sum in float64, pair by pair; indices outside [0, E) skipped."""
-    act = {"silu": F.silu, "gelu": F.gelu, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh")}[activation]
+    act = _ACT_F64[activation]
     E, I = gate_up.shape[0], gate_up.shape[1] // 2
     out = torch.zeros(x.shape, dtype=torch.float64, device=x.device)
     for t, j in ((t, j) for t in range(x.shape[0]) for j in range(top_k_index.shape[1])):
@@ -215,7 +215,7 @@ def moe_experts(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch
 def moe_experts_eager(x, top_k_index, top_k_weights, gate_up, down, activation="silu"):
     """What transformers' eager experts loop does: per expert hit, its tokens' F.linear, the activation, F.linear,
     the router weight, index_add_ (a host synchronisation for the experts hit)."""
-    act = {"silu": F.silu, "gelu": F.gelu, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh")}[activation]
+    act = {"silu": F.silu, "gelu": F.gelu, "gelu_tanh": functools.partial(F.gelu, approximate="tanh")}[activation]
     out = torch.zeros_like(x)
     mask = F.one_hot(top_k_index, num_classes=gate_up.shape[0] + 1).permute(2, 1, 0)  # + 1: the sentinel E
     for e in torch.greater(mask[:-1].sum(dim=(-1, -2)), 0).nonzero():
