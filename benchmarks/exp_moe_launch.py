@@ -9,7 +9,7 @@ L2 at Mixtral-8x7B's (E 8, k 2, H 4096, I 14336) and Qwen3-30B-A3B's (E 128, k 8
 tokens; beside them transformers' grouped_mm experts (graph replay) and its eager loop (do_bench: it synchronises
 the host). Prediction: 80-90% of the copy rate at Mixtral's shape, 60-75% at Qwen3's (768-wide rows: short k
 loops); the split down kernel (4 an SM) ahead of 1 at one token; several x the loops.
-Writes OUT/exp-moe-launch.json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT
+Writes OUT/exp-moe-launch.json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT [--quick]
 """
 import argparse
 import json
@@ -31,13 +31,16 @@ CASES = ((1, 8, 2, 4096, 14336), (4, 8, 2, 4096, 14336), (1, 128, 8, 2048, 768),
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
+    parser.add_argument("--quick", action="store_true", help="the shipped launch, one token of each model")
     args = parser.parse_args()
+    launches, per_sms, cases = ((LAUNCHES[:1], (moe.DOWN_LAUNCH[3],), CASES[::2]) if args.quick
+                                else (LAUNCHES, PER_SM, CASES))
     spec = registry.get("moe_experts")
     copy_gbps = measure_ceilings().copy_GBps
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     grouped = spec.peers["grouped_mm"]()
     rows = []
-    for shape in CASES:
+    for shape in cases:
         cost = spec.cost(shape, torch.bfloat16)
         copies = max(1, -(-2 * l2 // cost.bytes))
         sets = [spec.make_inputs(shape, torch.bfloat16, "cuda") for _ in range(copies)]
@@ -50,8 +53,8 @@ def main():
             print(f"{'x'.join(map(str, shape)):22s} {provider:22s} {us:8.1f} us {pct:5.1f}% of copy  err {err:.1e}",
                   flush=True)
 
-        for launch in LAUNCHES:
-            for per_sm in PER_SM:
+        for launch in launches:
+            for per_sm in per_sms:
                 moe.GATE_UP_LAUNCH, moe.DOWN_LAUNCH = launch, (*launch, per_sm)
                 clear_plans()
                 out = moe.moe_experts(*sets[0])
