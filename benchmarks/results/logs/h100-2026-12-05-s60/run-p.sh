@@ -7,5 +7,5 @@ set -x
 nvidia-smi --query-gpu=name --format=csv,noheader
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
 mkdir -p $OUT/w
-timeout 75 python -m pytest -q -p no:logging --tb=short -n 6 tests/test_moe.py 2>&1 | grep -v Warn | tail -6
-timeout 60 python benchmarks/exp_moe_launch.py $OUT/w --quick 2>&1 | grep -v Warn | tail -12
+timeout 75 python -m pytest -q -p no:logging --tb=short -n 6 tests/test_moe.py 2>&1 | grep -v Warn > $OUT/w/tests.txt; tail -6 $OUT/w/tests.txt
+timeout 60 python benchmarks/exp_moe_launch.py $OUT/w --quick 2>&1 | grep -v Warn | tee $OUT/w/exp.txt | tail -12
