@@ -533,6 +533,10 @@ def test_rewritten_layers_compile_without_graph_break():
     ("Mixtral", {"num_local_experts": 4, "num_experts_per_tok": 2}, {"gated_mlp": 0, "moe_experts": 2}),
     ("Qwen3Moe", {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 48, "head_dim": 16},
      {"rms_norm": 9, "gated_mlp": 0, "moe_experts": 2}),
+    # a shared expert beside the routed ones (a gated MLP of its own); OLMoE's q / k norms
+    ("Qwen2Moe", {"num_experts": 4, "moe_intermediate_size": 48, "shared_expert_intermediate_size": 96},
+     {"moe_experts": 2}),
+    ("Olmoe", {"num_experts": 4, "num_experts_per_tok": 2}, {"rms_norm": 9, "gated_mlp": 0, "moe_experts": 2}),
 ])
 def test_patch_other_transformers_architectures(arch, extra, counts):
     """The duck-typed swaps and the forward rewrites find their patterns in other Llama-style architectures (Qwen3's
