@@ -35,6 +35,14 @@ ARCHITECTURES = (
     ("Apertus", {}), ("Arcee", {}), ("Doge", {}), ("DiffLlama", {}), ("StableLm", {}), ("Starcoder2", {}),
     ("Nemotron", {}), ("Phi", {}), ("Lfm2", {}), ("Llama4Text", {}), ("Mixtral", {}),
     ("Qwen3Moe", {"head_dim": 16}),
+    # mixtures of experts (their experts: rooftop.moe_experts where they keep transformers' default layout)
+    ("Qwen2Moe", {"num_experts": 4, "moe_intermediate_size": 48, "shared_expert_intermediate_size": 96}),
+    ("Olmoe", {"num_experts": 4, "num_experts_per_tok": 2}), ("GraniteMoe", {"num_local_experts": 4}),
+    ("Glm4Moe", {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 48, "head_dim": 16,
+                 "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1}),
+    ("Ernie4_5_Moe", {"moe_num_experts": 4, "moe_k": 2, "moe_intermediate_size": 48, "head_dim": 16}),
+    ("HunYuanMoEV1", {"num_experts": 4, "head_dim": 16}), ("MiniMax", {"num_local_experts": 4, "head_dim": 16}),
+    ("GptOss", {"num_local_experts": 4, "head_dim": 16}),
 )
 # the most a patched model's logits may be off (relative L2) and pass: fp32 rounding, or bf16's; with fp8 linears the
 # patched model quantizes activations from fp32 where stock rounds them to the model's dtype first
