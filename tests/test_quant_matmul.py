@@ -378,6 +378,23 @@ class Router(torch.nn.Linear):  # Llama 4's: an nn.Linear whose forward returns 
 
 
 @pytest.mark.parametrize("bits", [4, "fp8"])
+def test_quantize_model_keeps_moe_routers(bits, device):
+    """In a mixture-of-experts block (a module with `experts`), the router and gates stay as they are (HunYuan-MoE
+    reads its router's weight dtype; the experts chosen would change): a gate under the block, one nested in a router
+    module, a shared expert's gate; the shared expert's own projections and the attention's are quantized."""
+    linear = torch.nn.Linear
+    shared = torch.nn.ModuleDict({"gate_proj": linear(64, 64), "down_proj": linear(64, 64)})
+    block = torch.nn.ModuleDict({"gate": linear(64, 4), "router": torch.nn.ModuleDict({"wg": linear(64, 4)}),
+                                 "shared_expert_gate": linear(64, 1), "experts": torch.nn.Module(),
+                                 "shared_expert": shared})
+    model = torch.nn.ModuleDict({"attn": torch.nn.ModuleDict({"gate": linear(64, 64)}), "mlp": block}).to(device)
+    report = quantize_model(model, bits=bits, group_size=64)
+    assert report["quantized"] == ["attn.gate", "mlp.shared_expert.gate_proj", "mlp.shared_expert.down_proj"]
+    assert set(report["skipped"]) == {"mlp.gate", "mlp.router.wg", "mlp.shared_expert_gate"}
+    assert type(model.mlp.router.wg) is torch.nn.Linear
+
+
+@pytest.mark.parametrize("bits", [4, "fp8"])
 def test_quantize_model_keeps_linears_with_a_forward_of_their_own(bits, device):
     """A subclass of nn.Linear with a forward of its own is skipped (and said why), not replaced by a module that
     returns another thing; one that keeps nn.Linear's forward is quantized."""

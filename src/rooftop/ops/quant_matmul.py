@@ -1576,7 +1576,8 @@ def quantize_model(model: torch.nn.Module, bits: int | str = 4, group_size: int 
     group_size), or with bits="fp8" by matmul.Fp8Linear (W8A8: fp8 weights with a scale per output channel,
     activations quantized per token; group_size and symmetric do not apply). A module is skipped when its name
     or its last name component matches a pattern of `skip` (fnmatch), when it is a subclass of nn.Linear with a forward
-    of its own (Llama 4's router), or (weight-only) when its in_features is not a multiple of group_size. Returns {"quantized": [names], "skipped": {name: reason}}."""
+    of its own (Llama 4's router), when it is a mixture of experts' router or gate (`_moe_router`), or (weight-only)
+    when its in_features is not a multiple of group_size. Returns {"quantized": [names], "skipped": {name: reason}}."""
     fp8 = bits == "fp8"
     if not fp8:
         if bits not in BITS:
@@ -1591,6 +1592,9 @@ def quantize_model(model: torch.nn.Module, bits: int | str = 4, group_size: int 
         if type(linear).forward is not torch.nn.Linear.forward:  # e.g. Llama 4's router: (scores, logits)
             report["skipped"][name] = f"{type(linear).__name__} computes more than x @ W.T + b (a forward of its own)"
             continue
+        if _moe_router(model, name):
+            report["skipped"][name] = "a mixture of experts' router or gate (kept in its precision)"
+            continue
         if not fp8 and linear.in_features % group_size:
             report["skipped"][name] = f"in_features={linear.in_features} is not a multiple of group_size={group_size}"
             continue
@@ -1599,6 +1603,19 @@ def quantize_model(model: torch.nn.Module, bits: int | str = 4, group_size: int 
                 Fp8Linear.from_linear(linear) if fp8 else QuantLinear.from_linear(linear, bits, group_size, symmetric))
         report["quantized"].append(name)
     return report
+
+def _moe_router(model: torch.nn.Module, name: str) -> bool:
+    """Whether the nn.Linear `name` routes tokens in a mixture-of-experts block: under a module with an `experts`
+    child, at a path through a name with "gate" or "router" in it that is not an MLP's projection (HunYuan-MoE's
+    mlp.gate.wg, Qwen2-MoE's mlp.shared_expert_gate; not a shared expert's gate_proj). Its logits pick the experts: a
+    model reads its weight's dtype (HunYuan: to run it in fp32), and the choice is what quantizing it would change."""
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, -1, -1):  # the nearest ancestor first
+        if isinstance(getattr(model.get_submodule(".".join(parts[:cut])), "experts", None), torch.nn.Module):
+            return any(("gate" in part or "router" in part) and part not in ("gate_proj", "gate_up_proj")
+                       for part in parts[cut:])
+    return False
+
 
 # ---------------------------------------------------------------------------------------------
 # Reference, quantization error, cost, cases
