@@ -30,9 +30,10 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   `merge_qkv=False` keeps them), split into views: one GEMM launch instead of three;
 - a mixture-of-experts layer's experts (transformers' `...Experts`: 3-D `gate_up_proj` [E, 2I, H] and `down_proj`
   [E, H, I] parameters, a SiLU or tanh-GELU `act_fn`, forward(hidden_states, top_k_index, top_k_weights): Mixtral,
-  Qwen2/3-MoE, OLMoE, Granite-MoE, GLM-4-MoE, Ernie-4.5-MoE, HunYuan-MoE, MiniMax) become `MoEExperts`: rooftop.moe_experts up to MOE_MAX_TOKENS tokens
-  a call (decoding: every pair's expert read once, no host synchronisation, where transformers' loop synchronises to
-  find the experts hit), the module's own forward past it (prefill). Swapped where the module has no other parameter
+  Qwen2/3-MoE, OLMoE, Granite-MoE, GLM-4-MoE, Ernie-4.5-MoE, HunYuan-MoE, MiniMax) become `MoEExperts`:
+  rooftop.moe_experts up to MOE_MAX_TOKENS tokens a call (decoding: every pair's expert read once, no host
+  synchronisation, where transformers' loop synchronises to find the experts hit), the module's own forward past it
+  (prefill). Swapped where the module has no other parameter
   (a bias), no gate of its own (`_apply_gate`: a clamp) and transformers' default layout flags, and gives the module's
   output on random tokens routed to random experts (a transposed or interleaved layout fails that);
 - a decoder layer whose forward reads `h = r + h; r = h; h = self.<norm>(h)` (transformers' Llama, Mistral, Qwen2: the
