@@ -250,6 +250,12 @@ def _output_error(module: nn.Module, new: nn.Module, like: torch.Tensor, width: 
             want, got = module(x), new(x)
     except Exception:  # a module that takes no such row (another signature, another layout): no swap
         return math.inf
+    return _relative_error(want, got)
+
+
+def _relative_error(want, got) -> float:
+    """||got - want|| / ||want|| in float64; inf where either is not a tensor or their shapes differ (0 for two
+    zero outputs)."""
     if not (isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor) and want.shape == got.shape):
         return math.inf
     want, got = want.double(), got.double()
@@ -344,11 +350,8 @@ def _moe_experts(module: nn.Module) -> MoEExperts | None:
                 want, got = module(x, index, weights), moe_experts(x, index, weights, gate_up, down, activation)
         except Exception:  # another signature or layout: no swap
             return None
-        if not (isinstance(want, torch.Tensor) and want.shape == got.shape):
-            return None
-        want, got = want.double(), got.double()
-        scale = float(torch.linalg.vector_norm(want))
-        if not (scale > 0 and float(torch.linalg.vector_norm(got - want)) / scale <= MLP_TOLERANCE):
+        zero = not isinstance(want, torch.Tensor) or int(torch.count_nonzero(want)) == 0  # tells nothing
+        if zero or _relative_error(want, got) > MLP_TOLERANCE:
             return None
     return MoEExperts(module, activation)
 
