@@ -46,9 +46,11 @@ MOE_MAX_TOKENS = 16
 # (BLOCK_N, BLOCK_K, num_warps) of the gate / up kernel, and of the down kernel with the programs an SM it aims at
 # (I split into as many ranges as make them, at most DOWN_MAX_SPLITS: a decode step has few tokens, H / BLOCK_N
 # tiles each): a k-tile of BLOCK_N weight rows x BLOCK_K, its products kept per lane until the end of the row (one
-# reduction a program). Offline sm_90 at (16, 256, 4): 126 / 94 registers, no spills, 16-byte loads.
-GATE_UP_LAUNCH = (16, 256, 4)
-DOWN_LAUNCH = (16, 256, 4, 4)
+# reduction a program). Of 14 shapes timed on an H100 (session 61, exp_moe_launch.py: Mixtral-8x7B's and
+# Qwen3-30B-A3B's experts, 1 and 4 tokens), (8, 256, 2) with 4 an SM was within 8% of each case's best (session 60's
+# (16, 256, 4): up to 28% behind; 1 token of Mixtral's 270 against 325 us, 90% of copy).
+GATE_UP_LAUNCH = (8, 256, 2)
+DOWN_LAUNCH = (8, 256, 2, 4)
 DOWN_MAX_SPLITS = 16
 
 
