@@ -259,11 +259,11 @@ def _make_inputs(shape, dtype, device):
 
 
 def _cost(shape, dtype) -> Cost:
-    """Each routed pair's expert read once (3 H I elements), x and out once; the h round trip between the kernels
-    (2 T k I elements) is not the floor's."""
+    """Each expert routed to read once (3 H I elements; min(T k, E) of them, as _make_inputs routes), x and out once;
+    the h round trip between the kernels (2 T k I elements) is not the floor's."""
     T, E, k, H, I = shape
     pairs = T * k
-    return Cost(flops=6 * pairs * H * I, bytes=(3 * pairs * H * I + 2 * T * H) * dtype.itemsize + 12 * pairs)
+    return Cost(flops=6 * pairs * H * I, bytes=(3 * min(pairs, E) * H * I + 2 * T * H) * dtype.itemsize + 12 * pairs)
 
 
 # Mixtral-8x7B (E 8, k 2, H 4096, I 14336) and Qwen3-30B-A3B (E 128, k 8, H 2048, I 768) at decode batch sizes
