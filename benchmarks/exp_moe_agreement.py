@@ -47,7 +47,8 @@ def compare(stock, model, ids) -> dict:
         for call, (a, b) in enumerate(zip(seen[0][key], seen[1][key])):
             phase = "prefill" if call == 0 else "step"
             if key.startswith("router"):
-                result[f"{phase} {key} differ"] = float((a.sort(-1).values != b.sort(-1).values).any(-1).double().mean())
+                differ = (a.sort(-1).values != b.sort(-1).values).any(-1)
+                result[f"{phase} {key} differ"] = float(differ.double().mean())
             else:
                 result[f"{phase} {key}"] = rel(a, b)
     return result
