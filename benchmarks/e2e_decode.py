@@ -188,11 +188,12 @@ def main() -> None:
                         help="also the int4 model with its greedy token by torch's argmax (not rooftop.row_argmax)")
     parser.add_argument("--fp8", action="store_true",
                         help="also the patched model with fp8 weights and per-token fp8 activations (W8A8: "
-                             "quantize_model(model, 'fp8'), lm_head kept bf16)")
+                             "quantize_model(model, 'fp8'), lm_head kept bf16; with --moe the experts fp8 too, "
+                             "weight-only)")
     parser.add_argument("--moe", action="store_true",
                         help="a Mixtral-shaped model (8 experts, top 2, the --size's shapes), stock's experts "
                              "transformers' grouped_mm (its eager loop synchronises the host: no CUDA graph holds it); "
-                             "with --no-int4")
+                             "with --no-int4 (int4 leaves the experts in bf16)")
     parser.add_argument("--no-int4", action="store_true",
                         help="without the int4 models (their tuning from an empty cache takes ~9 minutes on a GPU)")
     parser.add_argument("--lm-head-bits", type=lambda s: [int(b) for b in s.split(",")], default=[],
@@ -205,7 +206,7 @@ def main() -> None:
     if args.no_int4 and any(getattr(args, name) for name in int4_rows):
         parser.error("--no-int4: the --*-ab rows and --lm-head-bits are int4 models")
     if args.moe and not args.no_int4:
-        parser.error("--moe: with --no-int4 (quantize_model leaves the experts in bf16)")
+        parser.error("--moe: with --no-int4 (quantize_model's int4 leaves the experts in bf16; --fp8 quantizes them)")
     if args.no_plans:
         _support.PLANS_ENABLED = False
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -264,7 +265,9 @@ def main() -> None:
             models += [(f"patched + int4 g128 ({len(report['quantized'])} linears)", quantized, plain),
                        ("patched + int4 g128, projections apart", quantized_apart, plain)]
         if args.fp8:
-            models.append((f"patched + fp8 W8A8 ({len(fp8_report['quantized'])} linears)", fp8, plain))
+            experts = [name for name in fp8_report["quantized"] if name.endswith("experts")]
+            models.append((f"patched + fp8 W8A8 ({len(fp8_report['quantized']) - len(experts)} linears"
+                           + (f", {len(experts)} experts weight-only" if experts else "") + ")", fp8, plain))
         if args.row_pdl_ab:
             models.append(("patched + int4 g128, row kernels without PDL", quantized, no_pdl))
         if args.sdpa_decode_ab:

@@ -99,10 +99,14 @@ for block_n, block_k, stages, warps in mm.FP8_GEMV_CONFIGS:
                               capture_output=True, text=True).stdout
         print("  fp8 wgmma:", sass.count("QGMMA"), "byte loads:", sass.count("LDG.E.EF.U8"), "16-byte loads:",
               sass.count("LDG.E.EF.128"))
-moe_types = lambda a: {"idx_ptr": "*i64", "rw_ptr": "*fp32", "ws_ptr": "*fp32", "cnt_ptr": "*i32"}.get(
-    a, "*bf16" if a.endswith("_ptr") else "i32")
-build(moe._moe_gate_up_kernel, moe_types, dict(ACT="silu", APPROX=True, BLOCK_N=moe.GATE_UP_LAUNCH[0],
-      BLOCK_K=moe.GATE_UP_LAUNCH[1]), moe.GATE_UP_LAUNCH[2], name="moe_gate_up", div=("H", "I"))
-for splits in (1, 3):
-    build(moe._moe_down_kernel, moe_types, dict(BLOCK_N=moe.DOWN_LAUNCH[0], BLOCK_K=moe.DOWN_LAUNCH[1], SPLITS=splits,
-          SUM_BATCH=splits), moe.DOWN_LAUNCH[2], name=f"moe_down_s{splits}", div=("H", "I"))
+moe_pointers = {"idx_ptr": "*i64", "rw_ptr": "*fp32", "scale_ptr": "*fp32", "ws_ptr": "*fp32", "cnt_ptr": "*i32"}
+moe_types = lambda a: moe_pointers.get(a, "*bf16" if a.endswith("_ptr") else "i32")
+moe_fp8_types = lambda a: "*fp8e4nv" if a == "w_ptr" else moe_types(a)
+# bf16 experts; fp8 ones with row scales, each with its launch
+for scaled, types, (n, k, w), (dn, dk, dw, _) in ((False, moe_types, moe.GATE_UP_LAUNCH, moe.DOWN_LAUNCH),
+                                                  (True, moe_fp8_types, moe.FP8_GATE_UP_LAUNCH, moe.FP8_DOWN_LAUNCH)):
+    build(moe._moe_gate_up_kernel, types, dict(ACT="silu", APPROX=True, SCALED=scaled, BLOCK_N=n, BLOCK_K=k), w,
+          name=f"moe_gate_up_fp8{int(scaled)}", div=("H", "I"))
+    for splits in (1, 3):
+        build(moe._moe_down_kernel, types, dict(SCALED=scaled, BLOCK_N=dn, BLOCK_K=dk, SPLITS=splits,
+              SUM_BATCH=splits), dw, name=f"moe_down_fp8{int(scaled)}_s{splits}", div=("H", "I"))

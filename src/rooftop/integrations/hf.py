@@ -35,7 +35,8 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   synchronisation, where transformers' loop synchronises to find the experts hit), the module's own forward past it
   (prefill). Swapped where the module has no other parameter
   (a bias), no gate of its own (`_apply_gate`: a clamp) and transformers' default layout flags, and gives the module's
-  output on random tokens routed to random experts (a transposed or interleaved layout fails that);
+  output on random tokens routed to random experts (a transposed or interleaved layout fails that).
+  quantize_model(bits="fp8") then makes each an `Fp8MoEExperts` (fp8 experts, a scale per output row);
 - a decoder layer whose forward reads `h = r + h; r = h; h = self.<norm>(h)` (transformers' Llama, Mistral, Qwen2: the
   residual add before the post-attention norm; Phi-3's `r + self.<dropout>(h)` where its p is 0), the norm now rooftop's
   RMSNorm or LayerNorm (Starcoder2's), computes `h, r = self.<norm>(h, residual=r)`: the add in the norm's kernel
@@ -77,12 +78,12 @@ import torch
 from torch import nn
 
 from rooftop.nn import LayerNorm, RMSNorm
-from rooftop.ops._support import runs_kernel
+from rooftop.ops._support import check_fp8_device, runs_kernel
 from rooftop.ops.activations import geglu, swiglu
 from rooftop.ops.attention import MAX_HEAD_DIM
 from rooftop.ops.decode_attention import append_kv, decode_attention
 from rooftop.ops.matmul import Fp8Linear
-from rooftop.ops.moe import MOE_MAX_TOKENS, moe_experts
+from rooftop.ops.moe import MOE_MAX_TOKENS, moe_experts, moe_experts_eager, quantize_experts_fp8
 from rooftop.ops.quant_matmul import QuantLinear
 from rooftop.ops.rope import apply_rope, apply_rope_append_kv, rope_reference
 
@@ -306,6 +307,40 @@ class MoEExperts(nn.Module):
     def extra_repr(self) -> str:
         experts, hidden, inner = self.down_proj.shape
         return f"experts={experts}, hidden={hidden}, intermediate={inner}, activation={self.activation}"
+
+
+class Fp8MoEExperts(nn.Module):
+    """A MoEExperts with fp8 experts (quantize_model(bits="fp8")): gate_up_proj [E, 2I, H] and down_proj [E, H, I]
+    float8_e4m3fn buffers with a scale per output row (gate_up_scale [E, 2I], down_scale [E, H], fp32;
+    moe.quantize_experts_fp8). Up to MOE_MAX_TOKENS tokens a call on a device kernels run on: rooftop.moe_experts
+    (weight-only: x stays in its dtype); more (a prefill): the eager loop over the experts hit, each dequantized to
+    x's dtype as it is used."""
+
+    def __init__(self, gate_up: torch.Tensor, gate_up_scale: torch.Tensor, down: torch.Tensor,
+                 down_scale: torch.Tensor, activation: str):
+        super().__init__()
+        for name, t in (("gate_up_proj", gate_up), ("gate_up_scale", gate_up_scale), ("down_proj", down),
+                        ("down_scale", down_scale)):
+            self.register_buffer(name, t)
+        self.activation = activation
+
+    @classmethod
+    def from_experts(cls, experts: MoEExperts) -> "Fp8MoEExperts":
+        check_fp8_device("quantize_model(bits='fp8')", experts.gate_up_proj.device)
+        gate_up, gate_up_scale, down, down_scale = quantize_experts_fp8(experts.gate_up_proj, experts.down_proj)
+        return cls(gate_up, gate_up_scale, down, down_scale, experts.activation)
+
+    def forward(self, hidden_states, top_k_index, top_k_weights):
+        scales = dict(gate_up_scale=self.gate_up_scale, down_scale=self.down_scale)
+        if hidden_states.dim() == 2 and hidden_states.shape[0] <= MOE_MAX_TOKENS and runs_kernel(hidden_states):
+            return moe_experts(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj,
+                               self.activation, **scales)
+        return moe_experts_eager(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj,
+                                 self.activation, **scales)
+
+    def extra_repr(self) -> str:
+        experts, hidden, inner = self.down_proj.shape
+        return f"experts={experts}, hidden={hidden}, intermediate={inner}, activation={self.activation}, fp8"
 
 
 # transformers' experts flags (use_experts_implementation) under which the weights mean what moe_experts computes

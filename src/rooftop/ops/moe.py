@@ -7,6 +7,9 @@ transformers' default layout: gate_up [E, 2I, H] (gate rows 0 .. I-1, up rows I 
 [E, H, I]; act silu, gelu (erf) or gelu_tanh. An index outside [0, E) contributes nothing (transformers' eager loop
 skips the expert-parallel sentinel E the same way). fp32 accumulation; h = act(g) * u rounded to x's dtype between the
 two projections (as the model's own F.linear outputs are), the sum over j in fp32, out in x's dtype.
+fp8 experts (weight-only): gate_up and down in float8_e4m3fn with a scale per output row (gate_up_scale [E, 2I],
+down_scale [E, H], fp32: W_e ~= codes_e * scale_e[:, None], quantize_fp8_weight's format); each row's dot product is
+scaled once at its end; x, h and out keep x's dtype. Half the weight bytes of bf16: decode's traffic halved.
 
 Two kernels, with no host synchronisation (the routing stays on the GPU: the step can be a CUDA graph):
 - `_moe_gate_up_kernel`, program (pair s = t k + j, BLOCK_N columns of I): reads x_t, the pair's expert's BLOCK_N
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import functools
 from types import SimpleNamespace
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
@@ -33,9 +37,11 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (arrival_counters, cdiv, check_float, check_same_device, float32_placeholder, launch,
-                                  num_sms, planned, provided, runs_kernel, store_split_output, torch_op)
+from rooftop.ops._support import (FLOAT_DTYPES, arrival_counters, cdiv, check_float, check_fp8_device,
+                                  check_same_device, float32_placeholder, launch, num_sms, planned, provided,
+                                  runs_kernel, store_split_output, torch_op)
 from rooftop.ops.activations import _ACT_F64, _activate
+from rooftop.ops.matmul import quantize_fp8_weight
 from rooftop.roofline import Cost
 
 ACTIVATIONS = ("silu", "gelu", "gelu_tanh")
@@ -51,14 +57,20 @@ MOE_MAX_TOKENS = 16
 # (16, 256, 4): up to 28% behind; 1 token of Mixtral's 270 against 325 us, 90% of copy).
 GATE_UP_LAUNCH = (8, 256, 2)
 DOWN_LAUNCH = (8, 256, 2, 4)
+# fp8 experts: k-tiles twice as wide, so a program's k-step reads the same bytes (not yet timed on a GPU; offline
+# sm_90: 120 / 80 registers, no spills; (8, 512, 2) would take 217 for the gate / up kernel)
+FP8_GATE_UP_LAUNCH = (8, 512, 4)
+FP8_DOWN_LAUNCH = (8, 512, 4, 4)
 DOWN_MAX_SPLITS = 16
 
 
 @triton.jit
-def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, h_ptr, H, I, E, TOP_K, x_stride, we_stride, wn_stride,
-                        ACT: tl.constexpr, APPROX: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, h_ptr, H, I, E, TOP_K, x_stride, we_stride, wn_stride,
+                        ACT: tl.constexpr, APPROX: tl.constexpr, SCALED: tl.constexpr, BLOCK_N: tl.constexpr,
+                        BLOCK_K: tl.constexpr):
     # Program (pair, column block): reads x_t (H elements, L2 after the first pair of the token), 2 BLOCK_N rows of
-    # the pair's expert (2 BLOCK_N H elements: each once), writes BLOCK_N elements of h.
+    # the pair's expert (2 BLOCK_N H elements: each once; SCALED: fp8 codes and their 2 BLOCK_N row scales), writes
+    # BLOCK_N elements of h.
     pair = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     expert = tl.load(idx_ptr + pair).to(tl.int64)
@@ -76,16 +88,22 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, h_ptr, H, I, E, TOP_K, x_stride, 
         mask = col_ok[:, None] & (ks[None, :] < H)
         g += tl.load(gate_rows + ks[None, :], mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32) * xk
         u += tl.load(up_rows + ks[None, :], mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32) * xk
-    y = _activate(tl.sum(g, axis=1), ACT, APPROX, False) * tl.sum(u, axis=1)
+    g_row, u_row = tl.sum(g, axis=1), tl.sum(u, axis=1)
+    if SCALED:  # scale [E, 2I]: the gate rows', then the up rows'
+        scale_row = scale_ptr + expert * 2 * I + cols
+        g_row *= tl.load(scale_row, mask=col_ok, other=0.0)
+        u_row *= tl.load(scale_row + I, mask=col_ok, other=0.0)
+    y = _activate(g_row, ACT, APPROX, False) * u_row
     tl.store(h_ptr + pair.to(tl.int64) * I + cols, y.to(h_ptr.dtype.element_ty), mask=cols < I)
 
 
 @triton.jit
-def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, out_ptr, ws_ptr, cnt_ptr, T, H, I, E, TOP_K, k_split, rw_stride,
-                     we_stride, wn_stride, out_stride, SPLITS: tl.constexpr, SUM_BATCH: tl.constexpr,
-                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, out_ptr, ws_ptr, cnt_ptr, T, H, I, E, TOP_K, k_split,
+                     rw_stride, we_stride, wn_stride, out_stride, SCALED: tl.constexpr, SPLITS: tl.constexpr,
+                     SUM_BATCH: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # Program (token, column block, split of I): for each of the token's k pairs in order, its k-range of h (from L2)
-    # and of BLOCK_N down rows of its expert (each element once over the splits); with SPLITS > 1 the fp32 partials
+    # and of BLOCK_N down rows of its expert (each element once over the splits; SCALED: fp8 codes and BLOCK_N row
+    # scales); with SPLITS > 1 the fp32 partials
     # (4 BLOCK_N bytes a split) summed in split order by the tile's last split (store_split_output), which writes
     # BLOCK_N elements of out.
     token = tl.program_id(0)
@@ -110,12 +128,14 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, out_ptr, ws_ptr, cnt_ptr, T,
             hk = tl.load(h_row + ks, mask=ks < k_end, other=0.0).to(tl.float32)[None, :]
             part += tl.load(rows + ks[None, :], mask=col_ok[:, None] & (ks[None, :] < k_end), other=0.0,
                             eviction_policy="evict_first").to(tl.float32) * hk
+        if SCALED:  # scale [E, H]
+            weight *= tl.load(scale_ptr + expert * H + cols, mask=col_ok, other=0.0)
         acc += weight * tl.sum(part, axis=1)
     store_split_output(acc[None, :], token + tl.arange(0, 1), cols, T, H, out_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr,
                        token * tl.num_programs(1) + pid_n, split, SPLITS, False, SUM_BATCH)
 
 
-def _check(x, top_k_index, top_k_weights, gate_up, down, activation) -> None:
+def _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale=None, down_scale=None) -> None:
     check_float("x", x)
     if x.dim() != 2:
         raise ValueError(f"x must be 2-D [tokens, hidden], got shape {tuple(x.shape)}")
@@ -123,8 +143,9 @@ def _check(x, top_k_index, top_k_weights, gate_up, down, activation) -> None:
         raise TypeError(f"top_k_index must be an int32 or int64 tensor, got "
                         f"{getattr(top_k_index, 'dtype', type(top_k_index).__name__)}")
     check_float("top_k_weights", top_k_weights)
-    check_float("gate_up", gate_up)
-    check_float("down", down)
+    fp8 = gate_up.dtype == torch.float8_e4m3fn if isinstance(gate_up, torch.Tensor) else False
+    check_float("gate_up", gate_up, (*FLOAT_DTYPES, torch.float8_e4m3fn))
+    check_float("down", down, (*FLOAT_DTYPES, torch.float8_e4m3fn))
     for name, t in (("top_k_index", top_k_index), ("top_k_weights", top_k_weights), ("gate_up", gate_up),
                     ("down", down)):
         check_same_device(name, t, "x", x)
@@ -142,16 +163,36 @@ def _check(x, top_k_index, top_k_weights, gate_up, down, activation) -> None:
         raise ValueError(f"down must be [experts, hidden, intermediate] = [{E}, {H}, {I}], got shape "
                          f"{tuple(down.shape)}")
     for name, t in (("gate_up", gate_up), ("down", down)):
-        if t.dtype != x.dtype:
+        if t.dtype != (torch.float8_e4m3fn if fp8 else x.dtype):
             raise TypeError(f"{name} has dtype {str(t.dtype).replace('torch.', '')} but x has "
-                            f"{str(x.dtype).replace('torch.', '')}")
+                            f"{str(x.dtype).replace('torch.', '')}" + (" (fp8 experts: both float8_e4m3fn)" if fp8
+                                                                       else ""))
         if t.stride(2) != 1:
             raise ValueError(f"{name} must have unit stride in its last dim, got strides {t.stride()}")
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {activation!r}")
+    for name, scale, rows in (("gate_up_scale", gate_up_scale, 2 * I), ("down_scale", down_scale, H)):
+        if not fp8:
+            if scale is not None:
+                raise ValueError(f"{name} is only for float8_e4m3fn experts; gate_up and down are "
+                                 f"{str(gate_up.dtype).replace('torch.', '')}")
+            continue
+        if not isinstance(scale, torch.Tensor) or scale.dtype != torch.float32 or scale.shape != (E, rows):
+            raise ValueError(f"{name} must be a float32 tensor [{E}, {rows}] (a scale per output row) for fp8 "
+                             f"experts, got {getattr(scale, 'dtype', None)} "
+                             f"{tuple(scale.shape) if isinstance(scale, torch.Tensor) else scale}")
+        check_same_device(name, scale, "x", x)
+    if fp8:
+        check_fp8_device("moe_experts", x.device)
 
 
-def moe_experts_reference(x, top_k_index, top_k_weights, gate_up, down, activation="silu") -> torch.Tensor:
+def _expert(w, scale, e) -> torch.Tensor:
+    """Expert e's weights in float64 (fp8 codes times their row scales)."""
+    return w[e].double() if scale is None else w[e].double() * scale[e].double()[:, None]
+
+
+def moe_experts_reference(x, top_k_index, top_k_weights, gate_up, down, activation="silu", gate_up_scale=None,
+                          down_scale=None) -> torch.Tensor:
     """The same sum in float64, pair by pair; indices outside [0, E) skipped."""
     act = _ACT_F64[activation]
     E, I = gate_up.shape[0], gate_up.shape[1] // 2
@@ -159,20 +200,22 @@ def moe_experts_reference(x, top_k_index, top_k_weights, gate_up, down, activati
     for t, j in ((t, j) for t in range(x.shape[0]) for j in range(top_k_index.shape[1])):
         e = int(top_k_index[t, j])
         if 0 <= e < E:
-            gu = gate_up[e].double() @ x[t].double()
-            out[t] += float(top_k_weights[t, j]) * (down[e].double() @ (act(gu[:I]) * gu[I:]))
+            gu = _expert(gate_up, gate_up_scale, e) @ x[t].double()
+            out[t] += float(top_k_weights[t, j]) * (_expert(down, down_scale, e) @ (act(gu[:I]) * gu[I:]))
     return out
 
 
-def _moe_fake(x, top_k_index, top_k_weights, gate_up, down, activation):
+def _moe_fake(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale, down_scale):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
 @torch_op("moe_experts", fake=_moe_fake)
 def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor, gate_up: torch.Tensor,
-                    down: torch.Tensor, activation: str) -> torch.Tensor:
+                    down: torch.Tensor, activation: str, gate_up_scale: Optional[torch.Tensor],
+                    down_scale: Optional[torch.Tensor]) -> torch.Tensor:
     if not runs_kernel(x):
-        return moe_experts_reference(x, top_k_index, top_k_weights, gate_up, down, activation).to(x.dtype)
+        return moe_experts_reference(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale,
+                                     down_scale).to(x.dtype)
     T, H = x.shape
     E, I, top_k = gate_up.shape[0], gate_up.shape[1] // 2, top_k_index.shape[1]
     out = torch.empty((T, H), device=x.device, dtype=x.dtype)
@@ -183,47 +226,69 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     idx, router = top_k_index.contiguous(), top_k_weights.contiguous()  # [T, k]: a copy only of a strided view
     x = x if x.stride(1) == 1 else x.contiguous()
     h = torch.empty((T * top_k, I), device=x.device, dtype=x.dtype)  # workspace: act(g) * u of every pair
-    block_n, block_k, warps = GATE_UP_LAUNCH
-    launch(_moe_gate_up_kernel, (T * top_k, cdiv(I, block_n)), x, idx, gate_up, h, H, I, E, top_k, x.stride(0),
-           gate_up.stride(0), gate_up.stride(1), ACT=activation, APPROX=x.is_cuda, BLOCK_N=block_n,
-           BLOCK_K=min(block_k, triton.next_power_of_2(H)), num_warps=warps)
-    block_n, block_k, warps, per_sm = DOWN_LAUNCH
+    scaled = gate_up_scale is not None
+    placeholder = provided(float32_placeholder(x.device), functools.partial(float32_placeholder, x.device))
+    gate_up_scale = gate_up_scale.contiguous() if scaled else placeholder
+    down_scale = down_scale.contiguous() if scaled else placeholder
+    block_n, block_k, warps = FP8_GATE_UP_LAUNCH if scaled else GATE_UP_LAUNCH
+    launch(_moe_gate_up_kernel, (T * top_k, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, h, H, I, E, top_k,
+           x.stride(0), gate_up.stride(0), gate_up.stride(1), ACT=activation, APPROX=x.is_cuda, SCALED=scaled,
+           BLOCK_N=block_n, BLOCK_K=min(block_k, triton.next_power_of_2(H)), num_warps=warps)
+    block_n, block_k, warps, per_sm = FP8_DOWN_LAUNCH if scaled else DOWN_LAUNCH
     block_k = min(block_k, triton.next_power_of_2(I))
     tiles, steps = T * cdiv(H, block_n), cdiv(I, block_k)
     splits = max(1, min(cdiv(per_sm * num_sms(x.device.index if x.is_cuda else -1), tiles), steps, DOWN_MAX_SPLITS))
     k_split = cdiv(steps, splits) * block_k
     splits = cdiv(I, k_split)
-    partials = (torch.empty((splits, T, H), device=x.device, dtype=torch.float32) if splits > 1
-                else provided(float32_placeholder(x.device), functools.partial(float32_placeholder, x.device)))
-    launch(_moe_down_kernel, (T, cdiv(H, block_n), splits), h, idx, router, down, out, partials,
+    partials = (torch.empty((splits, T, H), device=x.device, dtype=torch.float32) if splits > 1 else placeholder)
+    launch(_moe_down_kernel, (T, cdiv(H, block_n), splits), h, idx, router, down, down_scale, out, partials,
            arrival_counters(x.device, tiles), T, H, I, E, top_k, k_split, router.stride(0), down.stride(0),
-           down.stride(1), out.stride(0), SPLITS=splits, SUM_BATCH=min(splits, 8), BLOCK_N=block_n, BLOCK_K=block_k,
-           num_warps=warps)
+           down.stride(1), out.stride(0), SCALED=scaled, SPLITS=splits, SUM_BATCH=min(splits, 8), BLOCK_N=block_n,
+           BLOCK_K=block_k, num_warps=warps)
     return out
 
 
 @planned
 def moe_experts(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor, gate_up: torch.Tensor,
-                down: torch.Tensor, activation: str = "silu") -> torch.Tensor:
+                down: torch.Tensor, activation: str = "silu", gate_up_scale: Optional[torch.Tensor] = None,
+                down_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
     """sum_j top_k_weights[t, j] * down[e] @ (act(gate[e] @ x[t]) * (up[e] @ x[t])), e = top_k_index[t, j]: an MoE
     layer's experts for its routed tokens (the module docstring). x [T, H]; top_k_index [T, k] int32 / int64 and
     top_k_weights [T, k] float; gate_up [E, 2I, H] (each expert's gate rows, then its up rows), down [E, H, I], both
     x's dtype; activation "silu", "gelu" or "gelu_tanh". Indices outside [0, E) contribute nothing. Returns [T, H] in
-    x's dtype. Meant for decoding (few tokens): every (token, expert) pair reads its expert's weights."""
-    _check(x, top_k_index, top_k_weights, gate_up, down, activation)
-    return _moe_experts_op(x, top_k_index, top_k_weights, gate_up, down, activation)
+    x's dtype. fp8 experts: gate_up and down in float8_e4m3fn with gate_up_scale [E, 2I] and down_scale [E, H]
+    (fp32, a scale per output row; quantize_fp8_weight's format, `quantize_experts_fp8`). Meant for decoding (few
+    tokens): every (token, expert) pair reads its expert's weights."""
+    _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale, down_scale)
+    return _moe_experts_op(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale, down_scale)
 
 
-def moe_experts_eager(x, top_k_index, top_k_weights, gate_up, down, activation="silu"):
+def quantize_experts_fp8(gate_up: torch.Tensor, down: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """gate_up [E, 2I, H] and down [E, H, I] in float8_e4m3fn with a scale per output row (quantize_fp8_weight's
+    rounding): (gate_up codes, gate_up_scale [E, 2I], down codes, down_scale [E, H])."""
+    out = []
+    for w in (gate_up, down):
+        codes, scale = quantize_fp8_weight(w.detach().reshape(-1, w.shape[-1]))
+        out += [codes.reshape(w.shape), scale.reshape(w.shape[:2])]
+    return tuple(out)
+
+
+def moe_experts_eager(x, top_k_index, top_k_weights, gate_up, down, activation="silu", gate_up_scale=None,
+                      down_scale=None):
     """What transformers' eager experts loop does: per expert hit, its tokens' F.linear, the activation, F.linear,
-    the router weight, index_add_ (a host synchronisation for the experts hit)."""
+    the router weight, index_add_ (a host synchronisation for the experts hit). fp8 experts: each expert hit
+    dequantized to x's dtype first."""
     act = {"silu": F.silu, "gelu": F.gelu, "gelu_tanh": functools.partial(F.gelu, approximate="tanh")}[activation]
+
+    def weight(w, scale, e):
+        return w[e] if scale is None else w[e].to(x.dtype) * scale[e, :, None].to(x.dtype)
+
     out = torch.zeros_like(x)
-    mask = F.one_hot(top_k_index, num_classes=gate_up.shape[0] + 1).permute(2, 1, 0)  # + 1: the sentinel E
+    mask = F.one_hot(top_k_index.long(), num_classes=gate_up.shape[0] + 1).permute(2, 1, 0)  # + 1: the sentinel E
     for e in torch.greater(mask[:-1].sum(dim=(-1, -2)), 0).nonzero():
         pos, tokens = torch.where(mask[e[0]])
-        gate, up = F.linear(x[tokens], gate_up[e[0]]).chunk(2, dim=-1)
-        y = F.linear(act(gate) * up, down[e[0]]) * top_k_weights[tokens, pos, None]
+        gate, up = F.linear(x[tokens], weight(gate_up, gate_up_scale, e[0])).chunk(2, dim=-1)
+        y = F.linear(act(gate) * up, weight(down, down_scale, e[0])) * top_k_weights[tokens, pos, None]
         out.index_add_(0, tokens, y.to(out.dtype))
     return out
 
@@ -258,12 +323,34 @@ def _make_inputs(shape, dtype, device):
     return x, idx, weights, gate_up, down
 
 
-def _cost(shape, dtype) -> Cost:
-    """Each expert routed to read once (3 H I elements; min(T k, E) of them, as _make_inputs routes), x and out once;
-    the h round trip between the kernels (2 T k I elements) is not the floor's."""
+def _cost(shape, dtype, fp8: bool = False) -> Cost:
+    """Each expert routed to read once (3 H I elements, one byte each and 2I + H fp32 row scales for fp8 experts;
+    min(T k, E) of them, as _make_inputs routes), x and out once; the h round trip between the kernels (2 T k I
+    elements) is not the floor's."""
     T, E, k, H, I = shape
-    pairs = T * k
-    return Cost(flops=6 * pairs * H * I, bytes=(3 * min(pairs, E) * H * I + 2 * T * H) * dtype.itemsize + 12 * pairs)
+    pairs, experts = T * k, min(T * k, E)
+    weights = experts * (3 * H * I + 4 * (2 * I + H)) if fp8 else experts * 3 * H * I * dtype.itemsize
+    return Cost(flops=6 * pairs * H * I, bytes=weights + 2 * T * H * dtype.itemsize + 12 * pairs)
+
+
+def _make_inputs_fp8(shape, dtype, device):
+    """_make_inputs' with the experts in fp8 (quantize_experts_fp8): x, idx, weights, gate_up, down, their scales."""
+    x, idx, weights, gate_up, down = _make_inputs(shape, dtype, device)
+    gate_up, gate_up_scale, down, down_scale = quantize_experts_fp8(gate_up, down)
+    return x, idx, weights, gate_up, down, gate_up_scale, down_scale
+
+
+def _moe_experts_fp8(x, idx, weights, gate_up, down, gate_up_scale, down_scale):
+    return moe_experts(x, idx, weights, gate_up, down, gate_up_scale=gate_up_scale, down_scale=down_scale)
+
+
+def _moe_experts_fp8_reference(x, idx, weights, gate_up, down, gate_up_scale, down_scale):
+    return moe_experts_reference(x, idx, weights, gate_up, down, "silu", gate_up_scale, down_scale)
+
+
+def _moe_experts_fp8_eager(x, idx, weights, gate_up, down, gate_up_scale, down_scale):
+    """Without an fp8 kernel: the eager loop, each expert hit dequantized to x's dtype."""
+    return moe_experts_eager(x, idx, weights, gate_up, down, gate_up_scale=gate_up_scale, down_scale=down_scale)
 
 
 # Mixtral-8x7B (E 8, k 2, H 4096, I 14336) and Qwen3-30B-A3B (E 128, k 8, H 2048, I 768) at decode batch sizes
@@ -274,3 +361,7 @@ registry.register(registry.OpSpec(
     name="moe_experts", family="moe", make_inputs=_make_inputs, run=moe_experts, reference=moe_experts_reference,
     eager=moe_experts_eager, cost=_cost, cases=BENCH_CASES, peers={"grouped_mm": _grouped_mm_peer}, x_key="M",
     check_cases=((1, 4, 2, 64, 48), (3, 4, 2, 96, 40))))
+registry.register(registry.OpSpec(
+    name="moe_experts_fp8", family="moe", make_inputs=_make_inputs_fp8, run=_moe_experts_fp8,
+    reference=_moe_experts_fp8_reference, eager=_moe_experts_fp8_eager, cost=functools.partial(_cost, fp8=True),
+    cases=BENCH_CASES, x_key="M", check_cases=((1, 4, 2, 64, 48), (3, 4, 2, 96, 40))))

@@ -1577,7 +1577,9 @@ def quantize_model(model: torch.nn.Module, bits: int | str = 4, group_size: int 
     activations quantized per token; group_size and symmetric do not apply). A module is skipped when its name
     or its last name component matches a pattern of `skip` (fnmatch), when it is a subclass of nn.Linear with a forward
     of its own (Llama 4's router), when it is a mixture of experts' router or gate (`_moe_router`), or (weight-only)
-    when its in_features is not a multiple of group_size. Returns {"quantized": [names], "skipped": {name: reason}}."""
+    when its in_features is not a multiple of group_size. A mixture of experts' experts that patch_model made
+    MoEExperts become, with bits="fp8", Fp8MoEExperts (fp8 experts, a scale per output row); with 4 or 8 bits they stay
+    as they are (skipped). Returns {"quantized": [names], "skipped": {name: reason}}."""
     fp8 = bits == "fp8"
     if not fp8:
         if bits not in BITS:
@@ -1586,7 +1588,7 @@ def quantize_model(model: torch.nn.Module, bits: int | str = 4, group_size: int 
     report: dict = {"quantized": [], "skipped": {}}
     linears = [(name, m) for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
     for name, linear in linears:
-        if any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(name.rsplit(".", 1)[-1], p) for p in skip):
+        if _matches(name, skip):
             report["skipped"][name] = "matches skip"
             continue
         if type(linear).forward is not torch.nn.Linear.forward:  # e.g. Llama 4's router: (scores, logits)
@@ -1598,11 +1600,30 @@ def quantize_model(model: torch.nn.Module, bits: int | str = 4, group_size: int 
         if not fp8 and linear.in_features % group_size:
             report["skipped"][name] = f"in_features={linear.in_features} is not a multiple of group_size={group_size}"
             continue
-        parent, _, attr = name.rpartition(".")
-        setattr(model.get_submodule(parent) if parent else model, attr,
-                Fp8Linear.from_linear(linear) if fp8 else QuantLinear.from_linear(linear, bits, group_size, symmetric))
+        _replace(model, name,
+                 Fp8Linear.from_linear(linear) if fp8 else QuantLinear.from_linear(linear, bits, group_size, symmetric))
         report["quantized"].append(name)
+    from rooftop.integrations.hf import Fp8MoEExperts, MoEExperts  # hf imports this module
+    for name, experts in [(name, m) for name, m in model.named_modules() if isinstance(m, MoEExperts)]:
+        if _matches(name, skip):
+            report["skipped"][name] = "matches skip"
+        elif not fp8:
+            report["skipped"][name] = "a mixture of experts' experts: quantized by bits='fp8' only"
+        else:
+            _replace(model, name, Fp8MoEExperts.from_experts(experts))
+            report["quantized"].append(name)
     return report
+
+
+def _replace(model: torch.nn.Module, name: str, new: torch.nn.Module) -> None:
+    parent, _, attr = name.rpartition(".")
+    setattr(model.get_submodule(parent) if parent else model, attr, new)
+
+
+def _matches(name: str, patterns: Sequence[str]) -> bool:
+    """Whether module `name` or its last name component matches a pattern (fnmatch)."""
+    return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(name.rsplit(".", 1)[-1], p) for p in patterns)
+
 
 def _moe_router(model: torch.nn.Module, name: str) -> bool:
     """Whether the nn.Linear `name` routes tokens in a mixture-of-experts block: under a module with an `experts`
