@@ -10,10 +10,10 @@ tokens; beside them transformers' grouped_mm experts (graph replay) and its eage
 the host). Prediction: 80-90% of the copy rate at Mixtral's shape, 60-75% at Qwen3's (768-wide rows: short k
 loops); the split down kernel (4 an SM) ahead of 1 at one token; several x the loops. Also NOTES' lead: the down
 kernel with the token's pairs inside the k loop ("pairs inside"), predicted ahead at Qwen3's shape (k = 8).
---fp8 (session 61): the fp8 experts' launches (FP8_GATE_UP_LAUNCH / FP8_DOWN_LAUNCH; k-tiles of 256-1024 bytes a row)
-beside the eager loop (each expert hit dequantized), no other peer.
-Writes OUT/exp-moe-launch[-fp8].json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT
-[--quick] [--fp8]
+--quant fp8|int8 (session 61): the quantized experts' launches (QUANT_GATE_UP_LAUNCH / QUANT_DOWN_LAUNCH; k-tiles of
+256-1024 one-byte codes a row) beside the eager loop (each expert hit dequantized), no other peer.
+Writes OUT/exp-moe-launch[-QUANT].json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT
+[--quick] [--quant fp8|int8]
 """
 import argparse
 import json
@@ -30,7 +30,7 @@ from rooftop.ops import moe
 from rooftop.ops._support import clear_plans
 
 LAUNCHES = ((16, 256, 4), (32, 128, 4), (8, 512, 2), (16, 512, 4), (32, 256, 8), (8, 256, 2), (16, 128, 2))
-FP8_LAUNCHES = ((8, 512, 4), (8, 512, 2), (16, 512, 4), (8, 256, 2), (8, 1024, 4), (16, 256, 4))
+QUANT_LAUNCHES = ((8, 512, 4), (8, 512, 2), (16, 512, 4), (8, 256, 2), (8, 1024, 4), (16, 256, 4))
 PER_SM = (1, 4)  # the down kernel's programs an SM: I split to make them (1: few splits, or none)
 CASES = ((1, 8, 2, 4096, 14336), (4, 8, 2, 4096, 14336), (1, 128, 8, 2048, 768), (4, 128, 8, 2048, 768))
 
@@ -82,12 +82,13 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--quick", action="store_true", help="the shipped launch, one token of each model")
-    parser.add_argument("--fp8", action="store_true", help="the fp8 experts' launches")
+    parser.add_argument("--quant", choices=list(moe.EXPERT_QUANTS), help="the quantized experts' launches")
     args = parser.parse_args()
-    shipped = (moe.FP8_GATE_UP_LAUNCH, moe.FP8_DOWN_LAUNCH) if args.fp8 else (moe.GATE_UP_LAUNCH, moe.DOWN_LAUNCH)
+    shipped = ((moe.QUANT_GATE_UP_LAUNCH, moe.QUANT_DOWN_LAUNCH) if args.quant
+               else (moe.GATE_UP_LAUNCH, moe.DOWN_LAUNCH))
     launches, per_sms, cases = ((shipped[:1], (shipped[1][3],), CASES[::2]) if args.quick
-                                else (FP8_LAUNCHES if args.fp8 else LAUNCHES, PER_SM, CASES))
-    spec = registry.get("moe_experts_fp8" if args.fp8 else "moe_experts")
+                                else (QUANT_LAUNCHES if args.quant else LAUNCHES, PER_SM, CASES))
+    spec = registry.get(f"moe_experts_{args.quant}" if args.quant else "moe_experts")
     copy_gbps = measure_ceilings().copy_GBps
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     grouped = spec.peers["grouped_mm"]()
@@ -107,18 +108,18 @@ def main():
 
         for launch in launches:
             for per_sm in per_sms:
-                if args.fp8:
-                    moe.FP8_GATE_UP_LAUNCH, moe.FP8_DOWN_LAUNCH = launch, (*launch, per_sm)
+                if args.quant:
+                    moe.QUANT_GATE_UP_LAUNCH, moe.QUANT_DOWN_LAUNCH = launch, (*launch, per_sm)
                 else:
                     moe.GATE_UP_LAUNCH, moe.DOWN_LAUNCH = launch, (*launch, per_sm)
                 clear_plans()
                 out = spec.run(*sets[0])
                 record("rooftop n{}k{}w{}p{}".format(*launch, per_sm),
                        graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=20), out)
-        if args.fp8:
+        if args.quant:
             record("eager loop", bench_ms(lambda: spec.eager(*sets[0])) * 1e3, spec.eager(*sets[0]))
             Path(args.out).mkdir(parents=True, exist_ok=True)
-            Path(args.out, "exp-moe-launch-fp8.json").write_text(json.dumps(rows, indent=1))
+            Path(args.out, f"exp-moe-launch-{args.quant}.json").write_text(json.dumps(rows, indent=1))
             continue
         for block_k in (128, 256):
             out = pairs_inside(*sets[0], block_k=block_k)

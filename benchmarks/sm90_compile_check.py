@@ -102,9 +102,9 @@ for block_n, block_k, stages, warps in mm.FP8_GEMV_CONFIGS:
 moe_pointers = {"idx_ptr": "*i64", "rw_ptr": "*fp32", "scale_ptr": "*fp32", "ws_ptr": "*fp32", "cnt_ptr": "*i32"}
 moe_types = lambda a: moe_pointers.get(a, "*bf16" if a.endswith("_ptr") else "i32")
 moe_fp8_types = lambda a: "*fp8e4nv" if a == "w_ptr" else moe_types(a)
-# bf16 experts; fp8 ones with row scales, each with its launch
+# bf16 experts; fp8 ones (int8 alike) with row scales, each with its launch
 for scaled, types, (n, k, w), (dn, dk, dw, _) in ((False, moe_types, moe.GATE_UP_LAUNCH, moe.DOWN_LAUNCH),
-                                                  (True, moe_fp8_types, moe.FP8_GATE_UP_LAUNCH, moe.FP8_DOWN_LAUNCH)):
+                                                  (True, moe_fp8_types, moe.QUANT_GATE_UP_LAUNCH, moe.QUANT_DOWN_LAUNCH)):
     build(moe._moe_gate_up_kernel, types, dict(ACT="silu", APPROX=True, SCALED=scaled, BLOCK_N=n, BLOCK_K=k), w,
           name=f"moe_gate_up_fp8{int(scaled)}", div=("H", "I"))
     for splits in (1, 3):

@@ -91,25 +91,39 @@ def test_bad_input():
         rooftop.moe_experts(x.int(), index, weights, gate_up, down)
 
 
+# quant -> (codes dtype, the codes' error on a random weight row, the op's error against unquantized experts)
+QUANTIZED = {"fp8": (torch.float8_e4m3fn, 0.05, 0.1), "int8": (torch.int8, 0.01, 0.02)}
+
+
+@pytest.mark.parametrize("quant", list(QUANTIZED))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(1, 3, 2, 64, 600), (5, 6, 3, 70, 33)])
-def test_fp8_experts(shape, dtype):
-    """fp8 experts (weight-only, a scale per output row): against the reference on the same codes and scales (one
-    token: the down projection split over programs), and within e4m3's step of the unquantized experts."""
+def test_quantized_experts(shape, dtype, quant):
+    """fp8 / int8 experts (weight-only, a scale per output row): against the reference on the same codes and scales
+    (one token: the down projection split over programs), and within the format's step of the unquantized experts
+    (e4m3: 3 mantissa bits; int8: 127 levels a side)."""
+    codes_dtype, weight_tol, out_tol = QUANTIZED[quant]
     x, index, weights, gate_up, down = _inputs(*shape, dtype=dtype)
-    gu, gu_scale, dn, dn_scale = moe.quantize_experts_fp8(gate_up, down)
-    assert gu.dtype == dn.dtype == torch.float8_e4m3fn
+    gu, gu_scale, dn, dn_scale = moe.quantize_experts(gate_up, down, quant)
+    assert gu.dtype == dn.dtype == codes_dtype
     assert gu_scale.shape == gate_up.shape[:2] and dn_scale.shape == down.shape[:2]
-    assert rel_err(gu.double() * gu_scale.double()[..., None], gate_up) < 0.05  # e4m3: a relative step of 2^-3
+    assert rel_err(gu.double() * gu_scale.double()[..., None], gate_up) < weight_tol
+    assert gu.double().abs().amax(-1).min() >= {"fp8": 448, "int8": 127}[quant]  # each row's largest at the top code
     out = rooftop.moe_experts(x, index, weights, gu, dn, gate_up_scale=gu_scale, down_scale=dn_scale)
     assert out.dtype == dtype
     assert rel_err(out, moe_experts_reference(x, index, weights, gu, dn, "silu", gu_scale, dn_scale)) < TOL[dtype]
-    assert rel_err(out, moe_experts_reference(x, index, weights, gate_up, down)) < 0.1
+    assert rel_err(out, moe_experts_reference(x, index, weights, gate_up, down)) < out_tol
 
 
-def test_fp8_bad_input():
+def test_quantized_bad_input():
     x, index, weights, gate_up, down = _inputs(2, 4, 2, 64, 48)
-    gu, gu_scale, dn, dn_scale = moe.quantize_experts_fp8(gate_up, down)
+    with pytest.raises(ValueError, match="quant"):
+        moe.quantize_experts(gate_up, down, "int4")
+    int8 = moe.quantize_experts(gate_up, down, "int8")
+    with pytest.raises(TypeError, match="down"):  # fp8 gate_up, int8 down
+        rooftop.moe_experts(x, index, weights, moe.quantize_experts(gate_up, down)[0], int8[2], gate_up_scale=int8[1],
+                            down_scale=int8[3])
+    gu, gu_scale, dn, dn_scale = moe.quantize_experts(gate_up, down)
     with pytest.raises(ValueError, match="gate_up_scale"):
         rooftop.moe_experts(x, index, weights, gu, dn, down_scale=dn_scale)
     with pytest.raises(ValueError, match="down_scale"):
@@ -136,10 +150,11 @@ def test_registry_entry():
         assert rel_err(spec.eager(*inputs), ref) < TOL[torch.bfloat16]
 
 
-def test_fp8_registry_entry():
-    """The fp8 experts' cost: one byte a weight and the row scales; rooftop and the eager form (experts dequantized,
-    then transformers' loop) agree with the reference on the check sizes."""
-    spec = registry.get("moe_experts_fp8")
+@pytest.mark.parametrize("quant", list(QUANTIZED))
+def test_quantized_registry_entry(quant):
+    """The quantized experts' cost: one byte a weight and the row scales; rooftop and the eager form (each expert hit
+    dequantized, then transformers' loop) agree with the reference on the check sizes."""
+    spec = registry.get(f"moe_experts_{quant}")
     T, E, k, H, I = 16, 8, 2, 4096, 14336
     cost = spec.cost((T, E, k, H, I), torch.bfloat16)
     assert cost.bytes == E * (3 * H * I + 4 * (2 * I + H)) + 2 * T * H * 2 + 12 * T * k  # 32 pairs on 8 experts
@@ -188,12 +203,14 @@ def test_patched_mixtral_runs_the_kernels(monkeypatch):
     assert launched == [4, 4]  # two layers, the short call only
 
 
-def test_quantize_model_fp8_experts():
-    """quantize_model(bits="fp8") on a patched Mixtral: each MoEExperts becomes Fp8MoEExperts (fp8 buffers under the
-    same names, row scales); a decode-sized call (the kernels) and the dequantized eager loop (past MOE_MAX_TOKENS)
-    agree on the same tokens; the model's logits stay near the bf16 model's; 4 bits leave the experts alone."""
+@pytest.mark.parametrize("bits", ["fp8", 8])
+def test_quantize_model_experts(bits):
+    """quantize_model(bits="fp8" / 8) on a patched Mixtral: each MoEExperts becomes QuantMoEExperts (fp8 / int8 code
+    buffers under the same names, row scales); a decode-sized call (the kernels) and the dequantized eager loop (past
+    MOE_MAX_TOKENS) agree on the same tokens; the model's logits stay near the unquantized model's; 4 bits leave the
+    experts alone."""
     transformers = pytest.importorskip("transformers")
-    from rooftop.integrations.hf import Fp8MoEExperts, MoEExperts, patch_model
+    from rooftop.integrations.hf import MoEExperts, QuantMoEExperts, patch_model
     config = transformers.MixtralConfig(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
                                         num_local_experts=4, num_experts_per_tok=2)
@@ -203,12 +220,13 @@ def test_quantize_model_fp8_experts():
     with torch.no_grad():
         patch_model(model)
         int4 = rooftop.quantize_model(copy.deepcopy(model), bits=4, group_size=32)
-        assert int4["skipped"]["model.layers.0.mlp.experts"].endswith("bits='fp8' only")
+        assert int4["skipped"]["model.layers.0.mlp.experts"].endswith("bits=8 or 'fp8' only")
         before = model(ids).logits
-        report = rooftop.quantize_model(model, bits="fp8")
+        report = rooftop.quantize_model(model, bits=bits, group_size=32)
         experts = model.model.layers[0].mlp.experts
-        assert isinstance(experts, Fp8MoEExperts) and "model.layers.1.mlp.experts" in report["quantized"]
-        assert experts.gate_up_proj.dtype == torch.float8_e4m3fn and experts.down_scale.shape == (4, 64)
+        assert isinstance(experts, QuantMoEExperts) and "model.layers.1.mlp.experts" in report["quantized"]
+        assert experts.gate_up_proj.dtype == QUANTIZED["fp8" if bits == "fp8" else "int8"][0]
+        assert experts.down_scale.shape == (4, 64)
         assert not any(isinstance(m, MoEExperts) for m in model.modules())
         x = torch.randn(3, 64, device=DEVICE)
         index, weights = torch.randint(0, 4, (3, 2), device=DEVICE), torch.rand(3, 2, device=DEVICE).softmax(-1)
@@ -230,10 +248,11 @@ def test_gpu_model_sizes(shape):
 @pytest.mark.gpu
 @pytest.mark.slow
 @pytest.mark.parametrize("shape", [(1, 8, 2, 4096, 14336), (8, 128, 8, 2048, 768)])
-def test_gpu_fp8_model_sizes(shape):
-    """fp8 experts at Mixtral's and Qwen3-30B-A3B's shapes (one token: the down projection split)."""
+@pytest.mark.parametrize("quant", list(QUANTIZED))
+def test_gpu_quantized_model_sizes(shape, quant):
+    """fp8 / int8 experts at Mixtral's and Qwen3-30B-A3B's shapes (one token: the down projection split)."""
     x, index, weights, gate_up, down = _inputs(*shape)
-    gu, gu_scale, dn, dn_scale = moe.quantize_experts_fp8(gate_up, down)
+    gu, gu_scale, dn, dn_scale = moe.quantize_experts(gate_up, down, quant)
     out = rooftop.moe_experts(x, index, weights, gu, dn, gate_up_scale=gu_scale, down_scale=dn_scale)
     assert rel_err(out, moe_experts_reference(x, index, weights, gu, dn, "silu", gu_scale, dn_scale)) < TOL[
         torch.bfloat16]

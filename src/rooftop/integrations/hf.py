@@ -36,7 +36,7 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   (prefill). Swapped where the module has no other parameter
   (a bias), no gate of its own (`_apply_gate`: a clamp) and transformers' default layout flags, and gives the module's
   output on random tokens routed to random experts (a transposed or interleaved layout fails that).
-  quantize_model(bits="fp8") then makes each an `Fp8MoEExperts` (fp8 experts, a scale per output row);
+  quantize_model(bits="fp8" or 8) then makes each a `QuantMoEExperts` (fp8 or int8 codes, a scale per output row);
 - a decoder layer whose forward reads `h = r + h; r = h; h = self.<norm>(h)` (transformers' Llama, Mistral, Qwen2: the
   residual add before the post-attention norm; Phi-3's `r + self.<dropout>(h)` where its p is 0), the norm now rooftop's
   RMSNorm or LayerNorm (Starcoder2's), computes `h, r = self.<norm>(h, residual=r)`: the add in the norm's kernel
@@ -83,7 +83,7 @@ from rooftop.ops.activations import geglu, swiglu
 from rooftop.ops.attention import MAX_HEAD_DIM
 from rooftop.ops.decode_attention import append_kv, decode_attention
 from rooftop.ops.matmul import Fp8Linear
-from rooftop.ops.moe import MOE_MAX_TOKENS, moe_experts, moe_experts_eager, quantize_experts_fp8
+from rooftop.ops.moe import MOE_MAX_TOKENS, moe_experts, moe_experts_eager, quantize_experts
 from rooftop.ops.quant_matmul import QuantLinear
 from rooftop.ops.rope import apply_rope, apply_rope_append_kv, rope_reference
 
@@ -309,12 +309,12 @@ class MoEExperts(nn.Module):
         return f"experts={experts}, hidden={hidden}, intermediate={inner}, activation={self.activation}"
 
 
-class Fp8MoEExperts(nn.Module):
-    """A MoEExperts with fp8 experts (quantize_model(bits="fp8")): gate_up_proj [E, 2I, H] and down_proj [E, H, I]
-    float8_e4m3fn buffers with a scale per output row (gate_up_scale [E, 2I], down_scale [E, H], fp32;
-    moe.quantize_experts_fp8). Up to MOE_MAX_TOKENS tokens a call on a device kernels run on: rooftop.moe_experts
-    (weight-only: x stays in its dtype); more (a prefill): the eager loop over the experts hit, each dequantized to
-    x's dtype as it is used."""
+class QuantMoEExperts(nn.Module):
+    """A MoEExperts with quantized experts (quantize_model: bits="fp8" float8_e4m3fn, bits=8 int8): gate_up_proj
+    [E, 2I, H] and down_proj [E, H, I] code buffers with a scale per output row (gate_up_scale [E, 2I], down_scale
+    [E, H], fp32; moe.quantize_experts). Up to MOE_MAX_TOKENS tokens a call on a device kernels run on:
+    rooftop.moe_experts (weight-only: x stays in its dtype); more (a prefill): the eager loop over the experts hit,
+    each dequantized to x's dtype as it is used."""
 
     def __init__(self, gate_up: torch.Tensor, gate_up_scale: torch.Tensor, down: torch.Tensor,
                  down_scale: torch.Tensor, activation: str):
@@ -325,9 +325,11 @@ class Fp8MoEExperts(nn.Module):
         self.activation = activation
 
     @classmethod
-    def from_experts(cls, experts: MoEExperts) -> "Fp8MoEExperts":
-        check_fp8_device("quantize_model(bits='fp8')", experts.gate_up_proj.device)
-        gate_up, gate_up_scale, down, down_scale = quantize_experts_fp8(experts.gate_up_proj, experts.down_proj)
+    def from_experts(cls, experts: MoEExperts, quant: str) -> "QuantMoEExperts":
+        """`experts` quantized to quant "fp8" or "int8" (moe.quantize_experts)."""
+        if quant == "fp8":
+            check_fp8_device("quantize_model(bits='fp8')", experts.gate_up_proj.device)
+        gate_up, gate_up_scale, down, down_scale = quantize_experts(experts.gate_up_proj, experts.down_proj, quant)
         return cls(gate_up, gate_up_scale, down, down_scale, experts.activation)
 
     def forward(self, hidden_states, top_k_index, top_k_weights):
@@ -340,7 +342,8 @@ class Fp8MoEExperts(nn.Module):
 
     def extra_repr(self) -> str:
         experts, hidden, inner = self.down_proj.shape
-        return f"experts={experts}, hidden={hidden}, intermediate={inner}, activation={self.activation}, fp8"
+        return (f"experts={experts}, hidden={hidden}, intermediate={inner}, activation={self.activation}, "
+                f"codes={str(self.down_proj.dtype).replace('torch.', '')}")
 
 
 # transformers' experts flags (use_experts_implementation) under which the weights mean what moe_experts computes

@@ -7,9 +7,10 @@ transformers' default layout: gate_up [E, 2I, H] (gate rows 0 .. I-1, up rows I 
 [E, H, I]; act silu, gelu (erf) or gelu_tanh. An index outside [0, E) contributes nothing (transformers' eager loop
 skips the expert-parallel sentinel E the same way). fp32 accumulation; h = act(g) * u rounded to x's dtype between the
 two projections (as the model's own F.linear outputs are), the sum over j in fp32, out in x's dtype.
-fp8 experts (weight-only): gate_up and down in float8_e4m3fn with a scale per output row (gate_up_scale [E, 2I],
-down_scale [E, H], fp32: W_e ~= codes_e * scale_e[:, None], quantize_fp8_weight's format); each row's dot product is
-scaled once at its end; x, h and out keep x's dtype. Half the weight bytes of bf16: decode's traffic halved.
+Quantized experts (weight-only): gate_up and down as float8_e4m3fn or int8 codes with a scale per output row
+(gate_up_scale [E, 2I], down_scale [E, H], fp32: W_e ~= codes_e * scale_e[:, None]; `quantize_experts`); each row's
+dot product is scaled once at its end; x, h and out keep x's dtype. Half the weight bytes of bf16: decode's traffic
+halved. int8 (symmetric, 127 levels a side) keeps ~0.4% of a random weight row, e4m3 ~2.5%.
 
 Two kernels, with no host synchronisation (the routing stays on the GPU: the step can be a CUDA graph):
 - `_moe_gate_up_kernel`, program (pair s = t k + j, BLOCK_N columns of I): reads x_t, the pair's expert's BLOCK_N
@@ -41,7 +42,6 @@ from rooftop.ops._support import (FLOAT_DTYPES, arrival_counters, cdiv, check_fl
                                   check_same_device, float32_placeholder, launch, num_sms, planned, provided,
                                   runs_kernel, store_split_output, torch_op)
 from rooftop.ops.activations import _ACT_F64, _activate
-from rooftop.ops.matmul import quantize_fp8_weight
 from rooftop.roofline import Cost
 
 ACTIVATIONS = ("silu", "gelu", "gelu_tanh")
@@ -57,10 +57,13 @@ MOE_MAX_TOKENS = 16
 # (16, 256, 4): up to 28% behind; 1 token of Mixtral's 270 against 325 us, 90% of copy).
 GATE_UP_LAUNCH = (8, 256, 2)
 DOWN_LAUNCH = (8, 256, 2, 4)
-# fp8 experts: k-tiles twice as wide, so a program's k-step reads the same bytes (not yet timed on a GPU; offline
-# sm_90: 120 / 80 registers, no spills; (8, 512, 2) would take 217 for the gate / up kernel)
-FP8_GATE_UP_LAUNCH = (8, 512, 4)
-FP8_DOWN_LAUNCH = (8, 512, 4, 4)
+# Quantized experts (one-byte codes): k-tiles twice as wide, so a program's k-step reads the same bytes (not yet timed
+# on a GPU; offline sm_90: 120 / 80 registers, no spills; (8, 512, 2) would take 217 for the gate / up kernel)
+QUANT_GATE_UP_LAUNCH = (8, 512, 4)
+QUANT_DOWN_LAUNCH = (8, 512, 4, 4)
+# the experts' code formats: quant name -> (codes dtype, largest code)
+EXPERT_QUANTS = {"fp8": (torch.float8_e4m3fn, 448.0), "int8": (torch.int8, 127.0)}
+CODE_DTYPES = tuple(dtype for dtype, _ in EXPERT_QUANTS.values())
 DOWN_MAX_SPLITS = 16
 
 
@@ -69,7 +72,7 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, h_ptr, H, I, E, TOP_K,
                         ACT: tl.constexpr, APPROX: tl.constexpr, SCALED: tl.constexpr, BLOCK_N: tl.constexpr,
                         BLOCK_K: tl.constexpr):
     # Program (pair, column block): reads x_t (H elements, L2 after the first pair of the token), 2 BLOCK_N rows of
-    # the pair's expert (2 BLOCK_N H elements: each once; SCALED: fp8 codes and their 2 BLOCK_N row scales), writes
+    # the pair's expert (2 BLOCK_N H elements: each once; SCALED: one-byte codes and 2 BLOCK_N row scales), writes
     # BLOCK_N elements of h.
     pair = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -102,7 +105,7 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, out_ptr, ws_ptr, 
                      rw_stride, we_stride, wn_stride, out_stride, SCALED: tl.constexpr, SPLITS: tl.constexpr,
                      SUM_BATCH: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # Program (token, column block, split of I): for each of the token's k pairs in order, its k-range of h (from L2)
-    # and of BLOCK_N down rows of its expert (each element once over the splits; SCALED: fp8 codes and BLOCK_N row
+    # and of BLOCK_N down rows of its expert (each element once over the splits; SCALED: one-byte codes and BLOCK_N row
     # scales); with SPLITS > 1 the fp32 partials
     # (4 BLOCK_N bytes a split) summed in split order by the tile's last split (store_split_output), which writes
     # BLOCK_N elements of out.
@@ -143,9 +146,9 @@ def _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_sca
         raise TypeError(f"top_k_index must be an int32 or int64 tensor, got "
                         f"{getattr(top_k_index, 'dtype', type(top_k_index).__name__)}")
     check_float("top_k_weights", top_k_weights)
-    fp8 = gate_up.dtype == torch.float8_e4m3fn if isinstance(gate_up, torch.Tensor) else False
-    check_float("gate_up", gate_up, (*FLOAT_DTYPES, torch.float8_e4m3fn))
-    check_float("down", down, (*FLOAT_DTYPES, torch.float8_e4m3fn))
+    quantized = isinstance(gate_up, torch.Tensor) and gate_up.dtype in CODE_DTYPES
+    check_float("gate_up", gate_up, (*FLOAT_DTYPES, *CODE_DTYPES))
+    check_float("down", down, (*FLOAT_DTYPES, *CODE_DTYPES))
     for name, t in (("top_k_index", top_k_index), ("top_k_weights", top_k_weights), ("gate_up", gate_up),
                     ("down", down)):
         check_same_device(name, t, "x", x)
@@ -163,31 +166,31 @@ def _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_sca
         raise ValueError(f"down must be [experts, hidden, intermediate] = [{E}, {H}, {I}], got shape "
                          f"{tuple(down.shape)}")
     for name, t in (("gate_up", gate_up), ("down", down)):
-        if t.dtype != (torch.float8_e4m3fn if fp8 else x.dtype):
-            raise TypeError(f"{name} has dtype {str(t.dtype).replace('torch.', '')} but x has "
-                            f"{str(x.dtype).replace('torch.', '')}" + (" (fp8 experts: both float8_e4m3fn)" if fp8
-                                                                       else ""))
+        if t.dtype != (gate_up.dtype if quantized else x.dtype):
+            raise TypeError(f"{name} has dtype {str(t.dtype).replace('torch.', '')} but "
+                            + (f"gate_up has {str(gate_up.dtype).replace('torch.', '')} (quantized experts: both "
+                               f"the same codes)" if quantized else f"x has {str(x.dtype).replace('torch.', '')}"))
         if t.stride(2) != 1:
             raise ValueError(f"{name} must have unit stride in its last dim, got strides {t.stride()}")
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {activation!r}")
     for name, scale, rows in (("gate_up_scale", gate_up_scale, 2 * I), ("down_scale", down_scale, H)):
-        if not fp8:
+        if not quantized:
             if scale is not None:
-                raise ValueError(f"{name} is only for float8_e4m3fn experts; gate_up and down are "
+                raise ValueError(f"{name} is only for quantized (float8_e4m3fn or int8) experts; gate_up and down are "
                                  f"{str(gate_up.dtype).replace('torch.', '')}")
             continue
         if not isinstance(scale, torch.Tensor) or scale.dtype != torch.float32 or scale.shape != (E, rows):
-            raise ValueError(f"{name} must be a float32 tensor [{E}, {rows}] (a scale per output row) for fp8 "
+            raise ValueError(f"{name} must be a float32 tensor [{E}, {rows}] (a scale per output row) for quantized "
                              f"experts, got {getattr(scale, 'dtype', None)} "
                              f"{tuple(scale.shape) if isinstance(scale, torch.Tensor) else scale}")
         check_same_device(name, scale, "x", x)
-    if fp8:
+    if gate_up.dtype == torch.float8_e4m3fn:
         check_fp8_device("moe_experts", x.device)
 
 
 def _expert(w, scale, e) -> torch.Tensor:
-    """Expert e's weights in float64 (fp8 codes times their row scales)."""
+    """Expert e's weights in float64 (quantized: the codes times their row scales)."""
     return w[e].double() if scale is None else w[e].double() * scale[e].double()[:, None]
 
 
@@ -230,11 +233,11 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     placeholder = provided(float32_placeholder(x.device), functools.partial(float32_placeholder, x.device))
     gate_up_scale = gate_up_scale.contiguous() if scaled else placeholder
     down_scale = down_scale.contiguous() if scaled else placeholder
-    block_n, block_k, warps = FP8_GATE_UP_LAUNCH if scaled else GATE_UP_LAUNCH
+    block_n, block_k, warps = QUANT_GATE_UP_LAUNCH if scaled else GATE_UP_LAUNCH
     launch(_moe_gate_up_kernel, (T * top_k, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, h, H, I, E, top_k,
            x.stride(0), gate_up.stride(0), gate_up.stride(1), ACT=activation, APPROX=x.is_cuda, SCALED=scaled,
            BLOCK_N=block_n, BLOCK_K=min(block_k, triton.next_power_of_2(H)), num_warps=warps)
-    block_n, block_k, warps, per_sm = FP8_DOWN_LAUNCH if scaled else DOWN_LAUNCH
+    block_n, block_k, warps, per_sm = QUANT_DOWN_LAUNCH if scaled else DOWN_LAUNCH
     block_k = min(block_k, triton.next_power_of_2(I))
     tiles, steps = T * cdiv(H, block_n), cdiv(I, block_k)
     splits = max(1, min(cdiv(per_sm * num_sms(x.device.index if x.is_cuda else -1), tiles), steps, DOWN_MAX_SPLITS))
@@ -256,27 +259,39 @@ def moe_experts(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch
     layer's experts for its routed tokens (the module docstring). x [T, H]; top_k_index [T, k] int32 / int64 and
     top_k_weights [T, k] float; gate_up [E, 2I, H] (each expert's gate rows, then its up rows), down [E, H, I], both
     x's dtype; activation "silu", "gelu" or "gelu_tanh". Indices outside [0, E) contribute nothing. Returns [T, H] in
-    x's dtype. fp8 experts: gate_up and down in float8_e4m3fn with gate_up_scale [E, 2I] and down_scale [E, H]
-    (fp32, a scale per output row; quantize_fp8_weight's format, `quantize_experts_fp8`). Meant for decoding (few
+    x's dtype. Quantized experts: gate_up and down as float8_e4m3fn or int8 codes with gate_up_scale [E, 2I] and
+    down_scale [E, H] (fp32, a scale per output row; `quantize_experts`). Meant for decoding (few
     tokens): every (token, expert) pair reads its expert's weights."""
     _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale, down_scale)
     return _moe_experts_op(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale, down_scale)
 
 
-def quantize_experts_fp8(gate_up: torch.Tensor, down: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """gate_up [E, 2I, H] and down [E, H, I] in float8_e4m3fn with a scale per output row (quantize_fp8_weight's
-    rounding): (gate_up codes, gate_up_scale [E, 2I], down codes, down_scale [E, H])."""
+def quantize_experts(gate_up: torch.Tensor, down: torch.Tensor, quant: str = "fp8") -> tuple[torch.Tensor, ...]:
+    """gate_up [E, 2I, H] and down [E, H, I] as codes with a scale per output row, scale = max |row| / the format's
+    largest code: "fp8" float8_e4m3fn rounded to nearest (quantize_fp8_weight's), "int8" rounded half away from zero.
+    One expert at a time (an fp32 copy of one). Returns (gate_up codes, gate_up_scale [E, 2I], down codes,
+    down_scale [E, H])."""
+    if quant not in EXPERT_QUANTS:
+        raise ValueError(f"quant must be one of {', '.join(EXPERT_QUANTS)}, got {quant!r}")
+    dtype, qmax = EXPERT_QUANTS[quant]
     out = []
     for w in (gate_up, down):
-        codes, scale = quantize_fp8_weight(w.detach().reshape(-1, w.shape[-1]))
-        out += [codes.reshape(w.shape), scale.reshape(w.shape[:2])]
+        codes = torch.empty(w.shape, dtype=dtype, device=w.device)
+        scale = torch.empty(w.shape[:2], dtype=torch.float32, device=w.device)
+        for e in range(w.shape[0]):
+            rows = w[e].detach().float()
+            scale[e] = rows.abs().amax(-1).clamp_min(1e-30) / qmax
+            q = (rows / scale[e, :, None]).clamp(-qmax, qmax)
+            codes[e] = q.to(dtype) if quant == "fp8" else torch.where(q >= 0, torch.floor(q + 0.5),
+                                                                        torch.ceil(q - 0.5)).to(dtype)
+        out += [codes, scale]
     return tuple(out)
 
 
 def moe_experts_eager(x, top_k_index, top_k_weights, gate_up, down, activation="silu", gate_up_scale=None,
                       down_scale=None):
     """What transformers' eager experts loop does: per expert hit, its tokens' F.linear, the activation, F.linear,
-    the router weight, index_add_ (a host synchronisation for the experts hit). fp8 experts: each expert hit
+    the router weight, index_add_ (a host synchronisation for the experts hit). Quantized experts: each expert hit
     dequantized to x's dtype first."""
     act = {"silu": F.silu, "gelu": F.gelu, "gelu_tanh": functools.partial(F.gelu, approximate="tanh")}[activation]
 
@@ -323,33 +338,33 @@ def _make_inputs(shape, dtype, device):
     return x, idx, weights, gate_up, down
 
 
-def _cost(shape, dtype, fp8: bool = False) -> Cost:
-    """Each expert routed to read once (3 H I elements, one byte each and 2I + H fp32 row scales for fp8 experts;
+def _cost(shape, dtype, quantized: bool = False) -> Cost:
+    """Each expert routed to read once (3 H I elements, one byte each and 2I + H fp32 row scales when quantized;
     min(T k, E) of them, as _make_inputs routes), x and out once; the h round trip between the kernels (2 T k I
     elements) is not the floor's."""
     T, E, k, H, I = shape
     pairs, experts = T * k, min(T * k, E)
-    weights = experts * (3 * H * I + 4 * (2 * I + H)) if fp8 else experts * 3 * H * I * dtype.itemsize
+    weights = experts * (3 * H * I + 4 * (2 * I + H)) if quantized else experts * 3 * H * I * dtype.itemsize
     return Cost(flops=6 * pairs * H * I, bytes=weights + 2 * T * H * dtype.itemsize + 12 * pairs)
 
 
-def _make_inputs_fp8(shape, dtype, device):
-    """_make_inputs' with the experts in fp8 (quantize_experts_fp8): x, idx, weights, gate_up, down, their scales."""
+def _make_quantized_inputs(shape, dtype, device, quant):
+    """_make_inputs' with the experts quantized (quantize_experts): x, idx, weights, gate_up, down, their scales."""
     x, idx, weights, gate_up, down = _make_inputs(shape, dtype, device)
-    gate_up, gate_up_scale, down, down_scale = quantize_experts_fp8(gate_up, down)
+    gate_up, gate_up_scale, down, down_scale = quantize_experts(gate_up, down, quant)
     return x, idx, weights, gate_up, down, gate_up_scale, down_scale
 
 
-def _moe_experts_fp8(x, idx, weights, gate_up, down, gate_up_scale, down_scale):
+def _moe_experts_quantized(x, idx, weights, gate_up, down, gate_up_scale, down_scale):
     return moe_experts(x, idx, weights, gate_up, down, gate_up_scale=gate_up_scale, down_scale=down_scale)
 
 
-def _moe_experts_fp8_reference(x, idx, weights, gate_up, down, gate_up_scale, down_scale):
+def _moe_experts_quantized_reference(x, idx, weights, gate_up, down, gate_up_scale, down_scale):
     return moe_experts_reference(x, idx, weights, gate_up, down, "silu", gate_up_scale, down_scale)
 
 
-def _moe_experts_fp8_eager(x, idx, weights, gate_up, down, gate_up_scale, down_scale):
-    """Without an fp8 kernel: the eager loop, each expert hit dequantized to x's dtype."""
+def _moe_experts_quantized_eager(x, idx, weights, gate_up, down, gate_up_scale, down_scale):
+    """Without a kernel for the codes: the eager loop, each expert hit dequantized to x's dtype."""
     return moe_experts_eager(x, idx, weights, gate_up, down, gate_up_scale=gate_up_scale, down_scale=down_scale)
 
 
@@ -361,7 +376,10 @@ registry.register(registry.OpSpec(
     name="moe_experts", family="moe", make_inputs=_make_inputs, run=moe_experts, reference=moe_experts_reference,
     eager=moe_experts_eager, cost=_cost, cases=BENCH_CASES, peers={"grouped_mm": _grouped_mm_peer}, x_key="M",
     check_cases=((1, 4, 2, 64, 48), (3, 4, 2, 96, 40))))
-registry.register(registry.OpSpec(
-    name="moe_experts_fp8", family="moe", make_inputs=_make_inputs_fp8, run=_moe_experts_fp8,
-    reference=_moe_experts_fp8_reference, eager=_moe_experts_fp8_eager, cost=functools.partial(_cost, fp8=True),
-    cases=BENCH_CASES, x_key="M", check_cases=((1, 4, 2, 64, 48), (3, 4, 2, 96, 40))))
+for _quant in EXPERT_QUANTS:  # moe_experts_fp8, moe_experts_int8
+    registry.register(registry.OpSpec(
+        name=f"moe_experts_{_quant}", family="moe",
+        make_inputs=functools.partial(_make_quantized_inputs, quant=_quant), run=_moe_experts_quantized,
+        reference=_moe_experts_quantized_reference, eager=_moe_experts_quantized_eager,
+        cost=functools.partial(_cost, quantized=True), cases=BENCH_CASES, x_key="M",
+        check_cases=((1, 4, 2, 64, 48), (3, 4, 2, 96, 40))))

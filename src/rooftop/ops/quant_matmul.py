@@ -1578,8 +1578,9 @@ def quantize_model(model: torch.nn.Module, bits: int | str = 4, group_size: int 
     or its last name component matches a pattern of `skip` (fnmatch), when it is a subclass of nn.Linear with a forward
     of its own (Llama 4's router), when it is a mixture of experts' router or gate (`_moe_router`), or (weight-only)
     when its in_features is not a multiple of group_size. A mixture of experts' experts that patch_model made
-    MoEExperts become, with bits="fp8", Fp8MoEExperts (fp8 experts, a scale per output row); with 4 or 8 bits they stay
-    as they are (skipped). Returns {"quantized": [names], "skipped": {name: reason}}."""
+    MoEExperts become QuantMoEExperts (weight-only, a scale per output row; group_size does not apply): fp8 codes with
+    bits="fp8", int8 with bits=8; with 4 bits they stay as they are (skipped). Returns {"quantized": [names],
+    "skipped": {name: reason}}."""
     fp8 = bits == "fp8"
     if not fp8:
         if bits not in BITS:
@@ -1603,14 +1604,14 @@ def quantize_model(model: torch.nn.Module, bits: int | str = 4, group_size: int 
         _replace(model, name,
                  Fp8Linear.from_linear(linear) if fp8 else QuantLinear.from_linear(linear, bits, group_size, symmetric))
         report["quantized"].append(name)
-    from rooftop.integrations.hf import Fp8MoEExperts, MoEExperts  # hf imports this module
+    from rooftop.integrations.hf import MoEExperts, QuantMoEExperts  # hf imports this module
     for name, experts in [(name, m) for name, m in model.named_modules() if isinstance(m, MoEExperts)]:
         if _matches(name, skip):
             report["skipped"][name] = "matches skip"
-        elif not fp8:
-            report["skipped"][name] = "a mixture of experts' experts: quantized by bits='fp8' only"
+        elif bits == 4:
+            report["skipped"][name] = "a mixture of experts' experts: quantized by bits=8 or 'fp8' only"
         else:
-            _replace(model, name, Fp8MoEExperts.from_experts(experts))
+            _replace(model, name, QuantMoEExperts.from_experts(experts, "fp8" if fp8 else "int8"))
             report["quantized"].append(name)
     return report
 
