@@ -12,7 +12,7 @@ and buffer but the input embedding's table) read once at the measured copy bandw
 tokens/s with --graphs, whole runs without.
 Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
 [--repeats 2] [--row-pdl-ab] [--compile] [--cache-len N] [--sdpa-decode-ab] [--kv-append-ab]
-[--lm-head-bits 8,4] [--argmax-ab] [--rope-append-ab] [--fp8] [--no-int4]
+[--lm-head-bits 8,4] [--argmax-ab] [--rope-append-ab] [--fp8] [--int8] [--no-int4]
 The patched models' steps take their greedy token by rooftop.row_argmax (stock's, and the --argmax-ab row's, by
 torch's argmax).
 """
@@ -190,6 +190,9 @@ def main() -> None:
                         help="also the patched model with fp8 weights and per-token fp8 activations (W8A8: "
                              "quantize_model(model, 'fp8'), lm_head kept bf16; with --moe the experts fp8 too, "
                              "weight-only)")
+    parser.add_argument("--int8", action="store_true",
+                        help="also the patched model with int8 weights (W8A16: quantize_model(model, 8), group 128, "
+                             "lm_head kept bf16; with --moe the experts int8 too, a scale per output row)")
     parser.add_argument("--moe", action="store_true",
                         help="a Mixtral-shaped model (8 experts, top 2, the --size's shapes), stock's experts "
                              "transformers' grouped_mm (its eager loop synchronises the host: no CUDA graph holds it); "
@@ -206,7 +209,7 @@ def main() -> None:
     if args.no_int4 and any(getattr(args, name) for name in int4_rows):
         parser.error("--no-int4: the --*-ab rows and --lm-head-bits are int4 models")
     if args.moe and not args.no_int4:
-        parser.error("--moe: with --no-int4 (quantize_model's int4 leaves the experts in bf16; --fp8 quantizes them)")
+        parser.error("--moe: with --no-int4 (int4 leaves the experts in bf16; --fp8 / --int8 quantize them)")
     if args.no_plans:
         _support.PLANS_ENABLED = False
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -243,9 +246,10 @@ def main() -> None:
             quantized_rope_apart = copy.deepcopy(stock)
             patch_model(quantized_rope_apart, rope_append=False)
             rooftop.quantize_model(quantized_rope_apart, bits=4, group_size=128)
-        if args.fp8:
-            fp8 = copy.deepcopy(patched)
-            fp8_report = rooftop.quantize_model(fp8, bits="fp8")
+        byte_models = {}  # bits ("fp8" or 8) -> (the model, quantize_model's report)
+        for bits in [b for b, asked in (("fp8", args.fp8), (8, args.int8)) if asked]:
+            model = copy.deepcopy(patched)
+            byte_models[bits] = model, rooftop.quantize_model(model, bits=bits, group_size=128)
         quantized_heads, head_errs = {}, {}
         for bits in args.lm_head_bits:
             quantized_heads[bits] = copy.deepcopy(quantized)  # lm_head is the one nn.Linear left in it
@@ -254,8 +258,8 @@ def main() -> None:
         against_stock = {"patched": agreement(stock, patched, ids)}  # the numbers behind the speeds
         if not args.no_int4:
             against_stock["patched + int4"] = agreement(stock, quantized, ids)
-        if args.fp8:
-            against_stock["patched + fp8"] = agreement(stock, fp8, ids)
+        for bits, (model, _) in byte_models.items():
+            against_stock[f"patched + {'fp8' if bits == 'fp8' else 'int8'}"] = agreement(stock, model, ids)
         torch_argmax = {"argmax": lambda logits: logits.argmax(-1)}
         plain, no_pdl, compiled = {"argmax": row_argmax}, {"row_pdl": False, "argmax": row_argmax}, {"compiled": True}
         stock_name = "stock (sdpa" + (", grouped_mm experts)" if args.moe else ")")
@@ -264,10 +268,11 @@ def main() -> None:
         if not args.no_int4:
             models += [(f"patched + int4 g128 ({len(report['quantized'])} linears)", quantized, plain),
                        ("patched + int4 g128, projections apart", quantized_apart, plain)]
-        if args.fp8:
-            experts = [name for name in fp8_report["quantized"] if name.endswith("experts")]
-            models.append((f"patched + fp8 W8A8 ({len(fp8_report['quantized']) - len(experts)} linears"
-                           + (f", {len(experts)} experts weight-only" if experts else "") + ")", fp8, plain))
+        for bits, (model, byte_report) in byte_models.items():
+            experts = [name for name in byte_report["quantized"] if name.endswith("experts")]
+            models.append((f"patched + {'fp8 W8A8' if bits == 'fp8' else 'int8 W8A16 g128'} "
+                           f"({len(byte_report['quantized']) - len(experts)} linears"
+                           + (f", {len(experts)} experts weight-only" if experts else "") + ")", model, plain))
         if args.row_pdl_ab:
             models.append(("patched + int4 g128, row kernels without PDL", quantized, no_pdl))
         if args.sdpa_decode_ab:
