@@ -84,10 +84,12 @@ class _Forced:
 
 def pair(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype, device: str, quant: str | None):
     """(stock, patched, patch_model's counts): the patched one a copy of stock; with `quant` stock quantized before
-    the copy is patched, the copy after (quantize_model either side of patch_model); None where transformers has no
-    such architecture."""
+    the copy is patched, the copy after (quantize_model either side of patch_model; int8 / fp8 quantize the patched
+    model's experts, so stock's experts take the same codes' values); None where transformers has no such
+    architecture."""
     from rooftop import quantize_model
-    from rooftop.integrations.hf import patch_model
+    from rooftop.integrations.hf import MoEExperts, patch_model
+    from rooftop.ops.moe import quantize_experts
 
     stock = build(transformers, name, overrides, attn, dtype, device)
     if stock is None:
@@ -96,6 +98,13 @@ def pair(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype
     if quant is not None:
         quantize_model(stock, **QUANT[quant])
     counts = patch_model(patched)
+    if quant in ("int8", "fp8"):  # the experts patched quantizes: stock's own ones computed with the same codes
+        for name in [name for name, m in patched.named_modules() if isinstance(m, MoEExperts)]:
+            experts = stock.get_submodule(name)
+            gate_up, gate_up_scale, down, down_scale = quantize_experts(experts.gate_up_proj, experts.down_proj,
+                                                                        quant)
+            experts.gate_up_proj.data = (gate_up.double() * gate_up_scale.double()[..., None]).to(dtype)
+            experts.down_proj.data = (down.double() * down_scale.double()[..., None]).to(dtype)
     if quant is not None:
         quantize_model(patched, **QUANT[quant])
     return stock, patched, counts

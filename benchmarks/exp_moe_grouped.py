@@ -129,6 +129,8 @@ def _down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, out_ptr, ws_ptr, cnt_ptr
             tl.store(ws_ptr + (split * P + member)[:, None] * H + cols[None, :], acc, mask=part_mask)
             tl.debug_barrier()  # every thread's partials before the arrivals are published
             tile = token * tl.num_programs(1) + pid_n
+            # a masked vector atomic's old values reach the threads that read them only since Triton 3.4 (issue
+            # 7402, fixed by PR 7460); the pinned 3.6 has it
             arrived = tl.atomic_add(cnt_ptr + tile, 1, mask=valid, sem="acq_rel", scope="gpu")
             last = valid & (arrived == TOP_K * SPLITS - 1)
             tl.debug_barrier()  # the acquiring threads before the others read the partials
@@ -218,7 +220,6 @@ def main():
         for T in (1, 2, 4, 8, 16):
             for routing in ("round-robin", "random"):
                 g = torch.Generator("cuda").manual_seed(T)
-                sets = []
                 gate_up = torch.randn(E, 2 * I, H, device="cuda", dtype=torch.bfloat16) * H ** -0.5
                 down = torch.randn(E, H, I, device="cuda", dtype=torch.bfloat16) * I ** -0.5
                 experts_bytes = 3 * H * I * 2

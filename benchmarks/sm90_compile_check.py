@@ -102,11 +102,15 @@ for block_n, block_k, stages, warps in mm.FP8_GEMV_CONFIGS:
 moe_pointers = {"idx_ptr": "*i64", "rw_ptr": "*fp32", "scale_ptr": "*fp32", "ws_ptr": "*fp32", "cnt_ptr": "*i32"}
 moe_types = lambda a: moe_pointers.get(a, "*bf16" if a.endswith("_ptr") else "i32")
 moe_fp8_types = lambda a: "*fp8e4nv" if a == "w_ptr" else moe_types(a)
-# bf16 experts; fp8 ones (int8 alike) with row scales, each with its launch
-for scaled, types, (n, k, w), (dn, dk, dw, _) in ((False, moe_types, moe.GATE_UP_LAUNCH, moe.DOWN_LAUNCH),
-                                                  (True, moe_fp8_types, moe.QUANT_GATE_UP_LAUNCH, moe.QUANT_DOWN_LAUNCH)):
+# bf16 experts; fp8 and int8 ones with row scales, each with its launch
+moe_cases = (("bf16", moe_types, moe.GATE_UP_LAUNCH, moe.DOWN_LAUNCH),
+             ("fp8", moe_fp8_types, moe.QUANT_GATE_UP_LAUNCH, moe.QUANT_DOWN_LAUNCH),
+             ("int8", lambda a: "*i8" if a == "w_ptr" else moe_types(a), moe.QUANT_GATE_UP_LAUNCH,
+              moe.QUANT_DOWN_LAUNCH))
+for codes, types, (n, k, w), (dn, dk, dw, _) in moe_cases:
+    scaled = codes != "bf16"
     build(moe._moe_gate_up_kernel, types, dict(ACT="silu", APPROX=True, SCALED=scaled, BLOCK_N=n, BLOCK_K=k), w,
-          name=f"moe_gate_up_fp8{int(scaled)}", div=("H", "I"))
+          name=f"moe_gate_up_{codes}", div=("H", "I"))
     for splits in (1, 3):
         build(moe._moe_down_kernel, types, dict(SCALED=scaled, BLOCK_N=dn, BLOCK_K=dk, SPLITS=splits,
-              SUM_BATCH=splits), dw, name=f"moe_down_fp8{int(scaled)}_s{splits}", div=("H", "I"))
+              SUM_BATCH=splits), dw, name=f"moe_down_{codes}_s{splits}", div=("H", "I"))

@@ -124,20 +124,45 @@ def test_quantized_bad_input():
         rooftop.moe_experts(x, index, weights, moe.quantize_experts(gate_up, down)[0], int8[2], gate_up_scale=int8[1],
                             down_scale=int8[3])
     gu, gu_scale, dn, dn_scale = moe.quantize_experts(gate_up, down)
-    with pytest.raises(ValueError, match="gate_up_scale"):
+    with pytest.raises(ValueError, match="gate_up_scale is required"):
         rooftop.moe_experts(x, index, weights, gu, dn, down_scale=dn_scale)
     with pytest.raises(ValueError, match="down_scale"):
         rooftop.moe_experts(x, index, weights, gu, dn, gate_up_scale=gu_scale, down_scale=dn_scale[:, :32])
-    with pytest.raises(ValueError, match="down_scale"):
+    with pytest.raises(TypeError, match="down_scale"):
         rooftop.moe_experts(x, index, weights, gu, dn, gate_up_scale=gu_scale, down_scale=dn_scale.double())
+    with pytest.raises(ValueError, match="gate_up"):
+        moe.quantize_experts(gate_up[0], down)
     with pytest.raises(ValueError, match="gate_up_scale"):
         rooftop.moe_experts(x, index, weights, gate_up, down, gate_up_scale=gu_scale, down_scale=dn_scale)
     with pytest.raises(TypeError, match="down"):
         rooftop.moe_experts(x, index, weights, gu, down, gate_up_scale=gu_scale, down_scale=dn_scale)
 
 
+def test_quantized_sentinels_strides_replays_and_fp16():
+    """int8 experts: a sentinel and -1 among int32 indices, fp16 x with gelu_tanh; calls replaying the first one's
+    recorded launches on fresh codes and scales; a scale as a strided view (copied: that call is not recorded);
+    experts of no intermediate width."""
+    _support.clear_plans()
+    for _ in range(3):
+        x, index, weights, gate_up, down = _inputs(3, 5, 2, 64, 40, dtype=torch.float16, index_dtype=torch.int32)
+        index[0, 1], index[2, 0] = 5, -1
+        gu, gu_scale, dn, dn_scale = moe.quantize_experts(gate_up, down, "int8")
+        out = rooftop.moe_experts(x, index, weights, gu, dn, "gelu_tanh", gate_up_scale=gu_scale, down_scale=dn_scale)
+        ref = moe_experts_reference(x, index, weights, gu, dn, "gelu_tanh", gu_scale, dn_scale)
+        assert rel_err(out, ref) < TOL[torch.float16]
+    assert len(rooftop.moe_experts.plans) == 1
+    wide = torch.rand(5, 2 * 80, device=DEVICE)[:, ::2].copy_(gu_scale)
+    assert wide.stride() == (160, 2)
+    out = rooftop.moe_experts(x, index, weights, gu, dn, "gelu_tanh", gate_up_scale=wide, down_scale=dn_scale)
+    assert rel_err(out, ref) < TOL[torch.float16]
+    x, index, weights, gate_up, down = _inputs(2, 4, 2, 64, 0)
+    gu, gu_scale, dn, dn_scale = moe.quantize_experts(gate_up, down, "int8")
+    assert torch.equal(rooftop.moe_experts(x, index, weights, gu, dn, gate_up_scale=gu_scale, down_scale=dn_scale),
+                       torch.zeros_like(x))
+
+
 def test_registry_entry():
-    """Its cost: each routed pair's expert (3 H I elements) once, x and the output once; the eager form (transformers'
+    """Its cost: each routed expert (3 H I elements) once, x and the output once; the eager form (transformers'
     loop) and the reference agree with rooftop on the check sizes."""
     spec = registry.get("moe_experts")
     T, E, k, H, I = 1, 8, 2, 4096, 14336
@@ -206,9 +231,9 @@ def test_patched_mixtral_runs_the_kernels(monkeypatch):
 @pytest.mark.parametrize("bits", ["fp8", 8])
 def test_quantize_model_experts(bits):
     """quantize_model(bits="fp8" / 8) on a patched Mixtral: each MoEExperts becomes QuantMoEExperts (fp8 / int8 code
-    buffers under the same names, row scales); a decode-sized call (the kernels) and the dequantized eager loop (past
-    MOE_MAX_TOKENS) agree on the same tokens; the model's logits stay near the unquantized model's; 4 bits leave the
-    experts alone."""
+    buffers under the same names, row scales, kept through .to(dtype)); a decode-sized call (the kernels) and the
+    dequantized eager loop (past MOE_MAX_TOKENS) agree on the same tokens and within the format's step of the
+    unquantized experts; the model's logits stay near the unquantized model's; 4 bits leave the experts alone."""
     transformers = pytest.importorskip("transformers")
     from rooftop.integrations.hf import MoEExperts, QuantMoEExperts, patch_model
     config = transformers.MixtralConfig(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
@@ -222,6 +247,7 @@ def test_quantize_model_experts(bits):
         int4 = rooftop.quantize_model(copy.deepcopy(model), bits=4, group_size=32)
         assert int4["skipped"]["model.layers.0.mlp.experts"].endswith("bits=8 or 'fp8' only")
         before = model(ids).logits
+        unquantized = model.model.layers[0].mlp.experts
         report = rooftop.quantize_model(model, bits=bits, group_size=32)
         experts = model.model.layers[0].mlp.experts
         assert isinstance(experts, QuantMoEExperts) and "model.layers.1.mlp.experts" in report["quantized"]
@@ -232,7 +258,12 @@ def test_quantize_model_experts(bits):
         index, weights = torch.randint(0, 4, (3, 2), device=DEVICE), torch.rand(3, 2, device=DEVICE).softmax(-1)
         many = torch.cat([x] * 6), torch.cat([index] * 6), torch.cat([weights] * 6)  # 18 tokens: the eager loop
         assert rel_err(experts(*many)[:3], experts(x, index, weights)) < 1e-5
-        assert rel_err(model(ids).logits, before) < 0.1
+        out_tol = QUANTIZED["fp8" if bits == "fp8" else "int8"][2]
+        assert rel_err(experts(x, index, weights), unquantized(x, index, weights)) < out_tol
+        assert rel_err(model(ids).logits, before) < (0.06 if bits == "fp8" else 0.02)
+        model.to(torch.float64)  # codes and scales keep their dtypes
+        assert experts.gate_up_proj.dtype == QUANTIZED["fp8" if bits == "fp8" else "int8"][0]
+        assert experts.gate_up_scale.dtype == experts.down_scale.dtype == torch.float32
 
 
 @pytest.mark.gpu

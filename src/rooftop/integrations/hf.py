@@ -78,7 +78,7 @@ import torch
 from torch import nn
 
 from rooftop.nn import LayerNorm, RMSNorm
-from rooftop.ops._support import check_fp8_device, runs_kernel
+from rooftop.ops._support import apply_keeping_dtypes, check_fp8_device, runs_kernel
 from rooftop.ops.activations import geglu, swiglu
 from rooftop.ops.attention import MAX_HEAD_DIM
 from rooftop.ops.decode_attention import append_kv, decode_attention
@@ -339,6 +339,12 @@ class QuantMoEExperts(nn.Module):
                                self.activation, **scales)
         return moe_experts_eager(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj,
                                  self.activation, **scales)
+
+    def _apply(self, fn, recurse=True):
+        """The codes and their scales keep their dtypes under model.half() / .to(dtype) (apply_keeping_dtypes)."""
+        apply_keeping_dtypes(self, super()._apply, fn, recurse, ("gate_up_proj", "gate_up_scale", "down_proj",
+                                                                  "down_scale"), torch.float32)
+        return self
 
     def extra_repr(self) -> str:
         experts, hidden, inner = self.down_proj.shape

@@ -153,6 +153,20 @@ def quantize_rows_reference(y: torch.Tensor, quant: str) -> tuple[torch.Tensor, 
     return q.to(dtype), scale
 
 
+def apply_keeping_dtypes(module, apply, fn, recurse, names, dtype) -> torch.Tensor:
+    """nn.Module._apply (`apply`, the parent's) for a module whose buffers `names` (quantized codes, their scales)
+    keep their dtypes: model.half() / .to(dtype) cast every floating tensor, float8 too; those only follow the
+    device. Returns `fn` applied to an empty tensor of `dtype` (what the cast makes of that dtype, and where)."""
+    kept = {name: module._buffers[name] for name in names}
+    for name in kept:
+        module._buffers[name] = None
+    apply(fn, recurse)
+    probe = fn(torch.empty(0, device=kept[names[0]].device, dtype=dtype))
+    for name, t in kept.items():
+        module._buffers[name] = t.to(probe.device)
+    return probe
+
+
 def fp8_rows_eager(y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-row fp8 quantization of y by PyTorch ops, as a model's code writes it (the fused kernels' eager baseline;
     Fp8Linear's weights, a scale per output channel): (q, scale [..., 1] fp32)."""

@@ -104,11 +104,12 @@ from rooftop import registry
 # either compiles a kernel)
 from rooftop.ops import _autotune, _support, matmul_sm90
 from rooftop.ops.activations import _activate as _activate_fp32, quantize_rows
-from rooftop.ops._support import (Launch, Plans, alignment_key, arrival_counters, await_previous, capability, cdiv,
-                                  check_float, check_fp8_device, check_same_device, ensure_scratch_allocator,
-                                  float32_placeholder, fp8_rows_eager, gluon_runs, interpreting, launch, num_sms,
-                                  pdl_options, planned, provided, quantize_rows_reference, runs_kernel,
-                                  shared_memory_limit, store_split_output, torch_op)
+from rooftop.ops._support import (Launch, Plans, alignment_key, apply_keeping_dtypes, arrival_counters, await_previous,
+                                  capability, cdiv, check_float, check_fp8_device, check_same_device,
+                                  ensure_scratch_allocator, float32_placeholder, fp8_rows_eager, gluon_runs,
+                                  interpreting, launch, num_sms, pdl_options, planned, provided,
+                                  quantize_rows_reference, runs_kernel, shared_memory_limit, store_split_output,
+                                  torch_op)
 from rooftop.roofline import Cost
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -932,15 +933,8 @@ class Fp8Linear(torch.nn.Module):
         return fp8_linear(x, self.weight, self.weight_scale, self.bias, self.out_dtype)
 
     def _apply(self, fn, recurse=True):
-        """model.half() / .to(dtype) cast every floating tensor, float8 too: the codes and their scales keep their
-        dtypes and only follow the device; the output dtype follows the cast."""
-        kept = {name: self._buffers[name] for name in ("weight", "weight_scale")}
-        for name in kept:
-            self._buffers[name] = None
-        super()._apply(fn, recurse)
-        probe = fn(torch.empty(0, device=kept["weight"].device, dtype=self.out_dtype))
-        for name, t in kept.items():
-            self._buffers[name] = t.to(probe.device)
+        """The codes and their scales keep their dtypes (apply_keeping_dtypes); the output dtype follows the cast."""
+        probe = apply_keeping_dtypes(self, super()._apply, fn, recurse, ("weight", "weight_scale"), self.out_dtype)
         if probe.dtype in OUT_DTYPES:
             self.out_dtype = probe.dtype
         return self

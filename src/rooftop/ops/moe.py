@@ -38,9 +38,9 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (FLOAT_DTYPES, arrival_counters, cdiv, check_float, check_fp8_device,
+from rooftop.ops._support import (FLOAT_DTYPES, QUANT_FORMATS, arrival_counters, cdiv, check_float, check_fp8_device,
                                   check_same_device, float32_placeholder, launch, num_sms, planned, provided,
-                                  runs_kernel, store_split_output, torch_op)
+                                  quantize_rows_reference, runs_kernel, store_split_output, torch_op)
 from rooftop.ops.activations import _ACT_F64, _activate
 from rooftop.roofline import Cost
 
@@ -61,9 +61,9 @@ DOWN_LAUNCH = (8, 256, 2, 4)
 # on a GPU; offline sm_90: 120 / 80 registers, no spills; (8, 512, 2) would take 217 for the gate / up kernel)
 QUANT_GATE_UP_LAUNCH = (8, 512, 4)
 QUANT_DOWN_LAUNCH = (8, 512, 4, 4)
-# the experts' code formats: quant name -> (codes dtype, largest code)
-EXPERT_QUANTS = {"fp8": (torch.float8_e4m3fn, 448.0), "int8": (torch.int8, 127.0)}
-CODE_DTYPES = tuple(dtype for dtype, _ in EXPERT_QUANTS.values())
+# the experts' code formats (those of the per-token activations): quant name -> their codes' dtype
+EXPERT_QUANTS = {quant: dtype for quant, (dtype, _, _) in QUANT_FORMATS.items()}
+CODE_DTYPES = tuple(EXPERT_QUANTS.values())
 DOWN_MAX_SPLITS = 16
 
 
@@ -106,9 +106,8 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, out_ptr, ws_ptr, 
                      SUM_BATCH: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # Program (token, column block, split of I): for each of the token's k pairs in order, its k-range of h (from L2)
     # and of BLOCK_N down rows of its expert (each element once over the splits; SCALED: one-byte codes and BLOCK_N row
-    # scales); with SPLITS > 1 the fp32 partials
-    # (4 BLOCK_N bytes a split) summed in split order by the tile's last split (store_split_output), which writes
-    # BLOCK_N elements of out.
+    # scales); with SPLITS > 1 the fp32 partials (4 BLOCK_N bytes a split) summed in split order by the tile's last
+    # split (store_split_output), which writes BLOCK_N elements of out.
     token = tl.program_id(0)
     pid_n = tl.program_id(1)
     split = tl.program_id(2)
@@ -180,10 +179,11 @@ def _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_sca
                 raise ValueError(f"{name} is only for quantized (float8_e4m3fn or int8) experts; gate_up and down are "
                                  f"{str(gate_up.dtype).replace('torch.', '')}")
             continue
-        if not isinstance(scale, torch.Tensor) or scale.dtype != torch.float32 or scale.shape != (E, rows):
-            raise ValueError(f"{name} must be a float32 tensor [{E}, {rows}] (a scale per output row) for quantized "
-                             f"experts, got {getattr(scale, 'dtype', None)} "
-                             f"{tuple(scale.shape) if isinstance(scale, torch.Tensor) else scale}")
+        if scale is None:
+            raise ValueError(f"{name} is required with quantized experts: a float32 scale per output row [{E}, {rows}]")
+        check_float(name, scale, (torch.float32,))
+        if scale.shape != (E, rows):
+            raise ValueError(f"{name} must be [{E}, {rows}] (a scale per output row), got shape {tuple(scale.shape)}")
         check_same_device(name, scale, "x", x)
     if gate_up.dtype == torch.float8_e4m3fn:
         check_fp8_device("moe_experts", x.device)
@@ -267,23 +267,23 @@ def moe_experts(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch
 
 
 def quantize_experts(gate_up: torch.Tensor, down: torch.Tensor, quant: str = "fp8") -> tuple[torch.Tensor, ...]:
-    """gate_up [E, 2I, H] and down [E, H, I] as codes with a scale per output row, scale = max |row| / the format's
-    largest code: "fp8" float8_e4m3fn rounded to nearest (quantize_fp8_weight's), "int8" rounded half away from zero.
-    One expert at a time (an fp32 copy of one). Returns (gate_up codes, gate_up_scale [E, 2I], down codes,
-    down_scale [E, H])."""
+    """gate_up [E, 2I, H] and down [E, H, I] as codes with a scale per output row (quantize_rows_reference's:
+    scale = max |row| / the format's largest code, "fp8" float8_e4m3fn, "int8" rounded half away from zero), one
+    expert at a time (a float64 copy of one). Returns (gate_up codes, gate_up_scale [E, 2I], down codes, down_scale
+    [E, H]), ready for moe_experts."""
     if quant not in EXPERT_QUANTS:
         raise ValueError(f"quant must be one of {', '.join(EXPERT_QUANTS)}, got {quant!r}")
-    dtype, qmax = EXPERT_QUANTS[quant]
+    for name, w in (("gate_up", gate_up), ("down", down)):
+        check_float(name, w.detach() if isinstance(w, torch.Tensor) else w)
+        if w.dim() != 3:
+            raise ValueError(f"{name} must be 3-D [experts, out, in], got shape {tuple(w.shape)}")
     out = []
     for w in (gate_up, down):
-        codes = torch.empty(w.shape, dtype=dtype, device=w.device)
-        scale = torch.empty(w.shape[:2], dtype=torch.float32, device=w.device)
-        for e in range(w.shape[0]):
-            rows = w[e].detach().float()
-            scale[e] = rows.abs().amax(-1).clamp_min(1e-30) / qmax
-            q = (rows / scale[e, :, None]).clamp(-qmax, qmax)
-            codes[e] = q.to(dtype) if quant == "fp8" else torch.where(q >= 0, torch.floor(q + 0.5),
-                                                                        torch.ceil(q - 0.5)).to(dtype)
+        codes = torch.zeros(w.shape, dtype=EXPERT_QUANTS[quant], device=w.device)
+        scale = torch.ones(w.shape[:2], dtype=torch.float32, device=w.device)  # rows of no columns: nothing to scale
+        for e in range(w.shape[0] if w.shape[-1] else 0):
+            codes[e], row_scale = quantize_rows_reference(w[e].detach().double(), quant)
+            scale[e] = row_scale[:, 0]
         out += [codes, scale]
     return tuple(out)
 
@@ -295,8 +295,8 @@ def moe_experts_eager(x, top_k_index, top_k_weights, gate_up, down, activation="
     dequantized to x's dtype first."""
     act = {"silu": F.silu, "gelu": F.gelu, "gelu_tanh": functools.partial(F.gelu, approximate="tanh")}[activation]
 
-    def weight(w, scale, e):
-        return w[e] if scale is None else w[e].to(x.dtype) * scale[e, :, None].to(x.dtype)
+    def weight(w, scale, e):  # codes times scales in fp32, rounded once (an fp16 scale may be subnormal)
+        return w[e] if scale is None else (w[e].float() * scale[e, :, None]).to(x.dtype)
 
     out = torch.zeros_like(x)
     mask = F.one_hot(top_k_index.long(), num_classes=gate_up.shape[0] + 1).permute(2, 1, 0)  # + 1: the sentinel E
