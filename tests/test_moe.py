@@ -201,17 +201,22 @@ def test_compiles_without_graph_break():
     assert rel_err(out, moe_experts_reference(*inputs) * 2.0) < TOL[torch.bfloat16]
 
 
-def test_patched_mixtral_runs_the_kernels(monkeypatch):
-    """patch_model on a transformers Mixtral: its experts become MoEExperts, which take rooftop.moe_experts for a
-    decode-sized call (the kernels launched; the logits as the stock model's) and the model's own experts forward past
-    MOE_MAX_TOKENS tokens; the experts' parameters keep their names."""
+def _tiny_mixtral():
+    """A transformers Mixtral of 2 layers, 4 experts of which 2 a token, hidden 64, random weights."""
     transformers = pytest.importorskip("transformers")
-    from rooftop.integrations.hf import MoEExperts, patch_model
     config = transformers.MixtralConfig(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
                                         num_local_experts=4, num_experts_per_tok=2)
     config._attn_implementation = "eager"
-    model = transformers.MixtralForCausalLM(config).to(DEVICE).eval()
+    return transformers.MixtralForCausalLM(config).to(DEVICE).eval()
+
+
+def test_patched_mixtral_runs_the_kernels(monkeypatch):
+    """patch_model on a transformers Mixtral: its experts become MoEExperts, which take rooftop.moe_experts for a
+    decode-sized call (the kernels launched; the logits as the stock model's) and the model's own experts forward past
+    MOE_MAX_TOKENS tokens; the experts' parameters keep their names."""
+    from rooftop.integrations.hf import MoEExperts, patch_model
+    model = _tiny_mixtral()
     experts = {name for name, _ in model.named_parameters() if ".experts." in name}
     short, long = (torch.randint(0, 128, (1, n), device=DEVICE) for n in (4, moe.MOE_MAX_TOKENS + 1))
     with torch.no_grad():
@@ -234,13 +239,8 @@ def test_quantize_model_experts(bits):
     buffers under the same names, row scales, kept through .to(dtype)); a decode-sized call (the kernels) and the
     dequantized eager loop (past MOE_MAX_TOKENS) agree on the same tokens and within the format's step of the
     unquantized experts; the model's logits stay near the unquantized model's; 4 bits leave the experts alone."""
-    transformers = pytest.importorskip("transformers")
     from rooftop.integrations.hf import MoEExperts, QuantMoEExperts, patch_model
-    config = transformers.MixtralConfig(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-                                        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                                        num_local_experts=4, num_experts_per_tok=2)
-    config._attn_implementation = "eager"
-    model = transformers.MixtralForCausalLM(config).to(DEVICE).eval()
+    model = _tiny_mixtral()
     ids = torch.randint(0, 128, (1, 6), device=DEVICE)
     with torch.no_grad():
         patch_model(model)
