@@ -109,8 +109,10 @@ moe_cases = (("bf16", moe_types, moe.GATE_UP_LAUNCH, moe.DOWN_LAUNCH),
               moe.QUANT_DOWN_LAUNCH))
 for codes, types, (n, k, w), (dn, dk, dw, _) in moe_cases:
     scaled = codes != "bf16"
-    build(moe._moe_gate_up_kernel, types, dict(ACT="silu", APPROX=True, SCALED=scaled, BLOCK_N=n, BLOCK_K=k), w,
-          name=f"moe_gate_up_{codes}", div=("H", "I"))
-    for splits in (1, 3):
-        build(moe._moe_down_kernel, types, dict(SCALED=scaled, BLOCK_N=dn, BLOCK_K=dk, SPLITS=splits,
-              SUM_BATCH=splits), dw, name=f"moe_down_{codes}_s{splits}", div=("H", "I"))
+    for act, bias, (alpha, limit) in (("silu", False, (0.0, 0.0)), ("swiglu_oai", True, (1.702, 7.0))):  # gpt-oss's
+        build(moe._moe_gate_up_kernel, types, dict(ACT=act, APPROX=True, SCALED=scaled, HAS_BIAS=bias, ALPHA=alpha,
+              LIMIT=limit, BLOCK_N=n, BLOCK_K=k), w, name=f"moe_gate_up_{codes}_{act}", div=("H", "I"))
+        for splits in (1, 3):
+            build(moe._moe_down_kernel, types, dict(SCALED=scaled, HAS_BIAS=bias, BLOCK_N=dn, BLOCK_K=dk,
+                  SPLITS=splits, SUM_BATCH=splits), dw, name=f"moe_down_{codes}_bias{int(bias)}_s{splits}",
+                  div=("H", "I"))

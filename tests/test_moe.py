@@ -91,6 +91,43 @@ def test_bad_input():
         rooftop.moe_experts(x.int(), index, weights, gate_up, down)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(1, 3, 2, 64, 600), (4, 5, 2, 70, 33)])
+def test_biases_and_gpt_oss_gate(shape, dtype):
+    """Biases on both projections (the down one once, with I split over programs at one token) and gpt-oss's clamped
+    gate, with x large enough that the clamp bites on most rows; plain silu with biases; int8 experts with both; the
+    eager loop agrees."""
+    x, index, weights, gate_up, down = _inputs(*shape, dtype=dtype)
+    x = x * 30
+    E, H, I = down.shape
+    biases = dict(gate_up_bias=torch.randn(E, 2 * I, device=DEVICE, dtype=dtype),
+                  down_bias=torch.randn(E, H, device=DEVICE, dtype=dtype))
+    gu = gate_up[index[0, 0]].double() @ x[0].double()
+    assert (gu.abs() > 7).double().mean() > 0.5  # the clamp matters
+    for activation, extra in (("swiglu_oai", dict(swiglu_alpha=1.702, swiglu_limit=7.0)), ("silu", {})):
+        out = rooftop.moe_experts(x, index, weights, gate_up, down, activation, **biases, **extra)
+        ref = moe_experts_reference(x, index, weights, gate_up, down, activation, **biases, **extra)
+        assert rel_err(out, ref) < TOL[dtype]
+        assert rel_err(moe_experts_eager(x, index, weights, gate_up, down, activation, **biases, **extra),
+                       ref) < TOL[dtype]
+    assert rel_err(moe_experts_reference(x, index, weights, gate_up, down, "swiglu_oai"),
+                   moe_experts_reference(x, index, weights, gate_up, down, "swiglu_oai", **biases)) > 0.05
+    gu8, gu_scale, dn8, dn_scale = moe.quantize_experts(gate_up, down, "int8")
+    out = rooftop.moe_experts(x, index, weights, gu8, dn8, "swiglu_oai", gu_scale, dn_scale, **biases)
+    ref = moe_experts_reference(x, index, weights, gu8, dn8, "swiglu_oai", gu_scale, dn_scale, **biases)
+    assert rel_err(out, ref) < TOL[dtype]
+
+
+def test_bias_and_gate_bad_input():
+    x, index, weights, gate_up, down = _inputs(2, 4, 2, 64, 48)
+    with pytest.raises(ValueError, match="gate_up_bias"):
+        rooftop.moe_experts(x, index, weights, gate_up, down, gate_up_bias=torch.zeros(4, 48, device=DEVICE))
+    with pytest.raises(TypeError, match="down_bias"):
+        rooftop.moe_experts(x, index, weights, gate_up, down, down_bias=torch.zeros(4, 64, device=DEVICE).int())
+    with pytest.raises(ValueError, match="swiglu_limit"):
+        rooftop.moe_experts(x, index, weights, gate_up, down, "swiglu_oai", swiglu_limit=float("inf"))
+
+
 # quant -> (codes dtype, the codes' error on a random weight row, the op's error against unquantized experts)
 QUANTIZED = {"fp8": (torch.float8_e4m3fn, 0.05, 0.1), "int8": (torch.int8, 0.01, 0.02)}
 
@@ -233,6 +270,36 @@ def test_patched_mixtral_runs_the_kernels(monkeypatch):
     assert launched == [4, 4]  # two layers, the short call only
 
 
+def test_patched_gpt_oss():
+    """patch_model on a transformers gpt-oss (transposed experts, gate and up interleaved, biases, a clamped gate):
+    its experts re-laid into a MoEExperts of their own (parameters of the same names, no copy of the original kept);
+    the logits as stock's for a decode-sized call (the kernels) and past MOE_MAX_TOKENS (the eager loop on the
+    re-laid tensors); quantize_model(bits=8) then makes them int8 experts with the biases kept."""
+    transformers = pytest.importorskip("transformers")
+    from rooftop.integrations.hf import MoEExperts, QuantMoEExperts, patch_model
+    config = transformers.GptOssConfig(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                       num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                       max_position_embeddings=64, num_local_experts=4, num_experts_per_tok=2)
+    config._attn_implementation = "eager"
+    model = transformers.GptOssForCausalLM(config).to(DEVICE).eval()
+    short, long = (torch.randint(0, 128, (1, n), device=DEVICE) for n in (4, moe.MOE_MAX_TOKENS + 1))
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "experts" in name and "bias" in name:
+                p.normal_()  # transformers starts them at zero
+        before = [model(ids).logits for ids in (short, long)]
+        assert patch_model(model)["moe_experts"] == 2
+        experts = model.model.layers[0].mlp.experts
+        assert isinstance(experts, MoEExperts) and experts.own_forward is None
+        assert experts.gate_up_proj.shape == (4, 2 * 96, 64) and experts.activation == "swiglu_oai"
+        for ids, ref in zip((short, long), before):
+            assert rel_err(model(ids).logits, ref) < (1e-2 if HAS_CUDA else 1e-4)
+        rooftop.quantize_model(model, bits=8, group_size=32)
+        experts = model.model.layers[0].mlp.experts
+        assert isinstance(experts, QuantMoEExperts) and experts.gate_up_proj_bias is not None
+        assert rel_err(model(short).logits, before[0]) < 0.02
+
+
 @pytest.mark.parametrize("bits", ["fp8", 8])
 def test_quantize_model_experts(bits):
     """quantize_model(bits="fp8" / 8) on a patched Mixtral: each MoEExperts becomes QuantMoEExperts (fp8 / int8 code
@@ -287,6 +354,19 @@ def test_gpu_quantized_model_sizes(shape, quant):
     out = rooftop.moe_experts(x, index, weights, gu, dn, gate_up_scale=gu_scale, down_scale=dn_scale)
     assert rel_err(out, moe_experts_reference(x, index, weights, gu, dn, "silu", gu_scale, dn_scale)) < TOL[
         torch.bfloat16]
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("tokens", [1, 8])
+def test_gpu_gpt_oss_sizes(tokens):
+    """gpt-oss-20b's experts (32 of 2880 x 2880, top 4) with biases and the clamped gate."""
+    x, index, weights, gate_up, down = _inputs(tokens, 32, 4, 2880, 2880)
+    biases = dict(gate_up_bias=torch.randn(32, 2 * 2880, device=DEVICE, dtype=torch.bfloat16),
+                  down_bias=torch.randn(32, 2880, device=DEVICE, dtype=torch.bfloat16))
+    out = rooftop.moe_experts(x * 10, index, weights, gate_up, down, "swiglu_oai", **biases)
+    ref = moe_experts_reference(x * 10, index, weights, gate_up, down, "swiglu_oai", **biases)
+    assert rel_err(out, ref) < TOL[torch.bfloat16]
 
 
 @pytest.mark.gpu

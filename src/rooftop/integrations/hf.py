@@ -33,9 +33,11 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   Qwen2/3-MoE, OLMoE, Granite-MoE, GLM-4-MoE, Ernie-4.5-MoE, HunYuan-MoE, MiniMax) become `MoEExperts`:
   rooftop.moe_experts up to MOE_MAX_TOKENS tokens a call (decoding: every pair's expert read once, no host
   synchronisation, where transformers' loop synchronises to find the experts hit), the module's own forward past it
-  (prefill). Swapped where the module has no other parameter
-  (a bias), no gate of its own (`_apply_gate`: a clamp) and transformers' default layout flags, and gives the module's
-  output on random tokens routed to random experts (a transposed or interleaved layout fails that).
+  (prefill). Swapped where the module has no other parameter (a bias), no gate of its own (`_apply_gate`: a clamp) and
+  transformers' default layout flags, and gives the module's output on random tokens routed to random experts (a
+  transposed or interleaved layout fails that). gpt-oss's experts (transposed, gate and up interleaved, biases, a
+  clamped gate) are re-laid once at patch time into a MoEExperts of their own (a copy; past 16 tokens the eager loop
+  on it), checked the same way, on tokens large enough to clamp too.
   quantize_model(bits="fp8" or 8) then makes each a `QuantMoEExperts` (fp8 or int8 codes, a scale per output row);
 - a decoder layer whose forward reads `h = r + h; r = h; h = self.<norm>(h)` (transformers' Llama, Mistral, Qwen2: the
   residual add before the post-attention norm; Phi-3's `r + self.<dropout>(h)` where its p is 0), the norm now rooftop's
@@ -286,23 +288,32 @@ def _gated_mlp(module: nn.Module, merge: bool) -> GatedMLP | None:
 
 class MoEExperts(nn.Module):
     """A mixture-of-experts layer's experts (see the module docstring) by rooftop.moe_experts for up to
-    MOE_MAX_TOKENS tokens a call; more tokens, autograd or a tensor no kernel runs on: the module's own forward. Its
-    parameters are the module's, under the same names."""
+    MOE_MAX_TOKENS tokens a call; more tokens, autograd or a tensor no kernel runs on: `own_forward` (the module's
+    own, whose parameters these are, under the same names), or where there is none (gpt-oss's experts re-laid: the
+    original would keep a second copy alive) moe_experts_eager. gpt-oss's: biases `gate_up_proj_bias` /
+    `down_proj_bias` and its clamped gate (activation "swiglu_oai", `swiglu` = (alpha, limit))."""
 
-    def __init__(self, experts: nn.Module, activation: str):
+    def __init__(self, gate_up: torch.Tensor, down: torch.Tensor, activation: str, own_forward=None,
+                 gate_up_bias: torch.Tensor | None = None, down_bias: torch.Tensor | None = None,
+                 swiglu: tuple[float, float] = (1.702, 7.0)):
         super().__init__()
-        self.gate_up_proj, self.down_proj, self.activation = experts.gate_up_proj, experts.down_proj, activation
-        self.own_forward = experts.forward  # bound: the module stays alive without being a submodule
+        self.gate_up_proj, self.down_proj, self.activation = gate_up, down, activation
+        self.gate_up_proj_bias, self.down_proj_bias, self.swiglu = gate_up_bias, down_bias, swiglu
+        self.own_forward = own_forward  # bound: the module stays alive without being a submodule
 
     def forward(self, hidden_states, top_k_index, top_k_weights):
-        grad = torch.is_grad_enabled() and any(t.requires_grad for t in (hidden_states, top_k_weights,
-                                                                         self.gate_up_proj, self.down_proj))
+        grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (
+            hidden_states, top_k_weights, self.gate_up_proj, self.down_proj, self.gate_up_proj_bias,
+            self.down_proj_bias))
         tokens = hidden_states.shape[0] if hidden_states.dim() == 2 else MOE_MAX_TOKENS + 1
         if (grad or tokens > MOE_MAX_TOKENS or hidden_states.dtype != self.gate_up_proj.dtype  # autocast: theirs
                 or not runs_kernel(hidden_states)):
-            return self.own_forward(hidden_states, top_k_index, top_k_weights)
+            if self.own_forward is not None:
+                return self.own_forward(hidden_states, top_k_index, top_k_weights)
+            return moe_experts_eager(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj,
+                                     self.activation, **_moe_extras(self))
         return moe_experts(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj,
-                           self.activation)
+                           self.activation, **_moe_extras(self))
 
     def extra_repr(self) -> str:
         experts, hidden, inner = self.down_proj.shape
@@ -317,28 +328,31 @@ class QuantMoEExperts(nn.Module):
     each dequantized to x's dtype as it is used."""
 
     def __init__(self, gate_up: torch.Tensor, gate_up_scale: torch.Tensor, down: torch.Tensor,
-                 down_scale: torch.Tensor, activation: str):
+                 down_scale: torch.Tensor, activation: str, gate_up_bias: torch.Tensor | None = None,
+                 down_bias: torch.Tensor | None = None, swiglu: tuple[float, float] = (1.702, 7.0)):
         super().__init__()
         for name, t in (("gate_up_proj", gate_up), ("gate_up_scale", gate_up_scale), ("down_proj", down),
-                        ("down_scale", down_scale)):
+                        ("down_scale", down_scale), ("gate_up_proj_bias", gate_up_bias),
+                        ("down_proj_bias", down_bias)):
             self.register_buffer(name, t)
-        self.activation = activation
+        self.activation, self.swiglu = activation, swiglu
 
     @classmethod
     def from_experts(cls, experts: MoEExperts, quant: str) -> "QuantMoEExperts":
-        """`experts` quantized to quant "fp8" or "int8" (moe.quantize_experts)."""
+        """`experts` quantized to quant "fp8" or "int8" (moe.quantize_experts); biases kept as they are."""
         if quant == "fp8":
             check_fp8_device("quantize_model(bits='fp8')", experts.gate_up_proj.device)
         gate_up, gate_up_scale, down, down_scale = quantize_experts(experts.gate_up_proj, experts.down_proj, quant)
-        return cls(gate_up, gate_up_scale, down, down_scale, experts.activation)
+        biases = [None if b is None else b.detach() for b in (experts.gate_up_proj_bias, experts.down_proj_bias)]
+        return cls(gate_up, gate_up_scale, down, down_scale, experts.activation, *biases, experts.swiglu)
 
     def forward(self, hidden_states, top_k_index, top_k_weights):
-        scales = dict(gate_up_scale=self.gate_up_scale, down_scale=self.down_scale)
+        extras = dict(gate_up_scale=self.gate_up_scale, down_scale=self.down_scale, **_moe_extras(self))
         if hidden_states.dim() == 2 and hidden_states.shape[0] <= MOE_MAX_TOKENS and runs_kernel(hidden_states):
             return moe_experts(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj,
-                               self.activation, **scales)
+                               self.activation, **extras)
         return moe_experts_eager(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj,
-                                 self.activation, **scales)
+                                 self.activation, **extras)
 
     def _apply(self, fn, recurse=True):
         """The codes and their scales keep their dtypes under model.half() / .to(dtype) (apply_keeping_dtypes)."""
@@ -350,6 +364,12 @@ class QuantMoEExperts(nn.Module):
         experts, hidden, inner = self.down_proj.shape
         return (f"experts={experts}, hidden={hidden}, intermediate={inner}, activation={self.activation}, "
                 f"codes={str(self.down_proj.dtype).replace('torch.', '')}")
+
+
+def _moe_extras(experts: nn.Module) -> dict:
+    """moe_experts' keyword arguments for `experts`' biases and gate (MoEExperts, QuantMoEExperts)."""
+    return dict(gate_up_bias=experts.gate_up_proj_bias, down_bias=experts.down_proj_bias,
+                swiglu_alpha=experts.swiglu[0], swiglu_limit=experts.swiglu[1])
 
 
 # transformers' experts flags (use_experts_implementation) under which the weights mean what moe_experts computes
@@ -366,38 +386,76 @@ def _default_gate(module: nn.Module) -> bool:
 
 
 def _moe_experts(module: nn.Module) -> MoEExperts | None:
-    """The MoEExperts standing in for `module`: 3-D `gate_up_proj` [E, 2I, H] and `down_proj` [E, H, I] of one float
-    dtype, its only parameters and no buffers, a SiLU or tanh-GELU `act_fn`, transformers' default gate and layout
-    flags where it has them (_MOE_DEFAULT_FLAGS); kept where rooftop.moe_experts gives the module's output on one and
-    on three random tokens, each routed to two random experts (within MLP_TOLERANCE; on a CPU without the interpreter
-    its float64 reference). None on the meta device."""
+    """The MoEExperts standing in for `module`: transformers' default layout (_default_experts) or gpt-oss's
+    (_gpt_oss_experts), kept where rooftop.moe_experts gives the module's output on one and on three random tokens
+    (and on three 30x larger), each routed to two random experts (within MLP_TOLERANCE; on a CPU without the
+    interpreter its float64 reference). None on the meta device."""
     gate_up, down = getattr(module, "gate_up_proj", None), getattr(module, "down_proj", None)
+    if not all(isinstance(p, torch.Tensor) and p.dim() == 3 and not p.is_meta for p in (gate_up, down)):
+        return None
+    candidate = _default_experts(module, gate_up, down) or _gpt_oss_experts(module, gate_up, down)
+    if candidate is None:
+        return None
+    experts, _, hidden = candidate.gate_up_proj.shape
+    generator = torch.Generator(gate_up.device).manual_seed(0)
+    for tokens, magnitude in ((1, 1.0), (3, 1.0), (3, 30.0)):  # one: the down projection split, as a decode step's;
+        x = torch.randn(tokens, hidden, device=gate_up.device, generator=generator).to(gate_up.dtype) * magnitude
+        index = torch.randint(0, experts, (tokens, 2), device=gate_up.device, generator=generator)  # large x: clamps
+        weights = torch.rand(tokens, 2, device=gate_up.device, generator=generator).softmax(-1)
+        try:
+            with torch.no_grad():
+                want = module(x, index, weights)
+                got = moe_experts(x, index, weights, candidate.gate_up_proj, candidate.down_proj,
+                                  candidate.activation, **_moe_extras(candidate))
+        except Exception:  # another signature or layout: no swap
+            return None
+        zero = not isinstance(want, torch.Tensor) or int(torch.count_nonzero(want)) == 0  # tells nothing
+        if zero or _relative_error(want, got) > MLP_TOLERANCE:
+            return None
+    return candidate
+
+
+def _default_experts(module: nn.Module, gate_up: torch.Tensor, down: torch.Tensor) -> MoEExperts | None:
+    """transformers' default layout, a MoEExperts on the module's own parameters: 3-D `gate_up_proj` [E, 2I, H] and
+    `down_proj` [E, H, I] of one float dtype, its only parameters and no buffers, a SiLU or tanh-GELU `act_fn`, the
+    default gate and layout flags where it has them (_MOE_DEFAULT_FLAGS)."""
     act = getattr(module, "act_fn", None)
     activation = _activation(act) if isinstance(act, nn.Module) else None
-    if activation is None or not all(isinstance(p, torch.Tensor) and p.dim() == 3 for p in (gate_up, down)):
-        return None
     experts, double, hidden = gate_up.shape
-    if (gate_up.is_meta or experts == 0 or double % 2 or down.shape != (experts, hidden, double // 2)
+    if (activation is None or experts == 0 or double % 2 or down.shape != (experts, hidden, double // 2)
             or gate_up.dtype != down.dtype or gate_up.dtype not in (torch.float16, torch.bfloat16, torch.float32)):
         return None
     own = {name for name, _ in module.named_parameters()} | {name for name, _ in module.named_buffers()}
     if (own != {"gate_up_proj", "down_proj"} or not _default_gate(module)
             or any(getattr(module, flag, value) != value for flag, value in _MOE_DEFAULT_FLAGS.items())):
         return None
-    generator = torch.Generator(gate_up.device).manual_seed(0)
-    for tokens in (1, 3):  # one: the down projection split over programs, as a decode step's
-        x = torch.randn(tokens, hidden, device=gate_up.device, generator=generator).to(gate_up.dtype)
-        index = torch.randint(0, experts, (tokens, 2), device=gate_up.device, generator=generator)
-        weights = torch.rand(tokens, 2, device=gate_up.device, generator=generator).softmax(-1)
-        try:
-            with torch.no_grad():
-                want, got = module(x, index, weights), moe_experts(x, index, weights, gate_up, down, activation)
-        except Exception:  # another signature or layout: no swap
-            return None
-        zero = not isinstance(want, torch.Tensor) or int(torch.count_nonzero(want)) == 0  # tells nothing
-        if zero or _relative_error(want, got) > MLP_TOLERANCE:
-            return None
-    return MoEExperts(module, activation)
+    return MoEExperts(gate_up, down, activation, module.forward)
+
+
+def _gpt_oss_experts(module: nn.Module, gate_up: torch.Tensor, down: torch.Tensor) -> MoEExperts | None:
+    """gpt-oss's layout (transformers' GptOssExperts: gate_up_proj [E, H, 2I] with gate and up columns interleaved,
+    down_proj [E, I, H], biases gate_up_proj_bias [E, 2I] / down_proj_bias [E, H], a clamped gate of `alpha` and
+    `limit`) re-laid once as moe_experts takes it ([E, 2I, H] gate rows then up rows, [E, H, I]): a MoEExperts owning
+    the copies (the module's are dropped with it)."""
+    flags = {"is_transposed": True, "is_concatenated": False, "has_bias": True}
+    own = {name for name, _ in module.named_parameters()} | {name for name, _ in module.named_buffers()}
+    alpha, limit = getattr(module, "alpha", None), getattr(module, "limit", None)
+    if (own != {"gate_up_proj", "gate_up_proj_bias", "down_proj", "down_proj_bias"}
+            or any(getattr(module, flag, None) != value for flag, value in flags.items())
+            or not all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in (alpha, limit))):
+        return None
+    experts, hidden, double = gate_up.shape
+    bias, down_bias = module.gate_up_proj_bias, module.down_proj_bias
+    if (experts == 0 or double % 2 or down.shape != (experts, double // 2, hidden) or bias.shape != (experts, double)
+            or down_bias.shape != (experts, hidden) or gate_up.dtype not in (torch.float16, torch.bfloat16,
+                                                                             torch.float32)):
+        return None
+    with torch.no_grad():
+        relaid = torch.cat([gate_up[..., 0::2], gate_up[..., 1::2]], dim=-1).transpose(1, 2).contiguous()
+        tensors = [relaid, down.transpose(1, 2).contiguous(), torch.cat([bias[:, 0::2], bias[:, 1::2]], dim=-1),
+                   down_bias.detach().clone()]
+    gate_up, down, bias, down_bias = (nn.Parameter(t, requires_grad=False) for t in tensors)
+    return MoEExperts(gate_up, down, "swiglu_oai", None, bias, down_bias, (float(alpha), float(limit)))
 
 
 def _input_like(proj: nn.Module) -> torch.Tensor | None:

@@ -4,7 +4,9 @@ r"""Mixture-of-experts MLP for decoding: each token's top-k experts, gated, weig
 
 x [T, H]; idx [T, k] integer, w [T, k] float (the router's top-k indices and weights); the experts' weights in
 transformers' default layout: gate_up [E, 2I, H] (gate rows 0 .. I-1, up rows I .. 2I-1 of each expert), down
-[E, H, I]; act silu, gelu (erf) or gelu_tanh. An index outside [0, E) contributes nothing (transformers' eager loop
+[E, H, I]; act silu, gelu (erf) or gelu_tanh. gpt-oss's experts: optional biases (gate_up_bias [E, 2I] added to G_e x
+and U_e x, down_bias [E, H] to D_e h) and its clamped gate, "swiglu_oai": h = g' sigmoid(alpha g') (u' + 1) with
+g' = min(g, limit), u' = clamp(u, -limit, limit). An index outside [0, E) contributes nothing (transformers' eager loop
 skips the expert-parallel sentinel E the same way). fp32 accumulation; h = act(g) * u rounded to x's dtype between the
 two projections (as the model's own F.linear outputs are), the sum over j in fp32, out in x's dtype.
 Quantized experts (weight-only): gate_up and down as float8_e4m3fn or int8 codes with a scale per output row
@@ -29,6 +31,7 @@ at the end of the row; the grids are pairs x column blocks (gate / up) and token
 from __future__ import annotations
 
 import functools
+import math
 from types import SimpleNamespace
 from typing import Optional
 
@@ -41,10 +44,10 @@ from rooftop import registry
 from rooftop.ops._support import (FLOAT_DTYPES, QUANT_FORMATS, arrival_counters, cdiv, check_float, check_fp8_device,
                                   check_same_device, float32_placeholder, launch, num_sms, planned, provided,
                                   quantize_rows_reference, runs_kernel, store_split_output, torch_op)
-from rooftop.ops.activations import _ACT_F64, _activate
+from rooftop.ops.activations import _ACT_F64, _activate, _divide
 from rooftop.roofline import Cost
 
-ACTIVATIONS = ("silu", "gelu", "gelu_tanh")
+ACTIVATIONS = ("silu", "gelu", "gelu_tanh", "swiglu_oai")
 INDEX_DTYPES = (torch.int32, torch.int64)
 # Up to here (tokens a call) patch_model's experts run these kernels; past it the model's own forward (a grouped
 # GEMM's regime: each expert's weights read once for all its tokens, which a pair-a-program GEMV cannot do).
@@ -68,8 +71,9 @@ DOWN_MAX_SPLITS = 16
 
 
 @triton.jit
-def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, h_ptr, H, I, E, TOP_K, x_stride, we_stride, wn_stride,
-                        ACT: tl.constexpr, APPROX: tl.constexpr, SCALED: tl.constexpr, BLOCK_N: tl.constexpr,
+def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I, E, TOP_K, x_stride, we_stride,
+                        wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr, SCALED: tl.constexpr,
+                        HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr, BLOCK_N: tl.constexpr,
                         BLOCK_K: tl.constexpr):
     # Program (pair, column block): reads x_t (H elements, L2 after the first pair of the token), 2 BLOCK_N rows of
     # the pair's expert (2 BLOCK_N H elements: each once; SCALED: one-byte codes and 2 BLOCK_N row scales), writes
@@ -96,14 +100,24 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, h_ptr, H, I, E, TOP_K,
         scale_row = scale_ptr + expert * 2 * I + cols
         g_row *= tl.load(scale_row, mask=col_ok, other=0.0)
         u_row *= tl.load(scale_row + I, mask=col_ok, other=0.0)
-    y = _activate(g_row, ACT, APPROX, False) * u_row
+    if HAS_BIAS:  # bias [E, 2I], as the weights' rows
+        bias_row = bias_ptr + expert * 2 * I + cols
+        g_row += tl.load(bias_row, mask=col_ok, other=0.0).to(tl.float32)
+        u_row += tl.load(bias_row + I, mask=col_ok, other=0.0).to(tl.float32)
+    if ACT == "swiglu_oai":  # min / clamp keep NaN, as torch's clamp does
+        g_row = tl.minimum(g_row, LIMIT, propagate_nan=tl.PropagateNan.ALL)
+        u_row = tl.clamp(u_row, -LIMIT, LIMIT, propagate_nan=tl.PropagateNan.ALL)
+        y = _divide(g_row, 1.0 + tl.exp2(-1.4426950408889634 * ALPHA * g_row), APPROX) * (u_row + 1.0)
+    else:
+        y = _activate(g_row, ACT, APPROX, False) * u_row
     tl.store(h_ptr + pair.to(tl.int64) * I + cols, y.to(h_ptr.dtype.element_ty), mask=cols < I)
 
 
 @triton.jit
-def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, out_ptr, ws_ptr, cnt_ptr, T, H, I, E, TOP_K, k_split,
-                     rw_stride, we_stride, wn_stride, out_stride, SCALED: tl.constexpr, SPLITS: tl.constexpr,
-                     SUM_BATCH: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, T, H, I, E, TOP_K,
+                     k_split, rw_stride, we_stride, wn_stride, out_stride, SCALED: tl.constexpr,
+                     HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr, SUM_BATCH: tl.constexpr, BLOCK_N: tl.constexpr,
+                     BLOCK_K: tl.constexpr):
     # Program (token, column block, split of I): for each of the token's k pairs in order, its k-range of h (from L2)
     # and of BLOCK_N down rows of its expert (each element once over the splits; SCALED: one-byte codes and BLOCK_N row
     # scales); with SPLITS > 1 the fp32 partials (4 BLOCK_N bytes a split) summed in split order by the tile's last
@@ -130,14 +144,18 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, out_ptr, ws_ptr, 
             hk = tl.load(h_row + ks, mask=ks < k_end, other=0.0).to(tl.float32)[None, :]
             part += tl.load(rows + ks[None, :], mask=col_ok[:, None] & (ks[None, :] < k_end), other=0.0,
                             eviction_policy="evict_first").to(tl.float32) * hk
+        row = tl.sum(part, axis=1)
         if SCALED:  # scale [E, H]
-            weight *= tl.load(scale_ptr + expert * H + cols, mask=col_ok, other=0.0)
-        acc += weight * tl.sum(part, axis=1)
+            row *= tl.load(scale_ptr + expert * H + cols, mask=col_ok, other=0.0)
+        if HAS_BIAS:  # bias [E, H], added by the first range of I only
+            row += tl.load(bias_ptr + expert * H + cols, mask=col_ok & (split == 0), other=0.0).to(tl.float32)
+        acc += weight * row
     store_split_output(acc[None, :], token + tl.arange(0, 1), cols, T, H, out_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr,
                        token * tl.num_programs(1) + pid_n, split, SPLITS, False, SUM_BATCH)
 
 
-def _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale=None, down_scale=None) -> None:
+def _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale=None, down_scale=None,
+           gate_up_bias=None, down_bias=None, swiglu_alpha=1.702, swiglu_limit=7.0) -> None:
     check_float("x", x)
     if x.dim() != 2:
         raise ValueError(f"x must be 2-D [tokens, hidden], got shape {tuple(x.shape)}")
@@ -185,8 +203,26 @@ def _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_sca
         if scale.shape != (E, rows):
             raise ValueError(f"{name} must be [{E}, {rows}] (a scale per output row), got shape {tuple(scale.shape)}")
         check_same_device(name, scale, "x", x)
+    for name, bias, rows in (("gate_up_bias", gate_up_bias, 2 * I), ("down_bias", down_bias, H)):
+        if bias is not None:
+            check_float(name, bias)
+            if bias.shape != (E, rows):
+                raise ValueError(f"{name} must be [{E}, {rows}] (a bias per output row), got shape {tuple(bias.shape)}")
+            check_same_device(name, bias, "x", x)
+    if activation == "swiglu_oai":
+        for name, value in (("swiglu_alpha", swiglu_alpha), ("swiglu_limit", swiglu_limit)):
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
     if gate_up.dtype == torch.float8_e4m3fn:
         check_fp8_device("moe_experts", x.device)
+
+
+def _gate_f64(gu, I, activation, alpha, limit) -> torch.Tensor:
+    """h from one pair's float64 gate / up outputs (biases added)."""
+    if activation == "swiglu_oai":
+        g, u = gu[:I].clamp(max=limit), gu[I:].clamp(-limit, limit)
+        return g * torch.sigmoid(alpha * g) * (u + 1)
+    return _ACT_F64[activation](gu[:I]) * gu[I:]
 
 
 def _expert(w, scale, e) -> torch.Tensor:
@@ -195,30 +231,34 @@ def _expert(w, scale, e) -> torch.Tensor:
 
 
 def moe_experts_reference(x, top_k_index, top_k_weights, gate_up, down, activation="silu", gate_up_scale=None,
-                          down_scale=None) -> torch.Tensor:
+                          down_scale=None, gate_up_bias=None, down_bias=None, swiglu_alpha=1.702,
+                          swiglu_limit=7.0) -> torch.Tensor:
     """The same sum in float64, pair by pair; indices outside [0, E) skipped."""
-    act = _ACT_F64[activation]
     E, I = gate_up.shape[0], gate_up.shape[1] // 2
     out = torch.zeros(x.shape, dtype=torch.float64, device=x.device)
     for t, j in ((t, j) for t in range(x.shape[0]) for j in range(top_k_index.shape[1])):
         e = int(top_k_index[t, j])
         if 0 <= e < E:
             gu = _expert(gate_up, gate_up_scale, e) @ x[t].double()
-            out[t] += float(top_k_weights[t, j]) * (_expert(down, down_scale, e) @ (act(gu[:I]) * gu[I:]))
+            gu = gu if gate_up_bias is None else gu + gate_up_bias[e].double()
+            y = _expert(down, down_scale, e) @ _gate_f64(gu, I, activation, swiglu_alpha, swiglu_limit)
+            out[t] += float(top_k_weights[t, j]) * (y if down_bias is None else y + down_bias[e].double())
     return out
 
 
-def _moe_fake(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale, down_scale):
+def _moe_fake(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale, down_scale, gate_up_bias,
+              down_bias, swiglu_alpha, swiglu_limit):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
 @torch_op("moe_experts", fake=_moe_fake)
 def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor, gate_up: torch.Tensor,
                     down: torch.Tensor, activation: str, gate_up_scale: Optional[torch.Tensor],
-                    down_scale: Optional[torch.Tensor]) -> torch.Tensor:
+                    down_scale: Optional[torch.Tensor], gate_up_bias: Optional[torch.Tensor],
+                    down_bias: Optional[torch.Tensor], swiglu_alpha: float, swiglu_limit: float) -> torch.Tensor:
     if not runs_kernel(x):
         return moe_experts_reference(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale,
-                                     down_scale).to(x.dtype)
+                                     down_scale, gate_up_bias, down_bias, swiglu_alpha, swiglu_limit).to(x.dtype)
     T, H = x.shape
     E, I, top_k = gate_up.shape[0], gate_up.shape[1] // 2, top_k_index.shape[1]
     out = torch.empty((T, H), device=x.device, dtype=x.dtype)
@@ -231,11 +271,13 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     h = torch.empty((T * top_k, I), device=x.device, dtype=x.dtype)  # workspace: act(g) * u of every pair
     scaled = gate_up_scale is not None
     placeholder = provided(float32_placeholder(x.device), functools.partial(float32_placeholder, x.device))
-    gate_up_scale = gate_up_scale.contiguous() if scaled else placeholder
-    down_scale = down_scale.contiguous() if scaled else placeholder
+    gate_up_scale, down_scale, gate_up_bias, down_bias = (placeholder if t is None else t.contiguous() for t in (
+        gate_up_scale, down_scale, gate_up_bias, down_bias))
+    swiglu = (float(swiglu_alpha), float(swiglu_limit)) if activation == "swiglu_oai" else (0.0, 0.0)
     block_n, block_k, warps = QUANT_GATE_UP_LAUNCH if scaled else GATE_UP_LAUNCH
-    launch(_moe_gate_up_kernel, (T * top_k, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, h, H, I, E, top_k,
-           x.stride(0), gate_up.stride(0), gate_up.stride(1), ACT=activation, APPROX=x.is_cuda, SCALED=scaled,
+    launch(_moe_gate_up_kernel, (T * top_k, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, gate_up_bias, h, H, I,
+           E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), ACT=activation, APPROX=x.is_cuda,
+           SCALED=scaled, HAS_BIAS=gate_up_bias is not placeholder, ALPHA=swiglu[0], LIMIT=swiglu[1],
            BLOCK_N=block_n, BLOCK_K=min(block_k, triton.next_power_of_2(H)), num_warps=warps)
     block_n, block_k, warps, per_sm = QUANT_DOWN_LAUNCH if scaled else DOWN_LAUNCH
     block_k = min(block_k, triton.next_power_of_2(I))
@@ -244,26 +286,31 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     k_split = cdiv(steps, splits) * block_k
     splits = cdiv(I, k_split)
     partials = (torch.empty((splits, T, H), device=x.device, dtype=torch.float32) if splits > 1 else placeholder)
-    launch(_moe_down_kernel, (T, cdiv(H, block_n), splits), h, idx, router, down, down_scale, out, partials,
-           arrival_counters(x.device, tiles), T, H, I, E, top_k, k_split, router.stride(0), down.stride(0),
-           down.stride(1), out.stride(0), SCALED=scaled, SPLITS=splits, SUM_BATCH=min(splits, 8), BLOCK_N=block_n,
-           BLOCK_K=block_k, num_warps=warps)
+    launch(_moe_down_kernel, (T, cdiv(H, block_n), splits), h, idx, router, down, down_scale, down_bias, out,
+           partials, arrival_counters(x.device, tiles), T, H, I, E, top_k, k_split, router.stride(0), down.stride(0),
+           down.stride(1), out.stride(0), SCALED=scaled, HAS_BIAS=down_bias is not placeholder, SPLITS=splits,
+           SUM_BATCH=min(splits, 8), BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps)
     return out
 
 
 @planned
 def moe_experts(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor, gate_up: torch.Tensor,
                 down: torch.Tensor, activation: str = "silu", gate_up_scale: Optional[torch.Tensor] = None,
-                down_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
+                down_scale: Optional[torch.Tensor] = None, gate_up_bias: Optional[torch.Tensor] = None,
+                down_bias: Optional[torch.Tensor] = None, swiglu_alpha: float = 1.702,
+                swiglu_limit: float = 7.0) -> torch.Tensor:
     """sum_j top_k_weights[t, j] * down[e] @ (act(gate[e] @ x[t]) * (up[e] @ x[t])), e = top_k_index[t, j]: an MoE
     layer's experts for its routed tokens (the module docstring). x [T, H]; top_k_index [T, k] int32 / int64 and
     top_k_weights [T, k] float; gate_up [E, 2I, H] (each expert's gate rows, then its up rows), down [E, H, I], both
-    x's dtype; activation "silu", "gelu" or "gelu_tanh". Indices outside [0, E) contribute nothing. Returns [T, H] in
-    x's dtype. Quantized experts: gate_up and down as float8_e4m3fn or int8 codes with gate_up_scale [E, 2I] and
-    down_scale [E, H] (fp32, a scale per output row; `quantize_experts`). Meant for decoding (few
+    x's dtype; activation "silu", "gelu", "gelu_tanh" or "swiglu_oai" (gpt-oss's gate: swiglu_alpha, swiglu_limit);
+    optional biases gate_up_bias [E, 2I] and down_bias [E, H]. Indices outside [0, E) contribute nothing. Returns
+    [T, H] in x's dtype. Quantized experts: gate_up and down as float8_e4m3fn or int8 codes with gate_up_scale
+    [E, 2I] and down_scale [E, H] (fp32, a scale per output row; `quantize_experts`). Meant for decoding (few
     tokens): every (token, expert) pair reads its expert's weights."""
-    _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale, down_scale)
-    return _moe_experts_op(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale, down_scale)
+    _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale, down_scale, gate_up_bias,
+           down_bias, swiglu_alpha, swiglu_limit)
+    return _moe_experts_op(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale, down_scale,
+                           gate_up_bias, down_bias, float(swiglu_alpha), float(swiglu_limit))
 
 
 def quantize_experts(gate_up: torch.Tensor, down: torch.Tensor, quant: str = "fp8") -> tuple[torch.Tensor, ...]:
@@ -289,11 +336,12 @@ def quantize_experts(gate_up: torch.Tensor, down: torch.Tensor, quant: str = "fp
 
 
 def moe_experts_eager(x, top_k_index, top_k_weights, gate_up, down, activation="silu", gate_up_scale=None,
-                      down_scale=None):
+                      down_scale=None, gate_up_bias=None, down_bias=None, swiglu_alpha=1.702, swiglu_limit=7.0):
     """What transformers' eager experts loop does: per expert hit, its tokens' F.linear, the activation, F.linear,
     the router weight, index_add_ (a host synchronisation for the experts hit). Quantized experts: each expert hit
     dequantized to x's dtype first."""
-    act = {"silu": F.silu, "gelu": F.gelu, "gelu_tanh": functools.partial(F.gelu, approximate="tanh")}[activation]
+    act = {"silu": F.silu, "gelu": F.gelu, "gelu_tanh": functools.partial(F.gelu, approximate="tanh"),
+           "swiglu_oai": None}[activation]
 
     def weight(w, scale, e):  # codes times scales in fp32, rounded once (an fp16 scale may be subnormal)
         return w[e] if scale is None else (w[e].float() * scale[e, :, None]).to(x.dtype)
@@ -302,8 +350,14 @@ def moe_experts_eager(x, top_k_index, top_k_weights, gate_up, down, activation="
     mask = F.one_hot(top_k_index.long(), num_classes=gate_up.shape[0] + 1).permute(2, 1, 0)  # + 1: the sentinel E
     for e in torch.greater(mask[:-1].sum(dim=(-1, -2)), 0).nonzero():
         pos, tokens = torch.where(mask[e[0]])
-        gate, up = F.linear(x[tokens], weight(gate_up, gate_up_scale, e[0])).chunk(2, dim=-1)
-        y = F.linear(act(gate) * up, weight(down, down_scale, e[0])) * top_k_weights[tokens, pos, None]
+        bias = [None if b is None else b[e[0]] for b in (gate_up_bias, down_bias)]
+        gate, up = F.linear(x[tokens], weight(gate_up, gate_up_scale, e[0]), bias[0]).chunk(2, dim=-1)
+        if act is None:  # gpt-oss's clamped gate
+            gate, up = gate.clamp(max=swiglu_limit), up.clamp(-swiglu_limit, swiglu_limit)
+            h = gate * torch.sigmoid(swiglu_alpha * gate) * (up + 1)
+        else:
+            h = act(gate) * up
+        y = F.linear(h, weight(down, down_scale, e[0]), bias[1]) * top_k_weights[tokens, pos, None]
         out.index_add_(0, tokens, y.to(out.dtype))
     return out
 

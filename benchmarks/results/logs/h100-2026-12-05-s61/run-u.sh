@@ -1,6 +1,7 @@
 # Prepared in session 61 for the next (~8 min: two calls if the budget is short): fp8 / int8 experts (journal 427-428),
 # their first GPU run: 1. test_moe.py and test_integrations.py on the GPU (both at Mixtral's / Qwen3's shapes,
-# quantize_model's QuantMoEExperts); 2. the moe family's rows (moe_experts, moe_experts_fp8, moe_experts_int8: rooftop,
+# quantize_model's QuantMoEExperts; gpt-oss-20b's experts with biases and the clamped gate,
+# journal 431); 2. the moe family's rows (moe_experts, moe_experts_fp8, moe_experts_int8: rooftop,
 # eager, torch.compile; grouped_mm for bf16); 3. the quantized experts' launches (exp_moe_launch.py --quant fp8: six,
 # 1 and 4 programs an SM); 4. the Mixtral-shaped model end to end with --fp8 (its linears W8A8, its experts fp8
 # weight-only), batch 1 and 8. Predicted (H200): moe_experts_fp8 at one token of Mixtral's experts 75-88% of its
