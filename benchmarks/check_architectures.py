@@ -99,12 +99,16 @@ def pair(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype
         quantize_model(stock, **QUANT[quant])
     counts = patch_model(patched)
     if quant in ("int8", "fp8"):  # the experts patched quantizes: stock's own ones computed with the same codes
-        for name in [name for name, m in patched.named_modules() if isinstance(m, MoEExperts)]:
+        for name, ours in [(name, m) for name, m in patched.named_modules() if isinstance(m, MoEExperts)]:
+            gate_up, gate_up_scale, down, down_scale = quantize_experts(ours.gate_up_proj, ours.down_proj, quant)
+            gate_up = (gate_up.double() * gate_up_scale.double()[..., None]).to(dtype)  # [E, 2I, H]
+            down = (down.double() * down_scale.double()[..., None]).to(dtype)  # [E, H, I]
             experts = stock.get_submodule(name)
-            gate_up, gate_up_scale, down, down_scale = quantize_experts(experts.gate_up_proj, experts.down_proj,
-                                                                        quant)
-            experts.gate_up_proj.data = (gate_up.double() * gate_up_scale.double()[..., None]).to(dtype)
-            experts.down_proj.data = (down.double() * down_scale.double()[..., None]).to(dtype)
+            if experts.gate_up_proj.shape != gate_up.shape:  # gpt-oss's, which patch_model re-laid: back
+                half = gate_up.shape[1] // 2
+                gate_up = torch.stack([gate_up[:, :half], gate_up[:, half:]], dim=2).flatten(1, 2).transpose(1, 2)
+                down = down.transpose(1, 2)
+            experts.gate_up_proj.data, experts.down_proj.data = gate_up.contiguous(), down.contiguous()
     if quant is not None:
         quantize_model(patched, **QUANT[quant])
     return stock, patched, counts
