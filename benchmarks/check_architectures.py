@@ -89,7 +89,7 @@ def pair(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype
     architecture."""
     from rooftop import quantize_model
     from rooftop.integrations.hf import MoEExperts, patch_model
-    from rooftop.ops.moe import quantize_experts
+    from rooftop.ops.moe import dequantize_experts, quantize_experts
 
     stock = build(transformers, name, overrides, attn, dtype, device)
     if stock is None:
@@ -100,9 +100,8 @@ def pair(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype
     counts = patch_model(patched)
     if quant in ("int8", "fp8"):  # the experts patched quantizes: stock's own ones computed with the same codes
         for name, ours in [(name, m) for name, m in patched.named_modules() if isinstance(m, MoEExperts)]:
-            gate_up, gate_up_scale, down, down_scale = quantize_experts(ours.gate_up_proj, ours.down_proj, quant)
-            gate_up = (gate_up.double() * gate_up_scale.double()[..., None]).to(dtype)  # [E, 2I, H]
-            down = (down.double() * down_scale.double()[..., None]).to(dtype)  # [E, H, I]
+            codes = quantize_experts(ours.gate_up_proj, ours.down_proj, quant)
+            gate_up, down = dequantize_experts(*codes[:2], dtype), dequantize_experts(*codes[2:], dtype)
             experts = stock.get_submodule(name)
             if experts.gate_up_proj.shape != gate_up.shape:  # gpt-oss's, which patch_model re-laid: back
                 half = gate_up.shape[1] // 2

@@ -245,8 +245,8 @@ def _experts_take_codes(model, quant) -> None:
     from rooftop.integrations.hf import MoEExperts
     for experts in [m for m in model.modules() if isinstance(m, MoEExperts)]:
         codes = moe.quantize_experts(experts.gate_up_proj, experts.down_proj, quant)
-        experts.gate_up_proj.data = (codes[0].double() * codes[1].double()[..., None]).to(experts.gate_up_proj.dtype)
-        experts.down_proj.data = (codes[2].double() * codes[3].double()[..., None]).to(experts.down_proj.dtype)
+        experts.gate_up_proj.data = moe.dequantize_experts(*codes[:2], experts.gate_up_proj.dtype)
+        experts.down_proj.data = moe.dequantize_experts(*codes[2:], experts.down_proj.dtype)
 
 
 def _tiny_mixtral():

@@ -225,9 +225,15 @@ def _gate_f64(gu, I, activation, alpha, limit) -> torch.Tensor:
     return _ACT_F64[activation](gu[:I]) * gu[I:]
 
 
+def dequantize_experts(codes: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Quantized experts' weights (or one expert's) as `dtype`: codes [..., out, in] times their row scales
+    [..., out], in float64, rounded once."""
+    return (codes.double() * scale.double()[..., None]).to(dtype)
+
+
 def _expert(w, scale, e) -> torch.Tensor:
     """Expert e's weights in float64 (quantized: the codes times their row scales)."""
-    return w[e].double() if scale is None else w[e].double() * scale[e].double()[:, None]
+    return w[e].double() if scale is None else dequantize_experts(w[e], scale[e], torch.float64)
 
 
 def moe_experts_reference(x, top_k_index, top_k_weights, gate_up, down, activation="silu", gate_up_scale=None,
