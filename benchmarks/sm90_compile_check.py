@@ -102,12 +102,10 @@ for block_n, block_k, stages, warps in mm.FP8_GEMV_CONFIGS:
 moe_pointers = {"idx_ptr": "*i64", "rw_ptr": "*fp32", "scale_ptr": "*fp32", "ws_ptr": "*fp32", "cnt_ptr": "*i32"}
 moe_types = lambda a: moe_pointers.get(a, "*bf16" if a.endswith("_ptr") else "i32")
 moe_fp8_types = lambda a: "*fp8e4nv" if a == "w_ptr" else moe_types(a)
-# bf16 experts; fp8 and int8 ones with row scales, each with its launch
-moe_cases = (("bf16", moe_types, moe.GATE_UP_LAUNCH, moe.DOWN_LAUNCH),
-             ("fp8", moe_fp8_types, moe.QUANT_GATE_UP_LAUNCH, moe.QUANT_DOWN_LAUNCH),
-             ("int8", lambda a: "*i8" if a == "w_ptr" else moe_types(a), moe.QUANT_GATE_UP_LAUNCH,
-              moe.QUANT_DOWN_LAUNCH))
-for codes, types, (n, k, w), (dn, dk, dw, _) in moe_cases:
+# bf16 experts; fp8 and int8 ones with row scales (one launch for all)
+moe_cases = (("bf16", moe_types), ("fp8", moe_fp8_types), ("int8", lambda a: "*i8" if a == "w_ptr" else moe_types(a)))
+(n, k, w), (dn, dk, dw, _) = moe.GATE_UP_LAUNCH, moe.DOWN_LAUNCH
+for codes, types in moe_cases:
     scaled = codes != "bf16"
     for act, bias, (alpha, limit) in (("silu", False, (0.0, 0.0)), ("swiglu_oai", True, (1.702, 7.0))):  # gpt-oss's
         build(moe._moe_gate_up_kernel, types, dict(ACT=act, APPROX=True, SCALED=scaled, HAS_BIAS=bias, ALPHA=alpha,
@@ -116,3 +114,12 @@ for codes, types, (n, k, w), (dn, dk, dw, _) in moe_cases:
             build(moe._moe_down_kernel, types, dict(SCALED=scaled, HAS_BIAS=bias, BLOCK_N=dn, BLOCK_K=dk,
                   SPLITS=splits, SUM_BATCH=splits), dw, name=f"moe_down_{codes}_bias{int(bias)}_s{splits}",
                   div=("H", "I"))
+        # the grouped path: 16 and 128 pairs a step (PAIRS), Mixtral's top 2 and Qwen3's top 8 with up to 8 ranges
+        gn, gk, gw = moe.GROUPED_LAUNCH
+        for pairs, top_k, splits in ((16, 2, 8), (128, 8, 8)):
+            common = dict(SCALED=scaled, HAS_BIAS=bias, PRECISION="tf32", PAIRS=pairs, GROUP=moe.GROUP, BLOCK_N=gn,
+                          BLOCK_K=gk)
+            build(moe._moe_gate_up_grouped_kernel, types, dict(common, ACT=act, APPROX=True, ALPHA=alpha, LIMIT=limit),
+                  gw, name=f"moe_gate_up_grouped_{codes}_{act}_p{pairs}", div=("H", "I"))
+            build(moe._moe_down_grouped_kernel, types, dict(common, TOP_K=top_k, SPLITS=splits), gw,
+                  name=f"moe_down_grouped_{codes}_bias{int(bias)}_p{pairs}", div=("H", "I"))

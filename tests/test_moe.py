@@ -20,10 +20,20 @@ def _inputs(T, E, k, H, I, dtype=torch.bfloat16, index_dtype=torch.int64):
     return x, index, weights, gate_up, down
 
 
+@pytest.fixture(params=["per-pair", "grouped"])
+def path(request, monkeypatch):
+    """Each of moe_experts' two paths on the same calls (the shape alone would pick one)."""
+    grouped = request.param == "grouped"
+    monkeypatch.setattr(moe, "_takes_grouped", lambda pairs, E, H, I: grouped and pairs <= moe.PAIRS_MAX)
+    _support.clear_plans()  # a plan keeps the path its signature's first call took
+    yield request.param
+    _support.clear_plans()
+
+
 @pytest.mark.parametrize("activation", ["silu", "gelu", "gelu_tanh"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(1, 4, 2, 64, 48), (5, 6, 3, 70, 33), (2, 3, 1, 300, 260)])
-def test_matches_reference(shape, dtype, activation):
+def test_matches_reference(shape, dtype, activation, path):
     """Decode-sized calls (one token, several; k of 1-3; H, I ragged against the tiles and past one k-tile), each
     token's experts at random (tokens sharing experts), int64 indices."""
     inputs = _inputs(*shape, dtype=dtype)
@@ -32,7 +42,7 @@ def test_matches_reference(shape, dtype, activation):
     assert rel_err(out, moe_experts_reference(*inputs, activation=activation)) < TOL[dtype]
 
 
-def test_sentinels_strides_and_int32_indices():
+def test_sentinels_strides_and_int32_indices(path):
     """An index outside [0, E) (transformers' expert-parallel sentinel E, or -1) adds nothing; int32 indices; x rows
     of a wider tensor, strided router weights, gate_up / down as views of larger storage; the eager loop (the
     sentinel skipped as transformers' does) agrees."""
@@ -52,7 +62,7 @@ def test_sentinels_strides_and_int32_indices():
                    ref) < TOL[torch.bfloat16]
 
 
-def test_repeated_calls_replay_on_fresh_inputs():
+def test_repeated_calls_replay_on_fresh_inputs(path):
     """A signature's first call is recorded and later ones replay its launches (the h workspace and the partials
     allocated anew): still right on fresh inputs. No tokens, no hidden or no intermediate width: an empty or zero
     result."""
@@ -93,7 +103,7 @@ def test_bad_input():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(1, 3, 2, 64, 600), (4, 5, 2, 70, 33)])
-def test_biases_and_gpt_oss_gate(shape, dtype):
+def test_biases_and_gpt_oss_gate(shape, dtype, path):
     """Biases on both projections (the down one once, with I split over programs at one token) and gpt-oss's clamped
     gate, with x large enough that the clamp bites on most rows; plain silu with biases; int8 experts with both; the
     eager loop agrees."""
@@ -135,7 +145,7 @@ QUANTIZED = {"fp8": (torch.float8_e4m3fn, 0.05, 0.1), "int8": (torch.int8, 0.01,
 @pytest.mark.parametrize("quant", list(QUANTIZED))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(1, 3, 2, 64, 600), (5, 6, 3, 70, 33)])
-def test_quantized_experts(shape, dtype, quant):
+def test_quantized_experts(shape, dtype, quant, path):
     """fp8 / int8 experts (weight-only, a scale per output row): against the reference on the same codes and scales
     (one token: the down projection split over programs), and within the format's step of the unquantized experts
     (e4m3: 3 mantissa bits; int8: 127 levels a side)."""
@@ -175,7 +185,7 @@ def test_quantized_bad_input():
         rooftop.moe_experts(x, index, weights, gu, down, gate_up_scale=gu_scale, down_scale=dn_scale)
 
 
-def test_quantized_sentinels_strides_replays_and_fp16():
+def test_quantized_sentinels_strides_replays_and_fp16(path):
     """int8 experts: a sentinel and -1 among int32 indices, fp16 x with gelu_tanh; calls replaying the first one's
     recorded launches on fresh codes and scales; a scale as a strided view (copied: that call is not recorded);
     experts of no intermediate width."""
@@ -353,7 +363,7 @@ def test_quantize_model_experts(bits):
 @pytest.mark.gpu
 @pytest.mark.slow
 @pytest.mark.parametrize("shape", [(1, 8, 2, 4096, 14336), (8, 128, 8, 2048, 768), (16, 8, 2, 4096, 1000)])
-def test_gpu_model_sizes(shape):
+def test_gpu_model_sizes(shape, path):
     """Mixtral's and Qwen3-30B-A3B's expert shapes at decode batch sizes (experts shared between tokens), and a
     ragged I."""
     inputs = _inputs(*shape)
@@ -364,7 +374,7 @@ def test_gpu_model_sizes(shape):
 @pytest.mark.slow
 @pytest.mark.parametrize("shape", [(1, 8, 2, 4096, 14336), (8, 128, 8, 2048, 768)])
 @pytest.mark.parametrize("quant", list(QUANTIZED))
-def test_gpu_quantized_model_sizes(shape, quant):
+def test_gpu_quantized_model_sizes(shape, quant, path):
     """fp8 / int8 experts at Mixtral's and Qwen3-30B-A3B's shapes (one token: the down projection split)."""
     x, index, weights, gate_up, down = _inputs(*shape)
     gu, gu_scale, dn, dn_scale = moe.quantize_experts(gate_up, down, quant)
@@ -376,7 +386,7 @@ def test_gpu_quantized_model_sizes(shape, quant):
 @pytest.mark.gpu
 @pytest.mark.slow
 @pytest.mark.parametrize("tokens", [1, 8])
-def test_gpu_gpt_oss_sizes(tokens):
+def test_gpu_gpt_oss_sizes(tokens, path):
     """gpt-oss-20b's experts (32 of 2880 x 2880, top 4) with biases and the clamped gate."""
     x, index, weights, gate_up, down = _inputs(tokens, 32, 4, 2880, 2880)
     biases = dict(gate_up_bias=torch.randn(32, 2 * 2880, device=DEVICE, dtype=torch.bfloat16),
@@ -411,6 +421,7 @@ def test_down_projection_split_over_programs(monkeypatch):
     real_launch = moe.launch
     monkeypatch.setattr(moe, "launch", lambda kernel, grid, *a, **k: grids.append(grid) or real_launch(kernel, grid,
                                                                                                       *a, **k))
+    monkeypatch.setattr(moe, "_takes_grouped", lambda *a: False)
     monkeypatch.setattr(moe, "DOWN_LAUNCH", (16, 64, 4, 64))
     _support.clear_plans()
     for _ in range(2):
@@ -425,6 +436,39 @@ def test_down_projection_split_over_programs(monkeypatch):
     inputs = _inputs(2, 4, 2, 64, 260)
     assert rel_err(rooftop.moe_experts(*inputs), moe_experts_reference(*inputs)) < TOL[torch.bfloat16]
     assert grids[-1] == (2, 4, 1)
+
+
+def test_grouped_path_groups_and_ranges(monkeypatch):
+    """The grouped path: more than GROUP pairs on one expert (several passes of a group), a token's two pairs on the
+    same expert, a sentinel; the down projection's I cut into 5 ranges (forced by asking for many programs an SM)
+    whose partials each token tile's last arrival sums; right twice in a row (the arrival counters left at zero)."""
+    grids = []
+    real_launch = moe.launch
+    monkeypatch.setattr(moe, "launch", lambda kernel, grid, *a, **k: grids.append(grid) or real_launch(kernel, grid,
+                                                                                                      *a, **k))
+    monkeypatch.setattr(moe, "GROUPED_LAUNCH", (16, 64, 4))
+    monkeypatch.setattr(moe, "GROUPED_DOWN_PER_SM", 64)
+    _support.clear_plans()
+    for _ in range(2):
+        x, index, weights, gate_up, down = _inputs(20, 3, 2, 48, 260)
+        index[:, 0] = 1  # 20 pairs on expert 1, with a token's both pairs there at times
+        index[3, 1] = 3  # the sentinel
+        assert int((index == 1).sum()) > moe.GROUP
+        out = rooftop.moe_experts(x, index, weights, gate_up, down)
+        assert rel_err(out, moe_experts_reference(x, index, weights, gate_up, down)) < TOL[torch.bfloat16]
+    assert grids[-1] == (40, 3, 5)
+    if HAS_CUDA:
+        torch.cuda.synchronize()
+        assert int(_support.arrival_counters(x.device, 60).count_nonzero()) == 0
+    _support.clear_plans()
+
+
+def test_grouped_path_where_experts_are_shared_or_large():
+    """The dispatch: Mixtral-8x7B's experts (H I = 58.7M) grouped from one token; Qwen3-30B-A3B's (1.6M) once a
+    step's pairs cover the 128 experts (16 tokens of top 8); never past PAIRS_MAX pairs."""
+    assert moe._takes_grouped(2, 8, 4096, 14336) and moe._takes_grouped(32, 8, 4096, 14336)
+    assert not moe._takes_grouped(64, 128, 2048, 768) and moe._takes_grouped(128, 128, 2048, 768)
+    assert not moe._takes_grouped(moe.PAIRS_MAX + 1, 8, 4096, 14336)
 
 
 class Experts(torch.nn.Module):
@@ -489,7 +533,7 @@ def test_experts_swapped_only_where_they_compute_the_same():
 
 @pytest.mark.gpu
 @pytest.mark.slow
-def test_gpu_offsets_past_2_31():
+def test_gpu_offsets_past_2_31(path):
     """Experts whose gate_up holds more than 2^31 elements (DeepSeek-V3's 256 x 4096 x 7168 does): the last expert's
     rows sit past int32 offsets."""
     E, H, I = 66, 4096, 4096

@@ -28,6 +28,21 @@ def capture_graph(warm_up: Callable[[], object], body: Callable[[], object]) -> 
     return graph
 
 
+def synchronises_host(fn: Callable[[], object]) -> bool:
+    """Whether `fn()` (already warmed up) waits for the GPU from the host (nonzero, .item(), a copy to the host): no
+    CUDA graph can hold it, and a capture that fails on it leaves torch's CUDA generator mid-capture, so that every
+    later torch.randn in the process raises ("Offset increment outside graph capture")."""
+    previous = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        fn()
+    except RuntimeError:
+        return True
+    finally:
+        torch.cuda.set_sync_debug_mode(previous)
+    return False
+
+
 def chain_graph(calls: Sequence[Callable[[], object]], repeat: int) -> "torch.cuda.CUDAGraph":
     """The thunks `calls`, `repeat` times over, in one CUDA graph (warmed up by two rounds first)."""
     def run(times: int) -> None:

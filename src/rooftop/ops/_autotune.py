@@ -93,13 +93,10 @@ def time_ms(fn: Callable[[], object]) -> float:
     captured."""
     import triton.testing
 
-    from rooftop.bench.timing import capture_graph
+    from rooftop.bench.timing import capture_graph, synchronises_host
 
-    try:
-        call = capture_graph(lambda: (fn(), fn()), fn).replay
-    except RuntimeError:  # not capturable (a host synchronisation, say): time it as it is
-        torch.cuda.synchronize()
-        call = fn
+    fn()  # compiled and warmed up outside the check
+    call = fn if synchronises_host(fn) else capture_graph(lambda: (fn(), fn()), fn).replay
     return float(triton.testing.do_bench(call, warmup=10, rep=40, return_mode="median"))
 
 

@@ -22,11 +22,26 @@ Two kernels, with no host synchronisation (the routing stays on the GPU: the ste
   out[t, cols] = sum_j w[t, j] (D_e h)[cols] comes from the ranges' fp32 partials summed in order by the tile's last
   range (deterministic; one range: written directly). A decode step has few tokens: I is split to fill the GPU.
 HBM: each (token, expert) pair reads its expert's 3 H I weights once: decode's traffic while T k <= E and the
-tokens pick distinct experts; tokens sharing an expert read it again (from L2 when their programs run close). For
-prefill (many tokens an expert) a grouped GEMM is what fits: `patch_model` keeps the model's own experts forward past
-MOE_MAX_TOKENS tokens. Both kernels are CUDA-core GEMVs: each lane keeps its products over the k-tiles, reduced once
-at the end of the row; the grids are pairs x column blocks (gate / up) and tokens x column blocks x ranges of I
-(down).
+tokens pick distinct experts; tokens sharing an expert read it again (from L2 when their programs run close). Both
+kernels are CUDA-core GEMVs: each lane keeps its products over the k-tiles, reduced once at the end of the row; the
+grids are pairs x column blocks (gate / up) and tokens x column blocks x ranges of I (down).
+
+The grouped path reads each routed expert once a step, however many of its tokens share it (still no host
+synchronisation: every program scans the step's k T indices, at most PAIRS_MAX, and finds its group itself). The
+first pair routed to an expert (its "owner") does the work of all its pairs, the others' programs return at once:
+- `_moe_gate_up_grouped_kernel`, program (pair, BLOCK_N columns of I): an owner reads its expert's 2 BLOCK_N H
+  weights once and its group's x rows (GROUP a pass: a tl.dot of [GROUP, BLOCK_K] x [BLOCK_K, BLOCK_N] a k-step),
+  and writes each member's h[s, cols].
+- `_moe_down_grouped_kernel`, program (pair, BLOCK_N columns of H, a range of I): an owner reads its expert's BLOCK_N
+  down rows over its range once and its group's h ranges, and stores each member's w (D h) partial (fp32) to a
+  workspace [splits, k T, H]; the last of a token tile's k x splits arrivals sums them in (split, j) order
+  (deterministic) and writes out[t, cols].
+It runs where some pairs must share an expert (k T >= E) or where an expert is large enough that its fixed costs
+(the index scan, the partials) do not show (H I >= GROUPED_MIN_EXPERT): on an H100 (session 62) 8-16 tokens of
+Mixtral-8x7B's experts at 100% of the once-an-expert floor against 51-82% a pair, one token 1.10x; at Qwen3-30B-A3B's
+(768-wide experts) 2-8 tokens 2-15% slower than a pair a program where they share no expert.
+For prefill (many tokens an expert) a grouped GEMM is what fits: `patch_model` keeps the model's own experts forward
+past MOE_MAX_TOKENS tokens.
 """
 from __future__ import annotations
 
@@ -57,17 +72,58 @@ MOE_MAX_TOKENS = 16
 # tiles each): a k-tile of BLOCK_N weight rows x BLOCK_K, its products kept per lane until the end of the row (one
 # reduction a program). Of 14 shapes timed on an H100 (session 61, exp_moe_launch.py: Mixtral-8x7B's and
 # Qwen3-30B-A3B's experts, 1 and 4 tokens), (8, 256, 2) with 4 an SM was within 8% of each case's best (session 60's
-# (16, 256, 4): up to 28% behind; 1 token of Mixtral's 270 against 325 us, 90% of copy).
+# (16, 256, 4): up to 28% behind; 1 token of Mixtral's 270 against 325 us, 90% of copy). Quantized experts (one-byte
+# codes) take the same: of six launches timed on an H100 (session 62, exp_moe_launch.py --quant fp8) it was within 4%
+# of each case's best; session 61's untimed (8, 512, 4) up to 15% behind.
 GATE_UP_LAUNCH = (8, 256, 2)
 DOWN_LAUNCH = (8, 256, 2, 4)
-# Quantized experts (one-byte codes): k-tiles twice as wide, so a program's k-step reads the same bytes (not yet timed
-# on a GPU; offline sm_90: 120 / 80 registers, no spills; (8, 512, 2) would take 217 for the gate / up kernel)
-QUANT_GATE_UP_LAUNCH = (8, 512, 4)
-QUANT_DOWN_LAUNCH = (8, 512, 4, 4)
 # the experts' code formats (those of the per-token activations): quant name -> their codes' dtype
 EXPERT_QUANTS = {quant: dtype for quant, (dtype, _, _) in QUANT_FORMATS.items()}
 CODE_DTYPES = tuple(EXPERT_QUANTS.values())
 DOWN_MAX_SPLITS = 16
+# The grouped path (module docstring): (BLOCK_N, BLOCK_K, num_warps) of both kernels, the down kernel aiming at
+# GROUPED_DOWN_PER_SM programs an SM with at most GROUPED_MAX_SPLITS ranges of I (its last arrival sums k x splits
+# partials, unrolled). Of four launches timed on an H100 (session 62, exp_moe_grouped.py) (32, 128, 4) was the best at
+# Mixtral's experts (1-16 tokens) and at 16 tokens of Qwen3's; offline sm_90: no spills.
+GROUPED_LAUNCH = (32, 128, 4)
+GROUPED_DOWN_PER_SM = 4
+GROUPED_MAX_SPLITS = 8
+GROUP = 16  # pairs of one expert a pass (tl.dot's least M)
+PAIRS_MAX = 256  # k T a step at most on the grouped path (the index vector each program scans)
+GROUPED_MIN_EXPERT = 1 << 23  # H I elements from which an expert takes the grouped path even with no pair sharing it
+
+
+@triton.jit
+def _gated(g, u, expert, cols, col_ok, scale_ptr, bias_ptr, I, ACT: tl.constexpr, APPROX: tl.constexpr,
+           SCALED: tl.constexpr, HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr):
+    """h = act(g) * u from the fp32 dot products g, u of BLOCK_N columns ([BLOCK_N], or [GROUP, BLOCK_N] for a
+    group of pairs): the row scales (SCALED: scale [E, 2I], the gate rows', then the up rows') and biases ([E, 2I],
+    as the weights' rows) first."""
+    if SCALED:
+        scale_row = scale_ptr + expert * 2 * I + cols
+        g = g * tl.load(scale_row, mask=col_ok, other=0.0)
+        u = u * tl.load(scale_row + I, mask=col_ok, other=0.0)
+    if HAS_BIAS:
+        bias_row = bias_ptr + expert * 2 * I + cols
+        g = g + tl.load(bias_row, mask=col_ok, other=0.0).to(tl.float32)
+        u = u + tl.load(bias_row + I, mask=col_ok, other=0.0).to(tl.float32)
+    if ACT == "swiglu_oai":  # min / clamp keep NaN, as torch's clamp does
+        g = tl.minimum(g, LIMIT, propagate_nan=tl.PropagateNan.ALL)
+        u = tl.clamp(u, -LIMIT, LIMIT, propagate_nan=tl.PropagateNan.ALL)
+        return _divide(g, 1.0 + tl.exp2(-1.4426950408889634 * ALPHA * g), APPROX) * (u + 1.0)
+    return _activate(g, ACT, APPROX, False) * u
+
+
+@triton.jit
+def _down_output(row, expert, cols, col_ok, first_range, scale_ptr, bias_ptr, H, SCALED: tl.constexpr,
+                 HAS_BIAS: tl.constexpr):
+    """D h of BLOCK_N columns from its fp32 dot products (over one range of I): the row scales (scale [E, H]), and
+    the bias ([E, H]) added by the first range only."""
+    if SCALED:
+        row = row * tl.load(scale_ptr + expert * H + cols, mask=col_ok, other=0.0)
+    if HAS_BIAS:
+        row = row + tl.load(bias_ptr + expert * H + cols, mask=col_ok & first_range, other=0.0).to(tl.float32)
+    return row
 
 
 @triton.jit
@@ -95,21 +151,8 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I,
         mask = col_ok[:, None] & (ks[None, :] < H)
         g += tl.load(gate_rows + ks[None, :], mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32) * xk
         u += tl.load(up_rows + ks[None, :], mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32) * xk
-    g_row, u_row = tl.sum(g, axis=1), tl.sum(u, axis=1)
-    if SCALED:  # scale [E, 2I]: the gate rows', then the up rows'
-        scale_row = scale_ptr + expert * 2 * I + cols
-        g_row *= tl.load(scale_row, mask=col_ok, other=0.0)
-        u_row *= tl.load(scale_row + I, mask=col_ok, other=0.0)
-    if HAS_BIAS:  # bias [E, 2I], as the weights' rows
-        bias_row = bias_ptr + expert * 2 * I + cols
-        g_row += tl.load(bias_row, mask=col_ok, other=0.0).to(tl.float32)
-        u_row += tl.load(bias_row + I, mask=col_ok, other=0.0).to(tl.float32)
-    if ACT == "swiglu_oai":  # min / clamp keep NaN, as torch's clamp does
-        g_row = tl.minimum(g_row, LIMIT, propagate_nan=tl.PropagateNan.ALL)
-        u_row = tl.clamp(u_row, -LIMIT, LIMIT, propagate_nan=tl.PropagateNan.ALL)
-        y = _divide(g_row, 1.0 + tl.exp2(-1.4426950408889634 * ALPHA * g_row), APPROX) * (u_row + 1.0)
-    else:
-        y = _activate(g_row, ACT, APPROX, False) * u_row
+    y = _gated(tl.sum(g, axis=1), tl.sum(u, axis=1), expert, cols, col_ok, scale_ptr, bias_ptr, I, ACT, APPROX,
+               SCALED, HAS_BIAS, ALPHA, LIMIT)
     tl.store(h_ptr + pair.to(tl.int64) * I + cols, y.to(h_ptr.dtype.element_ty), mask=cols < I)
 
 
@@ -144,14 +187,137 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr
             hk = tl.load(h_row + ks, mask=ks < k_end, other=0.0).to(tl.float32)[None, :]
             part += tl.load(rows + ks[None, :], mask=col_ok[:, None] & (ks[None, :] < k_end), other=0.0,
                             eviction_policy="evict_first").to(tl.float32) * hk
-        row = tl.sum(part, axis=1)
-        if SCALED:  # scale [E, H]
-            row *= tl.load(scale_ptr + expert * H + cols, mask=col_ok, other=0.0)
-        if HAS_BIAS:  # bias [E, H], added by the first range of I only
-            row += tl.load(bias_ptr + expert * H + cols, mask=col_ok & (split == 0), other=0.0).to(tl.float32)
-        acc += weight * row
+        acc += weight * _down_output(tl.sum(part, axis=1), expert, cols, col_ok, split == 0, scale_ptr, bias_ptr, H,
+                                     SCALED, HAS_BIAS)
     store_split_output(acc[None, :], token + tl.arange(0, 1), cols, T, H, out_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr,
                        token * tl.num_programs(1) + pid_n, split, SPLITS, False, SUM_BATCH)
+
+
+@triton.jit
+def _group_of(idx_ptr, pair, P, E, PAIRS: tl.constexpr):
+    """Pair `pair`'s group: the pairs routed to its expert (a pair with an index outside [0, E): itself alone).
+    Returns (whether it is the group's first pair, live, expert, match [PAIRS], rank [PAIRS] within the group, the
+    group's size)."""
+    p = tl.arange(0, PAIRS)
+    ids = tl.load(idx_ptr + p, mask=p < P, other=-1).to(tl.int64)
+    expert = tl.load(idx_ptr + pair).to(tl.int64)
+    live = (expert >= 0) & (expert < E)
+    match = tl.where(live, (ids == expert) & (p < P), p == pair)
+    first = tl.min(tl.where(match, p, P), axis=0)
+    rank = tl.cumsum(match.to(tl.int32), axis=0) - 1
+    return first == pair, live, tl.where(live, expert, 0), match, rank, tl.sum(match.to(tl.int32), axis=0)
+
+
+@triton.jit
+def _members(match, rank, base, count, PAIRS: tl.constexpr, GROUP: tl.constexpr):
+    """The group's pairs of ranks base .. base + GROUP - 1, and which of those exist."""
+    p = tl.arange(0, PAIRS)
+    r = base + tl.arange(0, GROUP)
+    member = tl.sum(tl.where(match[None, :] & (rank[None, :] == r[:, None]), p[None, :], 0), axis=1)
+    return member.to(tl.int64), r < count
+
+
+@triton.jit
+def _operand(w, like, SCALED: tl.constexpr):
+    """A weight tile as the dot's operand, `like`'s dtype; one-byte codes (exact in any float dtype) through fp32 (the
+    interpreter casts int8 to bf16 by its bits)."""
+    if SCALED:
+        w = w.to(tl.float32)
+    return w.to(like.dtype)
+
+
+@triton.jit
+def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, P, H, I, E, TOP_K, x_stride,
+                                we_stride, wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr, SCALED: tl.constexpr,
+                                HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr,
+                                PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr,
+                                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # Program (pair, column block); an owner reads 2 BLOCK_N rows of its expert once (2 BLOCK_N H elements; SCALED:
+    # one-byte codes, widened exactly to x's dtype for the dot, and 2 BLOCK_N row scales) and its group's x rows (L2
+    # after the first), and writes BLOCK_N elements of h per member. Other programs read the k T indices only.
+    pair = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_ok = cols < I
+    owner, live, expert, match, rank, count = _group_of(idx_ptr, pair, P, E, PAIRS)
+    if owner & live:
+        gate_rows = w_ptr + expert * we_stride + cols.to(tl.int64)[:, None] * wn_stride
+        up_rows = gate_rows + tl.cast(I, tl.int64) * wn_stride
+        for base in range(0, count, GROUP):
+            member, valid = _members(match, rank, base, count, PAIRS, GROUP)
+            x_rows = x_ptr + (member // TOP_K)[:, None] * x_stride
+            g = tl.zeros([GROUP, BLOCK_N], tl.float32)
+            u = tl.zeros([GROUP, BLOCK_N], tl.float32)
+            for k0 in range(0, H, BLOCK_K):
+                ks = k0 + tl.arange(0, BLOCK_K)
+                xk = tl.load(x_rows + ks[None, :], mask=valid[:, None] & (ks[None, :] < H), other=0.0)
+                w_mask = col_ok[:, None] & (ks[None, :] < H)
+                wg = tl.load(gate_rows + ks[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
+                wu = tl.load(up_rows + ks[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
+                g = tl.dot(xk, tl.trans(_operand(wg, xk, SCALED)), g, input_precision=PRECISION)
+                u = tl.dot(xk, tl.trans(_operand(wu, xk, SCALED)), u, input_precision=PRECISION)
+            y = _gated(g, u, expert, cols, col_ok, scale_ptr, bias_ptr, I, ACT, APPROX, SCALED, HAS_BIAS, ALPHA,
+                       LIMIT)
+            tl.store(h_ptr + member[:, None] * I + cols[None, :], y.to(h_ptr.dtype.element_ty),
+                     mask=valid[:, None] & col_ok[None, :])
+
+
+@triton.jit
+def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, P, H, I, E,
+                             k_split, rw_stride, we_stride, wn_stride, out_stride, TOP_K: tl.constexpr,
+                             SCALED: tl.constexpr, HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr,
+                             PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr, BLOCK_N: tl.constexpr,
+                             BLOCK_K: tl.constexpr):
+    # Program (pair, column block, range of I); an owner reads its expert's BLOCK_N rows over its range once (SCALED:
+    # codes and BLOCK_N row scales) and its group's h ranges (L2), and stores a [GROUP, BLOCK_N] fp32 partial (4
+    # BLOCK_N bytes a member); the last arrival of a token tile reads its TOP_K x SPLITS partials (L2) and writes
+    # BLOCK_N elements of out.
+    pair = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    split = tl.program_id(2)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_ok = cols < H
+    k_start = split * k_split
+    k_end = tl.minimum(k_start + k_split, I)
+    owner, live, expert, match, rank, count = _group_of(idx_ptr, pair, P, E, PAIRS)
+    if owner:
+        rows = w_ptr + expert * we_stride + cols.to(tl.int64)[:, None] * wn_stride
+        for base in range(0, count, GROUP):
+            member, valid = _members(match, rank, base, count, PAIRS, GROUP)
+            token = member // TOP_K
+            acc = tl.zeros([GROUP, BLOCK_N], tl.float32)
+            if live:  # a dead pair's partial is zero (h unread: the gate / up kernel left it unwritten)
+                for k0 in range(k_start, k_end, BLOCK_K):
+                    ks = k0 + tl.arange(0, BLOCK_K)
+                    hk = tl.load(h_ptr + member[:, None] * I + ks[None, :], mask=valid[:, None] & (ks[None, :] < k_end),
+                                 other=0.0)
+                    wd = tl.load(rows + ks[None, :], mask=col_ok[:, None] & (ks[None, :] < k_end), other=0.0,
+                                 eviction_policy="evict_first")
+                    acc = tl.dot(hk, tl.trans(_operand(wd, hk, SCALED)), acc, input_precision=PRECISION)
+            acc = _down_output(acc, expert, cols, col_ok & live, split == 0, scale_ptr, bias_ptr, H, SCALED, HAS_BIAS)
+            weight = tl.load(rw_ptr + token * rw_stride + member % TOP_K, mask=valid & live, other=0.0)
+            acc = acc * weight.to(tl.float32)[:, None]
+            tl.store(ws_ptr + (split * P + member)[:, None] * H + cols[None, :], acc,
+                     mask=valid[:, None] & col_ok[None, :])
+            tl.debug_barrier()  # every thread's partials before the arrivals are published
+            tile = token * tl.num_programs(1) + pid_n
+            # a masked vector atomic's old values reach the threads that read them only since Triton 3.4 (issue
+            # 7402, fixed by PR 7460); the pinned 3.6 has it
+            arrived = tl.atomic_add(cnt_ptr + tile, 1, mask=valid, sem="acq_rel", scope="gpu")
+            last = valid & (arrived == TOP_K * SPLITS - 1)
+            tl.debug_barrier()  # the acquiring threads before the others read the partials
+            total = tl.zeros([GROUP, BLOCK_N], tl.float32)
+            for s in tl.static_range(SPLITS):  # in (split, j) order: the sum does not depend on arrival order
+                for j in tl.static_range(TOP_K):
+                    total += tl.load(ws_ptr + (s * P + token * TOP_K + j)[:, None] * H + cols[None, :],
+                                     mask=last[:, None] & col_ok[None, :], other=0.0, cache_modifier=".cg")
+            tl.store(out_ptr + token[:, None] * out_stride + cols[None, :], total.to(out_ptr.dtype.element_ty),
+                     mask=last[:, None] & col_ok[None, :])
+            tl.store(cnt_ptr + tile, 0, mask=last)  # left at zero for the next launch
+
+
+def _takes_grouped(pairs: int, E: int, H: int, I: int) -> bool:
+    """Whether a call of `pairs` (token, expert) pairs takes the grouped path (module docstring)."""
+    return pairs <= PAIRS_MAX and (pairs >= E or H * I >= GROUPED_MIN_EXPERT)
 
 
 def _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale=None, down_scale=None,
@@ -280,22 +446,58 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     gate_up_scale, down_scale, gate_up_bias, down_bias = (placeholder if t is None else t.contiguous() for t in (
         gate_up_scale, down_scale, gate_up_bias, down_bias))
     swiglu = (float(swiglu_alpha), float(swiglu_limit)) if activation == "swiglu_oai" else (0.0, 0.0)
-    block_n, block_k, warps = QUANT_GATE_UP_LAUNCH if scaled else GATE_UP_LAUNCH
+    epilogue = dict(SCALED=scaled, ACT=activation, APPROX=x.is_cuda, HAS_BIAS=gate_up_bias is not placeholder,
+                    ALPHA=swiglu[0], LIMIT=swiglu[1])
+    if _takes_grouped(T * top_k, E, H, I):
+        return _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias,
+                                    down_bias, h, out, epilogue, has_down_bias=down_bias is not placeholder)
+    block_n, block_k, warps = GATE_UP_LAUNCH
     launch(_moe_gate_up_kernel, (T * top_k, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, gate_up_bias, h, H, I,
-           E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), ACT=activation, APPROX=x.is_cuda,
-           SCALED=scaled, HAS_BIAS=gate_up_bias is not placeholder, ALPHA=swiglu[0], LIMIT=swiglu[1],
-           BLOCK_N=block_n, BLOCK_K=min(block_k, triton.next_power_of_2(H)), num_warps=warps)
-    block_n, block_k, warps, per_sm = QUANT_DOWN_LAUNCH if scaled else DOWN_LAUNCH
+           E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), **epilogue, BLOCK_N=block_n,
+           BLOCK_K=min(block_k, triton.next_power_of_2(H)), num_warps=warps)
+    block_n, block_k, warps, per_sm = DOWN_LAUNCH
     block_k = min(block_k, triton.next_power_of_2(I))
-    tiles, steps = T * cdiv(H, block_n), cdiv(I, block_k)
-    splits = max(1, min(cdiv(per_sm * num_sms(x.device.index if x.is_cuda else -1), tiles), steps, DOWN_MAX_SPLITS))
-    k_split = cdiv(steps, splits) * block_k
-    splits = cdiv(I, k_split)
+    tiles = T * cdiv(H, block_n)
+    splits, k_split = _ranges_of_i(x.device, tiles, per_sm, DOWN_MAX_SPLITS, I, block_k)
     partials = (torch.empty((splits, T, H), device=x.device, dtype=torch.float32) if splits > 1 else placeholder)
     launch(_moe_down_kernel, (T, cdiv(H, block_n), splits), h, idx, router, down, down_scale, down_bias, out,
            partials, arrival_counters(x.device, tiles), T, H, I, E, top_k, k_split, router.stride(0), down.stride(0),
            down.stride(1), out.stride(0), SCALED=scaled, HAS_BIAS=down_bias is not placeholder, SPLITS=splits,
            SUM_BATCH=min(splits, 8), BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps)
+    return out
+
+
+def _ranges_of_i(device, tiles, per_sm, max_splits, I, block_k) -> tuple[int, int]:
+    """(ranges, elements a range) of I for a down kernel of `tiles` column tiles to make about per_sm programs an SM,
+    at most max_splits ranges, each a whole number of k-tiles."""
+    steps = cdiv(I, block_k)
+    splits = max(1, min(cdiv(per_sm * num_sms(device.index if device.type == "cuda" else -1), tiles), steps,
+                        max_splits))
+    k_split = cdiv(steps, splits) * block_k
+    return cdiv(I, k_split), k_split
+
+
+def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias, down_bias, h, out,
+                         epilogue, has_down_bias):
+    """The grouped path's two launches (idx, router contiguous [T, k]; h the [T k, I] workspace)."""
+    T, H = x.shape
+    E, I, top_k = gate_up.shape[0], gate_up.shape[1] // 2, idx.shape[1]
+    P = T * top_k
+    pairs = max(16, triton.next_power_of_2(P))
+    precision = "ieee" if x.dtype == torch.float32 else "tf32"  # fp32 x: its own precision; 16-bit: not used
+    block_n, block_k, warps = GROUPED_LAUNCH
+    launch(_moe_gate_up_grouped_kernel, (P, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, gate_up_bias, h, P, H,
+           I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), **epilogue, PRECISION=precision,
+           PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=min(block_k, max(16, triton.next_power_of_2(H))),
+           num_warps=warps)
+    block_k = min(block_k, max(16, triton.next_power_of_2(I)))
+    splits, k_split = _ranges_of_i(x.device, P * cdiv(H, block_n), GROUPED_DOWN_PER_SM, GROUPED_MAX_SPLITS, I, block_k)
+    partials = torch.empty((splits, P, H), device=x.device, dtype=torch.float32)
+    launch(_moe_down_grouped_kernel, (P, cdiv(H, block_n), splits), h, idx, router, down, down_scale, down_bias, out,
+           partials, arrival_counters(x.device, T * cdiv(H, block_n)), P, H, I, E, k_split, router.stride(0),
+           down.stride(0), down.stride(1), out.stride(0), TOP_K=top_k, SCALED=epilogue["SCALED"],
+           HAS_BIAS=has_down_bias, SPLITS=splits, PRECISION=precision, PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n,
+           BLOCK_K=block_k, num_warps=warps)
     return out
 
 
