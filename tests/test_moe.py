@@ -24,7 +24,7 @@ def _inputs(T, E, k, H, I, dtype=torch.bfloat16, index_dtype=torch.int64):
 def path(request, monkeypatch):
     """Each of moe_experts' two paths on the same calls (the shape alone would pick one)."""
     grouped = request.param == "grouped"
-    monkeypatch.setattr(moe, "_takes_grouped", lambda pairs, E, H, I: grouped and pairs <= moe.PAIRS_MAX)
+    monkeypatch.setattr(moe, "_takes_grouped", lambda pairs, *a: grouped and pairs <= moe.PAIRS_MAX)
     _support.clear_plans()  # a plan keeps the path its signature's first call took
     yield request.param
     _support.clear_plans()
@@ -464,11 +464,14 @@ def test_grouped_path_groups_and_ranges(monkeypatch):
 
 
 def test_grouped_path_where_experts_are_shared_or_large():
-    """The dispatch: Mixtral-8x7B's experts (H I = 58.7M) grouped from one token; Qwen3-30B-A3B's (1.6M) once a
-    step's pairs cover the 128 experts (16 tokens of top 8); never past PAIRS_MAX pairs."""
-    assert moe._takes_grouped(2, 8, 4096, 14336) and moe._takes_grouped(32, 8, 4096, 14336)
-    assert not moe._takes_grouped(64, 128, 2048, 768) and moe._takes_grouped(128, 128, 2048, 768)
-    assert not moe._takes_grouped(moe.PAIRS_MAX + 1, 8, 4096, 14336)
+    """The dispatch: Mixtral-8x7B's experts (H I = 58.7M) grouped from one token, quantized ones once a step's pairs
+    cover the 8 experts; Qwen3-30B-A3B's (1.6M) once they cover its 128 (16 tokens of top 8); never past PAIRS_MAX
+    pairs."""
+    mixtral, qwen3 = (8, 4096, 14336), (128, 2048, 768)
+    assert moe._takes_grouped(2, *mixtral, False) and moe._takes_grouped(32, *mixtral, False)
+    assert not moe._takes_grouped(4, *mixtral, True) and moe._takes_grouped(8, *mixtral, True)
+    assert not moe._takes_grouped(64, *qwen3, False) and moe._takes_grouped(128, *qwen3, False)
+    assert not moe._takes_grouped(moe.PAIRS_MAX + 1, *mixtral, False)
 
 
 class Experts(torch.nn.Module):

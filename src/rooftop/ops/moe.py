@@ -37,9 +37,9 @@ first pair routed to an expert (its "owner") does the work of all its pairs, the
   workspace [splits, k T, H]; the last of a token tile's k x splits arrivals sums them in (split, j) order
   (deterministic) and writes out[t, cols].
 It runs where some pairs must share an expert (k T >= E) or where an expert is large enough that its fixed costs
-(the index scan, the partials) do not show (H I >= GROUPED_MIN_EXPERT): on an H100 (session 62) 8-16 tokens of
-Mixtral-8x7B's experts at 100% of the once-an-expert floor against 51-82% a pair, one token 1.10x; at Qwen3-30B-A3B's
-(768-wide experts) 2-8 tokens 2-15% slower than a pair a program where they share no expert.
+(the index scan, the partials) do not show (H I >= GROUPED_MIN_EXPERT; bf16 experts only): on an H100 (session 62) 8-16
+tokens of Mixtral-8x7B's experts at 100% of the once-an-expert floor against 51-82% a pair a program, one token 1.10x;
+at Qwen3-30B-A3B's (768-wide experts) 2-8 tokens 2-15% slower than a pair a program where they share no expert.
 For prefill (many tokens an expert) a grouped GEMM is what fits: `patch_model` keeps the model's own experts forward
 past MOE_MAX_TOKENS tokens.
 """
@@ -315,9 +315,11 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
             tl.store(cnt_ptr + tile, 0, mask=last)  # left at zero for the next launch
 
 
-def _takes_grouped(pairs: int, E: int, H: int, I: int) -> bool:
-    """Whether a call of `pairs` (token, expert) pairs takes the grouped path (module docstring)."""
-    return pairs <= PAIRS_MAX and (pairs >= E or H * I >= GROUPED_MIN_EXPERT)
+def _takes_grouped(pairs: int, E: int, H: int, I: int, quantized: bool) -> bool:
+    """Whether a call of `pairs` (token, expert) pairs takes the grouped path (module docstring). Quantized experts
+    only where pairs must share: at one and two tokens of Mixtral's fp8 experts the grouped kernels ran 5-7% behind a
+    pair a program (H100, session 62; their launch is bf16's, its k-tiles half the bytes)."""
+    return pairs <= PAIRS_MAX and (pairs >= E or (H * I >= GROUPED_MIN_EXPERT and not quantized))
 
 
 def _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale=None, down_scale=None,
@@ -448,7 +450,7 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     swiglu = (float(swiglu_alpha), float(swiglu_limit)) if activation == "swiglu_oai" else (0.0, 0.0)
     epilogue = dict(SCALED=scaled, ACT=activation, APPROX=x.is_cuda, HAS_BIAS=gate_up_bias is not placeholder,
                     ALPHA=swiglu[0], LIMIT=swiglu[1])
-    if _takes_grouped(T * top_k, E, H, I):
+    if _takes_grouped(T * top_k, E, H, I, scaled):
         return _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias,
                                     down_bias, h, out, epilogue, has_down_bias=down_bias is not placeholder)
     block_n, block_k, warps = GATE_UP_LAUNCH
