@@ -12,7 +12,7 @@ and buffer but the input embedding's table) read once at the measured copy bandw
 tokens/s with --graphs, whole runs without.
 Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
 [--repeats 2] [--row-pdl-ab] [--compile] [--cache-len N] [--sdpa-decode-ab] [--kv-append-ab]
-[--lm-head-bits 8,4] [--argmax-ab] [--rope-append-ab] [--fp8] [--int8] [--no-int4]
+[--lm-head-bits 8,4] [--argmax-ab] [--rope-append-ab] [--fp8] [--int8] [--no-int4] [--moe | --gpt-oss]
 The patched models' steps take their greedy token by rooftop.row_argmax (stock's, and the --argmax-ab row's, by
 torch's argmax).
 """
@@ -30,6 +30,12 @@ SIZES = {  # Llama-3-8B's layer shapes (fewer layers keep a session short), and 
                vocab_size=128256),
     "tiny": dict(hidden_size=64, intermediate_size=160, num_attention_heads=4, num_key_value_heads=2, vocab_size=256),
 }
+# the experts of --moe (Mixtral's, on the --size's shapes) and --gpt-oss (gpt-oss-20b's own shapes: 24 layers of these;
+# "tiny" for a CPU smoke test)
+MIXTRAL_EXPERTS = dict(num_local_experts=8, num_experts_per_tok=2)
+GPT_OSS = {"8b": dict(hidden_size=2880, intermediate_size=2880, num_attention_heads=64, num_key_value_heads=8,
+                      head_dim=64, vocab_size=201088, num_local_experts=32, num_experts_per_tok=4),
+           "tiny": dict(SIZES["tiny"], head_dim=16, num_local_experts=4, num_experts_per_tok=2)}
 
 
 def agreement(reference, model, ids) -> str:
@@ -197,6 +203,10 @@ def main() -> None:
                         help="a Mixtral-shaped model (8 experts, top 2, the --size's shapes), stock's experts "
                              "transformers' grouped_mm (its eager loop synchronises the host: no CUDA graph holds it); "
                              "with --no-int4 (int4 leaves the experts in bf16)")
+    parser.add_argument("--gpt-oss", action="store_true",
+                        help="a gpt-oss-shaped model (gpt-oss-20b's layer shapes with --size 8b: 32 experts with "
+                             "biases and the clamped gate, top 4; attention with sinks, eager in both), stock's "
+                             "experts transformers' grouped_mm; with --no-int4")
     parser.add_argument("--no-int4", action="store_true",
                         help="without the int4 models (their tuning from an empty cache takes ~9 minutes on a GPU)")
     parser.add_argument("--lm-head-bits", type=lambda s: [int(b) for b in s.split(",")], default=[],
@@ -208,19 +218,22 @@ def main() -> None:
     int4_rows = ("row_pdl_ab", "sdpa_decode_ab", "kv_append_ab", "rope_append_ab", "argmax_ab", "lm_head_bits")
     if args.no_int4 and any(getattr(args, name) for name in int4_rows):
         parser.error("--no-int4: the --*-ab rows and --lm-head-bits are int4 models")
-    if args.moe and not args.no_int4:
-        parser.error("--moe: with --no-int4 (int4 leaves the experts in bf16; --fp8 / --int8 quantize them)")
+    if args.moe and args.gpt_oss:
+        parser.error("--moe or --gpt-oss, not both")
+    moe = args.moe or args.gpt_oss
+    if moe and not args.no_int4:
+        parser.error("--moe / --gpt-oss: with --no-int4 (int4 leaves the experts in bf16; --fp8 / --int8 quantize "
+                     "them)")
     if args.no_plans:
         _support.PLANS_ENABLED = False
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
-    arch = "Mixtral" if args.moe else "Llama"
+    arch, shapes = (("GptOss", GPT_OSS[args.size]) if args.gpt_oss else
+                    ("Mixtral", dict(SIZES[args.size], **MIXTRAL_EXPERTS)) if args.moe else ("Llama", SIZES[args.size]))
     config = getattr(transformers, f"{arch}Config")(num_hidden_layers=args.layers, max_position_embeddings=4096,
-                                                      **SIZES[args.size],
-                                                      **(dict(num_local_experts=8, num_experts_per_tok=2) if args.moe
-                                                         else {}))
-    config._attn_implementation = "sdpa"
-    if args.moe:
+                                                      **shapes)
+    config._attn_implementation = "eager" if args.gpt_oss else "sdpa"  # gpt-oss's sinks: no SDPA in transformers
+    if moe:
         config._experts_implementation = "grouped_mm"
     stock = getattr(transformers, f"{arch}ForCausalLM")(config).to(device=device, dtype=dtype).eval()
     ids = torch.randint(0, config.vocab_size, (args.batch, args.prompt), device=device)
@@ -262,7 +275,7 @@ def main() -> None:
             against_stock[f"patched + {'fp8' if bits == 'fp8' else 'int8'}"] = agreement(stock, model, ids)
         torch_argmax = {"argmax": lambda logits: logits.argmax(-1)}
         plain, no_pdl, compiled = {"argmax": row_argmax}, {"row_pdl": False, "argmax": row_argmax}, {"compiled": True}
-        stock_name = "stock (sdpa" + (", grouped_mm experts)" if args.moe else ")")
+        stock_name = f"stock ({config._attn_implementation}" + (", grouped_mm experts)" if moe else ")")
         models = [(stock_name, stock, torch_argmax), (f"rooftop-patched {counts}", patched, plain),
                   ("rooftop-patched, projections apart (gate / up, q / k / v)", apart, plain)]
         if not args.no_int4:
@@ -328,14 +341,16 @@ def main() -> None:
     for r in rows:
         r["x_stock"] = r[speed] / stock_speed if r[speed] and stock_speed else None
     device_name = torch.cuda.get_device_name() if device == "cuda" else "cpu"
-    setup = (f"Llama-3-{args.size} layer shapes" + (" with 8 experts of them, top 2 (Mixtral's)" if args.moe else "")
+    setup = (("gpt-oss-20b's layer shapes (32 experts, top 4)" if args.gpt_oss and args.size == "8b" else
+              f"gpt-oss's layers at {args.size} shapes" if args.gpt_oss else f"Llama-3-{args.size} layer shapes")
+             + (" with 8 experts of them, top 2 (Mixtral's)" if args.moe else "")
              + f", {args.layers} layers, random weights, batch {args.batch}, "
              f"{args.prompt}-token prompt, {args.new} new tokens (greedy), "
              + (f"each decode step one CUDA graph replay, a static cache of "
                 f"{max(args.cache_len, args.prompt + args.new + 4)}" if args.graphs else "HF generate, eager")
              + ("; the patched models' greedy tokens by rooftop.row_argmax" if args.graphs else "")
              + ("; no call plans" if args.no_plans else ""))
-    family = "e2e_decode" + ("_moe" if args.moe else "") + (
+    family = "e2e_decode" + ("_moe" if args.moe else "_gpt_oss" if args.gpt_oss else "") + (
         f"_cache{args.cache_len}" if args.graphs and args.cache_len else "") + (
         f"_b{args.batch}" if args.batch > 1 else "")
     path = write_results(args.out, family, [], {}, device_name,

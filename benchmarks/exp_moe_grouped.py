@@ -1,13 +1,17 @@
 r"""Experiment: moe_experts' two paths, a program per (token, expert) pair and the grouped one (each routed expert read
 once a step, however many of the step's tokens share it; ops/moe.py's docstring), side by side with transformers'
-grouped_mm experts, at Mixtral-8x7B's and Qwen3-30B-A3B's experts, 1-16 tokens, round-robin and random routing, the
-grouped path at four launches; errors checked after the replays too (the arrival counters).
+grouped_mm experts, at Mixtral-8x7B's and Qwen3-30B-A3B's experts, round-robin and random routing, the grouped path
+at several launches; errors checked after the replays too (the arrival counters).
 
 Session 61 (journal 424): 8 tokens of Mixtral (16 pairs on 8 experts) reached 66% of the once-an-expert floor on the
 H200 a pair a program. Session 62 on an H100 (journal 434), the grouped kernels then in this file: 8-16 tokens of
 Mixtral 100% against 51-82% a pair, one token 1.10x; Qwen3's 2-8 tokens 2-15% slower where they share no expert, 16
 tokens with random routing 1.16x: they went into ops/moe.py with launch (32, 128, 4) and the dispatch
-`_takes_grouped`. Usage: PYTHONPATH=src python benchmarks/exp_moe_grouped.py OUT
+`_takes_grouped`. Open (journal 437): 1-16 tokens on the H200; gpt-oss-20b's experts (unbiased here); --tokens past 16 (patch_model hands the experts back
+to the model's forward past MOE_MAX_TOKENS = 16: where does grouped_mm overtake?); --quant fp8|int8 (codes on the
+grouped path: at 1-2 tokens of Mixtral fp8 5-7% behind a pair a program with bf16's launch, whose k-tiles read half
+the bytes; wider ones are the candidates). Usage: PYTHONPATH=src python benchmarks/exp_moe_grouped.py OUT
+[--tokens 1,2,4,8,16] [--quant fp8|int8]
 """
 import argparse
 import json
@@ -20,8 +24,13 @@ from rooftop.hardware import measure_ceilings
 from rooftop.ops import moe
 from rooftop.ops._support import clear_plans
 
-# (BLOCK_N, BLOCK_K, warps) of both grouped kernels, the down one at GROUPED_DOWN_PER_SM programs an SM
+# (BLOCK_N, BLOCK_K, warps) of both grouped kernels, the down one at GROUPED_DOWN_PER_SM programs an SM; for one-byte
+# codes k-tiles up to twice as wide
 LAUNCHES = ((16, 128, 4), (16, 256, 4), (32, 128, 4), (16, 64, 2))
+QUANT_LAUNCHES = ((32, 128, 4), (32, 256, 4), (16, 256, 4), (16, 128, 2))
+# (E, k, H, I): Mixtral-8x7B's experts (H I = 58.7M), Qwen3-30B-A3B's (1.6M), gpt-oss-20b's (8.3M, just under
+# GROUPED_MIN_EXPERT = 8.4M: where between the first two should the bound lie?)
+MODELS = ((8, 2, 4096, 14336), (128, 8, 2048, 768), (32, 4, 2880, 2880))
 
 
 def path(grouped, launch=None):
@@ -43,18 +52,26 @@ def random_routing(T, E, k, device, generator=None):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
+    parser.add_argument("--tokens", type=lambda v: [int(t) for t in v.split(",")], default=[1, 2, 4, 8, 16],
+                        help="tokens a step (those over PAIRS_MAX pairs left out)")
+    parser.add_argument("--quant", choices=list(moe.EXPERT_QUANTS), help="the experts as one-byte codes")
     args = parser.parse_args()
     copy_gbps = measure_ceilings().copy_GBps
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    grouped_mm = moe._grouped_mm_peer()
+    grouped_mm = None if args.quant else moe._grouped_mm_peer()
+    launches = QUANT_LAUNCHES if args.quant else LAUNCHES
     rows = []
-    for E, k, H, I in ((8, 2, 4096, 14336), (128, 8, 2048, 768)):
-        for T in (1, 2, 4, 8, 16):
+    for E, k, H, I in MODELS:
+        for T in (t for t in args.tokens if t * k <= moe.PAIRS_MAX):
             for routing in ("round-robin", "random"):
                 g = torch.Generator("cuda").manual_seed(T)
                 gate_up = torch.randn(E, 2 * I, H, device="cuda", dtype=torch.bfloat16) * H ** -0.5
                 down = torch.randn(E, H, I, device="cuda", dtype=torch.bfloat16) * I ** -0.5
-                experts_bytes = 3 * H * I * 2
+                experts = (gate_up, down)
+                if args.quant:  # codes; the scales ride along as moe_experts' positional arguments
+                    gate_up, gate_up_scale, down, down_scale = moe.quantize_experts(gate_up, down, args.quant)
+                    experts = (gate_up, down, "silu", gate_up_scale, down_scale)
+                experts_bytes = 3 * H * I * gate_up.element_size()
                 x = torch.randn(T, H, device="cuda", dtype=torch.bfloat16)
                 if routing == "random":
                     index, weights = random_routing(T, E, k, "cuda", g)
@@ -64,10 +81,11 @@ def main():
                 distinct = int(index.unique().numel())
                 floor_bytes = distinct * experts_bytes
                 copies = max(1, -(-2 * l2 // floor_bytes))
-                sets = [(x, index, weights, gate_up.clone(), down.clone()) for _ in range(copies)]
+                sets = [(x, index, weights, experts[0].clone(), experts[1].clone(), *experts[2:])
+                        for _ in range(copies)]
                 ref = moe.moe_experts_reference(*sets[0]).float()
                 providers = [("a pair a program", path(False)), ("grouped_mm", grouped_mm)] + [
-                    ("grouped n{}k{}w{}".format(*launch), path(True, launch)) for launch in LAUNCHES]
+                    ("grouped n{}k{}w{}".format(*launch), path(True, launch)) for launch in launches]
                 for name, fn in (p for p in providers if p[1] is not None):
                     clear_plans()
                     out = fn(*sets[0])
@@ -77,11 +95,12 @@ def main():
                     err = max(err, float((again.float() - ref).norm() / ref.norm()))
                     pct = floor_bytes / us / 1e3 / copy_gbps * 100
                     rows.append(dict(E=E, k=k, H=H, I=I, T=T, routing=routing, distinct=distinct, provider=name,
-                                     us=us, pct_of_floor=pct, rel_err=err))
+                                     quant=args.quant, us=us, pct_of_floor=pct, rel_err=err))
                     print(f"E {E:3d} k {k} T {T:2d} {routing:11s} ({distinct:3d} experts) {name:18s} {us:8.1f} us "
                           f"{pct:5.1f}% of floor  err {err:.1e}", flush=True)
                 Path(args.out).mkdir(parents=True, exist_ok=True)
-                Path(args.out, "exp-moe-grouped.json").write_text(json.dumps(rows, indent=1))
+                name = f"exp-moe-grouped{'-' + args.quant if args.quant else ''}.json"
+                Path(args.out, name).write_text(json.dumps(rows, indent=1))
                 del sets
 
 
