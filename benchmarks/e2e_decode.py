@@ -194,11 +194,11 @@ def main() -> None:
                         help="also the int4 model with its greedy token by torch's argmax (not rooftop.row_argmax)")
     parser.add_argument("--fp8", action="store_true",
                         help="also the patched model with fp8 weights and per-token fp8 activations (W8A8: "
-                             "quantize_model(model, 'fp8'), lm_head kept bf16; with --moe the experts fp8 too, "
-                             "weight-only)")
+                             "quantize_model(model, 'fp8'), lm_head kept bf16; with --moe / --gpt-oss the experts fp8 "
+                             "too, weight-only)")
     parser.add_argument("--int8", action="store_true",
                         help="also the patched model with int8 weights (W8A16: quantize_model(model, 8), group 128, "
-                             "lm_head kept bf16; with --moe the experts int8 too, a scale per output row)")
+                             "lm_head kept bf16; with --moe / --gpt-oss the experts int8 too, a scale per output row)")
     parser.add_argument("--moe", action="store_true",
                         help="a Mixtral-shaped model (8 experts, top 2, the --size's shapes), stock's experts "
                              "transformers' grouped_mm (its eager loop synchronises the host: no CUDA graph holds it); "

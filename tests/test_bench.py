@@ -32,6 +32,19 @@ def test_alternating_graph_us_times_each_chain():
 
 
 @pytest.mark.gpu
+def test_synchronises_host_tells_a_host_sync_before_any_capture():
+    """nonzero waits for the GPU from the host, an add does not; another error is raised, not taken for a sync; the
+    sync debug mode is restored and the CUDA generator left usable (a failed capture would not leave it so)."""
+    x = torch.randn(1024, device="cuda")
+    assert timing.synchronises_host(lambda: x.nonzero())
+    assert not timing.synchronises_host(lambda: x + 1)
+    with pytest.raises(RuntimeError, match="shape"):
+        timing.synchronises_host(lambda: x.view(7, -1))
+    assert torch.cuda.get_sync_debug_mode() == 0
+    assert torch.randn(8, device="cuda").shape == (8,)
+
+
+@pytest.mark.gpu
 def test_measure_gives_each_provider_its_graph_time():
     said = []
     spec = registry.get("softmax")

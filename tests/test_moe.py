@@ -451,8 +451,8 @@ def test_grouped_path_groups_and_ranges(monkeypatch):
     _support.clear_plans()
     for _ in range(2):
         x, index, weights, gate_up, down = _inputs(20, 3, 2, 48, 260)
-        index[:, 0] = 1  # 20 pairs on expert 1, with a token's both pairs there at times
-        index[3, 1] = 3  # the sentinel
+        index[:, 0] = 1  # 20 pairs on expert 1
+        index[0, 1], index[3, 1] = 1, 3  # a token's both pairs there; the sentinel
         assert int((index == 1).sum()) > moe.GROUP
         out = rooftop.moe_experts(x, index, weights, gate_up, down)
         assert rel_err(out, moe_experts_reference(x, index, weights, gate_up, down)) < TOL[torch.bfloat16]

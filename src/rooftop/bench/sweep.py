@@ -65,7 +65,11 @@ def measure(spec: registry.OpSpec, shape: Sequence[int], dtype: torch.dtype, pro
                 else:
                     sets = sets or input_sets(spec, shape, dtype, inputs)
                     repeat = max(1, 64 // len(sets))
-                    graphs[name] = (chain_graph([lambda s=s: fn(*s) for s in sets], repeat), repeat * len(sets))
+                    try:
+                        graphs[name] = (chain_graph([lambda s=s: fn(*s) for s in sets], repeat), repeat * len(sets))
+                    except Exception as e:  # a sync the debug mode does not flag, or another limit: it keeps ms
+                        say(f"{spec.name} {list(shape)}: {name} not capturable in a CUDA graph: {type(e).__name__}")
+                        torch.cuda.synchronize()
         except Exception as e:  # a provider that fails at one size (limits, OOM) is reported, not fatal
             say(f"{spec.name} {list(shape)}: {name} failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
             torch.cuda.empty_cache()

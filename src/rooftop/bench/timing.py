@@ -29,14 +29,17 @@ def capture_graph(warm_up: Callable[[], object], body: Callable[[], object]) -> 
 
 
 def synchronises_host(fn: Callable[[], object]) -> bool:
-    """Whether `fn()` (already warmed up) waits for the GPU from the host (nonzero, .item(), a copy to the host): no
-    CUDA graph can hold it, and a capture that fails on it leaves torch's CUDA generator mid-capture, so that every
-    later torch.randn in the process raises ("Offset increment outside graph capture")."""
+    """Whether `fn()` (already warmed up) waits for the GPU from the host by a torch operation (nonzero, .item(), a
+    copy to the host: what torch's sync debug mode flags): no CUDA graph can hold it, and a capture that fails on it
+    leaves torch's CUDA generator mid-capture, so that every later torch.randn in the process raises ("Offset
+    increment outside graph capture"). Any other error of fn's is raised."""
     previous = torch.cuda.get_sync_debug_mode()
     torch.cuda.set_sync_debug_mode("error")
     try:
         fn()
-    except RuntimeError:
+    except RuntimeError as err:
+        if "synchronizing CUDA operation" not in str(err):
+            raise
         return True
     finally:
         torch.cuda.set_sync_debug_mode(previous)

@@ -36,8 +36,9 @@ first pair routed to an expert (its "owner") does the work of all its pairs, the
   down rows over its range once and its group's h ranges, and stores each member's w (D h) partial (fp32) to a
   workspace [splits, k T, H]; the last of a token tile's k x splits arrivals sums them in (split, j) order
   (deterministic) and writes out[t, cols].
-It runs where some pairs must share an expert (k T >= E) or where an expert is large enough that its fixed costs
-(the index scan, the partials) do not show (H I >= GROUPED_MIN_EXPERT; bf16 experts only): on an H100 (session 62) 8-16
+It runs where the step's pairs can cover every expert (k T >= E: past it some must share one) or where an expert is
+large enough that its fixed costs (the index scan, the partials) do not show (H I >= GROUPED_MIN_EXPERT; unquantized
+experts only): on an H100 (session 62) 8-16
 tokens of Mixtral-8x7B's experts at 100% of the once-an-expert floor against 51-82% a pair a program, one token 1.10x;
 at Qwen3-30B-A3B's (768-wide experts) 2-8 tokens 2-15% slower than a pair a program where they share no expert.
 For prefill (many tokens an expert) a grouped GEMM is what fits: `patch_model` keeps the model's own experts forward
@@ -83,8 +84,10 @@ CODE_DTYPES = tuple(EXPERT_QUANTS.values())
 DOWN_MAX_SPLITS = 16
 # The grouped path (module docstring): (BLOCK_N, BLOCK_K, num_warps) of both kernels, the down kernel aiming at
 # GROUPED_DOWN_PER_SM programs an SM with at most GROUPED_MAX_SPLITS ranges of I (its last arrival sums k x splits
-# partials, unrolled). Of four launches timed on an H100 (session 62, exp_moe_grouped.py) (32, 128, 4) was the best at
-# Mixtral's experts (1-16 tokens) and at 16 tokens of Qwen3's; offline sm_90: no spills.
+# partials, unrolled); the count includes the programs of pairs that are not their group's first and return at once,
+# so shared experts get fewer ranges than they could (not yet tried otherwise). Of four launches timed on an H100
+# (session 62, exp_moe_grouped.py) (32, 128, 4) was the best at Mixtral's experts (1-16 tokens) and at 16 tokens of
+# Qwen3's; offline sm_90: no spills.
 GROUPED_LAUNCH = (32, 128, 4)
 GROUPED_DOWN_PER_SM = 4
 GROUPED_MAX_SPLITS = 8
@@ -301,7 +304,7 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
             tl.debug_barrier()  # every thread's partials before the arrivals are published
             tile = token * tl.num_programs(1) + pid_n
             # a masked vector atomic's old values reach the threads that read them only since Triton 3.4 (issue
-            # 7402, fixed by PR 7460); the pinned 3.6 has it
+            # 7402, fixed by PR 7460); pyproject asks for 3.6
             arrived = tl.atomic_add(cnt_ptr + tile, 1, mask=valid, sem="acq_rel", scope="gpu")
             last = valid & (arrived == TOP_K * SPLITS - 1)
             tl.debug_barrier()  # the acquiring threads before the others read the partials
@@ -317,8 +320,8 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
 
 def _takes_grouped(pairs: int, E: int, H: int, I: int, quantized: bool) -> bool:
     """Whether a call of `pairs` (token, expert) pairs takes the grouped path (module docstring). Quantized experts
-    only where pairs must share: at one and two tokens of Mixtral's fp8 experts the grouped kernels ran 5-7% behind a
-    pair a program (H100, session 62; their launch is bf16's, its k-tiles half the bytes)."""
+    only where the pairs can cover every expert: at one and two tokens of Mixtral's fp8 experts the grouped kernels
+    ran 5-7% behind a pair a program (H100, session 62; their launch is bf16's, its k-tiles half the bytes)."""
     return pairs <= PAIRS_MAX and (pairs >= E or (H * I >= GROUPED_MIN_EXPERT and not quantized))
 
 
@@ -516,7 +519,8 @@ def moe_experts(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch
     optional biases gate_up_bias [E, 2I] and down_bias [E, H]. Indices outside [0, E) contribute nothing. Returns
     [T, H] in x's dtype. Quantized experts: gate_up and down as float8_e4m3fn or int8 codes with gate_up_scale
     [E, 2I] and down_scale [E, H] (fp32, a scale per output row; `quantize_experts`). Meant for decoding (few
-    tokens): every (token, expert) pair reads its expert's weights."""
+    tokens): every (token, expert) pair reads its expert's weights, or, where tokens share experts or experts are
+    large (the grouped path, up to PAIRS_MAX pairs), each routed expert is read once."""
     _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale, down_scale, gate_up_bias,
            down_bias, swiglu_alpha, swiglu_limit)
     return _moe_experts_op(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale, down_scale,
