@@ -11,6 +11,7 @@ tokens with random routing 1.16x: they went into ops/moe.py with launch (32, 128
 16 (patch_model hands the experts back to the model's forward past MOE_MAX_TOKENS = 16: where does grouped_mm
 overtake?); --quant fp8|int8 (codes on the grouped path: at 1-2 tokens of Mixtral fp8 5-7% behind a pair a program
 with bf16's launch, whose k-tiles read half the bytes; wider ones are the candidates).
+Also each path with and without PDL between its kernels (session 62: launched so where ROW_PDL, not yet timed).
 Usage: PYTHONPATH=src python benchmarks/exp_moe_grouped.py OUT [--tokens 1,2,4,8,16] [--quant fp8|int8]
 """
 import argparse
@@ -22,21 +23,25 @@ import torch
 from rooftop.bench.timing import graph_replay_us
 from rooftop.hardware import measure_ceilings
 from rooftop.ops import moe
+from rooftop.ops import _support
 from rooftop.ops._support import clear_plans
 
 # (BLOCK_N, BLOCK_K, warps) of both grouped kernels, the down one at GROUPED_DOWN_PER_SM programs an SM; for one-byte
 # codes k-tiles up to twice as wide
 LAUNCHES = ((16, 128, 4), (16, 256, 4), (32, 128, 4), (16, 64, 2))
 QUANT_LAUNCHES = ((32, 128, 4), (32, 256, 4), (16, 256, 4), (16, 128, 2))
+SHIPPED = moe.GROUPED_LAUNCH  # before path() sets others
 # (E, k, H, I): Mixtral-8x7B's experts (H I = 58.7M), Qwen3-30B-A3B's (1.6M), gpt-oss-20b's (8.3M, just under
 # GROUPED_MIN_EXPERT = 8.4M: where between the first two should the bound lie?)
 MODELS = ((8, 2, 4096, 14336), (128, 8, 2048, 768), (32, 4, 2880, 2880))
 
 
-def path(grouped, launch=None):
-    """moe_experts forced onto one path (the grouped one with `launch`)."""
+def path(grouped, launch=None, pdl=True):
+    """moe_experts forced onto one path (the grouped one with `launch`), its kernels launched as programmatic
+    dependents or not (_support.ROW_PDL; a plan keeps its first call's choice: clear_plans between providers)."""
     def run(*args):
         moe._takes_grouped = lambda *a: grouped
+        _support.ROW_PDL = pdl
         if launch:
             moe.GROUPED_LAUNCH = launch
         return moe.moe_experts(*args)
@@ -84,8 +89,10 @@ def main():
                 sets = [(x, index, weights, experts[0].clone(), experts[1].clone(), *experts[2:])
                         for _ in range(copies)]
                 ref = moe.moe_experts_reference(*sets[0]).float()
-                providers = [("a pair a program", path(False)), ("grouped_mm", grouped_mm)] + [
-                    ("grouped n{}k{}w{}".format(*launch), path(True, launch)) for launch in launches]
+                providers = [("a pair a program", path(False)), ("a pair, no PDL", path(False, pdl=False)),
+                             ("grouped_mm", grouped_mm)] + [
+                    ("grouped n{}k{}w{}".format(*launch), path(True, launch)) for launch in launches] + [
+                    ("grouped, no PDL", path(True, SHIPPED, pdl=False))]
                 for name, fn in (p for p in providers if p[1] is not None):
                     clear_plans()
                     out = fn(*sets[0])

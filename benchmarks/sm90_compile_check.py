@@ -109,16 +109,16 @@ for codes, types in moe_cases:
     scaled = codes != "bf16"
     for act, bias, (alpha, limit) in (("silu", False, (0.0, 0.0)), ("swiglu_oai", True, (1.702, 7.0))):  # gpt-oss's
         build(moe._moe_gate_up_kernel, types, dict(ACT=act, APPROX=True, SCALED=scaled, HAS_BIAS=bias, ALPHA=alpha,
-              LIMIT=limit, BLOCK_N=n, BLOCK_K=k), w, name=f"moe_gate_up_{codes}_{act}", div=("H", "I"))
+              LIMIT=limit, BLOCK_N=n, BLOCK_K=k, PDL=True), w, name=f"moe_gate_up_{codes}_{act}", div=("H", "I"))
         for splits in (1, 3):
             build(moe._moe_down_kernel, types, dict(SCALED=scaled, HAS_BIAS=bias, BLOCK_N=dn, BLOCK_K=dk,
-                  SPLITS=splits, SUM_BATCH=splits), dw, name=f"moe_down_{codes}_bias{int(bias)}_s{splits}",
+                  SPLITS=splits, SUM_BATCH=splits, PDL=True), dw, name=f"moe_down_{codes}_bias{int(bias)}_s{splits}",
                   div=("H", "I"))
         # the grouped path: 16 and 128 pairs a step (PAIRS), Mixtral's top 2 and Qwen3's top 8 with up to 8 ranges
         gn, gk, gw = moe.GROUPED_LAUNCH
         for pairs, top_k, splits in ((16, 2, 8), (128, 8, 8)):
             common = dict(SCALED=scaled, HAS_BIAS=bias, PRECISION="tf32", PAIRS=pairs, GROUP=moe.GROUP, BLOCK_N=gn,
-                          BLOCK_K=gk)
+                          BLOCK_K=gk, PDL=True)
             build(moe._moe_gate_up_grouped_kernel, types, dict(common, ACT=act, APPROX=True, ALPHA=alpha, LIMIT=limit),
                   gw, name=f"moe_gate_up_grouped_{codes}_{act}_p{pairs}", div=("H", "I"))
             build(moe._moe_down_grouped_kernel, types, dict(common, TOP_K=top_k, SPLITS=splits), gw,

@@ -14,7 +14,9 @@ Quantized experts (weight-only): gate_up and down as float8_e4m3fn or int8 codes
 dot product is scaled once at its end; x, h and out keep x's dtype. Half the weight bytes of bf16: decode's traffic
 halved. int8 (symmetric, 127 levels a side) keeps ~0.4% of a random weight row, e4m3 ~2.5%.
 
-Two kernels, with no host synchronisation (the routing stays on the GPU: the step can be a CUDA graph):
+Two kernels, with no host synchronisation (the routing stays on the GPU: the step can be a CUDA graph), each launched
+as a programmatic dependent on sm_90 where _support.ROW_PDL (the row ops' flag; session 62, not yet timed: the down
+kernel's programs resident as gate / up's last ones end, as between a decoder layer's row kernels):
 - `_moe_gate_up_kernel`, program (pair s = t k + j, BLOCK_N columns of I): reads x_t, the pair's expert's BLOCK_N
   gate rows and BLOCK_N up rows (2 BLOCK_N H elements, once) and writes h[s, cols] = act(g) * u.
 - `_moe_down_kernel`, program (token t, BLOCK_N columns of H, a range of I): for j = 0 .. k-1 in order reads its
@@ -57,9 +59,10 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (FLOAT_DTYPES, QUANT_FORMATS, arrival_counters, cdiv, check_float, check_fp8_device,
-                                  check_same_device, float32_placeholder, launch, num_sms, planned, provided,
-                                  quantize_rows_reference, runs_kernel, store_split_output, torch_op)
+from rooftop.ops._support import (FLOAT_DTYPES, QUANT_FORMATS, arrival_counters, await_previous, cdiv, check_float,
+                                  check_fp8_device, check_same_device, float32_placeholder, launch, num_sms,
+                                  pdl_options, planned, provided, quantize_rows_reference, runs_kernel,
+                                  store_split_output, torch_op)
 from rooftop.ops.activations import _ACT_F64, _activate, _divide
 from rooftop.roofline import Cost
 
@@ -133,10 +136,11 @@ def _down_output(row, expert, cols, col_ok, first_range, scale_ptr, bias_ptr, H,
 def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I, E, TOP_K, x_stride, we_stride,
                         wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr, SCALED: tl.constexpr,
                         HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr, BLOCK_N: tl.constexpr,
-                        BLOCK_K: tl.constexpr):
+                        BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, column block): reads x_t (H elements, L2 after the first pair of the token), 2 BLOCK_N rows of
     # the pair's expert (2 BLOCK_N H elements: each once; SCALED: one-byte codes and 2 BLOCK_N row scales), writes
-    # BLOCK_N elements of h.
+    # BLOCK_N elements of h. PDL: the launch overlaps the kernel before it (_support.pdl_options).
+    await_previous(PDL)
     pair = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     expert = tl.load(idx_ptr + pair).to(tl.int64)
@@ -163,11 +167,12 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I,
 def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, T, H, I, E, TOP_K,
                      k_split, rw_stride, we_stride, wn_stride, out_stride, SCALED: tl.constexpr,
                      HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr, SUM_BATCH: tl.constexpr, BLOCK_N: tl.constexpr,
-                     BLOCK_K: tl.constexpr):
+                     BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (token, column block, split of I): for each of the token's k pairs in order, its k-range of h (from L2)
     # and of BLOCK_N down rows of its expert (each element once over the splits; SCALED: one-byte codes and BLOCK_N row
     # scales); with SPLITS > 1 the fp32 partials (4 BLOCK_N bytes a split) summed in split order by the tile's last
-    # split (store_split_output), which writes BLOCK_N elements of out.
+    # split (store_split_output), which writes BLOCK_N elements of out. PDL: as the gate / up kernel's.
+    await_previous(PDL)
     token = tl.program_id(0)
     pid_n = tl.program_id(1)
     split = tl.program_id(2)
@@ -234,10 +239,12 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
                                 we_stride, wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr, SCALED: tl.constexpr,
                                 HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr,
                                 PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr,
-                                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, column block); an owner reads 2 BLOCK_N rows of its expert once (2 BLOCK_N H elements; SCALED:
     # one-byte codes, widened exactly to x's dtype for the dot, and 2 BLOCK_N row scales) and its group's x rows (L2
-    # after the first), and writes BLOCK_N elements of h per member. Other programs read the k T indices only.
+    # after the first), and writes BLOCK_N elements of h per member. Other programs read the k T indices only. PDL: as
+    # the per-pair kernels'.
+    await_previous(PDL)
     pair = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_ok = cols < I
@@ -269,11 +276,12 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
                              k_split, rw_stride, we_stride, wn_stride, out_stride, TOP_K: tl.constexpr,
                              SCALED: tl.constexpr, HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr,
                              PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr, BLOCK_N: tl.constexpr,
-                             BLOCK_K: tl.constexpr):
+                             BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, column block, range of I); an owner reads its expert's BLOCK_N rows over its range once (SCALED:
     # codes and BLOCK_N row scales) and its group's h ranges (L2), and stores a [GROUP, BLOCK_N] fp32 partial (4
     # BLOCK_N bytes a member); the last arrival of a token tile reads its TOP_K x SPLITS partials (L2) and writes
-    # BLOCK_N elements of out.
+    # BLOCK_N elements of out. PDL: as the per-pair kernels'.
+    await_previous(PDL)
     pair = tl.program_id(0)
     pid_n = tl.program_id(1)
     split = tl.program_id(2)
@@ -453,13 +461,14 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     swiglu = (float(swiglu_alpha), float(swiglu_limit)) if activation == "swiglu_oai" else (0.0, 0.0)
     epilogue = dict(SCALED=scaled, ACT=activation, APPROX=x.is_cuda, HAS_BIAS=gate_up_bias is not placeholder,
                     ALPHA=swiglu[0], LIMIT=swiglu[1])
+    pdl = pdl_options(x)
     if _takes_grouped(T * top_k, E, H, I, scaled):
         return _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias,
-                                    down_bias, h, out, epilogue, has_down_bias=down_bias is not placeholder)
+                                    down_bias, h, out, epilogue, pdl, has_down_bias=down_bias is not placeholder)
     block_n, block_k, warps = GATE_UP_LAUNCH
     launch(_moe_gate_up_kernel, (T * top_k, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, gate_up_bias, h, H, I,
            E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), **epilogue, BLOCK_N=block_n,
-           BLOCK_K=min(block_k, triton.next_power_of_2(H)), num_warps=warps)
+           BLOCK_K=min(block_k, triton.next_power_of_2(H)), num_warps=warps, **pdl)
     block_n, block_k, warps, per_sm = DOWN_LAUNCH
     block_k = min(block_k, triton.next_power_of_2(I))
     tiles = T * cdiv(H, block_n)
@@ -468,7 +477,7 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     launch(_moe_down_kernel, (T, cdiv(H, block_n), splits), h, idx, router, down, down_scale, down_bias, out,
            partials, arrival_counters(x.device, tiles), T, H, I, E, top_k, k_split, router.stride(0), down.stride(0),
            down.stride(1), out.stride(0), SCALED=scaled, HAS_BIAS=down_bias is not placeholder, SPLITS=splits,
-           SUM_BATCH=min(splits, 8), BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps)
+           SUM_BATCH=min(splits, 8), BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, **pdl)
     return out
 
 
@@ -483,7 +492,7 @@ def _ranges_of_i(device, tiles, per_sm, max_splits, I, block_k) -> tuple[int, in
 
 
 def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias, down_bias, h, out,
-                         epilogue, has_down_bias):
+                         epilogue, pdl, has_down_bias):
     """The grouped path's two launches (idx, router contiguous [T, k]; h the [T k, I] workspace)."""
     T, H = x.shape
     E, I, top_k = gate_up.shape[0], gate_up.shape[1] // 2, idx.shape[1]
@@ -494,7 +503,7 @@ def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scal
     launch(_moe_gate_up_grouped_kernel, (P, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, gate_up_bias, h, P, H,
            I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), **epilogue, PRECISION=precision,
            PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=min(block_k, max(16, triton.next_power_of_2(H))),
-           num_warps=warps)
+           num_warps=warps, **pdl)
     block_k = min(block_k, max(16, triton.next_power_of_2(I)))
     splits, k_split = _ranges_of_i(x.device, P * cdiv(H, block_n), GROUPED_DOWN_PER_SM, GROUPED_MAX_SPLITS, I, block_k)
     partials = torch.empty((splits, P, H), device=x.device, dtype=torch.float32)
@@ -502,7 +511,7 @@ def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scal
            partials, arrival_counters(x.device, T * cdiv(H, block_n)), P, H, I, E, k_split, router.stride(0),
            down.stride(0), down.stride(1), out.stride(0), TOP_K=top_k, SCALED=epilogue["SCALED"],
            HAS_BIAS=has_down_bias, SPLITS=splits, PRECISION=precision, PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n,
-           BLOCK_K=block_k, num_warps=warps)
+           BLOCK_K=block_k, num_warps=warps, **pdl)
     return out
 
 

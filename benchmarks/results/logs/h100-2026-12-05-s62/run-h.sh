@@ -1,7 +1,7 @@
 # Prepared in session 62 for the next (~8 min; an H200 preferred, the anchors' card): moe_experts' grouped path
 # (journal 434) where session 62 had only an H100. 1. exp_moe_grouped.py, 1-64 tokens (past MOE_MAX_TOKENS = 16:
 # where transformers' grouped_mm overtakes, to set MOE_MAX_TOKENS); 2. the same with --quant fp8 at 1-8 tokens (wider
-# k-tiles for codes on the grouped path); 3. the moe family's rows; 4. the Mixtral-shaped model with --fp8 --int8,
+# k-tiles for codes on the grouped path); both with each path also without PDL (journal 439); 3. the moe family's rows; 4. the Mixtral-shaped model with --fp8 --int8,
 # batch 1. Predicted (H200): Mixtral 8-16 tokens grouped 95-100% of the floor (66% a pair a program in session 61),
 # grouped_mm ahead only from ~64 tokens; fp8 codes with (32, 256, 4) within 3% of a pair a program at 1 token; model
 # bf16 patched 731 -> 750-780 tok/s, fp8 1064-1100, int8 1000-1080.
