@@ -11,8 +11,8 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 sys.path.insert(0, "src")
-from rooftop.ops import (activations as ac, attention as at, layer_norm as ln, matmul as mm, moe, rms_norm as rn,
-                         softmax as sm)
+from rooftop.ops import (activations as ac, attention as at, decode_attention as da, layer_norm as ln, matmul as mm,
+                         moe, rms_norm as rn, softmax as sm)
 BIN = os.path.dirname(triton.__file__) + "/backends/nvidia/bin/"
 
 def build(fn, types, consts, warps, stages=3, name="k", div=()):
@@ -66,6 +66,14 @@ for causal in (False, True):
     build(at._attention_fwd_kernel, at_types, dict(D=128, BLOCK_M=128, BLOCK_N=128, BLOCK_D=128, VARLEN=causal,
           MASK_LEFT=False, MASK_RIGHT=causal, WRITE_LSE=True, USE_TMA=False, PRECISION="tf32"), 8, 2,
           name=f"attn_ptr_c{int(causal)}")
+da_pointers = {"q": "*bf16", "k": "*bf16", "v": "*bf16", "o": "*bf16", "lse": "*fp32", "part_acc": "*fp32",
+               "part_ml": "*fp32", "counters": "*i32", "seqlens": "*i32", "block_table": "*i32", "key_mask": "*u8",
+               "sinks": "*bf16"}
+for sinks in (False, True):  # decode attention, gpt-oss's sinks or none, split and merged (GROUP 8, D 64 as gpt-oss)
+    build(da._decode_attention_kernel, lambda a: da_pointers.get(a, "fp32" if a == "qk_scale" else "i32"),
+          dict(GROUP=8, BLOCK_M=16, BLOCK_N=128, BLOCK_D=64, HEAD_DIM=64, PAGE_SIZE=0, HAS_MASK=True, SPLIT=True,
+               MERGE_ROWS=8, MERGE_CHUNK=16, RETURN_LSE=False, PRECISION="tf32", SINKS=sinks, PDL=True), 4, 3,
+          name=f"decode_attention_sinks{int(sinks)}")
 split_types = lambda a: ("*fp32" if a in ("part_ptr", "scale_ptr") else "*i32" if a == "cnt_ptr" else "*i64" if a == "words_ptr"
                          else "*bf16") \
     if a.endswith("_ptr") else ("fp32" if a in ("eps", "w_offset") else "i32")

@@ -30,9 +30,10 @@ def _seqlens(lengths, device):
     return torch.tensor(lengths, dtype=torch.int32, device=device)
 
 
-def _check(q, k, v, seqlens, table=None, num_splits=None, tol=None, key_mask=None):
-    out, lse = decode_attention(q, k, v, seqlens, table, num_splits=num_splits, return_lse=True, key_mask=key_mask)
-    ref, ref_lse = decode_attention_reference(q, k, v, seqlens, table, key_mask, return_lse=True)
+def _check(q, k, v, seqlens, table=None, num_splits=None, tol=None, key_mask=None, sinks=None):
+    out, lse = decode_attention(q, k, v, seqlens, table, num_splits=num_splits, return_lse=True, key_mask=key_mask,
+                                sinks=sinks)
+    ref, ref_lse = decode_attention_reference(q, k, v, seqlens, table, key_mask, return_lse=True, sinks=sinks)
     assert_attention_result(out, lse, ref, ref_lse, q, tol)
     return out, lse
 
@@ -103,6 +104,30 @@ def test_key_mask(Sq, page_size, num_splits, device):
     _check(q, k, v, seqlens, table, num_splits, key_mask=mask)
     row = (torch.arange(96, device=device) >= 7)[None].expand(3, -1)
     _check(q, k, v, seqlens, table, num_splits, key_mask=row)
+
+
+@pytest.mark.parametrize("Sq, page_size, num_splits", [(1, None, 1), (1, 16, 3), (2, None, 2)])
+def test_sinks(Sq, page_size, num_splits, device):
+    """gpt-oss's attention sinks: a logit a query head that joins the softmax with no value, against its eager form
+    (a column of them beside the scores, dropped after the softmax); large sinks take most of the weight, a sequence
+    with no keys gets out 0 and lse its sink; bf16 sinks (the model's dtype) with a key mask, in one call."""
+    q, k, v, table = _inputs(3, 8, 2, Sq, 96, 64, torch.bfloat16, device, page_size)
+    seqlens = _seqlens([96, 0, 41], device)
+    sinks = torch.randn(8, device=device) * 3
+    out, lse = _check(q, k, v, seqlens, table, num_splits, sinks=sinks)
+    assert torch.allclose(lse[1], sinks[:, None].expand(-1, Sq).float()) and not out[1].any()
+    plain = decode_attention(q, k, v, seqlens, table, num_splits=num_splits)
+    assert rel_err(out[0], plain[0]) > 0.01  # the sinks mattered
+    S = 41  # sequence 2 against the eager form gpt-oss writes (transformers' GptOssAttention)
+    keys, values = (t.repeat_interleave(4, 1) for t in (decode_mod.gather_cache(c, table, 3, 96)[2:, :, :S]
+                                                       for c in (k, v)))
+    scores = (q[2:].double() @ keys.double().transpose(-1, -2)) / 8.0
+    scores = scores.masked_fill(torch.arange(S, device=device) > torch.arange(Sq, device=device)[:, None] + S - Sq,
+                                -float("inf"))
+    combined = torch.cat([scores, sinks.double().view(1, -1, 1, 1).expand(1, -1, Sq, 1)], -1).softmax(-1)
+    assert rel_err(out[2:], combined[..., :-1] @ values.double()) < TOL[torch.bfloat16]
+    mask = torch.rand(3, 96, device=device) > 0.3
+    _check(q, k, v, seqlens, table, num_splits, key_mask=mask, sinks=(sinks * 4).bfloat16())
 
 
 def test_strided_layouts(device):
@@ -222,6 +247,10 @@ def test_bad_input(device):
         decode_attention(q, k, v, seqlens, key_mask=torch.ones(2, 15, dtype=torch.bool, device=device))
     with pytest.raises(ValueError, match="key_mask must have unit stride"):
         decode_attention(q, k, v, seqlens, key_mask=torch.ones(2, 32, dtype=torch.bool, device=device)[:, ::2])
+    with pytest.raises(ValueError, match=r"sinks must have shape \(4,\)"):
+        decode_attention(q, k, v, seqlens, sinks=torch.zeros(2, device=device))
+    with pytest.raises(TypeError, match="sinks"):
+        decode_attention(q, k, v, seqlens, sinks=torch.zeros(4, dtype=torch.int32, device=device))
     pages = torch.randn(9, 2, 4, 32, device=device, dtype=torch.float16)
     with pytest.raises(ValueError, match="block_table must have unit stride"):
         decode_attention(q, pages, pages, seqlens, torch.arange(8, dtype=torch.int32, device=device).repeat_interleave(

@@ -11,6 +11,11 @@ s_j = scale * q . k_j (scale defaults to 1/sqrt(D)),
 
 A query that sees no key (L_b = 0, or L_b < Sq - i) gets out 0 and lse -inf, never NaN. lse is fp32,
 natural log. Without a mask this equals attention(q, k[:, :, :L_b], v[:, :, :L_b], causal=True) per sequence.
+Attention sinks (gpt-oss): a logit sinks[h] a query head joins the softmax with and no value, so
+
+    lse = log(exp(sinks[h]) + sum_j exp(s_j))          out = sum_j exp(s_j - lse) v_j
+
+(a query that sees no key: out 0, lse sinks[h]); the row's store (or its splits' merge) adds it once.
 
 The caches (any strides with a unit last one):
 - contiguous: k_cache, v_cache [B_cache, Hkv, S_max, D], B_cache >= B (Hugging Face's StaticCache layout):
@@ -63,7 +68,7 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (arrival_counters, arrive_last, await_previous, cdiv, check_same_device,
+from rooftop.ops._support import (arrival_counters, arrive_last, await_previous, cdiv, check_float, check_same_device,
                                   fitting_stages, launch, num_sms, pdl_options, planned, runs_kernel, torch_op)
 from rooftop.ops.attention import attention_eager, check_qkv, check_scale
 from rooftop.roofline import Cost
@@ -121,9 +126,17 @@ def _split_keys(seqlen, num_splits, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
-def _store_out(o, lse, acc, l_i, m_i, row_off, lse_off, row_ok, offs_d, HEAD_DIM: tl.constexpr,
-               RETURN_LSE: tl.constexpr):
-    """out = acc / l (0 where no key was seen) and lse = (m + log2 l) ln 2 (-inf there)."""
+def _store_out(o, lse, sinks, head, acc, l_i, m_i, row_off, lse_off, row_ok, offs_d, HEAD_DIM: tl.constexpr,
+               RETURN_LSE: tl.constexpr, SINKS: tl.constexpr):
+    """out = acc / l (0 where no key was seen) and lse = (m + log2 l) ln 2 (-inf there); with SINKS the row's head's
+    sink logit (reads: one a row) first joins l (m, l in log2 units, as the scores)."""
+    if SINKS:
+        sink = tl.load(sinks + head, mask=row_ok, other=0.0).to(tl.float32) * 1.4426950408889634  # x log2(e)
+        m_top = tl.maximum(m_i, sink)
+        kept = tl.math.exp2(m_i - m_top)  # no key seen: m = -inf, 0
+        l_i = l_i * kept + tl.math.exp2(sink - m_top)
+        acc = acc * kept[:, None]
+        m_i = m_top
     seen = l_i > 0
     out = acc / tl.where(seen, l_i, 1.0)[:, None]
     tl.store(o + row_off[:, None] + offs_d[None, :], out.to(o.dtype.element_ty),
@@ -134,7 +147,8 @@ def _store_out(o, lse, acc, l_i, m_i, row_off, lse_off, row_ok, offs_d, HEAD_DIM
 
 
 @triton.jit
-def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqlens, block_table, key_mask, qk_scale,
+def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqlens, block_table, key_mask, sinks,
+                             qk_scale,
                              stride_qb, stride_qh, stride_qs, stride_kp, stride_kh, stride_ks,
                              stride_vp, stride_vh, stride_vs, stride_ob, stride_oh, stride_os, stride_tb, stride_mb,
                              Hkv, Sq, rows, row_tiles, capacity, num_splits,
@@ -142,7 +156,7 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
                              BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr, PAGE_SIZE: tl.constexpr,
                              HAS_MASK: tl.constexpr, SPLIT: tl.constexpr, MERGE_ROWS: tl.constexpr,
                              MERGE_CHUNK: tl.constexpr, RETURN_LSE: tl.constexpr, PRECISION: tl.constexpr,
-                             PDL: tl.constexpr):
+                             SINKS: tl.constexpr, PDL: tl.constexpr):
     await_previous(PDL)
     tile = tl.program_id(0)  # (sequence, kv head, row tile)
     split = tl.program_id(1)
@@ -206,18 +220,19 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
         tl.store(part_ml + part * 2, m_i, mask=row_ok)
         tl.store(part_ml + part * 2 + 1, l_i, mask=row_ok)
         if arrive_last(counters, tile, active):
-            _merge_splits(part_acc, part_ml, o, lse, active, num_splits, b64, kv_head, Hkv, Sq, rows,
+            _merge_splits(part_acc, part_ml, o, lse, sinks, active, num_splits, b64, kv_head, Hkv, Sq, rows,
                           (tile % row_tiles) * BLOCK_M, stride_ob, stride_oh, stride_os, GROUP, MERGE_ROWS,
-                          MERGE_CHUNK, BLOCK_D, HEAD_DIM, RETURN_LSE)
+                          MERGE_CHUNK, BLOCK_D, HEAD_DIM, RETURN_LSE, SINKS)
     else:
         out_rows = b64 * stride_ob + head.to(tl.int64) * stride_oh + token.to(tl.int64) * stride_os
-        _store_out(o, lse, acc, l_i, m_i, out_rows, lse_rows, row_ok, offs_d, HEAD_DIM, RETURN_LSE)
+        _store_out(o, lse, sinks, head, acc, l_i, m_i, out_rows, lse_rows, row_ok, offs_d, HEAD_DIM, RETURN_LSE,
+                   SINKS)
 
 
 @triton.jit
-def _merge_splits(part_acc, part_ml, o, lse, active, num_splits, b64, kv_head, Hkv, Sq, rows, first_row, stride_ob,
-                  stride_oh, stride_os, GROUP: tl.constexpr, MERGE_ROWS: tl.constexpr, CHUNK: tl.constexpr,
-                  BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr, RETURN_LSE: tl.constexpr):
+def _merge_splits(part_acc, part_ml, o, lse, sinks, active, num_splits, b64, kv_head, Hkv, Sq, rows, first_row,
+                  stride_ob, stride_oh, stride_os, GROUP: tl.constexpr, MERGE_ROWS: tl.constexpr, CHUNK: tl.constexpr,
+                  BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr, RETURN_LSE: tl.constexpr, SINKS: tl.constexpr):
     """Out (and lse) of a tile's query rows (MERGE_ROWS >= its real ones, not BLOCK_M's padding) from their `active`
     splits' partials, in split order whichever split merges: m = max_s m_s, l = sum_s 2^(m_s - m) l_s, out = sum_s
     2^(m_s - m) acc_s / l. Reads the partials once, CHUNK splits a load (independent loads in flight, not an L2
@@ -247,7 +262,7 @@ def _merge_splits(part_acc, part_ml, o, lse, active, num_splits, b64, kv_head, H
         acc = acc * alpha[:, None] + tl.sum(w[:, :, None] * a_c, 1)
         m_i = m_new
     out_rows = b64 * stride_ob + head.to(tl.int64) * stride_oh + token.to(tl.int64) * stride_os
-    _store_out(o, lse, acc, l_i, m_i, out_rows, lse_rows, row_ok, offs_d, HEAD_DIM, RETURN_LSE)
+    _store_out(o, lse, sinks, head, acc, l_i, m_i, out_rows, lse_rows, row_ok, offs_d, HEAD_DIM, RETURN_LSE, SINKS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,7 +290,7 @@ def cache_capacity(k_cache: torch.Tensor, block_table: Optional[torch.Tensor]) -
     return k_cache.shape[2] * (1 if block_table is None else block_table.shape[1])
 
 
-def _decode_fake(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, scale, num_splits, return_lse):
+def _decode_fake(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, scale, num_splits, return_lse, sinks):
     return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
             q.new_empty(q.shape[:3] if return_lse else (0,), dtype=torch.float32))
 
@@ -283,14 +298,15 @@ def _decode_fake(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, scal
 @torch_op("decode_attention", fake=_decode_fake)
 def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cache_seqlens: torch.Tensor,
                          block_table: Optional[torch.Tensor], key_mask: Optional[torch.Tensor], scale: float,
-                         num_splits: int, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
+                         num_splits: int, return_lse: bool,
+                         sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     B, Hq, Sq, D = q.shape
     Hkv = k_cache.shape[1]
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty(q.shape[:3] if return_lse else (0,), dtype=torch.float32, device=q.device)
     if not runs_kernel(q):
         ref, ref_lse = decode_attention_reference(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, scale,
-                                                  return_lse=True)
+                                                  return_lse=True, sinks=sinks)
         out.copy_(ref)
         if return_lse:
             lse.copy_(ref_lse)
@@ -312,7 +328,7 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
 
     def kernel_args(part_acc, part_ml, counters, splits, stages=NUM_STAGES):
         return ((q, k_cache, v_cache, out, lse_arg, part_acc, part_ml, counters, cache_seqlens, table, mask,
-                 scale * LOG2E,
+                 cache_seqlens if sinks is None else sinks, scale * LOG2E,
                  q.stride(0), q.stride(1), q.stride(2), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
                  v_cache.stride(0), v_cache.stride(1), v_cache.stride(2), out.stride(0), out.stride(1),
                  out.stride(2), 0 if block_table is None else block_table.stride(0),
@@ -321,6 +337,7 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
                      PAGE_SIZE=0 if block_table is None else k_cache.shape[2], HAS_MASK=key_mask is not None,
                      SPLIT=splits > 1, MERGE_ROWS=merge_rows,
                      MERGE_CHUNK=max(1, MERGE_ELEMENTS // (merge_rows * block_d)), RETURN_LSE=return_lse,
+                     SINKS=sinks is not None,
                      PRECISION="ieee" if q.dtype == torch.float32 else "tf32", num_warps=NUM_WARPS,
                      num_stages=stages if q.is_cuda else 1, **pdl_options(q)))
 
@@ -358,7 +375,7 @@ def check_index_tensor(name: str, t, B: int, ref_name: str, ref: torch.Tensor, s
                          f"got {tuple(t.shape)}")
 
 
-def _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask) -> None:
+def _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, sinks=None) -> None:
     check_qkv(q, k_cache, v_cache, 4, "[batch, heads, tokens, head_dim] (a paged cache: [pages, kv heads, page_size, "
               "head_dim])", names=("q", "k_cache", "v_cache"))
     B = q.shape[0]
@@ -379,28 +396,35 @@ def _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask) -> 
                              f"got {tuple(key_mask.shape)}")
         if key_mask.stride(1) != 1 and capacity > 1:
             raise ValueError("key_mask must have unit stride along its last dim")
+    if sinks is not None:
+        check_float("sinks", sinks)
+        check_same_device("sinks", sinks, "q", q)
+        if sinks.shape != (q.shape[1],):
+            raise ValueError(f"sinks must have shape ({q.shape[1]},) (a logit a query head), got {tuple(sinks.shape)}")
 
 
 @planned
 def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cache_seqlens: torch.Tensor,
                      block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
                      num_splits: Optional[int] = None, return_lse: bool = False,
-                     key_mask: Optional[torch.Tensor] = None):
+                     key_mask: Optional[torch.Tensor] = None, sinks: Optional[torch.Tensor] = None):
     """Attention of q [B, Hq, Sq, D] (each sequence's Sq newest tokens, already in the cache) over the first
     cache_seqlens[b] (int32 [B]) keys of sequence b's cache: k_cache, v_cache [B_cache, Hkv, S_max, D], or
     paged [pages, Hkv, page_size, D] with block_table int32 [B, pages_per_seq]; query i sees the keys up to
     cache_seqlens[b] - Sq + i. GQA/MQA when Hq is a multiple of Hkv; scale defaults to 1/sqrt(D); num_splits
     (keys split over that many programs a sequence and kv head) defaults to a choice from the shapes. key_mask
     (bool [B, >= capacity], a row's stride may be 0): key j of sequence b is seen only where key_mask[b, j] too
-    (padding, windows: the mask a model passes). Returns out [B, Hq, Sq, D], and with return_lse also lse
-    [B, Hq, Sq] fp32 (natural log)."""
-    _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask)
+    (padding, windows: the mask a model passes). sinks (float [Hq], gpt-oss's): a logit each query head's softmax
+    takes in with no value (module docstring). Returns out [B, Hq, Sq, D], and with return_lse also lse
+    [B, Hq, Sq] fp32 (natural log; with sinks, the sink's term in it)."""
+    _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, sinks)
     if num_splits is None:
         num_splits = 0  # the op chooses
     elif isinstance(num_splits, bool) or not isinstance(num_splits, int) or not 1 <= num_splits <= 65535:
         raise ValueError(f"num_splits must be an int in [1, 65535], got {num_splits!r}")
     out, lse = _decode_attention_op(q, k_cache, v_cache, cache_seqlens, block_table, key_mask,
-                                    check_scale(scale, q.shape[-1]), num_splits, bool(return_lse))
+                                    check_scale(scale, q.shape[-1]), num_splits, bool(return_lse),
+                                    None if sinks is None else sinks.contiguous())
     return (out, lse) if return_lse else out
 
 
@@ -546,9 +570,10 @@ def gather_cache(cache: torch.Tensor, block_table: Optional[torch.Tensor], batch
 
 
 def decode_attention_reference(q, k_cache, v_cache, cache_seqlens, block_table=None, key_mask=None, scale=None,
-                               return_lse=False):
+                               return_lse=False, sinks=None):
     """Per sequence in float64, the scores materialised: query i sees key j < L_b (cache_seqlens[b] clamped to the
-    cache's capacity) with j <= L_b - Sq + i, and key_mask[b, j] where a mask is given; no key: out 0, lse -inf."""
+    cache's capacity) with j <= L_b - Sq + i, and key_mask[b, j] where a mask is given; no key: out 0, lse -inf;
+    sinks [Hq]: each head's logit in the softmax's sum (gpt-oss's eager form: a column of it, dropped after)."""
     B, Hq, Sq, D = q.shape
     scale = check_scale(scale, D)
     out = torch.zeros(q.shape, dtype=torch.float64, device=q.device)
@@ -562,8 +587,11 @@ def decode_attention_reference(q, k_cache, v_cache, cache_seqlens, block_table=N
         if key_mask is not None:
             seen &= key_mask[b, :length]
         scores = (q[b].double() @ k.transpose(-1, -2) * scale).masked_fill(~seen, -math.inf)  # [Hq, Sq, L]
+        if sinks is not None:
+            scores = torch.cat([scores, sinks.double()[:, None, None].expand(-1, Sq, 1)], -1)
         lse[b] = torch.logsumexp(scores, -1)
-        out[b] = torch.exp(scores - torch.where(torch.isinf(lse[b]), 0.0, lse[b])[..., None]) @ v
+        weights = torch.exp(scores - torch.where(torch.isinf(lse[b]), 0.0, lse[b])[..., None])
+        out[b] = (weights if sinks is None else weights[..., :-1]) @ v
     return (out, lse) if return_lse else out
 
 
