@@ -205,8 +205,9 @@ def main() -> None:
                              "with --no-int4 (int4 leaves the experts in bf16)")
     parser.add_argument("--gpt-oss", action="store_true",
                         help="a gpt-oss-shaped model (gpt-oss-20b's layer shapes with --size 8b: 32 experts with "
-                             "biases and the clamped gate, top 4; attention with sinks, eager in both), stock's "
-                             "experts transformers' grouped_mm; with --no-int4")
+                             "biases and the clamped gate, top 4; attention with sinks: stock's eager, the patched "
+                             "decode steps' by decode_attention), stock's experts transformers' grouped_mm; with "
+                             "--no-int4")
     parser.add_argument("--no-int4", action="store_true",
                         help="without the int4 models (their tuning from an empty cache takes ~9 minutes on a GPU)")
     parser.add_argument("--lm-head-bits", type=lambda s: [int(b) for b in s.split(",")], default=[],

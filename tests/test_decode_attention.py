@@ -458,6 +458,18 @@ def test_gpu_key_mask(page_size):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("page_size", [None, 16])
+def test_gpu_sinks(page_size):
+    """gpt-oss-20b's attention (64 query heads over 8 kv heads, D = 64) with sinks and a window's mask."""
+    lengths = [4096, 3000, 1, 0]
+    q, k, v, table = _inputs(len(lengths), 64, 8, 1, 4096, 64, torch.bfloat16, "cuda", page_size)
+    mask = torch.ones(len(lengths), 4096, dtype=torch.bool, device="cuda")
+    mask[1, :3000 - 128] = False  # a sliding window of 128
+    _check(q, k, v, _seqlens(lengths, "cuda"), table, key_mask=mask,
+           sinks=(torch.randn(64, device="cuda") * 3).bfloat16())
+
+
+@pytest.mark.gpu
 def test_gpu_cuda_graph_replays_as_the_cache_grows():
     """One capture; replays with longer sequences read the new lengths on the device (split ranges follow)."""
     q, k, v, table = _inputs(4, 32, 8, 1, 2048, 128, torch.bfloat16, "cuda", page_size=16)

@@ -271,6 +271,49 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeyp
             assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
 
+def test_gpt_oss_decode_steps_take_decode_attention_with_sinks(monkeypatch):
+    """gpt-oss (eager attention with sinks, sliding-window layers between full ones, an additive mask): a left-padded
+    batch decoding past its window from transformers' StaticCache; the patched model's decode steps call
+    rooftop.decode_attention with the layer's sinks, and give the stock model's logits; its prefill stays eager."""
+    import inspect
+
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GptOssConfig(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                       num_attention_heads=4, num_key_value_heads=2, head_dim=16, sliding_window=8,
+                                       max_position_embeddings=64, num_local_experts=4, num_experts_per_tok=2)
+    config._attn_implementation = "eager"
+    stock = transformers.GptOssForCausalLM(config).to(DEVICE).eval()
+    with torch.no_grad():
+        for layer in stock.model.layers:
+            layer.self_attn.sinks.normal_(std=2.0)  # transformers starts them at zero
+    patched = copy.deepcopy(stock)
+    assert patch_model(patched)["decode_attention"] == 2
+    calls = []
+    real = rooftop.integrations.hf.decode_attention
+    monkeypatch.setattr(rooftop.integrations.hf, "decode_attention",
+                        lambda *a, **k: calls.append(k["sinks"]) or real(*a, **k))
+    ids = torch.randint(0, 128, (2, 6), device=DEVICE)
+    steps = torch.randint(0, 128, (6, 2, 1), device=DEVICE)  # 12 keys at the end: past the window of 8
+    padding = torch.ones(2, 6, dtype=torch.long, device=DEVICE)
+    padding[1, :2] = 0
+    cache_arg = "cache" if "cache" in inspect.signature(stock.model.forward).parameters else "past_key_values"
+    logits = {}
+    with torch.no_grad():
+        for name, model in (("stock", stock), ("patched", patched)):
+            cache = transformers.StaticCache(config=config, max_cache_len=16)
+            mask, positions = padding, (padding.cumsum(-1) - 1).clamp_min(0)
+            model(ids, attention_mask=mask, position_ids=positions, use_cache=True, **{cache_arg: cache})
+            logits[name] = []
+            for token in steps:
+                mask = torch.cat([mask, torch.ones_like(mask[:, :1])], -1)
+                positions = positions[:, -1:] + 1
+                logits[name].append(model(token, attention_mask=mask, position_ids=positions, use_cache=True,
+                                          **{cache_arg: cache}).logits)
+    assert len(calls) == 2 * len(steps) and calls[0] is patched.model.layers[0].self_attn.sinks
+    for ours, theirs in zip(logits["patched"], logits["stock"]):
+        assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
+
+
 def test_decode_steps_left_to_sdpa(monkeypatch):
     """The decode-aware SDPA function takes decode_attention only for a call it computes exactly as SDPA would, on a
     device its kernel runs on; anything else (more than one query, dropout, soft-capping, a float mask, head dims

@@ -52,7 +52,9 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   over the cache's keys (a StaticCache's whole [B, Hkv, max_len, D] tensors), the boolean mask transformers builds
   (padding, windows) read as a key mask, each sequence's keys read up to its last unmasked one (lengths computed on the
   device once a step, from the mask the layers share), where SDPA reads the whole static cache under the mask. Prefill,
-  float masks, soft-capping, sinks, head masks, dropout, autograd and asked-for weights go to SDPA as before. On by
+  float masks, soft-capping, sinks, head masks, dropout, autograd and asked-for weights go to SDPA as before. gpt-oss's
+  eager attention (its sinks, its additive mask: no SDPA for it in transformers) answers its decode steps the same way,
+  the sinks in the kernel's softmax (decode_attention(..., sinks=)). On by
   default (`decode_attention=False` keeps SDPA): in an int4 Llama-3-8B-shaped model decoding over a static cache of
   4096, 1123 tokens/s against 608 with SDPA (H200; journal item 196);
 - that attention forward's `cache.update(k, v, self.layer_idx, ...)` (the argument named cache or past_key_value(s))
@@ -564,17 +566,20 @@ _DECODE_REFUSES = ("softcap", "s_aux", "sinks", "head_mask", "output_attentions"
 _mask_lengths: dict[int, tuple] = {}  # id of a mask -> (weak reference to it, the lengths its last row gives)
 
 
-def _decode_mask_rows(query, key, mask):
+def _decode_mask_rows(query, key, mask, additive=False):
     """For a decode step (one query a sequence): the [B, S] key mask of transformers' boolean SDPA mask ([B or 1, 1,
-    1, >= S]), None where it gave none (every key seen); False where the call is not one decode_attention takes."""
+    1, >= S]; additive: its eager mask, 0 where a key is seen), None where it gave none (every key seen); False where
+    the call is not one decode_attention takes."""
     if query.dim() != 4 or query.shape[2] != 1 or key.shape[2] == 0:
         return False
     if mask is None:
         return None
-    if not (isinstance(mask, torch.Tensor) and mask.dtype == torch.bool and mask.dim() == 4 and mask.shape[1] == 1
-            and mask.shape[2] == 1 and mask.shape[0] in (1, query.shape[0]) and mask.shape[3] >= key.shape[2]):
+    if not (isinstance(mask, torch.Tensor) and (mask.is_floating_point() if additive else mask.dtype == torch.bool)
+            and mask.dim() == 4 and mask.shape[1] == 1 and mask.shape[2] == 1 and mask.shape[0] in (1, query.shape[0])
+            and mask.shape[3] >= key.shape[2]):
         return False
-    return mask[:, 0, 0, :key.shape[2]].expand(query.shape[0], -1)
+    rows = mask[:, 0, 0, :key.shape[2]]
+    return (rows == 0 if additive else rows).expand(query.shape[0], -1)
 
 
 def _cache_lengths(mask, rows, key) -> torch.Tensor:
@@ -596,21 +601,28 @@ def _cache_lengths(mask, rows, key) -> torch.Tensor:
     return lengths
 
 
-def _decode_or(sdpa):
+def _decode_or(sdpa, sinks_eager=False):
     """transformers' SDPA attention function, a decode step over a cache (one query a sequence, the boolean mask a
     model builds, nothing that changes the maths) answered by rooftop.decode_attention: the keys up to each sequence's
-    last unmasked one read, the mask applied to them (SDPA reads the whole static cache under it)."""
+    last unmasked one read, the mask applied to them (SDPA reads the whole static cache under it). sinks_eager: the
+    function is gpt-oss's eager one instead (module.sinks, passed as s_aux, in its softmax; its additive mask)."""
     def attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
-        rows = _decode_mask_rows(query, key, attention_mask)
+        rows = _decode_mask_rows(query, key, attention_mask, additive=sinks_eager)
         grads = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
-        if (rows is not False and not dropout and not grads and not any(kwargs.get(n) for n in _DECODE_REFUSES)
+        sinks = kwargs.get("s_aux") if sinks_eager else None
+        refused = [n for n in _DECODE_REFUSES if kwargs.get(n) is not None and not (sinks_eager and n == "s_aux")]
+        if sinks_eager and not (isinstance(sinks, torch.Tensor) and sinks.shape == (query.shape[1],)
+                                and sinks.is_floating_point() and sinks.device == query.device
+                                and not (torch.is_grad_enabled() and sinks.requires_grad)):
+            refused.append("s_aux")
+        if (rows is not False and not dropout and not grads and not refused
                 and runs_kernel(query) and query.device == key.device == value.device  # not a CPU model: SDPA's
                 and query.dtype == key.dtype == value.dtype and key.shape == value.shape
                 and query.shape[-1] == key.shape[-1] <= MAX_HEAD_DIM and query.shape[1] % key.shape[1] == 0
                 and query.stride(-1) == key.stride(-1) == value.stride(-1) == 1
                 and (scaling is None or scaling > 0)):
             out = decode_attention(query, key, value, _cache_lengths(attention_mask, rows, key), scale=scaling,
-                                   key_mask=rows)
+                                   key_mask=rows, sinks=sinks)
             return out.transpose(1, 2), None
         return sdpa(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     return attention
@@ -751,19 +763,31 @@ def _rope_append_rewrite(node: ast.FunctionDef) -> int:
     return 0
 
 
-def _decode_functions(functions):
+def _decode_functions(functions, eager=None):
     """transformers' ALL_ATTENTION_FUNCTIONS as a patched attention forward sees it: a new instance of its class
     (transformers' AttentionInterface, a local mapping over the library-wide one) whose "sdpa" answers decode steps by
-    rooftop.decode_attention (_decode_or); anything else as it was. An instance of transformers' own class, not a
-    proxy: torch.compile traces it as it traces the original (a proxy's __getattr__ broke dynamo). None where the
-    object is not such an interface."""
+    rooftop.decode_attention (_decode_or); where the forward's own `eager` attention function is gpt-oss's (it reads
+    module.sinks: _sinks_eager), its "eager" too, with the sinks; anything else as it was. An instance of
+    transformers' own class, not a proxy: torch.compile traces it as it traces the original (a proxy's __getattr__
+    broke dynamo). None where the object is not such an interface."""
     try:
         local = type(functions)()
         local.update(getattr(functions, "_local_mapping", {}))
         local["sdpa"] = _decode_or(functions["sdpa"])
     except (TypeError, KeyError):
         return None
+    if _sinks_eager(eager):
+        local["eager"] = _decode_or(eager, sinks_eager=True)
     return local
+
+
+def _sinks_eager(fn) -> bool:
+    """Whether `fn` is an eager attention function of gpt-oss's form (transformers 5.x: repeat_kv, the additive mask,
+    module.sinks concatenated to the scores and dropped after the softmax), whose decode steps decode_attention
+    computes with its sinks."""
+    code = getattr(fn, "__code__", None)
+    return (code is not None and code.co_varnames[:5] == ("module", "query", "key", "value", "attention_mask")
+            and {"sinks", "cat", "softmax", "repeat_kv"} <= set(code.co_names))
 
 
 def _rebound(fn, target, replacement):
@@ -913,7 +937,8 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
     stacked = stacked_projection(*(getattr(module, name) for name in QKV)) if merge_qkv and separate else None
     rebind = {"apply_rotary_pos_emb": _fused_rotary(rope, form)} if rope is not None else {}
     functions = inner.__globals__.get("ALL_ATTENTION_FUNCTIONS") if isinstance(inner, types.FunctionType) else None
-    local = _decode_functions(functions) if decode and hasattr(functions, "get_interface") else None
+    local = (_decode_functions(functions, inner.__globals__.get("eager_attention_forward"))
+             if decode and hasattr(functions, "get_interface") else None)
     decoding = local is not None
     if decoding:
         rebind["ALL_ATTENTION_FUNCTIONS"] = local
