@@ -8,8 +8,8 @@ BLOCK_N columns of H, I split over programs to fill the GPU). Offline sm_90 at (
 L2 at Mixtral-8x7B's (E 8, k 2, H 4096, I 14336) and Qwen3-30B-A3B's (E 128, k 8, H 2048, I 768) experts, 1 and 4
 tokens; beside them transformers' grouped_mm experts (graph replay) and its eager loop (do_bench: it synchronises
 the host). Prediction: 80-90% of the copy rate at Mixtral's shape, 60-75% at Qwen3's (768-wide rows: short k
-loops); the split down kernel (4 an SM) ahead of 1 at one token; several x the loops. Also NOTES' lead: the down
-kernel with the token's pairs inside the k loop ("pairs inside"), predicted ahead at Qwen3's shape (k = 8).
+loops); the split down kernel (4 an SM) ahead of 1 at one token; several x the loops. (Session 61's "pairs inside"
+down kernel, the token's pairs inside the k loop, won nowhere: removed in session 62.)
 --quant fp8|int8 (session 61): launches for the quantized experts (k-tiles of 256-1024 one-byte codes a row; session
 62 on an H100: the bf16 experts' launch within 4% of the best, so one launch serves both) beside the eager loop (each
 expert hit dequantized), no other peer.
@@ -21,8 +21,6 @@ import json
 from pathlib import Path
 
 import torch
-import triton
-import triton.language as tl
 
 from rooftop import registry
 from rooftop.bench.timing import bench_ms, graph_replay_us
@@ -34,49 +32,6 @@ LAUNCHES = ((16, 256, 4), (32, 128, 4), (8, 512, 2), (16, 512, 4), (32, 256, 8),
 QUANT_LAUNCHES = ((8, 512, 4), (8, 512, 2), (16, 512, 4), (8, 256, 2), (8, 1024, 4), (16, 256, 4))
 PER_SM = (1, 4)  # the down kernel's programs an SM: I split to make them (1: few splits, or none)
 CASES = ((1, 8, 2, 4096, 14336), (4, 8, 2, 4096, 14336), (1, 128, 8, 2048, 768), (4, 128, 8, 2048, 768))
-
-
-@triton.jit
-def _down_pairs_inside_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, out_ptr, H, I, E, rw_stride, we_stride, wn_stride,
-                              out_stride, TOP_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    # NOTES' lead for the down kernel: the token's pairs inside the k loop (TOP_K unrolled, their loads issued
-    # together, the router weight folded into h's tile), I not split: for k = 8 pairs of short rows (Qwen3's 768).
-    token = tl.program_id(0)
-    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    acc = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)
-    for k0 in range(0, I, BLOCK_K):
-        ks = k0 + tl.arange(0, BLOCK_K)
-        for j in tl.static_range(TOP_K):
-            pair = token * TOP_K + j
-            expert = tl.load(idx_ptr + pair).to(tl.int64)
-            live = (expert >= 0) & (expert < E)
-            weight = tl.where(live, tl.load(rw_ptr + token.to(tl.int64) * rw_stride + j).to(tl.float32), 0.0)
-            expert = tl.where(live, expert, 0)
-            hk = tl.load(h_ptr + pair.to(tl.int64) * I + ks, mask=ks < I, other=0.0).to(tl.float32) * weight
-            rows = w_ptr + expert * we_stride + cols.to(tl.int64)[:, None] * wn_stride + ks[None, :]
-            acc += tl.load(rows, mask=((cols < H) & live)[:, None] & (ks[None, :] < I), other=0.0,
-                           eviction_policy="evict_first").to(tl.float32) * hk[None, :]
-    tl.store(out_ptr + token.to(tl.int64) * out_stride + cols, tl.sum(acc, axis=1).to(out_ptr.dtype.element_ty),
-             mask=cols < H)
-
-
-def pairs_inside(x, index, weights, gate_up, down, block_n=16, block_k=128, warps=4):
-    """moe_experts with the shipped gate / up kernel and _down_pairs_inside_kernel (x, index, weights contiguous)."""
-    T, H = x.shape
-    E, I, top_k = gate_up.shape[0], gate_up.shape[1] // 2, index.shape[1]
-    h = torch.empty((T * top_k, I), device=x.device, dtype=x.dtype)
-    n, k, w = SHIPPED_GATE_UP
-    moe.launch(moe._moe_gate_up_kernel, (T * top_k, -(-I // n)), x, index, gate_up, moe.float32_placeholder(x.device),
-               h, H, I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), ACT="silu", APPROX=x.is_cuda,
-               SCALED=False, BLOCK_N=n, BLOCK_K=k, num_warps=w)
-    out = torch.empty_like(x)
-    moe.launch(_down_pairs_inside_kernel, (T, -(-H // block_n)), h, index, weights, down, out, H, I, E,
-               weights.stride(0), down.stride(0), down.stride(1), out.stride(0), TOP_K=top_k, BLOCK_N=block_n,
-               BLOCK_K=block_k, num_warps=warps)
-    return out
-
-
-SHIPPED_GATE_UP = moe.GATE_UP_LAUNCH
 
 
 def main():
@@ -118,10 +73,6 @@ def main():
             Path(args.out).mkdir(parents=True, exist_ok=True)
             Path(args.out, f"exp-moe-launch-{args.quant}.json").write_text(json.dumps(rows, indent=1))
             continue
-        for block_k in (128, 256):
-            out = pairs_inside(*sets[0], block_k=block_k)
-            record(f"pairs inside k{block_k}", graph_replay_us([lambda s=s: pairs_inside(*s, block_k=block_k)
-                                                                for s in sets], repeat=20), out)
         if grouped is not None:
             record("grouped_mm", graph_replay_us([lambda s=s: grouped(*s) for s in sets], repeat=20), grouped(*sets[0]))
         record("eager loop", bench_ms(lambda: spec.eager(*sets[0])) * 1e3, spec.eager(*sets[0]))

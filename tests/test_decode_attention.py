@@ -128,6 +128,11 @@ def test_sinks(Sq, page_size, num_splits, device):
     assert rel_err(out[2:], combined[..., :-1] @ values.double()) < TOL[torch.bfloat16]
     mask = torch.rand(3, 96, device=device) > 0.3
     _check(q, k, v, seqlens, table, num_splits, key_mask=mask, sinks=(sinks * 4).bfloat16())
+    off = sinks.clone()
+    off[::2] = -float("inf")  # a head's sink switched off: as no sink; a row with no key still 0 and -inf, not NaN
+    out, lse = _check(q, k, v, seqlens, table, num_splits, sinks=off)
+    assert not out[1].any() and torch.isneginf(lse[1, ::2]).all()
+    assert rel_err(out[0, ::2], plain[0, ::2]) < TOL[torch.bfloat16]
 
 
 def test_strided_layouts(device):

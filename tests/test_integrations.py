@@ -314,6 +314,38 @@ def test_gpt_oss_decode_steps_take_decode_attention_with_sinks(monkeypatch):
         assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
 
+def test_gpt_oss_eager_decode_takes_only_its_own_sinks(monkeypatch):
+    """The wrapped gpt-oss eager function: a decode step with the module's sinks as s_aux (and output_attentions=False,
+    a flag that asks for nothing) goes to decode_attention; s_aux None or another tensor, a bool mask, or a prefill
+    stay with the eager function; each gives the eager function's result."""
+    from types import SimpleNamespace
+
+    gpt_oss = pytest.importorskip("transformers.models.gpt_oss.modeling_gpt_oss")
+    eager = gpt_oss.eager_attention_forward
+    assert rooftop.integrations.hf._sinks_eager(eager)
+    attention = rooftop.integrations.hf._decode_or(eager, sinks_eager=True)
+    calls = []
+    real = rooftop.integrations.hf.decode_attention
+    monkeypatch.setattr(rooftop.integrations.hf, "decode_attention", lambda *a, **k: calls.append(1) or real(*a, **k))
+    module = SimpleNamespace(sinks=torch.randn(4, device=DEVICE) * 2, num_key_value_groups=2, training=False)
+    key, value = (torch.randn(2, 2, 8, 16, device=DEVICE) for _ in range(2))
+    mask = torch.zeros(2, 1, 1, 8, device=DEVICE)
+    mask[1, ..., :3] = torch.finfo(torch.float32).min  # left padding
+    for query, step_mask, kwargs, takes in (
+            (torch.randn(2, 4, 1, 16, device=DEVICE), mask, dict(s_aux=module.sinks, output_attentions=False), True),
+            (torch.randn(2, 4, 1, 16, device=DEVICE), mask, dict(s_aux=None), False),
+            (torch.randn(2, 4, 1, 16, device=DEVICE), mask, dict(s_aux=module.sinks.clone()), False),
+            (torch.randn(2, 4, 1, 16, device=DEVICE), mask == 0, dict(s_aux=module.sinks), False),
+            (torch.randn(2, 4, 3, 16, device=DEVICE), mask.expand(-1, -1, 3, -1), dict(s_aux=module.sinks), False)):
+        before = len(calls)
+        out, _ = attention(module, query, key, value, step_mask, scaling=0.25, **kwargs)
+        assert len(calls) - before == int(takes and rooftop.ops._support.runs_kernel(query))  # (a CPU model: eager)
+        if step_mask.dtype == torch.bool:
+            continue  # eager adds a bool mask as 0 / 1: not a mask it would be given
+        ref, _ = eager(module, query, key, value, step_mask, scaling=0.25)
+        assert rel_err(out, ref) < (1e-2 if HAS_CUDA else 1e-5)
+
+
 def test_decode_steps_left_to_sdpa(monkeypatch):
     """The decode-aware SDPA function takes decode_attention only for a call it computes exactly as SDPA would, on a
     device its kernel runs on; anything else (more than one query, dropout, soft-capping, a float mask, head dims

@@ -82,7 +82,7 @@ import torch
 from torch import nn
 
 from rooftop.nn import LayerNorm, RMSNorm
-from rooftop.ops._support import apply_keeping_dtypes, check_fp8_device, runs_kernel
+from rooftop.ops._support import FLOAT_DTYPES, apply_keeping_dtypes, check_fp8_device, runs_kernel
 from rooftop.ops.activations import geglu, swiglu
 from rooftop.ops.attention import MAX_HEAD_DIM
 from rooftop.ops.decode_attention import append_kv, decode_attention
@@ -601,18 +601,26 @@ def _cache_lengths(mask, rows, key) -> torch.Tensor:
     return lengths
 
 
+def _given(value) -> bool:
+    """Whether an attention kwarg asks for something: a tensor, or a truthy flag (output_attentions=False does not)."""
+    return isinstance(value, torch.Tensor) or bool(value)
+
+
 def _decode_or(sdpa, sinks_eager=False):
     """transformers' SDPA attention function, a decode step over a cache (one query a sequence, the boolean mask a
     model builds, nothing that changes the maths) answered by rooftop.decode_attention: the keys up to each sequence's
     last unmasked one read, the mask applied to them (SDPA reads the whole static cache under it). sinks_eager: the
-    function is gpt-oss's eager one instead (module.sinks, passed as s_aux, in its softmax; its additive mask)."""
+    function is gpt-oss's eager one instead (module.sinks, also passed as s_aux, in its softmax; its additive mask,
+    which transformers builds as 0 or the dtype's least value: a caller's own float mask with soft biases would be
+    read as seen only where 0)."""
     def attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
         rows = _decode_mask_rows(query, key, attention_mask, additive=sinks_eager)
         grads = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
-        sinks = kwargs.get("s_aux") if sinks_eager else None
-        refused = [n for n in _DECODE_REFUSES if kwargs.get(n) is not None and not (sinks_eager and n == "s_aux")]
-        if sinks_eager and not (isinstance(sinks, torch.Tensor) and sinks.shape == (query.shape[1],)
-                                and sinks.is_floating_point() and sinks.device == query.device
+        sinks = getattr(module, "sinks", None) if sinks_eager else None  # what gpt-oss's eager function reads
+        refused = [n for n in _DECODE_REFUSES if _given(kwargs.get(n)) and not (sinks_eager and n == "s_aux")]
+        if sinks_eager and not (isinstance(sinks, torch.Tensor) and kwargs.get("s_aux") is sinks
+                                and sinks.shape == (query.shape[1],) and sinks.dtype in FLOAT_DTYPES
+                                and sinks.device == query.device
                                 and not (torch.is_grad_enabled() and sinks.requires_grad)):
             refused.append("s_aux")
         if (rows is not False and not dropout and not grads and not refused

@@ -133,8 +133,9 @@ def _store_out(o, lse, sinks, head, acc, l_i, m_i, row_off, lse_off, row_ok, off
     if SINKS:
         sink = tl.load(sinks + head, mask=row_ok, other=0.0).to(tl.float32) * 1.4426950408889634  # x log2(e)
         m_top = tl.maximum(m_i, sink)
-        kept = tl.math.exp2(m_i - m_top)  # no key seen: m = -inf, 0
-        l_i = l_i * kept + tl.math.exp2(sink - m_top)
+        m_ref = tl.where(m_top == -float("inf"), 0.0, m_top)  # no key and a sink of -inf: 0 weights, not NaN
+        kept = tl.math.exp2(m_i - m_ref)  # no key seen: m = -inf, 0
+        l_i = l_i * kept + tl.math.exp2(sink - m_ref)
         acc = acc * kept[:, None]
         m_i = m_top
     seen = l_i > 0
