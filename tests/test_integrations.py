@@ -271,10 +271,12 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeyp
             assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
 
-def test_gpt_oss_decode_steps_take_decode_attention_with_sinks(monkeypatch):
+@pytest.mark.parametrize("cache_kind", ["static", "dynamic"])
+def test_gpt_oss_decode_steps_take_decode_attention_with_sinks(cache_kind, monkeypatch):
     """gpt-oss (eager attention with sinks, sliding-window layers between full ones, an additive mask): a left-padded
-    batch decoding past its window from transformers' StaticCache; the patched model's decode steps call
-    rooftop.decode_attention with the layer's sinks, and give the stock model's logits; its prefill stays eager."""
+    batch decoding past its window from transformers' StaticCache or DynamicCache; the patched model's decode steps
+    call rooftop.decode_attention with the layer's sinks, and give the stock model's logits; its prefill stays
+    eager."""
     import inspect
 
     transformers = pytest.importorskip("transformers")
@@ -300,7 +302,8 @@ def test_gpt_oss_decode_steps_take_decode_attention_with_sinks(monkeypatch):
     logits = {}
     with torch.no_grad():
         for name, model in (("stock", stock), ("patched", patched)):
-            cache = transformers.StaticCache(config=config, max_cache_len=16)
+            cache = (transformers.StaticCache(config=config, max_cache_len=16) if cache_kind == "static"
+                     else transformers.DynamicCache(config=config))
             mask, positions = padding, (padding.cumsum(-1) - 1).clamp_min(0)
             model(ids, attention_mask=mask, position_ids=positions, use_cache=True, **{cache_arg: cache})
             logits[name] = []
