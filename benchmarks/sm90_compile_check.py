@@ -60,12 +60,17 @@ build(mm._matmul_tma_kernel, mm_types, dict(A_K_MAJOR=False, B_K_MAJOR=False, HA
 def at_types(a):
     if a in ("q", "k", "v", "o"): return "*bf16"
     if a == "lse": return "*fp32"
+    if a == "sinks": return "*bf16"
     if a.startswith("cu_seqlens"): return "*i32"
     return "fp32" if a == "qk_scale" else "i32"
 for causal in (False, True):
     build(at._attention_fwd_kernel, at_types, dict(D=128, BLOCK_M=128, BLOCK_N=128, BLOCK_D=128, VARLEN=causal,
-          MASK_LEFT=False, MASK_RIGHT=causal, WRITE_LSE=True, USE_TMA=False, PRECISION="tf32"), 8, 2,
+          MASK_LEFT=False, MASK_RIGHT=causal, WRITE_LSE=True, USE_TMA=False, SINKS=False, PRECISION="tf32"), 8, 2,
           name=f"attn_ptr_c{int(causal)}")
+for sinks in (False, True):  # gpt-oss's sliding-window layers: D 64, both edges masked, with its sinks or none
+    build(at._attention_fwd_kernel, at_types, dict(D=64, BLOCK_M=128, BLOCK_N=64, BLOCK_D=64, VARLEN=False,
+          MASK_LEFT=True, MASK_RIGHT=True, WRITE_LSE=False, USE_TMA=False, SINKS=sinks, PRECISION="tf32"), 4, 3,
+          name=f"attn_window_d64_sinks{int(sinks)}")
 da_pointers = {"q": "*bf16", "k": "*bf16", "v": "*bf16", "o": "*bf16", "lse": "*fp32", "part_acc": "*fp32",
                "part_ml": "*fp32", "counters": "*i32", "seqlens": "*i32", "block_table": "*i32", "key_mask": "*u8",
                "sinks": "*bf16"}

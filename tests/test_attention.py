@@ -17,9 +17,9 @@ def _qkv(B, Hq, Hkv, Sq, Sk, D, dtype, device):
     return q, k, v
 
 
-def _check(q, k, v, causal=False, window=None, scale=None, tol=None):
-    out, lse = attention(q, k, v, causal, scale=scale, window=window, return_lse=True)
-    ref, ref_lse = attention_reference(q, k, v, causal, scale=scale, window=window, return_lse=True)
+def _check(q, k, v, causal=False, window=None, scale=None, tol=None, sinks=None):
+    out, lse = attention(q, k, v, causal, scale=scale, window=window, return_lse=True, sinks=sinks)
+    ref, ref_lse = attention_reference(q, k, v, causal, scale=scale, window=window, return_lse=True, sinks=sinks)
     assert_attention_result(out, lse, ref, ref_lse, q, tol)
     return out, lse
 
@@ -70,6 +70,64 @@ def test_queries_past_the_keys_see_nothing(device):
 ])
 def test_windows(causal, window, Sq, Sk, device):
     _check(*_qkv(1, 2, 1, Sq, Sk, 64, torch.float16, device), causal, window=window)
+
+
+def _sinks_eager(q, k, v, sinks, seen):
+    """gpt-oss's eager form (transformers' GptOssAttention) in float64: a column of sinks beside the masked scores,
+    dropped after the softmax."""
+    group = q.shape[1] // k.shape[1]
+    keys, values = (t.double().repeat_interleave(group, 1) for t in (k, v))
+    scores = (q.double() @ keys.transpose(-1, -2) / q.shape[-1] ** 0.5).masked_fill(~seen, -float("inf"))
+    column = sinks.double().view(1, -1, 1, 1).expand(q.shape[0], -1, q.shape[2], 1)
+    return torch.cat([scores, column], -1).softmax(-1)[..., :-1] @ values
+
+
+@pytest.mark.parametrize("causal, window, Sq, Sk, dtype", [
+    (False, None, 37, 37, torch.float16),      # dense
+    (True, None, 40, 40, torch.bfloat16),      # gpt-oss's full layers
+    (True, 8, 50, 50, torch.bfloat16),         # its sliding-window layers (window of 9 keys)
+    (True, 6, 30, 70, torch.float32),          # a prefill after cached keys
+    (True, None, 45, 12, torch.float16),       # causal Sq > Sk: queries with no key
+])
+def test_sinks(causal, window, Sq, Sk, dtype, device):
+    """gpt-oss's attention sinks: a logit a query head that joins its softmax with no value, against gpt-oss's eager
+    form; large sinks take most of the weight; a query that sees no key gets 0 and lse its sink; a sink of -inf is as
+    none, and a query with neither gets 0 and -inf, not NaN; bf16 sinks (the model's dtype) as fp32 ones."""
+    q, k, v = _qkv(2, 8, 2, Sq, Sk, 64, dtype, device)
+    sinks = torch.randn(8, device=device) * 3
+    out, lse = _check(q, k, v, causal, window, sinks=sinks)
+    left, right = attention_mod.window_bounds(window, causal)
+    seen = attention_mod._visible(Sq, Sk, left, right, device)
+    assert rel_err(out, _sinks_eager(q, k, v, sinks, seen)) < TOL[dtype]
+    plain = attention(q, k, v, causal, window=window)
+    assert rel_err(out, plain) > 0.01  # the sinks mattered
+    blind = ~seen.any(-1)  # queries with no key
+    assert torch.allclose(lse[:, :, blind], sinks[:, None].expand(-1, int(blind.sum())).float()[None].expand(2, -1, -1))
+    assert not out[:, :, blind].any()
+    off = sinks.clone()
+    off[::2] = -float("inf")  # a head's sink switched off
+    out, lse = _check(q, k, v, causal, window, sinks=off)
+    assert rel_err(out[:, ::2], plain[:, ::2]) < TOL[dtype]
+    assert torch.isneginf(lse[:, ::2, blind]).all()
+    _check(q, k, v, causal, window, sinks=(sinks * 4).bfloat16())
+
+
+def test_varlen_sinks(device):
+    """Sinks over packed sequences (a sequence with no key: its queries 0 and their heads' sinks) match the dense
+    op's on each sequence."""
+    len_q, len_k = [5, 33, 4], [9, 33, 0]
+    q = _packed(len_q, 4, 64, torch.bfloat16, device)
+    k, v = (_packed(len_k, 2, 64, torch.bfloat16, device) for _ in range(2))
+    sinks = torch.randn(4, device=device) * 3
+    cu_q, cu_k = _cu(len_q, device), _cu(len_k, device)
+    out, lse = attention_varlen(q, k, v, cu_q, cu_k, 33, 33, True, window=6, return_lse=True, sinks=sinks)
+    ref, ref_lse = attention_varlen_reference(q, k, v, cu_q, cu_k, True, window=6, sinks=sinks)
+    assert rel_err(out, ref) < TOL[torch.bfloat16] and rel_err(lse, ref_lse) < 1e-5
+    qs, ks = slice(5, 38), slice(9, 42)
+    dense = attention(q[qs].transpose(0, 1)[None], k[ks].transpose(0, 1)[None], v[ks].transpose(0, 1)[None],
+                      True, window=6, sinks=sinks)
+    assert rel_err(out[qs], dense[0].transpose(0, 1)) < TOL[torch.bfloat16]
+    assert not out[38:].any() and torch.allclose(lse[:, 38:], sinks[:, None].expand(-1, 4))
 
 
 def test_scale(device):
@@ -214,6 +272,13 @@ def test_empty(device):
     q, k, v = _qkv(1, 2, 2, 5, 0, 16, torch.float16, device)  # no keys: zeros, -inf
     out, lse = attention(q, k, v, True, return_lse=True)
     assert torch.equal(out, torch.zeros_like(out)) and torch.isneginf(lse).all()
+    sinks = torch.tensor([0.5, -2.0], device=device)  # no keys, with sinks: zeros, each head's sink
+    out, lse = attention(q, k, v, True, return_lse=True, sinks=sinks)
+    assert not out.any() and torch.equal(lse, sinks[None, :, None].expand(1, -1, 5))
+    cu_q, cu_k = _cu([5], device), _cu([0], device)
+    out, lse = attention_varlen(q[0].transpose(0, 1), k[0].transpose(0, 1), v[0].transpose(0, 1), cu_q, cu_k, 5, 0,
+                                return_lse=True, sinks=sinks)
+    assert not out.any() and torch.equal(lse, sinks[:, None].expand(-1, 5))
 
 
 def _packed(lengths, heads, D, dtype, device):
@@ -287,6 +352,10 @@ def test_bad_input(device):
         attention(q, k, v, window=-3)
     with pytest.raises(TypeError, match="window must be"):
         attention(q, k, v, window=(1, 2, 3))
+    with pytest.raises(ValueError, match=r"sinks must have shape \(4,\)"):
+        attention(q, k, v, sinks=torch.zeros(2, device=device))
+    with pytest.raises(TypeError, match="sinks"):
+        attention(q, k, v, sinks=torch.zeros(4, dtype=torch.int32, device=device))
     qp, kp = q[0].transpose(0, 1), k[0].transpose(0, 1)  # [8, H, 32]
     cu = torch.tensor([0, 8], dtype=torch.int32, device=device)
     with pytest.raises(TypeError, match="cu_seqlens_q must be a 1-D int32"):

@@ -15,6 +15,11 @@ right = 0. Then, with s_ij = scale * q_i . k_j (scale defaults to 1/sqrt(D)) ove
 A query that sees no key at all (a window, or causal with Sq > Sk) gets out_i = 0 and lse_i = -inf,
 never NaN. lse is fp32, natural log.
 
+Attention sinks (gpt-oss): sinks (float [Hq]) gives each query head h a logit its softmax takes in with no
+value, lse_i = log(exp(sinks[h]) + sum_j exp(s_ij)), out_i as above with that lse (a query that sees no key:
+out 0, lse sinks[h]). The kernel adds it once, where a row is stored: m' = max(m, sink),
+l' = l exp(m - m') + exp(sink - m'), acc scaled as l (fold_sink, shared with decode_attention).
+
 The kernel: one program per BLOCK_M queries of one (batch, head), the query tile held on chip while
 BLOCK_N key/value tiles stream past (online softmax in fp32: running max m and sum l, rescaled when
 m grows; exp2 with scale * log2(e) folded into one multiply-add). The key range of a program is cut
@@ -26,7 +31,7 @@ of a head side by side, so that its k/v come from L2 after the first read), each
 
 Which path runs:
 - Gluon ping-pong (ops/attention_sm90.py; sm_90 GPUs only, never the interpreter): 16-bit, D 64, 128 or
-  256, dense or causal with no window, not varlen, any Sq and Sk (causal: Sq <= Sk), q, k, v and out in
+  256, dense or causal with no window, not varlen, no sinks, any Sq and Sk (causal: Sq <= Sk), q, k, v and out in
   any layout the TMA path below takes (contiguous, Hugging Face's transposed [B, S, H, D] views, heads
   sliced from a packed qkv row: 4-D descriptors with the real strides, which bound each head's rows),
   GQA/MQA, lse and scale as above. FA3's schedule: per program 128 queries in two consumer warp groups of
@@ -259,6 +264,17 @@ def _load_tile(src, tb, head, start, row0, n_rows, stride_s, ROWS: tl.constexpr,
 
 
 @triton.jit
+def fold_sink(acc, l_i, m_i, sink):
+    """The softmax state (acc, l, m; m and sink in log2 units, as the scores) with a sink logit joined to its sum:
+    m' = max(m, sink), l' = l 2^(m - m') + 2^(sink - m'), acc scaled as l. No key seen and a sink of -inf: 0 weights
+    (l' = 0, m' = -inf), not NaN."""
+    m_top = tl.maximum(m_i, sink)
+    m_ref = tl.where(m_top == -float("inf"), 0.0, m_top)
+    kept = tl.math.exp2(m_i - m_ref)  # no key seen: m = -inf, 0
+    return acc * kept[:, None], l_i * kept + tl.math.exp2(sink - m_ref), m_top
+
+
+@triton.jit
 def _attend_tiles(acc, l_i, m_i, q, k_src, v_src, tb, kv_head, k_start, stride_ks, stride_vs, seqlen_k, q_pos,
                   lo, hi, window_left, window_right, qk_scale,
                   BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, D: tl.constexpr, MASKED: tl.constexpr,
@@ -291,15 +307,17 @@ def _attend_tiles(acc, l_i, m_i, q, k_src, v_src, tb, kv_head, k_start, stride_k
 
 
 @triton.jit
-def _attention_fwd_kernel(q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k,
+def _attention_fwd_kernel(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k,
                           stride_qb, stride_qh, stride_qs, stride_kb, stride_kh, stride_ks,
                           stride_vb, stride_vh, stride_vs, stride_ob, stride_oh, stride_os, stride_lb, stride_lh,
                           n_q_heads, seqlen_q, seqlen_k, kv_group, tiles_m, qk_scale, window_left, window_right,
                           D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                           VARLEN: tl.constexpr, MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr,
-                          WRITE_LSE: tl.constexpr, USE_TMA: tl.constexpr, PRECISION: tl.constexpr):
+                          WRITE_LSE: tl.constexpr, USE_TMA: tl.constexpr, SINKS: tl.constexpr,
+                          PRECISION: tl.constexpr):
     # Reads the q tile once, each k/v tile of the key range once (BLOCK_N * D * 2 * itemsize bytes per
-    # step, mostly from L2: the programs of one head run side by side), writes out (and lse) once.
+    # step, mostly from L2: the programs of one head run side by side), writes out (and lse) once; with
+    # SINKS, the head's sink (4 bytes).
     # One program per (query tile, batch * head), the query tiles of one head adjacent in launch order:
     # the programs in flight share a few heads' k/v, read from HBM once and from L2 by the rest. (With
     # the heads adjacent instead, every program read its head's k/v from HBM: at BLOCK_M = 128 that is
@@ -358,7 +376,9 @@ def _attention_fwd_kernel(q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k,
                                       stride_vs, seqlen_k, q_pos, full_hi, hi, window_left, window_right,
                                       qk_scale, BLOCK_N, BLOCK_D, D, True, PRECISION)
 
-    # a query that saw no key: l = 0, acc = 0 -> out 0, lse -inf
+    if SINKS:
+        acc, l_i, m_i = fold_sink(acc, l_i, m_i, tl.load(sinks + h).to(tl.float32) * 1.4426950408889634)  # x log2 e
+    # a query that saw no key (and no sink): l = 0, acc = 0 -> out 0, lse -inf
     l_safe = tl.where(l_i > 0, l_i, 1.0)
     out = (acc * (1.0 / l_safe)[:, None]).to(q_tile.dtype)
     rows = m0 + offs_m
@@ -452,11 +472,12 @@ class _Plan:
         self.sizes, self.windows, self.device = sizes, windows, device
         self.compiled: Optional[Launch] = None
 
-    def __call__(self, q, k, v, o, lse, cu_q, cu_k, qk_scale: float) -> None:
+    def __call__(self, q, k, v, o, lse, cu_q, cu_k, qk_scale: float, sinks=None) -> None:
         tiles = (q, k, v, o)
         if self.descriptors is not None:
             tiles = [_KeyedDescriptor(t, *d) for t, d in zip(tiles, self.descriptors)]
-        args = (*tiles, q if lse is None else lse, cu_q, cu_k, *self.sizes, qk_scale, *self.windows)
+        args = (*tiles, q if lse is None else lse, q if sinks is None else sinks, cu_q, cu_k, *self.sizes, qk_scale,
+                *self.windows)
         if self.compiled is not None:
             self.compiled.run(self.grid, *args)
             return
@@ -483,10 +504,11 @@ def _layout(q4, k4, v4, o4, varlen: bool) -> tuple[bool, bool, list]:
 
 
 def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, causal, left, right, varlen,
-                     qk_scale, config: Optional[AttentionConfig] = None) -> tuple[_Plan, bool]:
+                     qk_scale, config: Optional[AttentionConfig] = None,
+                     sinks: Optional[torch.Tensor] = None) -> tuple[_Plan, bool]:
     """A call's slow path on 4-D [batch, head, seq, D] views (varlen: batch 1, seq = the packed tokens,
     max_q/max_k bound a sequence); lse3 [batch, Hq, seq] or None; left/right: window bounds, -1
-    unbounded. Works out the path (TMA or pointers) and the configuration (`config`, else the tuned
+    unbounded; sinks [Hq] or None. Works out the path (TMA or pointers) and the configuration (`config`, else the tuned
     choice, falling through to the next candidate when one does not fit the GPU), launches the call and
     returns its plan, and whether that plan may be kept: not when the choice was the untuned default
     (CUDA graph capture, torch.compile tracing), which a later call may tune."""
@@ -498,7 +520,7 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
         ensure_scratch_allocator()  # device-made descriptors: Triton's dispatch of the first launch takes scratch
     mask_left, mask_right = left >= 0, causal or right >= 0 or varlen
     kind = _kind(use_tma, mask_left, mask_right)
-    pingpong = _pingpong_applies(q4, k4, v4, o4, causal, left, right, varlen)
+    pingpong = sinks is None and _pingpong_applies(q4, k4, v4, o4, causal, left, right, varlen)
     unbounded = max_q + max_k  # wider than any query can reach
     sizes = (sq[0], sq[1], sq[2], sk[0], sk[1], sk[2], sv[0], sv[1], sv[2], so[0], so[1], so[2],
              *(lse3.stride()[:2] if lse3 is not None else (0, 0)),
@@ -527,14 +549,17 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
                                 (o4, so, cfg.block_m))]
             constexprs = dict(D=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_D=block_d, VARLEN=varlen,
                               MASK_LEFT=mask_left, MASK_RIGHT=mask_right or k4.shape[2] % cfg.block_n != 0,
-                              WRITE_LSE=lse3 is not None, USE_TMA=use_tma,
+                              WRITE_LSE=lse3 is not None, USE_TMA=use_tma, SINKS=sinks is not None,
                               PRECISION="ieee" if q4.dtype == torch.float32 else "tf32",
                               num_warps=cfg.num_warps, num_stages=cfg.num_stages)
             if cfg.maxnreg:
                 constexprs["maxnreg"] = cfg.maxnreg
             plan = plans[cfg] = _Plan((programs,), constexprs, descriptors, (*sizes, tiles_m), windows,
                                       device_index)
-        plan(q4, k4, v4, o4, lse3, cu_q, cu_k, qk_scale)
+        if sinks is None:
+            plan(q4, k4, v4, o4, lse3, cu_q, cu_k, qk_scale)
+        else:  # never the Gluon kernel's
+            plan(q4, k4, v4, o4, lse3, cu_q, cu_k, qk_scale, sinks)
         return plan
 
     if config is not None:
@@ -546,7 +571,8 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
         # pingpong: the candidates include the Gluon kernel's (a bucket holds lengths it takes and others)
         ragged = k4.shape[2] % max(BLOCK_N_CHOICES) != 0
         key = (_autotune.bucket(max_q), _autotune.bucket(max_k), _autotune.bucket(n_batch * q4.shape[1]),
-               q4.dtype, D, kind, causal, left >= 0, right >= 0 and not causal, varlen, ragged, pingpong)
+               q4.dtype, D, kind, causal, left >= 0, right >= 0 and not causal, varlen, ragged, pingpong,
+               sinks is not None)
         device = _autotune.device_name(device_index)
         chosen = AttentionConfig(**_autotune.choose(
             "attention", key, [asdict(c) for c in configs], lambda c: run(AttentionConfig(**c)),
@@ -619,6 +645,25 @@ def check_qkv(q, k, v, ndim: int, layout: str, names: tuple[str, str, str] = ("q
         raise ValueError(f"{nq}'s {hq} heads must be a multiple of {nk}'s and {nv}'s {hkv} heads (GQA)")
 
 
+def check_sinks(sinks, q: torch.Tensor, heads: int) -> None:
+    """sinks (None, or float [heads] on q's device: a logit a query head)."""
+    if sinks is None:
+        return
+    check_float("sinks", sinks)
+    check_same_device("sinks", sinks, "q", q)
+    if sinks.shape != (heads,):
+        raise ValueError(f"sinks must have shape ({heads},) (a logit a query head), got {tuple(sinks.shape)}")
+
+
+def _no_key(out: torch.Tensor, lse: torch.Tensor, sinks: Optional[torch.Tensor], heads_dim: int) -> None:
+    """Every query sees no key: out 0, lse -inf (with sinks: each head's sink; lse's heads along heads_dim)."""
+    out.zero_()
+    if sinks is None or lse.numel() == 0:
+        lse.fill_(-math.inf)
+    else:
+        lse.copy_(sinks.float().view([-1] + [1] * (lse.dim() - 1 - heads_dim)).expand(lse.shape))
+
+
 def _new_out(q: torch.Tensor) -> torch.Tensor:
     """Out [B, Hq, Sq, D] in q's layout: [B, S, H, D] memory when q is a transposed [B, S, H, D] (so that
     a model's transpose back is free), else contiguous."""
@@ -632,7 +677,7 @@ def _lse_shape(shape, return_lse: bool):
     return tuple(shape) if return_lse else (0,)
 
 
-def _attention_fake(q, k, v, causal, scale, left, right, return_lse):
+def _attention_fake(q, k, v, causal, scale, left, right, return_lse, sinks):
     return _new_out(q), q.new_empty(_lse_shape(q.shape[:3], return_lse), dtype=torch.float32)
 
 
@@ -643,9 +688,9 @@ _plans = Plans()
 
 @torch_op("attention", fake=_attention_fake)
 def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float, left: int,
-                  right: int, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
+                  right: int, return_lse: bool, sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     if not runs_kernel(q):
-        ref, lse = attention_reference(q, k, v, causal, scale, (left, right), return_lse=True)
+        ref, lse = attention_reference(q, k, v, causal, scale, (left, right), return_lse=True, sinks=sinks)
         return _new_out(q).copy_(ref), lse.float() if return_lse else q.new_empty((0,), dtype=torch.float32)
     B, Hq, Sq, D = q.shape
     Sk = k.shape[2]
@@ -654,35 +699,40 @@ def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
     if out.numel() == 0:
         return out, lse
     if Sk == 0:  # no key anywhere
-        out.zero_()
-        lse.fill_(-math.inf)
+        _no_key(out, lse, sinks, 1)
         return out, lse
     lse3 = lse if return_lse else None
     # everything the launch depends on but the data pointers and the scale (out's layout follows q's)
     key = ("dense", q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, causal, left, right,
-           return_lse, TMA_ENABLED, HOST_DESCRIPTORS, GLUON_ENABLED, alignment_key(q, k, v))
+           return_lse, sinks is not None, TMA_ENABLED, HOST_DESCRIPTORS, GLUON_ENABLED, alignment_key(q, k, v))
     plan = _plans.get(key)
     if plan is not None:
-        plan(q, k, v, out, lse3, q, q, scale * LOG2E)
+        plan(q, k, v, out, lse3, q, q, scale * LOG2E, sinks)
         return out, lse
-    plan, final = _plan_and_launch(q, k, v, out, lse3, q, q, B, Sq, Sk, causal, left, right, False, scale * LOG2E)
+    plan, final = _plan_and_launch(q, k, v, out, lse3, q, q, B, Sq, Sk, causal, left, right, False, scale * LOG2E,
+                                   sinks=sinks)
     if final:
         _plans.keep(key, plan)
     return out, lse
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-              scale: Optional[float] = None, window: Window = None, return_lse: bool = False):
+              scale: Optional[float] = None, window: Window = None, return_lse: bool = False,
+              sinks: Optional[torch.Tensor] = None):
     """softmax(q k^T * scale + mask) v for q [B, Hq, Sq, D], k and v [B, Hkv, Sk, D] (SDPA's layout; any
     strides with a unit last one); GQA/MQA when Hq is a multiple of Hkv. causal is aligned bottom-right
     (query i sees keys j <= i + Sk - Sq); window = (left, right) or left: query i sees keys
-    [i' - left, i' + right], i' = i + Sk - Sq. scale defaults to 1/sqrt(D). Returns out [B, Hq, Sq, D],
-    and with return_lse also lse [B, Hq, Sq] fp32 (natural log). A query that sees no key gets 0 and -inf."""
+    [i' - left, i' + right], i' = i + Sk - Sq. scale defaults to 1/sqrt(D). sinks (float [Hq], gpt-oss's):
+    a logit each query head's softmax takes in with no value. Returns out [B, Hq, Sq, D], and with
+    return_lse also lse [B, Hq, Sq] fp32 (natural log, the sink's term in it). A query that sees no key
+    gets 0 and -inf (with sinks: its head's sink)."""
     check_qkv(q, k, v, 4, "[batch, heads, seq, head_dim]")
     if k.shape[0] != q.shape[0]:
         raise ValueError(f"k has batch {k.shape[0]} but q has {q.shape[0]}")
+    check_sinks(sinks, q, q.shape[1])
     left, right = window_bounds(window, bool(causal))
-    out, lse = _attention_op(q, k, v, bool(causal), check_scale(scale, q.shape[-1]), left, right, bool(return_lse))
+    out, lse = _attention_op(q, k, v, bool(causal), check_scale(scale, q.shape[-1]), left, right, bool(return_lse),
+                             None if sinks is None else sinks.contiguous())
     return (out, lse) if return_lse else out
 
 
@@ -721,7 +771,7 @@ def prepared_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal
 
 
 def _varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, left, right,
-                 return_lse):
+                 return_lse, sinks):
     return (torch.empty_like(q, memory_format=torch.contiguous_format),
             q.new_empty(_lse_shape((q.shape[1], q.shape[0]), return_lse), dtype=torch.float32))
 
@@ -729,9 +779,11 @@ def _varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
 @torch_op("attention_varlen", fake=_varlen_fake)
 def _attention_varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
                          cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool, scale: float,
-                         left: int, right: int, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
+                         left: int, right: int, return_lse: bool,
+                         sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     if not runs_kernel(q):
-        out, lse = attention_varlen_reference(q, k, v, cu_seqlens_q, cu_seqlens_k, causal, scale, (left, right))
+        out, lse = attention_varlen_reference(q, k, v, cu_seqlens_q, cu_seqlens_k, causal, scale, (left, right),
+                                              sinks)
         return out.to(q.dtype), lse.float() if return_lse else q.new_empty((0,), dtype=torch.float32)
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     lse = torch.empty(_lse_shape((q.shape[1], q.shape[0]), return_lse), dtype=torch.float32, device=q.device)
@@ -739,22 +791,21 @@ def _attention_varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_s
     if out.numel() == 0 or batch == 0 or max_seqlen_q == 0:
         return out, lse
     if k.shape[0] == 0 or max_seqlen_k == 0:  # no key anywhere
-        out.zero_()
-        lse.fill_(-math.inf)
+        _no_key(out, lse, sinks, 0)
         return out, lse
     lse2 = lse if return_lse else None
     key = ("varlen", q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, batch, max_seqlen_q,
-           max_seqlen_k, causal, left, right, return_lse, TMA_ENABLED,
+           max_seqlen_k, causal, left, right, return_lse, sinks is not None, TMA_ENABLED,
            alignment_key(q, k, v, cu_seqlens_q, cu_seqlens_k))
     plan = _plans.get(key)
     if plan is not None:  # the plan takes the tensors as they are: no descriptor reads the 4-D views' shapes
-        plan(q, k, v, out, lse2, cu_seqlens_q, cu_seqlens_k, scale * LOG2E)
+        plan(q, k, v, out, lse2, cu_seqlens_q, cu_seqlens_k, scale * LOG2E, sinks)
         return out, lse
     # [tokens, H, D] -> [1, H, tokens, D] views: one kernel for both layouts
     q4, k4, v4, o4 = (t.unsqueeze(0).transpose(1, 2) for t in (q, k, v, out))
     plan, final = _plan_and_launch(q4, k4, v4, o4, None if lse2 is None else lse2.unsqueeze(0), cu_seqlens_q,
                                    cu_seqlens_k, batch, max_seqlen_q, max_seqlen_k, causal, left, right, True,
-                                   scale * LOG2E)
+                                   scale * LOG2E, sinks=sinks)
     if final:
         _plans.keep(key, plan)
     return out, lse
@@ -762,12 +813,14 @@ def _attention_varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_s
 
 def attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
                      cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool = False,
-                     scale: Optional[float] = None, window: Window = None, return_lse: bool = False):
+                     scale: Optional[float] = None, window: Window = None, return_lse: bool = False,
+                     sinks: Optional[torch.Tensor] = None):
     """attention() over packed sequences (flash-attn's varlen API): q [total_q, Hq, D], k and v
     [total_k, Hkv, D]; sequence b is rows cu_seqlens_q[b]:cu_seqlens_q[b+1] of q (likewise k, v), the
-    cu_seqlens int32 [batch + 1]; max_seqlen_q/k bound every sequence's length. Returns out
-    [total_q, Hq, D], and with return_lse also lse [Hq, total_q] fp32."""
+    cu_seqlens int32 [batch + 1]; max_seqlen_q/k bound every sequence's length; sinks as attention's.
+    Returns out [total_q, Hq, D], and with return_lse also lse [Hq, total_q] fp32."""
     check_qkv(q, k, v, 3, "[tokens, heads, head_dim]")
+    check_sinks(sinks, q, q.shape[1])
     for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
         if not isinstance(cu, torch.Tensor) or cu.dtype != torch.int32 or cu.dim() != 1 or cu.shape[0] < 1:
             raise TypeError(f"{name} must be a 1-D int32 tensor [batch + 1]")
@@ -782,7 +835,8 @@ def attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqle
             raise ValueError(f"{name} must be an int >= 0, got {n!r}")
     left, right = window_bounds(window, bool(causal))
     out, lse = _attention_varlen_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, bool(causal),
-                                    check_scale(scale, q.shape[-1]), left, right, bool(return_lse))
+                                    check_scale(scale, q.shape[-1]), left, right, bool(return_lse),
+                                    None if sinks is None else sinks.contiguous())
     return (out, lse) if return_lse else out
 
 
@@ -802,9 +856,10 @@ def _visible(Sq: int, Sk: int, left: int, right: int, device) -> torch.Tensor:
     return seen
 
 
-def attention_reference(q, k, v, causal=False, scale=None, window=None, return_lse=False):
+def attention_reference(q, k, v, causal=False, scale=None, window=None, return_lse=False, sinks=None):
     """The same maths in float64, the softmax materialised (query rows in chunks, so that it fits on a
-    GPU at S = 16384); GQA by repeat_interleave; rows that see no key give 0 (lse -inf)."""
+    GPU at S = 16384); GQA by repeat_interleave; rows that see no key give 0 (lse -inf); sinks [Hq] join
+    each head's sum (gpt-oss's eager form: a column of them, dropped after the softmax)."""
     left, right = window_bounds(window, bool(causal))
     B, Hq, Sq, D = q.shape
     scale = check_scale(scale, D)
@@ -819,13 +874,16 @@ def attention_reference(q, k, v, causal=False, scale=None, window=None, return_l
         scores = (q[:, :, s:s + chunk].double() @ kd.transpose(-1, -2)) * scale
         scores = scores.masked_fill(~seen[s:s + chunk], -math.inf)
         rows_lse = torch.logsumexp(scores, -1)
+        if sinks is not None:
+            rows_lse = torch.logaddexp(rows_lse, sinks.double()[:, None])
         p = torch.exp(scores - torch.where(torch.isinf(rows_lse), 0.0, rows_lse)[..., None])
         out[:, :, s:s + chunk] = p @ vd
         lse[:, :, s:s + chunk] = rows_lse
     return (out, lse) if return_lse else out
 
 
-def attention_varlen_reference(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=False, scale=None, window=None):
+def attention_varlen_reference(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=False, scale=None, window=None,
+                               sinks=None):
     """Per sequence, the dense reference (float64): (out [total_q, Hq, D], lse [Hq, total_q])."""
     out = torch.zeros(q.shape, dtype=torch.float64, device=q.device)
     lse = torch.full((q.shape[1], q.shape[0]), -math.inf, dtype=torch.float64, device=q.device)
@@ -833,7 +891,7 @@ def attention_varlen_reference(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=False
     for b in range(len(cq) - 1):
         qs, ks = slice(cq[b], cq[b + 1]), slice(ck[b], ck[b + 1])
         o, l = attention_reference(q[qs].transpose(0, 1)[None], k[ks].transpose(0, 1)[None],
-                                   v[ks].transpose(0, 1)[None], causal, scale, window, return_lse=True)
+                                   v[ks].transpose(0, 1)[None], causal, scale, window, return_lse=True, sinks=sinks)
         out[qs] = o[0].transpose(0, 1)
         lse[:, qs] = l[0]
     return out, lse

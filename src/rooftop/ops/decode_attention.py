@@ -68,9 +68,9 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (arrival_counters, arrive_last, await_previous, cdiv, check_float, check_same_device,
+from rooftop.ops._support import (arrival_counters, arrive_last, await_previous, cdiv, check_same_device,
                                   fitting_stages, launch, num_sms, pdl_options, planned, runs_kernel, torch_op)
-from rooftop.ops.attention import attention_eager, check_qkv, check_scale
+from rooftop.ops.attention import attention_eager, check_qkv, check_scale, check_sinks, fold_sink
 from rooftop.roofline import Cost
 
 LOG2E = 1.4426950408889634
@@ -132,12 +132,7 @@ def _store_out(o, lse, sinks, head, acc, l_i, m_i, row_off, lse_off, row_ok, off
     sink logit (reads: one a row) first joins l (m, l in log2 units, as the scores)."""
     if SINKS:
         sink = tl.load(sinks + head, mask=row_ok, other=0.0).to(tl.float32) * 1.4426950408889634  # x log2(e)
-        m_top = tl.maximum(m_i, sink)
-        m_ref = tl.where(m_top == -float("inf"), 0.0, m_top)  # no key and a sink of -inf: 0 weights, not NaN
-        kept = tl.math.exp2(m_i - m_ref)  # no key seen: m = -inf, 0
-        l_i = l_i * kept + tl.math.exp2(sink - m_ref)
-        acc = acc * kept[:, None]
-        m_i = m_top
+        acc, l_i, m_i = fold_sink(acc, l_i, m_i, sink)
     seen = l_i > 0
     out = acc / tl.where(seen, l_i, 1.0)[:, None]
     tl.store(o + row_off[:, None] + offs_d[None, :], out.to(o.dtype.element_ty),
@@ -397,11 +392,7 @@ def _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, sin
                              f"got {tuple(key_mask.shape)}")
         if key_mask.stride(1) != 1 and capacity > 1:
             raise ValueError("key_mask must have unit stride along its last dim")
-    if sinks is not None:
-        check_float("sinks", sinks)
-        check_same_device("sinks", sinks, "q", q)
-        if sinks.shape != (q.shape[1],):
-            raise ValueError(f"sinks must have shape ({q.shape[1]},) (a logit a query head), got {tuple(sinks.shape)}")
+    check_sinks(sinks, q, q.shape[1])
 
 
 @planned
