@@ -1,6 +1,7 @@
 """Which transformers architectures rooftop.integrations.hf.patch_model patches, and whether their outputs stay the
 stock model's: each architecture built from a tiny random config (nothing downloaded), patched in a copy, then
-- prefill: the logits of a batch of 2 x 12 tokens, patched against stock (relative L2 error);
+- prefill: the logits of a batch of 2 x 12 tokens, patched against stock (relative L2 error), and how many attention
+  calls rooftop.attention answered (gpt-oss's eager ones);
 - decode: greedy generation of 4 tokens over a StaticCache (SDPA, or eager attention where the model has no SDPA; a
   left-padded batch) by stock, the patched model fed the same tokens; every step's logits patched against stock, and
   how many attention calls rooftop.decode_attention answered.
@@ -126,7 +127,14 @@ def check(transformers, name: str, overrides: dict, dtype: torch.dtype, device: 
             return {**row, "note": "not in this transformers"}
         stock, patched, counts = built
         row["patched"] = ", ".join(f"{k} {v}" for k, v in counts.items() if v) or "nothing"
-        row["prefill"] = rel_err(patched(ids).logits, stock(ids).logits)
+        prefills = []
+        real_prefill = hf.attention
+        hf.attention = lambda *a, **k: prefills.append(1) or real_prefill(*a, **k)
+        try:
+            row["prefill"] = rel_err(patched(ids).logits, stock(ids).logits)
+        finally:
+            hf.attention = real_prefill
+        row["attention calls"] = len(prefills)
         try:  # decode_attention answers SDPA's decode steps; a model without SDPA decodes eagerly
             stock, patched, _ = pair(transformers, name, overrides, "sdpa", dtype, device, quant)
         except ValueError:
@@ -184,11 +192,11 @@ def main() -> None:
              "", f"{datetime.date.today()}, {where}, {setup}, torch {torch.__version__}. Tiny random configs "
              "(2 layers, hidden 64), norm weights drawn from U(-0.5, 1.5); errors are relative L2 of the logits, "
              "patched against stock; decode: 4 greedy tokens over a StaticCache, a left-padded batch of 2.", "",
-             "| architecture | patched | prefill | decode | decode_attention calls | note |",
-             "|---|---|---|---|---|---|"]
+             "| architecture | patched | prefill | attention calls | decode | decode_attention calls | note |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
-        cells = [r["architecture"], r.get("patched", ""), *(f"{r[k]:.1e}" if k in r else "" for k in
-                                                            ("prefill", "decode")),
+        cells = [r["architecture"], r.get("patched", ""), f"{r['prefill']:.1e}" if "prefill" in r else "",
+                 str(r.get("attention calls", "")), f"{r['decode']:.1e}" if "decode" in r else "",
                  str(r.get("decode_attention calls", "")), r.get("note", "")]
         lines.append("| " + " | ".join(cells) + " |")
     os.makedirs(args.out, exist_ok=True)

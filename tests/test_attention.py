@@ -95,6 +95,7 @@ def test_sinks(causal, window, Sq, Sk, dtype, device):
     none, and a query with neither gets 0 and -inf, not NaN; bf16 sinks (the model's dtype) as fp32 ones."""
     q, k, v = _qkv(2, 8, 2, Sq, Sk, 64, dtype, device)
     sinks = torch.randn(8, device=device) * 3
+    sinks[0] = 6.0  # past a row's log-sum of its scores (~5 at most here): the sinks matter whatever the draw
     out, lse = _check(q, k, v, causal, window, sinks=sinks)
     left, right = attention_mod.window_bounds(window, causal)
     seen = attention_mod._visible(Sq, Sk, left, right, device)
@@ -417,6 +418,19 @@ def test_cost_and_registry():
     assert rel_err(spec.run(*inputs), spec.reference(*inputs)) < TOL[torch.float16]
     if not HAS_CUDA:
         assert spec.peers["sdpa_flash"]() is None
+    # gpt-oss's: 64 query heads over 8 kv heads, the k / v bytes of 8; causal, and a window of 128 keys a query
+    assert attention_cost((1, 64, 1024, 64), torch.bfloat16, True, kv_heads=8).bytes == (128 + 16) * 1024 * 64 * 2
+    windowed = attention_cost((1, 64, 1024, 64), torch.bfloat16, True, 127, kv_heads=8)
+    assert windowed.flops == 4 * 64 * 64 * visible_pairs(1024, 1024, 127, 0) < 4 * 64 * 64 * 1024 * 128
+    for name in ("attention_sinks", "attention_sinks_window128"):
+        spec = registry.get(name)
+        assert spec.family == "attention_sinks" and not spec.peers and all(H == 64 for _, H, _, _ in spec.cases)
+        inputs = spec.make_inputs((1, 16, 150, 64), torch.bfloat16, DEVICE)
+        assert inputs[1].shape == (1, 2, 150, 64) and inputs[3].shape == (16,)
+        ref = spec.reference(*inputs)
+        assert rel_err(spec.run(*inputs), ref) < TOL[torch.bfloat16]
+        assert rel_err(spec.eager(*inputs), ref) < TOL[torch.bfloat16]
+        assert rel_err(spec.eager(*inputs[:3], inputs[3] - 30), ref) > 0.01  # the eager form reads the sinks
 
 
 # ---------------------------------------------------------------------------------------------
@@ -454,6 +468,18 @@ def test_gpu_varlen_and_windows():
         out, lse = attention_varlen(q, k, v, cu, cu, 2048, 2048, causal, window=window, return_lse=True)
         ref, ref_lse = attention_varlen_reference(q, k, v, cu, cu, causal, window=window)
         assert rel_err(out, ref) < TOL[torch.bfloat16] and rel_err(lse, ref_lse) < 1e-5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("window", [None, 127])
+@pytest.mark.parametrize("S", [2048, 1000])
+def test_gpu_sinks(S, window):
+    """gpt-oss-20b's attention at prefill (64 query heads over 8 kv heads, D = 64, bf16 sinks; its full layers and
+    its sliding-window ones) against the reference and its eager form."""
+    q, k, v = _qkv(2, 64, 8, S, S, 64, torch.bfloat16, "cuda")
+    sinks = (torch.randn(64, device="cuda") * 2).bfloat16()
+    out, _ = _check(q, k, v, True, window=window, sinks=sinks)
+    assert rel_err(out, attention_eager(q, k, v, True, window=window, sinks=sinks)) < TOL[torch.bfloat16]
 
 
 @pytest.mark.gpu
@@ -639,9 +665,9 @@ def test_gpu_gluon_dispatch(monkeypatch):
     with TMA off, and with GLUON_ENABLED off."""
     _sm90()
 
-    def path(q, k, v, causal=False, window=None):
+    def path(q, k, v, causal=False, window=None, sinks=None):
         monkeypatch.setattr(attention_mod, "_plans", Plans())
-        _check(q, k, v, causal, window=window)
+        _check(q, k, v, causal, window=window, sinks=sinks)
         (plan,) = attention_mod._plans.values()
         return "pingpong" if isinstance(plan, attention_mod.attention_sm90.PingpongPlan) else "triton"
 
@@ -657,6 +683,7 @@ def test_gpu_gluon_dispatch(monkeypatch):
     qt, kt, vt = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in (q, k, v))  # [B, S, H, D] memory
     assert path(qt, kt, vt, True) == "pingpong"
     assert path(q, k, v, True, window=64) == "triton"
+    assert path(q, k, v, True, sinks=torch.randn(8, device="cuda")) == "triton"  # gpt-oss's sinks: not in Gluon's
     assert path(q, k, v, False, window=(32, 32)) == "triton"
     assert path(q[:, :, :100], k, v, True) == path(q, k[:, :, :100], v[:, :, :100]) == "pingpong"  # Sq != Sk
     assert path(q, k[:, :, :100], v[:, :, :100], True) == "triton"  # causal Sq > Sk: queries with no key

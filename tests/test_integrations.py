@@ -271,12 +271,9 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeyp
             assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
 
-@pytest.mark.parametrize("cache_kind", ["static", "dynamic"])
-def test_gpt_oss_decode_steps_take_decode_attention_with_sinks(cache_kind, monkeypatch):
-    """gpt-oss (eager attention with sinks, sliding-window layers between full ones, an additive mask): a left-padded
-    batch decoding past its window from transformers' StaticCache or DynamicCache; the patched model's decode steps
-    call rooftop.decode_attention with the layer's sinks, and give the stock model's logits; its prefill stays
-    eager."""
+def _tiny_gpt_oss():
+    """(transformers, config, stock, patched, the forward's cache argument) for a 2-layer gpt-oss (eager attention with
+    sinks, a sliding-window layer of 8 keys and a full one, an additive mask), its sinks random."""
     import inspect
 
     transformers = pytest.importorskip("transformers")
@@ -290,6 +287,16 @@ def test_gpt_oss_decode_steps_take_decode_attention_with_sinks(cache_kind, monke
             layer.self_attn.sinks.normal_(std=2.0)  # transformers starts them at zero
     patched = copy.deepcopy(stock)
     assert patch_model(patched)["decode_attention"] == 2
+    cache_arg = "cache" if "cache" in inspect.signature(stock.model.forward).parameters else "past_key_values"
+    return transformers, config, stock, patched, cache_arg
+
+
+@pytest.mark.parametrize("cache_kind", ["static", "dynamic"])
+def test_gpt_oss_decode_steps_take_decode_attention_with_sinks(cache_kind, monkeypatch):
+    """gpt-oss: a left-padded batch decoding past its window from transformers' StaticCache or DynamicCache; the
+    patched model's decode steps call rooftop.decode_attention with the layer's sinks, and give the stock model's
+    logits; its prefill (padded: not a mask rooftop.attention takes) stays eager."""
+    transformers, config, stock, patched, cache_arg = _tiny_gpt_oss()
     calls = []
     real = rooftop.integrations.hf.decode_attention
     monkeypatch.setattr(rooftop.integrations.hf, "decode_attention",
@@ -298,7 +305,7 @@ def test_gpt_oss_decode_steps_take_decode_attention_with_sinks(cache_kind, monke
     steps = torch.randint(0, 128, (6, 2, 1), device=DEVICE)  # 12 keys at the end: past the window of 8
     padding = torch.ones(2, 6, dtype=torch.long, device=DEVICE)
     padding[1, :2] = 0
-    cache_arg = "cache" if "cache" in inspect.signature(stock.model.forward).parameters else "past_key_values"
+    monkeypatch.setattr(rooftop.integrations.hf, "attention", None)  # the padded prefill never calls it
     logits = {}
     with torch.no_grad():
         for name, model in (("stock", stock), ("patched", patched)):
@@ -315,6 +322,65 @@ def test_gpt_oss_decode_steps_take_decode_attention_with_sinks(cache_kind, monke
     assert len(calls) == 2 * len(steps) and calls[0] is patched.model.layers[0].self_attn.sinks
     for ours, theirs in zip(logits["patched"], logits["stock"]):
         assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
+
+
+@pytest.mark.parametrize("cache_kind", ["static", "dynamic"])
+def test_gpt_oss_prefill_takes_attention_with_sinks(cache_kind, monkeypatch):
+    """gpt-oss's prefill without padding: its eager attention calls rooftop.attention with the layer's sinks, causal
+    over the keys the mask lets through and within the sliding window (12 prompt tokens past the window of 8, then a
+    chunk of 5 after them in the cache), and gives the stock model's logits."""
+    transformers, config, stock, patched, cache_arg = _tiny_gpt_oss()
+    calls = []
+    real = rooftop.integrations.hf.attention
+    monkeypatch.setattr(rooftop.integrations.hf, "attention",
+                        lambda q, k, v, **kw: calls.append((q.shape[2], k.shape[2], kw["window"], kw["sinks"]))
+                        or real(q, k, v, **kw))
+    chunks = torch.randint(0, 128, (2, 12), device=DEVICE), torch.randint(0, 128, (2, 5), device=DEVICE)
+    logits = {}
+    with torch.no_grad():
+        for name, model in (("stock", stock), ("patched", patched)):
+            cache = (transformers.StaticCache(config=config, max_cache_len=24) if cache_kind == "static"
+                     else transformers.DynamicCache(config=config))
+            logits[name] = [model(ids, use_cache=True, **{cache_arg: cache}).logits for ids in chunks]
+    layers = patched.model.layers
+    sliding = [layer.self_attn.sliding_window is not None for layer in layers]
+    assert sorted(sliding) == [False, True]
+    assert [(sq, window, sinks) for sq, _, window, sinks in calls] == [
+        (sq, 7 if slide else None, layer.self_attn.sinks) for sq in (12, 5) for layer, slide in zip(layers, sliding)]
+    assert [call[1] for call, slide in zip(calls, sliding * 2) if not slide] == [12, 17]  # keys read, full layer
+    for ours, theirs in zip(logits["patched"], logits["stock"]):
+        assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
+
+
+def test_prefill_window_reads_only_causal_windowed_masks():
+    """_prefill_window: transformers' additive masks causal within a window (or none), at the cache's start or after
+    keys already there, give (keys read, left); padding, soft biases, a wider window on one row, a bool mask do not."""
+    from rooftop.integrations.hf import _prefill_window
+
+    def additive(seen):
+        return torch.where(seen, 0.0, torch.finfo(torch.float32).min)[:, None]
+
+    def causal(B, Sq, Sk, n, left=None):  # query i at key i + n - Sq, keys [i' - left, i'] of the first n
+        i = torch.arange(Sq)[:, None] + n - Sq
+        j = torch.arange(Sk)[None]
+        seen = (j <= i) & (j >= (i - left if left is not None else 0))
+        return seen[None].expand(B, -1, -1).clone()
+
+    query, key = torch.randn(2, 4, 6, 16), torch.randn(2, 2, 10, 16)
+    assert _prefill_window(query, key, additive(causal(2, 6, 10, 6))) == (6, None)  # a static cache's empty slots
+    assert _prefill_window(query, key, additive(causal(1, 6, 10, 10, 3))) == (10, 3)  # after 4 keys, a window
+    assert _prefill_window(query, key, additive(causal(2, 6, 10, 10, 20))) == (10, None)  # a window past every key
+    assert _prefill_window(query, key, additive(causal(2, 6, 12, 9))[..., :12]) == (9, None)  # a mask wider
+    padded = causal(2, 6, 10, 10)
+    padded[1, :, :2] = False
+    wider = causal(2, 6, 10, 10, 3)
+    wider[0, 2, 0] = True
+    soft = additive(causal(2, 6, 10, 10))
+    soft[..., 0] = -1.0
+    for mask in (additive(padded), additive(wider), soft, additive(causal(2, 6, 10, 10)) == 0, None,
+                 additive(causal(2, 6, 10, 10))[..., :9]):
+        assert _prefill_window(query, key, mask) is None
+    assert _prefill_window(query[:, :, :1], key, additive(causal(2, 1, 10, 10))) is None  # a decode step
 
 
 def test_gpt_oss_eager_decode_takes_only_its_own_sinks(monkeypatch):

@@ -54,7 +54,9 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   device once a step, from the mask the layers share), where SDPA reads the whole static cache under the mask. Prefill,
   float masks, soft-capping, sinks, head masks, dropout, autograd and asked-for weights go to SDPA as before. gpt-oss's
   eager attention (its sinks, its additive mask: no SDPA for it in transformers) answers its decode steps the same way,
-  the sinks in the kernel's softmax (decode_attention(..., sinks=)). On by
+  the sinks in the kernel's softmax (decode_attention(..., sinks=)), and its prefill by rooftop.attention with the
+  sinks where the mask is causal within the layer's window for every sequence (no padding; one host sync a mask and
+  forward to read it): the eager function materialises [B, Hq, Sq, Sk + 1] scores a layer. On by
   default (`decode_attention=False` keeps SDPA): in an int4 Llama-3-8B-shaped model decoding over a static cache of
   4096, 1123 tokens/s against 608 with SDPA (H200; journal item 196);
 - that attention forward's `cache.update(k, v, self.layer_idx, ...)` (the argument named cache or past_key_value(s))
@@ -64,7 +66,7 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   update (nothing between reading k), the two are one kernel, rooftop.apply_rope_append_kv: q rotated, the rotated k and
   v written into the cache (`rope_append=False` keeps them apart).
 Other parameters are shared, not copied; outputs match the original up to rounding. Prefill attention is left to
-the model's own implementation (choose `attn_implementation="sdpa"` when loading).
+the model's own implementation (choose `attn_implementation="sdpa"` when loading), but gpt-oss's, as above.
 """
 from __future__ import annotations
 
@@ -84,7 +86,7 @@ from torch import nn
 from rooftop.nn import LayerNorm, RMSNorm
 from rooftop.ops._support import FLOAT_DTYPES, apply_keeping_dtypes, check_fp8_device, runs_kernel
 from rooftop.ops.activations import geglu, swiglu
-from rooftop.ops.attention import MAX_HEAD_DIM
+from rooftop.ops.attention import MAX_HEAD_DIM, attention
 from rooftop.ops.decode_attention import append_kv, decode_attention
 from rooftop.ops.matmul import Fp8Linear
 from rooftop.ops.moe import MOE_MAX_TOKENS, moe_experts, moe_experts_eager, quantize_experts
@@ -563,7 +565,21 @@ def _rope_append(rotary, form: _RopeForm):
 # kwargs of transformers' attention functions that change the maths (soft-capping, attention sinks, head masks) or ask
 # for the weights: such a call goes to SDPA as it was
 _DECODE_REFUSES = ("softcap", "s_aux", "sinks", "head_mask", "output_attentions")
-_mask_lengths: dict[int, tuple] = {}  # id of a mask -> (weak reference to it, the lengths its last row gives)
+_per_mask: dict[tuple, tuple] = {}  # (what, id of a mask, ...) -> (weak reference to the mask, what it gives)
+
+
+def _once_per_mask(key: tuple, mask: torch.Tensor, compute):
+    """compute() once for the mask object the layers of a forward share (key: what is computed, and its arguments but
+    the mask)."""
+    key = (*key, id(mask))
+    kept = _per_mask.get(key)
+    if kept is not None and kept[0]() is mask:
+        return kept[1]
+    value = compute()
+    if len(_per_mask) > 64:
+        _per_mask.clear()
+    _per_mask[key] = (weakref.ref(mask), value)
+    return value
 
 
 def _decode_mask_rows(query, key, mask, additive=False):
@@ -587,18 +603,45 @@ def _cache_lengths(mask, rows, key) -> torch.Tensor:
     share one mask object: its lengths are computed once (not under torch.compile, which fuses them anyway)."""
     if rows is None:
         return torch.full((key.shape[0],), key.shape[2], dtype=torch.int32, device=key.device)
-    compiling = torch.compiler.is_compiling()
-    if not compiling:
-        kept = _mask_lengths.get(id(mask))
-        if kept is not None and kept[0]() is mask:
-            return kept[1]
-    positions = torch.arange(1, rows.shape[1] + 1, dtype=torch.int32, device=rows.device)
-    lengths = torch.where(rows, positions, 0).amax(-1).to(torch.int32)
-    if not compiling:
-        if len(_mask_lengths) > 64:
-            _mask_lengths.clear()
-        _mask_lengths[id(mask)] = (weakref.ref(mask), lengths)
-    return lengths
+
+    def lengths():
+        positions = torch.arange(1, rows.shape[1] + 1, dtype=torch.int32, device=rows.device)
+        return torch.where(rows, positions, 0).amax(-1).to(torch.int32)
+    if torch.compiler.is_compiling():
+        return lengths()
+    return _once_per_mask(("lengths", key.shape[2]), mask, lengths)
+
+
+def _prefill_window(query, key, mask) -> tuple[int, int | None] | None:
+    """For a prefill (several queries a sequence) under gpt-oss's additive mask ([B or 1, 1, Sq, >= Sk]: 0 where a key
+    is seen, the dtype's least value where not): (n, left) where every sequence's query i sees exactly the keys
+    [i' - left, i'], i' = i + n - Sq (rooftop.attention's causal alignment over the first n keys; left None:
+    unbounded), else None (padding, a mask of another form or with soft biases, a call under CUDA graph capture or
+    torch.compile, whose traces a host sync would break: eager as before). One host sync a mask: the layers of a
+    forward share it (gpt-oss: one for its full layers, one for its sliding-window ones)."""
+    if query.dim() != 4 or query.shape[2] < 2 or key.shape[2] == 0:
+        return None
+    B, _, Sq, _ = query.shape
+    Sk = key.shape[2]
+    if not (isinstance(mask, torch.Tensor) and mask.is_floating_point() and mask.dim() == 4 and mask.shape[1] == 1
+            and mask.shape[2] == Sq and mask.shape[0] in (1, B) and mask.shape[3] >= Sk):
+        return None
+    if torch.compiler.is_compiling() or (mask.is_cuda and torch.cuda.is_current_stream_capturing()):
+        return None
+
+    def window():
+        scores = mask[:, 0, :, :Sk]
+        seen = scores == 0
+        keys = torch.arange(Sk, device=mask.device)
+        n = torch.where(seen[:, -1], keys + 1, 0).amax(-1)  # [b]: keys up to the last query's last one
+        count = seen[:, -1].sum(-1)  # [b]: how many the last query sees (its window)
+        aligned = (torch.arange(Sq, device=mask.device) - Sq)[None, :, None] + n[:, None, None]  # i' [b, Sq, 1]
+        exact = ((seen == ((keys <= aligned) & (keys > aligned - count[:, None, None]))).all()
+                 & (seen | (scores <= torch.finfo(scores.dtype).min / 2)).all()  # nothing between 0 and masked
+                 & (n == n[0]).all() & (count == count[0]).all() & (count[0] > 0))
+        ok, keys_read, width = torch.stack([exact.long(), n[0], count[0]]).tolist()
+        return (keys_read, None if width == keys_read else width - 1) if ok else None
+    return _once_per_mask(("prefill", Sq, Sk), mask, window)
 
 
 def _given(value) -> bool:
@@ -612,8 +655,10 @@ def _decode_or(sdpa, sinks_eager=False):
     last unmasked one read, the mask applied to them (SDPA reads the whole static cache under it). sinks_eager: the
     function is gpt-oss's eager one instead (module.sinks, also passed as s_aux, in its softmax; its additive mask,
     which transformers builds as 0 or the dtype's least value: a caller's own float mask with soft biases would be
-    read as seen only where 0)."""
-    def attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
+    read as seen only where 0), and its prefill too, by rooftop.attention with the sinks, where the mask is causal
+    within a window for every sequence (_prefill_window: no padding); the eager function materialises the scores,
+    [B, Hq, Sq, Sk + 1] in the model's dtype a layer."""
+    def attention_function(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
         rows = _decode_mask_rows(query, key, attention_mask, additive=sinks_eager)
         grads = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
         sinks = getattr(module, "sinks", None) if sinks_eager else None  # what gpt-oss's eager function reads
@@ -623,17 +668,24 @@ def _decode_or(sdpa, sinks_eager=False):
                                 and sinks.device == query.device
                                 and not (torch.is_grad_enabled() and sinks.requires_grad)):
             refused.append("s_aux")
-        if (rows is not False and not dropout and not grads and not refused
+        if (not dropout and not grads and not refused
                 and runs_kernel(query) and query.device == key.device == value.device  # not a CPU model: SDPA's
                 and query.dtype == key.dtype == value.dtype and key.shape == value.shape
                 and query.shape[-1] == key.shape[-1] <= MAX_HEAD_DIM and query.shape[1] % key.shape[1] == 0
                 and query.stride(-1) == key.stride(-1) == value.stride(-1) == 1
                 and (scaling is None or scaling > 0)):
-            out = decode_attention(query, key, value, _cache_lengths(attention_mask, rows, key), scale=scaling,
-                                   key_mask=rows, sinks=sinks)
-            return out.transpose(1, 2), None
+            if rows is not False:
+                out = decode_attention(query, key, value, _cache_lengths(attention_mask, rows, key), scale=scaling,
+                                       key_mask=rows, sinks=sinks)
+                return out.transpose(1, 2), None
+            window = _prefill_window(query, key, attention_mask) if sinks_eager else None
+            if window is not None:
+                n, left = window
+                out = attention(query, key[:, :, :n], value[:, :, :n], causal=True, scale=scaling, window=left,
+                                sinks=sinks)
+                return out.transpose(1, 2), None
         return sdpa(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
-    return attention
+    return attention_function
 
 
 def _known_static_classes():

@@ -897,9 +897,10 @@ def attention_varlen_reference(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=False
     return out, lse
 
 
-def attention_eager(q, k, v, causal=False, scale=None, window=None):
+def attention_eager(q, k, v, causal=False, scale=None, window=None, sinks=None):
     """Materialised attention as a model writes it (Hugging Face's eager path): scores in the input
-    dtype, softmax in fp32, GQA by repeating k/v heads."""
+    dtype, softmax in fp32, GQA by repeating k/v heads; sinks as gpt-oss writes them (a column of them
+    beside the scores, dropped after the softmax)."""
     left, right = window_bounds(window, bool(causal))
     group = q.shape[1] // k.shape[1]
     if group > 1:
@@ -907,7 +908,10 @@ def attention_eager(q, k, v, causal=False, scale=None, window=None):
     scores = (q @ k.transpose(-1, -2)) * check_scale(scale, q.shape[-1])
     if left >= 0 or right >= 0:
         scores = scores.masked_fill(~_visible(q.shape[2], k.shape[2], left, right, q.device), -math.inf)
-    return torch.softmax(scores.float(), dim=-1).to(q.dtype) @ v
+    if sinks is None:
+        return torch.softmax(scores.float(), dim=-1).to(q.dtype) @ v
+    column = sinks.to(scores.dtype).view(1, -1, 1, 1).expand(*scores.shape[:3], 1)
+    return torch.softmax(torch.cat([scores, column], -1).float(), dim=-1)[..., :-1].to(q.dtype) @ v
 
 
 def visible_pairs(Sq: int, Sk: int, left: int = -1, right: int = -1) -> int:
@@ -918,12 +922,15 @@ def visible_pairs(Sq: int, Sk: int, left: int = -1, right: int = -1) -> int:
     return int((hi - lo + 1).clamp_min(0).sum())
 
 
-def attention_cost(shape: tuple[int, ...], dtype: torch.dtype, causal: bool = False, window: Window = None) -> Cost:
-    """shape [B, Hq, S, D] (Sq = Sk = S): q, k, v read once, out written once; QK^T and PV, 2 * D FLOPs
-    each per visible (query, key) pair."""
+def attention_cost(shape: tuple[int, ...], dtype: torch.dtype, causal: bool = False, window: Window = None,
+                   kv_heads: Optional[int] = None) -> Cost:
+    """shape [B, Hq, S, D] (Sq = Sk = S; k and v of kv_heads heads, default Hq): q, k, v read once, out
+    written once; QK^T and PV, 2 * D FLOPs each per visible (query, key) pair."""
     B, H, S, D = shape
     left, right = window_bounds(window, causal)
-    return Cost(flops=4 * B * H * D * visible_pairs(S, S, left, right), bytes=4 * B * H * S * D * dtype.itemsize)
+    heads_read = 2 * H + 2 * (H if kv_heads is None else kv_heads)
+    return Cost(flops=4 * B * H * D * visible_pairs(S, S, left, right),
+                bytes=heads_read * B * S * D * dtype.itemsize)
 
 
 def _make_qkv(shape, dtype, device):
@@ -997,6 +1004,29 @@ for _name, _heads, _dim in (("attention", 16, 128), ("attention_d64", 32, 64), (
                                                           ("sdpa_cudnn", "CUDNN_ATTENTION"),
                                                           ("sdpa_efficient", "EFFICIENT_ATTENTION"))},
             x_key="S"))
+
+
+# gpt-oss's attention (gpt-oss-20b / 120b: 64 query heads over 8 kv heads, D = 64, a logit of sinks a head):
+# its full layers causal, its sliding-window ones 128 keys a query (transformers' sliding_window = 128: left = 127).
+# No peer: SDPA has no sinks; eager is transformers' form, the scores materialised.
+GPT_OSS_GROUP = 8
+
+
+def _make_sinks_inputs(shape, dtype, device):
+    B, H, S, D = shape
+    q = torch.randn(shape, device=device, dtype=dtype)
+    k, v = (torch.randn(B, H // GPT_OSS_GROUP, S, D, device=device, dtype=dtype) for _ in range(2))
+    return q, k, v, torch.randn(H, device=device, dtype=dtype) * 2
+
+
+for _name, _window in (("attention_sinks", None), ("attention_sinks_window128", 127)):
+    registry.register(registry.OpSpec(
+        name=_name, family="attention_sinks", make_inputs=_make_sinks_inputs,
+        run=lambda q, k, v, s, w=_window: attention(q, k, v, True, window=w, sinks=s),
+        reference=lambda q, k, v, s, w=_window: attention_reference(q, k, v, True, window=w, sinks=s),
+        eager=lambda q, k, v, s, w=_window: attention_eager(q, k, v, True, window=w, sinks=s),
+        cost=lambda shape, dtype, w=_window: attention_cost(shape, dtype, True, w, shape[1] // GPT_OSS_GROUP),
+        cases=attention_cases(64, 64), check_cases=((1, 8, 100, 64), (2, 8, 37, 64)), x_key="S"))
 
 
 def _peak_memory_table(ceilings) -> list[dict]:
