@@ -372,21 +372,24 @@ def test_bad_input(device):
 def test_compiles_without_graph_break():
     from torch._dynamo.testing import CompileCounterWithBackend
 
-    def block(q, k, v, qp, kp, vp, cu):
+    def block(q, k, v, qp, kp, vp, cu, sinks):
         out = attention(q, k, v, causal=True)
         packed = attention_varlen(qp, kp, vp, cu, cu, 20, 20, causal=True)
-        return out * 2.0, packed + 1.0
+        sunk = attention(q, k, v, causal=True, window=5, sinks=sinks)
+        return out * 2.0, packed + 1.0, sunk
 
     q, k, v = _qkv(1, 4, 2, 20, 20, 32, torch.float16, DEVICE)
     qp, kp, vp = (t[0].transpose(0, 1).contiguous() for t in (q, k, v))
     cu = torch.tensor([0, 20], dtype=torch.int32, device=DEVICE)
+    sinks = torch.randn(4, device=DEVICE) + 3
     torch._dynamo.reset()
     counter = CompileCounterWithBackend("inductor" if HAS_CUDA else "aot_eager")
-    out, packed = torch.compile(block, backend=counter, fullgraph=True)(q, k, v, qp, kp, vp, cu)
+    out, packed, sunk = torch.compile(block, backend=counter, fullgraph=True)(q, k, v, qp, kp, vp, cu, sinks)
     assert counter.frame_count == 1
     ref = attention_reference(q, k, v, causal=True)
     assert rel_err(out, 2.0 * ref) < TOL[torch.float16]
     assert rel_err(packed, ref[0].transpose(0, 1) + 1.0) < TOL[torch.float16]
+    assert rel_err(sunk, attention_reference(q, k, v, causal=True, window=5, sinks=sinks)) < TOL[torch.float16]
 
 
 def test_eager_form_matches_reference(device):
