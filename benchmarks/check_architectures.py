@@ -1,10 +1,11 @@
 """Which transformers architectures rooftop.integrations.hf.patch_model patches, and whether their outputs stay the
 stock model's: each architecture built from a tiny random config (nothing downloaded), patched in a copy, then
 - prefill: the logits of a batch of 2 x 12 tokens, patched against stock (relative L2 error), and how many attention
-  calls rooftop.attention answered (gpt-oss's eager ones);
-- decode: greedy generation of 4 tokens over a StaticCache (SDPA, or eager attention where the model has no SDPA; a
-  left-padded batch) by stock, the patched model fed the same tokens; every step's logits patched against stock, and
-  how many attention calls rooftop.decode_attention answered.
+  calls rooftop.attention answered (patch_model(prefill_attention=True): SDPA's causal prefills, gpt-oss's eager ones);
+- decode: greedy generation of 4 tokens over a StaticCache (a left-padded batch) by stock, the patched model fed the
+  same tokens; every step's logits patched against stock, and how many attention calls rooftop.decode_attention
+  answered.
+Both with SDPA attention, or eager where the model has no SDPA.
 No timing: this is a correctness sweep (a model the patch leaves wrong is a bug: the script exits 1 where the logits
 are off by more than TOLERANCE; one it leaves alone is a gap).
 On the CPU run with TRITON_INTERPRET=1 (fp32); on a GPU with --dtype bfloat16 too.
@@ -98,7 +99,7 @@ def pair(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype
     patched = copy.deepcopy(stock)
     if quant is not None:
         quantize_model(stock, **QUANT[quant])
-    counts = patch_model(patched)
+    counts = patch_model(patched, prefill_attention=True)
     if quant in ("int8", "fp8"):  # the experts patched quantizes: stock's own ones computed with the same codes
         for name, ours in [(name, m) for name, m in patched.named_modules() if isinstance(m, MoEExperts)]:
             codes = quantize_experts(ours.gate_up_proj, ours.down_proj, quant)
@@ -122,7 +123,10 @@ def check(transformers, name: str, overrides: dict, dtype: torch.dtype, device: 
                                                 if k not in ("head_dim", "pad_token_id", "layer_types"))}
     ids = torch.randint(1, 128, (2, 12), device=device)
     with torch.no_grad():
-        built = pair(transformers, name, overrides, "eager", dtype, device, quant)
+        try:
+            built = pair(transformers, name, overrides, "sdpa", dtype, device, quant)
+        except ValueError:  # no SDPA for this model
+            built = pair(transformers, name, overrides, "eager", dtype, device, quant)
         if built is None:
             return {**row, "note": "not in this transformers"}
         stock, patched, counts = built
@@ -135,10 +139,6 @@ def check(transformers, name: str, overrides: dict, dtype: torch.dtype, device: 
         finally:
             hf.attention = real_prefill
         row["attention calls"] = len(prefills)
-        try:  # decode_attention answers SDPA's decode steps; a model without SDPA decodes eagerly
-            stock, patched, _ = pair(transformers, name, overrides, "sdpa", dtype, device, quant)
-        except ValueError:
-            stock, patched, _ = pair(transformers, name, overrides, "eager", dtype, device, quant)
         mask = torch.ones_like(ids)
         mask[1, :3] = 0  # the second sequence left-padded
         calls = []

@@ -1,5 +1,6 @@
 """Patching Hugging Face Llama-style models: module swaps found by duck typing, same outputs."""
 import copy
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -353,34 +354,37 @@ def test_gpt_oss_prefill_takes_attention_with_sinks(cache_kind, monkeypatch):
 
 
 def test_prefill_window_reads_only_causal_windowed_masks():
-    """_prefill_window: transformers' additive masks causal within a window (or none), at the cache's start or after
-    keys already there, give (keys read, left); padding, soft biases, a wider window on one row, a bool mask do not."""
+    """_prefill_window: transformers' masks (boolean; additive: eager's) causal within a window (or none), at the
+    cache's start or after keys already there, give (keys read, left); padding, soft biases, a wider window on one
+    row, the other kind of mask do not."""
     from rooftop.integrations.hf import _prefill_window
 
     def additive(seen):
-        return torch.where(seen, 0.0, torch.finfo(torch.float32).min)[:, None]
+        return torch.where(seen, 0.0, torch.finfo(torch.float32).min)
 
     def causal(B, Sq, Sk, n, left=None):  # query i at key i + n - Sq, keys [i' - left, i'] of the first n
         i = torch.arange(Sq)[:, None] + n - Sq
         j = torch.arange(Sk)[None]
         seen = (j <= i) & (j >= (i - left if left is not None else 0))
-        return seen[None].expand(B, -1, -1).clone()
+        return seen[None, None].expand(B, 1, -1, -1).clone()
 
     query, key = torch.randn(2, 4, 6, 16), torch.randn(2, 2, 10, 16)
-    assert _prefill_window(query, key, additive(causal(2, 6, 10, 6))) == (6, None)  # a static cache's empty slots
-    assert _prefill_window(query, key, additive(causal(1, 6, 10, 10, 3))) == (10, 3)  # after 4 keys, a window
-    assert _prefill_window(query, key, additive(causal(2, 6, 10, 10, 20))) == (10, None)  # a window past every key
-    assert _prefill_window(query, key, additive(causal(2, 6, 12, 9))[..., :12]) == (9, None)  # a mask wider
-    padded = causal(2, 6, 10, 10)
-    padded[1, :, :2] = False
-    wider = causal(2, 6, 10, 10, 3)
-    wider[0, 2, 0] = True
+    for form, kind in ((additive, True), (lambda seen: seen, False)):
+        assert _prefill_window(query, key, form(causal(2, 6, 10, 6)), kind) == (6, None)  # a static cache's slots
+        assert _prefill_window(query, key, form(causal(1, 6, 10, 10, 3)), kind) == (10, 3)  # after 4 keys, a window
+        assert _prefill_window(query, key, form(causal(2, 6, 10, 10, 20)), kind) == (10, None)  # a window past all
+        assert _prefill_window(query, key, form(causal(2, 6, 12, 9)), kind) == (9, None)  # a mask wider
+        padded = causal(2, 6, 10, 10)
+        padded[1, ..., :2] = False
+        wider = causal(2, 6, 10, 10, 3)
+        wider[0, 0, 2, 0] = True
+        for mask in (form(padded), form(wider), None, form(causal(2, 6, 10, 10))[..., :9],
+                     (additive(causal(2, 6, 10, 10)) == 0) if kind else additive(causal(2, 6, 10, 10))):
+            assert _prefill_window(query, key, mask, kind) is None
+        assert _prefill_window(query[:, :, :1], key, form(causal(2, 1, 10, 10)), kind) is None  # a decode step
     soft = additive(causal(2, 6, 10, 10))
-    soft[..., 0] = -1.0
-    for mask in (additive(padded), additive(wider), soft, additive(causal(2, 6, 10, 10)) == 0, None,
-                 additive(causal(2, 6, 10, 10))[..., :9]):
-        assert _prefill_window(query, key, mask) is None
-    assert _prefill_window(query[:, :, :1], key, additive(causal(2, 1, 10, 10))) is None  # a decode step
+    soft[..., 0] = -1.0  # a soft bias, neither seen nor masked
+    assert _prefill_window(query, key, soft, True) is None
 
 
 def test_gpt_oss_eager_decode_takes_only_its_own_sinks(monkeypatch):
@@ -392,7 +396,7 @@ def test_gpt_oss_eager_decode_takes_only_its_own_sinks(monkeypatch):
     gpt_oss = pytest.importorskip("transformers.models.gpt_oss.modeling_gpt_oss")
     eager = gpt_oss.eager_attention_forward
     assert rooftop.integrations.hf._sinks_eager(eager)
-    attention = rooftop.integrations.hf._decode_or(eager, sinks_eager=True)
+    attention = rooftop.integrations.hf._routed(eager, sinks_eager=True)
     calls = []
     real = rooftop.integrations.hf.decode_attention
     monkeypatch.setattr(rooftop.integrations.hf, "decode_attention", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -423,7 +427,7 @@ def test_decode_steps_left_to_sdpa(monkeypatch):
     from rooftop.integrations import hf
 
     calls = []
-    attention = hf._decode_or(lambda module, q, *a, **k: calls.append("sdpa") or (q, None))
+    attention = hf._routed(lambda module, q, *a, **k: calls.append("sdpa") or (q, None))
     monkeypatch.setattr(hf, "decode_attention", lambda q, *a, **k: calls.append("rooftop") or q)
 
     def route(q_shape=(2, 4, 1, 16), kv_shape=(2, 2, 8, 16), mask=None, **kwargs):
@@ -443,6 +447,90 @@ def test_decode_steps_left_to_sdpa(monkeypatch):
     assert calls[-1] == "sdpa"
     monkeypatch.setattr(hf, "runs_kernel", lambda t: False)
     assert route() == "sdpa"
+
+
+def test_prefill_choices(monkeypatch):
+    """The SDPA function's prefill route (prefill=True) takes rooftop.attention where it computes what SDPA would:
+    causal without a mask (keys cut to the queries where the cache holds more; is_causal False: dense, every key), a
+    boolean mask causal within a window; a padded or float mask, a position bias, causal with fewer keys than queries,
+    and prefill=False go to SDPA; None (the default) takes it on sm_90 GPUs only."""
+    from rooftop.integrations import hf
+
+    calls = []
+
+    def sdpa(module, q, *a, **k):
+        calls.append("sdpa")
+        return q, None
+
+    monkeypatch.setattr(hf, "attention",
+                        lambda q, k, v, **kw: calls.append((k.shape[2], kw["causal"], kw["window"])) or q)
+
+    def route(mask=None, keys=8, prefill=True, **kwargs):
+        q, k = torch.randn(2, 4, 6, 16, device=DEVICE), torch.randn(2, 2, keys, 16, device=DEVICE)
+        hf._routed(sdpa, prefill=prefill)(SimpleNamespace(is_causal=True), q, k, k.clone(), mask, **kwargs)
+        return calls[-1]
+
+    def causal(Sk, n, left=None):  # query i at key i + n - 6, keys [i' - left, i'] of the first n
+        i, j = torch.arange(6, device=DEVICE)[:, None] + n - 6, torch.arange(Sk, device=DEVICE)[None]
+        seen = (j <= i) & (j >= (i - left if left is not None else 0))
+        return seen[None, None].expand(2, 1, -1, -1).clone()
+
+    assert route() == (6, True, None)  # an empty StaticCache of 8: keys cut to the 6 queries
+    assert route(keys=6) == (6, True, None)
+    assert route(is_causal=False) == (8, False, None)
+    assert route(mask=causal(8, 8)) == (8, True, None)  # after 2 cached keys
+    assert route(mask=causal(8, 8, 2)) == (8, True, 2)  # a sliding window of 3
+    padded = causal(8, 8)
+    padded[1, ..., :2] = False
+    assert route(mask=padded) == "sdpa"
+    assert route(mask=torch.zeros(2, 1, 6, 8, device=DEVICE)) == "sdpa"  # a float mask (biases)
+    assert route(position_bias=torch.zeros(1, 4, 6, 8, device=DEVICE)) == "sdpa"
+    assert route(keys=4) == "sdpa"  # SDPA's top-left causal with Sq > Sk is not rooftop's bottom-right
+    assert route(prefill=False) == route(dropout=0.1) == "sdpa"
+    assert route(prefill=None) == ("sdpa" if not (HAS_CUDA and hf.is_sm90(0)) else (6, True, None))
+
+
+@pytest.mark.parametrize("arch", ["Llama", "Mistral"])
+def test_sdpa_prefill_takes_attention(arch, monkeypatch):
+    """A patched SDPA model (prefill_attention=True; Mistral with a sliding window of 4): a prompt with no padding goes
+    to rooftop.attention causal (the mask transformers skips), over a DynamicCache and over an empty StaticCache (keys
+    cut to the prompt), then a second chunk under the mask transformers builds (causal after the cached keys, within
+    the window); a left-padded prompt stays SDPA's. Logits as stock's."""
+    import inspect
+
+    transformers = pytest.importorskip("transformers")
+    config = getattr(transformers, f"{arch}Config")(
+        vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=64, **({"sliding_window": 4} if arch == "Mistral" else {}))
+    config._attn_implementation = "sdpa"
+    stock = getattr(transformers, f"{arch}ForCausalLM")(config).to(DEVICE).eval()
+    patched = copy.deepcopy(stock)
+    patch_model(patched, prefill_attention=True)
+    cache_arg = "cache" if "cache" in inspect.signature(stock.model.forward).parameters else "past_key_values"
+    calls = []
+    real = rooftop.integrations.hf.attention
+    monkeypatch.setattr(rooftop.integrations.hf, "attention",
+                        lambda q, k, v, **kw: calls.append((k.shape[2], kw["causal"], kw["window"]))
+                        or real(q, k, v, **kw))
+    # Llama: no mask for the prompt (causal over its keys, a static cache's cut to them), the second chunk's over the
+    # 12 keys; Mistral: masks (its window of 4 inside the prompt), the second chunk over the window's 3 cached keys and
+    # its own 5
+    first, second = ((7, True, 3), (8, True, 3)) if arch == "Mistral" else ((7, True, None), (12, True, None))
+    chunks = torch.randint(0, 128, (2, 7), device=DEVICE), torch.randint(0, 128, (2, 5), device=DEVICE)
+    padding = torch.ones(2, 7, dtype=torch.long, device=DEVICE)
+    padding[1, :2] = 0
+    with torch.no_grad():
+        for cache_kind in ("dynamic", "static"):
+            logits = {}
+            for name, model in (("stock", stock), ("patched", patched)):
+                cache = (transformers.StaticCache(config=config, max_cache_len=16) if cache_kind == "static"
+                         else transformers.DynamicCache(config=config))
+                logits[name] = [model(ids, use_cache=True, **{cache_arg: cache}).logits for ids in chunks]
+                logits[name].append(model(chunks[0], attention_mask=padding).logits)
+            for ours, theirs in zip(logits["patched"], logits["stock"]):
+                assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
+            assert calls == [first, first, second, second], cache_kind
+            calls.clear()
 
 
 def test_patched_decode_step_compiles_without_graph_break():

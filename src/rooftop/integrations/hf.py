@@ -51,8 +51,12 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   rebound the same way) whose "sdpa" function answers a decode step by rooftop.decode_attention: one query a sequence
   over the cache's keys (a StaticCache's whole [B, Hkv, max_len, D] tensors), the boolean mask transformers builds
   (padding, windows) read as a key mask, each sequence's keys read up to its last unmasked one (lengths computed on the
-  device once a step, from the mask the layers share), where SDPA reads the whole static cache under the mask. Prefill,
-  float masks, soft-capping, sinks, head masks, dropout, autograd and asked-for weights go to SDPA as before. gpt-oss's
+  device once a step, from the mask the layers share), where SDPA reads the whole static cache under the mask. On sm_90
+  GPUs (`prefill_attention`; 16-bit heads of 64, 128 or 256) its prefill goes to rooftop.attention where that computes what SDPA would: causal (keys
+  cut to the queries over an empty StaticCache, as transformers does) or dense without a mask, or a boolean mask causal
+  within a window for every sequence (no padding: one host sync a mask and forward to read it); rooftop.attention ran
+  1.3-2.2x SDPA's flash backend (torch's first choice) from S = 512 on the H200. Float masks, padding, soft-capping,
+  sinks, head masks, position biases, dropout, autograd and asked-for weights go to SDPA as before. gpt-oss's
   eager attention (its sinks, its additive mask: no SDPA for it in transformers) answers its decode steps the same way,
   the sinks in the kernel's softmax (decode_attention(..., sinks=)), and its prefill by rooftop.attention with the
   sinks where the mask is causal within the layer's window for every sequence (no padding; one host sync a mask and
@@ -65,8 +69,8 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   kernels of its update; any other cache, layer or version updates as before. Where the RoPE statement comes before that
   update (nothing between reading k), the two are one kernel, rooftop.apply_rope_append_kv: q rotated, the rotated k and
   v written into the cache (`rope_append=False` keeps them apart).
-Other parameters are shared, not copied; outputs match the original up to rounding. Prefill attention is left to
-the model's own implementation (choose `attn_implementation="sdpa"` when loading), but gpt-oss's, as above.
+Other parameters are shared, not copied; outputs match the original up to rounding. Prefill attention goes through the
+model's own implementation (choose `attn_implementation="sdpa"` when loading), routed as above.
 """
 from __future__ import annotations
 
@@ -84,7 +88,7 @@ import torch
 from torch import nn
 
 from rooftop.nn import LayerNorm, RMSNorm
-from rooftop.ops._support import FLOAT_DTYPES, apply_keeping_dtypes, check_fp8_device, runs_kernel
+from rooftop.ops._support import FLOAT_DTYPES, apply_keeping_dtypes, check_fp8_device, is_sm90, runs_kernel
 from rooftop.ops.activations import geglu, swiglu
 from rooftop.ops.attention import MAX_HEAD_DIM, attention
 from rooftop.ops.decode_attention import append_kv, decode_attention
@@ -562,9 +566,9 @@ def _rope_append(rotary, form: _RopeForm):
     return rope_append
 
 
-# kwargs of transformers' attention functions that change the maths (soft-capping, attention sinks, head masks) or ask
-# for the weights: such a call goes to SDPA as it was
-_DECODE_REFUSES = ("softcap", "s_aux", "sinks", "head_mask", "output_attentions")
+# kwargs of transformers' attention functions that change the maths (soft-capping, attention sinks, head masks, a
+# position bias) or ask for the weights: such a call goes to SDPA as it was
+_REFUSES = ("softcap", "s_aux", "sinks", "head_mask", "position_bias", "output_attentions")
 _per_mask: dict[tuple, tuple] = {}  # (what, id of a mask, ...) -> (weak reference to the mask, what it gives)
 
 
@@ -612,36 +616,58 @@ def _cache_lengths(mask, rows, key) -> torch.Tensor:
     return _once_per_mask(("lengths", key.shape[2]), mask, lengths)
 
 
-def _prefill_window(query, key, mask) -> tuple[int, int | None] | None:
-    """For a prefill (several queries a sequence) under gpt-oss's additive mask ([B or 1, 1, Sq, >= Sk]: 0 where a key
-    is seen, the dtype's least value where not): (n, left) where every sequence's query i sees exactly the keys
-    [i' - left, i'], i' = i + n - Sq (rooftop.attention's causal alignment over the first n keys; left None:
-    unbounded), else None (padding, a mask of another form or with soft biases, a call under CUDA graph capture or
-    torch.compile, whose traces a host sync would break: eager as before). One host sync a mask: the layers of a
-    forward share it (gpt-oss: one for its full layers, one for its sliding-window ones)."""
+def _prefill_window(query, key, mask, additive=False) -> tuple[int, int | None] | None:
+    """For a prefill (several queries a sequence) under transformers' boolean SDPA mask ([B or 1, 1, Sq, >= Sk]; additive:
+    its eager mask, 0 where a key is seen, the dtype's least value where not): (n, left) where every sequence's query i
+    sees exactly the keys [i' - left, i'], i' = i + n - Sq (rooftop.attention's causal alignment over the first n keys;
+    left None: unbounded), else None (padding, a mask of another form or with soft biases, a call under CUDA graph
+    capture or torch.compile, whose traces a host sync would break). One host sync a mask: the layers of a forward
+    share it (one for the full layers, one for the sliding-window ones)."""
     if query.dim() != 4 or query.shape[2] < 2 or key.shape[2] == 0:
         return None
     B, _, Sq, _ = query.shape
     Sk = key.shape[2]
-    if not (isinstance(mask, torch.Tensor) and mask.is_floating_point() and mask.dim() == 4 and mask.shape[1] == 1
-            and mask.shape[2] == Sq and mask.shape[0] in (1, B) and mask.shape[3] >= Sk):
+    if not (isinstance(mask, torch.Tensor) and (mask.is_floating_point() if additive else mask.dtype == torch.bool)
+            and mask.dim() == 4 and mask.shape[1] == 1 and mask.shape[2] == Sq and mask.shape[0] in (1, B)
+            and mask.shape[3] >= Sk):
         return None
     if torch.compiler.is_compiling() or (mask.is_cuda and torch.cuda.is_current_stream_capturing()):
         return None
 
     def window():
         scores = mask[:, 0, :, :Sk]
-        seen = scores == 0
+        seen = scores == 0 if additive else scores
         keys = torch.arange(Sk, device=mask.device)
         n = torch.where(seen[:, -1], keys + 1, 0).amax(-1)  # [b]: keys up to the last query's last one
         count = seen[:, -1].sum(-1)  # [b]: how many the last query sees (its window)
         aligned = (torch.arange(Sq, device=mask.device) - Sq)[None, :, None] + n[:, None, None]  # i' [b, Sq, 1]
         exact = ((seen == ((keys <= aligned) & (keys > aligned - count[:, None, None]))).all()
-                 & (seen | (scores <= torch.finfo(scores.dtype).min / 2)).all()  # nothing between 0 and masked
                  & (n == n[0]).all() & (count == count[0]).all() & (count[0] > 0))
+        if additive:  # nothing between 0 and masked
+            exact &= (seen | (scores <= torch.finfo(scores.dtype).min / 2)).all()
         ok, keys_read, width = torch.stack([exact.long(), n[0], count[0]]).tolist()
         return (keys_read, None if width == keys_read else width - 1) if ok else None
-    return _once_per_mask(("prefill", Sq, Sk), mask, window)
+    return _once_per_mask(("prefill", Sq, Sk, additive), mask, window)
+
+
+def _prefill_keys(module, query, key, mask, kwargs, additive) -> tuple[int, bool, int | None] | None:
+    """(keys read, causal, window left) of a prefill rooftop.attention computes as the attention function would, or
+    None. Without a mask (SDPA's; not the eager function's, which has none for a causal model) transformers' rule:
+    causal where is_causal (the kwarg, else the module's; true by default), the keys then cut to the queries where the
+    cache holds more (an empty StaticCache), SDPA's top-left alignment being bottom-right's there; otherwise every
+    key. Under a mask, _prefill_window."""
+    if query.dim() != 4 or query.shape[2] < 2 or key.shape[2] == 0:
+        return None
+    Sq, Sk = query.shape[2], key.shape[2]
+    if mask is not None:
+        window = _prefill_window(query, key, mask, additive)
+        return None if window is None else (window[0], True, window[1])
+    if additive:
+        return None
+    causal = kwargs.get("is_causal")
+    if not (getattr(module, "is_causal", True) if causal is None else causal):
+        return Sk, False, None
+    return (Sq, True, None) if Sk >= Sq else None
 
 
 def _given(value) -> bool:
@@ -649,20 +675,29 @@ def _given(value) -> bool:
     return isinstance(value, torch.Tensor) or bool(value)
 
 
-def _decode_or(sdpa, sinks_eager=False):
-    """transformers' SDPA attention function, a decode step over a cache (one query a sequence, the boolean mask a
-    model builds, nothing that changes the maths) answered by rooftop.decode_attention: the keys up to each sequence's
-    last unmasked one read, the mask applied to them (SDPA reads the whole static cache under it). sinks_eager: the
-    function is gpt-oss's eager one instead (module.sinks, also passed as s_aux, in its softmax; its additive mask,
-    which transformers builds as 0 or the dtype's least value: a caller's own float mask with soft biases would be
-    read as seen only where 0), and its prefill too, by rooftop.attention with the sinks, where the mask is causal
-    within a window for every sequence (_prefill_window: no padding); the eager function materialises the scores,
+def _prefill_by_default(query) -> bool:
+    """Where rooftop.attention takes SDPA's prefill unless told: what was measured against SDPA's backends, 16-bit
+    heads of 64, 128 or 256 on sm_90 GPUs (H200, benchmarks/results/h200-2026-12-01-attention.json: 1.3-2.2x its
+    flash backend, torch's first choice, from S = 512; 0.93-1.07x cuDNN's at D = 128)."""
+    return (query.is_cuda and query.dtype in (torch.bfloat16, torch.float16) and query.shape[-1] in (64, 128, 256)
+            and is_sm90(query.device.index))
+
+
+def _routed(original, sinks_eager=False, prefill=None):
+    """transformers' SDPA attention function (`original`), a decode step over a cache (one query a sequence, the
+    boolean mask a model builds, nothing that changes the maths) answered by rooftop.decode_attention: the keys up to
+    each sequence's last unmasked one read, the mask applied to them (SDPA reads the whole static cache under it); and
+    with `prefill` (None: _prefill_by_default) a prefill by rooftop.attention where it computes what SDPA would
+    (_prefill_keys: causal or dense without a mask; a mask causal within a window for every sequence, else SDPA).
+    sinks_eager: the function is gpt-oss's eager one instead (module.sinks, also passed as s_aux, in its softmax; its
+    additive mask, which transformers builds as 0 or the dtype's least value: a caller's own float mask with soft
+    biases would be read as seen only where 0), its prefill always routed: the eager function materialises the scores,
     [B, Hq, Sq, Sk + 1] in the model's dtype a layer."""
     def attention_function(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
         rows = _decode_mask_rows(query, key, attention_mask, additive=sinks_eager)
         grads = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
         sinks = getattr(module, "sinks", None) if sinks_eager else None  # what gpt-oss's eager function reads
-        refused = [n for n in _DECODE_REFUSES if _given(kwargs.get(n)) and not (sinks_eager and n == "s_aux")]
+        refused = [n for n in _REFUSES if _given(kwargs.get(n)) and not (sinks_eager and n == "s_aux")]
         if sinks_eager and not (isinstance(sinks, torch.Tensor) and kwargs.get("s_aux") is sinks
                                 and sinks.shape == (query.shape[1],) and sinks.dtype in FLOAT_DTYPES
                                 and sinks.device == query.device
@@ -678,13 +713,14 @@ def _decode_or(sdpa, sinks_eager=False):
                 out = decode_attention(query, key, value, _cache_lengths(attention_mask, rows, key), scale=scaling,
                                        key_mask=rows, sinks=sinks)
                 return out.transpose(1, 2), None
-            window = _prefill_window(query, key, attention_mask) if sinks_eager else None
-            if window is not None:
-                n, left = window
-                out = attention(query, key[:, :, :n], value[:, :, :n], causal=True, scale=scaling, window=left,
+            routed = (sinks_eager or (_prefill_by_default(query) if prefill is None else prefill)) and \
+                _prefill_keys(module, query, key, attention_mask, kwargs, additive=sinks_eager)
+            if routed:
+                n, causal, left = routed
+                out = attention(query, key[:, :, :n], value[:, :, :n], causal=causal, scale=scaling, window=left,
                                 sinks=sinks)
                 return out.transpose(1, 2), None
-        return sdpa(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
+        return original(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     return attention_function
 
 
@@ -823,21 +859,22 @@ def _rope_append_rewrite(node: ast.FunctionDef) -> int:
     return 0
 
 
-def _decode_functions(functions, eager=None):
+def _decode_functions(functions, eager=None, prefill=None):
     """transformers' ALL_ATTENTION_FUNCTIONS as a patched attention forward sees it: a new instance of its class
     (transformers' AttentionInterface, a local mapping over the library-wide one) whose "sdpa" answers decode steps by
-    rooftop.decode_attention (_decode_or); where the forward's own `eager` attention function is gpt-oss's (it reads
-    module.sinks: _sinks_eager), its "eager" too, with the sinks; anything else as it was. An instance of
+    rooftop.decode_attention and prefills (`prefill`) by rooftop.attention (_routed); where the forward's own `eager`
+    attention function is gpt-oss's (it reads module.sinks: _sinks_eager), its "eager" too, with the sinks; anything
+    else as it was. An instance of
     transformers' own class, not a proxy: torch.compile traces it as it traces the original (a proxy's __getattr__
     broke dynamo). None where the object is not such an interface."""
     try:
         local = type(functions)()
         local.update(getattr(functions, "_local_mapping", {}))
-        local["sdpa"] = _decode_or(functions["sdpa"])
+        local["sdpa"] = _routed(functions["sdpa"], prefill=prefill)
     except (TypeError, KeyError):
         return None
     if _sinks_eager(eager):
-        local["eager"] = _decode_or(eager, sinks_eager=True)
+        local["eager"] = _routed(eager, sinks_eager=True)
     return local
 
 
@@ -977,7 +1014,7 @@ def _qkv_rewrite(node: ast.FunctionDef) -> int:
 
 
 def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_append: bool = True,
-                       rope_append: bool = True) -> tuple[object, dict[str, int]]:
+                       rope_append: bool = True, prefill: bool | None = None) -> tuple[object, dict[str, int]]:
     """For an attention module (`q_proj`, `k_proj`, `v_proj`): a forward of its own that calls rooftop.apply_rope where
     its forward calls its module's NeoX-layout `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it), and
     with merge_qkv computes q, k and v by one stacked projection (`qkv_proj`; the three are then removed). Returns the
@@ -997,7 +1034,7 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
     stacked = stacked_projection(*(getattr(module, name) for name in QKV)) if merge_qkv and separate else None
     rebind = {"apply_rotary_pos_emb": _fused_rotary(rope, form)} if rope is not None else {}
     functions = inner.__globals__.get("ALL_ATTENTION_FUNCTIONS") if isinstance(inner, types.FunctionType) else None
-    local = (_decode_functions(functions, inner.__globals__.get("eager_attention_forward"))
+    local = (_decode_functions(functions, inner.__globals__.get("eager_attention_forward"), prefill)
              if decode and hasattr(functions, "get_interface") else None)
     decoding = local is not None
     if decoding:
@@ -1099,15 +1136,20 @@ def _add_norm_names(add, keep, norm, self_name, module) -> tuple[str, str, str] 
 
 
 def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = True,
-                decode_attention: bool = True, kv_append: bool = True, rope_append: bool = True) -> dict[str, int]:
+                decode_attention: bool = True, kv_append: bool = True, rope_append: bool = True,
+                prefill_attention: bool | None = None) -> dict[str, int]:
     """Swap in rooftop's fused modules and forwards in place; returns how many of each were replaced. merge_gate_up:
     an MLP's gate and up projections become one (`GatedMLP`), where they can; merge_qkv: an attention's q, k and v
-    projections (`qkv_proj`); decode_attention: an attention's SDPA decode steps by rooftop.decode_attention;
+    projections (`qkv_proj`); decode_attention: an attention's SDPA decode steps by rooftop.decode_attention (the
+    count of attention functions so routed); prefill_attention (with decode_attention): its SDPA prefills by
+    rooftop.attention where they are causal or dense, or under a mask causal within a window (None: 16-bit heads of
+    64, 128 or 256 on sm_90 GPUs, where that was measured faster than SDPA's default backend; others keep SDPA);
     kv_append: a static cache layer's update by rooftop.append_kv; rope_append: with kv_append, an attention's RoPE
     and that update as one kernel (rooftop.apply_rope_append_kv) where its RoPE is followed by the update."""
     counts = {"rms_norm": 0, "add_rms_norm": 0, "layer_norm": 0, "add_layer_norm": 0, "gated_mlp": 0,
               "moe_experts": 0, "qkv": 0, "rope": 0, "decode_attention": 0, "kv_append": 0, "rope_append": 0}
-    forward, changed = _attention_forward(model, merge_qkv, decode_attention, kv_append, rope_append)
+    forward, changed = _attention_forward(model, merge_qkv, decode_attention, kv_append, rope_append,
+                                          prefill_attention)
     if forward is not None:
         model.forward = forward
         for key, n in changed.items():
@@ -1122,7 +1164,7 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
             new, kind = _moe_experts(child), "moe_experts"
         if new is None:
             for key, n in patch_model(child, merge_gate_up, merge_qkv, decode_attention, kv_append,
-                                      rope_append).items():
+                                      rope_append, prefill_attention).items():
                 counts[key] += n
             continue
         setattr(model, name, new)

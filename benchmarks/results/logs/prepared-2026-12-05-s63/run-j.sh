@@ -1,6 +1,7 @@
 # Prepared in session 63 (no GPU lent that session) for the next (~7 min; after s62's run-i.sh): gpt-oss's attention
 # at prefill with its sinks (journal 444-445). The GPU tests (attention with sinks at gpt-oss-20b's shapes, the Gluon
-# dispatch leaving sinks to the Triton kernel, the patched gpt-oss's prefill and decode), the attention_sinks family
+# dispatch leaving sinks to the Triton kernel, the patched gpt-oss's prefill and decode, SDPA prefills routed to
+# rooftop.attention, journal 446), the attention_sinks family
 # (rooftop / eager / compile; 64 query heads over 8 kv heads, D = 64, B * S = 16384; causal, and causal within 128 keys),
 # then the gpt-oss-shaped model with a 2048-token prompt (prefill_ms: stock's eager attention against the patched).
 # Predicted: causal 200-350 TFLOP/s from S = 2048 (the Triton kernel at D = 64: attention_d64 0.77-0.86x cuDNN's
@@ -12,7 +13,7 @@ nvidia-smi --query-gpu=name --format=csv,noheader
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
 mkdir -p $OUT/w
 timeout 140 python -m pytest -q -p no:logging --tb=short -n 8 tests/test_attention.py tests/test_integrations.py \
-  -k "sinks or gluon_dispatch or gpt_oss or prefill_window" 2>&1 | grep -v Warn | tail -6
+  -k "sinks or gluon_dispatch or gpt_oss or prefill" 2>&1 | grep -v Warn | tail -6
 timeout 240 python benchmarks/gpu_session.py $OUT/w/session --families attention_sinks --no-ncu 2>&1 \
   | grep -v Warn | tail -16
 timeout 180 python benchmarks/e2e_decode.py $OUT/w/prefill --graphs --cache-len 4096 --gpt-oss --no-int4 --layers 4 \
