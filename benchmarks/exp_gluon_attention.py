@@ -224,16 +224,20 @@ def compile_only() -> None:
         for config in PINGPONG_CONFIGS[D]:
             sig = {"q_desc": desc([1, 1, rows, D]), "k_desc": desc([1, 1, config.block_n, D]),
                    "v_desc": desc([1, 1, config.block_n, D]), "o_desc": desc([1, 1, rows, D]), "lse_ptr": "*fp32",
+                   "sinks_ptr": "*bf16",
                    "seqlen_q": "i32", "seqlen_k": "i32", "tiles_m": "i32", "n_heads": "i32", "kv_group": "i32",
                    "qk_scale": "fp32", "BLOCK_N": "constexpr", "STAGES": "constexpr", "CAUSAL": "constexpr",
-                   "WRITE_LSE": "constexpr", "CONSUMER_REGS": "constexpr", "LOADER_REGS": "constexpr"}
-            for causal in (False, True):
+                   "WRITE_LSE": "constexpr", "SINKS": "constexpr", "CONSUMER_REGS": "constexpr",
+                   "LOADER_REGS": "constexpr"}
+            for causal, sinks in ((False, False), (True, False), (True, True)):  # sinks: gpt-oss's full layers
                 consts = dict(BLOCK_N=config.block_n, STAGES=config.num_stages, CAUSAL=causal, WRITE_LSE=True,
-                              CONSUMER_REGS=attention_sm90.CONSUMER_REGS, LOADER_REGS=attention_sm90.LOADER_REGS)
+                              SINKS=sinks, CONSUMER_REGS=attention_sm90.CONSUMER_REGS,
+                              LOADER_REGS=attention_sm90.LOADER_REGS)
                 compiled = compile_sm90(attention_sm90._attention_fwd_pingpong, sig, consts)
                 cubin = read_cubin(compiled)
                 print(f"pingpong D={D} 2x{rows}x{config.block_n} {config.num_stages} stages"
-                      + (" causal" if causal else ""), cubin.resources, "smem", compiled.metadata.shared,
+                      + (" causal" if causal else "") + (" sinks" if sinks else ""), cubin.resources, "smem",
+                      compiled.metadata.shared,
                       "setmaxnreg", cubin.maxnreg, "local memory ops", cubin.local_memory_ops)
                 for line in _sass_loops(cubin.sass):
                     print("   ", line)

@@ -176,6 +176,24 @@ def test_repeated_calls_take_the_plan(monkeypatch, device):
     assert len(attention_mod._plans) == 2
 
 
+def test_plans_follow_the_sinks(monkeypatch, device):
+    """Sinks or none, and the sinks' dtype (a plan's compiled kernel is specialised on their pointer's), keep plans
+    of their own; each repeated call (the plan's direct launch on a GPU) matches the reference, dense and varlen."""
+    monkeypatch.setattr(attention_mod, "_plans", Plans())
+    q, k, v = _qkv(1, 4, 2, 20, 20, 64, torch.bfloat16, device)
+    sinks = torch.randn(4, device=device) + 4
+    for s in (None, sinks, sinks.bfloat16(), sinks, sinks.bfloat16(), None):
+        _check(q, k, v, True, sinks=s)
+    assert len(attention_mod._plans) == 3
+    qp, kp = q[0].transpose(0, 1).contiguous(), k[0].transpose(0, 1).contiguous()
+    cu = _cu([20], device)
+    for s in (sinks, sinks.bfloat16(), sinks):
+        out = attention_varlen(qp, kp, kp, cu, cu, 20, 20, True, sinks=s)
+        ref, _ = attention_varlen_reference(qp, kp, kp, cu, cu, True, sinks=s)
+        assert rel_err(out, ref) < TOL[torch.bfloat16]
+    assert len(attention_mod._plans) == 5
+
+
 def test_plans_follow_strides_and_alignment(monkeypatch, device):
     """Same shapes with other strides, or with a base off 16-byte alignment (TMA cannot take it), get a
     plan of their own: never one made for another layout."""
@@ -590,6 +608,28 @@ def _gluon_path(monkeypatch, q, k, v, causal, scale=None):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("D", [64, 128, 256])
+def test_gpu_gluon_sinks(D, causal, monkeypatch):
+    """gpt-oss's sinks in the ping-pong kernel's epilogue, each configuration of the head dim, against the reference:
+    a sink past a row's log-sum, one of -inf (as none), GQA 8, a ragged last tile; its plan's direct launch repeats."""
+    _sm90()
+    q, k, v = _qkv(2, 16, 2, 300, 300, D, torch.bfloat16, "cuda")
+    sinks = torch.randn(16, device="cuda") * 2
+    sinks[0], sinks[1] = 8.0, -float("inf")
+    ref, ref_lse = attention_reference(q, k, v, causal, return_lse=True, sinks=sinks)
+    for config in attention_mod.PINGPONG_CONFIGS[D]:
+        monkeypatch.setitem(attention_mod.PINGPONG_CONFIGS, D, (config,))
+        monkeypatch.setattr(attention_mod, "_plans", Plans())
+        out, lse = attention(q, k, v, causal, return_lse=True, sinks=sinks)
+        (plan,) = attention_mod._plans.values()
+        assert isinstance(plan, attention_mod.attention_sm90.PingpongPlan)
+        assert_attention_result(out, lse, ref, ref_lse, q)
+        again, _ = attention(q, k, v, causal, return_lse=True, sinks=sinks)
+        assert torch.equal(again, out) and len(attention_mod._plans) == 1
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("group", [1, 4])
@@ -686,7 +726,8 @@ def test_gpu_gluon_dispatch(monkeypatch):
     qt, kt, vt = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in (q, k, v))  # [B, S, H, D] memory
     assert path(qt, kt, vt, True) == "pingpong"
     assert path(q, k, v, True, window=64) == "triton"
-    assert path(q, k, v, True, sinks=torch.randn(8, device="cuda")) == "triton"  # gpt-oss's sinks: not in Gluon's
+    assert path(q, k, v, True, sinks=torch.randn(8, device="cuda")) == "pingpong"  # gpt-oss's full layers
+    assert path(q, k, v, True, window=64, sinks=torch.randn(8, device="cuda")) == "triton"  # its sliding ones
     assert path(q, k, v, False, window=(32, 32)) == "triton"
     assert path(q[:, :, :100], k, v, True) == path(q, k[:, :, :100], v[:, :, :100]) == "pingpong"  # Sq != Sk
     assert path(q, k[:, :, :100], v[:, :, :100], True) == "triton"  # causal Sq > Sk: queries with no key

@@ -272,6 +272,14 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeyp
             assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
 
+def _causal_seen(B, Sq, Sk, n, left=None):
+    """[B, 1, Sq, Sk] bool: query i at key i + n - Sq sees the keys [i' - left, i'] of the first n (a mask
+    transformers builds for a prefill after n - Sq cached keys, within a window of left + 1)."""
+    i, j = torch.arange(Sq, device=DEVICE)[:, None] + n - Sq, torch.arange(Sk, device=DEVICE)[None]
+    seen = (j <= i) & (j >= (i - left if left is not None else 0))
+    return seen[None, None].expand(B, 1, -1, -1).clone()
+
+
 def _tiny_gpt_oss():
     """(transformers, config, stock, patched, the forward's cache argument) for a 2-layer gpt-oss (eager attention with
     sinks, a sliding-window layer of 8 keys and a full one, an additive mask), its sinks random."""
@@ -362,13 +370,8 @@ def test_prefill_window_reads_only_causal_windowed_masks():
     def additive(seen):
         return torch.where(seen, 0.0, torch.finfo(torch.float32).min)
 
-    def causal(B, Sq, Sk, n, left=None):  # query i at key i + n - Sq, keys [i' - left, i'] of the first n
-        i = torch.arange(Sq)[:, None] + n - Sq
-        j = torch.arange(Sk)[None]
-        seen = (j <= i) & (j >= (i - left if left is not None else 0))
-        return seen[None, None].expand(B, 1, -1, -1).clone()
-
-    query, key = torch.randn(2, 4, 6, 16), torch.randn(2, 2, 10, 16)
+    causal = _causal_seen
+    query, key = torch.randn(2, 4, 6, 16, device=DEVICE), torch.randn(2, 2, 10, 16, device=DEVICE)
     for form, kind in ((additive, True), (lambda seen: seen, False)):
         assert _prefill_window(query, key, form(causal(2, 6, 10, 6)), kind) == (6, None)  # a static cache's slots
         assert _prefill_window(query, key, form(causal(1, 6, 10, 10, 3)), kind) == (10, 3)  # after 4 keys, a window
@@ -385,6 +388,10 @@ def test_prefill_window_reads_only_causal_windowed_masks():
     soft = additive(causal(2, 6, 10, 10))
     soft[..., 0] = -1.0  # a soft bias, neither seen nor masked
     assert _prefill_window(query, key, soft, True) is None
+    reused = causal(2, 6, 10, 10)  # one mask object written in place between calls: read again
+    assert _prefill_window(query, key, reused) == (10, None)
+    reused[1, ..., :2] = False
+    assert _prefill_window(query, key, reused) is None
 
 
 def test_gpt_oss_eager_decode_takes_only_its_own_sinks(monkeypatch):
@@ -453,7 +460,8 @@ def test_prefill_choices(monkeypatch):
     """The SDPA function's prefill route (prefill=True) takes rooftop.attention where it computes what SDPA would:
     causal without a mask (keys cut to the queries where the cache holds more; is_causal False: dense, every key), a
     boolean mask causal within a window; a padded or float mask, a position bias, causal with fewer keys than queries,
-    and prefill=False go to SDPA; None (the default) takes it on sm_90 GPUs only."""
+    and prefill=False go to SDPA; None (the default) takes it for 16-bit heads of 64 / 128 / 256 on sm_90 GPUs only.
+    gpt-oss's eager function: its prefill routed unless prefill=False."""
     from rooftop.integrations import hf
 
     calls = []
@@ -465,15 +473,16 @@ def test_prefill_choices(monkeypatch):
     monkeypatch.setattr(hf, "attention",
                         lambda q, k, v, **kw: calls.append((k.shape[2], kw["causal"], kw["window"])) or q)
 
-    def route(mask=None, keys=8, prefill=True, **kwargs):
-        q, k = torch.randn(2, 4, 6, 16, device=DEVICE), torch.randn(2, 2, keys, 16, device=DEVICE)
-        hf._routed(sdpa, prefill=prefill)(SimpleNamespace(is_causal=True), q, k, k.clone(), mask, **kwargs)
+    def route(mask=None, keys=8, prefill=True, D=16, dtype=torch.float32, function=sdpa, eager=False, **kwargs):
+        q, k = (torch.randn(2, h, s, D, device=DEVICE, dtype=dtype) for h, s in ((4, 6), (2, keys)))
+        module = SimpleNamespace(is_causal=True, sinks=torch.zeros(4, device=DEVICE))
+        if eager:
+            kwargs["s_aux"] = module.sinks
+        hf._routed(function, sinks_eager=eager, prefill=prefill)(module, q, k, k.clone(), mask, **kwargs)
         return calls[-1]
 
-    def causal(Sk, n, left=None):  # query i at key i + n - 6, keys [i' - left, i'] of the first n
-        i, j = torch.arange(6, device=DEVICE)[:, None] + n - 6, torch.arange(Sk, device=DEVICE)[None]
-        seen = (j <= i) & (j >= (i - left if left is not None else 0))
-        return seen[None, None].expand(2, 1, -1, -1).clone()
+    def causal(Sk, n, left=None):
+        return _causal_seen(2, 6, Sk, n, left)
 
     assert route() == (6, True, None)  # an empty StaticCache of 8: keys cut to the 6 queries
     assert route(keys=6) == (6, True, None)
@@ -487,7 +496,12 @@ def test_prefill_choices(monkeypatch):
     assert route(position_bias=torch.zeros(1, 4, 6, 8, device=DEVICE)) == "sdpa"
     assert route(keys=4) == "sdpa"  # SDPA's top-left causal with Sq > Sk is not rooftop's bottom-right
     assert route(prefill=False) == route(dropout=0.1) == "sdpa"
-    assert route(prefill=None) == ("sdpa" if not (HAS_CUDA and hf.is_sm90(0)) else (6, True, None))
+    assert route(prefill=None) == "sdpa"  # fp32, D = 16: not measured against SDPA
+    sm90 = HAS_CUDA and hf.is_sm90(0)
+    assert route(prefill=None, D=64, dtype=torch.bfloat16) == ((6, True, None) if sm90 else "sdpa")
+    additive = torch.where(causal(8, 8, 2), 0.0, torch.finfo(torch.float32).min)
+    assert route(mask=additive, function=sdpa, eager=True, prefill=None) == (8, True, 2)  # gpt-oss's eager
+    assert route(mask=additive, function=sdpa, eager=True, prefill=False) == "sdpa"  # (here its stand-in)
 
 
 @pytest.mark.parametrize("arch", ["Llama", "Mistral"])

@@ -51,11 +51,12 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   rebound the same way) whose "sdpa" function answers a decode step by rooftop.decode_attention: one query a sequence
   over the cache's keys (a StaticCache's whole [B, Hkv, max_len, D] tensors), the boolean mask transformers builds
   (padding, windows) read as a key mask, each sequence's keys read up to its last unmasked one (lengths computed on the
-  device once a step, from the mask the layers share), where SDPA reads the whole static cache under the mask. On sm_90
-  GPUs (`prefill_attention`; 16-bit heads of 64, 128 or 256) its prefill goes to rooftop.attention where that computes what SDPA would: causal (keys
-  cut to the queries over an empty StaticCache, as transformers does) or dense without a mask, or a boolean mask causal
-  within a window for every sequence (no padding: one host sync a mask and forward to read it); rooftop.attention ran
-  1.3-2.2x SDPA's flash backend (torch's first choice) from S = 512 on the H200. Float masks, padding, soft-capping,
+  device once a step, from the mask the layers share), where SDPA reads the whole static cache under the mask. Its
+  prefill goes to rooftop.attention (`prefill_attention`; by default for 16-bit heads of 64, 128 or 256 on sm_90 GPUs,
+  where rooftop.attention ran 1.3-2.2x SDPA's flash backend, torch's first choice, from S = 512 on the H200) where that
+  computes what SDPA would: causal (keys cut to the queries over an empty StaticCache, as transformers does) or dense
+  without a mask, or a boolean mask causal within a window for every sequence (no padding: one host sync a mask and
+  forward to read it). Float masks, padding, soft-capping,
   sinks, head masks, position biases, dropout, autograd and asked-for weights go to SDPA as before. gpt-oss's
   eager attention (its sinks, its additive mask: no SDPA for it in transformers) answers its decode steps the same way,
   the sinks in the kernel's softmax (decode_attention(..., sinks=)), and its prefill by rooftop.attention with the
@@ -569,20 +570,20 @@ def _rope_append(rotary, form: _RopeForm):
 # kwargs of transformers' attention functions that change the maths (soft-capping, attention sinks, head masks, a
 # position bias) or ask for the weights: such a call goes to SDPA as it was
 _REFUSES = ("softcap", "s_aux", "sinks", "head_mask", "position_bias", "output_attentions")
-_per_mask: dict[tuple, tuple] = {}  # (what, id of a mask, ...) -> (weak reference to the mask, what it gives)
+_per_mask: dict[tuple, tuple] = {}  # (what, id of a mask, ...) -> (weak reference, version, what the mask gives)
 
 
 def _once_per_mask(key: tuple, mask: torch.Tensor, compute):
     """compute() once for the mask object the layers of a forward share (key: what is computed, and its arguments but
-    the mask)."""
+    the mask), again where the mask was written in place since (a caller's buffer reused: its version moved)."""
     key = (*key, id(mask))
     kept = _per_mask.get(key)
-    if kept is not None and kept[0]() is mask:
-        return kept[1]
+    if kept is not None and kept[0]() is mask and kept[1] == mask._version:
+        return kept[2]
     value = compute()
     if len(_per_mask) > 64:
         _per_mask.clear()
-    _per_mask[key] = (weakref.ref(mask), value)
+    _per_mask[key] = (weakref.ref(mask), mask._version, value)
     return value
 
 
@@ -617,12 +618,12 @@ def _cache_lengths(mask, rows, key) -> torch.Tensor:
 
 
 def _prefill_window(query, key, mask, additive=False) -> tuple[int, int | None] | None:
-    """For a prefill (several queries a sequence) under transformers' boolean SDPA mask ([B or 1, 1, Sq, >= Sk]; additive:
-    its eager mask, 0 where a key is seen, the dtype's least value where not): (n, left) where every sequence's query i
-    sees exactly the keys [i' - left, i'], i' = i + n - Sq (rooftop.attention's causal alignment over the first n keys;
-    left None: unbounded), else None (padding, a mask of another form or with soft biases, a call under CUDA graph
-    capture or torch.compile, whose traces a host sync would break). One host sync a mask: the layers of a forward
-    share it (one for the full layers, one for the sliding-window ones)."""
+    """For a prefill (several queries a sequence) under transformers' boolean SDPA mask ([B or 1, 1, Sq, >= Sk];
+    additive: its eager mask, 0 where a key is seen, the dtype's least value where not): (n, left) where every
+    sequence's query i sees exactly the keys [i' - left, i'], i' = i + n - Sq (rooftop.attention's causal alignment
+    over the first n keys; left None: unbounded), else None (padding, a mask of another form or with soft biases, a
+    call under CUDA graph capture or torch.compile, whose traces a host sync would break). One host sync a mask: the
+    layers of a forward share it (one for the full layers, one for the sliding-window ones)."""
     if query.dim() != 4 or query.shape[2] < 2 or key.shape[2] == 0:
         return None
     B, _, Sq, _ = query.shape
@@ -652,7 +653,7 @@ def _prefill_window(query, key, mask, additive=False) -> tuple[int, int | None] 
 
 def _prefill_keys(module, query, key, mask, kwargs, additive) -> tuple[int, bool, int | None] | None:
     """(keys read, causal, window left) of a prefill rooftop.attention computes as the attention function would, or
-    None. Without a mask (SDPA's; not the eager function's, which has none for a causal model) transformers' rule:
+    None. Without a mask (SDPA's; the eager function is always given one, and none is refused) transformers' rule:
     causal where is_causal (the kwarg, else the module's; true by default), the keys then cut to the queries where the
     cache holds more (an empty StaticCache), SDPA's top-left alignment being bottom-right's there; otherwise every
     key. Under a mask, _prefill_window."""
@@ -691,8 +692,8 @@ def _routed(original, sinks_eager=False, prefill=None):
     (_prefill_keys: causal or dense without a mask; a mask causal within a window for every sequence, else SDPA).
     sinks_eager: the function is gpt-oss's eager one instead (module.sinks, also passed as s_aux, in its softmax; its
     additive mask, which transformers builds as 0 or the dtype's least value: a caller's own float mask with soft
-    biases would be read as seen only where 0), its prefill always routed: the eager function materialises the scores,
-    [B, Hq, Sq, Sk + 1] in the model's dtype a layer."""
+    biases would be read as seen only where 0), its prefill routed unless prefill is False: the eager function
+    materialises the scores, [B, Hq, Sq, Sk + 1] in the model's dtype a layer."""
     def attention_function(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
         rows = _decode_mask_rows(query, key, attention_mask, additive=sinks_eager)
         grads = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
@@ -713,8 +714,8 @@ def _routed(original, sinks_eager=False, prefill=None):
                 out = decode_attention(query, key, value, _cache_lengths(attention_mask, rows, key), scale=scaling,
                                        key_mask=rows, sinks=sinks)
                 return out.transpose(1, 2), None
-            routed = (sinks_eager or (_prefill_by_default(query) if prefill is None else prefill)) and \
-                _prefill_keys(module, query, key, attention_mask, kwargs, additive=sinks_eager)
+            wanted = prefill if prefill is not None else sinks_eager or _prefill_by_default(query)
+            routed = wanted and _prefill_keys(module, query, key, attention_mask, kwargs, additive=sinks_eager)
             if routed:
                 n, causal, left = routed
                 out = attention(query, key[:, :, :n], value[:, :, :n], causal=causal, scale=scaling, window=left,
@@ -874,7 +875,7 @@ def _decode_functions(functions, eager=None, prefill=None):
     except (TypeError, KeyError):
         return None
     if _sinks_eager(eager):
-        local["eager"] = _routed(eager, sinks_eager=True)
+        local["eager"] = _routed(eager, sinks_eager=True, prefill=prefill)
     return local
 
 
@@ -1143,7 +1144,8 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
     projections (`qkv_proj`); decode_attention: an attention's SDPA decode steps by rooftop.decode_attention (the
     count of attention functions so routed); prefill_attention (with decode_attention): its SDPA prefills by
     rooftop.attention where they are causal or dense, or under a mask causal within a window (None: 16-bit heads of
-    64, 128 or 256 on sm_90 GPUs, where that was measured faster than SDPA's default backend; others keep SDPA);
+    64, 128 or 256 on sm_90 GPUs, where that was measured faster than SDPA's default backend; others keep SDPA), and
+    gpt-oss's eager prefills with their sinks (None: always; False keeps the eager function's);
     kv_append: a static cache layer's update by rooftop.append_kv; rope_append: with kv_append, an attention's RoPE
     and that update as one kernel (rooftop.apply_rope_append_kv) where its RoPE is followed by the update."""
     counts = {"rms_norm": 0, "add_rms_norm": 0, "layer_norm": 0, "add_layer_norm": 0, "gated_mlp": 0,

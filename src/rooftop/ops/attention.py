@@ -31,8 +31,8 @@ of a head side by side, so that its k/v come from L2 after the first read), each
 
 Which path runs:
 - Gluon ping-pong (ops/attention_sm90.py; sm_90 GPUs only, never the interpreter): 16-bit, D 64, 128 or
-  256, dense or causal with no window, not varlen, no sinks, any Sq and Sk (causal: Sq <= Sk), q, k, v and out in
-  any layout the TMA path below takes (contiguous, Hugging Face's transposed [B, S, H, D] views, heads
+  256, dense or causal with no window, not varlen, sinks or none, any Sq and Sk (causal: Sq <= Sk), q, k, v and
+  out in any layout the TMA path below takes (contiguous, Hugging Face's transposed [B, S, H, D] views, heads
   sliced from a packed qkv row: 4-D descriptors with the real strides, which bound each head's rows),
   GQA/MQA, lse and scale as above. FA3's schedule: per program 128 queries in two consumer warp groups of
   64 whose MMAs alternate (one's softmax runs under the other's MMAs, and under its own P V: wgmma
@@ -317,7 +317,7 @@ def _attention_fwd_kernel(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k,
                           PRECISION: tl.constexpr):
     # Reads the q tile once, each k/v tile of the key range once (BLOCK_N * D * 2 * itemsize bytes per
     # step, mostly from L2: the programs of one head run side by side), writes out (and lse) once; with
-    # SINKS, the head's sink (4 bytes).
+    # SINKS, the head's sink (one value a program).
     # One program per (query tile, batch * head), the query tiles of one head adjacent in launch order:
     # the programs in flight share a few heads' k/v, read from HBM once and from L2 by the rest. (With
     # the heads adjacent instead, every program read its head's k/v from HBM: at BLOCK_M = 128 that is
@@ -520,7 +520,7 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
         ensure_scratch_allocator()  # device-made descriptors: Triton's dispatch of the first launch takes scratch
     mask_left, mask_right = left >= 0, causal or right >= 0 or varlen
     kind = _kind(use_tma, mask_left, mask_right)
-    pingpong = sinks is None and _pingpong_applies(q4, k4, v4, o4, causal, left, right, varlen)
+    pingpong = _pingpong_applies(q4, k4, v4, o4, causal, left, right, varlen)
     unbounded = max_q + max_k  # wider than any query can reach
     sizes = (sq[0], sq[1], sq[2], sk[0], sk[1], sk[2], sv[0], sv[1], sv[2], so[0], so[1], so[2],
              *(lse3.stride()[:2] if lse3 is not None else (0, 0)),
@@ -535,7 +535,7 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
                 raise ValueError(f"{cfg} needs an sm_90 GPU and a call the Gluon kernel supports")
             # pingpong implies TMA: sq.. are the TMA strides
             plan = plans[cfg] = attention_sm90.PingpongPlan(q4, k4, (sq, sk, sv, so), causal, lse3 is not None,
-                                                            cfg.block_n, cfg.num_stages)
+                                                            cfg.block_n, cfg.num_stages, sinks is not None)
         elif plan is None:
             tiles_m = cdiv(max_q, cfg.block_m)
             programs = tiles_m * n_batch * q4.shape[1]
@@ -556,10 +556,7 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
                 constexprs["maxnreg"] = cfg.maxnreg
             plan = plans[cfg] = _Plan((programs,), constexprs, descriptors, (*sizes, tiles_m), windows,
                                       device_index)
-        if sinks is None:
-            plan(q4, k4, v4, o4, lse3, cu_q, cu_k, qk_scale)
-        else:  # never the Gluon kernel's
-            plan(q4, k4, v4, o4, lse3, cu_q, cu_k, qk_scale, sinks)
+        plan(q4, k4, v4, o4, lse3, cu_q, cu_k, qk_scale, sinks)
         return plan
 
     if config is not None:
@@ -664,6 +661,12 @@ def _no_key(out: torch.Tensor, lse: torch.Tensor, sinks: Optional[torch.Tensor],
         lse.copy_(sinks.float().view([-1] + [1] * (lse.dim() - 1 - heads_dim)).expand(lse.shape))
 
 
+def _sinks_key(sinks: Optional[torch.Tensor]) -> Optional[torch.dtype]:
+    """What a plan's key holds of the sinks: their dtype (the compiled kernel is specialised on the pointer's), or
+    None without."""
+    return None if sinks is None else sinks.dtype
+
+
 def _new_out(q: torch.Tensor) -> torch.Tensor:
     """Out [B, Hq, Sq, D] in q's layout: [B, S, H, D] memory when q is a transposed [B, S, H, D] (so that
     a model's transpose back is free), else contiguous."""
@@ -704,7 +707,7 @@ def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
     lse3 = lse if return_lse else None
     # everything the launch depends on but the data pointers and the scale (out's layout follows q's)
     key = ("dense", q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, causal, left, right,
-           return_lse, sinks is not None, TMA_ENABLED, HOST_DESCRIPTORS, GLUON_ENABLED, alignment_key(q, k, v))
+           return_lse, _sinks_key(sinks), TMA_ENABLED, HOST_DESCRIPTORS, GLUON_ENABLED, alignment_key(q, k, v))
     plan = _plans.get(key)
     if plan is not None:
         plan(q, k, v, out, lse3, q, q, scale * LOG2E, sinks)
@@ -795,7 +798,7 @@ def _attention_varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_s
         return out, lse
     lse2 = lse if return_lse else None
     key = ("varlen", q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, batch, max_seqlen_q,
-           max_seqlen_k, causal, left, right, return_lse, sinks is not None, TMA_ENABLED,
+           max_seqlen_k, causal, left, right, return_lse, _sinks_key(sinks), TMA_ENABLED,
            alignment_key(q, k, v, cu_seqlens_q, cu_seqlens_k))
     plan = _plans.get(key)
     if plan is not None:  # the plan takes the tensors as they are: no descriptor reads the 4-D views' shapes
@@ -900,7 +903,8 @@ def attention_varlen_reference(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=False
 def attention_eager(q, k, v, causal=False, scale=None, window=None, sinks=None):
     """Materialised attention as a model writes it (Hugging Face's eager path): scores in the input
     dtype, softmax in fp32, GQA by repeating k/v heads; sinks as gpt-oss writes them (a column of them
-    beside the scores, dropped after the softmax)."""
+    beside the scores, dropped after the softmax; as there, a query with no key and a sink of -inf gets
+    NaN, where attention() gives 0)."""
     left, right = window_bounds(window, bool(causal))
     group = q.shape[1] // k.shape[1]
     if group > 1:

@@ -25,8 +25,9 @@ any Sq and Sk (loads past a head's end read 0; the last key tile is masked past 
 computed on zeros and dropped: TMA clips the store, lse is masked), GQA/MQA (k/v head = q head // (Hq /
 Hkv)), causal or not (causal aligned bottom-right, query i at key position i + Sk - Sq, and Sq <= Sk so that
 every query sees key 0; each program's key loop stops at its diagonal; the tiles that cross a consumer's
-diagonal are masked, the others not), lse on request (fp32, natural log), any scale > 0. D = 256 takes
-64-key tiles in 2 stages: q 64 KB and 2 x (k + v) 128 KB of 227 KB.
+diagonal are masked, the others not), lse on request (fp32, natural log), any scale > 0, gpt-oss's sinks (a
+logit a head, folded into each row's softmax state before its store as ops/attention.py's fold_sink does). D = 256
+takes 64-key tiles in 2 stages: q 64 KB and 2 x (k + v) 128 KB of 227 KB.
 
 Traffic: q and out once; each k/v tile of a program's key range once per program (from L2 mostly: the
 programs of a head, and the heads of a GQA group, run side by side); lse once.
@@ -130,12 +131,13 @@ def _pingpong_turn(q, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_tur
 
 
 @gluon.jit
-def _pingpong_consumer(o_desc, lse_ptr, q_smem, k_smem, v_smem, l_pin, q_bars, k_ready, v_ready, k_empty, v_empty,
-                       turn_bars, b, h, bh, m0, seqlen_q, seqlen_k, n_tiles, qk_scale, CONSUMER: gl.constexpr,
-                       CAUSAL: gl.constexpr, WRITE_LSE: gl.constexpr, STAGES: gl.constexpr):
+def _pingpong_consumer(o_desc, lse_ptr, sinks_ptr, q_smem, k_smem, v_smem, l_pin, q_bars, k_ready, v_ready, k_empty,
+                       v_empty, turn_bars, b, h, bh, m0, seqlen_q, seqlen_k, n_tiles, qk_scale, CONSUMER: gl.constexpr,
+                       CAUSAL: gl.constexpr, WRITE_LSE: gl.constexpr, SINKS: gl.constexpr, STAGES: gl.constexpr):
     """One warp group's 64 query rows (m0 + 64 * CONSUMER .., at key positions Sk - Sq further): turn 0
-    scores tile 0, turns 1 .. n_tiles - 1 run _pingpong_turn, turn n_tiles the last P V; then out (and
-    lse) are stored, rows past the end left out (their softmax ran on zeros: finite, and dropped)."""
+    scores tile 0, turns 1 .. n_tiles - 1 run _pingpong_turn, turn n_tiles the last P V; then (SINKS: the
+    head's sink joined to each row's sum) out (and lse) are stored, rows past the end left out (their
+    softmax ran on zeros: finite, and dropped)."""
     BLOCK_M: gl.constexpr = o_desc.block_type.shape[2]
     D: gl.constexpr = o_desc.block_type.shape[3]
     BLOCK_N: gl.constexpr = k_smem.shape[3]
@@ -194,6 +196,14 @@ def _pingpong_consumer(o_desc, lse_ptr, q_smem, k_smem, v_smem, l_pin, q_bars, k
     mbarrier.arrive(other_turn)
     acc, p_op = warpgroup_mma_wait(0, deps=(acc, p_op))
 
+    if SINKS:  # every row saw a key (m finite): m' = max(m, sink), l' = l 2^(m - m') + 2^(sink - m'), acc as l
+        heads = h + gl.zeros([BLOCK_M], gl.int32, layout=s_rows)  # the row's head: one address for all
+        sink = gl.load(sinks_ptr + heads).to(gl.float32) * 1.4426950408889634  # x log2(e), as the scores
+        m_top = gl.maximum(m_i, sink)
+        kept = gl.exp2(m_i - m_top)
+        l_i = l_i * kept + gl.exp2(sink - m_top)
+        acc = acc * gl.expand_dims(gl.convert_layout(kept, o_rows), 1)
+        m_i = m_top
     out = acc / gl.expand_dims(gl.convert_layout(l_i, o_rows), 1)
     q.store(out.to(dtype))  # every MMA of this warp group that read q is done
     fence_async_shared()
@@ -206,10 +216,11 @@ def _pingpong_consumer(o_desc, lse_ptr, q_smem, k_smem, v_smem, l_pin, q_bars, k
 
 
 @gluon.jit
-def _attention_fwd_pingpong(q_desc, k_desc, v_desc, o_desc, lse_ptr, seqlen_q, seqlen_k, tiles_m, n_heads, kv_group,
-                            qk_scale,
+def _attention_fwd_pingpong(q_desc, k_desc, v_desc, o_desc, lse_ptr, sinks_ptr, seqlen_q, seqlen_k, tiles_m, n_heads,
+                            kv_group, qk_scale,
                             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-                            WRITE_LSE: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
+                            WRITE_LSE: gl.constexpr, SINKS: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                            LOADER_REGS: gl.constexpr):
     """Two consumer warp groups (the default partition and a worker, 4 warps each) with 64 query rows
     each, sharing a k/v ring that a 1-warp loader fills by TMA: per-stage ready (TMA) and empty (count 2:
     one arrive per consumer) mbarriers, and a pair of turn mbarriers (count 1) that make the warp groups'
@@ -253,12 +264,12 @@ def _attention_fwd_pingpong(q_desc, k_desc, v_desc, o_desc, lse_ptr, seqlen_q, s
     mbarrier.arrive(turn_bars.index(0))
 
     gl.warp_specialize([
-        (_pingpong_consumer, (o_desc, lse_ptr, q_smem, k_smem, v_smem, l_pin.index(0), q_bars, k_ready, v_ready,
-                              k_empty, v_empty, turn_bars, b, h, bh, m0, seqlen_q, seqlen_k, n_tiles, qk_scale, 0,
-                              CAUSAL, WRITE_LSE, STAGES)),
-        (_pingpong_consumer, (o_desc, lse_ptr, q_smem, k_smem, v_smem, l_pin.index(1), q_bars, k_ready, v_ready,
-                              k_empty, v_empty, turn_bars, b, h, bh, m0, seqlen_q, seqlen_k, n_tiles, qk_scale, 1,
-                              CAUSAL, WRITE_LSE, STAGES)),
+        (_pingpong_consumer, (o_desc, lse_ptr, sinks_ptr, q_smem, k_smem, v_smem, l_pin.index(0), q_bars, k_ready,
+                              v_ready, k_empty, v_empty, turn_bars, b, h, bh, m0, seqlen_q, seqlen_k, n_tiles,
+                              qk_scale, 0, CAUSAL, WRITE_LSE, SINKS, STAGES)),
+        (_pingpong_consumer, (o_desc, lse_ptr, sinks_ptr, q_smem, k_smem, v_smem, l_pin.index(1), q_bars, k_ready,
+                              v_ready, k_empty, v_empty, turn_bars, b, h, bh, m0, seqlen_q, seqlen_k, n_tiles,
+                              qk_scale, 1, CAUSAL, WRITE_LSE, SINKS, STAGES)),
         (_pingpong_loader, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready, k_empty, v_empty,
                             b, h, h // kv_group, m0, n_tiles, BLOCK_N, STAGES)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -285,13 +296,13 @@ def supports(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tenso
 class PingpongPlan:
     """The launch of _attention_fwd_pingpong for one call's shapes and strides with key tiles of
     `block_n` keys and a ring of `stages`, called as attention.py's plans are: (q, k, v, out, lse or None,
-    _, _, qk_scale), the tensors [B, H, S, D] with `tma_strides` (supports()). The first call compiles
-    through Gluon's dispatch with checked descriptors; later ones launch the compiled kernel directly."""
+    _, _, qk_scale, sinks or None), the tensors [B, H, S, D] with `tma_strides` (supports()). The first call
+    compiles through Gluon's dispatch with checked descriptors; later ones launch the compiled kernel directly."""
 
     __slots__ = ("sizes", "launch")
 
     def __init__(self, q: torch.Tensor, k: torch.Tensor, tma_strides: Sequence[Sequence[int]], causal: bool,
-                 write_lse: bool, block_n: int, stages: int):
+                 write_lse: bool, block_n: int, stages: int, sinks: bool = False):
         B, Hq, Sq, D = q.shape
         tiles_m = -(-Sq // PROGRAM_ROWS)
         self.sizes = (Sq, k.shape[2], tiles_m, Hq, Hq // k.shape[1])
@@ -301,10 +312,10 @@ class PingpongPlan:
                         gl.NVMMASharedLayout.get_default_for([1, 1, rows, D], dtype))
                        for t, strides, rows in zip((q, k, k, q), tma_strides,
                                                    (CONSUMER_ROWS, block_n, block_n, CONSUMER_ROWS))]
-        constexprs = dict(BLOCK_N=block_n, STAGES=stages, CAUSAL=causal, WRITE_LSE=write_lse,
+        constexprs = dict(BLOCK_N=block_n, STAGES=stages, CAUSAL=causal, WRITE_LSE=write_lse, SINKS=sinks,
                           CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS)
         self.launch = GluonLaunch(_attention_fwd_pingpong, (tiles_m * B * Hq,), descriptors, constexprs,
                                   q.device.index)
 
-    def __call__(self, q, k, v, out, lse, cu_q, cu_k, qk_scale: float) -> None:
-        self.launch((q, k, v, out), q if lse is None else lse, *self.sizes, qk_scale)
+    def __call__(self, q, k, v, out, lse, cu_q, cu_k, qk_scale: float, sinks=None) -> None:
+        self.launch((q, k, v, out), q if lse is None else lse, q if sinks is None else sinks, *self.sizes, qk_scale)
