@@ -12,7 +12,8 @@ and buffer but the input embedding's table) read once at the measured copy bandw
 tokens/s with --graphs, whole runs without.
 Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
 [--repeats 2] [--row-pdl-ab] [--compile] [--cache-len N] [--sdpa-decode-ab] [--kv-append-ab]
-[--lm-head-bits 8,4] [--argmax-ab] [--rope-append-ab] [--fp8] [--int8] [--no-int4] [--moe | --gpt-oss]
+[--lm-head-bits 8,4] [--argmax-ab] [--rope-append-ab] [--prefill-attention-ab] [--fp8] [--int8] [--no-int4]
+[--moe | --gpt-oss]
 The patched models' steps take their greedy token by rooftop.row_argmax (stock's, and the --argmax-ab row's, by
 torch's argmax).
 """
@@ -187,6 +188,9 @@ def main() -> None:
     parser.add_argument("--kv-append-ab", action="store_true",
                         help="also the int4 model with its static cache updated by transformers "
                              "(patch_model's kv_append=False)")
+    parser.add_argument("--prefill-attention-ab", action="store_true",
+                        help="also the patched model with its prefill's attention left to SDPA "
+                             "(patch_model(prefill_attention=False)): its prefill_ms against the patched one's")
     parser.add_argument("--rope-append-ab", action="store_true",
                         help="also the int4 model with its RoPE and static-cache update as two kernels "
                              "(patch_model's rope_append=False)")
@@ -256,6 +260,9 @@ def main() -> None:
             quantized_hf_cache = copy.deepcopy(stock)
             patch_model(quantized_hf_cache, kv_append=False)
             rooftop.quantize_model(quantized_hf_cache, bits=4, group_size=128)
+        if args.prefill_attention_ab:
+            sdpa_prefill = copy.deepcopy(stock)
+            patch_model(sdpa_prefill, prefill_attention=False)
         if args.rope_append_ab:
             quantized_rope_apart = copy.deepcopy(stock)
             patch_model(quantized_rope_apart, rope_append=False)
@@ -287,6 +294,8 @@ def main() -> None:
             models.append((f"patched + {'fp8 W8A8' if bits == 'fp8' else 'int8 W8A16 g128'} "
                            f"({len(byte_report['quantized']) - len(experts)} linears"
                            + (f", {len(experts)} experts weight-only" if experts else "") + ")", model, plain))
+        if args.prefill_attention_ab:
+            models.append(("rooftop-patched, prefill attention by SDPA", sdpa_prefill, plain))
         if args.row_pdl_ab:
             models.append(("patched + int4 g128, row kernels without PDL", quantized, no_pdl))
         if args.sdpa_decode_ab:
