@@ -586,23 +586,24 @@ def _sdpa_math_fp32(q, k, v, causal, scale):
     return out, torch.logsumexp(scores, -1)
 
 
-def _gluon_path(monkeypatch, q, k, v, causal, scale=None):
+def _gluon_path(monkeypatch, q, k, v, causal, scale=None, sinks=None):
     """attention(q, k, v, causal) with lse through each ping-pong configuration of q's head dim, each the
-    untuned default in a fresh plan cache, against float32 SDPA; asserts the Gluon plan ran and its direct
-    launch repeats the result. Returns the last out."""
+    untuned default in a fresh plan cache, against float32 SDPA (with sinks: the float64 reference); asserts
+    the Gluon plan ran and its direct launch repeats the result. Returns the last out."""
     D = q.shape[-1]
-    ref, ref_lse = _sdpa_math_fp32(q, k, v, causal, scale or D**-0.5)
+    ref, ref_lse = (_sdpa_math_fp32(q, k, v, causal, scale or D**-0.5) if sinks is None else
+                    attention_reference(q, k, v, causal, scale, return_lse=True, sinks=sinks))
     for config in attention_mod.PINGPONG_CONFIGS[D]:
         monkeypatch.setitem(attention_mod.PINGPONG_CONFIGS, D, (config,))
         monkeypatch.setattr(attention_mod, "_plans", Plans())
-        out, lse = attention(q, k, v, causal, scale=scale, return_lse=True)
+        out, lse = attention(q, k, v, causal, scale=scale, return_lse=True, sinks=sinks)
         (plan,) = attention_mod._plans.values()
         assert isinstance(plan, attention_mod.attention_sm90.PingpongPlan)
         assert out.shape == q.shape and lse.shape == q.shape[:3]
         assert not out.isnan().any() and not lse.isnan().any()
         assert rel_err(out, ref) < TOL[q.dtype], config
         assert rel_err(lse, ref_lse) < 1e-5, config
-        again, _ = attention(q, k, v, causal, scale=scale, return_lse=True)  # the plan's direct launch
+        again, _ = attention(q, k, v, causal, scale=scale, return_lse=True, sinks=sinks)  # the plan's direct launch
         assert torch.equal(again, out) and len(attention_mod._plans) == 1
     return out
 
@@ -617,16 +618,7 @@ def test_gpu_gluon_sinks(D, causal, monkeypatch):
     q, k, v = _qkv(2, 16, 2, 300, 300, D, torch.bfloat16, "cuda")
     sinks = torch.randn(16, device="cuda") * 2
     sinks[0], sinks[1] = 8.0, -float("inf")
-    ref, ref_lse = attention_reference(q, k, v, causal, return_lse=True, sinks=sinks)
-    for config in attention_mod.PINGPONG_CONFIGS[D]:
-        monkeypatch.setitem(attention_mod.PINGPONG_CONFIGS, D, (config,))
-        monkeypatch.setattr(attention_mod, "_plans", Plans())
-        out, lse = attention(q, k, v, causal, return_lse=True, sinks=sinks)
-        (plan,) = attention_mod._plans.values()
-        assert isinstance(plan, attention_mod.attention_sm90.PingpongPlan)
-        assert_attention_result(out, lse, ref, ref_lse, q)
-        again, _ = attention(q, k, v, causal, return_lse=True, sinks=sinks)
-        assert torch.equal(again, out) and len(attention_mod._plans) == 1
+    _gluon_path(monkeypatch, q, k, v, causal, sinks=sinks)
 
 
 @pytest.mark.gpu
