@@ -392,6 +392,9 @@ def test_prefill_window_reads_only_causal_windowed_masks():
     assert _prefill_window(query, key, reused) == (10, None)
     reused[1, ..., :2] = False
     assert _prefill_window(query, key, reused) is None
+    with torch.inference_mode():  # a mask of inference mode (no version counter) is read, once
+        made = causal(2, 6, 10, 10, 3)
+        assert _prefill_window(query, key, made) == _prefill_window(query, key, made) == (10, 3)
 
 
 def test_gpt_oss_eager_decode_takes_only_its_own_sinks(monkeypatch):
@@ -533,7 +536,7 @@ def test_sdpa_prefill_takes_attention(arch, monkeypatch):
     chunks = torch.randint(0, 128, (2, 7), device=DEVICE), torch.randint(0, 128, (2, 5), device=DEVICE)
     padding = torch.ones(2, 7, dtype=torch.long, device=DEVICE)
     padding[1, :2] = 0
-    with torch.no_grad():
+    with torch.inference_mode():  # as generate() runs: masks without a version counter
         for cache_kind in ("dynamic", "static"):
             logits = {}
             for name, model in (("stock", stock), ("patched", patched)):

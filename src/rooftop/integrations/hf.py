@@ -56,8 +56,8 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   where rooftop.attention ran 1.3-2.2x SDPA's flash backend, torch's first choice, from S = 512 on the H200) where that
   computes what SDPA would: causal (keys cut to the queries over an empty StaticCache, as transformers does) or dense
   without a mask, or a boolean mask causal within a window for every sequence (no padding: one host sync a mask and
-  forward to read it). Float masks, padding, soft-capping,
-  sinks, head masks, position biases, dropout, autograd and asked-for weights go to SDPA as before. gpt-oss's
+  forward to read it). Float masks, padding, soft-capping, sinks, head masks, position biases, dropout, autograd and
+  asked-for weights go to SDPA as before. gpt-oss's
   eager attention (its sinks, its additive mask: no SDPA for it in transformers) answers its decode steps the same way,
   the sinks in the kernel's softmax (decode_attention(..., sinks=)), and its prefill by rooftop.attention with the
   sinks where the mask is causal within the layer's window for every sequence (no padding; one host sync a mask and
@@ -575,15 +575,17 @@ _per_mask: dict[tuple, tuple] = {}  # (what, id of a mask, ...) -> (weak referen
 
 def _once_per_mask(key: tuple, mask: torch.Tensor, compute):
     """compute() once for the mask object the layers of a forward share (key: what is computed, and its arguments but
-    the mask), again where the mask was written in place since (a caller's buffer reused: its version moved)."""
+    the mask), again where the mask was written in place since (a caller's buffer reused: its version moved; a mask
+    made under torch.inference_mode has no version, and transformers builds a new one every forward)."""
     key = (*key, id(mask))
+    version = None if mask.is_inference() else mask._version
     kept = _per_mask.get(key)
-    if kept is not None and kept[0]() is mask and kept[1] == mask._version:
+    if kept is not None and kept[0]() is mask and kept[1] == version:
         return kept[2]
     value = compute()
     if len(_per_mask) > 64:
         _per_mask.clear()
-    _per_mask[key] = (weakref.ref(mask), mask._version, value)
+    _per_mask[key] = (weakref.ref(mask), version, value)
     return value
 
 
