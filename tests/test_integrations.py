@@ -512,7 +512,8 @@ def test_sdpa_prefill_takes_attention(arch, monkeypatch):
     """A patched SDPA model (prefill_attention=True; Mistral with a sliding window of 4): a prompt with no padding goes
     to rooftop.attention causal (the mask transformers skips), over a DynamicCache and over an empty StaticCache (keys
     cut to the prompt), then a second chunk under the mask transformers builds (causal after the cached keys, within
-    the window); a left-padded prompt stays SDPA's. Logits as stock's."""
+    the window), and a decode step after them (decode_attention); a left-padded prompt stays SDPA's. Logits as
+    stock's, under torch.inference_mode as generate() runs."""
     import inspect
 
     transformers = pytest.importorskip("transformers")
@@ -543,6 +544,7 @@ def test_sdpa_prefill_takes_attention(arch, monkeypatch):
                 cache = (transformers.StaticCache(config=config, max_cache_len=16) if cache_kind == "static"
                          else transformers.DynamicCache(config=config))
                 logits[name] = [model(ids, use_cache=True, **{cache_arg: cache}).logits for ids in chunks]
+                logits[name].append(model(chunks[1][:, :1], use_cache=True, **{cache_arg: cache}).logits)  # a step
                 logits[name].append(model(chunks[0], attention_mask=padding).logits)
             for ours, theirs in zip(logits["patched"], logits["stock"]):
                 assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
