@@ -361,11 +361,14 @@ def test_gpt_oss_prefill_takes_attention_with_sinks(cache_kind, monkeypatch):
         assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
 
-def test_prefill_window_reads_only_causal_windowed_masks():
+@pytest.mark.parametrize("elements", [1 << 24, 25], ids=["one pass", "a row a pass"])
+def test_prefill_window_reads_only_causal_windowed_masks(elements, monkeypatch):
     """_prefill_window: transformers' masks (boolean; additive: eager's) causal within a window (or none), at the
     cache's start or after keys already there, give (keys read, left); padding, soft biases, a wider window on one
-    row, the other kind of mask do not."""
+    row, the other kind of mask do not; whether the mask is compared in one pass or a row at a time."""
     from rooftop.integrations.hf import _prefill_window
+
+    monkeypatch.setattr(rooftop.integrations.hf, "MASK_CHECK_ELEMENTS", elements)
 
     def additive(seen):
         return torch.where(seen, 0.0, torch.finfo(torch.float32).min)

@@ -570,6 +570,8 @@ def _rope_append(rotary, form: _RopeForm):
 # kwargs of transformers' attention functions that change the maths (soft-capping, attention sinks, head masks, a
 # position bias) or ask for the weights: such a call goes to SDPA as it was
 _REFUSES = ("softcap", "s_aux", "sinks", "head_mask", "position_bias", "output_attentions")
+# mask elements _prefill_window compares a pass (the mask itself may be GBs at long prompts: [B, 1, Sq, Sk])
+MASK_CHECK_ELEMENTS = 1 << 24
 _per_mask: dict[tuple, tuple] = {}  # (what, id of a mask, ...) -> (weak reference, version, what the mask gives)
 
 
@@ -639,15 +641,20 @@ def _prefill_window(query, key, mask, additive=False) -> tuple[int, int | None] 
 
     def window():
         scores = mask[:, 0, :, :Sk]
-        seen = scores == 0 if additive else scores
         keys = torch.arange(Sk, device=mask.device)
-        n = torch.where(seen[:, -1], keys + 1, 0).amax(-1)  # [b]: keys up to the last query's last one
-        count = seen[:, -1].sum(-1)  # [b]: how many the last query sees (its window)
-        aligned = (torch.arange(Sq, device=mask.device) - Sq)[None, :, None] + n[:, None, None]  # i' [b, Sq, 1]
-        exact = ((seen == ((keys <= aligned) & (keys > aligned - count[:, None, None]))).all()
-                 & (n == n[0]).all() & (count == count[0]).all() & (count[0] > 0))
-        if additive:  # nothing between 0 and masked
-            exact &= (seen | (scores <= torch.finfo(scores.dtype).min / 2)).all()
+        last = scores[:, -1] == 0 if additive else scores[:, -1]
+        n = torch.where(last, keys + 1, 0).amax(-1)  # [b]: keys up to the last query's last one
+        count = last.sum(-1)  # [b]: how many the last query sees (its window)
+        exact = (n == n[0]).all() & (count == count[0]).all() & (count[0] > 0)
+        rows = max(1, MASK_CHECK_ELEMENTS // (scores.shape[0] * Sk))  # a pass's temporaries stay small
+        for first in range(0, Sq, rows):
+            part = scores[:, first:first + rows]
+            seen = part == 0 if additive else part
+            aligned = (torch.arange(first, first + part.shape[1], device=mask.device) - Sq)[None, :, None] \
+                + n[:, None, None]  # i' of these queries [b, rows, 1]
+            exact &= (seen == ((keys <= aligned) & (keys > aligned - count[:, None, None]))).all()
+            if additive:  # nothing between 0 and masked
+                exact &= (seen | (part <= torch.finfo(part.dtype).min / 2)).all()
         ok, keys_read, width = torch.stack([exact.long(), n[0], count[0]]).tolist()
         return (keys_read, None if width == keys_read else width - 1) if ok else None
     return _once_per_mask(("prefill", Sq, Sk, additive), mask, window)
