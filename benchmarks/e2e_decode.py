@@ -189,8 +189,9 @@ def main() -> None:
                         help="also the int4 model with its static cache updated by transformers "
                              "(patch_model's kv_append=False)")
     parser.add_argument("--prefill-attention-ab", action="store_true",
-                        help="also the patched model with its prefill's attention left to SDPA "
-                             "(patch_model(prefill_attention=False)): its prefill_ms against the patched one's")
+                        help="also the patched model with its prefill's attention left to the model's own (SDPA; "
+                             "gpt-oss: eager) (patch_model(prefill_attention=False)): with --graphs its prefill_ms "
+                             "against the patched one's")
     parser.add_argument("--rope-append-ab", action="store_true",
                         help="also the int4 model with its RoPE and static-cache update as two kernels "
                              "(patch_model's rope_append=False)")
@@ -295,7 +296,7 @@ def main() -> None:
                            f"({len(byte_report['quantized']) - len(experts)} linears"
                            + (f", {len(experts)} experts weight-only" if experts else "") + ")", model, plain))
         if args.prefill_attention_ab:
-            models.append(("rooftop-patched, prefill attention by SDPA", sdpa_prefill, plain))
+            models.append(("rooftop-patched, prefill attention the model's own", sdpa_prefill, plain))
         if args.row_pdl_ab:
             models.append(("patched + int4 g128, row kernels without PDL", quantized, no_pdl))
         if args.sdpa_decode_ab:

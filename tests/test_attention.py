@@ -613,12 +613,14 @@ def _gluon_path(monkeypatch, q, k, v, causal, scale=None, sinks=None):
 @pytest.mark.parametrize("D", [64, 128, 256])
 def test_gpu_gluon_sinks(D, causal, monkeypatch):
     """gpt-oss's sinks in the ping-pong kernel's epilogue, each configuration of the head dim, against the reference:
-    a sink past a row's log-sum, one of -inf (as none), GQA 8, a ragged last tile; its plan's direct launch repeats."""
+    a sink past a row's log-sum, one of -inf (as none), GQA 8, a ragged last tile, fewer queries than keys (a prefill
+    after cached keys), fp32 and bf16 sinks (gpt-oss's); its plan's direct launch repeats."""
     _sm90()
     q, k, v = _qkv(2, 16, 2, 300, 300, D, torch.bfloat16, "cuda")
     sinks = torch.randn(16, device="cuda") * 2
     sinks[0], sinks[1] = 8.0, -float("inf")
     _gluon_path(monkeypatch, q, k, v, causal, sinks=sinks)
+    _gluon_path(monkeypatch, q[:, :, :100], k, v, causal, sinks=sinks.bfloat16())
 
 
 @pytest.mark.gpu

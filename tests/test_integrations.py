@@ -337,7 +337,8 @@ def test_gpt_oss_decode_steps_take_decode_attention_with_sinks(cache_kind, monke
 def test_gpt_oss_prefill_takes_attention_with_sinks(cache_kind, monkeypatch):
     """gpt-oss's prefill without padding: its eager attention calls rooftop.attention with the layer's sinks, causal
     over the keys the mask lets through and within the sliding window (12 prompt tokens past the window of 8, then a
-    chunk of 5 after them in the cache), and gives the stock model's logits."""
+    chunk of 5 after them in the cache), and gives the stock model's logits; with prefill_attention=False it stays
+    eager."""
     transformers, config, stock, patched, cache_arg = _tiny_gpt_oss()
     calls = []
     real = rooftop.integrations.hf.attention
@@ -351,6 +352,12 @@ def test_gpt_oss_prefill_takes_attention_with_sinks(cache_kind, monkeypatch):
             cache = (transformers.StaticCache(config=config, max_cache_len=24) if cache_kind == "static"
                      else transformers.DynamicCache(config=config))
             logits[name] = [model(ids, use_cache=True, **{cache_arg: cache}).logits for ids in chunks]
+    eager = copy.deepcopy(stock)
+    patch_model(eager, prefill_attention=False)
+    with torch.no_grad():
+        before = len(calls)
+        eager(chunks[0])
+        assert len(calls) == before  # prefill_attention=False: gpt-oss's prefill stays eager
     layers = patched.model.layers
     sliding = [layer.self_attn.sliding_window is not None for layer in layers]
     assert sorted(sliding) == [False, True]
@@ -395,9 +402,11 @@ def test_prefill_window_reads_only_causal_windowed_masks(elements, monkeypatch):
     assert _prefill_window(query, key, reused) == (10, None)
     reused[1, ..., :2] = False
     assert _prefill_window(query, key, reused) is None
-    with torch.inference_mode():  # a mask of inference mode (no version counter) is read, once
+    with torch.inference_mode():  # a mask of inference mode (no version counter): read every call
         made = causal(2, 6, 10, 10, 3)
-        assert _prefill_window(query, key, made) == _prefill_window(query, key, made) == (10, 3)
+        assert _prefill_window(query, key, made) == (10, 3)
+        made[1, ..., :2] = False
+        assert _prefill_window(query, key, made) is None
 
 
 def test_gpt_oss_eager_decode_takes_only_its_own_sinks(monkeypatch):
@@ -533,6 +542,9 @@ def test_sdpa_prefill_takes_attention(arch, monkeypatch):
     monkeypatch.setattr(rooftop.integrations.hf, "attention",
                         lambda q, k, v, **kw: calls.append((k.shape[2], kw["causal"], kw["window"]))
                         or real(q, k, v, **kw))
+    steps = []
+    decode = rooftop.integrations.hf.decode_attention
+    monkeypatch.setattr(rooftop.integrations.hf, "decode_attention", lambda *a, **k: steps.append(1) or decode(*a, **k))
     # Llama: no mask for the prompt (causal over its keys, a static cache's cut to them), the second chunk's over the
     # 12 keys; Mistral: masks (its window of 4 inside the prompt), the second chunk over the window's 3 cached keys and
     # its own 5
@@ -552,7 +564,9 @@ def test_sdpa_prefill_takes_attention(arch, monkeypatch):
             for ours, theirs in zip(logits["patched"], logits["stock"]):
                 assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
             assert calls == [first, first, second, second], cache_kind
+            assert len(steps) == 2, cache_kind  # the decode step, a layer each
             calls.clear()
+            steps.clear()
 
 
 def test_patched_decode_step_compiles_without_graph_break():

@@ -61,7 +61,8 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   eager attention (its sinks, its additive mask: no SDPA for it in transformers) answers its decode steps the same way,
   the sinks in the kernel's softmax (decode_attention(..., sinks=)), and its prefill by rooftop.attention with the
   sinks where the mask is causal within the layer's window for every sequence (no padding; one host sync a mask and
-  forward to read it): the eager function materialises [B, Hq, Sq, Sk + 1] scores a layer. On by
+  forward to read it; `prefill_attention=False` keeps it eager): the eager function materialises [B, Hq, Sq, Sk + 1]
+  scores a layer. On by
   default (`decode_attention=False` keeps SDPA): in an int4 Llama-3-8B-shaped model decoding over a static cache of
   4096, 1123 tokens/s against 608 with SDPA (H200; journal item 196);
 - that attention forward's `cache.update(k, v, self.layer_idx, ...)` (the argument named cache or past_key_value(s))
@@ -577,17 +578,19 @@ _per_mask: dict[tuple, tuple] = {}  # (what, id of a mask, ...) -> (weak referen
 
 def _once_per_mask(key: tuple, mask: torch.Tensor, compute):
     """compute() once for the mask object the layers of a forward share (key: what is computed, and its arguments but
-    the mask), again where the mask was written in place since (a caller's buffer reused: its version moved; a mask
-    made under torch.inference_mode has no version, and transformers builds a new one every forward)."""
+    the mask), again where the mask was written in place since (a caller's buffer reused: its version moved). A mask
+    made under torch.inference_mode has no version to tell that by: computed every call (a prefill's mask check then
+    syncs the host once a layer, not once a forward)."""
+    if mask.is_inference():
+        return compute()
     key = (*key, id(mask))
-    version = None if mask.is_inference() else mask._version
     kept = _per_mask.get(key)
-    if kept is not None and kept[0]() is mask and kept[1] == version:
+    if kept is not None and kept[0]() is mask and kept[1] == mask._version:
         return kept[2]
     value = compute()
     if len(_per_mask) > 64:
         _per_mask.clear()
-    _per_mask[key] = (weakref.ref(mask), version, value)
+    _per_mask[key] = (weakref.ref(mask), mask._version, value)
     return value
 
 

@@ -707,7 +707,7 @@ def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
     lse3 = lse if return_lse else None
     # everything the launch depends on but the data pointers and the scale (out's layout follows q's)
     key = ("dense", q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, causal, left, right,
-           return_lse, _sinks_key(sinks), TMA_ENABLED, HOST_DESCRIPTORS, GLUON_ENABLED, alignment_key(q, k, v))
+           return_lse, _sinks_key(sinks), TMA_ENABLED, HOST_DESCRIPTORS, GLUON_ENABLED, alignment_key(q, k, v, sinks))
     plan = _plans.get(key)
     if plan is not None:
         plan(q, k, v, out, lse3, q, q, scale * LOG2E, sinks)
@@ -799,7 +799,7 @@ def _attention_varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_s
     lse2 = lse if return_lse else None
     key = ("varlen", q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, batch, max_seqlen_q,
            max_seqlen_k, causal, left, right, return_lse, _sinks_key(sinks), TMA_ENABLED,
-           alignment_key(q, k, v, cu_seqlens_q, cu_seqlens_k))
+           alignment_key(q, k, v, cu_seqlens_q, cu_seqlens_k, sinks))
     plan = _plans.get(key)
     if plan is not None:  # the plan takes the tensors as they are: no descriptor reads the 4-D views' shapes
         plan(q, k, v, out, lse2, cu_seqlens_q, cu_seqlens_k, scale * LOG2E, sinks)

@@ -302,7 +302,7 @@ class PingpongPlan:
     __slots__ = ("sizes", "launch")
 
     def __init__(self, q: torch.Tensor, k: torch.Tensor, tma_strides: Sequence[Sequence[int]], causal: bool,
-                 write_lse: bool, block_n: int, stages: int, sinks: bool = False):
+                 write_lse: bool, block_n: int, stages: int, with_sinks: bool):
         B, Hq, Sq, D = q.shape
         tiles_m = -(-Sq // PROGRAM_ROWS)
         self.sizes = (Sq, k.shape[2], tiles_m, Hq, Hq // k.shape[1])
@@ -312,7 +312,7 @@ class PingpongPlan:
                         gl.NVMMASharedLayout.get_default_for([1, 1, rows, D], dtype))
                        for t, strides, rows in zip((q, k, k, q), tma_strides,
                                                    (CONSUMER_ROWS, block_n, block_n, CONSUMER_ROWS))]
-        constexprs = dict(BLOCK_N=block_n, STAGES=stages, CAUSAL=causal, WRITE_LSE=write_lse, SINKS=sinks,
+        constexprs = dict(BLOCK_N=block_n, STAGES=stages, CAUSAL=causal, WRITE_LSE=write_lse, SINKS=with_sinks,
                           CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS)
         self.launch = GluonLaunch(_attention_fwd_pingpong, (tiles_m * B * Hq,), descriptors, constexprs,
                                   q.device.index)
