@@ -62,23 +62,27 @@ def at_types(a):
     if a == "lse": return "*fp32"
     if a == "sinks": return "*bf16"
     if a.startswith("cu_seqlens"): return "*i32"
-    return "fp32" if a == "qk_scale" else "i32"
+    return "fp32" if a in ("qk_scale", "softcap") else "i32"
 for causal in (False, True):
     build(at._attention_fwd_kernel, at_types, dict(D=128, BLOCK_M=128, BLOCK_N=128, BLOCK_D=128, VARLEN=causal,
-          MASK_LEFT=False, MASK_RIGHT=causal, WRITE_LSE=True, USE_TMA=False, SINKS=False, PRECISION="tf32"), 8, 2,
+          MASK_LEFT=False, MASK_RIGHT=causal, WRITE_LSE=True, USE_TMA=False, SINKS=False, SOFTCAP=False,
+          PRECISION="tf32"), 8, 2,
           name=f"attn_ptr_c{int(causal)}")
-for sinks in (False, True):  # gpt-oss's sliding-window layers: D 64, both edges masked, with its sinks or none
+for sinks, softcap in ((False, False), (True, False), (False, True)):  # gpt-oss's sliding-window layers (D 64, both
+    # edges masked, its sinks or none), Gemma 2's soft-capped ones
     build(at._attention_fwd_kernel, at_types, dict(D=64, BLOCK_M=128, BLOCK_N=64, BLOCK_D=64, VARLEN=False,
-          MASK_LEFT=True, MASK_RIGHT=True, WRITE_LSE=False, USE_TMA=False, SINKS=sinks, PRECISION="tf32"), 4, 3,
-          name=f"attn_window_d64_sinks{int(sinks)}")
+          MASK_LEFT=True, MASK_RIGHT=True, WRITE_LSE=False, USE_TMA=False, SINKS=sinks, SOFTCAP=softcap,
+          PRECISION="tf32"), 4, 3, name=f"attn_window_d64_sinks{int(sinks)}_softcap{int(softcap)}")
 da_pointers = {"q": "*bf16", "k": "*bf16", "v": "*bf16", "o": "*bf16", "lse": "*fp32", "part_acc": "*fp32",
                "part_ml": "*fp32", "counters": "*i32", "seqlens": "*i32", "block_table": "*i32", "key_mask": "*u8",
                "sinks": "*bf16"}
-for sinks in (False, True):  # decode attention, gpt-oss's sinks or none, split and merged (GROUP 8, D 64 as gpt-oss)
-    build(da._decode_attention_kernel, lambda a: da_pointers.get(a, "fp32" if a == "qk_scale" else "i32"),
+for sinks in (False, True):  # decode attention: gpt-oss's sinks (and a soft cap) or none, split and merged (GROUP 8, D 64)
+    build(da._decode_attention_kernel,
+          lambda a: da_pointers.get(a, "fp32" if a in ("qk_scale", "softcap") else "i32"),
           dict(GROUP=8, BLOCK_M=16, BLOCK_N=128, BLOCK_D=64, HEAD_DIM=64, PAGE_SIZE=0, HAS_MASK=True, SPLIT=True,
-               MERGE_ROWS=8, MERGE_CHUNK=16, RETURN_LSE=False, PRECISION="tf32", SINKS=sinks, PDL=True), 4, 3,
-          name=f"decode_attention_sinks{int(sinks)}")
+               MERGE_ROWS=8, MERGE_CHUNK=16, RETURN_LSE=False, PRECISION="tf32", SINKS=sinks, SOFTCAP=sinks,
+               PDL=True), 4, 3,
+          name=f"decode_attention_sinks{int(sinks)}_softcap{int(sinks)}")
 split_types = lambda a: ("*fp32" if a in ("part_ptr", "scale_ptr") else "*i32" if a == "cnt_ptr" else "*i64" if a == "words_ptr"
                          else "*bf16") \
     if a.endswith("_ptr") else ("fp32" if a in ("eps", "w_offset") else "i32")

@@ -17,9 +17,10 @@ def _qkv(B, Hq, Hkv, Sq, Sk, D, dtype, device):
     return q, k, v
 
 
-def _check(q, k, v, causal=False, window=None, scale=None, tol=None, sinks=None):
-    out, lse = attention(q, k, v, causal, scale=scale, window=window, return_lse=True, sinks=sinks)
-    ref, ref_lse = attention_reference(q, k, v, causal, scale=scale, window=window, return_lse=True, sinks=sinks)
+def _check(q, k, v, causal=False, window=None, scale=None, tol=None, sinks=None, softcap=None):
+    out, lse = attention(q, k, v, causal, scale=scale, window=window, return_lse=True, sinks=sinks, softcap=softcap)
+    ref, ref_lse = attention_reference(q, k, v, causal, scale=scale, window=window, return_lse=True, sinks=sinks,
+                                       softcap=softcap)
     assert_attention_result(out, lse, ref, ref_lse, q, tol)
     return out, lse
 
@@ -113,6 +114,32 @@ def test_sinks(causal, window, Sq, Sk, dtype, device):
     _check(q, k, v, causal, window, sinks=(sinks * 4).bfloat16())
 
 
+@pytest.mark.parametrize("causal, window, Sq, Sk", [(False, None, 37, 37), (True, None, 40, 40), (True, 8, 50, 50),
+                                                    (True, None, 45, 12)])
+def test_softcap(causal, window, Sq, Sk, device):
+    """Gemma 2's soft-capping (cap tanh(s / cap) before the mask) against Gemma 2's eager form in float64: scores
+    pushed past the cap (q scaled up) come out capped, a small cap matters, queries with no key stay 0 / -inf; with
+    sinks too; varlen."""
+    q, k, v = _qkv(2, 4, 2, Sq, Sk, 64, torch.bfloat16, device)
+    q = q * 4  # scores up to ~30: the cap of 5 bites
+    out, lse = _check(q, k, v, causal, window, softcap=5.0)
+    left, right = attention_mod.window_bounds(window, causal)
+    seen = attention_mod._visible(Sq, Sk, left, right, device)
+    group = q.shape[1] // k.shape[1]
+    keys, values = (t.double().repeat_interleave(group, 1) for t in (k, v))
+    scores = torch.tanh(q.double() @ keys.transpose(-1, -2) / 8.0 / 5.0) * 5.0  # Gemma 2's: scale, / cap, tanh, x cap
+    weights = scores.masked_fill(~seen, -float("inf")).softmax(-1).nan_to_num()
+    assert rel_err(out, weights @ values) < TOL[torch.bfloat16]
+    assert rel_err(out, attention(q, k, v, causal, window=window)) > 0.01  # the cap mattered
+    assert torch.isneginf(lse[:, :, ~seen.any(-1)]).all()
+    _check(q, k, v, causal, window, softcap=5.0, sinks=torch.randn(4, device=device) + 2)
+    qp, kp = q[0].transpose(0, 1).contiguous(), k[0].transpose(0, 1).contiguous()
+    cu_q, cu_k = _cu([Sq], device), _cu([Sk], device)
+    packed = attention_varlen(qp, kp, kp, cu_q, cu_k, Sq, Sk, causal, window=window, softcap=5.0)
+    ref, _ = attention_varlen_reference(qp, kp, kp, cu_q, cu_k, causal, window=window, softcap=5.0)
+    assert rel_err(packed, ref) < TOL[torch.bfloat16]
+
+
 def test_varlen_sinks(device):
     """Sinks over packed sequences (a sequence with no key: its queries 0 and their heads' sinks) match the dense
     op's on each sequence."""
@@ -176,22 +203,27 @@ def test_repeated_calls_take_the_plan(monkeypatch, device):
     assert len(attention_mod._plans) == 2
 
 
-def test_plans_follow_the_sinks(monkeypatch, device):
-    """Sinks or none, and the sinks' dtype (a plan's compiled kernel is specialised on their pointer's), keep plans
-    of their own; each repeated call (the plan's direct launch on a GPU) matches the reference, dense and varlen."""
+def test_plans_follow_the_sinks_and_softcap(monkeypatch, device):
+    """Sinks or none, the sinks' dtype (a plan's compiled kernel is specialised on their pointer's) and the soft cap
+    (a value a plan holds) keep plans of their own; each repeated call (the plan's direct launch on a GPU) matches
+    the reference, dense and varlen."""
     monkeypatch.setattr(attention_mod, "_plans", Plans())
     q, k, v = _qkv(1, 4, 2, 20, 20, 64, torch.bfloat16, device)
     sinks = torch.randn(4, device=device) + 4
     for s in (None, sinks, sinks.bfloat16(), sinks, sinks.bfloat16(), None):
         _check(q, k, v, True, sinks=s)
     assert len(attention_mod._plans) == 3
+    for cap in (30.0, 5.0, 30.0):  # the cap is the plan's: one a value
+        _check(q, k, v, True, softcap=cap)
+    assert len(attention_mod._plans) == 5
+    monkeypatch.setattr(attention_mod, "_plans", Plans())
     qp, kp = q[0].transpose(0, 1).contiguous(), k[0].transpose(0, 1).contiguous()
     cu = _cu([20], device)
     for s in (sinks, sinks.bfloat16(), sinks):
         out = attention_varlen(qp, kp, kp, cu, cu, 20, 20, True, sinks=s)
         ref, _ = attention_varlen_reference(qp, kp, kp, cu, cu, True, sinks=s)
         assert rel_err(out, ref) < TOL[torch.bfloat16]
-    assert len(attention_mod._plans) == 5
+    assert len(attention_mod._plans) == 2
 
 
 def test_plans_follow_strides_and_alignment(monkeypatch, device):
@@ -375,6 +407,11 @@ def test_bad_input(device):
         attention(q, k, v, sinks=torch.zeros(2, device=device))
     with pytest.raises(TypeError, match="sinks"):
         attention(q, k, v, sinks=torch.zeros(4, dtype=torch.int32, device=device))
+    for cap in (0.0, -1.0, float("inf")):
+        with pytest.raises(ValueError, match="softcap must be a positive finite number"):
+            attention(q, k, v, softcap=cap)
+    with pytest.raises(TypeError, match="softcap"):
+        attention(q, k, v, softcap="50")
     qp, kp = q[0].transpose(0, 1), k[0].transpose(0, 1)  # [8, H, 32]
     cu = torch.tensor([0, 8], dtype=torch.int32, device=device)
     with pytest.raises(TypeError, match="cu_seqlens_q must be a 1-D int32"):

@@ -30,10 +30,11 @@ def _seqlens(lengths, device):
     return torch.tensor(lengths, dtype=torch.int32, device=device)
 
 
-def _check(q, k, v, seqlens, table=None, num_splits=None, tol=None, key_mask=None, sinks=None):
+def _check(q, k, v, seqlens, table=None, num_splits=None, tol=None, key_mask=None, sinks=None, softcap=None):
     out, lse = decode_attention(q, k, v, seqlens, table, num_splits=num_splits, return_lse=True, key_mask=key_mask,
-                                sinks=sinks)
-    ref, ref_lse = decode_attention_reference(q, k, v, seqlens, table, key_mask, return_lse=True, sinks=sinks)
+                                sinks=sinks, softcap=softcap)
+    ref, ref_lse = decode_attention_reference(q, k, v, seqlens, table, key_mask, return_lse=True, sinks=sinks,
+                                              softcap=softcap)
     assert_attention_result(out, lse, ref, ref_lse, q, tol)
     return out, lse
 
@@ -134,6 +135,27 @@ def test_sinks(Sq, page_size, num_splits, device):
     out, lse = _check(q, k, v, seqlens, table, num_splits, sinks=off)
     assert not out[1].any() and torch.isneginf(lse[1, ::2]).all()
     assert rel_err(out[0, ::2], plain[0, ::2]) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("Sq, page_size, num_splits", [(1, None, 1), (1, 16, 3), (2, None, 2)])
+def test_softcap(Sq, page_size, num_splits, device):
+    """Gemma 2's soft-capping (cap tanh(s / cap) before the mask) against its eager form: scores pushed past a cap of
+    5 come out capped (the cap matters), with a key mask, with sinks, split and merged; an empty sequence 0 / -inf."""
+    q, k, v, table = _inputs(3, 8, 2, Sq, 96, 64, torch.bfloat16, device, page_size)
+    q = q * 4  # scores up to ~30
+    seqlens = _seqlens([96, 0, 41], device)
+    out, lse = _check(q, k, v, seqlens, table, num_splits, softcap=5.0)
+    assert not out[1].any() and torch.isneginf(lse[1]).all()
+    assert rel_err(out, decode_attention(q, k, v, seqlens, table, num_splits=num_splits)) > 0.01
+    S = 41  # sequence 2 against Gemma 2's eager form (transformers' Gemma2Attention)
+    keys, values = (t.repeat_interleave(4, 1) for t in (decode_mod.gather_cache(c, table, 3, 96)[2:, :, :S]
+                                                       for c in (k, v)))
+    scores = torch.tanh(q[2:].double() @ keys.double().transpose(-1, -2) / 8.0 / 5.0) * 5.0
+    scores = scores.masked_fill(torch.arange(S, device=device) > torch.arange(Sq, device=device)[:, None] + S - Sq,
+                                -float("inf"))
+    assert rel_err(out[2:], scores.softmax(-1) @ values.double()) < TOL[torch.bfloat16]
+    mask = torch.rand(3, 96, device=device) > 0.3
+    _check(q, k, v, seqlens, table, num_splits, key_mask=mask, softcap=5.0, sinks=torch.randn(8, device=device))
 
 
 def test_strided_layouts(device):
@@ -257,6 +279,8 @@ def test_bad_input(device):
         decode_attention(q, k, v, seqlens, sinks=torch.zeros(2, device=device))
     with pytest.raises(TypeError, match="sinks"):
         decode_attention(q, k, v, seqlens, sinks=torch.zeros(4, dtype=torch.int32, device=device))
+    with pytest.raises(ValueError, match="softcap must be a positive finite number"):
+        decode_attention(q, k, v, seqlens, softcap=-2.0)
     pages = torch.randn(9, 2, 4, 32, device=device, dtype=torch.float16)
     with pytest.raises(ValueError, match="block_table must have unit stride"):
         decode_attention(q, pages, pages, seqlens, torch.arange(8, dtype=torch.int32, device=device).repeat_interleave(

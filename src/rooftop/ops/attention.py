@@ -15,6 +15,8 @@ right = 0. Then, with s_ij = scale * q_i . k_j (scale defaults to 1/sqrt(D)) ove
 A query that sees no key at all (a window, or causal with Sq > Sk) gets out_i = 0 and lse_i = -inf,
 never NaN. lse is fp32, natural log.
 
+Soft-capping (Gemma 2): softcap = c > 0 replaces each score by c tanh(s_ij / c) before the mask and the softmax.
+
 Attention sinks (gpt-oss): sinks (float [Hq]) gives each query head h a logit its softmax takes in with no
 value, lse_i = log(exp(sinks[h]) + sum_j exp(s_ij)), out_i as above with that lse (a query that sees no key:
 out 0, lse sinks[h]). The kernel adds it once, where a row is stored: m' = max(m, sink),
@@ -31,13 +33,13 @@ of a head side by side, so that its k/v come from L2 after the first read), each
 
 Which path runs:
 - Gluon ping-pong (ops/attention_sm90.py; sm_90 GPUs only, never the interpreter): 16-bit, D 64, 128 or
-  256, dense or causal with no window, not varlen, sinks or none, any Sq and Sk (causal: Sq <= Sk), q, k, v and
-  out in any layout the TMA path below takes (contiguous, Hugging Face's transposed [B, S, H, D] views, heads
-  sliced from a packed qkv row: 4-D descriptors with the real strides, which bound each head's rows),
-  GQA/MQA, lse and scale as above. FA3's schedule: per program 128 queries in two consumer warp groups of
-  64 whose MMAs alternate (one's softmax runs under the other's MMAs, and under its own P V: wgmma
-  wait(1)), k/v through a TMA ring filled by a 1-warp loader; causal programs stop at their diagonal and
-  mask only the tiles that cross it (dense: the last key tile, past Sk). Traffic as below: q, out (and
+  256, dense or causal with no window, not varlen, sinks or none, no soft-capping, any Sq and Sk (causal:
+  Sq <= Sk), q, k, v and out in any layout the TMA path below takes (contiguous, Hugging Face's transposed
+  [B, S, H, D] views, heads sliced from a packed qkv row: 4-D descriptors with the real strides, which bound
+  each head's rows), GQA/MQA, lse and scale as above. FA3's schedule: per program 128 queries in two
+  consumer warp groups of 64 whose MMAs alternate (one's softmax runs under the other's MMAs, and under its
+  own P V: wgmma wait(1)), k/v through a TMA ring filled by a 1-warp loader; causal programs stop at their
+  diagonal and mask only the tiles that cross it (dense: the last key tile, past Sk). Traffic as below: q, out (and
   lse) once, each k/v tile of a program's range once per program, mostly from L2. Its configurations
   are candidates beside the Triton ones (below), 128 keys x 2 stages the default (D = 256: 64 x 2, the
   one that fits). H200, bf16, B * S = 16384, tuned, against SDPA's cuDNN backend in the same run
@@ -275,29 +277,42 @@ def fold_sink(acc, l_i, m_i, sink):
 
 
 @triton.jit
+def soft_cap(s, cap):
+    """cap tanh(s / cap), s and cap in one unit, by one exp2: tanh(x) = 1 - 2 / (e^(2 x) + 1) (+-cap at the ends,
+    never NaN for finite s)."""
+    return cap - 2.0 * cap / (tl.math.exp2(s * (2.8853900817779268 / cap)) + 1.0)  # 2 log2(e)
+
+
+@triton.jit
 def _attend_tiles(acc, l_i, m_i, q, k_src, v_src, tb, kv_head, k_start, stride_ks, stride_vs, seqlen_k, q_pos,
-                  lo, hi, window_left, window_right, qk_scale,
+                  lo, hi, window_left, window_right, qk_scale, softcap,
                   BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, D: tl.constexpr, MASKED: tl.constexpr,
-                  PRECISION: tl.constexpr):
+                  SOFTCAP: tl.constexpr, PRECISION: tl.constexpr):
     """Online softmax over the key tiles starting at lo, lo + BLOCK_N, ... < hi. MASKED: apply the
     causal/window/sequence-end mask (scores -inf), guarding rows that have seen no key yet; otherwise
-    every query of the block sees every key of every tile and no mask is computed."""
+    every query of the block sees every key of every tile and no mask is computed. SOFTCAP: the scores
+    soft-capped first (softcap in log2 units, as the scaled scores)."""
     offs_n = tl.arange(0, BLOCK_N)
     for n0 in tl.range(lo, hi, BLOCK_N):
         k = _load_tile(k_src, tb, kv_head, k_start, n0, seqlen_k, stride_ks, BLOCK_N, BLOCK_D, D, MASKED)
         qk = tl.dot(q, k.T, input_precision=PRECISION)
+        if SOFTCAP:  # scaled and capped here: the scale below is 1
+            qk = soft_cap(qk * qk_scale, softcap)
+            scale = 1.0
+        else:
+            scale = qk_scale
         if MASKED:
             k_pos = (n0 + offs_n)[None, :]
             seen = (k_pos < seqlen_k) & (k_pos <= q_pos[:, None] + window_right) & \
                 (k_pos >= q_pos[:, None] - window_left)
-            qk = tl.where(seen, qk * qk_scale, -float("inf"))
+            qk = tl.where(seen, qk * scale, -float("inf"))
             m_new = tl.maximum(m_i, tl.max(qk, 1))
             m_ref = tl.where(m_new == -float("inf"), 0.0, m_new)  # no key seen yet: exp2(-inf) = 0, not NaN
             p = tl.math.exp2(qk - m_ref[:, None])
             alpha = tl.math.exp2(m_i - m_ref)
         else:
-            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)  # scale > 0: max commutes with it
-            p = tl.math.exp2(qk * qk_scale - m_new[:, None])
+            m_new = tl.maximum(m_i, tl.max(qk, 1) * scale)  # scale > 0: max commutes with it
+            p = tl.math.exp2(qk * scale - m_new[:, None])
             alpha = tl.math.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
         v = _load_tile(v_src, tb, kv_head, k_start, n0, seqlen_k, stride_vs, BLOCK_N, BLOCK_D, D, MASKED)
@@ -311,10 +326,10 @@ def _attention_fwd_kernel(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k,
                           stride_qb, stride_qh, stride_qs, stride_kb, stride_kh, stride_ks,
                           stride_vb, stride_vh, stride_vs, stride_ob, stride_oh, stride_os, stride_lb, stride_lh,
                           n_q_heads, seqlen_q, seqlen_k, kv_group, tiles_m, qk_scale, window_left, window_right,
-                          D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+                          softcap, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                           VARLEN: tl.constexpr, MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr,
                           WRITE_LSE: tl.constexpr, USE_TMA: tl.constexpr, SINKS: tl.constexpr,
-                          PRECISION: tl.constexpr):
+                          SOFTCAP: tl.constexpr, PRECISION: tl.constexpr):
     # Reads the q tile once, each k/v tile of the key range once (BLOCK_N * D * 2 * itemsize bytes per
     # step, mostly from L2: the programs of one head run side by side), writes out (and lse) once; with
     # SINKS, the head's sink (one value a program).
@@ -367,14 +382,14 @@ def _attention_fwd_kernel(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k,
     if MASK_LEFT:
         acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks,
                                       stride_vs, seqlen_k, q_pos, lo, full_lo, window_left, window_right,
-                                      qk_scale, BLOCK_N, BLOCK_D, D, True, PRECISION)
+                                      qk_scale, softcap, BLOCK_N, BLOCK_D, D, True, SOFTCAP, PRECISION)
     acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks, stride_vs,
                                   seqlen_k, q_pos, full_lo, full_hi, window_left, window_right, qk_scale,
-                                  BLOCK_N, BLOCK_D, D, False, PRECISION)
+                                  softcap, BLOCK_N, BLOCK_D, D, False, SOFTCAP, PRECISION)
     if MASK_RIGHT:
         acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks,
                                       stride_vs, seqlen_k, q_pos, full_hi, hi, window_left, window_right,
-                                      qk_scale, BLOCK_N, BLOCK_D, D, True, PRECISION)
+                                      qk_scale, softcap, BLOCK_N, BLOCK_D, D, True, SOFTCAP, PRECISION)
 
     if SINKS:
         acc, l_i, m_i = fold_sink(acc, l_i, m_i, tl.load(sinks + h).to(tl.float32) * 1.4426950408889634)  # x log2 e
@@ -464,12 +479,12 @@ class _Plan:
     descriptors made on the device would cost every program a global write and a fence before its first
     load, and every launch an allocation of their workspace (benchmarks/exp_attention.py measures both)."""
 
-    __slots__ = ("grid", "constexprs", "descriptors", "sizes", "windows", "device", "compiled")
+    __slots__ = ("grid", "constexprs", "descriptors", "sizes", "masking", "device", "compiled")
 
     def __init__(self, grid: tuple[int], constexprs: dict, descriptors: Optional[list[tuple]], sizes: tuple,
-                 windows: tuple[int, int], device: int):
+                 masking: tuple[int, int, float], device: int):
         self.grid, self.constexprs, self.descriptors = grid, constexprs, descriptors
-        self.sizes, self.windows, self.device = sizes, windows, device
+        self.sizes, self.masking, self.device = sizes, masking, device  # masking: window bounds, soft cap
         self.compiled: Optional[Launch] = None
 
     def __call__(self, q, k, v, o, lse, cu_q, cu_k, qk_scale: float, sinks=None) -> None:
@@ -477,7 +492,7 @@ class _Plan:
         if self.descriptors is not None:
             tiles = [_KeyedDescriptor(t, *d) for t, d in zip(tiles, self.descriptors)]
         args = (*tiles, q if lse is None else lse, q if sinks is None else sinks, cu_q, cu_k, *self.sizes, qk_scale,
-                *self.windows)
+                *self.masking)
         if self.compiled is not None:
             self.compiled.run(self.grid, *args)
             return
@@ -505,13 +520,13 @@ def _layout(q4, k4, v4, o4, varlen: bool) -> tuple[bool, bool, list]:
 
 def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, causal, left, right, varlen,
                      qk_scale, config: Optional[AttentionConfig] = None,
-                     sinks: Optional[torch.Tensor] = None) -> tuple[_Plan, bool]:
+                     sinks: Optional[torch.Tensor] = None, softcap: float = 0.0) -> tuple[_Plan, bool]:
     """A call's slow path on 4-D [batch, head, seq, D] views (varlen: batch 1, seq = the packed tokens,
     max_q/max_k bound a sequence); lse3 [batch, Hq, seq] or None; left/right: window bounds, -1
-    unbounded; sinks [Hq] or None. Works out the path (TMA or pointers) and the configuration (`config`, else the tuned
-    choice, falling through to the next candidate when one does not fit the GPU), launches the call and
-    returns its plan, and whether that plan may be kept: not when the choice was the untuned default
-    (CUDA graph capture, torch.compile tracing), which a later call may tune."""
+    unbounded; sinks [Hq] or None; softcap > 0 or 0 (none). Works out the path (TMA or pointers) and the
+    configuration (`config`, else the tuned choice, falling through to the next candidate when one does not
+    fit the GPU), launches the call and returns its plan, and whether that plan may be kept: not when the
+    choice was the untuned default (CUDA graph capture, torch.compile tracing), which a later call may tune."""
     D = q4.shape[-1]
     block_d = _block_d(D)
     device_index = q4.device.index if q4.is_cuda else -1
@@ -520,12 +535,13 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
         ensure_scratch_allocator()  # device-made descriptors: Triton's dispatch of the first launch takes scratch
     mask_left, mask_right = left >= 0, causal or right >= 0 or varlen
     kind = _kind(use_tma, mask_left, mask_right)
-    pingpong = _pingpong_applies(q4, k4, v4, o4, causal, left, right, varlen)
+    pingpong = not softcap and _pingpong_applies(q4, k4, v4, o4, causal, left, right, varlen)
     unbounded = max_q + max_k  # wider than any query can reach
     sizes = (sq[0], sq[1], sq[2], sk[0], sk[1], sk[2], sv[0], sv[1], sv[2], so[0], so[1], so[2],
              *(lse3.stride()[:2] if lse3 is not None else (0, 0)),
              q4.shape[1], q4.shape[2], k4.shape[2], q4.shape[1] // k4.shape[1])
-    windows = (unbounded if left < 0 else left, 0 if causal else (unbounded if right < 0 else right))
+    masking = (unbounded if left < 0 else left, 0 if causal else (unbounded if right < 0 else right),
+               softcap * LOG2E)  # the cap in the scaled scores' log2 units
     plans: dict[AttentionConfig, Union[_Plan, attention_sm90.PingpongPlan]] = {}
 
     def run(cfg: AttentionConfig) -> Union[_Plan, attention_sm90.PingpongPlan]:
@@ -550,11 +566,12 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
             constexprs = dict(D=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_D=block_d, VARLEN=varlen,
                               MASK_LEFT=mask_left, MASK_RIGHT=mask_right or k4.shape[2] % cfg.block_n != 0,
                               WRITE_LSE=lse3 is not None, USE_TMA=use_tma, SINKS=sinks is not None,
+                              SOFTCAP=softcap > 0,
                               PRECISION="ieee" if q4.dtype == torch.float32 else "tf32",
                               num_warps=cfg.num_warps, num_stages=cfg.num_stages)
             if cfg.maxnreg:
                 constexprs["maxnreg"] = cfg.maxnreg
-            plan = plans[cfg] = _Plan((programs,), constexprs, descriptors, (*sizes, tiles_m), windows,
+            plan = plans[cfg] = _Plan((programs,), constexprs, descriptors, (*sizes, tiles_m), masking,
                                       device_index)
         plan(q4, k4, v4, o4, lse3, cu_q, cu_k, qk_scale, sinks)
         return plan
@@ -569,7 +586,7 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
         ragged = k4.shape[2] % max(BLOCK_N_CHOICES) != 0
         key = (_autotune.bucket(max_q), _autotune.bucket(max_k), _autotune.bucket(n_batch * q4.shape[1]),
                q4.dtype, D, kind, causal, left >= 0, right >= 0 and not causal, varlen, ragged, pingpong,
-               sinks is not None)
+               sinks is not None, softcap > 0)
         device = _autotune.device_name(device_index)
         chosen = AttentionConfig(**_autotune.choose(
             "attention", key, [asdict(c) for c in configs], lambda c: run(AttentionConfig(**c)),
@@ -605,6 +622,16 @@ def window_bounds(window: Window, causal: bool) -> tuple[int, int]:
             raise ValueError(f"window right must be 0 or None with causal=True, got {right}")
         right = 0
     return left, right
+
+
+def check_softcap(softcap) -> float:
+    """softcap as the ops take it: a positive finite number, or 0.0 for None (no soft-capping)."""
+    if softcap is None:
+        return 0.0
+    check_number("softcap", softcap)
+    if not 0 < softcap < math.inf:
+        raise ValueError(f"softcap must be a positive finite number (or None), got {softcap!r}")
+    return float(softcap)
 
 
 def check_scale(scale, D: int) -> float:
@@ -680,7 +707,7 @@ def _lse_shape(shape, return_lse: bool):
     return tuple(shape) if return_lse else (0,)
 
 
-def _attention_fake(q, k, v, causal, scale, left, right, return_lse, sinks):
+def _attention_fake(q, k, v, causal, scale, left, right, return_lse, sinks, softcap):
     return _new_out(q), q.new_empty(_lse_shape(q.shape[:3], return_lse), dtype=torch.float32)
 
 
@@ -691,9 +718,11 @@ _plans = Plans()
 
 @torch_op("attention", fake=_attention_fake)
 def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float, left: int,
-                  right: int, return_lse: bool, sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+                  right: int, return_lse: bool, sinks: Optional[torch.Tensor],
+                  softcap: float) -> tuple[torch.Tensor, torch.Tensor]:
     if not runs_kernel(q):
-        ref, lse = attention_reference(q, k, v, causal, scale, (left, right), return_lse=True, sinks=sinks)
+        ref, lse = attention_reference(q, k, v, causal, scale, (left, right), return_lse=True, sinks=sinks,
+                                       softcap=softcap or None)
         return _new_out(q).copy_(ref), lse.float() if return_lse else q.new_empty((0,), dtype=torch.float32)
     B, Hq, Sq, D = q.shape
     Sk = k.shape[2]
@@ -707,13 +736,14 @@ def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
     lse3 = lse if return_lse else None
     # everything the launch depends on but the data pointers and the scale (out's layout follows q's)
     key = ("dense", q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, causal, left, right,
-           return_lse, _sinks_key(sinks), TMA_ENABLED, HOST_DESCRIPTORS, GLUON_ENABLED, alignment_key(q, k, v, sinks))
+           softcap, return_lse, _sinks_key(sinks), TMA_ENABLED, HOST_DESCRIPTORS, GLUON_ENABLED,
+           alignment_key(q, k, v, sinks))
     plan = _plans.get(key)
     if plan is not None:
         plan(q, k, v, out, lse3, q, q, scale * LOG2E, sinks)
         return out, lse
     plan, final = _plan_and_launch(q, k, v, out, lse3, q, q, B, Sq, Sk, causal, left, right, False, scale * LOG2E,
-                                   sinks=sinks)
+                                   sinks=sinks, softcap=softcap)
     if final:
         _plans.keep(key, plan)
     return out, lse
@@ -721,21 +751,22 @@ def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
               scale: Optional[float] = None, window: Window = None, return_lse: bool = False,
-              sinks: Optional[torch.Tensor] = None):
+              sinks: Optional[torch.Tensor] = None, softcap: Optional[float] = None):
     """softmax(q k^T * scale + mask) v for q [B, Hq, Sq, D], k and v [B, Hkv, Sk, D] (SDPA's layout; any
     strides with a unit last one); GQA/MQA when Hq is a multiple of Hkv. causal is aligned bottom-right
     (query i sees keys j <= i + Sk - Sq); window = (left, right) or left: query i sees keys
     [i' - left, i' + right], i' = i + Sk - Sq. scale defaults to 1/sqrt(D). sinks (float [Hq], gpt-oss's):
-    a logit each query head's softmax takes in with no value. Returns out [B, Hq, Sq, D], and with
-    return_lse also lse [B, Hq, Sq] fp32 (natural log, the sink's term in it). A query that sees no key
-    gets 0 and -inf (with sinks: its head's sink)."""
+    a logit each query head's softmax takes in with no value. softcap (Gemma 2's): each score s becomes
+    softcap tanh(s / softcap) first. Returns out [B, Hq, Sq, D], and with return_lse also lse [B, Hq, Sq]
+    fp32 (natural log, the sink's term in it). A query that sees no key gets 0 and -inf (with sinks: its
+    head's sink)."""
     check_qkv(q, k, v, 4, "[batch, heads, seq, head_dim]")
     if k.shape[0] != q.shape[0]:
         raise ValueError(f"k has batch {k.shape[0]} but q has {q.shape[0]}")
     check_sinks(sinks, q, q.shape[1])
     left, right = window_bounds(window, bool(causal))
     out, lse = _attention_op(q, k, v, bool(causal), check_scale(scale, q.shape[-1]), left, right, bool(return_lse),
-                             None if sinks is None else sinks.contiguous())
+                             None if sinks is None else sinks.contiguous(), check_softcap(softcap))
     return (out, lse) if return_lse else out
 
 
@@ -774,7 +805,7 @@ def prepared_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal
 
 
 def _varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, left, right,
-                 return_lse, sinks):
+                 return_lse, sinks, softcap):
     return (torch.empty_like(q, memory_format=torch.contiguous_format),
             q.new_empty(_lse_shape((q.shape[1], q.shape[0]), return_lse), dtype=torch.float32))
 
@@ -782,11 +813,11 @@ def _varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
 @torch_op("attention_varlen", fake=_varlen_fake)
 def _attention_varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
                          cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool, scale: float,
-                         left: int, right: int, return_lse: bool,
-                         sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+                         left: int, right: int, return_lse: bool, sinks: Optional[torch.Tensor],
+                         softcap: float) -> tuple[torch.Tensor, torch.Tensor]:
     if not runs_kernel(q):
         out, lse = attention_varlen_reference(q, k, v, cu_seqlens_q, cu_seqlens_k, causal, scale, (left, right),
-                                              sinks)
+                                              sinks, softcap or None)
         return out.to(q.dtype), lse.float() if return_lse else q.new_empty((0,), dtype=torch.float32)
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     lse = torch.empty(_lse_shape((q.shape[1], q.shape[0]), return_lse), dtype=torch.float32, device=q.device)
@@ -798,7 +829,7 @@ def _attention_varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_s
         return out, lse
     lse2 = lse if return_lse else None
     key = ("varlen", q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, batch, max_seqlen_q,
-           max_seqlen_k, causal, left, right, return_lse, _sinks_key(sinks), TMA_ENABLED,
+           max_seqlen_k, causal, left, right, softcap, return_lse, _sinks_key(sinks), TMA_ENABLED,
            alignment_key(q, k, v, cu_seqlens_q, cu_seqlens_k, sinks))
     plan = _plans.get(key)
     if plan is not None:  # the plan takes the tensors as they are: no descriptor reads the 4-D views' shapes
@@ -808,7 +839,7 @@ def _attention_varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_s
     q4, k4, v4, o4 = (t.unsqueeze(0).transpose(1, 2) for t in (q, k, v, out))
     plan, final = _plan_and_launch(q4, k4, v4, o4, None if lse2 is None else lse2.unsqueeze(0), cu_seqlens_q,
                                    cu_seqlens_k, batch, max_seqlen_q, max_seqlen_k, causal, left, right, True,
-                                   scale * LOG2E, sinks=sinks)
+                                   scale * LOG2E, sinks=sinks, softcap=softcap)
     if final:
         _plans.keep(key, plan)
     return out, lse
@@ -817,10 +848,11 @@ def _attention_varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_s
 def attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
                      cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool = False,
                      scale: Optional[float] = None, window: Window = None, return_lse: bool = False,
-                     sinks: Optional[torch.Tensor] = None):
+                     sinks: Optional[torch.Tensor] = None, softcap: Optional[float] = None):
     """attention() over packed sequences (flash-attn's varlen API): q [total_q, Hq, D], k and v
     [total_k, Hkv, D]; sequence b is rows cu_seqlens_q[b]:cu_seqlens_q[b+1] of q (likewise k, v), the
-    cu_seqlens int32 [batch + 1]; max_seqlen_q/k bound every sequence's length; sinks as attention's.
+    cu_seqlens int32 [batch + 1]; max_seqlen_q/k bound every sequence's length; sinks and softcap as
+    attention's.
     Returns out [total_q, Hq, D], and with return_lse also lse [Hq, total_q] fp32."""
     check_qkv(q, k, v, 3, "[tokens, heads, head_dim]")
     check_sinks(sinks, q, q.shape[1])
@@ -839,7 +871,7 @@ def attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqle
     left, right = window_bounds(window, bool(causal))
     out, lse = _attention_varlen_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, bool(causal),
                                     check_scale(scale, q.shape[-1]), left, right, bool(return_lse),
-                                    None if sinks is None else sinks.contiguous())
+                                    None if sinks is None else sinks.contiguous(), check_softcap(softcap))
     return (out, lse) if return_lse else out
 
 
@@ -859,10 +891,11 @@ def _visible(Sq: int, Sk: int, left: int, right: int, device) -> torch.Tensor:
     return seen
 
 
-def attention_reference(q, k, v, causal=False, scale=None, window=None, return_lse=False, sinks=None):
+def attention_reference(q, k, v, causal=False, scale=None, window=None, return_lse=False, sinks=None, softcap=None):
     """The same maths in float64, the softmax materialised (query rows in chunks, so that it fits on a
     GPU at S = 16384); GQA by repeat_interleave; rows that see no key give 0 (lse -inf); sinks [Hq] join
-    each head's sum (gpt-oss's eager form: a column of them, dropped after the softmax)."""
+    each head's sum (gpt-oss's eager form: a column of them, dropped after the softmax); softcap: scores
+    softcap tanh(s / softcap) before the mask (Gemma 2's eager form)."""
     left, right = window_bounds(window, bool(causal))
     B, Hq, Sq, D = q.shape
     scale = check_scale(scale, D)
@@ -875,6 +908,8 @@ def attention_reference(q, k, v, causal=False, scale=None, window=None, return_l
     chunk = max(1, 2**27 // max(1, B * Hq * k.shape[2]))
     for s in range(0, Sq, chunk):
         scores = (q[:, :, s:s + chunk].double() @ kd.transpose(-1, -2)) * scale
+        if softcap is not None:
+            scores = torch.tanh(scores / softcap) * softcap
         scores = scores.masked_fill(~seen[s:s + chunk], -math.inf)
         rows_lse = torch.logsumexp(scores, -1)
         if sinks is not None:
@@ -886,7 +921,7 @@ def attention_reference(q, k, v, causal=False, scale=None, window=None, return_l
 
 
 def attention_varlen_reference(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=False, scale=None, window=None,
-                               sinks=None):
+                               sinks=None, softcap=None):
     """Per sequence, the dense reference (float64): (out [total_q, Hq, D], lse [Hq, total_q])."""
     out = torch.zeros(q.shape, dtype=torch.float64, device=q.device)
     lse = torch.full((q.shape[1], q.shape[0]), -math.inf, dtype=torch.float64, device=q.device)
@@ -894,7 +929,8 @@ def attention_varlen_reference(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=False
     for b in range(len(cq) - 1):
         qs, ks = slice(cq[b], cq[b + 1]), slice(ck[b], ck[b + 1])
         o, l = attention_reference(q[qs].transpose(0, 1)[None], k[ks].transpose(0, 1)[None],
-                                   v[ks].transpose(0, 1)[None], causal, scale, window, return_lse=True, sinks=sinks)
+                                   v[ks].transpose(0, 1)[None], causal, scale, window, return_lse=True, sinks=sinks,
+                                   softcap=softcap)
         out[qs] = o[0].transpose(0, 1)
         lse[:, qs] = l[0]
     return out, lse

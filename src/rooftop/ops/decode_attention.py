@@ -16,6 +16,7 @@ Attention sinks (gpt-oss): a logit sinks[h] a query head joins the softmax with 
     lse = log(exp(sinks[h]) + sum_j exp(s_j))          out = sum_j exp(s_j - lse) v_j
 
 (a query that sees no key: out 0, lse sinks[h]); the row's store (or its splits' merge) adds it once.
+Soft-capping (Gemma 2): softcap = c > 0 makes each s_j c tanh(s_j / c) before the mask (attention's soft_cap).
 
 The caches (any strides with a unit last one):
 - contiguous: k_cache, v_cache [B_cache, Hkv, S_max, D], B_cache >= B (Hugging Face's StaticCache layout):
@@ -70,7 +71,8 @@ import triton.language as tl
 from rooftop import registry
 from rooftop.ops._support import (arrival_counters, arrive_last, await_previous, cdiv, check_same_device,
                                   fitting_stages, launch, num_sms, pdl_options, planned, runs_kernel, torch_op)
-from rooftop.ops.attention import attention_eager, check_qkv, check_scale, check_sinks, fold_sink
+from rooftop.ops.attention import (attention_eager, check_qkv, check_scale, check_sinks, check_softcap, fold_sink,
+                                   soft_cap)
 from rooftop.roofline import Cost
 
 LOG2E = 1.4426950408889634
@@ -144,7 +146,7 @@ def _store_out(o, lse, sinks, head, acc, l_i, m_i, row_off, lse_off, row_ok, off
 
 @triton.jit
 def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqlens, block_table, key_mask, sinks,
-                             qk_scale,
+                             qk_scale, softcap,
                              stride_qb, stride_qh, stride_qs, stride_kp, stride_kh, stride_ks,
                              stride_vp, stride_vh, stride_vs, stride_ob, stride_oh, stride_os, stride_tb, stride_mb,
                              Hkv, Sq, rows, row_tiles, capacity, num_splits,
@@ -152,7 +154,7 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
                              BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr, PAGE_SIZE: tl.constexpr,
                              HAS_MASK: tl.constexpr, SPLIT: tl.constexpr, MERGE_ROWS: tl.constexpr,
                              MERGE_CHUNK: tl.constexpr, RETURN_LSE: tl.constexpr, PRECISION: tl.constexpr,
-                             SINKS: tl.constexpr, PDL: tl.constexpr):
+                             SINKS: tl.constexpr, SOFTCAP: tl.constexpr, PDL: tl.constexpr):
     await_previous(PDL)
     tile = tl.program_id(0)  # (sequence, kv head, row tile)
     split = tl.program_id(1)
@@ -192,6 +194,8 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
         # reads: BLOCK_N key rows and BLOCK_N value rows of the range, once
         kt = tl.load(k_head + k_rows[:, None] + offs_d[None, :], mask=live[:, None] & d_ok, other=0.0)
         s = tl.dot(qt, kt.T, input_precision=PRECISION) * qk_scale
+        if SOFTCAP:  # softcap in the scaled scores' log2 units
+            s = soft_cap(s, softcap)
         seen = pos[None, :] <= last_key[:, None]  # past a row's last key, or the range: not seen
         if HAS_MASK:  # reads: BLOCK_N mask bytes
             seen &= tl.load(key_mask + b64 * stride_mb + pos, mask=live, other=0)[None, :] != 0
@@ -286,7 +290,8 @@ def cache_capacity(k_cache: torch.Tensor, block_table: Optional[torch.Tensor]) -
     return k_cache.shape[2] * (1 if block_table is None else block_table.shape[1])
 
 
-def _decode_fake(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, scale, num_splits, return_lse, sinks):
+def _decode_fake(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, scale, num_splits, return_lse, sinks,
+                 softcap):
     return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
             q.new_empty(q.shape[:3] if return_lse else (0,), dtype=torch.float32))
 
@@ -294,15 +299,15 @@ def _decode_fake(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, scal
 @torch_op("decode_attention", fake=_decode_fake)
 def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cache_seqlens: torch.Tensor,
                          block_table: Optional[torch.Tensor], key_mask: Optional[torch.Tensor], scale: float,
-                         num_splits: int, return_lse: bool,
-                         sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+                         num_splits: int, return_lse: bool, sinks: Optional[torch.Tensor],
+                         softcap: float) -> tuple[torch.Tensor, torch.Tensor]:
     B, Hq, Sq, D = q.shape
     Hkv = k_cache.shape[1]
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty(q.shape[:3] if return_lse else (0,), dtype=torch.float32, device=q.device)
     if not runs_kernel(q):
         ref, ref_lse = decode_attention_reference(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, scale,
-                                                  return_lse=True, sinks=sinks)
+                                                  return_lse=True, sinks=sinks, softcap=softcap or None)
         out.copy_(ref)
         if return_lse:
             lse.copy_(ref_lse)
@@ -324,7 +329,7 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
 
     def kernel_args(part_acc, part_ml, counters, splits, stages=NUM_STAGES):
         return ((q, k_cache, v_cache, out, lse_arg, part_acc, part_ml, counters, cache_seqlens, table, mask,
-                 cache_seqlens if sinks is None else sinks, scale * LOG2E,
+                 cache_seqlens if sinks is None else sinks, scale * LOG2E, softcap * LOG2E,
                  q.stride(0), q.stride(1), q.stride(2), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
                  v_cache.stride(0), v_cache.stride(1), v_cache.stride(2), out.stride(0), out.stride(1),
                  out.stride(2), 0 if block_table is None else block_table.stride(0),
@@ -333,7 +338,7 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
                      PAGE_SIZE=0 if block_table is None else k_cache.shape[2], HAS_MASK=key_mask is not None,
                      SPLIT=splits > 1, MERGE_ROWS=merge_rows,
                      MERGE_CHUNK=max(1, MERGE_ELEMENTS // (merge_rows * block_d)), RETURN_LSE=return_lse,
-                     SINKS=sinks is not None,
+                     SINKS=sinks is not None, SOFTCAP=softcap > 0,
                      PRECISION="ieee" if q.dtype == torch.float32 else "tf32", num_warps=NUM_WARPS,
                      num_stages=stages if q.is_cuda else 1, **pdl_options(q)))
 
@@ -399,7 +404,8 @@ def _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, sin
 def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cache_seqlens: torch.Tensor,
                      block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
                      num_splits: Optional[int] = None, return_lse: bool = False,
-                     key_mask: Optional[torch.Tensor] = None, sinks: Optional[torch.Tensor] = None):
+                     key_mask: Optional[torch.Tensor] = None, sinks: Optional[torch.Tensor] = None,
+                     softcap: Optional[float] = None):
     """Attention of q [B, Hq, Sq, D] (each sequence's Sq newest tokens, already in the cache) over the first
     cache_seqlens[b] (int32 [B]) keys of sequence b's cache: k_cache, v_cache [B_cache, Hkv, S_max, D], or
     paged [pages, Hkv, page_size, D] with block_table int32 [B, pages_per_seq]; query i sees the keys up to
@@ -407,8 +413,9 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     (keys split over that many programs a sequence and kv head) defaults to a choice from the shapes. key_mask
     (bool [B, >= capacity], a row's stride may be 0): key j of sequence b is seen only where key_mask[b, j] too
     (padding, windows: the mask a model passes). sinks (float [Hq], gpt-oss's): a logit each query head's softmax
-    takes in with no value (module docstring). Returns out [B, Hq, Sq, D], and with return_lse also lse
-    [B, Hq, Sq] fp32 (natural log; with sinks, the sink's term in it)."""
+    takes in with no value (module docstring); softcap (Gemma 2's): scores s become softcap tanh(s / softcap).
+    Returns out [B, Hq, Sq, D], and with return_lse also lse [B, Hq, Sq] fp32 (natural log; with sinks, the
+    sink's term in it)."""
     _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, sinks)
     if num_splits is None:
         num_splits = 0  # the op chooses
@@ -416,7 +423,7 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
         raise ValueError(f"num_splits must be an int in [1, 65535], got {num_splits!r}")
     out, lse = _decode_attention_op(q, k_cache, v_cache, cache_seqlens, block_table, key_mask,
                                     check_scale(scale, q.shape[-1]), num_splits, bool(return_lse),
-                                    None if sinks is None else sinks.contiguous())
+                                    None if sinks is None else sinks.contiguous(), check_softcap(softcap))
     return (out, lse) if return_lse else out
 
 
@@ -562,10 +569,11 @@ def gather_cache(cache: torch.Tensor, block_table: Optional[torch.Tensor], batch
 
 
 def decode_attention_reference(q, k_cache, v_cache, cache_seqlens, block_table=None, key_mask=None, scale=None,
-                               return_lse=False, sinks=None):
+                               return_lse=False, sinks=None, softcap=None):
     """Per sequence in float64, the scores materialised: query i sees key j < L_b (cache_seqlens[b] clamped to the
     cache's capacity) with j <= L_b - Sq + i, and key_mask[b, j] where a mask is given; no key: out 0, lse -inf;
-    sinks [Hq]: each head's logit in the softmax's sum (gpt-oss's eager form: a column of it, dropped after)."""
+    sinks [Hq]: each head's logit in the softmax's sum (gpt-oss's eager form: a column of it, dropped after);
+    softcap: scores softcap tanh(s / softcap) before the mask."""
     B, Hq, Sq, D = q.shape
     scale = check_scale(scale, D)
     out = torch.zeros(q.shape, dtype=torch.float64, device=q.device)
@@ -578,7 +586,10 @@ def decode_attention_reference(q, k_cache, v_cache, cache_seqlens, block_table=N
         seen = keys[None, :] <= queries[:, None] + length - Sq
         if key_mask is not None:
             seen &= key_mask[b, :length]
-        scores = (q[b].double() @ k.transpose(-1, -2) * scale).masked_fill(~seen, -math.inf)  # [Hq, Sq, L]
+        scores = q[b].double() @ k.transpose(-1, -2) * scale  # [Hq, Sq, L]
+        if softcap is not None:
+            scores = torch.tanh(scores / softcap) * softcap
+        scores = scores.masked_fill(~seen, -math.inf)
         if sinks is not None:
             scores = torch.cat([scores, sinks.double()[:, None, None].expand(-1, Sq, 1)], -1)
         lse[b] = torch.logsumexp(scores, -1)
