@@ -368,6 +368,41 @@ def test_gpt_oss_prefill_takes_attention_with_sinks(cache_kind, monkeypatch):
         assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
 
+@pytest.mark.parametrize("cache_kind", ["static", "dynamic"])
+def test_gemma2_eager_takes_the_kernels_with_its_softcap(cache_kind, monkeypatch):
+    """Gemma 2 (no SDPA in transformers: it soft-caps its scores; eager attention, sliding-window layers of 4 between
+    full ones): its prefill (no padding) goes to rooftop.attention and its decode steps to rooftop.decode_attention,
+    both with the layer's cap (1.0 here: random weights' scores reach it), and give the stock model's logits."""
+    import inspect
+
+    transformers = pytest.importorskip("transformers")
+    config = transformers.Gemma2Config(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                       num_attention_heads=4, num_key_value_heads=2, head_dim=16, sliding_window=4,
+                                       max_position_embeddings=64, attn_logit_softcapping=1.0, query_pre_attn_scalar=1)
+    config._attn_implementation = "eager"
+    stock = transformers.Gemma2ForCausalLM(config).to(DEVICE).eval()
+    patched = copy.deepcopy(stock)
+    assert patch_model(patched)["decode_attention"] == 2
+    calls = []
+    for name in ("attention", "decode_attention"):
+        real = getattr(rooftop.integrations.hf, name)
+        monkeypatch.setattr(rooftop.integrations.hf, name,
+                            lambda *a, real=real, name=name, **k: calls.append((name, k["softcap"])) or real(*a, **k))
+    cache_arg = "cache" if "cache" in inspect.signature(stock.model.forward).parameters else "past_key_values"
+    ids = torch.randint(0, 128, (2, 7), device=DEVICE)
+    steps = torch.randint(0, 128, (3, 2, 1), device=DEVICE)
+    logits = {}
+    with torch.no_grad():
+        for name, model in (("stock", stock), ("patched", patched)):
+            cache = (transformers.StaticCache(config=config, max_cache_len=16) if cache_kind == "static"
+                     else transformers.DynamicCache(config=config))
+            logits[name] = [model(ids, use_cache=True, **{cache_arg: cache}).logits]
+            logits[name] += [model(token, use_cache=True, **{cache_arg: cache}).logits for token in steps]
+    assert calls == [("attention", 1.0)] * 2 + [("decode_attention", 1.0)] * 6
+    for ours, theirs in zip(logits["patched"], logits["stock"]):
+        assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
+
+
 @pytest.mark.parametrize("elements", [1 << 24, 25], ids=["one pass", "a row a pass"])
 def test_prefill_window_reads_only_causal_windowed_masks(elements, monkeypatch):
     """_prefill_window: transformers' masks (boolean; additive: eager's) causal within a window (or none), at the

@@ -696,7 +696,7 @@ def _prefill_by_default(query) -> bool:
             and is_sm90(query.device.index))
 
 
-def _routed(original, sinks_eager=False, prefill=None):
+def _routed(original, sinks_eager=False, softcap_eager=False, prefill=None):
     """transformers' SDPA attention function (`original`), a decode step over a cache (one query a sequence, the
     boolean mask a model builds, nothing that changes the maths) answered by rooftop.decode_attention: the keys up to
     each sequence's last unmasked one read, the mask applied to them (SDPA reads the whole static cache under it); and
@@ -705,17 +705,25 @@ def _routed(original, sinks_eager=False, prefill=None):
     sinks_eager: the function is gpt-oss's eager one instead (module.sinks, also passed as s_aux, in its softmax; its
     additive mask, which transformers builds as 0 or the dtype's least value: a caller's own float mask with soft
     biases would be read as seen only where 0), its prefill routed unless prefill is False: the eager function
-    materialises the scores, [B, Hq, Sq, Sk + 1] in the model's dtype a layer."""
+    materialises the scores, [B, Hq, Sq, Sk + 1] in the model's dtype a layer. softcap_eager: the function is Gemma
+    2's eager one (its `softcap` kwarg capping the scores before the additive mask), taken likewise, the cap in the
+    kernels."""
+    eager = sinks_eager or softcap_eager  # an eager function's form: transformers' additive mask
+
     def attention_function(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
-        rows = _decode_mask_rows(query, key, attention_mask, additive=sinks_eager)
+        rows = _decode_mask_rows(query, key, attention_mask, additive=eager)
         grads = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
         sinks = getattr(module, "sinks", None) if sinks_eager else None  # what gpt-oss's eager function reads
-        refused = [n for n in _REFUSES if _given(kwargs.get(n)) and not (sinks_eager and n == "s_aux")]
+        softcap = kwargs.get("softcap") if softcap_eager else None
+        refused = [n for n in _REFUSES if _given(kwargs.get(n)) and not (sinks_eager and n == "s_aux")
+                   and not (softcap_eager and n == "softcap")]
         if sinks_eager and not (isinstance(sinks, torch.Tensor) and kwargs.get("s_aux") is sinks
                                 and sinks.shape == (query.shape[1],) and sinks.dtype in FLOAT_DTYPES
                                 and sinks.device == query.device
                                 and not (torch.is_grad_enabled() and sinks.requires_grad)):
             refused.append("s_aux")
+        if softcap is not None and not (type(softcap) in (int, float) and 0 < softcap < math.inf):
+            refused.append("softcap")
         if (not dropout and not grads and not refused
                 and runs_kernel(query) and query.device == key.device == value.device  # not a CPU model: SDPA's
                 and query.dtype == key.dtype == value.dtype and key.shape == value.shape
@@ -724,14 +732,14 @@ def _routed(original, sinks_eager=False, prefill=None):
                 and (scaling is None or scaling > 0)):
             if rows is not False:
                 out = decode_attention(query, key, value, _cache_lengths(attention_mask, rows, key), scale=scaling,
-                                       key_mask=rows, sinks=sinks)
+                                       key_mask=rows, sinks=sinks, softcap=softcap)
                 return out.transpose(1, 2), None
-            wanted = prefill if prefill is not None else sinks_eager or _prefill_by_default(query)
-            routed = wanted and _prefill_keys(module, query, key, attention_mask, kwargs, additive=sinks_eager)
+            wanted = prefill if prefill is not None else eager or _prefill_by_default(query)
+            routed = wanted and _prefill_keys(module, query, key, attention_mask, kwargs, additive=eager)
             if routed:
                 n, causal, left = routed
                 out = attention(query, key[:, :, :n], value[:, :, :n], causal=causal, scale=scaling, window=left,
-                                sinks=sinks)
+                                sinks=sinks, softcap=softcap)
                 return out.transpose(1, 2), None
         return original(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     return attention_function
@@ -876,8 +884,8 @@ def _decode_functions(functions, eager=None, prefill=None):
     """transformers' ALL_ATTENTION_FUNCTIONS as a patched attention forward sees it: a new instance of its class
     (transformers' AttentionInterface, a local mapping over the library-wide one) whose "sdpa" answers decode steps by
     rooftop.decode_attention and prefills (`prefill`) by rooftop.attention (_routed); where the forward's own `eager`
-    attention function is gpt-oss's (it reads module.sinks: _sinks_eager), its "eager" too, with the sinks; anything
-    else as it was. An instance of
+    attention function is gpt-oss's (it reads module.sinks: _sinks_eager) or Gemma 2's (soft-capped:
+    _softcap_eager), its "eager" too, with the sinks or the cap; anything else as it was. An instance of
     transformers' own class, not a proxy: torch.compile traces it as it traces the original (a proxy's __getattr__
     broke dynamo). None where the object is not such an interface."""
     try:
@@ -886,8 +894,9 @@ def _decode_functions(functions, eager=None, prefill=None):
         local["sdpa"] = _routed(functions["sdpa"], prefill=prefill)
     except (TypeError, KeyError):
         return None
-    if _sinks_eager(eager):
-        local["eager"] = _routed(eager, sinks_eager=True, prefill=prefill)
+    if _sinks_eager(eager) or _softcap_eager(eager):
+        local["eager"] = _routed(eager, sinks_eager=_sinks_eager(eager), softcap_eager=_softcap_eager(eager),
+                                 prefill=prefill)
     return local
 
 
@@ -898,6 +907,16 @@ def _sinks_eager(fn) -> bool:
     code = getattr(fn, "__code__", None)
     return (code is not None and code.co_varnames[:5] == ("module", "query", "key", "value", "attention_mask")
             and {"sinks", "cat", "softmax", "repeat_kv"} <= set(code.co_names))
+
+
+def _softcap_eager(fn) -> bool:
+    """Whether `fn` is an eager attention function of Gemma 2's form (transformers 5.x: repeat_kv, the scores scaled,
+    divided by its `softcap` argument, tanh, multiplied back where it is given, then the additive mask and the
+    softmax), whose steps the kernels compute with the cap (Gemma 2 has no SDPA in transformers: it soft-caps)."""
+    code = getattr(fn, "__code__", None)
+    return (code is not None and code.co_varnames[:5] == ("module", "query", "key", "value", "attention_mask")
+            and "softcap" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+            and {"tanh", "softmax", "repeat_kv"} <= set(code.co_names) and "sinks" not in code.co_names)
 
 
 def _rebound(fn, target, replacement):
