@@ -62,7 +62,8 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   the sinks in the kernel's softmax (decode_attention(..., sinks=)), and its prefill by rooftop.attention with the
   sinks where the mask is causal within the layer's window for every sequence (no padding; one host sync a mask and
   forward to read it; `prefill_attention=False` keeps it eager): the eager function materialises [B, Hq, Sq, Sk + 1]
-  scores a layer. On by
+  scores a layer. Gemma 2's eager attention (soft-capped scores: no SDPA for it either; Gemma 3's, 3n's and
+  VaultGemma's where loaded eager) is taken the same way, its cap in the kernels (softcap=). On by
   default (`decode_attention=False` keeps SDPA): in an int4 Llama-3-8B-shaped model decoding over a static cache of
   4096, 1123 tokens/s against 608 with SDPA (H200; journal item 196);
 - that attention forward's `cache.update(k, v, self.layer_idx, ...)` (the argument named cache or past_key_value(s))
