@@ -541,6 +541,15 @@ def test_gpu_sinks(S, window):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("window", [None, 4095])
+def test_gpu_softcap(window):
+    """Gemma-2-9B's attention at prefill (16 query heads over 8 kv heads, D = 256, a cap of 50; its full layers and
+    its sliding-window ones of 4096) against the reference, scores pushed to the cap."""
+    q, k, v = _qkv(1, 16, 8, 4500, 4500, 256, torch.bfloat16, "cuda")
+    _check(q * 8, k, v, True, window=window, softcap=50.0)
+
+
+@pytest.mark.gpu
 def test_gpu_pointer_path(monkeypatch):
     monkeypatch.setattr(attention_mod, "TMA_ENABLED", False)
     for causal in (False, True):

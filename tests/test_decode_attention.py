@@ -500,6 +500,17 @@ def test_gpu_sinks(page_size):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("page_size", [None, 16])
+def test_gpu_softcap(page_size):
+    """Gemma-2-9B's decode (16 query heads over 8 kv heads, D = 256, a cap of 50) with a sliding window's mask."""
+    lengths = [4096, 3000, 1, 0]
+    q, k, v, table = _inputs(len(lengths), 16, 8, 1, 4096, 256, torch.bfloat16, "cuda", page_size)
+    mask = torch.ones(len(lengths), 4096, dtype=torch.bool, device="cuda")
+    mask[1, :3000 - 2048] = False
+    _check(q * 8, k, v, _seqlens(lengths, "cuda"), table, key_mask=mask, softcap=50.0)
+
+
+@pytest.mark.gpu
 def test_gpu_cuda_graph_replays_as_the_cache_grows():
     """One capture; replays with longer sequences read the new lengths on the device (split ranges follow)."""
     q, k, v, table = _inputs(4, 32, 8, 1, 2048, 128, torch.bfloat16, "cuda", page_size=16)

@@ -8,8 +8,8 @@ set -x
 nvidia-smi --query-gpu=name --format=csv,noheader
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
 mkdir -p $OUT/w
-timeout 230 python benchmarks/e2e_decode.py $OUT/w/p4096 --graphs --cache-len 4200 --no-int4 --layers 8 --prefill-attention-ab \
-  --prompt 4096 --new 8 --repeats 2 2>&1 | grep -v Warn | tail -7
-timeout 230 python benchmarks/e2e_decode.py $OUT/w/p512b8 --graphs --no-int4 --layers 8 --batch 8 --prefill-attention-ab \
-  --prompt 512 --new 8 --repeats 2 2>&1 | grep -v Warn | tail -7
+timeout 230 python benchmarks/e2e_decode.py $OUT/w/p4096 --graphs --cache-len 4200 --no-int4 --layers 8 \
+  --prefill-attention-ab --prompt 4096 --new 8 --repeats 2 2>&1 | grep -v Warn | tail -7
+timeout 230 python benchmarks/e2e_decode.py $OUT/w/p512b8 --graphs --no-int4 --layers 8 --batch 8 \
+  --prefill-attention-ab --prompt 512 --new 8 --repeats 2 2>&1 | grep -v Warn | tail -7
 tar czf $OUT/call-k.tgz -C $OUT w
