@@ -502,7 +502,7 @@ def test_gpu_sinks(page_size):
 @pytest.mark.gpu
 @pytest.mark.parametrize("page_size", [None, 16])
 def test_gpu_softcap(page_size):
-    """Gemma-2-9B's decode (16 query heads over 8 kv heads, D = 256, a cap of 50) with a sliding window's mask."""
+    """Gemma-2-9B's decode (16 query heads over 8 kv heads, D = 256, a cap of 50) with a key mask (a window's)."""
     lengths = [4096, 3000, 1, 0]
     q, k, v, table = _inputs(len(lengths), 16, 8, 1, 4096, 256, torch.bfloat16, "cuda", page_size)
     mask = torch.ones(len(lengths), 4096, dtype=torch.bool, device="cuda")

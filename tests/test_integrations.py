@@ -401,6 +401,14 @@ def test_gemma2_eager_takes_the_kernels_with_its_softcap(cache_kind, monkeypatch
     assert calls == [("attention", 1.0)] * 2 + [("decode_attention", 1.0)] * 6
     for ours, theirs in zip(logits["patched"], logits["stock"]):
         assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
+    gemma2 = transformers.models.gemma2.modeling_gemma2.eager_attention_forward
+    gpt_oss = transformers.models.gpt_oss.modeling_gpt_oss.eager_attention_forward
+
+    def look_alike(module, query, key, value, attention_mask, dropout=0.0, scaling=None, softcap=None, **kwargs):
+        return torch.tanh(torch.matmul(query, key.transpose(2, 3)) * scaling).softmax(-1), softcap  # capped wrongly
+    hf = rooftop.integrations.hf
+    assert hf._softcap_eager(gemma2) and hf._sinks_eager(gpt_oss)
+    assert not (hf._softcap_eager(gpt_oss) or hf._sinks_eager(gemma2) or hf._softcap_eager(look_alike))
 
 
 @pytest.mark.parametrize("elements", [1 << 24, 25], ids=["one pass", "a row a pass"])
@@ -523,9 +531,11 @@ def test_prefill_choices(monkeypatch):
     monkeypatch.setattr(hf, "attention",
                         lambda q, k, v, **kw: calls.append((k.shape[2], kw["causal"], kw["window"])) or q)
 
-    def route(mask=None, keys=8, prefill=True, D=16, dtype=torch.float32, function=sdpa, eager=False, **kwargs):
+    def route(mask=None, keys=8, prefill=True, D=16, dtype=torch.float32, function=sdpa, eager=False, weights=False,
+              **kwargs):
         q, k = (torch.randn(2, h, s, D, device=DEVICE, dtype=dtype) for h, s in ((4, 6), (2, keys)))
-        module = SimpleNamespace(is_causal=True, sinks=torch.zeros(4, device=DEVICE))
+        module = SimpleNamespace(is_causal=True, sinks=torch.zeros(4, device=DEVICE),
+                                 config=SimpleNamespace(output_attentions=weights))
         if eager:
             kwargs["s_aux"] = module.sinks
         hf._routed(function, sinks_eager=eager, prefill=prefill)(module, q, k, k.clone(), mask, **kwargs)
@@ -552,6 +562,7 @@ def test_prefill_choices(monkeypatch):
     additive = torch.where(causal(8, 8, 2), 0.0, torch.finfo(torch.float32).min)
     assert route(mask=additive, function=sdpa, eager=True, prefill=None) == (8, True, 2)  # gpt-oss's eager
     assert route(mask=additive, function=sdpa, eager=True, prefill=False) == "sdpa"  # (here its stand-in)
+    assert route(mask=additive, function=sdpa, eager=True, weights=True) == "sdpa"  # the config asks for weights
 
 
 @pytest.mark.parametrize("arch", ["Llama", "Mistral"])

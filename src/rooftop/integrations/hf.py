@@ -62,8 +62,10 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   the sinks in the kernel's softmax (decode_attention(..., sinks=)), and its prefill by rooftop.attention with the
   sinks where the mask is causal within the layer's window for every sequence (no padding; one host sync a mask and
   forward to read it; `prefill_attention=False` keeps it eager): the eager function materialises [B, Hq, Sq, Sk + 1]
-  scores a layer. Gemma 2's eager attention (soft-capped scores: no SDPA for it either; Gemma 3's, 3n's and
-  VaultGemma's where loaded eager) is taken the same way, its cap in the kernels (softcap=). On by
+  scores a layer. Gemma 2's eager attention (soft-capped scores: no SDPA for it either; the copies of that function
+  in Gemma 3, 3n, VaultGemma and others where loaded eager) is taken the same way, its cap in the kernels
+  (softcap=); both only where the function's code is transformers' own (_same_code), and not while the config asks
+  for attention weights. On by
   default (`decode_attention=False` keeps SDPA): in an int4 Llama-3-8B-shaped model decoding over a static cache of
   4096, 1123 tokens/s against 608 with SDPA (H200; journal item 196);
 - that attention forward's `cache.update(k, v, self.layer_idx, ...)` (the argument named cache or past_key_value(s))
@@ -79,6 +81,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import importlib
 import inspect
 import math
 import sys
@@ -93,7 +96,7 @@ from torch import nn
 from rooftop.nn import LayerNorm, RMSNorm
 from rooftop.ops._support import FLOAT_DTYPES, apply_keeping_dtypes, check_fp8_device, is_sm90, runs_kernel
 from rooftop.ops.activations import geglu, swiglu
-from rooftop.ops.attention import MAX_HEAD_DIM, attention
+from rooftop.ops.attention import MAX_HEAD_DIM, SOFTCAP_BOUNDS, attention
 from rooftop.ops.decode_attention import append_kv, decode_attention
 from rooftop.ops.matmul import Fp8Linear
 from rooftop.ops.moe import MOE_MAX_TOKENS, moe_experts, moe_experts_eager, quantize_experts
@@ -570,7 +573,8 @@ def _rope_append(rotary, form: _RopeForm):
 
 
 # kwargs of transformers' attention functions that change the maths (soft-capping, attention sinks, head masks, a
-# position bias) or ask for the weights: such a call goes to SDPA as it was
+# position bias) or ask for the weights: such a call goes to the function as it was (but the sinks and the cap of the
+# eager forms _routed knows)
 _REFUSES = ("softcap", "s_aux", "sinks", "head_mask", "position_bias", "output_attentions")
 # mask elements _prefill_window compares a pass (the mask itself may be GBs at long prompts: [B, 1, Sq, Sk])
 MASK_CHECK_ELEMENTS = 1 << 24
@@ -723,8 +727,11 @@ def _routed(original, sinks_eager=False, softcap_eager=False, prefill=None):
                                 and sinks.device == query.device
                                 and not (torch.is_grad_enabled() and sinks.requires_grad)):
             refused.append("s_aux")
-        if softcap is not None and not (type(softcap) in (int, float) and 0 < softcap < math.inf):
+        if softcap is not None and not (type(softcap) in (int, float)
+                                        and SOFTCAP_BOUNDS[0] <= softcap <= SOFTCAP_BOUNDS[1]):
             refused.append("softcap")
+        if eager and getattr(getattr(module, "config", None), "output_attentions", False):
+            refused.append("output_attentions")  # the eager function's weights, collected from its outputs
         if (not dropout and not grads and not refused
                 and runs_kernel(query) and query.device == key.device == value.device  # not a CPU model: SDPA's
                 and query.dtype == key.dtype == value.dtype and key.shape == value.shape
@@ -901,23 +908,30 @@ def _decode_functions(functions, eager=None, prefill=None):
     return local
 
 
-def _sinks_eager(fn) -> bool:
-    """Whether `fn` is an eager attention function of gpt-oss's form (transformers 5.x: repeat_kv, the additive mask,
-    module.sinks concatenated to the scores and dropped after the softmax), whose decode steps decode_attention
-    computes with its sinks."""
+def _same_code(fn, model: str) -> bool:
+    """Whether `fn` compiles to the installed transformers' `model` eager_attention_forward (its bytecode, names and
+    constants: a copy of it in another model's file, or a remote model's, is the same function)."""
     code = getattr(fn, "__code__", None)
-    return (code is not None and code.co_varnames[:5] == ("module", "query", "key", "value", "attention_mask")
-            and {"sinks", "cat", "softmax", "repeat_kv"} <= set(code.co_names))
+    try:
+        known = importlib.import_module(f"transformers.models.{model}.modeling_{model}").eager_attention_forward.__code__
+    except (ImportError, AttributeError):
+        return False
+    return code is not None and all(getattr(code, a) == getattr(known, a) for a in
+                                    ("co_code", "co_names", "co_consts", "co_varnames", "co_argcount"))
+
+
+def _sinks_eager(fn) -> bool:
+    """Whether `fn` is gpt-oss's eager attention function (transformers 5.x: repeat_kv, the additive mask, module.sinks
+    concatenated to the scores and dropped after the softmax), whose steps the kernels compute with its sinks."""
+    return _same_code(fn, "gpt_oss")
 
 
 def _softcap_eager(fn) -> bool:
-    """Whether `fn` is an eager attention function of Gemma 2's form (transformers 5.x: repeat_kv, the scores scaled,
-    divided by its `softcap` argument, tanh, multiplied back where it is given, then the additive mask and the
-    softmax), whose steps the kernels compute with the cap (Gemma 2 has no SDPA in transformers: it soft-caps)."""
-    code = getattr(fn, "__code__", None)
-    return (code is not None and code.co_varnames[:5] == ("module", "query", "key", "value", "attention_mask")
-            and "softcap" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
-            and {"tanh", "softmax", "repeat_kv"} <= set(code.co_names) and "sinks" not in code.co_names)
+    """Whether `fn` is Gemma 2's eager attention function (transformers 5.x: repeat_kv, the scores scaled, divided by
+    its `softcap` argument, tanh, multiplied back where it is given, then the additive mask and the softmax; Gemma 3,
+    3n, 4, VaultGemma, T5Gemma and others carry copies), whose steps the kernels compute with the cap (Gemma 2 has no
+    SDPA in transformers: it soft-caps)."""
+    return _same_code(fn, "gemma2")
 
 
 def _rebound(fn, target, replacement):

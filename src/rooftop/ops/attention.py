@@ -278,9 +278,13 @@ def fold_sink(acc, l_i, m_i, sink):
 
 @triton.jit
 def soft_cap(s, cap):
-    """cap tanh(s / cap), s and cap in one unit, by one exp2: tanh(x) = 1 - 2 / (e^(2 x) + 1) (+-cap at the ends,
-    never NaN for finite s)."""
-    return cap - 2.0 * cap / (tl.math.exp2(s * (2.8853900817779268 / cap)) + 1.0)  # 2 log2(e)
+    """cap tanh(s / cap), s and cap in one unit (cap within check_softcap's bounds), by one exp2: tanh(x) =
+    1 - 2 / (e^(2 x) + 1) (+-1 at the ends, never NaN for finite s), and x (1 - x^2 / 3) where |x| < 2^-6, whose
+    terms left out are under 2^-31 |x| (the exp2 form loses the small x's digits: an absolute error of ~2^-23)."""
+    x = s / cap
+    t = tl.where(tl.abs(x) < 0.015625, x * (1.0 - x * x * 0.3333333333333333),
+                 1.0 - 2.0 / (tl.math.exp2(x * 2.8853900817779268) + 1.0))  # 2 log2(e)
+    return cap * t
 
 
 @triton.jit
@@ -624,13 +628,18 @@ def window_bounds(window: Window, causal: bool) -> tuple[int, int]:
     return left, right
 
 
+SOFTCAP_BOUNDS = (1e-30, 1e30)  # the kernels take the cap in log2 units, in fp32, and divide by it
+
+
 def check_softcap(softcap) -> float:
-    """softcap as the ops take it: a positive finite number, or 0.0 for None (no soft-capping)."""
+    """softcap as the ops take it: a positive number within SOFTCAP_BOUNDS (Gemma 2's: 50), or 0.0 for None (no
+    soft-capping)."""
     if softcap is None:
         return 0.0
     check_number("softcap", softcap)
-    if not 0 < softcap < math.inf:
-        raise ValueError(f"softcap must be a positive finite number (or None), got {softcap!r}")
+    if not SOFTCAP_BOUNDS[0] <= softcap <= SOFTCAP_BOUNDS[1]:
+        raise ValueError(f"softcap must be a positive finite number in [{SOFTCAP_BOUNDS[0]:g}, "
+                         f"{SOFTCAP_BOUNDS[1]:g}] (or None), got {softcap!r}")
     return float(softcap)
 
 
@@ -936,16 +945,18 @@ def attention_varlen_reference(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=False
     return out, lse
 
 
-def attention_eager(q, k, v, causal=False, scale=None, window=None, sinks=None):
+def attention_eager(q, k, v, causal=False, scale=None, window=None, sinks=None, softcap=None):
     """Materialised attention as a model writes it (Hugging Face's eager path): scores in the input
     dtype, softmax in fp32, GQA by repeating k/v heads; sinks as gpt-oss writes them (a column of them
     beside the scores, dropped after the softmax; as there, a query with no key and a sink of -inf gets
-    NaN, where attention() gives 0)."""
+    NaN, where attention() gives 0); softcap as Gemma 2 does (scores / cap, tanh, x cap, before the mask)."""
     left, right = window_bounds(window, bool(causal))
     group = q.shape[1] // k.shape[1]
     if group > 1:
         k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
     scores = (q @ k.transpose(-1, -2)) * check_scale(scale, q.shape[-1])
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
     if left >= 0 or right >= 0:
         scores = scores.masked_fill(~_visible(q.shape[2], k.shape[2], left, right, q.device), -math.inf)
     if sinks is None:
