@@ -913,7 +913,8 @@ def _same_code(fn, model: str) -> bool:
     constants: a copy of it in another model's file, or a remote model's, is the same function)."""
     code = getattr(fn, "__code__", None)
     try:
-        known = importlib.import_module(f"transformers.models.{model}.modeling_{model}").eager_attention_forward.__code__
+        home = importlib.import_module(f"transformers.models.{model}.modeling_{model}")
+        known = home.eager_attention_forward.__code__
     except (ImportError, AttributeError):
         return False
     return code is not None and all(getattr(code, a) == getattr(known, a) for a in
