@@ -489,25 +489,17 @@ def test_gpu_key_mask(page_size):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("page_size", [None, 16])
-def test_gpu_sinks(page_size):
-    """gpt-oss-20b's attention (64 query heads over 8 kv heads, D = 64) with sinks and a window's mask."""
-    lengths = [4096, 3000, 1, 0]
-    q, k, v, table = _inputs(len(lengths), 64, 8, 1, 4096, 64, torch.bfloat16, "cuda", page_size)
-    mask = torch.ones(len(lengths), 4096, dtype=torch.bool, device="cuda")
-    mask[1, :3000 - 128] = False  # a sliding window of 128
-    _check(q, k, v, _seqlens(lengths, "cuda"), table, key_mask=mask,
-           sinks=(torch.randn(64, device="cuda") * 3).bfloat16())
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("page_size", [None, 16])
-def test_gpu_softcap(page_size):
-    """Gemma-2-9B's decode (16 query heads over 8 kv heads, D = 256, a cap of 50) with a key mask (a window's)."""
-    lengths = [4096, 3000, 1, 0]
-    q, k, v, table = _inputs(len(lengths), 16, 8, 1, 4096, 256, torch.bfloat16, "cuda", page_size)
-    mask = torch.ones(len(lengths), 4096, dtype=torch.bool, device="cuda")
-    mask[1, :3000 - 2048] = False
-    _check(q * 8, k, v, _seqlens(lengths, "cuda"), table, key_mask=mask, softcap=50.0)
+@pytest.mark.parametrize("model", ["gpt-oss-20b", "gemma-2-9b"])
+def test_gpu_sinks_and_softcap(model, page_size):
+    """gpt-oss-20b's decode (64 query heads over 8 kv heads, D = 64) with bf16 sinks and a sliding window of 128;
+    Gemma-2-9B's (16 over 8, D = 256) with its cap of 50 (scores pushed to it) and a window of 4096."""
+    gpt_oss = model == "gpt-oss-20b"
+    heads, D, window = (64, 64, 128) if gpt_oss else (16, 256, 4096)
+    lengths = [8192, 6000, 1, 0]
+    q, k, v, table = _inputs(len(lengths), heads, 8, 1, 8192, D, torch.bfloat16, "cuda", page_size)
+    mask = torch.arange(8192, device="cuda") >= _seqlens(lengths, "cuda")[:, None] - window  # each one's window
+    extra = dict(sinks=(torch.randn(heads, device="cuda") * 3).bfloat16()) if gpt_oss else dict(softcap=50.0)
+    _check(q if gpt_oss else q * 8, k, v, _seqlens(lengths, "cuda"), table, key_mask=mask, **extra)
 
 
 @pytest.mark.gpu

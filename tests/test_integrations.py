@@ -280,20 +280,24 @@ def _causal_seen(B, Sq, Sk, n, left=None):
     return seen[None, None].expand(B, 1, -1, -1).clone()
 
 
-def _tiny_gpt_oss():
-    """(transformers, config, stock, patched, the forward's cache argument) for a 2-layer gpt-oss (eager attention with
-    sinks, a sliding-window layer of 8 keys and a full one, an additive mask), its sinks random."""
+GPT_OSS = dict(sliding_window=8, num_local_experts=4, num_experts_per_tok=2)  # layers of a window of 8 and full ones
+
+
+def _tiny_eager(arch: str, **overrides):
+    """(transformers, config, stock, patched, the forward's cache argument) for a 2-layer `arch` with eager attention
+    (gpt-oss's: sinks, random here; Gemma 2's: soft-capped) and `overrides` in its config."""
     import inspect
 
     transformers = pytest.importorskip("transformers")
-    config = transformers.GptOssConfig(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-                                       num_attention_heads=4, num_key_value_heads=2, head_dim=16, sliding_window=8,
-                                       max_position_embeddings=64, num_local_experts=4, num_experts_per_tok=2)
+    config = getattr(transformers, f"{arch}Config")(vocab_size=128, hidden_size=64, intermediate_size=96,
+                                                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                                   head_dim=16, max_position_embeddings=64, **overrides)
     config._attn_implementation = "eager"
-    stock = transformers.GptOssForCausalLM(config).to(DEVICE).eval()
+    stock = getattr(transformers, f"{arch}ForCausalLM")(config).to(DEVICE).eval()
     with torch.no_grad():
         for layer in stock.model.layers:
-            layer.self_attn.sinks.normal_(std=2.0)  # transformers starts them at zero
+            if hasattr(layer.self_attn, "sinks"):
+                layer.self_attn.sinks.normal_(std=2.0)  # transformers starts them at zero
     patched = copy.deepcopy(stock)
     assert patch_model(patched)["decode_attention"] == 2
     cache_arg = "cache" if "cache" in inspect.signature(stock.model.forward).parameters else "past_key_values"
@@ -305,7 +309,7 @@ def test_gpt_oss_decode_steps_take_decode_attention_with_sinks(cache_kind, monke
     """gpt-oss: a left-padded batch decoding past its window from transformers' StaticCache or DynamicCache; the
     patched model's decode steps call rooftop.decode_attention with the layer's sinks, and give the stock model's
     logits; its prefill (padded: not a mask rooftop.attention takes) stays eager."""
-    transformers, config, stock, patched, cache_arg = _tiny_gpt_oss()
+    transformers, config, stock, patched, cache_arg = _tiny_eager("GptOss", **GPT_OSS)
     calls = []
     real = rooftop.integrations.hf.decode_attention
     monkeypatch.setattr(rooftop.integrations.hf, "decode_attention",
@@ -339,7 +343,7 @@ def test_gpt_oss_prefill_takes_attention_with_sinks(cache_kind, monkeypatch):
     over the keys the mask lets through and within the sliding window (12 prompt tokens past the window of 8, then a
     chunk of 5 after them in the cache), and gives the stock model's logits; with prefill_attention=False it stays
     eager."""
-    transformers, config, stock, patched, cache_arg = _tiny_gpt_oss()
+    transformers, config, stock, patched, cache_arg = _tiny_eager("GptOss", **GPT_OSS)
     calls = []
     real = rooftop.integrations.hf.attention
     monkeypatch.setattr(rooftop.integrations.hf, "attention",
@@ -373,22 +377,13 @@ def test_gemma2_eager_takes_the_kernels_with_its_softcap(cache_kind, monkeypatch
     """Gemma 2 (no SDPA in transformers: it soft-caps its scores; eager attention, sliding-window layers of 4 between
     full ones): its prefill (no padding) goes to rooftop.attention and its decode steps to rooftop.decode_attention,
     both with the layer's cap (1.0 here: random weights' scores reach it), and give the stock model's logits."""
-    import inspect
-
-    transformers = pytest.importorskip("transformers")
-    config = transformers.Gemma2Config(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-                                       num_attention_heads=4, num_key_value_heads=2, head_dim=16, sliding_window=4,
-                                       max_position_embeddings=64, attn_logit_softcapping=1.0, query_pre_attn_scalar=1)
-    config._attn_implementation = "eager"
-    stock = transformers.Gemma2ForCausalLM(config).to(DEVICE).eval()
-    patched = copy.deepcopy(stock)
-    assert patch_model(patched)["decode_attention"] == 2
+    transformers, config, stock, patched, cache_arg = _tiny_eager("Gemma2", sliding_window=4,
+                                                                  attn_logit_softcapping=1.0, query_pre_attn_scalar=1)
     calls = []
     for name in ("attention", "decode_attention"):
         real = getattr(rooftop.integrations.hf, name)
         monkeypatch.setattr(rooftop.integrations.hf, name,
                             lambda *a, real=real, name=name, **k: calls.append((name, k["softcap"])) or real(*a, **k))
-    cache_arg = "cache" if "cache" in inspect.signature(stock.model.forward).parameters else "past_key_values"
     ids = torch.randint(0, 128, (2, 7), device=DEVICE)
     steps = torch.randint(0, 128, (3, 2, 1), device=DEVICE)
     logits = {}
