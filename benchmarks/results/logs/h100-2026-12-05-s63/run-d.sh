@@ -6,7 +6,7 @@ set -x
 nvidia-smi --query-gpu=name --format=csv,noheader
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
 mkdir -p $OUT/w
-timeout 200 python benchmarks/results/logs/prepared-2026-12-05-s63/probe_gpt_oss_prefill.py 2>&1 | grep -v Warn \
+timeout 200 python benchmarks/results/logs/h100-2026-12-05-s63/probe_gpt_oss_prefill.py 2>&1 | grep -v Warn \
   | tee $OUT/w/gpt-oss-prefill.txt | tail -8
 timeout 200 python benchmarks/e2e_decode.py $OUT/w --graphs --cache-len 4096 --moe --no-int4 --fp8 --int8 \
   --layers 4 --repeats 1 2>&1 | grep -v Warn | tail -9

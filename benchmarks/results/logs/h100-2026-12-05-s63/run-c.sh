@@ -5,7 +5,7 @@ set -x
 nvidia-smi --query-gpu=name --format=csv,noheader
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
 mkdir -p $OUT/w
-timeout 90 python benchmarks/results/logs/prepared-2026-12-05-s63/probe_gpt_oss_capture.py 2>&1 | grep -v Warn | tail -40
+timeout 90 python benchmarks/results/logs/h100-2026-12-05-s63/probe_gpt_oss_capture.py 2>&1 | grep -v Warn | tail -40
 timeout 200 python benchmarks/exp_moe_grouped.py $OUT/w --tokens 1,2,4,8,16,32,64 2>&1 | grep -v Warn \
   | tee $OUT/w/exp.txt | grep -v "n16k" | tail -40
 timeout 80 python benchmarks/exp_moe_grouped.py $OUT/w --quant fp8 --tokens 1,2,4,8 2>&1 | grep -v Warn \
