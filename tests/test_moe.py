@@ -271,14 +271,17 @@ def _tiny_mixtral():
 
 def test_patched_mixtral_runs_the_kernels(monkeypatch):
     """patch_model on a transformers Mixtral: its experts become MoEExperts, which take rooftop.moe_experts for a
-    decode-sized call (the kernels launched; the logits as the stock model's) and the model's own experts forward past
-    MOE_MAX_TOKENS tokens; the experts' parameters keep their names."""
+    decode-sized call and a prefill the grouped path takes (past MOE_MAX_TOKENS, top-k x tokens <= PAIRS_MAX; the
+    kernels launched; the logits as the stock model's) and the model's own experts forward past that; the experts'
+    parameters keep their names."""
     from rooftop.integrations.hf import MoEExperts, patch_model
     model = _tiny_mixtral()
     experts = {name for name, _ in model.named_parameters() if ".experts." in name}
-    short, long = (torch.randint(0, 128, (1, n), device=DEVICE) for n in (4, moe.MOE_MAX_TOKENS + 1))
+    k = model.config.num_experts_per_tok
+    short, middle, long = (torch.randint(0, 128, (1, n), device=DEVICE)
+                           for n in (4, moe.MOE_MAX_TOKENS + 1, moe.PAIRS_MAX // k + 1))
     with torch.no_grad():
-        before = [model(ids).logits for ids in (short, long)]
+        before = [model(ids).logits for ids in (short, middle, long)]
         assert patch_model(model)["moe_experts"] == 2
         assert isinstance(model.model.layers[0].mlp.experts, MoEExperts)
         assert {name for name, _ in model.named_parameters() if ".experts." in name} == experts
@@ -286,16 +289,17 @@ def test_patched_mixtral_runs_the_kernels(monkeypatch):
         launched = []
         real = moe._moe_experts_op
         monkeypatch.setattr(moe, "_moe_experts_op", lambda *a: launched.append(a[0].shape[0]) or real(*a))
-        for ids, ref in zip((short, long), before):
+        for ids, ref in zip((short, middle, long), before):
             assert rel_err(model(ids).logits, ref) < (1e-2 if HAS_CUDA else 1e-4)
-    assert launched == [4, 4]  # two layers, the short call only
+    middle_tokens = moe.MOE_MAX_TOKENS + 1
+    assert launched == [4, 4, middle_tokens, middle_tokens]  # two layers, the calls the kernels take
 
 
 def test_patched_gpt_oss():
     """patch_model on a transformers gpt-oss (transposed experts, gate and up interleaved, biases, a clamped gate):
     its experts re-laid into a MoEExperts of their own (parameters of the same names, no copy of the original kept);
-    the logits as stock's for a decode-sized call (the kernels) and past MOE_MAX_TOKENS (the eager loop on the
-    re-laid tensors); quantize_model(bits=8) on the experts alone then makes them int8 experts with the biases
+    the logits as stock's for a decode-sized call (the kernels) and past the pairs the grouped path takes (the eager
+    loop on the re-laid tensors); quantize_model(bits=8) on the experts alone then makes them int8 experts with the biases
     kept, computing what the model with the codes' values does."""
     transformers = pytest.importorskip("transformers")
     from rooftop.integrations.hf import MoEExperts, QuantMoEExperts, patch_model
@@ -304,7 +308,7 @@ def test_patched_gpt_oss():
                                        max_position_embeddings=64, num_local_experts=4, num_experts_per_tok=2)
     config._attn_implementation = "eager"
     model = transformers.GptOssForCausalLM(config).to(DEVICE).eval()
-    short, long = (torch.randint(0, 128, (1, n), device=DEVICE) for n in (4, moe.MOE_MAX_TOKENS + 1))
+    short, long = (torch.randint(0, 128, (1, n), device=DEVICE) for n in (4, moe.PAIRS_MAX // 2 + 1))
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "experts" in name and "bias" in name:
@@ -329,7 +333,7 @@ def test_patched_gpt_oss():
 def test_quantize_model_experts(bits):
     """quantize_model(bits="fp8" / 8) on a patched Mixtral: each MoEExperts becomes QuantMoEExperts (fp8 / int8 code
     buffers under the same names, row scales, kept through .to(dtype)); a decode-sized call (the kernels) and the
-    dequantized eager loop (past MOE_MAX_TOKENS) agree on the same tokens and within the format's step of the
+    dequantized eager loop (past the pairs the grouped path takes) agree on the same tokens and within the format's step of the
     unquantized experts; the model computes what it does with the experts' codes' values (the experts alone
     quantized); 4 bits leave the experts alone."""
     from rooftop.integrations.hf import MoEExperts, QuantMoEExperts, patch_model
@@ -350,7 +354,8 @@ def test_quantize_model_experts(bits):
         assert not any(isinstance(m, MoEExperts) for m in model.modules())
         x = torch.randn(3, 64, device=DEVICE)
         index, weights = torch.randint(0, 4, (3, 2), device=DEVICE), torch.rand(3, 2, device=DEVICE).softmax(-1)
-        many = torch.cat([x] * 6), torch.cat([index] * 6), torch.cat([weights] * 6)  # 18 tokens: the eager loop
+        copies = moe.PAIRS_MAX // 2 // 3 + 1  # past the grouped path's pairs: the eager loop
+        many = torch.cat([x] * copies), torch.cat([index] * copies), torch.cat([weights] * copies)
         assert rel_err(experts(*many)[:3], experts(x, index, weights)) < 1e-5
         out_tol = QUANTIZED["fp8" if bits == "fp8" else "int8"][2]
         assert rel_err(experts(x, index, weights), unquantized(x, index, weights)) < out_tol

@@ -68,8 +68,8 @@ from rooftop.roofline import Cost
 
 ACTIVATIONS = ("silu", "gelu", "gelu_tanh", "swiglu_oai")
 INDEX_DTYPES = (torch.int32, torch.int64)
-# Up to here (tokens a call) patch_model's experts run these kernels; past it the model's own forward (a grouped
-# GEMM's regime: each expert's weights read once for all its tokens, which a pair-a-program GEMV cannot do).
+# Up to here (tokens a call) patch_model's experts run these kernels, and past it while the grouped path takes the call
+# (kernels_take); past that the model's own forward (a grouped GEMM's regime).
 MOE_MAX_TOKENS = 16
 # (BLOCK_N, BLOCK_K, num_warps) of the gate / up kernel, and of the down kernel with the programs an SM it aims at
 # (I split into as many ranges as make them, at most DOWN_MAX_SPLITS: a decode step has few tokens, H / BLOCK_N
@@ -324,6 +324,15 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
             tl.store(out_ptr + token[:, None] * out_stride + cols[None, :], total.to(out_ptr.dtype.element_ty),
                      mask=last[:, None] & col_ok[None, :])
             tl.store(cnt_ptr + tile, 0, mask=last)  # left at zero for the next launch
+
+
+def kernels_take(tokens: int, top_k: int, gate_up: torch.Tensor, quantized: bool) -> bool:
+    """Whether patch_model's experts hand a call of `tokens` tokens (top_k experts each; gate_up [E, 2I, H]) to
+    moe_experts: up to MOE_MAX_TOKENS, and past it while the grouped path takes the call (each routed expert read
+    once: 90-101% of that floor at 16-64 tokens of Mixtral's, Qwen3-30B-A3B's and gpt-oss-20b's experts, where
+    transformers' grouped_mm ran 70-87%; H100, journal item 457); past that, the model's own forward."""
+    E, two_i, H = gate_up.shape
+    return tokens <= MOE_MAX_TOKENS or _takes_grouped(tokens * top_k, E, H, two_i // 2, quantized)
 
 
 def _takes_grouped(pairs: int, E: int, H: int, I: int, quantized: bool) -> bool:
