@@ -20,11 +20,12 @@ def _inputs(T, E, k, H, I, dtype=torch.bfloat16, index_dtype=torch.int64):
     return x, index, weights, gate_up, down
 
 
-@pytest.fixture(params=["per-pair", "grouped"])
+@pytest.fixture(params=["per-pair", "grouped", "sorted"])
 def path(request, monkeypatch):
-    """Each of moe_experts' two paths on the same calls (the shape alone would pick one)."""
-    grouped = request.param == "grouped"
-    monkeypatch.setattr(moe, "_takes_grouped", lambda pairs, *a: grouped and pairs <= moe.PAIRS_MAX)
+    """Each of moe_experts' three paths on the same calls (the shape alone would pick one; the grouped one only up to
+    PAIRS_MAX pairs)."""
+    monkeypatch.setattr(moe, "_path", lambda tokens, pairs, *a: "per-pair" if request.param == "grouped"
+                        and pairs > moe.PAIRS_MAX else request.param)
     _support.clear_plans()  # a plan keeps the path its signature's first call took
     yield request.param
     _support.clear_plans()
@@ -64,13 +65,14 @@ def test_sentinels_strides_and_int32_indices(path):
 
 def test_repeated_calls_replay_on_fresh_inputs(path):
     """A signature's first call is recorded and later ones replay its launches (the h workspace and the partials
-    allocated anew): still right on fresh inputs. No tokens, no hidden or no intermediate width: an empty or zero
+    allocated anew; not the sorted path's): still right on fresh inputs. No tokens, no hidden or no intermediate width: an empty or zero
     result."""
     _support.clear_plans()
     for _ in range(4):
         inputs = _inputs(3, 4, 2, 64, 48)
         assert rel_err(rooftop.moe_experts(*inputs), moe_experts_reference(*inputs)) < TOL[torch.bfloat16]
-    assert len(rooftop.moe_experts.plans) == 1
+    # the sorted path's layout is torch's sort and scans between the launches: no plan stands for them
+    assert len(rooftop.moe_experts.plans) == (0 if path == "sorted" else 1)
     x, index, weights, gate_up, down = _inputs(0, 4, 2, 64, 48)
     assert rooftop.moe_experts(x, index, weights, gate_up, down).shape == (0, 64)
     x, index, weights, gate_up, down = _inputs(2, 4, 2, 64, 0)
@@ -197,7 +199,7 @@ def test_quantized_sentinels_strides_replays_and_fp16(path):
         out = rooftop.moe_experts(x, index, weights, gu, dn, "gelu_tanh", gate_up_scale=gu_scale, down_scale=dn_scale)
         ref = moe_experts_reference(x, index, weights, gu, dn, "gelu_tanh", gu_scale, dn_scale)
         assert rel_err(out, ref) < TOL[torch.float16]
-    assert len(rooftop.moe_experts.plans) == 1
+    assert len(rooftop.moe_experts.plans) == (0 if path == "sorted" else 1)  # as test_repeated_calls_replay...
     wide = torch.rand(5, 2 * 80, device=DEVICE)[:, ::2].copy_(gu_scale)
     assert wide.stride() == (160, 2)
     out = rooftop.moe_experts(x, index, weights, gu, dn, "gelu_tanh", gate_up_scale=wide, down_scale=dn_scale)
@@ -271,9 +273,9 @@ def _tiny_mixtral():
 
 def test_patched_mixtral_runs_the_kernels(monkeypatch):
     """patch_model on a transformers Mixtral: its experts become MoEExperts, which take rooftop.moe_experts for a
-    decode-sized call and a prefill the grouped path takes (past MOE_MAX_TOKENS, top-k x tokens <= PAIRS_MAX; the
-    kernels launched; the logits as the stock model's) and the model's own experts forward past that; the experts'
-    parameters keep their names."""
+    decode-sized call, a prefill the grouped path takes (past MOE_MAX_TOKENS, top-k x tokens <= PAIRS_MAX) and one
+    past that (the sorted path): the kernels launched, the logits as the stock model's; the experts' parameters keep
+    their names."""
     from rooftop.integrations.hf import MoEExperts, patch_model
     model = _tiny_mixtral()
     experts = {name for name, _ in model.named_parameters() if ".experts." in name}
@@ -291,15 +293,13 @@ def test_patched_mixtral_runs_the_kernels(monkeypatch):
         monkeypatch.setattr(moe, "_moe_experts_op", lambda *a: launched.append(a[0].shape[0]) or real(*a))
         for ids, ref in zip((short, middle, long), before):
             assert rel_err(model(ids).logits, ref) < (1e-2 if HAS_CUDA else 1e-4)
-    middle_tokens = moe.MOE_MAX_TOKENS + 1
-    assert launched == [4, 4, middle_tokens, middle_tokens]  # two layers, the calls the kernels take
+    assert launched == [n for ids in (short, middle, long) for n in [ids.shape[1]] * 2]  # two layers, every call
 
 
 def test_patched_gpt_oss():
     """patch_model on a transformers gpt-oss (transposed experts, gate and up interleaved, biases, a clamped gate):
     its experts re-laid into a MoEExperts of their own (parameters of the same names, no copy of the original kept);
-    the logits as stock's for a decode-sized call (the kernels) and past the pairs the grouped path takes (the eager
-    loop on the re-laid tensors); quantize_model(bits=8) on the experts alone then makes them int8 experts with the biases
+    the logits as stock's for a decode-sized call and past the pairs the grouped path takes (the sorted path); quantize_model(bits=8) on the experts alone then makes them int8 experts with the biases
     kept, computing what the model with the codes' values does."""
     transformers = pytest.importorskip("transformers")
     from rooftop.integrations.hf import MoEExperts, QuantMoEExperts, patch_model
@@ -333,7 +333,7 @@ def test_patched_gpt_oss():
 def test_quantize_model_experts(bits):
     """quantize_model(bits="fp8" / 8) on a patched Mixtral: each MoEExperts becomes QuantMoEExperts (fp8 / int8 code
     buffers under the same names, row scales, kept through .to(dtype)); a decode-sized call (the kernels) and the
-    dequantized eager loop (past the pairs the grouped path takes) agree on the same tokens and within the format's step of the
+    sorted path (past the pairs the grouped path takes) agree on the same tokens and within the format's step of the
     unquantized experts; the model computes what it does with the experts' codes' values (the experts alone
     quantized); 4 bits leave the experts alone."""
     from rooftop.integrations.hf import MoEExperts, QuantMoEExperts, patch_model
@@ -354,7 +354,7 @@ def test_quantize_model_experts(bits):
         assert not any(isinstance(m, MoEExperts) for m in model.modules())
         x = torch.randn(3, 64, device=DEVICE)
         index, weights = torch.randint(0, 4, (3, 2), device=DEVICE), torch.rand(3, 2, device=DEVICE).softmax(-1)
-        copies = moe.PAIRS_MAX // 2 // 3 + 1  # past the grouped path's pairs: the eager loop
+        copies = moe.PAIRS_MAX // 2 // 3 + 1  # past the grouped path's pairs: the sorted path
         many = torch.cat([x] * copies), torch.cat([index] * copies), torch.cat([weights] * copies)
         assert rel_err(experts(*many)[:3], experts(x, index, weights)) < 1e-5
         out_tol = QUANTIZED["fp8" if bits == "fp8" else "int8"][2]
@@ -479,6 +479,65 @@ def test_grouped_path_where_experts_are_shared_or_large():
     assert not moe._takes_grouped(moe.PAIRS_MAX + 1, *mixtral, False)
 
 
+def test_dispatch_takes_the_sorted_path_past_the_others():
+    """Past MOE_MAX_TOKENS tokens a call the grouped path does not take goes to the sorted path; up to them, a pair a
+    program."""
+    mixtral, qwen3, small = (8, 4096, 14336), (128, 2048, 768), (64, 1024, 512)
+    assert moe._path(200, 400, *mixtral, False) == "sorted" and moe._path(100, 200, *mixtral, False) == "grouped"
+    assert moe._path(8, 64, *qwen3, False) == "per-pair" and moe._path(17, 136, *qwen3, True) == "grouped"
+    assert moe._path(17, 34, *small, False) == "sorted" and moe._path(16, 32, *small, False) == "per-pair"
+
+
+def test_sorted_layout():
+    """_sorted_slots: each pair in exactly one slot, in pair order within its expert's run; each block holds one
+    expert's pairs (E: those routed outside [0, E)), as many blocks an expert as its pairs fill; the blocks past the
+    last marked E + 1; padding -1."""
+    E, block_m = 5, 4
+    index = torch.tensor([[3, 0], [3, 3], [E, 3], [-1, 0], [3, 3], [3, 3], [3, 1]], device=DEVICE)  # 2 and 4 unused
+    slot_pair, block_expert = moe._sorted_slots(index, E, block_m)
+    flat, pairs = index.reshape(-1).cpu(), index.numel()
+    assert block_expert.numel() == -(-pairs // block_m) + E + 1 and slot_pair.numel() == block_expert.numel() * block_m
+    slots, experts = slot_pair.cpu().view(-1, block_m), block_expert.cpu().tolist()
+    assert sorted(slots[slots >= 0].tolist()) == list(range(pairs))
+    assert experts == sorted(experts)
+    for b, e in enumerate(experts):
+        members = slots[b][slots[b] >= 0]
+        assert torch.equal(members, members.sort().values) and (slots[b] >= 0).tolist() == sorted(
+            (slots[b] >= 0).tolist(), reverse=True)  # padding at a block's end
+        if e < E:
+            assert members.numel() and bool((flat[members] == e).all())
+        elif e == E:
+            assert bool(((flat[members] < 0) | (flat[members] >= E)).all())
+        else:
+            assert not members.numel()
+    assert [experts.count(e) for e in range(E + 1)] == [1, 1, 0, 3, 0, 1]  # expert 3: 9 pairs in 3 blocks of 4
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_sorted_path_blocks(monkeypatch, dtype):
+    """The sorted path with blocks of 16 slots: an expert's pairs over several blocks (a partial last one), a token's
+    two pairs on one expert, sentinels, an expert no pair takes; gpt-oss's gate and biases; quantized experts; right
+    twice in a row."""
+    monkeypatch.setattr(moe, "_path", lambda *a: "sorted")
+    monkeypatch.setattr(moe, "SORTED_BLOCK_M", 16)
+    T, E, k, H, I = 40, 4, 2, 48, 40
+    for _ in range(2):
+        x, index, weights, gate_up, down = _inputs(T, E, k, H, I, dtype=dtype)
+        index[:, 0] = 1  # 40 pairs on expert 1 and more: three blocks
+        index[0, 1], index[3, 1], index[5, 1] = 1, E, -1
+        index[index == 2] = 3
+        ref = moe_experts_reference(x, index, weights, gate_up, down)
+        assert rel_err(rooftop.moe_experts(x, index, weights, gate_up, down), ref) < TOL[dtype]
+    biases = dict(gate_up_bias=torch.randn(E, 2 * I, device=DEVICE, dtype=dtype),
+                  down_bias=torch.randn(E, H, device=DEVICE, dtype=dtype))
+    ref = moe_experts_reference(x, index, weights, gate_up, down, "swiglu_oai", **biases)
+    assert rel_err(rooftop.moe_experts(x, index, weights, gate_up, down, "swiglu_oai", **biases), ref) < TOL[dtype]
+    gate_up, gate_up_scale, down, down_scale = moe.quantize_experts(gate_up, down, "int8")
+    ref = moe_experts_reference(x, index, weights, gate_up, down, "silu", gate_up_scale, down_scale)
+    out = rooftop.moe_experts(x, index, weights, gate_up, down, gate_up_scale=gate_up_scale, down_scale=down_scale)
+    assert rel_err(out, ref) < TOL[dtype]
+
+
 class Experts(torch.nn.Module):
     """transformers' experts, as its eager loop computes them; `swap` puts the up half first, `clamp` clamps the
     gate (Step-3's swiglu_limit), `bias` adds one."""
@@ -537,6 +596,29 @@ def test_experts_swapped_only_where_they_compute_the_same():
     with torch.no_grad():
         assert rel_err(block.experts(x, index, weights), experts(x, index, weights)) < 1e-4
     assert block.experts(x, index, weights.requires_grad_()).requires_grad  # autograd: the module's own forward
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("quant", [None, "fp8"])
+@pytest.mark.parametrize("model", ["mixtral", "qwen3", "gpt-oss"])
+def test_gpu_prefill_sizes(model, quant):
+    """Prefills of Mixtral-8x7B's, Qwen3-30B-A3B's and gpt-oss-20b's experts (its gate and biases) as shipped (the
+    sorted path: several blocks an expert), bf16 and fp8 experts, random routing."""
+    T, E, k, H, I = {"mixtral": (512, 8, 2, 4096, 14336), "qwen3": (256, 128, 8, 2048, 768),
+                     "gpt-oss": (256, 32, 4, 2880, 2880)}[model]
+    x, _, weights, gate_up, down = _inputs(T, E, k, H, I)
+    index = torch.rand(T, E, device=DEVICE).argsort(-1)[:, :k]
+    assert moe._path(T, T * k, E, H, I, quant is not None) == "sorted"
+    kwargs = {}
+    if model == "gpt-oss":
+        kwargs = dict(activation="swiglu_oai", gate_up_bias=torch.randn(E, 2 * I, device=DEVICE, dtype=x.dtype),
+                      down_bias=torch.randn(E, H, device=DEVICE, dtype=x.dtype))
+    if quant:
+        gate_up, gate_up_scale, down, down_scale = moe.quantize_experts(gate_up, down, quant)
+        kwargs.update(gate_up_scale=gate_up_scale, down_scale=down_scale)
+    out = rooftop.moe_experts(x, index, weights, gate_up, down, **kwargs)
+    assert rel_err(out, moe_experts_reference(x, index, weights, gate_up, down, **kwargs)) < TOL[torch.bfloat16]
 
 
 @pytest.mark.gpu

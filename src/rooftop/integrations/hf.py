@@ -31,14 +31,14 @@ Duck-typed, so it follows the architecture rather than a transformers version:
 - a mixture-of-experts layer's experts (transformers' `...Experts`: 3-D `gate_up_proj` [E, 2I, H] and `down_proj`
   [E, H, I] parameters, a SiLU or tanh-GELU `act_fn`, forward(hidden_states, top_k_index, top_k_weights): Mixtral,
   Qwen2/3-MoE, OLMoE, Granite-MoE, GLM-4-MoE, Ernie-4.5-MoE, HunYuan-MoE, MiniMax) become `MoEExperts`:
-  rooftop.moe_experts up to MOE_MAX_TOKENS tokens a call, and past it while its grouped path takes the call (top-k x
-  tokens <= 256 pairs: moe.kernels_take; decoding and short prefills: every routed expert read once, no host
-  synchronisation, where transformers' loop synchronises to find the experts hit), the module's own forward past
-  that (long prefills). Swapped where the module has no other parameter (a bias), no gate of its own (`_apply_gate`:
+  rooftop.moe_experts for every call it takes (decoding and short prefills: every routed expert read once, no host
+  synchronisation, where transformers' loop synchronises to find the experts hit; long prefills: its sorted path, a
+  grouped GEMM with the gate, biases and router weights fused), the module's own forward for the rest (autograd, an
+  autocast dtype, a CPU). Swapped where the module has no other parameter (a bias), no gate of its own (`_apply_gate`:
   a clamp) and transformers' default layout flags, and gives the module's output on random tokens routed to random
   experts (a transposed or interleaved layout fails that). gpt-oss's experts (transposed, gate and up interleaved,
-  biases, a clamped gate) are re-laid once at patch time into a MoEExperts of their own (a copy; past the calls the
-  kernels take, the eager loop on it), checked the same way, on tokens large enough to clamp too.
+  biases, a clamped gate) are re-laid once at patch time into a MoEExperts of their own (a copy; for the calls the
+  kernels do not take, the eager loop on it), checked the same way, on tokens large enough to clamp too.
   quantize_model(bits="fp8" or 8) then makes each a `QuantMoEExperts` (fp8 or int8 codes, a scale per output row);
 - a decoder layer whose forward reads `h = r + h; r = h; h = self.<norm>(h)` (transformers' Llama, Mistral, Qwen2: the
   residual add before the post-attention norm; Phi-3's `r + self.<dropout>(h)` where its p is 0), the norm now rooftop's
@@ -100,7 +100,7 @@ from rooftop.ops.activations import geglu, swiglu
 from rooftop.ops.attention import MAX_HEAD_DIM, SOFTCAP_BOUNDS, attention
 from rooftop.ops.decode_attention import append_kv, decode_attention
 from rooftop.ops.matmul import Fp8Linear
-from rooftop.ops.moe import kernels_take, moe_experts, moe_experts_eager, quantize_experts
+from rooftop.ops.moe import moe_experts, moe_experts_eager, quantize_experts
 from rooftop.ops.quant_matmul import QuantLinear
 from rooftop.ops.rope import apply_rope, apply_rope_append_kv, rope_reference
 
@@ -302,8 +302,8 @@ def _gated_mlp(module: nn.Module, merge: bool) -> GatedMLP | None:
 
 
 class MoEExperts(nn.Module):
-    """A mixture-of-experts layer's experts (see the module docstring) by rooftop.moe_experts for the calls it takes
-    (moe.kernels_take); more tokens, autograd or a tensor no kernel runs on: `own_forward` (the module's
+    """A mixture-of-experts layer's experts (see the module docstring) by rooftop.moe_experts; autograd, an autocast
+    dtype, shapes other than [tokens, hidden] or a tensor no kernel runs on: `own_forward` (the module's
     own, whose parameters these are, under the same names), or where there is none (gpt-oss's experts re-laid: the
     original would keep a second copy alive) moe_experts_eager. gpt-oss's: biases `gate_up_proj_bias` /
     `down_proj_bias` and its clamped gate (activation "swiglu_oai", `swiglu` = (alpha, limit))."""
@@ -321,7 +321,6 @@ class MoEExperts(nn.Module):
             hidden_states, top_k_weights, self.gate_up_proj, self.down_proj, self.gate_up_proj_bias,
             self.down_proj_bias))
         if (grad or hidden_states.dim() != 2 or top_k_index.dim() != 2
-                or not kernels_take(hidden_states.shape[0], top_k_index.shape[1], self.gate_up_proj, False)
                 or hidden_states.dtype != self.gate_up_proj.dtype  # autocast: theirs
                 or not runs_kernel(hidden_states)):
             if self.own_forward is not None:
@@ -339,9 +338,8 @@ class MoEExperts(nn.Module):
 class QuantMoEExperts(nn.Module):
     """A MoEExperts with quantized experts (quantize_model: bits="fp8" float8_e4m3fn, bits=8 int8): gate_up_proj
     [E, 2I, H] and down_proj [E, H, I] code buffers with a scale per output row (gate_up_scale [E, 2I], down_scale
-    [E, H], fp32; moe.quantize_experts). The calls moe.kernels_take takes, on a device kernels run on:
-    rooftop.moe_experts (weight-only: x stays in its dtype); more (a long prefill): the eager loop over the experts hit,
-    each dequantized to x's dtype as it is used."""
+    [E, H], fp32; moe.quantize_experts). On a device kernels run on: rooftop.moe_experts (weight-only: x stays in
+    its dtype); elsewhere the eager loop over the experts hit, each dequantized to x's dtype as it is used."""
 
     def __init__(self, gate_up: torch.Tensor, gate_up_scale: torch.Tensor, down: torch.Tensor,
                  down_scale: torch.Tensor, activation: str, gate_up_bias: torch.Tensor | None = None,
@@ -364,8 +362,7 @@ class QuantMoEExperts(nn.Module):
 
     def forward(self, hidden_states, top_k_index, top_k_weights):
         extras = dict(gate_up_scale=self.gate_up_scale, down_scale=self.down_scale, **_moe_extras(self))
-        if (hidden_states.dim() == 2 and top_k_index.dim() == 2 and runs_kernel(hidden_states)
-                and kernels_take(hidden_states.shape[0], top_k_index.shape[1], self.gate_up_proj, True)):
+        if hidden_states.dim() == 2 and top_k_index.dim() == 2 and runs_kernel(hidden_states):
             return moe_experts(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj,
                                self.activation, **extras)
         return moe_experts_eager(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj,

@@ -43,8 +43,16 @@ large enough that its fixed costs (the index scan, the partials) do not show (H 
 experts only): on an H100 (session 62) 8-16
 tokens of Mixtral-8x7B's experts at 100% of the once-an-expert floor against 51-82% a pair a program, one token 1.10x;
 at Qwen3-30B-A3B's (768-wide experts) 2-8 tokens 2-15% slower than a pair a program where they share no expert.
-For prefill (many tokens an expert) a grouped GEMM is what fits: `patch_model` keeps the model's own experts forward
-past MOE_MAX_TOKENS tokens.
+The sorted path takes prefills (past MOE_MAX_TOKENS tokens where the grouped path does not): many tokens an expert, a
+grouped GEMM. The k T pairs are sorted by expert on the GPU (`_sorted_slots`: torch's argsort and scans, no host
+synchronisation), each expert's run padded to whole blocks of BLOCK_M slots; then
+- `_moe_gate_up_sorted_kernel`, program (block of one expert's slots, BLOCK_N columns of I): gathers its pairs' x rows
+  and reads the expert's gate and up rows over H in k-tiles (tl.dot into two accumulators), the gate, biases and
+  scales in the epilogue, and writes h rows in pair order (no gathered x or gate / up output in memory);
+- `_moe_down_sorted_kernel`, program (block, BLOCK_N columns of H): h rows times the expert's down rows, the scale,
+  bias and router weight in the epilogue, each pair's row (fp32) stored in pair order;
+and each token's k rows summed in order (torch). The programs of a column block run over all blocks together: each
+expert's weights come from HBM about once, x and h from L2.
 """
 from __future__ import annotations
 
@@ -68,8 +76,8 @@ from rooftop.roofline import Cost
 
 ACTIVATIONS = ("silu", "gelu", "gelu_tanh", "swiglu_oai")
 INDEX_DTYPES = (torch.int32, torch.int64)
-# Up to here (tokens a call) patch_model's experts run these kernels, and past it while the grouped path takes the call
-# (kernels_take); past that the model's own forward (a grouped GEMM's regime).
+# Up to here (tokens a call) a program a (token, expert) pair where the grouped path does not take the call; past it the
+# sorted path (a grouped GEMM's regime).
 MOE_MAX_TOKENS = 16
 # (BLOCK_N, BLOCK_K, num_warps) of the gate / up kernel, and of the down kernel with the programs an SM it aims at
 # (I split into as many ranges as make them, at most DOWN_MAX_SPLITS: a decode step has few tokens, H / BLOCK_N
@@ -97,6 +105,12 @@ GROUPED_MAX_SPLITS = 8
 GROUP = 16  # pairs of one expert a pass (tl.dot's least M)
 PAIRS_MAX = 256  # k T a step at most on the grouped path (the index vector each program scans)
 GROUPED_MIN_EXPERT = 1 << 23  # H I elements from which an expert takes the grouped path even with no pair sharing it
+# The sorted path (module docstring): blocks of at most SORTED_BLOCK_M slots (pairs of one expert); (BLOCK_N,
+# BLOCK_K, warps, stages) of its gate / up kernel (two [BLOCK_M, BLOCK_N] accumulators: gate and up) and of its down
+# kernel. Not yet timed.
+SORTED_BLOCK_M = 64
+SORTED_GATE_UP_LAUNCH = (64, 64, 4, 3)
+SORTED_DOWN_LAUNCH = (128, 64, 4, 3)
 
 
 @triton.jit
@@ -326,13 +340,78 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
             tl.store(cnt_ptr + tile, 0, mask=last)  # left at zero for the next launch
 
 
-def kernels_take(tokens: int, top_k: int, gate_up: torch.Tensor, quantized: bool) -> bool:
-    """Whether patch_model's experts hand a call of `tokens` tokens (top_k experts each; gate_up [E, 2I, H]) to
-    moe_experts: up to MOE_MAX_TOKENS, and past it while the grouped path takes the call (each routed expert read
-    once: 90-101% of that floor at 16-64 tokens of Mixtral's, Qwen3-30B-A3B's and gpt-oss-20b's experts, where
-    transformers' grouped_mm ran 70-87%; H100, journal item 457); past that, the model's own forward."""
-    E, two_i, H = gate_up.shape
-    return tokens <= MOE_MAX_TOKENS or _takes_grouped(tokens * top_k, E, H, two_i // 2, quantized)
+@triton.jit
+def _moe_gate_up_sorted_kernel(x_ptr, slot_pair_ptr, block_expert_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I, E,
+                               TOP_K, x_stride, we_stride, wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr,
+                               SCALED: tl.constexpr, HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr,
+                               PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                               BLOCK_K: tl.constexpr):
+    # Program (block of BLOCK_M slots of one expert, BLOCK_N columns of I): reads its pairs' x rows (BLOCK_M H
+    # elements: L2 after the first column block) and 2 BLOCK_N H weights of the expert (from HBM once a column block
+    # while the expert's blocks run together; SCALED: one-byte codes, widened exactly to x's dtype, and 2 BLOCK_N row
+    # scales), writes BLOCK_M x BLOCK_N elements of h in pair order. A block past the last, or of the pairs routed
+    # outside [0, E) (expert E), does nothing.
+    block = tl.program_id(0)
+    expert = tl.load(block_expert_ptr + block).to(tl.int64)
+    if expert < E:
+        pairs = tl.load(slot_pair_ptr + block * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+        valid = pairs >= 0  # padding slots: -1
+        x_rows = x_ptr + tl.where(valid, pairs // TOP_K, 0)[:, None] * x_stride
+        cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+        col_ok = cols < I
+        gate_rows = w_ptr + expert * we_stride + cols.to(tl.int64)[:, None] * wn_stride
+        up_rows = gate_rows + tl.cast(I, tl.int64) * wn_stride
+        g = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+        u = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+        for k0 in range(0, H, BLOCK_K):
+            ks = k0 + tl.arange(0, BLOCK_K)
+            xk = tl.load(x_rows + ks[None, :], mask=valid[:, None] & (ks[None, :] < H), other=0.0)
+            w_mask = col_ok[:, None] & (ks[None, :] < H)
+            wg = tl.load(gate_rows + ks[None, :], mask=w_mask, other=0.0)
+            wu = tl.load(up_rows + ks[None, :], mask=w_mask, other=0.0)
+            g = tl.dot(xk, tl.trans(_operand(wg, xk, SCALED)), g, input_precision=PRECISION)
+            u = tl.dot(xk, tl.trans(_operand(wu, xk, SCALED)), u, input_precision=PRECISION)
+        y = _gated(g, u, expert, cols, col_ok, scale_ptr, bias_ptr, I, ACT, APPROX, SCALED, HAS_BIAS, ALPHA, LIMIT)
+        tl.store(h_ptr + pairs[:, None] * I + cols[None, :], y.to(h_ptr.dtype.element_ty),
+                 mask=valid[:, None] & col_ok[None, :])
+
+
+@triton.jit
+def _moe_down_sorted_kernel(h_ptr, slot_pair_ptr, block_expert_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, y_ptr, H, I,
+                            E, we_stride, wn_stride, SCALED: tl.constexpr, HAS_BIAS: tl.constexpr,
+                            PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                            BLOCK_K: tl.constexpr):
+    # Program (block of BLOCK_M slots of one expert, BLOCK_N columns of H): reads its pairs' h rows (BLOCK_M I
+    # elements, L2 after the first column block) and BLOCK_N I weights of the expert (SCALED: codes and BLOCK_N row
+    # scales), writes the pairs' w (D h) rows (fp32, 4 BLOCK_M BLOCK_N bytes) in pair order. A block of the pairs
+    # routed outside [0, E) writes their rows as zeros (h unread); one past the last does nothing.
+    block = tl.program_id(0)
+    expert = tl.load(block_expert_ptr + block).to(tl.int64)
+    if expert <= E:
+        pairs = tl.load(slot_pair_ptr + block * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+        valid = pairs >= 0
+        cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+        col_ok = cols < H
+        acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+        if expert < E:
+            h_rows = h_ptr + tl.where(valid, pairs, 0)[:, None] * I
+            rows = w_ptr + expert * we_stride + cols.to(tl.int64)[:, None] * wn_stride
+            for k0 in range(0, I, BLOCK_K):
+                ks = k0 + tl.arange(0, BLOCK_K)
+                hk = tl.load(h_rows + ks[None, :], mask=valid[:, None] & (ks[None, :] < I), other=0.0)
+                wd = tl.load(rows + ks[None, :], mask=col_ok[:, None] & (ks[None, :] < I), other=0.0)
+                acc = tl.dot(hk, tl.trans(_operand(wd, hk, SCALED)), acc, input_precision=PRECISION)
+            acc = _down_output(acc, expert, cols, col_ok, True, scale_ptr, bias_ptr, H, SCALED, HAS_BIAS)
+            acc = acc * tl.load(rw_ptr + pairs, mask=valid, other=0.0).to(tl.float32)[:, None]
+        tl.store(y_ptr + pairs[:, None] * H + cols[None, :], acc, mask=valid[:, None] & col_ok[None, :])
+
+
+def _path(tokens: int, pairs: int, E: int, H: int, I: int, quantized: bool) -> str:
+    """The path that takes a call (module docstring): "grouped" where _takes_grouped, else "per-pair" up to
+    MOE_MAX_TOKENS tokens and "sorted" past them."""
+    if _takes_grouped(pairs, E, H, I, quantized):
+        return "grouped"
+    return "per-pair" if tokens <= MOE_MAX_TOKENS else "sorted"
 
 
 def _takes_grouped(pairs: int, E: int, H: int, I: int, quantized: bool) -> bool:
@@ -471,7 +550,11 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     epilogue = dict(SCALED=scaled, ACT=activation, APPROX=x.is_cuda, HAS_BIAS=gate_up_bias is not placeholder,
                     ALPHA=swiglu[0], LIMIT=swiglu[1])
     pdl = pdl_options(x)
-    if _takes_grouped(T * top_k, E, H, I, scaled):
+    path = _path(T, T * top_k, E, H, I, scaled)
+    if path == "sorted":
+        return _moe_experts_sorted(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias, down_bias,
+                                   h, out, epilogue, has_down_bias=down_bias is not placeholder)
+    if path == "grouped":
         return _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias,
                                     down_bias, h, out, epilogue, pdl, has_down_bias=down_bias is not placeholder)
     block_n, block_k, warps = GATE_UP_LAUNCH
@@ -522,6 +605,58 @@ def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scal
            HAS_BIAS=has_down_bias, SPLITS=splits, PRECISION=precision, PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n,
            BLOCK_K=block_k, num_warps=warps, **pdl)
     return out
+
+
+def _sorted_slots(idx: torch.Tensor, E: int, block_m: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The sorted path's layout of the k T pairs of idx [T, k] (no host synchronisation): the pairs sorted by expert
+    (stable: in pair order within one), each expert's run padded to whole blocks of block_m slots, the pairs routed
+    outside [0, E) last as expert E. Returns slot_pair (int32, a slot's pair or -1 for padding; blocks x block_m
+    slots) and block_expert (int32 [blocks]: a block's expert, E for the unrouted, E + 1 past the last block), blocks
+    an upper bound on those used: cdiv(k T, block_m) + E + 1."""
+    flat = idx.reshape(-1).long()
+    pairs = flat.numel()
+    key = torch.where((flat >= 0) & (flat < E), flat, E)
+    counts = torch.zeros(E + 1, dtype=torch.int64, device=idx.device).scatter_add_(0, key, torch.ones_like(key))
+    padded = (counts + block_m - 1) // block_m * block_m
+    ends = padded.cumsum(0)
+    order = torch.argsort(key, stable=True)
+    expert = key[order]
+    slot = (ends - padded)[expert] + torch.arange(pairs, device=idx.device) - (counts.cumsum(0) - counts)[expert]
+    blocks = cdiv(pairs, block_m) + E + 1
+    slot_pair = torch.full((blocks * block_m,), -1, dtype=torch.int32, device=idx.device)
+    slot_pair[slot] = order.to(torch.int32)
+    starts = torch.arange(blocks, device=idx.device) * block_m
+    return slot_pair, torch.searchsorted(ends, starts, right=True).to(torch.int32)
+
+
+def _sorted_launch(pairs: int, E: int) -> tuple[int, tuple[int, int, int, int], tuple[int, int, int, int]]:
+    """(BLOCK_M, the gate / up kernel's (BLOCK_N, BLOCK_K, warps, stages), the down kernel's) of the sorted path for
+    `pairs` pairs over E experts: blocks of slots no longer than an expert's mean run (at least tl.dot's 16)."""
+    block_m = min(SORTED_BLOCK_M, max(16, triton.next_power_of_2(pairs // max(E, 1))))
+    return block_m, SORTED_GATE_UP_LAUNCH, SORTED_DOWN_LAUNCH
+
+
+def _moe_experts_sorted(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias, down_bias, h, out,
+                        epilogue, has_down_bias):
+    """The sorted path (module docstring): the layout, its two launches (idx, router contiguous [T, k]; h the
+    [T k, I] workspace) and each token's k rows summed in order in fp32."""
+    T, H = x.shape
+    E, I, top_k = gate_up.shape[0], gate_up.shape[1] // 2, idx.shape[1]
+    precision = "ieee" if x.dtype == torch.float32 else "tf32"  # fp32 x: its own precision; 16-bit: not used
+    block_m, (gu_n, gu_k, gu_warps, gu_stages), (down_n, down_k, down_warps, down_stages) = _sorted_launch(
+        T * top_k, E)
+    slot_pair, block_expert = _sorted_slots(idx, E, block_m)
+    blocks = block_expert.numel()
+    launch(_moe_gate_up_sorted_kernel, (blocks, cdiv(I, gu_n)), x, slot_pair, block_expert, gate_up, gate_up_scale,
+           gate_up_bias, h, H, I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), **epilogue,
+           PRECISION=precision, BLOCK_M=block_m, BLOCK_N=gu_n, BLOCK_K=min(gu_k, max(16, triton.next_power_of_2(H))),
+           num_warps=gu_warps, num_stages=gu_stages)
+    rows = torch.empty((T * top_k, H), device=x.device, dtype=torch.float32)  # each pair's w (D h), pair order
+    launch(_moe_down_sorted_kernel, (blocks, cdiv(H, down_n)), h, slot_pair, block_expert, router, down, down_scale,
+           down_bias, rows, H, I, E, down.stride(0), down.stride(1), SCALED=epilogue["SCALED"],
+           HAS_BIAS=has_down_bias, PRECISION=precision, BLOCK_M=block_m, BLOCK_N=down_n,
+           BLOCK_K=min(down_k, max(16, triton.next_power_of_2(I))), num_warps=down_warps, num_stages=down_stages)
+    return out.copy_(rows.view(T, top_k, H).sum(1))
 
 
 @planned
