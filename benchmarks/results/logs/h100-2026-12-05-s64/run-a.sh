@@ -1,8 +1,8 @@
 # Session 64, call a: moe_experts' sorted path (journal 460): test_moe and test_integrations on the GPU, then
 # exp_moe_prefill.py --ops --quant (bf16 with six launches, fp8 / int8 with two, against grouped_mm and the eager
 # loop, 32-4096 tokens of Mixtral's, Qwen3-30B-A3B's and gpt-oss-20b's experts). Predicted: tests pass; the sorted
-# path at 512-4096 tokens 0.9-1.3x grouped_mm's time... i.e. within 10% of it or faster (grouped_mm: CUTLASS, no
-# fused gather or gate), 2-5x the eager loop; 300-550 TFLOP/s at 2048+ tokens of Mixtral.
+# path at 512-4096 tokens within 10% of grouped_mm's time or faster (grouped_mm: CUTLASS, but no fused gather or
+# gate), 2-5x faster than the eager loop; 300-550 TFLOP/s at 2048+ tokens of Mixtral.
 set -x
 nvidia-smi --query-gpu=name --format=csv,noheader
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
