@@ -27,29 +27,28 @@ from rooftop.bench.timing import bench_ms
 from rooftop.ops import _support, moe
 
 MODELS = {"mixtral": (8, 2, 4096, 14336), "qwen3": (128, 8, 2048, 768), "gpt-oss": (32, 4, 2880, 2880)}
-# (BLOCK_M, gate / up launch, down launch); the first is the shipped one
-LAUNCHES = ((moe.SORTED_BLOCK_M, moe.SORTED_GATE_UP_LAUNCH, moe.SORTED_DOWN_LAUNCH),
-            (64, (64, 64, 4, 4), (128, 64, 4, 4)),
-            (128, (64, 64, 8, 3), (128, 64, 8, 3)),
+SHIPPED_LAUNCHES = moe.SORTED_LAUNCHES
+# (BLOCK_M, gate / up launch, down launch), each forced alone (moe._sorted_launch: blocks no longer than the run)
+LAUNCHES = ((64, (64, 64, 4, 3), (128, 64, 4, 3)),
             (128, (128, 64, 8, 3), (256, 64, 8, 3)),
-            (64, (128, 64, 8, 3), (128, 128, 8, 3)),
-            (32, (64, 128, 4, 3), (128, 128, 4, 3)))
+            (128, (128, 64, 8, 4), (256, 64, 8, 4)),
+            (128, (64, 64, 4, 3), (256, 64, 8, 3)),
+            (128, (128, 64, 8, 3), (128, 64, 4, 3)),
+            (64, (128, 64, 8, 3), (256, 64, 8, 3)))
 SHIPPED_PATH = moe._path
 
 
 def sorted_path(launch=None):
-    """moe_experts with its sorted path forced (at `launch`: BLOCK_M caps the block, as shipped)."""
+    """moe_experts with its sorted path forced at `launch` alone."""
     def run(*args, **kwargs):
-        moe._path = lambda *a: "sorted"
-        if launch:
-            moe.SORTED_BLOCK_M, moe.SORTED_GATE_UP_LAUNCH, moe.SORTED_DOWN_LAUNCH = launch
+        moe._path, moe.SORTED_LAUNCHES = (lambda *a: "sorted"), (launch,)
         return moe.moe_experts(*args, **kwargs)
     return run
 
 
 def shipped_dispatch(*args, **kwargs):
     """moe_experts as shipped (its own choice of path)."""
-    moe._path, (moe.SORTED_BLOCK_M, moe.SORTED_GATE_UP_LAUNCH, moe.SORTED_DOWN_LAUNCH) = SHIPPED_PATH, LAUNCHES[0]
+    moe._path, moe.SORTED_LAUNCHES = SHIPPED_PATH, SHIPPED_LAUNCHES
     return moe.moe_experts(*args, **kwargs)
 
 
@@ -118,7 +117,7 @@ def ops(args, rows):
                                      tflops=tflops, pct_of_peak=tflops / peak * 100 if peak else None, rel_err=err))
                     print(f"{name:8s} {quant or 'bf16':4s} T {T:5d} {provider:34s} {ms:8.3f} ms {tflops:6.1f} TFLOP/s"
                           f"  err {err:.1e}", flush=True)
-                    moe._path = SHIPPED_PATH
+                    moe._path, moe.SORTED_LAUNCHES = SHIPPED_PATH, SHIPPED_LAUNCHES
                 del ref
             torch.cuda.empty_cache()
 
@@ -129,7 +128,7 @@ def models(args, rows):
     from e2e_decode import GPT_OSS, MIXTRAL_EXPERTS, SIZES
     from rooftop.integrations.hf import patch_model
 
-    moe._path, (moe.SORTED_BLOCK_M, moe.SORTED_GATE_UP_LAUNCH, moe.SORTED_DOWN_LAUNCH) = SHIPPED_PATH, LAUNCHES[0]
+    moe._path, moe.SORTED_LAUNCHES = SHIPPED_PATH, SHIPPED_LAUNCHES
     builds = {
         "gpt-oss": lambda: transformers.GptOssForCausalLM(transformers.GptOssConfig(
             num_hidden_layers=4, max_position_embeddings=8192, **GPT_OSS["8b"])),
@@ -138,9 +137,12 @@ def models(args, rows):
     }
     for name, build in builds.items():
         torch.manual_seed(0)
-        stock = build()
+        default = torch.get_default_dtype()
+        torch.set_default_dtype(torch.bfloat16)
+        with torch.device("cuda"):  # made where it runs: no 20 GB of fp32 weights drawn on the host
+            stock = build().eval()
+        torch.set_default_dtype(default)
         stock.config._attn_implementation = "eager" if name == "gpt-oss" else "sdpa"
-        stock = stock.to(torch.bfloat16).cuda().eval()
         patched = copy.deepcopy(stock)
         patch_model(patched)
         for S in args.prompts:

@@ -140,12 +140,13 @@ for codes, types in moe_cases:
                   gw, name=f"moe_gate_up_grouped_{codes}_{act}_p{pairs}", div=("H", "I"))
             build(moe._moe_down_grouped_kernel, types, dict(common, TOP_K=top_k, SPLITS=splits), gw,
                   name=f"moe_down_grouped_{codes}_bias{int(bias)}_p{pairs}", div=("H", "I"))
-        # the sorted path (prefill) at its shipped launch
+        # the sorted path (prefill) at its shipped launches
         sorted_types = lambda a: {"slot_pair_ptr": "*i32", "block_expert_ptr": "*i32"}.get(a, types(a))
-        (sn, sk, sw, ss), (sdn, sdk, sdw, sds) = moe.SORTED_GATE_UP_LAUNCH, moe.SORTED_DOWN_LAUNCH
-        common = dict(SCALED=scaled, HAS_BIAS=bias, PRECISION="tf32", BLOCK_M=moe.SORTED_BLOCK_M)
-        build(moe._moe_gate_up_sorted_kernel, sorted_types, dict(common, ACT=act, APPROX=True, ALPHA=alpha,
-              LIMIT=limit, BLOCK_N=sn, BLOCK_K=sk), sw, ss, name=f"moe_gate_up_sorted_{codes}_{act}", div=("H", "I"))
-        build(moe._moe_down_sorted_kernel, lambda a: "*fp32" if a == "y_ptr" else sorted_types(a),
-              dict(common, BLOCK_N=sdn, BLOCK_K=sdk), sdw, sds, name=f"moe_down_sorted_{codes}_bias{int(bias)}",
-              div=("H", "I"))
+        for block_m, (sn, sk, sw, ss), (sdn, sdk, sdw, sds) in moe.SORTED_LAUNCHES:
+            common = dict(SCALED=scaled, HAS_BIAS=bias, PRECISION="tf32", BLOCK_M=block_m)
+            build(moe._moe_gate_up_sorted_kernel, sorted_types, dict(common, ACT=act, APPROX=True, ALPHA=alpha,
+                  LIMIT=limit, BLOCK_N=sn, BLOCK_K=sk), sw, ss, name=f"moe_gate_up_sorted_{codes}_{act}_m{block_m}",
+                  div=("H", "I"))
+            build(moe._moe_down_sorted_kernel, lambda a: "*fp32" if a == "y_ptr" else sorted_types(a),
+                  dict(common, BLOCK_N=sdn, BLOCK_K=sdk), sdw, sds,
+                  name=f"moe_down_sorted_{codes}_bias{int(bias)}_m{block_m}", div=("H", "I"))

@@ -483,7 +483,8 @@ def test_dispatch_takes_the_sorted_path_past_the_others():
     """Past MOE_MAX_TOKENS tokens a call the grouped path does not take goes to the sorted path; up to them, a pair a
     program."""
     mixtral, qwen3, small = (8, 4096, 14336), (128, 2048, 768), (64, 1024, 512)
-    assert moe._path(200, 400, *mixtral, False) == "sorted" and moe._path(100, 200, *mixtral, False) == "grouped"
+    assert moe._path(200, 400, *mixtral, False) == "sorted" and moe._path(64, 128, *mixtral, False) == "grouped"
+    assert moe._path(65, 130, *mixtral, False) == "sorted"  # runs past a GROUP: the grouped path's passes in turn
     assert moe._path(8, 64, *qwen3, False) == "per-pair" and moe._path(17, 136, *qwen3, True) == "grouped"
     assert moe._path(17, 34, *small, False) == "sorted" and moe._path(16, 32, *small, False) == "per-pair"
 
@@ -515,11 +516,11 @@ def test_sorted_layout():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_sorted_path_blocks(monkeypatch, dtype):
-    """The sorted path with blocks of 16 slots: an expert's pairs over several blocks (a partial last one), a token's
+    """The sorted path with blocks of 16 slots (column and k-tiles narrower than H and I): an expert's pairs over several blocks (a partial last one), a token's
     two pairs on one expert, sentinels, an expert no pair takes; gpt-oss's gate and biases; quantized experts; right
     twice in a row."""
     monkeypatch.setattr(moe, "_path", lambda *a: "sorted")
-    monkeypatch.setattr(moe, "SORTED_BLOCK_M", 16)
+    monkeypatch.setattr(moe, "SORTED_LAUNCHES", ((16, (16, 16, 2, 2), (16, 32, 2, 2)),))
     T, E, k, H, I = 40, 4, 2, 48, 40
     for _ in range(2):
         x, index, weights, gate_up, down = _inputs(T, E, k, H, I, dtype=dtype)

@@ -105,12 +105,13 @@ GROUPED_MAX_SPLITS = 8
 GROUP = 16  # pairs of one expert a pass (tl.dot's least M)
 PAIRS_MAX = 256  # k T a step at most on the grouped path (the index vector each program scans)
 GROUPED_MIN_EXPERT = 1 << 23  # H I elements from which an expert takes the grouped path even with no pair sharing it
-# The sorted path (module docstring): blocks of at most SORTED_BLOCK_M slots (pairs of one expert); (BLOCK_N,
-# BLOCK_K, warps, stages) of its gate / up kernel (two [BLOCK_M, BLOCK_N] accumulators: gate and up) and of its down
-# kernel. Not yet timed.
-SORTED_BLOCK_M = 64
-SORTED_GATE_UP_LAUNCH = (64, 64, 4, 3)
-SORTED_DOWN_LAUNCH = (128, 64, 4, 3)
+# The sorted path (module docstring): (BLOCK_M, gate / up's (BLOCK_N, BLOCK_K, warps, stages), down's) by the experts'
+# mean run of pairs: the first whose BLOCK_M the run fills, else the last with blocks no longer than the run (at
+# least tl.dot's 16). gate / up keeps two [BLOCK_M, BLOCK_N] accumulators (gate and up). Of six launches timed on an
+# H100 (session 64, exp_moe_prefill.py: 32-4096 tokens of Mixtral-8x7B's, Qwen3-30B-A3B's and gpt-oss-20b's bf16
+# experts) the first was the best from runs of 128 (4096 tokens of Mixtral's: 5.95 ms, 65% of the matmul peak, against
+# 8.5 with the second), the second within 3% of the best below them.
+SORTED_LAUNCHES = ((128, (128, 64, 8, 3), (256, 64, 8, 3)), (64, (64, 64, 4, 3), (128, 64, 4, 3)))
 
 
 @triton.jit
@@ -417,8 +418,10 @@ def _path(tokens: int, pairs: int, E: int, H: int, I: int, quantized: bool) -> s
 def _takes_grouped(pairs: int, E: int, H: int, I: int, quantized: bool) -> bool:
     """Whether a call of `pairs` (token, expert) pairs takes the grouped path (module docstring). Quantized experts
     only where the pairs can cover every expert: at one and two tokens of Mixtral's fp8 experts the grouped kernels
-    ran 5-7% behind a pair a program (H100, session 62; their launch is bf16's, its k-tiles half the bytes)."""
-    return pairs <= PAIRS_MAX and (pairs >= E or (H * I >= GROUPED_MIN_EXPERT and not quantized))
+    ran 5-7% behind a pair a program (H100, session 62; their launch is bf16's, its k-tiles half the bytes). Not where
+    the experts' mean run passes a GROUP (an owner's passes run one after another): 128 tokens of Mixtral's (runs of
+    32) took 2.34 ms there against the sorted path's 1.15, 32 tokens (runs of 8) 0.98 against 1.06 (H100, session 64)."""
+    return pairs <= min(PAIRS_MAX, GROUP * E) and (pairs >= E or (H * I >= GROUPED_MIN_EXPERT and not quantized))
 
 
 def _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale=None, down_scale=None,
@@ -631,9 +634,13 @@ def _sorted_slots(idx: torch.Tensor, E: int, block_m: int) -> tuple[torch.Tensor
 
 def _sorted_launch(pairs: int, E: int) -> tuple[int, tuple[int, int, int, int], tuple[int, int, int, int]]:
     """(BLOCK_M, the gate / up kernel's (BLOCK_N, BLOCK_K, warps, stages), the down kernel's) of the sorted path for
-    `pairs` pairs over E experts: blocks of slots no longer than an expert's mean run (at least tl.dot's 16)."""
-    block_m = min(SORTED_BLOCK_M, max(16, triton.next_power_of_2(pairs // max(E, 1))))
-    return block_m, SORTED_GATE_UP_LAUNCH, SORTED_DOWN_LAUNCH
+    `pairs` pairs over E experts (SORTED_LAUNCHES)."""
+    run = pairs // max(E, 1)
+    for block_m, gate_up, down in SORTED_LAUNCHES:
+        if run >= block_m:
+            return block_m, gate_up, down
+    block_m, gate_up, down = SORTED_LAUNCHES[-1]
+    return min(block_m, max(16, triton.next_power_of_2(run))), gate_up, down
 
 
 def _moe_experts_sorted(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias, down_bias, h, out,
