@@ -224,6 +224,19 @@ def test_registry_entry():
         assert rel_err(spec.eager(*inputs), ref) < TOL[torch.bfloat16]
 
 
+def test_prefill_registry_entry():
+    """moe_experts_prefill: its cases and check case take the sorted path; the check case agrees with the reference
+    and the eager loop."""
+    spec = registry.get("moe_experts_prefill")
+    assert spec.family == "moe_prefill" and "grouped_mm" in spec.peers
+    for T, E, k, H, I in (*spec.cases, *spec.check_cases):
+        assert moe._path(T, T * k, E, H, I, False) == "sorted"
+    inputs = spec.make_inputs(spec.check_cases[0], torch.bfloat16, DEVICE)
+    ref = spec.reference(*inputs)
+    assert rel_err(spec.run(*inputs), ref) < TOL[torch.bfloat16]
+    assert rel_err(spec.eager(*inputs), ref) < TOL[torch.bfloat16]
+
+
 @pytest.mark.parametrize("quant", list(QUANTIZED))
 def test_quantized_registry_entry(quant):
     """The quantized experts' cost: one byte a weight and the row scales; rooftop and the eager form (each expert hit

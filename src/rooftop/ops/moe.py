@@ -488,11 +488,11 @@ def _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_sca
 
 
 def _gate_f64(gu, I, activation, alpha, limit) -> torch.Tensor:
-    """h from one pair's float64 gate / up outputs (biases added)."""
+    """h from float64 gate / up outputs [..., 2I] (biases added)."""
     if activation == "swiglu_oai":
-        g, u = gu[:I].clamp(max=limit), gu[I:].clamp(-limit, limit)
+        g, u = gu[..., :I].clamp(max=limit), gu[..., I:].clamp(-limit, limit)
         return g * torch.sigmoid(alpha * g) * (u + 1)
-    return _ACT_F64[activation](gu[:I]) * gu[I:]
+    return _ACT_F64[activation](gu[..., :I]) * gu[..., I:]
 
 
 def dequantize_experts(codes: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -509,16 +509,18 @@ def _expert(w, scale, e) -> torch.Tensor:
 def moe_experts_reference(x, top_k_index, top_k_weights, gate_up, down, activation="silu", gate_up_scale=None,
                           down_scale=None, gate_up_bias=None, down_bias=None, swiglu_alpha=1.702,
                           swiglu_limit=7.0) -> torch.Tensor:
-    """The same sum in float64, pair by pair; indices outside [0, E) skipped."""
+    """The same sum in float64, expert by expert over the pairs routed to it; indices outside [0, E) skipped."""
     E, I = gate_up.shape[0], gate_up.shape[1] // 2
     out = torch.zeros(x.shape, dtype=torch.float64, device=x.device)
-    for t, j in ((t, j) for t in range(x.shape[0]) for j in range(top_k_index.shape[1])):
-        e = int(top_k_index[t, j])
-        if 0 <= e < E:
-            gu = _expert(gate_up, gate_up_scale, e) @ x[t].double()
-            gu = gu if gate_up_bias is None else gu + gate_up_bias[e].double()
-            y = _expert(down, down_scale, e) @ _gate_f64(gu, I, activation, swiglu_alpha, swiglu_limit)
-            out[t] += float(top_k_weights[t, j]) * (y if down_bias is None else y + down_bias[e].double())
+    for e in range(E):
+        tokens, j = torch.nonzero(top_k_index == e, as_tuple=True)
+        if not tokens.numel():
+            continue
+        gu = x[tokens].double() @ _expert(gate_up, gate_up_scale, e).T
+        gu = gu if gate_up_bias is None else gu + gate_up_bias[e].double()
+        y = _gate_f64(gu, I, activation, swiglu_alpha, swiglu_limit) @ _expert(down, down_scale, e).T
+        y = y if down_bias is None else y + down_bias[e].double()
+        out.index_add_(0, tokens, top_k_weights[tokens, j].double()[:, None] * y)
     return out
 
 
@@ -804,6 +806,13 @@ registry.register(registry.OpSpec(
     name="moe_experts", family="moe", make_inputs=_make_inputs, run=moe_experts, reference=moe_experts_reference,
     eager=moe_experts_eager, cost=_cost, cases=BENCH_CASES, peers={"grouped_mm": _grouped_mm_peer}, x_key="M",
     check_cases=((1, 4, 2, 64, 48), (3, 4, 2, 96, 40))))
+# prefills of the same experts (the sorted path), against transformers' grouped_mm
+PREFILL_CASES = tuple((T, E, k, H, I) for E, k, H, I in ((8, 2, 4096, 14336), (128, 8, 2048, 768))
+                      for T in (512, 2048, 4096))
+registry.register(registry.OpSpec(
+    name="moe_experts_prefill", family="moe_prefill", make_inputs=_make_inputs, run=moe_experts,
+    reference=moe_experts_reference, eager=moe_experts_eager, cost=_cost, cases=PREFILL_CASES,
+    peers={"grouped_mm": _grouped_mm_peer}, x_key="M", check_cases=((40, 4, 2, 64, 48),)))
 for _quant in EXPERT_QUANTS:  # moe_experts_fp8, moe_experts_int8
     registry.register(registry.OpSpec(
         name=f"moe_experts_{_quant}", family="moe",
