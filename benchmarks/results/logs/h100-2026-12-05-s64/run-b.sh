@@ -1,7 +1,8 @@
 # Session 64, call b: after call a, the sorted path's launch by the experts' mean run (BLOCK_M 128 from runs of 128)
 # and the grouped path only to runs of GROUP (journal 461). Tests (test_moe, test_integrations); a gpt-oss-shaped
 # and a Mixtral-shaped model (4 layers each) prefilling 64-4096 tokens, stock against patched; then the ops at 64 / 128
-# tokens (the grouped / sorted crossover) and 2048 / 4096 (launches around call a's best), fp8 / int8 at all launches.
+# tokens (the grouped / sorted crossover) and 4096 (launches around call a's best), fp8 / int8 at all launches; the
+# registry's moe_experts_prefill rows (rooftop bench).
 # Predicted: tests pass; gpt-oss 2048 tokens patched faster than stock (42.6 against 37.4 ms in session 63: the eager
 # loop's ~7 ms a layer against the sorted path's ~1.3); Mixtral within 5% of stock or faster at 2048+ (its grouped_mm
 # 3.6 ms a layer against the sorted path's 3.5) and faster at 64-256 (the eager loop there: 2.3 ms against ~1.1).
@@ -11,8 +12,10 @@ export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tes
 mkdir -p $OUT/w/models $OUT/w/ops
 timeout 170 python -m pytest -q -p no:logging --tb=short -n 8 tests/test_moe.py tests/test_integrations.py \
   > $OUT/w/tests.txt 2>&1; tail -6 $OUT/w/tests.txt
-timeout 150 python benchmarks/exp_moe_prefill.py $OUT/w/models --models 2>&1 | grep -v Warn > $OUT/w/models.txt
-timeout 260 python benchmarks/exp_moe_prefill.py $OUT/w/ops --ops --quant --all-launches --tokens 64,128,2048,4096 \
+timeout 140 python benchmarks/exp_moe_prefill.py $OUT/w/models --models 2>&1 | grep -v Warn > $OUT/w/models.txt
+timeout 60 python -m rooftop bench moe_experts_prefill --providers rooftop,eager,grouped_mm --out $OUT/w/results \
+  2>&1 | grep -v Warn > $OUT/w/bench.txt
+timeout 200 python benchmarks/exp_moe_prefill.py $OUT/w/ops --ops --quant --all-launches --tokens 64,128,4096 \
   2>&1 | grep -v Warn > $OUT/w/ops.txt
 tar czf $OUT/call-b.tgz -C $OUT w
-cat $OUT/w/models.txt; grep -v "eager loop" $OUT/w/ops.txt | tail -60
+cat $OUT/w/models.txt; tail -12 $OUT/w/bench.txt; grep -v "eager loop" $OUT/w/ops.txt | tail -60
