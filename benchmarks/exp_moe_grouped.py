@@ -6,11 +6,11 @@ at several launches; errors checked after the replays too (the arrival counters)
 Session 61 (journal 424): 8 tokens of Mixtral (16 pairs on 8 experts) reached 66% of the once-an-expert floor on the
 H200 a pair a program. Session 62 on an H100 (journal 434), the grouped kernels then in this file: 8-16 tokens of
 Mixtral 100% against 51-82% a pair, one token 1.10x; Qwen3's 2-8 tokens 2-15% slower where they share no expert, 16
-tokens with random routing 1.16x: they went into ops/moe.py with launch (32, 128, 4) and the dispatch
-`_takes_grouped`. Open (journal 437): 1-16 tokens on the H200; gpt-oss-20b's experts (unbiased here); --tokens past
-16 (patch_model hands the experts back to the model's forward past MOE_MAX_TOKENS = 16: where does grouped_mm
-overtake?); --quant fp8|int8 (codes on the grouped path: at 1-2 tokens of Mixtral fp8 5-7% behind a pair a program
-with bf16's launch, whose k-tiles read half the bytes; wider ones are the candidates).
+tokens with random routing 1.16x: they went into ops/moe.py with launch (32, 128, 4) and the dispatch `_takes_grouped`.
+Open (journal 437): 1-16 tokens on the H200; gpt-oss-20b's experts (unbiased here); --tokens past 16 (session 64: past
+the grouped path's calls the sorted path takes them, exp_moe_prefill.py); --quant fp8|int8 (codes on the grouped path:
+at 1-2 tokens of Mixtral fp8 5-7% behind a pair a program with bf16's launch, whose k-tiles read half the bytes; wider
+ones are the candidates).
 Also each path with and without PDL between its kernels (session 62: launched so where ROW_PDL, not yet timed).
 Usage: PYTHONPATH=src python benchmarks/exp_moe_grouped.py OUT [--tokens 1,2,4,8,16] [--quant fp8|int8]
 """
@@ -40,7 +40,7 @@ def path(grouped, launch=None, pdl=True):
     """moe_experts forced onto one path (the grouped one with `launch`), its kernels launched as programmatic
     dependents or not (_support.ROW_PDL; a plan keeps its first call's choice: clear_plans between providers)."""
     def run(*args):
-        moe._takes_grouped = lambda *a: grouped
+        moe._path = lambda *a: "grouped" if grouped else "per-pair"
         _support.ROW_PDL = pdl
         if launch:
             moe.GROUPED_LAUNCH = launch

@@ -65,8 +65,8 @@ def test_sentinels_strides_and_int32_indices(path):
 
 def test_repeated_calls_replay_on_fresh_inputs(path):
     """A signature's first call is recorded and later ones replay its launches (the h workspace and the partials
-    allocated anew; not the sorted path's): still right on fresh inputs. No tokens, no hidden or no intermediate width: an empty or zero
-    result."""
+    allocated anew; not the sorted path's): still right on fresh inputs. No tokens, no hidden or no intermediate
+    width: an empty or zero result."""
     _support.clear_plans()
     for _ in range(4):
         inputs = _inputs(3, 4, 2, 64, 48)
@@ -310,10 +310,11 @@ def test_patched_mixtral_runs_the_kernels(monkeypatch):
 
 
 def test_patched_gpt_oss():
-    """patch_model on a transformers gpt-oss (transposed experts, gate and up interleaved, biases, a clamped gate):
-    its experts re-laid into a MoEExperts of their own (parameters of the same names, no copy of the original kept);
-    the logits as stock's for a decode-sized call and past the pairs the grouped path takes (the sorted path); quantize_model(bits=8) on the experts alone then makes them int8 experts with the biases
-    kept, computing what the model with the codes' values does."""
+    """patch_model on a transformers gpt-oss (transposed experts, gate and up interleaved, biases, a clamped gate): its
+    experts re-laid into a MoEExperts of their own (parameters of the same names, no copy of the original kept); the
+    logits as stock's for a decode-sized call and past the pairs the grouped path takes (the sorted path);
+    quantize_model(bits=8) on the experts alone then makes them int8 experts with the biases kept, computing what the
+    model with the codes' values does."""
     transformers = pytest.importorskip("transformers")
     from rooftop.integrations.hf import MoEExperts, QuantMoEExperts, patch_model
     config = transformers.GptOssConfig(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
@@ -494,12 +495,15 @@ def test_grouped_path_where_experts_are_shared_or_large():
 
 def test_dispatch_takes_the_sorted_path_past_the_others():
     """Past MOE_MAX_TOKENS tokens a call the grouped path does not take goes to the sorted path; up to them, a pair a
-    program."""
+    program. The sorted path's blocks by the experts' mean run and x's dtype."""
     mixtral, qwen3, small = (8, 4096, 14336), (128, 2048, 768), (64, 1024, 512)
     assert moe._path(200, 400, *mixtral, False) == "sorted" and moe._path(64, 128, *mixtral, False) == "grouped"
     assert moe._path(65, 130, *mixtral, False) == "sorted"  # runs past a GROUP: the grouped path's passes in turn
     assert moe._path(8, 64, *qwen3, False) == "per-pair" and moe._path(17, 136, *qwen3, True) == "grouped"
     assert moe._path(17, 34, *small, False) == "sorted" and moe._path(16, 32, *small, False) == "per-pair"
+    assert moe._sorted_launch(4096 * 2, 8, torch.bfloat16)[0] == 128  # runs of 1024 pairs: the widest blocks
+    assert moe._sorted_launch(4096 * 2, 8, torch.float32)[0] == 64  # which spill with fp32 tiles
+    assert moe._sorted_launch(17 * 8, 8, torch.bfloat16)[0] == 32  # runs of 17: the next power of two
 
 
 def test_sorted_layout():
@@ -529,9 +533,9 @@ def test_sorted_layout():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_sorted_path_blocks(monkeypatch, dtype):
-    """The sorted path with blocks of 16 slots (column and k-tiles narrower than H and I): an expert's pairs over several blocks (a partial last one), a token's
-    two pairs on one expert, sentinels, an expert no pair takes; gpt-oss's gate and biases; quantized experts; right
-    twice in a row."""
+    """The sorted path with blocks of 16 slots (column and k-tiles narrower than H and I): an expert's pairs over
+    several blocks (a partial last one), a token's two pairs on one expert, sentinels, an expert no pair takes;
+    gpt-oss's gate and biases; quantized experts; right twice in a row."""
     monkeypatch.setattr(moe, "_path", lambda *a: "sorted")
     monkeypatch.setattr(moe, "SORTED_LAUNCHES", ((16, (16, 16, 2, 2), (16, 32, 2, 2)),))
     T, E, k, H, I = 40, 4, 2, 48, 40
@@ -633,6 +637,32 @@ def test_gpu_prefill_sizes(model, quant):
         kwargs.update(gate_up_scale=gate_up_scale, down_scale=down_scale)
     out = rooftop.moe_experts(x, index, weights, gate_up, down, **kwargs)
     assert rel_err(out, moe_experts_reference(x, index, weights, gate_up, down, **kwargs)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+def test_gpu_sorted_path_in_a_cuda_graph():
+    """The sorted path (its widest blocks) waits for nothing on the host: a CUDA graph holds it, and its replays are
+    right on new tokens and routing copied into the captured inputs."""
+    from rooftop.bench.timing import capture_graph, synchronises_host
+    T, E, k, H, I = 600, 8, 2, 256, 192
+    x, index, weights, gate_up, down = _inputs(T, E, k, H, I)
+    assert moe._path(T, T * k, E, H, I, False) == "sorted" and moe._sorted_launch(T * k, E, x.dtype)[0] == 128
+    result = {}
+
+    def call():
+        result["out"] = rooftop.moe_experts(x, index, weights, gate_up, down)
+
+    call()
+    assert not synchronises_host(call)
+    graph = capture_graph(call, call)
+    for _ in range(2):
+        fresh = _inputs(T, E, k, H, I)
+        for captured, new in zip((x, index, weights), fresh[:3]):
+            captured.copy_(new)
+        index[0, 0] = -1
+        graph.replay()
+        torch.cuda.synchronize()
+        assert rel_err(result["out"], moe_experts_reference(x, index, weights, gate_up, down)) < TOL[torch.bfloat16]
 
 
 @pytest.mark.gpu

@@ -1,4 +1,5 @@
-r"""Mixture-of-experts MLP for decoding: each token's top-k experts, gated, weighted by the router and summed.
+r"""Mixture-of-experts MLP (decode steps and prefills): each token's top-k experts, gated, weighted by the router and
+summed.
 
     out[t] = sum_j w[t, j] * D_e (act(G_e x_t) * (U_e x_t)),   e = idx[t, j],  j < k
 
@@ -106,11 +107,12 @@ GROUP = 16  # pairs of one expert a pass (tl.dot's least M)
 PAIRS_MAX = 256  # k T a step at most on the grouped path (the index vector each program scans)
 GROUPED_MIN_EXPERT = 1 << 23  # H I elements from which an expert takes the grouped path even with no pair sharing it
 # The sorted path (module docstring): (BLOCK_M, gate / up's (BLOCK_N, BLOCK_K, warps, stages), down's) by the experts'
-# mean run of pairs: the first whose BLOCK_M the run fills, else the last with blocks no longer than the run (at
-# least tl.dot's 16). gate / up keeps two [BLOCK_M, BLOCK_N] accumulators (gate and up). Of six launches timed on an
-# H100 (session 64, exp_moe_prefill.py: 32-4096 tokens of Mixtral-8x7B's, Qwen3-30B-A3B's and gpt-oss-20b's bf16
-# experts) the first was the best from runs of 128 (4096 tokens of Mixtral's: 5.95 ms, 65% of the matmul peak, against
-# 8.5 with the second), the second within 3% of the best below them.
+# mean run of pairs: the first whose BLOCK_M the run fills, else the last with blocks of the run's next power of two (at
+# least tl.dot's 16). fp32 x takes the last (the first's accumulators and fp32 tiles spill: offline sm_90). gate / up
+# keeps two [BLOCK_M, BLOCK_N] accumulators (gate and up). Of six launches timed on an H100 (session 64,
+# exp_moe_prefill.py: 32-4096 tokens of Mixtral-8x7B's, Qwen3-30B-A3B's and gpt-oss-20b's bf16 experts) the first was
+# the best from runs of 128 (4096 tokens of Mixtral's: 5.95 ms, 65% of the matmul peak, against 8.5 with the second),
+# the second within 3% of the best below them.
 SORTED_LAUNCHES = ((128, (128, 64, 8, 3), (256, 64, 8, 3)), (64, (64, 64, 4, 3), (128, 64, 4, 3)))
 
 
@@ -416,11 +418,11 @@ def _path(tokens: int, pairs: int, E: int, H: int, I: int, quantized: bool) -> s
 
 
 def _takes_grouped(pairs: int, E: int, H: int, I: int, quantized: bool) -> bool:
-    """Whether a call of `pairs` (token, expert) pairs takes the grouped path (module docstring). Quantized experts
-    only where the pairs can cover every expert: at one and two tokens of Mixtral's fp8 experts the grouped kernels
-    ran 5-7% behind a pair a program (H100, session 62; their launch is bf16's, its k-tiles half the bytes). Not where
-    the experts' mean run passes a GROUP (an owner's passes run one after another): 128 tokens of Mixtral's (runs of
-    32) took 2.34 ms there against the sorted path's 1.15, 32 tokens (runs of 8) 0.98 against 1.06 (H100, session 64)."""
+    """Whether a call of `pairs` (token, expert) pairs takes the grouped path (module docstring). Quantized experts only
+    where the pairs can cover every expert: at one and two tokens of Mixtral's fp8 experts the grouped kernels ran 5-7%
+    behind a pair a program (H100, session 62; their launch is bf16's, its k-tiles half the bytes). Not where the
+    experts' mean run passes a GROUP (an owner's passes run one after another): 128 tokens of Mixtral's (runs of 32)
+    took 2.34 ms there against the sorted path's 1.15, 32 tokens (runs of 8) 0.98 against 1.06 (H100, session 64)."""
     return pairs <= min(PAIRS_MAX, GROUP * E) and (pairs >= E or (H * I >= GROUPED_MIN_EXPERT and not quantized))
 
 
@@ -634,14 +636,15 @@ def _sorted_slots(idx: torch.Tensor, E: int, block_m: int) -> tuple[torch.Tensor
     return slot_pair, torch.searchsorted(ends, starts, right=True).to(torch.int32)
 
 
-def _sorted_launch(pairs: int, E: int) -> tuple[int, tuple[int, int, int, int], tuple[int, int, int, int]]:
+def _sorted_launch(pairs: int, E: int, dtype: torch.dtype) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
     """(BLOCK_M, the gate / up kernel's (BLOCK_N, BLOCK_K, warps, stages), the down kernel's) of the sorted path for
-    `pairs` pairs over E experts (SORTED_LAUNCHES)."""
+    `pairs` pairs over E experts, x of `dtype` (SORTED_LAUNCHES)."""
     run = pairs // max(E, 1)
-    for block_m, gate_up, down in SORTED_LAUNCHES:
+    launches = SORTED_LAUNCHES[-1:] if dtype == torch.float32 else SORTED_LAUNCHES
+    for block_m, gate_up, down in launches:
         if run >= block_m:
             return block_m, gate_up, down
-    block_m, gate_up, down = SORTED_LAUNCHES[-1]
+    block_m, gate_up, down = launches[-1]
     return min(block_m, max(16, triton.next_power_of_2(run))), gate_up, down
 
 
@@ -653,7 +656,7 @@ def _moe_experts_sorted(x, idx, router, gate_up, down, gate_up_scale, down_scale
     E, I, top_k = gate_up.shape[0], gate_up.shape[1] // 2, idx.shape[1]
     precision = "ieee" if x.dtype == torch.float32 else "tf32"  # fp32 x: its own precision; 16-bit: not used
     block_m, (gu_n, gu_k, gu_warps, gu_stages), (down_n, down_k, down_warps, down_stages) = _sorted_launch(
-        T * top_k, E)
+        T * top_k, E, x.dtype)
     slot_pair, block_expert = _sorted_slots(idx, E, block_m)
     blocks = block_expert.numel()
     launch(_moe_gate_up_sorted_kernel, (blocks, cdiv(I, gu_n)), x, slot_pair, block_expert, gate_up, gate_up_scale,
@@ -680,9 +683,10 @@ def moe_experts(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch
     x's dtype; activation "silu", "gelu", "gelu_tanh" or "swiglu_oai" (gpt-oss's gate: swiglu_alpha, swiglu_limit);
     optional biases gate_up_bias [E, 2I] and down_bias [E, H]. Indices outside [0, E) contribute nothing. Returns
     [T, H] in x's dtype. Quantized experts: gate_up and down as float8_e4m3fn or int8 codes with gate_up_scale
-    [E, 2I] and down_scale [E, H] (fp32, a scale per output row; `quantize_experts`). Meant for decoding (few
-    tokens): every (token, expert) pair reads its expert's weights, or, where tokens share experts or experts are
-    large (the grouped path, up to PAIRS_MAX pairs), each routed expert is read once."""
+    [E, 2I] and down_scale [E, H] (fp32, a scale per output row; `quantize_experts`). A decode step
+    (few tokens): every (token, expert) pair reads its expert's weights, or, where tokens share experts or experts
+    are large (the grouped path), each routed expert is read once; a prefill (the sorted path): the pairs sorted by
+    expert into a grouped GEMM."""
     _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale, down_scale, gate_up_bias,
            down_bias, swiglu_alpha, swiglu_limit)
     return _moe_experts_op(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale, down_scale,
