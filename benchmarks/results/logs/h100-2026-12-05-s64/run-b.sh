@@ -13,10 +13,10 @@ export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tes
 mkdir -p $OUT/w/models $OUT/w/ops
 timeout 170 python -m pytest -q -p no:logging --tb=short -n 8 tests/test_moe.py tests/test_integrations.py \
   > $OUT/w/tests.txt 2>&1; tail -6 $OUT/w/tests.txt
-timeout 140 python benchmarks/exp_moe_prefill.py $OUT/w/models --models 2>&1 | grep -v Warn > $OUT/w/models.txt
+timeout 120 python benchmarks/exp_moe_prefill.py $OUT/w/models --models 2>&1 | grep -v Warn > $OUT/w/models.txt
 timeout 60 python -m rooftop bench moe_experts_prefill --providers rooftop,eager,grouped_mm --out $OUT/w/results \
   2>&1 | grep -v Warn > $OUT/w/bench.txt
-timeout 200 python benchmarks/exp_moe_prefill.py $OUT/w/ops --ops --quant --all-launches --tokens 64,128,4096 \
+timeout 150 python benchmarks/exp_moe_prefill.py $OUT/w/ops --ops --quant --all-launches --tokens 64,128,4096 \
   2>&1 | grep -v Warn > $OUT/w/ops.txt
 tar czf $OUT/call-b.tgz -C $OUT w
 cat $OUT/w/models.txt; tail -12 $OUT/w/bench.txt; grep -v "eager loop" $OUT/w/ops.txt | tail -60
