@@ -447,6 +447,76 @@ def test_prefill_window_reads_only_causal_windowed_masks(elements, monkeypatch):
         assert _prefill_window(query, key, made) is None
 
 
+def test_prefill_padded_reads_only_left_padded_causal_masks():
+    """_prefill_padded: left-padded sequences, causal past their padding (boolean and additive masks; a window; after
+    keys already cached, one sequence's padding past the queries' start), give each sequence's queries and keys past
+    its padding; the padding's own rows are not read; right padding, a hole, a padded key seen, a wider window on one
+    row, a sequence of padding alone do not."""
+    from rooftop.integrations.hf import _prefill_padded
+
+    def additive(seen):
+        return torch.where(seen, 0.0, torch.finfo(torch.float32).min)
+
+    def padded(Sq, Sk, pads, left=None):
+        mask = _causal_seen(len(pads), Sq, Sk, Sk, left)
+        for b, p in enumerate(pads):
+            mask[b, ..., :p] = False
+        return mask
+
+    query, key = torch.randn(2, 4, 6, 16, device=DEVICE), torch.randn(2, 2, 6, 16, device=DEVICE)
+    for form, kind in ((additive, True), (lambda seen: seen, False)):
+        layout = _prefill_padded(query, key, form(padded(6, 6, [0, 2])), kind)
+        assert layout.cu_q.tolist() == [0, 6, 10] == layout.cu_k.tolist() and (layout.max_q, layout.left) == (6, None)
+        assert layout.q_rows[0].tolist() == [0] * 6 + [1] * 4 and layout.q_rows[1].tolist()[6:] == [2, 3, 4, 5]
+        noisy = padded(6, 6, [0, 2])
+        noisy[1, 0, 1, 3] = True  # a padding query's row: not read
+        assert _prefill_padded(query, key, form(noisy), kind).cu_q.tolist() == [0, 6, 10]
+        assert _prefill_padded(query, key, form(padded(6, 6, [1, 3], 2)), kind).left == 2  # a window of 3
+        cached = _prefill_padded(query[:, :, :4], torch.randn(2, 2, 9, 16, device=DEVICE),
+                                 form(padded(4, 9, [0, 7])), kind)  # 5 keys cached; sequence 1 padded to key 7
+        assert cached.cu_q.tolist() == [0, 4, 6] and cached.cu_k.tolist() == [0, 9, 11]
+        right = _causal_seen(2, 6, 6, 6)
+        right[1, ..., 4:] = False
+        hole = padded(6, 6, [0, 2])
+        hole[1, ..., 3] = False
+        seen_pad = padded(6, 6, [0, 2])
+        seen_pad[1, 0, 5, 1] = True
+        wider = padded(6, 6, [0, 1], 2)
+        wider[0, 0, 5, 2] = True
+        for mask in (right, hole, seen_pad, wider, padded(6, 6, [0, 6])):
+            assert _prefill_padded(query, key, form(mask), kind) is None
+    soft = additive(padded(6, 6, [0, 2]))
+    soft[0, ..., 0] = -1.0
+    assert _prefill_padded(query, key, soft, True) is None
+
+
+def test_gpt_oss_padded_prefill_takes_attention_varlen(monkeypatch):
+    """gpt-oss's left-padded prefill (12 tokens, one sequence padded by 5: past the window of 8 in one, not the other)
+    goes to attention_varlen with the layer's sinks and window, and gives stock's logits past the padding; a decode
+    step after it gives stock's."""
+    transformers, config, stock, patched, cache_arg = _tiny_eager("GptOss", **GPT_OSS)
+    calls = []
+    real = rooftop.integrations.hf.attention_varlen
+    monkeypatch.setattr(rooftop.integrations.hf, "attention_varlen",
+                        lambda *a, **kw: calls.append((a[3].tolist(), kw["window"], kw["sinks"])) or real(*a, **kw))
+    ids = torch.randint(0, 128, (2, 12), device=DEVICE)
+    mask = torch.ones(2, 12, dtype=torch.long, device=DEVICE)
+    mask[1, :5] = 0
+    step = torch.randint(0, 128, (2, 1), device=DEVICE)
+    logits = {}
+    with torch.no_grad():
+        for name, model in (("stock", stock), ("patched", patched)):
+            cache = transformers.DynamicCache(config=config)
+            first = model(ids, attention_mask=mask, use_cache=True, **{cache_arg: cache}).logits[mask.bool()]
+            longer = torch.cat([mask, torch.ones_like(mask[:, :1])], -1)
+            logits[name] = [first, model(step, attention_mask=longer, use_cache=True, **{cache_arg: cache}).logits]
+    layers = patched.model.layers
+    assert calls == [([0, 12, 19], 7 if layer.self_attn.sliding_window else None, layer.self_attn.sinks)
+                     for layer in layers]
+    for ours, theirs in zip(logits["patched"], logits["stock"]):
+        assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
+
+
 def test_gpt_oss_eager_decode_takes_only_its_own_sinks(monkeypatch):
     """The wrapped gpt-oss eager function: a decode step with the module's sinks as s_aux (and output_attentions=False,
     a flag that asks for nothing) goes to decode_attention; s_aux None or another tensor, a bool mask, or a prefill
@@ -512,9 +582,9 @@ def test_decode_steps_left_to_sdpa(monkeypatch):
 def test_prefill_choices(monkeypatch):
     """The SDPA function's prefill route (prefill=True) takes rooftop.attention where it computes what SDPA would:
     causal without a mask (keys cut to the queries where the cache holds more; is_causal False: dense, every key), a
-    boolean mask causal within a window; a padded or float mask, a position bias, causal with fewer keys than queries,
-    and prefill=False go to SDPA; None (the default) takes it for 16-bit heads of 64 / 128 / 256 on sm_90 GPUs only.
-    gpt-oss's eager function: its prefill routed unless prefill=False."""
+    boolean mask causal within a window, left padding (attention_varlen); a float mask, a position bias, causal with
+    fewer keys than queries, and prefill=False go to SDPA; None (the default) takes it for 16-bit heads of 64 / 128
+    / 256 on sm_90 GPUs only. gpt-oss's eager function: its prefill routed unless prefill=False."""
     from rooftop.integrations import hf
 
     calls = []
@@ -525,6 +595,8 @@ def test_prefill_choices(monkeypatch):
 
     monkeypatch.setattr(hf, "attention",
                         lambda q, k, v, **kw: calls.append((k.shape[2], kw["causal"], kw["window"])) or q)
+    monkeypatch.setattr(hf, "attention_varlen",
+                        lambda q, k, v, cu_q, cu_k, *a, **kw: calls.append(("varlen", cu_k.tolist())) or q)
 
     def route(mask=None, keys=8, prefill=True, D=16, dtype=torch.float32, function=sdpa, eager=False, weights=False,
               **kwargs):
@@ -546,7 +618,7 @@ def test_prefill_choices(monkeypatch):
     assert route(mask=causal(8, 8, 2)) == (8, True, 2)  # a sliding window of 3
     padded = causal(8, 8)
     padded[1, ..., :2] = False
-    assert route(mask=padded) == "sdpa"
+    assert route(mask=padded) == ("varlen", [0, 8, 14])  # left padding: each sequence's keys past it
     assert route(mask=torch.zeros(2, 1, 6, 8, device=DEVICE)) == "sdpa"  # a float mask (biases)
     assert route(position_bias=torch.zeros(1, 4, 6, 8, device=DEVICE)) == "sdpa"
     assert route(keys=4) == "sdpa"  # SDPA's top-left causal with Sq > Sk is not rooftop's bottom-right
@@ -565,8 +637,9 @@ def test_sdpa_prefill_takes_attention(arch, monkeypatch):
     """A patched SDPA model (prefill_attention=True; Mistral with a sliding window of 4): a prompt with no padding goes
     to rooftop.attention causal (the mask transformers skips), over a DynamicCache and over an empty StaticCache (keys
     cut to the prompt), then a second chunk under the mask transformers builds (causal after the cached keys, within
-    the window), and a decode step after them (decode_attention); a left-padded prompt stays SDPA's. Logits as
-    stock's, under torch.inference_mode as generate() runs."""
+    the window), and a decode step after them (decode_attention); a left-padded prompt goes to attention_varlen over
+    each sequence's tokens past its padding. Logits as stock's (the padding's own positions aside), under
+    torch.inference_mode as generate() runs."""
     import inspect
 
     transformers = pytest.importorskip("transformers")
@@ -583,6 +656,11 @@ def test_sdpa_prefill_takes_attention(arch, monkeypatch):
     monkeypatch.setattr(rooftop.integrations.hf, "attention",
                         lambda q, k, v, **kw: calls.append((k.shape[2], kw["causal"], kw["window"]))
                         or real(q, k, v, **kw))
+    varlen = []
+    real_varlen = rooftop.integrations.hf.attention_varlen
+    monkeypatch.setattr(rooftop.integrations.hf, "attention_varlen",
+                        lambda q, k, v, cu_q, cu_k, *a, **kw: varlen.append(
+                            (cu_q.tolist(), cu_k.tolist(), kw["window"])) or real_varlen(q, k, v, cu_q, cu_k, *a, **kw))
     steps = []
     decode = rooftop.integrations.hf.decode_attention
     monkeypatch.setattr(rooftop.integrations.hf, "decode_attention", lambda *a, **k: steps.append(1) or decode(*a, **k))
@@ -601,13 +679,16 @@ def test_sdpa_prefill_takes_attention(arch, monkeypatch):
                          else transformers.DynamicCache(config=config))
                 logits[name] = [model(ids, use_cache=True, **{cache_arg: cache}).logits for ids in chunks]
                 logits[name].append(model(chunks[1][:, :1], use_cache=True, **{cache_arg: cache}).logits)  # a step
-                logits[name].append(model(chunks[0], attention_mask=padding).logits)
+                logits[name].append(model(chunks[0], attention_mask=padding).logits[padding.bool()])
             for ours, theirs in zip(logits["patched"], logits["stock"]):
                 assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
             assert calls == [first, first, second, second], cache_kind
             assert len(steps) == 2, cache_kind  # the decode step, a layer each
+            # the padded prompt: sequence 0's 7 tokens, sequence 1's 5 past its padding (Mistral: its window of 4)
+            assert varlen == [([0, 7, 12], [0, 7, 12], 3 if arch == "Mistral" else None)] * 2, cache_kind
             calls.clear()
             steps.clear()
+            varlen.clear()
 
 
 def test_patched_decode_step_compiles_without_graph_break():

@@ -56,14 +56,16 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   prefill goes to rooftop.attention (`prefill_attention`; by default for 16-bit heads of 64, 128 or 256 on sm_90 GPUs,
   where rooftop.attention ran 1.3-2.2x SDPA's flash backend, torch's first choice, from S = 512 on the H200) where that
   computes what SDPA would: causal (keys cut to the queries over an empty StaticCache, as transformers does) or dense
-  without a mask, or a boolean mask causal within a window for every sequence (no padding: one host sync a mask and
-  forward to read it). Float masks, padding, soft-capping, sinks, head masks, position biases, dropout, autograd and
-  asked-for weights go to SDPA as before. gpt-oss's
+  without a mask, or a boolean mask causal within a window for every sequence (one host sync a mask and forward to
+  read it); a left-padded batch's mask (generate()'s), causal within a window past each sequence's padding, to
+  rooftop.attention_varlen over each sequence's tokens past its padding (gathered and scattered back; the padding's
+  own rows zeros). Float masks, other padding, soft-capping, sinks, head masks, position biases, dropout, autograd
+  and asked-for weights go to SDPA as before. gpt-oss's
   eager attention (its sinks, its additive mask: no SDPA for it in transformers) answers its decode steps the same way,
   the sinks in the kernel's softmax (decode_attention(..., sinks=)), and its prefill by rooftop.attention with the
-  sinks where the mask is causal within the layer's window for every sequence (no padding; one host sync a mask and
-  forward to read it; `prefill_attention=False` keeps it eager): the eager function materialises [B, Hq, Sq, Sk + 1]
-  scores a layer. Gemma 2's eager attention (soft-capped scores: no SDPA for it either; the copies of that function
+  sinks where the mask is causal within the layer's window for every sequence (left padding: attention_varlen; one
+  host sync a mask and forward to read it; `prefill_attention=False` keeps it eager): the eager function
+  materialises [B, Hq, Sq, Sk + 1] scores a layer. Gemma 2's eager attention (soft-capped scores: no SDPA for it either; the copies of that function
   in Gemma 3, 3n, VaultGemma and others where loaded eager) is taken the same way, its cap in the kernels
   (softcap=); both only where the function's code is transformers' own (_same_code), and not while the config asks
   for attention weights. On by
@@ -97,7 +99,7 @@ from torch import nn
 from rooftop.nn import LayerNorm, RMSNorm
 from rooftop.ops._support import FLOAT_DTYPES, apply_keeping_dtypes, check_fp8_device, is_sm90, runs_kernel
 from rooftop.ops.activations import geglu, swiglu
-from rooftop.ops.attention import MAX_HEAD_DIM, SOFTCAP_BOUNDS, attention
+from rooftop.ops.attention import MAX_HEAD_DIM, SOFTCAP_BOUNDS, attention, attention_varlen
 from rooftop.ops.decode_attention import append_kv, decode_attention
 from rooftop.ops.matmul import Fp8Linear
 from rooftop.ops.moe import moe_experts, moe_experts_eager, quantize_experts
@@ -668,6 +670,88 @@ def _prefill_window(query, key, mask, additive=False) -> tuple[int, int | None] 
     return _once_per_mask(("prefill", Sq, Sk, additive), mask, window)
 
 
+class _Padded(NamedTuple):
+    """A left-padded prefill's layout for attention_varlen (_prefill_padded): the (sequence, position) of each
+    sequence's queries and keys past its padding, their cu_seqlens and longest run, the window's left bound."""
+    q_rows: tuple[torch.Tensor, torch.Tensor]
+    k_rows: tuple[torch.Tensor, torch.Tensor]
+    cu_q: torch.Tensor
+    cu_k: torch.Tensor
+    max_q: int
+    max_k: int
+    left: int | None
+
+
+def _prefill_padded(query, key, mask, additive=False) -> _Padded | None:
+    """For a prefill of left-padded sequences (generate()'s batches) under transformers' mask ([B, 1, Sq, >= Sk];
+    additive: its eager mask): the _Padded layout where each sequence b's keys are [p_b, Sk) (its padding before) and
+    each of its queries past the padding, i' = i + Sk - Sq >= p_b, sees exactly the keys [max(p_b, i' - left), i']
+    (left None: unbounded), else None. The padding's own query rows are not read (their outputs: zeros, where stock's
+    are whatever SDPA makes of an empty row; nothing past them reads them). Host syncs as _prefill_window's, once a
+    mask; under CUDA graph capture or torch.compile None."""
+    if query.dim() != 4 or query.shape[2] < 2 or key.shape[2] == 0:
+        return None
+    B, _, Sq, _ = query.shape
+    Sk = key.shape[2]
+    if not (isinstance(mask, torch.Tensor) and (mask.is_floating_point() if additive else mask.dtype == torch.bool)
+            and mask.dim() == 4 and mask.shape[1] == 1 and mask.shape[2] == Sq and mask.shape[0] == B
+            and mask.shape[3] >= Sk and Sq <= Sk):
+        return None
+    if torch.compiler.is_compiling() or (mask.is_cuda and torch.cuda.is_current_stream_capturing()):
+        return None
+
+    def layout():
+        scores = mask[:, 0, :, :Sk]
+        keys = torch.arange(Sk, device=mask.device)
+        last = scores[:, -1] == 0 if additive else scores[:, -1]  # the last query: no sequence's padding
+        count = last.sum(-1)  # [B]: the keys it sees
+        width = count.max()
+        seen_any = torch.zeros(B, Sk, dtype=torch.bool, device=mask.device)
+        rows = max(1, MASK_CHECK_ELEMENTS // (B * Sk))
+        for first in range(0, Sq, rows):  # a pass's temporaries stay small
+            part = scores[:, first:first + rows]
+            seen_any |= (part == 0 if additive else part).any(1)
+        start = torch.where(seen_any, keys, Sk).amin(-1)  # [B]: p_b, the first key any query sees
+        exact = (seen_any == (keys >= start[:, None])).all() & (start < Sk).all()
+        # unbounded where every last row sees all of its sequence's keys, else a window of `width` keys
+        unbounded = (count == Sk - start).all()
+        exact &= unbounded | (count == torch.minimum(width, Sk - start)).all()
+        for first in range(0, Sq, rows):
+            part = scores[:, first:first + rows]
+            seen = part == 0 if additive else part
+            aligned = (torch.arange(first, first + part.shape[1], device=mask.device) + Sk - Sq)[None, :, None]
+            want = (keys >= start[:, None, None]) & (keys <= aligned)
+            want &= unbounded | (keys > aligned - width)
+            padding = aligned < start[:, None, None]  # [B, rows, 1]: the padding's own queries, not read
+            exact &= ((seen == want) | padding).all()
+            if additive:
+                exact &= (seen | (part <= torch.finfo(part.dtype).min / 2) | padding).all()
+        ok, open_window, widest = torch.stack([exact.long(), unbounded.long(), width]).tolist()
+        if not ok:
+            return None
+        q_valid = torch.arange(Sq, device=mask.device)[None, :] + Sk - Sq >= start[:, None]  # [B, Sq]
+        k_valid = keys[None, :] >= start[:, None]
+        lengths_q, lengths_k = q_valid.sum(-1), k_valid.sum(-1)
+        cu = [torch.nn.functional.pad(n.cumsum(0), (1, 0)).to(torch.int32) for n in (lengths_q, lengths_k)]
+        max_q, max_k = torch.stack([lengths_q.max(), lengths_k.max()]).tolist()
+        return _Padded(torch.nonzero(q_valid, as_tuple=True), torch.nonzero(k_valid, as_tuple=True), cu[0], cu[1],
+                       max_q, max_k, None if open_window else widest - 1)
+    return _once_per_mask(("padded", Sq, Sk, additive), mask, layout)
+
+
+def _padded_attention(query, key, value, padded: _Padded, scale, sinks, softcap) -> torch.Tensor:
+    """attention_varlen over a left-padded prefill's sequences past their padding (_Padded): [B, Sq, Hq, D], zeros
+    for the padding's queries."""
+    B, Hq, Sq, D = query.shape
+    q = query.transpose(1, 2)[padded.q_rows]  # [total_q, Hq, D]: a gather, as each of k and v
+    k, v = (t.transpose(1, 2)[padded.k_rows] for t in (key, value))
+    out = attention_varlen(q, k, v, padded.cu_q, padded.cu_k, padded.max_q, padded.max_k, causal=True, scale=scale,
+                           window=padded.left, sinks=sinks, softcap=softcap)
+    full = torch.zeros(B, Sq, Hq, D, device=query.device, dtype=query.dtype)
+    full[padded.q_rows] = out
+    return full
+
+
 def _prefill_keys(module, query, key, mask, kwargs, additive) -> tuple[int, bool, int | None] | None:
     """(keys read, causal, window left) of a prefill rooftop.attention computes as the attention function would, or
     None. Without a mask (SDPA's; the eager function is always given one, and none is refused) transformers' rule:
@@ -706,7 +790,8 @@ def _routed(original, sinks_eager=False, softcap_eager=False, prefill=None):
     boolean mask a model builds, nothing that changes the maths) answered by rooftop.decode_attention: the keys up to
     each sequence's last unmasked one read, the mask applied to them (SDPA reads the whole static cache under it); and
     with `prefill` (None: _prefill_by_default) a prefill by rooftop.attention where it computes what SDPA would
-    (_prefill_keys: causal or dense without a mask; a mask causal within a window for every sequence, else SDPA).
+    (_prefill_keys: causal or dense without a mask; a mask causal within a window for every sequence; left padding:
+    attention_varlen past it, _prefill_padded; else SDPA).
     sinks_eager: the function is gpt-oss's eager one instead (module.sinks, also passed as s_aux, in its softmax; its
     additive mask, which transformers builds as 0 or the dtype's least value: a caller's own float mask with soft
     biases would be read as seen only where 0), its prefill routed unless prefill is False: the eager function
@@ -749,6 +834,9 @@ def _routed(original, sinks_eager=False, softcap_eager=False, prefill=None):
                 out = attention(query, key[:, :, :n], value[:, :, :n], causal=causal, scale=scaling, window=left,
                                 sinks=sinks, softcap=softcap)
                 return out.transpose(1, 2), None
+            padded = wanted and _prefill_padded(query, key, attention_mask, additive=eager)
+            if padded:
+                return _padded_attention(query, key, value, padded, scaling, sinks, softcap), None
         return original(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     return attention_function
 
