@@ -65,8 +65,9 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   the sinks in the kernel's softmax (decode_attention(..., sinks=)), and its prefill by rooftop.attention with the
   sinks where the mask is causal within the layer's window for every sequence (left padding: attention_varlen; one
   host sync a mask and forward to read it; `prefill_attention=False` keeps it eager): the eager function
-  materialises [B, Hq, Sq, Sk + 1] scores a layer. Gemma 2's eager attention (soft-capped scores: no SDPA for it either; the copies of that function
-  in Gemma 3, 3n, VaultGemma and others where loaded eager) is taken the same way, its cap in the kernels
+  materialises [B, Hq, Sq, Sk + 1] scores a layer. Gemma 2's eager attention (soft-capped scores: no SDPA for it
+  either; the copies of that function in Gemma 3, 3n, VaultGemma and others where loaded eager) is taken the same
+  way, its cap in the kernels
   (softcap=); both only where the function's code is transformers' own (_same_code), and not while the config asks
   for attention weights. On by
   default (`decode_attention=False` keeps SDPA): in an int4 Llama-3-8B-shaped model decoding over a static cache of
