@@ -45,13 +45,13 @@ def main():
     for b, pad in enumerate(torch.randint(0, args.prompt // 2, (args.batch,)).tolist()):
         mask[b, :pad] = 0
     models = {"stock": stock, "patched": patched, "patched, prefill_attention=False": route_off}
-    with torch.inference_mode():
+    with torch.no_grad():  # as generate() runs (transformers 5.24)
         logits = {name: m(ids, attention_mask=mask).logits[mask.bool()].float() for name, m in models.items()}
     times = {name: [] for name in models}
     for i in range(args.repeats + 2):
         for name, model in models.items():
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            with torch.inference_mode():
+            with torch.no_grad():  # as generate() runs (transformers 5.24)
                 start.record()
                 model(ids, attention_mask=mask, use_cache=False)
                 end.record()

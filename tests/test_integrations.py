@@ -308,7 +308,7 @@ def _tiny_eager(arch: str, **overrides):
 def test_gpt_oss_decode_steps_take_decode_attention_with_sinks(cache_kind, monkeypatch):
     """gpt-oss: a left-padded batch decoding past its window from transformers' StaticCache or DynamicCache; the
     patched model's decode steps call rooftop.decode_attention with the layer's sinks, and give the stock model's
-    logits; its prefill (padded: not a mask rooftop.attention takes) stays eager."""
+    logits; its prefill (padded) goes to attention_varlen (test_padded_prefill_takes_attention_varlen)."""
     transformers, config, stock, patched, cache_arg = _tiny_eager("GptOss", **GPT_OSS)
     calls = []
     real = rooftop.integrations.hf.decode_attention
@@ -475,6 +475,11 @@ def test_prefill_padded_reads_only_left_padded_causal_masks():
         cached = _prefill_padded(query[:, :, :4], torch.randn(2, 2, 9, 16, device=DEVICE),
                                  form(padded(4, 9, [0, 7])), kind)  # 5 keys cached; sequence 1 padded to key 7
         assert cached.cu_q.tolist() == [0, 4, 6] and cached.cu_k.tolist() == [0, 9, 11]
+        assert cached.q_rows[1].tolist() == [0, 1, 2, 3, 2, 3] and cached.k_rows[1].tolist()[9:] == [7, 8]
+        static = torch.zeros(2, 1, 6, 10, dtype=torch.bool, device=DEVICE)  # a static cache's 4 unwritten slots
+        static[..., :6] = padded(6, 6, [1, 3])
+        layout = _prefill_padded(query, torch.randn(2, 2, 10, 16, device=DEVICE), form(static), kind)
+        assert layout.cu_k.tolist() == [0, 5, 8] and layout.k_rows[1].tolist() == [1, 2, 3, 4, 5, 3, 4, 5]
         right = _causal_seen(2, 6, 6, 6)
         right[1, ..., 4:] = False
         hole = padded(6, 6, [0, 2])
@@ -483,22 +488,30 @@ def test_prefill_padded_reads_only_left_padded_causal_masks():
         seen_pad[1, 0, 5, 1] = True
         wider = padded(6, 6, [0, 1], 2)
         wider[0, 0, 5, 2] = True
-        for mask in (right, hole, seen_pad, wider, padded(6, 6, [0, 6])):
+        nothing_seen = padded(6, 6, [0, 0])
+        nothing_seen[..., 5, :] = False  # the last query sees no key: no window of width 0 read as unbounded
+        nothing_seen[0, 0, 5, 5] = True
+        for mask in (right, hole, seen_pad, wider, padded(6, 6, [0, 6]), nothing_seen):
             assert _prefill_padded(query, key, form(mask), kind) is None
     soft = additive(padded(6, 6, [0, 2]))
     soft[0, ..., 0] = -1.0
     assert _prefill_padded(query, key, soft, True) is None
 
 
-def test_gpt_oss_padded_prefill_takes_attention_varlen(monkeypatch):
-    """gpt-oss's left-padded prefill (12 tokens, one sequence padded by 5: past the window of 8 in one, not the other)
-    goes to attention_varlen with the layer's sinks and window, and gives stock's logits past the padding; a decode
-    step after it gives stock's."""
-    transformers, config, stock, patched, cache_arg = _tiny_eager("GptOss", **GPT_OSS)
+@pytest.mark.parametrize("cache_kind", ["static", "dynamic"])
+@pytest.mark.parametrize("arch", ["GptOss", "Gemma2"])
+def test_padded_prefill_takes_attention_varlen(arch, cache_kind, monkeypatch):
+    """gpt-oss's (sinks, a window of 8) and Gemma 2's (soft-capped, a window of 4) left-padded prefill (12 tokens, one
+    sequence padded by 5) goes to attention_varlen with the layer's sinks or cap and window, over a DynamicCache and
+    a StaticCache (its unwritten slots cut), and gives stock's logits past the padding; a decode step after it gives
+    stock's."""
+    overrides = GPT_OSS if arch == "GptOss" else dict(sliding_window=4, attn_logit_softcapping=1.0,
+                                                      query_pre_attn_scalar=1)
+    transformers, config, stock, patched, cache_arg = _tiny_eager(arch, **overrides)
     calls = []
     real = rooftop.integrations.hf.attention_varlen
-    monkeypatch.setattr(rooftop.integrations.hf, "attention_varlen",
-                        lambda *a, **kw: calls.append((a[3].tolist(), kw["window"], kw["sinks"])) or real(*a, **kw))
+    monkeypatch.setattr(rooftop.integrations.hf, "attention_varlen", lambda *a, **kw: calls.append(
+        (a[3].tolist(), a[4].tolist(), kw["window"], kw["sinks"], kw["softcap"])) or real(*a, **kw))
     ids = torch.randint(0, 128, (2, 12), device=DEVICE)
     mask = torch.ones(2, 12, dtype=torch.long, device=DEVICE)
     mask[1, :5] = 0
@@ -506,13 +519,17 @@ def test_gpt_oss_padded_prefill_takes_attention_varlen(monkeypatch):
     logits = {}
     with torch.no_grad():
         for name, model in (("stock", stock), ("patched", patched)):
-            cache = transformers.DynamicCache(config=config)
+            cache = (transformers.StaticCache(config=config, max_cache_len=16) if cache_kind == "static"
+                     else transformers.DynamicCache(config=config))
             first = model(ids, attention_mask=mask, use_cache=True, **{cache_arg: cache}).logits[mask.bool()]
             longer = torch.cat([mask, torch.ones_like(mask[:, :1])], -1)
             logits[name] = [first, model(step, attention_mask=longer, use_cache=True, **{cache_arg: cache}).logits]
     layers = patched.model.layers
-    assert calls == [([0, 12, 19], 7 if layer.self_attn.sliding_window else None, layer.self_attn.sinks)
-                     for layer in layers]
+    windows = [overrides["sliding_window"] - 1 if getattr(layer.self_attn, "sliding_window", None) else None
+               for layer in layers]
+    assert None in windows and len(set(windows)) == 2  # a full layer and a sliding one
+    assert calls == [([0, 12, 19], [0, 12, 19], window, getattr(layer.self_attn, "sinks", None),
+                      None if arch == "GptOss" else 1.0) for layer, window in zip(layers, windows)]
     for ours, theirs in zip(logits["patched"], logits["stock"]):
         assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 

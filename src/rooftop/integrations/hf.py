@@ -598,7 +598,8 @@ def _once_per_mask(key: tuple, mask: torch.Tensor, compute):
     value = compute()
     if len(_per_mask) > 64:
         _per_mask.clear()
-    _per_mask[key] = (weakref.ref(mask), mask._version, value)
+    # dropped with the mask: a padded prefill's layout holds index tensors of its tokens' size on the device
+    _per_mask[key] = (weakref.ref(mask, lambda _, key=key: _per_mask.pop(key, None)), mask._version, value)
     return value
 
 
@@ -673,7 +674,7 @@ def _prefill_window(query, key, mask, additive=False) -> tuple[int, int | None] 
 
 class _Padded(NamedTuple):
     """A left-padded prefill's layout for attention_varlen (_prefill_padded): the (sequence, position) of each
-    sequence's queries and keys past its padding, their cu_seqlens and longest run, the window's left bound."""
+    sequence's queries and keys past its padding, their cu_seqlens and longest runs, the window's left bound."""
     q_rows: tuple[torch.Tensor, torch.Tensor]
     k_rows: tuple[torch.Tensor, torch.Tensor]
     cu_q: torch.Tensor
@@ -683,20 +684,30 @@ class _Padded(NamedTuple):
     left: int | None
 
 
+def _rows_past(starts: torch.Tensor, lengths: torch.Tensor, total: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(sequence, position) of `lengths[b]` rows from `starts[b]` in each sequence b, `total` rows in all (no host
+    synchronisation: the total is known)."""
+    sequences = torch.arange(starts.numel(), device=starts.device)
+    b = torch.repeat_interleave(sequences, lengths, output_size=total)
+    offsets = torch.cumsum(lengths, 0) - lengths
+    return b, torch.arange(total, device=starts.device) - offsets[b] + starts[b]
+
+
 def _prefill_padded(query, key, mask, additive=False) -> _Padded | None:
     """For a prefill of left-padded sequences (generate()'s batches) under transformers' mask ([B, 1, Sq, >= Sk];
-    additive: its eager mask): the _Padded layout where each sequence b's keys are [p_b, Sk) (its padding before) and
-    each of its queries past the padding, i' = i + Sk - Sq >= p_b, sees exactly the keys [max(p_b, i' - left), i']
-    (left None: unbounded), else None. The padding's own query rows are not read (their outputs: zeros, where stock's
-    are whatever SDPA makes of an empty row; nothing past them reads them). Host syncs as _prefill_window's, once a
-    mask; under CUDA graph capture or torch.compile None."""
+    additive: its eager mask): the _Padded layout where each sequence b's keys are [p_b, n) (its padding before; n
+    the last query's last key + 1, the same for every sequence: a static cache's unwritten slots after) and each of
+    its queries past the padding, i' = i + n - Sq >= p_b, sees exactly the keys [max(p_b, i' - left), i'] (left None:
+    unbounded), else None. The padding's own query rows are not read (their outputs: zeros, where stock's are
+    whatever SDPA makes of an empty row; nothing past them reads them). One host sync a mask (its layers share it;
+    made under inference mode: a layer), as _prefill_window's; under CUDA graph capture or torch.compile None."""
     if query.dim() != 4 or query.shape[2] < 2 or key.shape[2] == 0:
         return None
     B, _, Sq, _ = query.shape
     Sk = key.shape[2]
     if not (isinstance(mask, torch.Tensor) and (mask.is_floating_point() if additive else mask.dtype == torch.bool)
             and mask.dim() == 4 and mask.shape[1] == 1 and mask.shape[2] == Sq and mask.shape[0] == B
-            and mask.shape[3] >= Sk and Sq <= Sk):
+            and mask.shape[3] >= Sk and key.shape[0] == B and mask.device == query.device):
         return None
     if torch.compiler.is_compiling() or (mask.is_cuda and torch.cuda.is_current_stream_capturing()):
         return None
@@ -705,6 +716,7 @@ def _prefill_padded(query, key, mask, additive=False) -> _Padded | None:
         scores = mask[:, 0, :, :Sk]
         keys = torch.arange(Sk, device=mask.device)
         last = scores[:, -1] == 0 if additive else scores[:, -1]  # the last query: no sequence's padding
+        n = torch.where(last, keys + 1, 0).amax(-1)  # [B]: keys up to the last query's last one
         count = last.sum(-1)  # [B]: the keys it sees
         width = count.max()
         seen_any = torch.zeros(B, Sk, dtype=torch.bool, device=mask.device)
@@ -713,30 +725,32 @@ def _prefill_padded(query, key, mask, additive=False) -> _Padded | None:
             part = scores[:, first:first + rows]
             seen_any |= (part == 0 if additive else part).any(1)
         start = torch.where(seen_any, keys, Sk).amin(-1)  # [B]: p_b, the first key any query sees
-        exact = (seen_any == (keys >= start[:, None])).all() & (start < Sk).all()
+        exact = (n == n[0]).all() & (count > 0).all() & (seen_any == ((keys >= start[:, None]) & (keys < n[0]))).all()
         # unbounded where every last row sees all of its sequence's keys, else a window of `width` keys
-        unbounded = (count == Sk - start).all()
-        exact &= unbounded | (count == torch.minimum(width, Sk - start)).all()
+        unbounded = (count == n[0] - start).all()
+        exact &= unbounded | (count == torch.minimum(width, n[0] - start)).all()
         for first in range(0, Sq, rows):
             part = scores[:, first:first + rows]
             seen = part == 0 if additive else part
-            aligned = (torch.arange(first, first + part.shape[1], device=mask.device) + Sk - Sq)[None, :, None]
+            aligned = (torch.arange(first, first + part.shape[1], device=mask.device) - Sq)[None, :, None] + n[0]
             want = (keys >= start[:, None, None]) & (keys <= aligned)
             want &= unbounded | (keys > aligned - width)
             padding = aligned < start[:, None, None]  # [B, rows, 1]: the padding's own queries, not read
             exact &= ((seen == want) | padding).all()
             if additive:
                 exact &= (seen | (part <= torch.finfo(part.dtype).min / 2) | padding).all()
-        ok, open_window, widest = torch.stack([exact.long(), unbounded.long(), width]).tolist()
+        ok, open_window, widest, keys_read, *starts = torch.cat(
+            [torch.stack([exact.long(), unbounded.long(), width, n[0]]), start]).tolist()
         if not ok:
             return None
-        q_valid = torch.arange(Sq, device=mask.device)[None, :] + Sk - Sq >= start[:, None]  # [B, Sq]
-        k_valid = keys[None, :] >= start[:, None]
-        lengths_q, lengths_k = q_valid.sum(-1), k_valid.sum(-1)
-        cu = [torch.nn.functional.pad(n.cumsum(0), (1, 0)).to(torch.int32) for n in (lengths_q, lengths_k)]
-        max_q, max_k = torch.stack([lengths_q.max(), lengths_k.max()]).tolist()
-        return _Padded(torch.nonzero(q_valid, as_tuple=True), torch.nonzero(k_valid, as_tuple=True), cu[0], cu[1],
-                       max_q, max_k, None if open_window else widest - 1)
+        first_q = (start + Sq - keys_read).clamp(min=0)  # [B]: each sequence's first query past its padding
+        lengths_q, lengths_k = Sq - first_q, keys_read - start
+        counts_q = [Sq - max(0, p + Sq - keys_read) for p in starts]
+        counts_k = [keys_read - p for p in starts]
+        cu_q, cu_k = (torch.nn.functional.pad(lengths.cumsum(0), (1, 0)).to(torch.int32)
+                      for lengths in (lengths_q, lengths_k))
+        return _Padded(_rows_past(first_q, lengths_q, sum(counts_q)), _rows_past(start, lengths_k, sum(counts_k)),
+                       cu_q, cu_k, max(counts_q), max(counts_k), None if open_window else widest - 1)
     return _once_per_mask(("padded", Sq, Sk, additive), mask, layout)
 
 
