@@ -633,6 +633,19 @@ def _cache_lengths(mask, rows, key) -> torch.Tensor:
     return _once_per_mask(("lengths", key.shape[2]), mask, lengths)
 
 
+def _readable_prefill_mask(query, key, mask, additive, batches: tuple[int, ...]) -> bool:
+    """Whether `mask` has the form of transformers' mask for a prefill of `query` over `key` ([b, 1, Sq, >= Sk], b in
+    `batches`; boolean, additive: its eager float mask), on the queries' device, and may be read on the host: not
+    under torch.compile or CUDA graph capture, whose traces a host sync would break."""
+    if query.dim() != 4 or query.shape[2] < 2 or key.shape[2] == 0 or key.shape[0] != query.shape[0]:
+        return False
+    return (isinstance(mask, torch.Tensor) and (mask.is_floating_point() if additive else mask.dtype == torch.bool)
+            and mask.dim() == 4 and mask.shape[1] == 1 and mask.shape[2] == query.shape[2]
+            and mask.shape[0] in batches and mask.shape[3] >= key.shape[2] and mask.device == query.device
+            and not torch.compiler.is_compiling()
+            and not (mask.is_cuda and torch.cuda.is_current_stream_capturing()))
+
+
 def _prefill_window(query, key, mask, additive=False) -> tuple[int, int | None] | None:
     """For a prefill (several queries a sequence) under transformers' boolean SDPA mask ([B or 1, 1, Sq, >= Sk];
     additive: its eager mask, 0 where a key is seen, the dtype's least value where not): (n, left) where every
@@ -640,16 +653,9 @@ def _prefill_window(query, key, mask, additive=False) -> tuple[int, int | None] 
     over the first n keys; left None: unbounded), else None (padding, a mask of another form or with soft biases, a
     call under CUDA graph capture or torch.compile, whose traces a host sync would break). One host sync a mask: the
     layers of a forward share it (one for the full layers, one for the sliding-window ones)."""
-    if query.dim() != 4 or query.shape[2] < 2 or key.shape[2] == 0:
+    if not _readable_prefill_mask(query, key, mask, additive, (1, query.shape[0])):
         return None
-    B, _, Sq, _ = query.shape
-    Sk = key.shape[2]
-    if not (isinstance(mask, torch.Tensor) and (mask.is_floating_point() if additive else mask.dtype == torch.bool)
-            and mask.dim() == 4 and mask.shape[1] == 1 and mask.shape[2] == Sq and mask.shape[0] in (1, B)
-            and mask.shape[3] >= Sk):
-        return None
-    if torch.compiler.is_compiling() or (mask.is_cuda and torch.cuda.is_current_stream_capturing()):
-        return None
+    Sq, Sk = query.shape[2], key.shape[2]
 
     def window():
         scores = mask[:, 0, :, :Sk]
@@ -701,16 +707,10 @@ def _prefill_padded(query, key, mask, additive=False) -> _Padded | None:
     unbounded), else None. The padding's own query rows are not read (their outputs: zeros, where stock's are
     whatever SDPA makes of an empty row; nothing past them reads them). One host sync a mask (its layers share it;
     made under inference mode: a layer), as _prefill_window's; under CUDA graph capture or torch.compile None."""
-    if query.dim() != 4 or query.shape[2] < 2 or key.shape[2] == 0:
+    if not _readable_prefill_mask(query, key, mask, additive, (query.shape[0],)):
         return None
     B, _, Sq, _ = query.shape
     Sk = key.shape[2]
-    if not (isinstance(mask, torch.Tensor) and (mask.is_floating_point() if additive else mask.dtype == torch.bool)
-            and mask.dim() == 4 and mask.shape[1] == 1 and mask.shape[2] == Sq and mask.shape[0] == B
-            and mask.shape[3] >= Sk and key.shape[0] == B and mask.device == query.device):
-        return None
-    if torch.compiler.is_compiling() or (mask.is_cuda and torch.cuda.is_current_stream_capturing()):
-        return None
 
     def layout():
         scores = mask[:, 0, :, :Sk]
