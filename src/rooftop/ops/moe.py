@@ -107,13 +107,14 @@ GROUP = 16  # pairs of one expert a pass (tl.dot's least M)
 PAIRS_MAX = 256  # k T a step at most on the grouped path (the index vector each program scans)
 GROUPED_MIN_EXPERT = 1 << 23  # H I elements from which an expert takes the grouped path even with no pair sharing it
 # The sorted path (module docstring): (BLOCK_M, gate / up's (BLOCK_N, BLOCK_K, warps, stages), down's) by the experts'
-# mean run of pairs: the first whose BLOCK_M the run fills, else the last with blocks of the run's next power of two (at
-# least tl.dot's 16). fp32 x takes the last (the first's accumulators and fp32 tiles spill: offline sm_90). gate / up
-# keeps two [BLOCK_M, BLOCK_N] accumulators (gate and up). Of six launches timed on an H100 (session 64,
-# exp_moe_prefill.py: 32-4096 tokens of Mixtral-8x7B's, Qwen3-30B-A3B's and gpt-oss-20b's bf16 experts) the first was
-# the best from runs of 128 (4096 tokens of Mixtral's: 5.95 ms, 65% of the matmul peak, against 8.5 with the second),
-# the second within 3% of the best below them.
-SORTED_LAUNCHES = ((128, (128, 64, 8, 3), (256, 64, 8, 3)), (64, (64, 64, 4, 3), (128, 64, 4, 3)))
+# mean run of pairs: the first whose BLOCK_M the run fills, else the last with blocks of the run's next power of two
+# (at least tl.dot's 16). fp32 x takes the last (the first's accumulators and fp32 tiles spill: offline sm_90). gate /
+# up keeps two [BLOCK_M, BLOCK_N] accumulators (gate and up). Timed on an H100 (session 64, exp_moe_prefill.py, 32-4096
+# tokens of Mixtral-8x7B's, Qwen3-30B-A3B's and gpt-oss-20b's bf16 experts): the first, best of seven launches from
+# runs of 128 (4096 tokens: Mixtral's 5.55 ms, 520 TFLOP/s, 70% of the matmul peak; 3 stages 5.75, the second launch
+# 8.2; Qwen3's 1.21 against 1.28 / 1.47; gpt-oss's 2.11 against 2.28 / 2.84); the second within 3% of the best below
+# them. Codes (fp8 / int8) timed at 3 stages only: the first 8.2-8.5 ms at 4096 of Mixtral's, the second 9.4-10.1.
+SORTED_LAUNCHES = ((128, (128, 64, 8, 4), (256, 64, 8, 4)), (64, (64, 64, 4, 3), (128, 64, 4, 3)))
 
 
 @triton.jit
