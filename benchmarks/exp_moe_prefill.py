@@ -12,18 +12,19 @@ against the dequantizing eager loop); the sorted path at several launches (BLOCK
 BLOCK_K, warps, stages)). TFLOP/s: 6 k T H I flops. Errors against the fp32 eager loop on fp32 copies.
 --models: the prefill of a gpt-oss-shaped model (4 layers of gpt-oss-20b's shapes; eager attention, as transformers
 5.24 runs it) and a Mixtral-shaped one (4 layers of Mixtral-8x7B's), stock and patched, bf16, random weights, batch 1:
-CUDA events, the median of --repeats after 2 warm-ups.
+CUDA events, the median of --repeats after 2 warm-ups, the models in turn (timing.alternating_ms).
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_prefill.py OUT [--ops] [--models] [--quant]
 """
 import argparse
 import copy
+import functools
 import json
 import statistics
 from pathlib import Path
 
 import torch
 
-from rooftop.bench.timing import bench_ms
+from rooftop.bench.timing import alternating_ms, bench_ms
 from rooftop.ops import _support, moe
 
 MODELS = {"mixtral": (8, 2, 4096, 14336), "qwen3": (128, 8, 2048, 768), "gpt-oss": (32, 4, 2880, 2880)}
@@ -150,18 +151,12 @@ def models(args, rows):
             with torch.inference_mode():
                 logits = [m(ids, use_cache=False).logits[0, -1].float() for m in (stock, patched)]
             err = float((logits[1] - logits[0]).norm() / logits[0].norm())
-            times = {"stock": [], "patched": []}
-            for i in range(args.repeats + 2):  # in turn, so that a drift of the card's clocks falls on both
-                for label, model in (("stock", stock), ("patched", patched)):
-                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    with torch.inference_mode():
-                        start.record()
-                        model(ids, use_cache=False)
-                        end.record()
-                    torch.cuda.synchronize()
-                    if i >= 2:
-                        times[label].append(start.elapsed_time(end))
+            with torch.inference_mode():
+                times = alternating_ms({label: functools.partial(model, ids, use_cache=False)
+                                        for label, model in (("stock", stock), ("patched", patched))},
+                                       rounds=args.repeats + 2)
             for label, ts in times.items():
+                ts = ts[2:]  # the warm-ups
                 rows.append(dict(model=f"{name} model (4 layers)", T=S, provider=label, ms=statistics.median(ts),
                                  runs=ts, logits_rel_err=err))
                 print(f"{name:8s} model S {S:5d} {label:8s} {statistics.median(ts):8.2f} ms  "

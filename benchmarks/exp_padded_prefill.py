@@ -5,11 +5,12 @@ prefill_attention=False (SDPA's attention, everything else patched: the route al
 
 A Llama-3-8B-shaped model (--layers of its layer shapes, bf16, random weights, SDPA), a batch of --batch prompts of
 --prompt tokens, sequence b left-padded by a random count up to half the prompt; CUDA events, the median of --repeats
-after 2 warm-ups, the models in turn. Logits compared past the padding.
+after 2 warm-ups, the models in turn (timing.alternating_ms). Logits compared past the padding.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_padded_prefill.py OUT [--batch 8] [--prompt 2048]
 """
 import argparse
 import copy
+import functools
 import json
 import statistics
 from pathlib import Path
@@ -18,6 +19,7 @@ import torch
 import transformers
 
 from e2e_decode import SIZES
+from rooftop.bench.timing import alternating_ms
 from rooftop.integrations.hf import patch_model
 
 
@@ -47,19 +49,12 @@ def main():
     models = {"stock": stock, "patched": patched, "patched, prefill_attention=False": route_off}
     with torch.no_grad():  # as generate() runs (transformers 5.24)
         logits = {name: m(ids, attention_mask=mask).logits[mask.bool()].float() for name, m in models.items()}
-    times = {name: [] for name in models}
-    for i in range(args.repeats + 2):
-        for name, model in models.items():
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            with torch.no_grad():  # as generate() runs (transformers 5.24)
-                start.record()
-                model(ids, attention_mask=mask, use_cache=False)
-                end.record()
-            torch.cuda.synchronize()
-            if i >= 2:
-                times[name].append(start.elapsed_time(end))
+    with torch.no_grad():  # as generate() runs (transformers 5.24)
+        times = alternating_ms({name: functools.partial(model, ids, attention_mask=mask, use_cache=False)
+                                for name, model in models.items()}, rounds=args.repeats + 2)
     rows = []
     for name, ts in times.items():
+        ts = ts[2:]  # the warm-ups
         err = float((logits[name] - logits["stock"]).norm() / logits["stock"].norm())
         rows.append(dict(model=name, layers=args.layers, batch=args.batch, prompt=args.prompt,
                          real_tokens=int(mask.sum()), ms=statistics.median(ts), runs=ts, logits_rel_err=err))

@@ -66,30 +66,35 @@ def graph_replay_us(calls: Sequence[Callable[[], object]], repeat: int = 100) ->
     return bench_ms(graph.replay, warmup_ms=10, rep_ms=50) * 1e3 / (repeat * len(calls))
 
 
+def alternating_ms(calls: dict[str, Callable[[], object]], rounds: int = 8) -> dict[str, list[float]]:
+    """Milliseconds of each named call (CUDA events), the calls timed in turn and the order reversed every round (A B
+    C, C B A, ..): each one's `rounds` times. Why: compute-bound kernels run at the card's power cap (H200: 700 W),
+    and a call timed right after another inherits the clock that one left; timed one provider after the other, the
+    M = 512 GEMMs' ratios to cuBLAS moved by up to 0.11 between runs, timed this way by 0.013 (journal item 341)."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    order = list(calls)
+    for _ in range(rounds):
+        for name in order:
+            start.record()
+            calls[name]()
+            end.record()
+            end.synchronize()
+            times[name].append(start.elapsed_time(end))
+        order.reverse()
+    return times
+
+
 def alternating_graph_us(graphs: dict[str, tuple["torch.cuda.CUDAGraph", int]],
                          rounds: int = 8) -> dict[str, float]:
     """Microseconds per call of each named (graph, calls it replays) on the GPU alone (a chain_graph over
-    input copies, as graph_replay_us times one), the graphs replayed in alternating bursts: each in turn,
-    the order reversed every round (A B C, C B A, ..), and each one's median burst. Why: compute-bound
-    kernels run at the card's power cap (H200: 700 W), and a graph timed right after another inherits the
-    clock that one left; timed one provider after the other, the M = 512 GEMMs' ratios to cuBLAS moved by
-    up to 0.11 between runs, timed this way by 0.013 (journal item 341)."""
+    input copies, as graph_replay_us times one): the graphs replayed in alternating bursts (alternating_ms), each
+    one's median burst."""
     for graph, _ in graphs.values():
         graph.replay()
     torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    bursts: dict[str, list[float]] = {name: [] for name in graphs}
-    order = list(graphs)
-    for _ in range(rounds):
-        for name in order:
-            graph, calls = graphs[name]
-            start.record()
-            graph.replay()
-            end.record()
-            end.synchronize()
-            bursts[name].append(start.elapsed_time(end) * 1e3 / calls)
-        order.reverse()
-    return {name: statistics.median(us) for name, us in bursts.items()}
+    bursts = alternating_ms({name: graph.replay for name, (graph, _) in graphs.items()}, rounds)
+    return {name: statistics.median(ms) * 1e3 / graphs[name][1] for name, ms in bursts.items()}
 
 
 def python_launch_us(fn: Callable[[], object], calls: int = 1000) -> float:
