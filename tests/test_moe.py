@@ -52,6 +52,7 @@ def test_sentinels_strides_and_int32_indices(path):
     index[0, 1], index[2, 0] = E, -1
     wide = torch.randn(T, H + 16, device=DEVICE, dtype=torch.bfloat16)[:, 8:H + 8].copy_(x)
     strided = torch.rand(T, 2 * k, device=DEVICE)[:, ::2]
+    strided[0, 1] = strided[2, 0] = 1.0  # the sentinels' pairs weigh enough to show (a weight of 0.0x would not)
     big = torch.randn(E + 1, 2 * I, H, device=DEVICE, dtype=torch.bfloat16)[1:].copy_(gate_up)
     down_view = torch.randn(E, H + 8, I, device=DEVICE, dtype=torch.bfloat16)[:, 8:].copy_(down)
     assert strided.stride() == (2 * k, 2) and down_view.stride(1) == I and down_view.storage_offset() > 0
