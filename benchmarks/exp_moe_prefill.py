@@ -12,8 +12,9 @@ against the dequantizing eager loop); the sorted path at several launches (BLOCK
 BLOCK_K, warps, stages)). TFLOP/s: 6 k T H I flops. Errors against the fp32 eager loop on fp32 copies.
 --models: the prefill of a gpt-oss-shaped model (4 layers of gpt-oss-20b's shapes; eager attention, as transformers
 5.24 runs it) and a Mixtral-shaped one (4 layers of Mixtral-8x7B's), stock and patched, bf16, random weights, batch 1:
-CUDA events, the median of --repeats after 2 warm-ups, the models in turn (timing.alternating_ms).
-Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_prefill.py OUT [--ops] [--models] [--quant]
+CUDA events, the median of --repeats after 2 warm-ups, the models in turn (timing.alternating_ms); --names picks
+models; --profile adds, per prompt, each model's ten costliest kernels (torch.profiler, one call after the timing).
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_prefill.py OUT [--ops] [--models] [--quant] [--profile]
 """
 import argparse
 import copy
@@ -90,6 +91,8 @@ def ops(args, rows):
     grouped_mm = moe._grouped_mm_peer()
     for quant in [None] + (list(moe.EXPERT_QUANTS) if args.quant else []):
         for name, (E, k, H, I) in MODELS.items():
+            if args.names and name not in args.names:
+                continue
             gate_up, down, kwargs = experts_of(name, quant)
             for T in args.tokens:
                 g = torch.Generator("cuda").manual_seed(T)
@@ -137,6 +140,8 @@ def models(args, rows):
             num_hidden_layers=4, max_position_embeddings=8192, **SIZES["8b"], **MIXTRAL_EXPERTS)),
     }
     for name, build in builds.items():
+        if args.names and name not in args.names:
+            continue
         torch.manual_seed(0)
         default = torch.get_default_dtype()
         torch.set_default_dtype(torch.bfloat16)
@@ -161,8 +166,22 @@ def models(args, rows):
                                  runs=ts, logits_rel_err=err))
                 print(f"{name:8s} model S {S:5d} {label:8s} {statistics.median(ts):8.2f} ms  "
                       f"(runs {', '.join(f'{t:.1f}' for t in ts)})  logits err {err:.1e}", flush=True)
+            if args.profile:
+                for label, model in (("stock", stock), ("patched", patched)):
+                    print(f"{name} model S {S} {label}: costliest kernels", flush=True)
+                    print(costliest_kernels(functools.partial(model, ids, use_cache=False)), flush=True)
         del stock, patched
         torch.cuda.empty_cache()
+
+
+def costliest_kernels(fn, count=10):
+    """fn's ten costliest CUDA kernels over one call (torch.profiler), a table."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with torch.inference_mode(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return prof.key_averages().table(sort_by="cuda_time_total", row_limit=count, max_name_column_width=70)
 
 
 def main():
@@ -175,6 +194,8 @@ def main():
     parser.add_argument("--tokens", type=lambda v: [int(t) for t in v.split(",")], default=[32, 128, 512, 2048, 4096])
     parser.add_argument("--prompts", type=lambda v: [int(t) for t in v.split(",")], default=[64, 256, 2048, 4096])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--names", type=lambda v: v.split(","), default=None, help="these models only")
+    parser.add_argument("--profile", action="store_true", help="--models: each model's costliest kernels too")
     args = parser.parse_args()
     rows = []
     Path(args.out).mkdir(parents=True, exist_ok=True)
