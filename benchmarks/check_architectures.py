@@ -86,7 +86,7 @@ class _Forced:
 
 def pair(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype, device: str, quant: str | None):
     """(stock, patched, patch_model's counts): the patched one a copy of stock; with `quant` stock quantized before
-    the copy is patched, the copy after (quantize_model either side of patch_model; int8 / fp8 quantize the patched
+    the copy is patched, the copy after (quantize_model either side of patch_model; it quantizes the patched
     model's experts, so stock's experts take the same codes' values); None where transformers has no such
     architecture."""
     from rooftop import quantize_model
@@ -100,9 +100,12 @@ def pair(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype
     if quant is not None:
         quantize_model(stock, **QUANT[quant])
     counts = patch_model(patched, prefill_attention=True)
-    if quant in ("int8", "fp8"):  # the experts patched quantizes: stock's own ones computed with the same codes
+    group = QUANT[quant].get("group_size", 128) if quant else None
+    if quant is not None:  # the experts patched quantizes: stock's own ones computed with the same codes
         for name, ours in [(name, m) for name, m in patched.named_modules() if isinstance(m, MoEExperts)]:
-            codes = quantize_experts(ours.gate_up_proj, ours.down_proj, quant)
+            if quant == "int4" and any(n % group for n in ours.down_proj.shape[1:]):
+                continue  # quantize_model leaves them (not whole groups)
+            codes = quantize_experts(ours.gate_up_proj, ours.down_proj, quant, group)
             gate_up, down = dequantize_experts(*codes[:2], dtype), dequantize_experts(*codes[2:], dtype)
             experts = stock.get_submodule(name)
             if experts.gate_up_proj.shape != gate_up.shape:  # gpt-oss's, which patch_model re-laid: back

@@ -207,12 +207,12 @@ def main() -> None:
     parser.add_argument("--moe", action="store_true",
                         help="a Mixtral-shaped model (8 experts, top 2, the --size's shapes), stock's experts "
                              "transformers' grouped_mm (its eager loop synchronises the host: no CUDA graph holds it); "
-                             "with --no-int4 (int4 leaves the experts in bf16)")
+                             "the int4 / int8 / fp8 models' experts quantized too (weight-only)")
     parser.add_argument("--gpt-oss", action="store_true",
                         help="a gpt-oss-shaped model (gpt-oss-20b's layer shapes with --size 8b: 32 experts with "
                              "biases and the clamped gate, top 4; attention with sinks: stock's eager, the patched "
-                             "decode steps' by decode_attention), stock's experts transformers' grouped_mm; with "
-                             "--no-int4")
+                             "decode steps' by decode_attention), stock's experts transformers' grouped_mm; int4's "
+                             "groups of 128 do not divide its 2880-wide rows: use --no-int4")
     parser.add_argument("--no-int4", action="store_true",
                         help="without the int4 models (their tuning from an empty cache takes ~9 minutes on a GPU)")
     parser.add_argument("--lm-head-bits", type=lambda s: [int(b) for b in s.split(",")], default=[],
@@ -227,9 +227,6 @@ def main() -> None:
     if args.moe and args.gpt_oss:
         parser.error("--moe or --gpt-oss, not both")
     moe = args.moe or args.gpt_oss
-    if moe and not args.no_int4:
-        parser.error("--moe / --gpt-oss: with --no-int4 (int4 leaves the experts in bf16; --fp8 / --int8 quantize "
-                     "them)")
     if args.no_plans:
         _support.PLANS_ENABLED = False
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -288,7 +285,9 @@ def main() -> None:
         models = [(stock_name, stock, torch_argmax), (f"rooftop-patched {counts}", patched, plain),
                   ("rooftop-patched, projections apart (gate / up, q / k / v)", apart, plain)]
         if not args.no_int4:
-            models += [(f"patched + int4 g128 ({len(report['quantized'])} linears)", quantized, plain),
+            experts = [name for name in report["quantized"] if name.endswith("experts")]
+            models += [(f"patched + int4 g128 ({len(report['quantized']) - len(experts)} linears"
+                        + (f", {len(experts)} experts" if experts else "") + ")", quantized, plain),
                        ("patched + int4 g128, projections apart", quantized_apart, plain)]
         for bits, (model, byte_report) in byte_models.items():
             experts = [name for name in byte_report["quantized"] if name.endswith("experts")]

@@ -142,23 +142,43 @@ def test_bias_and_gate_bad_input():
 
 
 # quant -> (codes dtype, the codes' error on a random weight row, the op's error against unquantized experts)
-QUANTIZED = {"fp8": (torch.float8_e4m3fn, 0.05, 0.1), "int8": (torch.int8, 0.01, 0.02)}
+QUANTIZED = {"fp8": (torch.float8_e4m3fn, 0.05, 0.1), "int8": (torch.int8, 0.01, 0.02),
+             "int4": (torch.int32, 0.12, 0.3)}
+
+
+def _int4_codes(words: torch.Tensor) -> torch.Tensor:
+    """int4 experts' codes c in [0, 15] [..., K] from their words [..., K / 8] (plain PyTorch, code i in bits 4i)."""
+    return torch.stack([(words >> (4 * i)) & 15 for i in range(8)], -1).flatten(-2)
 
 
 @pytest.mark.parametrize("quant", list(QUANTIZED))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(1, 3, 2, 64, 600), (5, 6, 3, 70, 33)])
 def test_quantized_experts(shape, dtype, quant, path):
-    """fp8 / int8 experts (weight-only, a scale per output row): against the reference on the same codes and scales
-    (one token: the down projection split over programs), and within the format's step of the unquantized experts
-    (e4m3: 3 mantissa bits; int8: 127 levels a side)."""
+    """fp8 / int8 experts (weight-only, a scale per output row) and int4 (groups of 32 where the first shape's rows
+    hold several a k-tile, 128 where a k-tile lies in one; the widths made whole groups): against the reference on
+    the same codes and scales (one token: the down projection split over programs), and within the format's step of
+    the unquantized experts (e4m3: 3 mantissa bits; int8: 127 levels a side; int4: 7)."""
     codes_dtype, weight_tol, out_tol = QUANTIZED[quant]
+    group = (32 if shape[0] == 1 else 128) if quant == "int4" else None
+    if group:
+        shape = (*shape[:3], *(-(-n // group) * group for n in shape[3:]))  # 64 x 608 (32), 128 x 128 (128)
     x, index, weights, gate_up, down = _inputs(*shape, dtype=dtype)
-    gu, gu_scale, dn, dn_scale = moe.quantize_experts(gate_up, down, quant)
+    gu, gu_scale, dn, dn_scale = moe.quantize_experts(gate_up, down, quant, group or 128)
     assert gu.dtype == dn.dtype == codes_dtype
-    assert gu_scale.shape == gate_up.shape[:2] and dn_scale.shape == down.shape[:2]
-    assert rel_err(gu.double() * gu_scale.double()[..., None], gate_up) < weight_tol
-    assert gu.double().abs().amax(-1).min() >= {"fp8": 448, "int8": 127}[quant]  # each row's largest at the top code
+    if group:
+        assert gu.shape == (*gate_up.shape[:2], gate_up.shape[2] // 8) and dn.shape == (*down.shape[:2], shape[4] // 8)
+        assert gu_scale.shape == (*gate_up.shape[:2], shape[3] // group)
+        assert dn_scale.shape == (*down.shape[:2], shape[4] // group)
+        codes = _int4_codes(gu).double() - 8
+        assert codes.min() >= -8 and codes.max() <= 7 and int((codes == -8).sum()) == 0  # symmetric: +-7
+        assert codes.abs().unflatten(-1, (-1, group)).amax(-1).min() == 7  # each group's largest at the top code
+        assert rel_err(codes * gu_scale.double().repeat_interleave(group, -1), gate_up) < weight_tol
+        assert rel_err(moe.dequantize_experts(gu, gu_scale), gate_up) < weight_tol
+    else:
+        assert gu_scale.shape == gate_up.shape[:2] and dn_scale.shape == down.shape[:2]
+        assert rel_err(gu.double() * gu_scale.double()[..., None], gate_up) < weight_tol
+        assert gu.double().abs().amax(-1).min() >= {"fp8": 448, "int8": 127}[quant]  # each row's largest: top code
     out = rooftop.moe_experts(x, index, weights, gu, dn, gate_up_scale=gu_scale, down_scale=dn_scale)
     assert out.dtype == dtype
     assert rel_err(out, moe_experts_reference(x, index, weights, gu, dn, "silu", gu_scale, dn_scale)) < TOL[dtype]
@@ -168,7 +188,23 @@ def test_quantized_experts(shape, dtype, quant, path):
 def test_quantized_bad_input():
     x, index, weights, gate_up, down = _inputs(2, 4, 2, 64, 48)
     with pytest.raises(ValueError, match="quant"):
-        moe.quantize_experts(gate_up, down, "int4")
+        moe.quantize_experts(gate_up, down, "int3")
+    with pytest.raises(ValueError, match="group_size"):
+        moe.quantize_experts(gate_up, down, "int4", 16)
+    with pytest.raises(ValueError, match="down's rows"):  # I = 48: not whole groups of 32
+        moe.quantize_experts(gate_up, down, "int4", 32)
+    x4, index4, weights4, gate_up4, down4 = _inputs(2, 4, 2, 64, 64)
+    gu4, gu4_scale, dn4, dn4_scale = moe.quantize_experts(gate_up4, down4, "int4", 32)
+    with pytest.raises(ValueError, match="down_scale must be .* group size of 32, 64, 128"):  # groups of 16
+        rooftop.moe_experts(x4, index4, weights4, gu4, dn4, gate_up_scale=gu4_scale,
+                            down_scale=dn4_scale.repeat_interleave(2, -1))
+    with pytest.raises(ValueError, match="gate_up_scale must be"):  # a row scale: not int4's
+        rooftop.moe_experts(x4, index4, weights4, gu4, dn4, gate_up_scale=gu4_scale[..., 0], down_scale=dn4_scale)
+    with pytest.raises(ValueError, match="down_scale is required with int4"):
+        rooftop.moe_experts(x4, index4, weights4, gu4, dn4, gate_up_scale=gu4_scale)
+    with pytest.raises(ValueError, match="down must be"):  # unpacked: [E, H, I] where int4 words are [E, H, I / 8]
+        rooftop.moe_experts(x4, index4, weights4, gu4, _int4_codes(dn4), gate_up_scale=gu4_scale,
+                            down_scale=dn4_scale)
     int8 = moe.quantize_experts(gate_up, down, "int8")
     with pytest.raises(TypeError, match="down"):  # fp8 gate_up, int8 down
         rooftop.moe_experts(x, index, weights, moe.quantize_experts(gate_up, down)[0], int8[2], gate_up_scale=int8[1],
@@ -240,12 +276,14 @@ def test_prefill_registry_entry():
 
 @pytest.mark.parametrize("quant", list(QUANTIZED))
 def test_quantized_registry_entry(quant):
-    """The quantized experts' cost: one byte a weight and the row scales; rooftop and the eager form (each expert hit
-    dequantized, then transformers' loop) agree with the reference on the check sizes."""
+    """The quantized experts' cost: one byte a weight and the row scales (int4: half a byte and an fp32 scale a group
+    of 128); rooftop and the eager form (each expert hit dequantized, then transformers' loop) agree with the
+    reference on the check sizes."""
     spec = registry.get(f"moe_experts_{quant}")
     T, E, k, H, I = 16, 8, 2, 4096, 14336
     cost = spec.cost((T, E, k, H, I), torch.bfloat16)
-    assert cost.bytes == E * (3 * H * I + 4 * (2 * I + H)) + 2 * T * H * 2 + 12 * T * k  # 32 pairs on 8 experts
+    expert = 3 * H * I // 2 + 3 * H * I // 32 if quant == "int4" else 3 * H * I + 4 * (2 * I + H)
+    assert cost.bytes == E * expert + 2 * T * H * 2 + 12 * T * k  # 32 pairs on 8 experts
     for shape in spec.check_cases:
         inputs = spec.make_inputs(shape, torch.bfloat16, DEVICE)
         ref = spec.reference(*inputs)
@@ -270,7 +308,7 @@ def _experts_take_codes(model, quant) -> None:
     quantized model's logits are no such yardstick: a router flip moves a random model's logits by tens of %.)"""
     from rooftop.integrations.hf import MoEExperts
     for experts in [m for m in model.modules() if isinstance(m, MoEExperts)]:
-        codes = moe.quantize_experts(experts.gate_up_proj, experts.down_proj, quant)
+        codes = moe.quantize_experts(experts.gate_up_proj, experts.down_proj, quant, 32)
         experts.gate_up_proj.data = moe.dequantize_experts(*codes[:2], experts.gate_up_proj.dtype)
         experts.down_proj.data = moe.dequantize_experts(*codes[2:], experts.down_proj.dtype)
 
@@ -344,39 +382,41 @@ def test_patched_gpt_oss():
             assert rel_err(model(ids).logits, with_codes(ids).logits) < (1e-2 if HAS_CUDA else 1e-4)
 
 
-@pytest.mark.parametrize("bits", ["fp8", 8])
+@pytest.mark.parametrize("bits", ["fp8", 8, 4])
 def test_quantize_model_experts(bits):
-    """quantize_model(bits="fp8" / 8) on a patched Mixtral: each MoEExperts becomes QuantMoEExperts (fp8 / int8 code
-    buffers under the same names, row scales, kept through .to(dtype)); a decode-sized call (the kernels) and the
-    sorted path (past the pairs the grouped path takes) agree on the same tokens and within the format's step of the
-    unquantized experts; the model computes what it does with the experts' codes' values (the experts alone
-    quantized); 4 bits leave the experts alone."""
+    """quantize_model(bits="fp8" / 8 / 4) on a patched Mixtral: each MoEExperts becomes QuantMoEExperts (fp8 / int8
+    code buffers under the same names with row scales, int4 words with group scales; kept through .to(dtype)); a
+    decode-sized call (the kernels) and the sorted path (past the pairs the grouped path takes) agree on the same
+    tokens and within the format's step of the unquantized experts; the model computes what it does with the experts'
+    codes' values (the experts alone quantized); 4 bits skip experts whose sizes are not whole groups."""
     from rooftop.integrations.hf import MoEExperts, QuantMoEExperts, patch_model
+    quant = {"fp8": "fp8", 8: "int8", 4: "int4"}[bits]
     model = _tiny_mixtral()
     ids = torch.randint(0, 128, (1, 6), device=DEVICE)
     with torch.no_grad():
         patch_model(model)
-        int4 = rooftop.quantize_model(copy.deepcopy(model), bits=4, group_size=32)
-        assert int4["skipped"]["model.layers.0.mlp.experts"].endswith("bits=8 or 'fp8' only")
+        ragged = rooftop.quantize_model(copy.deepcopy(model), bits=4, group_size=64)  # I = 96: not whole groups
+        assert ragged["skipped"]["model.layers.0.mlp.experts"].endswith("not a multiple of group_size=64")
         with_codes = copy.deepcopy(model)
-        _experts_take_codes(with_codes, "fp8" if bits == "fp8" else "int8")
+        _experts_take_codes(with_codes, quant)
         unquantized = model.model.layers[0].mlp.experts
         report = rooftop.quantize_model(model, bits=bits, group_size=32, skip=("*_proj", "lm_head"))
         experts = model.model.layers[0].mlp.experts
         assert isinstance(experts, QuantMoEExperts) and "model.layers.1.mlp.experts" in report["quantized"]
-        assert experts.gate_up_proj.dtype == QUANTIZED["fp8" if bits == "fp8" else "int8"][0]
-        assert experts.down_scale.shape == (4, 64)
+        assert experts.gate_up_proj.dtype == QUANTIZED[quant][0]
+        assert experts.down_scale.shape == ((4, 64, 3) if bits == 4 else (4, 64))
+        assert ("codes=int4" in repr(experts)) == (bits == 4)
         assert not any(isinstance(m, MoEExperts) for m in model.modules())
         x = torch.randn(3, 64, device=DEVICE)
         index, weights = torch.randint(0, 4, (3, 2), device=DEVICE), torch.rand(3, 2, device=DEVICE).softmax(-1)
         copies = moe.PAIRS_MAX // 2 // 3 + 1  # past the grouped path's pairs: the sorted path
         many = torch.cat([x] * copies), torch.cat([index] * copies), torch.cat([weights] * copies)
         assert rel_err(experts(*many)[:3], experts(x, index, weights)) < 1e-5
-        out_tol = QUANTIZED["fp8" if bits == "fp8" else "int8"][2]
+        out_tol = QUANTIZED[quant][2]
         assert rel_err(experts(x, index, weights), unquantized(x, index, weights)) < out_tol
         assert rel_err(model(ids).logits, with_codes(ids).logits) < (1e-2 if HAS_CUDA else 1e-4)
         model.to(torch.float64)  # codes and scales keep their dtypes
-        assert experts.gate_up_proj.dtype == QUANTIZED["fp8" if bits == "fp8" else "int8"][0]
+        assert experts.gate_up_proj.dtype == QUANTIZED[quant][0]
         assert experts.gate_up_scale.dtype == experts.down_scale.dtype == torch.float32
 
 
@@ -619,11 +659,12 @@ def test_experts_swapped_only_where_they_compute_the_same():
 
 @pytest.mark.gpu
 @pytest.mark.slow
-@pytest.mark.parametrize("quant", [None, "fp8"])
+@pytest.mark.parametrize("quant", [None, "fp8", "int4"])
 @pytest.mark.parametrize("model", ["mixtral", "qwen3", "gpt-oss"])
 def test_gpu_prefill_sizes(model, quant):
     """Prefills of Mixtral-8x7B's, Qwen3-30B-A3B's and gpt-oss-20b's experts (its gate and biases) as shipped (the
-    sorted path: several blocks an expert), bf16 and fp8 experts, random routing."""
+    sorted path: several blocks an expert), bf16, fp8 and int4 experts (gpt-oss's 2880: groups of 64), random
+    routing."""
     T, E, k, H, I = {"mixtral": (512, 8, 2, 4096, 14336), "qwen3": (256, 128, 8, 2048, 768),
                      "gpt-oss": (256, 32, 4, 2880, 2880)}[model]
     x, _, weights, gate_up, down = _inputs(T, E, k, H, I)
@@ -634,7 +675,8 @@ def test_gpu_prefill_sizes(model, quant):
         kwargs = dict(activation="swiglu_oai", gate_up_bias=torch.randn(E, 2 * I, device=DEVICE, dtype=x.dtype),
                       down_bias=torch.randn(E, H, device=DEVICE, dtype=x.dtype))
     if quant:
-        gate_up, gate_up_scale, down, down_scale = moe.quantize_experts(gate_up, down, quant)
+        gate_up, gate_up_scale, down, down_scale = moe.quantize_experts(gate_up, down, quant,
+                                                                        64 if model == "gpt-oss" else 128)
         kwargs.update(gate_up_scale=gate_up_scale, down_scale=down_scale)
     out = rooftop.moe_experts(x, index, weights, gate_up, down, **kwargs)
     assert rel_err(out, moe_experts_reference(x, index, weights, gate_up, down, **kwargs)) < TOL[torch.bfloat16]

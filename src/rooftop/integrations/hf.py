@@ -339,10 +339,12 @@ class MoEExperts(nn.Module):
 
 
 class QuantMoEExperts(nn.Module):
-    """A MoEExperts with quantized experts (quantize_model: bits="fp8" float8_e4m3fn, bits=8 int8): gate_up_proj
-    [E, 2I, H] and down_proj [E, H, I] code buffers with a scale per output row (gate_up_scale [E, 2I], down_scale
-    [E, H], fp32; moe.quantize_experts). On a device kernels run on: rooftop.moe_experts (weight-only: x stays in
-    its dtype); elsewhere the eager loop over the experts hit, each dequantized to x's dtype as it is used."""
+    """A MoEExperts with quantized experts (quantize_model: bits="fp8" float8_e4m3fn, bits=8 int8, bits=4 int4):
+    gate_up_proj [E, 2I, H] and down_proj [E, H, I] code buffers with a scale per output row (gate_up_scale [E, 2I],
+    down_scale [E, H], fp32), or int4 words [E, 2I, H / 8] and [E, H, I / 8] with a scale per group (gate_up_scale
+    [E, 2I, H / group], down_scale [E, H, I / group]; moe.quantize_experts). On a device kernels run on:
+    rooftop.moe_experts (weight-only: x stays in its dtype); elsewhere the eager loop over the experts hit, each
+    dequantized to x's dtype as it is used."""
 
     def __init__(self, gate_up: torch.Tensor, gate_up_scale: torch.Tensor, down: torch.Tensor,
                  down_scale: torch.Tensor, activation: str, gate_up_bias: torch.Tensor | None = None,
@@ -355,11 +357,13 @@ class QuantMoEExperts(nn.Module):
         self.activation, self.swiglu = activation, swiglu
 
     @classmethod
-    def from_experts(cls, experts: MoEExperts, quant: str) -> "QuantMoEExperts":
-        """`experts` quantized to quant "fp8" or "int8" (moe.quantize_experts); biases kept as they are."""
+    def from_experts(cls, experts: MoEExperts, quant: str, group_size: int = 128) -> "QuantMoEExperts":
+        """`experts` quantized to quant "fp8", "int8" or "int4" (groups of group_size; moe.quantize_experts); biases
+        kept as they are."""
         if quant == "fp8":
             check_fp8_device("quantize_model(bits='fp8')", experts.gate_up_proj.device)
-        gate_up, gate_up_scale, down, down_scale = quantize_experts(experts.gate_up_proj, experts.down_proj, quant)
+        gate_up, gate_up_scale, down, down_scale = quantize_experts(experts.gate_up_proj, experts.down_proj, quant,
+                                                                    group_size)
         biases = [None if b is None else b.detach() for b in (experts.gate_up_proj_bias, experts.down_proj_bias)]
         return cls(gate_up, gate_up_scale, down, down_scale, experts.activation, *biases, experts.swiglu)
 
@@ -378,9 +382,11 @@ class QuantMoEExperts(nn.Module):
         return self
 
     def extra_repr(self) -> str:
-        experts, hidden, inner = self.down_proj.shape
+        experts, hidden = self.down_proj.shape[:2]
+        inner = self.gate_up_proj.shape[1] // 2
+        codes = "int4" if self.down_proj.dtype == torch.int32 else str(self.down_proj.dtype).replace('torch.', '')
         return (f"experts={experts}, hidden={hidden}, intermediate={inner}, activation={self.activation}, "
-                f"codes={str(self.down_proj.dtype).replace('torch.', '')}")
+                f"codes={codes}")
 
 
 def _moe_extras(experts: nn.Module) -> dict:

@@ -13,7 +13,13 @@ two projections (as the model's own F.linear outputs are), the sum over j in fp3
 Quantized experts (weight-only): gate_up and down as float8_e4m3fn or int8 codes with a scale per output row
 (gate_up_scale [E, 2I], down_scale [E, H], fp32: W_e ~= codes_e * scale_e[:, None]; `quantize_experts`); each row's
 dot product is scaled once at its end; x, h and out keep x's dtype. Half the weight bytes of bf16: decode's traffic
-halved. int8 (symmetric, 127 levels a side) keeps ~0.4% of a random weight row, e4m3 ~2.5%.
+halved. int8 (symmetric, 127 levels a side) keeps ~0.4% of a random weight row, e4m3 ~2.5%. int4 experts (a quarter
+of bf16's bytes, 4.25 bits a weight with group 128): gate_up [E, 2I, H / 8] and down [E, H, I / 8] int32 words, eight
+codes c in [0, 15] a word (code i of word j: the row's element 8j + i, bits 4i .. 4i + 3), W = (c - 8) s with a
+scale per group of 32, 64 or 128 consecutive elements of a row (gate_up_scale [E, 2I, H / group], down_scale [E, H,
+I / group], any float dtype; symmetric, max |group| / 7: ~10% of a random row). Each kernel unpacks its weight tile
+(words interleaved in registers) and scales it by group in fp32 (the dot kernels round it to x's dtype; their
+k-tiles lie in one group or hold whole ones).
 
 Two kernels, with no host synchronisation (the routing stays on the GPU: the step can be a CUDA graph), each launched
 as a programmatic dependent on sm_90 where _support.ROW_PDL (the row ops' flag; session 62, not yet timed: the down
@@ -73,6 +79,7 @@ from rooftop.ops._support import (FLOAT_DTYPES, QUANT_FORMATS, arrival_counters,
                                   pdl_options, planned, provided, quantize_rows_reference, runs_kernel,
                                   store_split_output, torch_op)
 from rooftop.ops.activations import _ACT_F64, _activate, _divide
+from rooftop.ops.quant_matmul import GROUP_SIZES, quantize_weight
 from rooftop.roofline import Cost
 
 ACTIVATIONS = ("silu", "gelu", "gelu_tanh", "swiglu_oai")
@@ -90,9 +97,13 @@ MOE_MAX_TOKENS = 16
 # of each case's best; session 61's untimed (8, 512, 4) up to 15% behind.
 GATE_UP_LAUNCH = (8, 256, 2)
 DOWN_LAUNCH = (8, 256, 2, 4)
-# the experts' code formats (those of the per-token activations): quant name -> their codes' dtype
-EXPERT_QUANTS = {quant: dtype for quant, (dtype, _, _) in QUANT_FORMATS.items()}
-CODE_DTYPES = tuple(EXPERT_QUANTS.values())
+# the experts' weight-only formats: quant name -> their codes' dtype. fp8 / int8 (those of the per-token activations):
+# one-byte codes with a scale per output row (CODE_DTYPES); int4: eight codes an int32 word with a scale per group of
+# a row's elements (INT4_DTYPE; module docstring).
+EXPERT_QUANTS = {**{quant: dtype for quant, (dtype, _, _) in QUANT_FORMATS.items()}, "int4": torch.int32}
+CODE_DTYPES = tuple(QUANT_FORMATS[quant][0] for quant in QUANT_FORMATS)
+INT4_DTYPE = torch.int32
+INT4_GROUP_SIZES = GROUP_SIZES  # quantize_weight's, powers of two: a k-tile holds whole groups or lies in one
 DOWN_MAX_SPLITS = 16
 # The grouped path (module docstring): (BLOCK_N, BLOCK_K, num_warps) of both kernels, the down kernel aiming at
 # GROUPED_DOWN_PER_SM programs an SM with at most GROUPED_MAX_SPLITS ranges of I (its last arrival sums k x splits
@@ -115,6 +126,48 @@ GROUPED_MIN_EXPERT = 1 << 23  # H I elements from which an expert takes the grou
 # 8.2; Qwen3's 1.21 against 1.28 / 1.47; gpt-oss's 2.11 against 2.28 / 2.84); the second within 3% of the best below
 # them. Codes (fp8 / int8) timed at 3 stages only: the first 8.2-8.5 ms at 4096 of Mixtral's, the second 9.4-10.1.
 SORTED_LAUNCHES = ((128, (128, 64, 8, 4), (256, 64, 8, 4)), (64, (64, 64, 4, 3), (128, 64, 4, 3)))
+
+
+@triton.jit
+def _group_scales(scale_ptr, rows, K, GROUP_SIZE: tl.constexpr):
+    """int4 weights (GROUP_SIZE > 0): pointers [BLOCK_N, 1] to the group scales of weight rows `rows` (flat row
+    indices over the experts; scales [E, rows, K / GROUP_SIZE]). Other formats: scale_ptr, unused."""
+    if GROUP_SIZE > 0:
+        return scale_ptr + rows.to(tl.int64)[:, None] * (K // GROUP_SIZE)
+    else:
+        return scale_ptr
+
+
+@triton.jit
+def _weight_tile(rows, scales, k0, k_end, row_ok, like, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                 GROUP_SIZE: tl.constexpr, EVICT: tl.constexpr):
+    """Columns k0 .. k0 + BLOCK_K - 1 of BLOCK_N weight rows (rows: [BLOCK_N, 1] pointers to their first elements),
+    zeros at k >= k_end and in rows not row_ok. GROUP_SIZE 0: as stored (x's dtype, or one-byte codes). int4
+    (GROUP_SIZE > 0; k0 a multiple of BLOCK_K, k_end of 8 and of min(BLOCK_K, GROUP_SIZE)): BLOCK_K / 8 words a row
+    unpacked, (c - 8) times the group's scale (scales: _group_scales) in fp32, rounded once to `like`'s dtype."""
+    if GROUP_SIZE == 0:
+        ks = k0 + tl.arange(0, BLOCK_K)
+        return tl.load(rows + ks[None, :], mask=row_ok[:, None] & (ks[None, :] < k_end), other=0.0,
+                       eviction_policy=EVICT)
+    else:
+        words = k0 // 8 + tl.arange(0, BLOCK_K // 8)
+        packed = tl.load(rows + words[None, :], mask=row_ok[:, None] & (words[None, :] * 8 < k_end), other=0,
+                         eviction_policy=EVICT)
+        # code i in bits 4i .. 4i + 3: halves, bytes, then nibbles interleaved (in-thread), least significant first
+        halves = tl.interleave(packed & 0xFFFF, (packed >> 16) & 0xFFFF)
+        bytes_ = tl.interleave(halves & 0xFF, halves >> 8)
+        codes = tl.interleave(bytes_ & 0xF, bytes_ >> 4) - 8
+        values = codes.to(tl.float32)
+        if BLOCK_K >= GROUP_SIZE:
+            groups = k0 // GROUP_SIZE + tl.arange(0, BLOCK_K // GROUP_SIZE)
+            scale = tl.load(scales + groups[None, :], mask=row_ok[:, None] & (groups[None, :] * GROUP_SIZE < k_end),
+                            other=0.0)
+            values = values.reshape(BLOCK_N, BLOCK_K // GROUP_SIZE, GROUP_SIZE) * scale.to(tl.float32)[:, :, None]
+            values = values.reshape(BLOCK_N, BLOCK_K)
+        else:
+            scale = tl.load(scales + k0 // GROUP_SIZE, mask=row_ok[:, None] & (k0 < k_end), other=0.0)
+            values = values * scale.to(tl.float32)
+        return values.to(like.dtype)
 
 
 @triton.jit
@@ -153,11 +206,12 @@ def _down_output(row, expert, cols, col_ok, first_range, scale_ptr, bias_ptr, H,
 @triton.jit
 def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I, E, TOP_K, x_stride, we_stride,
                         wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr, SCALED: tl.constexpr,
-                        HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr, BLOCK_N: tl.constexpr,
-                        BLOCK_K: tl.constexpr, PDL: tl.constexpr):
+                        GROUP_SIZE: tl.constexpr, HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr,
+                        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, column block): reads x_t (H elements, L2 after the first pair of the token), 2 BLOCK_N rows of
-    # the pair's expert (2 BLOCK_N H elements: each once; SCALED: one-byte codes and 2 BLOCK_N row scales), writes
-    # BLOCK_N elements of h. PDL: the launch overlaps the kernel before it (_support.pdl_options).
+    # the pair's expert (2 BLOCK_N H elements: each once; SCALED: one-byte codes and 2 BLOCK_N row scales; int4:
+    # half a byte an element and 2 BLOCK_N H / GROUP_SIZE group scales), writes BLOCK_N elements of h. PDL: the launch
+    # overlaps the kernel before it (_support.pdl_options).
     await_previous(PDL)
     pair = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -167,15 +221,18 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I,
     col_ok = (cols < I) & live
     gate_rows = w_ptr + expert * we_stride + cols.to(tl.int64)[:, None] * wn_stride
     up_rows = gate_rows + tl.cast(I, tl.int64) * wn_stride
+    gate_scales = _group_scales(scale_ptr, expert * 2 * I + cols, H, GROUP_SIZE)
+    up_scales = _group_scales(scale_ptr, expert * 2 * I + I + cols, H, GROUP_SIZE)
     x_row = x_ptr + (pair // TOP_K).to(tl.int64) * x_stride
     g = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)
     u = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)
     for k0 in range(0, H, BLOCK_K):
         ks = k0 + tl.arange(0, BLOCK_K)
         xk = tl.load(x_row + ks, mask=ks < H, other=0.0).to(tl.float32)[None, :]
-        mask = col_ok[:, None] & (ks[None, :] < H)
-        g += tl.load(gate_rows + ks[None, :], mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32) * xk
-        u += tl.load(up_rows + ks[None, :], mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32) * xk
+        g += _weight_tile(gate_rows, gate_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE,
+                          "evict_first").to(tl.float32) * xk
+        u += _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE,
+                          "evict_first").to(tl.float32) * xk
     y = _gated(tl.sum(g, axis=1), tl.sum(u, axis=1), expert, cols, col_ok, scale_ptr, bias_ptr, I, ACT, APPROX,
                SCALED, HAS_BIAS, ALPHA, LIMIT)
     tl.store(h_ptr + pair.to(tl.int64) * I + cols, y.to(h_ptr.dtype.element_ty), mask=cols < I)
@@ -184,12 +241,13 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I,
 @triton.jit
 def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, T, H, I, E, TOP_K,
                      k_split, rw_stride, we_stride, wn_stride, out_stride, SCALED: tl.constexpr,
-                     HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr, SUM_BATCH: tl.constexpr, BLOCK_N: tl.constexpr,
-                     BLOCK_K: tl.constexpr, PDL: tl.constexpr):
+                     GROUP_SIZE: tl.constexpr, HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr,
+                     SUM_BATCH: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (token, column block, split of I): for each of the token's k pairs in order, its k-range of h (from L2)
     # and of BLOCK_N down rows of its expert (each element once over the splits; SCALED: one-byte codes and BLOCK_N row
-    # scales); with SPLITS > 1 the fp32 partials (4 BLOCK_N bytes a split) summed in split order by the tile's last
-    # split (store_split_output), which writes BLOCK_N elements of out. PDL: as the gate / up kernel's.
+    # scales; int4: half a byte an element and the range's group scales); with SPLITS > 1 the fp32 partials (4 BLOCK_N
+    # bytes a split) summed in split order by the tile's last split (store_split_output), which writes BLOCK_N elements
+    # of out. PDL: as the gate / up kernel's.
     await_previous(PDL)
     token = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -206,13 +264,14 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr
         expert = tl.where(live, expert, 0)
         col_ok = (cols < H) & live
         rows = w_ptr + expert * we_stride + cols.to(tl.int64)[:, None] * wn_stride
+        scales = _group_scales(scale_ptr, expert * H + cols, I, GROUP_SIZE)
         h_row = h_ptr + pair.to(tl.int64) * I
         part = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)
         for k0 in range(k_start, k_end, BLOCK_K):
             ks = k0 + tl.arange(0, BLOCK_K)
             hk = tl.load(h_row + ks, mask=ks < k_end, other=0.0).to(tl.float32)[None, :]
-            part += tl.load(rows + ks[None, :], mask=col_ok[:, None] & (ks[None, :] < k_end), other=0.0,
-                            eviction_policy="evict_first").to(tl.float32) * hk
+            part += _weight_tile(rows, scales, k0, k_end, col_ok, hk, BLOCK_N, BLOCK_K, GROUP_SIZE,
+                                 "evict_first").to(tl.float32) * hk
         acc += weight * _down_output(tl.sum(part, axis=1), expert, cols, col_ok, split == 0, scale_ptr, bias_ptr, H,
                                      SCALED, HAS_BIAS)
     store_split_output(acc[None, :], token + tl.arange(0, 1), cols, T, H, out_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr,
@@ -255,12 +314,13 @@ def _operand(w, like, SCALED: tl.constexpr):
 @triton.jit
 def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, P, H, I, E, TOP_K, x_stride,
                                 we_stride, wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr, SCALED: tl.constexpr,
-                                HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr,
-                                PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr,
+                                GROUP_SIZE: tl.constexpr, HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr,
+                                LIMIT: tl.constexpr, PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr,
                                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, column block); an owner reads 2 BLOCK_N rows of its expert once (2 BLOCK_N H elements; SCALED:
-    # one-byte codes, widened exactly to x's dtype for the dot, and 2 BLOCK_N row scales) and its group's x rows (L2
-    # after the first), and writes BLOCK_N elements of h per member. Other programs read the k T indices only. PDL: as
+    # one-byte codes, widened exactly to x's dtype for the dot, and 2 BLOCK_N row scales; int4: half a byte an element
+    # and its group scales, dequantized in fp32 and rounded to x's dtype) and its group's x rows (L2 after the first),
+    # and writes BLOCK_N elements of h per member. Other programs read the k T indices only. PDL: as
     # the per-pair kernels'.
     await_previous(PDL)
     pair = tl.program_id(0)
@@ -270,6 +330,8 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
     if owner & live:
         gate_rows = w_ptr + expert * we_stride + cols.to(tl.int64)[:, None] * wn_stride
         up_rows = gate_rows + tl.cast(I, tl.int64) * wn_stride
+        gate_scales = _group_scales(scale_ptr, expert * 2 * I + cols, H, GROUP_SIZE)
+        up_scales = _group_scales(scale_ptr, expert * 2 * I + I + cols, H, GROUP_SIZE)
         for base in range(0, count, GROUP):
             member, valid = _members(match, rank, base, count, PAIRS, GROUP)
             x_rows = x_ptr + (member // TOP_K)[:, None] * x_stride
@@ -278,9 +340,9 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
             for k0 in range(0, H, BLOCK_K):
                 ks = k0 + tl.arange(0, BLOCK_K)
                 xk = tl.load(x_rows + ks[None, :], mask=valid[:, None] & (ks[None, :] < H), other=0.0)
-                w_mask = col_ok[:, None] & (ks[None, :] < H)
-                wg = tl.load(gate_rows + ks[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
-                wu = tl.load(up_rows + ks[None, :], mask=w_mask, other=0.0, eviction_policy="evict_first")
+                wg = _weight_tile(gate_rows, gate_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE,
+                                  "evict_first")
+                wu = _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
                 g = tl.dot(xk, tl.trans(_operand(wg, xk, SCALED)), g, input_precision=PRECISION)
                 u = tl.dot(xk, tl.trans(_operand(wu, xk, SCALED)), u, input_precision=PRECISION)
             y = _gated(g, u, expert, cols, col_ok, scale_ptr, bias_ptr, I, ACT, APPROX, SCALED, HAS_BIAS, ALPHA,
@@ -292,13 +354,13 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
 @triton.jit
 def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, P, H, I, E,
                              k_split, rw_stride, we_stride, wn_stride, out_stride, TOP_K: tl.constexpr,
-                             SCALED: tl.constexpr, HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr,
-                             PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr, BLOCK_N: tl.constexpr,
-                             BLOCK_K: tl.constexpr, PDL: tl.constexpr):
+                             SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, HAS_BIAS: tl.constexpr,
+                             SPLITS: tl.constexpr, PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr,
+                             BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, column block, range of I); an owner reads its expert's BLOCK_N rows over its range once (SCALED:
-    # codes and BLOCK_N row scales) and its group's h ranges (L2), and stores a [GROUP, BLOCK_N] fp32 partial (4
-    # BLOCK_N bytes a member); the last arrival of a token tile reads its TOP_K x SPLITS partials (L2) and writes
-    # BLOCK_N elements of out. PDL: as the per-pair kernels'.
+    # codes and BLOCK_N row scales; int4: half a byte an element and the range's group scales) and its group's h ranges
+    # (L2), and stores a [GROUP, BLOCK_N] fp32 partial (4 BLOCK_N bytes a member); the last arrival of a token tile
+    # reads its TOP_K x SPLITS partials (L2) and writes BLOCK_N elements of out. PDL: as the per-pair kernels'.
     await_previous(PDL)
     pair = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -310,6 +372,7 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
     owner, live, expert, match, rank, count = _group_of(idx_ptr, pair, P, E, PAIRS)
     if owner:
         rows = w_ptr + expert * we_stride + cols.to(tl.int64)[:, None] * wn_stride
+        scales = _group_scales(scale_ptr, expert * H + cols, I, GROUP_SIZE)
         for base in range(0, count, GROUP):
             member, valid = _members(match, rank, base, count, PAIRS, GROUP)
             token = member // TOP_K
@@ -319,8 +382,8 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
                     ks = k0 + tl.arange(0, BLOCK_K)
                     hk = tl.load(h_ptr + member[:, None] * I + ks[None, :], mask=valid[:, None] & (ks[None, :] < k_end),
                                  other=0.0)
-                    wd = tl.load(rows + ks[None, :], mask=col_ok[:, None] & (ks[None, :] < k_end), other=0.0,
-                                 eviction_policy="evict_first")
+                    wd = _weight_tile(rows, scales, k0, k_end, col_ok, hk, BLOCK_N, BLOCK_K, GROUP_SIZE,
+                                      "evict_first")
                     acc = tl.dot(hk, tl.trans(_operand(wd, hk, SCALED)), acc, input_precision=PRECISION)
             acc = _down_output(acc, expert, cols, col_ok & live, split == 0, scale_ptr, bias_ptr, H, SCALED, HAS_BIAS)
             weight = tl.load(rw_ptr + token * rw_stride + member % TOP_K, mask=valid & live, other=0.0)
@@ -347,14 +410,15 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
 @triton.jit
 def _moe_gate_up_sorted_kernel(x_ptr, slot_pair_ptr, block_expert_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I, E,
                                TOP_K, x_stride, we_stride, wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr,
-                               SCALED: tl.constexpr, HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr,
-                               PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                               BLOCK_K: tl.constexpr):
-    # Program (block of BLOCK_M slots of one expert, BLOCK_N columns of I): reads its pairs' x rows (BLOCK_M H
-    # elements: L2 after the first column block) and 2 BLOCK_N H weights of the expert (from HBM once a column block
-    # while the expert's blocks run together; SCALED: one-byte codes, widened exactly to x's dtype, and 2 BLOCK_N row
-    # scales), writes BLOCK_M x BLOCK_N elements of h in pair order. A block past the last, or of the pairs routed
-    # outside [0, E) (expert E), does nothing.
+                               SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, HAS_BIAS: tl.constexpr,
+                               ALPHA: tl.constexpr, LIMIT: tl.constexpr, PRECISION: tl.constexpr,
+                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # Program (block of BLOCK_M slots of one expert, BLOCK_N columns of I): reads its pairs' x rows (BLOCK_M H elements:
+    # L2 after the first column block) and 2 BLOCK_N H weights of the expert (from HBM once a column block while the
+    # expert's blocks run together; SCALED: one-byte codes, widened exactly to x's dtype, and 2 BLOCK_N row scales;
+    # int4: half a byte an element and its group scales, rounded to x's dtype once dequantized), writes BLOCK_M x
+    # BLOCK_N elements of h in pair order. A block past the last, or of the pairs routed outside [0, E) (expert E), does
+    # nothing.
     block = tl.program_id(0)
     expert = tl.load(block_expert_ptr + block).to(tl.int64)
     if expert < E:
@@ -365,14 +429,15 @@ def _moe_gate_up_sorted_kernel(x_ptr, slot_pair_ptr, block_expert_ptr, w_ptr, sc
         col_ok = cols < I
         gate_rows = w_ptr + expert * we_stride + cols.to(tl.int64)[:, None] * wn_stride
         up_rows = gate_rows + tl.cast(I, tl.int64) * wn_stride
+        gate_scales = _group_scales(scale_ptr, expert * 2 * I + cols, H, GROUP_SIZE)
+        up_scales = _group_scales(scale_ptr, expert * 2 * I + I + cols, H, GROUP_SIZE)
         g = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
         u = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
         for k0 in range(0, H, BLOCK_K):
             ks = k0 + tl.arange(0, BLOCK_K)
             xk = tl.load(x_rows + ks[None, :], mask=valid[:, None] & (ks[None, :] < H), other=0.0)
-            w_mask = col_ok[:, None] & (ks[None, :] < H)
-            wg = tl.load(gate_rows + ks[None, :], mask=w_mask, other=0.0)
-            wu = tl.load(up_rows + ks[None, :], mask=w_mask, other=0.0)
+            wg = _weight_tile(gate_rows, gate_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE, "")
+            wu = _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE, "")
             g = tl.dot(xk, tl.trans(_operand(wg, xk, SCALED)), g, input_precision=PRECISION)
             u = tl.dot(xk, tl.trans(_operand(wu, xk, SCALED)), u, input_precision=PRECISION)
         y = _gated(g, u, expert, cols, col_ok, scale_ptr, bias_ptr, I, ACT, APPROX, SCALED, HAS_BIAS, ALPHA, LIMIT)
@@ -382,13 +447,14 @@ def _moe_gate_up_sorted_kernel(x_ptr, slot_pair_ptr, block_expert_ptr, w_ptr, sc
 
 @triton.jit
 def _moe_down_sorted_kernel(h_ptr, slot_pair_ptr, block_expert_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, y_ptr, H, I,
-                            E, we_stride, wn_stride, SCALED: tl.constexpr, HAS_BIAS: tl.constexpr,
-                            PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                            BLOCK_K: tl.constexpr):
-    # Program (block of BLOCK_M slots of one expert, BLOCK_N columns of H): reads its pairs' h rows (BLOCK_M I
-    # elements, L2 after the first column block) and BLOCK_N I weights of the expert (SCALED: codes and BLOCK_N row
-    # scales), writes the pairs' w (D h) rows (fp32, 4 BLOCK_M BLOCK_N bytes) in pair order. A block of the pairs
-    # routed outside [0, E) writes their rows as zeros (h unread); one past the last does nothing.
+                            E, we_stride, wn_stride, SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr,
+                            HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
+                            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # Program (block of BLOCK_M slots of one expert, BLOCK_N columns of H): reads its pairs' h rows (BLOCK_M I elements,
+    # L2 after the first column block) and BLOCK_N I weights of the expert (SCALED: codes and BLOCK_N row scales; int4:
+    # half a byte an element and its group scales), writes the pairs' w (D h) rows (fp32, 4 BLOCK_M BLOCK_N bytes) in
+    # pair order. A block of the pairs routed outside [0, E) writes their rows as zeros (h unread); one past the last
+    # does nothing.
     block = tl.program_id(0)
     expert = tl.load(block_expert_ptr + block).to(tl.int64)
     if expert <= E:
@@ -400,10 +466,11 @@ def _moe_down_sorted_kernel(h_ptr, slot_pair_ptr, block_expert_ptr, rw_ptr, w_pt
         if expert < E:
             h_rows = h_ptr + tl.where(valid, pairs, 0)[:, None] * I
             rows = w_ptr + expert * we_stride + cols.to(tl.int64)[:, None] * wn_stride
+            scales = _group_scales(scale_ptr, expert * H + cols, I, GROUP_SIZE)
             for k0 in range(0, I, BLOCK_K):
                 ks = k0 + tl.arange(0, BLOCK_K)
                 hk = tl.load(h_rows + ks[None, :], mask=valid[:, None] & (ks[None, :] < I), other=0.0)
-                wd = tl.load(rows + ks[None, :], mask=col_ok[:, None] & (ks[None, :] < I), other=0.0)
+                wd = _weight_tile(rows, scales, k0, I, col_ok, hk, BLOCK_N, BLOCK_K, GROUP_SIZE, "")
                 acc = tl.dot(hk, tl.trans(_operand(wd, hk, SCALED)), acc, input_precision=PRECISION)
             acc = _down_output(acc, expert, cols, col_ok, True, scale_ptr, bias_ptr, H, SCALED, HAS_BIAS)
             acc = acc * tl.load(rw_ptr + pairs, mask=valid, other=0.0).to(tl.float32)[:, None]
@@ -436,9 +503,10 @@ def _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_sca
         raise TypeError(f"top_k_index must be an int32 or int64 tensor, got "
                         f"{getattr(top_k_index, 'dtype', type(top_k_index).__name__)}")
     check_float("top_k_weights", top_k_weights)
-    quantized = isinstance(gate_up, torch.Tensor) and gate_up.dtype in CODE_DTYPES
-    check_float("gate_up", gate_up, (*FLOAT_DTYPES, *CODE_DTYPES))
-    check_float("down", down, (*FLOAT_DTYPES, *CODE_DTYPES))
+    int4 = isinstance(gate_up, torch.Tensor) and gate_up.dtype == INT4_DTYPE
+    quantized = int4 or (isinstance(gate_up, torch.Tensor) and gate_up.dtype in CODE_DTYPES)
+    check_float("gate_up", gate_up, (*FLOAT_DTYPES, *CODE_DTYPES, INT4_DTYPE))
+    check_float("down", down, (*FLOAT_DTYPES, *CODE_DTYPES, INT4_DTYPE))
     for name, t in (("top_k_index", top_k_index), ("top_k_weights", top_k_weights), ("gate_up", gate_up),
                     ("down", down)):
         check_same_device(name, t, "x", x)
@@ -448,13 +516,17 @@ def _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_sca
     if top_k_weights.shape != top_k_index.shape:
         raise ValueError(f"top_k_weights must have top_k_index's shape {tuple(top_k_index.shape)}, got "
                          f"{tuple(top_k_weights.shape)}")
-    if gate_up.dim() != 3 or gate_up.shape[2] != H or gate_up.shape[1] % 2:
-        raise ValueError(f"gate_up must be [experts, 2 * intermediate, hidden] with hidden {H}, got shape "
-                         f"{tuple(gate_up.shape)}")
+    per_word = 8 if int4 else 1  # int4: 8 codes an int32 word along a row
+    if gate_up.dim() != 3 or gate_up.shape[2] * per_word != H or gate_up.shape[1] % 2:
+        raise ValueError(f"gate_up must be [experts, 2 * intermediate, hidden{' / 8' if int4 else ''}] with hidden "
+                         f"{H}, got shape {tuple(gate_up.shape)}")
     E, I = gate_up.shape[0], gate_up.shape[1] // 2
-    if down.shape != (E, H, I):
-        raise ValueError(f"down must be [experts, hidden, intermediate] = [{E}, {H}, {I}], got shape "
-                         f"{tuple(down.shape)}")
+    if int4 and I % 8:
+        raise ValueError(f"int4 experts need an intermediate size (gate_up.shape[1] / 2) that is a multiple of 8, "
+                         f"got {I}")
+    if down.shape != (E, H, I // per_word):
+        raise ValueError(f"down must be [experts, hidden, intermediate{' / 8' if int4 else ''}] = "
+                         f"[{E}, {H}, {I // per_word}], got shape {tuple(down.shape)}")
     for name, t in (("gate_up", gate_up), ("down", down)):
         if t.dtype != (gate_up.dtype if quantized else x.dtype):
             raise TypeError(f"{name} has dtype {str(t.dtype).replace('torch.', '')} but "
@@ -464,17 +536,30 @@ def _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_sca
             raise ValueError(f"{name} must have unit stride in its last dim, got strides {t.stride()}")
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {activation!r}")
-    for name, scale, rows in (("gate_up_scale", gate_up_scale, 2 * I), ("down_scale", down_scale, H)):
+    for name, scale, rows, row_len in (("gate_up_scale", gate_up_scale, 2 * I, H), ("down_scale", down_scale, H, I)):
         if not quantized:
             if scale is not None:
-                raise ValueError(f"{name} is only for quantized (float8_e4m3fn or int8) experts; gate_up and down are "
-                                 f"{str(gate_up.dtype).replace('torch.', '')}")
+                raise ValueError(f"{name} is only for quantized (float8_e4m3fn, int8 or int4) experts; gate_up and "
+                                 f"down are {str(gate_up.dtype).replace('torch.', '')}")
             continue
-        if scale is None:
-            raise ValueError(f"{name} is required with quantized experts: a float32 scale per output row [{E}, {rows}]")
-        check_float(name, scale, (torch.float32,))
-        if scale.shape != (E, rows):
-            raise ValueError(f"{name} must be [{E}, {rows}] (a scale per output row), got shape {tuple(scale.shape)}")
+        if int4:
+            groups = scale.shape[-1] if isinstance(scale, torch.Tensor) and scale.dim() == 3 and scale.shape[-1] else 0
+            if scale is None:
+                raise ValueError(f"{name} is required with int4 experts: scales [{E}, {rows}, {row_len} / group size]")
+            check_float(name, scale)
+            if (scale.shape[:2] != (E, rows) or not groups or row_len % groups
+                    or row_len // groups not in INT4_GROUP_SIZES):
+                raise ValueError(f"{name} must be [{E}, {rows}, {row_len} / group size] with a group size of "
+                                 f"{', '.join(map(str, INT4_GROUP_SIZES))} (int4 experts), got shape "
+                                 f"{tuple(scale.shape)}")
+        else:
+            if scale is None:
+                raise ValueError(f"{name} is required with quantized experts: a float32 scale per output row "
+                                 f"[{E}, {rows}]")
+            check_float(name, scale, (torch.float32,))
+            if scale.shape != (E, rows):
+                raise ValueError(f"{name} must be [{E}, {rows}] (a scale per output row), got shape "
+                                 f"{tuple(scale.shape)}")
         check_same_device(name, scale, "x", x)
     for name, bias, rows in (("gate_up_bias", gate_up_bias, 2 * I), ("down_bias", down_bias, H)):
         if bias is not None:
@@ -498,10 +583,16 @@ def _gate_f64(gu, I, activation, alpha, limit) -> torch.Tensor:
     return _ACT_F64[activation](gu[..., :I]) * gu[..., I:]
 
 
-def dequantize_experts(codes: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def dequantize_experts(codes: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.float32,
+                       via: torch.dtype = torch.float64) -> torch.Tensor:
     """Quantized experts' weights (or one expert's) as `dtype`: codes [..., out, in] times their row scales
-    [..., out], in float64, rounded once."""
-    return (codes.double() * scale.double()[..., None]).to(dtype)
+    [..., out], or int4 words [..., out, in / 8] (c - 8) times their group scales [..., out, in / group size];
+    computed in `via` (float64: exact), rounded once."""
+    if codes.dtype == INT4_DTYPE:
+        shifts = torch.arange(0, 32, 4, device=codes.device, dtype=torch.int32)
+        values = (((codes[..., None] >> shifts) & 15) - 8).flatten(-2).to(via)
+        return (values * scale.to(via).repeat_interleave(values.shape[-1] // scale.shape[-1], -1)).to(dtype)
+    return (codes.to(via) * scale.to(via)[..., None]).to(dtype)
 
 
 def _expert(w, scale, e) -> torch.Tensor:
@@ -550,21 +641,24 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     idx, router = top_k_index.contiguous(), top_k_weights.contiguous()  # [T, k]: a copy only of a strided view
     x = x if x.stride(1) == 1 else x.contiguous()
     h = torch.empty((T * top_k, I), device=x.device, dtype=x.dtype)  # workspace: act(g) * u of every pair
-    scaled = gate_up_scale is not None
+    quantized, int4 = gate_up_scale is not None, gate_up.dtype == INT4_DTYPE
+    # int4: each projection's group size (its scales' last dim: K / group size); one-byte codes: row scales
+    groups = (H // gate_up_scale.shape[-1], I // down_scale.shape[-1]) if int4 else (0, 0)
     placeholder = provided(float32_placeholder(x.device), functools.partial(float32_placeholder, x.device))
     gate_up_scale, down_scale, gate_up_bias, down_bias = (placeholder if t is None else t.contiguous() for t in (
         gate_up_scale, down_scale, gate_up_bias, down_bias))
     swiglu = (float(swiglu_alpha), float(swiglu_limit)) if activation == "swiglu_oai" else (0.0, 0.0)
-    epilogue = dict(SCALED=scaled, ACT=activation, APPROX=x.is_cuda, HAS_BIAS=gate_up_bias is not placeholder,
-                    ALPHA=swiglu[0], LIMIT=swiglu[1])
+    epilogue = dict(SCALED=quantized and not int4, GROUP_SIZE=groups[0], ACT=activation, APPROX=x.is_cuda,
+                    HAS_BIAS=gate_up_bias is not placeholder, ALPHA=swiglu[0], LIMIT=swiglu[1])
+    down_format = dict(SCALED=epilogue["SCALED"], GROUP_SIZE=groups[1], HAS_BIAS=down_bias is not placeholder)
     pdl = pdl_options(x)
-    path = _path(T, T * top_k, E, H, I, scaled)
+    path = _path(T, T * top_k, E, H, I, quantized)
     if path == "sorted":
         return _moe_experts_sorted(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias, down_bias,
-                                   h, out, epilogue, has_down_bias=down_bias is not placeholder)
+                                   h, out, epilogue, down_format)
     if path == "grouped":
         return _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias,
-                                    down_bias, h, out, epilogue, pdl, has_down_bias=down_bias is not placeholder)
+                                    down_bias, h, out, epilogue, down_format, pdl)
     block_n, block_k, warps = GATE_UP_LAUNCH
     launch(_moe_gate_up_kernel, (T * top_k, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, gate_up_bias, h, H, I,
            E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), **epilogue, BLOCK_N=block_n,
@@ -576,8 +670,8 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     partials = (torch.empty((splits, T, H), device=x.device, dtype=torch.float32) if splits > 1 else placeholder)
     launch(_moe_down_kernel, (T, cdiv(H, block_n), splits), h, idx, router, down, down_scale, down_bias, out,
            partials, arrival_counters(x.device, tiles), T, H, I, E, top_k, k_split, router.stride(0), down.stride(0),
-           down.stride(1), out.stride(0), SCALED=scaled, HAS_BIAS=down_bias is not placeholder, SPLITS=splits,
-           SUM_BATCH=min(splits, 8), BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, **pdl)
+           down.stride(1), out.stride(0), **down_format, SPLITS=splits, SUM_BATCH=min(splits, 8), BLOCK_N=block_n,
+           BLOCK_K=block_k, num_warps=warps, **pdl)
     return out
 
 
@@ -592,8 +686,9 @@ def _ranges_of_i(device, tiles, per_sm, max_splits, I, block_k) -> tuple[int, in
 
 
 def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias, down_bias, h, out,
-                         epilogue, pdl, has_down_bias):
-    """The grouped path's two launches (idx, router contiguous [T, k]; h the [T k, I] workspace)."""
+                         epilogue, down_format, pdl):
+    """The grouped path's two launches (idx, router contiguous [T, k]; h the [T k, I] workspace; epilogue and
+    down_format: the kernels' format and epilogue arguments)."""
     T, H = x.shape
     E, I, top_k = gate_up.shape[0], gate_up.shape[1] // 2, idx.shape[1]
     P = T * top_k
@@ -609,9 +704,8 @@ def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scal
     partials = torch.empty((splits, P, H), device=x.device, dtype=torch.float32)
     launch(_moe_down_grouped_kernel, (P, cdiv(H, block_n), splits), h, idx, router, down, down_scale, down_bias, out,
            partials, arrival_counters(x.device, T * cdiv(H, block_n)), P, H, I, E, k_split, router.stride(0),
-           down.stride(0), down.stride(1), out.stride(0), TOP_K=top_k, SCALED=epilogue["SCALED"],
-           HAS_BIAS=has_down_bias, SPLITS=splits, PRECISION=precision, PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n,
-           BLOCK_K=block_k, num_warps=warps, **pdl)
+           down.stride(0), down.stride(1), out.stride(0), TOP_K=top_k, **down_format, SPLITS=splits,
+           PRECISION=precision, PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, **pdl)
     return out
 
 
@@ -650,9 +744,10 @@ def _sorted_launch(pairs: int, E: int, dtype: torch.dtype) -> tuple[int, tuple[i
 
 
 def _moe_experts_sorted(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias, down_bias, h, out,
-                        epilogue, has_down_bias):
+                        epilogue, down_format):
     """The sorted path (module docstring): the layout, its two launches (idx, router contiguous [T, k]; h the
-    [T k, I] workspace) and each token's k rows summed in order in fp32."""
+    [T k, I] workspace; epilogue and down_format as the grouped path's) and each token's k rows summed in order in
+    fp32."""
     T, H = x.shape
     E, I, top_k = gate_up.shape[0], gate_up.shape[1] // 2, idx.shape[1]
     precision = "ieee" if x.dtype == torch.float32 else "tf32"  # fp32 x: its own precision; 16-bit: not used
@@ -666,8 +761,8 @@ def _moe_experts_sorted(x, idx, router, gate_up, down, gate_up_scale, down_scale
            num_warps=gu_warps, num_stages=gu_stages)
     rows = torch.empty((T * top_k, H), device=x.device, dtype=torch.float32)  # each pair's w (D h), pair order
     launch(_moe_down_sorted_kernel, (blocks, cdiv(H, down_n)), h, slot_pair, block_expert, router, down, down_scale,
-           down_bias, rows, H, I, E, down.stride(0), down.stride(1), SCALED=epilogue["SCALED"],
-           HAS_BIAS=has_down_bias, PRECISION=precision, BLOCK_M=block_m, BLOCK_N=down_n,
+           down_bias, rows, H, I, E, down.stride(0), down.stride(1), **down_format, PRECISION=precision,
+           BLOCK_M=block_m, BLOCK_N=down_n,
            BLOCK_K=min(down_k, max(16, triton.next_power_of_2(I))), num_warps=down_warps, num_stages=down_stages)
     return out.copy_(rows.view(T, top_k, H).sum(1))
 
@@ -684,7 +779,8 @@ def moe_experts(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch
     x's dtype; activation "silu", "gelu", "gelu_tanh" or "swiglu_oai" (gpt-oss's gate: swiglu_alpha, swiglu_limit);
     optional biases gate_up_bias [E, 2I] and down_bias [E, H]. Indices outside [0, E) contribute nothing. Returns
     [T, H] in x's dtype. Quantized experts: gate_up and down as float8_e4m3fn or int8 codes with gate_up_scale
-    [E, 2I] and down_scale [E, H] (fp32, a scale per output row; `quantize_experts`). A decode step
+    [E, 2I] and down_scale [E, H] (fp32, a scale per output row), or int4 words [E, 2I, H / 8] and [E, H, I / 8]
+    with group scales [E, 2I, H / group] and [E, H, I / group] (the module docstring; `quantize_experts`). A decode step
     (few tokens): every (token, expert) pair reads its expert's weights, or, where tokens share experts or experts
     are large (the grouped path), each routed expert is read once; a prefill (the sorted path): the pairs sorted by
     expert into a grouped GEMM."""
@@ -694,24 +790,42 @@ def moe_experts(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch
                            gate_up_bias, down_bias, float(swiglu_alpha), float(swiglu_limit))
 
 
-def quantize_experts(gate_up: torch.Tensor, down: torch.Tensor, quant: str = "fp8") -> tuple[torch.Tensor, ...]:
-    """gate_up [E, 2I, H] and down [E, H, I] as codes with a scale per output row (quantize_rows_reference's:
-    scale = max |row| / the format's largest code, "fp8" float8_e4m3fn, "int8" rounded half away from zero), one
-    expert at a time (a float64 copy of one). Returns (gate_up codes, gate_up_scale [E, 2I], down codes, down_scale
-    [E, H]), ready for moe_experts."""
+def quantize_experts(gate_up: torch.Tensor, down: torch.Tensor, quant: str = "fp8",
+                     group_size: int = 128) -> tuple[torch.Tensor, ...]:
+    """gate_up [E, 2I, H] and down [E, H, I] as codes, one expert at a time. "fp8" (float8_e4m3fn) and "int8"
+    (rounded half away from zero): a scale per output row (quantize_rows_reference's: scale = max |row| / the format's
+    largest code; gate_up_scale [E, 2I], down_scale [E, H], fp32). "int4": symmetric, a scale per group_size elements
+    of a row (quantize_weight's with symmetric=True: scale = max |group| / 7, codes c = round(w / scale) + 8 in
+    [0, 15], eight an int32 word, code i of word j the row's element 8j + i in bits 4i .. 4i + 3; words [E, rows, K /
+    8], scales [E, rows, K / group_size] fp32; H and I multiples of group_size). Returns (gate_up codes,
+    gate_up_scale, down codes, down_scale), ready for moe_experts."""
     if quant not in EXPERT_QUANTS:
         raise ValueError(f"quant must be one of {', '.join(EXPERT_QUANTS)}, got {quant!r}")
+    if quant == "int4" and group_size not in INT4_GROUP_SIZES:
+        raise ValueError(f"group_size must be one of {', '.join(map(str, INT4_GROUP_SIZES))}, got {group_size!r}")
     for name, w in (("gate_up", gate_up), ("down", down)):
         check_float(name, w.detach() if isinstance(w, torch.Tensor) else w)
         if w.dim() != 3:
             raise ValueError(f"{name} must be 3-D [experts, out, in], got shape {tuple(w.shape)}")
+        if quant == "int4" and w.shape[2] % group_size:
+            raise ValueError(f"{name}'s rows ({w.shape[2]} elements) must be a multiple of group_size={group_size} "
+                             f"for int4")
     out = []
     for w in (gate_up, down):
-        codes = torch.zeros(w.shape, dtype=EXPERT_QUANTS[quant], device=w.device)
-        scale = torch.ones(w.shape[:2], dtype=torch.float32, device=w.device)  # rows of no columns: nothing to scale
-        for e in range(w.shape[0] if w.shape[-1] else 0):
-            codes[e], row_scale = quantize_rows_reference(w[e].detach().double(), quant)
-            scale[e] = row_scale[:, 0]
+        w = w.detach()
+        if quant == "int4":
+            codes = torch.zeros((*w.shape[:2], w.shape[2] // 8), dtype=INT4_DTYPE, device=w.device)
+            scale = torch.ones((*w.shape[:2], w.shape[2] // group_size), dtype=torch.float32, device=w.device)
+        else:
+            codes = torch.zeros(w.shape, dtype=EXPERT_QUANTS[quant], device=w.device)
+            scale = torch.ones(w.shape[:2], dtype=torch.float32, device=w.device)  # rows of no columns: none to scale
+        for e in range(w.shape[0] if w.shape[1] and w.shape[2] else 0):
+            if quant == "int4":
+                packed = quantize_weight(w[e], 4, group_size, symmetric=True, scale_dtype=torch.float32)
+                codes[e], scale[e] = packed.packed.t(), packed.scales.t()
+            else:
+                codes[e], row_scale = quantize_rows_reference(w[e].double(), quant)
+                scale[e] = row_scale[:, 0]
         out += [codes, scale]
     return tuple(out)
 
@@ -725,7 +839,7 @@ def moe_experts_eager(x, top_k_index, top_k_weights, gate_up, down, activation="
            "swiglu_oai": None}[activation]
 
     def weight(w, scale, e):  # codes times scales in fp32, rounded once (an fp16 scale may be subnormal)
-        return w[e] if scale is None else (w[e].float() * scale[e, :, None]).to(x.dtype)
+        return w[e] if scale is None else dequantize_experts(w[e], scale[e], x.dtype, torch.float32)
 
     out = torch.zeros_like(x)
     mask = F.one_hot(top_k_index.long(), num_classes=gate_up.shape[0] + 1).permute(2, 1, 0)  # + 1: the sentinel E
@@ -773,14 +887,15 @@ def _make_inputs(shape, dtype, device):
     return x, idx, weights, gate_up, down
 
 
-def _cost(shape, dtype, quantized: bool = False) -> Cost:
-    """Each expert routed to read once (3 H I elements, one byte each and 2I + H fp32 row scales when quantized;
-    min(T k, E) of them, as _make_inputs routes), x and out once; the h round trip between the kernels (2 T k I
-    elements) is not the floor's."""
+def _cost(shape, dtype, quant: Optional[str] = None) -> Cost:
+    """Each expert routed to read once (3 H I elements: x's dtype; fp8 / int8 one byte each and 2I + H fp32 row
+    scales; int4 half a byte and an fp32 scale a group of 128; min(T k, E) of them, as _make_inputs routes), x and out
+    once; the h round trip between the kernels (2 T k I elements) is not the floor's."""
     T, E, k, H, I = shape
     pairs, experts = T * k, min(T * k, E)
-    weights = experts * (3 * H * I + 4 * (2 * I + H)) if quantized else experts * 3 * H * I * dtype.itemsize
-    return Cost(flops=6 * pairs * H * I, bytes=weights + 2 * T * H * dtype.itemsize + 12 * pairs)
+    expert_bytes = {None: 3 * H * I * dtype.itemsize, "int4": 3 * H * I // 2 + 4 * 3 * H * I // 128}.get(
+        quant, 3 * H * I + 4 * (2 * I + H))
+    return Cost(flops=6 * pairs * H * I, bytes=experts * expert_bytes + 2 * T * H * dtype.itemsize + 12 * pairs)
 
 
 def _make_quantized_inputs(shape, dtype, device, quant):
@@ -818,10 +933,10 @@ registry.register(registry.OpSpec(
     name="moe_experts_prefill", family="moe_prefill", make_inputs=_make_inputs, run=moe_experts,
     reference=moe_experts_reference, eager=moe_experts_eager, cost=_cost, cases=PREFILL_CASES,
     peers={"grouped_mm": _grouped_mm_peer}, x_key="M", check_cases=((40, 4, 2, 64, 48),)))
-for _quant in EXPERT_QUANTS:  # moe_experts_fp8, moe_experts_int8
+for _quant in EXPERT_QUANTS:  # moe_experts_fp8, moe_experts_int8, moe_experts_int4 (groups of 128)
     registry.register(registry.OpSpec(
         name=f"moe_experts_{_quant}", family="moe",
         make_inputs=functools.partial(_make_quantized_inputs, quant=_quant), run=_moe_experts_quantized,
         reference=_moe_experts_quantized_reference, eager=_moe_experts_quantized_eager,
-        cost=functools.partial(_cost, quantized=True), cases=BENCH_CASES, x_key="M",
-        check_cases=((1, 4, 2, 64, 48), (3, 4, 2, 96, 40))))
+        cost=functools.partial(_cost, quant=_quant), cases=BENCH_CASES, x_key="M",
+        check_cases=((1, 4, 2, 128, 256), (3, 4, 2, 256, 128))))

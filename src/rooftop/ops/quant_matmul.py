@@ -1578,9 +1578,10 @@ def quantize_model(model: torch.nn.Module, bits: int | str = 4, group_size: int 
     or its last name component matches a pattern of `skip` (fnmatch), when it is a subclass of nn.Linear with a forward
     of its own (Llama 4's router), when it is a mixture of experts' router or gate (`_moe_router`), or (weight-only)
     when its in_features is not a multiple of group_size. A mixture of experts' experts that patch_model made
-    MoEExperts become QuantMoEExperts (weight-only, a scale per output row; group_size does not apply): fp8 codes with
-    bits="fp8", int8 with bits=8; with 4 bits they stay as they are (skipped). Returns {"quantized": [names],
-    "skipped": {name: reason}}."""
+    MoEExperts become QuantMoEExperts (weight-only, moe.quantize_experts): fp8 codes with bits="fp8", int8 with bits=8
+    (a scale per output row; group_size does not apply), int4 with bits=4 (symmetric whatever `symmetric` says, a
+    scale per group_size elements; skipped where the hidden or intermediate size is not a multiple of it). Returns
+    {"quantized": [names], "skipped": {name: reason}}."""
     fp8 = bits == "fp8"
     if not fp8:
         if bits not in BITS:
@@ -1608,10 +1609,12 @@ def quantize_model(model: torch.nn.Module, bits: int | str = 4, group_size: int 
     for name, experts in [(name, m) for name, m in model.named_modules() if isinstance(m, MoEExperts)]:
         if _matches(name, skip):
             report["skipped"][name] = "matches skip"
-        elif bits == 4:
-            report["skipped"][name] = "a mixture of experts' experts: quantized by bits=8 or 'fp8' only"
+        elif bits == 4 and any(n % group_size for n in experts.down_proj.shape[1:]):
+            report["skipped"][name] = (f"hidden x intermediate {tuple(experts.down_proj.shape[1:])} is not a "
+                                       f"multiple of group_size={group_size}")
         else:
-            _replace(model, name, QuantMoEExperts.from_experts(experts, "fp8" if fp8 else "int8"))
+            quant = {"fp8": "fp8", 8: "int8", 4: "int4"}[bits]
+            _replace(model, name, QuantMoEExperts.from_experts(experts, quant, group_size))
             report["quantized"].append(name)
     return report
 
