@@ -12,9 +12,10 @@ loops); the split down kernel (4 an SM) ahead of 1 at one token; several x the l
 down kernel, the token's pairs inside the k loop, won nowhere: removed in session 62.)
 --quant fp8|int8 (session 61): launches for the quantized experts (k-tiles of 256-1024 one-byte codes a row; session
 62 on an H100: the bf16 experts' launch within 4% of the best, so one launch serves both) beside the eager loop (each
-expert hit dequantized), no other peer.
+expert hit dequantized), no other peer. --quant int4 (session 65): k-tiles of 256-2048 codes a row (half a byte each:
+the shipped 256 moves a quarter of bf16's bytes a k-step), group scales of 128.
 Writes OUT/exp-moe-launch[-QUANT].json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT
-[--quick] [--quant fp8|int8]
+[--quick] [--quant fp8|int8|int4]
 """
 import argparse
 import json
@@ -30,6 +31,7 @@ from rooftop.ops._support import clear_plans
 
 LAUNCHES = ((16, 256, 4), (32, 128, 4), (8, 512, 2), (16, 512, 4), (32, 256, 8), (8, 256, 2), (16, 128, 2))
 QUANT_LAUNCHES = ((8, 512, 4), (8, 512, 2), (16, 512, 4), (8, 256, 2), (8, 1024, 4), (16, 256, 4))
+INT4_LAUNCHES = ((8, 256, 2), (8, 512, 2), (8, 1024, 4), (4, 1024, 2), (16, 512, 4), (4, 2048, 4), (8, 2048, 8))
 PER_SM = (1, 4)  # the down kernel's programs an SM: I split to make them (1: few splits, or none)
 CASES = ((1, 8, 2, 4096, 14336), (4, 8, 2, 4096, 14336), (1, 128, 8, 2048, 768), (4, 128, 8, 2048, 768))
 
@@ -42,7 +44,8 @@ def main():
     args = parser.parse_args()
     shipped = (moe.GATE_UP_LAUNCH, moe.DOWN_LAUNCH)
     launches, per_sms, cases = ((shipped[:1], (shipped[1][3],), CASES[::2]) if args.quick
-                                else (QUANT_LAUNCHES if args.quant else LAUNCHES, PER_SM, CASES))
+                                else ({None: LAUNCHES, "int4": INT4_LAUNCHES}.get(args.quant, QUANT_LAUNCHES),
+                                      PER_SM, CASES))
     spec = registry.get(f"moe_experts_{args.quant}" if args.quant else "moe_experts")
     copy_gbps = measure_ceilings().copy_GBps
     l2 = torch.cuda.get_device_properties(0).L2_cache_size

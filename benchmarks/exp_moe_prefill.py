@@ -7,9 +7,9 @@ experts (grouped_mm) or, for gpt-oss's re-laid and for quantized experts, to the
 layers) prefilled 2048 tokens in 42.6 ms patched against stock's 37.4 (H100, session 63).
 
 --ops: Mixtral-8x7B's experts (E 8, k 2, H 4096, I 14336), Qwen3-30B-A3B's (128, 8, 2048, 768) and gpt-oss-20b's (32,
-4, 2880, 2880; biased, clamped gate) at --tokens, random routing; bf16 and, with --quant, fp8 / int8 codes (sorted
-against the dequantizing eager loop); the sorted path at several launches (BLOCK_M, gate / up's and down's (BLOCK_N,
-BLOCK_K, warps, stages)). TFLOP/s: 6 k T H I flops. Errors against the fp32 eager loop on fp32 copies.
+4, 2880, 2880; biased, clamped gate) at --tokens, random routing; bf16 and, with --quant, fp8 / int8 / int4 codes
+(int4: groups of 128, gpt-oss's 64; sorted against the dequantizing eager loop); the sorted path at several launches
+(BLOCK_M, gate / up's and down's (BLOCK_N, BLOCK_K, warps, stages)). TFLOP/s: 6 k T H I flops. Errors against the fp32 eager loop on fp32 copies.
 --models: the prefill of a gpt-oss-shaped model (4 layers of gpt-oss-20b's shapes; eager attention, as transformers
 5.24 runs it) and a Mixtral-shaped one (4 layers of Mixtral-8x7B's), stock and patched, bf16, random weights, batch 1:
 CUDA events, the median of --repeats after 2 warm-ups, the models in turn (timing.alternating_ms); --names picks
@@ -66,7 +66,8 @@ def experts_of(name, quant, device="cuda"):
         kwargs = dict(activation="swiglu_oai", gate_up_bias=torch.randn(E, 2 * I, device=device, dtype=torch.bfloat16),
                       down_bias=torch.randn(E, H, device=device, dtype=torch.bfloat16))
     if quant:
-        gate_up, gate_up_scale, down, down_scale = moe.quantize_experts(gate_up, down, quant)
+        gate_up, gate_up_scale, down, down_scale = moe.quantize_experts(gate_up, down, quant,
+                                                                        64 if name == "gpt-oss" else 128)
         kwargs.update(gate_up_scale=gate_up_scale, down_scale=down_scale)
     return gate_up, down, kwargs
 
@@ -89,7 +90,7 @@ def ops(args, rows):
     except Exception as err:  # noqa: BLE001 - a figure to print beside, not needed
         print("no ceilings:", err)
     grouped_mm = moe._grouped_mm_peer()
-    for quant in [None] + (list(moe.EXPERT_QUANTS) if args.quant else []):
+    for quant in [None] + args.quant:
         for name, (E, k, H, I) in MODELS.items():
             if args.names and name not in args.names:
                 continue
@@ -189,7 +190,9 @@ def main():
     parser.add_argument("out")
     parser.add_argument("--ops", action="store_true")
     parser.add_argument("--models", action="store_true")
-    parser.add_argument("--quant", action="store_true", help="--ops with fp8 and int8 experts too")
+    parser.add_argument("--quant", nargs="?", const=list(moe.EXPERT_QUANTS), default=[],
+                        type=lambda v: [q for q in v.split(",") if q],
+                        help="--ops with quantized experts too: these formats (alone: all of EXPERT_QUANTS)")
     parser.add_argument("--all-launches", action="store_true", help="every launch for quantized experts too")
     parser.add_argument("--tokens", type=lambda v: [int(t) for t in v.split(",")], default=[32, 128, 512, 2048, 4096])
     parser.add_argument("--prompts", type=lambda v: [int(t) for t in v.split(",")], default=[64, 256, 2048, 4096])

@@ -440,11 +440,21 @@ def test_prefill_window_reads_only_causal_windowed_masks(elements, monkeypatch):
     assert _prefill_window(query, key, reused) == (10, None)
     reused[1, ..., :2] = False
     assert _prefill_window(query, key, reused) is None
-    with torch.inference_mode():  # a mask of inference mode (no version counter): read every call
+    with torch.inference_mode():  # a mask of inference mode (no version counter): read every call outside a forward
         made = causal(2, 6, 10, 10, 3)
         assert _prefill_window(query, key, made) == (10, 3)
         made[1, ..., :2] = False
         assert _prefill_window(query, key, made) is None
+        hf = rooftop.integrations.hf
+        hf._forward_begins(None, ())  # inside a patched model's forward: read once for its layers
+        try:
+            made = causal(2, 6, 10, 10, 3)
+            assert _prefill_window(query, key, made) == (10, 3)
+            made[1, ..., :2] = False  # (no forward writes its mask between its layers)
+            assert _prefill_window(query, key, made) == (10, 3)
+        finally:
+            hf._forward_ends(None, (), None)
+        assert not hf._in_forward and _prefill_window(query, key, made) is None
 
 
 def test_prefill_padded_reads_only_left_padded_causal_masks():
@@ -681,6 +691,10 @@ def test_sdpa_prefill_takes_attention(arch, monkeypatch):
     steps = []
     decode = rooftop.integrations.hf.decode_attention
     monkeypatch.setattr(rooftop.integrations.hf, "decode_attention", lambda *a, **k: steps.append(1) or decode(*a, **k))
+    reads = []  # the masks read on the host (a sync each): once a forward, not a layer (its hooks keep them)
+    once = rooftop.integrations.hf._once_per_mask
+    monkeypatch.setattr(rooftop.integrations.hf, "_once_per_mask",
+                        lambda key, mask, compute: once(key, mask, lambda: reads.append(key[0]) or compute()))
     # Llama: no mask for the prompt (causal over its keys, a static cache's cut to them), the second chunk's over the
     # 12 keys; Mistral: masks (its window of 4 inside the prompt), the second chunk over the window's 3 cached keys and
     # its own 5
@@ -703,9 +717,13 @@ def test_sdpa_prefill_takes_attention(arch, monkeypatch):
             assert len(steps) == 2, cache_kind  # the decode step, a layer each
             # the padded prompt: sequence 0's 7 tokens, sequence 1's 5 past its padding (Mistral: its window of 4)
             assert varlen == [([0, 7, 12], [0, 7, 12], 3 if arch == "Mistral" else None)] * 2, cache_kind
-            calls.clear()
-            steps.clear()
-            varlen.clear()
+            # each mask a forward reads (the padded prompt's: its window, then its padding), once for its two layers
+            assert reads == {("Llama", "dynamic"): ["prefill", "prefill", "padded"],
+                             ("Llama", "static"): ["prefill", "lengths", "prefill", "padded"]}.get(
+                (arch, cache_kind), ["prefill", "prefill", "lengths", "prefill", "padded"]), cache_kind
+            assert not rooftop.integrations.hf._in_forward
+            for kept in (calls, steps, varlen, reads):
+                kept.clear()
 
 
 def test_patched_decode_step_compiles_without_graph_break():

@@ -588,16 +588,41 @@ _REFUSES = ("softcap", "s_aux", "sinks", "head_mask", "position_bias", "output_a
 # mask elements _prefill_window compares a pass (the mask itself may be GBs at long prompts: [B, 1, Sq, Sk])
 MASK_CHECK_ELEMENTS = 1 << 24
 _per_mask: dict[tuple, tuple] = {}  # (what, id of a mask, ...) -> (weak reference, version, what the mask gives)
+# Masks made under torch.inference_mode have no version counter: what is read from one is kept only while a patched
+# model's forward runs (its hooks: _forward_begins / _forward_ends), for the layers of that forward.
+_in_forward: dict[tuple, tuple] = {}  # (what, id of a mask, ...) -> (the mask, what it gives)
+_forwards_running = [0]
+
+
+def _forward_begins(module, args) -> None:
+    """A patched model's forward pre-hook (patch_model)."""
+    if not torch.compiler.is_compiling():
+        _forwards_running[0] += 1
+
+
+def _forward_ends(module, args, output) -> None:
+    """A patched model's forward hook, run on exceptions too: the last forward to end drops _in_forward."""
+    if not torch.compiler.is_compiling():
+        _forwards_running[0] = max(0, _forwards_running[0] - 1)
+        if not _forwards_running[0]:
+            _in_forward.clear()
 
 
 def _once_per_mask(key: tuple, mask: torch.Tensor, compute):
     """compute() once for the mask object the layers of a forward share (key: what is computed, and its arguments but
     the mask), again where the mask was written in place since (a caller's buffer reused: its version moved). A mask
-    made under torch.inference_mode has no version to tell that by: computed every call (a prefill's mask check then
-    syncs the host once a layer, not once a forward)."""
-    if mask.is_inference():
-        return compute()
+    made under torch.inference_mode (as generate() runs) has no version to tell that by: kept for the rest of the
+    patched model's forward it was read in (a forward writes no mask in place between its layers), computed every
+    call outside one."""
     key = (*key, id(mask))
+    if mask.is_inference():
+        if not _forwards_running[0]:
+            return compute()
+        kept = _in_forward.get(key)
+        if kept is not None and kept[0] is mask:
+            return kept[1]
+        _in_forward[key] = (mask, compute())
+        return _in_forward[key][1]
     kept = _per_mask.get(key)
     if kept is not None and kept[0]() is mask and kept[1] == mask._version:
         return kept[2]
@@ -1303,7 +1328,20 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
     64, 128 or 256 on sm_90 GPUs, where that was measured faster than SDPA's default backend; others keep SDPA), and
     gpt-oss's eager prefills with their sinks (None: always; False keeps the eager function's);
     kv_append: a static cache layer's update by rooftop.append_kv; rope_append: with kv_append, an attention's RoPE
-    and that update as one kernel (rooftop.apply_rope_append_kv) where its RoPE is followed by the update."""
+    and that update as one kernel (rooftop.apply_rope_append_kv) where its RoPE is followed by the update. The
+    model's forward gets two hooks (_forward_begins / _forward_ends): its layers share what they read from a mask
+    made under inference mode (_once_per_mask) for the length of one forward."""
+    counts = _patch_tree(model, merge_gate_up, merge_qkv, decode_attention, kv_append, rope_append, prefill_attention)
+    if not getattr(model, "_rooftop_forward_hooks", False):
+        model.register_forward_pre_hook(_forward_begins)
+        model.register_forward_hook(_forward_ends, always_call=True)
+        model._rooftop_forward_hooks = True
+    return counts
+
+
+def _patch_tree(model: nn.Module, merge_gate_up, merge_qkv, decode_attention, kv_append, rope_append,
+                prefill_attention) -> dict[str, int]:
+    """patch_model's swaps in `model` and its children (patch_model's arguments); returns their counts."""
     counts = {"rms_norm": 0, "add_rms_norm": 0, "layer_norm": 0, "add_layer_norm": 0, "gated_mlp": 0,
               "moe_experts": 0, "qkv": 0, "rope": 0, "decode_attention": 0, "kv_append": 0, "rope_append": 0}
     forward, changed = _attention_forward(model, merge_qkv, decode_attention, kv_append, rope_append,
@@ -1321,7 +1359,7 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
         if new is None:
             new, kind = _moe_experts(child), "moe_experts"
         if new is None:
-            for key, n in patch_model(child, merge_gate_up, merge_qkv, decode_attention, kv_append,
+            for key, n in _patch_tree(child, merge_gate_up, merge_qkv, decode_attention, kv_append,
                                       rope_append, prefill_attention).items():
                 counts[key] += n
             continue
