@@ -13,7 +13,8 @@ down kernel, the token's pairs inside the k loop, won nowhere: removed in sessio
 --quant fp8|int8 (session 61): launches for the quantized experts (k-tiles of 256-1024 one-byte codes a row; session
 62 on an H100: the bf16 experts' launch within 4% of the best, so one launch serves both) beside the eager loop (each
 expert hit dequantized), no other peer. --quant int4 (session 65): k-tiles of 256-2048 codes a row (half a byte each:
-the shipped 256 moves a quarter of bf16's bytes a k-step), group scales of 128.
+the shipped 256 moves a quarter of bf16's bytes a k-step; set as INT4_GATE_UP_LAUNCH / INT4_DOWN_LAUNCH), group scales
+of 128.
 Writes OUT/exp-moe-launch[-QUANT].json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT
 [--quick] [--quant fp8|int8|int4]
 """
@@ -42,7 +43,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="the shipped launch, one token of each model")
     parser.add_argument("--quant", choices=list(moe.EXPERT_QUANTS), help="the quantized experts' launches")
     args = parser.parse_args()
-    shipped = (moe.GATE_UP_LAUNCH, moe.DOWN_LAUNCH)
+    names = ("INT4_GATE_UP_LAUNCH", "INT4_DOWN_LAUNCH") if args.quant == "int4" else ("GATE_UP_LAUNCH", "DOWN_LAUNCH")
+    shipped = tuple(getattr(moe, name) for name in names)
     launches, per_sms, cases = ((shipped[:1], (shipped[1][3],), CASES[::2]) if args.quick
                                 else ({None: LAUNCHES, "int4": INT4_LAUNCHES}.get(args.quant, QUANT_LAUNCHES),
                                       PER_SM, CASES))
@@ -66,7 +68,8 @@ def main():
 
         for launch in launches:
             for per_sm in per_sms:
-                moe.GATE_UP_LAUNCH, moe.DOWN_LAUNCH = launch, (*launch, per_sm)
+                setattr(moe, names[0], launch)
+                setattr(moe, names[1], (*launch, per_sm))
                 clear_plans()
                 out = spec.run(*sets[0])
                 record("rooftop n{}k{}w{}p{}".format(*launch, per_sm),

@@ -97,6 +97,9 @@ MOE_MAX_TOKENS = 16
 # of each case's best; session 61's untimed (8, 512, 4) up to 15% behind.
 GATE_UP_LAUNCH = (8, 256, 2)
 DOWN_LAUNCH = (8, 256, 2, 4)
+# int4 experts' (half a byte a weight: a k-tile of 256 moves a quarter of bf16's bytes), not yet timed apart
+INT4_GATE_UP_LAUNCH = GATE_UP_LAUNCH
+INT4_DOWN_LAUNCH = DOWN_LAUNCH
 # the experts' weight-only formats: quant name -> their codes' dtype. fp8 / int8 (those of the per-token activations):
 # one-byte codes with a scale per output row (CODE_DTYPES); int4: eight codes an int32 word with a scale per group of
 # a row's elements (INT4_DTYPE; module docstring).
@@ -662,11 +665,11 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     if path == "grouped":
         return _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias,
                                     down_bias, h, out, epilogue, down_format, pdl)
-    block_n, block_k, warps = GATE_UP_LAUNCH
+    block_n, block_k, warps = INT4_GATE_UP_LAUNCH if int4 else GATE_UP_LAUNCH
     launch(_moe_gate_up_kernel, (T * top_k, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, gate_up_bias, h, H, I,
            E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), **epilogue, BLOCK_N=block_n,
            BLOCK_K=min(block_k, triton.next_power_of_2(H)), num_warps=warps, **pdl)
-    block_n, block_k, warps, per_sm = DOWN_LAUNCH
+    block_n, block_k, warps, per_sm = INT4_DOWN_LAUNCH if int4 else DOWN_LAUNCH
     block_k = min(block_k, triton.next_power_of_2(I))
     tiles = T * cdiv(H, block_n)
     splits, k_split = _ranges_of_i(x.device, tiles, per_sm, DOWN_MAX_SPLITS, I, block_k)
