@@ -39,7 +39,8 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   experts (a transposed or interleaved layout fails that). gpt-oss's experts (transposed, gate and up interleaved,
   biases, a clamped gate) are re-laid once at patch time into a MoEExperts of their own (a copy; for the calls the
   kernels do not take, the eager loop on it), checked the same way, on tokens large enough to clamp too.
-  quantize_model(bits="fp8" or 8) then makes each a `QuantMoEExperts` (fp8 or int8 codes, a scale per output row);
+  quantize_model(bits="fp8", 8 or 4) then makes each a `QuantMoEExperts` (fp8 or int8 codes, a scale per output row;
+  int4 codes, a scale per group);
 - a decoder layer whose forward reads `h = r + h; r = h; h = self.<norm>(h)` (transformers' Llama, Mistral, Qwen2: the
   residual add before the post-attention norm; Phi-3's `r + self.<dropout>(h)` where its p is 0), the norm now rooftop's
   RMSNorm or LayerNorm (Starcoder2's), computes `h, r = self.<norm>(h, residual=r)`: the add in the norm's kernel
