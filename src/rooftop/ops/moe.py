@@ -143,11 +143,13 @@ def _group_scales(scale_ptr, rows, K, GROUP_SIZE: tl.constexpr):
 
 @triton.jit
 def _weight_tile(rows, scales, k0, k_end, row_ok, like, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                 GROUP_SIZE: tl.constexpr, EVICT: tl.constexpr):
+                 GROUP_SIZE: tl.constexpr, EVICT: tl.constexpr, FOLD: tl.constexpr):
     """Columns k0 .. k0 + BLOCK_K - 1 of BLOCK_N weight rows (rows: [BLOCK_N, 1] pointers to their first elements),
     zeros at k >= k_end and in rows not row_ok. GROUP_SIZE 0: as stored (x's dtype, or one-byte codes). int4
     (GROUP_SIZE > 0; k0 a multiple of BLOCK_K, k_end of 8 and of min(BLOCK_K, GROUP_SIZE)): BLOCK_K / 8 words a row
-    unpacked, (c - 8) times the group's scale (scales: _group_scales) in fp32, rounded once to `like`'s dtype."""
+    unpacked, (c - 8) s with the group's scale s (scales: _group_scales) in fp32, in `like`'s dtype: with FOLD (x
+    16-bit) one FMA a weight, (m + c) s - (m + 8) s, its second product rounded (~2^-16 s: under a 16-bit rounding);
+    without, an exact subtraction and one rounding."""
     if GROUP_SIZE == 0:
         ks = k0 + tl.arange(0, BLOCK_K)
         return tl.load(rows + ks[None, :], mask=row_ok[:, None] & (ks[None, :] < k_end), other=0.0,
@@ -156,24 +158,30 @@ def _weight_tile(rows, scales, k0, k_end, row_ok, like, BLOCK_N: tl.constexpr, B
         words = k0 // 8 + tl.arange(0, BLOCK_K // 8)
         packed = tl.load(rows + words[None, :], mask=row_ok[:, None] & (words[None, :] * 8 < k_end), other=0,
                          eviction_policy=EVICT)
-        # code i in bits 4i .. 4i + 3: halves, bytes, then nibbles interleaved (in-thread), least significant first;
-        # the last level's masks clear what the shifts before it left above
+        # code i in bits 4i .. 4i + 3: halves, then bytes interleaved (in registers), least significant first; one
+        # shift puts a byte's even code at bit 15 and its odd one at bit 19, each OR-ed (one LOP3 with its mask) into
+        # the mantissa of a float m whose bit there is worth 1: m + c with no int-to-float conversion (quarter rate).
+        # The masks clear what the shifts before them left above.
         halves = tl.interleave(packed, packed >> 16)
-        bytes_ = tl.interleave(halves, halves >> 8)
-        codes = tl.interleave(bytes_ & 0xF, (bytes_ >> 4) & 0xF)
-        # c OR-ed into the mantissa of 2^23 is the float 2^23 + c: c - 8 by one exact subtraction, no int-to-float
-        # conversion (a quarter-rate instruction); the mask and the OR fuse into one LOP3
-        values = (codes | 0x4B000000).to(tl.float32, bitcast=True) - 8388616.0
-        if BLOCK_K >= GROUP_SIZE:
+        moved = tl.interleave(halves, halves >> 8) << 15
+        even = ((moved & 0x78000) | 0x43800000).to(tl.float32, bitcast=True)  # 256 + c
+        odd = ((moved & 0x780000) | 0x41800000).to(tl.float32, bitcast=True)  # 16 + c
+        HALF: tl.constexpr = BLOCK_K // 2
+        if BLOCK_K >= GROUP_SIZE:  # a scale a group: even / odd lanes j of group j // (GROUP_SIZE / 2)
             groups = k0 // GROUP_SIZE + tl.arange(0, BLOCK_K // GROUP_SIZE)
             scale = tl.load(scales + groups[None, :], mask=row_ok[:, None] & (groups[None, :] * GROUP_SIZE < k_end),
-                            other=0.0)
-            values = values.reshape(BLOCK_N, BLOCK_K // GROUP_SIZE, GROUP_SIZE) * scale.to(tl.float32)[:, :, None]
-            values = values.reshape(BLOCK_N, BLOCK_K)
+                            other=0.0).to(tl.float32)[:, :, None]
+            even = even.reshape(BLOCK_N, BLOCK_K // GROUP_SIZE, GROUP_SIZE // 2)
+            odd = odd.reshape(BLOCK_N, BLOCK_K // GROUP_SIZE, GROUP_SIZE // 2)
         else:
-            scale = tl.load(scales + k0 // GROUP_SIZE, mask=row_ok[:, None] & (k0 < k_end), other=0.0)
-            values = values * scale.to(tl.float32)
-        return values.to(like.dtype)
+            scale = tl.load(scales + k0 // GROUP_SIZE, mask=row_ok[:, None] & (k0 < k_end), other=0.0).to(tl.float32)
+        if FOLD:
+            even = even * scale - 264.0 * scale
+            odd = odd * scale - 24.0 * scale
+        else:
+            even = (even - 264.0) * scale
+            odd = (odd - 24.0) * scale
+        return tl.interleave(even.reshape(BLOCK_N, HALF), odd.reshape(BLOCK_N, HALF)).to(like.dtype)
 
 
 @triton.jit
@@ -212,8 +220,8 @@ def _down_output(row, expert, cols, col_ok, first_range, scale_ptr, bias_ptr, H,
 @triton.jit
 def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I, E, TOP_K, x_stride, we_stride,
                         wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr, SCALED: tl.constexpr,
-                        GROUP_SIZE: tl.constexpr, HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr,
-                        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
+                        GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr,
+                        LIMIT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, column block): reads x_t (H elements, L2 after the first pair of the token), 2 BLOCK_N rows of
     # the pair's expert (2 BLOCK_N H elements: each once; SCALED: one-byte codes and 2 BLOCK_N row scales; int4:
     # half a byte an element and 2 BLOCK_N H / GROUP_SIZE group scales), writes BLOCK_N elements of h. PDL: the launch
@@ -235,10 +243,10 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I,
     for k0 in range(0, H, BLOCK_K):
         ks = k0 + tl.arange(0, BLOCK_K)
         xk = tl.load(x_row + ks, mask=ks < H, other=0.0).to(tl.float32)[None, :]
-        g += _weight_tile(gate_rows, gate_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE,
-                          "evict_first").to(tl.float32) * xk
-        u += _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE,
-                          "evict_first").to(tl.float32) * xk
+        g += _weight_tile(gate_rows, gate_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first",
+                          FOLD).to(tl.float32) * xk
+        u += _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first",
+                          FOLD).to(tl.float32) * xk
     y = _gated(tl.sum(g, axis=1), tl.sum(u, axis=1), expert, cols, col_ok, scale_ptr, bias_ptr, I, ACT, APPROX,
                SCALED, HAS_BIAS, ALPHA, LIMIT)
     tl.store(h_ptr + pair.to(tl.int64) * I + cols, y.to(h_ptr.dtype.element_ty), mask=cols < I)
@@ -247,7 +255,7 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I,
 @triton.jit
 def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, T, H, I, E, TOP_K,
                      k_split, rw_stride, we_stride, wn_stride, out_stride, SCALED: tl.constexpr,
-                     GROUP_SIZE: tl.constexpr, HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr,
+                     GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr,
                      SUM_BATCH: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (token, column block, split of I): for each of the token's k pairs in order, its k-range of h (from L2)
     # and of BLOCK_N down rows of its expert (each element once over the splits; SCALED: one-byte codes and BLOCK_N row
@@ -276,8 +284,8 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr
         for k0 in range(k_start, k_end, BLOCK_K):
             ks = k0 + tl.arange(0, BLOCK_K)
             hk = tl.load(h_row + ks, mask=ks < k_end, other=0.0).to(tl.float32)[None, :]
-            part += _weight_tile(rows, scales, k0, k_end, col_ok, hk, BLOCK_N, BLOCK_K, GROUP_SIZE,
-                                 "evict_first").to(tl.float32) * hk
+            part += _weight_tile(rows, scales, k0, k_end, col_ok, hk, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first",
+                                 FOLD).to(tl.float32) * hk
         acc += weight * _down_output(tl.sum(part, axis=1), expert, cols, col_ok, split == 0, scale_ptr, bias_ptr, H,
                                      SCALED, HAS_BIAS)
     store_split_output(acc[None, :], token + tl.arange(0, 1), cols, T, H, out_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr,
@@ -320,9 +328,9 @@ def _operand(w, like, SCALED: tl.constexpr):
 @triton.jit
 def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, P, H, I, E, TOP_K, x_stride,
                                 we_stride, wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr, SCALED: tl.constexpr,
-                                GROUP_SIZE: tl.constexpr, HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr,
-                                LIMIT: tl.constexpr, PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr,
-                                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
+                                GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, HAS_BIAS: tl.constexpr,
+                                ALPHA: tl.constexpr, LIMIT: tl.constexpr, PRECISION: tl.constexpr, PAIRS: tl.constexpr,
+                                GROUP: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, column block); an owner reads 2 BLOCK_N rows of its expert once (2 BLOCK_N H elements; SCALED:
     # one-byte codes, widened exactly to x's dtype for the dot, and 2 BLOCK_N row scales; int4: half a byte an element
     # and its group scales, dequantized in fp32 and rounded to x's dtype) and its group's x rows (L2 after the first),
@@ -347,8 +355,9 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
                 ks = k0 + tl.arange(0, BLOCK_K)
                 xk = tl.load(x_rows + ks[None, :], mask=valid[:, None] & (ks[None, :] < H), other=0.0)
                 wg = _weight_tile(gate_rows, gate_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE,
-                                  "evict_first")
-                wu = _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
+                                  "evict_first", FOLD)
+                wu = _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first",
+                                  FOLD)
                 g = tl.dot(xk, tl.trans(_operand(wg, xk, SCALED)), g, input_precision=PRECISION)
                 u = tl.dot(xk, tl.trans(_operand(wu, xk, SCALED)), u, input_precision=PRECISION)
             y = _gated(g, u, expert, cols, col_ok, scale_ptr, bias_ptr, I, ACT, APPROX, SCALED, HAS_BIAS, ALPHA,
@@ -360,7 +369,7 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
 @triton.jit
 def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, P, H, I, E,
                              k_split, rw_stride, we_stride, wn_stride, out_stride, TOP_K: tl.constexpr,
-                             SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, HAS_BIAS: tl.constexpr,
+                             SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, HAS_BIAS: tl.constexpr,
                              SPLITS: tl.constexpr, PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr,
                              BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, column block, range of I); an owner reads its expert's BLOCK_N rows over its range once (SCALED:
@@ -389,7 +398,7 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
                     hk = tl.load(h_ptr + member[:, None] * I + ks[None, :], mask=valid[:, None] & (ks[None, :] < k_end),
                                  other=0.0)
                     wd = _weight_tile(rows, scales, k0, k_end, col_ok, hk, BLOCK_N, BLOCK_K, GROUP_SIZE,
-                                      "evict_first")
+                                      "evict_first", FOLD)
                     acc = tl.dot(hk, tl.trans(_operand(wd, hk, SCALED)), acc, input_precision=PRECISION)
             acc = _down_output(acc, expert, cols, col_ok & live, split == 0, scale_ptr, bias_ptr, H, SCALED, HAS_BIAS)
             weight = tl.load(rw_ptr + token * rw_stride + member % TOP_K, mask=valid & live, other=0.0)
@@ -416,9 +425,10 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
 @triton.jit
 def _moe_gate_up_sorted_kernel(x_ptr, slot_pair_ptr, block_expert_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I, E,
                                TOP_K, x_stride, we_stride, wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr,
-                               SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, HAS_BIAS: tl.constexpr,
-                               ALPHA: tl.constexpr, LIMIT: tl.constexpr, PRECISION: tl.constexpr,
-                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                               SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr,
+                               HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr,
+                               PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                               BLOCK_K: tl.constexpr):
     # Program (block of BLOCK_M slots of one expert, BLOCK_N columns of I): reads its pairs' x rows (BLOCK_M H elements:
     # L2 after the first column block) and 2 BLOCK_N H weights of the expert (from HBM once a column block while the
     # expert's blocks run together; SCALED: one-byte codes, widened exactly to x's dtype, and 2 BLOCK_N row scales;
@@ -442,8 +452,8 @@ def _moe_gate_up_sorted_kernel(x_ptr, slot_pair_ptr, block_expert_ptr, w_ptr, sc
         for k0 in range(0, H, BLOCK_K):
             ks = k0 + tl.arange(0, BLOCK_K)
             xk = tl.load(x_rows + ks[None, :], mask=valid[:, None] & (ks[None, :] < H), other=0.0)
-            wg = _weight_tile(gate_rows, gate_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE, "")
-            wu = _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE, "")
+            wg = _weight_tile(gate_rows, gate_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE, "", FOLD)
+            wu = _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE, "", FOLD)
             g = tl.dot(xk, tl.trans(_operand(wg, xk, SCALED)), g, input_precision=PRECISION)
             u = tl.dot(xk, tl.trans(_operand(wu, xk, SCALED)), u, input_precision=PRECISION)
         y = _gated(g, u, expert, cols, col_ok, scale_ptr, bias_ptr, I, ACT, APPROX, SCALED, HAS_BIAS, ALPHA, LIMIT)
@@ -454,7 +464,7 @@ def _moe_gate_up_sorted_kernel(x_ptr, slot_pair_ptr, block_expert_ptr, w_ptr, sc
 @triton.jit
 def _moe_down_sorted_kernel(h_ptr, slot_pair_ptr, block_expert_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, y_ptr, H, I,
                             E, we_stride, wn_stride, SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr,
-                            HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
+                            FOLD: tl.constexpr, HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
                             BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # Program (block of BLOCK_M slots of one expert, BLOCK_N columns of H): reads its pairs' h rows (BLOCK_M I elements,
     # L2 after the first column block) and BLOCK_N I weights of the expert (SCALED: codes and BLOCK_N row scales; int4:
@@ -476,7 +486,7 @@ def _moe_down_sorted_kernel(h_ptr, slot_pair_ptr, block_expert_ptr, rw_ptr, w_pt
             for k0 in range(0, I, BLOCK_K):
                 ks = k0 + tl.arange(0, BLOCK_K)
                 hk = tl.load(h_rows + ks[None, :], mask=valid[:, None] & (ks[None, :] < I), other=0.0)
-                wd = _weight_tile(rows, scales, k0, I, col_ok, hk, BLOCK_N, BLOCK_K, GROUP_SIZE, "")
+                wd = _weight_tile(rows, scales, k0, I, col_ok, hk, BLOCK_N, BLOCK_K, GROUP_SIZE, "", FOLD)
                 acc = tl.dot(hk, tl.trans(_operand(wd, hk, SCALED)), acc, input_precision=PRECISION)
             acc = _down_output(acc, expert, cols, col_ok, True, scale_ptr, bias_ptr, H, SCALED, HAS_BIAS)
             acc = acc * tl.load(rw_ptr + pairs, mask=valid, other=0.0).to(tl.float32)[:, None]
@@ -654,9 +664,11 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     gate_up_scale, down_scale, gate_up_bias, down_bias = (placeholder if t is None else t.contiguous() for t in (
         gate_up_scale, down_scale, gate_up_bias, down_bias))
     swiglu = (float(swiglu_alpha), float(swiglu_limit)) if activation == "swiglu_oai" else (0.0, 0.0)
-    epilogue = dict(SCALED=quantized and not int4, GROUP_SIZE=groups[0], ACT=activation, APPROX=x.is_cuda,
+    fold = x.dtype != torch.float32  # int4 tiles by one FMA a weight (_weight_tile)
+    epilogue = dict(SCALED=quantized and not int4, GROUP_SIZE=groups[0], FOLD=fold, ACT=activation, APPROX=x.is_cuda,
                     HAS_BIAS=gate_up_bias is not placeholder, ALPHA=swiglu[0], LIMIT=swiglu[1])
-    down_format = dict(SCALED=epilogue["SCALED"], GROUP_SIZE=groups[1], HAS_BIAS=down_bias is not placeholder)
+    down_format = dict(SCALED=epilogue["SCALED"], GROUP_SIZE=groups[1], FOLD=fold,
+                       HAS_BIAS=down_bias is not placeholder)
     pdl = pdl_options(x)
     path = _path(T, T * top_k, E, H, I, quantized)
     if path == "sorted":
