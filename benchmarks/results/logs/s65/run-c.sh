@@ -1,6 +1,7 @@
 # Session 65, call c (run-b.sh, the fuller plan, never started: the device refused seven starts and the budget left
-# fits ~200 s). After call a: int4 codes become floats by OR-ing them into 2^23's mantissa (no I2F conversion); a
-# forward's layers share a mask read under inference mode (one host sync a forward). 1. GPU tests: int4 on every path,
+# fits ~200 s). After call a: int4 codes become floats by OR-ing them into a float's mantissa (no I2F conversion; one
+# shift a byte puts its two codes under the magics 256 and 16), scale and offset by one FMA a weight; a forward's
+# layers share a mask read under inference mode (one host sync a forward). 1. GPU tests: int4 on every path,
 # the prefill routes. 2. Registry rows int8 / int4 at decode sizes, same run: predicted int4 1.3-1.8x int8's at one
 # token of Mixtral (call a: 0.88x). 3. gpt-oss-shaped model at 64 / 256 / 2048 tokens: predicted patched faster than
 # stock at 256 now (call a: 10.44 against 8.86 ms, the GPU time 4.07 against 4.90).
