@@ -123,9 +123,10 @@ moe_fp8_types = lambda a: "*fp8e4nv" if a == "w_ptr" else moe_types(a)
 moe_cases = (("bf16", moe_types, 0), ("fp8", moe_fp8_types, 0),
              ("int8", lambda a: "*i8" if a == "w_ptr" else moe_types(a), 0),
              ("int4", lambda a: "*i32" if a == "w_ptr" else moe_types(a), 128))
-(n, k, w), (dn, dk, dw, _) = moe.GATE_UP_LAUNCH, moe.DOWN_LAUNCH
 for codes, types, group_size in moe_cases:
     scaled = codes in ("fp8", "int8")
+    (n, k, w), (dn, dk, dw, _) = ((moe.INT4_GATE_UP_LAUNCH, moe.INT4_DOWN_LAUNCH) if codes == "int4"
+                                  else (moe.GATE_UP_LAUNCH, moe.DOWN_LAUNCH))
     for act, bias, (alpha, limit) in (("silu", False, (0.0, 0.0)), ("swiglu_oai", True, (1.702, 7.0))):  # gpt-oss's
         build(moe._moe_gate_up_kernel, types, dict(ACT=act, APPROX=True, SCALED=scaled, GROUP_SIZE=group_size,
               FOLD=True, HAS_BIAS=bias, ALPHA=alpha, LIMIT=limit, BLOCK_N=n, BLOCK_K=k, PDL=True), w,

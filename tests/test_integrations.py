@@ -455,6 +455,13 @@ def test_prefill_window_reads_only_causal_windowed_masks(elements, monkeypatch):
         finally:
             hf._forward_ends(None, (), None)
         assert not hf._in_forward and _prefill_window(query, key, made) is None
+        model = torch.nn.Identity()
+        hf._forward_begins(model, ())  # a forward that died past its forward hook (KeyboardInterrupt) ...
+        assert _prefill_window(query, key, made) is None and hf._in_forward
+        hf._forward_begins(model, ())  # ... then the model called again: it starts afresh, counted once
+        assert not hf._in_forward
+        hf._forward_ends(model, (), None)
+        assert hf._forwards_running == [0, None] and not hf._in_forward
 
 
 def test_prefill_padded_reads_only_left_padded_causal_masks():

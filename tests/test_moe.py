@@ -185,6 +185,27 @@ def test_quantized_experts(shape, dtype, quant, path):
     assert rel_err(out, moe_experts_reference(x, index, weights, gate_up, down)) < out_tol
 
 
+def test_int4_group_sizes_and_scales(path):
+    """int4 experts with gate_up in groups of 128 (H = 384: the per-pair kernel's 256-wide k-tiles end half past the
+    row) and down in groups of 32, fp16 x with fp16 scales as strided views: as the reference on the same codes and
+    scales; experts of no intermediate width give zeros (their scales: no groups)."""
+    x, index, weights, gate_up, down = _inputs(3, 4, 2, 384, 128, dtype=torch.float16)
+    gu, gu_scale = moe.quantize_experts(gate_up, down, "int4", 128)[:2]
+    dn, dn_scale = moe.quantize_experts(gate_up, down, "int4", 32)[2:]
+    assert gu_scale.shape[-1] == 3 and dn_scale.shape[-1] == 4
+    gu_scale, dn_scale = (torch.zeros(*t.shape[:2], 2 * t.shape[2], device=DEVICE, dtype=torch.float16)[..., ::2]
+                          .copy_(t) for t in (gu_scale, dn_scale))
+    assert not gu_scale.is_contiguous()
+    out = rooftop.moe_experts(x, index, weights, gu, dn, "gelu", gate_up_scale=gu_scale, down_scale=dn_scale)
+    ref = moe_experts_reference(x, index, weights, gu, dn, "gelu", gu_scale, dn_scale)
+    assert rel_err(out, ref) < TOL[torch.float16]
+    x, index, weights, gate_up, down = _inputs(2, 4, 2, 64, 0)
+    gu, gu_scale, dn, dn_scale = moe.quantize_experts(gate_up, down, "int4", 32)
+    assert dn_scale.shape == (4, 64, 0) and moe.dequantize_experts(dn, dn_scale).shape == (4, 64, 0)
+    assert torch.equal(rooftop.moe_experts(x, index, weights, gu, dn, gate_up_scale=gu_scale, down_scale=dn_scale),
+                       torch.zeros_like(x))
+
+
 def test_quantized_bad_input():
     x, index, weights, gate_up, down = _inputs(2, 4, 2, 64, 48)
     with pytest.raises(ValueError, match="quant"):

@@ -592,13 +592,21 @@ _per_mask: dict[tuple, tuple] = {}  # (what, id of a mask, ...) -> (weak referen
 # Masks made under torch.inference_mode have no version counter: what is read from one is kept only while a patched
 # model's forward runs (its hooks: _forward_begins / _forward_ends), for the layers of that forward.
 _in_forward: dict[tuple, tuple] = {}  # (what, id of a mask, ...) -> (the mask, what it gives)
-_forwards_running = [0]
+_forwards_running = [0, None]  # patched forwards running, the outermost one's module
 
 
 def _forward_begins(module, args) -> None:
-    """A patched model's forward pre-hook (patch_model)."""
-    if not torch.compiler.is_compiling():
-        _forwards_running[0] += 1
+    """A patched model's forward pre-hook (patch_model): every forward starts with nothing kept (a nested one drops
+    its caller's: read again, not wrong). The outermost module beginning again while it runs means its forward died
+    past the forward hook (KeyboardInterrupt and other BaseExceptions skip always_call hooks): the count restarts."""
+    if torch.compiler.is_compiling():
+        return
+    _in_forward.clear()
+    if _forwards_running[0] and _forwards_running[1] is module:
+        _forwards_running[0] = 0
+    if not _forwards_running[0]:
+        _forwards_running[1] = module
+    _forwards_running[0] += 1
 
 
 def _forward_ends(module, args, output) -> None:
@@ -607,6 +615,7 @@ def _forward_ends(module, args, output) -> None:
         _forwards_running[0] = max(0, _forwards_running[0] - 1)
         if not _forwards_running[0]:
             _in_forward.clear()
+            _forwards_running[1] = None
 
 
 def _once_per_mask(key: tuple, mask: torch.Tensor, compute):
@@ -622,6 +631,8 @@ def _once_per_mask(key: tuple, mask: torch.Tensor, compute):
         kept = _in_forward.get(key)
         if kept is not None and kept[0] is mask:
             return kept[1]
+        if len(_in_forward) > 64:  # a forward reads a few masks; more: bounded
+            _in_forward.clear()
         _in_forward[key] = (mask, compute())
         return _in_forward[key][1]
     kept = _per_mask.get(key)
@@ -738,7 +749,7 @@ def _prefill_padded(query, key, mask, additive=False) -> _Padded | None:
     its queries past the padding, i' = i + n - Sq >= p_b, sees exactly the keys [max(p_b, i' - left), i'] (left None:
     unbounded), else None. The padding's own query rows are not read (their outputs: zeros, where stock's are
     whatever SDPA makes of an empty row; nothing past them reads them). One host sync a mask (its layers share it;
-    made under inference mode: a layer), as _prefill_window's; under CUDA graph capture or torch.compile None."""
+    _once_per_mask), as _prefill_window's; under CUDA graph capture or torch.compile None."""
     if not _readable_prefill_mask(query, key, mask, additive, (query.shape[0],)):
         return None
     B, _, Sq, _ = query.shape
