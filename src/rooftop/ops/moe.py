@@ -493,21 +493,25 @@ def _moe_down_sorted_kernel(h_ptr, slot_pair_ptr, block_expert_ptr, rw_ptr, w_pt
         tl.store(y_ptr + pairs[:, None] * H + cols[None, :], acc, mask=valid[:, None] & col_ok[None, :])
 
 
-def _path(tokens: int, pairs: int, E: int, H: int, I: int, quantized: bool) -> str:
+def _path(tokens: int, pairs: int, E: int, H: int, I: int, quantized: bool, int4: bool = False) -> str:
     """The path that takes a call (module docstring): "grouped" where _takes_grouped, else "per-pair" up to
     MOE_MAX_TOKENS tokens and "sorted" past them."""
-    if _takes_grouped(pairs, E, H, I, quantized):
+    if _takes_grouped(pairs, E, H, I, quantized, int4):
         return "grouped"
     return "per-pair" if tokens <= MOE_MAX_TOKENS else "sorted"
 
 
-def _takes_grouped(pairs: int, E: int, H: int, I: int, quantized: bool) -> bool:
+def _takes_grouped(pairs: int, E: int, H: int, I: int, quantized: bool, int4: bool = False) -> bool:
     """Whether a call of `pairs` (token, expert) pairs takes the grouped path (module docstring). Quantized experts only
     where the pairs can cover every expert: at one and two tokens of Mixtral's fp8 experts the grouped kernels ran 5-7%
     behind a pair a program (H100, session 62; their launch is bf16's, its k-tiles half the bytes). Not where the
     experts' mean run passes a GROUP (an owner's passes run one after another): 128 tokens of Mixtral's (runs of 32)
-    took 2.34 ms there against the sorted path's 1.15, 32 tokens (runs of 8) 0.98 against 1.06 (H100, session 64)."""
-    return pairs <= min(PAIRS_MAX, GROUP * E) and (pairs >= E or (H * I >= GROUPED_MIN_EXPERT and not quantized))
+    took 2.34 ms there against the sorted path's 1.15, 32 tokens (runs of 8) 0.98 against 1.06 (H100, session 64).
+    int4 experts never: their grouped kernels ran at 18% of the floor (H200, session 65: 4 / 8 tokens of Mixtral's
+    0.97 ms, 2.1x int8's; 16 of Qwen3's 0.47, 1.9x), where a pair a program took 0.28 ms for 2 tokens of Mixtral's
+    and 0.13 for 8 of Qwen3's (round-robin routing: the same bytes at 4 and 16 tokens, twice as many pairs)."""
+    return not int4 and pairs <= min(PAIRS_MAX, GROUP * E) and (
+        pairs >= E or (H * I >= GROUPED_MIN_EXPERT and not quantized))
 
 
 def _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale=None, down_scale=None,
@@ -673,7 +677,7 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     down_format = dict(SCALED=epilogue["SCALED"], GROUP_SIZE=groups[1], FOLD=fold,
                        HAS_BIAS=down_bias is not placeholder)
     pdl = pdl_options(x)
-    path = _path(T, T * top_k, E, H, I, quantized)
+    path = _path(T, T * top_k, E, H, I, quantized, int4)
     if path == "sorted":
         return _moe_experts_sorted(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias, down_bias,
                                    h, out, epilogue, down_format)
