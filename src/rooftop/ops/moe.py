@@ -47,7 +47,7 @@ first pair routed to an expert (its "owner") does the work of all its pairs, the
   (deterministic) and writes out[t, cols].
 It runs where the step's pairs can cover every expert (k T >= E: past it some must share one) or where an expert is
 large enough that its fixed costs (the index scan, the partials) do not show (H I >= GROUPED_MIN_EXPERT; unquantized
-experts only): on an H100 (session 62) 8-16
+experts only), never for int4 experts (_takes_grouped): on an H100 (session 62) 8-16
 tokens of Mixtral-8x7B's experts at 100% of the once-an-expert floor against 51-82% a pair a program, one token 1.10x;
 at Qwen3-30B-A3B's (768-wide experts) 2-8 tokens 2-15% slower than a pair a program where they share no expert.
 The sorted path takes prefills (past MOE_MAX_TOKENS tokens where the grouped path does not): many tokens an expert, a
