@@ -12,9 +12,10 @@ loops); the split down kernel (4 an SM) ahead of 1 at one token; several x the l
 down kernel, the token's pairs inside the k loop, won nowhere: removed in session 62.)
 --quant fp8|int8 (session 61): launches for the quantized experts (k-tiles of 256-1024 one-byte codes a row; session
 62 on an H100: the bf16 experts' launch within 4% of the best, so one launch serves both) beside the eager loop (each
-expert hit dequantized), no other peer. --quant int4 (session 65): k-tiles of 256-2048 codes a row (half a byte each:
+expert hit dequantized), no other peer. --quant int4 (session 65): k-tiles of 256-1024 codes a row (half a byte each:
 the shipped 256 moves a quarter of bf16's bytes a k-step; set as INT4_GATE_UP_LAUNCH / INT4_DOWN_LAUNCH), group scales
-of 128.
+of 128; since session 66 a thread sums 32 codes a chunk before their scale (offline sm_90: 72 registers at 8 x 256 on
+2 warps, 126 with two chunks or two rows a thread).
 Writes OUT/exp-moe-launch[-QUANT].json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT
 [--quick] [--quant fp8|int8|int4]
 """
@@ -32,7 +33,7 @@ from rooftop.ops._support import clear_plans
 
 LAUNCHES = ((16, 256, 4), (32, 128, 4), (8, 512, 2), (16, 512, 4), (32, 256, 8), (8, 256, 2), (16, 128, 2))
 QUANT_LAUNCHES = ((8, 512, 4), (8, 512, 2), (16, 512, 4), (8, 256, 2), (8, 1024, 4), (16, 256, 4))
-INT4_LAUNCHES = ((8, 256, 2), (8, 512, 2), (8, 1024, 4), (8, 1024, 8), (4, 1024, 2), (16, 512, 4), (4, 2048, 4))
+INT4_LAUNCHES = ((8, 256, 2), (8, 512, 2), (16, 256, 2), (16, 512, 4), (8, 1024, 8), (8, 1024, 4), (32, 256, 4))
 PER_SM = (1, 4)  # the down kernel's programs an SM: I split to make them (1: few splits, or none)
 CASES = ((1, 8, 2, 4096, 14336), (4, 8, 2, 4096, 14336), (1, 128, 8, 2048, 768), (4, 128, 8, 2048, 768))
 

@@ -79,7 +79,7 @@ from rooftop.ops._support import (FLOAT_DTYPES, QUANT_FORMATS, arrival_counters,
                                   pdl_options, planned, provided, quantize_rows_reference, runs_kernel,
                                   store_split_output, torch_op)
 from rooftop.ops.activations import _ACT_F64, _activate, _divide
-from rooftop.ops.quant_matmul import GROUP_SIZES, quantize_weight
+from rooftop.ops.quant_matmul import GROUP_SIZES, MAGIC15, quantize_weight
 from rooftop.roofline import Cost
 
 ACTIVATIONS = ("silu", "gelu", "gelu_tanh", "swiglu_oai")
@@ -142,7 +142,21 @@ def _group_scales(scale_ptr, rows, K, GROUP_SIZE: tl.constexpr):
 
 
 @triton.jit
-def _weight_tile(rows, scales, k0, k_end, row_ok, like, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+def _magic_codes(packed, magic15):
+    """int4 words [..., W] (code i in bits 4i .. 4i + 3) as floats m + c: (even, odd) [..., 4 W], the codes of
+    elements 2j (m = 256) and 2j + 1 (m = 16) of the words' 8 W. Halves, then bytes interleaved (in registers), least
+    significant first; one shift puts a byte's even code at bit 15 and its odd one at bit 19, each OR-ed (one LOP3
+    with its mask) into the mantissa of a float m whose bit there is worth 1: no int-to-float conversion (quarter
+    rate). The masks clear what the shifts before them left above. magic15: the bits of 256.0 (MAGIC15) as a kernel
+    argument, a register: with two constants ptxas spends two LOP3 a code."""
+    halves = tl.interleave(packed, packed >> 16)
+    moved = tl.interleave(halves, halves >> 8) << 15
+    return (((moved & 0x78000) | magic15).to(tl.float32, bitcast=True),
+            ((moved & 0x780000) | (magic15 - 0x02000000)).to(tl.float32, bitcast=True))  # 16.0
+
+
+@triton.jit
+def _weight_tile(rows, scales, k0, k_end, row_ok, like, magic15, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                  GROUP_SIZE: tl.constexpr, EVICT: tl.constexpr, FOLD: tl.constexpr):
     """Columns k0 .. k0 + BLOCK_K - 1 of BLOCK_N weight rows (rows: [BLOCK_N, 1] pointers to their first elements),
     zeros at k >= k_end and in rows not row_ok. GROUP_SIZE 0: as stored (x's dtype, or one-byte codes). int4
@@ -158,14 +172,7 @@ def _weight_tile(rows, scales, k0, k_end, row_ok, like, BLOCK_N: tl.constexpr, B
         words = k0 // 8 + tl.arange(0, BLOCK_K // 8)
         packed = tl.load(rows + words[None, :], mask=row_ok[:, None] & (words[None, :] * 8 < k_end), other=0,
                          eviction_policy=EVICT)
-        # code i in bits 4i .. 4i + 3: halves, then bytes interleaved (in registers), least significant first; one
-        # shift puts a byte's even code at bit 15 and its odd one at bit 19, each OR-ed (one LOP3 with its mask) into
-        # the mantissa of a float m whose bit there is worth 1: m + c with no int-to-float conversion (quarter rate).
-        # The masks clear what the shifts before them left above.
-        halves = tl.interleave(packed, packed >> 16)
-        moved = tl.interleave(halves, halves >> 8) << 15
-        even = ((moved & 0x78000) | 0x43800000).to(tl.float32, bitcast=True)  # 256 + c
-        odd = ((moved & 0x780000) | 0x41800000).to(tl.float32, bitcast=True)  # 16 + c
+        even, odd = _magic_codes(packed, magic15)
         HALF: tl.constexpr = BLOCK_K // 2
         if BLOCK_K >= GROUP_SIZE:  # a scale a group: even / odd lanes j of group j // (GROUP_SIZE / 2)
             groups = k0 // GROUP_SIZE + tl.arange(0, BLOCK_K // GROUP_SIZE)
@@ -182,6 +189,47 @@ def _weight_tile(rows, scales, k0, k_end, row_ok, like, BLOCK_N: tl.constexpr, B
             even = (even - 264.0) * scale
             odd = (odd - 24.0) * scale
         return tl.interleave(even.reshape(BLOCK_N, HALF), odd.reshape(BLOCK_N, HALF)).to(like.dtype)
+
+
+@triton.jit
+def _x_chunks(xk, BLOCK_K: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr):
+    """x's k-tile xk [BLOCK_K] (fp32) as `_row_products` takes it: ([1, BLOCK_K], 0); int4 (GROUP_SIZE > 0): x as
+    [1, BLOCK_K / 32, 32] and, with FOLD (x 16-bit), the magics' offsets summed over each chunk of 32, sum (m + 8) x
+    with m of _magic_codes ([1, BLOCK_K / 32]), shared by every row the tile multiplies."""
+    if GROUP_SIZE == 0:
+        return xk[None, :], 0.0
+    else:
+        x = xk.reshape(1, BLOCK_K // 32, 32)
+        if FOLD:
+            offsets = tl.where(tl.arange(0, 32) % 2 == 0, 264.0, 24.0)
+            return x, tl.sum(x * offsets[None, None, :], axis=2)
+        else:
+            return x, 0.0
+
+
+@triton.jit
+def _row_products(rows, scales, k0, k_end, row_ok, x, x_offsets, magic15, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr, GROUP_SIZE: tl.constexpr, EVICT: tl.constexpr, FOLD: tl.constexpr):
+    """The per-pair kernels' products of a k-tile of BLOCK_N weight rows (_weight_tile's arguments) with x's
+    (`_x_chunks`), in fp32, summed over their last axis at the end of the row: [BLOCK_N, BLOCK_K] products (one-byte
+    codes unscaled); int4 (k0 a multiple of BLOCK_K, k_end of 32): [BLOCK_N, BLOCK_K / 32] sums of (c - 8) s x over
+    chunks of 32 codes (four words: one 16-byte load, in one group), times the group's scale once a chunk. With FOLD
+    (x 16-bit) the codes read as m + c times x, one FMA a weight, less the offsets' sum (x_offsets: its rounding,
+    ~2^-24 of 264 |x| a term, stays under a 16-bit output's); without, m + 8 is subtracted from each (exact)."""
+    if GROUP_SIZE == 0:
+        return _weight_tile(rows, scales, k0, k_end, row_ok, x, magic15, BLOCK_N, BLOCK_K, 0, EVICT,
+                            False).to(tl.float32) * x
+    else:
+        chunks = k0 // 32 + tl.arange(0, BLOCK_K // 32)
+        live = row_ok[:, None] & (chunks[None, :] * 32 < k_end)
+        words = chunks[None, :, None] * 4 + tl.arange(0, 4)[None, None, :]
+        packed = tl.load(rows[:, :, None] + words, mask=live[:, :, None], other=0, eviction_policy=EVICT)
+        even, odd = _magic_codes(packed, magic15)
+        scale = tl.load(scales + chunks[None, :] * 32 // GROUP_SIZE, mask=live, other=0.0).to(tl.float32)
+        if FOLD:
+            return scale * (tl.sum(tl.interleave(even, odd) * x, axis=2) - x_offsets)
+        else:
+            return scale * tl.sum(tl.interleave(even - 264.0, odd - 24.0) * x, axis=2)
 
 
 @triton.jit
@@ -219,7 +267,7 @@ def _down_output(row, expert, cols, col_ok, first_range, scale_ptr, bias_ptr, H,
 
 @triton.jit
 def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I, E, TOP_K, x_stride, we_stride,
-                        wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr, SCALED: tl.constexpr,
+                        wn_stride, magic15, ACT: tl.constexpr, APPROX: tl.constexpr, SCALED: tl.constexpr,
                         GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr,
                         LIMIT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, column block): reads x_t (H elements, L2 after the first pair of the token), 2 BLOCK_N rows of
@@ -238,15 +286,17 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I,
     gate_scales = _group_scales(scale_ptr, expert * 2 * I + cols, H, GROUP_SIZE)
     up_scales = _group_scales(scale_ptr, expert * 2 * I + I + cols, H, GROUP_SIZE)
     x_row = x_ptr + (pair // TOP_K).to(tl.int64) * x_stride
-    g = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)
-    u = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)
+    LANES: tl.constexpr = BLOCK_K // 32 if GROUP_SIZE > 0 else BLOCK_K  # _row_products' sums a row
+    g = tl.zeros([BLOCK_N, LANES], tl.float32)
+    u = tl.zeros([BLOCK_N, LANES], tl.float32)
     for k0 in range(0, H, BLOCK_K):
         ks = k0 + tl.arange(0, BLOCK_K)
-        xk = tl.load(x_row + ks, mask=ks < H, other=0.0).to(tl.float32)[None, :]
-        g += _weight_tile(gate_rows, gate_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first",
-                          FOLD).to(tl.float32) * xk
-        u += _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first",
-                          FOLD).to(tl.float32) * xk
+        xk, x_offsets = _x_chunks(tl.load(x_row + ks, mask=ks < H, other=0.0).to(tl.float32), BLOCK_K, GROUP_SIZE,
+                                  FOLD)
+        g += _row_products(gate_rows, gate_scales, k0, H, col_ok, xk, x_offsets, magic15, BLOCK_N, BLOCK_K,
+                           GROUP_SIZE, "evict_first", FOLD)
+        u += _row_products(up_rows, up_scales, k0, H, col_ok, xk, x_offsets, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE,
+                           "evict_first", FOLD)
     y = _gated(tl.sum(g, axis=1), tl.sum(u, axis=1), expert, cols, col_ok, scale_ptr, bias_ptr, I, ACT, APPROX,
                SCALED, HAS_BIAS, ALPHA, LIMIT)
     tl.store(h_ptr + pair.to(tl.int64) * I + cols, y.to(h_ptr.dtype.element_ty), mask=cols < I)
@@ -254,7 +304,7 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I,
 
 @triton.jit
 def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, T, H, I, E, TOP_K,
-                     k_split, rw_stride, we_stride, wn_stride, out_stride, SCALED: tl.constexpr,
+                     k_split, rw_stride, we_stride, wn_stride, out_stride, magic15, SCALED: tl.constexpr,
                      GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr,
                      SUM_BATCH: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (token, column block, split of I): for each of the token's k pairs in order, its k-range of h (from L2)
@@ -269,6 +319,7 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     k_start = split * k_split
     k_end = tl.minimum(k_start + k_split, I)
+    LANES: tl.constexpr = BLOCK_K // 32 if GROUP_SIZE > 0 else BLOCK_K  # _row_products' sums a row
     acc = tl.zeros([BLOCK_N], tl.float32)
     for j in range(0, TOP_K):
         pair = token * TOP_K + j
@@ -280,12 +331,13 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr
         rows = w_ptr + expert * we_stride + cols.to(tl.int64)[:, None] * wn_stride
         scales = _group_scales(scale_ptr, expert * H + cols, I, GROUP_SIZE)
         h_row = h_ptr + pair.to(tl.int64) * I
-        part = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)
+        part = tl.zeros([BLOCK_N, LANES], tl.float32)
         for k0 in range(k_start, k_end, BLOCK_K):
             ks = k0 + tl.arange(0, BLOCK_K)
-            hk = tl.load(h_row + ks, mask=ks < k_end, other=0.0).to(tl.float32)[None, :]
-            part += _weight_tile(rows, scales, k0, k_end, col_ok, hk, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first",
-                                 FOLD).to(tl.float32) * hk
+            hk, h_offsets = _x_chunks(tl.load(h_row + ks, mask=ks < k_end, other=0.0).to(tl.float32), BLOCK_K,
+                                      GROUP_SIZE, FOLD)
+            part += _row_products(rows, scales, k0, k_end, col_ok, hk, h_offsets, magic15, BLOCK_N, BLOCK_K,
+                                  GROUP_SIZE, "evict_first", FOLD)
         acc += weight * _down_output(tl.sum(part, axis=1), expert, cols, col_ok, split == 0, scale_ptr, bias_ptr, H,
                                      SCALED, HAS_BIAS)
     store_split_output(acc[None, :], token + tl.arange(0, 1), cols, T, H, out_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr,
@@ -327,10 +379,11 @@ def _operand(w, like, SCALED: tl.constexpr):
 
 @triton.jit
 def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, P, H, I, E, TOP_K, x_stride,
-                                we_stride, wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr, SCALED: tl.constexpr,
-                                GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, HAS_BIAS: tl.constexpr,
-                                ALPHA: tl.constexpr, LIMIT: tl.constexpr, PRECISION: tl.constexpr, PAIRS: tl.constexpr,
-                                GROUP: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
+                                we_stride, wn_stride, magic15, ACT: tl.constexpr, APPROX: tl.constexpr,
+                                SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr,
+                                HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr,
+                                PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr,
+                                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, column block); an owner reads 2 BLOCK_N rows of its expert once (2 BLOCK_N H elements; SCALED:
     # one-byte codes, widened exactly to x's dtype for the dot, and 2 BLOCK_N row scales; int4: half a byte an element
     # and its group scales, dequantized in fp32 and rounded to x's dtype) and its group's x rows (L2 after the first),
@@ -354,10 +407,10 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
             for k0 in range(0, H, BLOCK_K):
                 ks = k0 + tl.arange(0, BLOCK_K)
                 xk = tl.load(x_rows + ks[None, :], mask=valid[:, None] & (ks[None, :] < H), other=0.0)
-                wg = _weight_tile(gate_rows, gate_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE,
+                wg = _weight_tile(gate_rows, gate_scales, k0, H, col_ok, xk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE,
                                   "evict_first", FOLD)
-                wu = _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first",
-                                  FOLD)
+                wu = _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE,
+                                  "evict_first", FOLD)
                 g = tl.dot(xk, tl.trans(_operand(wg, xk, SCALED)), g, input_precision=PRECISION)
                 u = tl.dot(xk, tl.trans(_operand(wu, xk, SCALED)), u, input_precision=PRECISION)
             y = _gated(g, u, expert, cols, col_ok, scale_ptr, bias_ptr, I, ACT, APPROX, SCALED, HAS_BIAS, ALPHA,
@@ -368,7 +421,7 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
 
 @triton.jit
 def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, P, H, I, E,
-                             k_split, rw_stride, we_stride, wn_stride, out_stride, TOP_K: tl.constexpr,
+                             k_split, rw_stride, we_stride, wn_stride, out_stride, magic15, TOP_K: tl.constexpr,
                              SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, HAS_BIAS: tl.constexpr,
                              SPLITS: tl.constexpr, PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr,
                              BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
@@ -397,7 +450,7 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
                     ks = k0 + tl.arange(0, BLOCK_K)
                     hk = tl.load(h_ptr + member[:, None] * I + ks[None, :], mask=valid[:, None] & (ks[None, :] < k_end),
                                  other=0.0)
-                    wd = _weight_tile(rows, scales, k0, k_end, col_ok, hk, BLOCK_N, BLOCK_K, GROUP_SIZE,
+                    wd = _weight_tile(rows, scales, k0, k_end, col_ok, hk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE,
                                       "evict_first", FOLD)
                     acc = tl.dot(hk, tl.trans(_operand(wd, hk, SCALED)), acc, input_precision=PRECISION)
             acc = _down_output(acc, expert, cols, col_ok & live, split == 0, scale_ptr, bias_ptr, H, SCALED, HAS_BIAS)
@@ -424,7 +477,7 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
 
 @triton.jit
 def _moe_gate_up_sorted_kernel(x_ptr, slot_pair_ptr, block_expert_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I, E,
-                               TOP_K, x_stride, we_stride, wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr,
+                               TOP_K, x_stride, we_stride, wn_stride, magic15, ACT: tl.constexpr, APPROX: tl.constexpr,
                                SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr,
                                HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr,
                                PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -452,8 +505,9 @@ def _moe_gate_up_sorted_kernel(x_ptr, slot_pair_ptr, block_expert_ptr, w_ptr, sc
         for k0 in range(0, H, BLOCK_K):
             ks = k0 + tl.arange(0, BLOCK_K)
             xk = tl.load(x_rows + ks[None, :], mask=valid[:, None] & (ks[None, :] < H), other=0.0)
-            wg = _weight_tile(gate_rows, gate_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE, "", FOLD)
-            wu = _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, BLOCK_N, BLOCK_K, GROUP_SIZE, "", FOLD)
+            wg = _weight_tile(gate_rows, gate_scales, k0, H, col_ok, xk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE, "",
+                              FOLD)
+            wu = _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE, "", FOLD)
             g = tl.dot(xk, tl.trans(_operand(wg, xk, SCALED)), g, input_precision=PRECISION)
             u = tl.dot(xk, tl.trans(_operand(wu, xk, SCALED)), u, input_precision=PRECISION)
         y = _gated(g, u, expert, cols, col_ok, scale_ptr, bias_ptr, I, ACT, APPROX, SCALED, HAS_BIAS, ALPHA, LIMIT)
@@ -463,7 +517,7 @@ def _moe_gate_up_sorted_kernel(x_ptr, slot_pair_ptr, block_expert_ptr, w_ptr, sc
 
 @triton.jit
 def _moe_down_sorted_kernel(h_ptr, slot_pair_ptr, block_expert_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, y_ptr, H, I,
-                            E, we_stride, wn_stride, SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr,
+                            E, we_stride, wn_stride, magic15, SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr,
                             FOLD: tl.constexpr, HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
                             BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # Program (block of BLOCK_M slots of one expert, BLOCK_N columns of H): reads its pairs' h rows (BLOCK_M I elements,
@@ -486,7 +540,7 @@ def _moe_down_sorted_kernel(h_ptr, slot_pair_ptr, block_expert_ptr, rw_ptr, w_pt
             for k0 in range(0, I, BLOCK_K):
                 ks = k0 + tl.arange(0, BLOCK_K)
                 hk = tl.load(h_rows + ks[None, :], mask=valid[:, None] & (ks[None, :] < I), other=0.0)
-                wd = _weight_tile(rows, scales, k0, I, col_ok, hk, BLOCK_N, BLOCK_K, GROUP_SIZE, "", FOLD)
+                wd = _weight_tile(rows, scales, k0, I, col_ok, hk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE, "", FOLD)
                 acc = tl.dot(hk, tl.trans(_operand(wd, hk, SCALED)), acc, input_precision=PRECISION)
             acc = _down_output(acc, expert, cols, col_ok, True, scale_ptr, bias_ptr, H, SCALED, HAS_BIAS)
             acc = acc * tl.load(rw_ptr + pairs, mask=valid, other=0.0).to(tl.float32)[:, None]
@@ -672,9 +726,9 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
         gate_up_scale, down_scale, gate_up_bias, down_bias))
     swiglu = (float(swiglu_alpha), float(swiglu_limit)) if activation == "swiglu_oai" else (0.0, 0.0)
     fold = x.dtype != torch.float32  # int4 tiles by one FMA a weight (_weight_tile)
-    epilogue = dict(SCALED=quantized and not int4, GROUP_SIZE=groups[0], FOLD=fold, ACT=activation, APPROX=x.is_cuda,
-                    HAS_BIAS=gate_up_bias is not placeholder, ALPHA=swiglu[0], LIMIT=swiglu[1])
-    down_format = dict(SCALED=epilogue["SCALED"], GROUP_SIZE=groups[1], FOLD=fold,
+    epilogue = dict(magic15=MAGIC15, SCALED=quantized and not int4, GROUP_SIZE=groups[0], FOLD=fold, ACT=activation,
+                    APPROX=x.is_cuda, HAS_BIAS=gate_up_bias is not placeholder, ALPHA=swiglu[0], LIMIT=swiglu[1])
+    down_format = dict(magic15=MAGIC15, SCALED=epilogue["SCALED"], GROUP_SIZE=groups[1], FOLD=fold,
                        HAS_BIAS=down_bias is not placeholder)
     pdl = pdl_options(x)
     path = _path(T, T * top_k, E, H, I, quantized, int4)
