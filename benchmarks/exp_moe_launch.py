@@ -16,8 +16,9 @@ expert hit dequantized), no other peer. --quant int4 (session 65): k-tiles of 25
 the shipped 256 moves a quarter of bf16's bytes a k-step; set as INT4_GATE_UP_LAUNCH / INT4_DOWN_LAUNCH), group scales
 of 128; since session 66 a thread sums 32 codes a chunk before their scale (offline sm_90: 72 registers at 8 x 256 on
 2 warps, 126 with two chunks or two rows a thread).
-Writes OUT/exp-moe-launch[-QUANT].json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT
-[--quick] [--quant fp8|int8|int4]
+--launches (gate / up's "NxKxW", or "NxKxW/NxKxW" with down's after the slash) and --per-sm (down's programs an SM)
+replace the lists. Writes OUT/exp-moe-launch[-QUANT].json. Usage: PYTHONPATH=src:benchmarks python
+benchmarks/exp_moe_launch.py OUT [--quick] [--quant fp8|int8|int4] [--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16]
 """
 import argparse
 import json
@@ -43,12 +44,19 @@ def main():
     parser.add_argument("out")
     parser.add_argument("--quick", action="store_true", help="the shipped launch, one token of each model")
     parser.add_argument("--quant", choices=list(moe.EXPERT_QUANTS), help="the quantized experts' launches")
+    parser.add_argument("--launches", help="these launches only",
+                        type=lambda v: [tuple(tuple(map(int, half.split("x"))) for half in item.split("/"))
+                                        for item in v.split(",")])
+    parser.add_argument("--per-sm", type=lambda v: tuple(map(int, v.split(","))), help="these down programs an SM")
     args = parser.parse_args()
     names = ("INT4_GATE_UP_LAUNCH", "INT4_DOWN_LAUNCH") if args.quant == "int4" else ("GATE_UP_LAUNCH", "DOWN_LAUNCH")
     shipped = tuple(getattr(moe, name) for name in names)
     launches, per_sms, cases = ((shipped[:1], (shipped[1][3],), CASES[::2]) if args.quick
                                 else ({None: LAUNCHES, "int4": INT4_LAUNCHES}.get(args.quant, QUANT_LAUNCHES),
                                       PER_SM, CASES))
+    launches = [(launch, launch) if isinstance(launch[0], int) else (launch[0], launch[-1])
+                for launch in args.launches or launches]  # (gate / up's, down's)
+    per_sms = args.per_sm or per_sms
     spec = registry.get(f"moe_experts_{args.quant}" if args.quant else "moe_experts")
     copy_gbps = measure_ceilings().copy_GBps
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
@@ -67,13 +75,14 @@ def main():
             print(f"{'x'.join(map(str, shape)):22s} {provider:22s} {us:8.1f} us {pct:5.1f}% of copy  err {err:.1e}",
                   flush=True)
 
-        for launch in launches:
+        for gate_up, down in launches:
             for per_sm in per_sms:
-                setattr(moe, names[0], launch)
-                setattr(moe, names[1], (*launch, per_sm))
+                setattr(moe, names[0], gate_up)
+                setattr(moe, names[1], (*down, per_sm))
                 clear_plans()
                 out = spec.run(*sets[0])
-                record("rooftop n{}k{}w{}p{}".format(*launch, per_sm),
+                record("rooftop n{}k{}w{}".format(*gate_up) + ("" if down == gate_up else "/n{}k{}w{}".format(*down))
+                       + f"p{per_sm}",
                        graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=20), out)
         if args.quant:
             record("eager loop", bench_ms(lambda: spec.eager(*sets[0])) * 1e3, spec.eager(*sets[0]))
