@@ -12,7 +12,9 @@ the grouped path's calls the sorted path takes them, exp_moe_prefill.py); --quan
 at 1-2 tokens of Mixtral fp8 5-7% behind a pair a program with bf16's launch, whose k-tiles read half the bytes; wider
 ones are the candidates).
 Also each path with and without PDL between its kernels (session 62: launched so where ROW_PDL, not yet timed).
-Usage: PYTHONPATH=src python benchmarks/exp_moe_grouped.py OUT [--tokens 1,2,4,8,16] [--quant fp8|int8]
+--quant int4 (session 66): words with group scales of 128 (the grouped path is never taken for them since session 65).
+--quick: round-robin routing, a pair a program against the shipped grouped launch only.
+Usage: PYTHONPATH=src python benchmarks/exp_moe_grouped.py OUT [--tokens 1,2,4,8,16] [--quant fp8|int8|int4] [--quick]
 """
 import argparse
 import json
@@ -59,7 +61,8 @@ def main():
     parser.add_argument("out")
     parser.add_argument("--tokens", type=lambda v: [int(t) for t in v.split(",")], default=[1, 2, 4, 8, 16],
                         help="tokens a step (those over PAIRS_MAX pairs left out)")
-    parser.add_argument("--quant", choices=list(moe.EXPERT_QUANTS), help="the experts as one-byte codes")
+    parser.add_argument("--quant", choices=list(moe.EXPERT_QUANTS), help="the experts as codes")
+    parser.add_argument("--quick", action="store_true", help="round-robin; a pair a program and the shipped launch")
     args = parser.parse_args()
     copy_gbps = measure_ceilings().copy_GBps
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
@@ -68,7 +71,7 @@ def main():
     rows = []
     for E, k, H, I in MODELS:
         for T in (t for t in args.tokens if t * k <= moe.PAIRS_MAX):
-            for routing in ("round-robin", "random"):
+            for routing in ("round-robin",) if args.quick else ("round-robin", "random"):
                 g = torch.Generator("cuda").manual_seed(T)
                 gate_up = torch.randn(E, 2 * I, H, device="cuda", dtype=torch.bfloat16) * H ** -0.5
                 down = torch.randn(E, H, I, device="cuda", dtype=torch.bfloat16) * I ** -0.5
@@ -76,7 +79,7 @@ def main():
                 if args.quant:  # codes; the scales ride along as moe_experts' positional arguments
                     gate_up, gate_up_scale, down, down_scale = moe.quantize_experts(gate_up, down, args.quant)
                     experts = (gate_up, down, "silu", gate_up_scale, down_scale)
-                experts_bytes = 3 * H * I * gate_up.element_size()
+                experts_bytes = (gate_up[0].numel() + down[0].numel()) * gate_up.element_size()  # int4: 8 a word
                 x = torch.randn(T, H, device="cuda", dtype=torch.bfloat16)
                 if routing == "random":
                     index, weights = random_routing(T, E, k, "cuda", g)
@@ -93,6 +96,8 @@ def main():
                              ("grouped_mm", grouped_mm)] + [
                     ("grouped n{}k{}w{}".format(*launch), path(True, launch)) for launch in launches] + [
                     ("grouped, no PDL", path(True, SHIPPED, pdl=False))]
+                if args.quick:
+                    providers = [("a pair a program", path(False)), ("grouped shipped", path(True, SHIPPED))]
                 for name, fn in (p for p in providers if p[1] is not None):
                     clear_plans()
                     out = fn(*sets[0])
