@@ -12,7 +12,8 @@ the grouped path's calls the sorted path takes them, exp_moe_prefill.py); --quan
 at 1-2 tokens of Mixtral fp8 5-7% behind a pair a program with bf16's launch, whose k-tiles read half the bytes; wider
 ones are the candidates).
 Also each path with and without PDL between its kernels (session 62: launched so where ROW_PDL, not yet timed).
---quant int4 (session 66): words with group scales of 128 (the grouped path is never taken for them since session 65).
+--quant int4 (session 66): words with group scales of 128 (gpt-oss's 2880: 64; session 65 took int4 off the grouped
+path, session 66 gave it back from three pairs an expert).
 --quick: round-robin routing, a pair a program against the shipped grouped launch only.
 Usage: PYTHONPATH=src python benchmarks/exp_moe_grouped.py OUT [--tokens 1,2,4,8,16] [--quant fp8|int8|int4] [--quick]
 """
@@ -77,7 +78,8 @@ def main():
                 down = torch.randn(E, H, I, device="cuda", dtype=torch.bfloat16) * I ** -0.5
                 experts = (gate_up, down)
                 if args.quant:  # codes; the scales ride along as moe_experts' positional arguments
-                    gate_up, gate_up_scale, down, down_scale = moe.quantize_experts(gate_up, down, args.quant)
+                    group = 128 if H % 128 == I % 128 == 0 else 64  # int4's; the others' row scales ignore it
+                    gate_up, gate_up_scale, down, down_scale = moe.quantize_experts(gate_up, down, args.quant, group)
                     experts = (gate_up, down, "silu", gate_up_scale, down_scale)
                 experts_bytes = (gate_up[0].numel() + down[0].numel()) * gate_up.element_size()  # int4: 8 a word
                 x = torch.randn(T, H, device="cuda", dtype=torch.bfloat16)

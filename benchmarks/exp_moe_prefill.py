@@ -9,14 +9,17 @@ layers) prefilled 2048 tokens in 42.6 ms patched against stock's 37.4 (H100, ses
 --ops: Mixtral-8x7B's experts (E 8, k 2, H 4096, I 14336), Qwen3-30B-A3B's (128, 8, 2048, 768) and gpt-oss-20b's (32,
 4, 2880, 2880; biased, clamped gate) at --tokens, random routing; bf16 and, with --quant, fp8 / int8 / int4 codes
 (int4: groups of 128, gpt-oss's 64; sorted against the dequantizing eager loop); the sorted path at several launches
-(BLOCK_M, gate / up's and down's (BLOCK_N, BLOCK_K, warps, stages)). TFLOP/s: 6 k T H I flops. Errors against the fp32 eager loop on fp32 copies.
+(BLOCK_M, gate / up's and down's (BLOCK_N, BLOCK_K, warps, stages)). TFLOP/s: 6 k T H I flops. Errors against the
+fp32 eager loop on fp32 copies.
 --models: the prefill of a gpt-oss-shaped model (4 layers of gpt-oss-20b's shapes; eager attention, as transformers
 5.24 runs it) and a Mixtral-shaped one (4 layers of Mixtral-8x7B's), stock and patched, bf16, random weights, batch 1:
 CUDA events, the median of --repeats after 2 warm-ups, the models in turn (timing.alternating_ms); --names picks
-models; --profile adds, per prompt, each model's ten costliest kernels (torch.profiler, one call after the timing).
+models; --profile adds, per prompt, each model's ten costliest kernels (torch.profiler, one call after the timing)
+and where its call synchronises the host (torch's sync debug mode: file and line of each synchronising torch call).
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_prefill.py OUT [--ops] [--models] [--quant] [--profile]
 """
 import argparse
+import collections
 import copy
 import functools
 import json
@@ -171,6 +174,9 @@ def models(args, rows):
                 for label, model in (("stock", stock), ("patched", patched)):
                     print(f"{name} model S {S} {label}: costliest kernels", flush=True)
                     print(costliest_kernels(functools.partial(model, ids, use_cache=False)), flush=True)
+                    print(f"{name} model S {S} {label}: host synchronisations", flush=True)
+                    for site, count in host_syncs(functools.partial(model, ids, use_cache=False)).most_common():
+                        print(f"  {count:4d}  {site}", flush=True)
         del stock, patched
         torch.cuda.empty_cache()
 
@@ -183,6 +189,22 @@ def costliest_kernels(fn, count=10):
         fn()
         torch.cuda.synchronize()
     return prof.key_averages().table(sort_by="cuda_time_total", row_limit=count, max_name_column_width=70)
+
+
+def host_syncs(fn) -> collections.Counter:
+    """Where one call of fn synchronises the host: torch's sync debug mode warns at each synchronising torch call
+    (nonzero, .item(), a copy to the host); "file:line" of the Python line that made it -> count."""
+    import warnings
+
+    previous = torch.cuda.get_sync_debug_mode()
+    with torch.inference_mode(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            fn()
+        finally:
+            torch.cuda.set_sync_debug_mode(previous)
+    return collections.Counter(f"{w.filename}:{w.lineno}" for w in caught if "synchroniz" in str(w.message))
 
 
 def main():

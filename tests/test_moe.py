@@ -563,8 +563,9 @@ def test_dispatch_takes_the_sorted_path_past_the_others():
     assert moe._path(65, 130, *mixtral, False) == "sorted"  # runs past a GROUP: the grouped path's passes in turn
     assert moe._path(8, 64, *qwen3, False) == "per-pair" and moe._path(17, 136, *qwen3, True) == "grouped"
     assert moe._path(17, 34, *small, False) == "sorted" and moe._path(16, 32, *small, False) == "per-pair"
-    assert moe._path(4, 8, *mixtral, True, True) == "per-pair" and moe._path(16, 128, *qwen3, True, True) == "per-pair"
-    assert moe._path(17, 136, *qwen3, True, True) == "sorted"  # int4: never grouped
+    # int4: grouped from three pairs an expert (its dot kernels dequantize each tile), else a pair a program or sorted
+    assert moe._path(8, 16, *mixtral, True, True) == "per-pair" and moe._path(12, 24, *mixtral, True, True) == "grouped"
+    assert moe._path(16, 128, *qwen3, True, True) == "per-pair" and moe._path(17, 136, *qwen3, True, True) == "sorted"
     assert moe._sorted_launch(4096 * 2, 8, torch.bfloat16)[0] == 128  # runs of 1024 pairs: the widest blocks
     assert moe._sorted_launch(4096 * 2, 8, torch.float32)[0] == 64  # which spill with fp32 tiles
     assert moe._sorted_launch(17 * 8, 8, torch.bfloat16)[0] == 32  # runs of 17: the next power of two

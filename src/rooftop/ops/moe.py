@@ -18,8 +18,9 @@ of bf16's bytes, 4.25 bits a weight with group 128): gate_up [E, 2I, H / 8] and 
 codes c in [0, 15] a word (code i of word j: the row's element 8j + i, bits 4i .. 4i + 3), W = (c - 8) s with a
 scale per group of 32, 64 or 128 consecutive elements of a row (gate_up_scale [E, 2I, H / group], down_scale [E, H,
 I / group], any float dtype; symmetric, max |group| / 7: ~10% of a random row). Each kernel unpacks its weight tile
-(words interleaved in registers) and scales it by group in fp32 (the dot kernels round it to x's dtype; their
-k-tiles lie in one group or hold whole ones).
+(words interleaved in registers, codes OR-ed into a float's mantissa). The dot kernels scale it by group in fp32 and
+round it to x's dtype (their k-tiles lie in one group or hold whole ones); the per-pair kernels sum each thread's 32
+codes (one 16-byte load) against x before their group's scale: one FMA a weight.
 
 Two kernels, with no host synchronisation (the routing stays on the GPU: the step can be a CUDA graph), each launched
 as a programmatic dependent on sm_90 where _support.ROW_PDL (the row ops' flag; session 62, not yet timed: the down
@@ -47,7 +48,7 @@ first pair routed to an expert (its "owner") does the work of all its pairs, the
   (deterministic) and writes out[t, cols].
 It runs where the step's pairs can cover every expert (k T >= E: past it some must share one) or where an expert is
 large enough that its fixed costs (the index scan, the partials) do not show (H I >= GROUPED_MIN_EXPERT; unquantized
-experts only), never for int4 experts (_takes_grouped): on an H100 (session 62) 8-16
+experts only; int4 experts where the pairs are three an expert or more: _takes_grouped): on an H100 (session 62) 8-16
 tokens of Mixtral-8x7B's experts at 100% of the once-an-expert floor against 51-82% a pair a program, one token 1.10x;
 at Qwen3-30B-A3B's (768-wide experts) 2-8 tokens 2-15% slower than a pair a program where they share no expert.
 The sorted path takes prefills (past MOE_MAX_TOKENS tokens where the grouped path does not): many tokens an expert, a
@@ -97,9 +98,13 @@ MOE_MAX_TOKENS = 16
 # of each case's best; session 61's untimed (8, 512, 4) up to 15% behind.
 GATE_UP_LAUNCH = (8, 256, 2)
 DOWN_LAUNCH = (8, 256, 2, 4)
-# int4 experts' (half a byte a weight: a k-tile of 256 moves a quarter of bf16's bytes), not yet timed apart
+# int4 experts' (half a byte a weight; a thread sums 32 codes before their scale: 64-72 registers at 8 x 256 on 2
+# warps, offline sm_90): of 20 launches timed on an H100 (session 66, exp_moe_launch.py --quant int4 --per-sm, 1 and 4
+# tokens of Mixtral-8x7B's and Qwen3-30B-A3B's experts) the best, but at 4 tokens of Qwen3's (52.2 us against 49.6 at
+# (16, 512, 4) with 1 an SM); 32 down programs an SM (the splits of I fill the SMs' slots: 4 an SM left ~8 resident)
+# took one token of Mixtral's from 124.3 to 94.0 us (66% of copy).
 INT4_GATE_UP_LAUNCH = GATE_UP_LAUNCH
-INT4_DOWN_LAUNCH = DOWN_LAUNCH
+INT4_DOWN_LAUNCH = (*DOWN_LAUNCH[:3], 32)
 # the experts' weight-only formats: quant name -> their codes' dtype. fp8 / int8 (those of the per-token activations):
 # one-byte codes with a scale per output row (CODE_DTYPES); int4: eight codes an int32 word with a scale per group of
 # a row's elements (INT4_DTYPE; module docstring).
@@ -561,11 +566,12 @@ def _takes_grouped(pairs: int, E: int, H: int, I: int, quantized: bool, int4: bo
     behind a pair a program (H100, session 62; their launch is bf16's, its k-tiles half the bytes). Not where the
     experts' mean run passes a GROUP (an owner's passes run one after another): 128 tokens of Mixtral's (runs of 32)
     took 2.34 ms there against the sorted path's 1.15, 32 tokens (runs of 8) 0.98 against 1.06 (H100, session 64).
-    int4 experts never: their grouped kernels ran at 18% of the floor (H200, session 65: 4 / 8 tokens of Mixtral's
-    0.97 ms, 2.1x int8's; 16 of Qwen3's 0.47, 1.9x), where a pair a program took 0.28 ms for 2 tokens of Mixtral's
-    and 0.13 for 8 of Qwen3's (round-robin routing: the same bytes at 4 and 16 tokens, twice as many pairs)."""
-    return not int4 and pairs <= min(PAIRS_MAX, GROUP * E) and (
-        pairs >= E or (H * I >= GROUPED_MIN_EXPERT and not quantized))
+    int4 experts only where each expert has three pairs or more on average: their grouped kernels dequantize every
+    [BLOCK_N, BLOCK_K] tile for the tl.dot (H100, session 66, round-robin routing: 4 / 8 / 16 tokens of Mixtral's
+    0.88 ms flat against a pair a program's 0.35 / 0.68 / 1.31; Qwen3's 4-16 tokens 2.1-3.0x a pair a program's)."""
+    if int4:
+        return 3 * E <= pairs <= min(PAIRS_MAX, GROUP * E)
+    return pairs <= min(PAIRS_MAX, GROUP * E) and (pairs >= E or (H * I >= GROUPED_MIN_EXPERT and not quantized))
 
 
 def _check(x, top_k_index, top_k_weights, gate_up, down, activation, gate_up_scale=None, down_scale=None,
