@@ -14,8 +14,9 @@ fp32 eager loop on fp32 copies.
 --models: the prefill of a gpt-oss-shaped model (4 layers of gpt-oss-20b's shapes; eager attention, as transformers
 5.24 runs it) and a Mixtral-shaped one (4 layers of Mixtral-8x7B's), stock and patched, bf16, random weights, batch 1:
 CUDA events, the median of --repeats after 2 warm-ups, the models in turn (timing.alternating_ms); --names picks
-models; --profile adds, per prompt, each model's ten costliest kernels (torch.profiler, one call after the timing)
-and where its call synchronises the host (torch's sync debug mode: file and line of each synchronising torch call).
+models; --profile adds, per prompt, each model's ten costliest kernels and torch ops by host time (torch.profiler, one
+call after the timing) and where its call synchronises the host (torch's sync debug mode: file and line of each
+synchronising torch call).
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_prefill.py OUT [--ops] [--models] [--quant] [--profile]
 """
 import argparse
@@ -182,13 +183,16 @@ def models(args, rows):
 
 
 def costliest_kernels(fn, count=10):
-    """fn's ten costliest CUDA kernels over one call (torch.profiler), a table."""
+    """fn's ten costliest CUDA kernels over one call and its ten costliest torch ops by host time (torch.profiler),
+    two tables."""
     from torch.profiler import ProfilerActivity, profile
 
-    with torch.inference_mode(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+    with torch.inference_mode(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize()
-    return prof.key_averages().table(sort_by="cuda_time_total", row_limit=count, max_name_column_width=70)
+    table = prof.key_averages()
+    return "\n".join(table.table(sort_by=key, row_limit=count, max_name_column_width=70)
+                     for key in ("self_cuda_time_total", "self_cpu_time_total"))
 
 
 def host_syncs(fn) -> collections.Counter:
