@@ -65,15 +65,14 @@ def test_sentinels_strides_and_int32_indices(path):
 
 
 def test_repeated_calls_replay_on_fresh_inputs(path):
-    """A signature's first call is recorded and later ones replay its launches (the h workspace and the partials
-    allocated anew; not the sorted path's): still right on fresh inputs. No tokens, no hidden or no intermediate
-    width: an empty or zero result."""
+    """A signature's first call is recorded and later ones replay its launches (the h workspace, the partials and the
+    sorted path's layout and rows allocated anew): still right on fresh inputs. No tokens, no hidden or no
+    intermediate width: an empty or zero result."""
     _support.clear_plans()
     for _ in range(4):
         inputs = _inputs(3, 4, 2, 64, 48)
         assert rel_err(rooftop.moe_experts(*inputs), moe_experts_reference(*inputs)) < TOL[torch.bfloat16]
-    # the sorted path's layout is torch's sort and scans between the launches: no plan stands for them
-    assert len(rooftop.moe_experts.plans) == (0 if path == "sorted" else 1)
+    assert len(rooftop.moe_experts.plans) == 1
     x, index, weights, gate_up, down = _inputs(0, 4, 2, 64, 48)
     assert rooftop.moe_experts(x, index, weights, gate_up, down).shape == (0, 64)
     x, index, weights, gate_up, down = _inputs(2, 4, 2, 64, 0)
@@ -257,7 +256,7 @@ def test_quantized_sentinels_strides_replays_and_fp16(path):
         out = rooftop.moe_experts(x, index, weights, gu, dn, "gelu_tanh", gate_up_scale=gu_scale, down_scale=dn_scale)
         ref = moe_experts_reference(x, index, weights, gu, dn, "gelu_tanh", gu_scale, dn_scale)
         assert rel_err(out, ref) < TOL[torch.float16]
-    assert len(rooftop.moe_experts.plans) == (0 if path == "sorted" else 1)  # as test_repeated_calls_replay...
+    assert len(rooftop.moe_experts.plans) == 1  # as test_repeated_calls_replay...
     wide = torch.rand(5, 2 * 80, device=DEVICE)[:, ::2].copy_(gu_scale)
     assert wide.stride() == (160, 2)
     out = rooftop.moe_experts(x, index, weights, gu, dn, "gelu_tanh", gate_up_scale=wide, down_scale=dn_scale)
@@ -571,13 +570,17 @@ def test_dispatch_takes_the_sorted_path_past_the_others():
     assert moe._sorted_launch(17 * 8, 8, torch.bfloat16)[0] == 32  # runs of 17: the next power of two
 
 
-def test_sorted_layout():
+@pytest.mark.parametrize("chunk", [4096, 4])
+def test_sorted_layout(monkeypatch, chunk):
     """_sorted_slots: each pair in exactly one slot, in pair order within its expert's run; each block holds one
     expert's pairs (E: those routed outside [0, E)), as many blocks an expert as its pairs fill; the blocks past the
-    last marked E + 1; padding -1."""
+    last marked E + 1; padding -1. Chunks of 4 pairs: several programs, each counting the pairs before its own."""
+    monkeypatch.setattr(moe, "SLOTS_CHUNK", chunk)
     E, block_m = 5, 4
     index = torch.tensor([[3, 0], [3, 3], [E, 3], [-1, 0], [3, 3], [3, 3], [3, 1]], device=DEVICE)  # 2 and 4 unused
     slot_pair, block_expert = moe._sorted_slots(index, E, block_m)
+    for got, want in zip((slot_pair, block_expert), moe._sorted_slots_reference(index, E, block_m)):
+        assert torch.equal(got, want)
     flat, pairs = index.reshape(-1).cpu(), index.numel()
     assert block_expert.numel() == -(-pairs // block_m) + E + 1 and slot_pair.numel() == block_expert.numel() * block_m
     slots, experts = slot_pair.cpu().view(-1, block_m), block_expert.cpu().tolist()
@@ -594,6 +597,18 @@ def test_sorted_layout():
         else:
             assert not members.numel()
     assert [experts.count(e) for e in range(E + 1)] == [1, 1, 0, 3, 0, 1]  # expert 3: 9 pairs in 3 blocks of 4
+
+
+@pytest.mark.parametrize("E, k, T, block_m, chunk", [(8, 2, 300, 128, 4096), (128, 8, 40, 16, 64),
+                                                   (3, 1, 50, 32, 16)])
+def test_sorted_layout_random(monkeypatch, E, k, T, block_m, chunk):
+    """_sorted_slots on fresh random routing (some pairs outside [0, E), int32 and int64 indices) against the torch
+    reference: one program and several (chunks of 16 / 64 pairs), 128 experts (256 bins), runs short of a block."""
+    monkeypatch.setattr(moe, "SLOTS_CHUNK", chunk)
+    index = torch.randint(-1, E + 1, (T, k), device=DEVICE)
+    for idx in (index, index.int()):
+        got, want = moe._sorted_slots(idx, E, block_m), moe._sorted_slots_reference(idx, E, block_m)
+        assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

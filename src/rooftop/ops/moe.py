@@ -52,15 +52,16 @@ experts only; int4 experts where the pairs are three an expert or more: _takes_g
 tokens of Mixtral-8x7B's experts at 100% of the once-an-expert floor against 51-82% a pair a program, one token 1.10x;
 at Qwen3-30B-A3B's (768-wide experts) 2-8 tokens 2-15% slower than a pair a program where they share no expert.
 The sorted path takes prefills (past MOE_MAX_TOKENS tokens where the grouped path does not): many tokens an expert, a
-grouped GEMM. The k T pairs are sorted by expert on the GPU (`_sorted_slots`: torch's argsort and scans, no host
-synchronisation), each expert's run padded to whole blocks of BLOCK_M slots; then
+grouped GEMM. The k T pairs are sorted by expert on the GPU (`_sorted_slots`: one kernel, no host synchronisation),
+each expert's run padded to whole blocks of BLOCK_M slots; then
 - `_moe_gate_up_sorted_kernel`, program (block of one expert's slots, BLOCK_N columns of I): gathers its pairs' x rows
   and reads the expert's gate and up rows over H in k-tiles (tl.dot into two accumulators), the gate, biases and
   scales in the epilogue, and writes h rows in pair order (no gathered x or gate / up output in memory);
 - `_moe_down_sorted_kernel`, program (block, BLOCK_N columns of H): h rows times the expert's down rows, the scale,
   bias and router weight in the epilogue, each pair's row (fp32) stored in pair order;
-and each token's k rows summed in order (torch). The programs of a column block run over all blocks together: each
-expert's weights come from HBM about once, x and h from L2.
+and each token's k rows summed in order (`_sum_pairs_kernel`). The programs of a column block run over all blocks
+together: each expert's weights come from HBM about once, x and h from L2. Four launches and no other torch op: a call
+replays as a plan (_support.planned) from its second of a shape.
 """
 from __future__ import annotations
 
@@ -794,12 +795,90 @@ def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scal
     return out
 
 
+@triton.jit
+def _sum_pairs_kernel(rows_ptr, out_ptr, H, TOP_K, out_stride, BLOCK: tl.constexpr):
+    # Program (token t, BLOCK columns): out[t] = sum_j rows[t k + j] in order j (fp32 rows [k T, H]: k BLOCK reads,
+    # BLOCK writes in out's dtype).
+    t = tl.program_id(0).to(tl.int64)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for j in range(0, TOP_K):
+        acc += tl.load(rows_ptr + (t * TOP_K + j) * H + cols, mask=cols < H, other=0.0)
+    tl.store(out_ptr + t * out_stride + cols, acc.to(out_ptr.dtype.element_ty), mask=cols < H)
+
+
+@triton.jit
+def _sorted_slots_kernel(idx_ptr, slot_pair_ptr, block_expert_ptr, P, E, blocks, BLOCK_M: tl.constexpr,
+                         BINS: tl.constexpr, CHUNK: tl.constexpr, PADS: tl.constexpr, BLOCKS_A_PASS: tl.constexpr):
+    # Program c (of cdiv(P, CHUNK)): reads all P indices (each program; L2 after the first) for the experts' counts
+    # and those before its chunk, sorts its chunk's CHUNK pairs by (expert, pair) on chip and writes each pair's slot
+    # (4 bytes a pair, scattered); program 0 also writes the padding slots' -1, and the programs in turn a block's
+    # expert (4 bytes a block). Experts are bins 0 .. E - 1, bin E the pairs routed outside them (BINS: a power of two
+    # past E).
+    c = tl.program_id(0)
+    bins = tl.arange(0, BINS)
+    total = tl.zeros([BINS], tl.int32)
+    before = tl.zeros([BINS], tl.int32)  # pairs of each bin in the chunks before c
+    for start in range(0, P, CHUNK):
+        pairs = start + tl.arange(0, CHUNK)
+        expert = tl.load(idx_ptr + pairs, mask=pairs < P, other=0)
+        count = tl.histogram(tl.where((expert >= 0) & (expert < E), expert, E).to(tl.int32), BINS, mask=pairs < P)
+        total += count
+        before += tl.where(start < c * CHUNK, count, 0)
+    padded = (total + BLOCK_M - 1) // BLOCK_M * BLOCK_M
+    ends = tl.cumsum(padded, 0)  # each bin's run of slots ends here
+    first = ends - padded
+    # this chunk's pairs sorted by (bin, pair): sorted position s of a bin b's pair is its rank in the chunk past the
+    # chunk's pairs of bins before b (`ahead`); pairs past P sort last (bin BINS)
+    pairs = c * CHUNK + tl.arange(0, CHUNK)
+    live = pairs < P
+    expert = tl.load(idx_ptr + pairs, mask=live, other=0)
+    key = tl.where(live, tl.where((expert >= 0) & (expert < E), expert, E), BINS).to(tl.int32)
+    count = tl.histogram(key, BINS, mask=live)
+    ahead = tl.cumsum(count, 0) - count
+    order = tl.sort(key * CHUNK + tl.arange(0, CHUNK))
+    key, pair = order // CHUNK, c * CHUNK + order % CHUNK
+    slot = tl.gather(first + before - ahead, tl.minimum(key, BINS - 1), 0) + tl.arange(0, CHUNK)
+    tl.store(slot_pair_ptr + slot, pair, mask=key < BINS)
+    if c == 0:  # each bin's padding slots, then those past the last run
+        for p0 in tl.static_range(0, BLOCK_M, PADS):
+            pad = p0 + tl.arange(0, PADS)
+            tl.store(slot_pair_ptr + (first + total)[:, None] + pad[None, :], -1,
+                     mask=pad[None, :] < (padded - total)[:, None])
+        last = tl.max(ends, 0)
+        for s0 in range(last, blocks * BLOCK_M, CHUNK):
+            slots = s0 + tl.arange(0, CHUNK)
+            tl.store(slot_pair_ptr + slots, -1, mask=slots < blocks * BLOCK_M)
+    # a block's expert: the bins whose runs end at or before its first slot (E + 1 past them all)
+    for b0 in range(c * BLOCKS_A_PASS, blocks, tl.num_programs(0) * BLOCKS_A_PASS):
+        block = b0 + tl.arange(0, BLOCKS_A_PASS)
+        done = (ends[None, :] <= block[:, None] * BLOCK_M) & (bins[None, :] <= E)
+        tl.store(block_expert_ptr + block, tl.sum(done.to(tl.int32), 1), mask=block < blocks)
+
+
+SLOTS_CHUNK = 4096  # pairs a program of _sorted_slots_kernel sorts (the tests shrink it: several programs)
+
+
 def _sorted_slots(idx: torch.Tensor, E: int, block_m: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The sorted path's layout of the k T pairs of idx [T, k] (no host synchronisation): the pairs sorted by expert
-    (stable: in pair order within one), each expert's run padded to whole blocks of block_m slots, the pairs routed
-    outside [0, E) last as expert E. Returns slot_pair (int32, a slot's pair or -1 for padding; blocks x block_m
-    slots) and block_expert (int32 [blocks]: a block's expert, E for the unrouted, E + 1 past the last block), blocks
-    an upper bound on those used: cdiv(k T, block_m) + E + 1."""
+    """The sorted path's layout of the k T pairs of idx [T, k] contiguous (one kernel, no host synchronisation): the
+    pairs sorted by expert (stable: in pair order within one), each expert's run padded to whole blocks of block_m
+    slots, the pairs routed outside [0, E) last as expert E. Returns slot_pair (int32, a slot's pair or -1 for
+    padding; blocks x block_m slots) and block_expert (int32 [blocks]: a block's expert, E for the unrouted, E + 1
+    past the last block), blocks an upper bound on those used: cdiv(k T, block_m) + E + 1
+    (`_sorted_slots_reference`)."""
+    pairs = idx.numel()
+    blocks = cdiv(pairs, block_m) + E + 1
+    slot_pair = torch.empty(blocks * block_m, dtype=torch.int32, device=idx.device)
+    block_expert = torch.empty(blocks, dtype=torch.int32, device=idx.device)
+    chunk = min(SLOTS_CHUNK, max(16, triton.next_power_of_2(pairs)))
+    launch(_sorted_slots_kernel, (cdiv(pairs, chunk),), idx, slot_pair, block_expert, pairs, E, blocks,
+           BLOCK_M=block_m, BINS=triton.next_power_of_2(E + 1), CHUNK=chunk, PADS=min(block_m, 16),
+           BLOCKS_A_PASS=32, num_warps=8 if chunk >= 1024 else 4)
+    return slot_pair, block_expert
+
+
+def _sorted_slots_reference(idx: torch.Tensor, E: int, block_m: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """_sorted_slots by torch's argsort and scans (the same layout)."""
     flat = idx.reshape(-1).long()
     pairs = flat.numel()
     key = torch.where((flat >= 0) & (flat < E), flat, E)
@@ -849,7 +928,8 @@ def _moe_experts_sorted(x, idx, router, gate_up, down, gate_up_scale, down_scale
            down_bias, rows, H, I, E, down.stride(0), down.stride(1), **down_format, PRECISION=precision,
            BLOCK_M=block_m, BLOCK_N=down_n,
            BLOCK_K=min(down_k, max(16, triton.next_power_of_2(I))), num_warps=down_warps, num_stages=down_stages)
-    return out.copy_(rows.view(T, top_k, H).sum(1))
+    launch(_sum_pairs_kernel, (T, cdiv(H, 1024)), rows, out, H, top_k, out.stride(0), BLOCK=1024, num_warps=4)
+    return out
 
 
 @planned
