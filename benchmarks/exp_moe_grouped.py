@@ -82,6 +82,8 @@ def main():
                     gate_up, gate_up_scale, down, down_scale = moe.quantize_experts(gate_up, down, args.quant, group)
                     experts = (gate_up, down, "silu", gate_up_scale, down_scale)
                 experts_bytes = (gate_up[0].numel() + down[0].numel()) * gate_up.element_size()  # int4: 8 a word
+                if args.quant:  # and the scales (moe._cost's floor)
+                    experts_bytes += (gate_up_scale[0].numel() + down_scale[0].numel()) * gate_up_scale.element_size()
                 x = torch.randn(T, H, device="cuda", dtype=torch.bfloat16)
                 if routing == "random":
                     index, weights = random_routing(T, E, k, "cuda", g)

@@ -51,7 +51,7 @@ def main():
     args = parser.parse_args()
     names = ("INT4_GATE_UP_LAUNCH", "INT4_DOWN_LAUNCH") if args.quant == "int4" else ("GATE_UP_LAUNCH", "DOWN_LAUNCH")
     shipped = tuple(getattr(moe, name) for name in names)
-    launches, per_sms, cases = ((shipped[:1], (shipped[1][3],), CASES[::2]) if args.quick
+    launches, per_sms, cases = (([(shipped[0], shipped[1][:3])], (shipped[1][3],), CASES[::2]) if args.quick
                                 else ({None: LAUNCHES, "int4": INT4_LAUNCHES}.get(args.quant, QUANT_LAUNCHES),
                                       PER_SM, CASES))
     launches = [(launch, launch) if isinstance(launch[0], int) else (launch[0], launch[-1])

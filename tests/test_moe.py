@@ -184,14 +184,17 @@ def test_quantized_experts(shape, dtype, quant, path):
     assert rel_err(out, moe_experts_reference(x, index, weights, gate_up, down)) < out_tol
 
 
-def test_int4_group_sizes_and_scales(path):
-    """int4 experts with gate_up in groups of 128 (H = 384: the per-pair kernel's 256-wide k-tiles end half past the
-    row) and down in groups of 32, fp16 x with fp16 scales as strided views: as the reference on the same codes and
-    scales; experts of no intermediate width give zeros (their scales: no groups)."""
-    x, index, weights, gate_up, down = _inputs(3, 4, 2, 384, 128, dtype=torch.float16)
-    gu, gu_scale = moe.quantize_experts(gate_up, down, "int4", 128)[:2]
+@pytest.mark.parametrize("group", [128, 64])
+def test_int4_group_sizes_and_scales(path, group):
+    """int4 experts with gate_up in groups of 128 or 64 (H = 384: the per-pair kernel's 256-wide k-tiles end half past
+    the row) and down in groups of 32, fp16 x with fp16 scales as strided views, a sentinel and -1 among int32 indices:
+    as the reference on the same codes and scales; experts of no intermediate width give zeros (their scales: no
+    groups)."""
+    x, index, weights, gate_up, down = _inputs(3, 4, 2, 384, 128, dtype=torch.float16, index_dtype=torch.int32)
+    index[0, 1], index[2, 0] = 4, -1
+    gu, gu_scale = moe.quantize_experts(gate_up, down, "int4", group)[:2]
     dn, dn_scale = moe.quantize_experts(gate_up, down, "int4", 32)[2:]
-    assert gu_scale.shape[-1] == 3 and dn_scale.shape[-1] == 4
+    assert gu_scale.shape[-1] == 384 // group and dn_scale.shape[-1] == 4
     gu_scale, dn_scale = (torch.zeros(*t.shape[:2], 2 * t.shape[2], device=DEVICE, dtype=torch.float16)[..., ::2]
                           .copy_(t) for t in (gu_scale, dn_scale))
     assert not gu_scale.is_contiguous()
@@ -565,6 +568,7 @@ def test_dispatch_takes_the_sorted_path_past_the_others():
     # int4: grouped from three pairs an expert (its dot kernels dequantize each tile), else a pair a program or sorted
     assert moe._path(8, 16, *mixtral, True, True) == "per-pair" and moe._path(12, 24, *mixtral, True, True) == "grouped"
     assert moe._path(16, 128, *qwen3, True, True) == "per-pair" and moe._path(17, 136, *qwen3, True, True) == "sorted"
+    assert moe._path(32, 64, *mixtral, True, True) == "sorted"  # int4 grouped only up to MOE_MAX_TOKENS
     assert moe._sorted_launch(4096 * 2, 8, torch.bfloat16)[0] == 128  # runs of 1024 pairs: the widest blocks
     assert moe._sorted_launch(4096 * 2, 8, torch.float32)[0] == 64  # which spill with fp32 tiles
     assert moe._sorted_launch(17 * 8, 8, torch.bfloat16)[0] == 32  # runs of 17: the next power of two
@@ -607,7 +611,9 @@ def test_sorted_layout_random(monkeypatch, E, k, T, block_m, chunk):
     monkeypatch.setattr(moe, "SLOTS_CHUNK", chunk)
     index = torch.randint(-1, E + 1, (T, k), device=DEVICE)
     for idx in (index, index.int()):
-        got, want = moe._sorted_slots(idx, E, block_m), moe._sorted_slots_reference(idx, E, block_m)
+        want = moe._sorted_slots_reference(idx, E, block_m)
+        poisoned = [torch.full_like(t, 12345) for t in want]  # every element written: none keeps the poison
+        got = moe._sorted_slots_into(idx, E, block_m, *poisoned)
         assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
 
 

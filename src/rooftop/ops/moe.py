@@ -61,7 +61,7 @@ each expert's run padded to whole blocks of BLOCK_M slots; then
   bias and router weight in the epilogue, each pair's row (fp32) stored in pair order;
 and each token's k rows summed in order (`_sum_pairs_kernel`). The programs of a column block run over all blocks
 together: each expert's weights come from HBM about once, x and h from L2. Four launches and no other torch op: a call
-replays as a plan (_support.planned) from its second of a shape.
+of contiguous arguments replays as a plan (_support.planned) from its second of a shape.
 """
 from __future__ import annotations
 
@@ -555,8 +555,9 @@ def _moe_down_sorted_kernel(h_ptr, slot_pair_ptr, block_expert_ptr, rw_ptr, w_pt
 
 def _path(tokens: int, pairs: int, E: int, H: int, I: int, quantized: bool, int4: bool = False) -> str:
     """The path that takes a call (module docstring): "grouped" where _takes_grouped, else "per-pair" up to
-    MOE_MAX_TOKENS tokens and "sorted" past them."""
-    if _takes_grouped(pairs, E, H, I, quantized, int4):
+    MOE_MAX_TOKENS tokens and "sorted" past them. int4 experts take the grouped path only up to MOE_MAX_TOKENS (past
+    them grouped against sorted is untimed)."""
+    if _takes_grouped(pairs, E, H, I, quantized, int4) and (tokens <= MOE_MAX_TOKENS or not int4):
         return "grouped"
     return "per-pair" if tokens <= MOE_MAX_TOKENS else "sorted"
 
@@ -732,7 +733,7 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     gate_up_scale, down_scale, gate_up_bias, down_bias = (placeholder if t is None else t.contiguous() for t in (
         gate_up_scale, down_scale, gate_up_bias, down_bias))
     swiglu = (float(swiglu_alpha), float(swiglu_limit)) if activation == "swiglu_oai" else (0.0, 0.0)
-    fold = x.dtype != torch.float32  # int4 tiles by one FMA a weight (_weight_tile)
+    fold = x.dtype != torch.float32  # int4: one FMA a weight (_weight_tile), offsets once a chunk (_row_products)
     epilogue = dict(magic15=MAGIC15, SCALED=quantized and not int4, GROUP_SIZE=groups[0], FOLD=fold, ACT=activation,
                     APPROX=x.is_cuda, HAS_BIAS=gate_up_bias is not placeholder, ALPHA=swiglu[0], LIMIT=swiglu[1])
     down_format = dict(magic15=MAGIC15, SCALED=epilogue["SCALED"], GROUP_SIZE=groups[1], FOLD=fold,
@@ -866,12 +867,16 @@ def _sorted_slots(idx: torch.Tensor, E: int, block_m: int) -> tuple[torch.Tensor
     padding; blocks x block_m slots) and block_expert (int32 [blocks]: a block's expert, E for the unrouted, E + 1
     past the last block), blocks an upper bound on those used: cdiv(k T, block_m) + E + 1
     (`_sorted_slots_reference`)."""
+    blocks = cdiv(idx.numel(), block_m) + E + 1
+    return _sorted_slots_into(idx, E, block_m, torch.empty(blocks * block_m, dtype=torch.int32, device=idx.device),
+                              torch.empty(blocks, dtype=torch.int32, device=idx.device))
+
+
+def _sorted_slots_into(idx, E, block_m, slot_pair, block_expert) -> tuple[torch.Tensor, torch.Tensor]:
+    """_sorted_slots written into slot_pair and block_expert (int32, as _sorted_slots makes them): every element."""
     pairs = idx.numel()
-    blocks = cdiv(pairs, block_m) + E + 1
-    slot_pair = torch.empty(blocks * block_m, dtype=torch.int32, device=idx.device)
-    block_expert = torch.empty(blocks, dtype=torch.int32, device=idx.device)
     chunk = min(SLOTS_CHUNK, max(16, triton.next_power_of_2(pairs)))
-    launch(_sorted_slots_kernel, (cdiv(pairs, chunk),), idx, slot_pair, block_expert, pairs, E, blocks,
+    launch(_sorted_slots_kernel, (cdiv(pairs, chunk),), idx, slot_pair, block_expert, pairs, E, block_expert.numel(),
            BLOCK_M=block_m, BINS=triton.next_power_of_2(E + 1), CHUNK=chunk, PADS=min(block_m, 16),
            BLOCKS_A_PASS=32, num_warps=8 if chunk >= 1024 else 4)
     return slot_pair, block_expert
