@@ -13,7 +13,7 @@ tokens/s with --graphs, whole runs without.
 Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
 [--repeats 2] [--row-pdl-ab] [--compile] [--cache-len N] [--sdpa-decode-ab] [--kv-append-ab]
 [--lm-head-bits 8,4] [--argmax-ab] [--rope-append-ab] [--prefill-attention-ab] [--fp8] [--int8] [--no-int4]
-[--moe | --gpt-oss]
+[--moe | --gpt-oss] [--group-size 128]
 The patched models' steps take their greedy token by rooftop.row_argmax (stock's, and the --argmax-ab row's, by
 torch's argmax).
 """
@@ -202,7 +202,7 @@ def main() -> None:
                              "quantize_model(model, 'fp8'), lm_head kept bf16; with --moe / --gpt-oss the experts fp8 "
                              "too, weight-only)")
     parser.add_argument("--int8", action="store_true",
-                        help="also the patched model with int8 weights (W8A16: quantize_model(model, 8), group 128, "
+                        help="also the patched model with int8 weights (W8A16: quantize_model(model, 8), --group-size, "
                              "lm_head kept bf16; with --moe / --gpt-oss the experts int8 too, a scale per output row)")
     parser.add_argument("--moe", action="store_true",
                         help="a Mixtral-shaped model (8 experts, top 2, the --size's shapes), stock's experts "
@@ -212,12 +212,15 @@ def main() -> None:
                         help="a gpt-oss-shaped model (gpt-oss-20b's layer shapes with --size 8b: 32 experts with "
                              "biases and the clamped gate, top 4; attention with sinks: stock's eager, the patched "
                              "decode steps' by decode_attention), stock's experts transformers' grouped_mm; int4's "
-                             "groups of 128 do not divide its 2880-wide rows: use --no-int4")
+                             "groups of 128 do not divide its 2880-wide rows: --group-size 64, or --no-int4")
     parser.add_argument("--no-int4", action="store_true",
                         help="without the int4 models (their tuning from an empty cache takes ~9 minutes on a GPU)")
     parser.add_argument("--lm-head-bits", type=lambda s: [int(b) for b in s.split(",")], default=[],
                         help="e.g. 8,4: also the int4 model with lm_head (kept bf16 by quantize_model's default skip) "
-                             "quantized to each of these bits, group 128; their logits' error against the int4 model's")
+                             "quantized to each of these bits in --group-size groups; their logits' error against the "
+                             "int4 model's")
+    parser.add_argument("--group-size", type=int, default=128, choices=(32, 64, 128),
+                        help="the int4 / int8 models' groups (quantize_model's group_size)")
     args = parser.parse_args()
     if args.compile and not args.graphs:
         parser.error("--compile: the compiled step is timed in a graph of its own, with --graphs")
@@ -227,6 +230,8 @@ def main() -> None:
     if args.moe and args.gpt_oss:
         parser.error("--moe or --gpt-oss, not both")
     moe = args.moe or args.gpt_oss
+    group = args.group_size
+    int4 = f"patched + int4 g{group}"  # the int4 rows' name
     if args.no_plans:
         _support.PLANS_ENABLED = False
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -248,31 +253,31 @@ def main() -> None:
         patch_model(apart, merge_gate_up=False, merge_qkv=False)
         if not args.no_int4:
             quantized, quantized_apart = copy.deepcopy(patched), copy.deepcopy(apart)
-            report = rooftop.quantize_model(quantized, bits=4, group_size=128)
-            rooftop.quantize_model(quantized_apart, bits=4, group_size=128)
+            report = rooftop.quantize_model(quantized, bits=4, group_size=group)
+            rooftop.quantize_model(quantized_apart, bits=4, group_size=group)
         if args.sdpa_decode_ab:
             quantized_sdpa = copy.deepcopy(stock)
             patch_model(quantized_sdpa, decode_attention=False)
-            rooftop.quantize_model(quantized_sdpa, bits=4, group_size=128)
+            rooftop.quantize_model(quantized_sdpa, bits=4, group_size=group)
         if args.kv_append_ab:
             quantized_hf_cache = copy.deepcopy(stock)
             patch_model(quantized_hf_cache, kv_append=False)
-            rooftop.quantize_model(quantized_hf_cache, bits=4, group_size=128)
+            rooftop.quantize_model(quantized_hf_cache, bits=4, group_size=group)
         if args.prefill_attention_ab:
             sdpa_prefill = copy.deepcopy(stock)
             patch_model(sdpa_prefill, prefill_attention=False)
         if args.rope_append_ab:
             quantized_rope_apart = copy.deepcopy(stock)
             patch_model(quantized_rope_apart, rope_append=False)
-            rooftop.quantize_model(quantized_rope_apart, bits=4, group_size=128)
+            rooftop.quantize_model(quantized_rope_apart, bits=4, group_size=group)
         byte_models = {}  # bits ("fp8" or 8) -> (the model, quantize_model's report)
         for bits in [b for b, asked in (("fp8", args.fp8), (8, args.int8)) if asked]:
             model = copy.deepcopy(patched)
-            byte_models[bits] = model, rooftop.quantize_model(model, bits=bits, group_size=128)
+            byte_models[bits] = model, rooftop.quantize_model(model, bits=bits, group_size=group)
         quantized_heads, head_errs = {}, {}
         for bits in args.lm_head_bits:
             quantized_heads[bits] = copy.deepcopy(quantized)  # lm_head is the one nn.Linear left in it
-            rooftop.quantize_model(quantized_heads[bits], bits=bits, group_size=128, skip=())
+            rooftop.quantize_model(quantized_heads[bits], bits=bits, group_size=group, skip=())
             head_errs[bits] = agreement(quantized, quantized_heads[bits], ids)
         against_stock = {"patched": agreement(stock, patched, ids)}  # the numbers behind the speeds
         if not args.no_int4:
@@ -286,33 +291,33 @@ def main() -> None:
                   ("rooftop-patched, projections apart (gate / up, q / k / v)", apart, plain)]
         if not args.no_int4:
             experts = [name for name in report["quantized"] if name.endswith("experts")]
-            models += [(f"patched + int4 g128 ({len(report['quantized']) - len(experts)} linears"
+            models += [(f"{int4} ({len(report['quantized']) - len(experts)} linears"
                         + (f", {len(experts)} experts" if experts else "") + ")", quantized, plain),
-                       ("patched + int4 g128, projections apart", quantized_apart, plain)]
+                       (f"{int4}, projections apart", quantized_apart, plain)]
         for bits, (model, byte_report) in byte_models.items():
             experts = [name for name in byte_report["quantized"] if name.endswith("experts")]
-            models.append((f"patched + {'fp8 W8A8' if bits == 'fp8' else 'int8 W8A16 g128'} "
+            models.append((f"patched + {'fp8 W8A8' if bits == 'fp8' else f'int8 W8A16 g{group}'} "
                            f"({len(byte_report['quantized']) - len(experts)} linears"
                            + (f", {len(experts)} experts weight-only" if experts else "") + ")", model, plain))
         if args.prefill_attention_ab:
             models.append(("rooftop-patched, prefill attention the model's own", sdpa_prefill, plain))
         if args.row_pdl_ab:
-            models.append(("patched + int4 g128, row kernels without PDL", quantized, no_pdl))
+            models.append((f"{int4}, row kernels without PDL", quantized, no_pdl))
         if args.sdpa_decode_ab:
-            models.append(("patched + int4 g128, decode steps' attention by SDPA", quantized_sdpa, plain))
+            models.append((f"{int4}, decode steps' attention by SDPA", quantized_sdpa, plain))
         if args.kv_append_ab:
-            models.append(("patched + int4 g128, static cache updated by transformers", quantized_hf_cache, plain))
+            models.append((f"{int4}, static cache updated by transformers", quantized_hf_cache, plain))
         if args.rope_append_ab:
-            models.append(("patched + int4 g128, RoPE and cache update apart", quantized_rope_apart, plain))
+            models.append((f"{int4}, RoPE and cache update apart", quantized_rope_apart, plain))
         if args.argmax_ab:
-            models.append(("patched + int4 g128, greedy token by torch's argmax", quantized, torch_argmax))
-        models += [(f"patched + int4 g128, lm_head int{bits} g128", quantized_heads[bits], plain)
+            models.append((f"{int4}, greedy token by torch's argmax", quantized, torch_argmax))
+        models += [(f"{int4}, lm_head int{bits} g{group}", quantized_heads[bits], plain)
                    for bits in args.lm_head_bits]
         if args.compile:
             models += [("stock, step torch.compile'd", stock, {**compiled, **torch_argmax}),
                        ("rooftop-patched, step torch.compile'd", patched, {**compiled, **plain})]
             if not args.no_int4:
-                models.append(("patched + int4 g128, step torch.compile'd", quantized, {**compiled, **plain}))
+                models.append((f"{int4}, step torch.compile'd", quantized, {**compiled, **plain}))
         # Each model's place in the run moves its figure by up to ~14% (journal item 180): the models run in order,
         # then in reverse, --repeats rounds in all; a row gives each run and their median.
         runs: dict[str, list] = {name: [] for name, _, _ in models}
