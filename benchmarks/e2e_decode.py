@@ -212,7 +212,8 @@ def main() -> None:
                         help="a gpt-oss-shaped model (gpt-oss-20b's layer shapes with --size 8b: 32 experts with "
                              "biases and the clamped gate, top 4; attention with sinks: stock's eager, the patched "
                              "decode steps' by decode_attention), stock's experts transformers' grouped_mm; int4's "
-                             "groups of 128 do not divide its 2880-wide rows: --group-size 64, or --no-int4")
+                             "groups of 128 do not divide its 2880-wide rows (quantize_model skips those): "
+                             "--group-size 64, or --no-int4")
     parser.add_argument("--no-int4", action="store_true",
                         help="without the int4 models (their tuning from an empty cache takes ~9 minutes on a GPU)")
     parser.add_argument("--lm-head-bits", type=lambda s: [int(b) for b in s.split(",")], default=[],
@@ -281,7 +282,7 @@ def main() -> None:
             head_errs[bits] = agreement(quantized, quantized_heads[bits], ids)
         against_stock = {"patched": agreement(stock, patched, ids)}  # the numbers behind the speeds
         if not args.no_int4:
-            against_stock["patched + int4"] = agreement(stock, quantized, ids)
+            against_stock[int4] = agreement(stock, quantized, ids)
         for bits, (model, _) in byte_models.items():
             against_stock[f"patched + {'fp8' if bits == 'fp8' else 'int8'}"] = agreement(stock, model, ids)
         torch_argmax = {"argmax": lambda logits: logits.argmax(-1)}
@@ -364,10 +365,11 @@ def main() -> None:
              + (f"each decode step one CUDA graph replay, a static cache of "
                 f"{max(args.cache_len, args.prompt + args.new + 4)}" if args.graphs else "HF generate, eager")
              + ("; the patched models' greedy tokens by rooftop.row_argmax" if args.graphs else "")
-             + ("; no call plans" if args.no_plans else ""))
+             + ("; no call plans" if args.no_plans else "")
+             + (f"; quantized models in groups of {group}" if group != 128 else ""))
     family = "e2e_decode" + ("_moe" if args.moe else "_gpt_oss" if args.gpt_oss else "") + (
         f"_cache{args.cache_len}" if args.graphs and args.cache_len else "") + (
-        f"_b{args.batch}" if args.batch > 1 else "")
+        f"_b{args.batch}" if args.batch > 1 else "") + (f"_g{group}" if group != 128 else "")
     path = write_results(args.out, family, [], {}, device_name,
                          tables={f"End-to-end decode, tokens/s ({setup})": rows},
                          notes=f"{setup}." + "".join(f" {m} against stock: {e}." for m, e in against_stock.items()) + (

@@ -559,7 +559,8 @@ def test_grouped_path_where_experts_are_shared_or_large():
 
 def test_dispatch_takes_the_sorted_path_past_the_others():
     """Past MOE_MAX_TOKENS tokens a call the grouped path does not take goes to the sorted path; up to them, a pair a
-    program. The sorted path's blocks by the experts' mean run and x's dtype."""
+    program (int4 experts: grouped only up to them). The sorted path's blocks by the experts' mean run and x's
+    dtype."""
     mixtral, qwen3, small = (8, 4096, 14336), (128, 2048, 768), (64, 1024, 512)
     assert moe._path(200, 400, *mixtral, False) == "sorted" and moe._path(64, 128, *mixtral, False) == "grouped"
     assert moe._path(65, 130, *mixtral, False) == "sorted"  # runs past a GROUP: the grouped path's passes in turn

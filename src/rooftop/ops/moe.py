@@ -48,9 +48,10 @@ first pair routed to an expert (its "owner") does the work of all its pairs, the
   (deterministic) and writes out[t, cols].
 It runs where the step's pairs can cover every expert (k T >= E: past it some must share one) or where an expert is
 large enough that its fixed costs (the index scan, the partials) do not show (H I >= GROUPED_MIN_EXPERT; unquantized
-experts only; int4 experts where the pairs are three an expert or more: _takes_grouped): on an H100 (session 62) 8-16
-tokens of Mixtral-8x7B's experts at 100% of the once-an-expert floor against 51-82% a pair a program, one token 1.10x;
-at Qwen3-30B-A3B's (768-wide experts) 2-8 tokens 2-15% slower than a pair a program where they share no expert.
+experts only; int4 experts up to MOE_MAX_TOKENS tokens where the pairs are three an expert or more: _takes_grouped,
+_path): on an H100 (session 62) 8-16 tokens of Mixtral-8x7B's experts at 100% of the once-an-expert floor against
+51-82% a pair a program, one token 1.10x; at Qwen3-30B-A3B's (768-wide experts) 2-8 tokens 2-15% slower than a
+pair a program where they share no expert.
 The sorted path takes prefills (past MOE_MAX_TOKENS tokens where the grouped path does not): many tokens an expert, a
 grouped GEMM. The k T pairs are sorted by expert on the GPU (`_sorted_slots`: one kernel, no host synchronisation),
 each expert's run padded to whole blocks of BLOCK_M slots; then
@@ -568,9 +569,10 @@ def _takes_grouped(pairs: int, E: int, H: int, I: int, quantized: bool, int4: bo
     behind a pair a program (H100, session 62; their launch is bf16's, its k-tiles half the bytes). Not where the
     experts' mean run passes a GROUP (an owner's passes run one after another): 128 tokens of Mixtral's (runs of 32)
     took 2.34 ms there against the sorted path's 1.15, 32 tokens (runs of 8) 0.98 against 1.06 (H100, session 64).
-    int4 experts only where each expert has three pairs or more on average: their grouped kernels dequantize every
-    [BLOCK_N, BLOCK_K] tile for the tl.dot (H100, session 66, round-robin routing: 4 / 8 / 16 tokens of Mixtral's
-    0.88 ms flat against a pair a program's 0.35 / 0.68 / 1.31; Qwen3's 4-16 tokens 2.1-3.0x a pair a program's)."""
+    int4 experts only where each expert has three pairs or more on average (and, by _path, up to MOE_MAX_TOKENS
+    tokens): their grouped kernels dequantize every [BLOCK_N, BLOCK_K] tile for the tl.dot (H100, session 66,
+    round-robin routing: 4 / 8 / 16 tokens of Mixtral's 0.88 ms flat against a pair a program's 0.35 / 0.68 / 1.31;
+    Qwen3's 4-16 tokens 2.1-3.0x a pair a program's)."""
     if int4:
         return 3 * E <= pairs <= min(PAIRS_MAX, GROUP * E)
     return pairs <= min(PAIRS_MAX, GROUP * E) and (pairs >= E or (H * I >= GROUPED_MIN_EXPERT and not quantized))
