@@ -78,11 +78,11 @@ import triton.language as tl
 
 from rooftop import registry
 from rooftop.ops._support import (FLOAT_DTYPES, QUANT_FORMATS, arrival_counters, await_previous, cdiv, check_float,
-                                  check_fp8_device, check_same_device, float32_placeholder, launch, num_sms,
-                                  pdl_options, planned, provided, quantize_rows_reference, runs_kernel,
+                                  check_fp8_device, check_same_device, float32_placeholder, interpreting, launch,
+                                  num_sms, pdl_options, planned, provided, quantize_rows_reference, runs_kernel,
                                   store_split_output, torch_op)
 from rooftop.ops.activations import _ACT_F64, _activate, _divide
-from rooftop.ops.quant_matmul import GROUP_SIZES, MAGIC15, quantize_weight
+from rooftop.ops.quant_matmul import GROUP_SIZES, MAGIC15, _pair_values, quantize_weight
 from rooftop.roofline import Cost
 
 ACTIVATIONS = ("silu", "gelu", "gelu_tanh", "swiglu_oai")
@@ -163,39 +163,75 @@ def _magic_codes(packed, magic15):
 
 
 @triton.jit
+def _before(k, k_end, EVEN_K: tl.constexpr):
+    """k < k_end; with EVEN_K (k_end a multiple of the k-tile, k in a tile before it) known true: no compare."""
+    if EVEN_K:
+        return tl.full(k.shape, 1, tl.int1)
+    else:
+        return k < k_end
+
+
+# PTX of _weight_tile's PAIRED tiles: from an int4 word $4 (code i at bits 4i) and a bf16 scale pair $5 = (s, s), the
+# four bf16 pairs $0 .. $3 = s (c - 8) of codes (2p, 2p + 1): one PRMT puts byte p of the word and of the word >> 4
+# at bytes 0 and 2 (the codes at bits 0 and 16), one LOP3 masks them into the mantissas of 128.0 (0x4300: 128 + c,
+# exact), a packed fma subtracts 136 (exact), another multiplies by s (rounded once): 17 instructions a word.
+_INT4_BF16_PAIRS = tl.constexpr(" ".join(
+    ["{ .reg .b32 q4, v, one, neg136, neg0;", "shr.u32 q4, $4, 4;", "mov.b32 one, 0x3F803F80;",
+     "mov.b32 neg136, 0xC308C308;", "mov.b32 neg0, 0x80008000;"]
+    + [f"prmt.b32 v, $4, q4, {0x4400 + 0x1111 * p:#x}; lop3.b32 v, v, 0x000F000F, 0x43004300, 0xEA; "
+       f"fma.rn.bf16x2 v, v, one, neg136; fma.rn.bf16x2 ${p}, v, $5, neg0;" for p in range(4)]
+    + ["}"]))
+
+
+@triton.jit
 def _weight_tile(rows, scales, k0, k_end, row_ok, like, magic15, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                 GROUP_SIZE: tl.constexpr, EVICT: tl.constexpr, FOLD: tl.constexpr):
+                 GROUP_SIZE: tl.constexpr, EVICT: tl.constexpr, FOLD: tl.constexpr, PAIRED: tl.constexpr,
+                 EVEN_K: tl.constexpr):
     """Columns k0 .. k0 + BLOCK_K - 1 of BLOCK_N weight rows (rows: [BLOCK_N, 1] pointers to their first elements),
     zeros at k >= k_end and in rows not row_ok. GROUP_SIZE 0: as stored (x's dtype, or one-byte codes). int4
     (GROUP_SIZE > 0; k0 a multiple of BLOCK_K, k_end of 8 and of min(BLOCK_K, GROUP_SIZE)): BLOCK_K / 8 words a row
-    unpacked, (c - 8) s with the group's scale s (scales: _group_scales) in fp32, in `like`'s dtype: with FOLD (x
-    16-bit) one FMA a weight, (m + c) s - (m + 8) s, its second product rounded (~2^-16 s: under a 16-bit rounding);
-    without, an exact subtraction and one rounding."""
+    unpacked, (c - 8) s with the group's scale s (scales: _group_scales), in `like`'s dtype. PAIRED (bf16 x, a GPU):
+    two codes an instruction in bf16x2 (_int4_value_pairs: the scale rounded to bf16, then the product: ~2^-8 of
+    it; the words' pairs are codes i, i + 4, put back in order in registers). Else in fp32, rounded once: with FOLD
+    (x 16-bit) one FMA a weight, (m + c) s - (m + 8) s, its second product rounded (~2^-16 s: under a 16-bit
+    rounding); without, an exact subtraction."""
     if GROUP_SIZE == 0:
         ks = k0 + tl.arange(0, BLOCK_K)
-        return tl.load(rows + ks[None, :], mask=row_ok[:, None] & (ks[None, :] < k_end), other=0.0,
+        return tl.load(rows + ks[None, :], mask=row_ok[:, None] & _before(ks[None, :], k_end, EVEN_K), other=0.0,
                        eviction_policy=EVICT)
     else:
         words = k0 // 8 + tl.arange(0, BLOCK_K // 8)
-        packed = tl.load(rows + words[None, :], mask=row_ok[:, None] & (words[None, :] * 8 < k_end), other=0,
-                         eviction_policy=EVICT)
-        even, odd = _magic_codes(packed, magic15)
-        HALF: tl.constexpr = BLOCK_K // 2
-        if BLOCK_K >= GROUP_SIZE:  # a scale a group: even / odd lanes j of group j // (GROUP_SIZE / 2)
+        packed = tl.load(rows + words[None, :], mask=row_ok[:, None] & _before(words[None, :] * 8, k_end, EVEN_K),
+                         other=0, eviction_policy=EVICT)
+        if BLOCK_K >= GROUP_SIZE:  # a scale a group: [BLOCK_N, groups, 1]
             groups = k0 // GROUP_SIZE + tl.arange(0, BLOCK_K // GROUP_SIZE)
-            scale = tl.load(scales + groups[None, :], mask=row_ok[:, None] & (groups[None, :] * GROUP_SIZE < k_end),
-                            other=0.0).to(tl.float32)[:, :, None]
-            even = even.reshape(BLOCK_N, BLOCK_K // GROUP_SIZE, GROUP_SIZE // 2)
-            odd = odd.reshape(BLOCK_N, BLOCK_K // GROUP_SIZE, GROUP_SIZE // 2)
+            scale = tl.load(scales + groups[None, :],
+                            mask=row_ok[:, None] & _before(groups[None, :] * GROUP_SIZE, k_end, EVEN_K),
+                            other=0.0)[:, :, None]
         else:
-            scale = tl.load(scales + k0 // GROUP_SIZE, mask=row_ok[:, None] & (k0 < k_end), other=0.0).to(tl.float32)
-        if FOLD:
-            even = even * scale - 264.0 * scale
-            odd = odd * scale - 24.0 * scale
+            scale = tl.load(scales + k0 // GROUP_SIZE, mask=row_ok[:, None] & (k0 < k_end), other=0.0)[:, :, None]
+        G: tl.constexpr = scale.shape[1]
+        if PAIRED:
+            s_pair = (scale.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF) * 0x10001  # (s, s)
+            p0, p1, p2, p3 = tl.inline_asm_elementwise(_INT4_BF16_PAIRS, "=r,=r,=r,=r,r,r",
+                                                       [packed.reshape(BLOCK_N, G, BLOCK_K // 8 // G), s_pair],
+                                                       dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True,
+                                                       pack=1)
+            pairs = tl.interleave(tl.interleave(p0, p2), tl.interleave(p1, p3))  # each word's pairs in k order
+            return _pair_values(pairs, tl.bfloat16).reshape(BLOCK_N, BLOCK_K)
         else:
-            even = (even - 264.0) * scale
-            odd = (odd - 24.0) * scale
-        return tl.interleave(even.reshape(BLOCK_N, HALF), odd.reshape(BLOCK_N, HALF)).to(like.dtype)
+            even, odd = _magic_codes(packed, magic15)
+            even = even.reshape(BLOCK_N, G, BLOCK_K // 2 // G)
+            odd = odd.reshape(BLOCK_N, G, BLOCK_K // 2 // G)
+            scale = scale.to(tl.float32)
+            if FOLD:
+                even = even * scale - 264.0 * scale
+                odd = odd * scale - 24.0 * scale
+            else:
+                even = (even - 264.0) * scale
+                odd = (odd - 24.0) * scale
+            HALF: tl.constexpr = BLOCK_K // 2
+            return tl.interleave(even.reshape(BLOCK_N, HALF), odd.reshape(BLOCK_N, HALF)).to(like.dtype)
 
 
 @triton.jit
@@ -224,7 +260,7 @@ def _row_products(rows, scales, k0, k_end, row_ok, x, x_offsets, magic15, BLOCK_
     (x 16-bit) the codes read as m + c times x, one FMA a weight, less the offsets' sum (x_offsets: its rounding,
     ~2^-24 of 264 |x| a term, stays under a 16-bit output's); without, m + 8 is subtracted from each (exact)."""
     if GROUP_SIZE == 0:
-        return _weight_tile(rows, scales, k0, k_end, row_ok, x, magic15, BLOCK_N, BLOCK_K, 0, EVICT,
+        return _weight_tile(rows, scales, k0, k_end, row_ok, x, magic15, BLOCK_N, BLOCK_K, 0, EVICT, False, False,
                             False).to(tl.float32) * x
     else:
         chunks = k0 // 32 + tl.arange(0, BLOCK_K // 32)
@@ -388,8 +424,8 @@ def _operand(w, like, SCALED: tl.constexpr):
 def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, P, H, I, E, TOP_K, x_stride,
                                 we_stride, wn_stride, magic15, ACT: tl.constexpr, APPROX: tl.constexpr,
                                 SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr,
-                                HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr,
-                                PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr,
+                                PAIRED: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr,
+                                LIMIT: tl.constexpr, PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr,
                                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, column block); an owner reads 2 BLOCK_N rows of its expert once (2 BLOCK_N H elements; SCALED:
     # one-byte codes, widened exactly to x's dtype for the dot, and 2 BLOCK_N row scales; int4: half a byte an element
@@ -413,11 +449,11 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
             u = tl.zeros([GROUP, BLOCK_N], tl.float32)
             for k0 in range(0, H, BLOCK_K):
                 ks = k0 + tl.arange(0, BLOCK_K)
-                xk = tl.load(x_rows + ks[None, :], mask=valid[:, None] & (ks[None, :] < H), other=0.0)
+                xk = tl.load(x_rows + ks[None, :], mask=valid[:, None] & _before(ks[None, :], H, EVEN_K), other=0.0)
                 wg = _weight_tile(gate_rows, gate_scales, k0, H, col_ok, xk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE,
-                                  "evict_first", FOLD)
+                                  "evict_first", FOLD, PAIRED, EVEN_K)
                 wu = _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE,
-                                  "evict_first", FOLD)
+                                  "evict_first", FOLD, PAIRED, EVEN_K)
                 g = tl.dot(xk, tl.trans(_operand(wg, xk, SCALED)), g, input_precision=PRECISION)
                 u = tl.dot(xk, tl.trans(_operand(wu, xk, SCALED)), u, input_precision=PRECISION)
             y = _gated(g, u, expert, cols, col_ok, scale_ptr, bias_ptr, I, ACT, APPROX, SCALED, HAS_BIAS, ALPHA,
@@ -429,9 +465,10 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
 @triton.jit
 def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, P, H, I, E,
                              k_split, rw_stride, we_stride, wn_stride, out_stride, magic15, TOP_K: tl.constexpr,
-                             SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, HAS_BIAS: tl.constexpr,
-                             SPLITS: tl.constexpr, PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr,
-                             BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
+                             SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, PAIRED: tl.constexpr,
+                             EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr,
+                             PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr, BLOCK_N: tl.constexpr,
+                             BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, column block, range of I); an owner reads its expert's BLOCK_N rows over its range once (SCALED:
     # codes and BLOCK_N row scales; int4: half a byte an element and the range's group scales) and its group's h ranges
     # (L2), and stores a [GROUP, BLOCK_N] fp32 partial (4 BLOCK_N bytes a member); the last arrival of a token tile
@@ -455,10 +492,10 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
             if live:  # a dead pair's partial is zero (h unread: the gate / up kernel left it unwritten)
                 for k0 in range(k_start, k_end, BLOCK_K):
                     ks = k0 + tl.arange(0, BLOCK_K)
-                    hk = tl.load(h_ptr + member[:, None] * I + ks[None, :], mask=valid[:, None] & (ks[None, :] < k_end),
-                                 other=0.0)
+                    hk = tl.load(h_ptr + member[:, None] * I + ks[None, :],
+                                 mask=valid[:, None] & _before(ks[None, :], k_end, EVEN_K), other=0.0)
                     wd = _weight_tile(rows, scales, k0, k_end, col_ok, hk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE,
-                                      "evict_first", FOLD)
+                                      "evict_first", FOLD, PAIRED, EVEN_K)
                     acc = tl.dot(hk, tl.trans(_operand(wd, hk, SCALED)), acc, input_precision=PRECISION)
             acc = _down_output(acc, expert, cols, col_ok & live, split == 0, scale_ptr, bias_ptr, H, SCALED, HAS_BIAS)
             weight = tl.load(rw_ptr + token * rw_stride + member % TOP_K, mask=valid & live, other=0.0)
@@ -485,8 +522,8 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
 @triton.jit
 def _moe_gate_up_sorted_kernel(x_ptr, slot_pair_ptr, block_expert_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I, E,
                                TOP_K, x_stride, we_stride, wn_stride, magic15, ACT: tl.constexpr, APPROX: tl.constexpr,
-                               SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr,
-                               HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr,
+                               SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, PAIRED: tl.constexpr,
+                               EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr,
                                PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                                BLOCK_K: tl.constexpr):
     # Program (block of BLOCK_M slots of one expert, BLOCK_N columns of I): reads its pairs' x rows (BLOCK_M H elements:
@@ -511,10 +548,11 @@ def _moe_gate_up_sorted_kernel(x_ptr, slot_pair_ptr, block_expert_ptr, w_ptr, sc
         u = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
         for k0 in range(0, H, BLOCK_K):
             ks = k0 + tl.arange(0, BLOCK_K)
-            xk = tl.load(x_rows + ks[None, :], mask=valid[:, None] & (ks[None, :] < H), other=0.0)
+            xk = tl.load(x_rows + ks[None, :], mask=valid[:, None] & _before(ks[None, :], H, EVEN_K), other=0.0)
             wg = _weight_tile(gate_rows, gate_scales, k0, H, col_ok, xk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE, "",
-                              FOLD)
-            wu = _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE, "", FOLD)
+                              FOLD, PAIRED, EVEN_K)
+            wu = _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE, "", FOLD,
+                              PAIRED, EVEN_K)
             g = tl.dot(xk, tl.trans(_operand(wg, xk, SCALED)), g, input_precision=PRECISION)
             u = tl.dot(xk, tl.trans(_operand(wu, xk, SCALED)), u, input_precision=PRECISION)
         y = _gated(g, u, expert, cols, col_ok, scale_ptr, bias_ptr, I, ACT, APPROX, SCALED, HAS_BIAS, ALPHA, LIMIT)
@@ -525,8 +563,9 @@ def _moe_gate_up_sorted_kernel(x_ptr, slot_pair_ptr, block_expert_ptr, w_ptr, sc
 @triton.jit
 def _moe_down_sorted_kernel(h_ptr, slot_pair_ptr, block_expert_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, y_ptr, H, I,
                             E, we_stride, wn_stride, magic15, SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr,
-                            FOLD: tl.constexpr, HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
-                            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                            FOLD: tl.constexpr, PAIRED: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
+                            PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                            BLOCK_K: tl.constexpr):
     # Program (block of BLOCK_M slots of one expert, BLOCK_N columns of H): reads its pairs' h rows (BLOCK_M I elements,
     # L2 after the first column block) and BLOCK_N I weights of the expert (SCALED: codes and BLOCK_N row scales; int4:
     # half a byte an element and its group scales), writes the pairs' w (D h) rows (fp32, 4 BLOCK_M BLOCK_N bytes) in
@@ -546,8 +585,9 @@ def _moe_down_sorted_kernel(h_ptr, slot_pair_ptr, block_expert_ptr, rw_ptr, w_pt
             scales = _group_scales(scale_ptr, expert * H + cols, I, GROUP_SIZE)
             for k0 in range(0, I, BLOCK_K):
                 ks = k0 + tl.arange(0, BLOCK_K)
-                hk = tl.load(h_rows + ks[None, :], mask=valid[:, None] & (ks[None, :] < I), other=0.0)
-                wd = _weight_tile(rows, scales, k0, I, col_ok, hk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE, "", FOLD)
+                hk = tl.load(h_rows + ks[None, :], mask=valid[:, None] & _before(ks[None, :], I, EVEN_K), other=0.0)
+                wd = _weight_tile(rows, scales, k0, I, col_ok, hk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE, "", FOLD,
+                                  PAIRED, EVEN_K)
                 acc = tl.dot(hk, tl.trans(_operand(wd, hk, SCALED)), acc, input_precision=PRECISION)
             acc = _down_output(acc, expert, cols, col_ok, True, scale_ptr, bias_ptr, H, SCALED, HAS_BIAS)
             acc = acc * tl.load(rw_ptr + pairs, mask=valid, other=0.0).to(tl.float32)[:, None]
@@ -742,6 +782,9 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
                        HAS_BIAS=down_bias is not placeholder)
     pdl = pdl_options(x)
     path = _path(T, T * top_k, E, H, I, quantized, int4)
+    if path != "per-pair":  # the dot kernels: int4 tiles in bf16x2 arithmetic for bf16 x on a GPU (_weight_tile)
+        paired = int4 and x.dtype == torch.bfloat16 and x.is_cuda and not interpreting()
+        epilogue, down_format = dict(epilogue, PAIRED=paired), dict(down_format, PAIRED=paired)
     if path == "sorted":
         return _moe_experts_sorted(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias, down_bias,
                                    h, out, epilogue, down_format)
@@ -784,17 +827,18 @@ def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scal
     pairs = max(16, triton.next_power_of_2(P))
     precision = "ieee" if x.dtype == torch.float32 else "tf32"  # fp32 x: its own precision; 16-bit: not used
     block_n, block_k, warps = GROUPED_LAUNCH
+    gu_k = min(block_k, max(16, triton.next_power_of_2(H)))
     launch(_moe_gate_up_grouped_kernel, (P, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, gate_up_bias, h, P, H,
            I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), **epilogue, PRECISION=precision,
-           PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=min(block_k, max(16, triton.next_power_of_2(H))),
-           num_warps=warps, **pdl)
+           PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=gu_k, EVEN_K=H % gu_k == 0, num_warps=warps, **pdl)
     block_k = min(block_k, max(16, triton.next_power_of_2(I)))
     splits, k_split = _ranges_of_i(x.device, P * cdiv(H, block_n), GROUPED_DOWN_PER_SM, GROUPED_MAX_SPLITS, I, block_k)
     partials = torch.empty((splits, P, H), device=x.device, dtype=torch.float32)
     launch(_moe_down_grouped_kernel, (P, cdiv(H, block_n), splits), h, idx, router, down, down_scale, down_bias, out,
            partials, arrival_counters(x.device, T * cdiv(H, block_n)), P, H, I, E, k_split, router.stride(0),
            down.stride(0), down.stride(1), out.stride(0), TOP_K=top_k, **down_format, SPLITS=splits,
-           PRECISION=precision, PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, **pdl)
+           PRECISION=precision, PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=block_k, EVEN_K=I % block_k == 0,
+           num_warps=warps, **pdl)
     return out
 
 
@@ -924,17 +968,18 @@ def _moe_experts_sorted(x, idx, router, gate_up, down, gate_up_scale, down_scale
     precision = "ieee" if x.dtype == torch.float32 else "tf32"  # fp32 x: its own precision; 16-bit: not used
     block_m, (gu_n, gu_k, gu_warps, gu_stages), (down_n, down_k, down_warps, down_stages) = _sorted_launch(
         T * top_k, E, x.dtype)
+    gu_k, down_k = min(gu_k, max(16, triton.next_power_of_2(H))), min(down_k, max(16, triton.next_power_of_2(I)))
     slot_pair, block_expert = _sorted_slots(idx, E, block_m)
     blocks = block_expert.numel()
     launch(_moe_gate_up_sorted_kernel, (blocks, cdiv(I, gu_n)), x, slot_pair, block_expert, gate_up, gate_up_scale,
            gate_up_bias, h, H, I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), **epilogue,
-           PRECISION=precision, BLOCK_M=block_m, BLOCK_N=gu_n, BLOCK_K=min(gu_k, max(16, triton.next_power_of_2(H))),
-           num_warps=gu_warps, num_stages=gu_stages)
+           PRECISION=precision, BLOCK_M=block_m, BLOCK_N=gu_n, BLOCK_K=gu_k, EVEN_K=H % gu_k == 0, num_warps=gu_warps,
+           num_stages=gu_stages)
     rows = torch.empty((T * top_k, H), device=x.device, dtype=torch.float32)  # each pair's w (D h), pair order
     launch(_moe_down_sorted_kernel, (blocks, cdiv(H, down_n)), h, slot_pair, block_expert, router, down, down_scale,
            down_bias, rows, H, I, E, down.stride(0), down.stride(1), **down_format, PRECISION=precision,
-           BLOCK_M=block_m, BLOCK_N=down_n,
-           BLOCK_K=min(down_k, max(16, triton.next_power_of_2(I))), num_warps=down_warps, num_stages=down_stages)
+           BLOCK_M=block_m, BLOCK_N=down_n, BLOCK_K=down_k, EVEN_K=I % down_k == 0, num_warps=down_warps,
+           num_stages=down_stages)
     launch(_sum_pairs_kernel, (T, cdiv(H, 1024)), rows, out, H, top_k, out.stride(0), BLOCK=1024, num_warps=4)
     return out
 

@@ -958,6 +958,12 @@ def _neg_magic_zero_pair(z, BF16: tl.constexpr):
     return (z + (MAGIC | 0x8000)) * 0x10001
 
 
+@triton.jit
+def _pair_values(pairs, DTYPE: tl.constexpr):
+    """int32 pairs of 16-bit floats of DTYPE as [..., 2] (low half first)."""
+    return tl.join(pairs.to(tl.int16).to(DTYPE, bitcast=True), (pairs >> 16).to(tl.int16).to(DTYPE, bitcast=True))
+
+
 def _int8_pair_asm(fma: bool, dtype: str) -> tl.constexpr:
     """PTX of `_dequant_pairs`' int8 pair: $1 a word shifted so that the pair's codes are bytes 0 and 2, $2 the
     column's float32 scale s, $3 -(32768 + z) s (fma) or -(32768 + z), $4 0x47000000; $0 the two 16-bit floats."""
@@ -1013,7 +1019,7 @@ def _dequant_pairs(words, s, z, magic15, BITS: tl.constexpr, HAS_ZERO: tl.conste
             else:
                 pairs = tl.inline_asm_elementwise(_I8_ADD_MUL_F16, "=r,r,r,r,r", args, dtype=tl.int32,
                                                   is_pure=True, pack=1)
-        return tl.join(pairs.to(tl.int16).to(DTYPE, bitcast=True), (pairs >> 16).to(tl.int16).to(DTYPE, bitcast=True))
+        return _pair_values(pairs, DTYPE)
     elif PAIRED_ASM:
         s_pair = (s.to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF) * 0x10001  # (s, s)
         neg_zero_pair = _neg_magic_zero_pair(z, DTYPE == tl.bfloat16)
@@ -1029,7 +1035,7 @@ def _dequant_pairs(words, s, z, magic15, BITS: tl.constexpr, HAS_ZERO: tl.conste
                 "{ .reg .b32 v, one, neg0; lop3.b32 v, $1, 0x000F000F, 0x64006400, 0xEA; mov.b32 one, 0x3C003C00; "
                 "mov.b32 neg0, 0x80008000; fma.rn.f16x2 v, v, one, $2; fma.rn.f16x2 $0, v, $3, neg0; }",
                 "=r,r,r,r", args, dtype=tl.int32, is_pure=True, pack=1)
-        return tl.join(pairs.to(tl.int16).to(DTYPE, bitcast=True), (pairs >> 16).to(tl.int16).to(DTYPE, bitcast=True))
+        return _pair_values(pairs, DTYPE)
     else:
         idx = tl.arange(0, HALF)[:, None] + HALF * tl.arange(0, 2)[None, :]
         codes, magic = _unpack(words[:, :, None, None], idx[None, None, :, :], magic15, BITS)
