@@ -13,7 +13,7 @@ at 1-2 tokens of Mixtral fp8 5-7% behind a pair a program with bf16's launch, wh
 ones are the candidates).
 Also each path with and without PDL between its kernels (session 62: launched so where ROW_PDL, not yet timed).
 --quant int4 (session 66): words with group scales of 128 (gpt-oss's 2880: 64; session 65 took int4 off the grouped
-path, session 66 gave it back from three pairs an expert).
+path, session 66 gave it back from three pairs an expert, session 67 from two with bf16 x: mma.sync from registers).
 --quick: round-robin routing, a pair a program against the shipped grouped launch only.
 Usage: PYTHONPATH=src python benchmarks/exp_moe_grouped.py OUT [--tokens 1,2,4,8,16] [--quant fp8|int8|int4] [--quick]
 """

@@ -136,10 +136,12 @@ for codes, types, group_size in moe_cases:
                   BLOCK_N=dn, BLOCK_K=dk, SPLITS=splits, SUM_BATCH=splits, PDL=True), dw,
                   name=f"moe_down_{codes}_bias{int(bias)}_s{splits}", div=("H", "I"))
         # the grouped path: 16 and 128 pairs a step (PAIRS), Mixtral's top 2 and Qwen3's top 8 with up to 8 ranges
-        gn, gk, gw = moe.GROUPED_LAUNCH
+        # (int4 with bf16 x: PAIRED, mma.sync from registers at its own launch)
+        paired = codes == "int4"
+        gn, gk, gw = moe.INT4_GROUPED_LAUNCH if paired else moe.GROUPED_LAUNCH
         for pairs, top_k, splits in ((16, 2, 8), (128, 8, 8)):
-            common = dict(SCALED=scaled, GROUP_SIZE=group_size, FOLD=True, HAS_BIAS=bias, PRECISION="tf32", PAIRS=pairs,
-                          GROUP=moe.GROUP, BLOCK_N=gn, BLOCK_K=gk, PDL=True)
+            common = dict(SCALED=scaled, GROUP_SIZE=group_size, FOLD=True, PAIRED=paired, EVEN_K=True, HAS_BIAS=bias,
+                          PRECISION="tf32", PAIRS=pairs, GROUP=moe.GROUP, BLOCK_N=gn, BLOCK_K=gk, PDL=True)
             build(moe._moe_gate_up_grouped_kernel, types, dict(common, ACT=act, APPROX=True, ALPHA=alpha, LIMIT=limit),
                   gw, name=f"moe_gate_up_grouped_{codes}_{act}_p{pairs}", div=("H", "I"))
             build(moe._moe_down_grouped_kernel, types, dict(common, TOP_K=top_k, SPLITS=splits), gw,
@@ -147,8 +149,8 @@ for codes, types, group_size in moe_cases:
         # the sorted path (prefill) at its shipped launches
         sorted_types = lambda a: {"slot_pair_ptr": "*i32", "block_expert_ptr": "*i32"}.get(a, types(a))
         for block_m, (sn, sk, sw, ss), (sdn, sdk, sdw, sds) in moe.SORTED_LAUNCHES:
-            common = dict(SCALED=scaled, GROUP_SIZE=group_size, FOLD=True, HAS_BIAS=bias, PRECISION="tf32",
-                          BLOCK_M=block_m)
+            common = dict(SCALED=scaled, GROUP_SIZE=group_size, FOLD=True, PAIRED=paired, EVEN_K=True, HAS_BIAS=bias,
+                          PRECISION="tf32", BLOCK_M=block_m)
             build(moe._moe_gate_up_sorted_kernel, sorted_types, dict(common, ACT=act, APPROX=True, ALPHA=alpha,
                   LIMIT=limit, BLOCK_N=sn, BLOCK_K=sk), sw, ss, name=f"moe_gate_up_sorted_{codes}_{act}_m{block_m}",
                   div=("H", "I"))

@@ -566,8 +566,8 @@ def test_dispatch_takes_the_sorted_path_past_the_others():
     assert moe._path(65, 130, *mixtral, False) == "sorted"  # runs past a GROUP: the grouped path's passes in turn
     assert moe._path(8, 64, *qwen3, False) == "per-pair" and moe._path(17, 136, *qwen3, True) == "grouped"
     assert moe._path(17, 34, *small, False) == "sorted" and moe._path(16, 32, *small, False) == "per-pair"
-    # int4: grouped from three pairs an expert (its dot kernels dequantize each tile), else a pair a program or sorted
-    assert moe._path(8, 16, *mixtral, True, True) == "per-pair" and moe._path(12, 24, *mixtral, True, True) == "grouped"
+    # int4: grouped from two pairs an expert, else a pair a program or sorted
+    assert moe._path(7, 14, *mixtral, True, True) == "per-pair" and moe._path(8, 16, *mixtral, True, True) == "grouped"
     assert moe._path(16, 128, *qwen3, True, True) == "per-pair" and moe._path(17, 136, *qwen3, True, True) == "sorted"
     assert moe._path(32, 64, *mixtral, True, True) == "sorted"  # int4 grouped only up to MOE_MAX_TOKENS
     assert moe._sorted_launch(4096 * 2, 8, torch.bfloat16)[0] == 128  # runs of 1024 pairs: the widest blocks

@@ -18,9 +18,10 @@ of bf16's bytes, 4.25 bits a weight with group 128): gate_up [E, 2I, H / 8] and 
 codes c in [0, 15] a word (code i of word j: the row's element 8j + i, bits 4i .. 4i + 3), W = (c - 8) s with a
 scale per group of 32, 64 or 128 consecutive elements of a row (gate_up_scale [E, 2I, H / group], down_scale [E, H,
 I / group], any float dtype; symmetric, max |group| / 7: ~10% of a random row). Each kernel unpacks its weight tile
-(words interleaved in registers, codes OR-ed into a float's mantissa). The dot kernels scale it by group in fp32 and
-round it to x's dtype (their k-tiles lie in one group or hold whole ones); the per-pair kernels sum each thread's 32
-codes (one 16-byte load) against x before their group's scale: one FMA a weight.
+(words interleaved in registers, codes OR-ed into a float's mantissa). The dot kernels scale it by group (their
+k-tiles lie in one group or hold whole ones): for bf16 x two codes an instruction in bf16x2 (_INT4_BF16_PAIRS), else
+in fp32 rounded to x's dtype; the per-pair kernels sum each thread's 32 codes (one 16-byte load) against x before
+their group's scale: one FMA a weight.
 
 Two kernels, with no host synchronisation (the routing stays on the GPU: the step can be a CUDA graph), each launched
 as a programmatic dependent on sm_90 where _support.ROW_PDL (the row ops' flag; session 62, not yet timed: the down
@@ -40,8 +41,8 @@ The grouped path reads each routed expert once a step, however many of its token
 synchronisation: every program scans the step's k T indices, at most PAIRS_MAX, and finds its group itself). The
 first pair routed to an expert (its "owner") does the work of all its pairs, the others' programs return at once:
 - `_moe_gate_up_grouped_kernel`, program (pair, BLOCK_N columns of I): an owner reads its expert's 2 BLOCK_N H
-  weights once and its group's x rows (GROUP a pass: a tl.dot of [GROUP, BLOCK_K] x [BLOCK_K, BLOCK_N] a k-step),
-  and writes each member's h[s, cols].
+  weights once and its group's x rows (GROUP a pass: a tl.dot of [GROUP, BLOCK_K] x [BLOCK_K, BLOCK_N] a k-step;
+  int4 with bf16 x: mma.sync on each lane's own code pairs, `_int4_mma_sums`), and writes each member's h[s, cols].
 - `_moe_down_grouped_kernel`, program (pair, BLOCK_N columns of H, a range of I): an owner reads its expert's BLOCK_N
   down rows over its range once and its group's h ranges, and stores each member's w (D h) partial (fp32) to a
   workspace [splits, k T, H]; the last of a token tile's k x splits arrivals sums them in (split, j) order
@@ -77,12 +78,12 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (FLOAT_DTYPES, QUANT_FORMATS, arrival_counters, await_previous, cdiv, check_float,
-                                  check_fp8_device, check_same_device, float32_placeholder, interpreting, launch,
-                                  num_sms, pdl_options, planned, provided, quantize_rows_reference, runs_kernel,
+from rooftop.ops._support import (FLOAT_DTYPES, QUANT_FORMATS, arrival_counters, await_previous, capability, cdiv,
+                                  check_float, check_fp8_device, check_same_device, float32_placeholder, interpreting,
+                                  launch, num_sms, pdl_options, planned, provided, quantize_rows_reference, runs_kernel,
                                   store_split_output, torch_op)
 from rooftop.ops.activations import _ACT_F64, _activate, _divide
-from rooftop.ops.quant_matmul import GROUP_SIZES, MAGIC15, _pair_values, quantize_weight
+from rooftop.ops.quant_matmul import GROUP_SIZES, MAGIC15, _mma_m16n8k16, _pair_values, _take, quantize_weight
 from rooftop.roofline import Cost
 
 ACTIVATIONS = ("silu", "gelu", "gelu_tanh", "swiglu_oai")
@@ -122,6 +123,7 @@ DOWN_MAX_SPLITS = 16
 # (session 62, exp_moe_grouped.py) (32, 128, 4) was the best at Mixtral's experts (1-16 tokens) and at 16 tokens of
 # Qwen3's; offline sm_90: no spills.
 GROUPED_LAUNCH = (32, 128, 4)
+INT4_GROUPED_LAUNCH = (64, 128, 4)  # int4 with bf16 x (_int4_mma_sums): BLOCK_N 16 a warp, BLOCK_K 128
 GROUPED_DOWN_PER_SM = 4
 GROUPED_MAX_SPLITS = 8
 GROUP = 16  # pairs of one expert a pass (tl.dot's least M)
@@ -191,10 +193,10 @@ def _weight_tile(rows, scales, k0, k_end, row_ok, like, magic15, BLOCK_N: tl.con
     zeros at k >= k_end and in rows not row_ok. GROUP_SIZE 0: as stored (x's dtype, or one-byte codes). int4
     (GROUP_SIZE > 0; k0 a multiple of BLOCK_K, k_end of 8 and of min(BLOCK_K, GROUP_SIZE)): BLOCK_K / 8 words a row
     unpacked, (c - 8) s with the group's scale s (scales: _group_scales), in `like`'s dtype. PAIRED (bf16 x, a GPU):
-    two codes an instruction in bf16x2 (_int4_value_pairs: the scale rounded to bf16, then the product: ~2^-8 of
-    it; the words' pairs are codes i, i + 4, put back in order in registers). Else in fp32, rounded once: with FOLD
-    (x 16-bit) one FMA a weight, (m + c) s - (m + 8) s, its second product rounded (~2^-16 s: under a 16-bit
-    rounding); without, an exact subtraction."""
+    two codes an instruction in bf16x2 (_INT4_BF16_PAIRS: the scale rounded to bf16, then the product, so ~2^-8 of
+    it where fp32 arithmetic rounds ~2^-9). Else in fp32, rounded once: with FOLD (x 16-bit) one FMA a weight,
+    (m + c) s - (m + 8) s, its second product rounded (~2^-16 s: under a 16-bit rounding); without, an exact
+    subtraction. EVEN_K: k_end a multiple of BLOCK_K, no k masks."""
     if GROUP_SIZE == 0:
         ks = k0 + tl.arange(0, BLOCK_K)
         return tl.load(rows + ks[None, :], mask=row_ok[:, None] & _before(ks[None, :], k_end, EVEN_K), other=0.0,
@@ -403,10 +405,9 @@ def _group_of(idx_ptr, pair, P, E, PAIRS: tl.constexpr):
 
 
 @triton.jit
-def _members(match, rank, base, count, PAIRS: tl.constexpr, GROUP: tl.constexpr):
-    """The group's pairs of ranks base .. base + GROUP - 1, and which of those exist."""
+def _members(match, rank, r, count, PAIRS: tl.constexpr):
+    """The group's pairs of ranks r (a vector; 0 where none), and which of those exist."""
     p = tl.arange(0, PAIRS)
-    r = base + tl.arange(0, GROUP)
     member = tl.sum(tl.where(match[None, :] & (rank[None, :] == r[:, None]), p[None, :], 0), axis=1)
     return member.to(tl.int64), r < count
 
@@ -421,6 +422,94 @@ def _operand(w, like, SCALED: tl.constexpr):
 
 
 @triton.jit
+def _int4_mma_loads(w_rows, s_rows, x32_rows, kq, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr):
+    """A k-step's loads for _int4_mma_sums at the lane's first k `kq` (in bounds: unmasked, a masked load zeroes its
+    registers first): each weight row's four words (one 16-byte load) and its scale as a bf16 pair (s, s), and each x
+    row's 16 pairs as four 16-byte loads ([LANES, 4] each: a [LANES, 16] load would spread a row over 4 lanes,
+    exchanged through shared memory)."""
+    words = ()
+    scales = ()
+    for j in tl.static_range(2 * TILES):
+        words = words + (tl.load(w_rows[j][:, None] + (kq // 8)[:, None] + tl.arange(0, 4)[None, :]),)
+        s = tl.load(s_rows[j] + kq // GROUP_SIZE).to(tl.bfloat16)
+        scales = scales + ((s.to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF) * 0x10001,)
+    xs = ()  # x row 8 nb + g's pairs 4 i .. 4 i + 3 at 4 nb + i
+    for nb in tl.static_range(2):
+        for i in tl.static_range(4):
+            xs = xs + (tl.load(x32_rows[nb][:, None] + (kq // 2 + 4 * i)[:, None] + tl.arange(0, 4)[None, :]),)
+    return words, scales, xs
+
+
+@triton.jit
+def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, q, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr):
+    """The grouped kernels' int4 sums for bf16 x (PAIRED; inline PTX, a GPU only): mma.sync m16n8k16 (fp32 sums) of
+    TILES weight-row tiles against 16 x rows over k_start .. k_end - 1 (k_start a multiple of 128, k_end of 32),
+    straight from each lane's own registers (no shared memory). Lane L = 32 w + 4 g + q: w_rows the [LANES] int32
+    pointers to the first words of its weight rows, (tile t's MMA row g, its row g + 8) for each tile; s_rows those
+    rows' first scales; x32_rows its x rows 8 nb + g (nb = 0, 1) as int32 pairs. A 128-wide k-step: lane q holds k
+    32 q .. 32 q + 31 of its rows (four words: one 16-byte load a row, in one group: one scale) and of its x rows (64
+    bytes), loaded a step ahead (in flight while this one computes; past k_end the lane's last 32 again). k inside a
+    k16 step is permuted so that the A fragment ((2q, 2q + 1), (2q + 8, 2q + 9) of rows g, g + 8) comes from the
+    lane's own words: step 2i + h takes pairs 2h, 2h + 1 of word i (_INT4_BF16_PAIRS, 17 instructions a word), the B
+    fragment the matching x pairs 4i + 2h, 4i + 2h + 1. Past k_end (a lane's whole 32: k_end a multiple of 32) the
+    scale is 0. Returns the C fragments (rows g, g + 8 x x rows 2q, 2q + 1), a flat tuple in (tile, nb, c0 .. c3)
+    order."""
+    acc = ()
+    for _ in tl.static_range(8 * TILES):
+        acc = acc + (tl.zeros(q.shape, tl.float32),)
+    last = k_end - 32  # a lane's last k-chunk
+    ahead = _int4_mma_loads(w_rows, s_rows, x32_rows, tl.minimum(k_start + 32 * q, last), TILES, GROUP_SIZE)
+    for k0 in range(k_start, k_end, 128):
+        words, scales, xs = ahead
+        live = k0 + 32 * q < k_end
+        ahead = _int4_mma_loads(w_rows, s_rows, x32_rows, tl.minimum(k0 + 128 + 32 * q, last), TILES, GROUP_SIZE)
+        pairs = ()  # per row: its four words' pairs 0 .. 3, [LANES, 4] each (word i at i)
+        for j in tl.static_range(2 * TILES):
+            p0, p1, p2, p3 = tl.inline_asm_elementwise(_INT4_BF16_PAIRS, "=r,=r,=r,=r,r,r",
+                                                       [words[j], tl.where(live, scales[j], 0)[:, None]],
+                                                       dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True,
+                                                       pack=1)
+            pairs = pairs + (p0, p1, p2, p3)
+        for i in tl.static_range(4):
+            for h in tl.static_range(2):
+                out = ()
+                for t in tl.static_range(TILES):
+                    ga, gb = pairs[8 * t: 8 * t + 4], pairs[8 * t + 4: 8 * t + 8]
+                    a0, a2 = _take(ga[2 * h], i), _take(ga[2 * h + 1], i)
+                    a1, a3 = _take(gb[2 * h], i), _take(gb[2 * h + 1], i)
+                    for nb in tl.static_range(2):
+                        c0, c1, c2, c3 = acc[8 * t + 4 * nb: 8 * t + 4 * nb + 4]
+                        c0, c1, c2, c3 = _mma_m16n8k16(a0, a1, a2, a3, _take(xs[4 * nb + i], 2 * h),
+                                                       _take(xs[4 * nb + i], 2 * h + 1), c0, c1, c2, c3, True)
+                        out = out + (c0, c1, c2, c3)
+                acc = out
+    return acc
+
+
+@triton.jit
+def _mma_tile(acc, t: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Tile t's C fragments (_int4_mma_sums; warp w's rows 16 w .. 16 w + 15) as [16 x rows, BLOCK_N weight rows]."""
+    blocks = ()
+    for nb in tl.static_range(2):
+        c = acc[8 * t + 4 * nb: 8 * t + 4 * nb + 4]
+        blocks = blocks + (tl.join(tl.join(c[0], c[1]), tl.join(c[2], c[3])),)  # [LANES, x row 2q + e, row g + 8 h]
+    out = tl.reshape(tl.join(blocks[0], blocks[1]), (BLOCK_N // 16, 8, 4, 2, 2, 2))  # w, g, q, e, h, nb
+    return tl.reshape(tl.permute(out, (5, 2, 3, 0, 4, 1)), (16, BLOCK_N))  # x row 8 nb + 2 q + e, 16 w + 8 h + g
+
+
+@triton.jit
+def _mma_lanes(pid_n, match, rank, base, count, N, PAIRS: tl.constexpr, BLOCK_N: tl.constexpr):
+    """For _int4_mma_sums (a warp 16 of the program's BLOCK_N weight rows): each lane's q, its MMA rows g and g + 8
+    (clamped into the N rows: the rows past them are not stored) and the group's members of ranks base + g and base +
+    8 + g (its x rows)."""
+    lane = tl.arange(0, 2 * BLOCK_N)
+    g = (lane % 32) // 4
+    row = pid_n * BLOCK_N + 16 * (lane // 32) + g
+    members = (_members(match, rank, base + g, count, PAIRS)[0], _members(match, rank, base + 8 + g, count, PAIRS)[0])
+    return lane % 4, tl.minimum(row, N - 1).to(tl.int64), tl.minimum(row + 8, N - 1).to(tl.int64), members
+
+
+@triton.jit
 def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, P, H, I, E, TOP_K, x_stride,
                                 we_stride, wn_stride, magic15, ACT: tl.constexpr, APPROX: tl.constexpr,
                                 SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr,
@@ -429,9 +518,9 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
                                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, column block); an owner reads 2 BLOCK_N rows of its expert once (2 BLOCK_N H elements; SCALED:
     # one-byte codes, widened exactly to x's dtype for the dot, and 2 BLOCK_N row scales; int4: half a byte an element
-    # and its group scales, dequantized in fp32 and rounded to x's dtype) and its group's x rows (L2 after the first),
-    # and writes BLOCK_N elements of h per member. Other programs read the k T indices only. PDL: as
-    # the per-pair kernels'.
+    # and its group scales; PAIRED, bf16 x: _int4_mma_sums, BLOCK_N 16 a warp) and its group's x rows (L2 after the
+    # first), and writes BLOCK_N elements of h per member. Other programs read the k T indices only. PDL: as the
+    # per-pair kernels'.
     await_previous(PDL)
     pair = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -443,19 +532,35 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
         gate_scales = _group_scales(scale_ptr, expert * 2 * I + cols, H, GROUP_SIZE)
         up_scales = _group_scales(scale_ptr, expert * 2 * I + I + cols, H, GROUP_SIZE)
         for base in range(0, count, GROUP):
-            member, valid = _members(match, rank, base, count, PAIRS, GROUP)
-            x_rows = x_ptr + (member // TOP_K)[:, None] * x_stride
-            g = tl.zeros([GROUP, BLOCK_N], tl.float32)
-            u = tl.zeros([GROUP, BLOCK_N], tl.float32)
-            for k0 in range(0, H, BLOCK_K):
-                ks = k0 + tl.arange(0, BLOCK_K)
-                xk = tl.load(x_rows + ks[None, :], mask=valid[:, None] & _before(ks[None, :], H, EVEN_K), other=0.0)
-                wg = _weight_tile(gate_rows, gate_scales, k0, H, col_ok, xk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE,
-                                  "evict_first", FOLD, PAIRED, EVEN_K)
-                wu = _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE,
-                                  "evict_first", FOLD, PAIRED, EVEN_K)
-                g = tl.dot(xk, tl.trans(_operand(wg, xk, SCALED)), g, input_precision=PRECISION)
-                u = tl.dot(xk, tl.trans(_operand(wu, xk, SCALED)), u, input_precision=PRECISION)
+            member, valid = _members(match, rank, base + tl.arange(0, GROUP), count, PAIRS)
+            if PAIRED:  # int4, bf16 x: mma.sync from the lanes' own words (GROUP = 16, BLOCK_N = 16 warps)
+                q, row_a, row_b, lane_members = _mma_lanes(tl.program_id(1), match, rank, base, count, I, PAIRS,
+                                                           BLOCK_N)
+                expert_rows = w_ptr + expert * we_stride
+                expert_scales = scale_ptr + expert * 2 * I * (H // GROUP_SIZE)
+                x32 = x_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
+                acc = _int4_mma_sums(
+                    (expert_rows + row_a * wn_stride, expert_rows + row_b * wn_stride,
+                     expert_rows + (row_a + I) * wn_stride, expert_rows + (row_b + I) * wn_stride),
+                    (expert_scales + row_a * (H // GROUP_SIZE), expert_scales + row_b * (H // GROUP_SIZE),
+                     expert_scales + (row_a + I) * (H // GROUP_SIZE), expert_scales + (row_b + I) * (H // GROUP_SIZE)),
+                    (x32 + (lane_members[0] // TOP_K) * (x_stride // 2),
+                     x32 + (lane_members[1] // TOP_K) * (x_stride // 2)), 0, H, q, 2, GROUP_SIZE)
+                g, u = _mma_tile(acc, 0, BLOCK_N), _mma_tile(acc, 1, BLOCK_N)
+            else:
+                x_rows = x_ptr + (member // TOP_K)[:, None] * x_stride
+                g = tl.zeros([GROUP, BLOCK_N], tl.float32)
+                u = tl.zeros([GROUP, BLOCK_N], tl.float32)
+                for k0 in range(0, H, BLOCK_K):
+                    ks = k0 + tl.arange(0, BLOCK_K)
+                    xk = tl.load(x_rows + ks[None, :], mask=valid[:, None] & _before(ks[None, :], H, EVEN_K),
+                                 other=0.0)
+                    wg = _weight_tile(gate_rows, gate_scales, k0, H, col_ok, xk, magic15, BLOCK_N, BLOCK_K,
+                                      GROUP_SIZE, "evict_first", FOLD, False, EVEN_K)
+                    wu = _weight_tile(up_rows, up_scales, k0, H, col_ok, xk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE,
+                                      "evict_first", FOLD, False, EVEN_K)
+                    g = tl.dot(xk, tl.trans(_operand(wg, xk, SCALED)), g, input_precision=PRECISION)
+                    u = tl.dot(xk, tl.trans(_operand(wu, xk, SCALED)), u, input_precision=PRECISION)
             y = _gated(g, u, expert, cols, col_ok, scale_ptr, bias_ptr, I, ACT, APPROX, SCALED, HAS_BIAS, ALPHA,
                        LIMIT)
             tl.store(h_ptr + member[:, None] * I + cols[None, :], y.to(h_ptr.dtype.element_ty),
@@ -486,17 +591,28 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
         rows = w_ptr + expert * we_stride + cols.to(tl.int64)[:, None] * wn_stride
         scales = _group_scales(scale_ptr, expert * H + cols, I, GROUP_SIZE)
         for base in range(0, count, GROUP):
-            member, valid = _members(match, rank, base, count, PAIRS, GROUP)
+            member, valid = _members(match, rank, base + tl.arange(0, GROUP), count, PAIRS)
             token = member // TOP_K
             acc = tl.zeros([GROUP, BLOCK_N], tl.float32)
             if live:  # a dead pair's partial is zero (h unread: the gate / up kernel left it unwritten)
-                for k0 in range(k_start, k_end, BLOCK_K):
-                    ks = k0 + tl.arange(0, BLOCK_K)
-                    hk = tl.load(h_ptr + member[:, None] * I + ks[None, :],
-                                 mask=valid[:, None] & _before(ks[None, :], k_end, EVEN_K), other=0.0)
-                    wd = _weight_tile(rows, scales, k0, k_end, col_ok, hk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE,
-                                      "evict_first", FOLD, PAIRED, EVEN_K)
-                    acc = tl.dot(hk, tl.trans(_operand(wd, hk, SCALED)), acc, input_precision=PRECISION)
+                if PAIRED:  # as gate / up's
+                    q, row_a, row_b, lane_members = _mma_lanes(pid_n, match, rank, base, count, H, PAIRS, BLOCK_N)
+                    expert_rows = w_ptr + expert * we_stride
+                    expert_scales = scale_ptr + expert * H * (I // GROUP_SIZE)
+                    h32 = h_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
+                    acc = _mma_tile(_int4_mma_sums(
+                        (expert_rows + row_a * wn_stride, expert_rows + row_b * wn_stride),
+                        (expert_scales + row_a * (I // GROUP_SIZE), expert_scales + row_b * (I // GROUP_SIZE)),
+                        (h32 + lane_members[0] * (I // 2), h32 + lane_members[1] * (I // 2)),
+                        k_start, k_end, q, 1, GROUP_SIZE), 0, BLOCK_N)
+                else:
+                    for k0 in range(k_start, k_end, BLOCK_K):
+                        ks = k0 + tl.arange(0, BLOCK_K)
+                        hk = tl.load(h_ptr + member[:, None] * I + ks[None, :],
+                                     mask=valid[:, None] & _before(ks[None, :], k_end, EVEN_K), other=0.0)
+                        wd = _weight_tile(rows, scales, k0, k_end, col_ok, hk, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE,
+                                          "evict_first", FOLD, False, EVEN_K)
+                        acc = tl.dot(hk, tl.trans(_operand(wd, hk, SCALED)), acc, input_precision=PRECISION)
             acc = _down_output(acc, expert, cols, col_ok & live, split == 0, scale_ptr, bias_ptr, H, SCALED, HAS_BIAS)
             weight = tl.load(rw_ptr + token * rw_stride + member % TOP_K, mask=valid & live, other=0.0)
             acc = acc * weight.to(tl.float32)[:, None]
@@ -609,12 +725,14 @@ def _takes_grouped(pairs: int, E: int, H: int, I: int, quantized: bool, int4: bo
     behind a pair a program (H100, session 62; their launch is bf16's, its k-tiles half the bytes). Not where the
     experts' mean run passes a GROUP (an owner's passes run one after another): 128 tokens of Mixtral's (runs of 32)
     took 2.34 ms there against the sorted path's 1.15, 32 tokens (runs of 8) 0.98 against 1.06 (H100, session 64).
-    int4 experts only where each expert has three pairs or more on average (and, by _path, up to MOE_MAX_TOKENS
-    tokens): their grouped kernels dequantize every [BLOCK_N, BLOCK_K] tile for the tl.dot (H100, session 66,
-    round-robin routing: 4 / 8 / 16 tokens of Mixtral's 0.88 ms flat against a pair a program's 0.35 / 0.68 / 1.31;
-    Qwen3's 4-16 tokens 2.1-3.0x a pair a program's)."""
+    int4 experts only where each expert has two pairs or more on average (and, by _path, up to MOE_MAX_TOKENS
+    tokens): with bf16 x their grouped kernels run mma.sync from registers (_int4_mma_sums), ~0.46 ms flat at 4-16
+    tokens of Mixtral's (H200, session 67, round-robin routing) against a pair a program's 0.34 / 0.68 / 1.00 / 1.32 ms
+    at 4 / 8 / 12 / 16; gpt-oss-20b's 12-16 tokens 0.33 ms against 0.43-0.56, 4-8 tokens even; Qwen3's 1-16 tokens
+    1.5-1.9x a pair a program's (never two pairs an expert there). fp16 / fp32 x dequantize a tl.dot tile in fp32
+    instead (H100, session 66: 0.88 ms flat at 4-16 tokens of Mixtral's)."""
     if int4:
-        return 3 * E <= pairs <= min(PAIRS_MAX, GROUP * E)
+        return 2 * E <= pairs <= min(PAIRS_MAX, GROUP * E)
     return pairs <= min(PAIRS_MAX, GROUP * E) and (pairs >= E or (H * I >= GROUPED_MIN_EXPERT and not quantized))
 
 
@@ -783,7 +901,8 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     pdl = pdl_options(x)
     path = _path(T, T * top_k, E, H, I, quantized, int4)
     if path != "per-pair":  # the dot kernels: int4 tiles in bf16x2 arithmetic for bf16 x on a GPU (_weight_tile)
-        paired = int4 and x.dtype == torch.bfloat16 and x.is_cuda and not interpreting()
+        paired = (int4 and x.dtype == torch.bfloat16 and x.is_cuda and not interpreting()
+                  and capability(x.device.index) >= (8, 0))  # bf16x2 and mma.sync's bf16: sm_80
         epilogue, down_format = dict(epilogue, PAIRED=paired), dict(down_format, PAIRED=paired)
     if path == "sorted":
         return _moe_experts_sorted(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias, down_bias,
@@ -826,12 +945,18 @@ def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scal
     P = T * top_k
     pairs = max(16, triton.next_power_of_2(P))
     precision = "ieee" if x.dtype == torch.float32 else "tf32"  # fp32 x: its own precision; 16-bit: not used
-    block_n, block_k, warps = GROUPED_LAUNCH
-    gu_k = min(block_k, max(16, triton.next_power_of_2(H)))
+    if epilogue["PAIRED"]:  # _int4_mma_sums: 128-wide k-steps, a warp 16 rows; x rows as 16-byte aligned int32 pairs
+        block_n, block_k, warps = INT4_GROUPED_LAUNCH
+        gu_k = block_k
+        if x.stride(0) % 8 or x.data_ptr() % 16:
+            x = x.clone(memory_format=torch.contiguous_format)
+    else:
+        block_n, block_k, warps = GROUPED_LAUNCH
+        gu_k = min(block_k, max(16, triton.next_power_of_2(H)))
+        block_k = min(block_k, max(16, triton.next_power_of_2(I)))
     launch(_moe_gate_up_grouped_kernel, (P, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, gate_up_bias, h, P, H,
            I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), **epilogue, PRECISION=precision,
            PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=gu_k, EVEN_K=H % gu_k == 0, num_warps=warps, **pdl)
-    block_k = min(block_k, max(16, triton.next_power_of_2(I)))
     splits, k_split = _ranges_of_i(x.device, P * cdiv(H, block_n), GROUPED_DOWN_PER_SM, GROUPED_MAX_SPLITS, I, block_k)
     partials = torch.empty((splits, P, H), device=x.device, dtype=torch.float32)
     launch(_moe_down_grouped_kernel, (P, cdiv(H, block_n), splits), h, idx, router, down, down_scale, down_bias, out,
