@@ -33,7 +33,10 @@ from rooftop.ops._support import clear_plans
 # codes k-tiles up to twice as wide
 LAUNCHES = ((16, 128, 4), (16, 256, 4), (32, 128, 4), (16, 64, 2))
 QUANT_LAUNCHES = ((32, 128, 4), (32, 256, 4), (16, 256, 4), (16, 128, 2))
-SHIPPED = moe.GROUPED_LAUNCH  # before path() sets others
+# int4 (bf16 x: mma.sync from registers, INT4_GROUPED_LAUNCH): (BLOCK_N, 128, warps, register cap); offline sm_90
+# (session 67) ~212 registers uncapped (two 4-warp programs an SM), 168 at a cap of 168 without spills, spills at 128
+INT4_LAUNCHES = ((64, 128, 4, None), (64, 128, 4, 168), (32, 128, 2, None), (32, 128, 2, 168), (128, 128, 8, 168))
+SHIPPED, INT4_SHIPPED = moe.GROUPED_LAUNCH, moe.INT4_GROUPED_LAUNCH  # before path() sets others
 # (E, k, H, I): Mixtral-8x7B's experts (H I = 58.7M), Qwen3-30B-A3B's (1.6M), gpt-oss-20b's (8.3M, just under
 # GROUPED_MIN_EXPERT = 8.4M: where between the first two should the bound lie?)
 MODELS = ((8, 2, 4096, 14336), (128, 8, 2048, 768), (32, 4, 2880, 2880))
@@ -45,7 +48,9 @@ def path(grouped, launch=None, pdl=True):
     def run(*args):
         moe._path = lambda *a: "grouped" if grouped else "per-pair"
         _support.ROW_PDL = pdl
-        if launch:
+        if launch and len(launch) == 4:
+            moe.INT4_GROUPED_LAUNCH = launch
+        elif launch:
             moe.GROUPED_LAUNCH = launch
         return moe.moe_experts(*args)
     return run
@@ -68,7 +73,7 @@ def main():
     copy_gbps = measure_ceilings().copy_GBps
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     grouped_mm = None if args.quant else moe._grouped_mm_peer()
-    launches = QUANT_LAUNCHES if args.quant else LAUNCHES
+    launches = INT4_LAUNCHES if args.quant == "int4" else QUANT_LAUNCHES if args.quant else LAUNCHES
     rows = []
     for E, k, H, I in MODELS:
         for T in (t for t in args.tokens if t * k <= moe.PAIRS_MAX):
@@ -98,10 +103,12 @@ def main():
                 ref = moe.moe_experts_reference(*sets[0]).float()
                 providers = [("a pair a program", path(False)), ("a pair, no PDL", path(False, pdl=False)),
                              ("grouped_mm", grouped_mm)] + [
-                    ("grouped n{}k{}w{}".format(*launch), path(True, launch)) for launch in launches] + [
-                    ("grouped, no PDL", path(True, SHIPPED, pdl=False))]
+                    ("grouped n{}k{}w{}".format(*launch) + (f" r{launch[3]}" if launch[3:] and launch[3] else ""),
+                     path(True, launch)) for launch in launches]
+                shipped = INT4_SHIPPED if args.quant == "int4" else SHIPPED
+                providers.append(("grouped, no PDL", path(True, shipped, pdl=False)))
                 if args.quick:
-                    providers = [("a pair a program", path(False)), ("grouped shipped", path(True, SHIPPED))]
+                    providers = [("a pair a program", path(False)), ("grouped shipped", path(True, shipped))]
                 for name, fn in (p for p in providers if p[1] is not None):
                     clear_plans()
                     out = fn(*sets[0])

@@ -138,7 +138,7 @@ for codes, types, group_size in moe_cases:
         # the grouped path: 16 and 128 pairs a step (PAIRS), Mixtral's top 2 and Qwen3's top 8 with up to 8 ranges
         # (int4 with bf16 x: PAIRED, mma.sync from registers at its own launch)
         paired = codes == "int4"
-        gn, gk, gw = moe.INT4_GROUPED_LAUNCH if paired else moe.GROUPED_LAUNCH
+        gn, gk, gw = moe.INT4_GROUPED_LAUNCH[:3] if paired else moe.GROUPED_LAUNCH
         for pairs, top_k, splits in ((16, 2, 8), (128, 8, 8)):
             common = dict(SCALED=scaled, GROUP_SIZE=group_size, FOLD=True, PAIRED=paired, EVEN_K=True, HAS_BIAS=bias,
                           PRECISION="tf32", PAIRS=pairs, GROUP=moe.GROUP, BLOCK_N=gn, BLOCK_K=gk, PDL=True)

@@ -208,6 +208,20 @@ def test_int4_group_sizes_and_scales(path, group):
                        torch.zeros_like(x))
 
 
+def test_int4_bf16_passes_and_views(path):
+    """int4 experts with bf16 x (on a GPU the grouped kernels' mma.sync path): 20 pairs on one expert (two passes of
+    GROUP members), x a row view one element off 16-byte alignment, gate_up in groups of 64 and down in groups of 32
+    over I = 192 (its second k-step of 128 half past it): as the reference on the same codes and scales."""
+    x, index, weights, gate_up, down = _inputs(20, 3, 2, 128, 192, dtype=torch.bfloat16)
+    index[:, 0], index[:, 1] = 1, (torch.arange(20, device=DEVICE) % 2) * 2  # expert 1 in every token
+    x = torch.empty(x.numel() + 1, device=DEVICE, dtype=x.dtype)[1:].view_as(x).copy_(x)
+    gu, gu_scale = moe.quantize_experts(gate_up, down, "int4", 64)[:2]
+    dn, dn_scale = moe.quantize_experts(gate_up, down, "int4", 32)[2:]
+    out = rooftop.moe_experts(x, index, weights, gu, dn, gate_up_scale=gu_scale, down_scale=dn_scale)
+    ref = moe_experts_reference(x, index, weights, gu, dn, "silu", gu_scale, dn_scale)
+    assert rel_err(out, ref) < TOL[torch.bfloat16]
+
+
 def test_quantized_bad_input():
     x, index, weights, gate_up, down = _inputs(2, 4, 2, 64, 48)
     with pytest.raises(ValueError, match="quant"):
@@ -566,8 +580,12 @@ def test_dispatch_takes_the_sorted_path_past_the_others():
     assert moe._path(65, 130, *mixtral, False) == "sorted"  # runs past a GROUP: the grouped path's passes in turn
     assert moe._path(8, 64, *qwen3, False) == "per-pair" and moe._path(17, 136, *qwen3, True) == "grouped"
     assert moe._path(17, 34, *small, False) == "sorted" and moe._path(16, 32, *small, False) == "per-pair"
-    # int4: grouped from two pairs an expert, else a pair a program or sorted
-    assert moe._path(7, 14, *mixtral, True, True) == "per-pair" and moe._path(8, 16, *mixtral, True, True) == "grouped"
+    # int4: grouped from two pairs an expert with bf16 x on sm_80+ (paired), three otherwise, else a pair a program or
+    # sorted
+    assert moe._path(7, 14, *mixtral, True, True, True) == "per-pair"
+    assert moe._path(8, 16, *mixtral, True, True, True) == "grouped"
+    assert moe._path(8, 16, *mixtral, True, True) == "per-pair"
+    assert moe._path(12, 24, *mixtral, True, True) == "grouped"
     assert moe._path(16, 128, *qwen3, True, True) == "per-pair" and moe._path(17, 136, *qwen3, True, True) == "sorted"
     assert moe._path(32, 64, *mixtral, True, True) == "sorted"  # int4 grouped only up to MOE_MAX_TOKENS
     assert moe._sorted_launch(4096 * 2, 8, torch.bfloat16)[0] == 128  # runs of 1024 pairs: the widest blocks

@@ -123,7 +123,9 @@ DOWN_MAX_SPLITS = 16
 # (session 62, exp_moe_grouped.py) (32, 128, 4) was the best at Mixtral's experts (1-16 tokens) and at 16 tokens of
 # Qwen3's; offline sm_90: no spills.
 GROUPED_LAUNCH = (32, 128, 4)
-INT4_GROUPED_LAUNCH = (64, 128, 4)  # int4 with bf16 x (_int4_mma_sums): BLOCK_N 16 a warp, BLOCK_K 128
+# int4 with bf16 x (_int4_mma_sums): (BLOCK_N 16 a warp, BLOCK_K 128, warps, ptxas's register cap or None); ~212
+# registers uncapped (two programs an SM), 168 at a cap of 168 without spills (offline sm_90; a cap untimed)
+INT4_GROUPED_LAUNCH = (64, 128, 4, None)
 GROUPED_DOWN_PER_SM = 4
 GROUPED_MAX_SPLITS = 8
 GROUP = 16  # pairs of one expert a pass (tl.dot's least M)
@@ -423,20 +425,22 @@ def _operand(w, like, SCALED: tl.constexpr):
 
 @triton.jit
 def _int4_mma_loads(w_rows, s_rows, x32_rows, kq, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr):
-    """A k-step's loads for _int4_mma_sums at the lane's first k `kq` (in bounds: unmasked, a masked load zeroes its
-    registers first): each weight row's four words (one 16-byte load) and its scale as a bf16 pair (s, s), and each x
+    """A k-step's loads for _int4_mma_sums at the lane's first k `kq` (a multiple of 32, in bounds: unmasked, a masked
+    load zeroes its registers first): each weight row's four words (one 16-byte load where Triton knows the row
+    stride a multiple of 16 words; gpt-oss's 360: four 4-byte loads) and its scale as a bf16 pair (s, s), and each x
     row's 16 pairs as four 16-byte loads ([LANES, 4] each: a [LANES, 16] load would spread a row over 4 lanes,
     exchanged through shared memory)."""
     words = ()
     scales = ()
     for j in tl.static_range(2 * TILES):
-        words = words + (tl.load(w_rows[j][:, None] + (kq // 8)[:, None] + tl.arange(0, 4)[None, :]),)
+        words = words + (tl.load(w_rows[j][:, None] + tl.multiple_of(kq // 8, 4)[:, None] + tl.arange(0, 4)[None, :]),)
         s = tl.load(s_rows[j] + kq // GROUP_SIZE).to(tl.bfloat16)
         scales = scales + ((s.to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF) * 0x10001,)
     xs = ()  # x row 8 nb + g's pairs 4 i .. 4 i + 3 at 4 nb + i
     for nb in tl.static_range(2):
         for i in tl.static_range(4):
-            xs = xs + (tl.load(x32_rows[nb][:, None] + (kq // 2 + 4 * i)[:, None] + tl.arange(0, 4)[None, :]),)
+            xs = xs + (tl.load(x32_rows[nb][:, None] + tl.multiple_of(kq // 2 + 4 * i, 4)[:, None]
+                               + tl.arange(0, 4)[None, :]),)
     return words, scales, xs
 
 
@@ -710,29 +714,32 @@ def _moe_down_sorted_kernel(h_ptr, slot_pair_ptr, block_expert_ptr, rw_ptr, w_pt
         tl.store(y_ptr + pairs[:, None] * H + cols[None, :], acc, mask=valid[:, None] & col_ok[None, :])
 
 
-def _path(tokens: int, pairs: int, E: int, H: int, I: int, quantized: bool, int4: bool = False) -> str:
+def _path(tokens: int, pairs: int, E: int, H: int, I: int, quantized: bool, int4: bool = False,
+          paired: bool = False) -> str:
     """The path that takes a call (module docstring): "grouped" where _takes_grouped, else "per-pair" up to
     MOE_MAX_TOKENS tokens and "sorted" past them. int4 experts take the grouped path only up to MOE_MAX_TOKENS (past
-    them grouped against sorted is untimed)."""
-    if _takes_grouped(pairs, E, H, I, quantized, int4) and (tokens <= MOE_MAX_TOKENS or not int4):
+    them grouped against sorted is untimed); paired: int4 with bf16 x on sm_80+ (the grouped kernels' mma.sync)."""
+    if _takes_grouped(pairs, E, H, I, quantized, int4, paired) and (tokens <= MOE_MAX_TOKENS or not int4):
         return "grouped"
     return "per-pair" if tokens <= MOE_MAX_TOKENS else "sorted"
 
 
-def _takes_grouped(pairs: int, E: int, H: int, I: int, quantized: bool, int4: bool = False) -> bool:
+def _takes_grouped(pairs: int, E: int, H: int, I: int, quantized: bool, int4: bool = False,
+                   paired: bool = False) -> bool:
     """Whether a call of `pairs` (token, expert) pairs takes the grouped path (module docstring). Quantized experts only
     where the pairs can cover every expert: at one and two tokens of Mixtral's fp8 experts the grouped kernels ran 5-7%
     behind a pair a program (H100, session 62; their launch is bf16's, its k-tiles half the bytes). Not where the
     experts' mean run passes a GROUP (an owner's passes run one after another): 128 tokens of Mixtral's (runs of 32)
     took 2.34 ms there against the sorted path's 1.15, 32 tokens (runs of 8) 0.98 against 1.06 (H100, session 64).
-    int4 experts only where each expert has two pairs or more on average (and, by _path, up to MOE_MAX_TOKENS
-    tokens): with bf16 x their grouped kernels run mma.sync from registers (_int4_mma_sums), ~0.46 ms flat at 4-16
-    tokens of Mixtral's (H200, session 67, round-robin routing) against a pair a program's 0.34 / 0.68 / 1.00 / 1.32 ms
-    at 4 / 8 / 12 / 16; gpt-oss-20b's 12-16 tokens 0.33 ms against 0.43-0.56, 4-8 tokens even; Qwen3's 1-16 tokens
-    1.5-1.9x a pair a program's (never two pairs an expert there). fp16 / fp32 x dequantize a tl.dot tile in fp32
-    instead (H100, session 66: 0.88 ms flat at 4-16 tokens of Mixtral's)."""
+    int4 experts (and, by _path, up to MOE_MAX_TOKENS tokens) where each expert has two pairs or more on average if
+    `paired` (bf16 x: their grouped kernels run mma.sync from registers, _int4_mma_sums; ~0.46 ms flat at 4-16 tokens
+    of Mixtral's on an H200, session 67, round-robin routing, against a pair a program's 0.34 / 0.68 / 1.00 / 1.32 ms
+    at 4 / 8 / 12 / 16; gpt-oss-20b's 12-16 tokens 0.33 ms against 0.43-0.56 (12 tokens, 1.5 pairs an expert, left a
+    pair a program: not timed at 6 tokens of Mixtral's), 4-8 tokens even; Qwen3's 1-16 tokens 1.4-1.9x a pair a
+    program's: never two pairs an expert there), else three or more (fp16 / fp32 x, or before sm_80: a tl.dot tile
+    dequantized in fp32; H100, session 66: 0.88 ms flat at 4-16 tokens of Mixtral's)."""
     if int4:
-        return 2 * E <= pairs <= min(PAIRS_MAX, GROUP * E)
+        return (2 if paired else 3) * E <= pairs <= min(PAIRS_MAX, GROUP * E)
     return pairs <= min(PAIRS_MAX, GROUP * E) and (pairs >= E or (H * I >= GROUPED_MIN_EXPERT and not quantized))
 
 
@@ -899,10 +906,11 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     down_format = dict(magic15=MAGIC15, SCALED=epilogue["SCALED"], GROUP_SIZE=groups[1], FOLD=fold,
                        HAS_BIAS=down_bias is not placeholder)
     pdl = pdl_options(x)
-    path = _path(T, T * top_k, E, H, I, quantized, int4)
-    if path != "per-pair":  # the dot kernels: int4 tiles in bf16x2 arithmetic for bf16 x on a GPU (_weight_tile)
-        paired = (int4 and x.dtype == torch.bfloat16 and x.is_cuda and not interpreting()
-                  and capability(x.device.index) >= (8, 0))  # bf16x2 and mma.sync's bf16: sm_80
+    # the dot kernels' int4 with bf16 x on a GPU: bf16x2 tiles (_weight_tile), mma.sync from registers (_int4_mma_sums)
+    paired = (int4 and x.dtype == torch.bfloat16 and x.is_cuda and not interpreting()
+              and capability(x.device.index) >= (8, 0))  # bf16x2 and mma.sync's bf16: sm_80
+    path = _path(T, T * top_k, E, H, I, quantized, int4, paired)
+    if path != "per-pair":
         epilogue, down_format = dict(epilogue, PAIRED=paired), dict(down_format, PAIRED=paired)
     if path == "sorted":
         return _moe_experts_sorted(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias, down_bias,
@@ -945,9 +953,12 @@ def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scal
     P = T * top_k
     pairs = max(16, triton.next_power_of_2(P))
     precision = "ieee" if x.dtype == torch.float32 else "tf32"  # fp32 x: its own precision; 16-bit: not used
+    options = dict(pdl)  # launch options
     if epilogue["PAIRED"]:  # _int4_mma_sums: 128-wide k-steps, a warp 16 rows; x rows as 16-byte aligned int32 pairs
-        block_n, block_k, warps = INT4_GROUPED_LAUNCH
+        block_n, block_k, warps, maxnreg = INT4_GROUPED_LAUNCH
         gu_k = block_k
+        if maxnreg:
+            options["maxnreg"] = maxnreg
         if x.stride(0) % 8 or x.data_ptr() % 16:
             x = x.clone(memory_format=torch.contiguous_format)
     else:
@@ -956,14 +967,14 @@ def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scal
         block_k = min(block_k, max(16, triton.next_power_of_2(I)))
     launch(_moe_gate_up_grouped_kernel, (P, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, gate_up_bias, h, P, H,
            I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), **epilogue, PRECISION=precision,
-           PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=gu_k, EVEN_K=H % gu_k == 0, num_warps=warps, **pdl)
+           PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=gu_k, EVEN_K=H % gu_k == 0, num_warps=warps, **options)
     splits, k_split = _ranges_of_i(x.device, P * cdiv(H, block_n), GROUPED_DOWN_PER_SM, GROUPED_MAX_SPLITS, I, block_k)
     partials = torch.empty((splits, P, H), device=x.device, dtype=torch.float32)
     launch(_moe_down_grouped_kernel, (P, cdiv(H, block_n), splits), h, idx, router, down, down_scale, down_bias, out,
            partials, arrival_counters(x.device, T * cdiv(H, block_n)), P, H, I, E, k_split, router.stride(0),
            down.stride(0), down.stride(1), out.stride(0), TOP_K=top_k, **down_format, SPLITS=splits,
            PRECISION=precision, PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=block_k, EVEN_K=I % block_k == 0,
-           num_warps=warps, **pdl)
+           num_warps=warps, **options)
     return out
 
 
