@@ -83,7 +83,8 @@ from rooftop.ops._support import (FLOAT_DTYPES, QUANT_FORMATS, arrival_counters,
                                   launch, num_sms, pdl_options, planned, provided, quantize_rows_reference, runs_kernel,
                                   store_split_output, torch_op)
 from rooftop.ops.activations import _ACT_F64, _activate, _divide
-from rooftop.ops.quant_matmul import GROUP_SIZES, MAGIC15, _mma_m16n8k16, _pair_values, _take, quantize_weight
+from rooftop.ops.quant_matmul import (GROUP_SIZES, MAGIC15, _mma_m16n8k16, _pair_of, _pair_values, _take,
+                                      quantize_weight)
 from rooftop.roofline import Cost
 
 ACTIVATIONS = ("silu", "gelu", "gelu_tanh", "swiglu_oai")
@@ -216,9 +217,9 @@ def _weight_tile(rows, scales, k0, k_end, row_ok, like, magic15, BLOCK_N: tl.con
             scale = tl.load(scales + k0 // GROUP_SIZE, mask=row_ok[:, None] & (k0 < k_end), other=0.0)[:, :, None]
         G: tl.constexpr = scale.shape[1]
         if PAIRED:
-            s_pair = (scale.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF) * 0x10001  # (s, s)
             p0, p1, p2, p3 = tl.inline_asm_elementwise(_INT4_BF16_PAIRS, "=r,=r,=r,=r,r,r",
-                                                       [packed.reshape(BLOCK_N, G, BLOCK_K // 8 // G), s_pair],
+                                                       [packed.reshape(BLOCK_N, G, BLOCK_K // 8 // G),
+                                                        _pair_of(scale.to(tl.bfloat16))],
                                                        dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True,
                                                        pack=1)
             pairs = tl.interleave(tl.interleave(p0, p2), tl.interleave(p1, p3))  # each word's pairs in k order
@@ -434,8 +435,7 @@ def _int4_mma_loads(w_rows, s_rows, x32_rows, kq, TILES: tl.constexpr, GROUP_SIZ
     scales = ()
     for j in tl.static_range(2 * TILES):
         words = words + (tl.load(w_rows[j][:, None] + tl.multiple_of(kq // 8, 4)[:, None] + tl.arange(0, 4)[None, :]),)
-        s = tl.load(s_rows[j] + kq // GROUP_SIZE).to(tl.bfloat16)
-        scales = scales + ((s.to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF) * 0x10001,)
+        scales = scales + (_pair_of(tl.load(s_rows[j] + kq // GROUP_SIZE).to(tl.bfloat16)),)
     xs = ()  # x row 8 nb + g's pairs 4 i .. 4 i + 3 at 4 nb + i
     for nb in tl.static_range(2):
         for i in tl.static_range(4):

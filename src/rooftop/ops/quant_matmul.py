@@ -959,6 +959,12 @@ def _neg_magic_zero_pair(z, BF16: tl.constexpr):
 
 
 @triton.jit
+def _pair_of(s):
+    """(s, s): a 16-bit float twice, as the int32 bits a packed (x2) instruction takes."""
+    return (s.to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF) * 0x10001
+
+
+@triton.jit
 def _pair_values(pairs, DTYPE: tl.constexpr):
     """int32 pairs of 16-bit floats of DTYPE as [..., 2] (low half first)."""
     return tl.join(pairs.to(tl.int16).to(DTYPE, bitcast=True), (pairs >> 16).to(tl.int16).to(DTYPE, bitcast=True))
@@ -1021,7 +1027,7 @@ def _dequant_pairs(words, s, z, magic15, BITS: tl.constexpr, HAS_ZERO: tl.conste
                                                   is_pure=True, pack=1)
         return _pair_values(pairs, DTYPE)
     elif PAIRED_ASM:
-        s_pair = (s.to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF) * 0x10001  # (s, s)
+        s_pair = _pair_of(s)
         neg_zero_pair = _neg_magic_zero_pair(z, DTYPE == tl.bfloat16)
         shifted = words[:, :, None] >> (4 * tl.arange(0, HALF))[None, None, :]  # codes i, i + 4 at bits 0, 16
         args = [shifted, neg_zero_pair[None, :, None], s_pair[None, :, None]]
