@@ -125,8 +125,10 @@ DOWN_MAX_SPLITS = 16
 # Qwen3's; offline sm_90: no spills.
 GROUPED_LAUNCH = (32, 128, 4)
 # int4 with bf16 x (_int4_mma_sums): (BLOCK_N 16 a warp, BLOCK_K 128, warps, ptxas's register cap or None); ~212
-# registers uncapped (two programs an SM), 168 at a cap of 168 without spills (offline sm_90; a cap untimed)
-INT4_GROUPED_LAUNCH = (64, 128, 4, None)
+# registers uncapped (two programs an SM), 168 at a cap of 168 without spills (offline sm_90, three an SM). H100
+# session 68 (exp_moe_grouped.py): the cap 3-6% faster at 8 / 16 tokens of Mixtral's (450.6 / 462.0 us), 11% at
+# Qwen3's and 6-13% at gpt-oss's; 2- and 8-warp programs no better on the whole.
+INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 GROUPED_DOWN_PER_SM = 4
 GROUPED_MAX_SPLITS = 8
 GROUP = 16  # pairs of one expert a pass (tl.dot's least M)
