@@ -109,6 +109,12 @@ DOWN_LAUNCH = (8, 256, 2, 4)
 # took one token of Mixtral's from 124.3 to 94.0 us (66% of copy).
 INT4_GATE_UP_LAUNCH = GATE_UP_LAUNCH
 INT4_DOWN_LAUNCH = (*DOWN_LAUNCH[:3], 32)
+# The per-pair kernels' software pipeline: (gate / up's, down's) stages of the k loop (tl.range num_stages: with 2 or
+# more the weights' and x's next k-tiles are copied into shared memory by cp.async while this one is summed; 1: a
+# plain loop, whose only load in flight a thread is the one it waits for). Offline sm_90 at (8, 256, 2), int4: 72 / 64
+# registers at 1 stage, 48 / 48-64 at 2-4 (4.7-5.0 / 6.9-7.4 instructions a weight against 3.7 / 4.8).
+PER_PAIR_STAGES = (1, 1)
+INT4_PER_PAIR_STAGES = (1, 1)
 # the experts' weight-only formats: quant name -> their codes' dtype. fp8 / int8 (those of the per-token activations):
 # one-byte codes with a scale per output row (CODE_DTYPES); int4: eight codes an int32 word with a scale per group of
 # a row's elements (INT4_DTYPE; module docstring).
@@ -319,7 +325,8 @@ def _down_output(row, expert, cols, col_ok, first_range, scale_ptr, bias_ptr, H,
 def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I, E, TOP_K, x_stride, we_stride,
                         wn_stride, magic15, ACT: tl.constexpr, APPROX: tl.constexpr, SCALED: tl.constexpr,
                         GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr,
-                        LIMIT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
+                        LIMIT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
+                        PDL: tl.constexpr):
     # Program (pair, column block): reads x_t (H elements, L2 after the first pair of the token), 2 BLOCK_N rows of
     # the pair's expert (2 BLOCK_N H elements: each once; SCALED: one-byte codes and 2 BLOCK_N row scales; int4:
     # half a byte an element and 2 BLOCK_N H / GROUP_SIZE group scales), writes BLOCK_N elements of h. PDL: the launch
@@ -339,7 +346,7 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I,
     LANES: tl.constexpr = BLOCK_K // 32 if GROUP_SIZE > 0 else BLOCK_K  # _row_products' sums a row
     g = tl.zeros([BLOCK_N, LANES], tl.float32)
     u = tl.zeros([BLOCK_N, LANES], tl.float32)
-    for k0 in range(0, H, BLOCK_K):
+    for k0 in tl.range(0, H, BLOCK_K, num_stages=STAGES):
         ks = k0 + tl.arange(0, BLOCK_K)
         xk, x_offsets = _x_chunks(tl.load(x_row + ks, mask=ks < H, other=0.0).to(tl.float32), BLOCK_K, GROUP_SIZE,
                                   FOLD)
@@ -356,7 +363,8 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I,
 def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, T, H, I, E, TOP_K,
                      k_split, rw_stride, we_stride, wn_stride, out_stride, magic15, SCALED: tl.constexpr,
                      GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr,
-                     SUM_BATCH: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
+                     SUM_BATCH: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
+                     PDL: tl.constexpr):
     # Program (token, column block, split of I): for each of the token's k pairs in order, its k-range of h (from L2)
     # and of BLOCK_N down rows of its expert (each element once over the splits; SCALED: one-byte codes and BLOCK_N row
     # scales; int4: half a byte an element and the range's group scales); with SPLITS > 1 the fp32 partials (4 BLOCK_N
@@ -382,7 +390,7 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr
         scales = _group_scales(scale_ptr, expert * H + cols, I, GROUP_SIZE)
         h_row = h_ptr + pair.to(tl.int64) * I
         part = tl.zeros([BLOCK_N, LANES], tl.float32)
-        for k0 in range(k_start, k_end, BLOCK_K):
+        for k0 in tl.range(k_start, k_end, BLOCK_K, num_stages=STAGES):
             ks = k0 + tl.arange(0, BLOCK_K)
             hk, h_offsets = _x_chunks(tl.load(h_row + ks, mask=ks < k_end, other=0.0).to(tl.float32), BLOCK_K,
                                       GROUP_SIZE, FOLD)
@@ -921,9 +929,10 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
         return _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias,
                                     down_bias, h, out, epilogue, down_format, pdl)
     block_n, block_k, warps = INT4_GATE_UP_LAUNCH if int4 else GATE_UP_LAUNCH
+    stages = INT4_PER_PAIR_STAGES if int4 else PER_PAIR_STAGES
     launch(_moe_gate_up_kernel, (T * top_k, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, gate_up_bias, h, H, I,
            E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), **epilogue, BLOCK_N=block_n,
-           BLOCK_K=min(block_k, triton.next_power_of_2(H)), num_warps=warps, **pdl)
+           BLOCK_K=min(block_k, triton.next_power_of_2(H)), STAGES=stages[0], num_warps=warps, **pdl)
     block_n, block_k, warps, per_sm = INT4_DOWN_LAUNCH if int4 else DOWN_LAUNCH
     block_k = min(block_k, triton.next_power_of_2(I))
     tiles = T * cdiv(H, block_n)
@@ -932,7 +941,7 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     launch(_moe_down_kernel, (T, cdiv(H, block_n), splits), h, idx, router, down, down_scale, down_bias, out,
            partials, arrival_counters(x.device, tiles), T, H, I, E, top_k, k_split, router.stride(0), down.stride(0),
            down.stride(1), out.stride(0), **down_format, SPLITS=splits, SUM_BATCH=min(splits, 8), BLOCK_N=block_n,
-           BLOCK_K=block_k, num_warps=warps, **pdl)
+           BLOCK_K=block_k, STAGES=stages[1], num_warps=warps, **pdl)
     return out
 
 
