@@ -535,6 +535,34 @@ def test_down_projection_split_over_programs(monkeypatch):
     assert grids[-1] == (2, 4, 1)
 
 
+@pytest.mark.parametrize("pipeline", [(3, 2, False), (2, 3, True)])
+@pytest.mark.parametrize("quant", [None, "int8", "int4"])
+def test_per_pair_pipelines(monkeypatch, pipeline, quant):
+    """The per-pair kernels' k loops plain, software-pipelined (stages) and with the weights a k-tile ahead (AHEAD),
+    over rows of 2 k-tiles, the last ragged (H = 288), and I cut into ranges of 2 k-tiles and of a ragged one (I =
+    576, forced by asking for many programs an SM): as the reference on the same weights (a tile past a range's end
+    reads nothing)."""
+    monkeypatch.setattr(moe, "_takes_grouped", lambda *a: False)
+    monkeypatch.setattr(moe, "INT4_PER_PAIR_PIPELINE" if quant == "int4" else "PER_PAIR_PIPELINE", pipeline)
+    monkeypatch.setattr(moe, "INT4_DOWN_LAUNCH" if quant == "int4" else "DOWN_LAUNCH", (8, 256, 2, 64))
+    monkeypatch.setattr(moe, "DOWN_MAX_SPLITS", 2)
+    grids = []
+    real_launch = moe.launch
+    monkeypatch.setattr(moe, "launch", lambda kernel, grid, *a, **k: grids.append(grid) or real_launch(kernel, grid,
+                                                                                                      *a, **k))
+    _support.clear_plans()
+    x, index, weights, gate_up, down = _inputs(2, 4, 2, 288, 576)
+    quantized = {}
+    if quant:
+        gate_up, quantized["gate_up_scale"], down, quantized["down_scale"] = moe.quantize_experts(gate_up, down, quant,
+                                                                                                  32)
+    out = rooftop.moe_experts(x, index, weights, gate_up, down, **quantized)
+    ref = moe_experts_reference(x, index, weights, gate_up, down, "silu", *quantized.values())
+    assert rel_err(out, ref) < TOL[torch.bfloat16]
+    assert grids[-1] == (2, 288 // 8, 2)
+    _support.clear_plans()
+
+
 def test_grouped_path_groups_and_ranges(monkeypatch):
     """The grouped path: more than GROUP pairs on one expert (several passes of a group), a token's two pairs on the
     same expert, a sentinel; the down projection's I cut into 5 ranges (forced by asking for many programs an SM)

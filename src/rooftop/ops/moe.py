@@ -109,12 +109,15 @@ DOWN_LAUNCH = (8, 256, 2, 4)
 # took one token of Mixtral's from 124.3 to 94.0 us (66% of copy).
 INT4_GATE_UP_LAUNCH = GATE_UP_LAUNCH
 INT4_DOWN_LAUNCH = (*DOWN_LAUNCH[:3], 32)
-# The per-pair kernels' software pipeline: (gate / up's, down's) stages of the k loop (tl.range num_stages: with 2 or
-# more the weights' and x's next k-tiles are copied into shared memory by cp.async while this one is summed; 1: a
-# plain loop, whose only load in flight a thread is the one it waits for). Offline sm_90 at (8, 256, 2), int4: 72 / 64
-# registers at 1 stage, 48 / 48-64 at 2-4 (4.7-5.0 / 6.9-7.4 instructions a weight against 3.7 / 4.8).
-PER_PAIR_STAGES = (1, 1)
-INT4_PER_PAIR_STAGES = (1, 1)
+# The per-pair kernels' pipelines: (gate / up's stages, down's stages, AHEAD). Stages of the k loop (tl.range
+# num_stages): with 2 or more the next k-tiles of weights and x are copied into shared memory by cp.async while this
+# one is summed; with 1 the loop is plain, a thread's only load in flight the one it waits for (offline sm_90). AHEAD:
+# each k-tile's weights are loaded into registers a k-tile before they are summed (a plain loop's second load in
+# flight). H100, session 68 (exp_moe_launch.py --stages, one launch at 1 and 4 tokens of Mixtral-8x7B's and
+# Qwen3-30B-A3B's experts): one-byte codes at 3 stages 3-19% faster (int8 one token of Mixtral's 156.0 -> 132.1 us,
+# 88% of copy), 16-bit 0-10%; int4 at 2-4 stages 35-60% slower (4.7-7.4 instructions a weight against 3.7-4.8).
+PER_PAIR_PIPELINE = (3, 3, False)
+INT4_PER_PAIR_PIPELINE = (1, 1, False)
 # the experts' weight-only formats: quant name -> their codes' dtype. fp8 / int8 (those of the per-token activations):
 # one-byte codes with a scale per output row (CODE_DTYPES); int4: eight codes an int32 word with a scale per group of
 # a row's elements (INT4_DTYPE; module docstring).
@@ -264,24 +267,36 @@ def _x_chunks(xk, BLOCK_K: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.cons
 
 
 @triton.jit
-def _row_products(rows, scales, k0, k_end, row_ok, x, x_offsets, magic15, BLOCK_N: tl.constexpr,
-                  BLOCK_K: tl.constexpr, GROUP_SIZE: tl.constexpr, EVICT: tl.constexpr, FOLD: tl.constexpr):
-    """The per-pair kernels' products of a k-tile of BLOCK_N weight rows (_weight_tile's arguments) with x's
-    (`_x_chunks`), in fp32, summed over their last axis at the end of the row: [BLOCK_N, BLOCK_K] products (one-byte
-    codes unscaled); int4 (k0 a multiple of BLOCK_K, k_end of 32): [BLOCK_N, BLOCK_K / 32] sums of (c - 8) s x over
-    chunks of 32 codes (four words: one 16-byte load, in one group), times the group's scale once a chunk. With FOLD
-    (x 16-bit) the codes read as m + c times x, one FMA a weight, less the offsets' sum (x_offsets: its rounding,
-    ~2^-24 of 264 |x| a term, stays under a 16-bit output's); without, m + 8 is subtracted from each (exact)."""
+def _row_loads(rows, scales, k0, k_end, row_ok, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+               GROUP_SIZE: tl.constexpr, EVICT: tl.constexpr):
+    """The loads of the per-pair kernels' k-tile of BLOCK_N weight rows (_weight_tile's arguments; nothing read at k >=
+    k_end: a tile past the end reads nothing), for `_row_products`: (the tile [BLOCK_N, BLOCK_K] as stored,); int4
+    (k0 a multiple of BLOCK_K, k_end of 32): (words [BLOCK_N, BLOCK_K / 32, 4], group scales [BLOCK_N, BLOCK_K / 32])
+    of its chunks of 32 codes (four words: one 16-byte load, in one group)."""
     if GROUP_SIZE == 0:
-        return _weight_tile(rows, scales, k0, k_end, row_ok, x, magic15, BLOCK_N, BLOCK_K, 0, EVICT, False, False,
-                            False).to(tl.float32) * x
+        ks = k0 + tl.arange(0, BLOCK_K)
+        return (tl.load(rows + ks[None, :], mask=row_ok[:, None] & (ks[None, :] < k_end), other=0.0,
+                        eviction_policy=EVICT),)
     else:
         chunks = k0 // 32 + tl.arange(0, BLOCK_K // 32)
         live = row_ok[:, None] & (chunks[None, :] * 32 < k_end)
         words = chunks[None, :, None] * 4 + tl.arange(0, 4)[None, None, :]
-        packed = tl.load(rows[:, :, None] + words, mask=live[:, :, None], other=0, eviction_policy=EVICT)
-        even, odd = _magic_codes(packed, magic15)
-        scale = tl.load(scales + chunks[None, :] * 32 // GROUP_SIZE, mask=live, other=0.0).to(tl.float32)
+        return (tl.load(rows[:, :, None] + words, mask=live[:, :, None], other=0, eviction_policy=EVICT),
+                tl.load(scales + chunks[None, :] * 32 // GROUP_SIZE, mask=live, other=0.0))
+
+
+@triton.jit
+def _row_products(loaded, x, x_offsets, magic15, GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr):
+    """The per-pair kernels' products of a k-tile of weight rows (`_row_loads`) with x's (`_x_chunks`), in fp32,
+    summed over their last axis at the end of the row: [BLOCK_N, BLOCK_K] products (one-byte codes unscaled); int4:
+    [BLOCK_N, BLOCK_K / 32] sums of (c - 8) s x over chunks of 32 codes, times the group's scale once a chunk. With
+    FOLD (x 16-bit) the codes read as m + c times x, one FMA a weight, less the offsets' sum (x_offsets: its rounding,
+    ~2^-24 of 264 |x| a term, stays under a 16-bit output's); without, m + 8 is subtracted from each (exact)."""
+    if GROUP_SIZE == 0:
+        return loaded[0].to(tl.float32) * x
+    else:
+        even, odd = _magic_codes(loaded[0], magic15)
+        scale = loaded[1].to(tl.float32)
         if FOLD:
             return scale * (tl.sum(tl.interleave(even, odd) * x, axis=2) - x_offsets)
         else:
@@ -326,7 +341,7 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I,
                         wn_stride, magic15, ACT: tl.constexpr, APPROX: tl.constexpr, SCALED: tl.constexpr,
                         GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr,
                         LIMIT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
-                        PDL: tl.constexpr):
+                        AHEAD: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, column block): reads x_t (H elements, L2 after the first pair of the token), 2 BLOCK_N rows of
     # the pair's expert (2 BLOCK_N H elements: each once; SCALED: one-byte codes and 2 BLOCK_N row scales; int4:
     # half a byte an element and 2 BLOCK_N H / GROUP_SIZE group scales), writes BLOCK_N elements of h. PDL: the launch
@@ -346,14 +361,24 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I,
     LANES: tl.constexpr = BLOCK_K // 32 if GROUP_SIZE > 0 else BLOCK_K  # _row_products' sums a row
     g = tl.zeros([BLOCK_N, LANES], tl.float32)
     u = tl.zeros([BLOCK_N, LANES], tl.float32)
+    if AHEAD:
+        gate_next = _row_loads(gate_rows, gate_scales, 0, H, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
+        up_next = _row_loads(up_rows, up_scales, 0, H, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
     for k0 in tl.range(0, H, BLOCK_K, num_stages=STAGES):
         ks = k0 + tl.arange(0, BLOCK_K)
         xk, x_offsets = _x_chunks(tl.load(x_row + ks, mask=ks < H, other=0.0).to(tl.float32), BLOCK_K, GROUP_SIZE,
                                   FOLD)
-        g += _row_products(gate_rows, gate_scales, k0, H, col_ok, xk, x_offsets, magic15, BLOCK_N, BLOCK_K,
-                           GROUP_SIZE, "evict_first", FOLD)
-        u += _row_products(up_rows, up_scales, k0, H, col_ok, xk, x_offsets, magic15, BLOCK_N, BLOCK_K, GROUP_SIZE,
-                           "evict_first", FOLD)
+        if AHEAD:  # this k-tile's weights were loaded a k-tile ago; the next one's now
+            gate_tile, up_tile = gate_next, up_next
+            gate_next = _row_loads(gate_rows, gate_scales, k0 + BLOCK_K, H, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE,
+                                   "evict_first")
+            up_next = _row_loads(up_rows, up_scales, k0 + BLOCK_K, H, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE,
+                                 "evict_first")
+        else:
+            gate_tile = _row_loads(gate_rows, gate_scales, k0, H, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
+            up_tile = _row_loads(up_rows, up_scales, k0, H, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
+        g += _row_products(gate_tile, xk, x_offsets, magic15, GROUP_SIZE, FOLD)
+        u += _row_products(up_tile, xk, x_offsets, magic15, GROUP_SIZE, FOLD)
     y = _gated(tl.sum(g, axis=1), tl.sum(u, axis=1), expert, cols, col_ok, scale_ptr, bias_ptr, I, ACT, APPROX,
                SCALED, HAS_BIAS, ALPHA, LIMIT)
     tl.store(h_ptr + pair.to(tl.int64) * I + cols, y.to(h_ptr.dtype.element_ty), mask=cols < I)
@@ -364,7 +389,7 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr
                      k_split, rw_stride, we_stride, wn_stride, out_stride, magic15, SCALED: tl.constexpr,
                      GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr,
                      SUM_BATCH: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
-                     PDL: tl.constexpr):
+                     AHEAD: tl.constexpr, PDL: tl.constexpr):
     # Program (token, column block, split of I): for each of the token's k pairs in order, its k-range of h (from L2)
     # and of BLOCK_N down rows of its expert (each element once over the splits; SCALED: one-byte codes and BLOCK_N row
     # scales; int4: half a byte an element and the range's group scales); with SPLITS > 1 the fp32 partials (4 BLOCK_N
@@ -390,12 +415,19 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr
         scales = _group_scales(scale_ptr, expert * H + cols, I, GROUP_SIZE)
         h_row = h_ptr + pair.to(tl.int64) * I
         part = tl.zeros([BLOCK_N, LANES], tl.float32)
+        if AHEAD:
+            tile_next = _row_loads(rows, scales, k_start, k_end, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
         for k0 in tl.range(k_start, k_end, BLOCK_K, num_stages=STAGES):
             ks = k0 + tl.arange(0, BLOCK_K)
             hk, h_offsets = _x_chunks(tl.load(h_row + ks, mask=ks < k_end, other=0.0).to(tl.float32), BLOCK_K,
                                       GROUP_SIZE, FOLD)
-            part += _row_products(rows, scales, k0, k_end, col_ok, hk, h_offsets, magic15, BLOCK_N, BLOCK_K,
-                                  GROUP_SIZE, "evict_first", FOLD)
+            if AHEAD:  # as gate / up's
+                tile = tile_next
+                tile_next = _row_loads(rows, scales, k0 + BLOCK_K, k_end, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE,
+                                       "evict_first")
+            else:
+                tile = _row_loads(rows, scales, k0, k_end, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
+            part += _row_products(tile, hk, h_offsets, magic15, GROUP_SIZE, FOLD)
         acc += weight * _down_output(tl.sum(part, axis=1), expert, cols, col_ok, split == 0, scale_ptr, bias_ptr, H,
                                      SCALED, HAS_BIAS)
     store_split_output(acc[None, :], token + tl.arange(0, 1), cols, T, H, out_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr,
@@ -929,10 +961,11 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
         return _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias,
                                     down_bias, h, out, epilogue, down_format, pdl)
     block_n, block_k, warps = INT4_GATE_UP_LAUNCH if int4 else GATE_UP_LAUNCH
-    stages = INT4_PER_PAIR_STAGES if int4 else PER_PAIR_STAGES
+    stages = INT4_PER_PAIR_PIPELINE if int4 else PER_PAIR_PIPELINE
     launch(_moe_gate_up_kernel, (T * top_k, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, gate_up_bias, h, H, I,
            E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), **epilogue, BLOCK_N=block_n,
-           BLOCK_K=min(block_k, triton.next_power_of_2(H)), STAGES=stages[0], num_warps=warps, **pdl)
+           BLOCK_K=min(block_k, triton.next_power_of_2(H)), STAGES=stages[0], AHEAD=stages[2], num_warps=warps,
+           **pdl)
     block_n, block_k, warps, per_sm = INT4_DOWN_LAUNCH if int4 else DOWN_LAUNCH
     block_k = min(block_k, triton.next_power_of_2(I))
     tiles = T * cdiv(H, block_n)
@@ -941,7 +974,7 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     launch(_moe_down_kernel, (T, cdiv(H, block_n), splits), h, idx, router, down, down_scale, down_bias, out,
            partials, arrival_counters(x.device, tiles), T, H, I, E, top_k, k_split, router.stride(0), down.stride(0),
            down.stride(1), out.stride(0), **down_format, SPLITS=splits, SUM_BATCH=min(splits, 8), BLOCK_N=block_n,
-           BLOCK_K=block_k, STAGES=stages[1], num_warps=warps, **pdl)
+           BLOCK_K=block_k, STAGES=stages[1], AHEAD=stages[2], num_warps=warps, **pdl)
     return out
 
 
