@@ -535,15 +535,15 @@ def test_down_projection_split_over_programs(monkeypatch):
     assert grids[-1] == (2, 4, 1)
 
 
-@pytest.mark.parametrize("pipeline", [(3, 2, False), (2, 3, True)])
+@pytest.mark.parametrize("stages", [(1, 1), (3, 2)] if HAS_CUDA else [(3, 2)])
 @pytest.mark.parametrize("quant", [None, "int8", "int4"])
-def test_per_pair_pipelines(monkeypatch, pipeline, quant):
-    """The per-pair kernels' k loops plain, software-pipelined (stages) and with the weights a k-tile ahead (AHEAD),
+def test_per_pair_pipelines(monkeypatch, stages, quant):
+    """The per-pair kernels' k loops plain and software-pipelined (on a GPU; the interpreter ignores the stages)
     over rows of 2 k-tiles, the last ragged (H = 288), and I cut into ranges of 2 k-tiles and of a ragged one (I =
     576, forced by asking for many programs an SM): as the reference on the same weights (a tile past a range's end
     reads nothing)."""
     monkeypatch.setattr(moe, "_takes_grouped", lambda *a: False)
-    monkeypatch.setattr(moe, "INT4_PER_PAIR_PIPELINE" if quant == "int4" else "PER_PAIR_PIPELINE", pipeline)
+    monkeypatch.setattr(moe, "INT4_PER_PAIR_STAGES" if quant == "int4" else "PER_PAIR_STAGES", stages)
     monkeypatch.setattr(moe, "INT4_DOWN_LAUNCH" if quant == "int4" else "DOWN_LAUNCH", (8, 256, 2, 64))
     monkeypatch.setattr(moe, "DOWN_MAX_SPLITS", 2)
     grids = []
