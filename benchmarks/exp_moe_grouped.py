@@ -33,12 +33,9 @@ from rooftop.ops._support import clear_plans
 # codes k-tiles up to twice as wide
 LAUNCHES = ((16, 128, 4), (16, 256, 4), (32, 128, 4), (16, 64, 2))
 QUANT_LAUNCHES = ((32, 128, 4), (32, 256, 4), (16, 256, 4), (16, 128, 2))
-# int4 (bf16 x: mma.sync from registers, INT4_GROUPED_LAUNCH): (BLOCK_N, 128, warps, register cap, stages); offline
-# sm_90 (session 67) ~212 registers uncapped (two 4-warp programs an SM), 168 at a cap of 168 without spills, spills
-# at 128; H100 session 68: the cap 3-13% faster. Stages > 0 (session 68): the k loop's loads through shared memory
-# (cp.async) instead of a step ahead in registers.
-INT4_LAUNCHES = ((64, 128, 4, 168, 0), (64, 128, 4, None, 2), (64, 128, 4, None, 3), (64, 128, 4, 168, 3),
-                 (32, 128, 2, None, 3))
+# int4 (bf16 x: mma.sync from registers, INT4_GROUPED_LAUNCH): (BLOCK_N, 128, warps, register cap); offline sm_90
+# (session 67) ~212 registers uncapped (two 4-warp programs an SM), 168 at a cap of 168 without spills, spills at 128
+INT4_LAUNCHES = ((64, 128, 4, None), (64, 128, 4, 168), (32, 128, 2, None), (32, 128, 2, 168), (128, 128, 8, 168))
 SHIPPED, INT4_SHIPPED = moe.GROUPED_LAUNCH, moe.INT4_GROUPED_LAUNCH  # before path() sets others
 # (E, k, H, I): Mixtral-8x7B's experts (H I = 58.7M), Qwen3-30B-A3B's (1.6M), gpt-oss-20b's (8.3M, just under
 # GROUPED_MIN_EXPERT = 8.4M: where between the first two should the bound lie?)
@@ -51,7 +48,7 @@ def path(grouped, launch=None, pdl=True):
     def run(*args):
         moe._path = lambda *a: "grouped" if grouped else "per-pair"
         _support.ROW_PDL = pdl
-        if launch and len(launch) == 5:
+        if launch and len(launch) == 4:
             moe.INT4_GROUPED_LAUNCH = launch
         elif launch:
             moe.GROUPED_LAUNCH = launch
@@ -106,9 +103,8 @@ def main():
                 ref = moe.moe_experts_reference(*sets[0]).float()
                 providers = [("a pair a program", path(False)), ("a pair, no PDL", path(False, pdl=False)),
                              ("grouped_mm", grouped_mm)] + [
-                    ("grouped n{}k{}w{}".format(*launch) + (f" r{launch[3]}" if launch[3:] and launch[3] else "")
-                     + (f" s{launch[4]}" if launch[4:] and launch[4] else ""), path(True, launch))
-                    for launch in launches]
+                    ("grouped n{}k{}w{}".format(*launch) + (f" r{launch[3]}" if launch[3:] and launch[3] else ""),
+                     path(True, launch)) for launch in launches]
                 shipped = INT4_SHIPPED if args.quant == "int4" else SHIPPED
                 providers.append(("grouped, no PDL", path(True, shipped, pdl=False)))
                 if args.quick:

@@ -144,8 +144,7 @@ for codes, types, group_size in moe_cases:
         gn, gk, gw = moe.INT4_GROUPED_LAUNCH[:3] if paired else moe.GROUPED_LAUNCH
         for pairs, top_k, splits in ((16, 2, 8), (128, 8, 8)):
             common = dict(SCALED=scaled, GROUP_SIZE=group_size, FOLD=True, PAIRED=paired, EVEN_K=True, HAS_BIAS=bias,
-                          PRECISION="tf32", PAIRS=pairs, GROUP=moe.GROUP, BLOCK_N=gn, BLOCK_K=gk,
-                          STAGES=moe.INT4_GROUPED_LAUNCH[4] if paired else 0, PDL=True)
+                          PRECISION="tf32", PAIRS=pairs, GROUP=moe.GROUP, BLOCK_N=gn, BLOCK_K=gk, PDL=True)
             build(moe._moe_gate_up_grouped_kernel, types, dict(common, ACT=act, APPROX=True, ALPHA=alpha, LIMIT=limit),
                   gw, name=f"moe_gate_up_grouped_{codes}_{act}_p{pairs}", div=("H", "I"))
             build(moe._moe_down_grouped_kernel, types, dict(common, TOP_K=top_k, SPLITS=splits), gw,

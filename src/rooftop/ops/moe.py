@@ -133,12 +133,11 @@ DOWN_MAX_SPLITS = 16
 # (session 62, exp_moe_grouped.py) (32, 128, 4) was the best at Mixtral's experts (1-16 tokens) and at 16 tokens of
 # Qwen3's; offline sm_90: no spills.
 GROUPED_LAUNCH = (32, 128, 4)
-# int4 with bf16 x (_int4_mma_sums): (BLOCK_N 16 a warp, BLOCK_K 128, warps, ptxas's register cap or None, STAGES:
-# 0 the loads a k-step ahead in registers, else the loop's software pipeline through shared memory); ~212
+# int4 with bf16 x (_int4_mma_sums): (BLOCK_N 16 a warp, BLOCK_K 128, warps, ptxas's register cap or None); ~212
 # registers uncapped (two programs an SM), 168 at a cap of 168 without spills (offline sm_90, three an SM). H100
 # session 68 (exp_moe_grouped.py): the cap 3-6% faster at 8 / 16 tokens of Mixtral's (450.6 / 462.0 us), 11% at
 # Qwen3's and 6-13% at gpt-oss's; 2- and 8-warp programs no better on the whole.
-INT4_GROUPED_LAUNCH = (64, 128, 4, 168, 0)
+INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 GROUPED_DOWN_PER_SM = 4
 GROUPED_MAX_SPLITS = 8
 GROUP = 16  # pairs of one expert a pass (tl.dot's least M)
@@ -471,43 +470,14 @@ def _int4_mma_loads(w_rows, s_rows, x32_rows, kq, TILES: tl.constexpr, GROUP_SIZ
 
 
 @triton.jit
-def _int4_mma_step(acc, words, scales, xs, live, TILES: tl.constexpr):
-    """One 128-wide k-step of _int4_mma_sums from its loads (`_int4_mma_loads`): acc's C fragments plus the step's
-    products; `live`: the lane's k-chunk before k_end (else its scale is taken as 0)."""
-    pairs = ()  # per row: its four words' pairs 0 .. 3, [LANES, 4] each (word i at i)
-    for j in tl.static_range(2 * TILES):
-        p0, p1, p2, p3 = tl.inline_asm_elementwise(_INT4_BF16_PAIRS, "=r,=r,=r,=r,r,r",
-                                                   [words[j], tl.where(live, scales[j], 0)[:, None]],
-                                                   dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True,
-                                                   pack=1)
-        pairs = pairs + (p0, p1, p2, p3)
-    for i in tl.static_range(4):
-        for h in tl.static_range(2):
-            out = ()
-            for t in tl.static_range(TILES):
-                ga, gb = pairs[8 * t: 8 * t + 4], pairs[8 * t + 4: 8 * t + 8]
-                a0, a2 = _take(ga[2 * h], i), _take(ga[2 * h + 1], i)
-                a1, a3 = _take(gb[2 * h], i), _take(gb[2 * h + 1], i)
-                for nb in tl.static_range(2):
-                    c0, c1, c2, c3 = acc[8 * t + 4 * nb: 8 * t + 4 * nb + 4]
-                    c0, c1, c2, c3 = _mma_m16n8k16(a0, a1, a2, a3, _take(xs[4 * nb + i], 2 * h),
-                                                   _take(xs[4 * nb + i], 2 * h + 1), c0, c1, c2, c3, True)
-                    out = out + (c0, c1, c2, c3)
-            acc = out
-    return acc
-
-
-@triton.jit
-def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, q, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr,
-                   STAGES: tl.constexpr):
+def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, q, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr):
     """The grouped kernels' int4 sums for bf16 x (PAIRED; inline PTX, a GPU only): mma.sync m16n8k16 (fp32 sums) of
     TILES weight-row tiles against 16 x rows over k_start .. k_end - 1 (k_start a multiple of 128, k_end of 32),
     straight from each lane's own registers (no shared memory). Lane L = 32 w + 4 g + q: w_rows the [LANES] int32
     pointers to the first words of its weight rows, (tile t's MMA row g, its row g + 8) for each tile; s_rows those
     rows' first scales; x32_rows its x rows 8 nb + g (nb = 0, 1) as int32 pairs. A 128-wide k-step: lane q holds k
     32 q .. 32 q + 31 of its rows (four words: one 16-byte load a row, in one group: one scale) and of its x rows (64
-    bytes); STAGES 0: loaded a step ahead into registers (in flight while this one computes), else by the loop's
-    software pipeline of STAGES (cp.async through shared memory); past k_end the lane's last 32 again. k inside a
+    bytes), loaded a step ahead (in flight while this one computes; past k_end the lane's last 32 again). k inside a
     k16 step is permuted so that the A fragment ((2q, 2q + 1), (2q + 8, 2q + 9) of rows g, g + 8) comes from the
     lane's own words: step 2i + h takes pairs 2h, 2h + 1 of word i (_INT4_BF16_PAIRS, 17 instructions a word), the B
     fragment the matching x pairs 4i + 2h, 4i + 2h + 1. Past k_end (a lane's whole 32: k_end a multiple of 32) the
@@ -517,17 +487,31 @@ def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, q, TILES: tl.conste
     for _ in tl.static_range(8 * TILES):
         acc = acc + (tl.zeros(q.shape, tl.float32),)
     last = k_end - 32  # a lane's last k-chunk
-    if STAGES == 0:
-        ahead = _int4_mma_loads(w_rows, s_rows, x32_rows, tl.minimum(k_start + 32 * q, last), TILES, GROUP_SIZE)
-        for k0 in range(k_start, k_end, 128):
-            words, scales, xs = ahead
-            ahead = _int4_mma_loads(w_rows, s_rows, x32_rows, tl.minimum(k0 + 128 + 32 * q, last), TILES, GROUP_SIZE)
-            acc = _int4_mma_step(acc, words, scales, xs, k0 + 32 * q < k_end, TILES)
-    else:
-        for k0 in tl.range(k_start, k_end, 128, num_stages=STAGES):
-            words, scales, xs = _int4_mma_loads(w_rows, s_rows, x32_rows, tl.minimum(k0 + 32 * q, last), TILES,
-                                                GROUP_SIZE)
-            acc = _int4_mma_step(acc, words, scales, xs, k0 + 32 * q < k_end, TILES)
+    ahead = _int4_mma_loads(w_rows, s_rows, x32_rows, tl.minimum(k_start + 32 * q, last), TILES, GROUP_SIZE)
+    for k0 in range(k_start, k_end, 128):
+        words, scales, xs = ahead
+        live = k0 + 32 * q < k_end
+        ahead = _int4_mma_loads(w_rows, s_rows, x32_rows, tl.minimum(k0 + 128 + 32 * q, last), TILES, GROUP_SIZE)
+        pairs = ()  # per row: its four words' pairs 0 .. 3, [LANES, 4] each (word i at i)
+        for j in tl.static_range(2 * TILES):
+            p0, p1, p2, p3 = tl.inline_asm_elementwise(_INT4_BF16_PAIRS, "=r,=r,=r,=r,r,r",
+                                                       [words[j], tl.where(live, scales[j], 0)[:, None]],
+                                                       dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True,
+                                                       pack=1)
+            pairs = pairs + (p0, p1, p2, p3)
+        for i in tl.static_range(4):
+            for h in tl.static_range(2):
+                out = ()
+                for t in tl.static_range(TILES):
+                    ga, gb = pairs[8 * t: 8 * t + 4], pairs[8 * t + 4: 8 * t + 8]
+                    a0, a2 = _take(ga[2 * h], i), _take(ga[2 * h + 1], i)
+                    a1, a3 = _take(gb[2 * h], i), _take(gb[2 * h + 1], i)
+                    for nb in tl.static_range(2):
+                        c0, c1, c2, c3 = acc[8 * t + 4 * nb: 8 * t + 4 * nb + 4]
+                        c0, c1, c2, c3 = _mma_m16n8k16(a0, a1, a2, a3, _take(xs[4 * nb + i], 2 * h),
+                                                       _take(xs[4 * nb + i], 2 * h + 1), c0, c1, c2, c3, True)
+                        out = out + (c0, c1, c2, c3)
+                acc = out
     return acc
 
 
@@ -560,7 +544,7 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
                                 SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr,
                                 PAIRED: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr,
                                 LIMIT: tl.constexpr, PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr,
-                                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
+                                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, column block); an owner reads 2 BLOCK_N rows of its expert once (2 BLOCK_N H elements; SCALED:
     # one-byte codes, widened exactly to x's dtype for the dot, and 2 BLOCK_N row scales; int4: half a byte an element
     # and its group scales; PAIRED, bf16 x: _int4_mma_sums, BLOCK_N 16 a warp) and its group's x rows (L2 after the
@@ -590,7 +574,7 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
                     (expert_scales + row_a * (H // GROUP_SIZE), expert_scales + row_b * (H // GROUP_SIZE),
                      expert_scales + (row_a + I) * (H // GROUP_SIZE), expert_scales + (row_b + I) * (H // GROUP_SIZE)),
                     (x32 + (lane_members[0] // TOP_K) * (x_stride // 2),
-                     x32 + (lane_members[1] // TOP_K) * (x_stride // 2)), 0, H, q, 2, GROUP_SIZE, STAGES)
+                     x32 + (lane_members[1] // TOP_K) * (x_stride // 2)), 0, H, q, 2, GROUP_SIZE)
                 g, u = _mma_tile(acc, 0, BLOCK_N), _mma_tile(acc, 1, BLOCK_N)
             else:
                 x_rows = x_ptr + (member // TOP_K)[:, None] * x_stride
@@ -618,7 +602,7 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
                              SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, PAIRED: tl.constexpr,
                              EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr,
                              PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr, BLOCK_N: tl.constexpr,
-                             BLOCK_K: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
+                             BLOCK_K: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, column block, range of I); an owner reads its expert's BLOCK_N rows over its range once (SCALED:
     # codes and BLOCK_N row scales; int4: half a byte an element and the range's group scales) and its group's h ranges
     # (L2), and stores a [GROUP, BLOCK_N] fp32 partial (4 BLOCK_N bytes a member); the last arrival of a token tile
@@ -649,7 +633,7 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
                         (expert_rows + row_a * wn_stride, expert_rows + row_b * wn_stride),
                         (expert_scales + row_a * (I // GROUP_SIZE), expert_scales + row_b * (I // GROUP_SIZE)),
                         (h32 + lane_members[0] * (I // 2), h32 + lane_members[1] * (I // 2)),
-                        k_start, k_end, q, 1, GROUP_SIZE, STAGES), 0, BLOCK_N)
+                        k_start, k_end, q, 1, GROUP_SIZE), 0, BLOCK_N)
                 else:
                     for k0 in range(k_start, k_end, BLOCK_K):
                         ks = k0 + tl.arange(0, BLOCK_K)
@@ -996,9 +980,8 @@ def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scal
     pairs = max(16, triton.next_power_of_2(P))
     precision = "ieee" if x.dtype == torch.float32 else "tf32"  # fp32 x: its own precision; 16-bit: not used
     options = dict(pdl)  # launch options
-    stages = 0  # used by _int4_mma_sums only
     if epilogue["PAIRED"]:  # _int4_mma_sums: 128-wide k-steps, a warp 16 rows; x rows as 16-byte aligned int32 pairs
-        block_n, block_k, warps, maxnreg, stages = INT4_GROUPED_LAUNCH
+        block_n, block_k, warps, maxnreg = INT4_GROUPED_LAUNCH
         gu_k = block_k
         if maxnreg:
             options["maxnreg"] = maxnreg
@@ -1010,15 +993,14 @@ def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scal
         block_k = min(block_k, max(16, triton.next_power_of_2(I)))
     launch(_moe_gate_up_grouped_kernel, (P, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, gate_up_bias, h, P, H,
            I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), **epilogue, PRECISION=precision,
-           PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=gu_k, EVEN_K=H % gu_k == 0, STAGES=stages, num_warps=warps,
-           **options)
+           PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=gu_k, EVEN_K=H % gu_k == 0, num_warps=warps, **options)
     splits, k_split = _ranges_of_i(x.device, P * cdiv(H, block_n), GROUPED_DOWN_PER_SM, GROUPED_MAX_SPLITS, I, block_k)
     partials = torch.empty((splits, P, H), device=x.device, dtype=torch.float32)
     launch(_moe_down_grouped_kernel, (P, cdiv(H, block_n), splits), h, idx, router, down, down_scale, down_bias, out,
            partials, arrival_counters(x.device, T * cdiv(H, block_n)), P, H, I, E, k_split, router.stride(0),
            down.stride(0), down.stride(1), out.stride(0), TOP_K=top_k, **down_format, SPLITS=splits,
            PRECISION=precision, PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=block_k, EVEN_K=I % block_k == 0,
-           STAGES=stages, num_warps=warps, **options)
+           num_warps=warps, **options)
     return out
 
 
