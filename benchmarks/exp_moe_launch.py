@@ -17,10 +17,10 @@ the shipped 256 moves a quarter of bf16's bytes a k-step; set as INT4_GATE_UP_LA
 of 128; since session 66 a thread sums 32 codes a chunk before their scale (offline sm_90: 72 registers at 8 x 256 on
 2 warps, 126 with two chunks or two rows a thread).
 --launches (gate / up's "NxKxW", or "NxKxW/NxKxW" with down's after the slash) and --per-sm (down's programs an SM)
-replace the lists; --stages (session 68: gate / up's and down's k loops software-pipelined, "G/D" tl.range stages:
-PER_PAIR_STAGES) times each launch at each. Writes OUT/exp-moe-launch[-QUANT].json. Usage: PYTHONPATH=src:benchmarks python
+replace the lists; --stages (session 68: moe.PER_PAIR_STAGES, gate / up's and down's k loops software-pipelined,
+"G/D" tl.range stages, "G/Da" x and the weights a k-tile ahead in registers) times each launch at each. Writes OUT/exp-moe-launch[-QUANT].json. Usage: PYTHONPATH=src:benchmarks python
 benchmarks/exp_moe_launch.py OUT [--quick] [--quant fp8|int8|int4] [--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16]
-[--stages 1/1,3/3]
+[--stages 1/1a,3/3]
 """
 import argparse
 import json
@@ -50,12 +50,14 @@ def main():
                         type=lambda v: [tuple(tuple(map(int, half.split("x"))) for half in item.split("/"))
                                         for item in v.split(",")])
     parser.add_argument("--per-sm", type=lambda v: tuple(map(int, v.split(","))), help="these down programs an SM")
-    parser.add_argument("--stages", type=lambda v: [tuple(map(int, item.split("/"))) for item in v.split(",")],
-                        help="the per-pair kernels' pipeline stages, gate / up's / down's: 1/1,3/3")
+    parser.add_argument("--stages", type=lambda v: [(*map(int, item.rstrip("a").split("/")), item.endswith("a"))
+                                                     for item in v.split(",")],
+                        help="the per-pair kernels' pipelines, gate / up's stages / down's, 'a' for AHEAD: 1/1a,3/3")
     args = parser.parse_args()
     names = ("INT4_GATE_UP_LAUNCH", "INT4_DOWN_LAUNCH") if args.quant == "int4" else ("GATE_UP_LAUNCH", "DOWN_LAUNCH")
-    stages_name = "INT4_PER_PAIR_STAGES" if args.quant == "int4" else "PER_PAIR_STAGES"
-    stage_pairs = args.stages or [getattr(moe, stages_name)]
+    fmt = {"int4": "int4", None: "float"}.get(args.quant, "codes")  # moe.PER_PAIR_STAGES' key
+    shipped_stages = dict(moe.PER_PAIR_STAGES)
+    stage_pairs = args.stages or [shipped_stages[fmt]]
     shipped = tuple(getattr(moe, name) for name in names)
     launches, per_sms, cases = (([(shipped[0], shipped[1][:3])], (shipped[1][3],), CASES[::2]) if args.quick
                                 else ({None: LAUNCHES, "int4": INT4_LAUNCHES}.get(args.quant, QUANT_LAUNCHES),
@@ -86,12 +88,12 @@ def main():
                 for stages in stage_pairs:
                     setattr(moe, names[0], gate_up)
                     setattr(moe, names[1], (*down, per_sm))
-                    setattr(moe, stages_name, stages)
+                    moe.PER_PAIR_STAGES = {**shipped_stages, fmt: stages}
                     clear_plans()
                     out = spec.run(*sets[0])
                     record("rooftop n{}k{}w{}".format(*gate_up)
                            + ("" if down == gate_up else "/n{}k{}w{}".format(*down)) + f"p{per_sm}"
-                           + ("" if args.stages is None else "s{}/{}".format(*stages)),
+                           + ("" if args.stages is None else "s{}/{}{}".format(*stages[:2], "a" if stages[2] else "")),
                            graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=20), out)
         if args.quant:
             record("eager loop", bench_ms(lambda: spec.eager(*sets[0])) * 1e3, spec.eager(*sets[0]))

@@ -535,32 +535,41 @@ def test_down_projection_split_over_programs(monkeypatch):
     assert grids[-1] == (2, 4, 1)
 
 
-@pytest.mark.parametrize("stages", [(1, 1), (3, 2)] if HAS_CUDA else [(3, 2)])
+@pytest.mark.parametrize("stages", [(1, 1, False), (3, 2, False), (1, 1, True)] if HAS_CUDA else [(1, 1, True)])
 @pytest.mark.parametrize("quant", [None, "int8", "int4"])
 def test_per_pair_pipelines(monkeypatch, stages, quant):
-    """The per-pair kernels' k loops plain and software-pipelined (on a GPU; the interpreter ignores the stages)
-    over rows of 2 k-tiles, the last ragged (H = 288), and I cut into ranges of 2 k-tiles and of a ragged one (I =
-    576, forced by asking for many programs an SM): as the reference on the same weights (a tile past a range's end
-    reads nothing)."""
+    """The per-pair kernels' k loops plain, software-pipelined (stages: on a GPU, the interpreter ignores them) and
+    with x and the weights a k-tile ahead (AHEAD): rows of 2 k-tiles, the last ragged (H = 288), I cut into a range
+    of 2 k-tiles and a ragged one (I = 544, at most DOWN_MAX_SPLITS = 2 ranges), both kernels' last column tiles
+    ragged (BLOCK_N 64), the 16-bit weights views of NaN-padded rows (a weight read past k_end would show): as the
+    reference on the same weights."""
+    fmt = "int4" if quant == "int4" else "codes" if quant else "float"
     monkeypatch.setattr(moe, "_takes_grouped", lambda *a: False)
-    monkeypatch.setattr(moe, "INT4_PER_PAIR_STAGES" if quant == "int4" else "PER_PAIR_STAGES", stages)
-    monkeypatch.setattr(moe, "INT4_DOWN_LAUNCH" if quant == "int4" else "DOWN_LAUNCH", (8, 256, 2, 64))
+    monkeypatch.setattr(moe, "PER_PAIR_STAGES", {**moe.PER_PAIR_STAGES, fmt: stages})
+    monkeypatch.setattr(moe, "INT4_GATE_UP_LAUNCH" if quant == "int4" else "GATE_UP_LAUNCH", (64, 256, 2))
+    monkeypatch.setattr(moe, "INT4_DOWN_LAUNCH" if quant == "int4" else "DOWN_LAUNCH", (64, 256, 2, 64))
     monkeypatch.setattr(moe, "DOWN_MAX_SPLITS", 2)
     grids = []
     real_launch = moe.launch
     monkeypatch.setattr(moe, "launch", lambda kernel, grid, *a, **k: grids.append(grid) or real_launch(kernel, grid,
                                                                                                       *a, **k))
-    _support.clear_plans()
-    x, index, weights, gate_up, down = _inputs(2, 4, 2, 288, 576)
-    quantized = {}
+    x, index, weights, gate_up, down = _inputs(2, 4, 2, 288, 544)
     if quant:
-        gate_up, quantized["gate_up_scale"], down, quantized["down_scale"] = moe.quantize_experts(gate_up, down, quant,
-                                                                                                  32)
-    out = rooftop.moe_experts(x, index, weights, gate_up, down, **quantized)
-    ref = moe_experts_reference(x, index, weights, gate_up, down, "silu", *quantized.values())
-    assert rel_err(out, ref) < TOL[torch.bfloat16]
-    assert grids[-1] == (2, 288 // 8, 2)
+        gate_up, gu_scale, down, dn_scale = moe.quantize_experts(gate_up, down, quant, 32)
+        quantized = dict(gate_up_scale=gu_scale, down_scale=dn_scale)
+    else:
+        quantized = {}
+        gate_up = torch.full((4, 2 * 544, 288 + 32), float("nan"), device=DEVICE, dtype=x.dtype)[..., :288].copy_(
+            gate_up)
+        down = torch.full((4, 288, 544 + 32), float("nan"), device=DEVICE, dtype=x.dtype)[..., :544].copy_(down)
     _support.clear_plans()
+    try:
+        out = rooftop.moe_experts(x, index, weights, gate_up, down, **quantized)
+        ref = moe_experts_reference(x, index, weights, gate_up, down, "silu", *quantized.values())
+        assert rel_err(out, ref) < TOL[torch.bfloat16]
+        assert grids[-1] == (2, 5, 2)  # H / 64 column tiles, 2 ranges of I
+    finally:
+        _support.clear_plans()
 
 
 def test_grouped_path_groups_and_ranges(monkeypatch):
