@@ -18,9 +18,9 @@ of 128; since session 66 a thread sums 32 codes a chunk before their scale (offl
 2 warps, 126 with two chunks or two rows a thread).
 --launches (gate / up's "NxKxW", or "NxKxW/NxKxW" with down's after the slash) and --per-sm (down's programs an SM)
 replace the lists; --stages (session 68: moe.PER_PAIR_STAGES, gate / up's and down's k loops software-pipelined,
-"G/D" tl.range stages, "G/Da" x and the weights a k-tile ahead in registers) times each launch at each. Writes OUT/exp-moe-launch[-QUANT].json. Usage: PYTHONPATH=src:benchmarks python
-benchmarks/exp_moe_launch.py OUT [--quick] [--quant fp8|int8|int4] [--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16]
-[--stages 1/1a,3/3]
+"G/D" tl.range stages, "G/Da" x and the weights a k-tile ahead in registers; the format's entry) times each launch at
+each. Writes OUT/exp-moe-launch[-QUANT].json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py
+OUT [--quick] [--quant fp8|int8|int4] [--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16] [--stages 1/1a,3/3]
 """
 import argparse
 import json

@@ -16,15 +16,18 @@ from rooftop.profile.ncu import METRICS, find_ncu, parse_csv
 
 def main(argv):
     ncu = find_ncu()
+    if ncu is None:
+        sys.exit("probe_op_kernels: ncu (Nsight Compute) is not installed")
     for op, shape in zip(argv[::2], argv[1::2]):
         with tempfile.TemporaryDirectory() as tmp:
             log = os.path.join(tmp, "ncu.csv")
-            subprocess.run([ncu, "--clock-control", "none", "--nvtx", "--nvtx-include", "rooftop_profile/", "--csv",
-                            "--page", "raw", "--print-units", "base", "--metrics", ",".join(METRICS), "--log-file",
-                            log, sys.executable, "-m", "rooftop.profile.ncu", op, shape, "bf16", "rooftop"],
-                           capture_output=True, text=True, timeout=300)
+            run = subprocess.run([ncu, "--clock-control", "none", "--nvtx", "--nvtx-include", "rooftop_profile/",
+                                  "--csv", "--page", "raw", "--print-units", "base", "--metrics", ",".join(METRICS),
+                                  "--log-file", log, sys.executable, "-m", "rooftop.profile.ncu", op, shape, "bf16",
+                                  "rooftop"],
+                                 capture_output=True, text=True, timeout=300)
             kernels = parse_csv(open(log).read()) if os.path.exists(log) else []
-        print(f"{op} {shape}: {len(kernels)} kernels")
+        print(f"{op} {shape}: {len(kernels)} kernels" + ("" if kernels else f" (ncu: {run.stderr[-400:]})"))
         for k in kernels:
             print(f"  {k['kernel'][:40]:40s} grid {k.get('grid_size', 0):7.0f} x {k.get('block_size', 0):4.0f} "
                   f"{k.get('duration_us', 0):8.1f} us  DRAM {k.get('dram_throughput_pct', 0):5.1f}% "

@@ -15,7 +15,7 @@ from rooftop.ops import (activations as ac, attention as at, decode_attention as
                          moe, rms_norm as rn, softmax as sm)
 BIN = os.path.dirname(triton.__file__) + "/backends/nvidia/bin/"
 
-def build(fn, types, consts, warps, stages=3, name="k", div=()):
+def build(fn, types, consts, warps, stages=3, name="k", div=(), maxnreg=None):
     sig = {}
     for a in fn.arg_names:
         if a in consts: sig[a] = "constexpr"
@@ -25,7 +25,8 @@ def build(fn, types, consts, warps, stages=3, name="k", div=()):
     attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
              if sig[a].startswith("*") or (sig[a] == "i32" and (a in ("N", "K", "k_split", "b_col", *div) or "stride" in a))}
     c = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
-                       target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps, num_stages=stages))
+                       target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps, num_stages=stages,
+                                                                      **({"maxnreg": maxnreg} if maxnreg else {})))
     open(f"/tmp/{name}.cubin", "wb").write(c.asm["cubin"])
     res = subprocess.run([BIN + "cuobjdump", "--dump-resource-usage", f"/tmp/{name}.cubin"], capture_output=True, text=True).stdout
     print(name, re.search(r"REG:\d+.*", res).group(0)[:80])
@@ -141,14 +142,14 @@ for codes, types, group_size in moe_cases:
         # the grouped path: 16 and 128 pairs a step (PAIRS), Mixtral's top 2 and Qwen3's top 8 with up to 8 ranges
         # (int4 with bf16 x: PAIRED, mma.sync from registers at its own launch)
         paired = codes == "int4"
-        gn, gk, gw = moe.INT4_GROUPED_LAUNCH[:3] if paired else moe.GROUPED_LAUNCH
+        gn, gk, gw, cap = moe.INT4_GROUPED_LAUNCH if paired else (*moe.GROUPED_LAUNCH, None)
         for pairs, top_k, splits in ((16, 2, 8), (128, 8, 8)):
             common = dict(SCALED=scaled, GROUP_SIZE=group_size, FOLD=True, PAIRED=paired, EVEN_K=True, HAS_BIAS=bias,
                           PRECISION="tf32", PAIRS=pairs, GROUP=moe.GROUP, BLOCK_N=gn, BLOCK_K=gk, PDL=True)
             build(moe._moe_gate_up_grouped_kernel, types, dict(common, ACT=act, APPROX=True, ALPHA=alpha, LIMIT=limit),
-                  gw, name=f"moe_gate_up_grouped_{codes}_{act}_p{pairs}", div=("H", "I"))
+                  gw, name=f"moe_gate_up_grouped_{codes}_{act}_p{pairs}", div=("H", "I"), maxnreg=cap)
             build(moe._moe_down_grouped_kernel, types, dict(common, TOP_K=top_k, SPLITS=splits), gw,
-                  name=f"moe_down_grouped_{codes}_bias{int(bias)}_p{pairs}", div=("H", "I"))
+                  name=f"moe_down_grouped_{codes}_bias{int(bias)}_p{pairs}", div=("H", "I"), maxnreg=cap)
         # the sorted path (prefill) at its shipped launches
         sorted_types = lambda a: {"slot_pair_ptr": "*i32", "block_expert_ptr": "*i32"}.get(a, types(a))
         for block_m, (sn, sk, sw, ss), (sdn, sdk, sdw, sds) in moe.SORTED_LAUNCHES:

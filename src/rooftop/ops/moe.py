@@ -109,13 +109,17 @@ DOWN_LAUNCH = (8, 256, 2, 4)
 # took one token of Mixtral's from 124.3 to 94.0 us (66% of copy).
 INT4_GATE_UP_LAUNCH = GATE_UP_LAUNCH
 INT4_DOWN_LAUNCH = (*DOWN_LAUNCH[:3], 32)
-# The per-pair kernels' software pipelines: (gate / up's, down's) stages of the k loop (tl.range num_stages). With 2 or
-# more the next k-tiles of weights and x are copied into shared memory by cp.async while this one is summed; with 1
-# the loop is plain, a thread's only load in flight the one it waits for (offline sm_90). H100, session 68
-# (exp_moe_launch.py --stages, at 1 and 4 tokens of Mixtral-8x7B's and Qwen3-30B-A3B's experts): one-byte codes at 3
-# stages up to 15-19% faster (one token of Mixtral's int8 156.0 -> 132.1 us, 88% of copy; fp8 141.9 -> 121.0, 97%),
-# 16-bit (Qwen3's) 0-6%; int4 at 2-4 stages 35-60% slower (4.7-7.4 instructions a weight against 3.7-4.8). Tried and
-# dropped: int4's weights loaded into registers a k-tile ahead (80 registers; within the runs' spread, 0-9% slower).
+# The per-pair kernels' pipelines by the experts' format (16-bit "float", one-byte "codes", "int4"): (gate / up's
+# stages, down's stages, AHEAD). Stages of the k loop (tl.range num_stages): with 2 or more the next k-tiles of the
+# weights and x are copied into shared memory by cp.async while this one is summed (evict_first is lost: cp.async
+# takes no eviction hint); with 1 the loop is plain, a thread's only load in flight the one it waits for (offline
+# sm_90). AHEAD: x's and the weights' next k-tile loaded into registers while this one is summed (offline int4: 86
+# registers against 72 / 64; with the weights alone ahead, x's L2 load stayed each k-tile's wait: no gain, session 68
+# call d; untimed with x ahead too). H100, session 68 (exp_moe_launch.py --stages, 1 and 4 tokens of Mixtral-8x7B's
+# and Qwen3-30B-A3B's experts): one-byte codes at 3 stages up to 15-19% faster than 1 (one token of Mixtral's int8
+# 156.0 -> 132.1 us, 88% of copy; fp8 141.9 -> 121.0, 97%; 2 stages 151.1), 16-bit (Qwen3's: small experts) at 2
+# stages 33.7-33.8 us at one token against 35.2-35.4 at 3 and 37.5 at 1, level at 4 tokens; int4 at 2-4 stages 30-89%
+# slower (4.7-7.4 instructions a weight against 3.7-4.8).
 PER_PAIR_STAGES = {"float": (2, 2, False), "codes": (3, 3, False), "int4": (1, 1, False)}
 # the experts' weight-only formats: quant name -> their codes' dtype. fp8 / int8 (those of the per-token activations):
 # one-byte codes with a scale per output row (CODE_DTYPES); int4: eight codes an int32 word with a scale per group of
@@ -133,9 +137,12 @@ DOWN_MAX_SPLITS = 16
 # Qwen3's; offline sm_90: no spills.
 GROUPED_LAUNCH = (32, 128, 4)
 # int4 with bf16 x (_int4_mma_sums): (BLOCK_N 16 a warp, BLOCK_K 128, warps, ptxas's register cap or None); ~212
-# registers uncapped (two programs an SM), 168 at a cap of 168 without spills (offline sm_90, three an SM). H100
-# session 68 (exp_moe_grouped.py): the cap 3-6% faster at 8 / 16 tokens of Mixtral's (450.6 / 462.0 us), 11% at
-# Qwen3's and 6-13% at gpt-oss's; 2- and 8-warp programs no better on the whole.
+# registers uncapped (two programs an SM), 168 at a cap of 168 (offline sm_90, three an SM; no spills but in the
+# down kernel at 128 pairs a step, 16-40 bytes: 16 tokens of Qwen3's, there still 6% faster than uncapped). H100
+# session 68 (exp_moe_grouped.py, round-robin): the cap 3-6% faster at 8 / 16 tokens of Mixtral's (450.6 / 462.0
+# us), 11% / 6% at 8 / 16 of Qwen3's, 13% / 6% of gpt-oss-20b's; uncapped 2-warp programs (32, 128, 2) 15% faster
+# at 8 tokens of Qwen3's and 10% at 16 of gpt-oss's but 23-27% slower at Mixtral's; 8-warp ones slower everywhere.
+# Through tl.range's cp.async pipeline instead of the loads a step ahead (session 68 call g): 9-10x slower.
 INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 GROUPED_DOWN_PER_SM = 4
 GROUPED_MAX_SPLITS = 8
@@ -269,7 +276,8 @@ def _x_chunks(xk, BLOCK_K: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.cons
 def _row_loads(rows, scales, k0, k_end, row_ok, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                GROUP_SIZE: tl.constexpr, EVICT: tl.constexpr):
     """The loads of the per-pair kernels' k-tile of BLOCK_N weight rows (_weight_tile's arguments; nothing read at k >=
-    k_end: a tile past the end reads nothing), for `_row_products`: (the tile [BLOCK_N, BLOCK_K] as stored,); int4
+    k_end: a tile past the end reads nothing; EVICT, unless the loop's pipeline makes them cp.async), for
+    `_row_products`: (the tile [BLOCK_N, BLOCK_K] as stored,); int4
     (k0 a multiple of BLOCK_K, k_end of 32): (words [BLOCK_N, BLOCK_K / 32, 4], group scales [BLOCK_N, BLOCK_K / 32])
     of its chunks of 32 codes (four words: one 16-byte load, in one group)."""
     if GROUP_SIZE == 0:
