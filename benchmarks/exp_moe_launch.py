@@ -18,7 +18,7 @@ of 128; since session 66 a thread sums 32 codes a chunk before their scale (offl
 2 warps, 126 with two chunks or two rows a thread).
 --launches (gate / up's "NxKxW", or "NxKxW/NxKxW" with down's after the slash) and --per-sm (down's programs an SM)
 replace the lists; --stages (session 68: moe.PER_PAIR_STAGES, gate / up's and down's k loops software-pipelined,
-"G/D" tl.range stages, "G/Da" x and the weights a k-tile ahead in registers; the format's entry) times each launch at
+"G/D" tl.range stages, "1/1a" x and the weights a k-tile ahead in registers; the format's entry) times each launch at
 each. Writes OUT/exp-moe-launch[-QUANT].json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py
 OUT [--quick] [--quant fp8|int8|int4] [--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16] [--stages 1/1a,3/3]
 """
@@ -54,6 +54,8 @@ def main():
                                                      for item in v.split(",")],
                         help="the per-pair kernels' pipelines, gate / up's stages / down's, 'a' for AHEAD: 1/1a,3/3")
     args = parser.parse_args()
+    if any(ahead and max(stages) > 1 for *stages, ahead in args.stages or ()):
+        parser.error("--stages: AHEAD runs its loops at 1 stage (1/1a)")
     names = ("INT4_GATE_UP_LAUNCH", "INT4_DOWN_LAUNCH") if args.quant == "int4" else ("GATE_UP_LAUNCH", "DOWN_LAUNCH")
     fmt = {"int4": "int4", None: "float"}.get(args.quant, "codes")  # moe.PER_PAIR_STAGES' key
     shipped_stages = dict(moe.PER_PAIR_STAGES)

@@ -539,10 +539,10 @@ def test_down_projection_split_over_programs(monkeypatch):
 @pytest.mark.parametrize("quant", [None, "int8", "int4"])
 def test_per_pair_pipelines(monkeypatch, stages, quant):
     """The per-pair kernels' k loops plain, software-pipelined (stages: on a GPU, the interpreter ignores them) and
-    with x and the weights a k-tile ahead (AHEAD): rows of 2 k-tiles, the last ragged (H = 288), I cut into a range
-    of 2 k-tiles and a ragged one (I = 544, at most DOWN_MAX_SPLITS = 2 ranges), both kernels' last column tiles
-    ragged (BLOCK_N 64), the 16-bit weights views of NaN-padded rows (a weight read past k_end would show): as the
-    reference on the same weights."""
+    with x and the weights a k-tile ahead (AHEAD): rows of 2 k-tiles, the last ragged (H = 288), I cut into two
+    ranges of 2 k-tiles, the second's last ragged (I = 800, at most DOWN_MAX_SPLITS = 2 ranges), both kernels' last
+    column tiles ragged (BLOCK_N 64), x and the 16-bit weights views of NaN-padded rows (a value read past a row's
+    end, H or I, would show): as the reference on the same weights."""
     fmt = "int4" if quant == "int4" else "codes" if quant else "float"
     monkeypatch.setattr(moe, "_takes_grouped", lambda *a: False)
     monkeypatch.setattr(moe, "PER_PAIR_STAGES", {**moe.PER_PAIR_STAGES, fmt: stages})
@@ -553,15 +553,16 @@ def test_per_pair_pipelines(monkeypatch, stages, quant):
     real_launch = moe.launch
     monkeypatch.setattr(moe, "launch", lambda kernel, grid, *a, **k: grids.append(grid) or real_launch(kernel, grid,
                                                                                                       *a, **k))
-    x, index, weights, gate_up, down = _inputs(2, 4, 2, 288, 544)
+    x, index, weights, gate_up, down = _inputs(2, 4, 2, 288, 800)
+    x = torch.full((2, 288 + 32), float("nan"), device=DEVICE, dtype=x.dtype)[:, :288].copy_(x)
     if quant:
         gate_up, gu_scale, down, dn_scale = moe.quantize_experts(gate_up, down, quant, 32)
         quantized = dict(gate_up_scale=gu_scale, down_scale=dn_scale)
     else:
         quantized = {}
-        gate_up = torch.full((4, 2 * 544, 288 + 32), float("nan"), device=DEVICE, dtype=x.dtype)[..., :288].copy_(
+        gate_up = torch.full((4, 2 * 800, 288 + 32), float("nan"), device=DEVICE, dtype=x.dtype)[..., :288].copy_(
             gate_up)
-        down = torch.full((4, 288, 544 + 32), float("nan"), device=DEVICE, dtype=x.dtype)[..., :544].copy_(down)
+        down = torch.full((4, 288, 800 + 32), float("nan"), device=DEVICE, dtype=x.dtype)[..., :800].copy_(down)
     _support.clear_plans()
     try:
         out = rooftop.moe_experts(x, index, weights, gate_up, down, **quantized)

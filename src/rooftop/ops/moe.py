@@ -111,15 +111,15 @@ INT4_GATE_UP_LAUNCH = GATE_UP_LAUNCH
 INT4_DOWN_LAUNCH = (*DOWN_LAUNCH[:3], 32)
 # The per-pair kernels' pipelines by the experts' format (16-bit "float", one-byte "codes", "int4"): (gate / up's
 # stages, down's stages, AHEAD). Stages of the k loop (tl.range num_stages): with 2 or more the next k-tiles of the
-# weights and x are copied into shared memory by cp.async while this one is summed (evict_first is lost: cp.async
-# takes no eviction hint); with 1 the loop is plain, a thread's only load in flight the one it waits for (offline
-# sm_90). AHEAD: x's and the weights' next k-tile loaded into registers while this one is summed (offline int4: 86
-# registers against 72 / 64; with the weights alone ahead, x's L2 load stayed each k-tile's wait: no gain, session 68
-# call d; untimed with x ahead too). H100, session 68 (exp_moe_launch.py --stages, 1 and 4 tokens of Mixtral-8x7B's
-# and Qwen3-30B-A3B's experts): one-byte codes at 3 stages up to 15-19% faster than 1 (one token of Mixtral's int8
-# 156.0 -> 132.1 us, 88% of copy; fp8 141.9 -> 121.0, 97%; 2 stages 151.1), 16-bit (Qwen3's: small experts) at 2
-# stages 33.7-33.8 us at one token against 35.2-35.4 at 3 and 37.5 at 1, level at 4 tokens; int4 at 2-4 stages 30-89%
-# slower (4.7-7.4 instructions a weight against 3.7-4.8).
+# weights and x are copied into shared memory by cp.async while this one is summed (evict_first is lost: cp.async takes
+# no eviction hint); with 1 the loop is plain, a thread's only load in flight the one it waits for (offline sm_90).
+# AHEAD (the stages then 1): x's and the weights' next k-tile loaded into registers while this one is summed (offline
+# int4: 86 registers against 72 / 64; with the weights alone ahead, x's L2 load stayed each k-tile's wait: no gain,
+# session 68 call d; untimed with x ahead too). H100, session 68 (exp_moe_launch.py --stages, 1 and 4 tokens of
+# Mixtral-8x7B's and Qwen3-30B-A3B's experts): one-byte codes at 3 stages up to 15-19% faster than 1 (one token of
+# Mixtral's int8 156.0 -> 132.1 us, 88% of copy; fp8 141.9 -> 121.0, 97%; 2 stages 151.1), 16-bit (Qwen3's: small
+# experts) at 2 stages 33.7-33.8 us at one token against 35.2-35.4 at 3 and 37.5 at 1, level at 4 tokens; int4 at 2-4
+# stages 30-89% slower (4.7-7.4 instructions a weight against 3.7-4.8).
 PER_PAIR_STAGES = {"float": (2, 2, False), "codes": (3, 3, False), "int4": (1, 1, False)}
 # the experts' weight-only formats: quant name -> their codes' dtype. fp8 / int8 (those of the per-token activations):
 # one-byte codes with a scale per output row (CODE_DTYPES); int4: eight codes an int32 word with a scale per group of
@@ -277,9 +277,9 @@ def _row_loads(rows, scales, k0, k_end, row_ok, BLOCK_N: tl.constexpr, BLOCK_K: 
                GROUP_SIZE: tl.constexpr, EVICT: tl.constexpr):
     """The loads of the per-pair kernels' k-tile of BLOCK_N weight rows (_weight_tile's arguments; nothing read at k >=
     k_end: a tile past the end reads nothing; EVICT, unless the loop's pipeline makes them cp.async), for
-    `_row_products`: (the tile [BLOCK_N, BLOCK_K] as stored,); int4
-    (k0 a multiple of BLOCK_K, k_end of 32): (words [BLOCK_N, BLOCK_K / 32, 4], group scales [BLOCK_N, BLOCK_K / 32])
-    of its chunks of 32 codes (four words: one 16-byte load, in one group)."""
+    `_row_products`: the tile [BLOCK_N, BLOCK_K] as stored, a 1-tuple; int4 (k0 a multiple of BLOCK_K, k_end of 32):
+    (words [BLOCK_N, BLOCK_K / 32, 4], group scales [BLOCK_N, BLOCK_K / 32]) of its chunks of 32 codes (four words:
+    one 16-byte load, in one group)."""
     if GROUP_SIZE == 0:
         ks = k0 + tl.arange(0, BLOCK_K)
         return (tl.load(rows + ks[None, :], mask=row_ok[:, None] & (ks[None, :] < k_end), other=0.0,
@@ -372,7 +372,7 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I,
         x_next = tl.load(x_row + tl.arange(0, BLOCK_K), mask=tl.arange(0, BLOCK_K) < H, other=0.0)
         gate_next = _row_loads(gate_rows, gate_scales, 0, H, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
         up_next = _row_loads(up_rows, up_scales, 0, H, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
-    for k0 in tl.range(0, H, BLOCK_K, num_stages=STAGES):
+    for k0 in tl.range(0, H, BLOCK_K, num_stages=1 if AHEAD else STAGES):
         ks = k0 + tl.arange(0, BLOCK_K)
         if AHEAD:
             x_tile = x_next
@@ -431,7 +431,7 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr
             h_next = tl.load(h_row + k_start + tl.arange(0, BLOCK_K), mask=k_start + tl.arange(0, BLOCK_K) < k_end,
                              other=0.0)
             tile_next = _row_loads(rows, scales, k_start, k_end, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
-        for k0 in tl.range(k_start, k_end, BLOCK_K, num_stages=STAGES):
+        for k0 in tl.range(k_start, k_end, BLOCK_K, num_stages=1 if AHEAD else STAGES):
             ks = k0 + tl.arange(0, BLOCK_K)
             if AHEAD:
                 h_tile = h_next
