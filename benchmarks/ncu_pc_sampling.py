@@ -15,6 +15,9 @@ Targets (TARGETS, by name):
   "softmax_32768", "softmax_65536", "layer_norm_65536" (86-88 % and 83-85 % of the copy where 90 % is wanted; the
   last round of rows is not it, journal item 129), "softmax_131072" (rows in parts): which wait (the ring's fill, the
   row statistics' exchange, the stores) holds the consumers.
+- the per-pair MoE kernels (ops/moe.py) with int4 experts at one token of Mixtral-8x7B's (registry case
+  1 x 8 x 2 x 4096 x 14336): "moe_int4_gate_up", "moe_int4_down" (session 68: 63% / 46.5% of DRAM where the dense
+  int4 GEMV reads as many bytes at 79%; neither a second load in flight nor cp.async stages helped): which stall.
 Each target's call runs twice (compile, then the one ncu reads). Written per target t: OUT/t.ncu-rep, OUT/details-t.txt
 (sections), OUT/source-t.csv (per SASS instruction); printed: the instructions holding most stall samples.
 Usage (H200): PYTHONPATH=src:benchmarks python benchmarks/ncu_pc_sampling.py OUT_DIR [name,name]   (runs itself under
@@ -32,6 +35,7 @@ import torch
 
 N, K = 28672, 8192
 ROWS_ELEMENTS = 1 << 27
+MIXTRAL_ONE_TOKEN = (1, 8, 2, 4096, 14336)  # moe_experts' (T, E, k, H, I)
 
 
 def _quant(M: int, variant, N: int = N, K: int = K):
@@ -75,6 +79,14 @@ def _rows(op: str, width: int):
     return {"softmax": lambda: rooftop.softmax(x), "layer_norm": lambda: rooftop.layer_norm(x, w, b)}[op]
 
 
+def _registry_call(op: str, shape: tuple):
+    """The registry op `op` by rooftop at `shape` (its bench inputs)."""
+    from rooftop import registry
+    spec = registry.get(op)
+    inputs = spec.make_inputs(shape, torch.bfloat16, "cuda")
+    return lambda: spec.run(*inputs)
+
+
 def _data_parallel(variant: str):
     from dataclasses import replace
 
@@ -104,6 +116,8 @@ TARGETS = {
     # rows in parts of 32768 on 8-warp consumers (79 % of the copy, 89 % would be 2x torch.compile; session 45)
     "softmax_131072": ("regex:_softmax_kernel", lambda: _rows("softmax", 131072)),
     "layer_norm_65536": ("regex:_norm_kernel", lambda: _rows("layer_norm", 65536)),
+    "moe_int4_gate_up": ("regex:_moe_gate_up_kernel", lambda: _registry_call("moe_experts_int4", MIXTRAL_ONE_TOKEN)),
+    "moe_int4_down": ("regex:_moe_down_kernel", lambda: _registry_call("moe_experts_int4", MIXTRAL_ONE_TOKEN)),
 }
 
 
