@@ -18,9 +18,10 @@ of 128; since session 66 a thread sums 32 codes a chunk before their scale (offl
 2 warps, 126 with two chunks or two rows a thread).
 --launches (gate / up's "NxKxW", or "NxKxW/NxKxW" with down's after the slash) and --per-sm (down's programs an SM)
 replace the lists; --stages (session 68: moe.PER_PAIR_STAGES, gate / up's and down's k loops software-pipelined,
-"G/D" tl.range stages, "1/1a" x and the weights a k-tile ahead in registers; the format's entry) times each launch at
-each. Writes OUT/exp-moe-launch[-QUANT].json. Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py
-OUT [--quick] [--quant fp8|int8|int4] [--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16] [--stages 1/1a,3/3]
+"G/D" tl.range stages; the format's entry) times each launch at each (session 69 took out "1/1a": x and the weights a
+k-tile ahead in registers, lost). Writes OUT/exp-moe-launch[-QUANT].json.
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT [--quick] [--quant fp8|int8|int4]
+[--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16] [--stages 1/1,3/3]
 """
 import argparse
 import json
@@ -50,12 +51,9 @@ def main():
                         type=lambda v: [tuple(tuple(map(int, half.split("x"))) for half in item.split("/"))
                                         for item in v.split(",")])
     parser.add_argument("--per-sm", type=lambda v: tuple(map(int, v.split(","))), help="these down programs an SM")
-    parser.add_argument("--stages", type=lambda v: [(*map(int, item.rstrip("a").split("/")), item.endswith("a"))
-                                                     for item in v.split(",")],
-                        help="the per-pair kernels' pipelines, gate / up's stages / down's, 'a' for AHEAD: 1/1a,3/3")
+    parser.add_argument("--stages", type=lambda v: [tuple(map(int, item.split("/"))) for item in v.split(",")],
+                        help="the per-pair kernels' pipelines, gate / up's stages / down's: 1/1,3/3")
     args = parser.parse_args()
-    if any(ahead and max(stages) > 1 for *stages, ahead in args.stages or ()):
-        parser.error("--stages: AHEAD runs its loops at 1 stage (1/1a)")
     names = ("INT4_GATE_UP_LAUNCH", "INT4_DOWN_LAUNCH") if args.quant == "int4" else ("GATE_UP_LAUNCH", "DOWN_LAUNCH")
     fmt = {"int4": "int4", None: "float"}.get(args.quant, "codes")  # moe.PER_PAIR_STAGES' key
     shipped_stages = dict(moe.PER_PAIR_STAGES)
@@ -95,7 +93,7 @@ def main():
                     out = spec.run(*sets[0])
                     record("rooftop n{}k{}w{}".format(*gate_up)
                            + ("" if down == gate_up else "/n{}k{}w{}".format(*down)) + f"p{per_sm}"
-                           + ("" if args.stages is None else "s{}/{}{}".format(*stages[:2], "a" if stages[2] else "")),
+                           + ("" if args.stages is None else "s{}/{}".format(*stages)),
                            graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=20), out)
         if args.quant:
             record("eager loop", bench_ms(lambda: spec.eager(*sets[0])) * 1e3, spec.eager(*sets[0]))

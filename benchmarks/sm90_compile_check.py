@@ -128,16 +128,16 @@ for codes, types, group_size in moe_cases:
     scaled = codes in ("fp8", "int8")
     (n, k, w), (dn, dk, dw, _) = ((moe.INT4_GATE_UP_LAUNCH, moe.INT4_DOWN_LAUNCH) if codes == "int4"
                                   else (moe.GATE_UP_LAUNCH, moe.DOWN_LAUNCH))
-    gu_stages, down_stages, ahead = moe.PER_PAIR_STAGES["int4" if codes == "int4" else "codes" if scaled else "float"]
+    gu_stages, down_stages = moe.PER_PAIR_STAGES["int4" if codes == "int4" else "codes" if scaled else "float"]
     for act, bias, (alpha, limit) in (("silu", False, (0.0, 0.0)), ("swiglu_oai", True, (1.702, 7.0))):  # gpt-oss's
         build(moe._moe_gate_up_kernel, types, dict(ACT=act, APPROX=True, SCALED=scaled, GROUP_SIZE=group_size,
               FOLD=True, HAS_BIAS=bias, ALPHA=alpha, LIMIT=limit, BLOCK_N=n, BLOCK_K=k, STAGES=gu_stages,
-              AHEAD=ahead, PDL=True), w,
+              PDL=True), w,
               name=f"moe_gate_up_{codes}_{act}", div=("H", "I"))
         for splits in (1, 3):
             build(moe._moe_down_kernel, types, dict(SCALED=scaled, GROUP_SIZE=group_size, FOLD=True, HAS_BIAS=bias,
                   BLOCK_N=dn, BLOCK_K=dk, SPLITS=splits, SUM_BATCH=splits, STAGES=down_stages,
-                  AHEAD=ahead, PDL=True), dw,
+                  PDL=True), dw,
                   name=f"moe_down_{codes}_bias{int(bias)}_s{splits}", div=("H", "I"))
         # the grouped path: 16 and 128 pairs a step (PAIRS), Mixtral's top 2 and Qwen3's top 8 with up to 8 ranges
         # (int4 with bf16 x: PAIRED, mma.sync from registers at its own launch)

@@ -535,11 +535,11 @@ def test_down_projection_split_over_programs(monkeypatch):
     assert grids[-1] == (2, 4, 1)
 
 
-@pytest.mark.parametrize("stages", [(1, 1, False), (3, 2, False), (1, 1, True)] if HAS_CUDA else [(1, 1, True)])
+@pytest.mark.parametrize("stages", [(1, 1), (3, 2)] if HAS_CUDA else [(1, 1)])
 @pytest.mark.parametrize("quant", [None, "int8", "int4"])
 def test_per_pair_pipelines(monkeypatch, stages, quant):
-    """The per-pair kernels' k loops plain, software-pipelined (stages: on a GPU, the interpreter ignores them) and
-    with x and the weights a k-tile ahead (AHEAD): rows of 2 k-tiles, the last ragged (H = 288), I cut into two
+    """The per-pair kernels' k loops plain and software-pipelined (stages: on a GPU, the interpreter ignores them):
+    rows of 2 k-tiles, the last ragged (H = 288), I cut into two
     ranges of 2 k-tiles, the second's last ragged (I = 800, at most DOWN_MAX_SPLITS = 2 ranges), both kernels' last
     column tiles ragged (BLOCK_N 64), x and the 16-bit weights views of NaN-padded rows (a value read past a row's
     end, H or I, would show): as the reference on the same weights."""

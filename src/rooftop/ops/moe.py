@@ -110,17 +110,16 @@ DOWN_LAUNCH = (8, 256, 2, 4)
 INT4_GATE_UP_LAUNCH = GATE_UP_LAUNCH
 INT4_DOWN_LAUNCH = (*DOWN_LAUNCH[:3], 32)
 # The per-pair kernels' pipelines by the experts' format (16-bit "float", one-byte "codes", "int4"): (gate / up's
-# stages, down's stages, AHEAD). Stages of the k loop (tl.range num_stages): with 2 or more the next k-tiles of the
-# weights and x are copied into shared memory by cp.async while this one is summed (evict_first is lost: cp.async takes
-# no eviction hint); with 1 the loop is plain, a thread's only load in flight the one it waits for (offline sm_90).
-# AHEAD (the stages then 1): x's and the weights' next k-tile loaded into registers while this one is summed (offline
-# int4: 86 registers against 72 / 64; with the weights alone ahead, x's L2 load stayed each k-tile's wait: no gain,
-# session 68 call d; untimed with x ahead too). H100, session 68 (exp_moe_launch.py --stages, 1 and 4 tokens of
-# Mixtral-8x7B's and Qwen3-30B-A3B's experts): one-byte codes at 3 stages up to 15-19% faster than 1 (one token of
-# Mixtral's int8 156.0 -> 132.1 us, 88% of copy; fp8 141.9 -> 121.0, 97%; 2 stages 151.1), 16-bit (Qwen3's: small
-# experts) at 2 stages 33.7-33.8 us at one token against 35.2-35.4 at 3 and 37.5 at 1, level at 4 tokens; int4 at 2-4
-# stages 30-89% slower (4.7-7.4 instructions a weight against 3.7-4.8).
-PER_PAIR_STAGES = {"float": (2, 2, False), "codes": (3, 3, False), "int4": (1, 1, False)}
+# stages, down's stages) of the k loop (tl.range num_stages): with 2 or more the next k-tiles of the weights and x are
+# copied into shared memory by cp.async while this one is summed (evict_first is lost: cp.async takes no eviction
+# hint); with 1 the loop is plain, a thread's only load in flight the one it waits for (offline sm_90). H100, session
+# 68 (exp_moe_launch.py --stages, 1 and 4 tokens of Mixtral-8x7B's and Qwen3-30B-A3B's experts): one-byte codes at 3
+# stages up to 15-19% faster than 1 (one token of Mixtral's int8 156.0 -> 132.1 us, 88% of copy; fp8 141.9 -> 121.0,
+# 97%; 2 stages 151.1), 16-bit (Qwen3's: small experts) at 2 stages 33.7-33.8 us at one token against 35.2-35.4 at 3
+# and 37.5 at 1, level at 4 tokens; int4 at 2-4 stages 30-89% slower (4.7-7.4 instructions a weight against 3.7-4.8).
+# Not kept (session 69): x's and the weights' next k-tile loaded into registers a step ahead at 1 stage: int8 16%
+# slower at one token of Mixtral's, int4 21% slower at Qwen3's and +-5% at Mixtral's, 16-bit level.
+PER_PAIR_STAGES = {"float": (2, 2), "codes": (3, 3), "int4": (1, 1)}
 # the experts' weight-only formats: quant name -> their codes' dtype. fp8 / int8 (those of the per-token activations):
 # one-byte codes with a scale per output row (CODE_DTYPES); int4: eight codes an int32 word with a scale per group of
 # a row's elements (INT4_DTYPE; module docstring).
@@ -348,7 +347,7 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I,
                         wn_stride, magic15, ACT: tl.constexpr, APPROX: tl.constexpr, SCALED: tl.constexpr,
                         GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr,
                         LIMIT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
-                        AHEAD: tl.constexpr, PDL: tl.constexpr):
+                        PDL: tl.constexpr):
     # Program (pair, column block): reads x_t (H elements, L2 after the first pair of the token), 2 BLOCK_N rows of
     # the pair's expert (2 BLOCK_N H elements: each once; SCALED: one-byte codes and 2 BLOCK_N row scales; int4:
     # half a byte an element and 2 BLOCK_N H / GROUP_SIZE group scales), writes BLOCK_N elements of h. PDL: the launch
@@ -368,27 +367,12 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I,
     LANES: tl.constexpr = BLOCK_K // 32 if GROUP_SIZE > 0 else BLOCK_K  # _row_products' sums a row
     g = tl.zeros([BLOCK_N, LANES], tl.float32)
     u = tl.zeros([BLOCK_N, LANES], tl.float32)
-    if AHEAD:  # x's and the weights' next k-tiles loaded while this one is summed
-        x_next = tl.load(x_row + tl.arange(0, BLOCK_K), mask=tl.arange(0, BLOCK_K) < H, other=0.0)
-        gate_next = _row_loads(gate_rows, gate_scales, 0, H, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
-        up_next = _row_loads(up_rows, up_scales, 0, H, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
-    for k0 in tl.range(0, H, BLOCK_K, num_stages=1 if AHEAD else STAGES):
+    for k0 in tl.range(0, H, BLOCK_K, num_stages=STAGES):
         ks = k0 + tl.arange(0, BLOCK_K)
-        if AHEAD:
-            x_tile = x_next
-            x_next = tl.load(x_row + BLOCK_K + ks, mask=BLOCK_K + ks < H, other=0.0)
-        else:
-            x_tile = tl.load(x_row + ks, mask=ks < H, other=0.0)
+        x_tile = tl.load(x_row + ks, mask=ks < H, other=0.0)
         xk, x_offsets = _x_chunks(x_tile.to(tl.float32), BLOCK_K, GROUP_SIZE, FOLD)  # first: Triton's layouts
-        if AHEAD:
-            gate_tile, up_tile = gate_next, up_next
-            gate_next = _row_loads(gate_rows, gate_scales, k0 + BLOCK_K, H, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE,
-                                   "evict_first")
-            up_next = _row_loads(up_rows, up_scales, k0 + BLOCK_K, H, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE,
-                                 "evict_first")
-        else:
-            gate_tile = _row_loads(gate_rows, gate_scales, k0, H, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
-            up_tile = _row_loads(up_rows, up_scales, k0, H, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
+        gate_tile = _row_loads(gate_rows, gate_scales, k0, H, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
+        up_tile = _row_loads(up_rows, up_scales, k0, H, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
         g += _row_products(gate_tile, xk, x_offsets, magic15, GROUP_SIZE, FOLD)
         u += _row_products(up_tile, xk, x_offsets, magic15, GROUP_SIZE, FOLD)
     y = _gated(tl.sum(g, axis=1), tl.sum(u, axis=1), expert, cols, col_ok, scale_ptr, bias_ptr, I, ACT, APPROX,
@@ -401,7 +385,7 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr
                      k_split, rw_stride, we_stride, wn_stride, out_stride, magic15, SCALED: tl.constexpr,
                      GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr,
                      SUM_BATCH: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
-                     AHEAD: tl.constexpr, PDL: tl.constexpr):
+                     PDL: tl.constexpr):
     # Program (token, column block, split of I): for each of the token's k pairs in order, its k-range of h (from L2)
     # and of BLOCK_N down rows of its expert (each element once over the splits; SCALED: one-byte codes and BLOCK_N row
     # scales; int4: half a byte an element and the range's group scales); with SPLITS > 1 the fp32 partials (4 BLOCK_N
@@ -427,24 +411,11 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr
         scales = _group_scales(scale_ptr, expert * H + cols, I, GROUP_SIZE)
         h_row = h_ptr + pair.to(tl.int64) * I
         part = tl.zeros([BLOCK_N, LANES], tl.float32)
-        if AHEAD:  # as gate / up's
-            h_next = tl.load(h_row + k_start + tl.arange(0, BLOCK_K), mask=k_start + tl.arange(0, BLOCK_K) < k_end,
-                             other=0.0)
-            tile_next = _row_loads(rows, scales, k_start, k_end, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
-        for k0 in tl.range(k_start, k_end, BLOCK_K, num_stages=1 if AHEAD else STAGES):
+        for k0 in tl.range(k_start, k_end, BLOCK_K, num_stages=STAGES):
             ks = k0 + tl.arange(0, BLOCK_K)
-            if AHEAD:
-                h_tile = h_next
-                h_next = tl.load(h_row + BLOCK_K + ks, mask=BLOCK_K + ks < k_end, other=0.0)
-            else:
-                h_tile = tl.load(h_row + ks, mask=ks < k_end, other=0.0)
+            h_tile = tl.load(h_row + ks, mask=ks < k_end, other=0.0)
             hk, h_offsets = _x_chunks(h_tile.to(tl.float32), BLOCK_K, GROUP_SIZE, FOLD)
-            if AHEAD:
-                tile = tile_next
-                tile_next = _row_loads(rows, scales, k0 + BLOCK_K, k_end, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE,
-                                       "evict_first")
-            else:
-                tile = _row_loads(rows, scales, k0, k_end, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
+            tile = _row_loads(rows, scales, k0, k_end, col_ok, BLOCK_N, BLOCK_K, GROUP_SIZE, "evict_first")
             part += _row_products(tile, hk, h_offsets, magic15, GROUP_SIZE, FOLD)
         acc += weight * _down_output(tl.sum(part, axis=1), expert, cols, col_ok, split == 0, scale_ptr, bias_ptr, H,
                                      SCALED, HAS_BIAS)
@@ -982,7 +953,7 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     stages = PER_PAIR_STAGES["int4" if int4 else "codes" if quantized else "float"]
     launch(_moe_gate_up_kernel, (T * top_k, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, gate_up_bias, h, H, I,
            E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), **epilogue, BLOCK_N=block_n,
-           BLOCK_K=min(block_k, triton.next_power_of_2(H)), STAGES=stages[0], AHEAD=stages[2], num_warps=warps,
+           BLOCK_K=min(block_k, triton.next_power_of_2(H)), STAGES=stages[0], num_warps=warps,
            **pdl)
     block_n, block_k, warps, per_sm = INT4_DOWN_LAUNCH if int4 else DOWN_LAUNCH
     block_k = min(block_k, triton.next_power_of_2(I))
@@ -992,7 +963,7 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     launch(_moe_down_kernel, (T, cdiv(H, block_n), splits), h, idx, router, down, down_scale, down_bias, out,
            partials, arrival_counters(x.device, tiles), T, H, I, E, top_k, k_split, router.stride(0), down.stride(0),
            down.stride(1), out.stride(0), **down_format, SPLITS=splits, SUM_BATCH=min(splits, 8), BLOCK_N=block_n,
-           BLOCK_K=block_k, STAGES=stages[1], AHEAD=stages[2], num_warps=warps, **pdl)
+           BLOCK_K=block_k, STAGES=stages[1], num_warps=warps, **pdl)
     return out
 
 
