@@ -14,8 +14,10 @@ ones are the candidates).
 Also each path with and without PDL between its kernels (session 62: launched so where ROW_PDL, not yet timed).
 --quant int4 (session 66): words with group scales of 128 (gpt-oss's 2880: 64; session 65 took int4 off the grouped
 path, session 66 gave it back from three pairs an expert, session 67 from two with bf16 x: mma.sync from registers).
---quick: round-robin routing, a pair a program against the shipped grouped launch only.
+--quick: round-robin routing, a pair a program against the shipped grouped launch only. --no-l2-256b (int4, session
+69): both paths also without the mma loops' L2 prefetch-size hint (moe.INT4_L2_256B).
 Usage: PYTHONPATH=src python benchmarks/exp_moe_grouped.py OUT [--tokens 1,2,4,8,16] [--quant fp8|int8|int4] [--quick]
+[--no-l2-256b]
 """
 import argparse
 import json
@@ -42,12 +44,14 @@ SHIPPED, INT4_SHIPPED = moe.GROUPED_LAUNCH, moe.INT4_GROUPED_LAUNCH  # before pa
 MODELS = ((8, 2, 4096, 14336), (128, 8, 2048, 768), (32, 4, 2880, 2880))
 
 
-def path(grouped, launch=None, pdl=True):
+def path(grouped, launch=None, pdl=True, hint=True):
     """moe_experts forced onto one path (the grouped one with `launch`), its kernels launched as programmatic
-    dependents or not (_support.ROW_PDL; a plan keeps its first call's choice: clear_plans between providers)."""
+    dependents or not (_support.ROW_PDL; a plan keeps its first call's choice: clear_plans between providers), int4's
+    mma loads with the L2 prefetch-size hint or not (moe.INT4_L2_256B)."""
     def run(*args):
         moe._path = lambda *a: "grouped" if grouped else "per-pair"
         _support.ROW_PDL = pdl
+        moe.INT4_L2_256B = hint
         if launch and len(launch) == 4:
             moe.INT4_GROUPED_LAUNCH = launch
         elif launch:
@@ -69,6 +73,8 @@ def main():
                         help="tokens a step (those over PAIRS_MAX pairs left out)")
     parser.add_argument("--quant", choices=list(moe.EXPERT_QUANTS), help="the experts as codes")
     parser.add_argument("--quick", action="store_true", help="round-robin; a pair a program and the shipped launch")
+    parser.add_argument("--no-l2-256b", action="store_true",
+                        help="int4: both paths without the L2 prefetch-size hint too (moe.INT4_L2_256B)")
     args = parser.parse_args()
     copy_gbps = measure_ceilings().copy_GBps
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
@@ -109,6 +115,9 @@ def main():
                 providers.append(("grouped, no PDL", path(True, shipped, pdl=False)))
                 if args.quick:
                     providers = [("a pair a program", path(False)), ("grouped shipped", path(True, shipped))]
+                if args.quant == "int4" and args.no_l2_256b:
+                    providers += [("a pair, no L2 hint", path(False, hint=False)),
+                                  ("grouped, no L2 hint", path(True, shipped, hint=False))]
                 for name, fn in (p for p in providers if p[1] is not None):
                     clear_plans()
                     out = fn(*sets[0])

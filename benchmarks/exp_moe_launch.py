@@ -19,9 +19,13 @@ of 128; since session 66 a thread sums 32 codes a chunk before their scale (offl
 --launches (gate / up's "NxKxW", or "NxKxW/NxKxW" with down's after the slash) and --per-sm (down's programs an SM)
 replace the lists; --stages (session 68: moe.PER_PAIR_STAGES, gate / up's and down's k loops software-pipelined,
 "G/D" tl.range stages; the format's entry) times each launch at each (session 69 took out "1/1a": x and the weights a
-k-tile ahead in registers, lost). Writes OUT/exp-moe-launch[-QUANT].json.
+k-tile ahead in registers, lost). --mma (int4, session 69: moe.INT4_PAIR_MMA_LAUNCH, the per-pair kernels' sums by
+mma.sync from registers for bf16 x, "GxDxP": gate / up's warps, down's, down's programs an SM) times those launches
+after the CUDA-core ones (then run with INT4_PAIR_MMA_LAUNCH None), --l2-256b 0,1 each without and with
+moe.INT4_L2_256B (their word loads' L2 prefetch-size hint); --cases replaces the cases.
+Writes OUT/exp-moe-launch[-QUANT].json.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT [--quick] [--quant fp8|int8|int4]
-[--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16] [--stages 1/1,3/3]
+[--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16] [--stages 1/1,3/3] [--mma 1x1x32,2x1x16]
 """
 import argparse
 import json
@@ -53,7 +57,20 @@ def main():
     parser.add_argument("--per-sm", type=lambda v: tuple(map(int, v.split(","))), help="these down programs an SM")
     parser.add_argument("--stages", type=lambda v: [tuple(map(int, item.split("/"))) for item in v.split(",")],
                         help="the per-pair kernels' pipelines, gate / up's stages / down's: 1/1,3/3")
+    parser.add_argument("--cases", type=lambda v: [tuple(map(int, item.split("x"))) for item in v.split(",")],
+                        help="these (tokens x E x k x H x I) only")
+    parser.add_argument("--l2-256b", type=lambda v: [bool(int(item)) for item in v.split(",")],
+                        help="int4: each --mma launch with moe.INT4_L2_256B at these (0,1: without and with the hint)")
+    parser.add_argument("--mma", type=lambda v: [tuple(map(int, item.split("x"))) for item in v.split(",")],
+                        help="int4: these INT4_PAIR_MMA_LAUNCH too, gate / up's warps x down's x down's programs an SM")
     args = parser.parse_args()
+    if args.mma and args.quant != "int4":
+        parser.error("--mma: int4 experts only")
+    shipped_mma, shipped_hint = moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B
+    hints = args.l2_256b or [shipped_hint]
+    moe.INT4_PAIR_MMA_LAUNCH = None if args.mma else shipped_mma  # with --mma the launches above: CUDA-core kernels
+    if args.mma:
+        moe.INT4_PAIR_MMA_MIN_WARPS = 0  # --mma's launches at every case
     names = ("INT4_GATE_UP_LAUNCH", "INT4_DOWN_LAUNCH") if args.quant == "int4" else ("GATE_UP_LAUNCH", "DOWN_LAUNCH")
     fmt = {"int4": "int4", None: "float"}.get(args.quant, "codes")  # moe.PER_PAIR_STAGES' key
     shipped_stages = dict(moe.PER_PAIR_STAGES)
@@ -64,7 +81,7 @@ def main():
                                       PER_SM, CASES))
     launches = [(launch, launch) if isinstance(launch[0], int) else (launch[0], launch[-1])
                 for launch in args.launches or launches]  # (gate / up's, down's)
-    per_sms = args.per_sm or per_sms
+    per_sms, cases = args.per_sm or per_sms, args.cases or cases
     spec = registry.get(f"moe_experts_{args.quant}" if args.quant else "moe_experts")
     copy_gbps = measure_ceilings().copy_GBps
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
@@ -95,6 +112,13 @@ def main():
                            + ("" if down == gate_up else "/n{}k{}w{}".format(*down)) + f"p{per_sm}"
                            + ("" if args.stages is None else "s{}/{}".format(*stages)),
                            graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=20), out)
+        for mma, hint in ((mma, hint) for mma in args.mma or () for hint in hints):
+            moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B = mma, hint
+            clear_plans()
+            out = spec.run(*sets[0])
+            record("rooftop mma g{}d{}p{}".format(*mma) + ("" if args.l2_256b is None else f"L2 {int(hint)}"),
+                   graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=20), out)
+        moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B = None if args.mma else shipped_mma, shipped_hint
         if args.quant:
             record("eager loop", bench_ms(lambda: spec.eager(*sets[0])) * 1e3, spec.eager(*sets[0]))
             Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -145,11 +145,21 @@ for codes, types, group_size in moe_cases:
         gn, gk, gw, cap = moe.INT4_GROUPED_LAUNCH if paired else (*moe.GROUPED_LAUNCH, None)
         for pairs, top_k, splits in ((16, 2, 8), (128, 8, 8)):
             common = dict(SCALED=scaled, GROUP_SIZE=group_size, FOLD=True, PAIRED=paired, EVEN_K=True, HAS_BIAS=bias,
-                          PRECISION="tf32", PAIRS=pairs, GROUP=moe.GROUP, BLOCK_N=gn, BLOCK_K=gk, PDL=True)
+                          PRECISION="tf32", PAIRS=pairs, GROUP=moe.GROUP, BLOCK_N=gn, BLOCK_K=gk,
+                          L2_256B=moe.INT4_L2_256B, PDL=True)
             build(moe._moe_gate_up_grouped_kernel, types, dict(common, ACT=act, APPROX=True, ALPHA=alpha, LIMIT=limit),
                   gw, name=f"moe_gate_up_grouped_{codes}_{act}_p{pairs}", div=("H", "I"), maxnreg=cap)
             build(moe._moe_down_grouped_kernel, types, dict(common, TOP_K=top_k, SPLITS=splits), gw,
                   name=f"moe_down_grouped_{codes}_bias{int(bias)}_p{pairs}", div=("H", "I"), maxnreg=cap)
+        if paired:  # a pair a program by mma.sync (INT4_PAIR_MMA_LAUNCH)
+            mw, mdw, _ = moe.INT4_PAIR_MMA_LAUNCH
+            build(moe._moe_gate_up_mma_kernel, types, dict(ACT=act, APPROX=True, GROUP_SIZE=group_size, HAS_BIAS=bias,
+                  ALPHA=alpha, LIMIT=limit, BLOCK_N=16 * mw, L2_256B=moe.INT4_L2_256B, PDL=True), mw,
+                  name=f"moe_gate_up_mma_{act}", div=("H", "I"))
+            for splits in (1, 3):
+                build(moe._moe_down_mma_kernel, types, dict(GROUP_SIZE=group_size, HAS_BIAS=bias, SPLITS=splits,
+                      SUM_BATCH=splits, BLOCK_N=16 * mdw, L2_256B=moe.INT4_L2_256B, PDL=True), mdw,
+                      name=f"moe_down_mma_bias{int(bias)}_s{splits}", div=("H", "I"))
         # the sorted path (prefill) at its shipped launches
         sorted_types = lambda a: {"slot_pair_ptr": "*i32", "block_expert_ptr": "*i32"}.get(a, types(a))
         for block_m, (sn, sk, sw, ss), (sdn, sdk, sdw, sds) in moe.SORTED_LAUNCHES:

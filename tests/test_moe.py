@@ -545,6 +545,7 @@ def test_per_pair_pipelines(monkeypatch, stages, quant):
     end, H or I, would show): as the reference on the same weights."""
     fmt = "int4" if quant == "int4" else "codes" if quant else "float"
     monkeypatch.setattr(moe, "_takes_grouped", lambda *a: False)
+    monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", None)  # bf16 x's int4 on the CUDA-core kernels too
     monkeypatch.setattr(moe, "PER_PAIR_STAGES", {**moe.PER_PAIR_STAGES, fmt: stages})
     monkeypatch.setattr(moe, "INT4_GATE_UP_LAUNCH" if quant == "int4" else "GATE_UP_LAUNCH", (64, 256, 2))
     monkeypatch.setattr(moe, "INT4_DOWN_LAUNCH" if quant == "int4" else "DOWN_LAUNCH", (64, 256, 2, 64))
@@ -571,6 +572,48 @@ def test_per_pair_pipelines(monkeypatch, stages, quant):
         assert grids[-1] == (2, 5, 2)  # H / 64 column tiles, 2 ranges of I
     finally:
         _support.clear_plans()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("launch", [(4, 4, 64), (1, 2, 1)])
+@pytest.mark.parametrize("group", [32, 128])
+def test_gpu_int4_pair_mma(monkeypatch, launch, group):
+    """The per-pair path's int4 kernels for bf16 x (mma.sync from registers, INT4_PAIR_MMA_LAUNCH): H = 288 (k-steps
+    of 128, the last a quarter; groups of 32; I = 800) or 384 (groups of 128; I = 896), I cut into up to two ranges
+    (at 800 the second's last k-step ragged) or one (DOWN_MAX_SPLITS), both kernels' last column tiles ragged at 4
+    warps (64 rows), a sentinel and -1 among the indices, gpt-oss's gate with biases, x a row view off 16-byte
+    alignment inside NaN-padded rows (values read past a row's end would show): as the reference on the same codes
+    and scales, twice (the arrival counters)."""
+    monkeypatch.setattr(moe, "_takes_grouped", lambda *a: False)
+    monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", launch)
+    monkeypatch.setattr(moe, "INT4_PAIR_MMA_MIN_WARPS", 0)  # these few pairs would take the CUDA-core kernels
+    monkeypatch.setattr(moe, "DOWN_MAX_SPLITS", 2 if launch[2] > 1 else 1)
+    grids = []
+    real_launch = moe.launch
+    monkeypatch.setattr(moe, "launch", lambda kernel, grid, *a, **k: grids.append((kernel, grid))
+                        or real_launch(kernel, grid, *a, **k))
+    H, I = (288, 800) if group == 32 else (384, 896)
+    x, index, weights, gate_up, down = _inputs(3, 4, 2, H, I)
+    index[0, 1], index[2, 0] = 4, -1
+    x = torch.full((3, H + 40), float("nan"), device=DEVICE, dtype=x.dtype)[:, 1:H + 1].copy_(x)
+    gu, gu_scale, dn, dn_scale = moe.quantize_experts(gate_up, down, "int4", group)
+    biases = dict(gate_up_bias=torch.randn(4, 2 * I, device=DEVICE, dtype=x.dtype),
+                  down_bias=torch.randn(4, H, device=DEVICE, dtype=x.dtype))
+    _support.clear_plans()
+    try:
+        for _ in range(2):
+            out = rooftop.moe_experts(x, index, weights, gu, dn, "swiglu_oai", gate_up_scale=gu_scale,
+                                      down_scale=dn_scale, **biases)
+            ref = moe_experts_reference(x, index, weights, gu, dn, "swiglu_oai", gu_scale, dn_scale, **biases)
+            assert rel_err(out, ref) < TOL[torch.bfloat16]
+    finally:
+        _support.clear_plans()
+    (gate_up_kernel, gate_up_grid), (down_kernel, down_grid) = grids[-2:]
+    assert gate_up_kernel is moe._moe_gate_up_mma_kernel and down_kernel is moe._moe_down_mma_kernel
+    assert gate_up_grid == (6, -(-I // (16 * launch[0])))
+    assert down_grid == (3, -(-H // (16 * launch[1])), 2 if launch[2] > 1 else 1)
+    torch.cuda.synchronize()
+    assert int(_support.arrival_counters(x.device, 3 * down_grid[1]).count_nonzero()) == 0
 
 
 def test_grouped_path_groups_and_ranges(monkeypatch):

@@ -143,6 +143,17 @@ GROUPED_LAUNCH = (32, 128, 4)
 # at 8 tokens of Qwen3's and 10% at 16 of gpt-oss's but 23-27% slower at Mixtral's; 8-warp ones slower everywhere.
 # Through tl.range's cp.async pipeline instead of the loads a step ahead (session 68 call g): 9-10x slower.
 INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
+# int4 with bf16 x a pair a program (sm_80+): the per-pair kernels' sums by mma.sync from registers as the grouped
+# path's (_int4_mma_sums, its 8 x rows all the pair's; ~2.4 instructions a weight against the CUDA-core loop's
+# 3.7-4.8); (gate / up's warps, down's warps, down's programs an SM), 16 rows a warp; None: the CUDA-core kernels.
+INT4_PAIR_MMA_LAUNCH = (1, 1, 32)
+INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-core kernels (their programs 8 rows)
+# _int4_mma_sums' word loads with PTX's L2 prefetch-size hint (_load_words): a lane's k-step reads 16 bytes of each of
+# its rows, a warp's 64 of each (128 k), the next step's only once this one is done: without the hint DRAM serves
+# scattered 64-byte pieces of many rows at once. H100, session 69 (exp_moe_launch.py --mma --l2-256b): the per-pair
+# mma kernels at one / four tokens of Mixtral's experts 103.4 -> 86.0 us / 396.6 -> 290.8 us (72 / 85% of copy,
+# against the CUDA-core kernels' 98.8 / 367.7), Qwen3's 26.7 -> 23.9 / 46.6 -> 44.1 (the CUDA-core 20.0 / 54.6).
+INT4_L2_256B = True
 GROUPED_DOWN_PER_SM = 4
 GROUPED_MAX_SPLITS = 8
 GROUP = 16  # pairs of one expert a pass (tl.dot's least M)
@@ -269,6 +280,24 @@ def _x_chunks(xk, BLOCK_K: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.cons
             return x, tl.sum(x * offsets[None, None, :], axis=2)
         else:
             return x, 0.0
+
+
+# ld.global.nc of four int32 words (16 bytes) with PTX's prefetch-size hint L2::256B: the L2 fetches the 256-byte block
+# around them from DRAM whole
+_LD_WORDS_256B = tl.constexpr("ld.global.nc.L2::256B.v4.b32 {$0, $1, $2, $3}, [$4];")
+
+
+@triton.jit
+def _load_words(addr, L2_256B: tl.constexpr):
+    """The four int32 words at each of addr's [LANES] pointers (16-byte aligned) as [LANES, 4]; L2_256B (inline PTX,
+    a GPU only) with the prefetch-size hint _LD_WORDS_256B."""
+    if L2_256B:
+        w0, w1, w2, w3 = tl.inline_asm_elementwise(_LD_WORDS_256B, "=r,=r,=r,=r,l", [addr],
+                                                   dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True,
+                                                   pack=1)
+        return tl.reshape(tl.join(tl.join(w0, w2), tl.join(w1, w3)), (addr.shape[0], 4))  # [i, j]: word 2 i + j
+    else:
+        return tl.load(addr[:, None] + tl.arange(0, 4)[None, :])
 
 
 @triton.jit
@@ -424,6 +453,78 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr
 
 
 @triton.jit
+def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I, E, TOP_K, x_stride, we_stride,
+                            wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr, GROUP_SIZE: tl.constexpr,
+                            HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr, BLOCK_N: tl.constexpr,
+                            L2_256B: tl.constexpr, PDL: tl.constexpr):
+    # Program (pair, BLOCK_N columns, 16 a warp), int4 experts with bf16 x: _moe_gate_up_kernel's sums by mma.sync
+    # from registers (_int4_mma_sums, its 8 x rows all x_t). Reads x_t (H elements, L2 after the first pair of the
+    # token) and 2 BLOCK_N rows of the pair's expert (half a byte an element, each once, and 2 BLOCK_N H / GROUP_SIZE
+    # group scales), writes BLOCK_N elements of h. PDL: as _moe_gate_up_kernel's.
+    await_previous(PDL)
+    pair = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    expert = tl.load(idx_ptr + pair).to(tl.int64)
+    live = (expert >= 0) & (expert < E)  # a sentinel (or any index outside the experts) reads nothing
+    expert = tl.where(live, expert, 0)
+    g = tl.zeros([BLOCK_N], tl.float32)
+    u = tl.zeros([BLOCK_N], tl.float32)
+    if live:
+        q, _, row_a, row_b = _mma_rows(tl.program_id(1), I, BLOCK_N)
+        rows = w_ptr + expert * we_stride
+        scales = scale_ptr + expert * 2 * I * (H // GROUP_SIZE)
+        x_row = x_ptr.to(tl.pointer_type(tl.int32), bitcast=True) + (pair // TOP_K).to(tl.int64) * (x_stride // 2)
+        acc = _int4_mma_sums(
+            (rows + row_a * wn_stride, rows + row_b * wn_stride, rows + (row_a + I) * wn_stride,
+             rows + (row_b + I) * wn_stride),
+            (scales + row_a * (H // GROUP_SIZE), scales + row_b * (H // GROUP_SIZE),
+             scales + (row_a + I) * (H // GROUP_SIZE), scales + (row_b + I) * (H // GROUP_SIZE)),
+            (x_row + tl.zeros_like(row_a),), 0, H, q, 2, GROUP_SIZE, 1, L2_256B)
+        g = _mma_columns(acc[0], acc[2], BLOCK_N)
+        u = _mma_columns(acc[4], acc[6], BLOCK_N)
+    y = _gated(g, u, expert, cols, (cols < I) & live, scale_ptr, bias_ptr, I, ACT, APPROX, False, HAS_BIAS, ALPHA,
+               LIMIT)
+    tl.store(h_ptr + pair.to(tl.int64) * I + cols, y.to(h_ptr.dtype.element_ty), mask=cols < I)
+
+
+@triton.jit
+def _moe_down_mma_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, T, H, I, E,
+                         TOP_K, k_split, rw_stride, we_stride, wn_stride, out_stride, GROUP_SIZE: tl.constexpr,
+                         HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr, SUM_BATCH: tl.constexpr, BLOCK_N: tl.constexpr,
+                         L2_256B: tl.constexpr, PDL: tl.constexpr):
+    # Program (token, BLOCK_N columns, 16 a warp, range of I), int4 experts with bf16 h: _moe_down_kernel's sums by
+    # mma.sync from registers (_int4_mma_sums, its 8 x rows all the pair's h). For each of the token's k pairs, its
+    # range of h (L2) and of BLOCK_N down rows of its expert (half a byte an element, each once over the ranges, and
+    # the range's group scales); the partials as _moe_down_kernel's. PDL: as the gate / up kernel's.
+    await_previous(PDL)
+    token = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    split = tl.program_id(2)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    k_start = split * k_split
+    k_end = tl.minimum(k_start + k_split, I)
+    q, _, row_a, row_b = _mma_rows(pid_n, H, BLOCK_N)
+    h32 = h_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
+    acc = tl.zeros([BLOCK_N], tl.float32)
+    for j in range(0, TOP_K):
+        pair = token * TOP_K + j
+        expert = tl.load(idx_ptr + pair).to(tl.int64)
+        live = (expert >= 0) & (expert < E)
+        if live:  # a dead pair adds nothing (its h: zeros)
+            weight = tl.load(rw_ptr + token.to(tl.int64) * rw_stride + j).to(tl.float32)
+            rows = w_ptr + expert * we_stride
+            scales = scale_ptr + expert * H * (I // GROUP_SIZE)
+            sums = _int4_mma_sums((rows + row_a * wn_stride, rows + row_b * wn_stride),
+                                  (scales + row_a * (I // GROUP_SIZE), scales + row_b * (I // GROUP_SIZE)),
+                                  (h32 + pair.to(tl.int64) * (I // 2) + tl.zeros_like(row_a),), k_start, k_end, q, 1,
+                                  GROUP_SIZE, 1, L2_256B)
+            acc += weight * _down_output(_mma_columns(sums[0], sums[2], BLOCK_N), expert, cols, cols < H, split == 0,
+                                         scale_ptr, bias_ptr, H, False, HAS_BIAS)
+    store_split_output(acc[None, :], token + tl.arange(0, 1), cols, T, H, out_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr,
+                       token * tl.num_programs(1) + pid_n, split, SPLITS, False, SUM_BATCH)
+
+
+@triton.jit
 def _group_of(idx_ptr, pair, P, E, PAIRS: tl.constexpr):
     """Pair `pair`'s group: the pairs routed to its expert (a pair with an index outside [0, E): itself alone).
     Returns (whether it is the group's first pair, live, expert, match [PAIRS], rank [PAIRS] within the group, the
@@ -456,19 +557,20 @@ def _operand(w, like, SCALED: tl.constexpr):
 
 
 @triton.jit
-def _int4_mma_loads(w_rows, s_rows, x32_rows, kq, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr):
+def _int4_mma_loads(w_rows, s_rows, x32_rows, kq, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr, NB: tl.constexpr,
+                    L2_256B: tl.constexpr):
     """A k-step's loads for _int4_mma_sums at the lane's first k `kq` (a multiple of 32, in bounds: unmasked, a masked
     load zeroes its registers first): each weight row's four words (one 16-byte load where Triton knows the row
-    stride a multiple of 16 words; gpt-oss's 360: four 4-byte loads) and its scale as a bf16 pair (s, s), and each x
-    row's 16 pairs as four 16-byte loads ([LANES, 4] each: a [LANES, 16] load would spread a row over 4 lanes,
-    exchanged through shared memory)."""
+    stride a multiple of 16 words; gpt-oss's 360: four 4-byte loads) and its scale as a bf16 pair (s, s), and each of
+    its NB x rows' 16 pairs as four 16-byte loads ([LANES, 4] each: a [LANES, 16] load would spread a row over 4
+    lanes, exchanged through shared memory). L2_256B: the words' loads with _load_words' hint."""
     words = ()
     scales = ()
     for j in tl.static_range(2 * TILES):
-        words = words + (tl.load(w_rows[j][:, None] + tl.multiple_of(kq // 8, 4)[:, None] + tl.arange(0, 4)[None, :]),)
+        words = words + (_load_words(w_rows[j] + tl.multiple_of(kq // 8, 4), L2_256B),)
         scales = scales + (_pair_of(tl.load(s_rows[j] + kq // GROUP_SIZE).to(tl.bfloat16)),)
     xs = ()  # x row 8 nb + g's pairs 4 i .. 4 i + 3 at 4 nb + i
-    for nb in tl.static_range(2):
+    for nb in tl.static_range(NB):
         for i in tl.static_range(4):
             xs = xs + (tl.load(x32_rows[nb][:, None] + tl.multiple_of(kq // 2 + 4 * i, 4)[:, None]
                                + tl.arange(0, 4)[None, :]),)
@@ -476,28 +578,31 @@ def _int4_mma_loads(w_rows, s_rows, x32_rows, kq, TILES: tl.constexpr, GROUP_SIZ
 
 
 @triton.jit
-def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, q, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr):
-    """The grouped kernels' int4 sums for bf16 x (PAIRED; inline PTX, a GPU only): mma.sync m16n8k16 (fp32 sums) of
-    TILES weight-row tiles against 16 x rows over k_start .. k_end - 1 (k_start a multiple of 128, k_end of 32),
-    straight from each lane's own registers (no shared memory). Lane L = 32 w + 4 g + q: w_rows the [LANES] int32
-    pointers to the first words of its weight rows, (tile t's MMA row g, its row g + 8) for each tile; s_rows those
-    rows' first scales; x32_rows its x rows 8 nb + g (nb = 0, 1) as int32 pairs. A 128-wide k-step: lane q holds k
-    32 q .. 32 q + 31 of its rows (four words: one 16-byte load a row, in one group: one scale) and of its x rows (64
-    bytes), loaded a step ahead (in flight while this one computes; past k_end the lane's last 32 again). k inside a
-    k16 step is permuted so that the A fragment ((2q, 2q + 1), (2q + 8, 2q + 9) of rows g, g + 8) comes from the
-    lane's own words: step 2i + h takes pairs 2h, 2h + 1 of word i (_INT4_BF16_PAIRS, 17 instructions a word), the B
-    fragment the matching x pairs 4i + 2h, 4i + 2h + 1. Past k_end (a lane's whole 32: k_end a multiple of 32) the
-    scale is 0. Returns the C fragments (rows g, g + 8 x x rows 2q, 2q + 1), a flat tuple in (tile, nb, c0 .. c3)
-    order."""
+def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, q, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr,
+                   NB: tl.constexpr, L2_256B: tl.constexpr):
+    """The grouped and per-pair-mma kernels' int4 sums for bf16 x (PAIRED; inline PTX, a GPU only): mma.sync m16n8k16
+    (fp32 sums) of TILES weight-row tiles against 8 NB x rows over k_start .. k_end - 1 (k_start a multiple of 128,
+    k_end of 32), straight from each lane's own registers (no shared memory). Lane L = 32 w + 4 g + q: w_rows the
+    [LANES] int32 pointers to the first words of its weight rows, (tile t's MMA row g, its row g + 8) for each tile;
+    s_rows those rows' first scales; x32_rows its x rows 8 nb + g (nb < NB) as int32 pairs. A 128-wide k-step: lane
+    q holds k 32 q .. 32 q + 31 of its rows (four words: one 16-byte load a row, in one group: one scale) and of its
+    x rows (64 bytes each), loaded a step ahead (in flight while this one computes; past k_end the lane's last 32
+    again). k inside a k16 step is permuted so that the A fragment ((2q, 2q + 1), (2q + 8, 2q + 9) of rows g, g + 8)
+    comes from the lane's own words: step 2i + h takes pairs 2h, 2h + 1 of word i (_INT4_BF16_PAIRS, 17 instructions
+    a word), the B fragment the matching x pairs 4i + 2h, 4i + 2h + 1. Past k_end (a lane's whole 32: k_end a
+    multiple of 32) the scale is 0. Returns the C fragments (rows g, g + 8 x x rows 2q, 2q + 1), a flat tuple in
+    (tile, nb, c0 .. c3) order."""
     acc = ()
-    for _ in tl.static_range(8 * TILES):
+    for _ in tl.static_range(4 * NB * TILES):
         acc = acc + (tl.zeros(q.shape, tl.float32),)
     last = k_end - 32  # a lane's last k-chunk
-    ahead = _int4_mma_loads(w_rows, s_rows, x32_rows, tl.minimum(k_start + 32 * q, last), TILES, GROUP_SIZE)
+    ahead = _int4_mma_loads(w_rows, s_rows, x32_rows, tl.minimum(k_start + 32 * q, last), TILES, GROUP_SIZE, NB,
+                            L2_256B)
     for k0 in range(k_start, k_end, 128):
         words, scales, xs = ahead
         live = k0 + 32 * q < k_end
-        ahead = _int4_mma_loads(w_rows, s_rows, x32_rows, tl.minimum(k0 + 128 + 32 * q, last), TILES, GROUP_SIZE)
+        ahead = _int4_mma_loads(w_rows, s_rows, x32_rows, tl.minimum(k0 + 128 + 32 * q, last), TILES, GROUP_SIZE,
+                                NB, L2_256B)
         pairs = ()  # per row: its four words' pairs 0 .. 3, [LANES, 4] each (word i at i)
         for j in tl.static_range(2 * TILES):
             p0, p1, p2, p3 = tl.inline_asm_elementwise(_INT4_BF16_PAIRS, "=r,=r,=r,=r,r,r",
@@ -512,8 +617,8 @@ def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, q, TILES: tl.conste
                     ga, gb = pairs[8 * t: 8 * t + 4], pairs[8 * t + 4: 8 * t + 8]
                     a0, a2 = _take(ga[2 * h], i), _take(ga[2 * h + 1], i)
                     a1, a3 = _take(gb[2 * h], i), _take(gb[2 * h + 1], i)
-                    for nb in tl.static_range(2):
-                        c0, c1, c2, c3 = acc[8 * t + 4 * nb: 8 * t + 4 * nb + 4]
+                    for nb in tl.static_range(NB):
+                        c0, c1, c2, c3 = acc[4 * NB * t + 4 * nb: 4 * NB * t + 4 * nb + 4]
                         c0, c1, c2, c3 = _mma_m16n8k16(a0, a1, a2, a3, _take(xs[4 * nb + i], 2 * h),
                                                        _take(xs[4 * nb + i], 2 * h + 1), c0, c1, c2, c3, True)
                         out = out + (c0, c1, c2, c3)
@@ -533,15 +638,31 @@ def _mma_tile(acc, t: tl.constexpr, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
-def _mma_lanes(pid_n, match, rank, base, count, N, PAIRS: tl.constexpr, BLOCK_N: tl.constexpr):
-    """For _int4_mma_sums (a warp 16 of the program's BLOCK_N weight rows): each lane's q, its MMA rows g and g + 8
-    (clamped into the N rows: the rows past them are not stored) and the group's members of ranks base + g and base +
-    8 + g (its x rows)."""
+def _mma_rows(pid_n, N, BLOCK_N: tl.constexpr):
+    """For _int4_mma_sums (a warp 16 of the program's BLOCK_N weight rows): each lane's q, g and MMA rows g and g + 8
+    (clamped into the N rows: the rows past them are not stored)."""
     lane = tl.arange(0, 2 * BLOCK_N)
     g = (lane % 32) // 4
     row = pid_n * BLOCK_N + 16 * (lane // 32) + g
+    return lane % 4, g, tl.minimum(row, N - 1).to(tl.int64), tl.minimum(row + 8, N - 1).to(tl.int64)
+
+
+@triton.jit
+def _mma_lanes(pid_n, match, rank, base, count, N, PAIRS: tl.constexpr, BLOCK_N: tl.constexpr):
+    """_mma_rows' q and rows, and the group's members of ranks base + g and base + 8 + g (the lane's x rows)."""
+    q, g, row_a, row_b = _mma_rows(pid_n, N, BLOCK_N)
     members = (_members(match, rank, base + g, count, PAIRS)[0], _members(match, rank, base + 8 + g, count, PAIRS)[0])
-    return lane % 4, tl.minimum(row, N - 1).to(tl.int64), tl.minimum(row + 8, N - 1).to(tl.int64), members
+    return q, row_a, row_b, members
+
+
+@triton.jit
+def _mma_columns(c_a, c_b, BLOCK_N: tl.constexpr):
+    """A tile's sums against one x (_int4_mma_sums with NB 1, its 8 x rows the same: lanes q = 0 .. 3 alike) as
+    [BLOCK_N] in row order, from its C fragments c0 (rows g: c_a) and c2 (rows g + 8: c_b); lane q = 0's taken."""
+    sums = tl.reshape(tl.join(c_a, c_b), (BLOCK_N // 16, 8, 4, 2))  # w, g, q, h
+    first = tl.arange(0, 4)[None, None, :, None] == 0
+    sums = tl.sum(tl.where(first, sums, 0.0), axis=2)  # [w, g, h]
+    return tl.reshape(tl.permute(sums, (0, 2, 1)), (BLOCK_N,))  # row 16 w + 8 h + g
 
 
 @triton.jit
@@ -550,7 +671,8 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
                                 SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr,
                                 PAIRED: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr,
                                 LIMIT: tl.constexpr, PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr,
-                                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
+                                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, L2_256B: tl.constexpr,
+                                PDL: tl.constexpr):
     # Program (pair, column block); an owner reads 2 BLOCK_N rows of its expert once (2 BLOCK_N H elements; SCALED:
     # one-byte codes, widened exactly to x's dtype for the dot, and 2 BLOCK_N row scales; int4: half a byte an element
     # and its group scales; PAIRED, bf16 x: _int4_mma_sums, BLOCK_N 16 a warp) and its group's x rows (L2 after the
@@ -580,7 +702,7 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
                     (expert_scales + row_a * (H // GROUP_SIZE), expert_scales + row_b * (H // GROUP_SIZE),
                      expert_scales + (row_a + I) * (H // GROUP_SIZE), expert_scales + (row_b + I) * (H // GROUP_SIZE)),
                     (x32 + (lane_members[0] // TOP_K) * (x_stride // 2),
-                     x32 + (lane_members[1] // TOP_K) * (x_stride // 2)), 0, H, q, 2, GROUP_SIZE)
+                     x32 + (lane_members[1] // TOP_K) * (x_stride // 2)), 0, H, q, 2, GROUP_SIZE, 2, L2_256B)
                 g, u = _mma_tile(acc, 0, BLOCK_N), _mma_tile(acc, 1, BLOCK_N)
             else:
                 x_rows = x_ptr + (member // TOP_K)[:, None] * x_stride
@@ -608,7 +730,7 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
                              SCALED: tl.constexpr, GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, PAIRED: tl.constexpr,
                              EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr,
                              PRECISION: tl.constexpr, PAIRS: tl.constexpr, GROUP: tl.constexpr, BLOCK_N: tl.constexpr,
-                             BLOCK_K: tl.constexpr, PDL: tl.constexpr):
+                             BLOCK_K: tl.constexpr, L2_256B: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, column block, range of I); an owner reads its expert's BLOCK_N rows over its range once (SCALED:
     # codes and BLOCK_N row scales; int4: half a byte an element and the range's group scales) and its group's h ranges
     # (L2), and stores a [GROUP, BLOCK_N] fp32 partial (4 BLOCK_N bytes a member); the last arrival of a token tile
@@ -639,7 +761,7 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
                         (expert_rows + row_a * wn_stride, expert_rows + row_b * wn_stride),
                         (expert_scales + row_a * (I // GROUP_SIZE), expert_scales + row_b * (I // GROUP_SIZE)),
                         (h32 + lane_members[0] * (I // 2), h32 + lane_members[1] * (I // 2)),
-                        k_start, k_end, q, 1, GROUP_SIZE), 0, BLOCK_N)
+                        k_start, k_end, q, 1, GROUP_SIZE, 2, L2_256B), 0, BLOCK_N)
                 else:
                     for k0 in range(k_start, k_end, BLOCK_K):
                         ks = k0 + tl.arange(0, BLOCK_K)
@@ -949,6 +1071,10 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     if path == "grouped":
         return _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias,
                                     down_bias, h, out, epilogue, down_format, pdl)
+    if paired and INT4_PAIR_MMA_LAUNCH and (T * top_k * cdiv(I, 16 * INT4_PAIR_MMA_LAUNCH[0])
+                                           >= INT4_PAIR_MMA_MIN_WARPS * num_sms(x.device.index)):
+        return _moe_experts_pair_mma(_aligned_rows(x), idx, router, gate_up, down, gate_up_scale, down_scale,
+                                     gate_up_bias, down_bias, h, out, epilogue, down_format, pdl)
     block_n, block_k, warps = INT4_GATE_UP_LAUNCH if int4 else GATE_UP_LAUNCH
     stages = PER_PAIR_STAGES["int4" if int4 else "codes" if quantized else "float"]
     launch(_moe_gate_up_kernel, (T * top_k, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, gate_up_bias, h, H, I,
@@ -964,6 +1090,34 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
            partials, arrival_counters(x.device, tiles), T, H, I, E, top_k, k_split, router.stride(0), down.stride(0),
            down.stride(1), out.stride(0), **down_format, SPLITS=splits, SUM_BATCH=min(splits, 8), BLOCK_N=block_n,
            BLOCK_K=block_k, STAGES=stages[1], num_warps=warps, **pdl)
+    return out
+
+
+def _aligned_rows(x: torch.Tensor) -> torch.Tensor:
+    """x, or a contiguous copy where its rows are not 16-byte aligned (_int4_mma_loads' 16-byte loads of x pairs)."""
+    return x.clone(memory_format=torch.contiguous_format) if x.stride(0) % 8 or x.data_ptr() % 16 else x
+
+
+def _moe_experts_pair_mma(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias, down_bias, h, out,
+                          epilogue, down_format, pdl):
+    """The per-pair path's two launches for int4 experts with bf16 x on sm_80+ (INT4_PAIR_MMA_LAUNCH; arguments as
+    _moe_experts_grouped's, x's rows 16-byte aligned)."""
+    T, H = x.shape
+    E, I, top_k = gate_up.shape[0], gate_up.shape[1] // 2, idx.shape[1]
+    gate_up_warps, down_warps, per_sm = INT4_PAIR_MMA_LAUNCH
+    launch(_moe_gate_up_mma_kernel, (T * top_k, cdiv(I, 16 * gate_up_warps)), x, idx, gate_up, gate_up_scale,
+           gate_up_bias, h, H, I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1),
+           **{key: epilogue[key] for key in ("ACT", "APPROX", "GROUP_SIZE", "HAS_BIAS", "ALPHA", "LIMIT")},
+           BLOCK_N=16 * gate_up_warps, L2_256B=INT4_L2_256B, num_warps=gate_up_warps, **pdl)
+    tiles = T * cdiv(H, 16 * down_warps)
+    splits, k_split = _ranges_of_i(x.device, tiles, per_sm, DOWN_MAX_SPLITS, I, 128)
+    partials = (torch.empty((splits, T, H), device=x.device, dtype=torch.float32) if splits > 1
+                else float32_placeholder(x.device))
+    launch(_moe_down_mma_kernel, (T, cdiv(H, 16 * down_warps), splits), h, idx, router, down, down_scale, down_bias,
+           out, partials, arrival_counters(x.device, tiles), T, H, I, E, top_k, k_split, router.stride(0),
+           down.stride(0), down.stride(1), out.stride(0), GROUP_SIZE=down_format["GROUP_SIZE"],
+           HAS_BIAS=down_format["HAS_BIAS"], SPLITS=splits, SUM_BATCH=min(splits, 8), BLOCK_N=16 * down_warps,
+           L2_256B=INT4_L2_256B, num_warps=down_warps, **pdl)
     return out
 
 
@@ -992,22 +1146,22 @@ def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scal
         gu_k = block_k
         if maxnreg:
             options["maxnreg"] = maxnreg
-        if x.stride(0) % 8 or x.data_ptr() % 16:
-            x = x.clone(memory_format=torch.contiguous_format)
+        x = _aligned_rows(x)
     else:
         block_n, block_k, warps = GROUPED_LAUNCH
         gu_k = min(block_k, max(16, triton.next_power_of_2(H)))
         block_k = min(block_k, max(16, triton.next_power_of_2(I)))
     launch(_moe_gate_up_grouped_kernel, (P, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, gate_up_bias, h, P, H,
            I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), **epilogue, PRECISION=precision,
-           PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=gu_k, EVEN_K=H % gu_k == 0, num_warps=warps, **options)
+           PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=gu_k, EVEN_K=H % gu_k == 0, L2_256B=INT4_L2_256B,
+           num_warps=warps, **options)
     splits, k_split = _ranges_of_i(x.device, P * cdiv(H, block_n), GROUPED_DOWN_PER_SM, GROUPED_MAX_SPLITS, I, block_k)
     partials = torch.empty((splits, P, H), device=x.device, dtype=torch.float32)
     launch(_moe_down_grouped_kernel, (P, cdiv(H, block_n), splits), h, idx, router, down, down_scale, down_bias, out,
            partials, arrival_counters(x.device, T * cdiv(H, block_n)), P, H, I, E, k_split, router.stride(0),
            down.stride(0), down.stride(1), out.stride(0), TOP_K=top_k, **down_format, SPLITS=splits,
            PRECISION=precision, PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=block_k, EVEN_K=I % block_k == 0,
-           num_warps=warps, **options)
+           L2_256B=INT4_L2_256B, num_warps=warps, **options)
     return out
 
 
