@@ -35,7 +35,10 @@ kernel's programs resident as gate / up's last ones end, as between a decoder la
 HBM: each (token, expert) pair reads its expert's 3 H I weights once: decode's traffic while T k <= E and the
 tokens pick distinct experts; tokens sharing an expert read it again (from L2 when their programs run close). Both
 kernels are CUDA-core GEMVs: each lane keeps its products over the k-tiles, reduced once at the end of the row; the
-grids are pairs x column blocks (gate / up) and tokens x column blocks x ranges of I (down).
+grids are pairs x column blocks (gate / up) and tokens x column blocks x ranges of I (down). int4 experts with bf16 x
+(sm_80+, enough pairs to fill the SMs: INT4_PAIR_MMA_LAUNCH) take `_moe_gate_up_mma_kernel` and
+`_moe_down_mma_kernel` instead, the same programs with 16 rows a warp summed by mma.sync from each lane's own code
+pairs (`_int4_mma_sums`, the B operand's 8 columns all the pair's x), their word loads with an L2 prefetch-size hint.
 
 The grouped path reads each routed expert once a step, however many of its tokens share it (still no host
 synchronisation: every program scans the step's k T indices, at most PAIRS_MAX, and finds its group itself). The
@@ -144,15 +147,24 @@ GROUPED_LAUNCH = (32, 128, 4)
 # Through tl.range's cp.async pipeline instead of the loads a step ahead (session 68 call g): 9-10x slower.
 INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # int4 with bf16 x a pair a program (sm_80+): the per-pair kernels' sums by mma.sync from registers as the grouped
-# path's (_int4_mma_sums, its 8 x rows all the pair's; ~2.4 instructions a weight against the CUDA-core loop's
-# 3.7-4.8); (gate / up's warps, down's warps, down's programs an SM), 16 rows a warp; None: the CUDA-core kernels.
+# path's (_moe_gate_up_mma_kernel, _moe_down_mma_kernel: _int4_mma_sums with its 8 x rows all the pair's; offline sm_90
+# the gate / up loop ~2.8 instructions a code against the CUDA-core loop's 3.7-4.8, 105 / 64-80 registers); (gate /
+# up's warps, down's warps, down's programs an SM), 16 rows a warp; None: the CUDA-core kernels. Taken where the gate /
+# up kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more (one token of Qwen3-30B-A3B's: 384 one-warp programs, 24.1
+# us against the CUDA-core kernels' 20.1). H100, session 69 (exp_moe_launch.py --mma, with INT4_L2_256B; call d):
+# one / two / four tokens of Mixtral's 98.7 / 189.3 / 367.7 -> 88.3 / 163.3 / 303.2 us (82% of copy at four), two /
+# four of Qwen3's 32.6 / 54.6 -> 29.3 / 44.5; (2, 2, 32) 5% slower, (1, 2, 32) level; without the hint no faster than
+# the CUDA-core kernels (103.4 us at one token of Mixtral's). ncu (call g, one token of Mixtral's): gate / up 57.4 us
+# at 68.5% of DRAM (13.6 warps an SM of the 16 its registers allow), down 38.8 us at 50.1% (ranges of 7 k-steps).
 INT4_PAIR_MMA_LAUNCH = (1, 1, 32)
 INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-core kernels (their programs 8 rows)
 # _int4_mma_sums' word loads with PTX's L2 prefetch-size hint (_load_words): a lane's k-step reads 16 bytes of each of
 # its rows, a warp's 64 of each (128 k), the next step's only once this one is done: without the hint DRAM serves
-# scattered 64-byte pieces of many rows at once. H100, session 69 (exp_moe_launch.py --mma --l2-256b): the per-pair
-# mma kernels at one / four tokens of Mixtral's experts 103.4 -> 86.0 us / 396.6 -> 290.8 us (72 / 85% of copy,
-# against the CUDA-core kernels' 98.8 / 367.7), Qwen3's 26.7 -> 23.9 / 46.6 -> 44.1 (the CUDA-core 20.0 / 54.6).
+# scattered 64-byte pieces of many rows at once. H100, session 69 (exp_moe_launch.py --mma --l2-256b, call c): the
+# per-pair mma kernels at one / four tokens of Mixtral's 103.4 -> 86.0 / 396.6 -> 290.8 us; the grouped path
+# (exp_moe_grouped.py --no-l2-256b, call d) at 8 / 16 tokens of Mixtral's 453.4 -> 392.7 / 465.1 -> 413.6, gpt-oss-
+# 20b's 2-16 tokens 10-20% faster; but one token of gpt-oss-20b's (four pairs) 41.1 -> 47.1 (calls d and g: not
+# understood; its 1440-byte rows straddle the 256-byte blocks).
 INT4_L2_256B = True
 GROUPED_DOWN_PER_SM = 4
 GROUPED_MAX_SPLITS = 8
