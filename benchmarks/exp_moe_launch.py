@@ -21,8 +21,8 @@ replace the lists; --stages (session 68: moe.PER_PAIR_STAGES, gate / up's and do
 "G/D" tl.range stages; the format's entry) times each launch at each (session 69 took out "1/1a": x and the weights a
 k-tile ahead in registers, lost). --mma (int4, session 69: moe.INT4_PAIR_MMA_LAUNCH, the per-pair kernels' sums by
 mma.sync from registers for bf16 x, "GxDxP": gate / up's warps, down's, down's programs an SM) times those launches
-after the CUDA-core ones (then run with INT4_PAIR_MMA_LAUNCH None), --l2-256b 0,1 each without and with
-moe.INT4_L2_256B (their word loads' L2 prefetch-size hint); --cases replaces the cases.
+after the CUDA-core ones (the launches run with INT4_PAIR_MMA_LAUNCH None but with --quick), --l2-256b 0,1 each
+without and with moe.INT4_L2_256B (their word loads' L2 prefetch-size hint); --cases replaces the cases.
 Writes OUT/exp-moe-launch[-QUANT].json.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT [--quick] [--quant fp8|int8|int4]
 [--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16] [--stages 1/1,3/3] [--mma 1x1x32,2x1x16]
@@ -68,9 +68,8 @@ def main():
         parser.error("--mma: int4 experts only")
     shipped_mma, shipped_hint = moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B
     hints = args.l2_256b or [shipped_hint]
-    moe.INT4_PAIR_MMA_LAUNCH = None if args.mma else shipped_mma  # with --mma the launches above: CUDA-core kernels
-    if args.mma:
-        moe.INT4_PAIR_MMA_MIN_WARPS = 0  # --mma's launches at every case
+    moe.INT4_PAIR_MMA_LAUNCH = shipped_mma if args.quick else None  # the launches below: CUDA-core kernels
+    moe.INT4_PAIR_MMA_MIN_WARPS = 0 if args.mma else moe.INT4_PAIR_MMA_MIN_WARPS  # --mma's launches at every case
     names = ("INT4_GATE_UP_LAUNCH", "INT4_DOWN_LAUNCH") if args.quant == "int4" else ("GATE_UP_LAUNCH", "DOWN_LAUNCH")
     fmt = {"int4": "int4", None: "float"}.get(args.quant, "codes")  # moe.PER_PAIR_STAGES' key
     shipped_stages = dict(moe.PER_PAIR_STAGES)
@@ -116,9 +115,9 @@ def main():
             moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B = mma, hint
             clear_plans()
             out = spec.run(*sets[0])
-            record("rooftop mma g{}d{}p{}".format(*mma) + ("" if args.l2_256b is None else f"L2 {int(hint)}"),
+            record("rooftop mma g{}d{}p{}".format(*mma) + ("" if args.l2_256b is None else f" L2 {int(hint)}"),
                    graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=20), out)
-        moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B = None if args.mma else shipped_mma, shipped_hint
+        moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B = shipped_mma if args.quick else None, shipped_hint
         if args.quant:
             record("eager loop", bench_ms(lambda: spec.eager(*sets[0])) * 1e3, spec.eager(*sets[0]))
             Path(args.out).mkdir(parents=True, exist_ok=True)

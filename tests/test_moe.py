@@ -575,45 +575,65 @@ def test_per_pair_pipelines(monkeypatch, stages, quant):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("hint", [True, False])
 @pytest.mark.parametrize("launch", [(4, 4, 64), (1, 2, 1)])
 @pytest.mark.parametrize("group", [32, 128])
-def test_gpu_int4_pair_mma(monkeypatch, launch, group):
-    """The per-pair path's int4 kernels for bf16 x (mma.sync from registers, INT4_PAIR_MMA_LAUNCH): H = 288 (k-steps
-    of 128, the last a quarter; groups of 32; I = 800) or 384 (groups of 128; I = 896), I cut into up to two ranges
-    (at 800 the second's last k-step ragged) or one (DOWN_MAX_SPLITS), both kernels' last column tiles ragged at 4
-    warps (64 rows), a sentinel and -1 among the indices, gpt-oss's gate with biases, x a row view off 16-byte
-    alignment inside NaN-padded rows (values read past a row's end would show): as the reference on the same codes
-    and scales, twice (the arrival counters)."""
+def test_gpu_int4_pair_mma(monkeypatch, hint, launch, group):
+    """The per-pair path's int4 kernels for bf16 x (mma.sync from registers, INT4_PAIR_MMA_LAUNCH), their word loads
+    with the L2 prefetch-size hint or not: H = 288 (k-steps of 128, the last a quarter; groups of 32; I = 800) or 384
+    (groups of 128; I = 896), I cut into up to two ranges (at 800 the second's last k-step ragged) or one
+    (DOWN_MAX_SPLITS), at 4 warps (64 rows) both kernels' last column tiles ragged where H = 288, a sentinel and -1
+    among the indices; gpt-oss's gate with biases (with the hint) or silu without; x a 16-byte aligned row view of
+    NaN-padded rows (read in place: values past a row's end would show), then a view off that alignment (copied): as
+    the reference on the same codes and scales, twice (the arrival counters)."""
     monkeypatch.setattr(moe, "_takes_grouped", lambda *a: False)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", launch)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_MIN_WARPS", 0)  # these few pairs would take the CUDA-core kernels
+    monkeypatch.setattr(moe, "INT4_L2_256B", hint)
     monkeypatch.setattr(moe, "DOWN_MAX_SPLITS", 2 if launch[2] > 1 else 1)
     grids = []
     real_launch = moe.launch
-    monkeypatch.setattr(moe, "launch", lambda kernel, grid, *a, **k: grids.append((kernel, grid))
+    monkeypatch.setattr(moe, "launch", lambda kernel, grid, *a, **k: grids.append((kernel, grid, k.get("L2_256B")))
                         or real_launch(kernel, grid, *a, **k))
     H, I = (288, 800) if group == 32 else (384, 896)
     x, index, weights, gate_up, down = _inputs(3, 4, 2, H, I)
     index[0, 1], index[2, 0] = 4, -1
-    x = torch.full((3, H + 40), float("nan"), device=DEVICE, dtype=x.dtype)[:, 1:H + 1].copy_(x)
+    padded = torch.full((3, H + 40), float("nan"), device=DEVICE, dtype=x.dtype)
     gu, gu_scale, dn, dn_scale = moe.quantize_experts(gate_up, down, "int4", group)
-    biases = dict(gate_up_bias=torch.randn(4, 2 * I, device=DEVICE, dtype=x.dtype),
-                  down_bias=torch.randn(4, H, device=DEVICE, dtype=x.dtype))
+    activation, biases = ("swiglu_oai", dict(gate_up_bias=torch.randn(4, 2 * I, device=DEVICE, dtype=x.dtype),
+                                              down_bias=torch.randn(4, H, device=DEVICE, dtype=x.dtype))) if hint \
+        else ("silu", {})
+    ref = moe_experts_reference(x, index, weights, gu, dn, activation, gu_scale, dn_scale, **biases)
     _support.clear_plans()
     try:
-        for _ in range(2):
-            out = rooftop.moe_experts(x, index, weights, gu, dn, "swiglu_oai", gate_up_scale=gu_scale,
+        for view in (padded[:, 8:H + 8], padded[:, 1:H + 1], padded[:, 8:H + 8]):
+            out = rooftop.moe_experts(view.copy_(x), index, weights, gu, dn, activation, gate_up_scale=gu_scale,
                                       down_scale=dn_scale, **biases)
-            ref = moe_experts_reference(x, index, weights, gu, dn, "swiglu_oai", gu_scale, dn_scale, **biases)
             assert rel_err(out, ref) < TOL[torch.bfloat16]
     finally:
         _support.clear_plans()
-    (gate_up_kernel, gate_up_grid), (down_kernel, down_grid) = grids[-2:]
+    (gate_up_kernel, gate_up_grid, gate_up_hint), (down_kernel, down_grid, down_hint) = grids[-2:]
     assert gate_up_kernel is moe._moe_gate_up_mma_kernel and down_kernel is moe._moe_down_mma_kernel
+    assert gate_up_hint == down_hint == hint
     assert gate_up_grid == (6, -(-I // (16 * launch[0])))
     assert down_grid == (3, -(-H // (16 * launch[1])), 2 if launch[2] > 1 else 1)
     torch.cuda.synchronize()
     assert int(_support.arrival_counters(x.device, 3 * down_grid[1]).count_nonzero()) == 0
+
+
+def test_int4_word_views(path, monkeypatch):
+    """int4 experts whose word rows are views off 16-byte alignment (one word into their storage; gate_up's rows 34
+    words apart, not a multiple of 4): no 16-byte load of them (on a GPU their mma loops' words by tl.load, not the
+    hinted inline PTX: `_hinted`), as the reference on the same codes and scales."""
+    monkeypatch.setattr(moe, "INT4_PAIR_MMA_MIN_WARPS", 0)
+    x, index, weights, gate_up, down = _inputs(3, 4, 2, 256, 128)
+    gu, gu_scale, dn, dn_scale = moe.quantize_experts(gate_up, down, "int4", 64)
+    gu_view = torch.zeros(4, 256, 34, device=DEVICE, dtype=gu.dtype)[..., 1:33].copy_(gu)
+    dn_view = torch.zeros(dn.numel() + 1, device=DEVICE, dtype=dn.dtype)[1:].view_as(dn).copy_(dn)
+    assert not moe._hinted(gu_view, dn) and not moe._hinted(gu, dn_view) and moe._hinted(gu, dn) == moe.INT4_L2_256B
+    out = rooftop.moe_experts(x, index, weights, gu_view, dn_view, gate_up_scale=gu_scale, down_scale=dn_scale)
+    ref = moe_experts_reference(x, index, weights, gu, dn, "silu", gu_scale, dn_scale)
+    assert rel_err(out, ref) < TOL[torch.bfloat16]
 
 
 def test_grouped_path_groups_and_ranges(monkeypatch):

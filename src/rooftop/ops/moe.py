@@ -164,7 +164,7 @@ INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-c
 # per-pair mma kernels at one / four tokens of Mixtral's 103.4 -> 86.0 / 396.6 -> 290.8 us; the grouped path
 # (exp_moe_grouped.py --no-l2-256b, call d) at 8 / 16 tokens of Mixtral's 453.4 -> 392.7 / 465.1 -> 413.6, gpt-oss-
 # 20b's 2-16 tokens 10-20% faster; but one token of gpt-oss-20b's (four pairs) 41.1 -> 47.1 (calls d and g: not
-# understood; its 1440-byte rows straddle the 256-byte blocks).
+# understood; its 1440-byte rows straddle the 256-byte blocks). Only where the word rows are 16-byte aligned (_hinted).
 INT4_L2_256B = True
 GROUPED_DOWN_PER_SM = 4
 GROUPED_MAX_SPLITS = 8
@@ -572,10 +572,11 @@ def _operand(w, like, SCALED: tl.constexpr):
 def _int4_mma_loads(w_rows, s_rows, x32_rows, kq, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr, NB: tl.constexpr,
                     L2_256B: tl.constexpr):
     """A k-step's loads for _int4_mma_sums at the lane's first k `kq` (a multiple of 32, in bounds: unmasked, a masked
-    load zeroes its registers first): each weight row's four words (one 16-byte load where Triton knows the row
-    stride a multiple of 16 words; gpt-oss's 360: four 4-byte loads) and its scale as a bf16 pair (s, s), and each of
-    its NB x rows' 16 pairs as four 16-byte loads ([LANES, 4] each: a [LANES, 16] load would spread a row over 4
-    lanes, exchanged through shared memory). L2_256B: the words' loads with _load_words' hint."""
+    load zeroes its registers first): each weight row's four words (L2_256B: one 16-byte inline PTX load with the
+    hint, _load_words; else tl.load's: one 16-byte load where Triton knows the row stride a multiple of 16 words,
+    gpt-oss's 360 four 4-byte loads) and its scale as a bf16 pair (s, s), and each of its NB x rows' 16 pairs as four
+    16-byte loads ([LANES, 4] each: a [LANES, 16] load would spread a row over 4 lanes, exchanged through shared
+    memory)."""
     words = ()
     scales = ()
     for j in tl.static_range(2 * TILES):
@@ -592,7 +593,7 @@ def _int4_mma_loads(w_rows, s_rows, x32_rows, kq, TILES: tl.constexpr, GROUP_SIZ
 @triton.jit
 def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, q, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr,
                    NB: tl.constexpr, L2_256B: tl.constexpr):
-    """The grouped and per-pair-mma kernels' int4 sums for bf16 x (PAIRED; inline PTX, a GPU only): mma.sync m16n8k16
+    """The grouped (PAIRED) and per-pair mma kernels' int4 sums for bf16 x (inline PTX, a GPU only): mma.sync m16n8k16
     (fp32 sums) of TILES weight-row tiles against 8 NB x rows over k_start .. k_end - 1 (k_start a multiple of 128,
     k_end of 32), straight from each lane's own registers (no shared memory). Lane L = 32 w + 4 g + q: w_rows the
     [LANES] int32 pointers to the first words of its weight rows, (tile t's MMA row g, its row g + 8) for each tile;
@@ -1083,7 +1084,7 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     if path == "grouped":
         return _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias,
                                     down_bias, h, out, epilogue, down_format, pdl)
-    if paired and INT4_PAIR_MMA_LAUNCH and (T * top_k * cdiv(I, 16 * INT4_PAIR_MMA_LAUNCH[0])
+    if paired and INT4_PAIR_MMA_LAUNCH and (T * top_k * cdiv(I, 16 * INT4_PAIR_MMA_LAUNCH[0]) * INT4_PAIR_MMA_LAUNCH[0]
                                            >= INT4_PAIR_MMA_MIN_WARPS * num_sms(x.device.index)):
         return _moe_experts_pair_mma(_aligned_rows(x), idx, router, gate_up, down, gate_up_scale, down_scale,
                                      gate_up_bias, down_bias, h, out, epilogue, down_format, pdl)
@@ -1105,6 +1106,14 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     return out
 
 
+def _hinted(gate_up: torch.Tensor, down: torch.Tensor) -> bool:
+    """Whether _int4_mma_sums' word loads take the L2 prefetch-size hint (INT4_L2_256B): its inline PTX loads 16 bytes
+    at a time, so both experts' word rows must be 16-byte aligned (else tl.load's, vectorised as their alignment
+    allows)."""
+    return INT4_L2_256B and all(w.data_ptr() % 16 == 0 and w.stride(0) % 4 == 0 and w.stride(1) % 4 == 0
+                                for w in (gate_up, down))
+
+
 def _aligned_rows(x: torch.Tensor) -> torch.Tensor:
     """x, or a contiguous copy where its rows are not 16-byte aligned (_int4_mma_loads' 16-byte loads of x pairs)."""
     return x.clone(memory_format=torch.contiguous_format) if x.stride(0) % 8 or x.data_ptr() % 16 else x
@@ -1117,10 +1126,11 @@ def _moe_experts_pair_mma(x, idx, router, gate_up, down, gate_up_scale, down_sca
     T, H = x.shape
     E, I, top_k = gate_up.shape[0], gate_up.shape[1] // 2, idx.shape[1]
     gate_up_warps, down_warps, per_sm = INT4_PAIR_MMA_LAUNCH
+    hinted = _hinted(gate_up, down)
     launch(_moe_gate_up_mma_kernel, (T * top_k, cdiv(I, 16 * gate_up_warps)), x, idx, gate_up, gate_up_scale,
            gate_up_bias, h, H, I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1),
            **{key: epilogue[key] for key in ("ACT", "APPROX", "GROUP_SIZE", "HAS_BIAS", "ALPHA", "LIMIT")},
-           BLOCK_N=16 * gate_up_warps, L2_256B=INT4_L2_256B, num_warps=gate_up_warps, **pdl)
+           BLOCK_N=16 * gate_up_warps, L2_256B=hinted, num_warps=gate_up_warps, **pdl)
     tiles = T * cdiv(H, 16 * down_warps)
     splits, k_split = _ranges_of_i(x.device, tiles, per_sm, DOWN_MAX_SPLITS, I, 128)
     partials = (torch.empty((splits, T, H), device=x.device, dtype=torch.float32) if splits > 1
@@ -1129,7 +1139,7 @@ def _moe_experts_pair_mma(x, idx, router, gate_up, down, gate_up_scale, down_sca
            out, partials, arrival_counters(x.device, tiles), T, H, I, E, top_k, k_split, router.stride(0),
            down.stride(0), down.stride(1), out.stride(0), GROUP_SIZE=down_format["GROUP_SIZE"],
            HAS_BIAS=down_format["HAS_BIAS"], SPLITS=splits, SUM_BATCH=min(splits, 8), BLOCK_N=16 * down_warps,
-           L2_256B=INT4_L2_256B, num_warps=down_warps, **pdl)
+           L2_256B=hinted, num_warps=down_warps, **pdl)
     return out
 
 
@@ -1152,6 +1162,7 @@ def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scal
     P = T * top_k
     pairs = max(16, triton.next_power_of_2(P))
     precision = "ieee" if x.dtype == torch.float32 else "tf32"  # fp32 x: its own precision; 16-bit: not used
+    hinted = _hinted(gate_up, down)
     options = dict(pdl)  # launch options
     if epilogue["PAIRED"]:  # _int4_mma_sums: 128-wide k-steps, a warp 16 rows; x rows as 16-byte aligned int32 pairs
         block_n, block_k, warps, maxnreg = INT4_GROUPED_LAUNCH
@@ -1165,7 +1176,7 @@ def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scal
         block_k = min(block_k, max(16, triton.next_power_of_2(I)))
     launch(_moe_gate_up_grouped_kernel, (P, cdiv(I, block_n)), x, idx, gate_up, gate_up_scale, gate_up_bias, h, P, H,
            I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), **epilogue, PRECISION=precision,
-           PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=gu_k, EVEN_K=H % gu_k == 0, L2_256B=INT4_L2_256B,
+           PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=gu_k, EVEN_K=H % gu_k == 0, L2_256B=hinted,
            num_warps=warps, **options)
     splits, k_split = _ranges_of_i(x.device, P * cdiv(H, block_n), GROUPED_DOWN_PER_SM, GROUPED_MAX_SPLITS, I, block_k)
     partials = torch.empty((splits, P, H), device=x.device, dtype=torch.float32)
@@ -1173,7 +1184,7 @@ def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scal
            partials, arrival_counters(x.device, T * cdiv(H, block_n)), P, H, I, E, k_split, router.stride(0),
            down.stride(0), down.stride(1), out.stride(0), TOP_K=top_k, **down_format, SPLITS=splits,
            PRECISION=precision, PAIRS=pairs, GROUP=GROUP, BLOCK_N=block_n, BLOCK_K=block_k, EVEN_K=I % block_k == 0,
-           L2_256B=INT4_L2_256B, num_warps=warps, **options)
+           L2_256B=hinted, num_warps=warps, **options)
     return out
 
 
