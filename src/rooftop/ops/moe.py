@@ -165,6 +165,9 @@ INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-c
 # (exp_moe_grouped.py --no-l2-256b, call d) at 8 / 16 tokens of Mixtral's 453.4 -> 392.7 / 465.1 -> 413.6, gpt-oss-
 # 20b's 2-16 tokens 10-20% faster; but one token of gpt-oss-20b's (four pairs) 41.1 -> 47.1 (calls d and g: not
 # understood; its 1440-byte rows straddle the 256-byte blocks). Only where the word rows are 16-byte aligned (_hinted).
+# Not kept (session 69 call h): sm_90's bulk L2 prefetch (cp.async.bulk.prefetch.L2, each row's 256 bytes one or two
+# blocks ahead every fourth k-step) on top of the hint: 15-50% slower everywhere (its address is a uniform operand:
+# ptxas loops over a warp's 32 distinct rows).
 INT4_L2_256B = True
 GROUPED_DOWN_PER_SM = 4
 GROUPED_MAX_SPLITS = 8
