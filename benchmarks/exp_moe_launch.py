@@ -69,7 +69,7 @@ def main():
     shipped_mma, shipped_hint = moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B
     hints = args.l2_256b or [shipped_hint]
     moe.INT4_PAIR_MMA_LAUNCH = shipped_mma if args.quick else None  # the launches below: CUDA-core kernels
-    moe.INT4_PAIR_MMA_MIN_WARPS = 0 if args.mma else moe.INT4_PAIR_MMA_MIN_WARPS  # --mma's launches at every case
+    shipped_min_warps = moe.INT4_PAIR_MMA_MIN_WARPS
     names = ("INT4_GATE_UP_LAUNCH", "INT4_DOWN_LAUNCH") if args.quant == "int4" else ("GATE_UP_LAUNCH", "DOWN_LAUNCH")
     fmt = {"int4": "int4", None: "float"}.get(args.quant, "codes")  # moe.PER_PAIR_STAGES' key
     shipped_stages = dict(moe.PER_PAIR_STAGES)
@@ -107,16 +107,18 @@ def main():
                     moe.PER_PAIR_STAGES = {**shipped_stages, fmt: stages}
                     clear_plans()
                     out = spec.run(*sets[0])
-                    record("rooftop n{}k{}w{}".format(*gate_up)
+                    record(("rooftop shipped dispatch " if args.quick else "rooftop ") + "n{}k{}w{}".format(*gate_up)
                            + ("" if down == gate_up else "/n{}k{}w{}".format(*down)) + f"p{per_sm}"
                            + ("" if args.stages is None else "s{}/{}".format(*stages)),
                            graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=20), out)
         for mma, hint in ((mma, hint) for mma in args.mma or () for hint in hints):
             moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B = mma, hint
+            moe.INT4_PAIR_MMA_MIN_WARPS = 0  # at every case
             clear_plans()
             out = spec.run(*sets[0])
             record("rooftop mma g{}d{}p{}".format(*mma) + ("" if args.l2_256b is None else f" L2 {int(hint)}"),
                    graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=20), out)
+        moe.INT4_PAIR_MMA_MIN_WARPS = shipped_min_warps
         moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B = shipped_mma if args.quick else None, shipped_hint
         if args.quant:
             record("eager loop", bench_ms(lambda: spec.eager(*sets[0])) * 1e3, spec.eager(*sets[0]))

@@ -622,18 +622,23 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, group):
 
 
 def test_int4_word_views(path, monkeypatch):
-    """int4 experts whose word rows are views off 16-byte alignment (one word into their storage; gate_up's rows 34
-    words apart, not a multiple of 4): no 16-byte load of them (on a GPU their mma loops' words by tl.load, not the
-    hinted inline PTX: `_hinted`), as the reference on the same codes and scales."""
+    """int4 experts whose word rows are views off 16-byte alignment: rows 34 words apart (not a multiple of 4), experts
+    8194 words apart, a start one word into the storage: no 16-byte load of them (on a GPU their mma loops' words by
+    tl.load, not the hinted inline PTX: `_hinted`), each as the reference on the same codes and scales."""
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_MIN_WARPS", 0)
     x, index, weights, gate_up, down = _inputs(3, 4, 2, 256, 128)
     gu, gu_scale, dn, dn_scale = moe.quantize_experts(gate_up, down, "int4", 64)
-    gu_view = torch.zeros(4, 256, 34, device=DEVICE, dtype=gu.dtype)[..., 1:33].copy_(gu)
-    dn_view = torch.zeros(dn.numel() + 1, device=DEVICE, dtype=dn.dtype)[1:].view_as(dn).copy_(dn)
-    assert not moe._hinted(gu_view, dn) and not moe._hinted(gu, dn_view) and moe._hinted(gu, dn) == moe.INT4_L2_256B
-    out = rooftop.moe_experts(x, index, weights, gu_view, dn_view, gate_up_scale=gu_scale, down_scale=dn_scale)
+    views = ((torch.zeros(4, 256, 34, device=DEVICE, dtype=gu.dtype)[..., :32].copy_(gu), dn),  # gate_up's rows
+             (torch.zeros(4, 256 * 32 + 2, device=DEVICE, dtype=gu.dtype)[:, :256 * 32].view(4, 256, 32).copy_(gu),
+              dn),  # its experts
+             (gu, torch.zeros(dn.numel() + 1, device=DEVICE, dtype=dn.dtype)[1:].view_as(dn).copy_(dn)))  # down's start
     ref = moe_experts_reference(x, index, weights, gu, dn, "silu", gu_scale, dn_scale)
-    assert rel_err(out, ref) < TOL[torch.bfloat16]
+    assert moe._hinted(gu, dn) == moe.INT4_L2_256B
+    for gate_up_view, down_view in views:
+        assert not moe._hinted(gate_up_view, down_view)
+        out = rooftop.moe_experts(x, index, weights, gate_up_view, down_view, gate_up_scale=gu_scale,
+                                  down_scale=dn_scale)
+        assert rel_err(out, ref) < TOL[torch.bfloat16]
 
 
 def test_grouped_path_groups_and_ranges(monkeypatch):

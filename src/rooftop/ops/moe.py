@@ -167,7 +167,9 @@ INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-c
 # understood; its 1440-byte rows straddle the 256-byte blocks). Only where the word rows are 16-byte aligned (_hinted).
 # Not kept (session 69 call h): sm_90's bulk L2 prefetch (cp.async.bulk.prefetch.L2, each row's 256 bytes one or two
 # blocks ahead every fourth k-step) on top of the hint: 15-50% slower everywhere (its address is a uniform operand:
-# ptxas loops over a warp's 32 distinct rows).
+# ptxas loops over a warp's 32 distinct rows); two k-steps' loads in flight (session 69 call i: gate / up 105 -> 130
+# registers) 18% slower at one token of Mixtral's (104.3 us against 88.1), 7% at four; 8 down programs an SM instead
+# of 32: 19% slower at one token.
 INT4_L2_256B = True
 GROUPED_DOWN_PER_SM = 4
 GROUPED_MAX_SPLITS = 8
@@ -1111,8 +1113,8 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
 
 def _hinted(gate_up: torch.Tensor, down: torch.Tensor) -> bool:
     """Whether _int4_mma_sums' word loads take the L2 prefetch-size hint (INT4_L2_256B): its inline PTX loads 16 bytes
-    at a time, so both experts' word rows must be 16-byte aligned (else tl.load's, vectorised as their alignment
-    allows)."""
+    at a time, so gate_up's and down's word rows must be 16-byte aligned (else tl.load's, vectorised as their
+    alignment allows)."""
     return INT4_L2_256B and all(w.data_ptr() % 16 == 0 and w.stride(0) % 4 == 0 and w.stride(1) % 4 == 0
                                 for w in (gate_up, down))
 
@@ -1165,7 +1167,7 @@ def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scal
     P = T * top_k
     pairs = max(16, triton.next_power_of_2(P))
     precision = "ieee" if x.dtype == torch.float32 else "tf32"  # fp32 x: its own precision; 16-bit: not used
-    hinted = _hinted(gate_up, down)
+    hinted = _hinted(gate_up, down) and epilogue["PAIRED"]  # the hint is _int4_mma_sums' only
     options = dict(pdl)  # launch options
     if epilogue["PAIRED"]:  # _int4_mma_sums: 128-wide k-steps, a warp 16 rows; x rows as 16-byte aligned int32 pairs
         block_n, block_k, warps, maxnreg = INT4_GROUPED_LAUNCH
