@@ -427,6 +427,17 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I,
 
 
 @triton.jit
+def _down_program(k_split, I, BLOCK_N: tl.constexpr):
+    """A per-pair down program's (token, column block, range of I) from its ids: (token, pid_n, split, its BLOCK_N
+    columns of H, the range's k_start and k_end)."""
+    token = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    split = tl.program_id(2)
+    k_start = split * k_split
+    return token, pid_n, split, pid_n * BLOCK_N + tl.arange(0, BLOCK_N), k_start, tl.minimum(k_start + k_split, I)
+
+
+@triton.jit
 def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, T, H, I, E, TOP_K,
                      k_split, rw_stride, we_stride, wn_stride, out_stride, magic15, SCALED: tl.constexpr,
                      GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr,
@@ -438,12 +449,7 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr
     # bytes a split) summed in split order by the tile's last split (store_split_output), which writes BLOCK_N elements
     # of out. PDL: as the gate / up kernel's.
     await_previous(PDL)
-    token = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    split = tl.program_id(2)
-    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    k_start = split * k_split
-    k_end = tl.minimum(k_start + k_split, I)
+    token, pid_n, split, cols, k_start, k_end = _down_program(k_split, I, BLOCK_N)
     LANES: tl.constexpr = BLOCK_K // 32 if GROUP_SIZE > 0 else BLOCK_K  # _row_products' sums a row
     acc = tl.zeros([BLOCK_N], tl.float32)
     for j in range(0, TOP_K):
@@ -514,12 +520,7 @@ def _moe_down_mma_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out
     # range of h (L2) and of BLOCK_N down rows of its expert (half a byte an element, each once over the ranges, and
     # the range's group scales); the partials as _moe_down_kernel's. PDL: as the gate / up kernel's.
     await_previous(PDL)
-    token = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    split = tl.program_id(2)
-    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    k_start = split * k_split
-    k_end = tl.minimum(k_start + k_split, I)
+    token, pid_n, split, cols, k_start, k_end = _down_program(k_split, I, BLOCK_N)
     q, _, row_a, row_b = _mma_rows(pid_n, H, BLOCK_N)
     h32 = h_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
     acc = tl.zeros([BLOCK_N], tl.float32)
