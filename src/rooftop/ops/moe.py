@@ -389,6 +389,17 @@ def _down_output(row, expert, cols, col_ok, first_range, scale_ptr, bias_ptr, H,
 
 
 @triton.jit
+def _gate_up_program(idx_ptr, E, BLOCK_N: tl.constexpr):
+    """A per-pair gate / up program's (pair, column block) from its ids: (pair, its BLOCK_N columns of I, the pair's
+    expert (0 where not live), live: the index in [0, E); a sentinel, or any index outside the experts, reads
+    nothing)."""
+    pair = tl.program_id(0)
+    expert = tl.load(idx_ptr + pair).to(tl.int64)
+    live = (expert >= 0) & (expert < E)
+    return pair, tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N), tl.where(live, expert, 0), live
+
+
+@triton.jit
 def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I, E, TOP_K, x_stride, we_stride,
                         wn_stride, magic15, ACT: tl.constexpr, APPROX: tl.constexpr, SCALED: tl.constexpr,
                         GROUP_SIZE: tl.constexpr, FOLD: tl.constexpr, HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr,
@@ -399,11 +410,7 @@ def _moe_gate_up_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I,
     # half a byte an element and 2 BLOCK_N H / GROUP_SIZE group scales), writes BLOCK_N elements of h. PDL: the launch
     # overlaps the kernel before it (_support.pdl_options).
     await_previous(PDL)
-    pair = tl.program_id(0)
-    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    expert = tl.load(idx_ptr + pair).to(tl.int64)
-    live = (expert >= 0) & (expert < E)  # a sentinel (or any index outside the experts) reads nothing
-    expert = tl.where(live, expert, 0)
+    pair, cols, expert, live = _gate_up_program(idx_ptr, E, BLOCK_N)
     col_ok = (cols < I) & live
     gate_rows = w_ptr + expert * we_stride + cols.to(tl.int64)[:, None] * wn_stride
     up_rows = gate_rows + tl.cast(I, tl.int64) * wn_stride
@@ -485,11 +492,7 @@ def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H
     # token) and 2 BLOCK_N rows of the pair's expert (half a byte an element, each once, and 2 BLOCK_N H / GROUP_SIZE
     # group scales), writes BLOCK_N elements of h. PDL: as _moe_gate_up_kernel's.
     await_previous(PDL)
-    pair = tl.program_id(0)
-    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    expert = tl.load(idx_ptr + pair).to(tl.int64)
-    live = (expert >= 0) & (expert < E)  # a sentinel (or any index outside the experts) reads nothing
-    expert = tl.where(live, expert, 0)
+    pair, cols, expert, live = _gate_up_program(idx_ptr, E, BLOCK_N)
     g = tl.zeros([BLOCK_N], tl.float32)
     u = tl.zeros([BLOCK_N], tl.float32)
     if live:
