@@ -20,12 +20,13 @@ of 128; since session 66 a thread sums 32 codes a chunk before their scale (offl
 replace the lists; --stages (session 68: moe.PER_PAIR_STAGES, gate / up's and down's k loops software-pipelined,
 "G/D" tl.range stages; the format's entry) times each launch at each (session 69 took out "1/1a": x and the weights a
 k-tile ahead in registers, lost). --mma (int4, session 69: moe.INT4_PAIR_MMA_LAUNCH, the per-pair kernels' sums by
-mma.sync from registers for bf16 x, "GxDxP": gate / up's warps, down's, down's programs an SM) times those launches
+mma.sync from registers for bf16 x, "GxDxPxA": gate / up's warps, down's, down's programs an SM, and since session 70
+gate / up's warps an SM aimed at by sharing a row tile's k-steps among up to 4 warps) times those launches
 after the CUDA-core ones (the launches run with INT4_PAIR_MMA_LAUNCH None but with --quick), --l2-256b 0,1 each
 without and with moe.INT4_L2_256B (their word loads' L2 prefetch-size hint); --cases replaces the cases.
 Writes OUT/exp-moe-launch[-QUANT].json.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT [--quick] [--quant fp8|int8|int4]
-[--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16] [--stages 1/1,3/3] [--mma 1x1x32,2x1x16]
+[--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16] [--stages 1/1,3/3] [--mma 1x1x32x16,2x1x16x1]
 """
 import argparse
 import json
@@ -46,6 +47,17 @@ PER_SM = (1, 4)  # the down kernel's programs an SM: I split to make them (1: fe
 CASES = ((1, 8, 2, 4096, 14336), (4, 8, 2, 4096, 14336), (1, 128, 8, 2048, 768), (4, 128, 8, 2048, 768))
 
 
+def make_inputs(spec, shape, quant):
+    """The registry's inputs of `shape`; int4 experts whose rows are no multiple of 128 (gpt-oss-20b's 2880) in groups
+    of 64 (exp_moe_grouped.py's)."""
+    H, I = shape[3:]
+    if quant != "int4" or H % 128 == I % 128 == 0:
+        return spec.make_inputs(shape, torch.bfloat16, "cuda")
+    x, idx, weights, gate_up, down = moe._make_inputs(shape, torch.bfloat16, "cuda")
+    gate_up, gate_up_scale, down, down_scale = moe.quantize_experts(gate_up, down, "int4", 64)
+    return x, idx, weights, gate_up, down, gate_up_scale, down_scale
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
@@ -62,7 +74,8 @@ def main():
     parser.add_argument("--l2-256b", type=lambda v: [bool(int(item)) for item in v.split(",")],
                         help="int4: each --mma launch with moe.INT4_L2_256B at these (0,1: without and with the hint)")
     parser.add_argument("--mma", type=lambda v: [tuple(map(int, item.split("x"))) for item in v.split(",")],
-                        help="int4: these INT4_PAIR_MMA_LAUNCH too, gate / up's warps x down's x down's programs an SM")
+                        help="int4: these INT4_PAIR_MMA_LAUNCH too, gate / up's warps x down's x down's programs an SM "
+                             "x gate / up's warps an SM aimed at (K_WARPS)")
     args = parser.parse_args()
     if args.mma and args.quant != "int4":
         parser.error("--mma: int4 experts only")
@@ -89,7 +102,7 @@ def main():
     for shape in cases:
         cost = spec.cost(shape, torch.bfloat16)
         copies = max(1, -(-2 * l2 // cost.bytes))
-        sets = [spec.make_inputs(shape, torch.bfloat16, "cuda") for _ in range(copies)]
+        sets = [make_inputs(spec, shape, args.quant) for _ in range(copies)]
         ref = spec.reference(*sets[0])
 
         def record(provider, us, out):
@@ -116,7 +129,9 @@ def main():
             moe.INT4_PAIR_MMA_MIN_WARPS = 0  # at every case
             clear_plans()
             out = spec.run(*sets[0])
-            record("rooftop mma g{}d{}p{}".format(*mma) + ("" if args.l2_256b is None else f" L2 {int(hint)}"),
+            k_warps = moe._pair_mma_split(shape[0] * shape[2], *shape[3:], sets[0][0].device)[0]
+            record("rooftop mma g{}d{}p{}a{}".format(*mma) + f" k{k_warps}"
+                   + ("" if args.l2_256b is None else f" L2 {int(hint)}"),
                    graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=20), out)
         moe.INT4_PAIR_MMA_MIN_WARPS = shipped_min_warps
         moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B = shipped_mma if args.quick else None, shipped_hint

@@ -152,10 +152,12 @@ for codes, types, group_size in moe_cases:
             build(moe._moe_down_grouped_kernel, types, dict(common, TOP_K=top_k, SPLITS=splits), gw,
                   name=f"moe_down_grouped_{codes}_bias{int(bias)}_p{pairs}", div=("H", "I"), maxnreg=cap)
         if paired:  # a pair a program by mma.sync (INT4_PAIR_MMA_LAUNCH)
-            mw, mdw, _ = moe.INT4_PAIR_MMA_LAUNCH
-            build(moe._moe_gate_up_mma_kernel, types, dict(ACT=act, APPROX=True, GROUP_SIZE=group_size, HAS_BIAS=bias,
-                  ALPHA=alpha, LIMIT=limit, BLOCK_N=16 * mw, L2_256B=moe.INT4_L2_256B, PDL=True), mw,
-                  name=f"moe_gate_up_mma_{act}", div=("H", "I"))
+            mw, mdw, _, _ = moe.INT4_PAIR_MMA_LAUNCH
+            for k_warps in (1, 4):  # warps a row tile (_pair_mma_split)
+                build(moe._moe_gate_up_mma_kernel, types, dict(ACT=act, APPROX=True, GROUP_SIZE=group_size,
+                      HAS_BIAS=bias, ALPHA=alpha, LIMIT=limit, BLOCK_N=16 * mw, K_WARPS=k_warps,
+                      L2_256B=moe.INT4_L2_256B, PDL=True), mw * k_warps, name=f"moe_gate_up_mma_{act}_k{k_warps}",
+                      div=("H", "I"))
             for splits in (1, 3):
                 build(moe._moe_down_mma_kernel, types, dict(GROUP_SIZE=group_size, HAS_BIAS=bias, SPLITS=splits,
                       SUM_BATCH=splits, BLOCK_N=16 * mdw, L2_256B=moe.INT4_L2_256B, PDL=True), mdw,

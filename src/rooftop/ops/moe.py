@@ -149,14 +149,16 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # int4 with bf16 x a pair a program (sm_80+): the per-pair kernels' sums by mma.sync from registers as the grouped
 # path's (_moe_gate_up_mma_kernel, _moe_down_mma_kernel: _int4_mma_sums with its 8 x rows all the pair's; offline sm_90
 # the gate / up loop ~2.8 instructions a code against the CUDA-core loop's 3.7-4.8, 105 / 64-80 registers); (gate /
-# up's warps, down's warps, down's programs an SM), 16 rows a warp; None: the CUDA-core kernels. Taken where the gate /
-# up kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more (one token of Qwen3-30B-A3B's: 384 one-warp programs, 24.1
-# us against the CUDA-core kernels' 20.1). H100, session 69 (exp_moe_launch.py --mma, with INT4_L2_256B; call d):
+# up's warps, down's warps, down's programs an SM, gate / up's warps an SM aimed at), 16 rows a warp; None: the
+# CUDA-core kernels. Where a step's pairs leave gate / up fewer warps an SM than its aim, up to 4 warps share a row
+# tile, its k-steps dealt round-robin (K_WARPS: _pair_mma_split; session 70). Taken where the gate / up kernel has
+# INT4_PAIR_MMA_MIN_WARPS warps an SM or more (session 69, one warp a tile: one token of Qwen3-30B-A3B's, 384 one-warp
+# programs, 24.1 us against the CUDA-core kernels' 20.1). H100, session 69 (exp_moe_launch.py --mma, with INT4_L2_256B; call d):
 # one / two / four tokens of Mixtral's 98.7 / 189.3 / 367.7 -> 88.3 / 163.3 / 303.2 us (82% of copy at four), two /
 # four of Qwen3's 32.6 / 54.6 -> 29.3 / 44.5; (2, 2, 32) 5% slower, (1, 2, 32) level; without the hint no faster than
 # the CUDA-core kernels (103.4 us at one token of Mixtral's). ncu (call g, one token of Mixtral's): gate / up 57.4 us
 # at 68.5% of DRAM (13.6 warps an SM of the 16 its registers allow), down 38.8 us at 50.1% (ranges of 7 k-steps).
-INT4_PAIR_MMA_LAUNCH = (1, 1, 32)
+INT4_PAIR_MMA_LAUNCH = (1, 1, 32, 16)
 INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-core kernels (their programs 8 rows)
 # _int4_mma_sums' word loads with PTX's L2 prefetch-size hint (_load_words): a lane's k-step reads 16 bytes of each of
 # its rows, a warp's 64 of each (128 k), the next step's only once this one is done: without the hint DRAM serves
@@ -486,17 +488,18 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr
 def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I, E, TOP_K, x_stride, we_stride,
                             wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr, GROUP_SIZE: tl.constexpr,
                             HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr, BLOCK_N: tl.constexpr,
-                            L2_256B: tl.constexpr, PDL: tl.constexpr):
-    # Program (pair, BLOCK_N columns, 16 a warp), int4 experts with bf16 x: _moe_gate_up_kernel's sums by mma.sync
-    # from registers (_int4_mma_sums, its 8 x rows all x_t). Reads x_t (H elements, L2 after the first pair of the
-    # token) and 2 BLOCK_N rows of the pair's expert (half a byte an element, each once, and 2 BLOCK_N H / GROUP_SIZE
-    # group scales), writes BLOCK_N elements of h. PDL: as _moe_gate_up_kernel's.
+                            K_WARPS: tl.constexpr, L2_256B: tl.constexpr, PDL: tl.constexpr):
+    # Program (pair, BLOCK_N columns, 16 a warp, each row's k-steps dealt round-robin to K_WARPS warps), int4 experts
+    # with bf16 x: _moe_gate_up_kernel's sums by mma.sync from registers (_int4_mma_sums, its 8 x rows all x_t; the
+    # K_WARPS warps' sums added through shared memory). Reads x_t (H elements, L2 after the first pair of the token)
+    # and 2 BLOCK_N rows of the pair's expert (half a byte an element, each once, and 2 BLOCK_N H / GROUP_SIZE group
+    # scales), writes BLOCK_N elements of h. PDL: as _moe_gate_up_kernel's.
     await_previous(PDL)
     pair, cols, expert, live = _gate_up_program(idx_ptr, E, BLOCK_N)
     g = tl.zeros([BLOCK_N], tl.float32)
     u = tl.zeros([BLOCK_N], tl.float32)
     if live:
-        q, _, row_a, row_b = _mma_rows(tl.program_id(1), I, BLOCK_N)
+        lane_k, _, row_a, row_b = _mma_rows(tl.program_id(1), I, BLOCK_N, K_WARPS)
         rows = w_ptr + expert * we_stride
         scales = scale_ptr + expert * 2 * I * (H // GROUP_SIZE)
         x_row = x_ptr.to(tl.pointer_type(tl.int32), bitcast=True) + (pair // TOP_K).to(tl.int64) * (x_stride // 2)
@@ -505,9 +508,9 @@ def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H
              rows + (row_b + I) * wn_stride),
             (scales + row_a * (H // GROUP_SIZE), scales + row_b * (H // GROUP_SIZE),
              scales + (row_a + I) * (H // GROUP_SIZE), scales + (row_b + I) * (H // GROUP_SIZE)),
-            (x_row + tl.zeros_like(row_a),), 0, H, q, 2, GROUP_SIZE, 1, L2_256B)
-        g = _mma_columns(acc[0], acc[2], BLOCK_N)
-        u = _mma_columns(acc[4], acc[6], BLOCK_N)
+            (x_row + tl.zeros_like(row_a),), 0, H, lane_k, 2, GROUP_SIZE, 1, K_WARPS, L2_256B)
+        g = _mma_columns(acc[0], acc[2], BLOCK_N, K_WARPS)
+        u = _mma_columns(acc[4], acc[6], BLOCK_N, K_WARPS)
     y = _gated(g, u, expert, cols, (cols < I) & live, scale_ptr, bias_ptr, I, ACT, APPROX, False, HAS_BIAS, ALPHA,
                LIMIT)
     tl.store(h_ptr + pair.to(tl.int64) * I + cols, y.to(h_ptr.dtype.element_ty), mask=cols < I)
@@ -524,7 +527,7 @@ def _moe_down_mma_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out
     # the range's group scales); the partials as _moe_down_kernel's. PDL: as the gate / up kernel's.
     await_previous(PDL)
     token, pid_n, split, cols, k_start, k_end = _down_program(k_split, I, BLOCK_N)
-    q, _, row_a, row_b = _mma_rows(pid_n, H, BLOCK_N)
+    lane_k, _, row_a, row_b = _mma_rows(pid_n, H, BLOCK_N, 1)
     h32 = h_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
     acc = tl.zeros([BLOCK_N], tl.float32)
     for j in range(0, TOP_K):
@@ -537,10 +540,10 @@ def _moe_down_mma_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out
             scales = scale_ptr + expert * H * (I // GROUP_SIZE)
             sums = _int4_mma_sums((rows + row_a * wn_stride, rows + row_b * wn_stride),
                                   (scales + row_a * (I // GROUP_SIZE), scales + row_b * (I // GROUP_SIZE)),
-                                  (h32 + pair.to(tl.int64) * (I // 2) + tl.zeros_like(row_a),), k_start, k_end, q, 1,
-                                  GROUP_SIZE, 1, L2_256B)
-            acc += weight * _down_output(_mma_columns(sums[0], sums[2], BLOCK_N), expert, cols, cols < H, split == 0,
-                                         scale_ptr, bias_ptr, H, False, HAS_BIAS)
+                                  (h32 + pair.to(tl.int64) * (I // 2) + tl.zeros_like(row_a),), k_start, k_end,
+                                  lane_k, 1, GROUP_SIZE, 1, 1, L2_256B)
+            acc += weight * _down_output(_mma_columns(sums[0], sums[2], BLOCK_N, 1), expert, cols, cols < H,
+                                         split == 0, scale_ptr, bias_ptr, H, False, HAS_BIAS)
     store_split_output(acc[None, :], token + tl.arange(0, 1), cols, T, H, out_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr,
                        token * tl.num_programs(1) + pid_n, split, SPLITS, False, SUM_BATCH)
 
@@ -600,31 +603,32 @@ def _int4_mma_loads(w_rows, s_rows, x32_rows, kq, TILES: tl.constexpr, GROUP_SIZ
 
 
 @triton.jit
-def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, q, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr,
-                   NB: tl.constexpr, L2_256B: tl.constexpr):
+def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, lane_k, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr,
+                   NB: tl.constexpr, K_WARPS: tl.constexpr, L2_256B: tl.constexpr):
     """The grouped (PAIRED) and per-pair mma kernels' int4 sums for bf16 x (inline PTX, a GPU only): mma.sync m16n8k16
     (fp32 sums) of TILES weight-row tiles against 8 NB x rows over k_start .. k_end - 1 (k_start a multiple of 128,
     k_end of 32), straight from each lane's own registers (no shared memory). Lane L = 32 w + 4 g + q: w_rows the
     [LANES] int32 pointers to the first words of its weight rows, (tile t's MMA row g, its row g + 8) for each tile;
-    s_rows those rows' first scales; x32_rows its x rows 8 nb + g (nb < NB) as int32 pairs. A 128-wide k-step: lane
-    q holds k 32 q .. 32 q + 31 of its rows (four words: one 16-byte load a row, in one group: one scale) and of its
-    x rows (64 bytes each), loaded a step ahead (in flight while this one computes; past k_end the lane's last 32
-    again). k inside a k16 step is permuted so that the A fragment ((2q, 2q + 1), (2q + 8, 2q + 9) of rows g, g + 8)
-    comes from the lane's own words: step 2i + h takes pairs 2h, 2h + 1 of word i (_INT4_BF16_PAIRS, 17 instructions
-    a word), the B fragment the matching x pairs 4i + 2h, 4i + 2h + 1. Past k_end (a lane's whole 32: k_end a
-    multiple of 32) the scale is 0. Returns the C fragments (rows g, g + 8 x x rows 2q, 2q + 1), a flat tuple in
-    (tile, nb, c0 .. c3) order."""
+    s_rows those rows' first scales; x32_rows its x rows 8 nb + g (nb < NB) as int32 pairs. The 128-wide k-steps are
+    dealt round-robin to the K_WARPS warps of the same rows (each warp's sums partial): lane_k, 32 q + 128 r for the
+    warp's rank r among them (_mma_rows). A k-step k0: lane q holds k0 + lane_k .. k0 + lane_k + 31 of its rows (four
+    words: one 16-byte load a row, in one group: one scale) and of its x rows (64 bytes each), loaded a step ahead (in
+    flight while this one computes; past k_end the lane's last 32 again). k inside a k16 step is permuted so that the
+    A fragment ((2q, 2q + 1), (2q + 8, 2q + 9) of rows g, g + 8) comes from the lane's own words: step 2i + h takes
+    pairs 2h, 2h + 1 of word i (_INT4_BF16_PAIRS, 17 instructions a word), the B fragment the matching x pairs 4i +
+    2h, 4i + 2h + 1. Past k_end (a lane's whole 32: k_end a multiple of 32) the scale is 0. Returns the C fragments
+    (rows g, g + 8 x x rows 2q, 2q + 1), a flat tuple in (tile, nb, c0 .. c3) order."""
     acc = ()
     for _ in tl.static_range(4 * NB * TILES):
-        acc = acc + (tl.zeros(q.shape, tl.float32),)
+        acc = acc + (tl.zeros(lane_k.shape, tl.float32),)
     last = k_end - 32  # a lane's last k-chunk
-    ahead = _int4_mma_loads(w_rows, s_rows, x32_rows, tl.minimum(k_start + 32 * q, last), TILES, GROUP_SIZE, NB,
+    ahead = _int4_mma_loads(w_rows, s_rows, x32_rows, tl.minimum(k_start + lane_k, last), TILES, GROUP_SIZE, NB,
                             L2_256B)
-    for k0 in range(k_start, k_end, 128):
+    for k0 in range(k_start, k_end, 128 * K_WARPS):
         words, scales, xs = ahead
-        live = k0 + 32 * q < k_end
-        ahead = _int4_mma_loads(w_rows, s_rows, x32_rows, tl.minimum(k0 + 128 + 32 * q, last), TILES, GROUP_SIZE,
-                                NB, L2_256B)
+        live = k0 + lane_k < k_end
+        ahead = _int4_mma_loads(w_rows, s_rows, x32_rows, tl.minimum(k0 + 128 * K_WARPS + lane_k, last), TILES,
+                                GROUP_SIZE, NB, L2_256B)
         pairs = ()  # per row: its four words' pairs 0 .. 3, [LANES, 4] each (word i at i)
         for j in tl.static_range(2 * TILES):
             p0, p1, p2, p3 = tl.inline_asm_elementwise(_INT4_BF16_PAIRS, "=r,=r,=r,=r,r,r",
@@ -660,30 +664,35 @@ def _mma_tile(acc, t: tl.constexpr, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
-def _mma_rows(pid_n, N, BLOCK_N: tl.constexpr):
-    """For _int4_mma_sums (a warp 16 of the program's BLOCK_N weight rows): each lane's q, g and MMA rows g and g + 8
+def _mma_rows(pid_n, N, BLOCK_N: tl.constexpr, K_WARPS: tl.constexpr):
+    """For _int4_mma_sums (a warp 16 of the program's BLOCK_N weight rows, K_WARPS warps each row, 2 BLOCK_N K_WARPS
+    lanes): each lane's lane_k (32 q + 128 times its warp's rank among its rows' K_WARPS), g and MMA rows g and g + 8
     (clamped into the N rows: the rows past them are not stored)."""
-    lane = tl.arange(0, 2 * BLOCK_N)
+    lane = tl.arange(0, 2 * BLOCK_N * K_WARPS)
     g = (lane % 32) // 4
-    row = pid_n * BLOCK_N + 16 * (lane // 32) + g
-    return lane % 4, g, tl.minimum(row, N - 1).to(tl.int64), tl.minimum(row + 8, N - 1).to(tl.int64)
+    warp = lane // 32
+    row = pid_n * BLOCK_N + 16 * (warp % (BLOCK_N // 16)) + g
+    lane_k = 32 * (lane % 4) + 128 * (warp // (BLOCK_N // 16))
+    return lane_k, g, tl.minimum(row, N - 1).to(tl.int64), tl.minimum(row + 8, N - 1).to(tl.int64)
 
 
 @triton.jit
 def _mma_lanes(pid_n, match, rank, base, count, N, PAIRS: tl.constexpr, BLOCK_N: tl.constexpr):
-    """_mma_rows' q and rows, and the group's members of ranks base + g and base + 8 + g (the lane's x rows)."""
-    q, g, row_a, row_b = _mma_rows(pid_n, N, BLOCK_N)
+    """_mma_rows' lane_k and rows (one warp a row), and the group's members of ranks base + g and base + 8 + g (the
+    lane's x rows)."""
+    lane_k, g, row_a, row_b = _mma_rows(pid_n, N, BLOCK_N, 1)
     members = (_members(match, rank, base + g, count, PAIRS)[0], _members(match, rank, base + 8 + g, count, PAIRS)[0])
-    return q, row_a, row_b, members
+    return lane_k, row_a, row_b, members
 
 
 @triton.jit
-def _mma_columns(c_a, c_b, BLOCK_N: tl.constexpr):
+def _mma_columns(c_a, c_b, BLOCK_N: tl.constexpr, K_WARPS: tl.constexpr):
     """A tile's sums against one x (_int4_mma_sums with NB 1, its 8 x rows the same: lanes q = 0 .. 3 alike) as
-    [BLOCK_N] in row order, from its C fragments c0 (rows g: c_a) and c2 (rows g + 8: c_b); lane q = 0's taken."""
-    sums = tl.reshape(tl.join(c_a, c_b), (BLOCK_N // 16, 8, 4, 2))  # w, g, q, h
-    first = tl.arange(0, 4)[None, None, :, None] == 0
-    sums = tl.sum(tl.where(first, sums, 0.0), axis=2)  # [w, g, h]
+    [BLOCK_N] in row order, from its C fragments c0 (rows g: c_a) and c2 (rows g + 8: c_b); lane q = 0's taken, the
+    K_WARPS warps' of each row added."""
+    sums = tl.reshape(tl.join(c_a, c_b), (K_WARPS, BLOCK_N // 16, 8, 4, 2))  # warp's k rank, w, g, q, h
+    first = tl.arange(0, 4)[None, None, None, :, None] == 0
+    sums = tl.sum(tl.sum(tl.where(first, sums, 0.0), axis=3), axis=0)  # [w, g, h]
     return tl.reshape(tl.permute(sums, (0, 2, 1)), (BLOCK_N,))  # row 16 w + 8 h + g
 
 
@@ -713,8 +722,8 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
         for base in range(0, count, GROUP):
             member, valid = _members(match, rank, base + tl.arange(0, GROUP), count, PAIRS)
             if PAIRED:  # int4, bf16 x: mma.sync from the lanes' own words (GROUP = 16, BLOCK_N = 16 warps)
-                q, row_a, row_b, lane_members = _mma_lanes(tl.program_id(1), match, rank, base, count, I, PAIRS,
-                                                           BLOCK_N)
+                lane_k, row_a, row_b, lane_members = _mma_lanes(tl.program_id(1), match, rank, base, count, I,
+                                                                PAIRS, BLOCK_N)
                 expert_rows = w_ptr + expert * we_stride
                 expert_scales = scale_ptr + expert * 2 * I * (H // GROUP_SIZE)
                 x32 = x_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
@@ -724,7 +733,7 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
                     (expert_scales + row_a * (H // GROUP_SIZE), expert_scales + row_b * (H // GROUP_SIZE),
                      expert_scales + (row_a + I) * (H // GROUP_SIZE), expert_scales + (row_b + I) * (H // GROUP_SIZE)),
                     (x32 + (lane_members[0] // TOP_K) * (x_stride // 2),
-                     x32 + (lane_members[1] // TOP_K) * (x_stride // 2)), 0, H, q, 2, GROUP_SIZE, 2, L2_256B)
+                     x32 + (lane_members[1] // TOP_K) * (x_stride // 2)), 0, H, lane_k, 2, GROUP_SIZE, 2, 1, L2_256B)
                 g, u = _mma_tile(acc, 0, BLOCK_N), _mma_tile(acc, 1, BLOCK_N)
             else:
                 x_rows = x_ptr + (member // TOP_K)[:, None] * x_stride
@@ -775,7 +784,8 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
             acc = tl.zeros([GROUP, BLOCK_N], tl.float32)
             if live:  # a dead pair's partial is zero (h unread: the gate / up kernel left it unwritten)
                 if PAIRED:  # as gate / up's
-                    q, row_a, row_b, lane_members = _mma_lanes(pid_n, match, rank, base, count, H, PAIRS, BLOCK_N)
+                    lane_k, row_a, row_b, lane_members = _mma_lanes(pid_n, match, rank, base, count, H, PAIRS,
+                                                                    BLOCK_N)
                     expert_rows = w_ptr + expert * we_stride
                     expert_scales = scale_ptr + expert * H * (I // GROUP_SIZE)
                     h32 = h_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
@@ -783,7 +793,7 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
                         (expert_rows + row_a * wn_stride, expert_rows + row_b * wn_stride),
                         (expert_scales + row_a * (I // GROUP_SIZE), expert_scales + row_b * (I // GROUP_SIZE)),
                         (h32 + lane_members[0] * (I // 2), h32 + lane_members[1] * (I // 2)),
-                        k_start, k_end, q, 1, GROUP_SIZE, 2, L2_256B), 0, BLOCK_N)
+                        k_start, k_end, lane_k, 1, GROUP_SIZE, 2, 1, L2_256B), 0, BLOCK_N)
                 else:
                     for k0 in range(k_start, k_end, BLOCK_K):
                         ks = k0 + tl.arange(0, BLOCK_K)
@@ -1093,8 +1103,7 @@ def _moe_experts_op(x: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: t
     if path == "grouped":
         return _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias,
                                     down_bias, h, out, epilogue, down_format, pdl)
-    if paired and INT4_PAIR_MMA_LAUNCH and (T * top_k * cdiv(I, 16 * INT4_PAIR_MMA_LAUNCH[0]) * INT4_PAIR_MMA_LAUNCH[0]
-                                           >= INT4_PAIR_MMA_MIN_WARPS * num_sms(x.device.index)):
+    if paired and INT4_PAIR_MMA_LAUNCH and _pair_mma_split(T * top_k, H, I, x.device)[1] >= INT4_PAIR_MMA_MIN_WARPS:
         return _moe_experts_pair_mma(_aligned_rows(x), idx, router, gate_up, down, gate_up_scale, down_scale,
                                      gate_up_bias, down_bias, h, out, epilogue, down_format, pdl)
     block_n, block_k, warps = INT4_GATE_UP_LAUNCH if int4 else GATE_UP_LAUNCH
@@ -1128,18 +1137,31 @@ def _aligned_rows(x: torch.Tensor) -> torch.Tensor:
     return x.clone(memory_format=torch.contiguous_format) if x.stride(0) % 8 or x.data_ptr() % 16 else x
 
 
+def _pair_mma_split(pairs: int, H: int, I: int, device: torch.device) -> tuple[int, float]:
+    """The per-pair mma gate / up kernel's K_WARPS (warps a row tile, dealt its k-steps round-robin) and its warps an
+    SM with them: doubled, up to 4, while the warps an SM stay within INT4_PAIR_MMA_LAUNCH's aim and each warp keeps a
+    k-step of 128."""
+    warps, _, _, aim = INT4_PAIR_MMA_LAUNCH
+    per_sm = pairs * cdiv(I, 16 * warps) * warps / num_sms(device.index if device.type == "cuda" else -1)
+    k_warps = 1
+    while k_warps < 4 and 2 * k_warps * per_sm <= aim and cdiv(H, 128) >= 2 * k_warps:
+        k_warps *= 2
+    return k_warps, k_warps * per_sm
+
+
 def _moe_experts_pair_mma(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias, down_bias, h, out,
                           epilogue, down_format, pdl):
     """The per-pair path's two launches for int4 experts with bf16 x on sm_80+ (INT4_PAIR_MMA_LAUNCH; arguments as
     _moe_experts_grouped's, x's rows 16-byte aligned)."""
     T, H = x.shape
     E, I, top_k = gate_up.shape[0], gate_up.shape[1] // 2, idx.shape[1]
-    gate_up_warps, down_warps, per_sm = INT4_PAIR_MMA_LAUNCH
+    gate_up_warps, down_warps, per_sm, _ = INT4_PAIR_MMA_LAUNCH
+    k_warps = _pair_mma_split(T * top_k, H, I, x.device)[0]
     hinted = _hinted(gate_up, down)
     launch(_moe_gate_up_mma_kernel, (T * top_k, cdiv(I, 16 * gate_up_warps)), x, idx, gate_up, gate_up_scale,
            gate_up_bias, h, H, I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1),
            **{key: epilogue[key] for key in ("ACT", "APPROX", "GROUP_SIZE", "HAS_BIAS", "ALPHA", "LIMIT")},
-           BLOCK_N=16 * gate_up_warps, L2_256B=hinted, num_warps=gate_up_warps, **pdl)
+           BLOCK_N=16 * gate_up_warps, K_WARPS=k_warps, L2_256B=hinted, num_warps=gate_up_warps * k_warps, **pdl)
     tiles = T * cdiv(H, 16 * down_warps)
     splits, k_split = _ranges_of_i(x.device, tiles, per_sm, DOWN_MAX_SPLITS, I, 128)
     partials = (torch.empty((splits, T, H), device=x.device, dtype=torch.float32) if splits > 1
