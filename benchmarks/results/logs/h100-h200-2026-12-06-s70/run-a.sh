@@ -14,3 +14,7 @@ timeout 240 python benchmarks/exp_moe_launch.py $OUT/w/int4 --quant int4 --launc
   --mma 1x1x32x1,1x1x32x16,1x1x16x16,1x1x32x32 --l2-256b 0,1 \
   --cases 1x8x2x4096x14336,1x32x4x2880x2880,1x128x8x2048x768,2x128x8x2048x768 2>&1 | grep -v Warn > $OUT/w/int4.txt
 grep rooftop $OUT/w/int4.txt
+# 3. ncu per kernel at one token of Qwen3's with the shipped dispatch (K_WARPS 4 on the mma kernels): which kernel
+# holds the time (its down kernel walks the token's 8 pairs one after another, a k-step each)
+timeout 120 python benchmarks/probe_op_kernels.py moe_experts_int4 1,128,8,2048,768 2>&1 | grep -v Warn > $OUT/w/probe.txt
+cat $OUT/w/probe.txt
