@@ -20,13 +20,14 @@ of 128; since session 66 a thread sums 32 codes a chunk before their scale (offl
 replace the lists; --stages (session 68: moe.PER_PAIR_STAGES, gate / up's and down's k loops software-pipelined,
 "G/D" tl.range stages; the format's entry) times each launch at each (session 69 took out "1/1a": x and the weights a
 k-tile ahead in registers, lost). --mma (int4, session 69: moe.INT4_PAIR_MMA_LAUNCH, the per-pair kernels' sums by
-mma.sync from registers for bf16 x, "GxDxPxA": gate / up's warps, down's, down's programs an SM, and since session 70
-gate / up's warps an SM aimed at by sharing a row tile's k-steps among up to 4 warps) times those launches
+mma.sync from registers for bf16 x, "GxDxPxAxW": gate / up's warps, down's, down's warps an SM, and since session 70
+gate / up's warps an SM aimed at by sharing a row tile's k-steps among up to 4 warps, down's warps a tile at most over
+the token's pairs) times those launches
 after the CUDA-core ones (the launches run with INT4_PAIR_MMA_LAUNCH None but with --quick), --l2-256b 0,1 each
 without and with moe.INT4_L2_256B (their word loads' L2 prefetch-size hint); --cases replaces the cases.
 Writes OUT/exp-moe-launch[-QUANT].json.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT [--quick] [--quant fp8|int8|int4]
-[--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16] [--stages 1/1,3/3] [--mma 1x1x32x16,2x1x16x1]
+[--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16] [--stages 1/1,3/3] [--mma 1x1x32x16x8,2x1x16x1x1]
 """
 import argparse
 import json
@@ -75,7 +76,7 @@ def main():
                         help="int4: each --mma launch with moe.INT4_L2_256B at these (0,1: without and with the hint)")
     parser.add_argument("--mma", type=lambda v: [tuple(map(int, item.split("x"))) for item in v.split(",")],
                         help="int4: these INT4_PAIR_MMA_LAUNCH too, gate / up's warps x down's x down's programs an SM "
-                             "x gate / up's warps an SM aimed at (K_WARPS)")
+                             "x gate / up's warps an SM aimed at (K_WARPS) x down's warps a tile over the pairs")
     args = parser.parse_args()
     if args.mma and args.quant != "int4":
         parser.error("--mma: int4 experts only")
@@ -130,7 +131,7 @@ def main():
             clear_plans()
             out = spec.run(*sets[0])
             k_warps = moe._pair_mma_split(shape[0] * shape[2], *shape[3:], sets[0][0].device)[0]
-            record("rooftop mma g{}d{}p{}a{}".format(*mma) + f" k{k_warps}"
+            record("rooftop mma g{}d{}p{}a{}w{}".format(*mma) + f" k{k_warps}"
                    + ("" if args.l2_256b is None else f" L2 {int(hint)}"),
                    graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=20), out)
         moe.INT4_PAIR_MMA_MIN_WARPS = shipped_min_warps

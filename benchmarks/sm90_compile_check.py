@@ -152,16 +152,17 @@ for codes, types, group_size in moe_cases:
             build(moe._moe_down_grouped_kernel, types, dict(common, TOP_K=top_k, SPLITS=splits), gw,
                   name=f"moe_down_grouped_{codes}_bias{int(bias)}_p{pairs}", div=("H", "I"), maxnreg=cap)
         if paired:  # a pair a program by mma.sync (INT4_PAIR_MMA_LAUNCH)
-            mw, mdw, _, _ = moe.INT4_PAIR_MMA_LAUNCH
+            mw, mdw, _, _, _ = moe.INT4_PAIR_MMA_LAUNCH
             for k_warps in (1, 4):  # warps a row tile (_pair_mma_split)
                 build(moe._moe_gate_up_mma_kernel, types, dict(ACT=act, APPROX=True, GROUP_SIZE=group_size,
                       HAS_BIAS=bias, ALPHA=alpha, LIMIT=limit, BLOCK_N=16 * mw, K_WARPS=k_warps,
                       L2_256B=moe.INT4_L2_256B, PDL=True), mw * k_warps, name=f"moe_gate_up_mma_{act}_k{k_warps}",
                       div=("H", "I"))
-            for splits in (1, 3):
+            for splits, pair_warps in ((1, 1), (3, 1), (3, 8)):  # PAIR_WARPS: warps a tile over the k pairs
                 build(moe._moe_down_mma_kernel, types, dict(GROUP_SIZE=group_size, HAS_BIAS=bias, SPLITS=splits,
-                      SUM_BATCH=splits, BLOCK_N=16 * mdw, L2_256B=moe.INT4_L2_256B, PDL=True), mdw,
-                      name=f"moe_down_mma_bias{int(bias)}_s{splits}", div=("H", "I"))
+                      SUM_BATCH=splits, BLOCK_N=16 * mdw, PAIR_WARPS=pair_warps, L2_256B=moe.INT4_L2_256B,
+                      PDL=True), mdw * pair_warps, name=f"moe_down_mma_bias{int(bias)}_s{splits}_w{pair_warps}",
+                      div=("H", "I"))
         # the sorted path (prefill) at its shipped launches
         sorted_types = lambda a: {"slot_pair_ptr": "*i32", "block_expert_ptr": "*i32"}.get(a, types(a))
         for block_m, (sn, sk, sw, ss), (sdn, sdk, sdw, sds) in moe.SORTED_LAUNCHES:

@@ -149,16 +149,18 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # int4 with bf16 x a pair a program (sm_80+): the per-pair kernels' sums by mma.sync from registers as the grouped
 # path's (_moe_gate_up_mma_kernel, _moe_down_mma_kernel: _int4_mma_sums with its 8 x rows all the pair's; offline sm_90
 # the gate / up loop ~2.8 instructions a code against the CUDA-core loop's 3.7-4.8, 105 / 64-80 registers); (gate /
-# up's warps, down's warps, down's programs an SM, gate / up's warps an SM aimed at), 16 rows a warp; None: the
-# CUDA-core kernels. Where a step's pairs leave gate / up fewer warps an SM than its aim, up to 4 warps share a row
-# tile, its k-steps dealt round-robin (K_WARPS: _pair_mma_split; session 70). Taken where the gate / up kernel has
-# INT4_PAIR_MMA_MIN_WARPS warps an SM or more (session 69, one warp a tile: one token of Qwen3-30B-A3B's, 384 one-warp
-# programs, 24.1 us against the CUDA-core kernels' 20.1). H100, session 69 (exp_moe_launch.py --mma, with INT4_L2_256B; call d):
+# up's warps, down's warps, down's warps an SM, gate / up's warps an SM aimed at, down's warps a tile at most), 16
+# rows a warp; None: the CUDA-core kernels. Session 70: where a step's pairs leave gate / up fewer warps an SM than
+# its aim, up to 4 warps share a row tile, its k-steps dealt round-robin (K_WARPS: _pair_mma_split); down deals the
+# token's k pairs to up to the last entry's warps a tile (PAIR_WARPS; its 8 pairs walked one after another held one
+# token of Qwen3-30B-A3B's). Taken where the gate / up kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more
+# (session 69, one warp a tile: one token of Qwen3-30B-A3B's, 384 one-warp programs, 24.1 us against the CUDA-core
+# kernels' 20.1). H100, session 69 (exp_moe_launch.py --mma, with INT4_L2_256B; call d):
 # one / two / four tokens of Mixtral's 98.7 / 189.3 / 367.7 -> 88.3 / 163.3 / 303.2 us (82% of copy at four), two /
 # four of Qwen3's 32.6 / 54.6 -> 29.3 / 44.5; (2, 2, 32) 5% slower, (1, 2, 32) level; without the hint no faster than
 # the CUDA-core kernels (103.4 us at one token of Mixtral's). ncu (call g, one token of Mixtral's): gate / up 57.4 us
 # at 68.5% of DRAM (13.6 warps an SM of the 16 its registers allow), down 38.8 us at 50.1% (ranges of 7 k-steps).
-INT4_PAIR_MMA_LAUNCH = (1, 1, 32, 16)
+INT4_PAIR_MMA_LAUNCH = (1, 1, 32, 16, 8)
 INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-core kernels (their programs 8 rows)
 # _int4_mma_sums' word loads with PTX's L2 prefetch-size hint (_load_words): a lane's k-step reads 16 bytes of each of
 # its rows, a warp's 64 of each (128 k), the next step's only once this one is done: without the hint DRAM serves
@@ -499,7 +501,7 @@ def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H
     g = tl.zeros([BLOCK_N], tl.float32)
     u = tl.zeros([BLOCK_N], tl.float32)
     if live:
-        lane_k, _, row_a, row_b = _mma_rows(tl.program_id(1), I, BLOCK_N, K_WARPS)
+        q, k_rank, _, row_a, row_b = _mma_rows(tl.program_id(1), I, BLOCK_N, K_WARPS)
         rows = w_ptr + expert * we_stride
         scales = scale_ptr + expert * 2 * I * (H // GROUP_SIZE)
         x_row = x_ptr.to(tl.pointer_type(tl.int32), bitcast=True) + (pair // TOP_K).to(tl.int64) * (x_stride // 2)
@@ -508,7 +510,7 @@ def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H
              rows + (row_b + I) * wn_stride),
             (scales + row_a * (H // GROUP_SIZE), scales + row_b * (H // GROUP_SIZE),
              scales + (row_a + I) * (H // GROUP_SIZE), scales + (row_b + I) * (H // GROUP_SIZE)),
-            (x_row + tl.zeros_like(row_a),), 0, H, lane_k, 2, GROUP_SIZE, 1, K_WARPS, L2_256B)
+            (x_row + tl.zeros_like(row_a),), 0, H, 32 * q + 128 * k_rank, 2, GROUP_SIZE, 1, K_WARPS, L2_256B)
         g = _mma_columns(acc[0], acc[2], BLOCK_N, K_WARPS)
         u = _mma_columns(acc[4], acc[6], BLOCK_N, K_WARPS)
     y = _gated(g, u, expert, cols, (cols < I) & live, scale_ptr, bias_ptr, I, ACT, APPROX, False, HAS_BIAS, ALPHA,
@@ -520,30 +522,41 @@ def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H
 def _moe_down_mma_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, T, H, I, E,
                          TOP_K, k_split, rw_stride, we_stride, wn_stride, out_stride, GROUP_SIZE: tl.constexpr,
                          HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr, SUM_BATCH: tl.constexpr, BLOCK_N: tl.constexpr,
-                         L2_256B: tl.constexpr, PDL: tl.constexpr):
+                         PAIR_WARPS: tl.constexpr, L2_256B: tl.constexpr, PDL: tl.constexpr):
     # Program (token, BLOCK_N columns, 16 a warp, range of I), int4 experts with bf16 h: _moe_down_kernel's sums by
-    # mma.sync from registers (_int4_mma_sums, its 8 x rows all the pair's h). For each of the token's k pairs, its
-    # range of h (L2) and of BLOCK_N down rows of its expert (half a byte an element, each once over the ranges, and
-    # the range's group scales); the partials as _moe_down_kernel's. PDL: as the gate / up kernel's.
+    # mma.sync from registers (_int4_mma_sums, its 8 x rows all the pair's h), the token's k pairs dealt to PAIR_WARPS
+    # warps of each row tile (warp r: pairs r, r + PAIR_WARPS, ...; their router-weighted sums added through shared
+    # memory). For each pair, its range of h (L2) and of BLOCK_N down rows of its expert (half a byte an element, each
+    # once over the ranges, and the range's group scales); the partials as _moe_down_kernel's. PDL: as the gate / up
+    # kernel's.
     await_previous(PDL)
     token, pid_n, split, cols, k_start, k_end = _down_program(k_split, I, BLOCK_N)
-    lane_k, _, row_a, row_b = _mma_rows(pid_n, H, BLOCK_N, 1)
+    q, rank, _, row_a, row_b = _mma_rows(pid_n, H, BLOCK_N, PAIR_WARPS)
     h32 = h_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
-    acc = tl.zeros([BLOCK_N], tl.float32)
-    for j in range(0, TOP_K):
+    c_a = tl.zeros(q.shape, tl.float32)  # the lane's C fragments c0 and c2 (_mma_columns), weighted, over its pairs
+    c_b = tl.zeros(q.shape, tl.float32)
+    for j0 in range(0, TOP_K, PAIR_WARPS):
+        j = tl.minimum(j0 + rank, TOP_K - 1)  # a lane past the k pairs reads the last one's (and adds nothing)
         pair = token * TOP_K + j
         expert = tl.load(idx_ptr + pair).to(tl.int64)
-        live = (expert >= 0) & (expert < E)
-        if live:  # a dead pair adds nothing (its h: zeros)
-            weight = tl.load(rw_ptr + token.to(tl.int64) * rw_stride + j).to(tl.float32)
-            rows = w_ptr + expert * we_stride
-            scales = scale_ptr + expert * H * (I // GROUP_SIZE)
-            sums = _int4_mma_sums((rows + row_a * wn_stride, rows + row_b * wn_stride),
-                                  (scales + row_a * (I // GROUP_SIZE), scales + row_b * (I // GROUP_SIZE)),
-                                  (h32 + pair.to(tl.int64) * (I // 2) + tl.zeros_like(row_a),), k_start, k_end,
-                                  lane_k, 1, GROUP_SIZE, 1, 1, L2_256B)
-            acc += weight * _down_output(_mma_columns(sums[0], sums[2], BLOCK_N, 1), expert, cols, cols < H,
-                                         split == 0, scale_ptr, bias_ptr, H, False, HAS_BIAS)
+        live = (j0 + rank < TOP_K) & (expert >= 0) & (expert < E)  # a dead pair adds nothing (h: zeros)
+        weight = tl.load(rw_ptr + token.to(tl.int64) * rw_stride + j).to(tl.float32)
+        rows = w_ptr + tl.where(live, expert, 0) * we_stride
+        scales = scale_ptr + tl.where(live, expert, 0) * H * (I // GROUP_SIZE)
+        sums = _int4_mma_sums((rows + row_a * wn_stride, rows + row_b * wn_stride),
+                              (scales + row_a * (I // GROUP_SIZE), scales + row_b * (I // GROUP_SIZE)),
+                              (h32 + pair.to(tl.int64) * (I // 2),), k_start, k_end, 32 * q, 1, GROUP_SIZE, 1, 1,
+                              L2_256B)
+        c_a += tl.where(live, weight * sums[0], 0.0)
+        c_b += tl.where(live, weight * sums[2], 0.0)
+    acc = _mma_columns(c_a, c_b, BLOCK_N, PAIR_WARPS)
+    if HAS_BIAS:  # the first range adds the pairs' weighted biases
+        for j in range(0, TOP_K):
+            expert = tl.load(idx_ptr + token * TOP_K + j).to(tl.int64)
+            live = (expert >= 0) & (expert < E)
+            weight = tl.where(live, tl.load(rw_ptr + token.to(tl.int64) * rw_stride + j).to(tl.float32), 0.0)
+            acc += weight * _down_output(tl.zeros_like(acc), tl.where(live, expert, 0), cols, (cols < H) & live,
+                                         split == 0, scale_ptr, bias_ptr, H, False, True)
     store_split_output(acc[None, :], token + tl.arange(0, 1), cols, T, H, out_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr,
                        token * tl.num_programs(1) + pid_n, split, SPLITS, False, SUM_BATCH)
 
@@ -664,33 +677,33 @@ def _mma_tile(acc, t: tl.constexpr, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
-def _mma_rows(pid_n, N, BLOCK_N: tl.constexpr, K_WARPS: tl.constexpr):
-    """For _int4_mma_sums (a warp 16 of the program's BLOCK_N weight rows, K_WARPS warps each row, 2 BLOCK_N K_WARPS
-    lanes): each lane's lane_k (32 q + 128 times its warp's rank among its rows' K_WARPS), g and MMA rows g and g + 8
+def _mma_rows(pid_n, N, BLOCK_N: tl.constexpr, WARPS_A_ROW: tl.constexpr):
+    """For _int4_mma_sums (a warp 16 of the program's BLOCK_N weight rows, WARPS_A_ROW warps each row, 2 BLOCK_N
+    WARPS_A_ROW lanes): each lane's q, its warp's rank among its rows' WARPS_A_ROW, g and MMA rows g and g + 8
     (clamped into the N rows: the rows past them are not stored)."""
-    lane = tl.arange(0, 2 * BLOCK_N * K_WARPS)
+    lane = tl.arange(0, 2 * BLOCK_N * WARPS_A_ROW)
     g = (lane % 32) // 4
     warp = lane // 32
     row = pid_n * BLOCK_N + 16 * (warp % (BLOCK_N // 16)) + g
-    lane_k = 32 * (lane % 4) + 128 * (warp // (BLOCK_N // 16))
-    return lane_k, g, tl.minimum(row, N - 1).to(tl.int64), tl.minimum(row + 8, N - 1).to(tl.int64)
+    return (lane % 4, warp // (BLOCK_N // 16), g, tl.minimum(row, N - 1).to(tl.int64),
+            tl.minimum(row + 8, N - 1).to(tl.int64))
 
 
 @triton.jit
 def _mma_lanes(pid_n, match, rank, base, count, N, PAIRS: tl.constexpr, BLOCK_N: tl.constexpr):
     """_mma_rows' lane_k and rows (one warp a row), and the group's members of ranks base + g and base + 8 + g (the
     lane's x rows)."""
-    lane_k, g, row_a, row_b = _mma_rows(pid_n, N, BLOCK_N, 1)
+    q, _, g, row_a, row_b = _mma_rows(pid_n, N, BLOCK_N, 1)
     members = (_members(match, rank, base + g, count, PAIRS)[0], _members(match, rank, base + 8 + g, count, PAIRS)[0])
-    return lane_k, row_a, row_b, members
+    return 32 * q, row_a, row_b, members
 
 
 @triton.jit
-def _mma_columns(c_a, c_b, BLOCK_N: tl.constexpr, K_WARPS: tl.constexpr):
+def _mma_columns(c_a, c_b, BLOCK_N: tl.constexpr, WARPS_A_ROW: tl.constexpr):
     """A tile's sums against one x (_int4_mma_sums with NB 1, its 8 x rows the same: lanes q = 0 .. 3 alike) as
     [BLOCK_N] in row order, from its C fragments c0 (rows g: c_a) and c2 (rows g + 8: c_b); lane q = 0's taken, the
-    K_WARPS warps' of each row added."""
-    sums = tl.reshape(tl.join(c_a, c_b), (K_WARPS, BLOCK_N // 16, 8, 4, 2))  # warp's k rank, w, g, q, h
+    WARPS_A_ROW warps' of each row added (_mma_rows)."""
+    sums = tl.reshape(tl.join(c_a, c_b), (WARPS_A_ROW, BLOCK_N // 16, 8, 4, 2))  # warp's rank, w, g, q, h
     first = tl.arange(0, 4)[None, None, None, :, None] == 0
     sums = tl.sum(tl.sum(tl.where(first, sums, 0.0), axis=3), axis=0)  # [w, g, h]
     return tl.reshape(tl.permute(sums, (0, 2, 1)), (BLOCK_N,))  # row 16 w + 8 h + g
@@ -1141,7 +1154,7 @@ def _pair_mma_split(pairs: int, H: int, I: int, device: torch.device) -> tuple[i
     """The per-pair mma gate / up kernel's K_WARPS (warps a row tile, dealt its k-steps round-robin) and its warps an
     SM with them: doubled, up to 4, while the warps an SM stay within INT4_PAIR_MMA_LAUNCH's aim and each warp keeps a
     k-step of 128."""
-    warps, _, _, aim = INT4_PAIR_MMA_LAUNCH
+    warps, _, _, aim, _ = INT4_PAIR_MMA_LAUNCH
     per_sm = pairs * cdiv(I, 16 * warps) * warps / num_sms(device.index if device.type == "cuda" else -1)
     k_warps = 1
     while k_warps < 4 and 2 * k_warps * per_sm <= aim and cdiv(H, 128) >= 2 * k_warps:
@@ -1155,22 +1168,24 @@ def _moe_experts_pair_mma(x, idx, router, gate_up, down, gate_up_scale, down_sca
     _moe_experts_grouped's, x's rows 16-byte aligned)."""
     T, H = x.shape
     E, I, top_k = gate_up.shape[0], gate_up.shape[1] // 2, idx.shape[1]
-    gate_up_warps, down_warps, per_sm, _ = INT4_PAIR_MMA_LAUNCH
+    gate_up_warps, down_warps, per_sm, _, most_pair_warps = INT4_PAIR_MMA_LAUNCH
     k_warps = _pair_mma_split(T * top_k, H, I, x.device)[0]
+    pair_warps = min(triton.next_power_of_2(top_k), most_pair_warps)
     hinted = _hinted(gate_up, down)
     launch(_moe_gate_up_mma_kernel, (T * top_k, cdiv(I, 16 * gate_up_warps)), x, idx, gate_up, gate_up_scale,
            gate_up_bias, h, H, I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1),
            **{key: epilogue[key] for key in ("ACT", "APPROX", "GROUP_SIZE", "HAS_BIAS", "ALPHA", "LIMIT")},
            BLOCK_N=16 * gate_up_warps, K_WARPS=k_warps, L2_256B=hinted, num_warps=gate_up_warps * k_warps, **pdl)
     tiles = T * cdiv(H, 16 * down_warps)
-    splits, k_split = _ranges_of_i(x.device, tiles, per_sm, DOWN_MAX_SPLITS, I, 128)
+    splits, k_split = _ranges_of_i(x.device, tiles, max(1, per_sm // (down_warps * pair_warps)), DOWN_MAX_SPLITS, I,
+                                   128)
     partials = (torch.empty((splits, T, H), device=x.device, dtype=torch.float32) if splits > 1
                 else float32_placeholder(x.device))
     launch(_moe_down_mma_kernel, (T, cdiv(H, 16 * down_warps), splits), h, idx, router, down, down_scale, down_bias,
            out, partials, arrival_counters(x.device, tiles), T, H, I, E, top_k, k_split, router.stride(0),
            down.stride(0), down.stride(1), out.stride(0), GROUP_SIZE=down_format["GROUP_SIZE"],
            HAS_BIAS=down_format["HAS_BIAS"], SPLITS=splits, SUM_BATCH=min(splits, 8), BLOCK_N=16 * down_warps,
-           L2_256B=hinted, num_warps=down_warps, **pdl)
+           PAIR_WARPS=pair_warps, L2_256B=hinted, num_warps=down_warps * pair_warps, **pdl)
     return out
 
 
