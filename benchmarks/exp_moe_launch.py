@@ -75,7 +75,7 @@ def main():
     parser.add_argument("--l2-256b", type=lambda v: [bool(int(item)) for item in v.split(",")],
                         help="int4: each --mma launch with moe.INT4_L2_256B at these (0,1: without and with the hint)")
     parser.add_argument("--mma", type=lambda v: [tuple(map(int, item.split("x"))) for item in v.split(",")],
-                        help="int4: these INT4_PAIR_MMA_LAUNCH too, gate / up's warps x down's x down's programs an SM "
+                        help="int4: these INT4_PAIR_MMA_LAUNCH too, gate / up's warps x down's x down's warps an SM "
                              "x gate / up's warps an SM aimed at (K_WARPS) x down's warps a tile over the pairs")
     args = parser.parse_args()
     if args.mma and args.quant != "int4":

@@ -576,19 +576,18 @@ def test_per_pair_pipelines(monkeypatch, stages, quant):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("hint", [True, False])
-@pytest.mark.parametrize("launch", [(4, 4, 64, 64, 4), (1, 2, 1, 64, 2), (1, 1, 32, 1, 1)])
+@pytest.mark.parametrize("launch", [(4, 4, 64, 64, 4), (1, 2, 1, 64, 8), (1, 1, 32, 1, 1)])
 @pytest.mark.parametrize("group", [32, 128])
 def test_gpu_int4_pair_mma(monkeypatch, hint, launch, group):
     """The per-pair path's int4 kernels for bf16 x (mma.sync from registers, INT4_PAIR_MMA_LAUNCH), their word loads
-    with the L2 prefetch-size hint or not: H = 288 (k-steps of 128, the last a quarter; groups of 32; I = 800) or 384
+    with the L2 prefetch-size hint or not: H = 544 (k-steps of 128, the last a quarter; groups of 32; I = 800) or 640
     (groups of 128; I = 896), I cut into up to two ranges (at 800 the second's last k-step ragged) or one
-    (DOWN_MAX_SPLITS), gate / up's row tiles on two warps each (K_WARPS: a k-step each and a half or one, the first's
-    last k-step ragged) where its aim allows or one, down's the token's three pairs dealt to four warps a tile (one
-    idle), to two (the second's second round idle) or one (PAIR_WARPS), at 4 warps (64 rows) both kernels' last column
-    tiles ragged where H = 288, a sentinel and -1
-    among the indices; gpt-oss's gate with biases (with the hint) or silu without; x a 16-byte aligned row view of
-    NaN-padded rows (read in place: values past a row's end would show), then a view off that alignment (copied): as
-    the reference on the same codes and scales, twice (the arrival counters)."""
+    (DOWN_MAX_SPLITS), gate / up's row tiles on four warps each where its aim allows (K_WARPS: the first warp two
+    k-steps, at 544 its second a quarter, the others one) or one, down's the token's eight pairs dealt to four warps a
+    tile (two rounds), to eight or one (PAIR_WARPS), at 4 warps (64 rows) both kernels' last column tiles ragged where
+    H = 544, a sentinel and -1 among the indices; gpt-oss's gate with biases (with the hint) or silu without; x a
+    16-byte aligned row view of NaN-padded rows (read in place: values past a row's end would show), then a view off
+    that alignment (copied): as the reference on the same codes and scales, twice (the arrival counters)."""
     monkeypatch.setattr(moe, "_takes_grouped", lambda *a: False)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", launch)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_MIN_WARPS", 0)  # these few pairs would take the CUDA-core kernels
@@ -598,8 +597,8 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, group):
     real_launch = moe.launch
     monkeypatch.setattr(moe, "launch", lambda kernel, grid, *a, **k: grids.append(
         (kernel, grid, k.get("L2_256B"), k.get("K_WARPS", k.get("PAIR_WARPS")))) or real_launch(kernel, grid, *a, **k))
-    H, I = (288, 800) if group == 32 else (384, 896)
-    x, index, weights, gate_up, down = _inputs(3, 4, 3, H, I)
+    H, I = (544, 800) if group == 32 else (640, 896)
+    x, index, weights, gate_up, down = _inputs(3, 4, 8, H, I)
     index[0, 1], index[2, 0] = 4, -1
     padded = torch.full((3, H + 40), float("nan"), device=DEVICE, dtype=x.dtype)
     gu, gu_scale, dn, dn_scale = moe.quantize_experts(gate_up, down, "int4", group)
@@ -618,9 +617,9 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, group):
     (gate_up_kernel, gate_up_grid, gate_up_hint, k_warps), (down_kernel, down_grid, down_hint, pair_warps) = grids[-2:]
     assert gate_up_kernel is moe._moe_gate_up_mma_kernel and down_kernel is moe._moe_down_mma_kernel
     assert gate_up_hint == down_hint == hint
-    assert k_warps == (2 if launch[3] > 1 else 1)  # 3 k-steps: two warps a tile at most
+    assert k_warps == (4 if launch[3] > 1 else 1)
     assert pair_warps == launch[4]
-    assert gate_up_grid == (9, -(-I // (16 * launch[0])))
+    assert gate_up_grid == (24, -(-I // (16 * launch[0])))
     assert down_grid == (3, -(-H // (16 * launch[1])), 2 if launch[2] > 1 else 1)
     torch.cuda.synchronize()
     assert int(_support.arrival_counters(x.device, 3 * down_grid[1]).count_nonzero()) == 0
@@ -648,8 +647,8 @@ def test_int4_word_views(path, monkeypatch):
 
 def test_pair_mma_split(monkeypatch):
     """_pair_mma_split at 132 SMs and the aim of 16 warps an SM: one token of Mixtral-8x7B's experts (1792 one-warp
-    tiles: 13.6 an SM) keeps a warp a tile, gpt-oss-20b's (720) takes 2, Qwen3-30B-A3B's (384) 4 (the most), and a
-    row of two k-steps at most 2 (a k-step a warp at least); 2-warp tiles count their warps."""
+    tiles: 13.6 an SM) keeps a warp a tile, gpt-oss-20b's (720) takes 2, Qwen3-30B-A3B's (384) 4, and a row of two
+    k-steps at most 2 (a k-step a warp at least); 2-warp tiles count their warps; an aim of 64 stops at 4 (the most)."""
     monkeypatch.setattr(moe, "num_sms", lambda index: 132)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", (1, 1, 32, 16, 8))
     cpu = torch.device("cpu")
@@ -658,6 +657,8 @@ def test_pair_mma_split(monkeypatch):
         assert moe._pair_mma_split(pairs, H, I, cpu) == (k_warps, pytest.approx(per_sm))
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", (2, 1, 32, 16, 8))
     assert moe._pair_mma_split(4, 2880, 2880, cpu) == (2, pytest.approx(1440 / 132))  # 360 2-warp tiles
+    monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", (1, 1, 32, 64, 8))
+    assert moe._pair_mma_split(8, 2048, 768, cpu) == (4, pytest.approx(1536 / 132))
 
 
 def test_grouped_path_groups_and_ranges(monkeypatch):

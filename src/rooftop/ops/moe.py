@@ -152,8 +152,8 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # up's warps, down's warps, down's warps an SM, gate / up's warps an SM aimed at, down's warps a tile at most), 16
 # rows a warp; None: the CUDA-core kernels. Session 70: where a step's pairs leave gate / up fewer warps an SM than
 # its aim, up to 4 warps share a row tile, its k-steps dealt round-robin (K_WARPS: _pair_mma_split); down deals the
-# token's k pairs to up to the last entry's warps a tile (PAIR_WARPS; its 8 pairs walked one after another held one
-# token of Qwen3-30B-A3B's). Taken where the gate / up kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more
+# token's k pairs to the warps of a tile (PAIR_WARPS: the largest power of two dividing k, at most the last entry, a
+# power of two; its 8 pairs walked one after another held one token of Qwen3-30B-A3B's). Taken where the gate / up kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more
 # (session 69, one warp a tile: one token of Qwen3-30B-A3B's, 384 one-warp programs, 24.1 us against the CUDA-core
 # kernels' 20.1). H100, session 69 (exp_moe_launch.py --mma, with INT4_L2_256B; call d):
 # one / two / four tokens of Mixtral's 98.7 / 189.3 / 367.7 -> 88.3 / 163.3 / 303.2 us (82% of copy at four), two /
@@ -525,9 +525,10 @@ def _moe_down_mma_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out
                          PAIR_WARPS: tl.constexpr, L2_256B: tl.constexpr, PDL: tl.constexpr):
     # Program (token, BLOCK_N columns, 16 a warp, range of I), int4 experts with bf16 h: _moe_down_kernel's sums by
     # mma.sync from registers (_int4_mma_sums, its 8 x rows all the pair's h), the token's k pairs dealt to PAIR_WARPS
-    # warps of each row tile (warp r: pairs r, r + PAIR_WARPS, ...; their router-weighted sums added through shared
-    # memory). For each pair, its range of h (L2) and of BLOCK_N down rows of its expert (half a byte an element, each
-    # once over the ranges, and the range's group scales); the partials as _moe_down_kernel's. PDL: as the gate / up
+    # warps of each row tile (PAIR_WARPS divides k; warp r: pairs r, r + PAIR_WARPS, ...; their router-weighted sums
+    # added through shared memory). For each pair, its range of h (L2) and of BLOCK_N down rows of its expert (half a
+    # byte an element, each once over the ranges, and the range's group scales; a dead pair's lanes read expert 0's,
+    # their sums dropped: no branch is a warp's alone); the partials as _moe_down_kernel's. PDL: as the gate / up
     # kernel's.
     await_previous(PDL)
     token, pid_n, split, cols, k_start, k_end = _down_program(k_split, I, BLOCK_N)
@@ -536,10 +537,10 @@ def _moe_down_mma_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out
     c_a = tl.zeros(q.shape, tl.float32)  # the lane's C fragments c0 and c2 (_mma_columns), weighted, over its pairs
     c_b = tl.zeros(q.shape, tl.float32)
     for j0 in range(0, TOP_K, PAIR_WARPS):
-        j = tl.minimum(j0 + rank, TOP_K - 1)  # a lane past the k pairs reads the last one's (and adds nothing)
+        j = j0 + rank
         pair = token * TOP_K + j
         expert = tl.load(idx_ptr + pair).to(tl.int64)
-        live = (j0 + rank < TOP_K) & (expert >= 0) & (expert < E)  # a dead pair adds nothing (h: zeros)
+        live = (expert >= 0) & (expert < E)  # a dead pair adds nothing
         weight = tl.load(rw_ptr + token.to(tl.int64) * rw_stride + j).to(tl.float32)
         rows = w_ptr + tl.where(live, expert, 0) * we_stride
         scales = scale_ptr + tl.where(live, expert, 0) * H * (I // GROUP_SIZE)
@@ -550,13 +551,14 @@ def _moe_down_mma_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out
         c_a += tl.where(live, weight * sums[0], 0.0)
         c_b += tl.where(live, weight * sums[2], 0.0)
     acc = _mma_columns(c_a, c_b, BLOCK_N, PAIR_WARPS)
-    if HAS_BIAS:  # the first range adds the pairs' weighted biases
-        for j in range(0, TOP_K):
-            expert = tl.load(idx_ptr + token * TOP_K + j).to(tl.int64)
-            live = (expert >= 0) & (expert < E)
-            weight = tl.where(live, tl.load(rw_ptr + token.to(tl.int64) * rw_stride + j).to(tl.float32), 0.0)
-            acc += weight * _down_output(tl.zeros_like(acc), tl.where(live, expert, 0), cols, (cols < H) & live,
-                                         split == 0, scale_ptr, bias_ptr, H, False, True)
+    if HAS_BIAS:
+        if split == 0:  # the first range adds the pairs' weighted biases
+            for j in range(0, TOP_K):
+                expert = tl.load(idx_ptr + token * TOP_K + j).to(tl.int64)
+                live = (expert >= 0) & (expert < E)
+                weight = tl.where(live, tl.load(rw_ptr + token.to(tl.int64) * rw_stride + j).to(tl.float32), 0.0)
+                acc += weight * _down_output(tl.zeros_like(acc), tl.where(live, expert, 0), cols, (cols < H) & live,
+                                             True, scale_ptr, bias_ptr, H, False, True)
     store_split_output(acc[None, :], token + tl.arange(0, 1), cols, T, H, out_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr,
                        token * tl.num_programs(1) + pid_n, split, SPLITS, False, SUM_BATCH)
 
@@ -679,8 +681,9 @@ def _mma_tile(acc, t: tl.constexpr, BLOCK_N: tl.constexpr):
 @triton.jit
 def _mma_rows(pid_n, N, BLOCK_N: tl.constexpr, WARPS_A_ROW: tl.constexpr):
     """For _int4_mma_sums (a warp 16 of the program's BLOCK_N weight rows, WARPS_A_ROW warps each row, 2 BLOCK_N
-    WARPS_A_ROW lanes): each lane's q, its warp's rank among its rows' WARPS_A_ROW, g and MMA rows g and g + 8
-    (clamped into the N rows: the rows past them are not stored)."""
+    WARPS_A_ROW lanes; warp rank (BLOCK_N / 16) + w holds rows 16 w .. 16 w + 15, rank-major as _mma_columns reads
+    them): each lane's q, its warp's rank among its rows' WARPS_A_ROW, g and MMA rows g and g + 8 (clamped into the N
+    rows: the rows past them are not stored)."""
     lane = tl.arange(0, 2 * BLOCK_N * WARPS_A_ROW)
     g = (lane % 32) // 4
     warp = lane // 32
@@ -691,8 +694,8 @@ def _mma_rows(pid_n, N, BLOCK_N: tl.constexpr, WARPS_A_ROW: tl.constexpr):
 
 @triton.jit
 def _mma_lanes(pid_n, match, rank, base, count, N, PAIRS: tl.constexpr, BLOCK_N: tl.constexpr):
-    """_mma_rows' lane_k and rows (one warp a row), and the group's members of ranks base + g and base + 8 + g (the
-    lane's x rows)."""
+    """_int4_mma_sums' lane_k (32 q) and _mma_rows' rows (one warp a row tile), and the group's members of ranks base
+    + g and base + 8 + g (the lane's x rows)."""
     q, _, g, row_a, row_b = _mma_rows(pid_n, N, BLOCK_N, 1)
     members = (_members(match, rank, base + g, count, PAIRS)[0], _members(match, rank, base + 8 + g, count, PAIRS)[0])
     return 32 * q, row_a, row_b, members
@@ -1170,7 +1173,7 @@ def _moe_experts_pair_mma(x, idx, router, gate_up, down, gate_up_scale, down_sca
     E, I, top_k = gate_up.shape[0], gate_up.shape[1] // 2, idx.shape[1]
     gate_up_warps, down_warps, per_sm, _, most_pair_warps = INT4_PAIR_MMA_LAUNCH
     k_warps = _pair_mma_split(T * top_k, H, I, x.device)[0]
-    pair_warps = min(triton.next_power_of_2(top_k), most_pair_warps)
+    pair_warps = math.gcd(top_k, most_pair_warps)  # a power of two dividing k: no warp idle for a round
     hinted = _hinted(gate_up, down)
     launch(_moe_gate_up_mma_kernel, (T * top_k, cdiv(I, 16 * gate_up_warps)), x, idx, gate_up, gate_up_scale,
            gate_up_bias, h, H, I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1),
