@@ -576,13 +576,14 @@ def test_per_pair_pipelines(monkeypatch, stages, quant):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("hint", [True, False])
-@pytest.mark.parametrize("launch", [(4, 4, 64, 64, 4), (1, 2, 1, 64, 8), (1, 1, 32, 1, 1)])
+@pytest.mark.parametrize("launch, pair_warps, ranges", [((4, 4, 64, 64, 4), 4, 2), ((1, 2, 8, 64, 8), 8, 1),
+                                                       ((1, 1, 32, 1, 1), 1, 2)])
 @pytest.mark.parametrize("group", [32, 128])
-def test_gpu_int4_pair_mma(monkeypatch, hint, launch, group):
+def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group):
     """The per-pair path's int4 kernels for bf16 x (mma.sync from registers, INT4_PAIR_MMA_LAUNCH), their word loads
     with the L2 prefetch-size hint or not: H = 544 (k-steps of 128, the last a quarter; groups of 32; I = 800) or 640
-    (groups of 128; I = 896), I cut into up to two ranges (at 800 the second's last k-step ragged) or one
-    (DOWN_MAX_SPLITS), gate / up's row tiles on four warps each where its aim allows (K_WARPS: the first warp two
+    (groups of 128; I = 896), I cut into two ranges (at 800 the second's last k-step ragged; DOWN_MAX_SPLITS) or,
+    where the budget holds only the tiles' warps, one, gate / up's row tiles on four warps each where its aim allows (K_WARPS: the first warp two
     k-steps, at 544 its second a quarter, the others one) or one, down's the token's eight pairs dealt to four warps a
     tile (two rounds), to eight or one (PAIR_WARPS), at 4 warps (64 rows) both kernels' last column tiles ragged where
     H = 544, a sentinel and -1 among the indices; gpt-oss's gate with biases (with the hint) or silu without; x a
@@ -592,7 +593,7 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, group):
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", launch)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_MIN_WARPS", 0)  # these few pairs would take the CUDA-core kernels
     monkeypatch.setattr(moe, "INT4_L2_256B", hint)
-    monkeypatch.setattr(moe, "DOWN_MAX_SPLITS", 2 if launch[2] > 1 else 1)
+    monkeypatch.setattr(moe, "DOWN_MAX_SPLITS", 2)
     grids = []
     real_launch = moe.launch
     monkeypatch.setattr(moe, "launch", lambda kernel, grid, *a, **k: grids.append(
@@ -614,13 +615,14 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, group):
             assert rel_err(out, ref) < TOL[torch.bfloat16]
     finally:
         _support.clear_plans()
-    (gate_up_kernel, gate_up_grid, gate_up_hint, k_warps), (down_kernel, down_grid, down_hint, pair_warps) = grids[-2:]
+    (gate_up_kernel, gate_up_grid, gate_up_hint, k_warps), (down_kernel, down_grid, down_hint, down_pair_warps) = \
+        grids[-2:]
     assert gate_up_kernel is moe._moe_gate_up_mma_kernel and down_kernel is moe._moe_down_mma_kernel
     assert gate_up_hint == down_hint == hint
     assert k_warps == (4 if launch[3] > 1 else 1)
-    assert pair_warps == launch[4]
+    assert down_pair_warps == pair_warps
     assert gate_up_grid == (24, -(-I // (16 * launch[0])))
-    assert down_grid == (3, -(-H // (16 * launch[1])), 2 if launch[2] > 1 else 1)
+    assert down_grid == (3, -(-H // (16 * launch[1])), ranges)
     torch.cuda.synchronize()
     assert int(_support.arrival_counters(x.device, 3 * down_grid[1]).count_nonzero()) == 0
 
@@ -650,15 +652,31 @@ def test_pair_mma_split(monkeypatch):
     tiles: 13.6 an SM) keeps a warp a tile, gpt-oss-20b's (720) takes 2, Qwen3-30B-A3B's (384) 4, and a row of two
     k-steps at most 2 (a k-step a warp at least); 2-warp tiles count their warps; an aim of 64 stops at 4 (the most)."""
     monkeypatch.setattr(moe, "num_sms", lambda index: 132)
-    monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", (1, 1, 32, 16, 8))
+    monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", (1, 1, 24, 16, 8))
     cpu = torch.device("cpu")
     for (pairs, H, I), (k_warps, per_sm) in (((2, 4096, 14336), (1, 1792 / 132)), ((4, 2880, 2880), (2, 1440 / 132)),
                                              ((8, 2048, 768), (4, 1536 / 132)), ((8, 256, 768), (2, 768 / 132))):
         assert moe._pair_mma_split(pairs, H, I, cpu) == (k_warps, pytest.approx(per_sm))
-    monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", (2, 1, 32, 16, 8))
+    monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", (2, 1, 24, 16, 8))
     assert moe._pair_mma_split(4, 2880, 2880, cpu) == (2, pytest.approx(1440 / 132))  # 360 2-warp tiles
-    monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", (1, 1, 32, 64, 8))
+    monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", (1, 1, 24, 64, 8))
     assert moe._pair_mma_split(8, 2048, 768, cpu) == (4, pytest.approx(1536 / 132))
+
+
+def test_pair_mma_down(monkeypatch):
+    """_pair_mma_down at 132 SMs and a budget of 24 warps an SM (3168): one token of Qwen3-30B-A3B's (128 one-warp
+    tiles) deals its 8 pairs to 8 warps and cuts I (6 k-steps) into 3 ranges; four tokens (512 tiles) halve the pairs'
+    warps to fit, one range; Mixtral-8x7B's (256 tiles, k 2) 2 warps, 6 ranges of 19 k-steps; gpt-oss-20b's (180, k
+    4) 4 warps, 4 ranges of 6; k = 6 takes 2 (dividing k), k = 3 one; 2-warp tiles count their warps."""
+    monkeypatch.setattr(moe, "num_sms", lambda index: 132)
+    monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", (1, 1, 24, 16, 8))
+    cpu = torch.device("cpu")
+    for (T, top_k, H, I), expected in (((1, 8, 2048, 768), (8, 3, 256)), ((4, 8, 2048, 768), (4, 1, 768)),
+                                       ((1, 2, 4096, 14336), (2, 6, 2432)), ((1, 4, 2880, 2880), (4, 4, 768)),
+                                       ((1, 6, 2048, 768), (2, 6, 128)), ((1, 3, 2048, 768), (1, 6, 128))):
+        assert moe._pair_mma_down(T, top_k, H, I, cpu) == expected
+    monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", (1, 2, 24, 16, 8))
+    assert moe._pair_mma_down(4, 8, 2048, 768, cpu) == (4, 1, 768)  # 256 2-warp tiles
 
 
 def test_grouped_path_groups_and_ranges(monkeypatch):

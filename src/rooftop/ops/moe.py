@@ -160,7 +160,7 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # four of Qwen3's 32.6 / 54.6 -> 29.3 / 44.5; (2, 2, 32) 5% slower, (1, 2, 32) level; without the hint no faster than
 # the CUDA-core kernels (103.4 us at one token of Mixtral's). ncu (call g, one token of Mixtral's): gate / up 57.4 us
 # at 68.5% of DRAM (13.6 warps an SM of the 16 its registers allow), down 38.8 us at 50.1% (ranges of 7 k-steps).
-INT4_PAIR_MMA_LAUNCH = (1, 1, 32, 16, 8)
+INT4_PAIR_MMA_LAUNCH = (1, 1, 24, 24, 8)
 INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-core kernels (their programs 8 rows)
 # _int4_mma_sums' word loads with PTX's L2 prefetch-size hint (_load_words): a lane's k-step reads 16 bytes of each of
 # its rows, a warp's 64 of each (128 k), the next step's only once this one is done: without the hint DRAM serves
@@ -1165,23 +1165,37 @@ def _pair_mma_split(pairs: int, H: int, I: int, device: torch.device) -> tuple[i
     return k_warps, k_warps * per_sm
 
 
+def _pair_mma_down(T: int, top_k: int, H: int, I: int, device: torch.device) -> tuple[int, int, int]:
+    """The per-pair mma down kernel's PAIR_WARPS (warps a tile, dealt the token's k pairs), ranges of I and elements a
+    range, within a budget of INT4_PAIR_MMA_LAUNCH's third entry in warps an SM: the largest power of two dividing k
+    (at most the fifth entry) whose T x column tiles x PAIR_WARPS warps fit it (else 1), then as many ranges of whole
+    128-wide k-steps as the budget's rest holds (at most DOWN_MAX_SPLITS)."""
+    _, warps, per_sm, _, most_pair_warps = INT4_PAIR_MMA_LAUNCH
+    budget = per_sm * num_sms(device.index if device.type == "cuda" else -1)
+    tile_warps = T * cdiv(H, 16 * warps) * warps
+    pair_warps = math.gcd(top_k, most_pair_warps)  # a power of two dividing k: no warp idle for a round
+    while pair_warps > 1 and tile_warps * pair_warps > budget:
+        pair_warps //= 2
+    steps = cdiv(I, 128)
+    k_split = cdiv(steps, max(1, min(budget // (tile_warps * pair_warps), steps, DOWN_MAX_SPLITS))) * 128
+    return pair_warps, cdiv(I, k_split), k_split
+
+
 def _moe_experts_pair_mma(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias, down_bias, h, out,
                           epilogue, down_format, pdl):
     """The per-pair path's two launches for int4 experts with bf16 x on sm_80+ (INT4_PAIR_MMA_LAUNCH; arguments as
     _moe_experts_grouped's, x's rows 16-byte aligned)."""
     T, H = x.shape
     E, I, top_k = gate_up.shape[0], gate_up.shape[1] // 2, idx.shape[1]
-    gate_up_warps, down_warps, per_sm, _, most_pair_warps = INT4_PAIR_MMA_LAUNCH
+    gate_up_warps, down_warps = INT4_PAIR_MMA_LAUNCH[:2]
     k_warps = _pair_mma_split(T * top_k, H, I, x.device)[0]
-    pair_warps = math.gcd(top_k, most_pair_warps)  # a power of two dividing k: no warp idle for a round
+    pair_warps, splits, k_split = _pair_mma_down(T, top_k, H, I, x.device)
     hinted = _hinted(gate_up, down)
     launch(_moe_gate_up_mma_kernel, (T * top_k, cdiv(I, 16 * gate_up_warps)), x, idx, gate_up, gate_up_scale,
            gate_up_bias, h, H, I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1),
            **{key: epilogue[key] for key in ("ACT", "APPROX", "GROUP_SIZE", "HAS_BIAS", "ALPHA", "LIMIT")},
            BLOCK_N=16 * gate_up_warps, K_WARPS=k_warps, L2_256B=hinted, num_warps=gate_up_warps * k_warps, **pdl)
     tiles = T * cdiv(H, 16 * down_warps)
-    splits, k_split = _ranges_of_i(x.device, tiles, max(1, per_sm // (down_warps * pair_warps)), DOWN_MAX_SPLITS, I,
-                                   128)
     partials = (torch.empty((splits, T, H), device=x.device, dtype=torch.float32) if splits > 1
                 else float32_placeholder(x.device))
     launch(_moe_down_mma_kernel, (T, cdiv(H, 16 * down_warps), splits), h, idx, router, down, down_scale, down_bias,
