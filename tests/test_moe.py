@@ -581,14 +581,15 @@ def test_per_pair_pipelines(monkeypatch, stages, quant):
 @pytest.mark.parametrize("group", [32, 128])
 def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group):
     """The per-pair path's int4 kernels for bf16 x (mma.sync from registers, INT4_PAIR_MMA_LAUNCH), their word loads
-    with the L2 prefetch-size hint or not: H = 544 (k-steps of 128, the last a quarter; groups of 32; I = 800) or 640
-    (groups of 128; I = 896), I cut into two ranges (at 800 the second's last k-step ragged; DOWN_MAX_SPLITS) or,
-    where the budget holds only the tiles' warps, one, gate / up's row tiles on four warps each where its aim allows (K_WARPS: the first warp two
-    k-steps, at 544 its second a quarter, the others one) or one, down's the token's eight pairs dealt to four warps a
-    tile (two rounds), to eight or one (PAIR_WARPS), at 4 warps (64 rows) both kernels' last column tiles ragged where
-    H = 544, a sentinel and -1 among the indices; gpt-oss's gate with biases (with the hint) or silu without; x a
-    16-byte aligned row view of NaN-padded rows (read in place: values past a row's end would show), then a view off
-    that alignment (copied): as the reference on the same codes and scales, twice (the arrival counters)."""
+    with the L2 prefetch-size hint or not: H = 544 (k-steps of 128, the last a quarter; groups of 32; I = 800) or
+    640 (groups of 128; I = 896), I cut into two ranges (at 800 the second's last k-step ragged; DOWN_MAX_SPLITS)
+    or, where the budget holds only the tiles' warps, one, gate / up's row tiles on four warps each where its aim
+    allows (K_WARPS: the first warp two k-steps, at 544 its second a quarter, the others one) or one, down's the
+    token's eight pairs dealt to four warps a tile (two rounds), to eight or one (PAIR_WARPS), at 4 warps (64 rows)
+    both kernels' last column tiles ragged where H = 544, a sentinel and -1 among the indices; gpt-oss's gate with
+    biases (with the hint) or silu without; x a 16-byte aligned row view of NaN-padded rows (read in place: values
+    past a row's end would show), then a view off that alignment (copied): as the reference on the same codes and
+    scales, twice (the arrival counters)."""
     monkeypatch.setattr(moe, "_takes_grouped", lambda *a: False)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", launch)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_MIN_WARPS", 0)  # these few pairs would take the CUDA-core kernels
