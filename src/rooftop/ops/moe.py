@@ -148,18 +148,25 @@ GROUPED_LAUNCH = (32, 128, 4)
 INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # int4 with bf16 x a pair a program (sm_80+): the per-pair kernels' sums by mma.sync from registers as the grouped
 # path's (_moe_gate_up_mma_kernel, _moe_down_mma_kernel: _int4_mma_sums with its 8 x rows all the pair's; offline sm_90
-# the gate / up loop ~2.8 instructions a code against the CUDA-core loop's 3.7-4.8, 105 / 64-80 registers); (gate / up's
-# warps, down's warps, down's warps an SM, gate / up's warps an SM aimed at, down's warps a tile at most), 16 rows a
-# warp; None: the CUDA-core kernels. Session 70: where a step's pairs leave gate / up fewer warps an SM than its aim, up
-# to 4 warps share a row tile, its k-steps dealt round-robin (K_WARPS: _pair_mma_split); down deals the token's k pairs
-# to the warps of a tile (PAIR_WARPS: the largest power of two dividing k, at most the last entry, a power of two; its 8
-# pairs walked one after another held one token of Qwen3-30B-A3B's). Taken where the gate / up kernel has
-# INT4_PAIR_MMA_MIN_WARPS warps an SM or more (session 69, one warp a tile: one token of Qwen3-30B-A3B's, 384 one-warp
-# programs, 24.1 us against the CUDA-core kernels' 20.1). H100, session 69 (exp_moe_launch.py --mma, with INT4_L2_256B;
-# call d): one / two / four tokens of Mixtral's 98.7 / 189.3 / 367.7 -> 88.3 / 163.3 / 303.2 us (82% of copy at four),
-# two / four of Qwen3's 32.6 / 54.6 -> 29.3 / 44.5; (2, 2, 32) 5% slower, (1, 2, 32) level; without the hint no faster
-# than the CUDA-core kernels (103.4 us at one token of Mixtral's). ncu (call g, one token of Mixtral's): gate / up 57.4
-# us at 68.5% of DRAM (13.6 warps an SM of the 16 its registers allow), down 38.8 us at 50.1% (ranges of 7 k-steps).
+# the gate / up loop ~2.8 instructions a code against the CUDA-core loop's 3.7-4.8, 96-105 / 64-80 registers); (gate /
+# up's warps, down's warps, down's budget of warps an SM, gate / up's warps an SM aimed at, down's warps a tile at most
+# over the token's pairs: a power of two), 16 rows a warp; None: the CUDA-core kernels. Where a step's pairs leave gate
+# / up fewer warps an SM than its aim, up to 4 warps share a row tile, its k-steps dealt round-robin (K_WARPS:
+# _pair_mma_split); down deals the token's k pairs to the warps of a tile, then cuts I into ranges, within its budget
+# (PAIR_WARPS: _pair_mma_down). Taken where the gate / up kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more. H100,
+# session 69 (one warp a tile, a token's pairs one after another, 32 down programs an SM; exp_moe_launch.py --mma, with
+# INT4_L2_256B): one / two / four tokens of Mixtral's 98.7 / 189.3 / 367.7 -> 88.3 / 163.3 / 303.2 us against the CUDA-
+# core kernels, two / four of Qwen3's 32.6 / 54.6 -> 29.3 / 44.5, but one of Qwen3's 24.1 against 20.1 (384 one-warp
+# tiles, 2.9 an SM; its down programs walked 8 pairs of one k-step each); ncu at one token of Mixtral's: gate / up 57.4
+# us at 68.5% of DRAM (13.6 warps an SM of the 16 its registers allow), down 38.8 us at 50.1%. H100, session 70 (calls
+# a and c2, graph replay): with K_WARPS and PAIR_WARPS one token of Qwen3-30B-A3B's 25.1 -> 16.5 us (PAIR_WARPS 8
+# against 1, K_WARPS 4 both; CUDA-core 20.0), two 32.6 -> 24.6, gpt-oss-20b's one 37.9 -> 35.3 (the L2 hint now 6 us
+# ahead there; session 69's 41.1 without it, 47.1 with), Mixtral's one / two 85.5 / 157.1 -> 84.8 / 155.9; budgets of
+# 16 / 32 warps an SM: 2-10% behind 24 at Mixtral's and gpt-oss's one and two tokens, 32 ahead at 16 tokens of Qwen3's
+# (135.3 against 145.6: two ranges against one) and level at four; aims of 16 / 32 against 24: 32 lost at Mixtral's one
+# token (k 2, 89.3 against 86.9), 16 left Qwen3's two tokens at k 2 (28.7 against 26.1 at k 4). Left: four tokens of
+# Mixtral's 313.5 us against 295.1 without pair warps (its 112 k-steps a warp against two pairs of 38: ranges beat pair
+# warps where I is long), 8 / 16 of Qwen3's 3-4% behind session 69's launch.
 INT4_PAIR_MMA_LAUNCH = (1, 1, 24, 24, 8)
 INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-core kernels (their programs 8 rows)
 # _int4_mma_sums' word loads with PTX's L2 prefetch-size hint (_load_words): a lane's k-step reads 16 bytes of each of
