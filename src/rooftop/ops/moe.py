@@ -162,12 +162,12 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # a and c2, graph replay): with K_WARPS and PAIR_WARPS one token of Qwen3-30B-A3B's 25.1 -> 16.5 us (PAIR_WARPS 8
 # against 1, K_WARPS 4 both; CUDA-core 20.0), two 32.6 -> 24.6, gpt-oss-20b's one 37.9 -> 35.3 (the L2 hint now 4-5 us
 # ahead there, call a; session 69's 41.1 without it, 47.1 with), Mixtral's one / two 85.5 / 157.1 -> 84.8 / 155.9; a
-# budget of 16 warps an SM 7-10% behind 24 at one and two tokens of Mixtral's and one of gpt-oss-20b's, 32 4-5% behind
-# at Mixtral's, level at gpt-oss's and Qwen3's one to four tokens, ahead at 16 of Qwen3's (135.3 against 145.6: two
-# ranges against one); aims of 16 / 32 against 24: 32 lost at Mixtral's one token (k 2, 89.3 against 86.9), 16 left
-# Qwen3's two tokens at k 2 (28.7 against 26.1 at k 4). Left: four tokens of Mixtral's 313.5 us against 295.1 without
-# pair warps (its 112 k-steps a warp against two pairs of 38: ranges beat pair warps where I is long), 8 / 16 of
-# Qwen3's 3-4% behind session 69's launch.
+# budget of 16 warps an SM 7-10% behind 24 at one and two tokens of Mixtral's and one of gpt-oss-20b's, 32 4-6% behind
+# at Mixtral's one and two tokens and Qwen3's two, within 3% at gpt-oss's one and four and Qwen3's one and four, ahead
+# at 16 of Qwen3's (135.3 against 145.6: two ranges against one); aims of 16 / 32 against 24: 32 lost at Mixtral's one
+# token (k 2, 89.3 against 86.9), 16 left Qwen3's two tokens at k 2 (28.7 against 26.1 at k 4). Left: four tokens of
+# Mixtral's 313.5 us against 295.1 without pair warps (its 112 k-steps a warp against two pairs of 38: ranges beat pair
+# warps where I is long), 8 / 16 of Qwen3's 3-4% behind session 69's launch.
 INT4_PAIR_MMA_LAUNCH = (1, 1, 24, 24, 8)
 INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-core kernels (their programs 8 rows)
 # _int4_mma_sums' word loads with PTX's L2 prefetch-size hint (_load_words): a lane's k-step reads 16 bytes of each of
