@@ -593,6 +593,7 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group)
     monkeypatch.setattr(moe, "_takes_grouped", lambda *a: False)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", launch)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_MIN_WARPS", 0)  # these few pairs would take the CUDA-core kernels
+    monkeypatch.setattr(moe, "num_sms", lambda index: 132)  # the launches below an H100's or H200's, on any card
     monkeypatch.setattr(moe, "INT4_L2_256B", hint)
     monkeypatch.setattr(moe, "DOWN_MAX_SPLITS", 2)
     grids = []

@@ -150,11 +150,11 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # path's (_moe_gate_up_mma_kernel, _moe_down_mma_kernel: _int4_mma_sums with its 8 x rows all the pair's; offline sm_90
 # the gate / up loop ~2.8 instructions a code against the CUDA-core loop's 3.7-4.8, 96-105 / 64-80 registers); (gate /
 # up's warps, down's warps, down's budget of warps an SM, gate / up's warps an SM aimed at, down's warps a tile at most
-# over the token's pairs: a power of two), 16 rows a warp; None: the CUDA-core kernels. Where a step's pairs leave gate
-# / up fewer warps an SM than its aim, up to 4 warps share a row tile, its k-steps dealt round-robin (K_WARPS:
-# _pair_mma_split); down deals the token's k pairs to the warps of a tile, then cuts I into ranges, within its budget
-# (PAIR_WARPS: _pair_mma_down). Taken where the gate / up kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more. H100,
-# session 69 (one warp a tile, a token's pairs one after another, 32 down programs an SM; exp_moe_launch.py --mma, with
+# over the token's pairs), 16 rows a warp; None: the CUDA-core kernels. Where a step's pairs leave gate / up fewer
+# warps an SM than its aim, up to 4 warps share a row tile, its k-steps dealt round-robin (K_WARPS: _pair_mma_split);
+# down deals the token's k pairs to the warps of a tile, then cuts I into ranges, within its budget (PAIR_WARPS:
+# _pair_mma_down). Taken where the gate / up kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more. H100, session 69
+# (one warp a tile, a token's pairs one after another, 32 down programs an SM; exp_moe_launch.py --mma, with
 # INT4_L2_256B): one / two / four tokens of Mixtral's 98.7 / 189.3 / 367.7 -> 88.3 / 163.3 / 303.2 us against the CUDA-
 # core kernels, two / four of Qwen3's 32.6 / 54.6 -> 29.3 / 44.5, but one of Qwen3's 24.1 against 20.1 (384 one-warp
 # tiles, 2.9 an SM; its down programs walked 8 pairs of one k-step each); ncu at one token of Mixtral's: gate / up 57.4
@@ -164,10 +164,11 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # ahead there, call a; session 69's 41.1 without it, 47.1 with), Mixtral's one / two 85.5 / 157.1 -> 84.8 / 155.9; a
 # budget of 16 warps an SM 7-10% behind 24 at one and two tokens of Mixtral's and one of gpt-oss-20b's, 32 4-6% behind
 # at Mixtral's one and two tokens and Qwen3's two, within 3% at gpt-oss's one and four and Qwen3's one and four, ahead
-# at 16 of Qwen3's (135.3 against 145.6: two ranges against one); aims of 16 / 32 against 24: 32 lost at Mixtral's one
-# token (k 2, 89.3 against 86.9), 16 left Qwen3's two tokens at k 2 (28.7 against 26.1 at k 4). Left: four tokens of
-# Mixtral's 313.5 us against 295.1 without pair warps (its 112 k-steps a warp against two pairs of 38: ranges beat pair
-# warps where I is long), 8 / 16 of Qwen3's 3-4% behind session 69's launch.
+# at 16 of Qwen3's (135.3 against 145.6: its tiles' 2048 warps fit 2 pair warps in 32 an SM, in 24 one); aims of 16 /
+# 32 against 24: 32 lost at Mixtral's one token (k 2, 89.3 against 86.9), 16 left Qwen3's two tokens at k 2 (call a,
+# the down ranges then by programs an SM: 28.7 against 26.4 at k 4). Left: four tokens of Mixtral's 313.5 us against
+# 295.1 without pair warps (its 112 k-steps a warp against two pairs of 38: ranges beat pair warps where I is long), 8
+# / 16 of Qwen3's 3-4% behind session 69's launch.
 INT4_PAIR_MMA_LAUNCH = (1, 1, 24, 24, 8)
 INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-core kernels (their programs 8 rows)
 # _int4_mma_sums' word loads with PTX's L2 prefetch-size hint (_load_words): a lane's k-step reads 16 bytes of each of
@@ -1176,12 +1177,13 @@ def _pair_mma_split(pairs: int, H: int, I: int, device: torch.device) -> tuple[i
 def _pair_mma_down(T: int, top_k: int, H: int, I: int, device: torch.device) -> tuple[int, int, int]:
     """The per-pair mma down kernel's PAIR_WARPS (warps a tile, dealt the token's k pairs), ranges of I and elements a
     range, within a budget of INT4_PAIR_MMA_LAUNCH's third entry in warps an SM: the largest power of two dividing k
-    (at most the fifth entry) whose T x column tiles x PAIR_WARPS warps fit it (else 1), then as many ranges of whole
+    and the fifth entry whose T x column tiles x PAIR_WARPS warps fit it (else 1), then as many ranges of whole
     128-wide k-steps as the budget's rest holds (at most DOWN_MAX_SPLITS)."""
     _, warps, per_sm, _, most_pair_warps = INT4_PAIR_MMA_LAUNCH
     budget = per_sm * num_sms(device.index if device.type == "cuda" else -1)
     tile_warps = T * cdiv(H, 16 * warps) * warps
-    pair_warps = math.gcd(top_k, most_pair_warps)  # a power of two dividing k: no warp idle for a round
+    pair_warps = math.gcd(top_k, most_pair_warps)
+    pair_warps &= -pair_warps  # the largest power of two dividing both: no warp idle for a round
     while pair_warps > 1 and tile_warps * pair_warps > budget:
         pair_warps //= 2
     steps = cdiv(I, 128)
