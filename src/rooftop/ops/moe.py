@@ -691,8 +691,8 @@ def _mma_tile(acc, t: tl.constexpr, BLOCK_N: tl.constexpr):
 def _mma_rows(pid_n, N, BLOCK_N: tl.constexpr, WARPS_A_ROW: tl.constexpr):
     """For _int4_mma_sums (a warp 16 of the program's BLOCK_N weight rows, WARPS_A_ROW warps each row, 2 BLOCK_N
     WARPS_A_ROW lanes; warp r (BLOCK_N / 16) + w holds rows 16 w .. 16 w + 15 as rank r, rank-major as _mma_columns
-    reads them): each lane's q, its warp's rank among its rows' WARPS_A_ROW, g and MMA rows g and g + 8 (clamped into the N
-    rows: the rows past them are not stored)."""
+    reads them): each lane's q, its warp's rank among its rows' WARPS_A_ROW, g and MMA rows g and g + 8 (clamped into
+    the N rows: the rows past them are not stored)."""
     lane = tl.arange(0, 2 * BLOCK_N * WARPS_A_ROW)
     g = (lane % 32) // 4
     warp = lane // 32
