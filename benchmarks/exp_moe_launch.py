@@ -24,9 +24,8 @@ mma.sync from registers for bf16 x, "GxDxPxAxW": gate / up's warps, down's, down
 gate / up's warps an SM aimed at by sharing a row tile's k-steps among up to 4 warps, down's warps a tile at most over
 the token's pairs) times those launches
 after the CUDA-core ones (the launches run with INT4_PAIR_MMA_LAUNCH None but with --quick), --l2-256b 0,1 each
-without and with moe.INT4_L2_256B (their word loads' L2 prefetch-size hint), --down-rules shipped,chain each with the
-shipped down launch rule and with shortest_chain_down's, --prefetch-down (session 71) each with the gate / up kernel
-pulling down's bytes into L2 at these (moe.INT4_PREFETCH_DOWN_L2 / _AT); --cases replaces the cases.
+without and with moe.INT4_L2_256B (their word loads' L2 prefetch-size hint), --down-rules shipped,first each with the
+shipped down launch rule and with session 70's (pair_warps_first_down); --cases replaces the cases.
 Writes OUT/exp-moe-launch[-QUANT].json.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT [--quick] [--quant fp8|int8|int4]
 [--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16] [--stages 1/1,3/3] [--mma 1x1x32x16x8,2x1x16x1x1]
@@ -51,23 +50,20 @@ PER_SM = (1, 4)  # the down kernel's programs an SM: I split to make them (1: fe
 CASES = ((1, 8, 2, 4096, 14336), (4, 8, 2, 4096, 14336), (1, 128, 8, 2048, 768), (4, 128, 8, 2048, 768))
 
 
-def shortest_chain_down(T, top_k, H, I, device):
-    """--down-rules chain (session 70, untimed): moe._pair_mma_down's (PAIR_WARPS, ranges, elements a range) chosen,
-    within the same budget of warps an SM, as the one whose warps' chain of dependent loads, pairs x (k-steps a range +
-    1), is shortest (ties: more pair warps)."""
+def pair_warps_first_down(T, top_k, H, I, device):
+    """--down-rules first (session 70's shipped rule, replaced in session 71): moe._pair_mma_down's (PAIR_WARPS,
+    ranges, elements a range) with the pair warps first, the largest power of two dividing k and the fifth entry whose
+    warps fit the budget, then as many ranges as the budget's rest holds."""
     _, warps, per_sm, _, most_pair_warps = moe.INT4_PAIR_MMA_LAUNCH
     budget = per_sm * num_sms(device.index)
     tile_warps = T * cdiv(H, 16 * warps) * warps
-    steps = cdiv(I, 128)
-    choices = []
     pair_warps = math.gcd(top_k, most_pair_warps)
-    while pair_warps >= 1:
-        if tile_warps * pair_warps <= budget or pair_warps == 1:
-            k_split = cdiv(steps, max(1, min(budget // (tile_warps * pair_warps), steps, moe.DOWN_MAX_SPLITS)))
-            choices.append(((top_k // pair_warps) * (k_split + 1), -pair_warps, cdiv(steps, k_split), k_split * 128))
+    pair_warps &= -pair_warps
+    while pair_warps > 1 and tile_warps * pair_warps > budget:
         pair_warps //= 2
-    chain, minus_pair_warps, ranges, k_split = min(choices)
-    return -minus_pair_warps, ranges, k_split
+    steps = cdiv(I, 128)
+    k_split = cdiv(steps, max(1, min(budget // (tile_warps * pair_warps), steps, moe.DOWN_MAX_SPLITS))) * 128
+    return pair_warps, cdiv(I, k_split), k_split
 
 
 def make_inputs(spec, shape, quant):
@@ -97,12 +93,8 @@ def main():
     parser.add_argument("--l2-256b", type=lambda v: [bool(int(item)) for item in v.split(",")],
                         help="int4: each --mma launch with moe.INT4_L2_256B at these (0,1: without and with the hint)")
     parser.add_argument("--down-rules", type=lambda v: v.split(","), default=["shipped"],
-                        help="int4 --mma: the down launch by these rules: shipped (moe._pair_mma_down), chain "
-                             "(shortest_chain_down)")
-    parser.add_argument("--prefetch-down", type=lambda v: [(float(item.split("/")[0]), int(item.split("/")[-1]))
-                                                            for item in v.split(",")],
-                        help="int4 --mma: each launch with moe.INT4_PREFETCH_DOWN_L2 / INT4_PREFETCH_DOWN_AT at these "
-                             "(0/1,0.5/1,0.5/2: without, before the sums, after them)")
+                        help="int4 --mma: the down launch by these rules: shipped (moe._pair_mma_down), first "
+                             "(pair_warps_first_down)")
     parser.add_argument("--mma", type=lambda v: [tuple(map(int, item.split("x"))) for item in v.split(",")],
                         help="int4: these INT4_PAIR_MMA_LAUNCH too, gate / up's warps x down's x down's warps an SM "
                              "x gate / up's warps an SM aimed at (K_WARPS) x down's warps a tile over the pairs")
@@ -111,8 +103,6 @@ def main():
         parser.error("--mma: int4 experts only")
     shipped_mma, shipped_hint, shipped_down = moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B, moe._pair_mma_down
     hints = args.l2_256b or [shipped_hint]
-    shipped_prefetch = (moe.INT4_PREFETCH_DOWN_L2, moe.INT4_PREFETCH_DOWN_AT)
-    prefetches = args.prefetch_down or [shipped_prefetch]
     moe.INT4_PAIR_MMA_LAUNCH = shipped_mma if args.quick else None  # the launches below: CUDA-core kernels
     shipped_min_warps = moe.INT4_PAIR_MMA_MIN_WARPS
     names = ("INT4_GATE_UP_LAUNCH", "INT4_DOWN_LAUNCH") if args.quant == "int4" else ("GATE_UP_LAUNCH", "DOWN_LAUNCH")
@@ -156,25 +146,22 @@ def main():
                            + ("" if down == gate_up else "/n{}k{}w{}".format(*down)) + f"p{per_sm}"
                            + ("" if args.stages is None else "s{}/{}".format(*stages)),
                            graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=20), out)
-        for mma, hint, rule, prefetch in ((mma, hint, rule, prefetch) for mma in args.mma or () for hint in hints
-                                          for rule in args.down_rules for prefetch in prefetches):
+        for mma, hint, rule in ((mma, hint, rule) for mma in args.mma or () for hint in hints
+                                for rule in args.down_rules):
             moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B = mma, hint
-            moe.INT4_PREFETCH_DOWN_L2, moe.INT4_PREFETCH_DOWN_AT = prefetch
             moe.INT4_PAIR_MMA_MIN_WARPS = 0  # at every case
-            moe._pair_mma_down = shortest_chain_down if rule == "chain" else shipped_down
+            moe._pair_mma_down = pair_warps_first_down if rule == "first" else shipped_down
             clear_plans()
             out = spec.run(*sets[0])
             device = sets[0][0].device
             k_warps = moe._pair_mma_split(shape[0] * shape[2], *shape[3:], device)[0]
             pair_warps, ranges, _ = moe._pair_mma_down(shape[0], *shape[2:], device)
             record("rooftop mma g{}d{}p{}a{}w{}".format(*mma) + f" k{k_warps} pw{pair_warps} r{ranges}"
-                   + ("" if args.l2_256b is None else f" L2 {int(hint)}") + ("" if rule == "shipped" else f" {rule}")
-                   + ("" if args.prefetch_down is None else " pf{}/{}".format(*prefetch)),
+                   + ("" if args.l2_256b is None else f" L2 {int(hint)}") + ("" if rule == "shipped" else f" {rule}"),
                    graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=20), out)
         moe._pair_mma_down = shipped_down
         moe.INT4_PAIR_MMA_MIN_WARPS = shipped_min_warps
         moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B = shipped_mma if args.quick else None, shipped_hint
-        moe.INT4_PREFETCH_DOWN_L2, moe.INT4_PREFETCH_DOWN_AT = shipped_prefetch
         if args.quant:
             record("eager loop", bench_ms(lambda: spec.eager(*sets[0])) * 1e3, spec.eager(*sets[0]))
             Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -629,61 +629,6 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group)
     assert int(_support.arrival_counters(x.device, 3 * down_grid[1]).count_nonzero()) == 0
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("at", [1, 2])
-def test_gpu_int4_prefetch_down(monkeypatch, at):
-    """The per-pair mma gate / up kernel pulling the down kernel's codes and scales into L2 (INT4_PREFETCH_DOWN_L2,
-    sm_90 only), before its sums or after them: the same bits as without, on three tokens of eight experts' (a dead
-    pair among them; its expert's share not fetched), with the prefetch asked of the launch."""
-    if not _support.is_sm90(torch.cuda.current_device()):
-        pytest.skip("sm_90's bulk prefetch")
-    monkeypatch.setattr(moe, "_takes_grouped", lambda *a: False)
-    monkeypatch.setattr(moe, "INT4_PAIR_MMA_MIN_WARPS", 0)
-    monkeypatch.setattr(moe, "INT4_PREFETCH_DOWN_AT", at)
-    asked = []
-    real_launch = moe.launch
-    monkeypatch.setattr(moe, "launch", lambda kernel, grid, *a, **k: asked.append(k.get("PREFETCH_DOWN"))
-                        or real_launch(kernel, grid, *a, **k))
-    x, index, weights, gate_up, down = _inputs(3, 8, 2, 1024, 768)
-    index[1, 0] = -1
-    gu, gu_scale, dn, dn_scale = moe.quantize_experts(gate_up, down, "int4", 128)
-    outs = []
-    for share in (0.0, 1.0):
-        monkeypatch.setattr(moe, "INT4_PREFETCH_DOWN_L2", share)
-        _support.clear_plans()
-        outs.append(rooftop.moe_experts(x, index, weights, gu, dn, "silu", gate_up_scale=gu_scale, down_scale=dn_scale))
-    _support.clear_plans()
-    assert asked[0] == 0 and asked[2] == at  # each call's gate / up launch
-    assert torch.equal(outs[0], outs[1])
-    assert rel_err(outs[1], moe_experts_reference(x, index, weights, gu, dn, "silu", gu_scale, dn_scale)) < \
-        TOL[torch.bfloat16]
-
-
-def test_prefetches_down(monkeypatch):
-    """Where the gate / up kernel pulls down's bytes into L2 (as on an sm_90 GPU): the step's experts' down codes and
-    scales within INT4_PREFETCH_DOWN_L2 of the L2, each expert's contiguous, 16-byte aligned and a multiple of 16
-    bytes; never where the share is 0."""
-    monkeypatch.setattr(moe, "interpreting", lambda: False)
-    monkeypatch.setattr(moe, "is_sm90", lambda index: True)
-    monkeypatch.setattr(moe, "l2_bytes", lambda index: 1 << 20)
-    gpu = torch.device("cuda", 0)
-    down = torch.zeros(8, 64, 32, dtype=torch.int32)  # 8 KB an expert
-    scale = torch.zeros(8, 64, 2)  # 512 bytes an expert
-    monkeypatch.setattr(moe, "INT4_PREFETCH_DOWN_L2", 0.25)  # 256 KB: 30 experts' bytes
-    assert moe._prefetches_down(down, scale, 8, gpu)
-    assert moe._prefetches_down(down, scale, 1000, gpu)  # 8 experts at most, however many pairs
-    assert not moe._prefetches_down(down, scale, 8, torch.device("cpu"))
-    assert not moe._prefetches_down(down.transpose(1, 2), scale, 8, gpu)
-    assert not moe._prefetches_down(down, torch.zeros(8, 64, 3)[..., :2], 8, gpu)
-    assert not moe._prefetches_down(down, torch.zeros(8, 63, 1), 8, gpu)  # 252 bytes an expert
-    assert not moe._prefetches_down(down, torch.zeros(8 * 64 * 2 + 1)[1:].view(8, 64, 2), 8, gpu)  # 4 bytes in
-    monkeypatch.setattr(moe, "INT4_PREFETCH_DOWN_L2", 0.06)  # 62.9 KB: 7 experts' bytes
-    assert moe._prefetches_down(down, scale, 7, gpu)
-    assert not moe._prefetches_down(down, scale, 8, gpu)
-    monkeypatch.setattr(moe, "INT4_PREFETCH_DOWN_L2", 0.0)
-    assert not moe._prefetches_down(down, scale, 1, gpu)
-
-
 def test_int4_word_views(path, monkeypatch):
     """int4 experts whose word rows are views off 16-byte alignment: rows 34 words apart (not a multiple of 4), experts
     8194 words apart, a start one word into the storage: no 16-byte load of them (on a GPU their mma loops' words by
@@ -724,13 +669,16 @@ def test_pair_mma_down(monkeypatch):
     """_pair_mma_down at 132 SMs and a budget of 24 warps an SM (3168): one token of Qwen3-30B-A3B's (128 one-warp
     tiles) deals its 8 pairs to 8 warps and cuts I (6 k-steps) into 3 ranges; four tokens (512 tiles) halve the pairs'
     warps to fit, one range; Mixtral-8x7B's (256 tiles, k 2) 2 warps, 6 ranges of 19 k-steps; gpt-oss-20b's (180, k
-    4) 4 warps, 4 ranges of 6; k = 6 takes 2 (dividing k), k = 3 one; 2-warp tiles count their warps."""
+    4) 4 warps, 4 ranges of 6; k = 6 takes 2 (dividing k), k = 3 one; 2-warp tiles count their warps. The shortest
+    chain a warp: four tokens of Mixtral's one pair warp and 3 ranges of 38 k-steps (2 x 39 + the close's 2 against
+    2 warps' one range of 112: 113), eight of Qwen3's one and 3 ranges of 2 (8 x 3 + 2 against 2 warps' 4 x 7)."""
     monkeypatch.setattr(moe, "num_sms", lambda index: 132)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", (1, 1, 24, 16, 8))
     cpu = torch.device("cpu")
     for (T, top_k, H, I), expected in (((1, 8, 2048, 768), (8, 3, 256)), ((4, 8, 2048, 768), (4, 1, 768)),
                                        ((1, 2, 4096, 14336), (2, 6, 2432)), ((1, 4, 2880, 2880), (4, 4, 768)),
-                                       ((1, 6, 2048, 768), (2, 6, 128)), ((1, 3, 2048, 768), (1, 6, 128))):
+                                       ((1, 6, 2048, 768), (2, 6, 128)), ((1, 3, 2048, 768), (1, 6, 128)),
+                                       ((4, 2, 4096, 14336), (1, 3, 4864)), ((8, 8, 2048, 768), (1, 3, 256))):
         assert moe._pair_mma_down(T, top_k, H, I, cpu) == expected
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", (1, 2, 24, 16, 8))
     assert moe._pair_mma_down(4, 8, 2048, 768, cpu) == (4, 1, 768)  # 256 2-warp tiles

@@ -79,13 +79,12 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import num_threads
 
 from rooftop import registry
 from rooftop.ops._support import (FLOAT_DTYPES, QUANT_FORMATS, arrival_counters, await_previous, capability, cdiv,
                                   check_float, check_fp8_device, check_same_device, float32_placeholder, interpreting,
-                                  is_sm90, l2_bytes, launch, num_sms, pdl_options, planned, provided,
-                                  quantize_rows_reference, runs_kernel, store_split_output, torch_op)
+                                  launch, num_sms, pdl_options, planned, provided, quantize_rows_reference, runs_kernel,
+                                  store_split_output, torch_op)
 from rooftop.ops.activations import _ACT_F64, _activate, _divide
 from rooftop.ops.quant_matmul import (GROUP_SIZES, MAGIC15, _mma_m16n8k16, _pair_of, _pair_values, _take,
                                       quantize_weight)
@@ -172,6 +171,12 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # / 16 of Qwen3's 3-4% behind session 69's launch.
 INT4_PAIR_MMA_LAUNCH = (1, 1, 24, 24, 8)
 INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-core kernels (their programs 8 rows)
+# _pair_mma_down's cost of cutting I, in k-steps of a warp's chain: the partials' store, the arrival and the last
+# range's loads of them. H100, session 71 (call a, exp_moe_launch.py --down-rules): without it (the shortest chain
+# alone) four tokens of Mixtral's took 1 pair warp and 3 ranges, 294.0 us against session 70's 2 pair warps and one
+# range, 312.8 (its rule: pair warps first), but two tokens of Qwen3's 4 pair warps and 3 ranges of 2 k-steps, 26.0
+# against 24.8; with 2, each of the 9 cases timed takes the faster of the two.
+INT4_DOWN_CLOSE_STEPS = 2
 # _int4_mma_sums' word loads with PTX's L2 prefetch-size hint (_load_words): a lane's k-step reads 16 bytes of each of
 # its rows, a warp's 64 of each (128 k), the next step's only once this one is done: without the hint DRAM serves
 # scattered 64-byte pieces of many rows at once. H100, session 69 (exp_moe_launch.py --mma --l2-256b, call c): the
@@ -185,14 +190,6 @@ INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-c
 # registers) 18% slower at one token of Mixtral's (104.3 us against 88.1), 7% at four; 8 down programs an SM instead
 # of 32: 19% slower at one token.
 INT4_L2_256B = True
-# The gate / up kernel pulls the down kernel's weights into L2 while it runs (_prefetch_share: sm_90's bulk prefetch,
-# each gate / up program a share of its pair's expert's down codes and scales), where the step's experts' down bytes
-# are at most INT4_PREFETCH_DOWN_L2 of the L2 (0: never): a small step's gate / up kernel is latency-bound (one token
-# of Qwen3-30B-A3B's: 38% of DRAM, its down kernel 22%, ncu, session 70), so its spare DRAM time fetches down's bytes
-# and the down kernel reads them from L2. INT4_PREFETCH_DOWN_AT: where in the program, 1 before its sums, 2 after.
-# Untimed (session 71).
-INT4_PREFETCH_DOWN_L2 = 0.0
-INT4_PREFETCH_DOWN_AT = 1
 GROUPED_DOWN_PER_SM = 4
 GROUPED_MAX_SPLITS = 8
 GROUP = 16  # pairs of one expert a pass (tl.dot's least M)
@@ -505,49 +502,17 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr
 
 
 @triton.jit
-def _prefetch_share(base, total, share, shares, PIECE: tl.constexpr):
-    """Share `share` of `shares` of the `total` bytes from base on (16-byte aligned, total a multiple of 16) pulled
-    into L2: a bulk prefetch a thread of at least PIECE bytes (cp.async.bulk.prefetch: no registers held, nothing
-    waited for; threads past the share's end issue none)."""
-    THREADS: tl.constexpr = num_threads()
-    size = tl.cdiv(tl.cdiv(total, shares), 16) * 16
-    piece = tl.maximum(PIECE, tl.cdiv(tl.cdiv(size, THREADS), 16) * 16)
-    start = share * size + tl.arange(0, THREADS) * piece
-    nbytes = tl.minimum(tl.minimum(piece, (share + 1) * size - start), total - start)
-    tl.inline_asm_elementwise("{ .reg .pred p; setp.gt.s32 p, $2, 0; @p cp.async.bulk.prefetch.L2.global [$1], $2; "
-                              "mov.u32 $0, 0; }", "=r,l,r", [base + start, nbytes], dtype=tl.int32, is_pure=False,
-                              pack=1)
-
-
-@triton.jit
-def _prefetch_down(down_ptr, down_scale_ptr, down_bytes, down_scale_bytes, expert):
-    """The gate / up program's share (program_id(1) of num_programs(1)) of `expert`'s down codes and scales pulled
-    into L2 (_prefetch_share)."""
-    share, shares = tl.program_id(1), tl.num_programs(1)
-    _prefetch_share(down_ptr.to(tl.pointer_type(tl.int8), bitcast=True) + expert * down_bytes, down_bytes, share,
-                    shares, 1024)
-    _prefetch_share(down_scale_ptr.to(tl.pointer_type(tl.int8), bitcast=True) + expert * down_scale_bytes,
-                    down_scale_bytes, share, shares, 1024)
-
-
-@triton.jit
-def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, down_ptr, down_scale_ptr, down_bytes,
-                            down_scale_bytes, H, I, E, TOP_K, x_stride, we_stride, wn_stride, ACT: tl.constexpr,
-                            APPROX: tl.constexpr, GROUP_SIZE: tl.constexpr, HAS_BIAS: tl.constexpr,
-                            ALPHA: tl.constexpr, LIMIT: tl.constexpr, BLOCK_N: tl.constexpr, K_WARPS: tl.constexpr,
-                            L2_256B: tl.constexpr, PREFETCH_DOWN: tl.constexpr, PDL: tl.constexpr):
+def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I, E, TOP_K, x_stride, we_stride,
+                            wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr, GROUP_SIZE: tl.constexpr,
+                            HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr, BLOCK_N: tl.constexpr,
+                            K_WARPS: tl.constexpr, L2_256B: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, BLOCK_N columns, 16 a warp, each row's k-steps dealt round-robin to K_WARPS warps), int4 experts
     # with bf16 x: _moe_gate_up_kernel's sums by mma.sync from registers (_int4_mma_sums, its 8 x rows all x_t; the
     # K_WARPS warps' sums added through shared memory). Reads x_t (H elements, L2 after the first pair of the token)
     # and 2 BLOCK_N rows of the pair's expert (half a byte an element, each once, and 2 BLOCK_N H / GROUP_SIZE group
-    # scales), writes BLOCK_N elements of h. PREFETCH_DOWN (1 before the sums, 2 after; INT4_PREFETCH_DOWN_AT): a
-    # share of the expert's down codes (down_bytes) and scales (down_scale_bytes) pulled into L2 for the down kernel,
-    # a share a program of the pair's. PDL: as _moe_gate_up_kernel's.
+    # scales), writes BLOCK_N elements of h. PDL: as _moe_gate_up_kernel's.
     await_previous(PDL)
     pair, cols, expert, live = _gate_up_program(idx_ptr, E, BLOCK_N)
-    if PREFETCH_DOWN == 1:
-        if live:
-            _prefetch_down(down_ptr, down_scale_ptr, down_bytes, down_scale_bytes, expert)
     g = tl.zeros([BLOCK_N], tl.float32)
     u = tl.zeros([BLOCK_N], tl.float32)
     if live:
@@ -563,8 +528,6 @@ def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, d
             (x_row + tl.zeros_like(row_a),), 0, H, 32 * q + 128 * k_rank, 2, GROUP_SIZE, 1, K_WARPS, L2_256B)
         g = _mma_columns(acc[0], acc[2], BLOCK_N, K_WARPS)
         u = _mma_columns(acc[4], acc[6], BLOCK_N, K_WARPS)
-        if PREFETCH_DOWN == 2:
-            _prefetch_down(down_ptr, down_scale_ptr, down_bytes, down_scale_bytes, expert)
     y = _gated(g, u, expert, cols, (cols < I) & live, scale_ptr, bias_ptr, I, ACT, APPROX, False, HAS_BIAS, ALPHA,
                LIMIT)
     tl.store(h_ptr + pair.to(tl.int64) * I + cols, y.to(h_ptr.dtype.element_ty), mask=cols < I)
@@ -1200,18 +1163,6 @@ def _hinted(gate_up: torch.Tensor, down: torch.Tensor) -> bool:
                                 for w in (gate_up, down))
 
 
-def _prefetches_down(down: torch.Tensor, down_scale: torch.Tensor, pairs: int, device: torch.device) -> bool:
-    """Whether the per-pair mma gate / up kernel pulls the down kernel's codes and scales into L2
-    (INT4_PREFETCH_DOWN_L2: sm_90's bulk prefetch, on a GPU; each expert's contiguous, 16-byte aligned and a multiple
-    of 16 bytes)."""
-    if not (INT4_PREFETCH_DOWN_L2 and device.type == "cuda" and not interpreting() and is_sm90(device.index)):
-        return False
-    sizes = [t[0].numel() * t.element_size() for t in (down, down_scale)]
-    return (all(t.is_contiguous() and t.data_ptr() % 16 == 0 and size % 16 == 0 for t, size in zip((down, down_scale),
-                                                                                                    sizes))
-            and min(pairs, down.shape[0]) * sum(sizes) <= INT4_PREFETCH_DOWN_L2 * l2_bytes(device.index))
-
-
 def _aligned_rows(x: torch.Tensor) -> torch.Tensor:
     """x, or a contiguous copy where its rows are not 16-byte aligned (_int4_mma_loads' 16-byte loads of x pairs)."""
     return x.clone(memory_format=torch.contiguous_format) if x.stride(0) % 8 or x.data_ptr() % 16 else x
@@ -1231,19 +1182,27 @@ def _pair_mma_split(pairs: int, H: int, I: int, device: torch.device) -> tuple[i
 
 def _pair_mma_down(T: int, top_k: int, H: int, I: int, device: torch.device) -> tuple[int, int, int]:
     """The per-pair mma down kernel's PAIR_WARPS (warps a tile, dealt the token's k pairs), ranges of I and elements a
-    range, within a budget of INT4_PAIR_MMA_LAUNCH's third entry in warps an SM: the largest power of two dividing k
-    and the fifth entry whose T x column tiles x PAIR_WARPS warps fit it (else 1), then as many ranges of whole
-    128-wide k-steps as the budget's rest holds (at most DOWN_MAX_SPLITS)."""
+    range, within a budget of INT4_PAIR_MMA_LAUNCH's third entry in warps an SM: of the powers of two dividing k and
+    the fifth entry whose T x column tiles x PAIR_WARPS warps fit the budget (1 always), each with as many ranges of
+    whole 128-wide k-steps as the budget's rest holds (at most DOWN_MAX_SPLITS), the one whose warps' chain of
+    dependent k-steps is shortest: pairs a warp x (k-steps a range + 1), plus INT4_DOWN_CLOSE_STEPS where I is cut
+    (ties: more pair warps)."""
     _, warps, per_sm, _, most_pair_warps = INT4_PAIR_MMA_LAUNCH
     budget = per_sm * num_sms(device.index if device.type == "cuda" else -1)
     tile_warps = T * cdiv(H, 16 * warps) * warps
+    steps = cdiv(I, 128)
+    choices = []
     pair_warps = math.gcd(top_k, most_pair_warps)
     pair_warps &= -pair_warps  # the largest power of two dividing both: no warp idle for a round
-    while pair_warps > 1 and tile_warps * pair_warps > budget:
+    while pair_warps >= 1:
+        if pair_warps == 1 or tile_warps * pair_warps <= budget:
+            k_split = cdiv(steps, max(1, min(budget // (tile_warps * pair_warps), steps, DOWN_MAX_SPLITS)))
+            ranges = cdiv(steps, k_split)
+            chain = top_k // pair_warps * (k_split + 1) + (INT4_DOWN_CLOSE_STEPS if ranges > 1 else 0)
+            choices.append((chain, -pair_warps, ranges, k_split * 128))
         pair_warps //= 2
-    steps = cdiv(I, 128)
-    k_split = cdiv(steps, max(1, min(budget // (tile_warps * pair_warps), steps, DOWN_MAX_SPLITS))) * 128
-    return pair_warps, cdiv(I, k_split), k_split
+    _, minus_pair_warps, ranges, k_split = min(choices)
+    return -minus_pair_warps, ranges, k_split
 
 
 def _moe_experts_pair_mma(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias, down_bias, h, out,
@@ -1256,14 +1215,10 @@ def _moe_experts_pair_mma(x, idx, router, gate_up, down, gate_up_scale, down_sca
     k_warps = _pair_mma_split(T * top_k, H, I, x.device)[0]
     pair_warps, splits, k_split = _pair_mma_down(T, top_k, H, I, x.device)
     hinted = _hinted(gate_up, down)
-    down_bytes, down_scale_bytes = (t[0].numel() * t.element_size() for t in (down, down_scale))
     launch(_moe_gate_up_mma_kernel, (T * top_k, cdiv(I, 16 * gate_up_warps)), x, idx, gate_up, gate_up_scale,
-           gate_up_bias, h, down, down_scale, down_bytes, down_scale_bytes, H, I, E, top_k, x.stride(0),
-           gate_up.stride(0), gate_up.stride(1),
+           gate_up_bias, h, H, I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1),
            **{key: epilogue[key] for key in ("ACT", "APPROX", "GROUP_SIZE", "HAS_BIAS", "ALPHA", "LIMIT")},
-           BLOCK_N=16 * gate_up_warps, K_WARPS=k_warps, L2_256B=hinted,
-           PREFETCH_DOWN=INT4_PREFETCH_DOWN_AT if _prefetches_down(down, down_scale, T * top_k, x.device) else 0,
-           num_warps=gate_up_warps * k_warps, **pdl)
+           BLOCK_N=16 * gate_up_warps, K_WARPS=k_warps, L2_256B=hinted, num_warps=gate_up_warps * k_warps, **pdl)
     tiles = T * cdiv(H, 16 * down_warps)
     partials = (torch.empty((splits, T, H), device=x.device, dtype=torch.float32) if splits > 1
                 else float32_placeholder(x.device))
