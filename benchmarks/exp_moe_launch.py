@@ -53,7 +53,7 @@ CASES = ((1, 8, 2, 4096, 14336), (4, 8, 2, 4096, 14336), (1, 128, 8, 2048, 768),
 def pair_warps_first_down(T, top_k, H, I, device):
     """--down-rules first (session 70's shipped rule, replaced in session 71): moe._pair_mma_down's (PAIR_WARPS,
     ranges, elements a range) with the pair warps first, the largest power of two dividing k and the fifth entry whose
-    warps fit the budget, then as many ranges as the budget's rest holds."""
+    warps fit the budget (else 1), then as many ranges as the budget's rest holds."""
     _, warps, per_sm, _, most_pair_warps = moe.INT4_PAIR_MMA_LAUNCH
     budget = per_sm * num_sms(device.index)
     tile_warps = T * cdiv(H, 16 * warps) * warps
@@ -101,6 +101,8 @@ def main():
     args = parser.parse_args()
     if args.mma and args.quant != "int4":
         parser.error("--mma: int4 experts only")
+    if set(args.down_rules) - {"shipped", "first"}:
+        parser.error("--down-rules: shipped, first")
     shipped_mma, shipped_hint, shipped_down = moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B, moe._pair_mma_down
     hints = args.l2_256b or [shipped_hint]
     moe.INT4_PAIR_MMA_LAUNCH = shipped_mma if args.quick else None  # the launches below: CUDA-core kernels

@@ -152,8 +152,8 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # up's warps, down's warps, down's budget of warps an SM, gate / up's warps an SM aimed at, down's warps a tile at most
 # over the token's pairs), 16 rows a warp; None: the CUDA-core kernels. Where a step's pairs leave gate / up fewer
 # warps an SM than its aim, up to 4 warps share a row tile, its k-steps dealt round-robin (K_WARPS: _pair_mma_split);
-# down deals the token's k pairs to the warps of a tile, then cuts I into ranges, within its budget (PAIR_WARPS:
-# _pair_mma_down). Taken where the gate / up kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more. H100, session 69
+# down deals the token's k pairs to the warps of a tile and cuts I into ranges, the two chosen together within its
+# budget (PAIR_WARPS: _pair_mma_down). Taken where the gate / up kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more. H100, session 69
 # (one warp a tile, a token's pairs one after another, 32 down programs an SM; exp_moe_launch.py --mma, with
 # INT4_L2_256B): one / two / four tokens of Mixtral's 98.7 / 189.3 / 367.7 -> 88.3 / 163.3 / 303.2 us against the CUDA-
 # core kernels, two / four of Qwen3's 32.6 / 54.6 -> 29.3 / 44.5, but one of Qwen3's 24.1 against 20.1 (384 one-warp
@@ -166,16 +166,18 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # at Mixtral's one and two tokens and Qwen3's two, within 3% at gpt-oss's one and four and Qwen3's one and four, ahead
 # at 16 of Qwen3's (135.3 against 145.6: its tiles' 2048 warps fit 2 pair warps in 32 an SM, in 24 one); aims of 16 /
 # 32 against 24: 32 lost at Mixtral's one token (k 2, 89.3 against 86.9), 16 left Qwen3's two tokens at k 2 (call a,
-# the down ranges then by programs an SM: 28.7 against 26.4 at k 4). Left: four tokens of Mixtral's 313.5 us against
-# 295.1 without pair warps (its 112 k-steps a warp against two pairs of 38: ranges beat pair warps where I is long), 8
-# / 16 of Qwen3's 3-4% behind session 69's launch.
+# the down ranges then by programs an SM: 28.7 against 26.4 at k 4). Four tokens of Mixtral's ran 313.5 us against
+# 295.1 without pair warps (its 112 k-steps a warp against two pairs of 38: ranges beat pair warps where I is long):
+# session 71's rule takes the latter (INT4_DOWN_CLOSE_STEPS). Left: 8 / 16 of Qwen3's 3-4% behind session 69's
+# launch.
 INT4_PAIR_MMA_LAUNCH = (1, 1, 24, 24, 8)
 INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-core kernels (their programs 8 rows)
 # _pair_mma_down's cost of cutting I, in k-steps of a warp's chain: the partials' store, the arrival and the last
 # range's loads of them. H100, session 71 (call a, exp_moe_launch.py --down-rules): without it (the shortest chain
 # alone) four tokens of Mixtral's took 1 pair warp and 3 ranges, 294.0 us against session 70's 2 pair warps and one
 # range, 312.8 (its rule: pair warps first), but two tokens of Qwen3's 4 pair warps and 3 ranges of 2 k-steps, 26.0
-# against 24.8; with 2, each of the 9 cases timed takes the faster of the two.
+# against 24.8; with 2, each of the 9 cases timed takes the faster of the two (four tokens of Qwen3's, 44.2 against
+# 44.4, by a tie at a chain of 14: to more pair warps).
 INT4_DOWN_CLOSE_STEPS = 2
 # _int4_mma_sums' word loads with PTX's L2 prefetch-size hint (_load_words): a lane's k-step reads 16 bytes of each of
 # its rows, a warp's 64 of each (128 k), the next step's only once this one is done: without the hint DRAM serves
