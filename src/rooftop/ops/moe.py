@@ -153,9 +153,9 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # over the token's pairs), 16 rows a warp; None: the CUDA-core kernels. Where a step's pairs leave gate / up fewer
 # warps an SM than its aim, up to 4 warps share a row tile, its k-steps dealt round-robin (K_WARPS: _pair_mma_split);
 # down deals the token's k pairs to the warps of a tile and cuts I into ranges, the two chosen together within its
-# budget (PAIR_WARPS: _pair_mma_down). Taken where the gate / up kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more. H100, session 69
-# (one warp a tile, a token's pairs one after another, 32 down programs an SM; exp_moe_launch.py --mma, with
-# INT4_L2_256B): one / two / four tokens of Mixtral's 98.7 / 189.3 / 367.7 -> 88.3 / 163.3 / 303.2 us against the CUDA-
+# budget (PAIR_WARPS: _pair_mma_down). Taken where the gate / up kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more.
+# H100, session 69 (one warp a tile, a token's pairs one after another, 32 down programs an SM; exp_moe_launch.py --mma,
+# with INT4_L2_256B): one / two / four tokens of Mixtral's 98.7 / 189.3 / 367.7 -> 88.3 / 163.3 / 303.2 us against the CUDA-
 # core kernels, two / four of Qwen3's 32.6 / 54.6 -> 29.3 / 44.5, but one of Qwen3's 24.1 against 20.1 (384 one-warp
 # tiles, 2.9 an SM; its down programs walked 8 pairs of one k-step each); ncu at one token of Mixtral's: gate / up 57.4
 # us at 68.5% of DRAM (13.6 warps an SM of the 16 its registers allow), down 38.8 us at 50.1%. H100, session 70 (calls
