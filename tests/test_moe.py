@@ -668,10 +668,11 @@ def test_pair_mma_split(monkeypatch):
 def test_pair_mma_down(monkeypatch):
     """_pair_mma_down at 132 SMs and a budget of 24 warps an SM (3168): one token of Qwen3-30B-A3B's (128 one-warp
     tiles) deals its 8 pairs to 8 warps and cuts I (6 k-steps) into 3 ranges; four tokens (512 tiles) 4 warps and one
-    range (a chain of 2 x 7, tied with 2 warps and 3 ranges' 4 x 3 + 2: to more pair warps); Mixtral-8x7B's (256
-    tiles, k 2) 2 warps, 6 ranges of 19 k-steps; gpt-oss-20b's (180, k 4) 4 warps, 4 ranges of 6; k = 6 takes 2 (dividing k), k = 3 one; 2-warp tiles count their warps. The shortest
-    chain a warp: four tokens of Mixtral's one pair warp and 3 ranges of 38 k-steps (2 x 39 + the close's 2 against
-    2 warps' one range of 112: 113), eight of Qwen3's one and 3 ranges of 2 (8 x 3 + 2 against 2 warps' 4 x 7)."""
+    range (a chain of 2 x 7, tied with 2 warps and 3 ranges' 4 x 3 + 2: to more pair warps); Mixtral-8x7B's (256 tiles,
+    k 2) 2 warps, 6 ranges of 19 k-steps; gpt-oss-20b's (180, k 4) 4 warps, 4 ranges of 6; k = 6 takes 2 (dividing
+    k), k = 3 one; 2-warp tiles count their warps. The shortest chain a warp: four tokens of Mixtral's one pair warp
+    and 3 ranges of 38 k-steps (2 x 39 + the close's 2 against 2 warps' one range of 112: 113), eight of Qwen3's one
+    and 3 ranges of 2 (8 x 3 + 2 against 2 warps' 4 x 7)."""
     monkeypatch.setattr(moe, "num_sms", lambda index: 132)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", (1, 1, 24, 16, 8))
     cpu = torch.device("cpu")

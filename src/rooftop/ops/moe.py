@@ -155,21 +155,20 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # down deals the token's k pairs to the warps of a tile and cuts I into ranges, the two chosen together within its
 # budget (PAIR_WARPS: _pair_mma_down). Taken where the gate / up kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more.
 # H100, session 69 (one warp a tile, a token's pairs one after another, 32 down programs an SM; exp_moe_launch.py --mma,
-# with INT4_L2_256B): one / two / four tokens of Mixtral's 98.7 / 189.3 / 367.7 -> 88.3 / 163.3 / 303.2 us against the CUDA-
-# core kernels, two / four of Qwen3's 32.6 / 54.6 -> 29.3 / 44.5, but one of Qwen3's 24.1 against 20.1 (384 one-warp
-# tiles, 2.9 an SM; its down programs walked 8 pairs of one k-step each); ncu at one token of Mixtral's: gate / up 57.4
-# us at 68.5% of DRAM (13.6 warps an SM of the 16 its registers allow), down 38.8 us at 50.1%. H100, session 70 (calls
-# a and c2, graph replay): with K_WARPS and PAIR_WARPS one token of Qwen3-30B-A3B's 25.1 -> 16.5 us (PAIR_WARPS 8
+# with INT4_L2_256B): one / two / four tokens of Mixtral's 98.7 / 189.3 / 367.7 -> 88.3 / 163.3 / 303.2 us against the
+# CUDA-core kernels, two / four of Qwen3's 32.6 / 54.6 -> 29.3 / 44.5, but one of Qwen3's 24.1 against 20.1 (384
+# one-warp tiles, 2.9 an SM; its down programs walked 8 pairs of one k-step each); ncu at one token of Mixtral's: gate /
+# up 57.4 us at 68.5% of DRAM (13.6 warps an SM of the 16 its registers allow), down 38.8 us at 50.1%. H100, session 70
+# (calls a and c2, graph replay): with K_WARPS and PAIR_WARPS one token of Qwen3-30B-A3B's 25.1 -> 16.5 us (PAIR_WARPS 8
 # against 1, K_WARPS 4 both; CUDA-core 20.0), two 32.6 -> 24.6, gpt-oss-20b's one 37.9 -> 35.3 (the L2 hint now 4-5 us
 # ahead there, call a; session 69's 41.1 without it, 47.1 with), Mixtral's one / two 85.5 / 157.1 -> 84.8 / 155.9; a
 # budget of 16 warps an SM 7-10% behind 24 at one and two tokens of Mixtral's and one of gpt-oss-20b's, 32 4-6% behind
 # at Mixtral's one and two tokens and Qwen3's two, within 3% at gpt-oss's one and four and Qwen3's one and four, ahead
-# at 16 of Qwen3's (135.3 against 145.6: its tiles' 2048 warps fit 2 pair warps in 32 an SM, in 24 one); aims of 16 /
-# 32 against 24: 32 lost at Mixtral's one token (k 2, 89.3 against 86.9), 16 left Qwen3's two tokens at k 2 (call a,
-# the down ranges then by programs an SM: 28.7 against 26.4 at k 4). Four tokens of Mixtral's ran 313.5 us against
-# 295.1 without pair warps (its 112 k-steps a warp against two pairs of 38: ranges beat pair warps where I is long):
-# session 71's rule takes the latter (INT4_DOWN_CLOSE_STEPS). Left: 8 / 16 of Qwen3's 3-4% behind session 69's
-# launch.
+# at 16 of Qwen3's (135.3 against 145.6: its tiles' 2048 warps fit 2 pair warps in 32 an SM, in 24 one); aims of 16 / 32
+# against 24: 32 lost at Mixtral's one token (k 2, 89.3 against 86.9), 16 left Qwen3's two tokens at k 2 (call a, the
+# down ranges then by programs an SM: 28.7 against 26.4 at k 4). Four tokens of Mixtral's ran 313.5 us against 295.1
+# without pair warps (its 112 k-steps a warp against two pairs of 38: ranges beat pair warps where I is long): session
+# 71's rule takes the latter (INT4_DOWN_CLOSE_STEPS). Left: 8 / 16 of Qwen3's 3-4% behind session 69's launch.
 INT4_PAIR_MMA_LAUNCH = (1, 1, 24, 24, 8)
 INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-core kernels (their programs 8 rows)
 # _pair_mma_down's cost of cutting I, in k-steps of a warp's chain: the partials' store, the arrival and the last
