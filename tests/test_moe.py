@@ -666,21 +666,32 @@ def test_pair_mma_split(monkeypatch):
 
 
 def test_pair_mma_down(monkeypatch):
-    """_pair_mma_down at 132 SMs and a budget of 24 warps an SM (3168): one token of Qwen3-30B-A3B's (128 one-warp
-    tiles) deals its 8 pairs to 8 warps and cuts I (6 k-steps) into 3 ranges; four tokens (512 tiles) 4 warps and one
-    range (a chain of 2 x 7, tied with 2 warps and 3 ranges' 4 x 3 + 2: to more pair warps); Mixtral-8x7B's (256 tiles,
-    k 2) 2 warps, 6 ranges of 19 k-steps; gpt-oss-20b's (180, k 4) 4 warps, 4 ranges of 6; k = 6 takes 2 (dividing
-    k), k = 3 one; 2-warp tiles count their warps. The shortest chain a warp: four tokens of Mixtral's one pair warp
-    and 3 ranges of 38 k-steps (2 x 39 + the close's 2 against 2 warps' one range of 112: 113), eight of Qwen3's one
-    and 3 ranges of 2 (8 x 3 + 2 against 2 warps' 4 x 7)."""
+    """_pair_mma_down at 132 SMs and a budget of 24 warps an SM (3168) for both pair warps and ranges: one token of
+    Qwen3-30B-A3B's (128 one-warp tiles) deals its 8 pairs to 8 warps and cuts I (6 k-steps) into 3 ranges; four tokens
+    (512 tiles) 4 warps and one range (a chain of 2 x 7, tied with 2 warps and 3 ranges' 4 x 3 + 2: to more pair warps);
+    Mixtral-8x7B's (256 tiles, k 2) 2 warps, 6 ranges of 19 k-steps; gpt-oss-20b's (180, k 4) 4 warps, 4 ranges of 6;
+    k = 6 takes 2 (dividing k), k = 3 one; 2-warp tiles count their warps. The shortest chain a warp: four tokens of
+    Mixtral's one pair warp and 3 ranges of 38 k-steps (2 x 39 + the close's 2 against 2 warps' one range of 112: 113),
+    eight of Qwen3's one and 3 ranges of 2 (8 x 3 + 2 against 2 warps' 4 x 7). Pair warps within 32 an SM (4224), ranges
+    within 24: four, eight and sixteen tokens of Qwen3's 8, 4 and 2 pair warps (chains 7, 14, 28), one range; one token
+    of each model as before (the pair budget buys no ranges); a pair budget under the ranges' counts as theirs."""
     monkeypatch.setattr(moe, "num_sms", lambda index: 132)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", (1, 1, 24, 16, 8))
+    monkeypatch.setattr(moe, "INT4_DOWN_PAIR_BUDGET", 24)
     cpu = torch.device("cpu")
     for (T, top_k, H, I), expected in (((1, 8, 2048, 768), (8, 3, 256)), ((4, 8, 2048, 768), (4, 1, 768)),
                                        ((1, 2, 4096, 14336), (2, 6, 2432)), ((1, 4, 2880, 2880), (4, 4, 768)),
                                        ((1, 6, 2048, 768), (2, 6, 128)), ((1, 3, 2048, 768), (1, 6, 128)),
                                        ((4, 2, 4096, 14336), (1, 3, 4864)), ((8, 8, 2048, 768), (1, 3, 256))):
         assert moe._pair_mma_down(T, top_k, H, I, cpu) == expected
+    monkeypatch.setattr(moe, "INT4_DOWN_PAIR_BUDGET", 32)
+    for (T, top_k, H, I), expected in (((4, 8, 2048, 768), (8, 1, 768)), ((8, 8, 2048, 768), (4, 1, 768)),
+                                       ((16, 8, 2048, 768), (2, 1, 768)), ((1, 8, 2048, 768), (8, 3, 256)),
+                                       ((1, 2, 4096, 14336), (2, 6, 2432)), ((1, 4, 2880, 2880), (4, 4, 768))):
+        assert moe._pair_mma_down(T, top_k, H, I, cpu) == expected
+    monkeypatch.setattr(moe, "INT4_DOWN_PAIR_BUDGET", 8)
+    assert moe._pair_mma_down(4, 8, 2048, 768, cpu) == (4, 1, 768)
+    monkeypatch.setattr(moe, "INT4_DOWN_PAIR_BUDGET", 24)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", (1, 2, 24, 16, 8))
     assert moe._pair_mma_down(4, 8, 2048, 768, cpu) == (4, 1, 768)  # 256 2-warp tiles
 

@@ -168,7 +168,8 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # against 24: 32 lost at Mixtral's one token (k 2, 89.3 against 86.9), 16 left Qwen3's two tokens at k 2 (call a, the
 # down ranges then by programs an SM: 28.7 against 26.4 at k 4). Four tokens of Mixtral's ran 313.5 us against 295.1
 # without pair warps (its 112 k-steps a warp against two pairs of 38: ranges beat pair warps where I is long): session
-# 71's rule takes the latter (INT4_DOWN_CLOSE_STEPS). Left: 8 / 16 of Qwen3's 3-4% behind session 69's launch.
+# 71's rule takes the latter (INT4_DOWN_CLOSE_STEPS). 8 / 16 of Qwen3's ran 3-4% behind session 69's launch: session
+# 71's pair budget (INT4_DOWN_PAIR_BUDGET) gives 16 two pair warps (135.6 us against 146.3).
 INT4_PAIR_MMA_LAUNCH = (1, 1, 24, 24, 8)
 INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-core kernels (their programs 8 rows)
 # _pair_mma_down's cost of cutting I, in k-steps of a warp's chain: the partials' store, the arrival and the last
@@ -178,6 +179,12 @@ INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-c
 # against 24.8; with 2, each of the 9 cases timed takes the faster of the two (four tokens of Qwen3's, 44.2 against
 # 44.4, by a tie at a chain of 14: to more pair warps).
 INT4_DOWN_CLOSE_STEPS = 2
+# _pair_mma_down's budget for pair warps, in warps an SM (at least the launch's third entry, which still bounds the
+# ranges): a tile's pairs over more warps shorten each warp's chain with no close to pay. H100, session 71 (call a, the
+# launches a budget of 32 took): four tokens of Qwen3's 8 pair warps, 42.7 us against 4's 44.2, sixteen 2 against 1,
+# 135.6 against 146.3; where 32 bought ranges instead it lost (one / two tokens of Mixtral's 88.0 / 164.2 against
+# 85.8 / 156.9, two of Qwen3's 26.1 against 24.8). Eight tokens of Qwen3's (4 pair warps, one range) untimed.
+INT4_DOWN_PAIR_BUDGET = 32
 # _int4_mma_sums' word loads with PTX's L2 prefetch-size hint (_load_words): a lane's k-step reads 16 bytes of each of
 # its rows, a warp's 64 of each (128 k), the next step's only once this one is done: without the hint DRAM serves
 # scattered 64-byte pieces of many rows at once. H100, session 69 (exp_moe_launch.py --mma --l2-256b, call c): the
@@ -1183,20 +1190,21 @@ def _pair_mma_split(pairs: int, H: int, I: int, device: torch.device) -> tuple[i
 
 def _pair_mma_down(T: int, top_k: int, H: int, I: int, device: torch.device) -> tuple[int, int, int]:
     """The per-pair mma down kernel's PAIR_WARPS (warps a tile, dealt the token's k pairs), ranges of I and elements a
-    range, within a budget of INT4_PAIR_MMA_LAUNCH's third entry in warps an SM: of the powers of two dividing k and
-    the fifth entry whose T x column tiles x PAIR_WARPS warps fit the budget (1 always), each with as many ranges of
-    whole 128-wide k-steps as the budget's rest holds (at most DOWN_MAX_SPLITS), the one whose warps' chain of
-    dependent k-steps is shortest: pairs a warp x (k-steps a range + 1), plus INT4_DOWN_CLOSE_STEPS where I is cut
-    (ties: more pair warps)."""
+    range: of the powers of two dividing k and the fifth entry of INT4_PAIR_MMA_LAUNCH whose T x column tiles x
+    PAIR_WARPS warps fit INT4_DOWN_PAIR_BUDGET warps an SM (1 always), each with as many ranges of whole 128-wide
+    k-steps as the rest of the launch's third entry (warps an SM) holds (at least one, at most DOWN_MAX_SPLITS), the
+    one whose warps' chain of dependent k-steps is shortest: pairs a warp x (k-steps a range + 1), plus
+    INT4_DOWN_CLOSE_STEPS where I is cut (ties: more pair warps)."""
     _, warps, per_sm, _, most_pair_warps = INT4_PAIR_MMA_LAUNCH
-    budget = per_sm * num_sms(device.index if device.type == "cuda" else -1)
+    sms = num_sms(device.index if device.type == "cuda" else -1)
+    budget, pair_budget = per_sm * sms, max(per_sm, INT4_DOWN_PAIR_BUDGET) * sms
     tile_warps = T * cdiv(H, 16 * warps) * warps
     steps = cdiv(I, 128)
     choices = []
     pair_warps = math.gcd(top_k, most_pair_warps)
     pair_warps &= -pair_warps  # the largest power of two dividing both: no warp idle for a round
     while pair_warps >= 1:
-        if pair_warps == 1 or tile_warps * pair_warps <= budget:
+        if pair_warps == 1 or tile_warps * pair_warps <= pair_budget:
             k_split = cdiv(steps, max(1, min(budget // (tile_warps * pair_warps), steps, DOWN_MAX_SPLITS)))
             ranges = cdiv(steps, k_split)
             chain = top_k // pair_warps * (k_split + 1) + (INT4_DOWN_CLOSE_STEPS if ranges > 1 else 0)
