@@ -149,11 +149,12 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # int4 with bf16 x a pair a program (sm_80+): the per-pair kernels' sums by mma.sync from registers as the grouped
 # path's (_moe_gate_up_mma_kernel, _moe_down_mma_kernel: _int4_mma_sums with its 8 x rows all the pair's; offline sm_90
 # the gate / up loop ~2.8 instructions a code against the CUDA-core loop's 3.7-4.8, 96-105 / 64-80 registers); (gate /
-# up's warps, down's warps, down's budget of warps an SM, gate / up's warps an SM aimed at, down's warps a tile at most
-# over the token's pairs), 16 rows a warp; None: the CUDA-core kernels. Where a step's pairs leave gate / up fewer
-# warps an SM than its aim, up to 4 warps share a row tile, its k-steps dealt round-robin (K_WARPS: _pair_mma_split);
-# down deals the token's k pairs to the warps of a tile and cuts I into ranges, the two chosen together within its
-# budget (PAIR_WARPS: _pair_mma_down). Taken where the gate / up kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more.
+# up's warps, down's warps, down's budget of warps an SM for its ranges of I (and at least its pair warps'), gate / up's
+# warps an SM aimed at, down's warps a tile at most over the token's pairs), 16 rows a warp; None: the CUDA-core
+# kernels. Where a step's pairs leave gate / up fewer warps an SM than its aim, up to 4 warps share a row tile, its
+# k-steps dealt round-robin (K_WARPS: _pair_mma_split); down deals the token's k pairs to the warps of a tile and cuts I
+# into ranges, the two chosen together within their budgets (PAIR_WARPS: _pair_mma_down). Taken where the gate / up
+# kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more.
 # H100, session 69 (one warp a tile, a token's pairs one after another, 32 down programs an SM; exp_moe_launch.py --mma,
 # with INT4_L2_256B): one / two / four tokens of Mixtral's 98.7 / 189.3 / 367.7 -> 88.3 / 163.3 / 303.2 us against the
 # CUDA-core kernels, two / four of Qwen3's 32.6 / 54.6 -> 29.3 / 44.5, but one of Qwen3's 24.1 against 20.1 (384
@@ -183,7 +184,8 @@ INT4_DOWN_CLOSE_STEPS = 2
 # ranges): a tile's pairs over more warps shorten each warp's chain with no close to pay. H100, session 71 (call a, the
 # launches a budget of 32 took): four tokens of Qwen3's 8 pair warps, 42.7 us against 4's 44.2, sixteen 2 against 1,
 # 135.6 against 146.3; where 32 bought ranges instead it lost (one / two tokens of Mixtral's 88.0 / 164.2 against
-# 85.8 / 156.9, two of Qwen3's 26.1 against 24.8). Eight tokens of Qwen3's (4 pair warps, one range) untimed.
+# 85.8 / 156.9, two of Qwen3's 26.1 against 24.8) but for one token of gpt-oss-20b's, a fifth range 34.8 against 35.4
+# (within the run's spread). Eight tokens of Qwen3's (4 pair warps, one range) untimed.
 INT4_DOWN_PAIR_BUDGET = 32
 # _int4_mma_sums' word loads with PTX's L2 prefetch-size hint (_load_words): a lane's k-step reads 16 bytes of each of
 # its rows, a warp's 64 of each (128 k), the next step's only once this one is done: without the hint DRAM serves
@@ -1191,10 +1193,10 @@ def _pair_mma_split(pairs: int, H: int, I: int, device: torch.device) -> tuple[i
 def _pair_mma_down(T: int, top_k: int, H: int, I: int, device: torch.device) -> tuple[int, int, int]:
     """The per-pair mma down kernel's PAIR_WARPS (warps a tile, dealt the token's k pairs), ranges of I and elements a
     range: of the powers of two dividing k and the fifth entry of INT4_PAIR_MMA_LAUNCH whose T x column tiles x
-    PAIR_WARPS warps fit INT4_DOWN_PAIR_BUDGET warps an SM (1 always), each with as many ranges of whole 128-wide
-    k-steps as the rest of the launch's third entry (warps an SM) holds (at least one, at most DOWN_MAX_SPLITS), the
-    one whose warps' chain of dependent k-steps is shortest: pairs a warp x (k-steps a range + 1), plus
-    INT4_DOWN_CLOSE_STEPS where I is cut (ties: more pair warps)."""
+    PAIR_WARPS warps fit max(INT4_DOWN_PAIR_BUDGET, the launch's third entry) warps an SM (1 always), each with as many
+    ranges of whole 128-wide k-steps as the rest of the launch's third entry (warps an SM) holds (at least one, at most
+    DOWN_MAX_SPLITS), the one whose warps' chain of dependent k-steps is shortest: pairs a warp x (k-steps a range +
+    1), plus INT4_DOWN_CLOSE_STEPS where I is cut (ties: more pair warps)."""
     _, warps, per_sm, _, most_pair_warps = INT4_PAIR_MMA_LAUNCH
     sms = num_sms(device.index if device.type == "cuda" else -1)
     budget, pair_budget = per_sm * sms, max(per_sm, INT4_DOWN_PAIR_BUDGET) * sms
