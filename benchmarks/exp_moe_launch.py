@@ -22,10 +22,11 @@ replace the lists; --stages (session 68: moe.PER_PAIR_STAGES, gate / up's and do
 k-tile ahead in registers, lost). --mma (int4, session 69: moe.INT4_PAIR_MMA_LAUNCH, the per-pair kernels' sums by
 mma.sync from registers for bf16 x, "GxDxPxAxW": gate / up's warps, down's, down's warps an SM (since session 71 its
 ranges' budget), and since session 70 gate / up's warps an SM aimed at by sharing a row tile's k-steps among up to 4
-warps, down's warps a tile at most over the token's pairs) times those launches after the CUDA-core ones (the
-launches run with INT4_PAIR_MMA_LAUNCH None but with --quick), --l2-256b 0,1 each without and with moe.INT4_L2_256B (their word loads' L2 prefetch-size hint), --down-rules shipped,first each with the
-shipped down launch rule and with session 70's (pair_warps_first_down), --pair-budgets each with
-moe.INT4_DOWN_PAIR_BUDGET (the down kernel's pair warps' budget, warps an SM) at these; --cases replaces the cases.
+warps, down's warps a tile at most over the token's pairs) times those launches after the CUDA-core ones (the launches
+run with INT4_PAIR_MMA_LAUNCH None but with --quick), --l2-256b 0,1 each without and with moe.INT4_L2_256B (their word
+loads' L2 prefetch-size hint), --down-rules shipped,first each with the shipped down launch rule and with session 70's
+(pair_warps_first_down), --pair-budgets each with moe.INT4_DOWN_PAIR_BUDGET (the down kernel's pair warps' budget, warps
+an SM) at these; --cases replaces the cases.
 Writes OUT/exp-moe-launch[-QUANT].json.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT [--quick] [--quant fp8|int8|int4]
 [--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16] [--stages 1/1,3/3] [--mma 1x1x32x16x8,2x1x16x1x1]
