@@ -185,7 +185,9 @@ INT4_DOWN_CLOSE_STEPS = 2
 # launches a budget of 32 took): four tokens of Qwen3's 8 pair warps, 42.7 us against 4's 44.2, sixteen 2 against 1,
 # 135.6 against 146.3; where 32 bought ranges instead it lost (one / two tokens of Mixtral's 88.0 / 164.2 against
 # 85.8 / 156.9, two of Qwen3's 26.1 against 24.8) but for one token of gpt-oss-20b's, a fifth range 34.8 against 35.4
-# (within the run's spread). Eight tokens of Qwen3's (4 pair warps, one range) untimed.
+# (within the run's spread). Session 72 (H100, exp_moe_launch --pair-budgets 32,24): eight tokens of Qwen3's 4 pair
+# warps and one range 76.6 us against 24's one pair warp and 3 ranges 78.5; four / sixteen 43.0 / 136.2 against 44.2 /
+# 146.7 again.
 INT4_DOWN_PAIR_BUDGET = 32
 # _int4_mma_sums' word loads with PTX's L2 prefetch-size hint (_load_words): a lane's k-step reads 16 bytes of each of
 # its rows, a warp's 64 of each (128 k), the next step's only once this one is done: without the hint DRAM serves
