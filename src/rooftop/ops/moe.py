@@ -189,6 +189,11 @@ INT4_DOWN_CLOSE_STEPS = 2
 # warps and one range 76.6 us against 24's one pair warp and 3 ranges 78.5; four / sixteen 43.0 / 136.2 against 44.2 /
 # 146.7 again.
 INT4_DOWN_PAIR_BUDGET = 32
+# The per-pair mma down kernel loads each warp's first pair's index and first k-step's weights before its PDL wait
+# (_moe_down_mma_kernel's EARLY): the down programs that become resident while the gate / up kernel's last ones run
+# have their first DRAM round trip behind them when h is ready. Session 72: predicted one token of Qwen3's 16.5 ->
+# ~15 us (a round trip of the down chain's ~4), Mixtral's ~1 us less.
+INT4_DOWN_EARLY = True
 # _int4_mma_sums' word loads with PTX's L2 prefetch-size hint (_load_words): a lane's k-step reads 16 bytes of each of
 # its rows, a warp's 64 of each (128 k), the next step's only once this one is done: without the hint DRAM serves
 # scattered 64-byte pieces of many rows at once. H100, session 69 (exp_moe_launch.py --mma --l2-256b, call c): the
@@ -532,12 +537,14 @@ def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H
         rows = w_ptr + expert * we_stride
         scales = scale_ptr + expert * 2 * I * (H // GROUP_SIZE)
         x_row = x_ptr.to(tl.pointer_type(tl.int32), bitcast=True) + (pair // TOP_K).to(tl.int64) * (x_stride // 2)
-        acc = _int4_mma_sums(
-            (rows + row_a * wn_stride, rows + row_b * wn_stride, rows + (row_a + I) * wn_stride,
-             rows + (row_b + I) * wn_stride),
-            (scales + row_a * (H // GROUP_SIZE), scales + row_b * (H // GROUP_SIZE),
-             scales + (row_a + I) * (H // GROUP_SIZE), scales + (row_b + I) * (H // GROUP_SIZE)),
-            (x_row + tl.zeros_like(row_a),), 0, H, 32 * q + 128 * k_rank, 2, GROUP_SIZE, 1, K_WARPS, L2_256B)
+        w_rows = (rows + row_a * wn_stride, rows + row_b * wn_stride, rows + (row_a + I) * wn_stride,
+                  rows + (row_b + I) * wn_stride)
+        s_rows = (scales + row_a * (H // GROUP_SIZE), scales + row_b * (H // GROUP_SIZE),
+                  scales + (row_a + I) * (H // GROUP_SIZE), scales + (row_b + I) * (H // GROUP_SIZE))
+        lane_k = 32 * q + 128 * k_rank
+        acc = _int4_mma_sums(w_rows, s_rows, (x_row + tl.zeros_like(row_a),), 0, H, lane_k,
+                             _int4_mma_first(w_rows, s_rows, 0, H, lane_k, 2, GROUP_SIZE, L2_256B), 2, GROUP_SIZE, 1,
+                             K_WARPS, L2_256B)
         g = _mma_columns(acc[0], acc[2], BLOCK_N, K_WARPS)
         u = _mma_columns(acc[4], acc[6], BLOCK_N, K_WARPS)
     y = _gated(g, u, expert, cols, (cols < I) & live, scale_ptr, bias_ptr, I, ACT, APPROX, False, HAS_BIAS, ALPHA,
@@ -546,46 +553,66 @@ def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H
 
 
 @triton.jit
+def _down_pair_rows(idx_ptr, w_ptr, scale_ptr, pair, E, H, I, we_stride, wn_stride, row_a, row_b,
+                    GROUP_SIZE: tl.constexpr):
+    """The per-pair mma down kernel's pair `pair` (a lane's): (live, its expert's rows g and g + 8 and their first
+    scales, _int4_mma_sums' w_rows and s_rows); a dead pair's lanes read expert 0's. The index by .cg (L2): the
+    kernel may read it before its PDL wait (INT4_DOWN_EARLY; written before the gate / up kernel began)."""
+    expert = tl.load(idx_ptr + pair, cache_modifier=".cg").to(tl.int64)
+    live = (expert >= 0) & (expert < E)
+    rows = w_ptr + tl.where(live, expert, 0) * we_stride
+    scales = scale_ptr + tl.where(live, expert, 0) * H * (I // GROUP_SIZE)
+    return (live, (rows + row_a * wn_stride, rows + row_b * wn_stride),
+            (scales + row_a * (I // GROUP_SIZE), scales + row_b * (I // GROUP_SIZE)))
+
+
+@triton.jit
 def _moe_down_mma_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, T, H, I, E,
                          TOP_K, k_split, rw_stride, we_stride, wn_stride, out_stride, GROUP_SIZE: tl.constexpr,
                          HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr, SUM_BATCH: tl.constexpr, BLOCK_N: tl.constexpr,
-                         PAIR_WARPS: tl.constexpr, L2_256B: tl.constexpr, PDL: tl.constexpr):
+                         PAIR_WARPS: tl.constexpr, L2_256B: tl.constexpr, EARLY: tl.constexpr, PDL: tl.constexpr):
     # Program (token, BLOCK_N columns, 16 a warp, range of I), int4 experts with bf16 h: _moe_down_kernel's sums by
     # mma.sync from registers (_int4_mma_sums, its 8 x rows all the pair's h), the token's k pairs dealt to PAIR_WARPS
     # warps of each row tile (PAIR_WARPS divides k; warp r: pairs r, r + PAIR_WARPS, ...; their router-weighted sums
     # added through shared memory). For each pair, its range of h (L2) and of BLOCK_N down rows of its expert (half a
     # byte an element, each once over the ranges, and the range's group scales; a dead pair's lanes read expert 0's,
     # their sums dropped: no branch is a warp's alone); the partials as _moe_down_kernel's. PDL: as the gate / up
-    # kernel's.
-    await_previous(PDL)
+    # kernel's; EARLY (INT4_DOWN_EARLY): the warp's first pair's index and first k-step's weights are loaded before
+    # the wait (neither is written by the gate / up kernel), in flight while its last programs end.
+    if not EARLY:
+        await_previous(PDL)
     token, pid_n, split, cols, k_start, k_end = _down_program(k_split, I, BLOCK_N)
     q, rank, _, row_a, row_b = _mma_rows(pid_n, H, BLOCK_N, PAIR_WARPS)
+    live, w_rows, s_rows = _down_pair_rows(idx_ptr, w_ptr, scale_ptr, token * TOP_K + rank, E, H, I, we_stride,
+                                           wn_stride, row_a, row_b, GROUP_SIZE)
+    first = _int4_mma_first(w_rows, s_rows, k_start, k_end, 32 * q, 1, GROUP_SIZE, L2_256B)
+    if EARLY:
+        await_previous(PDL)
     h32 = h_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
     c_a = tl.zeros(q.shape, tl.float32)  # the lane's C fragments c0 and c2 (_mma_columns), weighted, over its pairs
     c_b = tl.zeros(q.shape, tl.float32)
     for j0 in range(0, TOP_K, PAIR_WARPS):
         j = j0 + rank
         pair = token * TOP_K + j
-        expert = tl.load(idx_ptr + pair).to(tl.int64)
-        live = (expert >= 0) & (expert < E)  # a dead pair adds nothing
         weight = tl.load(rw_ptr + token.to(tl.int64) * rw_stride + j).to(tl.float32)
-        rows = w_ptr + tl.where(live, expert, 0) * we_stride
-        scales = scale_ptr + tl.where(live, expert, 0) * H * (I // GROUP_SIZE)
-        sums = _int4_mma_sums((rows + row_a * wn_stride, rows + row_b * wn_stride),
-                              (scales + row_a * (I // GROUP_SIZE), scales + row_b * (I // GROUP_SIZE)),
-                              (h32 + pair.to(tl.int64) * (I // 2),), k_start, k_end, 32 * q, 1, GROUP_SIZE, 1, 1,
-                              L2_256B)
-        c_a += tl.where(live, weight * sums[0], 0.0)
+        sums = _int4_mma_sums(w_rows, s_rows, (h32 + pair.to(tl.int64) * (I // 2),), k_start, k_end, 32 * q, first,
+                              1, GROUP_SIZE, 1, 1, L2_256B)
+        c_a += tl.where(live, weight * sums[0], 0.0)  # a dead pair adds nothing
         c_b += tl.where(live, weight * sums[2], 0.0)
+        # the warp's next pair (past the last: the last again, its words in L2)
+        live, w_rows, s_rows = _down_pair_rows(idx_ptr, w_ptr, scale_ptr,
+                                               token * TOP_K + tl.minimum(j + PAIR_WARPS, TOP_K - 1), E, H, I,
+                                               we_stride, wn_stride, row_a, row_b, GROUP_SIZE)
+        first = _int4_mma_first(w_rows, s_rows, k_start, k_end, 32 * q, 1, GROUP_SIZE, L2_256B)
     acc = _mma_columns(c_a, c_b, BLOCK_N, PAIR_WARPS)
     if HAS_BIAS:
         if split == 0:  # the first range adds the pairs' weighted biases
             for j in range(0, TOP_K):
                 expert = tl.load(idx_ptr + token * TOP_K + j).to(tl.int64)
-                live = (expert >= 0) & (expert < E)
-                weight = tl.where(live, tl.load(rw_ptr + token.to(tl.int64) * rw_stride + j).to(tl.float32), 0.0)
-                acc += weight * _down_output(tl.zeros_like(acc), tl.where(live, expert, 0), cols, (cols < H) & live,
-                                             True, scale_ptr, bias_ptr, H, False, True)
+                expert_ok = (expert >= 0) & (expert < E)
+                weight = tl.where(expert_ok, tl.load(rw_ptr + token.to(tl.int64) * rw_stride + j).to(tl.float32), 0.0)
+                acc += weight * _down_output(tl.zeros_like(acc), tl.where(expert_ok, expert, 0), cols,
+                                             (cols < H) & expert_ok, True, scale_ptr, bias_ptr, H, False, True)
     store_split_output(acc[None, :], token + tl.arange(0, 1), cols, T, H, out_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr,
                        token * tl.num_programs(1) + pid_n, split, SPLITS, False, SUM_BATCH)
 
@@ -623,30 +650,43 @@ def _operand(w, like, SCALED: tl.constexpr):
 
 
 @triton.jit
-def _int4_mma_loads(w_rows, s_rows, x32_rows, kq, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr, NB: tl.constexpr,
-                    L2_256B: tl.constexpr):
-    """A k-step's loads for _int4_mma_sums at the lane's first k `kq` (a multiple of 32, in bounds: unmasked, a masked
-    load zeroes its registers first): each weight row's four words (L2_256B: one 16-byte inline PTX load with the
-    hint, _load_words; else tl.load's: one 16-byte load where Triton knows the row stride a multiple of 16 words,
-    gpt-oss's 360 four 4-byte loads) and its scale as a bf16 pair (s, s), and each of its NB x rows' 16 pairs as four
-    16-byte loads ([LANES, 4] each: a [LANES, 16] load would spread a row over 4 lanes, exchanged through shared
-    memory)."""
+def _int4_mma_weights(w_rows, s_rows, kq, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr, L2_256B: tl.constexpr):
+    """A k-step's weight loads for _int4_mma_sums at the lane's first k `kq` (a multiple of 32, in bounds: unmasked, a
+    masked load zeroes its registers first): each weight row's four words (L2_256B: one 16-byte inline PTX load with
+    the hint, _load_words; else tl.load's: one 16-byte load where Triton knows the row stride a multiple of 16 words,
+    gpt-oss's 360 four 4-byte loads) and its scale as a bf16 pair (s, s)."""
     words = ()
     scales = ()
     for j in tl.static_range(2 * TILES):
         words = words + (_load_words(w_rows[j] + tl.multiple_of(kq // 8, 4), L2_256B),)
         scales = scales + (_pair_of(tl.load(s_rows[j] + kq // GROUP_SIZE).to(tl.bfloat16)),)
-    xs = ()  # x row 8 nb + g's pairs 4 i .. 4 i + 3 at 4 nb + i
+    return words, scales
+
+
+@triton.jit
+def _int4_mma_first(w_rows, s_rows, k_start, k_end, lane_k, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr,
+                    L2_256B: tl.constexpr):
+    """_int4_mma_sums' first k-step's weight loads (its `first`), separate so that a kernel may issue them before
+    its x rows can be read (the down kernel's INT4_DOWN_EARLY)."""
+    return _int4_mma_weights(w_rows, s_rows, tl.minimum(k_start + lane_k, k_end - 32), TILES, GROUP_SIZE, L2_256B)
+
+
+@triton.jit
+def _int4_mma_xs(x32_rows, kq, NB: tl.constexpr):
+    """A k-step's x loads for _int4_mma_sums at the lane's first k `kq`: each of its NB x rows' 16 pairs as four
+    16-byte loads ([LANES, 4] each: a [LANES, 16] load would spread a row over 4 lanes, exchanged through shared
+    memory), x row 8 nb + g's pairs 4 i .. 4 i + 3 at 4 nb + i."""
+    xs = ()
     for nb in tl.static_range(NB):
         for i in tl.static_range(4):
             xs = xs + (tl.load(x32_rows[nb][:, None] + tl.multiple_of(kq // 2 + 4 * i, 4)[:, None]
                                + tl.arange(0, 4)[None, :]),)
-    return words, scales, xs
+    return xs
 
 
 @triton.jit
-def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, lane_k, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr,
-                   NB: tl.constexpr, K_WARPS: tl.constexpr, L2_256B: tl.constexpr):
+def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, lane_k, first, TILES: tl.constexpr,
+                   GROUP_SIZE: tl.constexpr, NB: tl.constexpr, K_WARPS: tl.constexpr, L2_256B: tl.constexpr):
     """The grouped (PAIRED) and per-pair mma kernels' int4 sums for bf16 x (inline PTX, a GPU only): mma.sync m16n8k16
     (fp32 sums) of TILES weight-row tiles against 8 NB x rows over k_start .. k_end - 1 (k_start a multiple of 128,
     k_end of 32), straight from each lane's own registers (no shared memory). Lane L = 32 w + 4 g + q: w_rows the
@@ -655,7 +695,8 @@ def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, lane_k, TILES: tl.c
     dealt round-robin to the K_WARPS warps of the same rows (each warp's sums partial): lane_k, 32 q + 128 r for the
     warp's rank r among them (_mma_rows). A k-step k0: lane q holds k0 + lane_k .. k0 + lane_k + 31 of its rows (four
     words: one 16-byte load a row, in one group: one scale) and of its x rows (64 bytes each), loaded a step ahead (in
-    flight while this one computes; past k_end the lane's last 32 again). k inside a k16 step is permuted so that the
+    flight while this one computes; past k_end the lane's last 32 again; the first step's weights are `first`, the
+    caller's _int4_mma_first). k inside a k16 step is permuted so that the
     A fragment ((2q, 2q + 1), (2q + 8, 2q + 9) of rows g, g + 8) comes from the lane's own words: step 2i + h takes
     pairs 2h, 2h + 1 of word i (_INT4_BF16_PAIRS, 17 instructions a word), the B fragment the matching x pairs 4i +
     2h, 4i + 2h + 1. Past k_end (a lane's whole 32: k_end a multiple of 32) the scale is 0. Returns the C fragments
@@ -664,13 +705,14 @@ def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, lane_k, TILES: tl.c
     for _ in tl.static_range(4 * NB * TILES):
         acc = acc + (tl.zeros(lane_k.shape, tl.float32),)
     last = k_end - 32  # a lane's last k-chunk
-    ahead = _int4_mma_loads(w_rows, s_rows, x32_rows, tl.minimum(k_start + lane_k, last), TILES, GROUP_SIZE, NB,
-                            L2_256B)
+    ahead_words, ahead_scales = first
+    ahead_xs = _int4_mma_xs(x32_rows, tl.minimum(k_start + lane_k, last), NB)
     for k0 in range(k_start, k_end, 128 * K_WARPS):
-        words, scales, xs = ahead
+        words, scales, xs = ahead_words, ahead_scales, ahead_xs
         live = k0 + lane_k < k_end
-        ahead = _int4_mma_loads(w_rows, s_rows, x32_rows, tl.minimum(k0 + 128 * K_WARPS + lane_k, last), TILES,
-                                GROUP_SIZE, NB, L2_256B)
+        kq = tl.minimum(k0 + 128 * K_WARPS + lane_k, last)
+        ahead_words, ahead_scales = _int4_mma_weights(w_rows, s_rows, kq, TILES, GROUP_SIZE, L2_256B)
+        ahead_xs = _int4_mma_xs(x32_rows, kq, NB)
         pairs = ()  # per row: its four words' pairs 0 .. 3, [LANES, 4] each (word i at i)
         for j in tl.static_range(2 * TILES):
             p0, p1, p2, p3 = tl.inline_asm_elementwise(_INT4_BF16_PAIRS, "=r,=r,=r,=r,r,r",
@@ -770,13 +812,15 @@ def _moe_gate_up_grouped_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_pt
                 expert_rows = w_ptr + expert * we_stride
                 expert_scales = scale_ptr + expert * 2 * I * (H // GROUP_SIZE)
                 x32 = x_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
-                acc = _int4_mma_sums(
-                    (expert_rows + row_a * wn_stride, expert_rows + row_b * wn_stride,
-                     expert_rows + (row_a + I) * wn_stride, expert_rows + (row_b + I) * wn_stride),
-                    (expert_scales + row_a * (H // GROUP_SIZE), expert_scales + row_b * (H // GROUP_SIZE),
-                     expert_scales + (row_a + I) * (H // GROUP_SIZE), expert_scales + (row_b + I) * (H // GROUP_SIZE)),
-                    (x32 + (lane_members[0] // TOP_K) * (x_stride // 2),
-                     x32 + (lane_members[1] // TOP_K) * (x_stride // 2)), 0, H, lane_k, 2, GROUP_SIZE, 2, 1, L2_256B)
+                w_rows = (expert_rows + row_a * wn_stride, expert_rows + row_b * wn_stride,
+                          expert_rows + (row_a + I) * wn_stride, expert_rows + (row_b + I) * wn_stride)
+                s_rows = (expert_scales + row_a * (H // GROUP_SIZE), expert_scales + row_b * (H // GROUP_SIZE),
+                          expert_scales + (row_a + I) * (H // GROUP_SIZE),
+                          expert_scales + (row_b + I) * (H // GROUP_SIZE))
+                acc = _int4_mma_sums(w_rows, s_rows, (x32 + (lane_members[0] // TOP_K) * (x_stride // 2),
+                                                      x32 + (lane_members[1] // TOP_K) * (x_stride // 2)), 0, H, lane_k,
+                                     _int4_mma_first(w_rows, s_rows, 0, H, lane_k, 2, GROUP_SIZE, L2_256B), 2,
+                                     GROUP_SIZE, 2, 1, L2_256B)
                 g, u = _mma_tile(acc, 0, BLOCK_N), _mma_tile(acc, 1, BLOCK_N)
             else:
                 x_rows = x_ptr + (member // TOP_K)[:, None] * x_stride
@@ -832,11 +876,12 @@ def _moe_down_grouped_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr,
                     expert_rows = w_ptr + expert * we_stride
                     expert_scales = scale_ptr + expert * H * (I // GROUP_SIZE)
                     h32 = h_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
+                    w_rows = (expert_rows + row_a * wn_stride, expert_rows + row_b * wn_stride)
+                    s_rows = (expert_scales + row_a * (I // GROUP_SIZE), expert_scales + row_b * (I // GROUP_SIZE))
                     acc = _mma_tile(_int4_mma_sums(
-                        (expert_rows + row_a * wn_stride, expert_rows + row_b * wn_stride),
-                        (expert_scales + row_a * (I // GROUP_SIZE), expert_scales + row_b * (I // GROUP_SIZE)),
-                        (h32 + lane_members[0] * (I // 2), h32 + lane_members[1] * (I // 2)),
-                        k_start, k_end, lane_k, 1, GROUP_SIZE, 2, 1, L2_256B), 0, BLOCK_N)
+                        w_rows, s_rows, (h32 + lane_members[0] * (I // 2), h32 + lane_members[1] * (I // 2)),
+                        k_start, k_end, lane_k, _int4_mma_first(w_rows, s_rows, k_start, k_end, lane_k, 1, GROUP_SIZE,
+                                                                L2_256B), 1, GROUP_SIZE, 2, 1, L2_256B), 0, BLOCK_N)
                 else:
                     for k0 in range(k_start, k_end, BLOCK_K):
                         ks = k0 + tl.arange(0, BLOCK_K)
@@ -1176,7 +1221,7 @@ def _hinted(gate_up: torch.Tensor, down: torch.Tensor) -> bool:
 
 
 def _aligned_rows(x: torch.Tensor) -> torch.Tensor:
-    """x, or a contiguous copy where its rows are not 16-byte aligned (_int4_mma_loads' 16-byte loads of x pairs)."""
+    """x, or a contiguous copy where its rows are not 16-byte aligned (_int4_mma_xs' 16-byte loads of x pairs)."""
     return x.clone(memory_format=torch.contiguous_format) if x.stride(0) % 8 or x.data_ptr() % 16 else x
 
 
@@ -1239,7 +1284,7 @@ def _moe_experts_pair_mma(x, idx, router, gate_up, down, gate_up_scale, down_sca
            out, partials, arrival_counters(x.device, tiles), T, H, I, E, top_k, k_split, router.stride(0),
            down.stride(0), down.stride(1), out.stride(0), GROUP_SIZE=down_format["GROUP_SIZE"],
            HAS_BIAS=down_format["HAS_BIAS"], SPLITS=splits, SUM_BATCH=min(splits, 8), BLOCK_N=16 * down_warps,
-           PAIR_WARPS=pair_warps, L2_256B=hinted, num_warps=down_warps * pair_warps, **pdl)
+           PAIR_WARPS=pair_warps, L2_256B=hinted, EARLY=INT4_DOWN_EARLY, num_warps=down_warps * pair_warps, **pdl)
     return out
 
 
