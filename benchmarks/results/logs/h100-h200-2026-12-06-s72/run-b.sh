@@ -1,7 +1,7 @@
 # Session 72 call b (~4 min): the int4 down kernel's first weights before its PDL wait (moe.INT4_DOWN_EARLY, item 527)
 # against after, twice each in alternation, at one / two / four tokens of Qwen3-30B-A3B's (predicted one token 16.5 ->
 # ~15 us), one / four of Mixtral's (~1 us less at one) and one of gpt-oss-20b's; then test_moe's int4 tests (the pair
-# mma test with EARLY on and off).
+# mma test with EARLY on and off), the int4 registry rows (EARLY shipped on).
 set -x
 nvidia-smi --query-gpu=name --format=csv,noheader
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
@@ -13,3 +13,7 @@ timeout 150 python benchmarks/exp_moe_launch.py $OUT/w/int4 --quant int4 --launc
 grep "rooftop mma" $OUT/w/int4.txt
 timeout 120 python -m pytest -q -p no:logging --tb=short -n 12 tests/test_moe.py -k "int4 or pair" > $OUT/w/tests.txt 2>&1
 tail -1 $OUT/w/tests.txt; grep -n "FAILED\|Error" $OUT/w/tests.txt | head -20
+timeout 45 python -m rooftop bench moe_experts_int4 --providers rooftop --out $OUT/w/bench 2>&1 | grep -v Warn \
+  > $OUT/w/bench-moe_experts_int4.txt
+grep "│ moe" $OUT/w/bench-moe_experts_int4.txt
+(cd $OUT && tar czf all.tgz w && rm -rf w)
