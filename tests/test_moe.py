@@ -590,8 +590,8 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group,
     both kernels' last column tiles ragged where H = 544, a sentinel and -1 among the indices; gpt-oss's gate with
     biases (with the hint) or silu without; x a 16-byte aligned row view of NaN-padded rows (read in place: values
     past a row's end would show), then a view off that alignment (copied): as the reference on the same codes and
-    scales, twice (the arrival counters); the down kernel's first weights before its PDL wait (INT4_DOWN_EARLY) or
-    after."""
+    scales, three times (the arrival counters; the middle call another x); the down kernel's first weights before
+    its PDL wait (INT4_DOWN_EARLY) or after."""
     monkeypatch.setattr(moe, "_takes_grouped", lambda *a: False)
     monkeypatch.setattr(moe, "INT4_DOWN_EARLY", early)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", launch)
@@ -612,11 +612,14 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group,
     activation, biases = ("swiglu_oai", dict(gate_up_bias=torch.randn(4, 2 * I, device=DEVICE, dtype=x.dtype),
                                               down_bias=torch.randn(4, H, device=DEVICE, dtype=x.dtype))) if hint \
         else ("silu", {})
-    ref = moe_experts_reference(x, index, weights, gu, dn, activation, gu_scale, dn_scale, **biases)
+    other = torch.randn_like(x)  # the middle call's: an h read before the gate / up kernel's end would show
+    refs = [moe_experts_reference(xs, index, weights, gu, dn, activation, gu_scale, dn_scale, **biases)
+            for xs in (x, other)]
     _support.clear_plans()
     try:
-        for view in (padded[:, 8:H + 8], padded[:, 1:H + 1], padded[:, 8:H + 8]):
-            out = rooftop.moe_experts(view.copy_(x), index, weights, gu, dn, activation, gate_up_scale=gu_scale,
+        for view, xs, ref in zip((padded[:, 8:H + 8], padded[:, 1:H + 1], padded[:, 8:H + 8]), (x, other, x),
+                                 (refs[0], refs[1], refs[0])):
+            out = rooftop.moe_experts(view.copy_(xs), index, weights, gu, dn, activation, gate_up_scale=gu_scale,
                                       down_scale=dn_scale, **biases)
             assert rel_err(out, ref) < TOL[torch.bfloat16]
     finally:

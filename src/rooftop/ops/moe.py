@@ -599,10 +599,10 @@ def _moe_down_mma_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out
                               1, GROUP_SIZE, 1, 1, L2_256B)
         c_a += tl.where(live, weight * sums[0], 0.0)  # a dead pair adds nothing
         c_b += tl.where(live, weight * sums[2], 0.0)
-        # the warp's next pair (past the last: the last again, its words in L2)
+        # the warp's next pair (past the last: its own again, the words just read)
         live, w_rows, s_rows = _down_pair_rows(idx_ptr, w_ptr, scale_ptr,
-                                               token * TOP_K + tl.minimum(j + PAIR_WARPS, TOP_K - 1), E, H, I,
-                                               we_stride, wn_stride, row_a, row_b, GROUP_SIZE)
+                                               token * TOP_K + tl.where(j + PAIR_WARPS < TOP_K, j + PAIR_WARPS, j), E,
+                                               H, I, we_stride, wn_stride, row_a, row_b, GROUP_SIZE)
         first = _int4_mma_first(w_rows, s_rows, k_start, k_end, 32 * q, 1, GROUP_SIZE, L2_256B)
     acc = _mma_columns(c_a, c_b, BLOCK_N, PAIR_WARPS)
     if HAS_BIAS:
