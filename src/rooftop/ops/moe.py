@@ -191,8 +191,10 @@ INT4_DOWN_CLOSE_STEPS = 2
 INT4_DOWN_PAIR_BUDGET = 32
 # The per-pair mma down kernel loads each warp's first pair's index and first k-step's weights before its PDL wait
 # (_moe_down_mma_kernel's EARLY): the down programs that become resident while the gate / up kernel's last ones run
-# have their first DRAM round trip behind them when h is ready. Session 72: predicted one token of Qwen3's 16.5 ->
-# ~15 us (a round trip of the down chain's ~4), Mixtral's ~1 us less.
+# have their first DRAM round trip behind them when h is ready. Session 72 (H100, exp_moe_launch --down-early, graph;
+# predicted one token of Qwen3's 16.5 -> ~15 us, Mixtral's ~1 us less): one token of Qwen3's 17.1 / 17.0 -> 16.2 /
+# 15.9 us (twice each, alternating), two 24.9 -> 24.5; one of Mixtral's 81.9 / 81.7 -> 79.9 / 80.2, four 294.4 ->
+# 291.6; one of gpt-oss-20b's 34.1 -> 33.6.
 INT4_DOWN_EARLY = True
 # _int4_mma_sums' word loads with PTX's L2 prefetch-size hint (_load_words): a lane's k-step reads 16 bytes of each of
 # its rows, a warp's 64 of each (128 k), the next step's only once this one is done: without the hint DRAM serves
