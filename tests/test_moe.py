@@ -1,10 +1,12 @@
 import copy
+import subprocess
+import sys
 
 import pytest
 import torch
 
 import rooftop
-from conftest import DEVICE, HAS_CUDA, TOL, rel_err
+from conftest import DEVICE, HAS_CUDA, TOL, compiler_env, rel_err
 from rooftop import registry
 from rooftop.ops import _support, moe
 from rooftop.ops.moe import moe_experts_eager, moe_experts_reference
@@ -670,6 +672,42 @@ def test_pair_mma_split(monkeypatch):
     assert moe._pair_mma_split(4, 2880, 2880, cpu) == (2, pytest.approx(1440 / 132))  # 360 2-warp tiles
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", (1, 1, 24, 64, 8))
     assert moe._pair_mma_split(8, 2048, 768, cpu) == (4, pytest.approx(1536 / 132))
+
+
+# The per-pair mma down kernel (Qwen3's launch: 8 pair warps, 3 ranges) compiled for sm_90 with EARLY off, then on, in
+# a process of its own (no GPU needed; not under the interpreter): prints the global loads its PTX issues before the
+# PDL wait (griddepcontrol.wait).
+_EARLY_SCRIPT = """
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from rooftop.ops import moe
+
+kernel = moe._moe_down_mma_kernel
+pointers = dict(idx_ptr="*i64", rw_ptr="*fp32", w_ptr="*i32", scale_ptr="*fp32", ws_ptr="*fp32", cnt_ptr="*i32")
+for early in (False, True):
+    consts = dict(GROUP_SIZE=128, HAS_BIAS=False, SPLITS=3, SUM_BATCH=3, BLOCK_N=16, PAIR_WARPS=8, L2_256B=True,
+                  EARLY=early, PDL=True)
+    sig = {a: "constexpr" if a in consts else pointers.get(a, "*bf16" if a.endswith("_ptr") else "i32")
+           for a in kernel.arg_names}
+    ptx = triton.compile(ASTSource(fn=kernel, signature=sig, constexprs=consts), target=GPUTarget("cuda", 90, 32),
+                         options=dict(num_warps=8)).asm["ptx"]
+    head = ptx[:ptx.index("griddepcontrol.wait")]
+    print(",".join(line.split()[0] for line in head.splitlines() if "ld.global" in line) or "-")
+"""
+
+
+def test_down_early_loads_only_weights_before_the_wait():
+    """INT4_DOWN_EARLY's order: off, the down kernel reads nothing before its PDL wait; on, only its first pair's
+    expert index (by .cg: L2, no stale L1 line) and that expert's first k-step (two rows' words with the L2::256B
+    hint, their two group scales); the router weights and h after the wait."""
+    done = subprocess.run([sys.executable, "-c", _EARLY_SCRIPT], env=compiler_env(), capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    off, on = done.stdout.split()
+    assert off == "-"
+    assert sorted(on.split(",")) == sorted(["ld.global.cg.b64"] + ["ld.global.nc.L2::256B.v4.b32"] * 2
+                                           + ["ld.global.b32"] * 2)
 
 
 def test_pair_mma_down(monkeypatch):
