@@ -195,8 +195,8 @@ def pdl_options(t: torch.Tensor, enabled: Optional[bool] = None) -> dict:
 @triton.jit
 def await_previous(PDL: tl.constexpr):
     """The first statement of a kernel launched as a programmatic dependent (PDL, `pdl_options`): wait for the kernel
-    before it to end (its writes visible: nothing it or a kernel since its wait writes may be read, nothing written
-    before this; moe's INT4_DOWN_EARLY reads weights and the router's indices first), then let the next launch go,
+    before it to end (its writes visible: nothing that kernel writes may be read, and nothing written, before this;
+    moe's INT4_DOWN_EARLY reads the weights and the router's indices first), then let the next launch go,
     whose programs then become resident as this one's end. Only then: let go earlier, a chain of kernels piles up
     waiting on the SMs (journal item 168)."""
     if PDL:
