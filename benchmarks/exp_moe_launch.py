@@ -27,7 +27,8 @@ run with INT4_PAIR_MMA_LAUNCH None but with --quick), --l2-256b 0,1 each without
 loads' L2 prefetch-size hint), --down-rules shipped,first each with the shipped down launch rule and with session 70's
 (pair_warps_first_down), --pair-budgets each with moe.INT4_DOWN_PAIR_BUDGET (the down kernel's pair warps' budget, warps
 an SM) at these, --down-early 0,1 each without and with moe.INT4_DOWN_EARLY (session 72: the down kernel's first
-weights loaded before its PDL wait); --cases replaces the cases.
+weights loaded before its PDL wait), --down-ahead 1,2/80 each with moe.INT4_DOWN_AHEAD at these (session 73: k-steps
+of weights ahead in the down kernel's loop, "/cap" ptxas's register cap); --cases replaces the cases.
 Writes OUT/exp-moe-launch[-QUANT].json.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT [--quick] [--quant fp8|int8|int4]
 [--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16] [--stages 1/1,3/3] [--mma 1x1x32x16x8,2x1x16x1x1]
@@ -101,6 +102,9 @@ def main():
                         help="int4 --mma: each launch with moe.INT4_DOWN_PAIR_BUDGET at these (warps an SM)")
     parser.add_argument("--down-early", type=lambda v: [bool(int(item)) for item in v.split(",")],
                         help="int4 --mma: each launch with moe.INT4_DOWN_EARLY at these (0,1: without and with)")
+    parser.add_argument("--down-ahead", type=lambda v: [(int(item.split("/")[0]), int(item.split("/")[1])
+                                                         if "/" in item else None) for item in v.split(",")],
+                        help="int4 --mma: each launch with moe.INT4_DOWN_AHEAD at these (steps[/register cap])")
     parser.add_argument("--mma", type=lambda v: [tuple(map(int, item.split("x"))) for item in v.split(",")],
                         help="int4: these INT4_PAIR_MMA_LAUNCH too, gate / up's warps x down's x down's warps an SM "
                              "x gate / up's warps an SM aimed at (K_WARPS) x down's warps a tile over the pairs")
@@ -115,6 +119,8 @@ def main():
     pair_budgets = args.pair_budgets or [shipped_pair_budget]
     shipped_early = moe.INT4_DOWN_EARLY
     earlies = args.down_early or [shipped_early]
+    shipped_ahead = moe.INT4_DOWN_AHEAD
+    aheads = args.down_ahead or [shipped_ahead]
     moe.INT4_PAIR_MMA_LAUNCH = shipped_mma if args.quick else None  # the launches below: CUDA-core kernels
     shipped_min_warps = moe.INT4_PAIR_MMA_MIN_WARPS
     names = ("INT4_GATE_UP_LAUNCH", "INT4_DOWN_LAUNCH") if args.quant == "int4" else ("GATE_UP_LAUNCH", "DOWN_LAUNCH")
@@ -158,11 +164,11 @@ def main():
                            + ("" if down == gate_up else "/n{}k{}w{}".format(*down)) + f"p{per_sm}"
                            + ("" if args.stages is None else "s{}/{}".format(*stages)),
                            graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=20), out)
-        for mma, hint, rule, pair_budget, early in ((mma, hint, rule, pair_budget, early) for mma in args.mma or ()
-                                                    for hint in hints for rule in args.down_rules
-                                                    for pair_budget in pair_budgets for early in earlies):
+        for mma, hint, rule, pair_budget, early, ahead in (
+                (mma, hint, rule, pair_budget, early, ahead) for mma in args.mma or () for hint in hints
+                for rule in args.down_rules for pair_budget in pair_budgets for early in earlies for ahead in aheads):
             moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B, moe.INT4_DOWN_PAIR_BUDGET = mma, hint, pair_budget
-            moe.INT4_DOWN_EARLY = early
+            moe.INT4_DOWN_EARLY, moe.INT4_DOWN_AHEAD = early, ahead
             moe.INT4_PAIR_MMA_MIN_WARPS = 0  # at every case
             moe._pair_mma_down = pair_warps_first_down if rule == "first" else shipped_down
             clear_plans()
@@ -173,12 +179,14 @@ def main():
             record("rooftop mma g{}d{}p{}a{}w{}".format(*mma) + f" k{k_warps} pw{pair_warps} r{ranges}"
                    + ("" if args.l2_256b is None else f" L2 {int(hint)}") + ("" if rule == "shipped" else f" {rule}")
                    + ("" if args.pair_budgets is None else f" pb{pair_budget}")
-                   + ("" if args.down_early is None else f" e{int(early)}"),
+                   + ("" if args.down_early is None else f" e{int(early)}")
+                   + ("" if args.down_ahead is None else " a{}/{}".format(*ahead)),
                    graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=20), out)
         moe._pair_mma_down = shipped_down
         moe.INT4_PAIR_MMA_MIN_WARPS = shipped_min_warps
         moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B = shipped_mma if args.quick else None, shipped_hint
         moe.INT4_DOWN_PAIR_BUDGET, moe.INT4_DOWN_EARLY = shipped_pair_budget, shipped_early
+        moe.INT4_DOWN_AHEAD = shipped_ahead
         if args.quant:
             record("eager loop", bench_ms(lambda: spec.eager(*sets[0])) * 1e3, spec.eager(*sets[0]))
             Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -158,12 +158,16 @@ for codes, types, group_size in moe_cases:
                       HAS_BIAS=bias, ALPHA=alpha, LIMIT=limit, BLOCK_N=16 * mw, K_WARPS=k_warps,
                       L2_256B=moe.INT4_L2_256B, PDL=True), mw * k_warps, name=f"moe_gate_up_mma_{act}_k{k_warps}",
                       div=("H", "I"))
-            # PAIR_WARPS: warps a tile over the k pairs; EARLY: the first weights before the PDL wait
-            for splits, pair_warps, early in ((1, 1, True), (3, 1, True), (3, 8, True), (3, 8, False)):
+            # PAIR_WARPS: warps a tile over the k pairs; EARLY: the first weights before the PDL wait; AHEAD: k-steps
+            # of weights ahead, with a register cap (INT4_DOWN_AHEAD)
+            for splits, pair_warps, early, (ahead, cap) in ((1, 1, True, (1, None)), (3, 1, True, (1, None)),
+                                                            (3, 8, True, (1, None)), (3, 8, False, (1, None)),
+                                                            (3, 8, True, (2, 80))):
                 build(moe._moe_down_mma_kernel, types, dict(GROUP_SIZE=group_size, HAS_BIAS=bias, SPLITS=splits,
                       SUM_BATCH=splits, BLOCK_N=16 * mdw, PAIR_WARPS=pair_warps, L2_256B=moe.INT4_L2_256B,
-                      EARLY=early, PDL=True), mdw * pair_warps,
-                      name=f"moe_down_mma_bias{int(bias)}_s{splits}_w{pair_warps}_e{int(early)}", div=("H", "I"))
+                      EARLY=early, AHEAD=ahead, PDL=True), mdw * pair_warps,
+                      name=f"moe_down_mma_bias{int(bias)}_s{splits}_w{pair_warps}_e{int(early)}_a{ahead}",
+                      div=("H", "I"), maxnreg=cap)
         # the sorted path (prefill) at its shipped launches
         sorted_types = lambda a: {"slot_pair_ptr": "*i32", "block_expert_ptr": "*i32"}.get(a, types(a))
         for block_m, (sn, sk, sw, ss), (sdn, sdk, sdw, sds) in moe.SORTED_LAUNCHES:

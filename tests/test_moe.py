@@ -581,8 +581,8 @@ def test_per_pair_pipelines(monkeypatch, stages, quant):
 @pytest.mark.parametrize("launch, pair_warps, ranges", [((4, 4, 64, 64, 4), 4, 2), ((1, 2, 8, 64, 8), 8, 1),
                                                        ((1, 1, 32, 1, 1), 1, 2)])
 @pytest.mark.parametrize("group", [32, 128])
-@pytest.mark.parametrize("early", [True, False])
-def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group, early):
+@pytest.mark.parametrize("early, ahead", [(True, (1, None)), (False, (1, None)), (True, (2, 80))])
+def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group, early, ahead):
     """The per-pair path's int4 kernels for bf16 x (mma.sync from registers, INT4_PAIR_MMA_LAUNCH), their word loads
     with the L2 prefetch-size hint or not: H = 544 (k-steps of 128, the last a quarter; groups of 32; I = 800) or
     640 (groups of 128; I = 896), I cut into two ranges (at 800 the second's last k-step ragged; DOWN_MAX_SPLITS)
@@ -593,9 +593,10 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group,
     biases (with the hint) or silu without; x a 16-byte aligned row view of NaN-padded rows (read in place: values
     past a row's end would show), then a view off that alignment (copied): as the reference on the same codes and
     scales, three times (the arrival counters; the middle call another x); the down kernel's first weights before
-    its PDL wait (INT4_DOWN_EARLY) or after."""
+    its PDL wait (INT4_DOWN_EARLY) or after, one k-step of them ahead or two (INT4_DOWN_AHEAD, capped registers)."""
     monkeypatch.setattr(moe, "_takes_grouped", lambda *a: False)
     monkeypatch.setattr(moe, "INT4_DOWN_EARLY", early)
+    monkeypatch.setattr(moe, "INT4_DOWN_AHEAD", ahead)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", launch)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_MIN_WARPS", 0)  # these few pairs would take the CUDA-core kernels
     monkeypatch.setattr(moe, "num_sms", lambda index: 132)  # the launches below an H100's or H200's, on any card
@@ -604,7 +605,8 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group,
     grids = []
     real_launch = moe.launch
     monkeypatch.setattr(moe, "launch", lambda kernel, grid, *a, **k: grids.append(
-        (kernel, grid, k.get("L2_256B"), k.get("K_WARPS", k.get("PAIR_WARPS")), k.get("EARLY")))
+        (kernel, grid, k.get("L2_256B"), k.get("K_WARPS", k.get("PAIR_WARPS")), (k.get("EARLY"), k.get("AHEAD"),
+                                                                                k.get("maxnreg"))))
         or real_launch(kernel, grid, *a, **k))
     H, I = (544, 800) if group == 32 else (640, 896)
     x, index, weights, gate_up, down = _inputs(3, 4, 8, H, I)
@@ -631,7 +633,7 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group,
     assert gate_up_kernel is moe._moe_gate_up_mma_kernel and down_kernel is moe._moe_down_mma_kernel
     assert gate_up_hint == down_hint == hint
     assert k_warps == (4 if launch[3] > 1 else 1)
-    assert down_pair_warps == pair_warps and down_early == early
+    assert down_pair_warps == pair_warps and down_early == (early, *ahead)
     assert gate_up_grid == (24, -(-I // (16 * launch[0])))
     assert down_grid == (3, -(-H // (16 * launch[1])), ranges)
     torch.cuda.synchronize()
@@ -674,9 +676,9 @@ def test_pair_mma_split(monkeypatch):
     assert moe._pair_mma_split(8, 2048, 768, cpu) == (4, pytest.approx(1536 / 132))
 
 
-# The per-pair mma down kernel (Qwen3's launch: 8 pair warps, 3 ranges) compiled for sm_90 with EARLY off, then on, in
-# a process of its own (no GPU needed; not under the interpreter): prints the global loads its PTX issues before the
-# PDL wait (griddepcontrol.wait).
+# The per-pair mma down kernel (Qwen3's launch: 8 pair warps, 3 ranges) compiled for sm_90 with EARLY off, on, and on
+# with two k-steps ahead (AHEAD), in a process of its own (no GPU needed; not under the interpreter): prints the global
+# loads its PTX issues before the PDL wait (griddepcontrol.wait).
 _EARLY_SCRIPT = """
 import triton
 from triton.backends.compiler import GPUTarget
@@ -685,9 +687,9 @@ from rooftop.ops import moe
 
 kernel = moe._moe_down_mma_kernel
 pointers = dict(idx_ptr="*i64", rw_ptr="*fp32", w_ptr="*i32", scale_ptr="*fp32", ws_ptr="*fp32", cnt_ptr="*i32")
-for early in (False, True):
+for early, ahead in ((False, 1), (True, 1), (True, 2)):
     consts = dict(GROUP_SIZE=128, HAS_BIAS=False, SPLITS=3, SUM_BATCH=3, BLOCK_N=16, PAIR_WARPS=8, L2_256B=True,
-                  EARLY=early, PDL=True)
+                  EARLY=early, AHEAD=ahead, PDL=True)
     sig = {a: "constexpr" if a in consts else pointers.get(a, "*bf16" if a.endswith("_ptr") else "i32")
            for a in kernel.arg_names}
     ptx = triton.compile(ASTSource(fn=kernel, signature=sig, constexprs=consts), target=GPUTarget("cuda", 90, 32),
@@ -700,14 +702,15 @@ for early in (False, True):
 def test_down_early_loads_only_weights_before_the_wait():
     """INT4_DOWN_EARLY's order: off, the down kernel reads nothing before its PDL wait; on, only its first pair's
     expert index (by .cg: L2, no stale L1 line) and that expert's first k-step (two rows' words with the L2::256B
-    hint, their two group scales); the router weights and h after the wait."""
+    hint, their two group scales), or first two with INT4_DOWN_AHEAD's 2; the router weights and h after the wait."""
     done = subprocess.run([sys.executable, "-c", _EARLY_SCRIPT], env=compiler_env(), capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    off, on = done.stdout.split()
+    off, on, two = done.stdout.split()
     assert off == "-"
-    assert sorted(on.split(",")) == sorted(["ld.global.cg.b64"] + ["ld.global.nc.L2::256B.v4.b32"] * 2
-                                           + ["ld.global.b32"] * 2)
+    for loads, steps in ((on, 1), (two, 2)):
+        assert sorted(loads.split(",")) == sorted(["ld.global.cg.b64"] + ["ld.global.nc.L2::256B.v4.b32"] * 2 * steps
+                                                  + ["ld.global.b32"] * 2 * steps)
 
 
 def test_pair_mma_down(monkeypatch):

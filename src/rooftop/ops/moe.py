@@ -196,6 +196,12 @@ INT4_DOWN_PAIR_BUDGET = 32
 # 15.9 us (twice each, alternating), two 24.9 -> 24.5; one of Mixtral's 81.9 / 81.7 -> 79.9 / 80.2, four 294.4 ->
 # 291.6; one of gpt-oss-20b's 34.1 -> 33.6.
 INT4_DOWN_EARLY = True
+# The per-pair mma down kernel's (k-steps of weights loaded ahead of the one it sums, ptxas's register cap or None):
+# _int4_mma_sums' AHEAD (the gate / up and grouped kernels': 1); with INT4_DOWN_EARLY all of them before the PDL wait:
+# where a range is AHEAD k-steps or fewer (one token of Qwen3-30B-A3B's: ranges of 2), a resident down program's first
+# pair's whole weights. Offline sm_90 (8 pair warps, 3 ranges): 74 registers at 1, 99 at 2 uncapped (2 programs an
+# SM, not 3), 80 capped at 80 without spills.
+INT4_DOWN_AHEAD = (1, None)
 # _int4_mma_sums' word loads with PTX's L2 prefetch-size hint (_load_words): a lane's k-step reads 16 bytes of each of
 # its rows, a warp's 64 of each (128 k), the next step's only once this one is done: without the hint DRAM serves
 # scattered 64-byte pieces of many rows at once. H100, session 69 (exp_moe_launch.py --mma --l2-256b, call c): the
@@ -572,22 +578,24 @@ def _down_pair_rows(idx_ptr, w_ptr, scale_ptr, pair, E, H, I, we_stride, wn_stri
 def _moe_down_mma_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, T, H, I, E,
                          TOP_K, k_split, rw_stride, we_stride, wn_stride, out_stride, GROUP_SIZE: tl.constexpr,
                          HAS_BIAS: tl.constexpr, SPLITS: tl.constexpr, SUM_BATCH: tl.constexpr, BLOCK_N: tl.constexpr,
-                         PAIR_WARPS: tl.constexpr, L2_256B: tl.constexpr, EARLY: tl.constexpr, PDL: tl.constexpr):
+                         PAIR_WARPS: tl.constexpr, L2_256B: tl.constexpr, EARLY: tl.constexpr, AHEAD: tl.constexpr,
+                         PDL: tl.constexpr):
     # Program (token, BLOCK_N columns, 16 a warp, range of I), int4 experts with bf16 h: _moe_down_kernel's sums by
     # mma.sync from registers (_int4_mma_sums, its 8 x rows all the pair's h), the token's k pairs dealt to PAIR_WARPS
     # warps of each row tile (PAIR_WARPS divides k; warp r: pairs r, r + PAIR_WARPS, ...; their router-weighted sums
     # added through shared memory). For each pair, its range of h (L2) and of BLOCK_N down rows of its expert (half a
     # byte an element, each once over the ranges, and the range's group scales; a dead pair's lanes read expert 0's,
     # their sums dropped: no branch is a warp's alone); the partials as _moe_down_kernel's. PDL: as the gate / up
-    # kernel's; EARLY (INT4_DOWN_EARLY): the warp's first pair's index and first k-step's weights are loaded before
-    # the wait (neither is written by the gate / up kernel), in flight while its last programs end.
+    # kernel's; EARLY (INT4_DOWN_EARLY): the warp's first pair's index and first AHEAD k-steps' weights (its loop's
+    # loads ahead, INT4_DOWN_AHEAD) are loaded before the wait (neither is written by the gate / up kernel), in flight
+    # while its last programs end.
     if not EARLY:
         await_previous(PDL)
     token, pid_n, split, cols, k_start, k_end = _down_program(k_split, I, BLOCK_N)
     q, rank, _, row_a, row_b = _mma_rows(pid_n, H, BLOCK_N, PAIR_WARPS)
     live, w_rows, s_rows = _down_pair_rows(idx_ptr, w_ptr, scale_ptr, token * TOP_K + rank, E, H, I, we_stride,
                                            wn_stride, row_a, row_b, GROUP_SIZE)
-    first = _int4_mma_first(w_rows, s_rows, k_start, k_end, 32 * q, 1, GROUP_SIZE, L2_256B)
+    first = _int4_mma_first(w_rows, s_rows, k_start, k_end, 32 * q, 1, GROUP_SIZE, L2_256B, AHEAD)
     if EARLY:
         await_previous(PDL)
     h32 = h_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
@@ -598,14 +606,14 @@ def _moe_down_mma_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out
         pair = token * TOP_K + j
         weight = tl.load(rw_ptr + token.to(tl.int64) * rw_stride + j).to(tl.float32)
         sums = _int4_mma_sums(w_rows, s_rows, (h32 + pair.to(tl.int64) * (I // 2),), k_start, k_end, 32 * q, first,
-                              1, GROUP_SIZE, 1, 1, L2_256B)
+                              1, GROUP_SIZE, 1, 1, L2_256B, AHEAD)
         c_a += tl.where(live, weight * sums[0], 0.0)  # a dead pair adds nothing
         c_b += tl.where(live, weight * sums[2], 0.0)
         # the warp's next pair (past the last: its own again, the words just read)
         live, w_rows, s_rows = _down_pair_rows(idx_ptr, w_ptr, scale_ptr,
                                                token * TOP_K + tl.where(j + PAIR_WARPS < TOP_K, j + PAIR_WARPS, j), E,
                                                H, I, we_stride, wn_stride, row_a, row_b, GROUP_SIZE)
-        first = _int4_mma_first(w_rows, s_rows, k_start, k_end, 32 * q, 1, GROUP_SIZE, L2_256B)
+        first = _int4_mma_first(w_rows, s_rows, k_start, k_end, 32 * q, 1, GROUP_SIZE, L2_256B, AHEAD)
     acc = _mma_columns(c_a, c_b, BLOCK_N, PAIR_WARPS)
     if HAS_BIAS:
         if split == 0:  # the first range adds the pairs' weighted biases
@@ -667,10 +675,14 @@ def _int4_mma_weights(w_rows, s_rows, kq, TILES: tl.constexpr, GROUP_SIZE: tl.co
 
 @triton.jit
 def _int4_mma_first(w_rows, s_rows, k_start, k_end, lane_k, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr,
-                    L2_256B: tl.constexpr):
-    """_int4_mma_sums' first k-step's weight loads (its `first`), separate so that a kernel may issue them before
-    its x rows can be read (the down kernel's INT4_DOWN_EARLY)."""
-    return _int4_mma_weights(w_rows, s_rows, tl.minimum(k_start + lane_k, k_end - 32), TILES, GROUP_SIZE, L2_256B)
+                    L2_256B: tl.constexpr, AHEAD: tl.constexpr = 1, K_WARPS: tl.constexpr = 1):
+    """_int4_mma_sums' first AHEAD k-steps' weight loads (its `first`, a tuple of AHEAD), separate so that a kernel
+    may issue them before its x rows can be read (the down kernel's INT4_DOWN_EARLY)."""
+    steps = ()
+    for i in tl.static_range(AHEAD):
+        steps = steps + (_int4_mma_weights(w_rows, s_rows, tl.minimum(k_start + 128 * K_WARPS * i + lane_k, k_end - 32),
+                                           TILES, GROUP_SIZE, L2_256B),)
+    return steps
 
 
 @triton.jit
@@ -688,7 +700,8 @@ def _int4_mma_xs(x32_rows, kq, NB: tl.constexpr):
 
 @triton.jit
 def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, lane_k, first, TILES: tl.constexpr,
-                   GROUP_SIZE: tl.constexpr, NB: tl.constexpr, K_WARPS: tl.constexpr, L2_256B: tl.constexpr):
+                   GROUP_SIZE: tl.constexpr, NB: tl.constexpr, K_WARPS: tl.constexpr, L2_256B: tl.constexpr,
+                   AHEAD: tl.constexpr = 1):
     """The grouped (PAIRED) and per-pair mma kernels' int4 sums for bf16 x (inline PTX, a GPU only): mma.sync m16n8k16
     (fp32 sums) of TILES weight-row tiles against 8 NB x rows over k_start .. k_end - 1 (k_start a multiple of 128,
     k_end of 32), straight from each lane's own registers (no shared memory). Lane L = 32 w + 4 g + q: w_rows the
@@ -696,25 +709,26 @@ def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, lane_k, first, TILE
     s_rows those rows' first scales; x32_rows its x rows 8 nb + g (nb < NB) as int32 pairs. The 128-wide k-steps are
     dealt round-robin to the K_WARPS warps of the same rows (each warp's sums partial): lane_k, 32 q + 128 r for the
     warp's rank r among them (_mma_rows). A k-step k0: lane q holds k0 + lane_k .. k0 + lane_k + 31 of its rows (four
-    words: one 16-byte load a row, in one group: one scale) and of its x rows (64 bytes each), loaded a step ahead (in
-    flight while this one computes; past k_end the lane's last 32 again; the first step's weights are `first`, the
-    caller's _int4_mma_first). k inside a k16 step is permuted so that the A fragment ((2q, 2q + 1), (2q + 8, 2q + 9)
-    of rows g, g + 8) comes from the lane's own words: step 2i + h takes pairs 2h, 2h + 1 of word i (_INT4_BF16_PAIRS,
-    17 instructions a word), the B fragment the matching x pairs 4i + 2h, 4i + 2h + 1. Past k_end (a lane's whole
-    32: k_end a multiple of 32) the scale is 0. Returns the C fragments (rows g, g + 8 x x rows 2q, 2q + 1), a flat
-    tuple in (tile, nb, c0 .. c3) order."""
+    words: one 16-byte load a row, in one group: one scale) and of its x rows (64 bytes each), the weights loaded AHEAD
+    steps ahead and x one (in flight while this one computes; past k_end the lane's last 32 again; the first AHEAD
+    steps' weights are `first`, the caller's _int4_mma_first). k inside a k16 step is permuted so that the A fragment
+    ((2q, 2q + 1), (2q + 8, 2q + 9) of rows g, g + 8) comes from the lane's own words: step 2i + h takes pairs 2h,
+    2h + 1 of word i (_INT4_BF16_PAIRS, 17 instructions a word), the B fragment the matching x pairs 4i + 2h,
+    4i + 2h + 1. Past k_end (a lane's whole 32: k_end a multiple of 32) the scale is 0. Returns the C fragments (rows
+    g, g + 8 x x rows 2q, 2q + 1), a flat tuple in (tile, nb, c0 .. c3) order."""
     acc = ()
     for _ in tl.static_range(4 * NB * TILES):
         acc = acc + (tl.zeros(lane_k.shape, tl.float32),)
     last = k_end - 32  # a lane's last k-chunk
-    ahead_words, ahead_scales = first
+    ahead = first
     ahead_xs = _int4_mma_xs(x32_rows, tl.minimum(k_start + lane_k, last), NB)
     for k0 in range(k_start, k_end, 128 * K_WARPS):
-        words, scales, xs = ahead_words, ahead_scales, ahead_xs
+        words, scales = ahead[0]
+        xs = ahead_xs
         live = k0 + lane_k < k_end
-        kq = tl.minimum(k0 + 128 * K_WARPS + lane_k, last)
-        ahead_words, ahead_scales = _int4_mma_weights(w_rows, s_rows, kq, TILES, GROUP_SIZE, L2_256B)
-        ahead_xs = _int4_mma_xs(x32_rows, kq, NB)
+        ahead = ahead[1:] + (_int4_mma_weights(w_rows, s_rows, tl.minimum(k0 + 128 * K_WARPS * AHEAD + lane_k, last),
+                                               TILES, GROUP_SIZE, L2_256B),)
+        ahead_xs = _int4_mma_xs(x32_rows, tl.minimum(k0 + 128 * K_WARPS + lane_k, last), NB)
         pairs = ()  # per row: its four words' pairs 0 .. 3, [LANES, 4] each (word i at i)
         for j in tl.static_range(2 * TILES):
             p0, p1, p2, p3 = tl.inline_asm_elementwise(_INT4_BF16_PAIRS, "=r,=r,=r,=r,r,r",
@@ -1275,6 +1289,7 @@ def _moe_experts_pair_mma(x, idx, router, gate_up, down, gate_up_scale, down_sca
     k_warps = _pair_mma_split(T * top_k, H, I, x.device)[0]
     pair_warps, splits, k_split = _pair_mma_down(T, top_k, H, I, x.device)
     hinted = _hinted(gate_up, down)
+    ahead, maxnreg = INT4_DOWN_AHEAD
     launch(_moe_gate_up_mma_kernel, (T * top_k, cdiv(I, 16 * gate_up_warps)), x, idx, gate_up, gate_up_scale,
            gate_up_bias, h, H, I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1),
            **{key: epilogue[key] for key in ("ACT", "APPROX", "GROUP_SIZE", "HAS_BIAS", "ALPHA", "LIMIT")},
@@ -1286,7 +1301,8 @@ def _moe_experts_pair_mma(x, idx, router, gate_up, down, gate_up_scale, down_sca
            out, partials, arrival_counters(x.device, tiles), T, H, I, E, top_k, k_split, router.stride(0),
            down.stride(0), down.stride(1), out.stride(0), GROUP_SIZE=down_format["GROUP_SIZE"],
            HAS_BIAS=down_format["HAS_BIAS"], SPLITS=splits, SUM_BATCH=min(splits, 8), BLOCK_N=16 * down_warps,
-           PAIR_WARPS=pair_warps, L2_256B=hinted, EARLY=INT4_DOWN_EARLY, num_warps=down_warps * pair_warps, **pdl)
+           PAIR_WARPS=pair_warps, L2_256B=hinted, EARLY=INT4_DOWN_EARLY, AHEAD=ahead,
+           num_warps=down_warps * pair_warps, **({"maxnreg": maxnreg} if maxnreg else {}), **pdl)
     return out
 
 
