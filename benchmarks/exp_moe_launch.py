@@ -28,7 +28,7 @@ loads' L2 prefetch-size hint), --down-rules shipped,first each with the shipped 
 (pair_warps_first_down), --pair-budgets each with moe.INT4_DOWN_PAIR_BUDGET (the down kernel's pair warps' budget, warps
 an SM) at these, --down-early 0,1 each without and with moe.INT4_DOWN_EARLY (session 72: the down kernel's first
 weights loaded before its PDL wait), --down-ahead 1,2/80 each with moe.INT4_DOWN_AHEAD at these (session 73: k-steps
-of weights ahead in the down kernel's loop, "/cap" ptxas's register cap); --cases replaces the cases.
+of weights ahead in the down kernel's loop, "/cap" ptxas's register cap, "/fewest" k-steps a range taking them); --cases replaces the cases.
 Writes OUT/exp-moe-launch[-QUANT].json.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT [--quick] [--quant fp8|int8|int4]
 [--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16] [--stages 1/1,3/3] [--mma 1x1x32x16x8,2x1x16x1x1]
@@ -51,6 +51,12 @@ QUANT_LAUNCHES = ((8, 512, 4), (8, 512, 2), (16, 512, 4), (8, 256, 2), (8, 1024,
 INT4_LAUNCHES = ((8, 256, 2), (8, 512, 2), (16, 256, 2), (16, 512, 4), (8, 1024, 8), (8, 1024, 4), (32, 256, 4))
 PER_SM = (1, 4)  # the down kernel's programs an SM: I split to make them (1: few splits, or none)
 CASES = ((1, 8, 2, 4096, 14336), (4, 8, 2, 4096, 14336), (1, 128, 8, 2048, 768), (4, 128, 8, 2048, 768))
+
+
+def _down_ahead(item):
+    """--down-ahead's "steps[/cap[/fewest]]" as moe.INT4_DOWN_AHEAD (no cap, every range where not given)."""
+    steps, cap, fewest = (item.split("/") + [None, None])[:3]
+    return int(steps), int(cap) if cap else None, int(fewest) if fewest else 0
 
 
 def pair_warps_first_down(T, top_k, H, I, device):
@@ -102,9 +108,9 @@ def main():
                         help="int4 --mma: each launch with moe.INT4_DOWN_PAIR_BUDGET at these (warps an SM)")
     parser.add_argument("--down-early", type=lambda v: [bool(int(item)) for item in v.split(",")],
                         help="int4 --mma: each launch with moe.INT4_DOWN_EARLY at these (0,1: without and with)")
-    parser.add_argument("--down-ahead", type=lambda v: [(int(item.split("/")[0]), int(item.split("/")[1])
-                                                         if "/" in item else None) for item in v.split(",")],
-                        help="int4 --mma: each launch with moe.INT4_DOWN_AHEAD at these (steps[/register cap])")
+    parser.add_argument("--down-ahead", type=lambda v: [_down_ahead(item) for item in v.split(",")],
+                        help="int4 --mma: each launch with moe.INT4_DOWN_AHEAD at these (steps[/register cap[/fewest "
+                             "k-steps a range]], 0 where not given)")
     parser.add_argument("--mma", type=lambda v: [tuple(map(int, item.split("x"))) for item in v.split(",")],
                         help="int4: these INT4_PAIR_MMA_LAUNCH too, gate / up's warps x down's x down's warps an SM "
                              "x gate / up's warps an SM aimed at (K_WARPS) x down's warps a tile over the pairs")
@@ -180,7 +186,7 @@ def main():
                    + ("" if args.l2_256b is None else f" L2 {int(hint)}") + ("" if rule == "shipped" else f" {rule}")
                    + ("" if args.pair_budgets is None else f" pb{pair_budget}")
                    + ("" if args.down_early is None else f" e{int(early)}")
-                   + ("" if args.down_ahead is None else " a{}/{}".format(*ahead)),
+                   + ("" if args.down_ahead is None else " a{}/{}/{}".format(*ahead)),
                    graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=20), out)
         moe._pair_mma_down = shipped_down
         moe.INT4_PAIR_MMA_MIN_WARPS = shipped_min_warps

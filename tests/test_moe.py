@@ -581,7 +581,7 @@ def test_per_pair_pipelines(monkeypatch, stages, quant):
 @pytest.mark.parametrize("launch, pair_warps, ranges", [((4, 4, 64, 64, 4), 4, 2), ((1, 2, 8, 64, 8), 8, 1),
                                                        ((1, 1, 32, 1, 1), 1, 2)])
 @pytest.mark.parametrize("group", [32, 128])
-@pytest.mark.parametrize("early, ahead", [(True, (1, None)), (False, (1, None)), (True, (2, 80))])
+@pytest.mark.parametrize("early, ahead", [(True, (1, None, 0)), (False, (1, None, 0)), (True, (2, 80, 0))])
 def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group, early, ahead):
     """The per-pair path's int4 kernels for bf16 x (mma.sync from registers, INT4_PAIR_MMA_LAUNCH), their word loads
     with the L2 prefetch-size hint or not: H = 544 (k-steps of 128, the last a quarter; groups of 32; I = 800) or
@@ -633,7 +633,7 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group,
     assert gate_up_kernel is moe._moe_gate_up_mma_kernel and down_kernel is moe._moe_down_mma_kernel
     assert gate_up_hint == down_hint == hint
     assert k_warps == (4 if launch[3] > 1 else 1)
-    assert down_pair_warps == pair_warps and down_early == (early, *ahead)
+    assert down_pair_warps == pair_warps and down_early == (early, *ahead[:2])
     assert gate_up_grid == (24, -(-I // (16 * launch[0])))
     assert down_grid == (3, -(-H // (16 * launch[1])), ranges)
     torch.cuda.synchronize()
@@ -742,6 +742,21 @@ def test_pair_mma_down(monkeypatch):
     monkeypatch.setattr(moe, "INT4_DOWN_PAIR_BUDGET", 24)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", (1, 2, 24, 16, 8))
     assert moe._pair_mma_down(4, 8, 2048, 768, cpu) == (4, 1, 768)  # 256 2-warp tiles
+
+
+def test_down_ahead(monkeypatch):
+    """_down_ahead with the shipped INT4_DOWN_AHEAD at 132 SMs: the launches' ranges of 38 and 56 k-steps (two and
+    four tokens of Mixtral-8x7B's, three) take two k-steps ahead with the register cap; one token's 19, Qwen3-30B-A3B's
+    2-6 and gpt-oss-20b's 6 one, uncapped."""
+    monkeypatch.setattr(moe, "num_sms", lambda index: 132)
+    cpu = torch.device("cpu")
+    ahead, maxnreg, fewest = moe.INT4_DOWN_AHEAD
+    assert ahead == 2 and maxnreg and 19 < fewest <= 38
+    for (T, top_k, H, I), expected in (((2, 2, 4096, 14336), (2, maxnreg)), ((3, 2, 4096, 14336), (2, maxnreg)),
+                                       ((4, 2, 4096, 14336), (2, maxnreg)), ((1, 2, 4096, 14336), (1, None)),
+                                       ((1, 8, 2048, 768), (1, None)), ((2, 8, 2048, 768), (1, None)),
+                                       ((1, 4, 2880, 2880), (1, None))):
+        assert moe._down_ahead(moe._pair_mma_down(T, top_k, H, I, cpu)[2]) == expected
 
 
 def test_grouped_path_groups_and_ranges(monkeypatch):

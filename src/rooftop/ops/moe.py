@@ -196,12 +196,18 @@ INT4_DOWN_PAIR_BUDGET = 32
 # 15.9 us (twice each, alternating), two 24.9 -> 24.5; one of Mixtral's 81.9 / 81.7 -> 79.9 / 80.2, four 294.4 ->
 # 291.6; one of gpt-oss-20b's 34.1 -> 33.6.
 INT4_DOWN_EARLY = True
-# The per-pair mma down kernel's (k-steps of weights loaded ahead of the one it sums, ptxas's register cap or None):
-# _int4_mma_sums' AHEAD (the gate / up and grouped kernels': 1); with INT4_DOWN_EARLY all of them before the PDL wait:
-# where a range is AHEAD k-steps or fewer (one token of Qwen3-30B-A3B's: ranges of 2), a resident down program's first
-# pair's whole weights. Offline sm_90 (8 pair warps, 3 ranges): 74 registers at 1, 99 at 2 uncapped (2 programs an
-# SM, not 3), 80 capped at 80 without spills.
-INT4_DOWN_AHEAD = (1, None)
+# The per-pair mma down kernel's (k-steps of weights loaded ahead of the one it sums, ptxas's register cap or None, the
+# fewest k-steps a range that takes them; shorter ranges: one step, no cap): _int4_mma_sums' AHEAD (the gate / up and
+# grouped kernels': 1), with INT4_DOWN_EARLY all loaded before the PDL wait. Offline sm_90 (8 pair warps, 3 ranges): 74
+# registers at 1, 99 at 2 uncapped (2 programs an SM, not 3), 80 capped at 80 without spills. H100, session 73
+# (exp_moe_launch --down-ahead 1,2/80, graph, twice in alternation; predicted: where a range is 2 k-steps, one token of
+# Qwen3-30B-A3B's, its resident programs' whole first pair loaded during gate / up's tail, 16.0 -> ~15.5 us): wrong
+# there, 2 ahead 3% slower at ranges of 2-6 k-steps (one / two tokens of Qwen3's 16.0 -> 16.5, 24.5 -> 25.4 us, one of
+# gpt-oss-20b's 33.5 -> 34.3), within 0.7% at 6 (8 / 16 tokens of Qwen3's, 2 / 4 pairs a warp) to 23 (one of
+# Mixtral's: 19, four of gpt-oss's), 1-3% faster at 38-56 (two / three / four tokens of Mixtral's 151.9 -> 150.7,
+# 221.0 -> 218.7, 293.2 -> 284.7 us); uncapped at one of Qwen3's 18.3. Gate / up's K_WARPS 2 there (an aim of 11:
+# more room for down's programs during its tail) 21.6 us against 16.0.
+INT4_DOWN_AHEAD = (2, 80, 32)
 # _int4_mma_sums' word loads with PTX's L2 prefetch-size hint (_load_words): a lane's k-step reads 16 bytes of each of
 # its rows, a warp's 64 of each (128 k), the next step's only once this one is done: without the hint DRAM serves
 # scattered 64-byte pieces of many rows at once. H100, session 69 (exp_moe_launch.py --mma --l2-256b, call c): the
@@ -1279,6 +1285,13 @@ def _pair_mma_down(T: int, top_k: int, H: int, I: int, device: torch.device) -> 
     return -minus_pair_warps, ranges, k_split
 
 
+def _down_ahead(k_split: int) -> tuple[int, Optional[int]]:
+    """The per-pair mma down kernel's (AHEAD, register cap or None) for ranges of k_split elements of I
+    (INT4_DOWN_AHEAD)."""
+    ahead, maxnreg, fewest_steps = INT4_DOWN_AHEAD
+    return (ahead, maxnreg) if k_split // 128 >= fewest_steps else (1, None)
+
+
 def _moe_experts_pair_mma(x, idx, router, gate_up, down, gate_up_scale, down_scale, gate_up_bias, down_bias, h, out,
                           epilogue, down_format, pdl):
     """The per-pair path's two launches for int4 experts with bf16 x on sm_80+ (INT4_PAIR_MMA_LAUNCH; arguments as
@@ -1289,7 +1302,7 @@ def _moe_experts_pair_mma(x, idx, router, gate_up, down, gate_up_scale, down_sca
     k_warps = _pair_mma_split(T * top_k, H, I, x.device)[0]
     pair_warps, splits, k_split = _pair_mma_down(T, top_k, H, I, x.device)
     hinted = _hinted(gate_up, down)
-    ahead, maxnreg = INT4_DOWN_AHEAD
+    ahead, maxnreg = _down_ahead(k_split)
     launch(_moe_gate_up_mma_kernel, (T * top_k, cdiv(I, 16 * gate_up_warps)), x, idx, gate_up, gate_up_scale,
            gate_up_bias, h, H, I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1),
            **{key: epilogue[key] for key in ("ACT", "APPROX", "GROUP_SIZE", "HAS_BIAS", "ALPHA", "LIMIT")},
