@@ -1,12 +1,16 @@
-# Session 73 call c (~3 min): test_moe whole with INT4_DOWN_AHEAD's rule shipped (two k-steps ahead, a register cap of
-# 80, where a down range is 32 k-steps or more), then the int4 registry rows (two / four tokens of Mixtral's take it).
+# Session 73 call c (~3 min; ~7 on an H200): test_moe whole with INT4_DOWN_AHEAD's rule shipped (two k-steps ahead, a
+# register cap of 80, where a down range is 32 k-steps or more), then the int4 registry rows (two / four tokens of
+# Mixtral's take it); on an H200 also the bf16 / int8 / fp8 rows and the Mixtral-shaped model (the H200 rows sessions
+# 65-73 lack).
 set -x
-nvidia-smi --query-gpu=name --format=csv,noheader
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo $GPU
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
 mkdir -p $OUT/w
 timeout 150 python -m pytest -q -p no:logging --tb=short -n 12 tests/test_moe.py > $OUT/w/tests.txt 2>&1
 tail -1 $OUT/w/tests.txt; grep -n "FAILED\|Error" $OUT/w/tests.txt | head -20
-timeout 60 python -m rooftop bench moe_experts_int4 --providers rooftop --out $OUT/w/bench 2>&1 | grep -v Warn \
-  > $OUT/w/bench-int4.txt
-grep "│ moe" $OUT/w/bench-int4.txt
+OPS=moe_experts_int4; case $GPU in *H200*) OPS="moe_experts_int4 moe_experts moe_experts_int8 moe_experts_fp8";; esac
+for op in $OPS; do timeout 60 python -m rooftop bench $op --providers rooftop --out $OUT/w/bench 2>&1 | grep -v Warn \
+  > $OUT/w/bench-$op.txt; grep "│ moe" $OUT/w/bench-$op.txt; done
+case $GPU in *H200*) ROOFTOP_AUTOTUNE=0 timeout 150 python benchmarks/e2e_decode.py $OUT/w/e2e --graphs --cache-len 4096 \
+  --moe --int8 --layers 4 --repeats 1 2>&1 | grep -v Warn > $OUT/w/e2e.txt; tail -10 $OUT/w/e2e.txt;; esac
 (cd $OUT && tar czf all.tgz w && rm -rf w)
