@@ -28,7 +28,8 @@ loads' L2 prefetch-size hint), --down-rules shipped,first each with the shipped 
 (pair_warps_first_down), --pair-budgets each with moe.INT4_DOWN_PAIR_BUDGET (the down kernel's pair warps' budget, warps
 an SM) at these, --down-early 0,1 each without and with moe.INT4_DOWN_EARLY (session 72: the down kernel's first
 weights loaded before its PDL wait), --down-ahead 1,2/80 each with moe.INT4_DOWN_AHEAD at these (session 73: k-steps
-of weights ahead in the down kernel's loop, "/cap" ptxas's register cap, "/fewest" k-steps a range taking them); --cases replaces the cases.
+of weights ahead in the down kernel's loop, "/cap" ptxas's register cap, "/fewest" k-steps a range taking them);
+--cases replaces the cases.
 Writes OUT/exp-moe-launch[-QUANT].json.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT [--quick] [--quant fp8|int8|int4]
 [--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16] [--stages 1/1,3/3] [--mma 1x1x32x16x8,2x1x16x1x1]
@@ -110,7 +111,7 @@ def main():
                         help="int4 --mma: each launch with moe.INT4_DOWN_EARLY at these (0,1: without and with)")
     parser.add_argument("--down-ahead", type=lambda v: [_down_ahead(item) for item in v.split(",")],
                         help="int4 --mma: each launch with moe.INT4_DOWN_AHEAD at these (steps[/register cap[/fewest "
-                             "k-steps a range]], 0 where not given)")
+                             "k-steps a range]]: no cap, every range where not given)")
     parser.add_argument("--mma", type=lambda v: [tuple(map(int, item.split("x"))) for item in v.split(",")],
                         help="int4: these INT4_PAIR_MMA_LAUNCH too, gate / up's warps x down's x down's warps an SM "
                              "x gate / up's warps an SM aimed at (K_WARPS) x down's warps a tile over the pairs")

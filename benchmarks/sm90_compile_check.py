@@ -162,7 +162,7 @@ for codes, types, group_size in moe_cases:
             # of weights ahead, with a register cap (INT4_DOWN_AHEAD)
             for splits, pair_warps, early, (ahead, cap) in ((1, 1, True, (1, None)), (3, 1, True, (1, None)),
                                                             (3, 8, True, (1, None)), (3, 8, False, (1, None)),
-                                                            (3, 8, True, (2, 80))):
+                                                            (3, 8, True, (2, 80)), (3, 2, True, (2, 80))):
                 build(moe._moe_down_mma_kernel, types, dict(GROUP_SIZE=group_size, HAS_BIAS=bias, SPLITS=splits,
                       SUM_BATCH=splits, BLOCK_N=16 * mdw, PAIR_WARPS=pair_warps, L2_256B=moe.INT4_L2_256B,
                       EARLY=early, AHEAD=ahead, PDL=True), mdw * pair_warps,

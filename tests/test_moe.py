@@ -629,11 +629,11 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group,
     finally:
         _support.clear_plans()
     (gate_up_kernel, gate_up_grid, gate_up_hint, k_warps, _), \
-        (down_kernel, down_grid, down_hint, down_pair_warps, down_early) = grids[-2:]
+        (down_kernel, down_grid, down_hint, down_pair_warps, down_options) = grids[-2:]
     assert gate_up_kernel is moe._moe_gate_up_mma_kernel and down_kernel is moe._moe_down_mma_kernel
     assert gate_up_hint == down_hint == hint
     assert k_warps == (4 if launch[3] > 1 else 1)
-    assert down_pair_warps == pair_warps and down_early == (early, *ahead[:2])
+    assert down_pair_warps == pair_warps and down_options == (early, *ahead[:2])
     assert gate_up_grid == (24, -(-I // (16 * launch[0])))
     assert down_grid == (3, -(-H // (16 * launch[1])), ranges)
     torch.cuda.synchronize()

@@ -199,7 +199,8 @@ INT4_DOWN_EARLY = True
 # The per-pair mma down kernel's (k-steps of weights loaded ahead of the one it sums, ptxas's register cap or None, the
 # fewest k-steps a range that takes them; shorter ranges: one step, no cap): _int4_mma_sums' AHEAD (the gate / up and
 # grouped kernels': 1), with INT4_DOWN_EARLY all loaded before the PDL wait. Offline sm_90 (8 pair warps, 3 ranges): 74
-# registers at 1, 99 at 2 uncapped (2 programs an SM, not 3), 80 capped at 80 without spills. H100, session 73
+# registers at 1, 99 at 2 uncapped (2 programs an SM, not 3), 80 capped at 80 without spills; 2 pair warps (Mixtral's
+# launches that take it) 96 uncapped, 80 capped, no spills. H100, session 73
 # (exp_moe_launch --down-ahead 1,2/80, graph, twice in alternation; predicted: where a range is 2 k-steps, one token of
 # Qwen3-30B-A3B's, its resident programs' whole first pair loaded during gate / up's tail, 16.0 -> ~15.5 us): wrong
 # there, 2 ahead 3% slower at ranges of 2-6 k-steps (one / two tokens of Qwen3's 16.0 -> 16.5, 24.5 -> 25.4 us, one of
@@ -218,8 +219,8 @@ INT4_DOWN_AHEAD = (2, 80, 32)
 # Not kept (session 69 call h): sm_90's bulk L2 prefetch (cp.async.bulk.prefetch.L2, each row's 256 bytes one or two
 # blocks ahead every fourth k-step) on top of the hint: 15-50% slower everywhere (its address is a uniform operand:
 # ptxas loops over a warp's 32 distinct rows); two k-steps' loads in flight (session 69 call i: gate / up 105 -> 130
-# registers) 18% slower at one token of Mixtral's (104.3 us against 88.1), 7% at four; 8 down programs an SM instead
-# of 32: 19% slower at one token.
+# registers) 18% slower at one token of Mixtral's (104.3 us against 88.1), 7% at four (the down kernel's at long ranges,
+# capped, since session 73: INT4_DOWN_AHEAD); 8 down programs an SM instead of 32: 19% slower at one token.
 INT4_L2_256B = True
 GROUPED_DOWN_PER_SM = 4
 GROUPED_MAX_SPLITS = 8
@@ -683,7 +684,7 @@ def _int4_mma_weights(w_rows, s_rows, kq, TILES: tl.constexpr, GROUP_SIZE: tl.co
 def _int4_mma_first(w_rows, s_rows, k_start, k_end, lane_k, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr,
                     L2_256B: tl.constexpr, AHEAD: tl.constexpr = 1, K_WARPS: tl.constexpr = 1):
     """_int4_mma_sums' first AHEAD k-steps' weight loads (its `first`, a tuple of AHEAD), separate so that a kernel
-    may issue them before its x rows can be read (the down kernel's INT4_DOWN_EARLY)."""
+    may issue them before its x rows can be read (the down kernel's INT4_DOWN_EARLY); AHEAD and K_WARPS the sums'."""
     steps = ()
     for i in tl.static_range(AHEAD):
         steps = steps + (_int4_mma_weights(w_rows, s_rows, tl.minimum(k_start + 128 * K_WARPS * i + lane_k, k_end - 32),
@@ -722,6 +723,7 @@ def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, lane_k, first, TILE
     2h + 1 of word i (_INT4_BF16_PAIRS, 17 instructions a word), the B fragment the matching x pairs 4i + 2h,
     4i + 2h + 1. Past k_end (a lane's whole 32: k_end a multiple of 32) the scale is 0. Returns the C fragments (rows
     g, g + 8 x x rows 2q, 2q + 1), a flat tuple in (tile, nb, c0 .. c3) order."""
+    tl.static_assert(len(first) == AHEAD, "first: _int4_mma_first's AHEAD steps")
     acc = ()
     for _ in tl.static_range(4 * NB * TILES):
         acc = acc + (tl.zeros(lane_k.shape, tl.float32),)
