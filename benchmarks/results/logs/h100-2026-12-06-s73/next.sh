@@ -1,7 +1,8 @@
-# Session 73 call c (~3 min; ~7 on an H200): test_moe whole with INT4_DOWN_AHEAD's rule shipped (two k-steps ahead, a
-# register cap of 80, where a down range is 32 k-steps or more), then the int4 registry rows (two / four tokens of
-# Mixtral's take it); on an H200 also the bf16 / int8 / fp8 rows and the Mixtral-shaped model (the H200 rows sessions
-# 65-73 lack).
+# For session 74's first call (~3 min; ~7 on an H200; session 73's call c, never run: every start after call b2 was
+# refused): test_moe whole with INT4_DOWN_AHEAD's rule shipped (item 530: two k-steps of down's weights ahead, a
+# register cap of 80, where a down range is 32 k-steps or more; only call b's pair mma tests ran it on a GPU, forced),
+# the int4 registry rows (two / four tokens of Mixtral's take it); on an H200 also the bf16 / int8 / fp8 rows and the
+# Mixtral-shaped model.
 set -x
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo $GPU
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
