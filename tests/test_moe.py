@@ -581,8 +581,9 @@ def test_per_pair_pipelines(monkeypatch, stages, quant):
 @pytest.mark.parametrize("launch, pair_warps, ranges", [((4, 4, 64, 64, 4), 4, 2), ((1, 2, 8, 64, 8), 8, 1),
                                                        ((1, 1, 32, 1, 1), 1, 2)])
 @pytest.mark.parametrize("group", [32, 128])
-@pytest.mark.parametrize("early, ahead", [(True, (1, None, 0)), (False, (1, None, 0)), (True, (2, 80, 0))])
-def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group, early, ahead):
+@pytest.mark.parametrize("early, ahead, chunked", [(True, (1, None, 0), False), (False, (1, None, 0), False),
+                                                   (True, (2, 80, 0), False), (True, (1, None, 0), True)])
+def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group, early, ahead, chunked):
     """The per-pair path's int4 kernels for bf16 x (mma.sync from registers, INT4_PAIR_MMA_LAUNCH), their word loads
     with the L2 prefetch-size hint or not: H = 544 (k-steps of 128, the last a quarter; groups of 32; I = 800) or
     640 (groups of 128; I = 896), I cut into two ranges (at 800 the second's last k-step ragged; DOWN_MAX_SPLITS)
@@ -593,10 +594,13 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group,
     biases (with the hint) or silu without; x a 16-byte aligned row view of NaN-padded rows (read in place: values
     past a row's end would show), then a view off that alignment (copied): as the reference on the same codes and
     scales, three times (the arrival counters; the middle call another x); the down kernel's first weights before
-    its PDL wait (INT4_DOWN_EARLY) or after, one k-step of them ahead or two (INT4_DOWN_AHEAD, capped registers)."""
+    its PDL wait (INT4_DOWN_EARLY) or after, one k-step of them ahead or two (INT4_DOWN_AHEAD, capped registers);
+    gate / up's k-steps dealt to a row tile's warps round-robin or in runs (INT4_K_WARPS_CHUNKED: at H = 544 the third
+    warp's run a quarter step, the fourth's none)."""
     monkeypatch.setattr(moe, "_takes_grouped", lambda *a: False)
     monkeypatch.setattr(moe, "INT4_DOWN_EARLY", early)
     monkeypatch.setattr(moe, "INT4_DOWN_AHEAD", ahead)
+    monkeypatch.setattr(moe, "INT4_K_WARPS_CHUNKED", chunked)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", launch)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_MIN_WARPS", 0)  # these few pairs would take the CUDA-core kernels
     monkeypatch.setattr(moe, "num_sms", lambda index: 132)  # the launches below an H100's or H200's, on any card
@@ -606,7 +610,7 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group,
     real_launch = moe.launch
     monkeypatch.setattr(moe, "launch", lambda kernel, grid, *a, **k: grids.append(
         (kernel, grid, k.get("L2_256B"), k.get("K_WARPS", k.get("PAIR_WARPS")), (k.get("EARLY"), k.get("AHEAD"),
-                                                                                k.get("maxnreg"))))
+                                                                                k.get("maxnreg"), k.get("K_CHUNKED"))))
         or real_launch(kernel, grid, *a, **k))
     H, I = (544, 800) if group == 32 else (640, 896)
     x, index, weights, gate_up, down = _inputs(3, 4, 8, H, I)
@@ -628,12 +632,13 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group,
             assert rel_err(out, ref) < TOL[torch.bfloat16]
     finally:
         _support.clear_plans()
-    (gate_up_kernel, gate_up_grid, gate_up_hint, k_warps, _), \
+    (gate_up_kernel, gate_up_grid, gate_up_hint, k_warps, gate_up_options), \
         (down_kernel, down_grid, down_hint, down_pair_warps, down_options) = grids[-2:]
     assert gate_up_kernel is moe._moe_gate_up_mma_kernel and down_kernel is moe._moe_down_mma_kernel
     assert gate_up_hint == down_hint == hint
     assert k_warps == (4 if launch[3] > 1 else 1)
-    assert down_pair_warps == pair_warps and down_options == (early, *ahead[:2])
+    assert down_pair_warps == pair_warps and down_options == (early, *ahead[:2], None)
+    assert gate_up_options == (None, None, None, chunked)
     assert gate_up_grid == (24, -(-I // (16 * launch[0])))
     assert down_grid == (3, -(-H // (16 * launch[1])), ranges)
     torch.cuda.synchronize()

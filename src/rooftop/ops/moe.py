@@ -172,6 +172,13 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # 71's rule takes the latter (INT4_DOWN_CLOSE_STEPS). 8 / 16 of Qwen3's ran 3-4% behind session 69's launch: session
 # 71's pair budget (INT4_DOWN_PAIR_BUDGET) gives 16 two pair warps (135.6 us against 146.3).
 INT4_PAIR_MMA_LAUNCH = (1, 1, 24, 24, 8)
+# Whether the per-pair mma gate / up kernel's K_WARPS warps of a row tile take its k-steps in consecutive runs (each
+# warp's four steps of 64 bytes a row in one 256-byte block that the L2 hint fetches at its first: one DRAM round trip
+# on a warp's chain, then L2 hits) rather than round-robin (each of a warp's steps in another block: a DRAM round trip
+# each, one step ahead). Predicted (session 73; untimed): one token of Qwen3-30B-A3B's gate / up (K_WARPS 4, four
+# k-steps a warp; ncu 10.6 us at 38% of DRAM, item 519) 1-2 us faster; gpt-oss-20b's one (K_WARPS 2, rows of 1440
+# bytes across blocks) less. Mixtral's one token (K_WARPS 1) unchanged.
+INT4_K_WARPS_CHUNKED = False
 INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-core kernels (their programs 8 rows)
 # _pair_mma_down's cost of cutting I, in k-steps of a warp's chain: the partials' store, the arrival and the last
 # range's loads of them. H100, session 71 (call a, exp_moe_launch.py --down-rules): without it (the shortest chain
@@ -537,8 +544,10 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr
 def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I, E, TOP_K, x_stride, we_stride,
                             wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr, GROUP_SIZE: tl.constexpr,
                             HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr, BLOCK_N: tl.constexpr,
-                            K_WARPS: tl.constexpr, L2_256B: tl.constexpr, PDL: tl.constexpr):
-    # Program (pair, BLOCK_N columns, 16 a warp, each row's k-steps dealt round-robin to K_WARPS warps), int4 experts
+                            K_WARPS: tl.constexpr, K_CHUNKED: tl.constexpr, L2_256B: tl.constexpr,
+                            PDL: tl.constexpr):
+    # Program (pair, BLOCK_N columns, 16 a warp, each row's k-steps dealt to K_WARPS warps: round-robin or, K_CHUNKED
+    # (INT4_K_WARPS_CHUNKED), in consecutive runs), int4 experts
     # with bf16 x: _moe_gate_up_kernel's sums by mma.sync from registers (_int4_mma_sums, its 8 x rows all x_t; the
     # K_WARPS warps' sums added through shared memory). Reads x_t (H elements, L2 after the first pair of the token)
     # and 2 BLOCK_N rows of the pair's expert (half a byte an element, each once, and 2 BLOCK_N H / GROUP_SIZE group
@@ -556,10 +565,10 @@ def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H
                   rows + (row_b + I) * wn_stride)
         s_rows = (scales + row_a * (H // GROUP_SIZE), scales + row_b * (H // GROUP_SIZE),
                   scales + (row_a + I) * (H // GROUP_SIZE), scales + (row_b + I) * (H // GROUP_SIZE))
-        lane_k = 32 * q + 128 * k_rank
+        lane_k = 32 * q + 128 * k_rank * (tl.cdiv(H, 128 * K_WARPS) if K_CHUNKED else 1)
         acc = _int4_mma_sums(w_rows, s_rows, (x_row + tl.zeros_like(row_a),), 0, H, lane_k,
                              _int4_mma_first(w_rows, s_rows, 0, H, lane_k, 2, GROUP_SIZE, L2_256B), 2, GROUP_SIZE, 1,
-                             K_WARPS, L2_256B)
+                             K_WARPS, L2_256B, CHUNKED=K_CHUNKED)
         g = _mma_columns(acc[0], acc[2], BLOCK_N, K_WARPS)
         u = _mma_columns(acc[4], acc[6], BLOCK_N, K_WARPS)
     y = _gated(g, u, expert, cols, (cols < I) & live, scale_ptr, bias_ptr, I, ACT, APPROX, False, HAS_BIAS, ALPHA,
@@ -682,13 +691,16 @@ def _int4_mma_weights(w_rows, s_rows, kq, TILES: tl.constexpr, GROUP_SIZE: tl.co
 
 @triton.jit
 def _int4_mma_first(w_rows, s_rows, k_start, k_end, lane_k, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr,
-                    L2_256B: tl.constexpr, AHEAD: tl.constexpr = 1, K_WARPS: tl.constexpr = 1):
+                    L2_256B: tl.constexpr, AHEAD: tl.constexpr = 1, K_WARPS: tl.constexpr = 1,
+                    CHUNKED: tl.constexpr = False):
     """_int4_mma_sums' first AHEAD k-steps' weight loads (its `first`, a tuple of AHEAD), separate so that a kernel
-    may issue them before its x rows can be read (the down kernel's INT4_DOWN_EARLY); AHEAD and K_WARPS the sums'."""
+    may issue them before its x rows can be read (the down kernel's INT4_DOWN_EARLY); AHEAD, K_WARPS and CHUNKED the
+    sums'."""
+    step = 128 if CHUNKED else 128 * K_WARPS  # from one of a warp's k-steps to its next
     steps = ()
     for i in tl.static_range(AHEAD):
-        steps = steps + (_int4_mma_weights(w_rows, s_rows, tl.minimum(k_start + 128 * K_WARPS * i + lane_k, k_end - 32),
-                                           TILES, GROUP_SIZE, L2_256B),)
+        steps = steps + (_int4_mma_weights(w_rows, s_rows, tl.minimum(k_start + step * i + lane_k, k_end - 32), TILES,
+                                           GROUP_SIZE, L2_256B),)
     return steps
 
 
@@ -708,35 +720,38 @@ def _int4_mma_xs(x32_rows, kq, NB: tl.constexpr):
 @triton.jit
 def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, lane_k, first, TILES: tl.constexpr,
                    GROUP_SIZE: tl.constexpr, NB: tl.constexpr, K_WARPS: tl.constexpr, L2_256B: tl.constexpr,
-                   AHEAD: tl.constexpr = 1):
+                   AHEAD: tl.constexpr = 1, CHUNKED: tl.constexpr = False):
     """The grouped (PAIRED) and per-pair mma kernels' int4 sums for bf16 x (inline PTX, a GPU only): mma.sync m16n8k16
     (fp32 sums) of TILES weight-row tiles against 8 NB x rows over k_start .. k_end - 1 (k_start a multiple of 128,
     k_end of 32), straight from each lane's own registers (no shared memory). Lane L = 32 w + 4 g + q: w_rows the
     [LANES] int32 pointers to the first words of its weight rows, (tile t's MMA row g, its row g + 8) for each tile;
     s_rows those rows' first scales; x32_rows its x rows 8 nb + g (nb < NB) as int32 pairs. The 128-wide k-steps are
-    dealt round-robin to the K_WARPS warps of the same rows (each warp's sums partial): lane_k, 32 q + 128 r for the
-    warp's rank r among them (_mma_rows). A k-step k0: lane q holds k0 + lane_k .. k0 + lane_k + 31 of its rows (four
-    words: one 16-byte load a row, in one group: one scale) and of its x rows (64 bytes each), the weights loaded AHEAD
-    steps ahead and x one (in flight while this one computes; past k_end the lane's last 32 again; the first AHEAD
-    steps' weights are `first`, the caller's _int4_mma_first). k inside a k16 step is permuted so that the A fragment
-    ((2q, 2q + 1), (2q + 8, 2q + 9) of rows g, g + 8) comes from the lane's own words: step 2i + h takes pairs 2h,
-    2h + 1 of word i (_INT4_BF16_PAIRS, 17 instructions a word), the B fragment the matching x pairs 4i + 2h,
-    4i + 2h + 1. Past k_end (a lane's whole 32: k_end a multiple of 32) the scale is 0. Returns the C fragments (rows
+    dealt to the K_WARPS warps of the same rows (each warp's sums partial; rank r among them, _mma_rows): round-robin,
+    lane_k 32 q + 128 r, or CHUNKED, each warp n = cdiv(k_end - k_start, 128 K_WARPS) consecutive ones, lane_k 32 q +
+    128 n r (with the L2 hint one 256-byte block of a row serves a warp's four steps). A k-step k0: lane q holds k0 +
+    lane_k .. k0 + lane_k + 31 of its rows (four words: one 16-byte load a row, in one group: one scale) and of its x
+    rows (64 bytes each), the weights loaded AHEAD steps ahead and x one (in flight while this one computes; past
+    k_end the lane's last 32 again; the first AHEAD steps' weights are `first`, the caller's _int4_mma_first). k
+    inside a k16 step is permuted so that the A fragment ((2q, 2q + 1), (2q + 8, 2q + 9) of rows g, g + 8) comes from
+    the lane's own words: step 2i + h takes pairs 2h, 2h + 1 of word i (_INT4_BF16_PAIRS, 17 instructions a word), the
+    B fragment the matching x pairs 4i + 2h, 4i + 2h + 1. Past k_end (a lane's whole 32: k_end a multiple of 32) the scale is 0. Returns the C fragments (rows
     g, g + 8 x x rows 2q, 2q + 1), a flat tuple in (tile, nb, c0 .. c3) order."""
     tl.static_assert(len(first) == AHEAD, "first: _int4_mma_first's AHEAD steps")
     acc = ()
     for _ in tl.static_range(4 * NB * TILES):
         acc = acc + (tl.zeros(lane_k.shape, tl.float32),)
     last = k_end - 32  # a lane's last k-chunk
+    step = 128 if CHUNKED else 128 * K_WARPS  # from one of a warp's k-steps to its next
     ahead = first
     ahead_xs = _int4_mma_xs(x32_rows, tl.minimum(k_start + lane_k, last), NB)
     for k0 in range(k_start, k_end, 128 * K_WARPS):
+        k = k_start + (k0 - k_start) // K_WARPS if CHUNKED else k0  # the warp's k-step (less its lane_k)
         words, scales = ahead[0]
         xs = ahead_xs
-        live = k0 + lane_k < k_end
-        ahead = ahead[1:] + (_int4_mma_weights(w_rows, s_rows, tl.minimum(k0 + 128 * K_WARPS * AHEAD + lane_k, last),
-                                               TILES, GROUP_SIZE, L2_256B),)
-        ahead_xs = _int4_mma_xs(x32_rows, tl.minimum(k0 + 128 * K_WARPS + lane_k, last), NB)
+        live = k + lane_k < k_end
+        ahead = ahead[1:] + (_int4_mma_weights(w_rows, s_rows, tl.minimum(k + step * AHEAD + lane_k, last), TILES,
+                                               GROUP_SIZE, L2_256B),)
+        ahead_xs = _int4_mma_xs(x32_rows, tl.minimum(k + step + lane_k, last), NB)
         pairs = ()  # per row: its four words' pairs 0 .. 3, [LANES, 4] each (word i at i)
         for j in tl.static_range(2 * TILES):
             p0, p1, p2, p3 = tl.inline_asm_elementwise(_INT4_BF16_PAIRS, "=r,=r,=r,=r,r,r",
@@ -1308,7 +1323,8 @@ def _moe_experts_pair_mma(x, idx, router, gate_up, down, gate_up_scale, down_sca
     launch(_moe_gate_up_mma_kernel, (T * top_k, cdiv(I, 16 * gate_up_warps)), x, idx, gate_up, gate_up_scale,
            gate_up_bias, h, H, I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1),
            **{key: epilogue[key] for key in ("ACT", "APPROX", "GROUP_SIZE", "HAS_BIAS", "ALPHA", "LIMIT")},
-           BLOCK_N=16 * gate_up_warps, K_WARPS=k_warps, L2_256B=hinted, num_warps=gate_up_warps * k_warps, **pdl)
+           BLOCK_N=16 * gate_up_warps, K_WARPS=k_warps, K_CHUNKED=INT4_K_WARPS_CHUNKED, L2_256B=hinted,
+           num_warps=gate_up_warps * k_warps, **pdl)
     tiles = T * cdiv(H, 16 * down_warps)
     partials = (torch.empty((splits, T, H), device=x.device, dtype=torch.float32) if splits > 1
                 else float32_placeholder(x.device))
