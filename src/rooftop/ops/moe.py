@@ -734,8 +734,9 @@ def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, lane_k, first, TILE
     k_end the lane's last 32 again; the first AHEAD steps' weights are `first`, the caller's _int4_mma_first). k
     inside a k16 step is permuted so that the A fragment ((2q, 2q + 1), (2q + 8, 2q + 9) of rows g, g + 8) comes from
     the lane's own words: step 2i + h takes pairs 2h, 2h + 1 of word i (_INT4_BF16_PAIRS, 17 instructions a word), the
-    B fragment the matching x pairs 4i + 2h, 4i + 2h + 1. Past k_end (a lane's whole 32: k_end a multiple of 32) the scale is 0. Returns the C fragments (rows
-    g, g + 8 x x rows 2q, 2q + 1), a flat tuple in (tile, nb, c0 .. c3) order."""
+    B fragment the matching x pairs 4i + 2h, 4i + 2h + 1. Past k_end (a lane's whole 32: k_end a multiple of 32) the
+    scale is 0. Returns the C fragments (rows g, g + 8 x x rows 2q, 2q + 1), a flat tuple in (tile, nb, c0 .. c3)
+    order."""
     tl.static_assert(len(first) == AHEAD, "first: _int4_mma_first's AHEAD steps")
     acc = ()
     for _ in tl.static_range(4 * NB * TILES):
