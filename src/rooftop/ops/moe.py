@@ -152,9 +152,9 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # up's warps, down's warps, down's budget of warps an SM for its ranges of I (and at least its pair warps'), gate / up's
 # warps an SM aimed at, down's warps a tile at most over the token's pairs), 16 rows a warp; None: the CUDA-core
 # kernels. Where a step's pairs leave gate / up fewer warps an SM than its aim, up to 4 warps share a row tile, its
-# k-steps dealt round-robin (K_WARPS: _pair_mma_split); down deals the token's k pairs to the warps of a tile and cuts I
-# into ranges, the two chosen together within their budgets (PAIR_WARPS: _pair_mma_down). Taken where the gate / up
-# kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more.
+# k-steps dealt round-robin or in runs (K_WARPS: _pair_mma_split; INT4_K_WARPS_CHUNKED); down deals the token's k pairs
+# to the warps of a tile and cuts I into ranges, the two chosen together within their budgets (PAIR_WARPS:
+# _pair_mma_down). Taken where the gate / up kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more.
 # H100, session 69 (one warp a tile, a token's pairs one after another, 32 down programs an SM; exp_moe_launch.py --mma,
 # with INT4_L2_256B): one / two / four tokens of Mixtral's 98.7 / 189.3 / 367.7 -> 88.3 / 163.3 / 303.2 us against the
 # CUDA-core kernels, two / four of Qwen3's 32.6 / 54.6 -> 29.3 / 44.5, but one of Qwen3's 24.1 against 20.1 (384
@@ -176,8 +176,8 @@ INT4_PAIR_MMA_LAUNCH = (1, 1, 24, 24, 8)
 # warp's four steps of 64 bytes a row in one 256-byte block that the L2 hint fetches at its first: one DRAM round trip
 # on a warp's chain, then L2 hits) rather than round-robin (each of a warp's steps in another block: a DRAM round trip
 # each, one step ahead). Predicted (session 73; untimed): one token of Qwen3-30B-A3B's gate / up (K_WARPS 4, four
-# k-steps a warp; ncu 10.6 us at 38% of DRAM, item 519) 1-2 us faster; gpt-oss-20b's one (K_WARPS 2, rows of 1440
-# bytes across blocks) less. Mixtral's one token (K_WARPS 1) unchanged.
+# k-steps a warp; ncu 10.6 us at 38% of DRAM, item 519) 1-2 us faster; gpt-oss-20b's one (K_WARPS 4, six steps a warp,
+# rows of 1440 bytes across blocks: 2-3 blocks a warp's run against ~6) too. Mixtral's one token (K_WARPS 1) unchanged.
 INT4_K_WARPS_CHUNKED = False
 INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-core kernels (their programs 8 rows)
 # _pair_mma_down's cost of cutting I, in k-steps of a warp's chain: the partials' store, the arrival and the last
@@ -547,11 +547,11 @@ def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H
                             K_WARPS: tl.constexpr, K_CHUNKED: tl.constexpr, L2_256B: tl.constexpr,
                             PDL: tl.constexpr):
     # Program (pair, BLOCK_N columns, 16 a warp, each row's k-steps dealt to K_WARPS warps: round-robin or, K_CHUNKED
-    # (INT4_K_WARPS_CHUNKED), in consecutive runs), int4 experts
-    # with bf16 x: _moe_gate_up_kernel's sums by mma.sync from registers (_int4_mma_sums, its 8 x rows all x_t; the
-    # K_WARPS warps' sums added through shared memory). Reads x_t (H elements, L2 after the first pair of the token)
-    # and 2 BLOCK_N rows of the pair's expert (half a byte an element, each once, and 2 BLOCK_N H / GROUP_SIZE group
-    # scales), writes BLOCK_N elements of h. PDL: as _moe_gate_up_kernel's.
+    # (INT4_K_WARPS_CHUNKED), in consecutive runs), int4 experts with bf16 x: _moe_gate_up_kernel's sums by mma.sync
+    # from registers (_int4_mma_sums, its 8 x rows all x_t; the K_WARPS warps' sums added through shared memory). Reads
+    # x_t (H elements, L2 after the first pair of the token) and 2 BLOCK_N rows of the pair's expert (half a byte an
+    # element, each once, and 2 BLOCK_N H / GROUP_SIZE group scales), writes BLOCK_N elements of h. PDL: as
+    # _moe_gate_up_kernel's.
     await_previous(PDL)
     pair, cols, expert, live = _gate_up_program(idx_ptr, E, BLOCK_N)
     g = tl.zeros([BLOCK_N], tl.float32)
@@ -567,8 +567,8 @@ def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H
                   scales + (row_a + I) * (H // GROUP_SIZE), scales + (row_b + I) * (H // GROUP_SIZE))
         lane_k = 32 * q + 128 * k_rank * (tl.cdiv(H, 128 * K_WARPS) if K_CHUNKED else 1)
         acc = _int4_mma_sums(w_rows, s_rows, (x_row + tl.zeros_like(row_a),), 0, H, lane_k,
-                             _int4_mma_first(w_rows, s_rows, 0, H, lane_k, 2, GROUP_SIZE, L2_256B), 2, GROUP_SIZE, 1,
-                             K_WARPS, L2_256B, CHUNKED=K_CHUNKED)
+                             _int4_mma_first(w_rows, s_rows, 0, H, lane_k, 2, GROUP_SIZE, L2_256B, K_WARPS=K_WARPS,
+                                             CHUNKED=K_CHUNKED), 2, GROUP_SIZE, 1, K_WARPS, L2_256B, CHUNKED=K_CHUNKED)
         g = _mma_columns(acc[0], acc[2], BLOCK_N, K_WARPS)
         u = _mma_columns(acc[4], acc[6], BLOCK_N, K_WARPS)
     y = _gated(g, u, expert, cols, (cols < I) & live, scale_ptr, bias_ptr, I, ACT, APPROX, False, HAS_BIAS, ALPHA,
@@ -728,15 +728,16 @@ def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, lane_k, first, TILE
     s_rows those rows' first scales; x32_rows its x rows 8 nb + g (nb < NB) as int32 pairs. The 128-wide k-steps are
     dealt to the K_WARPS warps of the same rows (each warp's sums partial; rank r among them, _mma_rows): round-robin,
     lane_k 32 q + 128 r, or CHUNKED, each warp n = cdiv(k_end - k_start, 128 K_WARPS) consecutive ones, lane_k 32 q +
-    128 n r (with the L2 hint one 256-byte block of a row serves a warp's four steps). A k-step k0: lane q holds k0 +
-    lane_k .. k0 + lane_k + 31 of its rows (four words: one 16-byte load a row, in one group: one scale) and of its x
-    rows (64 bytes each), the weights loaded AHEAD steps ahead and x one (in flight while this one computes; past
-    k_end the lane's last 32 again; the first AHEAD steps' weights are `first`, the caller's _int4_mma_first). k
-    inside a k16 step is permuted so that the A fragment ((2q, 2q + 1), (2q + 8, 2q + 9) of rows g, g + 8) comes from
-    the lane's own words: step 2i + h takes pairs 2h, 2h + 1 of word i (_INT4_BF16_PAIRS, 17 instructions a word), the
-    B fragment the matching x pairs 4i + 2h, 4i + 2h + 1. Past k_end (a lane's whole 32: k_end a multiple of 32) the
-    scale is 0. Returns the C fragments (rows g, g + 8 x x rows 2q, 2q + 1), a flat tuple in (tile, nb, c0 .. c3)
-    order."""
+    128 n r (with the L2 hint a warp's run of four steps one 256-byte block of a row where rows and runs are whole
+    blocks: Qwen3's H 2048 at K_WARPS 4). A k-step k of the warp (round-robin the loop's k0, CHUNKED k_start + (k0 -
+    k_start) / K_WARPS): lane q holds k + lane_k .. k + lane_k + 31 of its rows (four words: one 16-byte load a row, in
+    one group: one scale) and of its x rows (64 bytes each), the weights loaded AHEAD steps ahead and x one (in flight
+    while this one computes; past k_end the lane's last 32 again; the first AHEAD steps' weights are `first`, the
+    caller's _int4_mma_first). k inside a k16 step is permuted so that the A fragment ((2q, 2q + 1), (2q + 8, 2q + 9) of
+    rows g, g + 8) comes from the lane's own words: step 2i + h takes pairs 2h, 2h + 1 of word i (_INT4_BF16_PAIRS, 17
+    instructions a word), the B fragment the matching x pairs 4i + 2h, 4i + 2h + 1. Past k_end (a lane's whole 32: k_end
+    a multiple of 32) the scale is 0. Returns the C fragments (rows g, g + 8 x x rows 2q, 2q + 1), a flat tuple in
+    (tile, nb, c0 .. c3) order."""
     tl.static_assert(len(first) == AHEAD, "first: _int4_mma_first's AHEAD steps")
     acc = ()
     for _ in tl.static_range(4 * NB * TILES):
@@ -1266,9 +1267,9 @@ def _aligned_rows(x: torch.Tensor) -> torch.Tensor:
 
 
 def _pair_mma_split(pairs: int, H: int, I: int, device: torch.device) -> tuple[int, float]:
-    """The per-pair mma gate / up kernel's K_WARPS (warps a row tile, dealt its k-steps round-robin) and its warps an
-    SM with them: doubled, up to 4, while the warps an SM stay within INT4_PAIR_MMA_LAUNCH's aim and each warp keeps a
-    k-step of 128."""
+    """The per-pair mma gate / up kernel's K_WARPS (warps a row tile, dealt its k-steps round-robin or in runs:
+    INT4_K_WARPS_CHUNKED) and its warps an SM with them: doubled, up to 4, while the warps an SM stay within
+    INT4_PAIR_MMA_LAUNCH's aim and each warp keeps a k-step of 128 (in runs, the last warps' may be past the row)."""
     warps, _, _, aim, _ = INT4_PAIR_MMA_LAUNCH
     per_sm = pairs * cdiv(I, 16 * warps) * warps / num_sms(device.index if device.type == "cuda" else -1)
     k_warps = 1
