@@ -179,6 +179,13 @@ INT4_PAIR_MMA_LAUNCH = (1, 1, 24, 24, 8)
 # k-steps a warp; ncu 10.6 us at 38% of DRAM, item 519) 1-2 us faster; gpt-oss-20b's one (K_WARPS 4, six steps a warp,
 # rows of 1440 bytes across blocks: 2-3 blocks a warp's run against ~6) too. Mixtral's one token (K_WARPS 1) unchanged.
 INT4_K_WARPS_CHUNKED = False
+# The per-pair mma gate / up kernel's (k-steps of weights loaded ahead of the one it sums, ptxas's register cap or None,
+# the most k-steps a warp that takes them; longer chains: one step, no cap): _int4_mma_sums' AHEAD, as INT4_DOWN_AHEAD's
+# for down. Reasoning (session 74, untimed): where K_WARPS deals a row's k-steps round-robin, each of a warp's few
+# steps is another 256-byte block, a DRAM round trip on its chain with one step ahead; all of them ahead (one token of
+# Qwen3-30B-A3B's: 4 a warp) put the round trips side by side. Session 69's two ahead at K_WARPS 1 (a warp's 32 steps
+# at one token of Mixtral's; 105 -> 130 registers) lost 18%: hence the bound on a warp's steps.
+INT4_GATE_UP_AHEAD = (1, None, 0)
 INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-core kernels (their programs 8 rows)
 # _pair_mma_down's cost of cutting I, in k-steps of a warp's chain: the partials' store, the arrival and the last
 # range's loads of them. H100, session 71 (call a, exp_moe_launch.py --down-rules): without it (the shortest chain
@@ -545,13 +552,13 @@ def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H
                             wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr, GROUP_SIZE: tl.constexpr,
                             HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr, BLOCK_N: tl.constexpr,
                             K_WARPS: tl.constexpr, K_CHUNKED: tl.constexpr, L2_256B: tl.constexpr,
-                            PDL: tl.constexpr):
+                            AHEAD: tl.constexpr, PDL: tl.constexpr):
     # Program (pair, BLOCK_N columns, 16 a warp, each row's k-steps dealt to K_WARPS warps: round-robin or, K_CHUNKED
     # (INT4_K_WARPS_CHUNKED), in consecutive runs), int4 experts with bf16 x: _moe_gate_up_kernel's sums by mma.sync
     # from registers (_int4_mma_sums, its 8 x rows all x_t; the K_WARPS warps' sums added through shared memory). Reads
     # x_t (H elements, L2 after the first pair of the token) and 2 BLOCK_N rows of the pair's expert (half a byte an
-    # element, each once, and 2 BLOCK_N H / GROUP_SIZE group scales), writes BLOCK_N elements of h. PDL: as
-    # _moe_gate_up_kernel's.
+    # element, each once, and 2 BLOCK_N H / GROUP_SIZE group scales; AHEAD k-steps of them in flight:
+    # INT4_GATE_UP_AHEAD), writes BLOCK_N elements of h. PDL: as _moe_gate_up_kernel's.
     await_previous(PDL)
     pair, cols, expert, live = _gate_up_program(idx_ptr, E, BLOCK_N)
     g = tl.zeros([BLOCK_N], tl.float32)
@@ -567,8 +574,8 @@ def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H
                   scales + (row_a + I) * (H // GROUP_SIZE), scales + (row_b + I) * (H // GROUP_SIZE))
         lane_k = 32 * q + 128 * k_rank * (tl.cdiv(H, 128 * K_WARPS) if K_CHUNKED else 1)
         acc = _int4_mma_sums(w_rows, s_rows, (x_row + tl.zeros_like(row_a),), 0, H, lane_k,
-                             _int4_mma_first(w_rows, s_rows, 0, H, lane_k, 2, GROUP_SIZE, L2_256B, K_WARPS=K_WARPS,
-                                             CHUNKED=K_CHUNKED), 2, GROUP_SIZE, 1, K_WARPS, L2_256B, CHUNKED=K_CHUNKED)
+                             _int4_mma_first(w_rows, s_rows, 0, H, lane_k, 2, GROUP_SIZE, L2_256B, AHEAD, K_WARPS,
+                                             K_CHUNKED), 2, GROUP_SIZE, 1, K_WARPS, L2_256B, AHEAD, K_CHUNKED)
         g = _mma_columns(acc[0], acc[2], BLOCK_N, K_WARPS)
         u = _mma_columns(acc[4], acc[6], BLOCK_N, K_WARPS)
     y = _gated(g, u, expert, cols, (cols < I) & live, scale_ptr, bias_ptr, I, ACT, APPROX, False, HAS_BIAS, ALPHA,
@@ -1304,6 +1311,13 @@ def _pair_mma_down(T: int, top_k: int, H: int, I: int, device: torch.device) -> 
     return -minus_pair_warps, ranges, k_split
 
 
+def _gate_up_ahead(H: int, k_warps: int) -> tuple[int, Optional[int]]:
+    """The per-pair mma gate / up kernel's (AHEAD, register cap or None) for rows of H with K_WARPS k_warps
+    (INT4_GATE_UP_AHEAD)."""
+    ahead, maxnreg, most_steps = INT4_GATE_UP_AHEAD
+    return (ahead, maxnreg) if cdiv(cdiv(H, 128), k_warps) <= most_steps else (1, None)
+
+
 def _down_ahead(k_split: int) -> tuple[int, Optional[int]]:
     """The per-pair mma down kernel's (AHEAD, register cap or None) for ranges of k_split elements of I
     (INT4_DOWN_AHEAD)."""
@@ -1321,12 +1335,14 @@ def _moe_experts_pair_mma(x, idx, router, gate_up, down, gate_up_scale, down_sca
     k_warps = _pair_mma_split(T * top_k, H, I, x.device)[0]
     pair_warps, splits, k_split = _pair_mma_down(T, top_k, H, I, x.device)
     hinted = _hinted(gate_up, down)
+    gate_up_ahead, gate_up_maxnreg = _gate_up_ahead(H, k_warps)
     ahead, maxnreg = _down_ahead(k_split)
     launch(_moe_gate_up_mma_kernel, (T * top_k, cdiv(I, 16 * gate_up_warps)), x, idx, gate_up, gate_up_scale,
            gate_up_bias, h, H, I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1),
            **{key: epilogue[key] for key in ("ACT", "APPROX", "GROUP_SIZE", "HAS_BIAS", "ALPHA", "LIMIT")},
            BLOCK_N=16 * gate_up_warps, K_WARPS=k_warps, K_CHUNKED=INT4_K_WARPS_CHUNKED, L2_256B=hinted,
-           num_warps=gate_up_warps * k_warps, **pdl)
+           AHEAD=gate_up_ahead, num_warps=gate_up_warps * k_warps,
+           **({"maxnreg": gate_up_maxnreg} if gate_up_maxnreg else {}), **pdl)
     tiles = T * cdiv(H, 16 * down_warps)
     partials = (torch.empty((splits, T, H), device=x.device, dtype=torch.float32) if splits > 1
                 else float32_placeholder(x.device))
