@@ -29,10 +29,7 @@ loads' L2 prefetch-size hint), --down-rules shipped,first each with the shipped 
 an SM) at these, --down-early 0,1 each without and with moe.INT4_DOWN_EARLY (session 72: the down kernel's first
 weights loaded before its PDL wait), --down-ahead 1,2/80 each with moe.INT4_DOWN_AHEAD at these (session 73: k-steps
 of weights ahead in the down kernel's loop, "/cap" ptxas's register cap, "/fewest" k-steps a range taking them);
---k-chunked 0,1 each with moe.INT4_K_WARPS_CHUNKED at these (session 73: gate / up's K_WARPS warps of a row tile take
-its k-steps round-robin or in consecutive runs); --gate-up-ahead 1,4/128/4 each with moe.INT4_GATE_UP_AHEAD at these
-(session 74: k-steps of weights ahead in gate / up's loop, "/cap" a register cap, "/most" k-steps a warp at most that
-take them); --cases replaces the cases.
+--cases replaces the cases.
 Writes OUT/exp-moe-launch[-QUANT].json.
 Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_launch.py OUT [--quick] [--quant fp8|int8|int4]
 [--launches 8x256x2,8x512x2/8x256x2] [--per-sm 4,16] [--stages 1/1,3/3] [--mma 1x1x32x16x8,2x1x16x1x1]
@@ -61,12 +58,6 @@ def _down_ahead(item):
     """--down-ahead's "steps[/cap[/fewest]]" as moe.INT4_DOWN_AHEAD (no cap, every range where not given)."""
     steps, cap, fewest = (item.split("/") + [None, None])[:3]
     return int(steps), int(cap) if cap else None, int(fewest) if fewest else 0
-
-
-def _gate_up_ahead(item):
-    """--gate-up-ahead's "steps[/cap[/most]]" as moe.INT4_GATE_UP_AHEAD (no cap, every chain where not given)."""
-    steps, cap, most = (item.split("/") + [None, None])[:3]
-    return int(steps), int(cap) if cap else None, int(most) if most else 1 << 30
 
 
 def pair_warps_first_down(T, top_k, H, I, device):
@@ -121,11 +112,6 @@ def main():
     parser.add_argument("--down-ahead", type=lambda v: [_down_ahead(item) for item in v.split(",")],
                         help="int4 --mma: each launch with moe.INT4_DOWN_AHEAD at these (steps[/register cap[/fewest "
                              "k-steps a range]]: no cap, every range where not given)")
-    parser.add_argument("--gate-up-ahead", type=lambda v: [_gate_up_ahead(item) for item in v.split(",")],
-                        help="int4 --mma: each launch with moe.INT4_GATE_UP_AHEAD at these (steps[/register cap[/most "
-                             "k-steps a warp]]: no cap, every chain where not given)")
-    parser.add_argument("--k-chunked", type=lambda v: [bool(int(item)) for item in v.split(",")],
-                        help="int4 --mma: each launch with moe.INT4_K_WARPS_CHUNKED at these (0,1: round-robin, runs)")
     parser.add_argument("--mma", type=lambda v: [tuple(map(int, item.split("x"))) for item in v.split(",")],
                         help="int4: these INT4_PAIR_MMA_LAUNCH too, gate / up's warps x down's x down's warps an SM "
                              "x gate / up's warps an SM aimed at (K_WARPS) x down's warps a tile over the pairs")
@@ -142,10 +128,6 @@ def main():
     earlies = args.down_early or [shipped_early]
     shipped_ahead = moe.INT4_DOWN_AHEAD
     aheads = args.down_ahead or [shipped_ahead]
-    shipped_chunked = moe.INT4_K_WARPS_CHUNKED
-    shipped_gate_up_ahead = moe.INT4_GATE_UP_AHEAD
-    gate_up_aheads = args.gate_up_ahead or [shipped_gate_up_ahead]
-    chunkings = args.k_chunked or [shipped_chunked]
     moe.INT4_PAIR_MMA_LAUNCH = shipped_mma if args.quick else None  # the launches below: CUDA-core kernels
     shipped_min_warps = moe.INT4_PAIR_MMA_MIN_WARPS
     names = ("INT4_GATE_UP_LAUNCH", "INT4_DOWN_LAUNCH") if args.quant == "int4" else ("GATE_UP_LAUNCH", "DOWN_LAUNCH")
@@ -189,13 +171,11 @@ def main():
                            + ("" if down == gate_up else "/n{}k{}w{}".format(*down)) + f"p{per_sm}"
                            + ("" if args.stages is None else "s{}/{}".format(*stages)),
                            graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=20), out)
-        for mma, hint, rule, pair_budget, early, ahead, chunked, gate_up_ahead in (
-                (mma, hint, rule, pair_budget, early, ahead, chunked, gate_up_ahead) for mma in args.mma or ()
-                for hint in hints for rule in args.down_rules for pair_budget in pair_budgets for early in earlies
-                for ahead in aheads for chunked in chunkings for gate_up_ahead in gate_up_aheads):
+        for mma, hint, rule, pair_budget, early, ahead in (
+                (mma, hint, rule, pair_budget, early, ahead) for mma in args.mma or () for hint in hints
+                for rule in args.down_rules for pair_budget in pair_budgets for early in earlies for ahead in aheads):
             moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B, moe.INT4_DOWN_PAIR_BUDGET = mma, hint, pair_budget
-            moe.INT4_DOWN_EARLY, moe.INT4_DOWN_AHEAD, moe.INT4_K_WARPS_CHUNKED = early, ahead, chunked
-            moe.INT4_GATE_UP_AHEAD = gate_up_ahead
+            moe.INT4_DOWN_EARLY, moe.INT4_DOWN_AHEAD = early, ahead
             moe.INT4_PAIR_MMA_MIN_WARPS = 0  # at every case
             moe._pair_mma_down = pair_warps_first_down if rule == "first" else shipped_down
             clear_plans()
@@ -207,16 +187,13 @@ def main():
                    + ("" if args.l2_256b is None else f" L2 {int(hint)}") + ("" if rule == "shipped" else f" {rule}")
                    + ("" if args.pair_budgets is None else f" pb{pair_budget}")
                    + ("" if args.down_early is None else f" e{int(early)}")
-                   + ("" if args.down_ahead is None else " a{}/{}/{}".format(*ahead))
-                   + ("" if args.k_chunked is None else f" c{int(chunked)}")
-                   + ("" if args.gate_up_ahead is None else " ga{}/{}/{}".format(*gate_up_ahead)),
+                   + ("" if args.down_ahead is None else " a{}/{}/{}".format(*ahead)),
                    graph_replay_us([lambda s=s: spec.run(*s) for s in sets], repeat=20), out)
         moe._pair_mma_down = shipped_down
         moe.INT4_PAIR_MMA_MIN_WARPS = shipped_min_warps
         moe.INT4_PAIR_MMA_LAUNCH, moe.INT4_L2_256B = shipped_mma if args.quick else None, shipped_hint
         moe.INT4_DOWN_PAIR_BUDGET, moe.INT4_DOWN_EARLY = shipped_pair_budget, shipped_early
-        moe.INT4_DOWN_AHEAD, moe.INT4_K_WARPS_CHUNKED = shipped_ahead, shipped_chunked
-        moe.INT4_GATE_UP_AHEAD = shipped_gate_up_ahead
+        moe.INT4_DOWN_AHEAD = shipped_ahead
         if args.quant:
             record("eager loop", bench_ms(lambda: spec.eager(*sets[0])) * 1e3, spec.eager(*sets[0]))
             Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -153,14 +153,11 @@ for codes, types, group_size in moe_cases:
                   name=f"moe_down_grouped_{codes}_bias{int(bias)}_p{pairs}", div=("H", "I"), maxnreg=cap)
         if paired:  # a pair a program by mma.sync (INT4_PAIR_MMA_LAUNCH)
             mw, mdw, _, _, _ = moe.INT4_PAIR_MMA_LAUNCH
-            # K_WARPS: warps a row tile (_pair_mma_split), CHUNKED: their k-steps in runs, AHEAD: k-steps of weights
-            # ahead (INT4_GATE_UP_AHEAD)
-            for k_warps, chunked, ahead in ((1, False, 1), (4, False, 1), (4, True, 1), (4, False, 2), (4, False, 4),
-                                            (4, True, 4)):
+            for k_warps in (1, 4):  # warps a row tile (_pair_mma_split)
                 build(moe._moe_gate_up_mma_kernel, types, dict(ACT=act, APPROX=True, GROUP_SIZE=group_size,
-                      HAS_BIAS=bias, ALPHA=alpha, LIMIT=limit, BLOCK_N=16 * mw, K_WARPS=k_warps, K_CHUNKED=chunked,
-                      L2_256B=moe.INT4_L2_256B, AHEAD=ahead, PDL=True), mw * k_warps,
-                      name=f"moe_gate_up_mma_{act}_k{k_warps}_c{int(chunked)}_a{ahead}", div=("H", "I"))
+                      HAS_BIAS=bias, ALPHA=alpha, LIMIT=limit, BLOCK_N=16 * mw, K_WARPS=k_warps,
+                      L2_256B=moe.INT4_L2_256B, PDL=True), mw * k_warps, name=f"moe_gate_up_mma_{act}_k{k_warps}",
+                      div=("H", "I"))
             # PAIR_WARPS: warps a tile over the k pairs; EARLY: the first weights before the PDL wait; AHEAD: k-steps
             # of weights ahead, with a register cap (INT4_DOWN_AHEAD)
             for splits, pair_warps, early, (ahead, cap) in ((1, 1, True, (1, None)), (3, 1, True, (1, None)),

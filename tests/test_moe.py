@@ -581,11 +581,8 @@ def test_per_pair_pipelines(monkeypatch, stages, quant):
 @pytest.mark.parametrize("launch, pair_warps, ranges", [((4, 4, 64, 64, 4), 4, 2), ((1, 2, 8, 64, 8), 8, 1),
                                                        ((1, 1, 32, 1, 1), 1, 2)])
 @pytest.mark.parametrize("group", [32, 128])
-@pytest.mark.parametrize("early, ahead, chunked, gate_up_ahead", [
-    (True, (1, None, 0), False, (1, None, 0)), (False, (1, None, 0), False, (1, None, 0)),
-    (True, (2, 80, 0), False, (1, None, 0)), (True, (1, None, 0), True, (1, None, 0)),
-    (True, (1, None, 0), False, (4, 128, 64)), (True, (1, None, 0), True, (2, None, 64))])
-def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group, early, ahead, chunked, gate_up_ahead):
+@pytest.mark.parametrize("early, ahead", [(True, (1, None, 0)), (False, (1, None, 0)), (True, (2, 80, 0))])
+def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group, early, ahead):
     """The per-pair path's int4 kernels for bf16 x (mma.sync from registers, INT4_PAIR_MMA_LAUNCH), their word loads
     with the L2 prefetch-size hint or not: H = 544 (k-steps of 128, the last a quarter; groups of 32; I = 800) or
     640 (groups of 128; I = 896), I cut into two ranges (at 800 the second's last k-step ragged; DOWN_MAX_SPLITS)
@@ -596,15 +593,10 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group,
     biases (with the hint) or silu without; x a 16-byte aligned row view of NaN-padded rows (read in place: values
     past a row's end would show), then a view off that alignment (copied): as the reference on the same codes and
     scales, three times (the arrival counters; the middle call another x); the down kernel's first weights before
-    its PDL wait (INT4_DOWN_EARLY) or after, one k-step of them ahead or two (INT4_DOWN_AHEAD, capped registers);
-    gate / up's k-steps dealt to a row tile's warps round-robin or in runs (INT4_K_WARPS_CHUNKED: at H = 544 the third
-    warp's run a quarter step, the fourth's none), one k-step of its weights ahead or two / four (INT4_GATE_UP_AHEAD:
-    more than a warp's steps where K_WARPS is 4, loads past its run or clamped to the row's end)."""
+    its PDL wait (INT4_DOWN_EARLY) or after, one k-step of them ahead or two (INT4_DOWN_AHEAD, capped registers)."""
     monkeypatch.setattr(moe, "_takes_grouped", lambda *a: False)
     monkeypatch.setattr(moe, "INT4_DOWN_EARLY", early)
     monkeypatch.setattr(moe, "INT4_DOWN_AHEAD", ahead)
-    monkeypatch.setattr(moe, "INT4_K_WARPS_CHUNKED", chunked)
-    monkeypatch.setattr(moe, "INT4_GATE_UP_AHEAD", gate_up_ahead)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_LAUNCH", launch)
     monkeypatch.setattr(moe, "INT4_PAIR_MMA_MIN_WARPS", 0)  # these few pairs would take the CUDA-core kernels
     monkeypatch.setattr(moe, "num_sms", lambda index: 132)  # the launches below an H100's or H200's, on any card
@@ -614,7 +606,7 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group,
     real_launch = moe.launch
     monkeypatch.setattr(moe, "launch", lambda kernel, grid, *a, **k: grids.append(
         (kernel, grid, k.get("L2_256B"), k.get("K_WARPS", k.get("PAIR_WARPS")), (k.get("EARLY"), k.get("AHEAD"),
-                                                                                k.get("maxnreg"), k.get("K_CHUNKED"))))
+                                                                                k.get("maxnreg"))))
         or real_launch(kernel, grid, *a, **k))
     H, I = (544, 800) if group == 32 else (640, 896)
     x, index, weights, gate_up, down = _inputs(3, 4, 8, H, I)
@@ -636,13 +628,12 @@ def test_gpu_int4_pair_mma(monkeypatch, hint, launch, pair_warps, ranges, group,
             assert rel_err(out, ref) < TOL[torch.bfloat16]
     finally:
         _support.clear_plans()
-    (gate_up_kernel, gate_up_grid, gate_up_hint, k_warps, gate_up_options), \
+    (gate_up_kernel, gate_up_grid, gate_up_hint, k_warps, _), \
         (down_kernel, down_grid, down_hint, down_pair_warps, down_options) = grids[-2:]
     assert gate_up_kernel is moe._moe_gate_up_mma_kernel and down_kernel is moe._moe_down_mma_kernel
     assert gate_up_hint == down_hint == hint
     assert k_warps == (4 if launch[3] > 1 else 1)
-    assert down_pair_warps == pair_warps and down_options == (early, *ahead[:2], None)
-    assert gate_up_options == (None, *gate_up_ahead[:2], chunked)  # a warp's steps within the third entry
+    assert down_pair_warps == pair_warps and down_options == (early, *ahead[:2])
     assert gate_up_grid == (24, -(-I // (16 * launch[0])))
     assert down_grid == (3, -(-H // (16 * launch[1])), ranges)
     torch.cuda.synchronize()
@@ -667,19 +658,6 @@ def test_int4_word_views(path, monkeypatch):
         out = rooftop.moe_experts(x, index, weights, gate_up_view, down_view, gate_up_scale=gu_scale,
                                   down_scale=dn_scale)
         assert rel_err(out, ref) < TOL[torch.bfloat16]
-
-
-def test_gate_up_ahead(monkeypatch):
-    """_gate_up_ahead: INT4_GATE_UP_AHEAD's steps and cap where a warp's k-steps of 128 (K_WARPS dealing a row's)
-    are at most its third entry, else one step uncapped: one token of Qwen3-30B-A3B's (H 2048, K_WARPS 4: 4 a warp)
-    takes them at 4, Mixtral-8x7B's (4096, K_WARPS 1: 32) not, gpt-oss-20b's (2880, 4: 23 steps, 6 a warp) at 6."""
-    monkeypatch.setattr(moe, "INT4_GATE_UP_AHEAD", (4, 128, 4))
-    assert moe._gate_up_ahead(2048, 4) == (4, 128)
-    assert moe._gate_up_ahead(4096, 1) == (1, None)
-    assert moe._gate_up_ahead(2880, 4) == (1, None)
-    monkeypatch.setattr(moe, "INT4_GATE_UP_AHEAD", (2, None, 6))
-    assert moe._gate_up_ahead(2880, 4) == (2, None)
-    assert moe._gate_up_ahead(2048, 2) == (1, None)  # 8 a warp
 
 
 def test_pair_mma_split(monkeypatch):

@@ -152,9 +152,9 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # up's warps, down's warps, down's budget of warps an SM for its ranges of I (and at least its pair warps'), gate / up's
 # warps an SM aimed at, down's warps a tile at most over the token's pairs), 16 rows a warp; None: the CUDA-core
 # kernels. Where a step's pairs leave gate / up fewer warps an SM than its aim, up to 4 warps share a row tile, its
-# k-steps dealt round-robin or in runs (K_WARPS: _pair_mma_split; INT4_K_WARPS_CHUNKED); down deals the token's k pairs
-# to the warps of a tile and cuts I into ranges, the two chosen together within their budgets (PAIR_WARPS:
-# _pair_mma_down). Taken where the gate / up kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more.
+# k-steps dealt round-robin (K_WARPS: _pair_mma_split); down deals the token's k pairs to the warps of a tile and cuts I
+# into ranges, the two chosen together within their budgets (PAIR_WARPS: _pair_mma_down). Taken where the gate / up
+# kernel has INT4_PAIR_MMA_MIN_WARPS warps an SM or more.
 # H100, session 69 (one warp a tile, a token's pairs one after another, 32 down programs an SM; exp_moe_launch.py --mma,
 # with INT4_L2_256B): one / two / four tokens of Mixtral's 98.7 / 189.3 / 367.7 -> 88.3 / 163.3 / 303.2 us against the
 # CUDA-core kernels, two / four of Qwen3's 32.6 / 54.6 -> 29.3 / 44.5, but one of Qwen3's 24.1 against 20.1 (384
@@ -170,22 +170,12 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # down ranges then by programs an SM: 28.7 against 26.4 at k 4). Four tokens of Mixtral's ran 313.5 us against 295.1
 # without pair warps (its 112 k-steps a warp against two pairs of 38: ranges beat pair warps where I is long): session
 # 71's rule takes the latter (INT4_DOWN_CLOSE_STEPS). 8 / 16 of Qwen3's ran 3-4% behind session 69's launch: session
-# 71's pair budget (INT4_DOWN_PAIR_BUDGET) gives 16 two pair warps (135.6 us against 146.3).
+# 71's pair budget (INT4_DOWN_PAIR_BUDGET) gives 16 two pair warps (135.6 us against 146.3). Not kept (session 74,
+# H100, journal items 532-535): a row tile's k-steps in runs of consecutive ones a warp (each warp's four in one
+# 256-byte block, predicted to save three DRAM round trips a chain) 17.9 us against round-robin's 16.1 at one token of
+# Qwen3's, 35.4 against 34.3 at one of gpt-oss-20b's; gate / up's weights four k-steps ahead (166 registers) 16.0 / 34.7:
+# round-robin's warps already share each block at the same time.
 INT4_PAIR_MMA_LAUNCH = (1, 1, 24, 24, 8)
-# Whether the per-pair mma gate / up kernel's K_WARPS warps of a row tile take its k-steps in consecutive runs (each
-# warp's four steps of 64 bytes a row in one 256-byte block that the L2 hint fetches at its first: one DRAM round trip
-# on a warp's chain, then L2 hits) rather than round-robin (each of a warp's steps in another block: a DRAM round trip
-# each, one step ahead). Predicted (session 73; untimed): one token of Qwen3-30B-A3B's gate / up (K_WARPS 4, four
-# k-steps a warp; ncu 10.6 us at 38% of DRAM, item 519) 1-2 us faster; gpt-oss-20b's one (K_WARPS 4, six steps a warp,
-# rows of 1440 bytes across blocks: 2-3 blocks a warp's run against ~6) too. Mixtral's one token (K_WARPS 1) unchanged.
-INT4_K_WARPS_CHUNKED = False
-# The per-pair mma gate / up kernel's (k-steps of weights loaded ahead of the one it sums, ptxas's register cap or None,
-# the most k-steps a warp that takes them; longer chains: one step, no cap): _int4_mma_sums' AHEAD, as INT4_DOWN_AHEAD's
-# for down. Reasoning (session 74, untimed): where K_WARPS deals a row's k-steps round-robin, each of a warp's few
-# steps is another 256-byte block, a DRAM round trip on its chain with one step ahead; all of them ahead (one token of
-# Qwen3-30B-A3B's: 4 a warp) put the round trips side by side. Session 69's two ahead at K_WARPS 1 (a warp's 32 steps
-# at one token of Mixtral's; 105 -> 130 registers) lost 18%: hence the bound on a warp's steps.
-INT4_GATE_UP_AHEAD = (1, None, 0)
 INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-core kernels (their programs 8 rows)
 # _pair_mma_down's cost of cutting I, in k-steps of a warp's chain: the partials' store, the arrival and the last
 # range's loads of them. H100, session 71 (call a, exp_moe_launch.py --down-rules): without it (the shortest chain
@@ -551,14 +541,12 @@ def _moe_down_kernel(h_ptr, idx_ptr, rw_ptr, w_ptr, scale_ptr, bias_ptr, out_ptr
 def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H, I, E, TOP_K, x_stride, we_stride,
                             wn_stride, ACT: tl.constexpr, APPROX: tl.constexpr, GROUP_SIZE: tl.constexpr,
                             HAS_BIAS: tl.constexpr, ALPHA: tl.constexpr, LIMIT: tl.constexpr, BLOCK_N: tl.constexpr,
-                            K_WARPS: tl.constexpr, K_CHUNKED: tl.constexpr, L2_256B: tl.constexpr,
-                            AHEAD: tl.constexpr, PDL: tl.constexpr):
-    # Program (pair, BLOCK_N columns, 16 a warp, each row's k-steps dealt to K_WARPS warps: round-robin or, K_CHUNKED
-    # (INT4_K_WARPS_CHUNKED), in consecutive runs), int4 experts with bf16 x: _moe_gate_up_kernel's sums by mma.sync
-    # from registers (_int4_mma_sums, its 8 x rows all x_t; the K_WARPS warps' sums added through shared memory). Reads
-    # x_t (H elements, L2 after the first pair of the token) and 2 BLOCK_N rows of the pair's expert (half a byte an
-    # element, each once, and 2 BLOCK_N H / GROUP_SIZE group scales; AHEAD k-steps of them in flight:
-    # INT4_GATE_UP_AHEAD), writes BLOCK_N elements of h. PDL: as _moe_gate_up_kernel's.
+                            K_WARPS: tl.constexpr, L2_256B: tl.constexpr, PDL: tl.constexpr):
+    # Program (pair, BLOCK_N columns, 16 a warp, each row's k-steps dealt round-robin to K_WARPS warps), int4 experts
+    # with bf16 x: _moe_gate_up_kernel's sums by mma.sync from registers (_int4_mma_sums, its 8 x rows all x_t; the
+    # K_WARPS warps' sums added through shared memory). Reads x_t (H elements, L2 after the first pair of the token)
+    # and 2 BLOCK_N rows of the pair's expert (half a byte an element, each once, and 2 BLOCK_N H / GROUP_SIZE group
+    # scales), writes BLOCK_N elements of h. PDL: as _moe_gate_up_kernel's.
     await_previous(PDL)
     pair, cols, expert, live = _gate_up_program(idx_ptr, E, BLOCK_N)
     g = tl.zeros([BLOCK_N], tl.float32)
@@ -572,10 +560,10 @@ def _moe_gate_up_mma_kernel(x_ptr, idx_ptr, w_ptr, scale_ptr, bias_ptr, h_ptr, H
                   rows + (row_b + I) * wn_stride)
         s_rows = (scales + row_a * (H // GROUP_SIZE), scales + row_b * (H // GROUP_SIZE),
                   scales + (row_a + I) * (H // GROUP_SIZE), scales + (row_b + I) * (H // GROUP_SIZE))
-        lane_k = 32 * q + 128 * k_rank * (tl.cdiv(H, 128 * K_WARPS) if K_CHUNKED else 1)
+        lane_k = 32 * q + 128 * k_rank
         acc = _int4_mma_sums(w_rows, s_rows, (x_row + tl.zeros_like(row_a),), 0, H, lane_k,
-                             _int4_mma_first(w_rows, s_rows, 0, H, lane_k, 2, GROUP_SIZE, L2_256B, AHEAD, K_WARPS,
-                                             K_CHUNKED), 2, GROUP_SIZE, 1, K_WARPS, L2_256B, AHEAD, K_CHUNKED)
+                             _int4_mma_first(w_rows, s_rows, 0, H, lane_k, 2, GROUP_SIZE, L2_256B), 2, GROUP_SIZE, 1,
+                             K_WARPS, L2_256B)
         g = _mma_columns(acc[0], acc[2], BLOCK_N, K_WARPS)
         u = _mma_columns(acc[4], acc[6], BLOCK_N, K_WARPS)
     y = _gated(g, u, expert, cols, (cols < I) & live, scale_ptr, bias_ptr, I, ACT, APPROX, False, HAS_BIAS, ALPHA,
@@ -698,16 +686,13 @@ def _int4_mma_weights(w_rows, s_rows, kq, TILES: tl.constexpr, GROUP_SIZE: tl.co
 
 @triton.jit
 def _int4_mma_first(w_rows, s_rows, k_start, k_end, lane_k, TILES: tl.constexpr, GROUP_SIZE: tl.constexpr,
-                    L2_256B: tl.constexpr, AHEAD: tl.constexpr = 1, K_WARPS: tl.constexpr = 1,
-                    CHUNKED: tl.constexpr = False):
+                    L2_256B: tl.constexpr, AHEAD: tl.constexpr = 1, K_WARPS: tl.constexpr = 1):
     """_int4_mma_sums' first AHEAD k-steps' weight loads (its `first`, a tuple of AHEAD), separate so that a kernel
-    may issue them before its x rows can be read (the down kernel's INT4_DOWN_EARLY); AHEAD, K_WARPS and CHUNKED the
-    sums'."""
-    step = 128 if CHUNKED else 128 * K_WARPS  # from one of a warp's k-steps to its next
+    may issue them before its x rows can be read (the down kernel's INT4_DOWN_EARLY); AHEAD and K_WARPS the sums'."""
     steps = ()
     for i in tl.static_range(AHEAD):
-        steps = steps + (_int4_mma_weights(w_rows, s_rows, tl.minimum(k_start + step * i + lane_k, k_end - 32), TILES,
-                                           GROUP_SIZE, L2_256B),)
+        steps = steps + (_int4_mma_weights(w_rows, s_rows, tl.minimum(k_start + 128 * K_WARPS * i + lane_k, k_end - 32),
+                                           TILES, GROUP_SIZE, L2_256B),)
     return steps
 
 
@@ -727,40 +712,35 @@ def _int4_mma_xs(x32_rows, kq, NB: tl.constexpr):
 @triton.jit
 def _int4_mma_sums(w_rows, s_rows, x32_rows, k_start, k_end, lane_k, first, TILES: tl.constexpr,
                    GROUP_SIZE: tl.constexpr, NB: tl.constexpr, K_WARPS: tl.constexpr, L2_256B: tl.constexpr,
-                   AHEAD: tl.constexpr = 1, CHUNKED: tl.constexpr = False):
+                   AHEAD: tl.constexpr = 1):
     """The grouped (PAIRED) and per-pair mma kernels' int4 sums for bf16 x (inline PTX, a GPU only): mma.sync m16n8k16
     (fp32 sums) of TILES weight-row tiles against 8 NB x rows over k_start .. k_end - 1 (k_start a multiple of 128,
     k_end of 32), straight from each lane's own registers (no shared memory). Lane L = 32 w + 4 g + q: w_rows the
     [LANES] int32 pointers to the first words of its weight rows, (tile t's MMA row g, its row g + 8) for each tile;
     s_rows those rows' first scales; x32_rows its x rows 8 nb + g (nb < NB) as int32 pairs. The 128-wide k-steps are
-    dealt to the K_WARPS warps of the same rows (each warp's sums partial; rank r among them, _mma_rows): round-robin,
-    lane_k 32 q + 128 r, or CHUNKED, each warp n = cdiv(k_end - k_start, 128 K_WARPS) consecutive ones, lane_k 32 q +
-    128 n r (with the L2 hint a warp's run of four steps one 256-byte block of a row where rows and runs are whole
-    blocks: Qwen3's H 2048 at K_WARPS 4). A k-step k of the warp (round-robin the loop's k0, CHUNKED k_start + (k0 -
-    k_start) / K_WARPS): lane q holds k + lane_k .. k + lane_k + 31 of its rows (four words: one 16-byte load a row, in
-    one group: one scale) and of its x rows (64 bytes each), the weights loaded AHEAD steps ahead and x one (in flight
-    while this one computes; past k_end the lane's last 32 again; the first AHEAD steps' weights are `first`, the
-    caller's _int4_mma_first). k inside a k16 step is permuted so that the A fragment ((2q, 2q + 1), (2q + 8, 2q + 9) of
-    rows g, g + 8) comes from the lane's own words: step 2i + h takes pairs 2h, 2h + 1 of word i (_INT4_BF16_PAIRS, 17
-    instructions a word), the B fragment the matching x pairs 4i + 2h, 4i + 2h + 1. Past k_end (a lane's whole 32: k_end
-    a multiple of 32) the scale is 0. Returns the C fragments (rows g, g + 8 x x rows 2q, 2q + 1), a flat tuple in
-    (tile, nb, c0 .. c3) order."""
+    dealt round-robin to the K_WARPS warps of the same rows (each warp's sums partial): lane_k, 32 q + 128 r for the
+    warp's rank r among them (_mma_rows). A k-step k0: lane q holds k0 + lane_k .. k0 + lane_k + 31 of its rows (four
+    words: one 16-byte load a row, in one group: one scale) and of its x rows (64 bytes each), the weights loaded AHEAD
+    steps ahead and x one (in flight while this one computes; past k_end the lane's last 32 again; the first AHEAD
+    steps' weights are `first`, the caller's _int4_mma_first). k inside a k16 step is permuted so that the A fragment
+    ((2q, 2q + 1), (2q + 8, 2q + 9) of rows g, g + 8) comes from the lane's own words: step 2i + h takes pairs 2h,
+    2h + 1 of word i (_INT4_BF16_PAIRS, 17 instructions a word), the B fragment the matching x pairs 4i + 2h,
+    4i + 2h + 1. Past k_end (a lane's whole 32: k_end a multiple of 32) the scale is 0. Returns the C fragments (rows
+    g, g + 8 x x rows 2q, 2q + 1), a flat tuple in (tile, nb, c0 .. c3) order."""
     tl.static_assert(len(first) == AHEAD, "first: _int4_mma_first's AHEAD steps")
     acc = ()
     for _ in tl.static_range(4 * NB * TILES):
         acc = acc + (tl.zeros(lane_k.shape, tl.float32),)
     last = k_end - 32  # a lane's last k-chunk
-    step = 128 if CHUNKED else 128 * K_WARPS  # from one of a warp's k-steps to its next
     ahead = first
     ahead_xs = _int4_mma_xs(x32_rows, tl.minimum(k_start + lane_k, last), NB)
     for k0 in range(k_start, k_end, 128 * K_WARPS):
-        k = k_start + (k0 - k_start) // K_WARPS if CHUNKED else k0  # the warp's k-step (less its lane_k)
         words, scales = ahead[0]
         xs = ahead_xs
-        live = k + lane_k < k_end
-        ahead = ahead[1:] + (_int4_mma_weights(w_rows, s_rows, tl.minimum(k + step * AHEAD + lane_k, last), TILES,
-                                               GROUP_SIZE, L2_256B),)
-        ahead_xs = _int4_mma_xs(x32_rows, tl.minimum(k + step + lane_k, last), NB)
+        live = k0 + lane_k < k_end
+        ahead = ahead[1:] + (_int4_mma_weights(w_rows, s_rows, tl.minimum(k0 + 128 * K_WARPS * AHEAD + lane_k, last),
+                                               TILES, GROUP_SIZE, L2_256B),)
+        ahead_xs = _int4_mma_xs(x32_rows, tl.minimum(k0 + 128 * K_WARPS + lane_k, last), NB)
         pairs = ()  # per row: its four words' pairs 0 .. 3, [LANES, 4] each (word i at i)
         for j in tl.static_range(2 * TILES):
             p0, p1, p2, p3 = tl.inline_asm_elementwise(_INT4_BF16_PAIRS, "=r,=r,=r,=r,r,r",
@@ -1274,9 +1254,9 @@ def _aligned_rows(x: torch.Tensor) -> torch.Tensor:
 
 
 def _pair_mma_split(pairs: int, H: int, I: int, device: torch.device) -> tuple[int, float]:
-    """The per-pair mma gate / up kernel's K_WARPS (warps a row tile, dealt its k-steps round-robin or in runs:
-    INT4_K_WARPS_CHUNKED) and its warps an SM with them: doubled, up to 4, while the warps an SM stay within
-    INT4_PAIR_MMA_LAUNCH's aim and each warp keeps a k-step of 128 (in runs, the last warps' may be past the row)."""
+    """The per-pair mma gate / up kernel's K_WARPS (warps a row tile, dealt its k-steps round-robin) and its warps an
+    SM with them: doubled, up to 4, while the warps an SM stay within INT4_PAIR_MMA_LAUNCH's aim and each warp keeps a
+    k-step of 128."""
     warps, _, _, aim, _ = INT4_PAIR_MMA_LAUNCH
     per_sm = pairs * cdiv(I, 16 * warps) * warps / num_sms(device.index if device.type == "cuda" else -1)
     k_warps = 1
@@ -1311,13 +1291,6 @@ def _pair_mma_down(T: int, top_k: int, H: int, I: int, device: torch.device) -> 
     return -minus_pair_warps, ranges, k_split
 
 
-def _gate_up_ahead(H: int, k_warps: int) -> tuple[int, Optional[int]]:
-    """The per-pair mma gate / up kernel's (AHEAD, register cap or None) for rows of H with K_WARPS k_warps
-    (INT4_GATE_UP_AHEAD)."""
-    ahead, maxnreg, most_steps = INT4_GATE_UP_AHEAD
-    return (ahead, maxnreg) if cdiv(cdiv(H, 128), k_warps) <= most_steps else (1, None)
-
-
 def _down_ahead(k_split: int) -> tuple[int, Optional[int]]:
     """The per-pair mma down kernel's (AHEAD, register cap or None) for ranges of k_split elements of I
     (INT4_DOWN_AHEAD)."""
@@ -1335,14 +1308,11 @@ def _moe_experts_pair_mma(x, idx, router, gate_up, down, gate_up_scale, down_sca
     k_warps = _pair_mma_split(T * top_k, H, I, x.device)[0]
     pair_warps, splits, k_split = _pair_mma_down(T, top_k, H, I, x.device)
     hinted = _hinted(gate_up, down)
-    gate_up_ahead, gate_up_maxnreg = _gate_up_ahead(H, k_warps)
     ahead, maxnreg = _down_ahead(k_split)
     launch(_moe_gate_up_mma_kernel, (T * top_k, cdiv(I, 16 * gate_up_warps)), x, idx, gate_up, gate_up_scale,
            gate_up_bias, h, H, I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1),
            **{key: epilogue[key] for key in ("ACT", "APPROX", "GROUP_SIZE", "HAS_BIAS", "ALPHA", "LIMIT")},
-           BLOCK_N=16 * gate_up_warps, K_WARPS=k_warps, K_CHUNKED=INT4_K_WARPS_CHUNKED, L2_256B=hinted,
-           AHEAD=gate_up_ahead, num_warps=gate_up_warps * k_warps,
-           **({"maxnreg": gate_up_maxnreg} if gate_up_maxnreg else {}), **pdl)
+           BLOCK_N=16 * gate_up_warps, K_WARPS=k_warps, L2_256B=hinted, num_warps=gate_up_warps * k_warps, **pdl)
     tiles = T * cdiv(H, 16 * down_warps)
     partials = (torch.empty((splits, T, H), device=x.device, dtype=torch.float32) if splits > 1
                 else float32_placeholder(x.device))
