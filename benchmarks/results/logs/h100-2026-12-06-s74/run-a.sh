@@ -1,3 +1,5 @@
+# Never ran: its starts were refused; run-a2.sh (a short cut of it) ran as call a2. Its --k-chunked and --gate-up-ahead
+# were taken out after call a2 (git 598f2a7 has them).
 # Session 74's first call (session 73's next.sh, re-cut for ~430 s of budget left after six refused starts: one
 # tarball rewritten after each step, so a call cut by its limit keeps what ran). INT4_K_WARPS_CHUNKED off / on and
 # INT4_GATE_UP_AHEAD 1 / 4 (item 534), twice in alternation, at one / two / four tokens of Qwen3-30B-A3B's and one of
