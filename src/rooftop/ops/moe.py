@@ -170,11 +170,11 @@ INT4_GROUPED_LAUNCH = (64, 128, 4, 168)
 # down ranges then by programs an SM: 28.7 against 26.4 at k 4). Four tokens of Mixtral's ran 313.5 us against 295.1
 # without pair warps (its 112 k-steps a warp against two pairs of 38: ranges beat pair warps where I is long): session
 # 71's rule takes the latter (INT4_DOWN_CLOSE_STEPS). 8 / 16 of Qwen3's ran 3-4% behind session 69's launch: session
-# 71's pair budget (INT4_DOWN_PAIR_BUDGET) gives 16 two pair warps (135.6 us against 146.3). Not kept (session 74,
-# H100, journal items 532-535): a row tile's k-steps in runs of consecutive ones a warp (each warp's four in one
-# 256-byte block, predicted to save three DRAM round trips a chain) 17.9 us against round-robin's 16.1 at one token of
-# Qwen3's, 35.4 against 34.3 at one of gpt-oss-20b's; gate / up's weights four k-steps ahead (166 registers) 16.0 /
-# 34.7: round-robin's warps already share each block at the same time.
+# 71's pair budget (INT4_DOWN_PAIR_BUDGET) gives 16 two pair warps (135.6 us against 146.3). Not kept (session 74, H100,
+# journal items 534-535; item 532 wrote the first): a row tile's k-steps in runs of consecutive ones a warp (each warp's
+# four in one 256-byte block, predicted to save three DRAM round trips a chain) 17.9 us against round-robin's 16.1 at
+# one token of Qwen3's, 35.4 against 34.3 at one of gpt-oss-20b's; gate / up's weights four k-steps ahead (166
+# registers) 16.0 / 34.7: round-robin's warps already share each block at the same time.
 INT4_PAIR_MMA_LAUNCH = (1, 1, 24, 24, 8)
 INT4_PAIR_MMA_MIN_WARPS = 4  # gate / up's warps an SM at least, else the CUDA-core kernels (their programs 8 rows)
 # _pair_mma_down's cost of cutting I, in k-steps of a warp's chain: the partials' store, the arrival and the last
