@@ -11,13 +11,16 @@ layers) prefilled 2048 tokens in 42.6 ms patched against stock's 37.4 (H100, ses
 (int4: groups of 128, gpt-oss's 64; sorted against the dequantizing eager loop); the sorted path at several launches
 (BLOCK_M, gate / up's and down's (BLOCK_N, BLOCK_K, warps, stages)). TFLOP/s: 6 k T H I flops. Errors against the
 fp32 eager loop on fp32 copies.
+--layout: the sorted path's layout kernel (moe._sorted_slots: each program reads all k T indices, ~(k T)^2 / 4096
+reads in all) at --tokens, random routing, beside the shipped bf16 call (to 32768 tokens): its share of the op.
 --models: the prefill of a gpt-oss-shaped model (4 layers of gpt-oss-20b's shapes; eager attention, as transformers
 5.24 runs it) and a Mixtral-shaped one (4 layers of Mixtral-8x7B's), stock and patched, bf16, random weights, batch 1:
 CUDA events, the median of --repeats after 2 warm-ups, the models in turn (timing.alternating_ms); --names picks
 models; --profile adds, per prompt, each model's ten costliest kernels and torch ops by host time (torch.profiler, one
 call after the timing) and where its call synchronises the host (torch's sync debug mode: file and line of each
 synchronising torch call).
-Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_prefill.py OUT [--ops] [--models] [--quant] [--profile]
+Usage: PYTHONPATH=src:benchmarks python benchmarks/exp_moe_prefill.py OUT [--ops] [--layout] [--models] [--quant]
+[--profile]
 """
 import argparse
 import collections
@@ -131,6 +134,29 @@ def ops(args, rows):
             torch.cuda.empty_cache()
 
 
+def layout(args, rows):
+    for name, (E, k, H, I) in MODELS.items():
+        if args.names and name not in args.names:
+            continue
+        gate_up, down, kwargs = experts_of(name, None)
+        for T in args.tokens:
+            g = torch.Generator("cuda").manual_seed(T)
+            index = torch.rand(T, E, device="cuda", generator=g).argsort(-1)[:, :k].contiguous()
+            block_m = moe._sorted_launch(T * k, E, torch.bfloat16)[0]
+            slots_ms = bench_ms(lambda: moe._sorted_slots(index, E, block_m))
+            op_ms = None
+            if T <= 32768:
+                x = torch.randn(T, H, device="cuda", dtype=torch.bfloat16, generator=g)
+                weights = torch.softmax(torch.randn(T, k, device="cuda", generator=g), -1)
+                op_ms = bench_ms(lambda: shipped_dispatch(x, index, weights, gate_up, down, **kwargs))
+                del x
+            rows.append(dict(model=name, T=T, pairs=T * k, block_m=block_m, provider="layout", ms=slots_ms,
+                             op_ms=op_ms))
+            share = f"  op {op_ms:8.3f} ms ({slots_ms / op_ms * 100:5.1f}%)" if op_ms else ""
+            print(f"{name:8s} T {T:6d} pairs {T * k:7d} layout {slots_ms * 1e3:9.1f} us{share}", flush=True)
+        torch.cuda.empty_cache()
+
+
 def models(args, rows):
     import transformers
 
@@ -215,6 +241,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--ops", action="store_true")
+    parser.add_argument("--layout", action="store_true")
     parser.add_argument("--models", action="store_true")
     parser.add_argument("--quant", nargs="?", const=list(moe.EXPERT_QUANTS), default=[],
                         type=lambda v: [q for q in v.split(",") if q],
@@ -231,6 +258,8 @@ def main():
     try:
         if args.ops:
             ops(args, rows)
+        if args.layout:
+            layout(args, rows)
         if args.models:
             models(args, rows)
     finally:
