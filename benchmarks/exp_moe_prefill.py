@@ -11,8 +11,10 @@ layers) prefilled 2048 tokens in 42.6 ms patched against stock's 37.4 (H100, ses
 (int4: groups of 128, gpt-oss's 64; sorted against the dequantizing eager loop); the sorted path at several launches
 (BLOCK_M, gate / up's and down's (BLOCK_N, BLOCK_K, warps, stages)). TFLOP/s: 6 k T H I flops. Errors against the
 fp32 eager loop on fp32 copies.
---layout: the sorted path's layout kernel (moe._sorted_slots: each program reads all k T indices, ~(k T)^2 / 4096
-reads in all) at --tokens, random routing, beside the shipped bf16 call (to 32768 tokens): its share of the op.
+--layout: the sorted path's layout (moe._sorted_slots) at --tokens, random routing, for each of --slots-chunks (pairs a
+program sorts), beside the shipped bf16 call (to 32768 tokens): its share of the op. Session 75 (journal item 538): the
+one-kernel layout before it (each program read all k T indices) took 106.6 us at 512 tokens of Qwen3-30B-A3B's, 18%
+of the op.
 --models: the prefill of a gpt-oss-shaped model (4 layers of gpt-oss-20b's shapes; eager attention, as transformers
 5.24 runs it) and a Mixtral-shaped one (4 layers of Mixtral-8x7B's), stock and patched, bf16, random weights, batch 1:
 CUDA events, the median of --repeats after 2 warm-ups, the models in turn (timing.alternating_ms); --names picks
@@ -45,6 +47,7 @@ LAUNCHES = ((64, (64, 64, 4, 3), (128, 64, 4, 3)),
             (128, (128, 64, 8, 3), (128, 64, 4, 3)),
             (64, (128, 64, 8, 3), (256, 64, 8, 3)))
 SHIPPED_PATH = moe._path
+SHIPPED_SLOTS_CHUNK = moe.SLOTS_CHUNK
 
 
 def sorted_path(launch=None):
@@ -143,17 +146,23 @@ def layout(args, rows):
             g = torch.Generator("cuda").manual_seed(T)
             index = torch.rand(T, E, device="cuda", generator=g).argsort(-1)[:, :k].contiguous()
             block_m = moe._sorted_launch(T * k, E, torch.bfloat16)[0]
-            slots_ms = bench_ms(lambda: moe._sorted_slots(index, E, block_m))
+            slots_ms = {}
+            for chunk in args.slots_chunks:
+                moe.SLOTS_CHUNK = chunk
+                slots_ms[chunk] = bench_ms(lambda: moe._sorted_slots(index, E, block_m))
+            moe.SLOTS_CHUNK = SHIPPED_SLOTS_CHUNK
             op_ms = None
             if T <= 32768:
                 x = torch.randn(T, H, device="cuda", dtype=torch.bfloat16, generator=g)
                 weights = torch.softmax(torch.randn(T, k, device="cuda", generator=g), -1)
                 op_ms = bench_ms(lambda: shipped_dispatch(x, index, weights, gate_up, down, **kwargs))
                 del x
-            rows.append(dict(model=name, T=T, pairs=T * k, block_m=block_m, provider="layout", ms=slots_ms,
-                             op_ms=op_ms))
-            share = f"  op {op_ms:8.3f} ms ({slots_ms / op_ms * 100:5.1f}%)" if op_ms else ""
-            print(f"{name:8s} T {T:6d} pairs {T * k:7d} layout {slots_ms * 1e3:9.1f} us{share}", flush=True)
+            for chunk, ms in slots_ms.items():
+                rows.append(dict(model=name, T=T, pairs=T * k, block_m=block_m, provider=f"layout chunk {chunk}",
+                                 ms=ms, op_ms=op_ms))
+                share = f"  op {op_ms:8.3f} ms ({ms / op_ms * 100:5.1f}%)" if op_ms else ""
+                print(f"{name:8s} T {T:6d} pairs {T * k:7d} chunk {chunk:5d} layout {ms * 1e3:9.1f} us{share}",
+                      flush=True)
         torch.cuda.empty_cache()
 
 
@@ -242,6 +251,7 @@ def main():
     parser.add_argument("out")
     parser.add_argument("--ops", action="store_true")
     parser.add_argument("--layout", action="store_true")
+    parser.add_argument("--slots-chunks", type=lambda v: [int(c) for c in v.split(",")], default=[moe.SLOTS_CHUNK])
     parser.add_argument("--models", action="store_true")
     parser.add_argument("--quant", nargs="?", const=list(moe.EXPERT_QUANTS), default=[],
                         type=lambda v: [q for q in v.split(",") if q],

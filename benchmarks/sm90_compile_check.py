@@ -179,8 +179,12 @@ for codes, types, group_size in moe_cases:
             build(moe._moe_down_sorted_kernel, lambda a: "*fp32" if a == "y_ptr" else sorted_types(a),
                   dict(common, BLOCK_N=sdn, BLOCK_K=sdk), sdw, sds,
                   name=f"moe_down_sorted_{codes}_bias{int(bias)}_m{block_m}", div=("H", "I"))
-# the sorted path's layout (a 4096-pair chunk on 8 warps, 256 bins: Qwen3's 128 experts) and its sum of a token's pairs
-build(moe._sorted_slots_kernel, lambda a: "*i64" if a == "idx_ptr" else ("*i32" if a.endswith("_ptr") else "i32"),
-      dict(BLOCK_M=128, BINS=256, CHUNK=moe.SLOTS_CHUNK, PADS=16, BLOCKS_A_PASS=32), 8, name="moe_sorted_slots")
+# the sorted path's layout (256 bins: Qwen3's 128 experts) and its sum of a token's pairs
+slot_types = lambda a: "*i64" if a == "idx_ptr" else ("*i32" if a.endswith("_ptr") else "i32")
+build(moe._chunk_counts_kernel, slot_types, dict(BINS=256, CHUNK=moe.SLOTS_CHUNK), 4, name="moe_chunk_counts")
+build(moe._chunk_offsets_kernel, slot_types, dict(BINS=256, BINS_A_PROGRAM=8, CHUNKS_A_STEP=moe.SLOTS_SCAN_STEP), 4,
+      name="moe_chunk_offsets")
+build(moe._sorted_slots_kernel, slot_types, dict(BLOCK_M=128, BINS=256, CHUNK=moe.SLOTS_CHUNK, PADS=16,
+      BLOCKS_A_PASS=32), 4, name="moe_sorted_slots")
 build(moe._sum_pairs_kernel, lambda a: "*fp32" if a == "rows_ptr" else ("*bf16" if a.endswith("_ptr") else "i32"),
       dict(BLOCK=1024), 4, name="moe_sum_pairs")

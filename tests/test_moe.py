@@ -821,7 +821,7 @@ def test_dispatch_takes_the_sorted_path_past_the_others():
 def test_sorted_layout(monkeypatch, chunk):
     """_sorted_slots: each pair in exactly one slot, in pair order within its expert's run; each block holds one
     expert's pairs (E: those routed outside [0, E)), as many blocks an expert as its pairs fill; the blocks past the
-    last marked E + 1; padding -1. Chunks of 4 pairs: several programs, each counting the pairs before its own."""
+    last marked E + 1; padding -1. Chunks of 4 pairs: several programs, each placed past the pairs before its own."""
     monkeypatch.setattr(moe, "SLOTS_CHUNK", chunk)
     E, block_m = 5, 4
     index = torch.tensor([[3, 0], [3, 3], [E, 3], [-1, 0], [3, 3], [3, 3], [3, 1]], device=DEVICE)  # 2 and 4 unused
@@ -846,12 +846,14 @@ def test_sorted_layout(monkeypatch, chunk):
     assert [experts.count(e) for e in range(E + 1)] == [1, 1, 0, 3, 0, 1]  # expert 3: 9 pairs in 3 blocks of 4
 
 
-@pytest.mark.parametrize("E, k, T, block_m, chunk", [(8, 2, 300, 128, 4096), (128, 8, 40, 16, 64),
-                                                   (3, 1, 50, 32, 16)])
-def test_sorted_layout_random(monkeypatch, E, k, T, block_m, chunk):
+@pytest.mark.parametrize("E, k, T, block_m, chunk, scan", [(8, 2, 300, 128, 4096, 256), (128, 8, 40, 16, 64, 256),
+                                                         (3, 1, 50, 32, 16, 256), (5, 2, 70, 16, 8, 4)])
+def test_sorted_layout_random(monkeypatch, E, k, T, block_m, chunk, scan):
     """_sorted_slots on fresh random routing (some pairs outside [0, E), int32 and int64 indices) against the torch
-    reference: one program and several (chunks of 16 / 64 pairs), 128 experts (256 bins), runs short of a block."""
+    reference: one program and several (chunks of 8-64 pairs), 128 experts (256 bins), runs short of a block, the
+    chunks' counts scanned in several steps (18 chunks, 4 a step)."""
     monkeypatch.setattr(moe, "SLOTS_CHUNK", chunk)
+    monkeypatch.setattr(moe, "SLOTS_SCAN_STEP", scan)
     index = torch.randint(-1, E + 1, (T, k), device=DEVICE)
     for idx in (index, index.int()):
         want = moe._sorted_slots_reference(idx, E, block_m)

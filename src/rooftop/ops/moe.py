@@ -57,7 +57,7 @@ _path): on an H100 (session 62) 8-16 tokens of Mixtral-8x7B's experts at 100% of
 51-82% a pair a program, one token 1.10x; at Qwen3-30B-A3B's (768-wide experts) 2-8 tokens 2-15% slower than a
 pair a program where they share no expert.
 The sorted path takes prefills (past MOE_MAX_TOKENS tokens where the grouped path does not): many tokens an expert, a
-grouped GEMM. The k T pairs are sorted by expert on the GPU (`_sorted_slots`: one kernel, no host synchronisation),
+grouped GEMM. The k T pairs are sorted by expert on the GPU (`_sorted_slots`: three kernels, no host synchronisation),
 each expert's run padded to whole blocks of BLOCK_M slots; then
 - `_moe_gate_up_sorted_kernel`, program (block of one expert's slots, BLOCK_N columns of I): gathers its pairs' x rows
   and reads the expert's gate and up rows over H in k-tiles (tl.dot into two accumulators), the gate, biases and
@@ -65,7 +65,7 @@ each expert's run padded to whole blocks of BLOCK_M slots; then
 - `_moe_down_sorted_kernel`, program (block, BLOCK_N columns of H): h rows times the expert's down rows, the scale,
   bias and router weight in the epilogue, each pair's row (fp32) stored in pair order;
 and each token's k rows summed in order (`_sum_pairs_kernel`). The programs of a column block run over all blocks
-together: each expert's weights come from HBM about once, x and h from L2. Four launches and no other torch op: a call
+together: each expert's weights come from HBM about once, x and h from L2. Six launches and no other torch op: a call
 of contiguous arguments replays as a plan (_support.planned) from its second of a shape.
 """
 from __future__ import annotations
@@ -1383,33 +1383,58 @@ def _sum_pairs_kernel(rows_ptr, out_ptr, H, TOP_K, out_stride, BLOCK: tl.constex
 
 
 @triton.jit
-def _sorted_slots_kernel(idx_ptr, slot_pair_ptr, block_expert_ptr, P, E, blocks, BLOCK_M: tl.constexpr,
-                         BINS: tl.constexpr, CHUNK: tl.constexpr, PADS: tl.constexpr, BLOCKS_A_PASS: tl.constexpr):
-    # Program c (of cdiv(P, CHUNK)): reads all P indices (each program; L2 after the first) for the experts' counts
-    # and those before its chunk, sorts its chunk's CHUNK pairs by (expert, pair) on chip and writes each pair's slot
-    # (4 bytes a pair, scattered); program 0 also writes the padding slots' -1, and the programs in turn a block's
-    # expert (4 bytes a block). Experts are bins 0 .. E - 1, bin E the pairs routed outside them (BINS: a power of two
-    # past E).
+def _slot_bin(idx_ptr, pairs, P, E, BINS: tl.constexpr):
+    """The bins of `pairs` (a [CHUNK] vector): experts 0 .. E - 1, E for a pair routed outside them, BINS for pairs
+    past P (they sort last)."""
+    expert = tl.load(idx_ptr + pairs, mask=pairs < P, other=0)
+    return tl.where(pairs < P, tl.where((expert >= 0) & (expert < E), expert, E), BINS).to(tl.int32)
+
+
+@triton.jit
+def _chunk_counts_kernel(idx_ptr, counts_ptr, P, E, BINS: tl.constexpr, CHUNK: tl.constexpr):
+    # Program c: its CHUNK pairs' bins counted into counts[c] ([C + 1, BINS] int32): reads 4-8 bytes a pair, writes
+    # 4 bytes a bin.
     c = tl.program_id(0)
+    key = _slot_bin(idx_ptr, c * CHUNK + tl.arange(0, CHUNK), P, E, BINS)
+    tl.store(counts_ptr + c * BINS + tl.arange(0, BINS), tl.histogram(key, BINS, mask=key < BINS))
+
+
+@triton.jit
+def _chunk_offsets_kernel(counts_ptr, C, BINS: tl.constexpr, BINS_A_PROGRAM: tl.constexpr,
+                          CHUNKS_A_STEP: tl.constexpr):
+    # Program (BINS_A_PROGRAM bins: 32 bytes of each row): each bin's counts over the C chunks replaced by their
+    # exclusive running sum (the bin's pairs in the chunks before each), the bin's total in row C ([C + 1, BINS]
+    # int32: reads and writes 4 bytes a count).
+    bins = tl.program_id(0) * BINS_A_PROGRAM + tl.arange(0, BINS_A_PROGRAM)
+    running = tl.zeros([BINS_A_PROGRAM], tl.int32)
+    for c0 in range(0, C, CHUNKS_A_STEP):
+        chunks = c0 + tl.arange(0, CHUNKS_A_STEP)
+        at = counts_ptr + chunks[:, None] * BINS + bins[None, :]
+        count = tl.load(at, mask=chunks[:, None] < C, other=0)
+        tl.store(at, running[None, :] + tl.cumsum(count, 0) - count, mask=chunks[:, None] < C)
+        running += tl.sum(count, 0)
+    tl.store(counts_ptr + C * BINS + bins, running)
+
+
+@triton.jit
+def _sorted_slots_kernel(idx_ptr, offsets_ptr, slot_pair_ptr, block_expert_ptr, P, E, blocks, BLOCK_M: tl.constexpr,
+                         BINS: tl.constexpr, CHUNK: tl.constexpr, PADS: tl.constexpr, BLOCKS_A_PASS: tl.constexpr):
+    # Program c (of C = cdiv(P, CHUNK)): reads its chunk's CHUNK indices and, from _chunk_offsets_kernel's [C + 1,
+    # BINS], the bins' totals and pairs before its chunk (8 bytes a bin), sorts the chunk by (bin, pair) on chip and
+    # writes each pair's slot (4 bytes a pair, scattered); program 0 also writes the padding slots' -1, and the
+    # programs in turn a block's expert (4 bytes a block).
+    c = tl.program_id(0)
+    C = tl.num_programs(0)
     bins = tl.arange(0, BINS)
-    total = tl.zeros([BINS], tl.int32)
-    before = tl.zeros([BINS], tl.int32)  # pairs of each bin in the chunks before c
-    for start in range(0, P, CHUNK):
-        pairs = start + tl.arange(0, CHUNK)
-        expert = tl.load(idx_ptr + pairs, mask=pairs < P, other=0)
-        count = tl.histogram(tl.where((expert >= 0) & (expert < E), expert, E).to(tl.int32), BINS, mask=pairs < P)
-        total += count
-        before += tl.where(start < c * CHUNK, count, 0)
+    total = tl.load(offsets_ptr + C * BINS + bins)
+    before = tl.load(offsets_ptr + c * BINS + bins)  # pairs of each bin in the chunks before c
     padded = (total + BLOCK_M - 1) // BLOCK_M * BLOCK_M
     ends = tl.cumsum(padded, 0)  # each bin's run of slots ends here
     first = ends - padded
     # this chunk's pairs sorted by (bin, pair): sorted position s of a bin b's pair is its rank in the chunk past the
-    # chunk's pairs of bins before b (`ahead`); pairs past P sort last (bin BINS)
-    pairs = c * CHUNK + tl.arange(0, CHUNK)
-    live = pairs < P
-    expert = tl.load(idx_ptr + pairs, mask=live, other=0)
-    key = tl.where(live, tl.where((expert >= 0) & (expert < E), expert, E), BINS).to(tl.int32)
-    count = tl.histogram(key, BINS, mask=live)
+    # chunk's pairs of bins before b (`ahead`)
+    key = _slot_bin(idx_ptr, c * CHUNK + tl.arange(0, CHUNK), P, E, BINS)
+    count = tl.histogram(key, BINS, mask=key < BINS)
     ahead = tl.cumsum(count, 0) - count
     order = tl.sort(key * CHUNK + tl.arange(0, CHUNK))
     key, pair = order // CHUNK, c * CHUNK + order % CHUNK
@@ -1425,18 +1450,19 @@ def _sorted_slots_kernel(idx_ptr, slot_pair_ptr, block_expert_ptr, P, E, blocks,
             slots = s0 + tl.arange(0, CHUNK)
             tl.store(slot_pair_ptr + slots, -1, mask=slots < blocks * BLOCK_M)
     # a block's expert: the bins whose runs end at or before its first slot (E + 1 past them all)
-    for b0 in range(c * BLOCKS_A_PASS, blocks, tl.num_programs(0) * BLOCKS_A_PASS):
+    for b0 in range(c * BLOCKS_A_PASS, blocks, C * BLOCKS_A_PASS):
         block = b0 + tl.arange(0, BLOCKS_A_PASS)
         done = (ends[None, :] <= block[:, None] * BLOCK_M) & (bins[None, :] <= E)
         tl.store(block_expert_ptr + block, tl.sum(done.to(tl.int32), 1), mask=block < blocks)
 
 
-SLOTS_CHUNK = 4096  # pairs a program of _sorted_slots_kernel sorts (the tests shrink it: several programs)
+SLOTS_CHUNK = 256  # pairs a program of _sorted_slots_kernel sorts (the tests shrink it: several programs)
+SLOTS_SCAN_STEP = 256  # chunks a step of _chunk_offsets_kernel's scan (the tests shrink it: several steps)
 
 
 def _sorted_slots(idx: torch.Tensor, E: int, block_m: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The sorted path's layout of the k T pairs of idx [T, k] contiguous (one kernel, no host synchronisation): the
-    pairs sorted by expert (stable: in pair order within one), each expert's run padded to whole blocks of block_m
+    """The sorted path's layout of the k T pairs of idx [T, k] contiguous (three kernels, no host synchronisation):
+    the pairs sorted by expert (stable: in pair order within one), each expert's run padded to whole blocks of block_m
     slots, the pairs routed outside [0, E) last as expert E. Returns slot_pair (int32, a slot's pair or -1 for
     padding; blocks x block_m slots) and block_expert (int32 [blocks]: a block's expert, E for the unrouted, E + 1
     past the last block), blocks an upper bound on those used: cdiv(k T, block_m) + E + 1
@@ -1447,12 +1473,19 @@ def _sorted_slots(idx: torch.Tensor, E: int, block_m: int) -> tuple[torch.Tensor
 
 
 def _sorted_slots_into(idx, E, block_m, slot_pair, block_expert) -> tuple[torch.Tensor, torch.Tensor]:
-    """_sorted_slots written into slot_pair and block_expert (int32, as _sorted_slots makes them): every element."""
+    """_sorted_slots written into slot_pair and block_expert (int32, as _sorted_slots makes them): every element. Each
+    chunk's pairs are counted by bin, the counts turned into each chunk's pairs of each bin before it, then each
+    chunk sorted into its slots: every pair read three times, (k T)^2 never."""
     pairs = idx.numel()
     chunk = min(SLOTS_CHUNK, max(16, triton.next_power_of_2(pairs)))
-    launch(_sorted_slots_kernel, (cdiv(pairs, chunk),), idx, slot_pair, block_expert, pairs, E, block_expert.numel(),
-           BLOCK_M=block_m, BINS=triton.next_power_of_2(E + 1), CHUNK=chunk, PADS=min(block_m, 16),
-           BLOCKS_A_PASS=32, num_warps=8 if chunk >= 1024 else 4)
+    chunks, bins = cdiv(pairs, chunk), triton.next_power_of_2(E + 1)
+    offsets = torch.empty((chunks + 1, bins), dtype=torch.int32, device=idx.device)
+    launch(_chunk_counts_kernel, (chunks,), idx, offsets, pairs, E, BINS=bins, CHUNK=chunk, num_warps=4)
+    bins_a_program = min(bins, 8)  # powers of two: programs of whole bins
+    launch(_chunk_offsets_kernel, (bins // bins_a_program,), offsets, chunks, BINS=bins, BINS_A_PROGRAM=bins_a_program,
+           CHUNKS_A_STEP=SLOTS_SCAN_STEP, num_warps=4)
+    launch(_sorted_slots_kernel, (chunks,), idx, offsets, slot_pair, block_expert, pairs, E, block_expert.numel(),
+           BLOCK_M=block_m, BINS=bins, CHUNK=chunk, PADS=min(block_m, 16), BLOCKS_A_PASS=32, num_warps=4)
     return slot_pair, block_expert
 
 
