@@ -176,7 +176,7 @@ for codes, types, group_size in moe_cases:
             build(moe._moe_gate_up_sorted_kernel, sorted_types, dict(common, ACT=act, APPROX=True, ALPHA=alpha,
                   LIMIT=limit, BLOCK_N=sn, BLOCK_K=sk), sw, ss, name=f"moe_gate_up_sorted_{codes}_{act}_m{block_m}",
                   div=("H", "I"))
-            build(moe._moe_down_sorted_kernel, lambda a: "*fp32" if a == "y_ptr" else sorted_types(a),
+            build(moe._moe_down_sorted_kernel, sorted_types,
                   dict(common, BLOCK_N=sdn, BLOCK_K=sdk), sdw, sds,
                   name=f"moe_down_sorted_{codes}_bias{int(bias)}_m{block_m}", div=("H", "I"))
 # the sorted path's layout (256 bins: Qwen3's 128 experts) and its sum of a token's pairs
@@ -186,5 +186,5 @@ build(moe._chunk_offsets_kernel, slot_types, dict(BINS=256, BINS_A_PROGRAM=8, CH
       name="moe_chunk_offsets")
 build(moe._sorted_slots_kernel, slot_types, dict(BLOCK_M=128, BINS=256, CHUNK=moe.SLOTS_CHUNK, PADS=16,
       BLOCKS_A_PASS=32), 4, name="moe_sorted_slots")
-build(moe._sum_pairs_kernel, lambda a: "*fp32" if a == "rows_ptr" else ("*bf16" if a.endswith("_ptr") else "i32"),
+build(moe._sum_pairs_kernel, lambda a: "*bf16" if a.endswith("_ptr") else "i32",
       dict(BLOCK=1024), 4, name="moe_sum_pairs")

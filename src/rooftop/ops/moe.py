@@ -63,7 +63,7 @@ each expert's run padded to whole blocks of BLOCK_M slots; then
   and reads the expert's gate and up rows over H in k-tiles (tl.dot into two accumulators), the gate, biases and
   scales in the epilogue, and writes h rows in pair order (no gathered x or gate / up output in memory);
 - `_moe_down_sorted_kernel`, program (block, BLOCK_N columns of H): h rows times the expert's down rows, the scale,
-  bias and router weight in the epilogue, each pair's row (fp32) stored in pair order;
+  bias and router weight in the epilogue, each pair's row stored in pair order (x's dtype: half fp32's bytes);
 and each token's k rows summed in order (`_sum_pairs_kernel`). The programs of a column block run over all blocks
 together: each expert's weights come from HBM about once, x and h from L2. Six launches and no other torch op: a call
 of contiguous arguments replays as a plan (_support.planned) from its second of a shape.
@@ -989,9 +989,9 @@ def _moe_down_sorted_kernel(h_ptr, slot_pair_ptr, block_expert_ptr, rw_ptr, w_pt
                             BLOCK_K: tl.constexpr):
     # Program (block of BLOCK_M slots of one expert, BLOCK_N columns of H): reads its pairs' h rows (BLOCK_M I elements,
     # L2 after the first column block) and BLOCK_N I weights of the expert (SCALED: codes and BLOCK_N row scales; int4:
-    # half a byte an element and its group scales), writes the pairs' w (D h) rows (fp32, 4 BLOCK_M BLOCK_N bytes) in
-    # pair order. A block of the pairs routed outside [0, E) writes their rows as zeros (h unread); one past the last
-    # does nothing.
+    # half a byte an element and its group scales), writes the pairs' w (D h) rows (y's dtype, x's: BLOCK_M BLOCK_N
+    # elements) in pair order. A block of the pairs routed outside [0, E) writes their rows as zeros (h unread); one
+    # past the last does nothing.
     block = tl.program_id(0)
     expert = tl.load(block_expert_ptr + block).to(tl.int64)
     if expert <= E:
@@ -1012,7 +1012,8 @@ def _moe_down_sorted_kernel(h_ptr, slot_pair_ptr, block_expert_ptr, rw_ptr, w_pt
                 acc = tl.dot(hk, tl.trans(_operand(wd, hk, SCALED)), acc, input_precision=PRECISION)
             acc = _down_output(acc, expert, cols, col_ok, True, scale_ptr, bias_ptr, H, SCALED, HAS_BIAS)
             acc = acc * tl.load(rw_ptr + pairs, mask=valid, other=0.0).to(tl.float32)[:, None]
-        tl.store(y_ptr + pairs[:, None] * H + cols[None, :], acc, mask=valid[:, None] & col_ok[None, :])
+        tl.store(y_ptr + pairs[:, None] * H + cols[None, :], acc.to(y_ptr.dtype.element_ty),
+                 mask=valid[:, None] & col_ok[None, :])
 
 
 def _path(tokens: int, pairs: int, E: int, H: int, I: int, quantized: bool, int4: bool = False,
@@ -1372,13 +1373,13 @@ def _moe_experts_grouped(x, idx, router, gate_up, down, gate_up_scale, down_scal
 
 @triton.jit
 def _sum_pairs_kernel(rows_ptr, out_ptr, H, TOP_K, out_stride, BLOCK: tl.constexpr):
-    # Program (token t, BLOCK columns): out[t] = sum_j rows[t k + j] in order j (fp32 rows [k T, H]: k BLOCK reads,
-    # BLOCK writes in out's dtype).
+    # Program (token t, BLOCK columns): out[t] = sum_j rows[t k + j] in order j, in fp32 (rows [k T, H] in x's dtype:
+    # k BLOCK reads, BLOCK writes in out's dtype).
     t = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     acc = tl.zeros([BLOCK], tl.float32)
     for j in range(0, TOP_K):
-        acc += tl.load(rows_ptr + (t * TOP_K + j) * H + cols, mask=cols < H, other=0.0)
+        acc += tl.load(rows_ptr + (t * TOP_K + j) * H + cols, mask=cols < H, other=0.0).to(tl.float32)
     tl.store(out_ptr + t * out_stride + cols, acc.to(out_ptr.dtype.element_ty), mask=cols < H)
 
 
@@ -1536,7 +1537,7 @@ def _moe_experts_sorted(x, idx, router, gate_up, down, gate_up_scale, down_scale
            gate_up_bias, h, H, I, E, top_k, x.stride(0), gate_up.stride(0), gate_up.stride(1), **epilogue,
            PRECISION=precision, BLOCK_M=block_m, BLOCK_N=gu_n, BLOCK_K=gu_k, EVEN_K=H % gu_k == 0, num_warps=gu_warps,
            num_stages=gu_stages)
-    rows = torch.empty((T * top_k, H), device=x.device, dtype=torch.float32)  # each pair's w (D h), pair order
+    rows = torch.empty((T * top_k, H), device=x.device, dtype=x.dtype)  # each pair's w (D h), pair order
     launch(_moe_down_sorted_kernel, (blocks, cdiv(H, down_n)), h, slot_pair, block_expert, router, down, down_scale,
            down_bias, rows, H, I, E, down.stride(0), down.stride(1), **down_format, PRECISION=precision,
            BLOCK_M=block_m, BLOCK_N=down_n, BLOCK_K=down_k, EVEN_K=I % down_k == 0, num_warps=down_warps,

@@ -1,7 +1,9 @@
 # Session 75 call c (~4 min): the sorted path's layout in three kernels (journal item 538: counts a chunk, their
 # running sums, each chunk sorted into its slots; no (k T)^2 reads) against call b's one kernel (106.6 / 116.1 /
 # 259.1 / 1184.8 us at 512 / 4096 / 32768 / 131072 tokens of Qwen3's, 10.2 / 88.0 / 114.6 / 234.2 of Mixtral's).
-# Predicted: 10-20 us to 4096 tokens, 25-40 at 32768, 60-100 at 131072 of Qwen3's. Its GPU tests first.
+# Predicted: 10-20 us to 4096 tokens, 25-40 at 32768, 60-100 at 131072 of Qwen3's. With each pair's rows in x's dtype
+# (journal item 539: bf16, half fp32's bytes) the whole op at 512 / 4096 / 32768 tokens of Qwen3's 0.587 / 1.092 /
+# 6.645 ms (call b) -> ~0.47 / ~0.90 / ~5.7. Its GPU tests first.
 set -x
 nvidia-smi --query-gpu=name --format=csv,noheader
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
