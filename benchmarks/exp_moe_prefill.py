@@ -138,7 +138,7 @@ def ops(args, rows):
 
 
 def layout(args, rows):
-    for name, (E, k, H, I) in MODELS.items():
+    for name, (E, k, H, _) in MODELS.items():
         if args.names and name not in args.names:
             continue
         gate_up, down, kwargs = experts_of(name, None)
@@ -251,7 +251,8 @@ def main():
     parser.add_argument("out")
     parser.add_argument("--ops", action="store_true")
     parser.add_argument("--layout", action="store_true")
-    parser.add_argument("--slots-chunks", type=lambda v: [int(c) for c in v.split(",")], default=[moe.SLOTS_CHUNK])
+    parser.add_argument("--slots-chunks", type=lambda v: [int(c) for c in v.split(",")], default=[moe.SLOTS_CHUNK],
+                        help="--layout: pairs a program sorts, powers of two")
     parser.add_argument("--models", action="store_true")
     parser.add_argument("--quant", nargs="?", const=list(moe.EXPERT_QUANTS), default=[],
                         type=lambda v: [q for q in v.split(",") if q],

@@ -847,11 +847,13 @@ def test_sorted_layout(monkeypatch, chunk):
 
 
 @pytest.mark.parametrize("E, k, T, block_m, chunk, scan", [(8, 2, 300, 128, 4096, 256), (128, 8, 40, 16, 64, 256),
-                                                         (3, 1, 50, 32, 16, 256), (5, 2, 70, 16, 8, 4)])
+                                                         (3, 1, 50, 32, 16, 256), (1, 1, 30, 16, 8, 256),
+                                                         (12, 2, 70, 16, 8, 4), (128, 8, 20, 16, 256, 256)])
 def test_sorted_layout_random(monkeypatch, E, k, T, block_m, chunk, scan):
     """_sorted_slots on fresh random routing (some pairs outside [0, E), int32 and int64 indices) against the torch
-    reference: one program and several (chunks of 8-64 pairs), 128 experts (256 bins), runs short of a block, the
-    chunks' counts scanned in several steps (18 chunks, 4 a step)."""
+    reference: one program and several (chunks of 8-64 pairs), 128 experts (256 bins), one expert (2 bins), runs
+    short of a block, the chunks' counts scanned in several steps (18 chunks, 4 a step, over 2 programs of 8 bins),
+    block experts over several passes (139 blocks, one program)."""
     monkeypatch.setattr(moe, "SLOTS_CHUNK", chunk)
     monkeypatch.setattr(moe, "SLOTS_SCAN_STEP", scan)
     index = torch.randint(-1, E + 1, (T, k), device=DEVICE)
@@ -862,7 +864,7 @@ def test_sorted_layout_random(monkeypatch, E, k, T, block_m, chunk, scan):
         assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_sorted_path_blocks(monkeypatch, dtype):
     """The sorted path with blocks of 16 slots (column and k-tiles narrower than H and I): an expert's pairs over
     several blocks (a partial last one), a token's two pairs on one expert, sentinels, an expert no pair takes;

@@ -63,7 +63,8 @@ each expert's run padded to whole blocks of BLOCK_M slots; then
   and reads the expert's gate and up rows over H in k-tiles (tl.dot into two accumulators), the gate, biases and
   scales in the epilogue, and writes h rows in pair order (no gathered x or gate / up output in memory);
 - `_moe_down_sorted_kernel`, program (block, BLOCK_N columns of H): h rows times the expert's down rows, the scale,
-  bias and router weight in the epilogue, each pair's row stored in pair order (x's dtype: half fp32's bytes);
+  bias and router weight in the epilogue, each pair's row stored in pair order (in x's dtype: bf16 / fp16 rows are
+  half fp32's bytes);
 and each token's k rows summed in order (`_sum_pairs_kernel`). The programs of a column block run over all blocks
 together: each expert's weights come from HBM about once, x and h from L2. Six launches and no other torch op: a call
 of contiguous arguments replays as a plan (_support.planned) from its second of a shape.
@@ -1403,7 +1404,7 @@ def _chunk_counts_kernel(idx_ptr, counts_ptr, P, E, BINS: tl.constexpr, CHUNK: t
 @triton.jit
 def _chunk_offsets_kernel(counts_ptr, C, BINS: tl.constexpr, BINS_A_PROGRAM: tl.constexpr,
                           CHUNKS_A_STEP: tl.constexpr):
-    # Program (BINS_A_PROGRAM bins: 32 bytes of each row): each bin's counts over the C chunks replaced by their
+    # Program (BINS_A_PROGRAM bins: up to 32 bytes of each row): each bin's counts over the C chunks replaced by their
     # exclusive running sum (the bin's pairs in the chunks before each), the bin's total in row C ([C + 1, BINS]
     # int32: reads and writes 4 bytes a count).
     bins = tl.program_id(0) * BINS_A_PROGRAM + tl.arange(0, BINS_A_PROGRAM)
@@ -1476,7 +1477,7 @@ def _sorted_slots(idx: torch.Tensor, E: int, block_m: int) -> tuple[torch.Tensor
 def _sorted_slots_into(idx, E, block_m, slot_pair, block_expert) -> tuple[torch.Tensor, torch.Tensor]:
     """_sorted_slots written into slot_pair and block_expert (int32, as _sorted_slots makes them): every element. Each
     chunk's pairs are counted by bin, the counts turned into each chunk's pairs of each bin before it, then each
-    chunk sorted into its slots: every pair read three times, (k T)^2 never."""
+    chunk sorted into its slots: every index read twice, (k T)^2 never."""
     pairs = idx.numel()
     chunk = min(SLOTS_CHUNK, max(16, triton.next_power_of_2(pairs)))
     chunks, bins = cdiv(pairs, chunk), triton.next_power_of_2(E + 1)
