@@ -14,5 +14,5 @@ timeout 240 python benchmarks/exp_moe_prefill.py $OUT/w/layout --layout --names 
   --tokens 512,4096,32768,131072 --slots-chunks 256,1024 2>&1 | grep -v Warn | tail -16
 # the prefill models as item 481 timed them (H100: gpt-oss-shaped 6.80 / 15.0 ms at 256 / 2048 tokens, Mixtral-shaped
 # 6.82 / 17.5; stock 9.07 / 39.8 and 9.95 / 23.4): 4 MoE layers each, ~0.1 ms of layout a layer before
-timeout 150 python benchmarks/exp_moe_prefill.py $OUT/w/models --models --prompts 2048 --repeats 3 2>&1 \
+timeout 120 python benchmarks/exp_moe_prefill.py $OUT/w/models --models --prompts 2048 --repeats 3 2>&1 \
   | grep -v Warn | tail -6
