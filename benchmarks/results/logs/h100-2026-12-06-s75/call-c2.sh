@@ -1,10 +1,10 @@
-# Session 75 call c2 (~2 min): call-c.sh cut to what the budget left allows (~400 s): the new layout's GPU tests and
+# Session 75 call c2 (~1.5 min): call-c.sh cut to what the budget left allows (~300 s): the new layout's GPU tests and
 # its timing with the whole op (predictions in call-c.sh).
 set -x
 nvidia-smi --query-gpu=name --format=csv,noheader
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
 mkdir -p $OUT/w
-timeout 90 python -m pytest -q -p no:logging --tb=short -n 12 tests/test_moe.py -k "sorted_layout or sorted_path" \
+timeout 60 python -m pytest -q -p no:logging --tb=short -n 12 tests/test_moe.py -k "sorted_layout" \
   2>&1 | grep -v Warn | tail -4
-timeout 150 python benchmarks/exp_moe_prefill.py $OUT/w/layout --layout --names qwen3,mixtral \
+timeout 100 python benchmarks/exp_moe_prefill.py $OUT/w/layout --layout --names qwen3,mixtral \
   --tokens 512,4096,32768,131072 2>&1 | grep -v Warn | tail -10
