@@ -82,6 +82,20 @@ def experts_of(name, quant, device="cuda"):
     return gate_up, down, kwargs
 
 
+def chosen(args):
+    """MODELS' entries that --names keeps: (name, (E, k, H, I))."""
+    return [(name, shape) for name, shape in MODELS.items() if not args.names or name in args.names]
+
+
+def routed_inputs(T, E, k, H):
+    """T tokens' x (bf16), random top-k routing over E experts and its softmax weights, drawn from a generator seeded
+    by T."""
+    g = torch.Generator("cuda").manual_seed(T)
+    x = torch.randn(T, H, device="cuda", dtype=torch.bfloat16, generator=g)
+    index = torch.rand(T, E, device="cuda", generator=g).argsort(-1)[:, :k].contiguous()
+    return x, index, torch.softmax(torch.randn(T, k, device="cuda", generator=g), -1)
+
+
 def fp32_reference(x, index, weights, gate_up, down, kwargs):
     """The eager loop on fp32 copies (the codes dequantized)."""
     kw = {key: (v.float() if isinstance(v, torch.Tensor) else v) for key, v in kwargs.items()
@@ -101,15 +115,10 @@ def ops(args, rows):
         print("no ceilings:", err)
     grouped_mm = moe._grouped_mm_peer()
     for quant in [None] + args.quant:
-        for name, (E, k, H, I) in MODELS.items():
-            if args.names and name not in args.names:
-                continue
+        for name, (E, k, H, I) in chosen(args):
             gate_up, down, kwargs = experts_of(name, quant)
             for T in args.tokens:
-                g = torch.Generator("cuda").manual_seed(T)
-                x = torch.randn(T, H, device="cuda", dtype=torch.bfloat16, generator=g)
-                index = torch.rand(T, E, device="cuda", generator=g).argsort(-1)[:, :k].contiguous()
-                weights = torch.softmax(torch.randn(T, k, device="cuda", generator=g), -1)
+                x, index, weights = routed_inputs(T, E, k, H)
                 ref = fp32_reference(x, index, weights, gate_up, down, kwargs)
                 providers = [("shipped", shipped_dispatch)] + [
                     ("sorted m{} gu{}-{}-{}-{} d{}-{}-{}-{}".format(m, *gu, *dn), sorted_path((m, gu, dn)))
@@ -138,13 +147,10 @@ def ops(args, rows):
 
 
 def layout(args, rows):
-    for name, (E, k, H, _) in MODELS.items():
-        if args.names and name not in args.names:
-            continue
+    for name, (E, k, H, _) in chosen(args):
         gate_up, down, kwargs = experts_of(name, None)
         for T in args.tokens:
-            g = torch.Generator("cuda").manual_seed(T)
-            index = torch.rand(T, E, device="cuda", generator=g).argsort(-1)[:, :k].contiguous()
+            x, index, weights = routed_inputs(T, E, k, H)
             block_m = moe._sorted_launch(T * k, E, torch.bfloat16)[0]
             slots_ms = {}
             for chunk in args.slots_chunks:
@@ -153,10 +159,7 @@ def layout(args, rows):
             moe.SLOTS_CHUNK = SHIPPED_SLOTS_CHUNK
             op_ms = None
             if T <= 32768:
-                x = torch.randn(T, H, device="cuda", dtype=torch.bfloat16, generator=g)
-                weights = torch.softmax(torch.randn(T, k, device="cuda", generator=g), -1)
                 op_ms = bench_ms(lambda: shipped_dispatch(x, index, weights, gate_up, down, **kwargs))
-                del x
             for chunk, ms in slots_ms.items():
                 rows.append(dict(model=name, T=T, pairs=T * k, block_m=block_m, provider=f"layout chunk {chunk}",
                                  ms=ms, op_ms=op_ms))
