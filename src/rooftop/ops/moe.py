@@ -1422,21 +1422,21 @@ def _chunk_offsets_kernel(counts_ptr, C, BINS: tl.constexpr, BINS_A_PROGRAM: tl.
 def _sorted_slots_kernel(idx_ptr, offsets_ptr, slot_pair_ptr, block_expert_ptr, P, E, blocks, BLOCK_M: tl.constexpr,
                          BINS: tl.constexpr, CHUNK: tl.constexpr, PADS: tl.constexpr, BLOCKS_A_PASS: tl.constexpr):
     # Program c (of C = cdiv(P, CHUNK)): reads its chunk's CHUNK indices and, from _chunk_offsets_kernel's [C + 1,
-    # BINS], the bins' totals and pairs before its chunk (8 bytes a bin), sorts the chunk by (bin, pair) on chip and
-    # writes each pair's slot (4 bytes a pair, scattered); program 0 also writes the padding slots' -1, and the
-    # programs in turn a block's expert (4 bytes a block).
+    # BINS], the bins' totals and their pairs before its chunk and before the next (12 bytes a bin), sorts the chunk
+    # by (bin, pair) on chip and writes each pair's slot (4 bytes a pair, scattered); program 0 also writes the
+    # padding slots' -1, and the programs in turn a block's expert (4 bytes a block).
     c = tl.program_id(0)
     C = tl.num_programs(0)
     bins = tl.arange(0, BINS)
     total = tl.load(offsets_ptr + C * BINS + bins)
     before = tl.load(offsets_ptr + c * BINS + bins)  # pairs of each bin in the chunks before c
+    count = tl.load(offsets_ptr + (c + 1) * BINS + bins) - before  # and in chunk c (row C: the totals)
     padded = (total + BLOCK_M - 1) // BLOCK_M * BLOCK_M
     ends = tl.cumsum(padded, 0)  # each bin's run of slots ends here
     first = ends - padded
     # this chunk's pairs sorted by (bin, pair): sorted position s of a bin b's pair is its rank in the chunk past the
     # chunk's pairs of bins before b (`ahead`)
     key = _slot_bin(idx_ptr, c * CHUNK + tl.arange(0, CHUNK), P, E, BINS)
-    count = tl.histogram(key, BINS, mask=key < BINS)
     ahead = tl.cumsum(count, 0) - count
     order = tl.sort(key * CHUNK + tl.arange(0, CHUNK))
     key, pair = order // CHUNK, c * CHUNK + order % CHUNK
