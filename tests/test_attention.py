@@ -73,6 +73,65 @@ def test_windows(causal, window, Sq, Sk, device):
     _check(*_qkv(1, 2, 1, Sq, Sk, 64, torch.float16, device), causal, window=window)
 
 
+# A tile of several query heads' rows (GQA): the interpreter's small one, and on a GPU a candidate of gpt-oss's shapes
+PACKED = [AttentionConfig(32, 16, 4, 1, heads=2), AttentionConfig(32, 16, 4, 1, heads=4)] if not HAS_CUDA else [
+    AttentionConfig(128, 64, 8, 3, heads=4), AttentionConfig(128, 32, 8, 3, heads=4), AttentionConfig(64, 64, 4, 3,
+                                                                                                      heads=2)]
+
+
+def _force_config(monkeypatch, config):
+    monkeypatch.setattr(attention_mod, "attention_configs", lambda *args, **kwargs: (config,))
+    monkeypatch.setattr(attention_mod, "_plans", Plans())
+
+
+@pytest.mark.parametrize("config", PACKED, ids=str)
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("causal, window, Sq, Sk", [(True, 6, 37, 45), (False, (5, 3), 40, 40), (True, 127, 150, 150)])
+def test_packed_heads(config, transposed, causal, window, Sq, Sk, monkeypatch, device):
+    """Tiles of several query heads' rows (each head's queries, with their sinks and lse rows) match the reference;
+    contiguous views (host descriptors) and Hugging Face's [B, S, H, D] memory (descriptors made in the kernel)."""
+    _force_config(monkeypatch, config)
+    q, k, v = _qkv(2, 8, 2, Sq, Sk, 64, torch.bfloat16, device)
+    if transposed:
+        q, k, v = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in (q, k, v))
+    _check(q, k, v, causal, window=window, sinks=torch.randn(8, device=device))
+
+
+def test_packed_heads_varlen(monkeypatch, device):
+    _force_config(monkeypatch, PACKED[0])
+    len_q, len_k = [5, 33, 17], [9, 40, 17]
+    q = _packed(len_q, 8, 64, torch.bfloat16, device)
+    k, v = (_packed(len_k, 2, 64, torch.bfloat16, device) for _ in range(2))
+    sinks = torch.randn(8, device=device)
+    cu_q, cu_k = _cu(len_q, device), _cu(len_k, device)
+    out, lse = attention_varlen(q, k, v, cu_q, cu_k, 33, 40, True, window=6, return_lse=True, sinks=sinks)
+    ref, ref_lse = attention_varlen_reference(q, k, v, cu_q, cu_k, True, window=6, sinks=sinks)
+    assert rel_err(out, ref) < TOL[torch.bfloat16] and rel_err(lse, ref_lse) < 1e-5
+
+
+def test_packed_heads_need_gqa_and_tma(monkeypatch, device):
+    _force_config(monkeypatch, PACKED[-1])  # 2 heads a tile
+    with pytest.raises(ValueError, match="query heads a k/v head serves \\(1\\)"):
+        attention(*_qkv(1, 2, 2, 20, 20, 64, torch.float16, device), True, window=4)
+    monkeypatch.setattr(attention_mod, "TMA_ENABLED", False)
+    with pytest.raises(ValueError, match="needs TMA"):
+        attention(*_qkv(1, 4, 2, 20, 20, 64, torch.float16, device), True, window=4)
+
+
+def test_packed_candidates(monkeypatch):
+    """Windowed GQA calls time the default first, then tiles of 4 and 2 heads with >= 32 queries each; pack 2 offers
+    2 heads only, and pack 1 (no window, or MHA) the list as before."""
+    monkeypatch.setattr(attention_mod, "shared_memory_limit", lambda index: 232448)
+    plain = attention_mod.attention_configs(64, torch.bfloat16, 0, "masked")
+    assert all(c.heads == 1 for c in plain)
+    for pack, heads in ((4, {4, 2}), (2, {2})):
+        found = attention_mod.attention_configs(64, torch.bfloat16, 0, "masked", pack=pack)
+        packed = [c for c in found if c.heads > 1]
+        assert found[0] == plain[0] and found[1:1 + len(packed)] == tuple(packed)
+        assert {c.heads for c in packed} == heads and all(c.block_m // c.heads >= 32 for c in packed)
+        assert [c for c in found if c.heads == 1] == list(plain)
+
+
 def _sinks_eager(q, k, v, sinks, seen):
     """gpt-oss's eager form (transformers' GptOssAttention) in float64: a column of sinks beside the masked scores,
     dropped after the softmax."""

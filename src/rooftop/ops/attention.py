@@ -60,7 +60,9 @@ Launch configuration (tiles, warps, stages): 16-bit inputs on a GPU time a short
 (padded head dim, kind: one loop on TMA / masked loops on TMA / pointer loads), pruned from a small
 space by shared memory and registers, preceded by the Gluon kernel's where that applies, on the first
 call per shape bucket (rooftop.ops._autotune, remembered on disk); untuned (CUDA graph capture,
-torch.compile tracing) the list's first entry.
+torch.compile tracing) the list's first entry. GQA calls with a window also time tiles whose rows are
+several query heads (of one k/v head) at once, fewer queries each: a narrow window's key span is then
+queries + window keys a tile, not 128 + window, and each k/v tile serves those heads (PACKED_HEADS).
 float32 and the interpreter have one configuration each. A call's slow path (layout, configuration,
 compilation) leaves a plan under a key of everything but the data pointers; a repeated call checks
 its inputs, allocates its outputs and launches the compiled kernel directly.
@@ -77,7 +79,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Callable, Optional, Union
 
 import torch
@@ -101,7 +103,7 @@ Window = Union[None, int, tuple]
 
 @dataclass(frozen=True)
 class AttentionConfig:
-    block_m: int  # queries per program
+    block_m: int  # query rows per program: block_m / heads queries of each of `heads` heads
     block_n: int  # keys per loop step
     num_warps: int
     num_stages: int  # key/value tiles in flight
@@ -109,6 +111,7 @@ class AttentionConfig:
     # "triton": _attention_fwd_kernel; "pingpong": attention_sm90's Gluon kernel (block_m 128 = two consumer
     # warp groups of 64 rows, num_warps 4 a warp group, num_stages the k/v ring's depth)
     kernel: str = "triton"
+    heads: int = 1  # query heads of one k/v head a program takes (GQA; TMA paths only)
 
 
 # Launch configurations. 16-bit inputs on a GPU: a short candidate list per (padded head dim, kind of
@@ -162,6 +165,12 @@ INTERPRETER_CONFIG = AttentionConfig(16, 16, 4, 1)
 PINGPONG_CONFIGS = {
     D: tuple(AttentionConfig(128, block_n, 4, stages, kernel="pingpong") for block_n, stages in shapes)
     for D, shapes in ((64, ((128, 2), (128, 3))), (128, ((128, 2), (128, 3))), (256, ((64, 2),)))}
+# GQA calls with a window (gpt-oss's sliding layers: 128 keys, 8 query heads a k/v head) also time tiles of
+# several query heads' rows: a tile of Q queries spans Q + window keys, so 32 queries of 4 heads in 128 rows
+# compute ~160 keys a row where 128 queries of one head compute ~256 (both edges masked), and each k/v tile is
+# read once for the 4 heads.
+PACKED_HEADS = (4, 2)
+MIN_PACKED_QUERIES = 32
 # Set False to keep sm_90 on the Triton kernel (tests, comparisons).
 GLUON_ENABLED = True
 # Set False to force the pointer path where TMA would run (tests, tuning).
@@ -210,15 +219,20 @@ def tuning_candidates(block_d: int, itemsize: int, kind: str, smem: int,
 
 
 def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind: str,
-                      limit: Optional[int] = MAX_CANDIDATES, pingpong: bool = False) -> tuple[AttentionConfig, ...]:
+                      limit: Optional[int] = MAX_CANDIDATES, pingpong: bool = False,
+                      pack: int = 1) -> tuple[AttentionConfig, ...]:
     """The launch configurations tried for a call, the untuned default first; device_index -1: the
     interpreter. pingpong: the call can take the Gluon kernel (_pingpong_applies), whose configurations
-    come first, then `limit` Triton ones."""
+    come first, then `limit` Triton ones. pack > 1: up to `limit` more, the Triton ones taking PACKED_HEADS
+    dividing `pack` query heads a program (at least MIN_PACKED_QUERIES queries of each), after the default."""
     if device_index < 0:
         return (INTERPRETER_CONFIG,)
     if dtype == torch.float32:
         return (FP32_CONFIG,)
     triton_configs = tuning_candidates(block_d, dtype.itemsize, kind, shared_memory_limit(device_index), limit)
+    packed = tuple(replace(c, heads=h) for h in PACKED_HEADS if pack % h == 0 for c in triton_configs
+                   if c.block_m // h >= MIN_PACKED_QUERIES)[:limit]
+    triton_configs = triton_configs[:1] + packed + triton_configs[1:]
     return PINGPONG_CONFIGS[block_d] + triton_configs if pingpong else triton_configs
 
 
@@ -228,29 +242,37 @@ def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind:
 
 @triton.jit
 def _tile_source(t, tb, head, start, n_rows, stride_b, stride_h, stride_s, ROWS: tl.constexpr,
-                 BLOCK_D: tl.constexpr, D: tl.constexpr, USE_TMA: tl.constexpr):
-    """Where the tiles of one head of `t` come from: a descriptor made on the host over t's
-    [batch, head, seq, D] view, used as is; else the head's rows start.. start + n_rows, as a 2-D TMA
-    descriptor made here (USE_TMA: bounds exact per sequence) or a pointer."""
+                 BLOCK_D: tl.constexpr, D: tl.constexpr, USE_TMA: tl.constexpr, HEADS: tl.constexpr = 1):
+    """Where the tiles of heads head.. head + HEADS of `t` come from: a descriptor made on the host over t's
+    [batch, head, seq, D] view ([1, HEADS, ROWS, D] boxes), used as is; else the heads' rows start.. start +
+    n_rows, as a TMA descriptor made here (USE_TMA: bounds exact per sequence; 2-D, or 3-D [HEADS, ROWS, D]
+    boxes) or a pointer (HEADS 1)."""
     if isinstance(t, tl.tensor_descriptor):
         return t
     else:
         base = t + tl.cast(tb, tl.int64) * stride_b + tl.cast(head, tl.int64) * stride_h + \
             tl.cast(start, tl.int64) * stride_s
-        if USE_TMA:
+        if USE_TMA and HEADS > 1:
+            return tl.make_tensor_descriptor(base, [HEADS, tl.maximum(n_rows, 1), D], [stride_h, stride_s, 1],
+                                             [HEADS, ROWS, BLOCK_D])
+        elif USE_TMA:
             return tl.make_tensor_descriptor(base, [tl.maximum(n_rows, 1), D], [stride_s, 1], [ROWS, BLOCK_D])
         else:
+            tl.static_assert(HEADS == 1, "several heads a tile need TMA")
             return base
 
 
 @triton.jit
 def _load_tile(src, tb, head, start, row0, n_rows, stride_s, ROWS: tl.constexpr, BLOCK_D: tl.constexpr,
                D: tl.constexpr, MASK_ROWS: tl.constexpr):
-    """Rows row0.. row0 + ROWS of a head (from its row `start`) as [ROWS, BLOCK_D]; columns >= D read as
-    0, and rows >= n_rows too (pointers: with MASK_ROWS; descriptors: rows past their bounds)."""
+    """Rows row0.. of a head (from its row `start`) as [ROWS, BLOCK_D], or of several heads stacked (a
+    descriptor over [HEADS, rows] boxes: ROWS = HEADS x its rows); columns >= D read as 0, and rows >= n_rows
+    too (pointers: with MASK_ROWS; descriptors: rows past their bounds)."""
     if isinstance(src, tl.tensor_descriptor):
         if len(src.block_shape) == 4:
             return src.load([tb, head, start + row0, 0]).reshape([ROWS, BLOCK_D])
+        elif len(src.block_shape) == 3:
+            return src.load([0, row0, 0]).reshape([ROWS, BLOCK_D])
         else:
             return src.load([row0, 0])
     else:
@@ -333,7 +355,7 @@ def _attention_fwd_kernel(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k,
                           softcap, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                           VARLEN: tl.constexpr, MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr,
                           WRITE_LSE: tl.constexpr, USE_TMA: tl.constexpr, SINKS: tl.constexpr,
-                          SOFTCAP: tl.constexpr, PRECISION: tl.constexpr):
+                          SOFTCAP: tl.constexpr, PRECISION: tl.constexpr, HEADS: tl.constexpr):
     # Reads the q tile once, each k/v tile of the key range once (BLOCK_N * D * 2 * itemsize bytes per
     # step, mostly from L2: the programs of one head run side by side), writes out (and lse) once; with
     # SINKS, the head's sink (one value a program).
@@ -341,12 +363,16 @@ def _attention_fwd_kernel(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k,
     # the programs in flight share a few heads' k/v, read from HBM once and from L2 by the rest. (With
     # the heads adjacent instead, every program read its head's k/v from HBM: at BLOCK_M = 128 that is
     # 128 FLOP a byte, under the H200's ridge, so short sequences ran memory-bound.)
+    # HEADS > 1: the tile's rows are BLOCK_Q queries of each of HEADS query heads of one k/v head (GQA), so a
+    # narrow window's key span is BLOCK_Q + window keys, not BLOCK_M + window, and each k/v tile serves HEADS
+    # heads (row r: head h + r // BLOCK_Q, query m0 + r % BLOCK_Q).
+    BLOCK_Q: tl.constexpr = BLOCK_M // HEADS
     pid = tl.program_id(0)
     bh = pid // tiles_m
-    b = bh // n_q_heads
-    h = bh % n_q_heads
+    b = bh // (n_q_heads // HEADS)
+    h = bh % (n_q_heads // HEADS) * HEADS
     kv_head = h // kv_group
-    m0 = (tiles_m - 1 - pid % tiles_m) * BLOCK_M  # heaviest (last) query tiles of a head first
+    m0 = (tiles_m - 1 - pid % tiles_m) * BLOCK_Q  # heaviest (last) query tiles of a head first
     if VARLEN:
         tb = 0
         q_start = tl.load(cu_seqlens_q + b)
@@ -359,7 +385,8 @@ def _attention_fwd_kernel(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k,
         tb = b
         q_start = 0
         k_start = 0
-    q_src = _tile_source(q, tb, h, q_start, seqlen_q, stride_qb, stride_qh, stride_qs, BLOCK_M, BLOCK_D, D, USE_TMA)
+    q_src = _tile_source(q, tb, h, q_start, seqlen_q, stride_qb, stride_qh, stride_qs, BLOCK_Q, BLOCK_D, D, USE_TMA,
+                         HEADS)
     k_src = _tile_source(k, tb, kv_head, k_start, seqlen_k, stride_kb, stride_kh, stride_ks, BLOCK_N, BLOCK_D, D,
                          USE_TMA)
     v_src = _tile_source(v, tb, kv_head, k_start, seqlen_k, stride_vb, stride_vh, stride_vs, BLOCK_N, BLOCK_D, D,
@@ -370,9 +397,10 @@ def _attention_fwd_kernel(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k,
     # [lo, full_lo), tiles every query sees [full_lo, full_hi), masked tiles up to hi (diagonal, right
     # edge, sequence end). q_pos = i' = i + Sk - Sq, the key position query i is aligned to.
     offs_m = tl.arange(0, BLOCK_M)
-    q_pos = m0 + offs_m + (seqlen_k - seqlen_q)
+    rows = m0 + offs_m % BLOCK_Q  # the query of each row
+    q_pos = rows + (seqlen_k - seqlen_q)
     first_q = m0 + seqlen_k - seqlen_q
-    last_q = tl.minimum(m0 + BLOCK_M, seqlen_q) - 1 + seqlen_k - seqlen_q
+    last_q = tl.minimum(m0 + BLOCK_Q, seqlen_q) - 1 + seqlen_k - seqlen_q
     lo = tl.maximum(first_q - window_left, 0) // BLOCK_N * BLOCK_N
     hi = tl.maximum(tl.minimum(last_q + window_right + 1, seqlen_k), lo)  # hi == lo: no key for the block
     full_lo = tl.minimum(tl.maximum(tl.cdiv(tl.maximum(last_q - window_left, 0), BLOCK_N) * BLOCK_N, lo), hi)
@@ -396,15 +424,18 @@ def _attention_fwd_kernel(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k,
                                       qk_scale, softcap, BLOCK_N, BLOCK_D, D, True, SOFTCAP, PRECISION)
 
     if SINKS:
-        acc, l_i, m_i = fold_sink(acc, l_i, m_i, tl.load(sinks + h).to(tl.float32) * 1.4426950408889634)  # x log2 e
+        sink = tl.load(sinks + h) if HEADS == 1 else tl.load(sinks + h + offs_m // BLOCK_Q)
+        acc, l_i, m_i = fold_sink(acc, l_i, m_i, sink.to(tl.float32) * 1.4426950408889634)  # x log2 e
     # a query that saw no key (and no sink): l = 0, acc = 0 -> out 0, lse -inf
     l_safe = tl.where(l_i > 0, l_i, 1.0)
     out = (acc * (1.0 / l_safe)[:, None]).to(q_tile.dtype)
-    rows = m0 + offs_m
-    o_dst = _tile_source(o, tb, h, q_start, seqlen_q, stride_ob, stride_oh, stride_os, BLOCK_M, BLOCK_D, D, USE_TMA)
+    o_dst = _tile_source(o, tb, h, q_start, seqlen_q, stride_ob, stride_oh, stride_os, BLOCK_Q, BLOCK_D, D, USE_TMA,
+                         HEADS)
     if isinstance(o_dst, tl.tensor_descriptor):  # clips rows past the sequence and columns past D
         if len(o_dst.block_shape) == 4:
-            o_dst.store([tb, h, m0, 0], out.reshape([1, 1, BLOCK_M, BLOCK_D]))
+            o_dst.store([tb, h, m0, 0], out.reshape([1, HEADS, BLOCK_Q, BLOCK_D]))
+        elif len(o_dst.block_shape) == 3:
+            o_dst.store([0, m0, 0], out.reshape([HEADS, BLOCK_Q, BLOCK_D]))
         else:
             o_dst.store([m0, 0], out)
     else:
@@ -412,9 +443,9 @@ def _attention_fwd_kernel(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k,
         tl.store(o_dst + rows.to(tl.int64)[:, None] * stride_os + cols[None, :], out,
                  mask=(rows < seqlen_q)[:, None] & (cols < D)[None, :])
     if WRITE_LSE:
-        lse_row = lse + tl.cast(tb, tl.int64) * stride_lb + tl.cast(h, tl.int64) * stride_lh + q_start
+        lse_head = lse + tl.cast(tb, tl.int64) * stride_lb + tl.cast(h, tl.int64) * stride_lh + q_start
         lse_val = tl.where(l_i > 0, (m_i + tl.math.log2(l_safe)) * 0.6931471805599453, -float("inf"))  # * ln 2
-        tl.store(lse_row + rows, lse_val, mask=rows < seqlen_q)
+        tl.store(lse_head + (offs_m // BLOCK_Q) * stride_lh + rows, lse_val, mask=rows < seqlen_q)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -540,10 +571,11 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
     mask_left, mask_right = left >= 0, causal or right >= 0 or varlen
     kind = _kind(use_tma, mask_left, mask_right)
     pingpong = not softcap and _pingpong_applies(q4, k4, v4, o4, causal, left, right, varlen)
+    kv_group = q4.shape[1] // k4.shape[1]
     unbounded = max_q + max_k  # wider than any query can reach
     sizes = (sq[0], sq[1], sq[2], sk[0], sk[1], sk[2], sv[0], sv[1], sv[2], so[0], so[1], so[2],
              *(lse3.stride()[:2] if lse3 is not None else (0, 0)),
-             q4.shape[1], q4.shape[2], k4.shape[2], q4.shape[1] // k4.shape[1])
+             q4.shape[1], q4.shape[2], k4.shape[2], kv_group)
     masking = (unbounded if left < 0 else left, 0 if causal else (unbounded if right < 0 else right),
                softcap * LOG2E)  # the cap in the scaled scores' log2 units
     plans: dict[AttentionConfig, Union[_Plan, attention_sm90.PingpongPlan]] = {}
@@ -557,21 +589,24 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
             plan = plans[cfg] = attention_sm90.PingpongPlan(q4, k4, (sq, sk, sv, so), causal, lse3 is not None,
                                                             cfg.block_n, cfg.num_stages, sinks is not None)
         elif plan is None:
-            tiles_m = cdiv(max_q, cfg.block_m)
-            programs = tiles_m * n_batch * q4.shape[1]
+            if cfg.heads > 1 and not (use_tma and kv_group % cfg.heads == 0 and cfg.block_m % cfg.heads == 0):
+                raise ValueError(f"{cfg} packs {cfg.heads} query heads a program: that needs TMA and heads "
+                                 f"dividing both the query heads a k/v head serves ({kv_group}) and block_m")
+            tiles_m = cdiv(max_q, cfg.block_m // cfg.heads)
+            programs = tiles_m * n_batch * q4.shape[1] // cfg.heads
             if programs > MAX_PROGRAMS:
                 raise ValueError(f"batch * heads * query tiles = {programs} is past CUDA's grid limit "
                                  f"of {MAX_PROGRAMS}")
             descriptors = None
             if host_descriptors:
-                descriptors = [(list(t.shape), s, [1, 1, rows, block_d]) for t, s, rows in
-                               ((q4, sq, cfg.block_m), (k4, sk, cfg.block_n), (v4, sv, cfg.block_n),
-                                (o4, so, cfg.block_m))]
+                descriptors = [(list(t.shape), s, [1, heads, rows, block_d]) for t, s, heads, rows in
+                               ((q4, sq, cfg.heads, cfg.block_m // cfg.heads), (k4, sk, 1, cfg.block_n),
+                                (v4, sv, 1, cfg.block_n), (o4, so, cfg.heads, cfg.block_m // cfg.heads))]
             constexprs = dict(D=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_D=block_d, VARLEN=varlen,
                               MASK_LEFT=mask_left, MASK_RIGHT=mask_right or k4.shape[2] % cfg.block_n != 0,
                               WRITE_LSE=lse3 is not None, USE_TMA=use_tma, SINKS=sinks is not None,
                               SOFTCAP=softcap > 0,
-                              PRECISION="ieee" if q4.dtype == torch.float32 else "tf32",
+                              PRECISION="ieee" if q4.dtype == torch.float32 else "tf32", HEADS=cfg.heads,
                               num_warps=cfg.num_warps, num_stages=cfg.num_stages)
             if cfg.maxnreg:
                 constexprs["maxnreg"] = cfg.maxnreg
@@ -582,7 +617,8 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
 
     if config is not None:
         return run(config), False
-    configs = attention_configs(block_d, q4.dtype, device_index, kind, pingpong=pingpong)
+    pack = math.gcd(kv_group, max(PACKED_HEADS)) if use_tma and left >= 0 else 1
+    configs = attention_configs(block_d, q4.dtype, device_index, kind, pingpong=pingpong, pack=pack)
     chosen, final = configs[0], len(configs) == 1
     if not final:
         # ragged: some key tiles leave a masked tail loop (and its registers) to the one-loop kind;
@@ -590,7 +626,7 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
         ragged = k4.shape[2] % max(BLOCK_N_CHOICES) != 0
         key = (_autotune.bucket(max_q), _autotune.bucket(max_k), _autotune.bucket(n_batch * q4.shape[1]),
                q4.dtype, D, kind, causal, left >= 0, right >= 0 and not causal, varlen, ragged, pingpong,
-               sinks is not None, softcap > 0)
+               sinks is not None, softcap > 0) + ((pack,) if pack > 1 else ())  # older keys stay valid
         device = _autotune.device_name(device_index)
         chosen = AttentionConfig(**_autotune.choose(
             "attention", key, [asdict(c) for c in configs], lambda c: run(AttentionConfig(**c)),

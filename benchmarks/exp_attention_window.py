@@ -1,0 +1,71 @@
+"""gpt-oss's sliding-window attention (64 query heads over 8 k/v heads, D 64, 128 keys a query, sinks) by launch
+configuration: every candidate the tuner times for it (attention_configs with pack = 4: tiles of one head's queries
+and tiles of 2 or 4 heads' rows), each forced in turn, timed on the GPU alone (bench_ms: median, L2 flushed).
+
+A 128-query tile of one head spans ~255 keys with both edges masked (50% of the scores it computes are seen);
+32 queries of 4 heads in the same 128 rows span ~160 (80%) and read each k/v tile once for the 4 heads.
+Each forced output is checked against the float64 reference at the smallest shape.
+
+Writes OUT_DIR/exp-attention-window.json; prints per shape the best one-head and the best packed configuration.
+Usage: PYTHONPATH=src python benchmarks/exp_attention_window.py OUT_DIR [--seqs 512,4096,16384]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+
+import rooftop.ops.attention as attention_mod
+from rooftop.bench.timing import bench_ms
+from rooftop.ops._support import Plans
+from rooftop.ops.attention import attention, attention_cost, attention_reference
+
+HEADS, KV_HEADS, D, TOKENS, WINDOW = 64, 8, 64, 16384, 127
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--seqs", default="512,4096,16384")
+    args = parser.parse_args()
+    configs = attention_mod.attention_configs(D, torch.bfloat16, 0, "masked", pack=4)
+    tuned_configs = attention_mod.attention_configs
+    rows = []
+    for S in map(int, args.seqs.split(",")):
+        B = TOKENS // S
+        q = torch.randn(B, HEADS, S, D, device="cuda", dtype=torch.bfloat16)
+        k, v = (torch.randn(B, KV_HEADS, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        sinks = torch.randn(HEADS, device="cuda") * 2
+        cost = attention_cost((B, HEADS, S, D), torch.bfloat16, True, WINDOW, HEADS // KV_HEADS)
+        ref = attention_reference(q[:1, :, :256], k[:1, :, :256], v[:1, :, :256], True, window=WINDOW, sinks=sinks)
+        for config in configs:
+            attention_mod.attention_configs = lambda *a, c=config, **kw: (c,)
+            attention_mod._plans = Plans()
+            row = dict(S=S, B=B, heads=config.heads, config=f"{config.block_m}x{config.block_n} w{config.num_warps} "
+                       f"s{config.num_stages} r{config.maxnreg} heads {config.heads}")
+            try:
+                small = attention(q[:1, :, :256], k[:1, :, :256], v[:1, :, :256], True, window=WINDOW, sinks=sinks)
+                row["rel_err"] = float((small.double() - ref).norm() / ref.norm())
+                row["us"] = 1e3 * bench_ms(lambda: attention(q, k, v, True, window=WINDOW, sinks=sinks))
+                row["GBps"] = cost.bytes / row["us"] / 1e3
+            except Exception as err:  # a config that does not fit: recorded, the sweep goes on
+                row["error"] = f"{type(err).__name__}: {err}"[:200]
+            rows.append(row)
+            print(row, flush=True)
+        attention_mod.attention_configs = tuned_configs
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    Path(args.out, "exp-attention-window.json").write_text(json.dumps(
+        dict(device=torch.cuda.get_device_name(), rows=rows), indent=1))
+    print(f"{'S':>6} {'best one head':28s} {'us':>7} {'best packed':28s} {'us':>7} {'x':>5}")
+    for S in sorted({r["S"] for r in rows}):
+        timed = [r for r in rows if r["S"] == S and "us" in r and r["rel_err"] < 2e-2]
+        one = min((r for r in timed if r["heads"] == 1), key=lambda r: r["us"])
+        packed = min((r for r in timed if r["heads"] > 1), key=lambda r: r["us"])
+        print(f"{S:6d} {one['config']:28s} {one['us']:7.1f} {packed['config']:28s} {packed['us']:7.1f} "
+              f"{one['us'] / packed['us']:5.2f}")
+
+
+if __name__ == "__main__":
+    main()
