@@ -4,7 +4,7 @@ and tiles of 2 or 4 heads' rows), each forced in turn, timed on the GPU alone (b
 
 A 128-query tile of one head spans ~255 keys with both edges masked (50% of the scores it computes are seen);
 32 queries of 4 heads in the same 128 rows span ~160 (80%) and read each k/v tile once for the 4 heads.
-Each forced output is checked against the float64 reference at the smallest shape.
+Each forced output is checked against the float64 reference on the first 256 positions of each shape.
 
 Writes OUT_DIR/exp-attention-window.json; prints per shape the best one-head and the best packed configuration.
 Usage: PYTHONPATH=src python benchmarks/exp_attention_window.py OUT_DIR [--seqs 512,4096,16384]
