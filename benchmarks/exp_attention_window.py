@@ -38,7 +38,7 @@ def main() -> None:
         q = torch.randn(B, HEADS, S, D, device="cuda", dtype=torch.bfloat16)
         k, v = (torch.randn(B, KV_HEADS, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(2))
         sinks = torch.randn(HEADS, device="cuda") * 2
-        cost = attention_cost((B, HEADS, S, D), torch.bfloat16, True, WINDOW, HEADS // KV_HEADS)
+        cost = attention_cost((B, HEADS, S, D), torch.bfloat16, True, WINDOW, KV_HEADS)
         ref = attention_reference(q[:1, :, :256], k[:1, :, :256], v[:1, :, :256], True, window=WINDOW, sinks=sinks)
         for config in configs:
             attention_mod.attention_configs = lambda *a, c=config, **kw: (c,)
@@ -61,8 +61,8 @@ def main() -> None:
     print(f"{'S':>6} {'best one head':28s} {'us':>7} {'best packed':28s} {'us':>7} {'x':>5}")
     for S in sorted({r["S"] for r in rows}):
         timed = [r for r in rows if r["S"] == S and "us" in r and r["rel_err"] < 2e-2]
-        one = min((r for r in timed if r["heads"] == 1), key=lambda r: r["us"])
-        packed = min((r for r in timed if r["heads"] > 1), key=lambda r: r["us"])
+        one, packed = (min((r for r in timed if (r["heads"] > 1) == p), key=lambda r: r["us"],
+                           default=dict(config="none", us=float("nan"))) for p in (False, True))
         print(f"{S:6d} {one['config']:28s} {one['us']:7.1f} {packed['config']:28s} {packed['us']:7.1f} "
               f"{one['us'] / packed['us']:5.2f}")
 

@@ -74,10 +74,15 @@ for sinks, softcap in ((False, False), (True, False), (False, True)):  # gpt-oss
     build(at._attention_fwd_kernel, at_types, dict(D=64, BLOCK_M=128, BLOCK_N=64, BLOCK_D=64, VARLEN=False,
           MASK_LEFT=True, MASK_RIGHT=True, WRITE_LSE=False, USE_TMA=False, SINKS=sinks, SOFTCAP=softcap,
           PRECISION="tf32", HEADS=1), 4, 3, name=f"attn_window_d64_sinks{int(sinks)}_softcap{int(softcap)}")
-for heads, block_n in ((4, 32), (4, 64), (2, 64)):  # the same with several query heads' rows a tile (TMA made in-kernel)
+for heads, block_n in ((4, 32), (4, 64), (2, 64)):  # several query heads' rows a tile (TMA made in-kernel)
     build(at._attention_fwd_kernel, at_types, dict(D=64, BLOCK_M=128, BLOCK_N=block_n, BLOCK_D=64, VARLEN=False,
           MASK_LEFT=True, MASK_RIGHT=True, WRITE_LSE=False, USE_TMA=True, SINKS=True, SOFTCAP=False,
           PRECISION="tf32", HEADS=heads), 8, 3, name=f"attn_window_d64_heads{heads}_n{block_n}")
+boxes = dict(q=[1, 4, 32, 64], o=[1, 4, 32, 64], k=[1, 1, 64, 64], v=[1, 1, 64, 64])  # host-made 4-D descriptors
+build(at._attention_fwd_kernel, lambda a: f"tensordesc<bf16{boxes[a]}>" if a in boxes else at_types(a),
+      dict(D=64, BLOCK_M=128, BLOCK_N=64, BLOCK_D=64, VARLEN=False, MASK_LEFT=True, MASK_RIGHT=True, WRITE_LSE=True,
+           USE_TMA=True, SINKS=True, SOFTCAP=False, PRECISION="tf32", HEADS=4), 8, 3,
+      name="attn_window_d64_heads4_host")
 da_pointers = {"q": "*bf16", "k": "*bf16", "v": "*bf16", "o": "*bf16", "lse": "*fp32", "part_acc": "*fp32",
                "part_ml": "*fp32", "counters": "*i32", "seqlens": "*i32", "block_table": "*i32", "key_mask": "*u8",
                "sinks": "*bf16"}

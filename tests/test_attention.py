@@ -86,20 +86,27 @@ def _force_config(monkeypatch, config):
 
 @pytest.mark.parametrize("config", PACKED, ids=str)
 @pytest.mark.parametrize("transposed", [False, True])
-@pytest.mark.parametrize("causal, window, Sq, Sk", [(True, 6, 37, 45), (False, (5, 3), 40, 40), (True, 127, 150, 150)])
-def test_packed_heads(config, transposed, causal, window, Sq, Sk, monkeypatch, device):
-    """Tiles of several query heads' rows (each head's queries, with their sinks and lse rows) match the reference;
-    contiguous views (host descriptors) and Hugging Face's [B, S, H, D] memory (descriptors made in the kernel)."""
+@pytest.mark.parametrize("causal, window, Sq, Sk, extra", [
+    (True, 6, 37, 45, "sinks"), (False, (5, 3), 40, 40, None), (True, 127, 150, 150, "sinks"),
+    (True, 3, 45, 12, None),  # queries that see no key: out 0, lse -inf
+    (True, 9, 40, 40, "softcap")])
+def test_packed_heads(config, transposed, causal, window, Sq, Sk, extra, monkeypatch, device):
+    """Tiles of several query heads' rows (each head's queries, with their sinks, soft cap and lse rows) match the
+    reference; contiguous views (host descriptors) and Hugging Face's [B, S, H, D] memory (descriptors made in the
+    kernel)."""
     _force_config(monkeypatch, config)
     q, k, v = _qkv(2, 8, 2, Sq, Sk, 64, torch.bfloat16, device)
     if transposed:
         q, k, v = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in (q, k, v))
-    _check(q, k, v, causal, window=window, sinks=torch.randn(8, device=device))
+    _check(q, k, v, causal, window=window, sinks=torch.randn(8, device=device) if extra == "sinks" else None,
+           softcap=30.0 if extra == "softcap" else None)
 
 
 def test_packed_heads_varlen(monkeypatch, device):
+    """Packed tiles over packed sequences (descriptors made in the kernel per sequence), one with more queries than
+    keys."""
     _force_config(monkeypatch, PACKED[0])
-    len_q, len_k = [5, 33, 17], [9, 40, 17]
+    len_q, len_k = [5, 33, 17, 20], [9, 40, 17, 6]
     q = _packed(len_q, 8, 64, torch.bfloat16, device)
     k, v = (_packed(len_k, 2, 64, torch.bfloat16, device) for _ in range(2))
     sinks = torch.randn(8, device=device)
@@ -130,6 +137,13 @@ def test_packed_candidates(monkeypatch):
         assert found[0] == plain[0] and found[1:1 + len(packed)] == tuple(packed)
         assert {c.heads for c in packed} == heads and all(c.block_m // c.heads >= 32 for c in packed)
         assert [c for c in found if c.heads == 1] == list(plain)
+
+
+def test_tuning_entries_keep_stored_choices():
+    """One-head configurations are stored without the heads field, as before it existed; packed ones with it."""
+    one, packed = AttentionConfig(128, 64, 8, 3), AttentionConfig(128, 64, 8, 3, heads=4)
+    assert "heads" not in attention_mod._tuning_entry(one) and attention_mod._tuning_entry(packed)["heads"] == 4
+    assert [AttentionConfig(**attention_mod._tuning_entry(c)) for c in (one, packed)] == [one, packed]
 
 
 def _sinks_eager(q, k, v, sinks, seen):

@@ -167,9 +167,9 @@ PINGPONG_CONFIGS = {
     D: tuple(AttentionConfig(128, block_n, 4, stages, kernel="pingpong") for block_n, stages in shapes)
     for D, shapes in ((64, ((128, 2), (128, 3))), (128, ((128, 2), (128, 3))), (256, ((64, 2),)))}
 # GQA calls with a window (gpt-oss's sliding layers: 128 keys, 8 query heads a k/v head) also time tiles of
-# several query heads' rows: a tile of Q queries spans Q + window keys, so 32 queries of 4 heads in 128 rows
-# compute ~160 keys a row where 128 queries of one head compute ~256 (both edges masked), and each k/v tile is
-# read once for the 4 heads.
+# several query heads' rows: a tile of Q queries spans Q + window - 1 keys, so 32 queries of 4 heads in 128 rows
+# compute 160-192 keys a row (32- or 64-key tiles) where 128 queries of one head compute 256 (both edges masked),
+# and each k/v tile is read once for the 4 heads. Such a call's first-call tuning times up to twice the candidates.
 PACKED_HEADS = (4, 2)
 MIN_PACKED_QUERIES = 32
 # Off until its GPU tests pass (written in session 76 with no device time left; CPU-checked, sm_90 compiles without
@@ -363,7 +363,7 @@ def _attention_fwd_kernel(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k,
                           SOFTCAP: tl.constexpr, PRECISION: tl.constexpr, HEADS: tl.constexpr):
     # Reads the q tile once, each k/v tile of the key range once (BLOCK_N * D * 2 * itemsize bytes per
     # step, mostly from L2: the programs of one head run side by side), writes out (and lse) once; with
-    # SINKS, the head's sink (one value a program).
+    # SINKS, each row's head's sink.
     # One program per (query tile, batch * head), the query tiles of one head adjacent in launch order:
     # the programs in flight share a few heads' k/v, read from HBM once and from L2 by the rest. (With
     # the heads adjacent instead, every program read its head's k/v from HBM: at BLOCK_M = 128 that is
@@ -544,6 +544,12 @@ class _Plan:
             self.compiled = Launch(kernel, params, self.device)
 
 
+def _tuning_entry(config: AttentionConfig) -> dict:
+    """A configuration as the tuner stores it: its fields, less heads = 1, so that choices stored before the field
+    existed still match their candidates."""
+    return {name: value for name, value in asdict(config).items() if not (name == "heads" and value == 1)}
+
+
 def _kind(use_tma: bool, mask_left: bool, mask_right: bool) -> str:
     """The kernel kind whose candidate list a call takes (see REGISTER_BUDGET)."""
     return "pointer" if not use_tma else "masked" if mask_left or mask_right else "one_loop"
@@ -588,8 +594,8 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
     def run(cfg: AttentionConfig) -> Union[_Plan, attention_sm90.PingpongPlan]:
         plan = plans.get(cfg)
         if plan is None and cfg.kernel == "pingpong":
-            if not pingpong:
-                raise ValueError(f"{cfg} needs an sm_90 GPU and a call the Gluon kernel supports")
+            if not pingpong or cfg.heads != 1:
+                raise ValueError(f"{cfg} needs an sm_90 GPU, a call the Gluon kernel supports and heads 1")
             # pingpong implies TMA: sq.. are the TMA strides
             plan = plans[cfg] = attention_sm90.PingpongPlan(q4, k4, (sq, sk, sv, so), causal, lse3 is not None,
                                                             cfg.block_n, cfg.num_stages, sinks is not None)
@@ -631,10 +637,10 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
         ragged = k4.shape[2] % max(BLOCK_N_CHOICES) != 0
         key = (_autotune.bucket(max_q), _autotune.bucket(max_k), _autotune.bucket(n_batch * q4.shape[1]),
                q4.dtype, D, kind, causal, left >= 0, right >= 0 and not causal, varlen, ragged, pingpong,
-               sinks is not None, softcap > 0) + ((pack,) if pack > 1 else ())  # older keys stay valid
+               sinks is not None, softcap > 0) + ((pack,) if pack > 1 else ())  # unpacked keys as before
         device = _autotune.device_name(device_index)
         chosen = AttentionConfig(**_autotune.choose(
-            "attention", key, [asdict(c) for c in configs], lambda c: run(AttentionConfig(**c)),
+            "attention", key, [_tuning_entry(c) for c in configs], lambda c: run(AttentionConfig(**c)),
             device=device, tune=_autotune.may_tune(q4)))
         final = _autotune.is_settled("attention", key, device=device)
     for cfg in (chosen, *(c for c in configs if c != chosen)):
