@@ -139,6 +139,26 @@ def test_packed_candidates(monkeypatch):
         assert [c for c in found if c.heads == 1] == list(plain)
 
 
+def test_packing_offered_to_windowed_gqa_calls(monkeypatch, device):
+    """With PACK_WINDOWED_GQA, a call with a window asks for tiles of up to gcd(query heads a k/v head, 4) heads; calls
+    without a window, or MHA, for one head; with the flag off, every call for one."""
+    asked = []
+    configs = attention_mod.attention_configs
+
+    def spy(*args, pack=1, **kwargs):
+        asked.append(pack)
+        return configs(*args, **kwargs)
+    monkeypatch.setattr(attention_mod, "attention_configs", spy)
+    calls = [((1, 8, 2, 20, 20), 5), ((1, 4, 2, 20, 20), 5), ((1, 8, 2, 20, 20), None), ((1, 2, 2, 20, 20), 5)]
+    for flag, expected in ((True, [4, 2, 1, 1]), (False, [1, 1, 1, 1])):
+        monkeypatch.setattr(attention_mod, "PACK_WINDOWED_GQA", flag)
+        monkeypatch.setattr(attention_mod, "_plans", Plans())
+        asked.clear()
+        for sizes, window in calls:
+            attention(*_qkv(*sizes, 64, torch.float16, device), True, window=window)
+        assert asked == expected
+
+
 def test_tuning_entries_keep_stored_choices():
     """One-head configurations are stored without the heads field, as before it existed; packed ones with it."""
     one, packed = AttentionConfig(128, 64, 8, 3), AttentionConfig(128, 64, 8, 3, heads=4)
