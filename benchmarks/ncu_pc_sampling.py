@@ -18,6 +18,8 @@ Targets (TARGETS, by name):
 - the per-pair MoE kernels (ops/moe.py) with int4 experts at one token of Mixtral-8x7B's (registry case
   1 x 8 x 2 x 4096 x 14336): "moe_int4_gate_up", "moe_int4_down" (session 68: 63% / 46.5% of DRAM where the dense
   int4 GEMV reads as many bytes at 79%; neither a second load in flight nor cp.async stages helped): which stall.
+- gpt-oss's sliding-window attention at 16384 tokens, "attention_window128": ~7 us a program's life for 3-6 key
+  tiles (16384 programs, ~4 resident an SM): which wait holds it.
 Each target's call runs twice (compile, then the one ncu reads). Written per target t: OUT/t.ncu-rep, OUT/details-t.txt
 (sections), OUT/source-t.csv (per SASS instruction); printed: the instructions holding most stall samples.
 Usage (H200): PYTHONPATH=src:benchmarks python benchmarks/ncu_pc_sampling.py OUT_DIR [name,name]   (runs itself under
@@ -118,6 +120,10 @@ TARGETS = {
     "layer_norm_65536": ("regex:_norm_kernel", lambda: _rows("layer_norm", 65536)),
     "moe_int4_gate_up": ("regex:_moe_gate_up_kernel", lambda: _registry_call("moe_experts_int4", MIXTRAL_ONE_TOKEN)),
     "moe_int4_down": ("regex:_moe_down_kernel", lambda: _registry_call("moe_experts_int4", MIXTRAL_ONE_TOKEN)),
+    # gpt-oss's sliding-window layers (128 keys; 41-45% of the copy floor on an H100, session 77): tune the registry
+    # call first outside ncu with the same ROOFTOP_CACHE_DIR, so that ncu reads the tuned kernel, not a candidate
+    "attention_window128": ("regex:_attention_fwd_kernel",
+                            lambda: _registry_call("attention_sinks_window128", (1, 64, 16384, 64))),
 }
 
 
