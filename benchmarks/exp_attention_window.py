@@ -1,12 +1,13 @@
 """gpt-oss's sliding-window attention (64 query heads over 8 k/v heads, D 64, 128 keys a query, sinks) by launch
-configuration: every candidate the tuner times for it (attention_configs with pack = 4: tiles of one head's queries
-and tiles of 2 or 4 heads' rows), each forced in turn, timed on the GPU alone (bench_ms: median, L2 flushed).
+configuration: every candidate the tuner times for it (attention_configs with pack = 4: tiles of one head's queries,
+tiles of 2 or 4 heads' rows, and single-loop forms), each forced in turn, timed on the GPU alone (bench_ms: median,
+L2 flushed).
 
 A 128-query tile of one head spans ~255 keys with both edges masked (50% of the scores it computes are seen);
 32 queries of 4 heads in the same 128 rows span ~160 (80%) and read each k/v tile once for the 4 heads.
 Each forced output is checked against the float64 reference on the first 256 positions of each shape.
 
-Writes OUT_DIR/exp-attention-window.json; prints per shape the best one-head and the best packed configuration.
+Writes OUT_DIR/exp-attention-window.json; prints per shape the best one-head, packed and single-loop configuration.
 Usage: PYTHONPATH=src python benchmarks/exp_attention_window.py OUT_DIR [--seqs 512,4096,16384]
 """
 from __future__ import annotations
@@ -43,8 +44,9 @@ def main() -> None:
         for config in configs:
             attention_mod.attention_configs = lambda *a, c=config, **kw: (c,)
             attention_mod._plans = Plans()
-            row = dict(S=S, B=B, heads=config.heads, config=f"{config.block_m}x{config.block_n} w{config.num_warps} "
-                       f"s{config.num_stages} r{config.maxnreg} heads {config.heads}")
+            row = dict(S=S, B=B, heads=config.heads, single_loop=config.single_loop,
+                       config=f"{config.block_m}x{config.block_n} w{config.num_warps} s{config.num_stages} "
+                       f"r{config.maxnreg} heads {config.heads}{' single' if config.single_loop else ''}")
             try:
                 small = attention(q[:1, :, :256], k[:1, :, :256], v[:1, :, :256], True, window=WINDOW, sinks=sinks)
                 row["rel_err"] = float((small.double() - ref).norm() / ref.norm())
@@ -58,13 +60,15 @@ def main() -> None:
     Path(args.out).mkdir(parents=True, exist_ok=True)
     Path(args.out, "exp-attention-window.json").write_text(json.dumps(
         dict(device=torch.cuda.get_device_name(), rows=rows), indent=1))
-    print(f"{'S':>6} {'best one head':28s} {'us':>7} {'best packed':28s} {'us':>7} {'x':>5}")
+    groups = {"one head": lambda r: r["heads"] == 1 and not r["single_loop"],
+              "packed": lambda r: r["heads"] > 1 and not r["single_loop"], "single loop": lambda r: r["single_loop"]}
+    print(f"{'S':>6} " + " ".join(f"{'best ' + name:35s} {'us':>7}" for name in groups) + "  x one head")
     for S in sorted({r["S"] for r in rows}):
         timed = [r for r in rows if r["S"] == S and "us" in r and r["rel_err"] < 2e-2]
-        one, packed = (min((r for r in timed if (r["heads"] > 1) == p), key=lambda r: r["us"],
-                           default=dict(config="none", us=float("nan"))) for p in (False, True))
-        print(f"{S:6d} {one['config']:28s} {one['us']:7.1f} {packed['config']:28s} {packed['us']:7.1f} "
-              f"{one['us'] / packed['us']:5.2f}")
+        best = [min(filter(group, timed), key=lambda r: r["us"], default=dict(config="none", us=float("nan")))
+                for group in groups.values()]
+        print(f"{S:6d} " + " ".join(f"{r['config']:35s} {r['us']:7.1f}" for r in best) +
+              "  " + " / ".join(f"{best[0]['us'] / r['us']:.2f}" for r in best[1:]))
 
 
 if __name__ == "__main__":

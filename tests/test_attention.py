@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -77,6 +79,10 @@ def test_windows(causal, window, Sq, Sk, device):
 PACKED = [AttentionConfig(32, 16, 4, 1, heads=2), AttentionConfig(32, 16, 4, 1, heads=4)] if not HAS_CUDA else [
     AttentionConfig(128, 64, 8, 3, heads=4), AttentionConfig(128, 32, 8, 3, heads=4), AttentionConfig(64, 64, 4, 3,
                                                                                                       heads=2)]
+# The key range in one masked loop (single_loop), one head's rows and several heads'
+SINGLE_LOOP = [AttentionConfig(32, 16, 4, 1, single_loop=True), AttentionConfig(32, 16, 4, 1, heads=2, single_loop=True)
+               ] if not HAS_CUDA else [AttentionConfig(64, 64, 4, 3, single_loop=True),
+                                       AttentionConfig(64, 64, 4, 3, heads=2, single_loop=True)]
 
 
 def _force_config(monkeypatch, config):
@@ -84,7 +90,7 @@ def _force_config(monkeypatch, config):
     monkeypatch.setattr(attention_mod, "_plans", Plans())
 
 
-@pytest.mark.parametrize("config", PACKED, ids=str)
+@pytest.mark.parametrize("config", PACKED + SINGLE_LOOP, ids=str)
 @pytest.mark.parametrize("transposed", [False, True])
 @pytest.mark.parametrize("causal, window, Sq, Sk, extra", [
     (True, 6, 37, 45, "sinks"), (False, (5, 3), 40, 40, None), (True, 127, 150, 150, "sinks"),
@@ -126,17 +132,19 @@ def test_packed_heads_need_gqa_and_tma(monkeypatch, device):
 
 
 def test_packed_candidates(monkeypatch):
-    """Windowed GQA calls time the default first, then tiles of 4 and 2 heads with >= 32 queries each; pack 2 offers
-    2 heads only, and pack 1 (no window, or MHA) the list as before."""
+    """Windowed GQA calls time the default first, then tiles of 4 and 2 heads with >= 32 queries each, the one-head
+    list, and last the default's and the packed ones' single-loop forms; pack 2 offers 2 heads only, and pack 1 (no
+    window, or MHA) the list as before."""
     monkeypatch.setattr(attention_mod, "shared_memory_limit", lambda index: 232448)
     plain = attention_mod.attention_configs(64, torch.bfloat16, 0, "masked")
     assert all(c.heads == 1 for c in plain)
     for pack, heads in ((4, {4, 2}), (2, {2})):
         found = attention_mod.attention_configs(64, torch.bfloat16, 0, "masked", pack=pack)
-        packed = [c for c in found if c.heads > 1]
+        packed = [c for c in found if c.heads > 1 and not c.single_loop]
         assert found[0] == plain[0] and found[1:1 + len(packed)] == tuple(packed)
         assert {c.heads for c in packed} == heads and all(c.block_m // c.heads >= 32 for c in packed)
-        assert [c for c in found if c.heads == 1] == list(plain)
+        assert [c for c in found if c.heads == 1 and not c.single_loop] == list(plain)
+        assert found[-1 - len(packed):] == tuple(replace(c, single_loop=True) for c in [plain[0], *packed])
 
 
 def test_packing_offered_to_windowed_gqa_calls(monkeypatch, device):
@@ -160,9 +168,12 @@ def test_packing_offered_to_windowed_gqa_calls(monkeypatch, device):
 
 
 def test_tuning_entries_keep_stored_choices():
-    """One-head configurations are stored without the heads field, as before it existed; packed ones with it."""
-    one, packed = AttentionConfig(128, 64, 8, 3), AttentionConfig(128, 64, 8, 3, heads=4)
-    assert "heads" not in attention_mod._tuning_entry(one) and attention_mod._tuning_entry(packed)["heads"] == 4
+    """One-head, three-loop configurations are stored without the heads and single_loop fields, as before they
+    existed; packed or single-loop ones with them."""
+    one, packed = AttentionConfig(128, 64, 8, 3), AttentionConfig(128, 64, 8, 3, heads=4, single_loop=True)
+    assert attention_mod._tuning_entry(one) == dict(block_m=128, block_n=64, num_warps=8, num_stages=3, maxnreg=None,
+                                                    kernel="triton")
+    assert attention_mod._tuning_entry(packed)["heads"] == 4 and attention_mod._tuning_entry(packed)["single_loop"]
     assert [AttentionConfig(**attention_mod._tuning_entry(c)) for c in (one, packed)] == [one, packed]
 
 

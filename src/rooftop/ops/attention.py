@@ -113,6 +113,9 @@ class AttentionConfig:
     # warp groups of 64 rows, num_warps 4 a warp group, num_stages the k/v ring's depth)
     kernel: str = "triton"
     heads: int = 1  # query heads of one k/v head a program takes (GQA; TMA paths only)
+    # the key range in one masked loop, not three (left edge, inside, right edge): a narrow window's few tiles
+    # pipelined as one loop, where each short loop waits for its own first loads
+    single_loop: bool = False
 
 
 # Launch configurations. 16-bit inputs on a GPU: a short candidate list per (padded head dim, kind of
@@ -228,7 +231,8 @@ def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind:
     """The launch configurations tried for a call, the untuned default first; device_index -1: the
     interpreter. pingpong: the call can take the Gluon kernel (_pingpong_applies), whose configurations
     come first, then `limit` Triton ones. pack > 1: up to `limit` more, the Triton ones taking PACKED_HEADS
-    dividing `pack` query heads a program (at least MIN_PACKED_QUERIES queries of each), after the default."""
+    dividing `pack` query heads a program (at least MIN_PACKED_QUERIES queries of each), after the default,
+    and the default's and those's single-loop forms last."""
     if device_index < 0:
         return (INTERPRETER_CONFIG,)
     if dtype == torch.float32:
@@ -236,7 +240,8 @@ def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind:
     triton_configs = tuning_candidates(block_d, dtype.itemsize, kind, shared_memory_limit(device_index), limit)
     packed = tuple(replace(c, heads=h) for h in PACKED_HEADS if pack % h == 0 for c in triton_configs
                    if c.block_m // h >= MIN_PACKED_QUERIES)[:limit]
-    triton_configs = triton_configs[:1] + packed + triton_configs[1:]
+    single = tuple(replace(c, single_loop=True) for c in triton_configs[:1] + packed) if pack > 1 else ()
+    triton_configs = triton_configs[:1] + packed + triton_configs[1:] + single
     return PINGPONG_CONFIGS[block_d] + triton_configs if pingpong else triton_configs
 
 
@@ -359,7 +364,8 @@ def _attention_fwd_kernel(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k,
                           softcap, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                           VARLEN: tl.constexpr, MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr,
                           WRITE_LSE: tl.constexpr, USE_TMA: tl.constexpr, SINKS: tl.constexpr,
-                          SOFTCAP: tl.constexpr, PRECISION: tl.constexpr, HEADS: tl.constexpr):
+                          SOFTCAP: tl.constexpr, PRECISION: tl.constexpr, HEADS: tl.constexpr,
+                          SINGLE_LOOP: tl.constexpr):
     # Reads the q tile once, each k/v tile of the key range once (BLOCK_N * D * 2 * itemsize bytes per
     # step, mostly from L2: the programs of one head run side by side), writes out (and lse) once; with
     # SINKS, each row's head's sink.
@@ -415,17 +421,22 @@ def _attention_fwd_kernel(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k,
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     # MASK_LEFT / MASK_RIGHT False: that loop is statically empty and left out.
-    if MASK_LEFT:
+    if SINGLE_LOOP:
         acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks,
-                                      stride_vs, seqlen_k, q_pos, lo, full_lo, window_left, window_right,
-                                      qk_scale, softcap, BLOCK_N, BLOCK_D, D, True, SOFTCAP, PRECISION)
-    acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks, stride_vs,
-                                  seqlen_k, q_pos, full_lo, full_hi, window_left, window_right, qk_scale,
-                                  softcap, BLOCK_N, BLOCK_D, D, False, SOFTCAP, PRECISION)
-    if MASK_RIGHT:
+                                      stride_vs, seqlen_k, q_pos, lo, hi, window_left, window_right, qk_scale,
+                                      softcap, BLOCK_N, BLOCK_D, D, True, SOFTCAP, PRECISION)
+    else:
+        if MASK_LEFT:
+            acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks,
+                                          stride_vs, seqlen_k, q_pos, lo, full_lo, window_left, window_right,
+                                          qk_scale, softcap, BLOCK_N, BLOCK_D, D, True, SOFTCAP, PRECISION)
         acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks,
-                                      stride_vs, seqlen_k, q_pos, full_hi, hi, window_left, window_right,
-                                      qk_scale, softcap, BLOCK_N, BLOCK_D, D, True, SOFTCAP, PRECISION)
+                                      stride_vs, seqlen_k, q_pos, full_lo, full_hi, window_left, window_right,
+                                      qk_scale, softcap, BLOCK_N, BLOCK_D, D, False, SOFTCAP, PRECISION)
+        if MASK_RIGHT:
+            acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks,
+                                          stride_vs, seqlen_k, q_pos, full_hi, hi, window_left, window_right,
+                                          qk_scale, softcap, BLOCK_N, BLOCK_D, D, True, SOFTCAP, PRECISION)
 
     if SINKS:
         sink = tl.load(sinks + h) if HEADS == 1 else tl.load(sinks + h + offs_m // BLOCK_Q)
@@ -544,9 +555,10 @@ class _Plan:
 
 
 def _tuning_entry(config: AttentionConfig) -> dict:
-    """A configuration as the tuner stores it: its fields, less heads = 1, so that choices stored before the field
-    existed still match their candidates."""
-    return {name: value for name, value in asdict(config).items() if not (name == "heads" and value == 1)}
+    """A configuration as the tuner stores it: its fields, less heads = 1 and single_loop False, so that choices
+    stored before those fields existed still match their candidates."""
+    return {name: value for name, value in asdict(config).items()
+            if (name, value) not in (("heads", 1), ("single_loop", False))}
 
 
 def _kind(use_tma: bool, mask_left: bool, mask_right: bool) -> str:
@@ -617,6 +629,7 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
                               WRITE_LSE=lse3 is not None, USE_TMA=use_tma, SINKS=sinks is not None,
                               SOFTCAP=softcap > 0,
                               PRECISION="ieee" if q4.dtype == torch.float32 else "tf32", HEADS=cfg.heads,
+                              SINGLE_LOOP=cfg.single_loop,
                               num_warps=cfg.num_warps, num_stages=cfg.num_stages)
             if cfg.maxnreg:
                 constexprs["maxnreg"] = cfg.maxnreg
