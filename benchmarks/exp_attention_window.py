@@ -31,7 +31,7 @@ def main() -> None:
     parser.add_argument("out")
     parser.add_argument("--seqs", default="512,4096,16384")
     args = parser.parse_args()
-    configs = attention_mod.attention_configs(D, torch.bfloat16, 0, "masked", pack=4)
+    configs = attention_mod.attention_configs(D, torch.bfloat16, 0, "masked", pack=4, single_loop=True)
     tuned_configs = attention_mod.attention_configs
     rows = []
     for S in map(int, args.seqs.split(",")):

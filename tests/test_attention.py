@@ -133,38 +133,40 @@ def test_packed_heads_need_gqa_and_tma(monkeypatch, device):
 
 def test_packed_candidates(monkeypatch):
     """Windowed GQA calls time the default first, then tiles of 4 and 2 heads with >= 32 queries each, the one-head
-    list, and last the default's and the packed ones' single-loop forms; pack 2 offers 2 heads only, and pack 1 (no
-    window, or MHA) the list as before."""
+    list, and with single_loop last the default's and the packed ones' single-loop forms; pack 2 offers 2 heads only,
+    and pack 1 (no window, or MHA) the list as before."""
     monkeypatch.setattr(attention_mod, "shared_memory_limit", lambda index: 232448)
     plain = attention_mod.attention_configs(64, torch.bfloat16, 0, "masked")
     assert all(c.heads == 1 for c in plain)
     for pack, heads in ((4, {4, 2}), (2, {2})):
-        found = attention_mod.attention_configs(64, torch.bfloat16, 0, "masked", pack=pack)
+        found = attention_mod.attention_configs(64, torch.bfloat16, 0, "masked", pack=pack, single_loop=True)
         packed = [c for c in found if c.heads > 1 and not c.single_loop]
         assert found[0] == plain[0] and found[1:1 + len(packed)] == tuple(packed)
         assert {c.heads for c in packed} == heads and all(c.block_m // c.heads >= 32 for c in packed)
         assert [c for c in found if c.heads == 1 and not c.single_loop] == list(plain)
         assert found[-1 - len(packed):] == tuple(replace(c, single_loop=True) for c in [plain[0], *packed])
+        assert attention_mod.attention_configs(64, torch.bfloat16, 0, "masked", pack=pack) == found[:-1 - len(packed)]
 
 
 def test_packing_offered_to_windowed_gqa_calls(monkeypatch, device):
     """With PACK_WINDOWED_GQA, a call with a window asks for tiles of up to gcd(query heads a k/v head, 4) heads; calls
-    without a window, or MHA, for one head; with the flag off, every call for one."""
+    without a window, or MHA, for one head; with the flag off, every call for one. Each passes SINGLE_LOOP_WINDOWED."""
     asked = []
     configs = attention_mod.attention_configs
 
-    def spy(*args, pack=1, **kwargs):
-        asked.append(pack)
+    def spy(*args, pack=1, single_loop=False, **kwargs):
+        asked.append((pack, single_loop))
         return configs(*args, **kwargs)
     monkeypatch.setattr(attention_mod, "attention_configs", spy)
     calls = [((1, 8, 2, 20, 20), 5), ((1, 4, 2, 20, 20), 5), ((1, 8, 2, 20, 20), None), ((1, 2, 2, 20, 20), 5)]
     for flag, expected in ((True, [4, 2, 1, 1]), (False, [1, 1, 1, 1])):
         monkeypatch.setattr(attention_mod, "PACK_WINDOWED_GQA", flag)
+        monkeypatch.setattr(attention_mod, "SINGLE_LOOP_WINDOWED", flag)
         monkeypatch.setattr(attention_mod, "_plans", Plans())
         asked.clear()
         for sizes, window in calls:
             attention(*_qkv(*sizes, 64, torch.float16, device), True, window=window)
-        assert asked == expected
+        assert asked == [(pack, flag) for pack in expected]
 
 
 def test_tuning_entries_keep_stored_choices():

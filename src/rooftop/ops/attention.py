@@ -63,7 +63,7 @@ call per shape bucket (rooftop.ops._autotune, remembered on disk); untuned (CUDA
 torch.compile tracing) the list's first entry. GQA calls with a window also time tiles whose rows are
 several query heads (of one k/v head) at once, fewer queries each: a narrow window's key span is then
 queries + window keys a tile, not 128 + window, and each k/v tile serves those heads (PACKED_HEADS;
-PACK_WINDOWED_GQA).
+PACK_WINDOWED_GQA); written, not yet GPU-tested: those tiles' key range in one pipelined loop (SINGLE_LOOP_WINDOWED).
 float32 and the interpreter have one configuration each. A call's slow path (layout, configuration,
 compilation) leaves a plan under a key of everything but the data pointers; a repeated call checks
 its inputs, allocates its outputs and launches the compiled kernel directly.
@@ -178,6 +178,9 @@ MIN_PACKED_QUERIES = 32
 # Measured (H100, session 77): 32 queries of 2 heads (64 x 64 tiles) won, 1.13-1.16x the best one-head tile on
 # gpt-oss's window rows (4 heads of 32 in 128 x 32 tiles: 1.08-1.12x). False times one-head tiles only.
 PACK_WINDOWED_GQA = True
+# Single-loop forms of the packed candidates (AttentionConfig.single_loop): off until their GPU tests pass (written in
+# session 77 after its last device call; CPU-checked, sm_90 compiles without spills): the tuner checks no output.
+SINGLE_LOOP_WINDOWED = False
 # Set False to keep sm_90 on the Triton kernel (tests, comparisons).
 GLUON_ENABLED = True
 # Set False to force the pointer path where TMA would run (tests, tuning).
@@ -227,12 +230,12 @@ def tuning_candidates(block_d: int, itemsize: int, kind: str, smem: int,
 
 def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind: str,
                       limit: Optional[int] = MAX_CANDIDATES, pingpong: bool = False,
-                      pack: int = 1) -> tuple[AttentionConfig, ...]:
+                      pack: int = 1, single_loop: bool = False) -> tuple[AttentionConfig, ...]:
     """The launch configurations tried for a call, the untuned default first; device_index -1: the
     interpreter. pingpong: the call can take the Gluon kernel (_pingpong_applies), whose configurations
     come first, then `limit` Triton ones. pack > 1: up to `limit` more, the Triton ones taking PACKED_HEADS
-    dividing `pack` query heads a program (at least MIN_PACKED_QUERIES queries of each), after the default,
-    and the default's and those's single-loop forms last."""
+    dividing `pack` query heads a program (at least MIN_PACKED_QUERIES queries of each), after the default;
+    single_loop (with pack > 1): the default's and those's single-loop forms last."""
     if device_index < 0:
         return (INTERPRETER_CONFIG,)
     if dtype == torch.float32:
@@ -240,7 +243,8 @@ def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind:
     triton_configs = tuning_candidates(block_d, dtype.itemsize, kind, shared_memory_limit(device_index), limit)
     packed = tuple(replace(c, heads=h) for h in PACKED_HEADS if pack % h == 0 for c in triton_configs
                    if c.block_m // h >= MIN_PACKED_QUERIES)[:limit]
-    single = tuple(replace(c, single_loop=True) for c in triton_configs[:1] + packed) if pack > 1 else ()
+    single = tuple(replace(c, single_loop=True) for c in (triton_configs[:1] + packed if single_loop else ())
+                   if pack > 1)
     triton_configs = triton_configs[:1] + packed + triton_configs[1:] + single
     return PINGPONG_CONFIGS[block_d] + triton_configs if pingpong else triton_configs
 
@@ -641,7 +645,8 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
     if config is not None:
         return run(config), False
     pack = math.gcd(kv_group, max(PACKED_HEADS)) if PACK_WINDOWED_GQA and use_tma and left >= 0 else 1
-    configs = attention_configs(block_d, q4.dtype, device_index, kind, pingpong=pingpong, pack=pack)
+    configs = attention_configs(block_d, q4.dtype, device_index, kind, pingpong=pingpong, pack=pack,
+                                single_loop=SINGLE_LOOP_WINDOWED)
     chosen, final = configs[0], len(configs) == 1
     if not final:
         # ragged: some key tiles leave a masked tail loop (and its registers) to the one-loop kind;
