@@ -73,7 +73,8 @@ for sinks, softcap in ((False, False), (True, False), (False, True)):  # gpt-oss
     # edges masked, its sinks or none), Gemma 2's soft-capped ones
     build(at._attention_fwd_kernel, at_types, dict(D=64, BLOCK_M=128, BLOCK_N=64, BLOCK_D=64, VARLEN=False,
           MASK_LEFT=True, MASK_RIGHT=True, WRITE_LSE=False, USE_TMA=False, SINKS=sinks, SOFTCAP=softcap,
-          PRECISION="tf32", HEADS=1, SINGLE_LOOP=False), 4, 3, name=f"attn_window_d64_sinks{int(sinks)}_softcap{int(softcap)}")
+          PRECISION="tf32", HEADS=1, SINGLE_LOOP=False), 4, 3,
+          name=f"attn_window_d64_sinks{int(sinks)}_softcap{int(softcap)}")
 for heads, block_n in ((4, 32), (4, 64), (2, 64)):  # several query heads' rows a tile (TMA made in-kernel)
     build(at._attention_fwd_kernel, at_types, dict(D=64, BLOCK_M=128, BLOCK_N=block_n, BLOCK_D=64, VARLEN=False,
           MASK_LEFT=True, MASK_RIGHT=True, WRITE_LSE=False, USE_TMA=True, SINKS=True, SOFTCAP=False,

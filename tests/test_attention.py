@@ -108,10 +108,11 @@ def test_packed_heads(config, transposed, causal, window, Sq, Sk, extra, monkeyp
            softcap=30.0 if extra == "softcap" else None)
 
 
-def test_packed_heads_varlen(monkeypatch, device):
-    """Packed tiles over packed sequences (descriptors made in the kernel per sequence), one with more queries than
-    keys."""
-    _force_config(monkeypatch, PACKED[0])
+@pytest.mark.parametrize("config", [PACKED[0], SINGLE_LOOP[-1]], ids=str)
+def test_packed_heads_varlen(config, monkeypatch, device):
+    """Packed tiles (in three loops or one) over packed sequences (descriptors made in the kernel per sequence), one
+    with more queries than keys."""
+    _force_config(monkeypatch, config)
     len_q, len_k = [5, 33, 17, 20], [9, 40, 17, 6]
     q = _packed(len_q, 8, 64, torch.bfloat16, device)
     k, v = (_packed(len_k, 2, 64, torch.bfloat16, device) for _ in range(2))
@@ -146,6 +147,7 @@ def test_packed_candidates(monkeypatch):
         assert [c for c in found if c.heads == 1 and not c.single_loop] == list(plain)
         assert found[-1 - len(packed):] == tuple(replace(c, single_loop=True) for c in [plain[0], *packed])
         assert attention_mod.attention_configs(64, torch.bfloat16, 0, "masked", pack=pack) == found[:-1 - len(packed)]
+    assert attention_mod.attention_configs(64, torch.bfloat16, 0, "masked", single_loop=True) == plain
 
 
 def test_packing_offered_to_windowed_gqa_calls(monkeypatch, device):
@@ -159,24 +161,25 @@ def test_packing_offered_to_windowed_gqa_calls(monkeypatch, device):
         return configs(*args, **kwargs)
     monkeypatch.setattr(attention_mod, "attention_configs", spy)
     calls = [((1, 8, 2, 20, 20), 5), ((1, 4, 2, 20, 20), 5), ((1, 8, 2, 20, 20), None), ((1, 2, 2, 20, 20), 5)]
-    for flag, expected in ((True, [4, 2, 1, 1]), (False, [1, 1, 1, 1])):
-        monkeypatch.setattr(attention_mod, "PACK_WINDOWED_GQA", flag)
-        monkeypatch.setattr(attention_mod, "SINGLE_LOOP_WINDOWED", flag)
+    for pack_flag, single_flag, expected in ((True, False, [4, 2, 1, 1]), (False, True, [1, 1, 1, 1])):
+        monkeypatch.setattr(attention_mod, "PACK_WINDOWED_GQA", pack_flag)
+        monkeypatch.setattr(attention_mod, "SINGLE_LOOP_WINDOWED", single_flag)
         monkeypatch.setattr(attention_mod, "_plans", Plans())
         asked.clear()
         for sizes, window in calls:
             attention(*_qkv(*sizes, 64, torch.float16, device), True, window=window)
-        assert asked == [(pack, flag) for pack in expected]
+        assert asked == [(pack, single_flag) for pack in expected]
 
 
 def test_tuning_entries_keep_stored_choices():
     """One-head, three-loop configurations are stored without the heads and single_loop fields, as before they
     existed; packed or single-loop ones with them."""
-    one, packed = AttentionConfig(128, 64, 8, 3), AttentionConfig(128, 64, 8, 3, heads=4, single_loop=True)
+    one, packed_single = AttentionConfig(128, 64, 8, 3), AttentionConfig(128, 64, 8, 3, heads=4, single_loop=True)
     assert attention_mod._tuning_entry(one) == dict(block_m=128, block_n=64, num_warps=8, num_stages=3, maxnreg=None,
                                                     kernel="triton")
-    assert attention_mod._tuning_entry(packed)["heads"] == 4 and attention_mod._tuning_entry(packed)["single_loop"]
-    assert [AttentionConfig(**attention_mod._tuning_entry(c)) for c in (one, packed)] == [one, packed]
+    entry = attention_mod._tuning_entry(packed_single)
+    assert entry["heads"] == 4 and entry["single_loop"]
+    assert [AttentionConfig(**attention_mod._tuning_entry(c)) for c in (one, packed_single)] == [one, packed_single]
 
 
 def _sinks_eager(q, k, v, sinks, seen):

@@ -172,7 +172,8 @@ PINGPONG_CONFIGS = {
 # GQA calls with a window (gpt-oss's sliding layers: 128 keys, 8 query heads a k/v head) also time tiles of
 # several query heads' rows: a tile of Q queries spans Q + window - 1 keys, so 32 queries of 4 heads in 128 rows
 # compute 160-192 keys a row (32- or 64-key tiles) where 128 queries of one head compute 256 (both edges masked),
-# and each k/v tile is read once for the 4 heads. Such a call's first-call tuning times up to twice the candidates.
+# and each k/v tile is read once for the 4 heads. Such a call's first-call tuning times up to twice the candidates
+# (three times with SINGLE_LOOP_WINDOWED).
 PACKED_HEADS = (4, 2)
 MIN_PACKED_QUERIES = 32
 # Measured (H100, session 77): 32 queries of 2 heads (64 x 64 tiles) won, 1.13-1.16x the best one-head tile on
@@ -235,7 +236,7 @@ def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind:
     interpreter. pingpong: the call can take the Gluon kernel (_pingpong_applies), whose configurations
     come first, then `limit` Triton ones. pack > 1: up to `limit` more, the Triton ones taking PACKED_HEADS
     dividing `pack` query heads a program (at least MIN_PACKED_QUERIES queries of each), after the default;
-    single_loop (with pack > 1): the default's and those's single-loop forms last."""
+    single_loop (with pack > 1): the default's and the packed ones' single-loop forms last (up to `limit` + 1 more)."""
     if device_index < 0:
         return (INTERPRETER_CONFIG,)
     if dtype == torch.float32:
@@ -243,8 +244,8 @@ def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind:
     triton_configs = tuning_candidates(block_d, dtype.itemsize, kind, shared_memory_limit(device_index), limit)
     packed = tuple(replace(c, heads=h) for h in PACKED_HEADS if pack % h == 0 for c in triton_configs
                    if c.block_m // h >= MIN_PACKED_QUERIES)[:limit]
-    single = tuple(replace(c, single_loop=True) for c in (triton_configs[:1] + packed if single_loop else ())
-                   if pack > 1)
+    single = tuple(replace(c, single_loop=True) for c in triton_configs[:1] + packed) if single_loop and pack > 1 \
+        else ()
     triton_configs = triton_configs[:1] + packed + triton_configs[1:] + single
     return PINGPONG_CONFIGS[block_d] + triton_configs if pingpong else triton_configs
 
@@ -424,12 +425,11 @@ def _attention_fwd_kernel(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k,
     m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
-    # MASK_LEFT / MASK_RIGHT False: that loop is statically empty and left out.
-    if SINGLE_LOOP:
+    if SINGLE_LOOP:  # MASK_LEFT / MASK_RIGHT do not matter here (the launch sets both)
         acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks,
                                       stride_vs, seqlen_k, q_pos, lo, hi, window_left, window_right, qk_scale,
                                       softcap, BLOCK_N, BLOCK_D, D, True, SOFTCAP, PRECISION)
-    else:
+    else:  # MASK_LEFT / MASK_RIGHT False: that loop is statically empty and left out
         if MASK_LEFT:
             acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks,
                                           stride_vs, seqlen_k, q_pos, lo, full_lo, window_left, window_right,
@@ -629,7 +629,8 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
                                ((q4, sq, cfg.heads, cfg.block_m // cfg.heads), (k4, sk, 1, cfg.block_n),
                                 (v4, sv, 1, cfg.block_n), (o4, so, cfg.heads, cfg.block_m // cfg.heads))]
             constexprs = dict(D=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_D=block_d, VARLEN=varlen,
-                              MASK_LEFT=mask_left, MASK_RIGHT=mask_right or k4.shape[2] % cfg.block_n != 0,
+                              MASK_LEFT=mask_left or cfg.single_loop,
+                              MASK_RIGHT=mask_right or k4.shape[2] % cfg.block_n != 0 or cfg.single_loop,
                               WRITE_LSE=lse3 is not None, USE_TMA=use_tma, SINKS=sinks is not None,
                               SOFTCAP=softcap > 0,
                               PRECISION="ieee" if q4.dtype == torch.float32 else "tf32", HEADS=cfg.heads,
@@ -655,6 +656,8 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
         key = (_autotune.bucket(max_q), _autotune.bucket(max_k), _autotune.bucket(n_batch * q4.shape[1]),
                q4.dtype, D, kind, causal, left >= 0, right >= 0 and not causal, varlen, ragged, pingpong,
                sinks is not None, softcap > 0) + ((pack,) if pack > 1 else ())  # unpacked keys as before
+        if pack > 1 and SINGLE_LOOP_WINDOWED:  # choices stored before the single-loop forms were offered: tune again
+            key += ("single_loop",)
         device = _autotune.device_name(device_index)
         chosen = AttentionConfig(**_autotune.choose(
             "attention", key, [_tuning_entry(c) for c in configs], lambda c: run(AttentionConfig(**c)),
