@@ -8,12 +8,13 @@ A 128-query tile of one head spans ~255 keys with both edges masked (50% of the 
 Each forced output is checked against the float64 reference on the first 256 positions of each shape.
 
 Writes OUT_DIR/exp-attention-window.json; prints per shape the best one-head, packed and single-loop configuration.
-Usage: PYTHONPATH=src python benchmarks/exp_attention_window.py OUT_DIR [--seqs 512,4096,16384]
+Usage: PYTHONPATH=src python benchmarks/exp_attention_window.py OUT_DIR [--seqs 512,4096,16384] [--occupancy]
 """
 from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -30,8 +31,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--seqs", default="512,4096,16384")
+    parser.add_argument("--occupancy", action="store_true",
+                        help="also the single-loop forms with 2 stages and registers capped at 96 or 80 (more "
+                             "programs an SM: 3 stages and ~110-124 registers hold 64-row tiles at 4)")
     args = parser.parse_args()
     configs = attention_mod.attention_configs(D, torch.bfloat16, 0, "masked", pack=4, single_loop=True)
+    if args.occupancy:
+        configs += tuple(replace(c, num_stages=stages, maxnreg=regs) for c in configs if c.single_loop
+                         for stages, regs in ((2, None), (2, 96), (3, 96), (2, 80)))
     tuned_configs = attention_mod.attention_configs
     rows = []
     for S in map(int, args.seqs.split(",")):

@@ -1,11 +1,11 @@
-# Session 77's call d (~5 min; ~9 on an H200; one tarball $OUT/d.tgz): gpt-oss's window attention with every candidate
-# forced (now with single-loop forms), and where its tuned kernel waits (ncu: tuned first, then PC sampling); on an
+# Session 77's call d (~6 min; ~9 on an H200; one tarball $OUT/d.tgz): gpt-oss's window attention with every candidate
+# forced (with single-loop forms, and those with 2 stages or registers capped: exp_attention_window.py --occupancy), and where its tuned kernel waits (ncu: tuned first, then PC sampling); on an
 # H200 also the MoE registry rows in four formats.
 set -x
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo $GPU
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
 W=/tmp/d; mkdir -p $W; echo $GPU > $W/gpu.txt; pack() { tar czf $OUT/d.tgz -C /tmp d; }
-timeout 150 python benchmarks/exp_attention_window.py $W --seqs 16384 2>&1 | grep -v Warn > $W/exp.txt
+timeout 240 python benchmarks/exp_attention_window.py $W --seqs 16384 --occupancy 2>&1 | grep -v Warn > $W/exp.txt
 tail -3 $W/exp.txt; pack
 python -c "import ncu_pc_sampling as n; n.kernels('attention_window128')" 2>&1 | grep -v Warn | tail -3
 timeout 200 python benchmarks/ncu_pc_sampling.py $W/ncu attention_window128 2>&1 | tail -40 > $W/ncu.txt
