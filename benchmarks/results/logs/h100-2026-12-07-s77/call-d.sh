@@ -1,6 +1,6 @@
-# Session 77's call d (~6 min; ~9 on an H200; one tarball $OUT/d.tgz): gpt-oss's window attention with every candidate
-# forced (with single-loop forms, and those with 2 stages or registers capped: exp_attention_window.py --occupancy), and where its tuned kernel waits (ncu: tuned first, then PC sampling); on an
-# H200 also the MoE registry rows in four formats.
+# Session 77's call d (~6 min; ~9 on an H200; one tarball $OUT/d.tgz): gpt-oss's window attention with every
+# candidate forced (single-loop forms too, and those with 2 stages or capped registers: --occupancy), and where its
+# tuned kernel waits (ncu: tuned first, then PC sampling); on an H200 also the MoE registry rows in four formats.
 set -x
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo $GPU
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
