@@ -79,10 +79,10 @@ def test_windows(causal, window, Sq, Sk, device):
 PACKED = [AttentionConfig(32, 16, 4, 1, heads=2), AttentionConfig(32, 16, 4, 1, heads=4)] if not HAS_CUDA else [
     AttentionConfig(128, 64, 8, 3, heads=4), AttentionConfig(128, 32, 8, 3, heads=4), AttentionConfig(64, 64, 4, 3,
                                                                                                       heads=2)]
-# The key range in one masked loop (single_loop), one head's rows and several heads'
-SINGLE_LOOP = [AttentionConfig(32, 16, 4, 1, single_loop=True), AttentionConfig(32, 16, 4, 1, heads=2, single_loop=True)
-               ] if not HAS_CUDA else [AttentionConfig(64, 64, 4, 3, single_loop=True),
-                                       AttentionConfig(64, 64, 4, 3, heads=2, single_loop=True)]
+# The key range in one masked loop (single_loop) of one head's rows: the interpreter's small tile, and on a GPU the
+# candidates of gpt-oss's shapes (2 stages with registers capped, 3 stages)
+SINGLE_LOOP = [AttentionConfig(32, 16, 4, 1, single_loop=True)] if not HAS_CUDA else [
+    AttentionConfig(64, 64, 4, 2, 96, single_loop=True), AttentionConfig(64, 64, 4, 3, single_loop=True)]
 
 
 def _force_config(monkeypatch, config):
@@ -108,9 +108,9 @@ def test_packed_heads(config, transposed, causal, window, Sq, Sk, extra, monkeyp
            softcap=30.0 if extra == "softcap" else None)
 
 
-@pytest.mark.parametrize("config", [PACKED[0], SINGLE_LOOP[-1]], ids=str)
+@pytest.mark.parametrize("config", [PACKED[0], SINGLE_LOOP[0]], ids=str)
 def test_packed_heads_varlen(config, monkeypatch, device):
-    """Packed tiles (in three loops or one) over packed sequences (descriptors made in the kernel per sequence), one
+    """Packed tiles and single-loop ones over packed sequences (descriptors made in the kernel per sequence), one
     with more queries than keys."""
     _force_config(monkeypatch, config)
     len_q, len_k = [5, 33, 17, 20], [9, 40, 17, 6]
@@ -134,8 +134,8 @@ def test_packed_heads_need_gqa_and_tma(monkeypatch, device):
 
 def test_packed_candidates(monkeypatch):
     """Windowed GQA calls time the default first, then tiles of 4 and 2 heads with >= 32 queries each, the one-head
-    list, and with single_loop last the default's and the packed ones' single-loop forms; pack 2 offers 2 heads only,
-    and pack 1 (no window, or MHA) the list as before."""
+    list, and with single_loop last the default's single-loop forms (2 stages with registers capped where its values
+    allow, 2 stages, its own); pack 2 offers 2 heads only, and pack 1 (no window, or MHA) the list as before."""
     monkeypatch.setattr(attention_mod, "shared_memory_limit", lambda index: 232448)
     plain = attention_mod.attention_configs(64, torch.bfloat16, 0, "masked")
     assert all(c.heads == 1 for c in plain)
@@ -145,9 +145,15 @@ def test_packed_candidates(monkeypatch):
         assert found[0] == plain[0] and found[1:1 + len(packed)] == tuple(packed)
         assert {c.heads for c in packed} == heads and all(c.block_m // c.heads >= 32 for c in packed)
         assert [c for c in found if c.heads == 1 and not c.single_loop] == list(plain)
-        assert found[-1 - len(packed):] == tuple(replace(c, single_loop=True) for c in [plain[0], *packed])
-        assert attention_mod.attention_configs(64, torch.bfloat16, 0, "masked", pack=pack) == found[:-1 - len(packed)]
+        single = replace(plain[0], single_loop=True)
+        assert plain[0].num_stages == 3 and found[-3:] == (
+            replace(single, num_stages=2, maxnreg=attention_mod.SINGLE_LOOP_MAXNREG), replace(single, num_stages=2),
+            single)
+        assert attention_mod.attention_configs(64, torch.bfloat16, 0, "masked", pack=pack) == found[:-3]
     assert attention_mod.attention_configs(64, torch.bfloat16, 0, "masked", single_loop=True) == plain
+    # D 128's default holds more values a thread than the cap leaves room for: no capped form
+    wide = attention_mod.attention_configs(128, torch.bfloat16, 0, "masked", pack=4, single_loop=True)
+    assert all(c.maxnreg is None for c in wide if c.single_loop) and wide[-1].single_loop
 
 
 def test_packing_offered_to_windowed_gqa_calls(monkeypatch, device):

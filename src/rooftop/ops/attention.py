@@ -63,7 +63,8 @@ call per shape bucket (rooftop.ops._autotune, remembered on disk); untuned (CUDA
 torch.compile tracing) the list's first entry. GQA calls with a window also time tiles whose rows are
 several query heads (of one k/v head) at once, fewer queries each: a narrow window's key span is then
 queries + window keys a tile, not 128 + window, and each k/v tile serves those heads (PACKED_HEADS;
-PACK_WINDOWED_GQA); written, not yet GPU-tested: those tiles' key range in one pipelined loop (SINGLE_LOOP_WINDOWED).
+PACK_WINDOWED_GQA); such calls also time the default tile with its key range in one masked loop, fewer stages and
+registers (SINGLE_LOOP_WINDOWED).
 float32 and the interpreter have one configuration each. A call's slow path (layout, configuration,
 compilation) leaves a plan under a key of everything but the data pointers; a repeated call checks
 its inputs, allocates its outputs and launches the compiled kernel directly.
@@ -173,15 +174,22 @@ PINGPONG_CONFIGS = {
 # several query heads' rows: a tile of Q queries spans Q + window - 1 keys, so 32 queries of 4 heads in 128 rows
 # compute 160-192 keys a row (32- or 64-key tiles) where 128 queries of one head compute 256 (both edges masked),
 # and each k/v tile is read once for the 4 heads. Such a call's first-call tuning times up to twice the candidates
-# (three times with SINGLE_LOOP_WINDOWED).
+# (and 3 more with SINGLE_LOOP_WINDOWED).
 PACKED_HEADS = (4, 2)
 MIN_PACKED_QUERIES = 32
 # Measured (H100, session 77): 32 queries of 2 heads (64 x 64 tiles) won, 1.13-1.16x the best one-head tile on
 # gpt-oss's window rows (4 heads of 32 in 128 x 32 tiles: 1.08-1.12x). False times one-head tiles only.
 PACK_WINDOWED_GQA = True
-# Single-loop forms of the packed candidates (AttentionConfig.single_loop): off until their GPU tests pass (written in
-# session 77 after its last device call; CPU-checked, sm_90 compiles without spills): the tuner checks no output.
-SINGLE_LOOP_WINDOWED = False
+# Single-loop forms (AttentionConfig.single_loop: the key range in one masked loop, not three loops of 1-2 tiles each
+# waiting on its own first loads) of the default one-head tile, timed after the others: at 2 stages (40 KB of shared
+# memory at D 64) and registers capped at SINGLE_LOOP_MAXNREG where a thread's tile values allow, 5 programs an SM
+# where 3 stages and ~110-124 registers hold 4. Measured (H100, session 78, gpt-oss's window rows): 64 x 64 tiles,
+# 2 stages, 96 registers 202.1 / 218.1 / 219.3 us at S 512 / 4096 / 16384 against the packed tiles' 232.9 / 245.5 /
+# 243.0; uncapped 206.1-223.8, 3 stages 230.9-247.6. Packed tiles in one loop went wrong on the GPU at 64-key tiles
+# (rows past the first key tile; right in the interpreter): not offered.
+SINGLE_LOOP_WINDOWED = True
+SINGLE_LOOP_MAXNREG = 96
+SINGLE_LOOP_MAX_VALUES = 64  # a thread's q, k and score values a tile, under the cap with room for the rest
 # Set False to keep sm_90 on the Triton kernel (tests, comparisons).
 GLUON_ENABLED = True
 # Set False to force the pointer path where TMA would run (tests, tuning).
@@ -236,7 +244,7 @@ def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind:
     interpreter. pingpong: the call can take the Gluon kernel (_pingpong_applies), whose configurations
     come first, then `limit` Triton ones. pack > 1: up to `limit` more, the Triton ones taking PACKED_HEADS
     dividing `pack` query heads a program (at least MIN_PACKED_QUERIES queries of each), after the default;
-    single_loop (with pack > 1): the default's and the packed ones' single-loop forms last (up to `limit` + 1 more)."""
+    single_loop (with pack > 1): the default tile's single-loop forms last (SINGLE_LOOP_MAXNREG)."""
     if device_index < 0:
         return (INTERPRETER_CONFIG,)
     if dtype == torch.float32:
@@ -244,8 +252,12 @@ def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind:
     triton_configs = tuning_candidates(block_d, dtype.itemsize, kind, shared_memory_limit(device_index), limit)
     packed = tuple(replace(c, heads=h) for h in PACKED_HEADS if pack % h == 0 for c in triton_configs
                    if c.block_m // h >= MIN_PACKED_QUERIES)[:limit]
-    single = tuple(replace(c, single_loop=True) for c in triton_configs[:1] + packed) if single_loop and pack > 1 \
-        else ()
+    single = ()
+    if single_loop and pack > 1:
+        base = replace(triton_configs[0], single_loop=True)
+        capped = base.block_m * (block_d + base.block_n) / (32 * base.num_warps) <= SINGLE_LOOP_MAX_VALUES
+        single = tuple(dict.fromkeys((replace(base, num_stages=2, maxnreg=SINGLE_LOOP_MAXNREG),) * capped + (
+            replace(base, num_stages=2), base)))
     triton_configs = triton_configs[:1] + packed + triton_configs[1:] + single
     return PINGPONG_CONFIGS[block_d] + triton_configs if pingpong else triton_configs
 
