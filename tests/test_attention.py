@@ -77,7 +77,7 @@ def test_windows(causal, window, Sq, Sk, device):
 
 # A tile of several query heads' rows (GQA): the interpreter's small one, and on a GPU a candidate of gpt-oss's shapes
 PACKED = [AttentionConfig(32, 16, 4, 1, heads=2), AttentionConfig(32, 16, 4, 1, heads=4)] if not HAS_CUDA else [
-    AttentionConfig(128, 64, 8, 3, heads=4), AttentionConfig(128, 32, 8, 3, heads=4), AttentionConfig(64, 64, 4, 3,
+    AttentionConfig(128, 32, 8, 3, heads=4), AttentionConfig(128, 32, 4, 3, heads=4), AttentionConfig(64, 32, 4, 3,
                                                                                                       heads=2)]
 # The key range in one masked loop (single_loop) of one head's rows: the interpreter's small tile, and on a GPU the
 # candidates of gpt-oss's shapes (2 stages with registers capped, 3 stages)
@@ -127,15 +127,20 @@ def test_packed_heads_need_gqa_and_tma(monkeypatch, device):
     _force_config(monkeypatch, PACKED[-1])  # 2 heads a tile
     with pytest.raises(ValueError, match="query heads a k/v head serves \\(1\\)"):
         attention(*_qkv(1, 2, 2, 20, 20, 64, torch.float16, device), True, window=4)
+    _force_config(monkeypatch, replace(PACKED[-1], block_n=64))
+    with pytest.raises(ValueError, match="block_n must be <= 32"):
+        attention(*_qkv(1, 8, 2, 20, 20, 64, torch.float16, device), True, window=4)
+    _force_config(monkeypatch, PACKED[-1])
     monkeypatch.setattr(attention_mod, "TMA_ENABLED", False)
     with pytest.raises(ValueError, match="needs TMA"):
         attention(*_qkv(1, 4, 2, 20, 20, 64, torch.float16, device), True, window=4)
 
 
 def test_packed_candidates(monkeypatch):
-    """Windowed GQA calls time the default first, then tiles of 4 and 2 heads with >= 32 queries each, the one-head
-    list, and with single_loop last the default's single-loop forms (2 stages with registers capped where its values
-    allow, 2 stages, its own); pack 2 offers 2 heads only, and pack 1 (no window, or MHA) the list as before."""
+    """Windowed GQA calls time the default first, then tiles of 4 and 2 heads with >= 32 queries each and 32-key tiles,
+    the one-head list, and with single_loop last the default's single-loop forms (2 stages with registers capped
+    where its values allow, 2 stages, its own); pack 2 offers 2 heads only, and pack 1 (no window, or MHA) the list as
+    before."""
     monkeypatch.setattr(attention_mod, "shared_memory_limit", lambda index: 232448)
     plain = attention_mod.attention_configs(64, torch.bfloat16, 0, "masked")
     assert all(c.heads == 1 for c in plain)
@@ -143,7 +148,8 @@ def test_packed_candidates(monkeypatch):
         found = attention_mod.attention_configs(64, torch.bfloat16, 0, "masked", pack=pack, single_loop=True)
         packed = [c for c in found if c.heads > 1 and not c.single_loop]
         assert found[0] == plain[0] and found[1:1 + len(packed)] == tuple(packed)
-        assert {c.heads for c in packed} == heads and all(c.block_m // c.heads >= 32 for c in packed)
+        assert {c.heads for c in packed} == heads and all(c.block_m // c.heads >= 32 and c.block_n <= 32
+                                                          for c in packed)
         assert [c for c in found if c.heads == 1 and not c.single_loop] == list(plain)
         single = replace(plain[0], single_loop=True)
         assert plain[0].num_stages == 3 and found[-3:] == (

@@ -177,8 +177,13 @@ PINGPONG_CONFIGS = {
 # (and 3 more with SINGLE_LOOP_WINDOWED).
 PACKED_HEADS = (4, 2)
 MIN_PACKED_QUERIES = 32
+# Packed tiles of 64 keys went wrong on the GPU (H100, session 78; right in the interpreter) wherever a loop ran two
+# key tiles or more: one head's 64-key tiles and packed 32-key ones were right. Three loops of one tile each (gpt-oss's
+# 128-key window) had passed, longer ones were never run: packed tiles are held to 32 keys until they are.
+PACKED_MAX_BLOCK_N = 32
 # Measured (H100, session 77): 32 queries of 2 heads (64 x 64 tiles) won, 1.13-1.16x the best one-head tile on
-# gpt-oss's window rows (4 heads of 32 in 128 x 32 tiles: 1.08-1.12x). False times one-head tiles only.
+# gpt-oss's window rows (4 heads of 32 in 128 x 32 tiles: 1.08-1.12x; the 64-key ones are no longer offered, above).
+# False times one-head tiles only.
 PACK_WINDOWED_GQA = True
 # Single-loop forms (AttentionConfig.single_loop: the key range in one masked loop, not three loops of 1-2 tiles each
 # waiting on its own first loads) of the default one-head tile, timed after the others: at 2 stages (40 KB of shared
@@ -243,7 +248,8 @@ def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind:
     """The launch configurations tried for a call, the untuned default first; device_index -1: the
     interpreter. pingpong: the call can take the Gluon kernel (_pingpong_applies), whose configurations
     come first, then `limit` Triton ones. pack > 1: up to `limit` more, the Triton ones taking PACKED_HEADS
-    dividing `pack` query heads a program (at least MIN_PACKED_QUERIES queries of each), after the default;
+    dividing `pack` query heads a program (at least MIN_PACKED_QUERIES queries of each, PACKED_MAX_BLOCK_N keys
+    a tile), after the default;
     single_loop (with pack > 1): the default tile's single-loop forms last (SINGLE_LOOP_MAXNREG)."""
     if device_index < 0:
         return (INTERPRETER_CONFIG,)
@@ -251,7 +257,7 @@ def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind:
         return (FP32_CONFIG,)
     triton_configs = tuning_candidates(block_d, dtype.itemsize, kind, shared_memory_limit(device_index), limit)
     packed = tuple(replace(c, heads=h) for h in PACKED_HEADS if pack % h == 0 for c in triton_configs
-                   if c.block_m // h >= MIN_PACKED_QUERIES)[:limit]
+                   if c.block_m // h >= MIN_PACKED_QUERIES and c.block_n <= PACKED_MAX_BLOCK_N)[:limit]
     single = ()
     if single_loop and pack > 1:
         base = replace(triton_configs[0], single_loop=True)
@@ -630,6 +636,9 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
             if cfg.heads > 1 and not (use_tma and kv_group % cfg.heads == 0 and cfg.block_m % cfg.heads == 0):
                 raise ValueError(f"{cfg} packs {cfg.heads} query heads a program: that needs TMA and heads "
                                  f"dividing both the query heads a k/v head serves ({kv_group}) and block_m")
+            if cfg.heads > 1 and cfg.block_n > PACKED_MAX_BLOCK_N:
+                raise ValueError(f"{cfg} packs {cfg.heads} query heads a program: block_n must be <= "
+                                 f"{PACKED_MAX_BLOCK_N} there (PACKED_MAX_BLOCK_N: wider ones went wrong on the GPU)")
             tiles_m = cdiv(max_q, cfg.block_m // cfg.heads)
             programs = tiles_m * n_batch * q4.shape[1] // cfg.heads
             if programs > MAX_PROGRAMS:
