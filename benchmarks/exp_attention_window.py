@@ -32,15 +32,15 @@ def main() -> None:
     parser.add_argument("out")
     parser.add_argument("--seqs", default="512,4096,16384")
     parser.add_argument("--occupancy", action="store_true",
-                        help="also the 64 x 64 tiles (one head, packed, single-loop) with 2 stages and registers capped at 96 or "
-                             "80 (more programs an SM: 3 stages and ~110-124 registers hold them at 4)")
+                        help="also the 64 x 64 tiles (one head or packed in three loops, one head in one) with 2 "
+                             "stages and registers capped at 96 or 80 (more programs an SM: 3 stages and ~110-124 "
+                             "registers hold them at 4)")
     args = parser.parse_args()
     configs = attention_mod.attention_configs(D, torch.bfloat16, 0, "masked", pack=4, single_loop=True)
     if args.occupancy:
-        configs += tuple(replace(c, num_stages=stages, maxnreg=regs) for c in configs
-                         if (c.block_m, c.block_n, c.num_warps) == (64, 64, 4)
-                         for stages, regs in ((2, None), (2, 96), (3, 96), (2, 80)) if (stages, regs) != (
-                             c.num_stages, c.maxnreg))
+        configs = tuple(dict.fromkeys(configs + tuple(
+            replace(c, num_stages=stages, maxnreg=regs) for c in configs if (c.block_m, c.block_n, c.num_warps) ==
+            (64, 64, 4) for stages, regs in ((2, None), (2, 96), (3, 96), (2, 80)))))
     tuned_configs = attention_mod.attention_configs
     rows = []
     for S in map(int, args.seqs.split(",")):

@@ -1,4 +1,9 @@
-from dataclasses import replace
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict, replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -77,12 +82,15 @@ def test_windows(causal, window, Sq, Sk, device):
 
 # A tile of several query heads' rows (GQA): the interpreter's small one, and on a GPU a candidate of gpt-oss's shapes
 PACKED = [AttentionConfig(32, 16, 4, 1, heads=2), AttentionConfig(32, 16, 4, 1, heads=4)] if not HAS_CUDA else [
-    AttentionConfig(128, 32, 8, 3, heads=4), AttentionConfig(128, 32, 4, 3, heads=4), AttentionConfig(64, 32, 4, 3,
-                                                                                                      heads=2)]
-# The key range in one masked loop (single_loop) of one head's rows: the interpreter's small tile, and on a GPU the
-# candidates of gpt-oss's shapes (2 stages with registers capped, 3 stages)
-SINGLE_LOOP = [AttentionConfig(32, 16, 4, 1, single_loop=True)] if not HAS_CUDA else [
-    AttentionConfig(64, 64, 4, 2, 96, single_loop=True), AttentionConfig(64, 64, 4, 3, single_loop=True)]
+    AttentionConfig(128, 64, 8, 3, heads=4), AttentionConfig(128, 32, 8, 3, heads=4), AttentionConfig(128, 32, 4, 3,
+                                                                                                      heads=2),
+    AttentionConfig(64, 64, 4, 3, heads=2)]
+# The key range in one masked loop (single_loop): one head's rows and several heads' (the interpreter's small tiles;
+# on a GPU the one-head candidates of gpt-oss's shapes and packed 32-key tiles)
+SINGLE_LOOP = [AttentionConfig(32, 16, 4, 1, single_loop=True), AttentionConfig(32, 16, 4, 1, heads=2, single_loop=True)
+               ] if not HAS_CUDA else [AttentionConfig(64, 64, 4, s, r, single_loop=True) for s, r in
+                                       ((2, 96), (2, None), (3, None))] + [
+    AttentionConfig(128, 32, 4, 3, heads=4, single_loop=True)]
 
 
 def _force_config(monkeypatch, config):
@@ -108,9 +116,9 @@ def test_packed_heads(config, transposed, causal, window, Sq, Sk, extra, monkeyp
            softcap=30.0 if extra == "softcap" else None)
 
 
-@pytest.mark.parametrize("config", [PACKED[0], SINGLE_LOOP[0]], ids=str)
+@pytest.mark.parametrize("config", [PACKED[0], SINGLE_LOOP[-1]], ids=str)
 def test_packed_heads_varlen(config, monkeypatch, device):
-    """Packed tiles and single-loop ones over packed sequences (descriptors made in the kernel per sequence), one
+    """Packed tiles (in three loops or one) over packed sequences (descriptors made in the kernel per sequence), one
     with more queries than keys."""
     _force_config(monkeypatch, config)
     len_q, len_k = [5, 33, 17, 20], [9, 40, 17, 6]
@@ -127,8 +135,8 @@ def test_packed_heads_need_gqa_and_tma(monkeypatch, device):
     _force_config(monkeypatch, PACKED[-1])  # 2 heads a tile
     with pytest.raises(ValueError, match="query heads a k/v head serves \\(1\\)"):
         attention(*_qkv(1, 2, 2, 20, 20, 64, torch.float16, device), True, window=4)
-    _force_config(monkeypatch, replace(PACKED[-1], block_n=64))
-    with pytest.raises(ValueError, match="block_n must be <= 32"):
+    _force_config(monkeypatch, replace(PACKED[-1], block_n=64, single_loop=True))
+    with pytest.raises(ValueError, match="in one loop: block_n must be <= 32"):
         attention(*_qkv(1, 8, 2, 20, 20, 64, torch.float16, device), True, window=4)
     _force_config(monkeypatch, PACKED[-1])
     monkeypatch.setattr(attention_mod, "TMA_ENABLED", False)
@@ -137,10 +145,9 @@ def test_packed_heads_need_gqa_and_tma(monkeypatch, device):
 
 
 def test_packed_candidates(monkeypatch):
-    """Windowed GQA calls time the default first, then tiles of 4 and 2 heads with >= 32 queries each and 32-key tiles,
-    the one-head list, and with single_loop last the default's single-loop forms (2 stages with registers capped
-    where its values allow, 2 stages, its own); pack 2 offers 2 heads only, and pack 1 (no window, or MHA) the list as
-    before."""
+    """Windowed GQA calls time the default first, then tiles of 4 and 2 heads with >= 32 queries each, the one-head
+    list, and with single_loop last (D 64) the default's single-loop forms (2 stages with registers capped, 2 stages,
+    its own), none twice; pack 2 offers 2 heads only, and pack 1 (no window, or MHA) the list as before."""
     monkeypatch.setattr(attention_mod, "shared_memory_limit", lambda index: 232448)
     plain = attention_mod.attention_configs(64, torch.bfloat16, 0, "masked")
     assert all(c.heads == 1 for c in plain)
@@ -148,18 +155,39 @@ def test_packed_candidates(monkeypatch):
         found = attention_mod.attention_configs(64, torch.bfloat16, 0, "masked", pack=pack, single_loop=True)
         packed = [c for c in found if c.heads > 1 and not c.single_loop]
         assert found[0] == plain[0] and found[1:1 + len(packed)] == tuple(packed)
-        assert {c.heads for c in packed} == heads and all(c.block_m // c.heads >= 32 and c.block_n <= 32
-                                                          for c in packed)
+        assert {c.heads for c in packed} == heads and all(c.block_m // c.heads >= 32 for c in packed)
         assert [c for c in found if c.heads == 1 and not c.single_loop] == list(plain)
         single = replace(plain[0], single_loop=True)
         assert plain[0].num_stages == 3 and found[-3:] == (
             replace(single, num_stages=2, maxnreg=attention_mod.SINGLE_LOOP_MAXNREG), replace(single, num_stages=2),
             single)
         assert attention_mod.attention_configs(64, torch.bfloat16, 0, "masked", pack=pack) == found[:-3]
+        assert len(set(found)) == len(found)
     assert attention_mod.attention_configs(64, torch.bfloat16, 0, "masked", single_loop=True) == plain
-    # D 128's default holds more values a thread than the cap leaves room for: no capped form
-    wide = attention_mod.attention_configs(128, torch.bfloat16, 0, "masked", pack=4, single_loop=True)
-    assert all(c.maxnreg is None for c in wide if c.single_loop) and wide[-1].single_loop
+    # other head dims: measured at D 64 only, no single-loop form
+    for block_d in (128, 256):
+        assert not any(c.single_loop for c in attention_mod.attention_configs(
+            block_d, torch.bfloat16, 0, "masked", pack=4, single_loop=True))
+
+
+def test_sm90_mma_operands_not_clobbered(monkeypatch):
+    """gpt-oss's window candidates (an H100's shared memory), compiled for sm_90 here (a child process, no GPU):
+    none has an MMA register operand from before its key loop overwritten inside the loop; packed 64-key tiles in one
+    loop, wrong on an H100 in session 78 and refused now, are flagged (the check can fail)."""
+    monkeypatch.setattr(attention_mod, "shared_memory_limit", lambda index: 232448)
+    candidates = attention_mod.attention_configs(64, torch.bfloat16, 0, "masked", pack=4, single_loop=True)
+    refused = [AttentionConfig(64, 64, 4, 3, heads=2, single_loop=True),
+               AttentionConfig(128, 64, 4, 3, heads=4, single_loop=True)]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(Path(__file__).parents[1] / "src"), env.get("PYTHONPATH")) if p)
+    child = subprocess.run([sys.executable, str(Path(__file__).with_name("sm90_attention_sass.py")),
+                            json.dumps([asdict(c) for c in (*candidates, *refused)])],
+                           capture_output=True, text=True, env=env, timeout=600)
+    assert child.returncode == 0, child.stderr[-2000:]
+    findings = json.loads(child.stdout.strip().splitlines()[-1])
+    assert any(c.single_loop for c in candidates) and any(c.heads > 1 for c in candidates)
+    assert {str(c): f for c, f in zip(candidates, findings) if f} == {}
+    assert all(findings[len(candidates):])
 
 
 def test_packing_offered_to_windowed_gqa_calls(monkeypatch, device):
@@ -186,7 +214,7 @@ def test_packing_offered_to_windowed_gqa_calls(monkeypatch, device):
 def test_tuning_entries_keep_stored_choices():
     """One-head, three-loop configurations are stored without the heads and single_loop fields, as before they
     existed; packed or single-loop ones with them."""
-    one, packed_single = AttentionConfig(128, 64, 8, 3), AttentionConfig(128, 64, 8, 3, heads=4, single_loop=True)
+    one, packed_single = AttentionConfig(128, 64, 8, 3), AttentionConfig(128, 32, 8, 3, heads=4, single_loop=True)
     assert attention_mod._tuning_entry(one) == dict(block_m=128, block_n=64, num_warps=8, num_stages=3, maxnreg=None,
                                                     kernel="triton")
     entry = attention_mod._tuning_entry(packed_single)

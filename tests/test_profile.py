@@ -222,6 +222,7 @@ def test_offline_compile_for_the_h200():
     k = kernels[0]
     assert 8 <= k["n_regs"] <= 255 and k["n_spills"] == 0 and k["num_warps"] >= 1
     assert k["grid_size"] == 64 // k["constexprs"]["BLOCK_M"] and "sm_90" in k["source"]
+    assert k["clobbered_mma_operands"] == []  # checked in every offline compile (a row kernel has no MMA)
     with pytest.raises(RuntimeError, match="unknown op 'nope'"):
         offline_kernels("nope", (1, 2))
 

@@ -63,8 +63,8 @@ call per shape bucket (rooftop.ops._autotune, remembered on disk); untuned (CUDA
 torch.compile tracing) the list's first entry. GQA calls with a window also time tiles whose rows are
 several query heads (of one k/v head) at once, fewer queries each: a narrow window's key span is then
 queries + window keys a tile, not 128 + window, and each k/v tile serves those heads (PACKED_HEADS;
-PACK_WINDOWED_GQA); such calls also time the default tile with its key range in one masked loop, fewer stages and
-registers (SINGLE_LOOP_WINDOWED).
+PACK_WINDOWED_GQA); at D 64 such calls also time the default tile with its key range in one masked loop, fewer
+stages and registers (SINGLE_LOOP_WINDOWED).
 float32 and the interpreter have one configuration each. A call's slow path (layout, configuration,
 compilation) leaves a plan under a key of everything but the data pointers; a repeated call checks
 its inputs, allocates its outputs and launches the compiled kernel directly.
@@ -113,7 +113,7 @@ class AttentionConfig:
     # "triton": _attention_fwd_kernel; "pingpong": attention_sm90's Gluon kernel (block_m 128 = two consumer
     # warp groups of 64 rows, num_warps 4 a warp group, num_stages the k/v ring's depth)
     kernel: str = "triton"
-    heads: int = 1  # query heads of one k/v head a program takes (GQA; TMA paths only)
+    heads: int = 1  # query heads of one k/v head a program takes (GQA; TMA paths only; PACKED_SINGLE_LOOP_MAX_BLOCK_N)
     # the key range in one masked loop, not three (left edge, inside, right edge): a narrow window's few tiles
     # pipelined as one loop, where each short loop waits for its own first loads
     single_loop: bool = False
@@ -174,27 +174,28 @@ PINGPONG_CONFIGS = {
 # several query heads' rows: a tile of Q queries spans Q + window - 1 keys, so 32 queries of 4 heads in 128 rows
 # compute 160-192 keys a row (32- or 64-key tiles) where 128 queries of one head compute 256 (both edges masked),
 # and each k/v tile is read once for the 4 heads. Such a call's first-call tuning times up to twice the candidates
-# (and 3 more with SINGLE_LOOP_WINDOWED).
+# (and 3 more at D 64 with SINGLE_LOOP_WINDOWED).
 PACKED_HEADS = (4, 2)
 MIN_PACKED_QUERIES = 32
-# Packed tiles of 64 keys went wrong on the GPU (H100, session 78; right in the interpreter) wherever a loop ran two
-# key tiles or more: one head's 64-key tiles and packed 32-key ones were right. Three loops of one tile each (gpt-oss's
-# 128-key window) had passed, longer ones were never run: packed tiles are held to 32 keys until they are.
-PACKED_MAX_BLOCK_N = 32
+# Packed tiles in one loop (single_loop) of 64-key tiles went wrong on an H100 past their first key tile (session 78):
+# their q tile is a register operand of the QK MMA (reshaped from the [heads, queries] box), and ptxas 12.8 writes the
+# loop's p values into those registers, so the next key tile's MMA reads p for q (found in the sm_90 SASS by
+# profile.kernels.clobbered_mma_operands, which flags every form seen wrong on the GPU and none seen right; clean for
+# packed 32-key tiles in one loop, one head's, and packed tiles in three loops: tests/test_attention.py).
+PACKED_SINGLE_LOOP_MAX_BLOCK_N = 32
 # Measured (H100, session 77): 32 queries of 2 heads (64 x 64 tiles) won, 1.13-1.16x the best one-head tile on
-# gpt-oss's window rows (4 heads of 32 in 128 x 32 tiles: 1.08-1.12x; the 64-key ones are no longer offered, above).
-# False times one-head tiles only.
+# gpt-oss's window rows (4 heads of 32 in 128 x 32 tiles: 1.08-1.12x). False times one-head tiles only.
 PACK_WINDOWED_GQA = True
 # Single-loop forms (AttentionConfig.single_loop: the key range in one masked loop, not three loops of 1-2 tiles each
-# waiting on its own first loads) of the default one-head tile, timed after the others: at 2 stages (40 KB of shared
-# memory at D 64) and registers capped at SINGLE_LOOP_MAXNREG where a thread's tile values allow, 5 programs an SM
-# where 3 stages and ~110-124 registers hold 4. Measured (H100, session 78, gpt-oss's window rows): 64 x 64 tiles,
-# 2 stages, 96 registers 202.1 / 218.1 / 219.3 us at S 512 / 4096 / 16384 against the packed tiles' 232.9 / 245.5 /
-# 243.0; uncapped 206.1-223.8, 3 stages 230.9-247.6. Packed tiles in one loop went wrong on the GPU at 64-key tiles
-# (rows past the first key tile; right in the interpreter): not offered.
+# waiting on its own first loads) of the default one-head tile at D 64, timed after the others: at 2 stages (40 KB of
+# shared memory) with registers capped at SINGLE_LOOP_MAXNREG, 5 programs an SM where 3 stages and ~110-124 registers
+# hold 4; at 2 stages; as is. Measured (H100, session 78, gpt-oss's window rows): 64 x 64 tiles, 2 stages, 96
+# registers 202.1 / 218.1 / 219.3 us at S 512 / 4096 / 16384 against session 77's choice (64 x 64 tiles of 2 heads,
+# three loops) 232.9 / 245.5 / 243.0; uncapped 206.1-223.8, 3 stages 230.9-247.6; 80 registers spill. Other head dims:
+# not measured, not offered.
 SINGLE_LOOP_WINDOWED = True
+SINGLE_LOOP_HEAD_DIMS = (64,)
 SINGLE_LOOP_MAXNREG = 96
-SINGLE_LOOP_MAX_VALUES = 64  # a thread's q, k and score values a tile, under the cap with room for the rest
 # Set False to keep sm_90 on the Triton kernel (tests, comparisons).
 GLUON_ENABLED = True
 # Set False to force the pointer path where TMA would run (tests, tuning).
@@ -248,22 +249,21 @@ def attention_configs(block_d: int, dtype: torch.dtype, device_index: int, kind:
     """The launch configurations tried for a call, the untuned default first; device_index -1: the
     interpreter. pingpong: the call can take the Gluon kernel (_pingpong_applies), whose configurations
     come first, then `limit` Triton ones. pack > 1: up to `limit` more, the Triton ones taking PACKED_HEADS
-    dividing `pack` query heads a program (at least MIN_PACKED_QUERIES queries of each, PACKED_MAX_BLOCK_N keys
-    a tile), after the default;
-    single_loop (with pack > 1): the default tile's single-loop forms last (SINGLE_LOOP_MAXNREG)."""
+    dividing `pack` query heads a program (at least MIN_PACKED_QUERIES queries of each), after the default;
+    single_loop (with pack > 1, block_d in SINGLE_LOOP_HEAD_DIMS): the default tile's single-loop forms last, up to 3
+    (2 stages with SINGLE_LOOP_MAXNREG registers, 2 stages, as is)."""
     if device_index < 0:
         return (INTERPRETER_CONFIG,)
     if dtype == torch.float32:
         return (FP32_CONFIG,)
     triton_configs = tuning_candidates(block_d, dtype.itemsize, kind, shared_memory_limit(device_index), limit)
     packed = tuple(replace(c, heads=h) for h in PACKED_HEADS if pack % h == 0 for c in triton_configs
-                   if c.block_m // h >= MIN_PACKED_QUERIES and c.block_n <= PACKED_MAX_BLOCK_N)[:limit]
+                   if c.block_m // h >= MIN_PACKED_QUERIES)[:limit]
     single = ()
-    if single_loop and pack > 1:
+    if single_loop and pack > 1 and block_d in SINGLE_LOOP_HEAD_DIMS:
         base = replace(triton_configs[0], single_loop=True)
-        capped = base.block_m * (block_d + base.block_n) / (32 * base.num_warps) <= SINGLE_LOOP_MAX_VALUES
-        single = tuple(dict.fromkeys((replace(base, num_stages=2, maxnreg=SINGLE_LOOP_MAXNREG),) * capped + (
-            replace(base, num_stages=2), base)))
+        single = tuple(dict.fromkeys((replace(base, num_stages=2, maxnreg=SINGLE_LOOP_MAXNREG),
+                                      replace(base, num_stages=2), base)))
     triton_configs = triton_configs[:1] + packed + triton_configs[1:] + single
     return PINGPONG_CONFIGS[block_d] + triton_configs if pingpong else triton_configs
 
@@ -636,9 +636,10 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
             if cfg.heads > 1 and not (use_tma and kv_group % cfg.heads == 0 and cfg.block_m % cfg.heads == 0):
                 raise ValueError(f"{cfg} packs {cfg.heads} query heads a program: that needs TMA and heads "
                                  f"dividing both the query heads a k/v head serves ({kv_group}) and block_m")
-            if cfg.heads > 1 and cfg.block_n > PACKED_MAX_BLOCK_N:
-                raise ValueError(f"{cfg} packs {cfg.heads} query heads a program: block_n must be <= "
-                                 f"{PACKED_MAX_BLOCK_N} there (PACKED_MAX_BLOCK_N: wider ones went wrong on the GPU)")
+            if cfg.heads > 1 and cfg.single_loop and cfg.block_n > PACKED_SINGLE_LOOP_MAX_BLOCK_N:
+                raise ValueError(f"{cfg} packs {cfg.heads} query heads a program in one loop: block_n must be <= "
+                                 f"{PACKED_SINGLE_LOOP_MAX_BLOCK_N} there (PACKED_SINGLE_LOOP_MAX_BLOCK_N: sm_90 "
+                                 f"compiles overwrite q)")
             tiles_m = cdiv(max_q, cfg.block_m // cfg.heads)
             programs = tiles_m * n_batch * q4.shape[1] // cfg.heads
             if programs > MAX_PROGRAMS:

@@ -100,18 +100,61 @@ def gpu_kernels(op: str, shape, dtype: str = "bf16") -> list[dict]:
     return out
 
 
-def _cubin_resources(cubin: bytes, name: str) -> dict:
-    """Registers and local memory of kernel `name` in a cubin (cuobjdump -res-usage)."""
+def _cuobjdump(cubin: bytes, option: str) -> str:
+    """cuobjdump's text for a cubin (Triton's own cuobjdump: ptxas may be torch's, which ships none)."""
     import tempfile
 
     from triton import knobs
 
-    cuobjdump = knobs.nvidia.cuobjdump.path  # Triton's own (ptxas may be torch's, which ships no cuobjdump)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kernel.cubin")
         with open(path, "wb") as f:
             f.write(cubin)
-        text = subprocess.run([cuobjdump, "-res-usage", path], capture_output=True, text=True, check=True).stdout
+        return subprocess.run([knobs.nvidia.cuobjdump.path, option, path], capture_output=True, text=True,
+                              check=True).stdout
+
+
+def _written_registers(instruction: str) -> set[int]:
+    """The general registers an SASS instruction writes: its first operand where that is a destination (4 for a
+    4-matrix LDSM, 2 for 64-bit results; stores, branches, barriers and MMAs' accumulators left out)."""
+    found = re.match(r"(?:@!?U?P\w+\s+)?([A-Z][\w.]*)\s+R(\d+)\b", instruction)
+    if found is None or found.group(1).startswith(("ST", "RED", "BRA", "BAR", "WARPGROUP", "SYNCS", "HGMMA", "EXIT")):
+        return set()
+    opcode, first = found.group(1), int(found.group(2))
+    width = 4 if opcode.startswith("LDSM") and opcode.endswith(".4") else 2 if ".64" in opcode else 1
+    return set(range(first, first + width))
+
+
+def clobbered_mma_operands(cubin: bytes) -> list[str]:
+    """Warpgroup MMAs (HGMMA) inside a loop whose register A operand comes from before the loop (not made earlier in
+    the same iteration) and is written later in the loop: the next iteration's MMA reads what overwrote it. ptxas 12.8
+    does this to packed attention tiles in one key loop (attention.PACKED_SINGLE_LOOP_MAX_BLOCK_N). Each finding:
+    "MMA <- the instruction that overwrites its operand"; none: []."""
+    lines = [(int(address, 16), text.strip()) for address, text in
+             re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", _cuobjdump(cubin, "-sass"))]
+    found = []
+    for end, (address, text) in enumerate(lines):
+        branch = re.fullmatch(r"(?:@!?U?P\w+\s+)?BRA (0x[0-9a-f]+)", text)
+        if branch is None or int(branch.group(1), 16) >= address:  # loops end in a backward branch
+            continue
+        start = next(i for i, (a, _) in enumerate(lines) if a >= int(branch.group(1), 16))
+        body = [t for _, t in lines[start:end + 1]]
+        for i, instruction in enumerate(body):
+            mma = re.match(r"HGMMA\.\S+ R\d+, R(\d+), gdesc", instruction)
+            if mma is None:
+                continue
+            operand = set(range(int(mma.group(1)), int(mma.group(1)) + 4))
+            if any(_written_registers(t) & operand for t in body[:i]):
+                continue
+            later = next((t for t in body[i + 1:] if _written_registers(t) & operand), None)
+            if later is not None:
+                found.append(f"{instruction} <- {later}")
+    return found
+
+
+def _cubin_resources(cubin: bytes, name: str) -> dict:
+    """Registers and local memory of kernel `name` in a cubin (cuobjdump -res-usage)."""
+    text = _cuobjdump(cubin, "-res-usage")
     found = re.search(rf"Function {re.escape(name)}:\s*\n\s*REG:(\d+).*?LOCAL:(\d+)", text)
     if found is None:
         raise RuntimeError(f"cuobjdump -res-usage did not list kernel {name!r}: {text[-300:]}")
@@ -132,8 +175,10 @@ def compile_offline(launch: Launch, arch: int = OFFLINE_ARCH) -> dict:
     bound_args, specialization, options = binder(*launch.args, **kwargs)
     options, signature, constexprs, attrs = kernel._pack_args(backend, kwargs, bound_args, specialization, options)
     compiled = compile(ASTSource(kernel, signature, constexprs, attrs), target=target, options=options.__dict__)
-    return _summary(launch, **_cubin_resources(compiled.asm["cubin"], compiled.name),
+    cubin = compiled.asm["cubin"]
+    return _summary(launch, **_cubin_resources(cubin, compiled.name),
                     shared=compiled.metadata.shared, num_warps=compiled.metadata.num_warps,
+                    clobbered_mma_operands=clobbered_mma_operands(cubin) if arch >= 90 else [],
                     source=f"offline compile for sm_{arch} (ptxas)")
 
 

@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import probe_kernels_s78  # noqa: E402
 cuda = torch.cuda.is_available()
 dev, dt = ("cuda", torch.bfloat16) if cuda else ("cpu", torch.float16)
-A.PACKED_MAX_BLOCK_N = 128  # the probe forces the 64-key packed tiles the library refuses
+A.PACKED_SINGLE_LOOP_MAX_BLOCK_N = 128  # the probe forces the 64-key packed tiles the library refuses
 kernels = {"o": A._attention_fwd_kernel, "v": probe_kernels_s78._attention_fwd_kernel}
 torch.manual_seed(0)
 S = 300 if cuda else 100
