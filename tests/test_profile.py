@@ -417,3 +417,31 @@ def test_attribute_needs_recorded_float_dtypes_and_as_many_launches_as_kernels()
                                                                    ("_softmax_onchip_kernel", 2.0)])
     [row] = attribute([twice], H200)
     assert (row.calls, row.time_us) == (2, 3.0)
+
+
+def test_clobbered_mma_operands_reads_loops_only(monkeypatch):
+    """The SASS check on a made-up listing: an MMA whose A operand (R100-R103, loaded before the loop) is overwritten
+    later in its loop (by a SHFL, whose destination is its second operand) is reported once; writes after the loop,
+    operands made earlier in the same iteration, and a barrier retry after EXIT branching back into the loop are not."""
+    from rooftop.profile import kernels
+
+    listing = """
+        /*0100*/                   LDSM.16.M88.4 R100, [R6+UR24] ;
+        /*0110*/                   HGMMA.64x64x16.F32.BF16 R24, R100, gdesc[UR16], RZ, !UPT ;
+        /*0120*/                   FADD R40, R41, R42 ;
+        /*0130*/                   HGMMA.64x64x16.F32.BF16 R56, R40, gdesc[UR12].tnspB, R56 ;
+        /*0140*/                   SHFL.BFLY PT, R102, R53, 0x1, 0x1f ;
+        /*0150*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR14+0x8000], R13 ;
+        /*0160*/              @!P0 BRA 0x300 ;
+        /*0170*/               @P1 BRA 0x110 ;
+        /*0180*/                   FMUL R100, R55, R10 ;
+        /*0190*/                   EXIT ;
+        /*0300*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR14+0x8000], R13 ;
+        /*0310*/                   BRA 0x150 ;
+    """
+    monkeypatch.setattr(kernels, "_cuobjdump", lambda cubin, option: listing)
+    assert kernels.clobbered_mma_operands(b"") == [
+        "HGMMA.64x64x16.F32.BF16 R24, R100, gdesc[UR16], RZ, !UPT <- SHFL.BFLY PT, R102, R53, 0x1, 0x1f"]
+    elsewhere = listing.replace("SHFL.BFLY PT, R102", "SHFL.BFLY PT, R90")
+    monkeypatch.setattr(kernels, "_cuobjdump", lambda cubin, option: elsewhere)
+    assert kernels.clobbered_mma_operands(b"") == []

@@ -63,8 +63,8 @@ call per shape bucket (rooftop.ops._autotune, remembered on disk); untuned (CUDA
 torch.compile tracing) the list's first entry. GQA calls with a window also time tiles whose rows are
 several query heads (of one k/v head) at once, fewer queries each: a narrow window's key span is then
 queries + window keys a tile, not 128 + window, and each k/v tile serves those heads (PACKED_HEADS;
-PACK_WINDOWED_GQA); at D 64 such calls also time the default tile with its key range in one masked loop, fewer
-stages and registers (SINGLE_LOOP_WINDOWED).
+PACK_WINDOWED_GQA); at D 64 such calls also time the default tile with its key range in one masked loop, as is and
+with fewer stages and registers (SINGLE_LOOP_WINDOWED).
 float32 and the interpreter have one configuration each. A call's slow path (layout, configuration,
 compilation) leaves a plan under a key of everything but the data pointers; a repeated call checks
 its inputs, allocates its outputs and launches the compiled kernel directly.
@@ -180,8 +180,8 @@ MIN_PACKED_QUERIES = 32
 # Packed tiles in one loop (single_loop) of 64-key tiles went wrong on an H100 past their first key tile (session 78):
 # their q tile is a register operand of the QK MMA (reshaped from the [heads, queries] box), and ptxas 12.8 writes the
 # loop's p values into those registers, so the next key tile's MMA reads p for q (found in the sm_90 SASS by
-# profile.kernels.clobbered_mma_operands, which flags every form seen wrong on the GPU and none seen right; clean for
-# packed 32-key tiles in one loop, one head's, and packed tiles in three loops: tests/test_attention.py).
+# profile.kernels.clobbered_mma_operands, which flags every form seen wrong on the GPU and none seen right; every
+# candidate of gpt-oss's shapes is clean, with descriptors made on the host or in the kernel: tests/test_attention.py).
 PACKED_SINGLE_LOOP_MAX_BLOCK_N = 32
 # Measured (H100, session 77): 32 queries of 2 heads (64 x 64 tiles) won, 1.13-1.16x the best one-head tile on
 # gpt-oss's window rows (4 heads of 32 in 128 x 32 tiles: 1.08-1.12x). False times one-head tiles only.

@@ -115,10 +115,13 @@ def _cuobjdump(cubin: bytes, option: str) -> str:
 
 
 def _written_registers(instruction: str) -> set[int]:
-    """The general registers an SASS instruction writes: its first operand where that is a destination (4 for a
-    4-matrix LDSM, 2 for 64-bit results; stores, branches, barriers and MMAs' accumulators left out)."""
-    found = re.match(r"(?:@!?U?P\w+\s+)?([A-Z][\w.]*)\s+R(\d+)\b", instruction)
-    if found is None or found.group(1).startswith(("ST", "RED", "BRA", "BAR", "WARPGROUP", "SYNCS", "HGMMA", "EXIT")):
+    """The general registers an SASS instruction writes: its destination, the first operand (SHFL's second, after its
+    predicate), 4 registers for a 4-matrix LDSM, 2 for 64-bit results; none for stores, branches, barriers and the
+    MMAs (whose accumulators are left out)."""
+    found = re.match(r"(?:@!?U?P\w+\s+)?([A-Z][\w.]*)\s+(?:PT, )?R(\d+)\b", instruction)
+    if found is None or found.group(1).startswith(("ST", "RED", "BRA", "BAR", "WARPGROUP", "SYNCS", "EXIT", "RET")) \
+            or re.match(r"[HQIB]GMMA", found.group(1)) or ("PT, " in found.group(0)
+                                                            and not found.group(1).startswith("SHFL")):
         return set()
     opcode, first = found.group(1), int(found.group(2))
     width = 4 if opcode.startswith("LDSM") and opcode.endswith(".4") else 2 if ".64" in opcode else 1
@@ -126,21 +129,25 @@ def _written_registers(instruction: str) -> set[int]:
 
 
 def clobbered_mma_operands(cubin: bytes) -> list[str]:
-    """Warpgroup MMAs (HGMMA) inside a loop whose register A operand comes from before the loop (not made earlier in
-    the same iteration) and is written later in the loop: the next iteration's MMA reads what overwrote it. ptxas 12.8
-    does this to packed attention tiles in one key loop (attention.PACKED_SINGLE_LOOP_MAX_BLOCK_N). Each finding:
-    "MMA <- the instruction that overwrites its operand"; none: []."""
+    """Warpgroup MMAs (HGMMA / QGMMA / IGMMA / BGMMA) in a loop whose register A operand comes from before the loop
+    (not made earlier in the same iteration) and is written later in it: the next iteration's MMA reads what
+    overwrote it. ptxas 12.8 does this to packed attention tiles in one key loop
+    (attention.PACKED_SINGLE_LOOP_MAX_BLOCK_N). A loop: a backward branch and its target, with no EXIT between them
+    (which leaves out the out-of-line retries of barrier waits after the exit, branching back into a loop). Each
+    finding once: "MMA <- the instruction that overwrites its operand"; none: []."""
     lines = [(int(address, 16), text.strip()) for address, text in
              re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", _cuobjdump(cubin, "-sass"))]
-    found = []
+    found: dict[str, None] = {}
     for end, (address, text) in enumerate(lines):
-        branch = re.fullmatch(r"(?:@!?U?P\w+\s+)?BRA (0x[0-9a-f]+)", text)
-        if branch is None or int(branch.group(1), 16) >= address:  # loops end in a backward branch
+        branch = re.fullmatch(r"(?:@!?U?P\w+\s+)?BRA(?:\.U)?(?: !?U?P\w+,)? (0x[0-9a-f]+)", text)
+        if branch is None or int(branch.group(1), 16) >= address:
             continue
         start = next(i for i, (a, _) in enumerate(lines) if a >= int(branch.group(1), 16))
         body = [t for _, t in lines[start:end + 1]]
+        if any(t == "EXIT" for t in body):
+            continue
         for i, instruction in enumerate(body):
-            mma = re.match(r"HGMMA\.\S+ R\d+, R(\d+), gdesc", instruction)
+            mma = re.match(r"(?:@!?U?P\w+\s+)?[HQIB]GMMA\.\S+ R\d+, R(\d+), gdesc", instruction)
             if mma is None:
                 continue
             operand = set(range(int(mma.group(1)), int(mma.group(1)) + 4))
@@ -148,8 +155,8 @@ def clobbered_mma_operands(cubin: bytes) -> list[str]:
                 continue
             later = next((t for t in body[i + 1:] if _written_registers(t) & operand), None)
             if later is not None:
-                found.append(f"{instruction} <- {later}")
-    return found
+                found[f"{instruction} <- {later}"] = None
+    return list(found)
 
 
 def _cubin_resources(cubin: bytes, name: str) -> dict:
@@ -178,7 +185,7 @@ def compile_offline(launch: Launch, arch: int = OFFLINE_ARCH) -> dict:
     cubin = compiled.asm["cubin"]
     return _summary(launch, **_cubin_resources(cubin, compiled.name),
                     shared=compiled.metadata.shared, num_warps=compiled.metadata.num_warps,
-                    clobbered_mma_operands=clobbered_mma_operands(cubin) if arch >= 90 else [],
+                    clobbered_mma_operands=clobbered_mma_operands(cubin) if arch == 90 else None,
                     source=f"offline compile for sm_{arch} (ptxas)")
 
 
