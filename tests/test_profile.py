@@ -242,6 +242,10 @@ def test_profile_op_without_gpu(monkeypatch):
     assert result.kernels[0]["blocks_per_sm"] == 2 and result.kernels[0]["limited_by"] == "registers"
     assert result.diagnoses[0][1].verdict == "resources"
     assert "floor" in result.roofline_text() and any("No CUDA GPU" in n for n in result.notes)
+    assert not any("overwritten" in n for n in result.notes)
+    stub[0]["clobbered_mma_operands"] = ["HGMMA.64x64x16.F32.BF16 R24, R100, gdesc[UR16], RZ <- FADD R100, R29, R47"]
+    assert any(n.startswith("_softmax_looped_kernel: an MMA's register operand is overwritten") and "FADD R100" in n
+               for n in profile("softmax", (2048, 65536), "bf16").notes)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -85,6 +85,9 @@ def profile(op: str, shape, dtype: str = "bf16", provider: str = "rooftop", use_
             result.notes.append(f"no compiled-kernel resources: {type(err).__name__}: {str(err)[:300]}")
         for k in result.kernels:
             k.update(kernel_occupancy(k, arch))
+            if k.get("clobbered_mma_operands"):  # offline sm_90 compiles: a miscompile the results would show
+                result.notes.append(f"{k['kernel']}: an MMA's register operand is overwritten inside its loop "
+                                    f"(ptxas): {k['clobbered_mma_operands'][0]}")
         if not result.kernels and not any(n.startswith("no compiled") for n in result.notes):
             result.notes.append("no kernel launch went through rooftop.ops._support.launch: no resources")
     else:
