@@ -118,12 +118,11 @@ def _written_registers(instruction: str) -> set[int]:
     """The general registers an SASS instruction writes: its destination, the first operand (SHFL's second, after its
     predicate), 4 registers for a 4-matrix LDSM, 2 for 64-bit results; none for stores, branches, barriers and the
     MMAs (whose accumulators are left out)."""
-    found = re.match(r"(?:@!?U?P\w+\s+)?([A-Z][\w.]*)\s+(?:PT, )?R(\d+)\b", instruction)
-    if found is None or found.group(1).startswith(("ST", "RED", "BRA", "BAR", "WARPGROUP", "SYNCS", "EXIT", "RET")) \
-            or re.match(r"[HQIB]GMMA", found.group(1)) or ("PT, " in found.group(0)
-                                                            and not found.group(1).startswith("SHFL")):
+    found = re.match(r"(?:@!?U?P\w+\s+)?([A-Z][\w.]*)\s+(PT, )?R(\d+)\b", instruction)
+    if found is None or (found.group(2) and not found.group(1).startswith("SHFL")) or found.group(1).startswith(
+            ("ST", "RED", "BRA", "BAR", "WARPGROUP", "SYNCS", "EXIT", "RET", "HGMMA", "QGMMA", "IGMMA", "BGMMA")):
         return set()
-    opcode, first = found.group(1), int(found.group(2))
+    opcode, first = found.group(1), int(found.group(3))
     width = 4 if opcode.startswith("LDSM") and opcode.endswith(".4") else 2 if ".64" in opcode else 1
     return set(range(first, first + width))
 
