@@ -1,11 +1,16 @@
 # Session 79's H200 call (~10 min; one tarball $OUT/h.tgz rewritten after each step; exits at once on any other card):
 # the MoE registry rows in four formats (s77 call-d's last part), the Mixtral-shaped model, fp8_linear at decode M and
-# the prefill route's A/B (s77 call-b without its attention_sinks part): none has H200 figures yet.
+# the prefill route's A/B (s77 call-b without its attention_sinks part): none has H200 figures yet. On any other card
+# (~2 min): where the tuned window-128 attention kernel (item 550's one-head single-loop tiles) spends its time, ncu.
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo $GPU
-case $GPU in *H200*) ;; *) echo "not an H200: nothing run"; exit 0;; esac
-set -x
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
 W=/tmp/h; mkdir -p $W; echo $GPU > $W/gpu.txt; pack() { tar czf $OUT/h.tgz -C /tmp h; }
+case $GPU in *H200*) ;; *)
+  python -c "import ncu_pc_sampling as n; n.kernels('attention_window128')" 2>&1 | grep -v Warn | tail -3
+  timeout 200 python benchmarks/ncu_pc_sampling.py $W/ncu attention_window128 2>&1 | tail -40 > $W/ncu.txt
+  rm -f $W/ncu/*.ncu-rep; grep -i "throughput\|Duration\|Occupancy\|Registers Per\|L2 Hit\|Block Limit\|Pipe\|Issue" \
+    $W/ncu/details-attention_window128.txt | head -60; tail -28 $W/ncu.txt; pack; exit 0;; esac
+set -x
 for op in moe_experts_int4 moe_experts moe_experts_int8 moe_experts_fp8; do
   timeout 55 python -m rooftop bench $op --providers rooftop --out $W/moe 2>&1 | grep -v Warn > $W/bench-$op.txt
   grep "│ moe" $W/bench-$op.txt; pack; done
