@@ -7,8 +7,12 @@ A 128-query tile of one head spans ~255 keys with both edges masked (50% of the 
 32 queries of 4 heads in the same 128 rows span ~160 (80%) and read each k/v tile once for the 4 heads.
 Each forced output is checked against the float64 reference on the first 256 positions of each shape.
 
+With --mask-ptx-ab, each candidate also with the masked tiles' select in tl.where form (attention.MASK_PTX_ENABLED
+off: a compare more and a select more a score), rows marked "where".
+
 Writes OUT_DIR/exp-attention-window.json; prints per shape the best one-head, packed and single-loop configuration.
 Usage: PYTHONPATH=src python benchmarks/exp_attention_window.py OUT_DIR [--seqs 512,4096,16384] [--occupancy]
+       [--mask-ptx-ab]
 """
 from __future__ import annotations
 
@@ -35,6 +39,8 @@ def main() -> None:
                         help="also the 64 x 64 tiles (one head or packed in three loops, one head in one) with 2 "
                              "stages and registers capped at 96 or 80 (more programs an SM: 3 stages and ~110-124 "
                              "registers hold them at 4)")
+    parser.add_argument("--mask-ptx-ab", action="store_true",
+                        help="each candidate also with MASK_PTX_ENABLED off (the mask's tl.where form)")
     args = parser.parse_args()
     configs = attention_mod.attention_configs(D, torch.bfloat16, 0, "masked", pack=4, single_loop=True)
     if args.occupancy:
@@ -50,12 +56,14 @@ def main() -> None:
         sinks = torch.randn(HEADS, device="cuda") * 2
         cost = attention_cost((B, HEADS, S, D), torch.bfloat16, True, WINDOW, KV_HEADS)
         ref = attention_reference(q[:1, :, :256], k[:1, :, :256], v[:1, :, :256], True, window=WINDOW, sinks=sinks)
-        for config in configs:
+        for config, mask_ptx in ((c, m) for c in configs for m in ((True, False) if args.mask_ptx_ab else (True,))):
             attention_mod.attention_configs = lambda *a, c=config, **kw: (c,)
+            attention_mod.MASK_PTX_ENABLED = mask_ptx
             attention_mod._plans = Plans()
-            row = dict(S=S, B=B, heads=config.heads, single_loop=config.single_loop,
+            row = dict(S=S, B=B, heads=config.heads, single_loop=config.single_loop, mask_ptx=mask_ptx,
                        config=f"{config.block_m}x{config.block_n} w{config.num_warps} s{config.num_stages} "
-                       f"r{config.maxnreg} heads {config.heads}{' single' if config.single_loop else ''}")
+                       f"r{config.maxnreg} heads {config.heads}{' single' if config.single_loop else ''}"
+                       f"{'' if mask_ptx else ' where'}")
             try:
                 small = attention(q[:1, :, :256], k[:1, :, :256], v[:1, :, :256], True, window=WINDOW, sinks=sinks)
                 row["rel_err"] = float((small.double() - ref).norm() / ref.norm())
@@ -66,11 +74,15 @@ def main() -> None:
             rows.append(row)
             print(row, flush=True)
         attention_mod.attention_configs = tuned_configs
+        attention_mod.MASK_PTX_ENABLED = True
     Path(args.out).mkdir(parents=True, exist_ok=True)
     Path(args.out, "exp-attention-window.json").write_text(json.dumps(
         dict(device=torch.cuda.get_device_name(), rows=rows), indent=1))
     groups = {"one head": lambda r: r["heads"] == 1 and not r["single_loop"],
               "packed": lambda r: r["heads"] > 1 and not r["single_loop"], "single loop": lambda r: r["single_loop"]}
+    if args.mask_ptx_ab:
+        groups = {f"{name}{label}": lambda r, g=group, m=mask: g(r) and r["mask_ptx"] == m
+                  for name, group in groups.items() for label, mask in (("", True), (" where", False))}
     print(f"{'S':>6} " + " ".join(f"{'best ' + name:35s} {'us':>7}" for name in groups) + "  x one head")
     for S in sorted({r["S"] for r in rows}):
         timed = [r for r in rows if r["S"] == S and "us" in r and r["rel_err"] < 2e-2]

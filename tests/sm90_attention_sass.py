@@ -21,7 +21,7 @@ def findings(config: AttentionConfig, host_descriptors: bool) -> list[str]:
                     cu_seqlens_k="*i32")
     constexprs = dict(D=64, BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_D=64, VARLEN=False, MASK_LEFT=True,
                       MASK_RIGHT=True, WRITE_LSE=True, USE_TMA=True, SINKS=True, SOFTCAP=False, PRECISION="tf32",
-                      HEADS=config.heads, SINGLE_LOOP=config.single_loop)
+                      HEADS=config.heads, SINGLE_LOOP=config.single_loop, MASK_PTX=True)
     signature = {name: "constexpr" if name in constexprs else f"tensordesc<bf16{boxes[name]}>" if name in boxes
                  else pointers.get(name, "fp32" if name in ("qk_scale", "softcap") else "i32")
                  for name in _attention_fwd_kernel.arg_names}
