@@ -1,11 +1,12 @@
 # Session 79's H200 call (~10 min; one tarball $OUT/h.tgz rewritten after each step; exits at once on any other card):
 # the MoE registry rows in four formats (s77 call-d's last part), the Mixtral-shaped model, fp8_linear at decode M and
 # the prefill route's A/B (s77 call-b without its attention_sinks part): none has H200 figures yet. On any other card
-# (~2 min): where the tuned window-128 attention kernel (item 550's one-head single-loop tiles) spends its time, ncu.
+# (calls d and e): where the tuned window-128 attention kernel spends its time, ncu; ON_OTHER_CARD=exit: nothing.
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo $GPU
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
 W=/tmp/h; mkdir -p $W; echo $GPU > $W/gpu.txt; pack() { tar czf $OUT/h.tgz -C /tmp h; }
 case $GPU in *H200*) ;; *)
+  [ "$ON_OTHER_CARD" = exit ] && { echo "not an H200: nothing run"; exit 0; }
   python -c "import ncu_pc_sampling as n; n.kernels('attention_window128')" 2>&1 | grep -v Warn | tail -3
   timeout 200 python benchmarks/ncu_pc_sampling.py $W/ncu attention_window128 2>&1 | tail -40 > $W/ncu.txt
   rm -f $W/ncu/*.ncu-rep; grep -i "throughput\|Duration\|Occupancy\|Registers Per\|L2 Hit\|Block Limit\|Pipe\|Issue" \
