@@ -74,6 +74,7 @@ def test_queries_past_the_keys_see_nothing(device):
     (False, (0, 0), 33, 33),     # the diagonal alone
     (True, (3, None), 50, 20),   # Sq > Sk: queries with no key
     (False, (2, 1), 60, 10),     # windows that miss every key for most queries
+    (False, (2**31 - 1, 2**31 - 1), 40, 40),  # bounds past every key, near int32's end: as unbounded
 ])
 def test_windows(causal, window, Sq, Sk, device):
     _check(*_qkv(1, 2, 1, Sq, Sk, 64, torch.float16, device), causal, window=window)

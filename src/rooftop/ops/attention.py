@@ -635,7 +635,9 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
     sizes = (sq[0], sq[1], sq[2], sk[0], sk[1], sk[2], sv[0], sv[1], sv[2], so[0], so[1], so[2],
              *(lse3.stride()[:2] if lse3 is not None else (0, 0)),
              q4.shape[1], q4.shape[2], k4.shape[2], kv_group)
-    masking = (unbounded if left < 0 else left, 0 if causal else (unbounded if right < 0 else right),
+    # bounds past every key clamped (an int32 key position plus a bound near 2^31 would wrap: all keys masked)
+    masking = (unbounded if left < 0 else min(left, unbounded),
+               0 if causal else (unbounded if right < 0 else min(right, unbounded)),
                softcap * LOG2E)  # the cap in the scaled scores' log2 units
     plans: dict[AttentionConfig, Union[_Plan, attention_sm90.PingpongPlan]] = {}
 
