@@ -11,8 +11,10 @@ With --mask-ptx-ab, each candidate also with the masked tiles' select in tl.wher
 off: a compare more and a select more a score), rows marked "where".
 
 Writes OUT_DIR/exp-attention-window.json; prints per shape the best one-head, packed and single-loop configuration.
+With --configs, the configurations given instead (a JSON list of AttentionConfig fields), e.g. packed tiles in one
+loop, which the tuner is not offered.
 Usage: PYTHONPATH=src python benchmarks/exp_attention_window.py OUT_DIR [--seqs 512,4096,16384] [--occupancy]
-       [--mask-ptx-ab]
+       [--mask-ptx-ab] [--configs '[{"block_m": 64, "block_n": 32, "num_warps": 4, "num_stages": 2, ...}]']
 """
 from __future__ import annotations
 
@@ -41,8 +43,11 @@ def main() -> None:
                              "registers hold them at 4)")
     parser.add_argument("--mask-ptx-ab", action="store_true",
                         help="each candidate also with MASK_PTX_ENABLED off (the mask's tl.where form)")
+    parser.add_argument("--configs", help="a JSON list of AttentionConfig fields: these instead of the tuner's")
     args = parser.parse_args()
     configs = attention_mod.attention_configs(D, torch.bfloat16, 0, "masked", pack=4, single_loop=True)
+    if args.configs:
+        configs = tuple(attention_mod.AttentionConfig(**c) for c in json.loads(args.configs))
     if args.occupancy:
         configs = tuple(dict.fromkeys(configs + tuple(
             replace(c, num_stages=stages, maxnreg=regs) for c in configs if (c.block_m, c.block_n, c.num_warps) ==
