@@ -52,7 +52,7 @@ def main() -> None:
         configs = tuple(dict.fromkeys(configs + tuple(
             replace(c, num_stages=stages, maxnreg=regs) for c in configs if (c.block_m, c.block_n, c.num_warps) ==
             (64, 64, 4) for stages, regs in ((2, None), (2, 96), (3, 96), (2, 80)))))
-    tuned_configs = attention_mod.attention_configs
+    tuned_configs, tuned_mask_ptx = attention_mod.attention_configs, attention_mod.MASK_PTX_ENABLED
     rows = []
     for S in map(int, args.seqs.split(",")):
         B = TOKENS // S
@@ -79,7 +79,7 @@ def main() -> None:
             rows.append(row)
             print(row, flush=True)
         attention_mod.attention_configs = tuned_configs
-        attention_mod.MASK_PTX_ENABLED = True
+        attention_mod.MASK_PTX_ENABLED = tuned_mask_ptx
     Path(args.out).mkdir(parents=True, exist_ok=True)
     Path(args.out, "exp-attention-window.json").write_text(json.dumps(
         dict(device=torch.cuda.get_device_name(), rows=rows), indent=1))

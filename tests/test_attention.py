@@ -104,6 +104,7 @@ def _force_config(monkeypatch, config):
     (True, 6, 37, 45, "sinks"), (False, (5, 3), 40, 40, None), (True, 127, 150, 150, "sinks"),
     (True, 3, 45, 12, None),  # queries that see no key: out 0, lse -inf
     (True, 9, 40, 40, "softcap"),
+    (False, (40, 20), 70, 150, None),  # Sq < Sk, both edges: a single loop's whole tiles between masked ones
     *([(True, 300, 400, 400, "sinks"), (False, (100, 60), 300, 300, None)] if HAS_CUDA else [])])  # loops of 2+ tiles
 def test_packed_heads(config, transposed, causal, window, Sq, Sk, extra, monkeypatch, device):
     """Tiles of several query heads' rows (each head's queries, with their sinks, soft cap and lse rows) match the

@@ -346,8 +346,8 @@ def soft_cap(s, cap):
 @triton.jit
 def _keys_in_reach(qk, k_pos, k_first, k_last, MASK_PTX: tl.constexpr):
     """qk where k_first <= k_pos <= k_last, else -inf. MASK_PTX (inline PTX, a GPU only): two compares chained and
-    one select a score, where the compiler makes one select a compare of the tl.where form (2 more instructions
-    a score, ~15% of the masked loop's at D 64; offline sm_90 SASS)."""
+    one select a score, where the compiler makes one select a compare of the tl.where form (offline sm_90 SASS at
+    D 64: one more a score in the tuned one-loop tile, ~7% of its loop; ~3 more in the three-loop masked loops)."""
     if MASK_PTX:
         return tl.inline_asm_elementwise(
             "{ .reg .pred p; setp.ge.s32 p, $2, $3; setp.le.and.s32 p, $2, $4, p; selp.f32 $0, $1, 0fFF800000, p; }",
@@ -631,7 +631,9 @@ def _plan_and_launch(q4, k4, v4, o4, lse3, cu_q, cu_k, n_batch, max_q, max_k, ca
     kind = _kind(use_tma, mask_left, mask_right)
     pingpong = not softcap and _pingpong_applies(q4, k4, v4, o4, causal, left, right, varlen)
     kv_group = q4.shape[1] // k4.shape[1]
-    unbounded = max_q + max_k  # wider than any query can reach
+    # wider than any query can reach (varlen's max_q / max_k are the caller's: capped within int32, past any sequence
+    # a GPU holds)
+    unbounded = min(max_q + max_k, 2**30)
     sizes = (sq[0], sq[1], sq[2], sk[0], sk[1], sk[2], sv[0], sv[1], sv[2], so[0], so[1], so[2],
              *(lse3.stride()[:2] if lse3 is not None else (0, 0)),
              q4.shape[1], q4.shape[2], k4.shape[2], kv_group)
@@ -852,7 +854,7 @@ def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
     lse3 = lse if return_lse else None
     # everything the launch depends on but the data pointers and the scale (out's layout follows q's)
     key = ("dense", q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, causal, left, right,
-           softcap, return_lse, _sinks_key(sinks), TMA_ENABLED, HOST_DESCRIPTORS, GLUON_ENABLED,
+           softcap, return_lse, _sinks_key(sinks), TMA_ENABLED, HOST_DESCRIPTORS, GLUON_ENABLED, MASK_PTX_ENABLED,
            alignment_key(q, k, v, sinks))
     plan = _plans.get(key)
     if plan is not None:
@@ -945,7 +947,7 @@ def _attention_varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_s
         return out, lse
     lse2 = lse if return_lse else None
     key = ("varlen", q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, batch, max_seqlen_q,
-           max_seqlen_k, causal, left, right, softcap, return_lse, _sinks_key(sinks), TMA_ENABLED,
+           max_seqlen_k, causal, left, right, softcap, return_lse, _sinks_key(sinks), TMA_ENABLED, MASK_PTX_ENABLED,
            alignment_key(q, k, v, cu_seqlens_q, cu_seqlens_k, sinks))
     plan = _plans.get(key)
     if plan is not None:  # the plan takes the tensors as they are: no descriptor reads the 4-D views' shapes
