@@ -78,13 +78,15 @@ for sinks, softcap in ((False, False), (True, False), (False, True)):  # gpt-oss
 for heads, block_n in ((4, 32), (4, 64), (2, 64)):  # several query heads' rows a tile (TMA made in-kernel)
     build(at._attention_fwd_kernel, at_types, dict(D=64, BLOCK_M=128, BLOCK_N=block_n, BLOCK_D=64, VARLEN=False,
           MASK_LEFT=True, MASK_RIGHT=True, WRITE_LSE=False, USE_TMA=True, SINKS=True, SOFTCAP=False,
-          PRECISION="tf32", HEADS=heads, SINGLE_LOOP=False, MASK_PTX=True), 8, 3, name=f"attn_window_d64_heads{heads}_n{block_n}")
+          PRECISION="tf32", HEADS=heads, SINGLE_LOOP=False, MASK_PTX=True), 8, 3,
+          name=f"attn_window_d64_heads{heads}_n{block_n}")
 for heads, block_m, warps, single in ((4, 128, 8, False), (2, 64, 4, True)):  # host-made 4-D descriptors
     boxes = dict(q=[1, heads, 32, 64], o=[1, heads, 32, 64], k=[1, 1, 64, 64], v=[1, 1, 64, 64])
     build(at._attention_fwd_kernel, lambda a, b=boxes: f"tensordesc<bf16{b[a]}>" if a in b else at_types(a),
           dict(D=64, BLOCK_M=block_m, BLOCK_N=64, BLOCK_D=64, VARLEN=False, MASK_LEFT=True, MASK_RIGHT=True,
                WRITE_LSE=True, USE_TMA=True, SINKS=True, SOFTCAP=False, PRECISION="tf32", HEADS=heads,
-               SINGLE_LOOP=single, MASK_PTX=True), warps, 3, name=f"attn_window_d64_heads{heads}_host_single{int(single)}")
+               SINGLE_LOOP=single, MASK_PTX=True), warps, 3,
+          name=f"attn_window_d64_heads{heads}_host_single{int(single)}")
 da_pointers = {"q": "*bf16", "k": "*bf16", "v": "*bf16", "o": "*bf16", "lse": "*fp32", "part_acc": "*fp32",
                "part_ml": "*fp32", "counters": "*i32", "seqlens": "*i32", "block_table": "*i32", "key_mask": "*u8",
                "sinks": "*bf16"}
