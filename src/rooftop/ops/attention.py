@@ -462,7 +462,7 @@ def _attention_fwd_kernel(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k,
         acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks,
                                       stride_vs, seqlen_k, k_first, k_last, lo, hi, full_lo, full_hi, qk_scale,
                                       softcap, BLOCK_N, BLOCK_D, D, True, SOFTCAP, PRECISION, MASK_PTX)
-    else:  # MASK_LEFT / MASK_RIGHT False: that loop is statically empty and left out
+    else:  # MASK_LEFT / MASK_RIGHT False: that loop is statically empty and left out; (0, 0): each tile masked
         if MASK_LEFT:
             acc, l_i, m_i = _attend_tiles(acc, l_i, m_i, q_tile, k_src, v_src, tb, kv_head, k_start, stride_ks,
                                           stride_vs, seqlen_k, k_first, k_last, lo, full_lo, 0, 0,
