@@ -48,8 +48,7 @@ def main() -> None:
         if params["SLICES"] == 1:
             continue
         params.pop("path")
-        params.setdefault("TILE_N", params["BLOCK_N"])  # as _launch_path does
-        params.setdefault("PREFETCH", 0)
+        params.setdefault("PREFETCH", 0)  # as _launch_path does
         params["X_ASM"] = True  # as on a GPU with x 16-byte aligned
         split = params.pop("SPLIT_K")
         consts = dict(BITS=a.bits, GROUP=128, HAS_ZERO=True, HAS_BIAS=False, SPLIT_K=split, SUM_BATCH=1,

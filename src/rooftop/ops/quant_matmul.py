@@ -295,7 +295,6 @@ def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms
     unroll = len(rest) > 3 and rest[3] and slices > 1
     ahead = rest[4] if len(rest) > 4 and unroll else 0
     prefetch = rest[5] if len(rest) > 5 and slices > 1 else 0
-    fit = len(rest) > 6 and rest[6]
     block_k = min(word_rows * 32 // bits, group_size)
     if slices == 1:
         most = max(1, min(GEMV_MAX_SPLIT, K // (block_k * GEMV_MIN_STEPS)))
@@ -304,13 +303,9 @@ def _gemv(config: tuple, M: int, N: int, K: int, bits: int, group_size: int, sms
         groups = K // group_size
         split = _split_k(per_sm * sms, cdiv(N, block_n), max(1, groups // slices))
         split = cdiv(groups, slices * cdiv(groups, split * slices))
-    # FIT: a program's columns cut to the fewest (a multiple of 16) that keep the tiles x splits within one program an
-    # SM, so that every SM reads a like share (14336 columns: 128 tiles of 112 where 128 columns leave 20 SMs idle)
-    tile_n = min(block_n, cdiv(cdiv(N, max(1, sms // split)), 16) * 16) if fit else block_n
     return dict(path="gemv", BLOCK_M=triton.next_power_of_2(M), BLOCK_N=block_n, BLOCK_K=block_k, SPLIT_K=split,
                 num_warps=warps, STAGES=stages, SLICES=slices, X_ASM=x_asm, UNROLL=unroll, AHEAD=ahead,
-                **({"maxnreg": maxnreg} if maxnreg else {}), **({"PREFETCH": prefetch} if prefetch else {}),
-                **({"TILE_N": tile_n} if tile_n < block_n else {}))
+                **({"maxnreg": maxnreg} if maxnreg else {}), **({"PREFETCH": prefetch} if prefetch else {}))
 
 
 def _mma(config: tuple, M: int) -> dict:
@@ -606,7 +601,7 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   STAGES: tl.constexpr, SUM_BATCH: tl.constexpr, SLICES: tl.constexpr, X_ASM: tl.constexpr,
                   UNROLL: tl.constexpr, EVEN: tl.constexpr, W_STRIDE: tl.constexpr, GROUP_SUMS: tl.constexpr,
-                  AHEAD: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr, TILE_N: tl.constexpr):
+                  AHEAD: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr):
     # Grid (N / BLOCK_N, SPLIT_K). STAGES > 1: the group's next k-steps' words are copied into shared
     # memory while this one is summed (more bytes in flight per program). Reads its [K / SPLIT_K,
     # BLOCK_N] slab of packed words once (the grid reads every word once), one row of scales (and
@@ -649,14 +644,8 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
         n_row = N
     pid_n = tl.program_id(0)
     split = tl.program_id(1)
-    lane_cols = tl.arange(0, BLOCK_N)
-    cols = pid_n * TILE_N + lane_cols
-    if TILE_N < BLOCK_N:  # TILE_N a multiple of 16: the mask is whole 16-byte vectors, the loads stay vectorised
-        col_mask = (lane_cols < TILE_N)[None, :] if EVEN else ((lane_cols < TILE_N) & (cols < N))[None, :]
-        out_cols = tl.where(lane_cols < TILE_N, cols, N)  # the lanes past the tile store nothing
-    else:
-        col_mask = None if EVEN else (cols < N)[None, :]
-        out_cols = cols
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_mask = None if EVEN else (cols < N)[None, :]
     lanes = tl.arange(0, LANES)[:, None]
     k_steps = K // BLOCK_K
     if SLICES == 1:
@@ -677,8 +666,8 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
     x_ptrs = x_row if X_ASM else x_row + tl.arange(0, XW * PACK)[None, :]  # the tl.load of x's
     if PREFETCH > 0:  # slices are whole groups, EVEN none past K: every row prefetched is the program's
         tl.static_assert(PDL and EVEN and SLICES > 1 and PREFETCH <= STEPS)
-        _prefetch_rows(w_ptr + pid_n * TILE_N, t_start * WORDS, per_part * WORDS, n_row, SLICES, PREFETCH * WORDS,
-                       TILE_N * 4)
+        _prefetch_rows(w_ptr + pid_n * BLOCK_N, t_start * WORDS, per_part * WORDS, n_row, SLICES, PREFETCH * WORDS,
+                       BLOCK_N * 4)
     await_previous(PDL)
     acc = tl.zeros([LANES, BLOCK_N], tl.float32)
     for g in range(t_start // STEPS, tl.cdiv(t_end, STEPS)):  # the groups this split's k-steps touch
@@ -723,8 +712,8 @@ def _qgemv_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, ws_ptr, cnt_ptr, M
         acc = tl.fma(s, dot - (sum15 * MAGIC15 + sum19 * 16.0 + z * (sum15 + sum19)), acc)
     if SLICES > 1:
         acc = tl.sum(acc, axis=0, keep_dims=True)  # the slices' sums, across warps through shared memory
-    store_split_output(acc, tl.arange(0, BLOCK_M), out_cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr,
-                       pid_n, split, SPLIT_K, HAS_BIAS, SUM_BATCH)
+    store_split_output(acc, tl.arange(0, BLOCK_M), cols, M, N, b_ptr, out_ptr, out_stride, ws_ptr, cnt_ptr, pid_n,
+                       split, SPLIT_K, HAS_BIAS, SUM_BATCH)
 
 
 @triton.jit
@@ -1314,7 +1303,7 @@ def _gemv_extents(params: dict, split: int, M: int, N: int, K: int, group_size: 
     split evenly over SPLIT_K * SLICES), W_STRIDE (N compiled in where the word rows' offsets are static: a compile
     per N, for the M = 1 candidates) and GROUP_SUMS (x's sums by `_group_x_sums`: its shuffles take a slice to be
     one warp's, its 32 threads along the columns, as Triton lays out a slice a warp of 128 columns or more)."""
-    even = (N % params.get("TILE_N", params["BLOCK_N"]) == 0 and M == params["BLOCK_M"]
+    even = (N % params["BLOCK_N"] == 0 and M == params["BLOCK_M"]
             and (params["SLICES"] == 1 or (K // group_size) % (split * params["SLICES"]) == 0))
     group_sums = (params["X_ASM"] and params["SLICES"] > 1 and params["SLICES"] == params["num_warps"]
                   and params["BLOCK_N"] >= 128)
@@ -1329,9 +1318,7 @@ def _launch_path(config: dict, rows, packed, scales, zeros, bias, out, bits: int
     path = params.pop("path")
     M, K = rows.shape
     N = out.shape[1]
-    if path == "gemv":
-        params.setdefault("TILE_N", params["BLOCK_N"])  # (a choice cached before tiles narrower than BLOCK_N)
-    tiles = cdiv(N, params.get("TILE_N", params["BLOCK_N"]))
+    tiles = cdiv(N, params["BLOCK_N"])
     args = [rows, packed, scales, packed if zeros is None else zeros, out if bias is None else bias, out, out,
             packed, M, N, K, rows.stride(0), out.stride(0), MAGIC15]
     consts = dict(BITS=bits, GROUP=group_size, HAS_ZERO=zeros is not None, HAS_BIAS=bias is not None)
