@@ -10,7 +10,10 @@ from rooftop import registry
 from rooftop.ops import decode_attention as decode_mod
 from rooftop.ops.attention import attention
 from rooftop.ops.decode_attention import (append_kv, append_kv_reference, decode_attention, decode_attention_cost,
-                                          decode_attention_eager, decode_attention_reference, gather_cache)
+                                          decode_attention_eager, decode_attention_reference, gather_cache,
+                                          quantize_kv)
+
+FP8 = torch.float8_e4m3fn
 
 
 def _inputs(B, Hq, Hkv, Sq, capacity, D, dtype, device, page_size=None):
@@ -396,17 +399,24 @@ def test_cost_and_registry():
     cost = decode_attention_cost((4, 32, 1024, 128), torch.bfloat16)
     assert cost.bytes == (2 * 4 * 32 * 128 + 2 * 4 * 8 * 1024 * 128) * 2
     assert cost.flops == 4 * 4 * 32 * 1024 * 128
+    fp8 = decode_attention_cost((4, 32, 1024, 128), torch.bfloat16, cache_itemsize=1)
+    assert fp8.bytes == 2 * 4 * 32 * 128 * 2 + 2 * 4 * 8 * 1024 * 128 and fp8.flops == cost.flops
+    assert registry.get("decode_attention_fp8").cost((4, 32, 1024, 128), torch.bfloat16) == fp8
     sdpa = {"sdpa_flash", "sdpa_cudnn", "sdpa_efficient"}
     for name, peers, batch in (("decode_attention", sdpa, None), ("decode_attention_paged", set(), None),
-                               ("decode_attention_b1", sdpa, 1)):
+                               ("decode_attention_b1", sdpa, 1), ("decode_attention_fp8", set(), None)):
         spec = registry.get(name)
         assert spec.family == "decode_attention" and spec.x_key == "S" and set(spec.peers) == peers
         assert all((B == 1) if batch else (B * L == 131072) for B, _, L, _ in spec.cases)
         inputs = spec.make_inputs((2, 8, 40, 32), torch.float16, DEVICE)
         assert rel_err(spec.run(*inputs), spec.reference(*inputs)) < TOL[torch.float16]
+    fp8 = registry.get("decode_attention_fp8")  # its eager form: the codes dequantized, then the 16-bit one
+    inputs = fp8.make_inputs((2, 8, 40, 32), torch.float16, DEVICE)
+    assert inputs[1].dtype == inputs[2].dtype == torch.float8_e4m3fn
+    assert rel_err(fp8.eager(*inputs), fp8.reference(*inputs)) < TOL[torch.float16]
 
 
-@pytest.mark.parametrize("op", ["decode_attention", "decode_attention_paged"])
+@pytest.mark.parametrize("op", ["decode_attention", "decode_attention_paged", "decode_attention_fp8"])
 def test_kernels_compile_for_sm90(op):
     """The kernel of a call (B = 1, 2 kv heads: split off a GPU too, merged by its last split), compiled for sm_90 as
     a GPU launch specialises it (no GPU needed; the interpreter does not type-check a jit helper's returns): one
@@ -447,6 +457,85 @@ def test_fitting_stages_steps_down_to_the_shared_memory(limit, stages, monkeypat
 
 
 # ---------------------------------------------------------------------------------------------
+# fp8 caches
+
+
+def _fp8_caches(k, v, k_scale, v_scale):
+    """k, v (any float) as fp8 caches of codes of x / scale (quantize_kv), checked against e4m3's own rounding."""
+    k8, v8 = quantize_kv(k, k_scale), quantize_kv(v, v_scale)
+    for x, codes, scale in ((k, k8, k_scale), (v, v8, v_scale)):
+        assert codes.dtype == FP8 and codes.shape == x.shape
+        expect = (x.double() / scale).clamp(-448, 448)
+        # nearest code: within half a step of e4m3's 3-bit mantissa (2^-9 at the bottom of the normal range)
+        assert ((codes.double() - expect).abs() <= expect.abs() / 16 + 2.0**-9).all()
+    return k8, v8
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("page_size, Sq, num_splits", [(None, 1, 1), (None, 3, 3), (16, 1, 3), (8, 2, 1)])
+def test_fp8_caches_match_reference(dtype, page_size, Sq, num_splits, device):
+    """Caches of fp8 codes with per-tensor scales (keys 3x a unit normal, so that the codes use e4m3's range): the
+    keys and values each code times its scale, GQA, ragged lengths (one empty, one shorter than Sq)."""
+    q, k, v, table = _inputs(3, 8, 2, Sq, 100, 64, torch.float32, device, page_size)
+    k_scale, v_scale = 3 / 448, 0.02
+    k8, v8 = _fp8_caches(3 * k, v, k_scale, v_scale)
+    q, seqlens = q.to(dtype), _seqlens([100, 0, 2], device)
+    out, lse = decode_attention(q, k8, v8, seqlens, table, num_splits=num_splits, return_lse=True, k_scale=k_scale,
+                                v_scale=v_scale)
+    ref, ref_lse = decode_attention_reference(q, k8, v8, seqlens, table, return_lse=True, k_scale=k_scale,
+                                              v_scale=v_scale)
+    assert_attention_result(out, lse, ref, ref_lse, q)
+    # the scales are what the codes are multiplied by: a 16-bit cache of the dequantized values gives the same
+    k16, v16 = (c.to(dtype) * s for c, s in ((k8, k_scale), (v8, v_scale)))
+    assert rel_err(out, decode_attention(q, k16, v16, seqlens, table, num_splits=num_splits)) < TOL[dtype]
+
+
+@pytest.mark.parametrize("page_size", [None, 4])
+def test_append_kv_fp8(page_size, device):
+    """append_kv into fp8 caches writes quantize_kv's codes (saturated past e4m3's 448: rows of 1000 x a unit
+    normal), the other rows kept; decode_attention then reads them with the same scales."""
+    B, Hq, H, D, capacity, S = 2, 8, 2, 32, 32, 3
+    q, k_cache, v_cache, table = _inputs(B, Hq, H, 1, capacity, D, torch.bfloat16, device, page_size=page_size)
+    k_cache, v_cache = quantize_kv(k_cache, 0.1), quantize_kv(v_cache, 0.1)
+    lengths = _seqlens([3, 9], device)
+    expect = [k_cache.clone(), v_cache.clone(), lengths.clone()]
+    for step in range(2):
+        k, v = (torch.randn(B, H, S, D, device=device, dtype=torch.bfloat16) * (1000 if step else 1) for _ in range(2))
+        append_kv(k_cache, v_cache, k, v, lengths, table, k_scale=0.5, v_scale=0.25)
+        append_kv_reference(*expect[:2], k, v, expect[2], table, 0.5, 0.25)
+        assert torch.equal(k_cache.view(torch.uint8), expect[0].view(torch.uint8))
+        assert torch.equal(v_cache.view(torch.uint8), expect[1].view(torch.uint8))
+        assert torch.equal(lengths, expect[2])
+    assert k_cache.float().abs().max() == 448  # saturated, not inf or NaN
+    out = decode_attention(q, k_cache, v_cache, lengths, table, k_scale=0.5, v_scale=0.25)
+    assert rel_err(out, decode_attention_reference(q, k_cache, v_cache, lengths, table, k_scale=0.5,
+                                                   v_scale=0.25)) < TOL[torch.bfloat16]
+
+
+def test_fp8_bad_input(device):
+    q = torch.randn(2, 4, 1, 32, device=device, dtype=torch.bfloat16)
+    k, v = (torch.randn(2, 2, 16, 32, device=device, dtype=torch.bfloat16) for _ in range(2))
+    k8, v8 = quantize_kv(k), quantize_kv(v)
+    seqlens = _seqlens([3, 16], device)
+    with pytest.raises(TypeError, match="k_scale and v_scale are for torch.float8_e4m3fn caches"):
+        decode_attention(q, k, v, seqlens, k_scale=0.5)
+    for bad in (0.0, -1.0, float("inf"), float("nan"), torch.tensor(0.5), True):
+        with pytest.raises(ValueError, match="k_scale must be a positive finite float"):
+            decode_attention(q, k8, v8, seqlens, k_scale=bad)
+    with pytest.raises(ValueError, match="v_scale must be a positive finite float"):
+        append_kv(k8, v8, k, v, _seqlens([1, 2], device), v_scale=-2.0)
+    with pytest.raises(TypeError, match="v_cache has dtype torch.bfloat16 but k_cache has torch.float8_e4m3fn"):
+        decode_attention(q, k8, v, seqlens)
+    with pytest.raises(TypeError, match="q must be float16 or bfloat16"):
+        decode_attention(q.float(), k8, v8, seqlens)
+    with pytest.raises(TypeError, match="k_cache has dtype float8_e5m2; expected one of .*float8_e4m3fn"):
+        decode_attention(q, k8.view(torch.uint8).view(torch.float8_e5m2), v8, seqlens)
+    cos, sin = (torch.ones(1, 32, device=device, dtype=torch.bfloat16) for _ in range(2))
+    with pytest.raises(TypeError, match="for torch.float8_e4m3fn ones call apply_rope, then append_kv"):
+        rooftop.apply_rope_append_kv(q, k[:, :, :1], v[:, :, :1], cos, sin, k8, v8, _seqlens([1, 2], device))
+
+
+# ---------------------------------------------------------------------------------------------
 # On the GPU
 
 
@@ -459,6 +548,26 @@ def test_gpu_matches_reference(Hq, Hkv, Sq, D, page_size, dtype):
     lengths = [4096, 1, 0, 2999, 777]
     q, k, v, table = _inputs(len(lengths), Hq, Hkv, Sq, 4096, D, dtype, "cuda", page_size)
     _check(q, k, v, _seqlens(lengths, "cuda"), table)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("page_size", [None, 16, 256])
+@pytest.mark.parametrize("Hq, Hkv, Sq, D", [(32, 8, 1, 128), (32, 8, 4, 128), (8, 1, 1, 256), (28, 4, 1, 96)])
+def test_gpu_fp8_caches(Hq, Hkv, Sq, D, page_size, dtype):
+    """fp8 caches at model sizes: appended by append_kv (a step of 4 rows after rows written by quantize_kv),
+    read by decode_attention, against the reference over the same codes and scales."""
+    lengths = [4096, 1, 0, 2999, 777]
+    q, k, v, table = _inputs(len(lengths), Hq, Hkv, Sq, 4100, D, dtype, "cuda", page_size)
+    k8, v8 = quantize_kv(2 * k, 2 / 448), quantize_kv(v, 1 / 448)
+    seqlens = _seqlens([n - 4 if n >= 4 else n for n in lengths], "cuda")
+    rows = torch.randn(len(lengths), Hkv, 4, D, device="cuda", dtype=dtype)
+    append_kv(k8, v8, 2 * rows, rows, seqlens, table, k_scale=2 / 448, v_scale=1 / 448)
+    assert torch.equal(seqlens, _seqlens([n if n >= 4 else n + 4 for n in lengths], "cuda"))
+    out, lse = decode_attention(q, k8, v8, seqlens, table, return_lse=True, k_scale=2 / 448, v_scale=1 / 448)
+    ref, ref_lse = decode_attention_reference(q, k8, v8, seqlens, table, return_lse=True, k_scale=2 / 448,
+                                              v_scale=1 / 448)
+    assert_attention_result(out, lse, ref, ref_lse, q)
 
 
 @pytest.mark.gpu

@@ -91,13 +91,14 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from rooftop import registry
 from rooftop.ops import _autotune, attention_sm90
-from rooftop.ops._support import (Launch, Plans, alignment_key, capability, cdiv, check_float, check_number,
-                                  check_same_device, ensure_scratch_allocator, gluon_runs, interpreting, runs_kernel,
-                                  shared_memory_limit, torch_op)
+from rooftop.ops._support import (FLOAT_DTYPES, Launch, Plans, alignment_key, capability, cdiv, check_float,
+                                  check_number, check_same_device, ensure_scratch_allocator, gluon_runs, interpreting,
+                                  runs_kernel, shared_memory_limit, torch_op)
 from rooftop.roofline import Cost
 
 LOG2E = 1.4426950408889634
 MAX_HEAD_DIM = 256
+FP8_KV = torch.float8_e4m3fn  # decode_attention's and append_kv's fp8 caches (per-tensor scales)
 MAX_PROGRAMS = 2**31 - 1  # CUDA's limit on a grid's x axis
 
 Window = Union[None, int, tuple]
@@ -761,20 +762,27 @@ def check_scale(scale, D: int) -> float:
     return float(scale)
 
 
-def check_qkv(q, k, v, ndim: int, layout: str, names: tuple[str, str, str] = ("q", "k", "v")) -> None:
+def check_qkv(q, k, v, ndim: int, layout: str, names: tuple[str, str, str] = ("q", "k", "v"),
+              fp8_kv: bool = False) -> None:
     """q, k and v (named `names` in errors): float, `ndim`-D with a unit last stride, k and v alike on q's device
-    and dtype, one head_dim <= MAX_HEAD_DIM, q's heads (dim -3 of 4-D, -2 of 3-D) a multiple of k's."""
+    and dtype (fp8_kv: or both FP8_KV, caches of fp8 codes, with q fp16 / bf16), one head_dim <= MAX_HEAD_DIM, q's
+    heads (dim -3 of 4-D, -2 of 3-D) a multiple of k's."""
+    nq, nk, nv = names
     for name, t in zip(names, (q, k, v)):
-        check_float(name, t)
+        check_float(name, t, FLOAT_DTYPES + (FP8_KV,) if fp8_kv and t is not q else FLOAT_DTYPES)
         if t.dim() != ndim:
             raise ValueError(f"{name} must be {ndim}-D {layout}, got shape {tuple(t.shape)}")
         if t.stride(-1) != 1 and t.shape[-1] > 1:
             raise ValueError(f"{name} must have unit stride along its last dim (head_dim), got {t.stride(-1)}")
-    nq, nk, nv = names
+    codes = k.dtype == FP8_KV
     for name, t in ((nk, k), (nv, v)):
         check_same_device(name, t, nq, q)
-        if t.dtype != q.dtype:
+        if codes and t.dtype != FP8_KV:
+            raise TypeError(f"{name} has dtype {t.dtype} but {nk} has {FP8_KV}: both or neither")
+        if not codes and t.dtype != q.dtype:
             raise TypeError(f"{name} has dtype {t.dtype} but {nq} has {q.dtype}")
+    if codes and q.dtype not in (torch.float16, torch.bfloat16):
+        raise TypeError(f"{nq} must be float16 or bfloat16 with {FP8_KV} {nk} and {nv}, got {q.dtype}")
     if v.shape != k.shape:
         raise ValueError(f"{nv} has shape {tuple(v.shape)} but {nk} has {tuple(k.shape)}")
     D = q.shape[-1]

@@ -27,6 +27,11 @@ The caches (any strides with a unit last one):
 cache_seqlens (int32 [B], on the device) is clamped to [0, capacity] (S_max, or pages_per_seq * page_size) in
 the kernel, so that a wrong length never reads outside the cache (checking it would cost a host sync a call);
 block_table entries are not checked.
+fp8 caches (torch.float8_e4m3fn, vLLM's kv_cache_dtype "fp8"; q fp16 / bf16): key j is its code times k_scale, value
+j its code times v_scale (per-tensor floats). The kernel widens each tile's codes to q's dtype (exact: e4m3's 3-bit
+mantissa and range fit bf16 and fp16) before the same dots, k_scale folded into the scores' scale and v_scale into the
+accumulator once a row: half the bytes of a 16-bit cache for the same maths. append_kv writes codes of k / k_scale
+(quantize_kv: times 1 / k_scale in fp32, saturated at +-448, to nearest).
 
 The kernel: one program per (sequence, kv head, tile of query rows, split of the keys). A program's query
 rows are the GROUP = Hq / Hkv heads that share its kv head times the Sq new tokens (GQA packing: each k/v
@@ -52,15 +57,16 @@ it). Traffic: the new rows read once and written once (paged: a page id read a r
 StaticLayer.update does the same in four kernels (an arange, an add, two index_copy_); integrations/hf.py routes a
 patched model's static cache there.
 
-Traffic: each program reads its query rows once and each k/v row of its range once, so a (sequence,
-kv head)'s first L_b keys and values are read from memory once in all; out (and lse) written once. With
-splits, each split also writes and the merging split reads rows x (D + 2) fp32 partials: at D = 128,
-4 rows and 256 keys a split, 2 KB against the split's 128 KB of keys and values. The floor
+Traffic (cache elements of 2 bytes, or 1 for fp8): each program reads its query rows once and each k/v row of its
+range once, so a (sequence, kv head)'s first L_b keys and values are read from memory once in all; out (and lse)
+written once. With splits, each split also writes and the merging split reads rows x (D + 2) fp32 partials: at
+D = 128, 4 rows and 256 keys a split, 2 KB against the split's 128 KB of 16-bit keys and values. The floor
 counted by the cost model is q, each sequence's first L_b keys and values read once, out written once;
 FLOPs 4 * D per (query, seen key).
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Optional
 
@@ -71,8 +77,8 @@ import triton.language as tl
 from rooftop import registry
 from rooftop.ops._support import (arrival_counters, arrive_last, await_previous, cdiv, check_same_device,
                                   fitting_stages, launch, num_sms, pdl_options, planned, runs_kernel, torch_op)
-from rooftop.ops.attention import (attention_eager, check_qkv, check_scale, check_sinks, check_softcap, fold_sink,
-                                   soft_cap)
+from rooftop.ops.attention import (FP8_KV, attention_eager, check_qkv, check_scale, check_sinks, check_softcap,
+                                   fold_sink, soft_cap)
 from rooftop.roofline import Cost
 
 LOG2E = 1.4426950408889634
@@ -85,6 +91,7 @@ NUM_STAGES = 3  # k/v tiles in flight (cp.async) on a GPU
 # BLOCK_N, NUM_WARPS, NUM_STAGES: the best total over 5 large cases (B = 1 at L = 32K and 128K, B = 8, 32, 128) of
 # 18 settings on the H200 (benchmarks/exp_decode_attention.py, journal item 189); the best 4 were within 1%.
 MERGE_ELEMENTS = 8192  # partials the merging split loads at once (rows x CHUNK splits x D; journal item 203)
+FP8_MAX = tl.constexpr(448.0)  # float8_e4m3fn's largest finite value: fp8 caches' codes saturate there
 
 
 @triton.jit
@@ -146,7 +153,7 @@ def _store_out(o, lse, sinks, head, acc, l_i, m_i, row_off, lse_off, row_ok, off
 
 @triton.jit
 def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqlens, block_table, key_mask, sinks,
-                             qk_scale, softcap,
+                             qk_scale, softcap, v_scale,
                              stride_qb, stride_qh, stride_qs, stride_kp, stride_kh, stride_ks,
                              stride_vp, stride_vh, stride_vs, stride_ob, stride_oh, stride_os, stride_tb, stride_mb,
                              Hkv, Sq, rows, row_tiles, capacity, num_splits,
@@ -155,6 +162,8 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
                              HAS_MASK: tl.constexpr, SPLIT: tl.constexpr, MERGE_ROWS: tl.constexpr,
                              MERGE_CHUNK: tl.constexpr, RETURN_LSE: tl.constexpr, PRECISION: tl.constexpr,
                              SINKS: tl.constexpr, SOFTCAP: tl.constexpr, PDL: tl.constexpr):
+    # fp8 caches: codes widened to q's dtype (exact) before the dots; k's scale is in qk_scale, v's applied once a row
+    KV_FP8: tl.constexpr = k.dtype.element_ty == tl.float8e4nv
     await_previous(PDL)
     tile = tl.program_id(0)  # (sequence, kv head, row tile)
     split = tl.program_id(1)
@@ -193,6 +202,8 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
                                   BLOCK_N)
         # reads: BLOCK_N key rows and BLOCK_N value rows of the range, once
         kt = tl.load(k_head + k_rows[:, None] + offs_d[None, :], mask=live[:, None] & d_ok, other=0.0)
+        if KV_FP8:
+            kt = kt.to(qt.dtype)
         s = tl.dot(qt, kt.T, input_precision=PRECISION) * qk_scale
         if SOFTCAP:  # softcap in the scaled scores' log2 units
             s = soft_cap(s, softcap)
@@ -206,8 +217,12 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
         alpha = tl.math.exp2(m_i - m_ref)
         l_i = l_i * alpha + tl.sum(p, 1)
         vt = tl.load(v_head + v_rows[:, None] + offs_d[None, :], mask=live[:, None] & d_ok, other=0.0)
+        if KV_FP8:
+            vt = vt.to(qt.dtype)
         acc = tl.dot(p.to(vt.dtype), vt, acc * alpha[:, None], input_precision=PRECISION)
         m_i = m_new
+    if KV_FP8:
+        acc *= v_scale  # out = sum_j p_j v_scale code_j
 
     lse_rows = (b64 * (Hkv * GROUP) + head) * Sq + token  # the row's index in [B, Hq, Sq]
     active = 1  # splits that hold keys (without splits: the one)
@@ -291,7 +306,7 @@ def cache_capacity(k_cache: torch.Tensor, block_table: Optional[torch.Tensor]) -
 
 
 def _decode_fake(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, scale, num_splits, return_lse, sinks,
-                 softcap):
+                 softcap, k_scale, v_scale):
     return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
             q.new_empty(q.shape[:3] if return_lse else (0,), dtype=torch.float32))
 
@@ -300,14 +315,15 @@ def _decode_fake(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, scal
 def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cache_seqlens: torch.Tensor,
                          block_table: Optional[torch.Tensor], key_mask: Optional[torch.Tensor], scale: float,
                          num_splits: int, return_lse: bool, sinks: Optional[torch.Tensor],
-                         softcap: float) -> tuple[torch.Tensor, torch.Tensor]:
+                         softcap: float, k_scale: float, v_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
     B, Hq, Sq, D = q.shape
     Hkv = k_cache.shape[1]
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty(q.shape[:3] if return_lse else (0,), dtype=torch.float32, device=q.device)
     if not runs_kernel(q):
         ref, ref_lse = decode_attention_reference(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, scale,
-                                                  return_lse=True, sinks=sinks, softcap=softcap or None)
+                                                  return_lse=True, sinks=sinks, softcap=softcap or None,
+                                                  k_scale=k_scale, v_scale=v_scale)
         out.copy_(ref)
         if return_lse:
             lse.copy_(ref_lse)
@@ -329,7 +345,7 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
 
     def kernel_args(part_acc, part_ml, counters, splits, stages=NUM_STAGES):
         return ((q, k_cache, v_cache, out, lse_arg, part_acc, part_ml, counters, cache_seqlens, table, mask,
-                 cache_seqlens if sinks is None else sinks, scale * LOG2E, softcap * LOG2E,
+                 cache_seqlens if sinks is None else sinks, scale * LOG2E * k_scale, softcap * LOG2E, v_scale,
                  q.stride(0), q.stride(1), q.stride(2), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
                  v_cache.stride(0), v_cache.stride(1), v_cache.stride(2), out.stride(0), out.stride(1),
                  out.stride(2), 0 if block_table is None else block_table.stride(0),
@@ -376,9 +392,33 @@ def check_index_tensor(name: str, t, B: int, ref_name: str, ref: torch.Tensor, s
                          f"got {tuple(t.shape)}")
 
 
+def check_kv_scales(k_cache: torch.Tensor, k_scale, v_scale) -> tuple[float, float]:
+    """(k_scale, v_scale) of caches of k_cache's dtype: an FP8_KV cache holds codes of k / k_scale and v / v_scale
+    (positive finite floats, one a tensor: default 1.0); a 16-bit or fp32 cache takes none. Floats, not tensors: a
+    tensor's value would cost a host sync a call and be frozen into a CUDA graph anyway."""
+    if k_cache.dtype != FP8_KV:
+        if k_scale is not None or v_scale is not None:
+            raise TypeError(f"k_scale and v_scale are for {FP8_KV} caches, not {k_cache.dtype} ones")
+        return 1.0, 1.0
+    scales = []
+    for name, value in (("k_scale", k_scale), ("v_scale", v_scale)):
+        value = 1.0 if value is None else value
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+            raise ValueError(f"{name} must be a positive finite float (the cache's per-tensor scale), got {value!r}")
+        scales.append(float(value))
+    return scales[0], scales[1]
+
+
+def quantize_kv(x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+    """x (keys or values, any float dtype) as an FP8_KV cache holds it: x / scale (as x times 1 / scale in fp32),
+    saturated at +-FP8_MAX, rounded to the nearest code; dequantized, code * scale. append_kv writes the same codes."""
+    inverse = torch.tensor(1.0 / scale, dtype=torch.float32, device=x.device)
+    return (x.float() * inverse).clamp(-FP8_MAX.value, FP8_MAX.value).to(FP8_KV)
+
+
 def _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, sinks=None) -> None:
     check_qkv(q, k_cache, v_cache, 4, "[batch, heads, tokens, head_dim] (a paged cache: [pages, kv heads, page_size, "
-              "head_dim])", names=("q", "k_cache", "v_cache"))
+              "head_dim])", names=("q", "k_cache", "v_cache"), fp8_kv=True)
     B = q.shape[0]
     check_index_tensor("cache_seqlens", cache_seqlens, B, "q", q, (B,))
     if block_table is not None:
@@ -405,7 +445,8 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
                      block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
                      num_splits: Optional[int] = None, return_lse: bool = False,
                      key_mask: Optional[torch.Tensor] = None, sinks: Optional[torch.Tensor] = None,
-                     softcap: Optional[float] = None):
+                     softcap: Optional[float] = None, k_scale: Optional[float] = None,
+                     v_scale: Optional[float] = None):
     """Attention of q [B, Hq, Sq, D] (each sequence's Sq newest tokens, already in the cache) over the first
     cache_seqlens[b] (int32 [B]) keys of sequence b's cache: k_cache, v_cache [B_cache, Hkv, S_max, D], or
     paged [pages, Hkv, page_size, D] with block_table int32 [B, pages_per_seq]; query i sees the keys up to
@@ -414,16 +455,20 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     (bool [B, >= capacity], a row's stride may be 0): key j of sequence b is seen only where key_mask[b, j] too
     (padding, windows: the mask a model passes). sinks (float [Hq], gpt-oss's): a logit each query head's softmax
     takes in with no value (module docstring); softcap (Gemma 2's): scores s become softcap tanh(s / softcap).
-    Returns out [B, Hq, Sq, D], and with return_lse also lse [B, Hq, Sq] fp32 (natural log; with sinks, the
-    sink's term in it)."""
+    fp8 caches (torch.float8_e4m3fn, q fp16 / bf16): key j is k_cache's code times k_scale, value j v_cache's code
+    times v_scale (per-tensor floats, default 1.0; append_kv and quantize_kv write such codes): half the bytes of a
+    16-bit cache. Returns out [B, Hq, Sq, D], and with return_lse also lse [B, Hq, Sq] fp32 (natural log; with sinks,
+    the sink's term in it)."""
     _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, sinks)
+    k_scale, v_scale = check_kv_scales(k_cache, k_scale, v_scale)
     if num_splits is None:
         num_splits = 0  # the op chooses
     elif isinstance(num_splits, bool) or not isinstance(num_splits, int) or not 1 <= num_splits <= 65535:
         raise ValueError(f"num_splits must be an int in [1, 65535], got {num_splits!r}")
     out, lse = _decode_attention_op(q, k_cache, v_cache, cache_seqlens, block_table, key_mask,
                                     check_scale(scale, q.shape[-1]), num_splits, bool(return_lse),
-                                    None if sinks is None else sinks.contiguous(), check_softcap(softcap))
+                                    None if sinks is None else sinks.contiguous(), check_softcap(softcap), k_scale,
+                                    v_scale)
     return (out, lse) if return_lse else out
 
 
@@ -432,13 +477,24 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
 
 
 @triton.jit
-def _append_kv_kernel(k, v, k_cache, v_cache, lengths, counters, block_table, S, H, capacity, stride_kb, stride_kh,
-                      stride_ks, stride_vb, stride_vh, stride_vs, stride_ck0, stride_ckh, stride_cks, stride_cv0,
-                      stride_cvh, stride_cvs, stride_table, PER_SEQUENCE: tl.constexpr, PAGE_SIZE: tl.constexpr,
-                      BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr, PDL: tl.constexpr):
+def _cache_values(x, inverse_scale, cache):
+    """x as `cache` holds it: an fp8 cache's codes of x / scale (x times 1 / scale in fp32, saturated at +-FP8_MAX,
+    to the nearest code: quantize_kv), else x."""
+    if cache.dtype.element_ty == tl.float8e4nv:
+        return tl.clamp(x.to(tl.float32) * inverse_scale, -FP8_MAX, FP8_MAX).to(tl.float8e4nv)
+    return x
+
+
+@triton.jit
+def _append_kv_kernel(k, v, k_cache, v_cache, lengths, counters, block_table, S, H, capacity, k_inverse, v_inverse,
+                      stride_kb, stride_kh, stride_ks, stride_vb, stride_vh, stride_vs, stride_ck0, stride_ckh,
+                      stride_cks, stride_cv0, stride_cvh, stride_cvs, stride_table, PER_SEQUENCE: tl.constexpr,
+                      PAGE_SIZE: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr,
+                      PDL: tl.constexpr):
     # Program (b, h): k[b, h] and v[b, h] (S rows of D) to rows lengths[b] + s of the caches (`cache_rows`: contiguous,
-    # or paged through b's block table; rows past the capacity dropped): reads and writes 2 S D elements. The last
-    # program of the length's readers to arrive adds S to it.
+    # or paged through b's block table; rows past the capacity dropped; fp8 caches: codes of k / k_scale, v / v_scale,
+    # k_inverse = 1 / k_scale): reads and writes 2 S D elements. The last program of the length's readers to arrive
+    # adds S to it.
     b = tl.program_id(0) // H
     h = tl.program_id(0) % H
     await_previous(PDL)
@@ -454,10 +510,12 @@ def _append_kv_kernel(k, v, k_cache, v_cache, lengths, counters, block_table, S,
         kept = live & in_cache[:, None]
         rows = k + b64 * stride_kb + h * stride_kh + s[:, None] * stride_ks + offs_d[None, :]
         k_rows = cache_rows(table_row, b, pos, in_cache, stride_ck0, stride_cks, PAGE_SIZE)
-        tl.store(k_cache + h * stride_ckh + k_rows[:, None] + offs_d[None, :], tl.load(rows, mask=live), mask=kept)
+        tl.store(k_cache + h * stride_ckh + k_rows[:, None] + offs_d[None, :],
+                 _cache_values(tl.load(rows, mask=live), k_inverse, k_cache), mask=kept)
         rows = v + b64 * stride_vb + h * stride_vh + s[:, None] * stride_vs + offs_d[None, :]
         v_rows = cache_rows(table_row, b, pos, in_cache, stride_cv0, stride_cvs, PAGE_SIZE)
-        tl.store(v_cache + h * stride_cvh + v_rows[:, None] + offs_d[None, :], tl.load(rows, mask=live), mask=kept)
+        tl.store(v_cache + h * stride_cvh + v_rows[:, None] + offs_d[None, :],
+                 _cache_values(tl.load(rows, mask=live), v_inverse, v_cache), mask=kept)
     advance_length(lengths, counters, b, start, S, H, PER_SEQUENCE)
 
 
@@ -473,16 +531,17 @@ def advance_length(lengths, counters, b, start, S, readers, PER_SEQUENCE: tl.con
         tl.store(lengths + b * PER_SEQUENCE, start + S)
 
 
-def _append_kv_fake(k_cache, v_cache, k, v, cache_lengths, block_table) -> None:
+def _append_kv_fake(k_cache, v_cache, k, v, cache_lengths, block_table, k_scale, v_scale) -> None:
     return None
 
 
 @torch_op("append_kv", mutates_args=("k_cache", "v_cache", "cache_lengths"), fake=_append_kv_fake)
 def _append_kv_op(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                  cache_lengths: torch.Tensor, block_table: Optional[torch.Tensor]) -> None:
+                  cache_lengths: torch.Tensor, block_table: Optional[torch.Tensor], k_scale: float,
+                  v_scale: float) -> None:
     B, H, S, D = k.shape
     if not runs_kernel(k):
-        append_kv_reference(k_cache, v_cache, k, v, cache_lengths, block_table)
+        append_kv_reference(k_cache, v_cache, k, v, cache_lengths, block_table, k_scale, v_scale)
         return
     if k.numel() == 0:
         return
@@ -491,8 +550,9 @@ def _append_kv_op(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor,
     block_d = triton.next_power_of_2(D)
     launch(_append_kv_kernel, (B * H,), k, v, k_cache, v_cache, cache_lengths, counters,
            cache_lengths if block_table is None else block_table, S, H, cache_capacity(k_cache, block_table),
-           k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1), v.stride(2), k_cache.stride(0),
-           k_cache.stride(1), k_cache.stride(2), v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
+           1.0 / k_scale, 1.0 / v_scale, k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1), v.stride(2),
+           k_cache.stride(0), k_cache.stride(1), k_cache.stride(2), v_cache.stride(0), v_cache.stride(1),
+           v_cache.stride(2),
            0 if block_table is None else block_table.stride(0), PER_SEQUENCE=per_sequence,
            PAGE_SIZE=0 if block_table is None else k_cache.shape[2],
            BLOCK_S=max(1, min(triton.next_power_of_2(S), 4096 // block_d)), BLOCK_D=block_d, HEAD_DIM=D,
@@ -501,7 +561,8 @@ def _append_kv_op(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor,
 
 @planned
 def append_kv(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-              cache_lengths: torch.Tensor, block_table: Optional[torch.Tensor] = None) -> None:
+              cache_lengths: torch.Tensor, block_table: Optional[torch.Tensor] = None, k_scale: Optional[float] = None,
+              v_scale: Optional[float] = None) -> None:
     """Append a step's keys and values to a cache, in place: k, v [B, Hkv, S, D] go to rows cache_lengths[b] ..
     cache_lengths[b] + S - 1 of sequence b, then cache_lengths += S. The cache as decode_attention reads it: contiguous,
     k_cache, v_cache [B_cache >= B, Hkv, S_max, D] (Hugging Face's StaticCache layout), or paged, [pages, Hkv,
@@ -510,16 +571,19 @@ def append_kv(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, v: 
     device) is one length for every sequence (shape [] or [1]: transformers' StaticLayer.cumulative_length) or one a
     sequence ([B]). One kernel (Hugging Face's StaticLayer.update: an arange, an add and two index_copy_ kernels); rows
     past the capacity (S_max, or pages_per_seq * page_size) are not written (as decode_attention clamps lengths, a
-    length is not checked, nor are block_table's entries: that would cost a host sync a call)."""
-    check_append(k_cache, v_cache, k, v, cache_lengths, block_table)
-    _append_kv_op(k_cache, v_cache, k, v, cache_lengths, block_table)
+    length is not checked, nor are block_table's entries: that would cost a host sync a call). fp8 caches
+    (torch.float8_e4m3fn, k and v fp16 / bf16): the codes of k / k_scale and v / v_scale (quantize_kv's: saturated,
+    to nearest; per-tensor floats, default 1.0), as decode_attention reads them with the same scales."""
+    check_append(k_cache, v_cache, k, v, cache_lengths, block_table, fp8_kv=True)
+    _append_kv_op(k_cache, v_cache, k, v, cache_lengths, block_table, *check_kv_scales(k_cache, k_scale, v_scale))
 
 
 def check_append(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                 cache_lengths: torch.Tensor, block_table: Optional[torch.Tensor] = None) -> None:
-    """append_kv's checks of its arguments (also apply_rope_append_kv's)."""
-    check_qkv(k, k_cache, v_cache, 4, "[batch, kv heads, tokens, head_dim]", names=("k", "k_cache", "v_cache"))
-    check_qkv(v, k_cache, v_cache, 4, "[batch, kv heads, tokens, head_dim]", names=("v", "k_cache", "v_cache"))
+                 cache_lengths: torch.Tensor, block_table: Optional[torch.Tensor] = None, fp8_kv: bool = False) -> None:
+    """append_kv's checks of its arguments (also apply_rope_append_kv's; fp8_kv: FP8_KV caches taken)."""
+    for name, t in (("k", k), ("v", v)):
+        check_qkv(t, k_cache, v_cache, 4, "[batch, kv heads, tokens, head_dim]", names=(name, "k_cache", "v_cache"),
+                  fp8_kv=fp8_kv)
     B, H, S, D = k.shape
     if tuple(v.shape) != tuple(k.shape):
         raise ValueError(f"v must have k's shape {tuple(k.shape)}, got {tuple(v.shape)}")
@@ -540,8 +604,10 @@ def check_append(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, 
         raise ValueError("cache_lengths must have unit stride (the kernels index and advance it as contiguous)")
 
 
-def append_kv_reference(k_cache, v_cache, k, v, cache_lengths, block_table=None) -> None:
+def append_kv_reference(k_cache, v_cache, k, v, cache_lengths, block_table=None, k_scale=1.0, v_scale=1.0) -> None:
     """append_kv's maths in torch (a row at a time), in place."""
+    if k_cache.dtype == FP8_KV:
+        k, v = quantize_kv(k, k_scale), quantize_kv(v, v_scale)
     S = k.shape[2]
     starts = cache_lengths.reshape(-1).expand(k.shape[0]).tolist()
     page_size = k_cache.shape[2]
@@ -569,11 +635,11 @@ def gather_cache(cache: torch.Tensor, block_table: Optional[torch.Tensor], batch
 
 
 def decode_attention_reference(q, k_cache, v_cache, cache_seqlens, block_table=None, key_mask=None, scale=None,
-                               return_lse=False, sinks=None, softcap=None):
+                               return_lse=False, sinks=None, softcap=None, k_scale=1.0, v_scale=1.0):
     """Per sequence in float64, the scores materialised: query i sees key j < L_b (cache_seqlens[b] clamped to the
     cache's capacity) with j <= L_b - Sq + i, and key_mask[b, j] where a mask is given; no key: out 0, lse -inf;
     sinks [Hq]: each head's logit in the softmax's sum (gpt-oss's eager form: a column of it, dropped after);
-    softcap: scores softcap tanh(s / softcap) before the mask."""
+    softcap: scores softcap tanh(s / softcap) before the mask; the caches' values times k_scale, v_scale (fp8 codes)."""
     B, Hq, Sq, D = q.shape
     scale = check_scale(scale, D)
     out = torch.zeros(q.shape, dtype=torch.float64, device=q.device)
@@ -581,7 +647,8 @@ def decode_attention_reference(q, k_cache, v_cache, cache_seqlens, block_table=N
     for b, length in enumerate(cache_seqlens.clamp(0, cache_capacity(k_cache, block_table)).tolist()):
         table = None if block_table is None else block_table[b:b + 1]
         k, v = (gather_cache(cache if table is not None else cache[b:b + 1], table, 1, length)[0].double()
-                .repeat_interleave(Hq // k_cache.shape[1], 0) for cache in (k_cache, v_cache))  # [Hq, L, D]
+                .repeat_interleave(Hq // k_cache.shape[1], 0) * s for cache, s in ((k_cache, k_scale),
+                                                                                   (v_cache, v_scale)))  # [Hq, L, D]
         keys, queries = torch.arange(length, device=q.device), torch.arange(Sq, device=q.device)
         seen = keys[None, :] <= queries[:, None] + length - Sq
         if key_mask is not None:
@@ -606,11 +673,15 @@ def decode_attention_eager(q, k_cache, v_cache, cache_seqlens, block_table=None)
                            gather_cache(v_cache, block_table, q.shape[0], length), causal=True)
 
 
-def decode_attention_cost(shape: tuple[int, ...], dtype: torch.dtype, group: int = 4) -> Cost:
+def decode_attention_cost(shape: tuple[int, ...], dtype: torch.dtype, group: int = 4,
+                          cache_itemsize: Optional[int] = None) -> Cost:
     """shape [B, Hq, L, D], one new token a sequence over L cached keys of Hq / group kv heads: q, the keys
-    and values read once, out written once; 4 * D FLOPs per (query, key)."""
+    and values (cache_itemsize bytes each: fp8 caches 1; default q's) read once, out written once; 4 * D FLOPs per
+    (query, key)."""
     B, Hq, L, D = shape
-    return Cost(flops=4 * B * Hq * L * D, bytes=(2 * B * Hq * D + 2 * B * (Hq // group) * L * D) * dtype.itemsize)
+    cache_itemsize = cache_itemsize or dtype.itemsize
+    return Cost(flops=4 * B * Hq * L * D,
+                bytes=2 * B * Hq * D * dtype.itemsize + 2 * B * (Hq // group) * L * D * cache_itemsize)
 
 
 DECODE_GROUP = 4  # Llama-3-8B's 32 query heads over 8 kv heads
@@ -663,6 +734,26 @@ def decode_cases(tokens: Optional[int] = 131072, heads: int = 32, head_dim: int 
     return tuple((tokens // L if tokens else 1, heads, L, head_dim) for L in DECODE_SWEEP)
 
 
+# decode_attention_fp8's caches: randn keys and values held as codes of x / FP8_CASE_SCALE (|x| < 7 within e4m3's 448)
+FP8_CASE_SCALE = 1 / 64
+
+
+def _make_fp8_decode_inputs(shape, dtype, device):
+    q, k, v, seqlens = _make_decode_inputs(shape, dtype, device)
+    return q, quantize_kv(k, FP8_CASE_SCALE), quantize_kv(v, FP8_CASE_SCALE), seqlens
+
+
+def _fp8_scaled(fn):
+    """fn(q, k_cache, v_cache, seqlens, ..) over the fp8 cases' caches and scales (the registry's run, reference)."""
+    return functools.partial(fn, k_scale=FP8_CASE_SCALE, v_scale=FP8_CASE_SCALE)
+
+
+def _fp8_decode_eager(q, k_cache, v_cache, cache_seqlens):
+    """What a model writes over fp8 caches: the codes dequantized to q's dtype, then the 16-bit eager form."""
+    return decode_attention_eager(q, (k_cache.to(q.dtype) * FP8_CASE_SCALE), (v_cache.to(q.dtype) * FP8_CASE_SCALE),
+                                  cache_seqlens)
+
+
 _SDPA_PEERS = {p: _sdpa_decode_peer(b) for p, b in (("sdpa_flash", "FLASH_ATTENTION"),
                                                      ("sdpa_cudnn", "CUDNN_ATTENTION"),
                                                      ("sdpa_efficient", "EFFICIENT_ATTENTION"))}
@@ -673,6 +764,11 @@ for _suffix, _paged, _tokens in (("", False, 131072), ("_paged", True, 131072), 
         run=decode_attention, reference=decode_attention_reference, eager=decode_attention_eager,
         cost=decode_attention_cost, cases=decode_cases(_tokens), check_cases=((2, 8, 100, 64), (1, 4, 1000, 128)),
         peers={} if _paged else _SDPA_PEERS, x_key="S"))
+registry.register(registry.OpSpec(
+    name="decode_attention_fp8", family="decode_attention", make_inputs=_make_fp8_decode_inputs,
+    run=_fp8_scaled(decode_attention), reference=_fp8_scaled(decode_attention_reference), eager=_fp8_decode_eager,
+    cost=functools.partial(decode_attention_cost, cache_itemsize=1), cases=decode_cases(131072),
+    check_cases=((2, 8, 100, 64), (1, 4, 1000, 128)), x_key="S"))
 
 
 STATIC_CAPACITY = 8192
