@@ -765,7 +765,7 @@ def check_scale(scale, D: int) -> float:
 def check_qkv(q, k, v, ndim: int, layout: str, names: tuple[str, str, str] = ("q", "k", "v"),
               fp8_kv: bool = False) -> None:
     """q, k and v (named `names` in errors): float, `ndim`-D with a unit last stride, k and v alike on q's device
-    and dtype (fp8_kv: or both FP8_KV, caches of fp8 codes, with q fp16 / bf16), one head_dim <= MAX_HEAD_DIM, q's
+    and dtype (fp8_kv: or both FP8_KV, caches of fp8 codes), one head_dim <= MAX_HEAD_DIM, q's
     heads (dim -3 of 4-D, -2 of 3-D) a multiple of k's."""
     nq, nk, nv = names
     for name, t in zip(names, (q, k, v)):
@@ -781,8 +781,6 @@ def check_qkv(q, k, v, ndim: int, layout: str, names: tuple[str, str, str] = ("q
             raise TypeError(f"{name} has dtype {t.dtype} but {nk} has {FP8_KV}: both or neither")
         if not codes and t.dtype != q.dtype:
             raise TypeError(f"{name} has dtype {t.dtype} but {nq} has {q.dtype}")
-    if codes and q.dtype not in (torch.float16, torch.bfloat16):
-        raise TypeError(f"{nq} must be float16 or bfloat16 with {FP8_KV} {nk} and {nv}, got {q.dtype}")
     if v.shape != k.shape:
         raise ValueError(f"{nv} has shape {tuple(v.shape)} but {nk} has {tuple(k.shape)}")
     D = q.shape[-1]

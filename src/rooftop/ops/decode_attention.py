@@ -27,9 +27,9 @@ The caches (any strides with a unit last one):
 cache_seqlens (int32 [B], on the device) is clamped to [0, capacity] (S_max, or pages_per_seq * page_size) in
 the kernel, so that a wrong length never reads outside the cache (checking it would cost a host sync a call);
 block_table entries are not checked.
-fp8 caches (torch.float8_e4m3fn, vLLM's kv_cache_dtype "fp8"; q fp16 / bf16): key j is its code times k_scale, value
-j its code times v_scale (per-tensor floats). The kernel widens each tile's codes to q's dtype (exact: e4m3's 3-bit
-mantissa and range fit bf16 and fp16) before the same dots, k_scale folded into the scores' scale and v_scale into the
+fp8 caches (torch.float8_e4m3fn, vLLM's kv_cache_dtype "fp8"): key j is its code times k_scale, value j its code
+times v_scale (per-tensor floats). The kernel widens each tile's codes to q's dtype (exact: e4m3's 3-bit mantissa
+and range fit bf16, fp16 and fp32) before the same dots, k_scale folded into the scores' scale and v_scale into the
 accumulator once a row: half the bytes of a 16-bit cache for the same maths. append_kv writes codes of k / k_scale
 (quantize_kv: times 1 / k_scale in fp32, saturated at +-448, to nearest).
 
@@ -455,7 +455,7 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     (bool [B, >= capacity], a row's stride may be 0): key j of sequence b is seen only where key_mask[b, j] too
     (padding, windows: the mask a model passes). sinks (float [Hq], gpt-oss's): a logit each query head's softmax
     takes in with no value (module docstring); softcap (Gemma 2's): scores s become softcap tanh(s / softcap).
-    fp8 caches (torch.float8_e4m3fn, q fp16 / bf16): key j is k_cache's code times k_scale, value j v_cache's code
+    fp8 caches (torch.float8_e4m3fn): key j is k_cache's code times k_scale, value j v_cache's code
     times v_scale (per-tensor floats, default 1.0; append_kv and quantize_kv write such codes): half the bytes of a
     16-bit cache. Returns out [B, Hq, Sq, D], and with return_lse also lse [B, Hq, Sq] fp32 (natural log; with sinks,
     the sink's term in it)."""
@@ -572,7 +572,7 @@ def append_kv(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, v: 
     sequence ([B]). One kernel (Hugging Face's StaticLayer.update: an arange, an add and two index_copy_ kernels); rows
     past the capacity (S_max, or pages_per_seq * page_size) are not written (as decode_attention clamps lengths, a
     length is not checked, nor are block_table's entries: that would cost a host sync a call). fp8 caches
-    (torch.float8_e4m3fn, k and v fp16 / bf16): the codes of k / k_scale and v / v_scale (quantize_kv's: saturated,
+    (torch.float8_e4m3fn): the codes of k / k_scale and v / v_scale (quantize_kv's: saturated,
     to nearest; per-tensor floats, default 1.0), as decode_attention reads them with the same scales."""
     check_append(k_cache, v_cache, k, v, cache_lengths, block_table, fp8_kv=True)
     _append_kv_op(k_cache, v_cache, k, v, cache_lengths, block_table, *check_kv_scales(k_cache, k_scale, v_scale))
