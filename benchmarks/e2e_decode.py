@@ -12,7 +12,8 @@ and buffer but the input embedding's table) read once at the measured copy bandw
 tokens/s with --graphs, whole runs without.
 Usage: PYTHONPATH=src python benchmarks/e2e_decode.py OUT [--layers 8] [--size 8b|tiny] [--graphs] [--no-plans]
 [--repeats 2] [--row-pdl-ab] [--compile] [--cache-len N] [--sdpa-decode-ab] [--kv-append-ab]
-[--lm-head-bits 8,4] [--argmax-ab] [--rope-append-ab] [--prefill-attention-ab] [--fp8] [--int8] [--no-int4]
+[--lm-head-bits 8,4] [--argmax-ab] [--rope-append-ab] [--prefill-attention-ab] [--kv-fp8-ab] [--fp8] [--int8]
+[--no-int4]
 [--moe | --gpt-oss] [--group-size 128]
 The patched models' steps take their greedy token by rooftop.row_argmax (stock's, and the --argmax-ab row's, by
 torch's argmax).
@@ -192,6 +193,8 @@ def main() -> None:
                         help="also the patched model with its prefill's attention left to the model's own (SDPA; "
                              "gpt-oss: eager) (patch_model(prefill_attention=False)): with --graphs its prefill_ms "
                              "against the patched one's")
+    parser.add_argument("--kv-fp8-ab", action="store_true",
+                        help="also the int4 model with a static cache of fp8 codes (patch_model's kv_cache_dtype)")
     parser.add_argument("--rope-append-ab", action="store_true",
                         help="also the int4 model with its RoPE and static-cache update as two kernels "
                              "(patch_model's rope_append=False)")
@@ -225,7 +228,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.compile and not args.graphs:
         parser.error("--compile: the compiled step is timed in a graph of its own, with --graphs")
-    int4_rows = ("row_pdl_ab", "sdpa_decode_ab", "kv_append_ab", "rope_append_ab", "argmax_ab", "lm_head_bits")
+    int4_rows = ("row_pdl_ab", "sdpa_decode_ab", "kv_append_ab", "rope_append_ab", "argmax_ab", "lm_head_bits",
+                 "kv_fp8_ab")
     if args.no_int4 and any(getattr(args, name) for name in int4_rows):
         parser.error("--no-int4: the --*-ab rows and --lm-head-bits are int4 models")
     if args.moe and args.gpt_oss:
@@ -267,6 +271,10 @@ def main() -> None:
         if args.prefill_attention_ab:
             sdpa_prefill = copy.deepcopy(stock)
             patch_model(sdpa_prefill, prefill_attention=False)
+        if args.kv_fp8_ab:
+            quantized_fp8_cache = copy.deepcopy(stock)
+            patch_model(quantized_fp8_cache, kv_cache_dtype="fp8")
+            rooftop.quantize_model(quantized_fp8_cache, bits=4, group_size=group)
         if args.rope_append_ab:
             quantized_rope_apart = copy.deepcopy(stock)
             patch_model(quantized_rope_apart, rope_append=False)
@@ -310,6 +318,8 @@ def main() -> None:
             models.append((f"{int4}, static cache updated by transformers", quantized_hf_cache, plain))
         if args.rope_append_ab:
             models.append((f"{int4}, RoPE and cache update apart", quantized_rope_apart, plain))
+        if args.kv_fp8_ab:
+            models.append((f"{int4}, fp8 KV cache", quantized_fp8_cache, plain))
         if args.argmax_ab:
             models.append((f"{int4}, greedy token by torch's argmax", quantized, torch_argmax))
         models += [(f"{int4}, lm_head int{bits} g{group}", quantized_heads[bits], plain)

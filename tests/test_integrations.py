@@ -272,6 +272,57 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeyp
             assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
 
+def test_fp8_kv_cache(monkeypatch):
+    """patch_model(kv_cache_dtype="fp8"): after the prefill (transformers' own update, whose rows the prefill reads)
+    each StaticLayer holds fp8 codes of its rows (the stock cache's within e4m3's rounding), the decode steps append
+    codes by rooftop.append_kv (not the fused RoPE kernel, which writes 16 bits) and read them by
+    rooftop.decode_attention, and the logits stay within that rounding of the stock model's."""
+    import inspect
+
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    config._attn_implementation = "sdpa"
+    stock = transformers.LlamaForCausalLM(config).to(DEVICE).eval()
+    patched = copy.deepcopy(stock)
+    with pytest.raises(ValueError, match='kv_cache_dtype must be None or "fp8"'):
+        patch_model(copy.deepcopy(stock), kv_cache_dtype="int8")
+    with pytest.raises(ValueError, match="needs decode_attention and kv_append"):
+        patch_model(copy.deepcopy(stock), kv_append=False, kv_cache_dtype="fp8")
+    assert patch_model(patched, kv_cache_dtype="fp8") == LLAMA_COUNTS
+    calls, appends = [], []
+    real = rooftop.integrations.hf.decode_attention
+    monkeypatch.setattr(rooftop.integrations.hf, "decode_attention",
+                        lambda q, k, *a, **kw: calls.append(k.dtype) or real(q, k, *a, **kw))
+    for name in ("append_kv", "apply_rope_append_kv"):
+        real_append = getattr(rooftop.integrations.hf, name)
+        monkeypatch.setattr(rooftop.integrations.hf, name,
+                            lambda *a, name=name, real=real_append, **k: appends.append(name) or real(*a, **k))
+    ids = torch.randint(0, 128, (2, 10), device=DEVICE)
+    steps = torch.randint(0, 128, (3, 2, 1), device=DEVICE)
+    cache_arg = "cache" if "cache" in inspect.signature(stock.model.forward).parameters else "past_key_values"
+    caches, logits = {}, {}
+    with torch.no_grad():
+        for name, model in (("stock", stock), ("patched", patched)):
+            cache = caches[name] = transformers.StaticCache(config=config, max_cache_len=24)
+            mask = torch.ones_like(ids)
+            model(ids, attention_mask=mask, use_cache=True, **{cache_arg: cache})
+            if name == "patched":  # (e4m3's rounding: 2.5-3.0e-2 seen on the CPU)
+                for ours, theirs in zip(cache.layers, caches["stock"].layers):
+                    assert ours.keys.dtype == ours.values.dtype == torch.float8_e4m3fn
+                    assert rel_err(ours.keys[:, :, :10].float(), theirs.keys[:, :, :10]) < 0.05
+                    assert rel_err(ours.values[:, :, :10].float(), theirs.values[:, :, :10]) < 0.05
+            logits[name] = []
+            for token in steps:
+                mask = torch.cat([mask, torch.ones_like(mask[:, :1])], -1)
+                logits[name].append(model(token, attention_mask=mask, use_cache=True, **{cache_arg: cache}).logits)
+    assert calls == [torch.float8_e4m3fn] * 2 * len(steps) and appends == ["append_kv"] * 2 * len(steps)
+    for ours, theirs in zip(caches["patched"].layers, caches["stock"].layers):  # the steps' rows appended as codes
+        assert rel_err(ours.keys[:, :, 10:13].float(), theirs.keys[:, :, 10:13]) < 0.05
+    for ours, theirs in zip(logits["patched"], logits["stock"]):  # (1.1-1.3e-2 seen on the CPU)
+        assert rel_err(ours, theirs) < 0.03
+
+
 def _causal_seen(B, Sq, Sk, n, left=None):
     """[B, 1, Sq, Sk] bool: query i at key i + n - Sq sees the keys [i' - left, i'] of the first n (a mask
     transformers builds for a prefill after n - Sq cached keys, within a window of left + 1)."""

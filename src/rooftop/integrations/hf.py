@@ -78,7 +78,12 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   cumulative_length a 0-d device tensor, the rows appended at it): one kernel for the arange, add and two index_copy_
   kernels of its update; any other cache, layer or version updates as before. Where the RoPE statement comes before that
   update (nothing between reading k), the two are one kernel, rooftop.apply_rope_append_kv: q rotated, the rotated k and
-  v written into the cache (`rope_append=False` keeps them apart).
+  v written into the cache (`rope_append=False` keeps them apart). With kv_cache_dtype="fp8" (and both of the above on)
+  each such StaticLayer holds fp8 codes (torch.float8_e4m3fn, scale 1.0: vLLM's "fp8" cache without calibrated
+  scales) from its first update on: that update (the prefill's, transformers' own) returns its 16-bit rows, then the
+  layer's tensors become codes (quantize_kv); later updates append codes (rooftop.append_kv) and decode steps read
+  them (rooftop.decode_attention over half the bytes); a call that reads the cache otherwise (a prefill over cached
+  rows) gets a 16-bit copy of it.
 Other parameters are shared, not copied; outputs match the original up to rounding. Prefill attention goes through the
 model's own implementation (choose `attn_implementation="sdpa"` when loading), routed as above.
 """
@@ -86,6 +91,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import importlib
 import inspect
 import math
@@ -101,8 +107,8 @@ from torch import nn
 from rooftop.nn import LayerNorm, RMSNorm
 from rooftop.ops._support import FLOAT_DTYPES, apply_keeping_dtypes, check_fp8_device, is_sm90, runs_kernel
 from rooftop.ops.activations import geglu, swiglu
-from rooftop.ops.attention import MAX_HEAD_DIM, SOFTCAP_BOUNDS, attention, attention_varlen
-from rooftop.ops.decode_attention import append_kv, decode_attention
+from rooftop.ops.attention import FP8_KV, MAX_HEAD_DIM, SOFTCAP_BOUNDS, attention, attention_varlen
+from rooftop.ops.decode_attention import append_kv, decode_attention, quantize_kv
 from rooftop.ops.matmul import Fp8Linear
 from rooftop.ops.moe import moe_experts, moe_experts_eager, quantize_experts
 from rooftop.ops.quant_matmul import QuantLinear
@@ -568,11 +574,11 @@ def _rope_append(rotary, form: _RopeForm):
     """`q, k, appended = rope_append(q, k, v, cos, sin, cache, layer_idx)` of a patched attention forward, where it
     applied `rotary` (apply_rotary_pos_emb, which rotates as `form` says) and its cache's update follows: where
     _static_layer finds the layer and the RoPE kernel takes the call, rooftop.apply_rope_append_kv (q rotated, the
-    rotated k and v written into the layer's cache at its length, one kernel) and the layer as `appended`, which the
-    update then only reads; else rotary(q, k, cos, sin) and None."""
+    rotated k and v written into the layer's cache at its length, one kernel; not into fp8 codes) and the layer as
+    `appended`, which the update then only reads; else rotary(q, k, cos, sin) and None."""
     def rope_append(q, k, v, cos, sin, cache, layer_idx):
         layer = _static_layer(cache, layer_idx, k, v) if cache is not None else None
-        if layer is not None and form.takes(q, k, cos, sin):
+        if layer is not None and layer.keys.dtype != FP8_KV and form.takes(q, k, cos, sin):
             cos, sin, keywords = form.kernel_args(cos, sin)
             q = apply_rope_append_kv(q, k, v, cos, sin, layer.keys, layer.values, layer.cumulative_length,
                                      **keywords)
@@ -875,16 +881,19 @@ def _routed(original, sinks_eager=False, softcap_eager=False, prefill=None):
             refused.append("softcap")
         if eager and getattr(getattr(module, "config", None), "output_attentions", False):
             refused.append("output_attentions")  # the eager function's weights, collected from its outputs
-        if (not dropout and not grads and not refused
-                and runs_kernel(query) and query.device == key.device == value.device  # not a CPU model: SDPA's
-                and query.dtype == key.dtype == value.dtype and key.shape == value.shape
-                and query.shape[-1] == key.shape[-1] <= MAX_HEAD_DIM and query.shape[1] % key.shape[1] == 0
-                and query.stride(-1) == key.stride(-1) == value.stride(-1) == 1
-                and (scaling is None or scaling > 0)):
-            if rows is not False:
-                out = decode_attention(query, key, value, _cache_lengths(attention_mask, rows, key), scale=scaling,
-                                       key_mask=rows, sinks=sinks, softcap=softcap)
-                return out.transpose(1, 2), None
+        takes = (not dropout and not grads and not refused
+                 and runs_kernel(query) and query.device == key.device == value.device  # not a CPU model: SDPA's
+                 and key.dtype == value.dtype and key.dtype in (query.dtype, FP8_KV) and key.shape == value.shape
+                 and query.shape[-1] == key.shape[-1] <= MAX_HEAD_DIM and query.shape[1] % key.shape[1] == 0
+                 and query.stride(-1) == key.stride(-1) == value.stride(-1) == 1
+                 and (scaling is None or scaling > 0))
+        if takes and rows is not False:
+            out = decode_attention(query, key, value, _cache_lengths(attention_mask, rows, key), scale=scaling,
+                                   key_mask=rows, sinks=sinks, softcap=softcap)
+            return out.transpose(1, 2), None
+        if key.dtype == FP8_KV:  # a cache of fp8 codes (patch_model's kv_cache_dtype) read otherwise: a 16-bit copy
+            key, value = key.to(query.dtype), value.to(query.dtype)
+        if takes:
             wanted = prefill if prefill is not None else eager or _prefill_by_default(query)
             routed = wanted and _prefill_keys(module, query, key, attention_mask, kwargs, additive=eager)
             if routed:
@@ -916,7 +925,7 @@ _static_classes = None  # _known_static_classes(), once a patched forward routes
 def _static_layer(cache, layer_idx, key, value):
     """The layer of `cache` whose update rooftop.append_kv does where it is a StaticLayer of _static_classes
     (Cache.update, not overridden, only finds the layer without offloading), the layer initialised, its tensors the
-    new rows' dtype and shape; else None."""
+    new rows' shape and dtype (or fp8 codes); else None."""
     if _static_classes is None:
         return None
     Cache, StaticLayer = _static_classes
@@ -928,7 +937,8 @@ def _static_layer(cache, layer_idx, key, value):
         return None
     length = layer.cumulative_length
     if not (isinstance(length, torch.Tensor) and length.dim() == 0 and length.device == key.device
-            and layer.keys.dtype == key.dtype == value.dtype and layer.values.dtype == value.dtype
+            and key.dtype == value.dtype and layer.keys.dtype == layer.values.dtype
+            and layer.keys.dtype in (key.dtype, FP8_KV)
             and key.dim() == 4 and key.shape == value.shape and layer.keys.shape[0] >= key.shape[0]
             and (layer.keys.shape[1], layer.keys.shape[3]) == (key.shape[1], key.shape[3])
             and layer.values.shape == layer.keys.shape and key.stride(-1) == value.stride(-1) == 1
@@ -937,15 +947,21 @@ def _static_layer(cache, layer_idx, key, value):
     return layer
 
 
-def _cache_update(cache, key, value, layer_idx, *args, _rooftop_appended=None, **kwargs):
+def _cache_update(cache, key, value, layer_idx, *args, _rooftop_appended=None, _rooftop_fp8=False, **kwargs):
     """cache.update(key, value, layer_idx, ...) of a patched attention forward: by rooftop.append_kv where
     _static_layer finds the layer, else the cache's own; only the layer's tensors where the RoPE before has appended
-    the rows (_rooftop_appended: that layer, from _rope_append)."""
+    the rows (_rooftop_appended: that layer, from _rope_append). _rooftop_fp8 (patch_model's kv_cache_dtype="fp8"): a
+    layer _static_layer finds after the cache's own update has its tensors made fp8 codes (that update's return, the
+    16-bit rows, stays this call's)."""
     if _rooftop_appended is not None:
         return _rooftop_appended.keys, _rooftop_appended.values
     layer = _static_layer(cache, layer_idx, key, value)
     if layer is None:
-        return cache.update(key, value, layer_idx, *args, **kwargs)
+        rows = cache.update(key, value, layer_idx, *args, **kwargs)
+        layer = _static_layer(cache, layer_idx, key, value) if _rooftop_fp8 else None
+        if layer is not None and layer.keys.dtype != FP8_KV:
+            layer.keys, layer.values = quantize_kv(layer.keys), quantize_kv(layer.values)
+        return rows
     append_kv(layer.keys, layer.values, key, value, layer.cumulative_length)
     return layer.keys, layer.values
 
@@ -1208,7 +1224,8 @@ def _qkv_rewrite(node: ast.FunctionDef) -> int:
 
 
 def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_append: bool = True,
-                       rope_append: bool = True, prefill: bool | None = None) -> tuple[object, dict[str, int]]:
+                       rope_append: bool = True, prefill: bool | None = None,
+                       fp8_kv: bool = False) -> tuple[object, dict[str, int]]:
     """For an attention module (`q_proj`, `k_proj`, `v_proj`): a forward of its own that calls rooftop.apply_rope where
     its forward calls its module's NeoX-layout `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it), and
     with merge_qkv computes q, k and v by one stacked projection (`qkv_proj`; the three are then removed). Returns the
@@ -1242,7 +1259,7 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
         known = kv_append and _static_classes is not None
         changed["kv_append"] = min(1, _cache_update_rewrite(node)) if known else 0
         if changed["kv_append"]:  # (the namespace is built after the rewrite)
-            rebind["_rooftop_cache_update"] = _cache_update
+            rebind["_rooftop_cache_update"] = functools.partial(_cache_update, _rooftop_fp8=fp8_kv and decoding)
         fuse = rope_append and changed["kv_append"] and rope is not None
         changed["rope_append"] = _rope_append_rewrite(node) if fuse else 0
         if changed["rope_append"]:
@@ -1331,7 +1348,7 @@ def _add_norm_names(add, keep, norm, self_name, module) -> tuple[str, str, str] 
 
 def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = True,
                 decode_attention: bool = True, kv_append: bool = True, rope_append: bool = True,
-                prefill_attention: bool | None = None) -> dict[str, int]:
+                prefill_attention: bool | None = None, kv_cache_dtype: str | None = None) -> dict[str, int]:
     """Swap in rooftop's fused modules and forwards in place; returns how many of each were replaced. merge_gate_up:
     an MLP's gate and up projections become one (`GatedMLP`), where they can; merge_qkv: an attention's q, k and v
     projections (`qkv_proj`); decode_attention: an attention's SDPA decode steps by rooftop.decode_attention (the
@@ -1340,10 +1357,18 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
     64, 128 or 256 on sm_90 GPUs, where that was measured faster than SDPA's default backend; others keep SDPA), and
     gpt-oss's eager prefills with their sinks (None: always; False keeps the eager function's);
     kv_append: a static cache layer's update by rooftop.append_kv; rope_append: with kv_append, an attention's RoPE
-    and that update as one kernel (rooftop.apply_rope_append_kv) where its RoPE is followed by the update. The
-    model's forward gets two hooks (_forward_begins / _forward_ends): its layers share what they read from a mask
-    made under inference mode (_once_per_mask) for the length of one forward."""
-    counts = _patch_tree(model, merge_gate_up, merge_qkv, decode_attention, kv_append, rope_append, prefill_attention)
+    and that update as one kernel (rooftop.apply_rope_append_kv) where its RoPE is followed by the update;
+    kv_cache_dtype "fp8" (with decode_attention and kv_append): those static cache layers hold fp8 codes, scale 1.0,
+    from their first update on (the module docstring). The model's forward gets two hooks (_forward_begins /
+    _forward_ends): its layers share what they read from a mask made under inference mode (_once_per_mask) for the
+    length of one forward."""
+    if kv_cache_dtype not in (None, "fp8"):
+        raise ValueError(f'kv_cache_dtype must be None or "fp8", got {kv_cache_dtype!r}')
+    if kv_cache_dtype and not (decode_attention and kv_append):
+        raise ValueError('kv_cache_dtype="fp8" needs decode_attention and kv_append: the caches\' fp8 codes are written '
+                         "by rooftop.append_kv and read by rooftop.decode_attention")
+    counts = _patch_tree(model, merge_gate_up, merge_qkv, decode_attention, kv_append, rope_append, prefill_attention,
+                         kv_cache_dtype == "fp8")
     if not getattr(model, "_rooftop_forward_hooks", False):
         model.register_forward_pre_hook(_forward_begins)
         model.register_forward_hook(_forward_ends, always_call=True)
@@ -1352,12 +1377,12 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
 
 
 def _patch_tree(model: nn.Module, merge_gate_up, merge_qkv, decode_attention, kv_append, rope_append,
-                prefill_attention) -> dict[str, int]:
+                prefill_attention, fp8_kv=False) -> dict[str, int]:
     """patch_model's swaps in `model` and its children (patch_model's arguments); returns their counts."""
     counts = {"rms_norm": 0, "add_rms_norm": 0, "layer_norm": 0, "add_layer_norm": 0, "gated_mlp": 0,
               "moe_experts": 0, "qkv": 0, "rope": 0, "decode_attention": 0, "kv_append": 0, "rope_append": 0}
     forward, changed = _attention_forward(model, merge_qkv, decode_attention, kv_append, rope_append,
-                                          prefill_attention)
+                                          prefill_attention, fp8_kv)
     if forward is not None:
         model.forward = forward
         for key, n in changed.items():
@@ -1372,7 +1397,7 @@ def _patch_tree(model: nn.Module, merge_gate_up, merge_qkv, decode_attention, kv
             new, kind = _moe_experts(child), "moe_experts"
         if new is None:
             for key, n in _patch_tree(child, merge_gate_up, merge_qkv, decode_attention, kv_append,
-                                      rope_append, prefill_attention).items():
+                                      rope_append, prefill_attention, fp8_kv).items():
                 counts[key] += n
             continue
         setattr(model, name, new)
