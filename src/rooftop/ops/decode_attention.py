@@ -480,8 +480,9 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
 def _cache_values(x, inverse_scale, cache):
     """x as `cache` holds it: an fp8 cache's codes of x / scale (x times 1 / scale in fp32, saturated at +-FP8_MAX,
     to the nearest code: quantize_kv), else x."""
-    if cache.dtype.element_ty == tl.float8e4nv:
-        return tl.clamp(x.to(tl.float32) * inverse_scale, -FP8_MAX, FP8_MAX).to(tl.float8e4nv)
+    FP8: tl.constexpr = cache.dtype.element_ty == tl.float8e4nv  # (a constexpr: one branch compiled)
+    if FP8:
+        x = tl.clamp(x.to(tl.float32) * inverse_scale, -FP8_MAX, FP8_MAX).to(tl.float8e4nv)
     return x
 
 
