@@ -162,8 +162,11 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
                              HAS_MASK: tl.constexpr, SPLIT: tl.constexpr, MERGE_ROWS: tl.constexpr,
                              MERGE_CHUNK: tl.constexpr, RETURN_LSE: tl.constexpr, PRECISION: tl.constexpr,
                              SINKS: tl.constexpr, SOFTCAP: tl.constexpr, PDL: tl.constexpr):
-    # fp8 caches: codes widened to q's dtype (exact) before the dots; k's scale is in qk_scale, v's applied once a row
+    # fp8 caches: codes widened exactly before the dots, k's to q's dtype, v's to fp16 beside 16-bit q (one cvt a pair
+    # of codes, where bf16 takes more; p in [0, 1] keeps more bits in fp16 than in bf16); k's scale is in
+    # qk_scale, v's applied once a row
     KV_FP8: tl.constexpr = k.dtype.element_ty == tl.float8e4nv
+    V_DTYPE: tl.constexpr = tl.float32 if q.dtype.element_ty == tl.float32 else tl.float16
     await_previous(PDL)
     tile = tl.program_id(0)  # (sequence, kv head, row tile)
     split = tl.program_id(1)
@@ -218,7 +221,7 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
         l_i = l_i * alpha + tl.sum(p, 1)
         vt = tl.load(v_head + v_rows[:, None] + offs_d[None, :], mask=live[:, None] & d_ok, other=0.0)
         if KV_FP8:
-            vt = vt.to(qt.dtype)
+            vt = vt.to(V_DTYPE)
         acc = tl.dot(p.to(vt.dtype), vt, acc * alpha[:, None], input_precision=PRECISION)
         m_i = m_new
     if KV_FP8:
