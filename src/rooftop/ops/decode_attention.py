@@ -28,9 +28,9 @@ cache_seqlens (int32 [B], on the device) is clamped to [0, capacity] (S_max, or 
 the kernel, so that a wrong length never reads outside the cache (checking it would cost a host sync a call);
 block_table entries are not checked.
 fp8 caches (torch.float8_e4m3fn, vLLM's kv_cache_dtype "fp8"): key j is its code times k_scale, value j its code
-times v_scale (per-tensor floats). The kernel widens each tile's codes to q's dtype (exact: e4m3's 3-bit mantissa
-and range fit bf16, fp16 and fp32) before the same dots, k_scale folded into the scores' scale and v_scale into the
-accumulator once a row: half the bytes of a 16-bit cache for the same maths. append_kv writes codes of k / k_scale
+times v_scale (per-tensor floats). The kernel widens each tile's codes exactly (e4m3's 3-bit mantissa and range fit
+bf16, fp16 and fp32: the keys to q's dtype, the values to fp16 beside a 16-bit q) before the same dots, k_scale folded
+into the scores' scale and v_scale into the accumulator once a row: half the bytes of a 16-bit cache. append_kv writes codes of k / k_scale
 (quantize_kv: times 1 / k_scale in fp32, saturated at +-448, to nearest).
 
 The kernel: one program per (sequence, kv head, tile of query rows, split of the keys). A program's query
@@ -397,7 +397,7 @@ def check_index_tensor(name: str, t, B: int, ref_name: str, ref: torch.Tensor, s
 
 def check_kv_scales(k_cache: torch.Tensor, k_scale, v_scale) -> tuple[float, float]:
     """(k_scale, v_scale) of caches of k_cache's dtype: an FP8_KV cache holds codes of k / k_scale and v / v_scale
-    (positive finite floats, one a tensor: default 1.0); a 16-bit or fp32 cache takes none. Floats, not tensors: a
+    (positive finite floats, one for each cache tensor; default 1.0); a 16-bit or fp32 cache takes none. Floats, not tensors: a
     tensor's value would cost a host sync a call and be frozen into a CUDA graph anyway."""
     if k_cache.dtype != FP8_KV:
         if k_scale is not None or v_scale is not None:
