@@ -29,8 +29,8 @@ the kernel, so that a wrong length never reads outside the cache (checking it wo
 block_table entries are not checked.
 fp8 caches (torch.float8_e4m3fn, vLLM's kv_cache_dtype "fp8"): key j is its code times k_scale, value j its code
 times v_scale (per-tensor floats). The kernel widens each tile's codes exactly (e4m3's 3-bit mantissa and range fit
-bf16, fp16 and fp32: the keys to q's dtype, the values to fp16 beside a 16-bit q) before the same dots, k_scale folded
-into the scores' scale and v_scale into the accumulator once a row: half the bytes of a 16-bit cache. append_kv writes codes of k / k_scale
+fp16 and fp32; a bf16 q goes to fp16 once a program, exactly but for elements under 2^-14) before the same dots,
+k_scale folded into the scores' scale and v_scale into the accumulator once a row: half the bytes of a 16-bit cache. append_kv writes codes of k / k_scale
 (quantize_kv: times 1 / k_scale in fp32, saturated at +-448, to nearest).
 
 The kernel: one program per (sequence, kv head, tile of query rows, split of the keys). A program's query
@@ -162,11 +162,13 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
                              HAS_MASK: tl.constexpr, SPLIT: tl.constexpr, MERGE_ROWS: tl.constexpr,
                              MERGE_CHUNK: tl.constexpr, RETURN_LSE: tl.constexpr, PRECISION: tl.constexpr,
                              SINKS: tl.constexpr, SOFTCAP: tl.constexpr, PDL: tl.constexpr):
-    # fp8 caches: codes widened exactly before the dots, k's to q's dtype, v's to fp16 beside 16-bit q (one cvt a pair
-    # of codes, where bf16 takes more; p in [0, 1] keeps more bits in fp16 than in bf16); k's scale is in
-    # qk_scale, v's applied once a row
+    # fp8 caches: codes widened exactly to CODES (fp16 beside a 16-bit q: one cvt a pair of codes, where bf16 takes
+    # several; journal item 561) before the dots; k's scale is in qk_scale, v's applied once a row. A bf16 q goes to
+    # fp16 once a program, times 2^-e so that its largest magnitude stays under 2^15 (e = 0 but for huge q: then 2^e
+    # joins qk_scale): bf16's 8 mantissa bits fit fp16's 11, so the scores are bf16's (but q elements under 2^-14,
+    # fp16's subnormals, whose products with the codes are below fp32's resolution of any score that matters)
     KV_FP8: tl.constexpr = k.dtype.element_ty == tl.float8e4nv
-    V_DTYPE: tl.constexpr = tl.float32 if q.dtype.element_ty == tl.float32 else tl.float16
+    CODES: tl.constexpr = tl.float32 if q.dtype.element_ty == tl.float32 else tl.float16
     await_previous(PDL)
     tile = tl.program_id(0)  # (sequence, kv head, row tile)
     split = tl.program_id(1)
@@ -190,6 +192,11 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
     b64 = tl.cast(b, tl.int64)
     q_rows = b64 * stride_qb + head.to(tl.int64) * stride_qh + token.to(tl.int64) * stride_qs
     qt = tl.load(q + q_rows[:, None] + offs_d[None, :], mask=row_ok[:, None] & d_ok, other=0.0)
+    if KV_FP8 and q.dtype.element_ty == tl.bfloat16:
+        q_max = tl.max(tl.max(tl.abs(qt.to(tl.float32)), 1), 0)
+        shift = tl.maximum(tl.ceil(tl.log2(q_max)) - 15.0, 0.0)  # 0 for q_max <= 2^15 (and for q_max = 0)
+        qt = (qt.to(tl.float32) * tl.exp2(-shift)).to(tl.float16)
+        qk_scale = qk_scale * tl.exp2(shift)
 
     m_i = tl.full((BLOCK_M,), -float("inf"), tl.float32)
     l_i = tl.zeros((BLOCK_M,), tl.float32)
@@ -206,7 +213,7 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
         # reads: BLOCK_N key rows and BLOCK_N value rows of the range, once
         kt = tl.load(k_head + k_rows[:, None] + offs_d[None, :], mask=live[:, None] & d_ok, other=0.0)
         if KV_FP8:
-            kt = kt.to(qt.dtype)
+            kt = kt.to(CODES)
         s = tl.dot(qt, kt.T, input_precision=PRECISION) * qk_scale
         if SOFTCAP:  # softcap in the scaled scores' log2 units
             s = soft_cap(s, softcap)
@@ -221,7 +228,7 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
         l_i = l_i * alpha + tl.sum(p, 1)
         vt = tl.load(v_head + v_rows[:, None] + offs_d[None, :], mask=live[:, None] & d_ok, other=0.0)
         if KV_FP8:
-            vt = vt.to(V_DTYPE)
+            vt = vt.to(CODES)
         acc = tl.dot(p.to(vt.dtype), vt, acc * alpha[:, None], input_precision=PRECISION)
         m_i = m_new
     if KV_FP8:
