@@ -1,5 +1,5 @@
 # Session 80, call d (~2 min): decode_attention over fp8 caches with the codes widened to fp16 and a bf16 q taken to
-# fp16 once a program (item 561): the fp8 GPU tests, then bf16 / fp16 q over 16-bit and fp8 caches (call b: 118.8-127.9 us).
+# fp16 once a program (item 561): the fp8 GPU tests, then bf16 / fp16 q over 16-bit and fp8 caches (call b: 118.8 us).
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo $GPU
 export ROOFTOP_CACHE_DIR=/tmp/cache PYTHONPATH=$PWD/src:$PWD/benchmarks:$PWD/tests PYTHONUNBUFFERED=1
 timeout 100 python -m pytest -q -p no:cacheprovider -n 12 tests/test_decode_attention.py tests/test_integrations.py \
