@@ -490,17 +490,24 @@ def test_fp8_caches_match_reference(dtype, page_size, Sq, num_splits, device):
     assert rel_err(out, decode_attention(q, k16, v16, seqlens, table, num_splits=num_splits)) < TOL[dtype]
 
 
-@pytest.mark.parametrize("q_scale", [3e5, 1e-5])
-def test_fp8_caches_under_a_bf16_q_of_any_magnitude(q_scale, device):
-    """A bf16 q goes to fp16 for the dots over fp8 codes: one past fp16's range (|q| up to ~1.5e6: scaled by a power
-    of two first) or under its normal range (|q| ~1e-5: fp16's subnormals) gives the reference's scores still."""
+@pytest.mark.parametrize("q_scale, k_scale", [(3e5, 1 / 64), (1e-6, 1e5), (1.0, 1 / 64)])
+def test_fp8_caches_under_a_bf16_q_of_any_magnitude(q_scale, k_scale, device):
+    """A bf16 q goes to fp16 for the dots over fp8 codes, scaled by a power of two: one past fp16's range (|q| up to
+    ~1.5e6) or under its normal range (|q| ~1e-6, a large k_scale) gives the reference's scores still; an inf in one
+    head's q makes that head's rows non-finite as in the reference, not its program's other heads'."""
     q, k, v, table = _inputs(2, 8, 2, 1, 64, 64, torch.float32, device, None)
     k8, v8 = _fp8_caches(k, v, 1 / 64, 1 / 64)
     q = (q * q_scale).to(torch.bfloat16)
     seqlens = _seqlens([64, 17], device)
-    out, lse = decode_attention(q, k8, v8, seqlens, return_lse=True, k_scale=1 / 64, v_scale=1 / 64)
-    ref, ref_lse = decode_attention_reference(q, k8, v8, seqlens, return_lse=True, k_scale=1 / 64, v_scale=1 / 64)
-    assert_attention_result(out, lse, ref, ref_lse, q)
+    if q_scale == 1.0:
+        q[0, 1, 0, 5] = float("inf")
+    out, lse = decode_attention(q, k8, v8, seqlens, return_lse=True, k_scale=k_scale, v_scale=1 / 64)
+    ref, ref_lse = decode_attention_reference(q, k8, v8, seqlens, return_lse=True, k_scale=k_scale, v_scale=1 / 64)
+    finite = torch.isfinite(ref_lse)
+    assert finite.sum() == (ref_lse.numel() - 1 if q_scale == 1.0 else ref_lse.numel())
+    assert torch.equal(torch.isfinite(lse), finite)
+    ok = finite[..., None].expand_as(q)
+    assert rel_err(out[ok], ref[ok]) < TOL[torch.bfloat16] and rel_err(lse[finite], ref_lse[finite]) < 1e-5
 
 
 @pytest.mark.parametrize("page_size", [None, 4])

@@ -164,9 +164,9 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
                              SINKS: tl.constexpr, SOFTCAP: tl.constexpr, PDL: tl.constexpr):
     # fp8 caches: codes widened exactly to CODES (fp16 beside a 16-bit q: one cvt a pair of codes, where bf16 takes
     # several; journal item 561) before the dots; k's scale is in qk_scale, v's applied once a row. A bf16 q goes to
-    # fp16 once a program, times 2^-e so that its largest magnitude stays under 2^15 (e = 0 but for huge q: then 2^e
-    # joins qk_scale): bf16's 8 mantissa bits fit fp16's 11, so the scores are bf16's (but q elements under 2^-14,
-    # fp16's subnormals, whose products with the codes are below fp32's resolution of any score that matters)
+    # fp16 once a program, times 2^-e that puts its largest finite magnitude in (2^14, 2^15] (2^e joins qk_scale):
+    # bf16's 8 mantissa bits fit fp16's 11, so every element within 2^-28 of that largest keeps its value exactly;
+    # inf and NaN stay in their own rows, as in bf16
     KV_FP8: tl.constexpr = k.dtype.element_ty == tl.float8e4nv
     CODES: tl.constexpr = tl.float32 if q.dtype.element_ty == tl.float32 else tl.float16
     await_previous(PDL)
@@ -193,8 +193,9 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
     q_rows = b64 * stride_qb + head.to(tl.int64) * stride_qh + token.to(tl.int64) * stride_qs
     qt = tl.load(q + q_rows[:, None] + offs_d[None, :], mask=row_ok[:, None] & d_ok, other=0.0)
     if KV_FP8 and q.dtype.element_ty == tl.bfloat16:
-        q_max = tl.max(tl.max(tl.abs(qt.to(tl.float32)), 1), 0)
-        shift = tl.maximum(tl.ceil(tl.log2(q_max)) - 15.0, 0.0)  # 0 for q_max <= 2^15 (and for q_max = 0)
+        magnitude = tl.abs(qt.to(tl.float32))
+        q_max = tl.max(tl.max(tl.where(magnitude < float("inf"), magnitude, 0.0), 1), 0)  # finite ones (not NaN)
+        shift = tl.where(q_max > 0, tl.ceil(tl.log2(q_max)) - 15.0, 0.0)
         qt = (qt.to(tl.float32) * tl.exp2(-shift)).to(tl.float16)
         qk_scale = qk_scale * tl.exp2(shift)
 
