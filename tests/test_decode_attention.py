@@ -33,11 +33,12 @@ def _seqlens(lengths, device):
     return torch.tensor(lengths, dtype=torch.int32, device=device)
 
 
-def _check(q, k, v, seqlens, table=None, num_splits=None, tol=None, key_mask=None, sinks=None, softcap=None):
+def _check(q, k, v, seqlens, table=None, num_splits=None, tol=None, key_mask=None, sinks=None, softcap=None,
+           **scales):
     out, lse = decode_attention(q, k, v, seqlens, table, num_splits=num_splits, return_lse=True, key_mask=key_mask,
-                                sinks=sinks, softcap=softcap)
+                                sinks=sinks, softcap=softcap, **scales)
     ref, ref_lse = decode_attention_reference(q, k, v, seqlens, table, key_mask, return_lse=True, sinks=sinks,
-                                              softcap=softcap)
+                                              softcap=softcap, **scales)
     assert_attention_result(out, lse, ref, ref_lse, q, tol)
     return out, lse
 
@@ -490,6 +491,18 @@ def test_fp8_caches_match_reference(dtype, page_size, Sq, num_splits, device):
     assert rel_err(out, decode_attention(q, k16, v16, seqlens, table, num_splits=num_splits)) < TOL[dtype]
 
 
+@pytest.mark.parametrize("Sq, page_size, num_splits", [(1, None, 1), (2, 16, 3)])
+def test_fp8_caches_with_a_mask_sinks_and_softcap(Sq, page_size, num_splits, device):
+    """fp8 codes under a key mask, with sinks and a soft cap: k_scale is in the scores before the cap."""
+    q, k, v, table = _inputs(2, 8, 2, Sq, 64, 64, torch.float32, device, page_size)
+    k8, v8 = _fp8_caches(4 * k, v, 1 / 32, 1 / 64)
+    q, seqlens = q.to(torch.bfloat16), _seqlens([64, 40], device)
+    mask = torch.rand(2, 64, device=device) > 0.3
+    sinks = torch.randn(8, device=device)
+    _check(q, k8, v8, seqlens, table, num_splits, key_mask=mask, sinks=sinks, softcap=5.0, k_scale=1 / 32,
+           v_scale=1 / 64)
+
+
 @pytest.mark.parametrize("q_scale, k_scale", [(3e5, 1 / 64), (1e-6, 1e5), (1.0, 1 / 64)])
 def test_fp8_caches_under_a_bf16_q_of_any_magnitude(q_scale, k_scale, device):
     """A bf16 q goes to fp16 for the dots over fp8 codes, scaled by a power of two: one past fp16's range (|q| up to
@@ -537,8 +550,10 @@ def test_fp8_bad_input(device):
     k, v = (torch.randn(2, 2, 16, 32, device=device, dtype=torch.bfloat16) for _ in range(2))
     k8, v8 = quantize_kv(k), quantize_kv(v)
     seqlens = _seqlens([3, 16], device)
-    with pytest.raises(TypeError, match="k_scale and v_scale are for torch.float8_e4m3fn caches"):
-        decode_attention(q, k, v, seqlens, k_scale=0.5)
+    with pytest.raises(TypeError, match="v_scale is for torch.float8_e4m3fn caches; k_cache is torch.bfloat16"):
+        decode_attention(q, k, v, seqlens, v_scale=0.5)
+    with pytest.raises(ValueError, match="scale must be a positive finite float"):
+        quantize_kv(k, 0.0)
     for bad in (0.0, -1.0, float("inf"), float("nan"), torch.tensor(0.5), True):
         with pytest.raises(ValueError, match="k_scale must be a positive finite float"):
             decode_attention(q, k8, v8, seqlens, k_scale=bad)
@@ -549,7 +564,7 @@ def test_fp8_bad_input(device):
     with pytest.raises(TypeError, match="k_cache has dtype float8_e5m2; expected one of .*float8_e4m3fn"):
         decode_attention(q, k8.view(torch.uint8).view(torch.float8_e5m2), v8, seqlens)
     cos, sin = (torch.ones(1, 32, device=device, dtype=torch.bfloat16) for _ in range(2))
-    with pytest.raises(TypeError, match="for torch.float8_e4m3fn ones call apply_rope, then append_kv"):
+    with pytest.raises(TypeError, match="k_cache is torch.float8_e4m3fn: apply_rope_append_kv writes 16-bit"):
         rooftop.apply_rope_append_kv(q, k[:, :, :1], v[:, :, :1], cos, sin, k8, v8, _seqlens([1, 2], device))
 
 

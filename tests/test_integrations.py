@@ -321,6 +321,29 @@ def test_fp8_kv_cache(monkeypatch):
         assert rel_err(ours.keys[:, :, 10:13].float(), theirs.keys[:, :, 10:13]) < 0.05
     for ours, theirs in zip(logits["patched"], logits["stock"]):  # (1.1-1.3e-2 seen on the CPU)
         assert rel_err(ours, theirs) < 0.03
+    layers = caches["patched"].layers
+    assert all(getattr(t, "_dynamo_static_input_type", None) for layer in layers for t in (layer.keys, layer.values))
+    addresses = [(layer.keys.data_ptr(), layer.values.data_ptr()) for layer in layers]
+    with torch.no_grad():
+        # after reset() the codes stay (zeroed, the same addresses, as a CUDA graph needs): the prefill appends codes
+        # and reads them through a 16-bit copy, the steps as before
+        caches["patched"].reset()
+        mask = torch.ones_like(ids)
+        patched(ids, attention_mask=mask, use_cache=True, **{cache_arg: caches["patched"]})
+        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], -1)
+        again = patched(steps[0], attention_mask=mask, use_cache=True, **{cache_arg: caches["patched"]}).logits
+        assert [(layer.keys.data_ptr(), layer.values.data_ptr()) for layer in layers] == addresses
+        assert rel_err(again, logits["stock"][0]) < 0.03
+        # a cache initialised ahead (generate's chunked prefill): its layers become codes at their first update
+        cache = transformers.StaticCache(config=config, max_cache_len=24)
+        cache.early_initialization(2, config.num_key_value_heads, config.hidden_size // config.num_attention_heads,
+                                   torch.float32, ids.device)
+        mask = torch.ones_like(ids)
+        patched(ids, attention_mask=mask, use_cache=True, **{cache_arg: cache})
+        assert all(layer.keys.dtype == layer.values.dtype == torch.float8_e4m3fn for layer in cache.layers)
+        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], -1)
+        early = patched(steps[0], attention_mask=mask, use_cache=True, **{cache_arg: cache}).logits
+        assert rel_err(early, logits["stock"][0]) < 0.03
 
 
 def _causal_seen(B, Sq, Sk, n, left=None):

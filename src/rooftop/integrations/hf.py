@@ -80,10 +80,12 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   update (nothing between reading k), the two are one kernel, rooftop.apply_rope_append_kv: q rotated, the rotated k and
   v written into the cache (`rope_append=False` keeps them apart). With kv_cache_dtype="fp8" (and both of the above on)
   each such StaticLayer holds fp8 codes (torch.float8_e4m3fn, scale 1.0: vLLM's "fp8" cache without calibrated
-  scales) from its first update on: that update (the prefill's, transformers' own) returns its 16-bit rows, then the
-  layer's tensors become codes (quantize_kv); later updates append codes (rooftop.append_kv) and decode steps read
-  them (rooftop.decode_attention over half the bytes); a call that reads the cache otherwise (a prefill over cached
-  rows) gets a 16-bit copy of it.
+  scales) from its first update on: that update (the prefill's, transformers' own, where it initialises the layer)
+  returns its 16-bit rows, then the layer's tensors become codes (quantize_kv; a layer initialised ahead becomes codes
+  at once); later updates append codes (rooftop.append_kv) and decode steps read them (rooftop.decode_attention over
+  half the bytes); a call that reads the cache otherwise gets a 16-bit copy of it: a prefill over cached rows, or
+  any prefill after the cache's reset() (the codes stay, zeroed), which thus reads its own rows as codes where the
+  first prefill read them in 16 bits (the logits differ by fp8's rounding).
 Other parameters are shared, not copied; outputs match the original up to rounding. Prefill attention goes through the
 model's own implementation (choose `attn_implementation="sdpa"` when loading), routed as above.
 """
@@ -570,15 +572,16 @@ def _fused_rotary(original, form: _RopeForm):
     return apply_rotary_pos_emb
 
 
-def _rope_append(rotary, form: _RopeForm):
+def _rope_append(rotary, form: _RopeForm, fp8: bool = False):
     """`q, k, appended = rope_append(q, k, v, cos, sin, cache, layer_idx)` of a patched attention forward, where it
     applied `rotary` (apply_rotary_pos_emb, which rotates as `form` says) and its cache's update follows: where
     _static_layer finds the layer and the RoPE kernel takes the call, rooftop.apply_rope_append_kv (q rotated, the
-    rotated k and v written into the layer's cache at its length, one kernel; not into fp8 codes) and the layer as
-    `appended`, which the update then only reads; else rotary(q, k, cos, sin) and None."""
+    rotated k and v written into the layer's cache at its length, one kernel) and the layer as `appended`, which the
+    update then only reads; else rotary(q, k, cos, sin) and None. fp8 (kv_cache_dtype="fp8": caches of fp8 codes,
+    which that kernel does not write): always the latter."""
     def rope_append(q, k, v, cos, sin, cache, layer_idx):
-        layer = _static_layer(cache, layer_idx, k, v) if cache is not None else None
-        if layer is not None and layer.keys.dtype != FP8_KV and form.takes(q, k, cos, sin):
+        layer = _static_layer(cache, layer_idx, k, v) if cache is not None and not fp8 else None
+        if layer is not None and form.takes(q, k, cos, sin):
             cos, sin, keywords = form.kernel_args(cos, sin)
             q = apply_rope_append_kv(q, k, v, cos, sin, layer.keys, layer.values, layer.cumulative_length,
                                      **keywords)
@@ -951,19 +954,32 @@ def _cache_update(cache, key, value, layer_idx, *args, _rooftop_appended=None, _
     """cache.update(key, value, layer_idx, ...) of a patched attention forward: by rooftop.append_kv where
     _static_layer finds the layer, else the cache's own; only the layer's tensors where the RoPE before has appended
     the rows (_rooftop_appended: that layer, from _rope_append). _rooftop_fp8 (patch_model's kv_cache_dtype="fp8"): a
-    layer _static_layer finds after the cache's own update has its tensors made fp8 codes (that update's return, the
-    16-bit rows, stays this call's)."""
+    layer _static_layer finds 16-bit has its tensors made fp8 codes (_fp8_layer): after the cache's own update where
+    that initialised the layer (its return, the 16-bit rows, stays this call's), before append_kv where the layer was
+    initialised ahead (Cache.early_initialization, as generate's chunked prefill does)."""
     if _rooftop_appended is not None:
         return _rooftop_appended.keys, _rooftop_appended.values
     layer = _static_layer(cache, layer_idx, key, value)
     if layer is None:
         rows = cache.update(key, value, layer_idx, *args, **kwargs)
         layer = _static_layer(cache, layer_idx, key, value) if _rooftop_fp8 else None
-        if layer is not None and layer.keys.dtype != FP8_KV:
-            layer.keys, layer.values = quantize_kv(layer.keys), quantize_kv(layer.values)
+        if layer is not None:
+            _fp8_layer(layer)
         return rows
+    if _rooftop_fp8:
+        _fp8_layer(layer)
     append_kv(layer.keys, layer.values, key, value, layer.cumulative_length)
     return layer.keys, layer.values
+
+
+def _fp8_layer(layer) -> None:
+    """A StaticLayer's keys and values made fp8 codes (scale 1.0) where they are not yet, marked static for dynamo as
+    transformers marks the tensors it makes (cudagraphs then take them as fixed addresses)."""
+    if layer.keys.dtype != FP8_KV:
+        layer.keys, layer.values = quantize_kv(layer.keys), quantize_kv(layer.values)
+        if not torch.compiler.is_compiling():
+            torch._dynamo.mark_static_address(layer.keys)
+            torch._dynamo.mark_static_address(layer.values)
 
 
 CACHE_ARGS = ("cache", "past_key_value", "past_key_values")
@@ -1263,7 +1279,8 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
         fuse = rope_append and changed["kv_append"] and rope is not None
         changed["rope_append"] = _rope_append_rewrite(node) if fuse else 0
         if changed["rope_append"]:
-            rebind["_rooftop_rope_append"] = _rope_append(rebind["apply_rotary_pos_emb"], form)
+            rebind["_rooftop_rope_append"] = _rope_append(rebind["apply_rotary_pos_emb"], form,
+                                                          fp8_kv and decoding)
         return changed["qkv"] + changed["kv_append"]
 
     forward, _ = _patched_forward(module, rewrite, rebind)
@@ -1365,8 +1382,8 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
     if kv_cache_dtype not in (None, "fp8"):
         raise ValueError(f'kv_cache_dtype must be None or "fp8", got {kv_cache_dtype!r}')
     if kv_cache_dtype and not (decode_attention and kv_append):
-        raise ValueError('kv_cache_dtype="fp8" needs decode_attention and kv_append: the caches\' fp8 codes are written '
-                         "by rooftop.append_kv and read by rooftop.decode_attention")
+        raise ValueError('kv_cache_dtype="fp8" needs decode_attention and kv_append: the caches\' fp8 codes are '
+                         "written by rooftop.append_kv and read by rooftop.decode_attention")
     counts = _patch_tree(model, merge_gate_up, merge_qkv, decode_attention, kv_append, rope_append, prefill_attention,
                          kv_cache_dtype == "fp8")
     if not getattr(model, "_rooftop_forward_hooks", False):

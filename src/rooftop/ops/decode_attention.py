@@ -29,9 +29,10 @@ the kernel, so that a wrong length never reads outside the cache (checking it wo
 block_table entries are not checked.
 fp8 caches (torch.float8_e4m3fn, vLLM's kv_cache_dtype "fp8"): key j is its code times k_scale, value j its code
 times v_scale (per-tensor floats). The kernel widens each tile's codes exactly (e4m3's 3-bit mantissa and range fit
-fp16 and fp32; a bf16 q goes to fp16 once a program, exactly but for elements under 2^-14) before the same dots,
-k_scale folded into the scores' scale and v_scale into the accumulator once a row: half the bytes of a 16-bit cache. append_kv writes codes of k / k_scale
-(quantize_kv: times 1 / k_scale in fp32, saturated at +-448, to nearest).
+fp16 and fp32; a bf16 q goes to fp16 once a program, scaled by a power of two, exactly but for elements 2^28 times
+smaller than its largest) before the same dots, k_scale folded into the scores' scale and v_scale into the accumulator
+once a row: half the bytes of a 16-bit cache. append_kv writes codes of k / k_scale (quantize_kv: times 1 / k_scale in
+fp32, saturated at +-448, to nearest).
 
 The kernel: one program per (sequence, kv head, tile of query rows, split of the keys). A program's query
 rows are the GROUP = Hq / Hkv heads that share its kv head times the Sq new tokens (GQA packing: each k/v
@@ -75,8 +76,9 @@ import triton
 import triton.language as tl
 
 from rooftop import registry
-from rooftop.ops._support import (arrival_counters, arrive_last, await_previous, cdiv, check_same_device,
-                                  fitting_stages, launch, num_sms, pdl_options, planned, runs_kernel, torch_op)
+from rooftop.ops._support import (QUANT_FORMATS, arrival_counters, arrive_last, await_previous, cdiv,
+                                  check_fp8_device, check_same_device, fitting_stages, launch, num_sms, pdl_options,
+                                  planned, runs_kernel, torch_op)
 from rooftop.ops.attention import (FP8_KV, attention_eager, check_qkv, check_scale, check_sinks, check_softcap,
                                    fold_sink, soft_cap)
 from rooftop.roofline import Cost
@@ -91,7 +93,7 @@ NUM_STAGES = 3  # k/v tiles in flight (cp.async) on a GPU
 # BLOCK_N, NUM_WARPS, NUM_STAGES: the best total over 5 large cases (B = 1 at L = 32K and 128K, B = 8, 32, 128) of
 # 18 settings on the H200 (benchmarks/exp_decode_attention.py, journal item 189); the best 4 were within 1%.
 MERGE_ELEMENTS = 8192  # partials the merging split loads at once (rows x CHUNK splits x D; journal item 203)
-FP8_MAX = tl.constexpr(448.0)  # float8_e4m3fn's largest finite value: fp8 caches' codes saturate there
+FP8_MAX = tl.constexpr(QUANT_FORMATS["fp8"][2])  # e4m3's largest finite value (448): fp8 caches' codes saturate there
 
 
 @triton.jit
@@ -403,28 +405,32 @@ def check_index_tensor(name: str, t, B: int, ref_name: str, ref: torch.Tensor, s
                          f"got {tuple(t.shape)}")
 
 
+def _check_scale(name: str, value) -> float:
+    """A per-tensor scale of an FP8_KV cache: a positive finite float (None: 1.0)."""
+    value = 1.0 if value is None else value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise ValueError(f"{name} must be a positive finite float (a per-tensor scale of fp8 codes), got {value!r}")
+    return float(value)
+
+
 def check_kv_scales(k_cache: torch.Tensor, k_scale, v_scale) -> tuple[float, float]:
-    """(k_scale, v_scale) of caches of k_cache's dtype: an FP8_KV cache holds codes of k / k_scale and v / v_scale
-    (positive finite floats, one for each cache tensor; default 1.0); a 16-bit or fp32 cache takes none. Floats, not tensors: a
-    tensor's value would cost a host sync a call and be frozen into a CUDA graph anyway."""
+    """(k_scale, v_scale) of caches of k_cache's dtype: an FP8_KV cache (on a GPU that runs fp8 kernels) holds codes
+    of k / k_scale and v / v_scale (positive finite floats, one for each cache tensor; default 1.0); a 16-bit or fp32
+    cache takes none. Floats, not tensors: a tensor's value would cost a host sync a call and be frozen into a CUDA
+    graph anyway."""
     if k_cache.dtype != FP8_KV:
-        if k_scale is not None or v_scale is not None:
-            raise TypeError(f"k_scale and v_scale are for {FP8_KV} caches, not {k_cache.dtype} ones")
+        for name, value in (("k_scale", k_scale), ("v_scale", v_scale)):
+            if value is not None:
+                raise TypeError(f"{name} is for {FP8_KV} caches; k_cache is {k_cache.dtype}")
         return 1.0, 1.0
-    scales = []
-    for name, value in (("k_scale", k_scale), ("v_scale", v_scale)):
-        value = 1.0 if value is None else value
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-            raise ValueError(f"{name} must be a positive finite float (the cache's per-tensor scale), got {value!r}")
-        scales.append(float(value))
-    return scales[0], scales[1]
+    check_fp8_device("k_cache", k_cache.device)
+    return _check_scale("k_scale", k_scale), _check_scale("v_scale", v_scale)
 
 
 def quantize_kv(x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
     """x (keys or values, any float dtype) as an FP8_KV cache holds it: x / scale (as x times 1 / scale in fp32),
     saturated at +-FP8_MAX, rounded to the nearest code; dequantized, code * scale. append_kv writes the same codes."""
-    inverse = torch.tensor(1.0 / scale, dtype=torch.float32, device=x.device)
-    return (x.float() * inverse).clamp(-FP8_MAX.value, FP8_MAX.value).to(FP8_KV)
+    return (x.float() * (1.0 / _check_scale("scale", scale))).clamp(-FP8_MAX.value, FP8_MAX.value).to(FP8_KV)
 
 
 def _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, sinks=None) -> None:
@@ -766,6 +772,7 @@ def _fp8_decode_eager(q, k_cache, v_cache, cache_seqlens):
                                   cache_seqlens)
 
 
+DECODE_CHECK_CASES = ((2, 8, 100, 64), (1, 4, 1000, 128))  # `rooftop check`'s shapes
 _SDPA_PEERS = {p: _sdpa_decode_peer(b) for p, b in (("sdpa_flash", "FLASH_ATTENTION"),
                                                      ("sdpa_cudnn", "CUDNN_ATTENTION"),
                                                      ("sdpa_efficient", "EFFICIENT_ATTENTION"))}
@@ -774,13 +781,13 @@ for _suffix, _paged, _tokens in (("", False, 131072), ("_paged", True, 131072), 
         name="decode_attention" + _suffix, family="decode_attention",
         make_inputs=lambda shape, dtype, device, p=_paged: _make_decode_inputs(shape, dtype, device, p),
         run=decode_attention, reference=decode_attention_reference, eager=decode_attention_eager,
-        cost=decode_attention_cost, cases=decode_cases(_tokens), check_cases=((2, 8, 100, 64), (1, 4, 1000, 128)),
+        cost=decode_attention_cost, cases=decode_cases(_tokens), check_cases=DECODE_CHECK_CASES,
         peers={} if _paged else _SDPA_PEERS, x_key="S"))
 registry.register(registry.OpSpec(
     name="decode_attention_fp8", family="decode_attention", make_inputs=_make_fp8_decode_inputs,
     run=_fp8_scaled(decode_attention), reference=_fp8_scaled(decode_attention_reference), eager=_fp8_decode_eager,
     cost=functools.partial(decode_attention_cost, cache_itemsize=1), cases=decode_cases(131072),
-    check_cases=((2, 8, 100, 64), (1, 4, 1000, 128)), x_key="S"))
+    check_cases=DECODE_CHECK_CASES, x_key="S"))
 
 
 STATIC_CAPACITY = 8192

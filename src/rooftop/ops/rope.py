@@ -348,9 +348,10 @@ def apply_rope_append_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cos:
     past the capacity dropped) and cache_lengths ([], [1] or [B]; int32 / int64) advance by S. A decode step's RoPE
     and cache update (Hugging Face: RoPE, then StaticLayer.update's four kernels)."""
     rd = _check(q, k, cos, sin, position_ids, rotary_dim)
-    if FP8_KV in (getattr(k_cache, "dtype", None), getattr(v_cache, "dtype", None)):
-        raise TypeError(f"apply_rope_append_kv writes 16-bit or fp32 caches; for {FP8_KV} ones call apply_rope, then "
-                        "append_kv(..., k_scale=, v_scale=)")
+    for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if getattr(cache, "dtype", None) == FP8_KV:
+            raise TypeError(f"{name} is {FP8_KV}: apply_rope_append_kv writes 16-bit or fp32 caches; for fp8 codes "
+                            "call apply_rope, then append_kv(..., k_scale=, v_scale=)")
     check_append(k_cache, v_cache, k, v, cache_lengths, block_table)
     return _rope_append_op(q, k, v, cos, sin, k_cache, v_cache, cache_lengths, block_table, position_ids,
                            bool(interleaved), rd)
