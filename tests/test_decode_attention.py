@@ -491,6 +491,22 @@ def test_fp8_caches_match_reference(dtype, page_size, Sq, num_splits, device):
     assert rel_err(out, decode_attention(q, k16, v16, seqlens, table, num_splits=num_splits)) < TOL[dtype]
 
 
+def test_fp8_caches_check_their_device(device, monkeypatch):
+    """decode_attention and append_kv over fp8 caches check the device runs fp8 kernels (an A100 does not), naming
+    k_cache, before any kernel; over 16-bit caches they do not ask."""
+    def refuse(name, dev):
+        raise RuntimeError(f"refused: {name}")
+    monkeypatch.setattr(decode_mod, "check_fp8_device", refuse)
+    q = torch.randn(2, 4, 1, 32, device=device, dtype=torch.bfloat16)
+    k, v = (torch.randn(2, 2, 16, 32, device=device, dtype=torch.bfloat16) for _ in range(2))
+    seqlens = _seqlens([3, 16], device)
+    with pytest.raises(RuntimeError, match="refused: k_cache"):
+        decode_attention(q, quantize_kv(k), quantize_kv(v), seqlens)
+    with pytest.raises(RuntimeError, match="refused: k_cache"):
+        append_kv(quantize_kv(k), quantize_kv(v), k[:, :, :1], v[:, :, :1], _seqlens([1, 2], device))
+    decode_attention(q, k, v, seqlens)
+
+
 @pytest.mark.parametrize("Sq, page_size, num_splits", [(1, None, 1), (2, 16, 3)])
 def test_fp8_caches_with_a_mask_sinks_and_softcap(Sq, page_size, num_splits, device):
     """fp8 codes under a key mask, with sinks and a soft cap: k_scale is in the scores before the cap."""

@@ -290,6 +290,17 @@ def test_fp8_kv_cache(monkeypatch):
     with pytest.raises(ValueError, match="needs decode_attention and kv_append"):
         patch_model(copy.deepcopy(stock), kv_append=False, kv_cache_dtype="fp8")
     assert patch_model(patched, kv_cache_dtype="fp8") == LLAMA_COUNTS
+    refused = copy.deepcopy(stock)  # on a GPU without fp8 kernels: an error at the first update, the cache unchanged
+    patch_model(refused, kv_cache_dtype="fp8")
+    monkeypatch.setattr(rooftop.integrations.hf, "check_fp8_device",
+                        lambda name, dev: (_ for _ in ()).throw(RuntimeError(f"refused: {name}")))
+    cache_arg = "cache" if "cache" in inspect.signature(stock.model.forward).parameters else "past_key_values"
+    ids = torch.randint(0, 128, (2, 10), device=DEVICE)
+    cache = transformers.StaticCache(config=config, max_cache_len=24)
+    with pytest.raises(RuntimeError, match=r'refused: patch_model\(kv_cache_dtype="fp8"\)'), torch.no_grad():
+        refused(ids, use_cache=True, **{cache_arg: cache})
+    assert cache.layers[0].keys.dtype == torch.float32
+    monkeypatch.undo()
     calls, appends = [], []
     real = rooftop.integrations.hf.decode_attention
     monkeypatch.setattr(rooftop.integrations.hf, "decode_attention",
@@ -298,9 +309,7 @@ def test_fp8_kv_cache(monkeypatch):
         real_append = getattr(rooftop.integrations.hf, name)
         monkeypatch.setattr(rooftop.integrations.hf, name,
                             lambda *a, name=name, real=real_append, **k: appends.append(name) or real(*a, **k))
-    ids = torch.randint(0, 128, (2, 10), device=DEVICE)
     steps = torch.randint(0, 128, (3, 2, 1), device=DEVICE)
-    cache_arg = "cache" if "cache" in inspect.signature(stock.model.forward).parameters else "past_key_values"
     caches, logits = {}, {}
     with torch.no_grad():
         for name, model in (("stock", stock), ("patched", patched)):

@@ -974,8 +974,10 @@ def _cache_update(cache, key, value, layer_idx, *args, _rooftop_appended=None, _
 
 def _fp8_layer(layer) -> None:
     """A StaticLayer's keys and values made fp8 codes (scale 1.0) where they are not yet, marked static for dynamo as
-    transformers marks the tensors it makes (cudagraphs then take them as fixed addresses)."""
+    transformers marks the tensors it makes (cudagraphs then take them as fixed addresses); on a GPU without fp8
+    kernels an error before anything changes."""
     if layer.keys.dtype != FP8_KV:
+        check_fp8_device('patch_model(kv_cache_dtype="fp8")', layer.keys.device)
         layer.keys, layer.values = quantize_kv(layer.keys), quantize_kv(layer.values)
         if not torch.compiler.is_compiling():
             torch._dynamo.mark_static_address(layer.keys)
