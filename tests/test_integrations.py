@@ -182,11 +182,19 @@ def test_patch_leaves_what_it_does_not_know():
     assert isinstance(layer.mlp, LlamaMLP)
 
 
-def test_patch_a_transformers_llama():
+def _tiny_llama(attn: str | None = "sdpa"):
+    """(transformers, config, model): a random 2-layer Llama (4 query / 2 kv heads of 16) on DEVICE in eval mode, its
+    attention `attn` (None: transformers' default)."""
     transformers = pytest.importorskip("transformers")  # in requirements-cpu.txt and on the GPU machine
     config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
                                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
-    model = transformers.LlamaForCausalLM(config).to(DEVICE).eval()
+    if attn is not None:
+        config._attn_implementation = attn
+    return transformers, config, transformers.LlamaForCausalLM(config).to(DEVICE).eval()
+
+
+def test_patch_a_transformers_llama():
+    transformers, _, model = _tiny_llama(None)
     stock = copy.deepcopy(model)
     ids = torch.randint(0, 128, (2, 12), device=DEVICE)
     tol = 1e-2 if HAS_CUDA else 1e-4
@@ -227,11 +235,7 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeyp
     if unfused:
         monkeypatch.setattr(rooftop.integrations.hf._RopeForm, "takes", lambda *a: False)
 
-    transformers = pytest.importorskip("transformers")
-    config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
-                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
-    config._attn_implementation = "sdpa"
-    stock = transformers.LlamaForCausalLM(config).to(DEVICE).eval()
+    transformers, config, stock = _tiny_llama()
     models = {"stock": stock, "patched": copy.deepcopy(stock), "sdpa": copy.deepcopy(stock)}
     assert patch_model(models["patched"])["decode_attention"] == 2  # the default
     assert patch_model(models["sdpa"], decode_attention=False, kv_append=False) == {
@@ -279,11 +283,7 @@ def test_fp8_kv_cache(monkeypatch):
     rooftop.decode_attention, and the logits stay within that rounding of the stock model's."""
     import inspect
 
-    transformers = pytest.importorskip("transformers")
-    config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
-                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
-    config._attn_implementation = "sdpa"
-    stock = transformers.LlamaForCausalLM(config).to(DEVICE).eval()
+    transformers, config, stock = _tiny_llama()
     patched = copy.deepcopy(stock)
     with pytest.raises(ValueError, match='kv_cache_dtype must be None or "fp8"'):
         patch_model(copy.deepcopy(stock), kv_cache_dtype="int8")
@@ -824,11 +824,7 @@ def test_patched_decode_step_compiles_without_graph_break():
 
     from torch._dynamo.testing import CompileCounterWithBackend
 
-    transformers = pytest.importorskip("transformers")
-    config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
-                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
-    config._attn_implementation = "sdpa"
-    stock = transformers.LlamaForCausalLM(config).to(DEVICE).eval()
+    transformers, config, stock = _tiny_llama()
     patched = copy.deepcopy(stock)
     patch_model(patched)
     cache_arg = "cache" if "cache" in inspect.signature(stock.model.forward).parameters else "past_key_values"
