@@ -580,8 +580,12 @@ def test_fp8_bad_input(device):
     with pytest.raises(TypeError, match="k_cache has dtype float8_e5m2; expected one of .*float8_e4m3fn"):
         decode_attention(q, k8.view(torch.uint8).view(torch.float8_e5m2), v8, seqlens)
     cos, sin = (torch.ones(1, 32, device=device, dtype=torch.bfloat16) for _ in range(2))
-    with pytest.raises(TypeError, match="k_cache is torch.float8_e4m3fn: apply_rope_append_kv writes 16-bit"):
-        rooftop.apply_rope_append_kv(q, k[:, :, :1], v[:, :, :1], cos, sin, k8, v8, _seqlens([1, 2], device))
+    with pytest.raises(ValueError, match="k_scale must be a positive finite float"):
+        rooftop.apply_rope_append_kv(q, k[:, :, :1], v[:, :, :1], cos, sin, k8, v8, _seqlens([1, 2], device),
+                                     k_scale=float("nan"))
+    with pytest.raises(TypeError, match="k_scale is for torch.float8_e4m3fn caches"):
+        rooftop.apply_rope_append_kv(q, k[:, :, :1], v[:, :, :1], cos, sin, k, v, _seqlens([1, 2], device),
+                                     k_scale=0.5)
 
 
 # ---------------------------------------------------------------------------------------------

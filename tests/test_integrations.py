@@ -276,10 +276,11 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeyp
             assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
 
-def test_fp8_kv_cache(monkeypatch):
+@pytest.mark.parametrize("rope_append", [True, False], ids=["rope_append", "apart"])
+def test_fp8_kv_cache(rope_append, monkeypatch):
     """patch_model(kv_cache_dtype="fp8"): after the prefill (transformers' own update, whose rows the prefill reads)
     each StaticLayer holds fp8 codes of its rows (the stock cache's within e4m3's rounding), the decode steps append
-    codes by rooftop.append_kv (not the fused RoPE kernel, which writes 16 bits) and read them by
+    codes (with the RoPE by rooftop.apply_rope_append_kv, or apart by rooftop.append_kv) and read them by
     rooftop.decode_attention, and the logits stay within that rounding of the stock model's."""
     import inspect
 
@@ -289,7 +290,8 @@ def test_fp8_kv_cache(monkeypatch):
         patch_model(copy.deepcopy(stock), kv_cache_dtype="int8")
     with pytest.raises(ValueError, match="needs decode_attention and kv_append"):
         patch_model(copy.deepcopy(stock), kv_append=False, kv_cache_dtype="fp8")
-    assert patch_model(patched, kv_cache_dtype="fp8") == LLAMA_COUNTS
+    counts = patch_model(patched, rope_append=rope_append, kv_cache_dtype="fp8")
+    assert counts == (LLAMA_COUNTS if rope_append else {**LLAMA_COUNTS, "rope_append": 0})
     refused = copy.deepcopy(stock)  # on a GPU without fp8 kernels: an error at the first update, the cache unchanged
     patch_model(refused, kv_cache_dtype="fp8")
     monkeypatch.setattr(rooftop.integrations.hf, "check_fp8_device",
@@ -325,7 +327,8 @@ def test_fp8_kv_cache(monkeypatch):
             for token in steps:
                 mask = torch.cat([mask, torch.ones_like(mask[:, :1])], -1)
                 logits[name].append(model(token, attention_mask=mask, use_cache=True, **{cache_arg: cache}).logits)
-    assert calls == [torch.float8_e4m3fn] * 2 * len(steps) and appends == ["append_kv"] * 2 * len(steps)
+    way = "apply_rope_append_kv" if rope_append else "append_kv"
+    assert calls == [torch.float8_e4m3fn] * 2 * len(steps) and appends == [way] * 2 * len(steps)
     for ours, theirs in zip(caches["patched"].layers, caches["stock"].layers):  # the steps' rows appended as codes
         assert rel_err(ours.keys[:, :, 10:13].float(), theirs.keys[:, :, 10:13]) < 0.05
     for ours, theirs in zip(logits["patched"], logits["stock"]):  # (1.1-1.3e-2 seen on the CPU)

@@ -4,7 +4,8 @@ import torch
 import rooftop.ops.rope as rope
 from rooftop.ops import _support
 from conftest import DEVICE, HAS_CUDA, TOL, rel_err
-from rooftop.ops.decode_attention import append_kv_reference
+from rooftop.ops.decode_attention import (append_kv_reference, decode_attention, decode_attention_reference,
+                                          quantize_kv)
 from rooftop.ops.rope import (BLOCK_ELEMS, apply_rope, apply_rope_append_kv, apply_rotary_pos_emb, rope_reference,
                               rotary_cos_sin)
 
@@ -335,6 +336,39 @@ def test_rope_append_kv_paged(device):
     assert rel_err(q_out, q_ref) < TOL[torch.float32] and torch.equal(lengths, expect[2])
     assert torch.equal(caches[1], expect[1]) and rel_err(caches[0], expect[0]) < TOL[torch.float32]
     assert torch.equal(caches[0][2], expect[0][2])  # the spare page
+
+
+@pytest.mark.parametrize("interleaved", [False, True], ids=["neox", "gptj"])
+@pytest.mark.parametrize("rotary_dim, page_size", [(None, None), (32, 4)])
+def test_rope_append_kv_fp8(rotary_dim, page_size, interleaved, device):
+    """fp8 caches (contiguous, or paged): the rotated k and v land as codes of k / k_scale and v / v_scale, as append_kv
+    writes them (v, and k's pass-through dims, bit for bit quantize_kv's; the rotated dims rounded once from the fp32
+    rotation, so within a code of quantize_kv of the float64 one), saturated (rows of 1000 x a unit normal), the
+    other rows kept; decode_attention reads them back."""
+    B, HQ, HK, S, D, capacity, k_scale, v_scale = 2, 4, 2, 3, 64, 8, 0.5, 0.25
+    q, k = _qk(B, HQ, HK, S, D, torch.bfloat16, device)
+    k, v = k * 1000, torch.randn_like(k)
+    cos, sin = _cos_sin(torch.arange(S) + 5, rotary_dim or D, torch.bfloat16, device)
+    if page_size is None:
+        caches, table = [quantize_kv(torch.randn(B, HK, capacity, D, device=device)) for _ in range(2)], None
+    else:
+        caches = [quantize_kv(torch.randn(5, HK, page_size, D, device=device)) for _ in range(2)]
+        table = torch.tensor([[3, 0], [1, 4]], device=device, dtype=torch.int32)
+    lengths = torch.tensor([0, 4], device=device, dtype=torch.int32)
+    expect = [c.clone() for c in caches] + [lengths.clone()]
+    q_out = apply_rope_append_kv(q, k, v, cos, sin, *caches, lengths, block_table=table, interleaved=interleaved,
+                                 rotary_dim=rotary_dim, k_scale=k_scale, v_scale=v_scale)
+    q_ref, k_ref = rope_reference(q, k, cos, sin, None, interleaved, rotary_dim)
+    assert rel_err(q_out, q_ref) < TOL[torch.bfloat16] and torch.equal(lengths, expect[2] + S)
+    append_kv_reference(*expect[:2], k_ref.float(), v, expect[2], table, k_scale, v_scale)
+    assert torch.equal(caches[1].view(torch.uint8), expect[1].view(torch.uint8))
+    got, want = caches[0].double(), expect[0].double()
+    assert ((got - want).abs() <= want.abs() / 8 + 2.0**-9).all() and got.abs().max() == 448
+    rd = rotary_dim or D
+    assert torch.equal(caches[0][..., rd:].view(torch.uint8), expect[0][..., rd:].view(torch.uint8))
+    out = decode_attention(q_out, *caches, lengths, table, k_scale=k_scale, v_scale=v_scale)
+    assert rel_err(out, decode_attention_reference(q_out, *caches, lengths, table, k_scale=k_scale,
+                                                   v_scale=v_scale)) < TOL[torch.bfloat16]
 
 
 def test_rope_append_kv_bad_input(device):

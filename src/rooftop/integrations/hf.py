@@ -82,10 +82,10 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   each such StaticLayer holds fp8 codes (torch.float8_e4m3fn, scale 1.0: vLLM's "fp8" cache without calibrated
   scales) from its first update on: that update (the prefill's, transformers' own, where it initialises the layer)
   returns its 16-bit rows, then the layer's tensors become codes (quantize_kv; a layer initialised ahead becomes codes
-  at once); later updates append codes (rooftop.append_kv) and decode steps read them (rooftop.decode_attention over
-  half the bytes); a call that reads the cache otherwise gets a 16-bit copy of it: a prefill over cached rows, or
-  any prefill after the cache's reset() (the codes stay, zeroed), which thus reads its own rows as codes where the
-  first prefill read them in 16 bits (the logits differ by fp8's rounding).
+  at once); later updates append codes (rooftop.append_kv, or the RoPE kernel above) and decode steps read them
+  (rooftop.decode_attention over half the bytes); a call that reads the cache otherwise gets a 16-bit copy of it: a
+  prefill over cached rows, or any prefill after the cache's reset() (the codes stay, zeroed), which thus reads its
+  own rows as codes where the first prefill read them in 16 bits (the logits differ by fp8's rounding).
 Other parameters are shared, not copied; outputs match the original up to rounding. Prefill attention goes through the
 model's own implementation (choose `attn_implementation="sdpa"` when loading), routed as above.
 """
@@ -577,11 +577,13 @@ def _rope_append(rotary, form: _RopeForm, fp8: bool = False):
     applied `rotary` (apply_rotary_pos_emb, which rotates as `form` says) and its cache's update follows: where
     _static_layer finds the layer and the RoPE kernel takes the call, rooftop.apply_rope_append_kv (q rotated, the
     rotated k and v written into the layer's cache at its length, one kernel) and the layer as `appended`, which the
-    update then only reads; else rotary(q, k, cos, sin) and None. fp8 (kv_cache_dtype="fp8": caches of fp8 codes,
-    which that kernel does not write): always the latter."""
+    update then only reads; else rotary(q, k, cos, sin) and None. fp8 (kv_cache_dtype="fp8"): the layer's tensors
+    made fp8 codes first (_fp8_layer), which the kernel then writes."""
     def rope_append(q, k, v, cos, sin, cache, layer_idx):
-        layer = _static_layer(cache, layer_idx, k, v) if cache is not None and not fp8 else None
+        layer = _static_layer(cache, layer_idx, k, v) if cache is not None else None
         if layer is not None and form.takes(q, k, cos, sin):
+            if fp8:
+                _fp8_layer(layer)
             cos, sin, keywords = form.kernel_args(cos, sin)
             q = apply_rope_append_kv(q, k, v, cos, sin, layer.keys, layer.values, layer.cumulative_length,
                                      **keywords)

@@ -494,7 +494,7 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
 
 
 @triton.jit
-def _cache_values(x, inverse_scale, cache):
+def cache_values(x, inverse_scale, cache):
     """x as `cache` holds it: an fp8 cache's codes of x / scale (x times 1 / scale in fp32, saturated at +-FP8_MAX,
     to the nearest code: quantize_kv), else x."""
     FP8: tl.constexpr = cache.dtype.element_ty == tl.float8e4nv  # (a constexpr: one branch compiled)
@@ -529,11 +529,11 @@ def _append_kv_kernel(k, v, k_cache, v_cache, lengths, counters, block_table, S,
         rows = k + b64 * stride_kb + h * stride_kh + s[:, None] * stride_ks + offs_d[None, :]
         k_rows = cache_rows(table_row, b, pos, in_cache, stride_ck0, stride_cks, PAGE_SIZE)
         tl.store(k_cache + h * stride_ckh + k_rows[:, None] + offs_d[None, :],
-                 _cache_values(tl.load(rows, mask=live), k_inverse, k_cache), mask=kept)
+                 cache_values(tl.load(rows, mask=live), k_inverse, k_cache), mask=kept)
         rows = v + b64 * stride_vb + h * stride_vh + s[:, None] * stride_vs + offs_d[None, :]
         v_rows = cache_rows(table_row, b, pos, in_cache, stride_cv0, stride_cvs, PAGE_SIZE)
         tl.store(v_cache + h * stride_cvh + v_rows[:, None] + offs_d[None, :],
-                 _cache_values(tl.load(rows, mask=live), v_inverse, v_cache), mask=kept)
+                 cache_values(tl.load(rows, mask=live), v_inverse, v_cache), mask=kept)
     advance_length(lengths, counters, b, start, S, H, PER_SEQUENCE)
 
 

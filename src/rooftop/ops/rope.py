@@ -49,9 +49,8 @@ import triton.language as tl
 from rooftop import registry
 from rooftop.ops._support import (arrival_counters, await_previous, check_float, check_same_device, launch, pdl_options,
                                   planned, runs_kernel, torch_op)
-from rooftop.ops.attention import FP8_KV
 from rooftop.ops.decode_attention import (advance_length, append_kv_reference, cache_capacity, cache_rows,
-                                          check_append)
+                                          cache_values, check_append, check_kv_scales)
 from rooftop.roofline import Cost
 
 # Launch parameters (to be tuned on the H200).
@@ -63,11 +62,12 @@ NUM_WARPS = 4
 
 
 @triton.jit
-def _rope_heads(x_tok, out_tok, n_heads, x_head_stride, out_head_stride, cos, sin,
+def _rope_heads(x_tok, out_tok, n_heads, x_head_stride, out_head_stride, cos, sin, inverse_scale,
                 HEAD_DIM: tl.constexpr, HALF: tl.constexpr, BLOCK_HALF: tl.constexpr, BLOCK_PASS: tl.constexpr,
                 BLOCK_H: tl.constexpr, INTERLEAVED: tl.constexpr, COPY_PASS: tl.constexpr):
     """Rotates the first 2*HALF dims of one token's `n_heads` heads, BLOCK_H heads at a time; with
-    COPY_PASS also copies dims 2*HALF..HEAD_DIM. cos, sin: [BLOCK_HALF] fp32."""
+    COPY_PASS also copies dims 2*HALF..HEAD_DIM. cos, sin: [BLOCK_HALF] fp32. An fp8 out gets codes of the values
+    times inverse_scale (cache_values)."""
     i = tl.arange(0, BLOCK_HALF)
     for h0 in range(0, n_heads, BLOCK_H):
         heads = h0 + tl.arange(0, BLOCK_H)
@@ -82,36 +82,40 @@ def _rope_heads(x_tok, out_tok, n_heads, x_head_stride, out_head_stride, cos, si
             x = tl.load(x_heads[:, None] + cols[None, :], mask=mask).to(tl.float32)
             x1, x2 = tl.split(tl.reshape(x, [BLOCK_H, BLOCK_HALF, 2]))
             y = tl.join(x1 * cos[None, :] - x2 * sin[None, :], x2 * cos[None, :] + x1 * sin[None, :])
-            tl.store(out_heads[:, None] + cols[None, :], tl.reshape(y, [BLOCK_H, 2 * BLOCK_HALF]).to(
-                out_tok.dtype.element_ty), mask=mask)
+            y = cache_values(tl.reshape(y, [BLOCK_H, 2 * BLOCK_HALF]), inverse_scale, out_tok)
+            tl.store(out_heads[:, None] + cols[None, :], y.to(out_tok.dtype.element_ty), mask=mask)
         else:
             mask = head_mask[:, None] & (i < HALF)[None, :]
             x1 = tl.load(x_heads[:, None] + i[None, :], mask=mask).to(tl.float32)
             x2 = tl.load(x_heads[:, None] + HALF + i[None, :], mask=mask).to(tl.float32)
             y1 = x1 * cos[None, :] - x2 * sin[None, :]
             y2 = x2 * cos[None, :] + x1 * sin[None, :]
+            y1 = cache_values(y1, inverse_scale, out_tok)
+            y2 = cache_values(y2, inverse_scale, out_tok)
             tl.store(out_heads[:, None] + i[None, :], y1.to(out_tok.dtype.element_ty), mask=mask)
             tl.store(out_heads[:, None] + HALF + i[None, :], y2.to(out_tok.dtype.element_ty), mask=mask)
         if COPY_PASS:
-            _copy_dims(x_heads, out_heads, head_mask, 2 * HALF, HEAD_DIM, BLOCK_PASS)
+            _copy_dims(x_heads, out_heads, head_mask, 2 * HALF, HEAD_DIM, BLOCK_PASS, inverse_scale)
 
 
 @triton.jit
-def _copy_dims(x_heads, out_heads, head_mask, first, HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr):
-    """Dims first..HEAD_DIM of the heads at x_heads ([BLOCK_H] pointers) to out_heads."""
+def _copy_dims(x_heads, out_heads, head_mask, first, HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr, inverse_scale):
+    """Dims first..HEAD_DIM of the heads at x_heads ([BLOCK_H] pointers) to out_heads (fp8: codes of the values times
+    inverse_scale)."""
     cols = first + tl.arange(0, BLOCK)
     mask = head_mask[:, None] & (cols < HEAD_DIM)[None, :]
-    tl.store(out_heads[:, None] + cols[None, :], tl.load(x_heads[:, None] + cols[None, :], mask=mask), mask=mask)
+    x = cache_values(tl.load(x_heads[:, None] + cols[None, :], mask=mask), inverse_scale, out_heads)
+    tl.store(out_heads[:, None] + cols[None, :], x, mask=mask)
 
 
 @triton.jit
-def _copy_heads(x_tok, out_tok, n_heads, x_head_stride, out_head_stride, HEAD_DIM: tl.constexpr,
+def _copy_heads(x_tok, out_tok, n_heads, x_head_stride, out_head_stride, inverse_scale, HEAD_DIM: tl.constexpr,
                 BLOCK_D: tl.constexpr, BLOCK_H: tl.constexpr):
-    """One token's `n_heads` heads copied whole, BLOCK_H heads at a time."""
+    """One token's `n_heads` heads copied whole, BLOCK_H heads at a time (fp8 out: _copy_dims)."""
     for h0 in range(0, n_heads, BLOCK_H):
         heads = h0 + tl.arange(0, BLOCK_H)
         _copy_dims(x_tok + heads.to(tl.int64) * x_head_stride, out_tok + heads.to(tl.int64) * out_head_stride,
-                   heads < n_heads, 0, HEAD_DIM, BLOCK_D)
+                   heads < n_heads, 0, HEAD_DIM, BLOCK_D, inverse_scale)
 
 
 @triton.jit
@@ -119,7 +123,7 @@ def _rope_kernel(q_ptr, k_ptr, q_out_ptr, k_out_ptr, cos_ptr, sin_ptr, pos_ptr, 
                  q_sb, q_sh, q_ss, k_sb, k_sh, k_ss, qo_sb, qo_sh, qo_ss, ko_sb, ko_sh, ko_ss,
                  cos_sb, cos_ss, cos_sd, sin_sb, sin_ss, sin_sd, pos_sb, pos_ss,
                  v_ptr, v_out_ptr, lengths, counters, block_table, capacity, v_sb, v_sh, v_ss, vo_sb, vo_sh, vo_ss,
-                 table_sb, HEAD_DIM: tl.constexpr, HALF: tl.constexpr, BLOCK_HALF: tl.constexpr,
+                 table_sb, k_inverse, v_inverse, HEAD_DIM: tl.constexpr, HALF: tl.constexpr, BLOCK_HALF: tl.constexpr,
                  BLOCK_PASS: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_HQ: tl.constexpr, BLOCK_HK: tl.constexpr,
                  INTERLEAVED: tl.constexpr, COPY_PASS: tl.constexpr, HAS_POS: tl.constexpr, APPEND: tl.constexpr,
                  PER_SEQUENCE: tl.constexpr, PAGE_SIZE: tl.constexpr, PDL: tl.constexpr):
@@ -131,7 +135,8 @@ def _rope_kernel(q_ptr, k_ptr, q_out_ptr, k_out_ptr, cos_ptr, sin_ptr, pos_ptr, 
     # APPEND: k_out / v_out are a cache of `capacity` rows a sequence (contiguous, or paged: PAGE_SIZE > 0 and
     # block_table); the token's rotated k and its v (read once, written once) go to row lengths[b] + s (rows past the
     # capacity dropped), and the last of the length's readers to arrive adds S to it (PER_SEQUENCE: a length a
-    # sequence, else one for all).
+    # sequence, else one for all). An fp8 cache (FP8_KV) gets codes of k / k_scale and v / v_scale (k_inverse =
+    # 1 / k_scale; append_kv's, rounded once from the fp32 rotation).
     # PDL: the launch overlaps the kernel before it (_support.pdl_options).
     await_previous(PDL)
     token = tl.program_id(0)
@@ -155,12 +160,13 @@ def _rope_kernel(q_ptr, k_ptr, q_out_ptr, k_out_ptr, cos_ptr, sin_ptr, pos_ptr, 
     i = tl.arange(0, BLOCK_HALF)
     cos = tl.load(cos_row + i * cos_sd, mask=i < HALF, other=0.0).to(tl.float32)
     sin = tl.load(sin_row + i * sin_sd, mask=i < HALF, other=0.0).to(tl.float32)
-    _rope_heads(q_ptr + b * q_sb + s * q_ss, q_out_ptr + b * qo_sb + s * qo_ss, HQ, q_sh, qo_sh, cos, sin,
+    _rope_heads(q_ptr + b * q_sb + s * q_ss, q_out_ptr + b * qo_sb + s * qo_ss, HQ, q_sh, qo_sh, cos, sin, 1.0,
                 HEAD_DIM, HALF, BLOCK_HALF, BLOCK_PASS, BLOCK_HQ, INTERLEAVED, COPY_PASS)
-    _rope_heads(k_ptr + b * k_sb + s * k_ss, k_out_ptr + k_row, kv_heads, k_sh, ko_sh, cos, sin,
+    _rope_heads(k_ptr + b * k_sb + s * k_ss, k_out_ptr + k_row, kv_heads, k_sh, ko_sh, cos, sin, k_inverse,
                 HEAD_DIM, HALF, BLOCK_HALF, BLOCK_PASS, BLOCK_HK, INTERLEAVED, COPY_PASS)
     if APPEND:
-        _copy_heads(v_ptr + b * v_sb + s * v_ss, v_out_ptr + v_row, kv_heads, v_sh, vo_sh, HEAD_DIM, BLOCK_D, BLOCK_HK)
+        _copy_heads(v_ptr + b * v_sb + s * v_ss, v_out_ptr + v_row, kv_heads, v_sh, vo_sh, v_inverse, HEAD_DIM,
+                    BLOCK_D, BLOCK_HK)
         advance_length(lengths, counters, b, start, S, S, PER_SEQUENCE)  # a sequence's S tokens read its length
 
 
@@ -184,8 +190,8 @@ def _batch_seq_strides(t: torch.Tensor, lead: int) -> tuple[int, int]:
 def rope_launch(q, k, q_out, k_out, cos, sin, position_ids, interleaved: bool, rotary_dim: int,
                 append: Optional[tuple] = None) -> None:
     """q_out, k_out <- rope(q), rope(k); the outputs may be q and k themselves (in place). append = (v, v_cache,
-    cache_lengths, block_table or None): k_out is a k cache, the rotated k and v go to its and v_cache's rows at the
-    lengths, which advance (apply_rope_append_kv)."""
+    cache_lengths, block_table or None, k_scale, v_scale): k_out is a k cache, the rotated k and v go to its and
+    v_cache's rows at the lengths, which advance (apply_rope_append_kv; fp8 caches: codes at the scales)."""
     B, HQ, S, D = q.shape
     HK = k.shape[1]
     if B * S == 0 or HQ + HK == 0:
@@ -195,15 +201,17 @@ def rope_launch(q, k, q_out, k_out, cos, sin, position_ids, interleaved: bool, r
     cos_sb, cos_ss = _batch_seq_strides(cos, cos.dim() - 1)
     sin_sb, sin_ss = _batch_seq_strides(sin, sin.dim() - 1)
     pos_sb, pos_ss = _batch_seq_strides(position_ids, position_ids.dim()) if has_pos else (0, 0)
-    v, v_out, lengths, table = append if append is not None else (k, k_out, cos, None)  # (unread without APPEND)
+    v, v_out, lengths, table, k_scale, v_scale = append if append is not None else (k, k_out, cos, None, 1.0, 1.0)
+    # (v, v_out, lengths: unread without APPEND)
     per_sequence = lengths.numel() > 1
     counters = arrival_counters(q.device, B if per_sequence else 1) if append is not None else cos
     launch(_rope_kernel, (B * S,), q, k, q_out, k_out, cos, sin, position_ids if has_pos else cos, S, HQ, HK,
            q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2), q_out.stride(0),
            q_out.stride(1), q_out.stride(2), k_out.stride(0), k_out.stride(1), k_out.stride(2), cos_sb, cos_ss,
-           cos.stride(-1), sin_sb, sin_ss, sin.stride(-1), pos_sb, pos_ss, v, v_out, lengths, counters, cos if table is None else table,
+           cos.stride(-1), sin_sb, sin_ss, sin.stride(-1), pos_sb, pos_ss, v, v_out, lengths, counters,
+           cos if table is None else table,
            cache_capacity(k_out, table), v.stride(0), v.stride(1), v.stride(2), v_out.stride(0), v_out.stride(1),
-           v_out.stride(2), 0 if table is None else table.stride(0), HEAD_DIM=D, HALF=half,
+           v_out.stride(2), 0 if table is None else table.stride(0), 1.0 / k_scale, 1.0 / v_scale, HEAD_DIM=D, HALF=half,
            BLOCK_HALF=triton.next_power_of_2(half), BLOCK_PASS=triton.next_power_of_2(max(D - rotary_dim, 1)),
            BLOCK_D=triton.next_power_of_2(D), BLOCK_HQ=heads_per_tile(HQ, D), BLOCK_HK=heads_per_tile(HK, D),
            INTERLEAVED=interleaved, COPY_PASS=rotary_dim < D and k_out is not k, HAS_POS=has_pos,
@@ -317,7 +325,7 @@ def apply_rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.T
 
 
 def _rope_append_fake(q, k, v, cos, sin, k_cache, v_cache, cache_lengths, block_table, position_ids, interleaved,
-                      rotary_dim):
+                      rotary_dim, k_scale, v_scale):
     return torch.empty_like(q)
 
 
@@ -325,15 +333,15 @@ def _rope_append_fake(q, k, v, cos, sin, k_cache, v_cache, cache_lengths, block_
 def _rope_append_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                     k_cache: torch.Tensor, v_cache: torch.Tensor, cache_lengths: torch.Tensor,
                     block_table: Optional[torch.Tensor], position_ids: Optional[torch.Tensor], interleaved: bool,
-                    rotary_dim: int) -> torch.Tensor:
+                    rotary_dim: int, k_scale: float, v_scale: float) -> torch.Tensor:
     q_out = torch.empty_like(q)
     if runs_kernel(q):
         rope_launch(q, k, q_out, k_cache, cos, sin, position_ids, interleaved, rotary_dim,
-                    append=(v, v_cache, cache_lengths, block_table))
+                    append=(v, v_cache, cache_lengths, block_table, k_scale, v_scale))
     else:
         q_ref, k_ref = rope_reference(q, k, cos, sin, position_ids, interleaved, rotary_dim)
         q_out.copy_(q_ref)
-        append_kv_reference(k_cache, v_cache, k_ref.to(k.dtype), v, cache_lengths, block_table)
+        append_kv_reference(k_cache, v_cache, k_ref.float(), v, cache_lengths, block_table, k_scale, v_scale)
     return q_out
 
 
@@ -341,20 +349,19 @@ def _rope_append_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cos: torc
 def apply_rope_append_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                          k_cache: torch.Tensor, v_cache: torch.Tensor, cache_lengths: torch.Tensor,
                          block_table: Optional[torch.Tensor] = None, position_ids: Optional[torch.Tensor] = None,
-                         interleaved: bool = False, rotary_dim: Optional[int] = None) -> torch.Tensor:
+                         interleaved: bool = False, rotary_dim: Optional[int] = None, k_scale: Optional[float] = None,
+                         v_scale: Optional[float] = None) -> torch.Tensor:
     """apply_rope(q, k, ...) and append_kv(k_cache, v_cache, rotated k, v, cache_lengths, block_table) in one launch:
     returns the rotated q (a new tensor); the rotated k and v go to rows cache_lengths[b] .. + S - 1 of sequence b's
     cache (contiguous [B_cache >= B, Hkv, S_max, D], or paged [pages, Hkv, page_size, D] through block_table; rows
     past the capacity dropped) and cache_lengths ([], [1] or [B]; int32 / int64) advance by S. A decode step's RoPE
-    and cache update (Hugging Face: RoPE, then StaticLayer.update's four kernels)."""
+    and cache update (Hugging Face: RoPE, then StaticLayer.update's four kernels). fp8 caches (torch.float8_e4m3fn):
+    codes of the rotated k / k_scale and v / v_scale as append_kv writes them (per-tensor floats, default 1.0), the
+    rotation rounded once, to the code."""
     rd = _check(q, k, cos, sin, position_ids, rotary_dim)
-    for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
-        if getattr(cache, "dtype", None) == FP8_KV:
-            raise TypeError(f"{name} is {FP8_KV}: apply_rope_append_kv writes 16-bit or fp32 caches; for fp8 codes "
-                            "call apply_rope, then append_kv(..., k_scale=, v_scale=)")
-    check_append(k_cache, v_cache, k, v, cache_lengths, block_table)
+    check_append(k_cache, v_cache, k, v, cache_lengths, block_table, fp8_kv=True)
     return _rope_append_op(q, k, v, cos, sin, k_cache, v_cache, cache_lengths, block_table, position_ids,
-                           bool(interleaved), rd)
+                           bool(interleaved), rd, *check_kv_scales(k_cache, k_scale, v_scale))
 
 
 # ---------------------------------------------------------------------------------------------
