@@ -1,5 +1,6 @@
 """Patching Hugging Face Llama-style models: module swaps found by duck typing, same outputs."""
 import copy
+import inspect
 from types import SimpleNamespace
 
 import pytest
@@ -230,7 +231,6 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeyp
     rooftop.decode_attention (the boolean mask as a key mask, lengths from it) and append the step's keys and values
     with the RoPE (or apart where the RoPE kernel does not take the call: unfused), and give the stock model's logits;
     its prefill stays SDPA's; with decode_attention=False SDPA throughout."""
-    import inspect
 
     if unfused:
         monkeypatch.setattr(rooftop.integrations.hf._RopeForm, "takes", lambda *a: False)
@@ -276,14 +276,64 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeyp
             assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
 
+def test_fp8_kv_cache_scales():
+    """patch_model(kv_cache_dtype="fp8", kv_scales=...): keys and values 3000x (q and o_proj's weights / 3000, so the
+    stock model computes the same) lie past e4m3's 448: at scale 1.0 they saturate and the logits go astray; scales
+    calibrated from the prefill's rows (vLLM's amax / 200 and / 100, each attention's own, kept for the next cache) or
+    given (a pair for all, a dict by layer) keep them within e4m3's rounding, the codes those of quantize_kv at them."""
+    transformers, config, stock = _tiny_llama()
+    with torch.no_grad():
+        for layer in stock.model.layers:
+            for name, factor in (("k_proj", 3000), ("q_proj", 1 / 3000), ("v_proj", 3000), ("o_proj", 1 / 3000)):
+                getattr(layer.self_attn, name).weight.mul_(factor)
+    with pytest.raises(ValueError, match='kv_scales is for kv_cache_dtype="fp8" caches'):
+        patch_model(copy.deepcopy(stock), kv_scales="prefill")
+    with pytest.raises(ValueError, match=r"kv_scales\[1\] must be a positive finite float"):
+        patch_model(copy.deepcopy(stock), kv_cache_dtype="fp8", kv_scales=(1.0, float("inf")))
+    with pytest.raises(ValueError, match=r"kv_scales must be a \(k_scale, v_scale\) pair"):
+        patch_model(copy.deepcopy(stock), kv_cache_dtype="fp8", kv_scales="calibrate")
+    with pytest.raises(ValueError, match=r"kv_scales has no scales for layers \[1\]"):
+        patch_model(copy.deepcopy(stock), kv_cache_dtype="fp8", kv_scales={0: (1.0, 1.0)})
+    cache_arg = "cache" if "cache" in inspect.signature(stock.model.forward).parameters else "past_key_values"
+    ids, steps = torch.randint(0, 128, (2, 10), device=DEVICE), torch.randint(0, 128, (2, 2, 1), device=DEVICE)
+
+    def decode(model):
+        cache, mask, logits = transformers.StaticCache(config=config, max_cache_len=16), torch.ones_like(ids), []
+        with torch.no_grad():
+            model(ids, attention_mask=mask, use_cache=True, **{cache_arg: cache})
+            for token in steps:
+                mask = torch.cat([mask, torch.ones_like(mask[:, :1])], -1)
+                logits.append(model(token, attention_mask=mask, use_cache=True, **{cache_arg: cache}).logits)
+        return cache, logits
+
+    expect, want = decode(stock)
+    calibrated = [(layer.keys[:, :, :10].abs().amax().item() / 200, layer.values[:, :, :10].abs().amax().item() / 100)
+                  for layer in expect.layers]
+    for kv_scales, tol in ((None, None), ("prefill", 0.03), ((8.0, 16.0), 0.03), (dict(enumerate(calibrated)), 0.03)):
+        model = copy.deepcopy(stock)
+        patch_model(model, kv_cache_dtype="fp8", kv_scales=kv_scales)
+        for _ in range(2):  # a second cache keeps the first one's calibrated scales
+            cache, got = decode(model)
+            errors = [rel_err(ours, theirs) for ours, theirs in zip(got, want)]
+            if tol is None:  # (0.2-0.26 seen on the CPU)
+                assert min(errors) > 0.1 and cache.layers[0].keys.float().abs().max() == 448
+                break
+            assert max(errors) < tol  # (1.1-1.3e-2 seen on the CPU)
+            for attention, ours, theirs in zip((layer.self_attn for layer in model.model.layers), cache.layers,
+                                               expect.layers):
+                k_scale, v_scale = attention.rooftop_kv_scales
+                if kv_scales == "prefill":
+                    assert (k_scale, v_scale) == pytest.approx(calibrated[attention.layer_idx], rel=1e-2)
+                assert rel_err(ours.keys[:, :, :10].float() * k_scale, theirs.keys[:, :, :10]) < 0.05
+                assert rel_err(ours.values[:, :, :10].float() * v_scale, theirs.values[:, :, :10]) < 0.05
+
+
 @pytest.mark.parametrize("rope_append", [True, False], ids=["rope_append", "apart"])
 def test_fp8_kv_cache(rope_append, monkeypatch):
     """patch_model(kv_cache_dtype="fp8"): after the prefill (transformers' own update, whose rows the prefill reads)
     each StaticLayer holds fp8 codes of its rows (the stock cache's within e4m3's rounding), the decode steps append
     codes (with the RoPE by rooftop.apply_rope_append_kv, or apart by rooftop.append_kv) and read them by
     rooftop.decode_attention, and the logits stay within that rounding of the stock model's."""
-    import inspect
-
     transformers, config, stock = _tiny_llama()
     patched = copy.deepcopy(stock)
     with pytest.raises(ValueError, match='kv_cache_dtype must be None or "fp8"'):
@@ -372,7 +422,6 @@ GPT_OSS = dict(sliding_window=8, num_local_experts=4, num_experts_per_tok=2)  # 
 def _tiny_eager(arch: str, **overrides):
     """(transformers, config, stock, patched, the forward's cache argument) for a 2-layer `arch` with eager attention
     (gpt-oss's: sinks, random here; Gemma 2's: soft-capped) and `overrides` in its config."""
-    import inspect
 
     transformers = pytest.importorskip("transformers")
     config = getattr(transformers, f"{arch}Config")(vocab_size=128, hidden_size=64, intermediate_size=96,
@@ -760,7 +809,6 @@ def test_sdpa_prefill_takes_attention(arch, monkeypatch):
     the window), and a decode step after them (decode_attention); a left-padded prompt goes to attention_varlen over
     each sequence's tokens past its padding. Logits as stock's (the padding's own positions aside), under
     torch.inference_mode as generate() runs."""
-    import inspect
 
     transformers = pytest.importorskip("transformers")
     config = getattr(transformers, f"{arch}Config")(
@@ -823,7 +871,6 @@ def test_patched_decode_step_compiles_without_graph_break():
     """A patched transformers Llama's decode step from a StaticCache is one graph under torch.compile, holding
     rooftop's decode_attention, not recompiled as the position moves, and gives the stock model's logits (the
     patched forwards' globals are traced, and guarded, where they are rebound, not in transformers' module)."""
-    import inspect
 
     from torch._dynamo.testing import CompileCounterWithBackend
 
@@ -864,7 +911,6 @@ def test_quantized_decode_steps_under_reduce_overhead():
     torch.compile(mode="reduce-overhead"), as generate's static-cache recipe runs them (CUDA-graph trees: a warm-up,
     a recording, then replays; the split-K GEMVs' and decode attention's arrival counters first asked for there),
     give the logits of the same model run eagerly over a cache of its own, step by step."""
-    import inspect
 
     from rooftop import quantize_model
     transformers = pytest.importorskip("transformers")

@@ -79,10 +79,10 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   kernels of its update; any other cache, layer or version updates as before. Where the RoPE statement comes before that
   update (nothing between reading k), the two are one kernel, rooftop.apply_rope_append_kv: q rotated, the rotated k and
   v written into the cache (`rope_append=False` keeps them apart). With kv_cache_dtype="fp8" (and both of the above on)
-  each such StaticLayer holds fp8 codes (torch.float8_e4m3fn, scale 1.0: vLLM's "fp8" cache without calibrated
-  scales) from its first update on: that update (the prefill's, transformers' own, where it initialises the layer)
-  returns its 16-bit rows, then the layer's tensors become codes (quantize_kv; a layer initialised ahead becomes codes
-  at once); later updates append codes (rooftop.append_kv, or the RoPE kernel above) and decode steps read them
+  each such StaticLayer holds fp8 codes (torch.float8_e4m3fn, at per-layer scales: 1.0 as vLLM's "fp8" cache by
+  default, given, or calibrated from the first rows, patch_model's kv_scales) from its first update on: that update
+  (the prefill's, transformers' own, where it initialises the layer) returns its 16-bit rows, then the layer's tensors
+  become codes (quantize_kv; a layer initialised ahead becomes codes at once); later updates append codes (rooftop.append_kv, or the RoPE kernel above) and decode steps read them
   (rooftop.decode_attention over half the bytes); a call that reads the cache otherwise gets a 16-bit copy of it: a
   prefill over cached rows, or any prefill after the cache's reset() (the codes stay, zeroed), which thus reads its
   own rows as codes where the first prefill read them in 16 bits (the logits differ by fp8's rounding).
@@ -110,7 +110,7 @@ from rooftop.nn import LayerNorm, RMSNorm
 from rooftop.ops._support import FLOAT_DTYPES, apply_keeping_dtypes, check_fp8_device, is_sm90, runs_kernel
 from rooftop.ops.activations import geglu, swiglu
 from rooftop.ops.attention import FP8_KV, MAX_HEAD_DIM, SOFTCAP_BOUNDS, attention, attention_varlen
-from rooftop.ops.decode_attention import append_kv, decode_attention, quantize_kv
+from rooftop.ops.decode_attention import append_kv, check_fp8_scale, decode_attention, quantize_kv
 from rooftop.ops.matmul import Fp8Linear
 from rooftop.ops.moe import moe_experts, moe_experts_eager, quantize_experts
 from rooftop.ops.quant_matmul import QuantLinear
@@ -572,21 +572,21 @@ def _fused_rotary(original, form: _RopeForm):
     return apply_rotary_pos_emb
 
 
-def _rope_append(rotary, form: _RopeForm, fp8: bool = False):
+def _rope_append(rotary, form: _RopeForm, fp8=None):
     """`q, k, appended = rope_append(q, k, v, cos, sin, cache, layer_idx)` of a patched attention forward, where it
     applied `rotary` (apply_rotary_pos_emb, which rotates as `form` says) and its cache's update follows: where
     _static_layer finds the layer and the RoPE kernel takes the call, rooftop.apply_rope_append_kv (q rotated, the
     rotated k and v written into the layer's cache at its length, one kernel) and the layer as `appended`, which the
-    update then only reads; else rotary(q, k, cos, sin) and None. fp8 (kv_cache_dtype="fp8"): the layer's tensors
-    made fp8 codes first (_fp8_layer), which the kernel then writes."""
+    update then only reads; else rotary(q, k, cos, sin) and None. fp8 (kv_cache_dtype="fp8": the attention module,
+    which holds the scales): the layer's tensors made fp8 codes first (_fp8_layer, calibrated where asked from the
+    keys before their RoPE), which the kernel then writes."""
     def rope_append(q, k, v, cos, sin, cache, layer_idx):
         layer = _static_layer(cache, layer_idx, k, v) if cache is not None else None
         if layer is not None and form.takes(q, k, cos, sin):
-            if fp8:
-                _fp8_layer(layer)
+            k_scale, v_scale = _fp8_layer(layer, fp8, k, v) if fp8 is not None else (None, None)
             cos, sin, keywords = form.kernel_args(cos, sin)
             q = apply_rope_append_kv(q, k, v, cos, sin, layer.keys, layer.values, layer.cumulative_length,
-                                     **keywords)
+                                     k_scale=k_scale, v_scale=v_scale, **keywords)
             return q, k, layer
         q, k = rotary(q, k, cos, sin)
         return q, k, None
@@ -892,12 +892,14 @@ def _routed(original, sinks_eager=False, softcap_eager=False, prefill=None):
                  and query.shape[-1] == key.shape[-1] <= MAX_HEAD_DIM and query.shape[1] % key.shape[1] == 0
                  and query.stride(-1) == key.stride(-1) == value.stride(-1) == 1
                  and (scaling is None or scaling > 0))
+        # a cache of fp8 codes (patch_model's kv_cache_dtype): the scales its module holds (_fp8_layer)
+        k_scale, v_scale = getattr(module, "rooftop_kv_scales", (1.0, 1.0)) if key.dtype == FP8_KV else (None, None)
         if takes and rows is not False:
             out = decode_attention(query, key, value, _cache_lengths(attention_mask, rows, key), scale=scaling,
-                                   key_mask=rows, sinks=sinks, softcap=softcap)
+                                   key_mask=rows, sinks=sinks, softcap=softcap, k_scale=k_scale, v_scale=v_scale)
             return out.transpose(1, 2), None
-        if key.dtype == FP8_KV:  # a cache of fp8 codes (patch_model's kv_cache_dtype) read otherwise: a 16-bit copy
-            key, value = key.to(query.dtype), value.to(query.dtype)
+        if key.dtype == FP8_KV:  # read otherwise: a 16-bit copy
+            key, value = ((x.float() * s).to(query.dtype) for x, s in ((key, k_scale), (value, v_scale)))
         if takes:
             wanted = prefill if prefill is not None else eager or _prefill_by_default(query)
             routed = wanted and _prefill_keys(module, query, key, attention_mask, kwargs, additive=eager)
@@ -952,38 +954,52 @@ def _static_layer(cache, layer_idx, key, value):
     return layer
 
 
-def _cache_update(cache, key, value, layer_idx, *args, _rooftop_appended=None, _rooftop_fp8=False, **kwargs):
+def _cache_update(cache, key, value, layer_idx, *args, _rooftop_appended=None, _rooftop_fp8=None, **kwargs):
     """cache.update(key, value, layer_idx, ...) of a patched attention forward: by rooftop.append_kv where
     _static_layer finds the layer, else the cache's own; only the layer's tensors where the RoPE before has appended
-    the rows (_rooftop_appended: that layer, from _rope_append). _rooftop_fp8 (patch_model's kv_cache_dtype="fp8"): a
-    layer _static_layer finds 16-bit has its tensors made fp8 codes (_fp8_layer): after the cache's own update where
-    that initialised the layer (its return, the 16-bit rows, stays this call's), before append_kv where the layer was
-    initialised ahead (Cache.early_initialization, as generate's chunked prefill does)."""
+    the rows (_rooftop_appended: that layer, from _rope_append). _rooftop_fp8 (patch_model's kv_cache_dtype="fp8": the
+    attention module, which holds the scales): a layer _static_layer finds 16-bit has its tensors made fp8 codes
+    (_fp8_layer): after the cache's own update where that initialised the layer (its return, the 16-bit rows, stays
+    this call's), before append_kv where the layer was initialised ahead (Cache.early_initialization, as generate's
+    chunked prefill does)."""
     if _rooftop_appended is not None:
         return _rooftop_appended.keys, _rooftop_appended.values
     layer = _static_layer(cache, layer_idx, key, value)
     if layer is None:
         rows = cache.update(key, value, layer_idx, *args, **kwargs)
-        layer = _static_layer(cache, layer_idx, key, value) if _rooftop_fp8 else None
+        layer = _static_layer(cache, layer_idx, key, value) if _rooftop_fp8 is not None else None
         if layer is not None:
-            _fp8_layer(layer)
+            _fp8_layer(layer, _rooftop_fp8, key, value)
         return rows
-    if _rooftop_fp8:
-        _fp8_layer(layer)
-    append_kv(layer.keys, layer.values, key, value, layer.cumulative_length)
+    k_scale, v_scale = _fp8_layer(layer, _rooftop_fp8, key, value) if _rooftop_fp8 is not None else (None, None)
+    append_kv(layer.keys, layer.values, key, value, layer.cumulative_length, k_scale=k_scale, v_scale=v_scale)
     return layer.keys, layer.values
 
 
-def _fp8_layer(layer) -> None:
-    """A StaticLayer's keys and values made fp8 codes (scale 1.0) where they are not yet, marked static for dynamo as
-    transformers marks the tensors it makes (cudagraphs then take them as fixed addresses); on a GPU without fp8
-    kernels an error before anything changes."""
+# vLLM's calculate_kv_scales: a cache's scale is its first rows' largest magnitude over these (codes of those rows up
+# to 200 and 100 of e4m3's 448: headroom for later rows, which saturate past it)
+KV_CALIBRATION_RANGE = (200.0, 100.0)
+
+
+def _fp8_layer(layer, module, key, value) -> tuple[float, float]:
+    """A StaticLayer's keys and values made fp8 codes at `module`'s scales where they are not yet, marked static for
+    dynamo as transformers marks the tensors it makes (cudagraphs then take them as fixed addresses); on a GPU without
+    fp8 kernels an error before anything changes. Returns the scales: module.rooftop_kv_scales, a (k_scale, v_scale)
+    pair, or "prefill" until this first update calibrates it from key and value (KV_CALIBRATION_RANGE; a zero or
+    non-finite magnitude keeps 1.0)."""
     if layer.keys.dtype != FP8_KV:
         check_fp8_device('patch_model(kv_cache_dtype="fp8")', layer.keys.device)
-        layer.keys, layer.values = quantize_kv(layer.keys), quantize_kv(layer.values)
+    scales = module.rooftop_kv_scales
+    if scales == "prefill":
+        largest = torch.stack([key.detach().abs().amax().float(), value.detach().abs().amax().float()]).tolist()
+        scales = module.rooftop_kv_scales = tuple(m / r if 0 < m < math.inf else 1.0
+                                                  for m, r in zip(largest, KV_CALIBRATION_RANGE))
+    if layer.keys.dtype != FP8_KV:
+        layer.keys, layer.values = quantize_kv(layer.keys, scales[0]), quantize_kv(layer.values, scales[1])
         if not torch.compiler.is_compiling():
             torch._dynamo.mark_static_address(layer.keys)
             torch._dynamo.mark_static_address(layer.values)
+    return scales
 
 
 CACHE_ARGS = ("cache", "past_key_value", "past_key_values")
@@ -1245,11 +1261,13 @@ def _qkv_rewrite(node: ast.FunctionDef) -> int:
 
 def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_append: bool = True,
                        rope_append: bool = True, prefill: bool | None = None,
-                       fp8_kv: bool = False) -> tuple[object, dict[str, int]]:
+                       kv_scales=None) -> tuple[object, dict[str, int]]:
     """For an attention module (`q_proj`, `k_proj`, `v_proj`): a forward of its own that calls rooftop.apply_rope where
     its forward calls its module's NeoX-layout `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it), and
     with merge_qkv computes q, k and v by one stacked projection (`qkv_proj`; the three are then removed). Returns the
-    bound forward (None: nothing applies) and what it changed ({"rope": 0 / 1, "qkv": 0 / 1})."""
+    bound forward (None: nothing applies) and what it changed ({"rope": 0 / 1, "qkv": 0 / 1}). kv_scales (fp8 KV
+    caches; patch_model's, checked there): where its static cache layers are appended to, the module's scales become
+    rooftop_kv_scales (_fp8_layer)."""
     separate = all(hasattr(module, name) for name in QKV)
     if not (separate or hasattr(module, "qkv_proj")):
         return None, {}
@@ -1270,6 +1288,7 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
     decoding = local is not None
     if decoding:
         rebind["ALL_ATTENTION_FUNCTIONS"] = local
+    fp8 = module if kv_scales is not None and decoding else None
     changed = {}
 
     def rewrite(node):
@@ -1279,12 +1298,11 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
         known = kv_append and _static_classes is not None
         changed["kv_append"] = min(1, _cache_update_rewrite(node)) if known else 0
         if changed["kv_append"]:  # (the namespace is built after the rewrite)
-            rebind["_rooftop_cache_update"] = functools.partial(_cache_update, _rooftop_fp8=fp8_kv and decoding)
+            rebind["_rooftop_cache_update"] = functools.partial(_cache_update, _rooftop_fp8=fp8)
         fuse = rope_append and changed["kv_append"] and rope is not None
         changed["rope_append"] = _rope_append_rewrite(node) if fuse else 0
         if changed["rope_append"]:
-            rebind["_rooftop_rope_append"] = _rope_append(rebind["apply_rotary_pos_emb"], form,
-                                                          fp8_kv and decoding)
+            rebind["_rooftop_rope_append"] = _rope_append(rebind["apply_rotary_pos_emb"], form, fp8)
         return changed["qkv"] + changed["kv_append"]
 
     forward, _ = _patched_forward(module, rewrite, rebind)
@@ -1296,6 +1314,9 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
         module.qkv_proj = stacked
         for name in QKV:
             delattr(module, name)
+    if fp8 is not None and changed.get("kv_append"):
+        module.rooftop_kv_scales = (kv_scales.get(getattr(module, "layer_idx", None), (1.0, 1.0))
+                                    if isinstance(kv_scales, dict) else kv_scales)
     return forward, {"rope": int(rope is not None), "qkv": merged, "decode_attention": int(decoding),
                      "kv_append": changed.get("kv_append", 0), "rope_append": changed.get("rope_append", 0)}
 
@@ -1369,7 +1390,8 @@ def _add_norm_names(add, keep, norm, self_name, module) -> tuple[str, str, str] 
 
 def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = True,
                 decode_attention: bool = True, kv_append: bool = True, rope_append: bool = True,
-                prefill_attention: bool | None = None, kv_cache_dtype: str | None = None) -> dict[str, int]:
+                prefill_attention: bool | None = None, kv_cache_dtype: str | None = None,
+                kv_scales=None) -> dict[str, int]:
     """Swap in rooftop's fused modules and forwards in place; returns how many of each were replaced. merge_gate_up:
     an MLP's gate and up projections become one (`GatedMLP`), where they can; merge_qkv: an attention's q, k and v
     projections (`qkv_proj`); decode_attention: an attention's SDPA decode steps by rooftop.decode_attention (the
@@ -1379,8 +1401,12 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
     gpt-oss's eager prefills with their sinks (None: always; False keeps the eager function's);
     kv_append: a static cache layer's update by rooftop.append_kv; rope_append: with kv_append, an attention's RoPE
     and that update as one kernel (rooftop.apply_rope_append_kv) where its RoPE is followed by the update;
-    kv_cache_dtype "fp8" (with decode_attention and kv_append): those static cache layers hold fp8 codes, scale 1.0,
-    from their first update on (the module docstring). The model's forward gets two hooks (_forward_begins /
+    kv_cache_dtype "fp8" (with decode_attention and kv_append): those static cache layers hold fp8 codes from their
+    first update on (the module docstring), at kv_scales: None (1.0 for keys and values, vLLM's default), a
+    (k_scale, v_scale) pair of positive floats for every layer, a dict {layer_idx: (k_scale, v_scale)} for each (a
+    checkpoint's calibrated scales), or "prefill": each attention's own from the first rows appended to its cache
+    (vLLM's calculate_kv_scales, KV_CALIBRATION_RANGE), kept for later caches; a layer's scales are its attention
+    module's `rooftop_kv_scales`. The model's forward gets two hooks (_forward_begins /
     _forward_ends): its layers share what they read from a mask made under inference mode (_once_per_mask) for the
     length of one forward."""
     if kv_cache_dtype not in (None, "fp8"):
@@ -1388,8 +1414,9 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
     if kv_cache_dtype and not (decode_attention and kv_append):
         raise ValueError('kv_cache_dtype="fp8" needs decode_attention and kv_append: the caches\' fp8 codes are '
                          "written by rooftop.append_kv and read by rooftop.decode_attention")
+    kv_scales = _checked_kv_scales(model, kv_scales) if kv_cache_dtype else _no_kv_scales(kv_scales)
     counts = _patch_tree(model, merge_gate_up, merge_qkv, decode_attention, kv_append, rope_append, prefill_attention,
-                         kv_cache_dtype == "fp8")
+                         kv_scales)
     if not getattr(model, "_rooftop_forward_hooks", False):
         model.register_forward_pre_hook(_forward_begins)
         model.register_forward_hook(_forward_ends, always_call=True)
@@ -1397,13 +1424,40 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
     return counts
 
 
+def _no_kv_scales(kv_scales) -> None:
+    if kv_scales is not None:
+        raise ValueError(f'kv_scales is for kv_cache_dtype="fp8" caches, got {kv_scales!r} without it')
+
+
+def _checked_kv_scales(model: nn.Module, kv_scales):
+    """patch_model's kv_scales as _attention_forward takes it: "prefill", a (k_scale, v_scale) pair of floats, or a
+    dict of them by layer_idx holding every attention's (a module with q_proj or qkv_proj and a layer_idx; one without
+    a layer_idx gets 1.0)."""
+    def pair(name, value):
+        if not (isinstance(value, (tuple, list)) and len(value) == 2):
+            raise ValueError(f"{name} must be a (k_scale, v_scale) pair of positive finite floats, got {value!r}")
+        return tuple(check_fp8_scale(f"{name}[{i}]", x) for i, x in enumerate(value))
+
+    if kv_scales is None or kv_scales == "prefill":
+        return (1.0, 1.0) if kv_scales is None else kv_scales
+    if not isinstance(kv_scales, dict):
+        return pair("kv_scales", kv_scales)
+    scales = {i: pair(f"kv_scales[{i!r}]", value) for i, value in kv_scales.items()}
+    wanted = {m.layer_idx for m in model.modules() if isinstance(getattr(m, "layer_idx", None), int)
+              and any(hasattr(m, name) for name in ("q_proj", "qkv_proj"))}
+    if wanted - set(scales):
+        raise ValueError(f"kv_scales has no scales for layers {sorted(wanted - set(scales))} (a dict needs every "
+                         "attention's layer_idx)")
+    return scales
+
+
 def _patch_tree(model: nn.Module, merge_gate_up, merge_qkv, decode_attention, kv_append, rope_append,
-                prefill_attention, fp8_kv=False) -> dict[str, int]:
+                prefill_attention, kv_scales=None) -> dict[str, int]:
     """patch_model's swaps in `model` and its children (patch_model's arguments); returns their counts."""
     counts = {"rms_norm": 0, "add_rms_norm": 0, "layer_norm": 0, "add_layer_norm": 0, "gated_mlp": 0,
               "moe_experts": 0, "qkv": 0, "rope": 0, "decode_attention": 0, "kv_append": 0, "rope_append": 0}
     forward, changed = _attention_forward(model, merge_qkv, decode_attention, kv_append, rope_append,
-                                          prefill_attention, fp8_kv)
+                                          prefill_attention, kv_scales)
     if forward is not None:
         model.forward = forward
         for key, n in changed.items():
@@ -1418,7 +1472,7 @@ def _patch_tree(model: nn.Module, merge_gate_up, merge_qkv, decode_attention, kv
             new, kind = _moe_experts(child), "moe_experts"
         if new is None:
             for key, n in _patch_tree(child, merge_gate_up, merge_qkv, decode_attention, kv_append,
-                                      rope_append, prefill_attention, fp8_kv).items():
+                                      rope_append, prefill_attention, kv_scales).items():
                 counts[key] += n
             continue
         setattr(model, name, new)

@@ -405,7 +405,7 @@ def check_index_tensor(name: str, t, B: int, ref_name: str, ref: torch.Tensor, s
                          f"got {tuple(t.shape)}")
 
 
-def _check_scale(name: str, value) -> float:
+def check_fp8_scale(name: str, value) -> float:
     """A per-tensor scale of an FP8_KV cache: a positive finite float (None: 1.0)."""
     value = 1.0 if value is None else value
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
@@ -424,13 +424,13 @@ def check_kv_scales(k_cache: torch.Tensor, k_scale, v_scale) -> tuple[float, flo
                 raise TypeError(f"{name} is for {FP8_KV} caches; k_cache is {k_cache.dtype}")
         return 1.0, 1.0
     check_fp8_device("k_cache", k_cache.device)
-    return _check_scale("k_scale", k_scale), _check_scale("v_scale", v_scale)
+    return check_fp8_scale("k_scale", k_scale), check_fp8_scale("v_scale", v_scale)
 
 
 def quantize_kv(x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
     """x (keys or values, any float dtype) as an FP8_KV cache holds it: x / scale (as x times 1 / scale in fp32),
     saturated at +-FP8_MAX, rounded to the nearest code; dequantized, code * scale. append_kv writes the same codes."""
-    return (x.float() * (1.0 / _check_scale("scale", scale))).clamp(-FP8_MAX.value, FP8_MAX.value).to(FP8_KV)
+    return (x.float() * (1.0 / check_fp8_scale("scale", scale))).clamp(-FP8_MAX.value, FP8_MAX.value).to(FP8_KV)
 
 
 def _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, sinks=None) -> None:
