@@ -11,6 +11,7 @@ from conftest import DEVICE, HAS_CUDA, rel_err
 import rooftop.integrations.hf
 from rooftop.integrations.hf import GatedMLP, patch_model
 from rooftop.nn import LayerNorm, RMSNorm
+from rooftop.ops.decode_attention import quantize_kv
 
 
 def swaps(**counts) -> dict:
@@ -276,29 +277,30 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeyp
             assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
 
-def test_fp8_kv_cache_scales():
+@pytest.mark.parametrize("rope_append", [True, False], ids=["rope_append", "apart"])
+def test_fp8_kv_cache_scales(rope_append):
     """patch_model(kv_cache_dtype="fp8", kv_scales=...): keys and values 3000x (q and o_proj's weights / 3000, so the
     stock model computes the same) lie past e4m3's 448: at scale 1.0 they saturate and the logits go astray; scales
-    calibrated from the prefill's rows (vLLM's amax / 200 and / 100, each attention's own, kept for the next cache) or
-    given (a pair for all, a dict by layer) keep them within e4m3's rounding, the codes those of quantize_kv at them."""
+    calibrated from the prefill's rotated rows (vLLM's amax / 200 and / 100, each attention's own) or given (a pair
+    for all, a dict by layer) keep them within e4m3's rounding, the prompt's codes quantize_kv's at them: on a
+    cache initialised ahead (the fused RoPE + append: rope_append) or not, on a second cache of other tokens (the
+    calibrated scales kept), after its reset() (a prefill over codes: their 16-bit copy at the scales), in a deep copy
+    of the model (its own scales). A cache of codes read at other scales than it was written at: an error."""
     transformers, config, stock = _tiny_llama()
     with torch.no_grad():
         for layer in stock.model.layers:
             for name, factor in (("k_proj", 3000), ("q_proj", 1 / 3000), ("v_proj", 3000), ("o_proj", 1 / 3000)):
                 getattr(layer.self_attn, name).weight.mul_(factor)
-    with pytest.raises(ValueError, match='kv_scales is for kv_cache_dtype="fp8" caches'):
-        patch_model(copy.deepcopy(stock), kv_scales="prefill")
-    with pytest.raises(ValueError, match=r"kv_scales\[1\] must be a positive finite float"):
-        patch_model(copy.deepcopy(stock), kv_cache_dtype="fp8", kv_scales=(1.0, float("inf")))
-    with pytest.raises(ValueError, match=r"kv_scales must be a \(k_scale, v_scale\) pair"):
-        patch_model(copy.deepcopy(stock), kv_cache_dtype="fp8", kv_scales="calibrate")
-    with pytest.raises(ValueError, match=r"kv_scales has no scales for layers \[1\]"):
-        patch_model(copy.deepcopy(stock), kv_cache_dtype="fp8", kv_scales={0: (1.0, 1.0)})
     cache_arg = "cache" if "cache" in inspect.signature(stock.model.forward).parameters else "past_key_values"
-    ids, steps = torch.randint(0, 128, (2, 10), device=DEVICE), torch.randint(0, 128, (2, 2, 1), device=DEVICE)
+    prompts = [torch.randint(0, 128, (2, 10), device=DEVICE) for _ in range(2)]
+    steps = torch.randint(0, 128, (2, 2, 1), device=DEVICE)
 
-    def decode(model):
-        cache, mask, logits = transformers.StaticCache(config=config, max_cache_len=16), torch.ones_like(ids), []
+    def decode(model, ids, cache=None):
+        if cache is None:
+            cache = transformers.StaticCache(config=config, max_cache_len=16)
+            if rope_append:  # (generate's chunked prefill initialises it ahead)
+                cache.early_initialization(2, config.num_key_value_heads, 16, torch.float32, ids.device)
+        mask, logits = torch.ones_like(ids), []
         with torch.no_grad():
             model(ids, attention_mask=mask, use_cache=True, **{cache_arg: cache})
             for token in steps:
@@ -306,26 +308,58 @@ def test_fp8_kv_cache_scales():
                 logits.append(model(token, attention_mask=mask, use_cache=True, **{cache_arg: cache}).logits)
         return cache, logits
 
-    expect, want = decode(stock)
+    expect = [decode(stock, ids) for ids in prompts]
     calibrated = [(layer.keys[:, :, :10].abs().amax().item() / 200, layer.values[:, :, :10].abs().amax().item() / 100)
-                  for layer in expect.layers]
-    for kv_scales, tol in ((None, None), ("prefill", 0.03), ((8.0, 16.0), 0.03), (dict(enumerate(calibrated)), 0.03)):
+                  for layer in expect[0][0].layers]
+    cases = [(8.0, 16.0), "prefill"] + ([None, dict(enumerate(calibrated))] if rope_append else [])
+    for kv_scales in cases:
         model = copy.deepcopy(stock)
-        patch_model(model, kv_cache_dtype="fp8", kv_scales=kv_scales)
-        for _ in range(2):  # a second cache keeps the first one's calibrated scales
-            cache, got = decode(model)
-            errors = [rel_err(ours, theirs) for ours, theirs in zip(got, want)]
-            if tol is None:  # (0.2-0.26 seen on the CPU)
-                assert min(errors) > 0.1 and cache.layers[0].keys.float().abs().max() == 448
-                break
-            assert max(errors) < tol  # (1.1-1.3e-2 seen on the CPU)
-            for attention, ours, theirs in zip((layer.self_attn for layer in model.model.layers), cache.layers,
-                                               expect.layers):
-                k_scale, v_scale = attention.rooftop_kv_scales
-                if kv_scales == "prefill":
-                    assert (k_scale, v_scale) == pytest.approx(calibrated[attention.layer_idx], rel=1e-2)
-                assert rel_err(ours.keys[:, :, :10].float() * k_scale, theirs.keys[:, :, :10]) < 0.05
-                assert rel_err(ours.values[:, :, :10].float() * v_scale, theirs.values[:, :, :10]) < 0.05
+        patch_model(model, rope_append=rope_append, kv_cache_dtype="fp8", kv_scales=kv_scales)
+        attentions = [layer.self_attn for layer in model.model.layers]
+        twin = copy.deepcopy(model)  # before any cache: calibrates on its own
+        cache, got = decode(model, prompts[0])
+        errors = [rel_err(ours, theirs) for ours, theirs in zip(got, expect[0][1])]
+        if kv_scales is None:  # (0.2-0.26 seen on the CPU)
+            assert min(errors) > 0.1 and cache.layers[0].keys.float().abs().max() == 448
+            continue
+        assert max(errors) < 0.03  # (1.1-1.3e-2 seen on the CPU)
+        scales = [attention.rooftop_kv_scales for attention in attentions]
+        if kv_scales == "prefill":
+            assert sum(scales, ()) == pytest.approx(sum(calibrated, ()), rel=3e-2)  # (layer 1's rows from codes)
+        for i, ((k_scale, v_scale), ours, theirs) in enumerate(zip(scales, cache.layers, expect[0][0].layers)):
+            assert ours.rooftop_kv_scales == (k_scale, v_scale)
+            for codes, rows, scale in ((ours.keys, theirs.keys, k_scale), (ours.values, theirs.values, v_scale)):
+                assert rel_err(codes[:, :, :12].float() * scale, rows[:, :, :12]) < 0.05
+                if i == 0:  # the prompt's rows within a code of quantize_kv's (layer 1's come from codes already)
+                    codes, rows = codes[:, :, :10].double(), quantize_kv(rows[:, :, :10], scale).double()
+                    assert ((codes - rows).abs() <= rows.abs() / 8 + 2.0**-9).all()
+        cache.reset()
+        for ids, again, (_, want) in ((prompts[1], None, expect[1]), (prompts[0], cache, expect[0])):
+            got = decode(model, ids, again)[1]  # another cache, then the first after its reset()
+            assert max(rel_err(ours, theirs) for ours, theirs in zip(got, want)) < 0.03
+        assert [attention.rooftop_kv_scales for attention in attentions] == scales
+        got = decode(twin, prompts[1])[1]
+        assert max(rel_err(ours, theirs) for ours, theirs in zip(got, expect[1][1])) < 0.03
+        if kv_scales == "prefill":  # the twin's own, from other rows
+            assert [layer.self_attn.rooftop_kv_scales for layer in twin.model.layers] != scales
+    filled, other = copy.deepcopy(stock), copy.deepcopy(stock)
+    patch_model(filled, rope_append=rope_append, kv_cache_dtype="fp8", kv_scales=(8.0, 16.0))
+    patch_model(other, rope_append=rope_append, kv_cache_dtype="fp8", kv_scales=(4.0, 8.0))
+    with pytest.raises(ValueError, match=r"a cache layer holds fp8 codes at scales \(8.0, 16.0\), but its attention "
+                                         r"module LlamaAttention \(layer_idx 0\) reads them at \(4.0, 8.0\)"):
+        decode(other, prompts[0], decode(filled, prompts[0])[0])
+
+
+def test_fp8_kv_cache_scales_checks():
+    _, _, stock = _tiny_llama()
+    with pytest.raises(ValueError, match='kv_scales is for kv_cache_dtype="fp8" caches'):
+        patch_model(copy.deepcopy(stock), kv_scales="prefill")
+    for kv_scales, error in (((1.0, float("inf")), r"kv_scales\[1\] must be a positive finite float"),
+                             ("calibrate", r'kv_scales must be a \(k_scale, v_scale\) pair .*"prefill"'),
+                             ({0: (1.0, 1.0)}, r"exactly the model's layers \[0, 1\]; missing \[1\], unknown \[\]"),
+                             ({i: (1.0, 1.0) for i in (0, 1, 7)}, r"missing \[\], unknown \[7\]")):
+        with pytest.raises(ValueError, match=error):
+            patch_model(copy.deepcopy(stock), kv_cache_dtype="fp8", kv_scales=kv_scales)
 
 
 @pytest.mark.parametrize("rope_append", [True, False], ids=["rope_append", "apart"])

@@ -82,10 +82,11 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   each such StaticLayer holds fp8 codes (torch.float8_e4m3fn, at per-layer scales: 1.0 as vLLM's "fp8" cache by
   default, given, or calibrated from the first rows, patch_model's kv_scales) from its first update on: that update
   (the prefill's, transformers' own, where it initialises the layer) returns its 16-bit rows, then the layer's tensors
-  become codes (quantize_kv; a layer initialised ahead becomes codes at once); later updates append codes (rooftop.append_kv, or the RoPE kernel above) and decode steps read them
-  (rooftop.decode_attention over half the bytes); a call that reads the cache otherwise gets a 16-bit copy of it: a
-  prefill over cached rows, or any prefill after the cache's reset() (the codes stay, zeroed), which thus reads its
-  own rows as codes where the first prefill read them in 16 bits (the logits differ by fp8's rounding).
+  become codes (quantize_kv; a layer initialised ahead becomes codes at once); later updates append codes
+  (rooftop.append_kv, or the RoPE kernel above) and decode steps read them (rooftop.decode_attention over half the
+  bytes); a call that reads the cache otherwise gets a 16-bit copy of it: a prefill over cached rows, or any prefill
+  after the cache's reset() (the codes stay, zeroed), which thus reads its own rows as codes where the first prefill
+  read them in 16 bits (the logits differ by fp8's rounding).
 Other parameters are shared, not copied; outputs match the original up to rounding. Prefill attention goes through the
 model's own implementation (choose `attn_implementation="sdpa"` when loading), routed as above.
 """
@@ -572,18 +573,21 @@ def _fused_rotary(original, form: _RopeForm):
     return apply_rotary_pos_emb
 
 
-def _rope_append(rotary, form: _RopeForm, fp8=None):
+def _rope_append(rotary, form: _RopeForm, fp8: bool = False):
     """`q, k, appended = rope_append(q, k, v, cos, sin, cache, layer_idx)` of a patched attention forward, where it
     applied `rotary` (apply_rotary_pos_emb, which rotates as `form` says) and its cache's update follows: where
     _static_layer finds the layer and the RoPE kernel takes the call, rooftop.apply_rope_append_kv (q rotated, the
     rotated k and v written into the layer's cache at its length, one kernel) and the layer as `appended`, which the
-    update then only reads; else rotary(q, k, cos, sin) and None. fp8 (kv_cache_dtype="fp8": the attention module,
-    which holds the scales): the layer's tensors made fp8 codes first (_fp8_layer, calibrated where asked from the
-    keys before their RoPE), which the kernel then writes."""
-    def rope_append(q, k, v, cos, sin, cache, layer_idx):
+    update then only reads; else rotary(q, k, cos, sin) and None. fp8 (kv_cache_dtype="fp8"): the layer's tensors
+    made fp8 codes first at the scales of the attention module (_rooftop_module, `self` as the forward passes it;
+    _fp8_layer), which the kernel then writes; not while the module's scales wait for calibration (the update then
+    calibrates from the rotated keys)."""
+    def rope_append(q, k, v, cos, sin, cache, layer_idx, _rooftop_module=None):
         layer = _static_layer(cache, layer_idx, k, v) if cache is not None else None
+        if fp8 and _rooftop_module.rooftop_kv_scales == "prefill":
+            layer = None
         if layer is not None and form.takes(q, k, cos, sin):
-            k_scale, v_scale = _fp8_layer(layer, fp8, k, v) if fp8 is not None else (None, None)
+            k_scale, v_scale = _fp8_layer(layer, _rooftop_module, k, v) if fp8 else (None, None)
             cos, sin, keywords = form.kernel_args(cos, sin)
             q = apply_rope_append_kv(q, k, v, cos, sin, layer.keys, layer.values, layer.cumulative_length,
                                      k_scale=k_scale, v_scale=v_scale, **keywords)
@@ -954,24 +958,25 @@ def _static_layer(cache, layer_idx, key, value):
     return layer
 
 
-def _cache_update(cache, key, value, layer_idx, *args, _rooftop_appended=None, _rooftop_fp8=None, **kwargs):
-    """cache.update(key, value, layer_idx, ...) of a patched attention forward: by rooftop.append_kv where
-    _static_layer finds the layer, else the cache's own; only the layer's tensors where the RoPE before has appended
-    the rows (_rooftop_appended: that layer, from _rope_append). _rooftop_fp8 (patch_model's kv_cache_dtype="fp8": the
-    attention module, which holds the scales): a layer _static_layer finds 16-bit has its tensors made fp8 codes
-    (_fp8_layer): after the cache's own update where that initialised the layer (its return, the 16-bit rows, stays
-    this call's), before append_kv where the layer was initialised ahead (Cache.early_initialization, as generate's
-    chunked prefill does)."""
+def _cache_update(cache, key, value, layer_idx, *args, _rooftop_appended=None, _rooftop_fp8=False,
+                  _rooftop_module=None, **kwargs):
+    """cache.update(key, value, layer_idx, ...) of a patched attention forward (_rooftop_module: its module, `self`, as
+    the forward passes it): by rooftop.append_kv where _static_layer finds the layer, else the cache's own; only the
+    layer's tensors where the RoPE before has appended the rows (_rooftop_appended: that layer, from _rope_append).
+    _rooftop_fp8 (patch_model's kv_cache_dtype="fp8"): a layer _static_layer finds 16-bit has its tensors made fp8
+    codes at the module's scales (_fp8_layer): after the cache's own update where that initialised the layer (its
+    return, the 16-bit rows, stays this call's), before append_kv where the layer was initialised ahead
+    (Cache.early_initialization, as generate's chunked prefill does)."""
     if _rooftop_appended is not None:
         return _rooftop_appended.keys, _rooftop_appended.values
     layer = _static_layer(cache, layer_idx, key, value)
     if layer is None:
         rows = cache.update(key, value, layer_idx, *args, **kwargs)
-        layer = _static_layer(cache, layer_idx, key, value) if _rooftop_fp8 is not None else None
+        layer = _static_layer(cache, layer_idx, key, value) if _rooftop_fp8 else None
         if layer is not None:
-            _fp8_layer(layer, _rooftop_fp8, key, value)
+            _fp8_layer(layer, _rooftop_module, key, value)
         return rows
-    k_scale, v_scale = _fp8_layer(layer, _rooftop_fp8, key, value) if _rooftop_fp8 is not None else (None, None)
+    k_scale, v_scale = _fp8_layer(layer, _rooftop_module, key, value) if _rooftop_fp8 else (None, None)
     append_kv(layer.keys, layer.values, key, value, layer.cumulative_length, k_scale=k_scale, v_scale=v_scale)
     return layer.keys, layer.values
 
@@ -982,23 +987,33 @@ KV_CALIBRATION_RANGE = (200.0, 100.0)
 
 
 def _fp8_layer(layer, module, key, value) -> tuple[float, float]:
-    """A StaticLayer's keys and values made fp8 codes at `module`'s scales where they are not yet, marked static for
-    dynamo as transformers marks the tensors it makes (cudagraphs then take them as fixed addresses); on a GPU without
-    fp8 kernels an error before anything changes. Returns the scales: module.rooftop_kv_scales, a (k_scale, v_scale)
-    pair, or "prefill" until this first update calibrates it from key and value (KV_CALIBRATION_RANGE; a zero or
-    non-finite magnitude keeps 1.0)."""
-    if layer.keys.dtype != FP8_KV:
-        check_fp8_device('patch_model(kv_cache_dtype="fp8")', layer.keys.device)
+    """The (k_scale, v_scale) of a StaticLayer's fp8 codes for the attention `module`, its keys and values made codes
+    at the module's rooftop_kv_scales where they are not yet (the scales kept as the layer's rooftop_kv_scales), marked
+    static for dynamo as transformers marks the tensors it makes (cudagraphs then take them as fixed addresses); on a
+    GPU without fp8 kernels an error before anything changes. A module's "prefill" becomes the scales of the first
+    layer it meets: a 16-bit one's calibrated from this update's key and value (KV_CALIBRATION_RANGE; a zero or
+    non-finite magnitude keeps 1.0: a host sync, as a compiled forward cannot under fullgraph), a layer of codes' own.
+    A layer of codes at other scales than the module's: an error."""
     scales = module.rooftop_kv_scales
+    if layer.keys.dtype == FP8_KV:
+        written = getattr(layer, "rooftop_kv_scales", (1.0, 1.0))
+        if scales == "prefill":
+            scales = module.rooftop_kv_scales = written
+        elif scales != written:
+            raise ValueError(f"a cache layer holds fp8 codes at scales {written}, but its attention module "
+                             f"{type(module).__name__} (layer_idx {getattr(module, 'layer_idx', None)}) reads them at "
+                             f"{scales} (patch_model's kv_scales): a cache is read by the model that filled it")
+        return scales
+    check_fp8_device('patch_model(kv_cache_dtype="fp8")', layer.keys.device)
     if scales == "prefill":
         largest = torch.stack([key.detach().abs().amax().float(), value.detach().abs().amax().float()]).tolist()
         scales = module.rooftop_kv_scales = tuple(m / r if 0 < m < math.inf else 1.0
                                                   for m, r in zip(largest, KV_CALIBRATION_RANGE))
-    if layer.keys.dtype != FP8_KV:
-        layer.keys, layer.values = quantize_kv(layer.keys, scales[0]), quantize_kv(layer.values, scales[1])
-        if not torch.compiler.is_compiling():
-            torch._dynamo.mark_static_address(layer.keys)
-            torch._dynamo.mark_static_address(layer.values)
+    layer.keys, layer.values = quantize_kv(layer.keys, scales[0]), quantize_kv(layer.values, scales[1])
+    layer.rooftop_kv_scales = scales
+    if not torch.compiler.is_compiling():
+        torch._dynamo.mark_static_address(layer.keys)
+        torch._dynamo.mark_static_address(layer.values)
     return scales
 
 
@@ -1007,8 +1022,12 @@ CACHE_ARGS = ("cache", "past_key_value", "past_key_values")
 
 def _cache_update_rewrite(node: ast.FunctionDef) -> int:
     """`<cache>.update(k, v, layer_idx, ...)` (<cache> a parameter named as in CACHE_ARGS, three or more positional
-    arguments) becomes `_rooftop_cache_update(<cache>, k, v, layer_idx, ...)`. Returns how many calls changed."""
+    arguments) of a method becomes `_rooftop_cache_update(<cache>, k, v, layer_idx, ..., _rooftop_module=self)`.
+    Returns how many calls changed."""
     params = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)} & set(CACHE_ARGS)
+    if not node.args.args:
+        return 0
+    self_name = node.args.args[0].arg
     found = 0
     for sub in ast.walk(node):
         if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "update"
@@ -1016,6 +1035,7 @@ def _cache_update_rewrite(node: ast.FunctionDef) -> int:
                 and not any(isinstance(a, ast.Starred) for a in sub.args[:3])):
             sub.args.insert(0, sub.func.value)
             sub.func = ast.copy_location(ast.Name("_rooftop_cache_update", ast.Load()), sub.func)
+            sub.keywords.append(ast.keyword("_rooftop_module", ast.Name(self_name, ast.Load())))
             found += 1
     return found
 
@@ -1030,8 +1050,9 @@ def _rope_append_rewrite(node: ast.FunctionDef) -> int:
     in an `if` of it, by `... = _rooftop_cache_update(<cache>, k, v, <layer_idx>, ...)` (_cache_update_rewrite's),
     where nothing between reads or assigns k, or assigns v, <cache> or the names of <layer_idx> (names and
     attributes only): the RoPE becomes
-    `q, k, _rooftop_appended = _rooftop_rope_append(q0, k0, v, cos, sin, <cache>, <layer_idx>)`
-    and the update gets `_rooftop_appended=_rooftop_appended` (_rope_append). Returns 1 where it rewrote, else 0."""
+    `q, k, _rooftop_appended = _rooftop_rope_append(q0, k0, v, cos, sin, <cache>, <layer_idx>,
+    _rooftop_module=self)` (the update's) and the update gets `_rooftop_appended=_rooftop_appended` (_rope_append).
+    Returns 1 where it rewrote, else 0."""
     def rope_call(stmt):  # (q, k) where stmt is the RoPE statement
         value, target = getattr(stmt, "value", None), (stmt.targets[0] if isinstance(stmt, ast.Assign) else None)
         if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "apply_rotary_pos_emb"
@@ -1079,7 +1100,7 @@ def _rope_append_rewrite(node: ast.FunctionDef) -> int:
             stmt.targets[0].elts.append(ast.Name("_rooftop_appended", ast.Store()))
             stmt.value = ast.copy_location(ast.Call(ast.Name("_rooftop_rope_append", ast.Load()), [
                 *rope.args[:2], ast.Name(value.id, ast.Load()), *rope.args[2:], ast.Name(cache.id, ast.Load()),
-                layer_idx], []), rope)
+                layer_idx], [copy.deepcopy(k) for k in call.keywords if k.arg == "_rooftop_module"]), rope)
             call.keywords.append(ast.keyword("_rooftop_appended", ast.Name("_rooftop_appended", ast.Load())))
             return 1
         return 0
@@ -1288,7 +1309,7 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
     decoding = local is not None
     if decoding:
         rebind["ALL_ATTENTION_FUNCTIONS"] = local
-    fp8 = module if kv_scales is not None and decoding else None
+    fp8 = kv_scales is not None and decoding
     changed = {}
 
     def rewrite(node):
@@ -1314,9 +1335,8 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
         module.qkv_proj = stacked
         for name in QKV:
             delattr(module, name)
-    if fp8 is not None and changed.get("kv_append"):
-        module.rooftop_kv_scales = (kv_scales.get(getattr(module, "layer_idx", None), (1.0, 1.0))
-                                    if isinstance(kv_scales, dict) else kv_scales)
+    if fp8 and changed.get("kv_append"):
+        module.rooftop_kv_scales = kv_scales[module.layer_idx] if isinstance(kv_scales, dict) else kv_scales
     return forward, {"rope": int(rope is not None), "qkv": merged, "decode_attention": int(decoding),
                      "kv_append": changed.get("kv_append", 0), "rope_append": changed.get("rope_append", 0)}
 
@@ -1405,8 +1425,9 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
     first update on (the module docstring), at kv_scales: None (1.0 for keys and values, vLLM's default), a
     (k_scale, v_scale) pair of positive floats for every layer, a dict {layer_idx: (k_scale, v_scale)} for each (a
     checkpoint's calibrated scales), or "prefill": each attention's own from the first rows appended to its cache
-    (vLLM's calculate_kv_scales, KV_CALIBRATION_RANGE), kept for later caches; a layer's scales are its attention
-    module's `rooftop_kv_scales`. The model's forward gets two hooks (_forward_begins /
+    (vLLM's calculate_kv_scales, KV_CALIBRATION_RANGE: a host sync, so that first prefill runs eager or compiled
+    without fullgraph), kept for later caches; a layer's scales are its attention module's `rooftop_kv_scales`, and a
+    cache layer of codes at other scales is refused (_fp8_layer). The model's forward gets two hooks (_forward_begins /
     _forward_ends): its layers share what they read from a mask made under inference mode (_once_per_mask) for the
     length of one forward."""
     if kv_cache_dtype not in (None, "fp8"):
@@ -1431,23 +1452,28 @@ def _no_kv_scales(kv_scales) -> None:
 
 def _checked_kv_scales(model: nn.Module, kv_scales):
     """patch_model's kv_scales as _attention_forward takes it: "prefill", a (k_scale, v_scale) pair of floats, or a
-    dict of them by layer_idx holding every attention's (a module with q_proj or qkv_proj and a layer_idx; one without
-    a layer_idx gets 1.0)."""
+    dict of them by layer_idx, one for each attention (a module with q_proj or qkv_proj; each must have a layer_idx)
+    and no other."""
     def pair(name, value):
         if not (isinstance(value, (tuple, list)) and len(value) == 2):
-            raise ValueError(f"{name} must be a (k_scale, v_scale) pair of positive finite floats, got {value!r}")
+            raise ValueError(f'{name} must be a (k_scale, v_scale) pair of positive finite floats (kv_scales: None, '
+                             f'"prefill", such a pair or a dict of them by layer_idx), got {value!r}')
         return tuple(check_fp8_scale(f"{name}[{i}]", x) for i, x in enumerate(value))
 
-    if kv_scales is None or kv_scales == "prefill":
+    if kv_scales is None or isinstance(kv_scales, str) and kv_scales == "prefill":
         return (1.0, 1.0) if kv_scales is None else kv_scales
     if not isinstance(kv_scales, dict):
         return pair("kv_scales", kv_scales)
     scales = {i: pair(f"kv_scales[{i!r}]", value) for i, value in kv_scales.items()}
-    wanted = {m.layer_idx for m in model.modules() if isinstance(getattr(m, "layer_idx", None), int)
-              and any(hasattr(m, name) for name in ("q_proj", "qkv_proj"))}
-    if wanted - set(scales):
-        raise ValueError(f"kv_scales has no scales for layers {sorted(wanted - set(scales))} (a dict needs every "
-                         "attention's layer_idx)")
+    attentions = [m for m in model.modules() if any(hasattr(m, name) for name in ("q_proj", "qkv_proj"))]
+    unnamed = [type(m).__name__ for m in attentions if not isinstance(getattr(m, "layer_idx", None), int)]
+    if unnamed:
+        raise ValueError(f"kv_scales is a dict by layer_idx, but attention modules {unnamed} have no layer_idx: give "
+                         "one pair for all")
+    wanted = {m.layer_idx for m in attentions}
+    if wanted != set(scales):
+        raise ValueError(f"kv_scales must hold scales for exactly the model's layers {sorted(wanted)}; missing "
+                         f"{sorted(wanted - set(scales))}, unknown {sorted(set(scales) - wanted, key=repr)}")
     return scales
 
 
