@@ -1433,8 +1433,10 @@ def test_rope_and_cache_update_rewritten_together(between, fused):
     assert hf._cache_update_rewrite(node) == 1
     assert hf._rope_append_rewrite(node) == int(fused)
     source = ast.unparse(node)
-    assert ("q, k, _rooftop_appended = _rooftop_rope_append(q, k, v, cos, sin, past_key_value, self.layer_idx)"
-            in source) == fused
+    assert ("k, v = _rooftop_cache_update(past_key_value, k, v, self.layer_idx, cache_kwargs, _rooftop_module=self"
+            in source)  # the module passed at call time: a deep copy's own
+    assert ("q, k, _rooftop_appended = _rooftop_rope_append(q, k, v, cos, sin, past_key_value, self.layer_idx, "
+            "_rooftop_module=self)" in source) == fused
     assert ("_rooftop_appended=_rooftop_appended" in source) == fused
 
 
