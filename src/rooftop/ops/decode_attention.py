@@ -213,9 +213,6 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
         live = pos < end
         k_rows, v_rows = _kv_rows(table, b, n0, pos, live, stride_kp, stride_ks, stride_vp, stride_vs, PAGE_SIZE,
                                   BLOCK_N)
-        seen = pos[None, :] <= last_key[:, None]  # past a row's last key, or the range: not seen
-        if HAS_MASK:  # reads: BLOCK_N mask bytes, issued ahead of the keys (its latency under theirs: item 568)
-            seen &= tl.load(key_mask + b64 * stride_mb + pos, mask=live, other=0)[None, :] != 0
         # reads: BLOCK_N key rows and BLOCK_N value rows of the range, once
         kt = tl.load(k_head + k_rows[:, None] + offs_d[None, :], mask=live[:, None] & d_ok, other=0.0)
         if KV_FP8:
@@ -223,6 +220,9 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
         s = tl.dot(qt, kt.T, input_precision=PRECISION) * qk_scale
         if SOFTCAP:  # softcap in the scaled scores' log2 units
             s = soft_cap(s, softcap)
+        seen = pos[None, :] <= last_key[:, None]  # past a row's last key, or the range: not seen
+        if HAS_MASK:  # reads: BLOCK_N mask bytes
+            seen &= tl.load(key_mask + b64 * stride_mb + pos, mask=live, other=0)[None, :] != 0
         s = tl.where(seen, s, -float("inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
         m_ref = tl.where(m_new == -float("inf"), 0.0, m_new)  # no key seen yet: exp2(-inf) = 0, not NaN
