@@ -360,6 +360,11 @@ def test_fp8_kv_cache_scales_checks():
                              ({i: (1.0, 1.0) for i in (0, 1, 7)}, r"missing \[\], unknown \[7\]")):
         with pytest.raises(ValueError, match=error):
             patch_model(copy.deepcopy(stock), kv_cache_dtype="fp8", kv_scales=kv_scales)
+    stock.model.layers[1].self_attn.is_kv_shared_layer = True  # as Gemma 3n marks a layer reading another's cache
+    with pytest.raises(ValueError, match=r"does not cover attentions that read another layer's cache \(Gemma 3n's KV "
+                                         r"sharing\): LlamaAttention \(layer_idx 1\)"):
+        patch_model(copy.deepcopy(stock), kv_cache_dtype="fp8")
+    patch_model(copy.deepcopy(stock))  # 16-bit caches: as before
 
 
 @pytest.mark.parametrize("rope_append", [True, False], ids=["rope_append", "apart"])

@@ -1427,7 +1427,8 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
     checkpoint's calibrated scales), or "prefill": each attention's own from the first rows appended to its cache
     (vLLM's calculate_kv_scales, KV_CALIBRATION_RANGE: a host sync, so that first prefill runs eager or compiled
     without fullgraph), kept for later caches; a layer's scales are its attention module's `rooftop_kv_scales`, and a
-    cache layer of codes at other scales is refused (_fp8_layer). The model's forward gets two hooks (_forward_begins /
+    cache layer of codes at other scales is refused (_fp8_layer); so is a model with attentions that read another
+    layer's cache (Gemma 3n's KV sharing). The model's forward gets two hooks (_forward_begins /
     _forward_ends): its layers share what they read from a mask made under inference mode (_once_per_mask) for the
     length of one forward."""
     if kv_cache_dtype not in (None, "fp8"):
@@ -1436,6 +1437,11 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
         raise ValueError('kv_cache_dtype="fp8" needs decode_attention and kv_append: the caches\' fp8 codes are '
                          "written by rooftop.append_kv and read by rooftop.decode_attention")
     kv_scales = _checked_kv_scales(model, kv_scales) if kv_cache_dtype else _no_kv_scales(kv_scales)
+    sharing = sorted({f"{type(m).__name__} (layer_idx {getattr(m, 'layer_idx', None)})" for m in model.modules()
+                      if getattr(m, "is_kv_shared_layer", False) is True})
+    if kv_cache_dtype and sharing:  # their forwards read another layer's cache rows as a tensor: codes there
+        raise ValueError(f'kv_cache_dtype="fp8" does not cover attentions that read another layer\'s cache (Gemma '
+                         f"3n's KV sharing): {', '.join(sharing)}")
     counts = _patch_tree(model, merge_gate_up, merge_qkv, decode_attention, kv_append, rope_append, prefill_attention,
                          kv_scales)
     if not getattr(model, "_rooftop_forward_hooks", False):
