@@ -283,9 +283,10 @@ def test_fp8_kv_cache_scales(rope_append):
     stock model computes the same) lie past e4m3's 448: at scale 1.0 they saturate and the logits go astray; scales
     calibrated from the prefill's rotated rows (vLLM's amax / 200 and / 100, each attention's own) or given (a pair
     for all, a dict by layer) keep them within e4m3's rounding, the prompt's codes quantize_kv's at them: on a
-    cache initialised ahead (the fused RoPE + append: rope_append) or not, on a second cache of other tokens (the
-    calibrated scales kept), after its reset() (a prefill over codes: their 16-bit copy at the scales), in a deep copy
-    of the model (its own scales). A cache of codes read at other scales than it was written at: an error."""
+    cache initialised ahead (as generate's chunked prefill does; appended with the RoPE, rope_append, or apart), on a
+    second cache of other tokens made by its first update (the calibrated scales kept), after its reset() (a prefill
+    over codes: their 16-bit copy at the scales), in a deep copy of the model (its own scales) on a cache initialised
+    ahead in fp8. A cache of codes read at other scales than it was written at: an error."""
     transformers, config, stock = _tiny_llama()
     with torch.no_grad():
         for layer in stock.model.layers:
@@ -295,11 +296,11 @@ def test_fp8_kv_cache_scales(rope_append):
     prompts = [torch.randint(0, 128, (2, 10), device=DEVICE) for _ in range(2)]
     steps = torch.randint(0, 128, (2, 2, 1), device=DEVICE)
 
-    def decode(model, ids, cache=None):
+    def decode(model, ids, cache=None, ahead=None):
         if cache is None:
             cache = transformers.StaticCache(config=config, max_cache_len=16)
-            if rope_append:  # (generate's chunked prefill initialises it ahead)
-                cache.early_initialization(2, config.num_key_value_heads, 16, torch.float32, ids.device)
+            if ahead is not None:
+                cache.early_initialization(2, config.num_key_value_heads, 16, ahead, ids.device)
         mask, logits = torch.ones_like(ids), []
         with torch.no_grad():
             model(ids, attention_mask=mask, use_cache=True, **{cache_arg: cache})
@@ -309,15 +310,15 @@ def test_fp8_kv_cache_scales(rope_append):
         return cache, logits
 
     expect = [decode(stock, ids) for ids in prompts]
-    calibrated = [(layer.keys[:, :, :10].abs().amax().item() / 200, layer.values[:, :, :10].abs().amax().item() / 100)
-                  for layer in expect[0][0].layers]
-    cases = [(8.0, 16.0), "prefill"] + ([None, dict(enumerate(calibrated))] if rope_append else [])
+    calibrated = [[(layer.keys[:, :, :10].abs().amax().item() / 200, layer.values[:, :, :10].abs().amax().item() / 100)
+                   for layer in cache.layers] for cache, _ in expect]
+    cases = [(8.0, 16.0), "prefill"] + ([None, dict(enumerate(calibrated[0]))] if rope_append else [])
     for kv_scales in cases:
         model = copy.deepcopy(stock)
         patch_model(model, rope_append=rope_append, kv_cache_dtype="fp8", kv_scales=kv_scales)
         attentions = [layer.self_attn for layer in model.model.layers]
         twin = copy.deepcopy(model)  # before any cache: calibrates on its own
-        cache, got = decode(model, prompts[0])
+        cache, got = decode(model, prompts[0], ahead=torch.float32)
         errors = [rel_err(ours, theirs) for ours, theirs in zip(got, expect[0][1])]
         if kv_scales is None:  # (0.2-0.26 seen on the CPU)
             assert min(errors) > 0.1 and cache.layers[0].keys.float().abs().max() == 448
@@ -325,7 +326,7 @@ def test_fp8_kv_cache_scales(rope_append):
         assert max(errors) < 0.03  # (1.1-1.3e-2 seen on the CPU)
         scales = [attention.rooftop_kv_scales for attention in attentions]
         if kv_scales == "prefill":
-            assert sum(scales, ()) == pytest.approx(sum(calibrated, ()), rel=3e-2)  # (layer 1's rows from codes)
+            assert sum(scales, ()) == pytest.approx(sum(calibrated[0], ()), rel=3e-2)  # (layer 1's rows from codes)
         for i, ((k_scale, v_scale), ours, theirs) in enumerate(zip(scales, cache.layers, expect[0][0].layers)):
             assert ours.rooftop_kv_scales == (k_scale, v_scale)
             for codes, rows, scale in ((ours.keys, theirs.keys, k_scale), (ours.values, theirs.values, v_scale)):
@@ -338,10 +339,11 @@ def test_fp8_kv_cache_scales(rope_append):
             got = decode(model, ids, again)[1]  # another cache, then the first after its reset()
             assert max(rel_err(ours, theirs) for ours, theirs in zip(got, want)) < 0.03
         assert [attention.rooftop_kv_scales for attention in attentions] == scales
-        got = decode(twin, prompts[1])[1]
+        got = decode(twin, prompts[1], ahead=torch.float8_e4m3fn)[1]
         assert max(rel_err(ours, theirs) for ours, theirs in zip(got, expect[1][1])) < 0.03
-        if kv_scales == "prefill":  # the twin's own, from other rows
-            assert [layer.self_attn.rooftop_kv_scales for layer in twin.model.layers] != scales
+        twins = [layer.self_attn.rooftop_kv_scales for layer in twin.model.layers]
+        if kv_scales == "prefill":  # the twin's own, from its rows
+            assert sum(twins, ()) == pytest.approx(sum(calibrated[1], ()), rel=3e-2) and twins != scales
     filled, other = copy.deepcopy(stock), copy.deepcopy(stock)
     patch_model(filled, rope_append=rope_append, kv_cache_dtype="fp8", kv_scales=(8.0, 16.0))
     patch_model(other, rope_append=rope_append, kv_cache_dtype="fp8", kv_scales=(4.0, 8.0))
@@ -360,6 +362,11 @@ def test_fp8_kv_cache_scales_checks():
                              ({i: (1.0, 1.0) for i in (0, 1, 7)}, r"missing \[\], unknown \[7\]")):
         with pytest.raises(ValueError, match=error):
             patch_model(copy.deepcopy(stock), kv_cache_dtype="fp8", kv_scales=kv_scales)
+    towered = copy.deepcopy(stock)  # an attention without a layer_idx (a vision tower's) takes no scales
+    towered.vision_tower = nn.Module()
+    towered.vision_tower.q_proj = nn.Linear(8, 8)
+    patch_model(towered, kv_cache_dtype="fp8", kv_scales={0: (1.0, 2.0), 1: (3.0, 4.0)})
+    assert [layer.self_attn.rooftop_kv_scales for layer in towered.model.layers] == [(1.0, 2.0), (3.0, 4.0)]
     stock.model.layers[1].self_attn.is_kv_shared_layer = True  # as Gemma 3n marks a layer reading another's cache
     with pytest.raises(ValueError, match=r"does not cover attentions that read another layer's cache \(Gemma 3n's KV "
                                          r"sharing\): LlamaAttention \(layer_idx 1\)"):
@@ -1443,6 +1450,8 @@ def test_rope_and_cache_update_rewritten_together(between, fused):
     assert ("q, k, _rooftop_appended = _rooftop_rope_append(q, k, v, cos, sin, past_key_value, self.layer_idx, "
             "_rooftop_module=self)" in source) == fused
     assert ("_rooftop_appended=_rooftop_appended" in source) == fused
+    node = ast.parse("def forward(this, /, x, past_key_value):\n    k, v = past_key_value.update(x, x, 0)").body[0]
+    assert hf._cache_update_rewrite(node) == 1 and "_rooftop_module=this)" in ast.unparse(node)  # positional-only
 
 
 def test_patch_keeps_norm_eps_and_exact_gelu_and_bias_mismatch():

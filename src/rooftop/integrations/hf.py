@@ -991,30 +991,32 @@ def _fp8_layer(layer, module, key, value) -> tuple[float, float]:
     at the module's rooftop_kv_scales where they are not yet (the scales kept as the layer's rooftop_kv_scales), marked
     static for dynamo as transformers marks the tensors it makes (cudagraphs then take them as fixed addresses); on a
     GPU without fp8 kernels an error before anything changes. A module's "prefill" becomes the scales of the first
-    layer it meets: a 16-bit one's calibrated from this update's key and value (KV_CALIBRATION_RANGE; a zero or
-    non-finite magnitude keeps 1.0: a host sync, as a compiled forward cannot under fullgraph), a layer of codes' own.
-    A layer of codes at other scales than the module's: an error."""
+    layer it meets: a new one's calibrated from this update's key and value (KV_CALIBRATION_RANGE; a zero or
+    non-finite magnitude keeps 1.0: a host sync, as a compiled forward cannot under fullgraph), the scales of one made
+    codes before. A layer made codes before at other scales than the module's: an error (after reset() a layer keeps
+    its scales, its codes zeroed). A layer of fp8 tensors without scales (a cache initialised ahead in fp8) is new."""
     scales = module.rooftop_kv_scales
-    if layer.keys.dtype == FP8_KV:
-        written = getattr(layer, "rooftop_kv_scales", (1.0, 1.0))
-        if scales == "prefill":
+    written = getattr(layer, "rooftop_kv_scales", None)
+    if written is not None:
+        if isinstance(scales, str):  # "prefill"
             scales = module.rooftop_kv_scales = written
-        elif scales != written:
+        elif tuple(scales) != written:
             raise ValueError(f"a cache layer holds fp8 codes at scales {written}, but its attention module "
                              f"{type(module).__name__} (layer_idx {getattr(module, 'layer_idx', None)}) reads them at "
-                             f"{scales} (patch_model's kv_scales): a cache is read by the model that filled it")
-        return scales
+                             f"{tuple(scales)} (patch_model's kv_scales): a cache is read by the model that filled it")
+        return written
     check_fp8_device('patch_model(kv_cache_dtype="fp8")', layer.keys.device)
-    if scales == "prefill":
+    if isinstance(scales, str):
         largest = torch.stack([key.detach().abs().amax().float(), value.detach().abs().amax().float()]).tolist()
         scales = module.rooftop_kv_scales = tuple(m / r if 0 < m < math.inf else 1.0
                                                   for m, r in zip(largest, KV_CALIBRATION_RANGE))
-    layer.keys, layer.values = quantize_kv(layer.keys, scales[0]), quantize_kv(layer.values, scales[1])
-    layer.rooftop_kv_scales = scales
-    if not torch.compiler.is_compiling():
-        torch._dynamo.mark_static_address(layer.keys)
-        torch._dynamo.mark_static_address(layer.values)
-    return scales
+    if layer.keys.dtype != FP8_KV:
+        layer.keys, layer.values = quantize_kv(layer.keys, scales[0]), quantize_kv(layer.values, scales[1])
+        if not torch.compiler.is_compiling():
+            torch._dynamo.mark_static_address(layer.keys)
+            torch._dynamo.mark_static_address(layer.values)
+    layer.rooftop_kv_scales = tuple(scales)
+    return layer.rooftop_kv_scales
 
 
 CACHE_ARGS = ("cache", "past_key_value", "past_key_values")
@@ -1025,9 +1027,10 @@ def _cache_update_rewrite(node: ast.FunctionDef) -> int:
     arguments) of a method becomes `_rooftop_cache_update(<cache>, k, v, layer_idx, ..., _rooftop_module=self)`.
     Returns how many calls changed."""
     params = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)} & set(CACHE_ARGS)
-    if not node.args.args:
+    positional = (*node.args.posonlyargs, *node.args.args)
+    if not positional:
         return 0
-    self_name = node.args.args[0].arg
+    self_name = positional[0].arg
     found = 0
     for sub in ast.walk(node):
         if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "update"
@@ -1258,7 +1261,8 @@ def _qkv_rewrite(node: ast.FunctionDef) -> int:
     """self.q_proj(x), self.k_proj(x) and self.v_proj(x) (each called once, in the body's statements, on one name x
     that none of the statements from the first call to the last assigns) become the three parts of one
     self.qkv_proj(x), split by self.qkv_sizes, computed before the first."""
-    self_name = node.args.args[0].arg if node.args.args else None
+    positional = (*node.args.posonlyargs, *node.args.args)
+    self_name = positional[0].arg if positional else None
     calls: dict[str, list] = {}
     for i, stmt in enumerate(node.body):
         for sub in ast.walk(stmt):
@@ -1336,6 +1340,9 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
         for name in QKV:
             delattr(module, name)
     if fp8 and changed.get("kv_append"):
+        if isinstance(kv_scales, dict) and getattr(module, "layer_idx", None) not in kv_scales:
+            raise ValueError(f"kv_scales is a dict by layer_idx, but {type(module).__name__} appends to a cache "
+                             "without a layer_idx of it: give one pair for all")
         module.rooftop_kv_scales = kv_scales[module.layer_idx] if isinstance(kv_scales, dict) else kv_scales
     return forward, {"rope": int(rope is not None), "qkv": merged, "decode_attention": int(decoding),
                      "kv_append": changed.get("kv_append", 0), "rope_append": changed.get("rope_append", 0)}
@@ -1349,7 +1356,8 @@ def _add_norm_rewrite(module: nn.Module, fused: list):
     (read at each call) it hands the MLP its rows quantized, no quantize_rows kernel between them. Returns the number
     of such sequences it found; appends each one's kind ("add_rms_norm", "add_layer_norm") to `fused`."""
     def rewrite(node: ast.FunctionDef) -> int:
-        self_name = node.args.args[0].arg if node.args.args else None
+        positional = (*node.args.posonlyargs, *node.args.args)
+        self_name = positional[0].arg if positional else None
         found, i = 0, 0
         while i + 2 < len(node.body):
             add, keep, norm = node.body[i:i + 3]
@@ -1458,8 +1466,8 @@ def _no_kv_scales(kv_scales) -> None:
 
 def _checked_kv_scales(model: nn.Module, kv_scales):
     """patch_model's kv_scales as _attention_forward takes it: "prefill", a (k_scale, v_scale) pair of floats, or a
-    dict of them by layer_idx, one for each attention (a module with q_proj or qkv_proj; each must have a layer_idx)
-    and no other."""
+    dict of them by layer_idx, one for each attention with a layer_idx (a module with q_proj or qkv_proj; those
+    without one, a vision tower's, append to no cache) and no other."""
     def pair(name, value):
         if not (isinstance(value, (tuple, list)) and len(value) == 2):
             raise ValueError(f'{name} must be a (k_scale, v_scale) pair of positive finite floats (kv_scales: None, '
@@ -1471,12 +1479,8 @@ def _checked_kv_scales(model: nn.Module, kv_scales):
     if not isinstance(kv_scales, dict):
         return pair("kv_scales", kv_scales)
     scales = {i: pair(f"kv_scales[{i!r}]", value) for i, value in kv_scales.items()}
-    attentions = [m for m in model.modules() if any(hasattr(m, name) for name in ("q_proj", "qkv_proj"))]
-    unnamed = [type(m).__name__ for m in attentions if not isinstance(getattr(m, "layer_idx", None), int)]
-    if unnamed:
-        raise ValueError(f"kv_scales is a dict by layer_idx, but attention modules {unnamed} have no layer_idx: give "
-                         "one pair for all")
-    wanted = {m.layer_idx for m in attentions}
+    wanted = {m.layer_idx for m in model.modules() if any(hasattr(m, name) for name in ("q_proj", "qkv_proj"))
+              and isinstance(getattr(m, "layer_idx", None), int)}
     if wanted != set(scales):
         raise ValueError(f"kv_scales must hold scales for exactly the model's layers {sorted(wanted)}; missing "
                          f"{sorted(wanted - set(scales))}, unknown {sorted(set(scales) - wanted, key=repr)}")
