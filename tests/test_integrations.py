@@ -282,10 +282,10 @@ def test_fp8_kv_cache_scales(rope_append):
     """patch_model(kv_cache_dtype="fp8", kv_scales=...): keys and values 3000x (q and o_proj's weights / 3000, so the
     stock model computes the same) lie past e4m3's 448: at scale 1.0 they saturate and the logits go astray; scales
     calibrated from the prefill's rotated rows (vLLM's amax / 200 and / 100, each attention's own) or given keep them
-    within e4m3's rounding, the prompt's codes quantize_kv's at them: on a cache initialised ahead (as generate's chunked prefill does; appended with the RoPE, rope_append, or apart), on a
-    second cache of other tokens made by its first update (the calibrated scales kept), after its reset() (a prefill
-    over codes: their 16-bit copy at the scales), in a deep copy of the model (its own scales) on a cache initialised
-    ahead in fp8. A cache of codes read at other scales than it was written at: an error."""
+    within e4m3's rounding, the prompt's codes quantize_kv's at them: on a cache initialised ahead (as generate's
+    chunked prefill does; appended with the RoPE, rope_append, or apart), on a second cache of other tokens made by
+    its first update (the calibrated scales kept), after its reset() (a prefill over codes: their 16-bit copy at the
+    scales), in a deep copy of the model (its own scales) on a cache initialised ahead in fp8. A cache of codes read at other scales than it was written at: an error."""
     transformers, config, stock = _tiny_llama()
     with torch.no_grad():
         for layer in stock.model.layers:
