@@ -285,7 +285,8 @@ def test_fp8_kv_cache_scales(rope_append):
     within e4m3's rounding, the prompt's codes quantize_kv's at them: on a cache initialised ahead (as generate's
     chunked prefill does; appended with the RoPE, rope_append, or apart), on a second cache of other tokens made by
     its first update (the calibrated scales kept), after its reset() (a prefill over codes: their 16-bit copy at the
-    scales), in a deep copy of the model (its own scales) on a cache initialised ahead in fp8. A cache of codes read at other scales than it was written at: an error."""
+    scales), in a deep copy of the model (its own scales) on a cache initialised ahead in fp8. A cache of codes read
+    at other scales than it was written at: an error."""
     transformers, config, stock = _tiny_llama()
     with torch.no_grad():
         for layer in stock.model.layers:
