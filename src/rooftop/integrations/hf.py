@@ -1022,15 +1022,20 @@ def _fp8_layer(layer, module, key, value) -> tuple[float, float]:
 CACHE_ARGS = ("cache", "past_key_value", "past_key_values")
 
 
+def _self_name(node: ast.FunctionDef) -> str | None:
+    """The name a method's first parameter (positional-only or not) gives its instance; None without one."""
+    positional = (*node.args.posonlyargs, *node.args.args)
+    return positional[0].arg if positional else None
+
+
 def _cache_update_rewrite(node: ast.FunctionDef) -> int:
     """`<cache>.update(k, v, layer_idx, ...)` (<cache> a parameter named as in CACHE_ARGS, three or more positional
     arguments) of a method becomes `_rooftop_cache_update(<cache>, k, v, layer_idx, ..., _rooftop_module=self)`.
     Returns how many calls changed."""
     params = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)} & set(CACHE_ARGS)
-    positional = (*node.args.posonlyargs, *node.args.args)
-    if not positional:
+    self_name = _self_name(node)
+    if self_name is None:
         return 0
-    self_name = positional[0].arg
     found = 0
     for sub in ast.walk(node):
         if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "update"
@@ -1261,8 +1266,7 @@ def _qkv_rewrite(node: ast.FunctionDef) -> int:
     """self.q_proj(x), self.k_proj(x) and self.v_proj(x) (each called once, in the body's statements, on one name x
     that none of the statements from the first call to the last assigns) become the three parts of one
     self.qkv_proj(x), split by self.qkv_sizes, computed before the first."""
-    positional = (*node.args.posonlyargs, *node.args.args)
-    self_name = positional[0].arg if positional else None
+    self_name = _self_name(node)
     calls: dict[str, list] = {}
     for i, stmt in enumerate(node.body):
         for sub in ast.walk(stmt):
@@ -1356,8 +1360,7 @@ def _add_norm_rewrite(module: nn.Module, fused: list):
     (read at each call) it hands the MLP its rows quantized, no quantize_rows kernel between them. Returns the number
     of such sequences it found; appends each one's kind ("add_rms_norm", "add_layer_norm") to `fused`."""
     def rewrite(node: ast.FunctionDef) -> int:
-        positional = (*node.args.posonlyargs, *node.args.args)
-        self_name = positional[0].arg if positional else None
+        self_name = _self_name(node)
         found, i = 0, 0
         while i + 2 < len(node.body):
             add, keep, norm = node.body[i:i + 3]
