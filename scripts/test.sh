@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-.venv/bin/python -m pytest -q --durations=25 "$@"  # (the slowest tests named: CI's time is watched)
+# one worker a core (the interpreter runs on one), work stolen as workers free up; the slowest tests named: CI is timed
+.venv/bin/python -m pytest -q -n auto --dist worksteal --durations=25 "$@"
