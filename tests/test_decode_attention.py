@@ -111,6 +111,58 @@ def test_key_mask(Sq, page_size, num_splits, device):
     _check(q, k, v, seqlens, table, num_splits, key_mask=row)
 
 
+def test_mask_bounds_values(device):
+    """mask_bounds: a sequence's first seen key before its length (the length where none) and whether the mask is
+    exactly the range from there: left padding, every key, a hole, none seen, keys seen only past the length, a
+    window, a length past the mask's width."""
+    rows = [[0, 0, 1, 1, 1, 1, 0, 0], [1] * 8, [1, 0, 1, 1, 1, 1, 1, 1], [0] * 8, [0, 0, 0, 0, 1, 1, 1, 1],
+            [0, 0, 0, 1, 1, 1, 1, 1], [0, 1, 1, 1, 1, 1, 1, 1]]
+    mask = torch.tensor(rows, dtype=torch.bool, device=device)
+    lengths = _seqlens([6, 8, 8, 5, 3, 5, 20], device)
+    bounds = rooftop.mask_bounds(mask, lengths)
+    assert bounds.dtype == torch.int32 and bounds.device == mask.device
+    assert bounds.tolist() == [[2, 1], [0, 1], [0, 0], [5, 1], [3, 1], [3, 1], [1, 1]]
+    empty = rooftop.mask_bounds(mask[:, :0], lengths)
+    assert empty.tolist() == [[0, 1]] * 7
+
+
+def _range_mask(lengths, width, starts, device):
+    """bool [B, width]: key j of sequence b seen where starts[b] <= j < lengths[b]."""
+    keys = torch.arange(width, device=device)
+    return (keys >= torch.tensor(starts, device=device)[:, None]) & (keys < lengths[:, None])
+
+
+@pytest.mark.parametrize("Sq, page_size, num_splits", [(1, None, 1), (1, 16, 3), (2, 128, 2), (1, None, 4)])
+def test_key_mask_with_bounds(Sq, page_size, num_splits, device):
+    """With mask_bounds the result is the mask's: ranges past a whole first tile (left padding of 150 keys), a window
+    of 40, every key, a mask with holes (read), one that sees nothing, in one batch."""
+    q, k, v, table = _inputs(5, 4, 2, Sq, 384, 32, torch.float16, device, page_size)
+    seqlens = _seqlens([300, 290, 260, 280, 200], device)
+    mask = _range_mask(seqlens, 384, [150, 250, 0, 0, 300], device)
+    mask[3] &= torch.rand(384, device=device) > 0.3  # holes
+    bounds = rooftop.mask_bounds(mask, seqlens)
+    assert bounds[:, 1].tolist() == [1, 1, 1, 0, 1]
+    out, lse = decode_attention(q, k, v, seqlens, table, num_splits=num_splits, return_lse=True, key_mask=mask,
+                                mask_bounds=bounds)
+    ref, ref_lse = decode_attention_reference(q, k, v, seqlens, table, mask, return_lse=True)
+    assert_attention_result(out, lse, ref, ref_lse, q)
+
+
+@pytest.mark.parametrize("page_size, num_splits", [(None, 1), (16, 3)])
+def test_mask_bounds_are_taken(page_size, num_splits, device):
+    """The kernel takes the bounds as given: a sequence they call exactly its range has no mask byte read (its holes
+    are not applied), and no key before their first one is seen, whatever its mask says."""
+    q, k, v, table = _inputs(2, 4, 1, 1, 320, 32, torch.float16, device, page_size)
+    seqlens = _seqlens([300, 270], device)
+    mask = torch.rand(2, 320, device=device) > 0.3
+    mask[1] = True
+    bounds = torch.tensor([[0, 1], [140, 1]], dtype=torch.int32, device=device)
+    out = decode_attention(q, k, v, seqlens, table, num_splits=num_splits, key_mask=mask, mask_bounds=bounds)
+    taken = _range_mask(seqlens, 320, [0, 140], device)
+    ref = decode_attention_reference(q, k, v, seqlens, table, taken)
+    assert rel_err(out, ref) < TOL[torch.float16]
+
+
 @pytest.mark.parametrize("Sq, page_size, num_splits", [(1, None, 1), (1, 16, 3), (2, None, 2)])
 def test_sinks(Sq, page_size, num_splits, device):
     """gpt-oss's attention sinks: a logit a query head that joins the softmax with no value, against its eager form
@@ -279,6 +331,14 @@ def test_bad_input(device):
         decode_attention(q, k, v, seqlens, key_mask=torch.ones(2, 15, dtype=torch.bool, device=device))
     with pytest.raises(ValueError, match="key_mask must have unit stride"):
         decode_attention(q, k, v, seqlens, key_mask=torch.ones(2, 32, dtype=torch.bool, device=device)[:, ::2])
+    mask = torch.ones(2, 16, dtype=torch.bool, device=device)
+    with pytest.raises(ValueError, match="mask_bounds describes a key_mask"):
+        decode_attention(q, k, v, seqlens, mask_bounds=rooftop.mask_bounds(mask, seqlens))
+    with pytest.raises(ValueError, match=r"mask_bounds must have shape \(2, 2\)"):
+        decode_attention(q, k, v, seqlens, key_mask=mask, mask_bounds=torch.zeros(2, dtype=torch.int32, device=device))
+    with pytest.raises(TypeError, match="mask_bounds must be an int32 tensor"):
+        decode_attention(q, k, v, seqlens, key_mask=mask,
+                         mask_bounds=torch.zeros(2, 2, dtype=torch.int64, device=device))
     with pytest.raises(ValueError, match=r"sinks must have shape \(4,\)"):
         decode_attention(q, k, v, seqlens, sinks=torch.zeros(2, device=device))
     with pytest.raises(TypeError, match="sinks"):

@@ -229,7 +229,8 @@ def test_patch_a_transformers_llama():
 @pytest.mark.parametrize("unfused", [False, True], ids=["rope_append", "append"])
 def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeypatch):
     """A left-padded batch decoding from transformers' StaticCache: the patched model's decode steps call
-    rooftop.decode_attention (the boolean mask as a key mask, lengths from it) and append the step's keys and values
+    rooftop.decode_attention (the boolean mask as a key mask, lengths and bounds from it: each sequence's mask one range
+    of keys, the padded one's from its fifth) and append the step's keys and values
     with the RoPE (or apart where the RoPE kernel does not take the call: unfused), and give the stock model's logits;
     its prefill stays SDPA's; with decode_attention=False SDPA throughout."""
 
@@ -243,7 +244,8 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeyp
         **LLAMA_COUNTS, "decode_attention": 0, "kv_append": 0, "rope_append": 0}
     calls = []
     real = rooftop.integrations.hf.decode_attention
-    monkeypatch.setattr(rooftop.integrations.hf, "decode_attention", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(rooftop.integrations.hf, "decode_attention",
+                        lambda *a, **k: calls.append(k["mask_bounds"].tolist()) or real(*a, **k))
     appends = []
     for name in ("append_kv", "apply_rope_append_kv"):  # (name, calls) by either
         real_append = getattr(rooftop.integrations.hf, name)
@@ -267,7 +269,7 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeyp
                 positions = positions[:, -1:] + 1
                 logits[name].append(model(token, attention_mask=mask, position_ids=positions, use_cache=True,
                                           **{cache_arg: cache}).logits)
-            assert len(calls) - before == (2 * len(steps) if name == "patched" else 0), name
+            assert calls[before:] == ([[[0, 1], [4, 1]]] * 2 * len(steps) if name == "patched" else []), name
             # the cache's rows appended with the RoPE by rooftop.apply_rope_append_kv from the first step on (the
             # prefill initialises the cache), or by rooftop.append_kv where the RoPE kernel does not take the call
             way = "append_kv" if unfused else "apply_rope_append_kv"

@@ -111,7 +111,7 @@ from rooftop.nn import LayerNorm, RMSNorm
 from rooftop.ops._support import FLOAT_DTYPES, apply_keeping_dtypes, check_fp8_device, is_sm90, runs_kernel
 from rooftop.ops.activations import geglu, swiglu
 from rooftop.ops.attention import FP8_KV, MAX_HEAD_DIM, SOFTCAP_BOUNDS, attention, attention_varlen
-from rooftop.ops.decode_attention import append_kv, check_fp8_scale, decode_attention, quantize_kv
+from rooftop.ops.decode_attention import append_kv, check_fp8_scale, decode_attention, mask_bounds, quantize_kv
 from rooftop.ops.matmul import Fp8Linear
 from rooftop.ops.moe import moe_experts, moe_experts_eager, quantize_experts
 from rooftop.ops.quant_matmul import QuantLinear
@@ -677,18 +677,21 @@ def _decode_mask_rows(query, key, mask, additive=False):
     return (rows == 0 if additive else rows).expand(query.shape[0], -1)
 
 
-def _cache_lengths(mask, rows, key) -> torch.Tensor:
-    """int32 [B]: keys up to the last one the mask lets through (every key without a mask). The layers of a step
-    share one mask object: its lengths are computed once (not under torch.compile, which fuses them anyway)."""
+def _cache_lengths(mask, rows, key) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """int32 [B]: keys up to the last one the mask lets through (every key without a mask), and decode_attention's
+    mask_bounds of the mask's rows over them (None without a mask: a padded batch's or a window's mask is one range of
+    keys a sequence, read so as no mask). The layers of a step share one mask object: both are computed once (not
+    under torch.compile, which fuses them anyway)."""
     if rows is None:
-        return torch.full((key.shape[0],), key.shape[2], dtype=torch.int32, device=key.device)
+        return torch.full((key.shape[0],), key.shape[2], dtype=torch.int32, device=key.device), None
 
-    def lengths():
+    def lengths_and_bounds():
         positions = torch.arange(1, rows.shape[1] + 1, dtype=torch.int32, device=rows.device)
-        return torch.where(rows, positions, 0).amax(-1).to(torch.int32)
+        lengths = torch.where(rows, positions, 0).amax(-1).to(torch.int32)
+        return lengths, mask_bounds(rows, lengths)
     if torch.compiler.is_compiling():
-        return lengths()
-    return _once_per_mask(("lengths", key.shape[2]), mask, lengths)
+        return lengths_and_bounds()
+    return _once_per_mask(("lengths", key.shape[2]), mask, lengths_and_bounds)
 
 
 def _readable_prefill_mask(query, key, mask, additive, batches: tuple[int, ...]) -> bool:
@@ -899,8 +902,9 @@ def _routed(original, sinks_eager=False, softcap_eager=False, prefill=None):
         # a cache of fp8 codes (patch_model's kv_cache_dtype): the scales its module holds (_fp8_layer)
         k_scale, v_scale = getattr(module, "rooftop_kv_scales", (1.0, 1.0)) if key.dtype == FP8_KV else (None, None)
         if takes and rows is not False:
-            out = decode_attention(query, key, value, _cache_lengths(attention_mask, rows, key), scale=scaling,
-                                   key_mask=rows, sinks=sinks, softcap=softcap, k_scale=k_scale, v_scale=v_scale)
+            lengths, bounds = _cache_lengths(attention_mask, rows, key)
+            out = decode_attention(query, key, value, lengths, scale=scaling, key_mask=rows, mask_bounds=bounds,
+                                   sinks=sinks, softcap=softcap, k_scale=k_scale, v_scale=v_scale)
             return out.transpose(1, 2), None
         if key.dtype == FP8_KV:  # read otherwise: a 16-bit copy
             key, value = ((x.float() * s).to(query.dtype) for x, s in ((key, k_scale), (value, v_scale)))

@@ -4,7 +4,9 @@ its KV cache, contiguous or paged.
 For sequence b with L_b = cache_seqlens[b] keys in its cache (the Sq new tokens' own included: they sit at
 positions L_b - Sq .. L_b - 1), query i (0 <= i < Sq) of head h sees the keys j <= L_b - Sq + i of kv head
 h // (Hq / Hkv) (causal among the new tokens; with Sq = 1 every key of the cache), and with a key_mask only those
-with key_mask[b, j] (a model's padding or window mask; the kernel reads a mask byte a key it loads). With
+with key_mask[b, j] (a model's padding or window mask; the kernel reads a mask byte a key it loads, but with
+mask_bounds(key_mask, cache_seqlens): it starts at the tile of a sequence's first seen key, and reads no mask byte
+where the mask is exactly the keys from there to L_b, as left padding and windows are). With
 s_j = scale * q . k_j (scale defaults to 1/sqrt(D)),
 
     lse = log sum_j exp(s_j)          out = sum_j exp(s_j - lse) v_j
@@ -154,16 +156,62 @@ def _store_out(o, lse, sinks, head, acc, l_i, m_i, row_off, lse_off, row_ok, off
 
 
 @triton.jit
-def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqlens, block_table, key_mask, sinks,
-                             qk_scale, softcap, v_scale,
+def _attend_range(qt, k_head, v_head, table, mask_row, b, start, end, first, last_key, qk_scale, softcap,
+                  stride_kp, stride_ks, stride_vp, stride_vs, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr, PAGE_SIZE: tl.constexpr, FROM_FIRST: tl.constexpr,
+                  SOFTCAP: tl.constexpr, KV_FP8: tl.constexpr, CODES: tl.constexpr, PRECISION: tl.constexpr,
+                  MASKED: tl.constexpr):
+    """The online softmax of a program's query rows qt over keys start .. end - 1 of sequence b: (m, l, acc) a row in
+    fp32, acc unnormalised. A row sees a key up to its last_key, with FROM_FIRST from key `first` on, and with MASKED
+    where the key's byte in mask_row (the sequence's mask row) is set."""
+    m_i = tl.full((BLOCK_M,), -float("inf"), tl.float32)
+    l_i = tl.zeros((BLOCK_M,), tl.float32)
+    acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    d_ok = offs_d[None, :] < HEAD_DIM
+    for n0 in tl.range(start, end, BLOCK_N):
+        pos = n0 + offs_n
+        live = pos < end
+        k_rows, v_rows = _kv_rows(table, b, n0, pos, live, stride_kp, stride_ks, stride_vp, stride_vs, PAGE_SIZE,
+                                  BLOCK_N)
+        # reads: BLOCK_N key rows and BLOCK_N value rows of the range, once
+        kt = tl.load(k_head + k_rows[:, None] + offs_d[None, :], mask=live[:, None] & d_ok, other=0.0)
+        if KV_FP8:
+            kt = kt.to(CODES)
+        s = tl.dot(qt, kt.T, input_precision=PRECISION) * qk_scale
+        if SOFTCAP:  # softcap in the scaled scores' log2 units
+            s = soft_cap(s, softcap)
+        seen = pos[None, :] <= last_key[:, None]  # past a row's last key, or the range: not seen
+        if FROM_FIRST:
+            seen &= pos[None, :] >= first
+        if MASKED:  # reads: BLOCK_N mask bytes
+            seen &= tl.load(mask_row + pos, mask=live, other=0)[None, :] != 0
+        s = tl.where(seen, s, -float("inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_ref = tl.where(m_new == -float("inf"), 0.0, m_new)  # no key seen yet: exp2(-inf) = 0, not NaN
+        p = tl.math.exp2(s - m_ref[:, None])
+        alpha = tl.math.exp2(m_i - m_ref)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        vt = tl.load(v_head + v_rows[:, None] + offs_d[None, :], mask=live[:, None] & d_ok, other=0.0)
+        if KV_FP8:
+            vt = vt.to(CODES)
+        acc = tl.dot(p.to(vt.dtype), vt, acc * alpha[:, None], input_precision=PRECISION)
+        m_i = m_new
+    return m_i, l_i, acc
+
+
+@triton.jit
+def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqlens, block_table, key_mask,
+                             key_bounds, sinks, qk_scale, softcap, v_scale,
                              stride_qb, stride_qh, stride_qs, stride_kp, stride_kh, stride_ks,
                              stride_vp, stride_vh, stride_vs, stride_ob, stride_oh, stride_os, stride_tb, stride_mb,
-                             Hkv, Sq, rows, row_tiles, capacity, num_splits,
+                             stride_nb, Hkv, Sq, rows, row_tiles, capacity, num_splits,
                              GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                              BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr, PAGE_SIZE: tl.constexpr,
-                             HAS_MASK: tl.constexpr, SPLIT: tl.constexpr, MERGE_ROWS: tl.constexpr,
-                             MERGE_CHUNK: tl.constexpr, RETURN_LSE: tl.constexpr, PRECISION: tl.constexpr,
-                             SINKS: tl.constexpr, SOFTCAP: tl.constexpr, PDL: tl.constexpr):
+                             HAS_MASK: tl.constexpr, HAS_BOUNDS: tl.constexpr, SPLIT: tl.constexpr,
+                             MERGE_ROWS: tl.constexpr, MERGE_CHUNK: tl.constexpr, RETURN_LSE: tl.constexpr,
+                             PRECISION: tl.constexpr, SINKS: tl.constexpr, SOFTCAP: tl.constexpr, PDL: tl.constexpr):
     # fp8 caches: codes widened exactly to CODES (fp16 beside a 16-bit q: one cvt a pair of codes, where bf16 takes
     # several; journal item 561) before the dots; k's scale is in qk_scale, v's applied once a row. A bf16 q goes to
     # fp16 once a program, times 2^-e that puts its largest finite magnitude in (2^14, 2^15] (2^e joins qk_scale):
@@ -184,14 +232,18 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d[None, :] < HEAD_DIM
     seqlen = _sequence_keys(seqlens, b, capacity)
-    per_split = _split_keys(seqlen, num_splits, BLOCK_N)
-    start = split * per_split
+    b64 = tl.cast(b, tl.int64)
+    first = 0  # the first key a row may see; the splits cut the whole tiles from the one that holds it
+    if HAS_BOUNDS:
+        first = tl.maximum(tl.load(key_bounds + b64 * stride_nb), 0)
+    first_tile = tl.minimum(first // BLOCK_N * BLOCK_N, seqlen)
+    per_split = _split_keys(seqlen - first_tile, num_splits, BLOCK_N)
+    start = first_tile + split * per_split
     if SPLIT and split > 0 and start >= seqlen:  # a split past the sequence's keys: the merge reads only those before
         return
     end = tl.minimum(start + per_split, seqlen)
     last_key = seqlen - Sq + token  # the last key each row sees
     # reads: the tile's query rows, once
-    b64 = tl.cast(b, tl.int64)
     q_rows = b64 * stride_qb + head.to(tl.int64) * stride_qh + token.to(tl.int64) * stride_qs
     qt = tl.load(q + q_rows[:, None] + offs_d[None, :], mask=row_ok[:, None] & d_ok, other=0.0)
     if KV_FP8 and q.dtype.element_ty == tl.bfloat16:
@@ -201,46 +253,37 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
         qt = (qt.to(tl.float32) * tl.exp2(-shift)).to(tl.float16)
         qk_scale = qk_scale * tl.exp2(shift)
 
-    m_i = tl.full((BLOCK_M,), -float("inf"), tl.float32)
-    l_i = tl.zeros((BLOCK_M,), tl.float32)
-    acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
-    offs_n = tl.arange(0, BLOCK_N)
     table = block_table + b64 * stride_tb
     k_head = k + tl.cast(kv_head, tl.int64) * stride_kh
     v_head = v + tl.cast(kv_head, tl.int64) * stride_vh
-    for n0 in tl.range(start, end, BLOCK_N):
-        pos = n0 + offs_n
-        live = pos < end
-        k_rows, v_rows = _kv_rows(table, b, n0, pos, live, stride_kp, stride_ks, stride_vp, stride_vs, PAGE_SIZE,
-                                  BLOCK_N)
-        # reads: BLOCK_N key rows and BLOCK_N value rows of the range, once
-        kt = tl.load(k_head + k_rows[:, None] + offs_d[None, :], mask=live[:, None] & d_ok, other=0.0)
-        if KV_FP8:
-            kt = kt.to(CODES)
-        s = tl.dot(qt, kt.T, input_precision=PRECISION) * qk_scale
-        if SOFTCAP:  # softcap in the scaled scores' log2 units
-            s = soft_cap(s, softcap)
-        seen = pos[None, :] <= last_key[:, None]  # past a row's last key, or the range: not seen
-        if HAS_MASK:  # reads: BLOCK_N mask bytes
-            seen &= tl.load(key_mask + b64 * stride_mb + pos, mask=live, other=0)[None, :] != 0
-        s = tl.where(seen, s, -float("inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_ref = tl.where(m_new == -float("inf"), 0.0, m_new)  # no key seen yet: exp2(-inf) = 0, not NaN
-        p = tl.math.exp2(s - m_ref[:, None])
-        alpha = tl.math.exp2(m_i - m_ref)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        vt = tl.load(v_head + v_rows[:, None] + offs_d[None, :], mask=live[:, None] & d_ok, other=0.0)
-        if KV_FP8:
-            vt = vt.to(CODES)
-        acc = tl.dot(p.to(vt.dtype), vt, acc * alpha[:, None], input_precision=PRECISION)
-        m_i = m_new
+    mask_row = key_mask + b64 * stride_mb
+    # a loop each variant: a branch on read_mask inside one would cost every tile
+    if HAS_MASK:
+        read_mask = True
+        if HAS_BOUNDS:  # a mask that is exactly the range [first, seqlen): the range alone, no mask byte read
+            read_mask = tl.load(key_bounds + b64 * stride_nb + 1) == 0
+        if read_mask:
+            m_i, l_i, acc = _attend_range(qt, k_head, v_head, table, mask_row, b, start, end, first, last_key,
+                                          qk_scale, softcap, stride_kp, stride_ks, stride_vp, stride_vs, BLOCK_M,
+                                          BLOCK_N, BLOCK_D, HEAD_DIM, PAGE_SIZE, HAS_BOUNDS, SOFTCAP, KV_FP8, CODES,
+                                          PRECISION, MASKED=True)
+        else:
+            m_i, l_i, acc = _attend_range(qt, k_head, v_head, table, mask_row, b, start, end, first, last_key,
+                                          qk_scale, softcap, stride_kp, stride_ks, stride_vp, stride_vs, BLOCK_M,
+                                          BLOCK_N, BLOCK_D, HEAD_DIM, PAGE_SIZE, HAS_BOUNDS, SOFTCAP, KV_FP8, CODES,
+                                          PRECISION, MASKED=False)
+    else:
+        m_i, l_i, acc = _attend_range(qt, k_head, v_head, table, mask_row, b, start, end, first, last_key, qk_scale,
+                                      softcap, stride_kp, stride_ks, stride_vp, stride_vs, BLOCK_M, BLOCK_N, BLOCK_D,
+                                      HEAD_DIM, PAGE_SIZE, HAS_BOUNDS, SOFTCAP, KV_FP8, CODES, PRECISION,
+                                      MASKED=False)
     if KV_FP8:
         acc *= v_scale  # out = sum_j p_j v_scale code_j
 
     lse_rows = (b64 * (Hkv * GROUP) + head) * Sq + token  # the row's index in [B, Hq, Sq]
     active = 1  # splits that hold keys (without splits: the one)
     if SPLIT:
-        active = tl.cdiv(seqlen, tl.maximum(per_split, 1))  # (split 0 runs even with none)
+        active = tl.cdiv(seqlen - first_tile, tl.maximum(per_split, 1))  # (split 0 runs even with none)
     if active > 1:
         # writes: this split's partials, D + 2 fp32 a row (the last split to arrive reads them once)
         part = lse_rows * num_splits + split
@@ -318,17 +361,18 @@ def cache_capacity(k_cache: torch.Tensor, block_table: Optional[torch.Tensor]) -
     return k_cache.shape[2] * (1 if block_table is None else block_table.shape[1])
 
 
-def _decode_fake(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, scale, num_splits, return_lse, sinks,
-                 softcap, k_scale, v_scale):
+def _decode_fake(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, mask_bounds, scale, num_splits,
+                 return_lse, sinks, softcap, k_scale, v_scale):
     return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
             q.new_empty(q.shape[:3] if return_lse else (0,), dtype=torch.float32))
 
 
 @torch_op("decode_attention", fake=_decode_fake)
 def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cache_seqlens: torch.Tensor,
-                         block_table: Optional[torch.Tensor], key_mask: Optional[torch.Tensor], scale: float,
-                         num_splits: int, return_lse: bool, sinks: Optional[torch.Tensor],
-                         softcap: float, k_scale: float, v_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+                         block_table: Optional[torch.Tensor], key_mask: Optional[torch.Tensor],
+                         mask_bounds: Optional[torch.Tensor], scale: float, num_splits: int, return_lse: bool,
+                         sinks: Optional[torch.Tensor], softcap: float, k_scale: float,
+                         v_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
     B, Hq, Sq, D = q.shape
     Hkv = k_cache.shape[1]
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
@@ -350,6 +394,7 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     tiles = B * Hkv * row_tiles
     table = block_table if block_table is not None else cache_seqlens  # unused when contiguous
     mask = key_mask.view(torch.uint8) if key_mask is not None else cache_seqlens  # unused without a mask
+    bounds = mask_bounds if mask_bounds is not None else cache_seqlens  # unused without them
     block_d = max(16, triton.next_power_of_2(D))
     lse_arg = lse if return_lse else out  # unused without lse
     capacity = cache_capacity(k_cache, block_table)
@@ -357,15 +402,16 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     merge_rows = min(block_m, triton.next_power_of_2(rows))  # a tile's real rows at most
 
     def kernel_args(part_acc, part_ml, counters, splits, stages=NUM_STAGES):
-        return ((q, k_cache, v_cache, out, lse_arg, part_acc, part_ml, counters, cache_seqlens, table, mask,
+        return ((q, k_cache, v_cache, out, lse_arg, part_acc, part_ml, counters, cache_seqlens, table, mask, bounds,
                  cache_seqlens if sinks is None else sinks, scale * LOG2E * k_scale, softcap * LOG2E, v_scale,
                  q.stride(0), q.stride(1), q.stride(2), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
                  v_cache.stride(0), v_cache.stride(1), v_cache.stride(2), out.stride(0), out.stride(1),
                  out.stride(2), 0 if block_table is None else block_table.stride(0),
-                 0 if key_mask is None else key_mask.stride(0), Hkv, Sq, rows, row_tiles, capacity, splits),
+                 0 if key_mask is None else key_mask.stride(0), 0 if mask_bounds is None else mask_bounds.stride(0),
+                 Hkv, Sq, rows, row_tiles, capacity, splits),
                 dict(GROUP=group, BLOCK_M=block_m, BLOCK_N=_block_n(D), BLOCK_D=block_d, HEAD_DIM=D,
                      PAGE_SIZE=0 if block_table is None else k_cache.shape[2], HAS_MASK=key_mask is not None,
-                     SPLIT=splits > 1, MERGE_ROWS=merge_rows,
+                     HAS_BOUNDS=mask_bounds is not None, SPLIT=splits > 1, MERGE_ROWS=merge_rows,
                      MERGE_CHUNK=max(1, MERGE_ELEMENTS // (merge_rows * block_d)), RETURN_LSE=return_lse,
                      SINKS=sinks is not None, SOFTCAP=softcap > 0,
                      PRECISION="ieee" if q.dtype == torch.float32 else "tf32", num_warps=NUM_WARPS,
@@ -433,7 +479,7 @@ def quantize_kv(x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
     return (x.float() * (1.0 / check_fp8_scale("scale", scale))).clamp(-FP8_MAX.value, FP8_MAX.value).to(FP8_KV)
 
 
-def _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, sinks=None) -> None:
+def _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, sinks=None, bounds=None) -> None:
     check_qkv(q, k_cache, v_cache, 4, "[batch, heads, tokens, head_dim] (a paged cache: [pages, kv heads, page_size, "
               "head_dim])", names=("q", "k_cache", "v_cache"), fp8_kv=True)
     B = q.shape[0]
@@ -454,6 +500,10 @@ def _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, sin
                              f"got {tuple(key_mask.shape)}")
         if key_mask.stride(1) != 1 and capacity > 1:
             raise ValueError("key_mask must have unit stride along its last dim")
+    if bounds is not None:
+        if key_mask is None:
+            raise ValueError("mask_bounds describes a key_mask: pass the key_mask it was computed from")
+        check_index_tensor("mask_bounds", bounds, B, "q", q, (B, 2))
     check_sinks(sinks, q, q.shape[1])
 
 
@@ -463,30 +513,52 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
                      num_splits: Optional[int] = None, return_lse: bool = False,
                      key_mask: Optional[torch.Tensor] = None, sinks: Optional[torch.Tensor] = None,
                      softcap: Optional[float] = None, k_scale: Optional[float] = None,
-                     v_scale: Optional[float] = None):
+                     v_scale: Optional[float] = None, mask_bounds: Optional[torch.Tensor] = None):
     """Attention of q [B, Hq, Sq, D] (each sequence's Sq newest tokens, already in the cache) over the first
     cache_seqlens[b] (int32 [B]) keys of sequence b's cache: k_cache, v_cache [B_cache, Hkv, S_max, D], or
     paged [pages, Hkv, page_size, D] with block_table int32 [B, pages_per_seq]; query i sees the keys up to
     cache_seqlens[b] - Sq + i. GQA/MQA when Hq is a multiple of Hkv; scale defaults to 1/sqrt(D); num_splits
     (keys split over that many programs a sequence and kv head) defaults to a choice from the shapes. key_mask
     (bool [B, >= capacity], a row's stride may be 0): key j of sequence b is seen only where key_mask[b, j] too
-    (padding, windows: the mask a model passes). sinks (float [Hq], gpt-oss's): a logit each query head's softmax
-    takes in with no value (module docstring); softcap (Gemma 2's): scores s become softcap tanh(s / softcap).
+    (padding, windows: the mask a model passes); mask_bounds (int32 [B, 2]: mask_bounds(key_mask, cache_seqlens),
+    computed once for the layers of a step that share the mask) lets the kernel skip the keys before a sequence's
+    first seen one and read no mask byte of a sequence whose mask is exactly one range of keys. sinks (float [Hq],
+    gpt-oss's): a logit each query head's softmax takes in with no value (module docstring); softcap (Gemma 2's):
+    scores s become softcap tanh(s / softcap).
     fp8 caches (torch.float8_e4m3fn): key j is k_cache's code times k_scale, value j v_cache's code
     times v_scale (per-tensor floats, default 1.0; append_kv and quantize_kv write such codes): half the bytes of a
     16-bit cache. Returns out [B, Hq, Sq, D], and with return_lse also lse [B, Hq, Sq] fp32 (natural log; with sinks,
     the sink's term in it)."""
-    _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, sinks)
+    _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, sinks, mask_bounds)
     k_scale, v_scale = check_kv_scales(k_cache, k_scale, v_scale)
     if num_splits is None:
         num_splits = 0  # the op chooses
     elif isinstance(num_splits, bool) or not isinstance(num_splits, int) or not 1 <= num_splits <= 65535:
         raise ValueError(f"num_splits must be an int in [1, 65535], got {num_splits!r}")
-    out, lse = _decode_attention_op(q, k_cache, v_cache, cache_seqlens, block_table, key_mask,
+    out, lse = _decode_attention_op(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, mask_bounds,
                                     check_scale(scale, q.shape[-1]), num_splits, bool(return_lse),
                                     None if sinks is None else sinks.contiguous(), check_softcap(softcap), k_scale,
                                     v_scale)
     return (out, lse) if return_lse else out
+
+
+def mask_bounds(key_mask: torch.Tensor, cache_seqlens: torch.Tensor) -> torch.Tensor:
+    """int32 [B, 2] for decode_attention's mask_bounds: a sequence's first key j < L_b (cache_seqlens[b]) with
+    key_mask[b, j] (L_b where none), and 1 where the mask over its keys is exactly the range from there to L_b (left
+    padding, a window, every key: no mask byte need be read), else 0. On the device, no host sync: a handful of small
+    kernels, once for the layers of a step that share the mask."""
+    if not isinstance(key_mask, torch.Tensor) or key_mask.dtype != torch.bool or key_mask.dim() != 2:
+        raise TypeError("key_mask must be a bool tensor [batch, capacity]")
+    check_index_tensor("cache_seqlens", cache_seqlens, key_mask.shape[0], "key_mask", key_mask, (key_mask.shape[0],))
+    width = key_mask.shape[1]
+    if width == 0:  # no key: each sequence's range is empty, and exactly its mask
+        return torch.tensor([[0, 1]], dtype=torch.int32, device=key_mask.device).expand(key_mask.shape[0], 2)
+    keys = torch.arange(width, dtype=torch.int32, device=key_mask.device)
+    lengths = cache_seqlens.clamp(0, width)[:, None]
+    seen = key_mask & (keys < lengths)
+    first = torch.where(seen, keys, width).amin(-1, keepdim=True).minimum(lengths)
+    exact = seen.sum(-1, keepdim=True, dtype=torch.int32) == lengths - first
+    return torch.cat([first, exact.to(torch.int32)], -1).to(torch.int32)
 
 
 # ---------------------------------------------------------------------------------------------
