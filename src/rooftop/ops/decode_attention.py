@@ -156,14 +156,14 @@ def _store_out(o, lse, sinks, head, acc, l_i, m_i, row_off, lse_off, row_ok, off
 
 
 @triton.jit
-def _attend_range(qt, k_head, v_head, table, mask_row, b, start, end, first, last_key, qk_scale, softcap,
+def _attend_range(qt, k_head, v_head, table, mask_row, read_mask, b, start, end, first, last_key, qk_scale, softcap,
                   stride_kp, stride_ks, stride_vp, stride_vs, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                  BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr, PAGE_SIZE: tl.constexpr, FROM_FIRST: tl.constexpr,
-                  SOFTCAP: tl.constexpr, KV_FP8: tl.constexpr, CODES: tl.constexpr, PRECISION: tl.constexpr,
-                  MASKED: tl.constexpr):
+                  BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr, PAGE_SIZE: tl.constexpr, MASKED: tl.constexpr,
+                  FROM_FIRST: tl.constexpr, SOFTCAP: tl.constexpr, KV_FP8: tl.constexpr, CODES: tl.constexpr,
+                  PRECISION: tl.constexpr):
     """The online softmax of a program's query rows qt over keys start .. end - 1 of sequence b: (m, l, acc) a row in
     fp32, acc unnormalised. A row sees a key up to its last_key, with FROM_FIRST from key `first` on, and with MASKED
-    where the key's byte in mask_row (the sequence's mask row) is set."""
+    where read_mask (a flag the whole program shares) and the key's byte in mask_row (the sequence's row) is set."""
     m_i = tl.full((BLOCK_M,), -float("inf"), tl.float32)
     l_i = tl.zeros((BLOCK_M,), tl.float32)
     acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
@@ -185,8 +185,10 @@ def _attend_range(qt, k_head, v_head, table, mask_row, b, start, end, first, las
         seen = pos[None, :] <= last_key[:, None]  # past a row's last key, or the range: not seen
         if FROM_FIRST:
             seen &= pos[None, :] >= first
-        if MASKED:  # reads: BLOCK_N mask bytes
-            seen &= tl.load(mask_row + pos, mask=live, other=0)[None, :] != 0
+        if MASKED:
+            if read_mask:  # reads: BLOCK_N mask bytes (a branch, not a second loop: that would double the pipeline's
+                # shared memory, halving the programs an SM holds; journal item 571)
+                seen &= tl.load(mask_row + pos, mask=live, other=0)[None, :] != 0
         s = tl.where(seen, s, -float("inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
         m_ref = tl.where(m_new == -float("inf"), 0.0, m_new)  # no key seen yet: exp2(-inf) = 0, not NaN
@@ -257,26 +259,12 @@ def _decode_attention_kernel(q, k, v, o, lse, part_acc, part_ml, counters, seqle
     k_head = k + tl.cast(kv_head, tl.int64) * stride_kh
     v_head = v + tl.cast(kv_head, tl.int64) * stride_vh
     mask_row = key_mask + b64 * stride_mb
-    # a loop each variant: a branch on read_mask inside one would cost every tile
-    if HAS_MASK:
-        read_mask = True
-        if HAS_BOUNDS:  # a mask that is exactly the range [first, seqlen): the range alone, no mask byte read
-            read_mask = tl.load(key_bounds + b64 * stride_nb + 1) == 0
-        if read_mask:
-            m_i, l_i, acc = _attend_range(qt, k_head, v_head, table, mask_row, b, start, end, first, last_key,
-                                          qk_scale, softcap, stride_kp, stride_ks, stride_vp, stride_vs, BLOCK_M,
-                                          BLOCK_N, BLOCK_D, HEAD_DIM, PAGE_SIZE, HAS_BOUNDS, SOFTCAP, KV_FP8, CODES,
-                                          PRECISION, MASKED=True)
-        else:
-            m_i, l_i, acc = _attend_range(qt, k_head, v_head, table, mask_row, b, start, end, first, last_key,
-                                          qk_scale, softcap, stride_kp, stride_ks, stride_vp, stride_vs, BLOCK_M,
-                                          BLOCK_N, BLOCK_D, HEAD_DIM, PAGE_SIZE, HAS_BOUNDS, SOFTCAP, KV_FP8, CODES,
-                                          PRECISION, MASKED=False)
-    else:
-        m_i, l_i, acc = _attend_range(qt, k_head, v_head, table, mask_row, b, start, end, first, last_key, qk_scale,
-                                      softcap, stride_kp, stride_ks, stride_vp, stride_vs, BLOCK_M, BLOCK_N, BLOCK_D,
-                                      HEAD_DIM, PAGE_SIZE, HAS_BOUNDS, SOFTCAP, KV_FP8, CODES, PRECISION,
-                                      MASKED=False)
+    read_mask = HAS_MASK
+    if HAS_MASK and HAS_BOUNDS:  # a mask that is exactly the range [first, seqlen): the range alone, no mask byte read
+        read_mask = tl.load(key_bounds + b64 * stride_nb + 1) == 0
+    m_i, l_i, acc = _attend_range(qt, k_head, v_head, table, mask_row, read_mask, b, start, end, first, last_key,
+                                  qk_scale, softcap, stride_kp, stride_ks, stride_vp, stride_vs, BLOCK_M, BLOCK_N,
+                                  BLOCK_D, HEAD_DIM, PAGE_SIZE, HAS_MASK, HAS_BOUNDS, SOFTCAP, KV_FP8, CODES, PRECISION)
     if KV_FP8:
         acc *= v_scale  # out = sum_j p_j v_scale code_j
 
