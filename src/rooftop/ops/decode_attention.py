@@ -61,9 +61,10 @@ StaticLayer.update does the same in four kernels (an arange, an add, two index_c
 patched model's static cache there.
 
 Traffic (cache elements of 2 bytes, or 1 for fp8): each program reads its query rows once and each k/v row of its
-range once, so a (sequence, kv head)'s first L_b keys and values are read from memory once in all; out (and lse)
-written once. With splits, each split also writes and the merging split reads rows x (D + 2) fp32 partials: at
-D = 128, 4 rows and 256 keys a split, 2 KB against the split's 128 KB of 16-bit keys and values. The floor
+range once, so a (sequence, kv head)'s first L_b keys and values (with mask_bounds, those from the tile of its first
+seen key) are read from memory once in all; out (and lse) written once. With splits, each split also writes and the
+merging split reads rows x (D + 2) fp32 partials: at D = 128, 4 rows and 256 keys a split, 2 KB against the split's
+128 KB of 16-bit keys and values. The floor
 counted by the cost model is q, each sequence's first L_b keys and values read once, out written once;
 FLOPs 4 * D per (query, seen key).
 """
