@@ -32,7 +32,8 @@ GROUPS = (
     ("copies: static-cache writes (index_copy), .contiguous()", r"index_copy|direct_copy"),
     ("greedy argmax (torch's; rooftop.row_argmax's two kernels)", r"ArgMax|argmax|_row_reduce"),
 )
-MODELS = r"^(stock|patched \+ int4(, step torch.compile'd)?)$"  # the models main() profiles, as print_step names them
+# the models main() profiles, as print_step names them
+MODELS = r"^(stock|patched \+ int4(, step torch.compile'd|, fp8 KV cache)?)$"
 OTHER = "torch's other small kernels (RMSNorm / RoPE pieces, masks, positions, fills)"
 
 
@@ -118,6 +119,10 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--cache-len", type=int, default=0, help="the static cache's length (default: prompt + 68)")
+    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--prompt", type=int, default=128, help="the prompt's tokens, the steps' keys past them")
+    parser.add_argument("--kv-fp8", action="store_true", help="patched + int4 with 16-bit and with fp8 KV caches "
+                        "(patch_model's kv_cache_dtype), not stock and the compiled step")
     parser.add_argument("--from-log", nargs="+", help="no GPU: read these logs of earlier runs instead (later ones "
                         "win for a model they share)")
     parser.add_argument("--merge-into", help="a results file (e2e_decode's) to add the grouped table to")
@@ -129,14 +134,20 @@ def main() -> None:
                                           **SIZES["8b"])
         config._attn_implementation = "sdpa"
         stock = transformers.LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
-        ids = torch.randint(0, config.vocab_size, (1, 128), device="cuda")
+        ids = torch.randint(0, config.vocab_size, (args.batch, args.prompt), device="cuda")
         steps = {}
         with torch.inference_mode():
             patched = copy.deepcopy(stock)
             patch_model(patched)
             rooftop.quantize_model(patched, bits=4, group_size=128)
-            for name, model, compiled in (("stock", stock, False), ("patched + int4", patched, False),
-                                          ("patched + int4, step torch.compile'd", patched, True)):
+            models = (("stock", stock, False), ("patched + int4", patched, False),
+                      ("patched + int4, step torch.compile'd", patched, True))
+            if args.kv_fp8:
+                fp8_cache = copy.deepcopy(stock)
+                patch_model(fp8_cache, kv_cache_dtype="fp8")
+                rooftop.quantize_model(fp8_cache, bits=4, group_size=128)
+                models = (("patched + int4", patched, False), ("patched + int4, fp8 KV cache", fp8_cache, False))
+            for name, model, compiled in models:
                 argmax = None if name == "stock" else rooftop.row_argmax  # as e2e_decode.py
                 steps[name] = profile_step(model, ids, compiled, args.cache_len, argmax)
                 print_step(name, steps[name], args.top)
@@ -150,8 +161,8 @@ def main() -> None:
         with open(args.merge_into) as f:
             doc = json.load(f)
         cache = f", a static cache of {args.cache_len}" if args.cache_len else ""
-        doc.setdefault("tables", {})["A decode step by part, GPU us a step (probe_decode_step.py; 8 layers, batch 1"
-                                     f"{cache}, CUPTI's kernels of 5 graph replays)"] = table
+        doc.setdefault("tables", {})["A decode step by part, GPU us a step (probe_decode_step.py; 8 layers, batch "
+                                     f"{args.batch}{cache}, CUPTI's kernels of 5 graph replays)"] = table
         with open(args.merge_into, "w") as f:
             json.dump(doc, f, indent=1)
 
