@@ -121,12 +121,17 @@ def main() -> None:
     parser.add_argument("--cache-len", type=int, default=0, help="the static cache's length (default: prompt + 68)")
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--prompt", type=int, default=128, help="the prompt's tokens, the steps' keys past them")
+    parser.add_argument("--no-pdl", action="store_true", help="rooftop's kernels launched without PDL (each kernel's "
+                        "span then its own, not a wait on its predecessor's end)")
     parser.add_argument("--kv-fp8", action="store_true", help="patched + int4 with 16-bit and with fp8 KV caches "
                         "(patch_model's kv_cache_dtype), not stock and the compiled step")
     parser.add_argument("--from-log", nargs="+", help="no GPU: read these logs of earlier runs instead (later ones "
                         "win for a model they share)")
     parser.add_argument("--merge-into", help="a results file (e2e_decode's) to add the grouped table to")
     args = parser.parse_args()
+    if args.no_pdl:
+        import rooftop.ops._support
+        rooftop.ops._support.ROW_PDL = False
     if args.from_log:
         steps = {m: s for path in args.from_log for m, s in read_log(path).items()}
     else:
