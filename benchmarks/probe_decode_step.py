@@ -125,6 +125,7 @@ def main() -> None:
                         "span then its own, not a wait on its predecessor's end)")
     parser.add_argument("--kv-fp8", action="store_true", help="patched + int4 with 16-bit and with fp8 KV caches "
                         "(patch_model's kv_cache_dtype), not stock and the compiled step")
+    parser.add_argument("--fp8-first", action="store_true", help="with --kv-fp8: the fp8-cache model profiled first")
     parser.add_argument("--from-log", nargs="+", help="no GPU: read these logs of earlier runs instead (later ones "
                         "win for a model they share)")
     parser.add_argument("--merge-into", help="a results file (e2e_decode's) to add the grouped table to")
@@ -152,6 +153,7 @@ def main() -> None:
                 patch_model(fp8_cache, kv_cache_dtype="fp8")
                 rooftop.quantize_model(fp8_cache, bits=4, group_size=128)
                 models = (("patched + int4", patched, False), ("patched + int4, fp8 KV cache", fp8_cache, False))
+                models = models[::-1] if args.fp8_first else models
             for name, model, compiled in models:
                 argmax = None if name == "stock" else rooftop.row_argmax  # as e2e_decode.py
                 steps[name] = profile_step(model, ids, compiled, args.cache_len, argmax)
