@@ -168,8 +168,10 @@ def main() -> None:
         with open(args.merge_into) as f:
             doc = json.load(f)
         cache = f", a static cache of {args.cache_len}" if args.cache_len else ""
-        doc.setdefault("tables", {})["A decode step by part, GPU us a step (probe_decode_step.py; 8 layers, batch "
-                                     f"{args.batch}{cache}, CUPTI's kernels of 5 graph replays)"] = table
+        runs = f"{args.layers} layers, batch {args.batch} x {args.prompt}-token prompts{cache}" + (
+            ", PDL off" if args.no_pdl else "")
+        doc.setdefault("tables", {})[f"A decode step by part, GPU us a step (probe_decode_step.py; {runs}, CUPTI's "
+                                     "kernels of 5 graph replays)"] = table
         with open(args.merge_into, "w") as f:
             json.dump(doc, f, indent=1)
 

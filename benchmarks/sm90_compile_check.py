@@ -90,13 +90,13 @@ for heads, block_m, warps, single in ((4, 128, 8, False), (2, 64, 4, True)):  # 
 da_pointers = {"q": "*bf16", "k": "*bf16", "v": "*bf16", "o": "*bf16", "lse": "*fp32", "part_acc": "*fp32",
                "part_ml": "*fp32", "counters": "*i32", "seqlens": "*i32", "block_table": "*i32", "key_mask": "*u8",
                "key_bounds": "*i32", "sinks": "*bf16"}
-for sinks in (False, True):  # decode attention: gpt-oss's sinks, a soft cap and mask bounds or none, split (GROUP 8, D 64)
+for sinks in (False, True):  # decode attention: sinks, a soft cap and mask bounds or none, split (GROUP 8, D 64)
     build(da._decode_attention_kernel,
           lambda a: da_pointers.get(a, "fp32" if a in ("qk_scale", "softcap", "v_scale") else "i32"),
           dict(GROUP=8, BLOCK_M=16, BLOCK_N=128, BLOCK_D=64, HEAD_DIM=64, PAGE_SIZE=0, HAS_MASK=True, HAS_BOUNDS=sinks,
                SPLIT=True, MERGE_ROWS=8, MERGE_CHUNK=16, RETURN_LSE=False, PRECISION="tf32", SINKS=sinks, SOFTCAP=sinks,
                PDL=True), 4, 3,
-          name=f"decode_attention_sinks{int(sinks)}_softcap{int(sinks)}")
+          name=f"decode_attention_sinks{int(sinks)}_softcap{int(sinks)}_bounds{int(sinks)}")
 split_types = lambda a: ("*fp32" if a in ("part_ptr", "scale_ptr") else "*i32" if a == "cnt_ptr" else "*i64" if a == "words_ptr"
                          else "*bf16") \
     if a.endswith("_ptr") else ("fp32" if a in ("eps", "w_offset") else "i32")

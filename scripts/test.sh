@@ -4,5 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-# one worker a core (the interpreter runs on one), work stolen as workers free up; the slowest tests named: CI is timed
-.venv/bin/python -m pytest -q -n auto --dist worksteal --durations=25 "$@"
+# one worker a core (the interpreter runs on one; ROOFTOP_TEST_WORKERS overrides: a GPU host wants fewer CUDA contexts),
+# work stolen as workers free up; the slowest tests named: CI is timed
+.venv/bin/python -m pytest -q -n "${ROOFTOP_TEST_WORKERS:-auto}" --dist worksteal --durations=25 "$@"

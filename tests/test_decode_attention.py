@@ -114,16 +114,18 @@ def test_key_mask(Sq, page_size, num_splits, device):
 def test_mask_bounds_values(device):
     """mask_bounds: a sequence's first seen key before its length (the length where none) and whether the mask is
     exactly the range from there: left padding, every key, a hole, none seen, keys seen only past the length, a
-    window, a length past the mask's width."""
+    window, a length past the mask's width (clamped to it), a negative one (0); a broadcast mask row; no key."""
     rows = [[0, 0, 1, 1, 1, 1, 0, 0], [1] * 8, [1, 0, 1, 1, 1, 1, 1, 1], [0] * 8, [0, 0, 0, 0, 1, 1, 1, 1],
-            [0, 0, 0, 1, 1, 1, 1, 1], [0, 1, 1, 1, 1, 1, 1, 1]]
+            [0, 0, 0, 1, 1, 1, 1, 1], [0, 1, 1, 1, 1, 1, 1, 1], [0, 1, 1, 1, 1, 1, 1, 1]]
     mask = torch.tensor(rows, dtype=torch.bool, device=device)
-    lengths = _seqlens([6, 8, 8, 5, 3, 5, 20], device)
-    bounds = rooftop.mask_bounds(mask, lengths)
+    lengths = _seqlens([6, 8, 8, 5, 3, 5, 20, -3], device)
+    bounds = rooftop.key_mask_bounds(mask, lengths)
     assert bounds.dtype == torch.int32 and bounds.device == mask.device
-    assert bounds.tolist() == [[2, 1], [0, 1], [0, 0], [5, 1], [3, 1], [3, 1], [1, 1]]
-    empty = rooftop.mask_bounds(mask[:, :0], lengths)
-    assert empty.tolist() == [[0, 1]] * 7
+    assert bounds.tolist() == [[2, 1], [0, 1], [0, 0], [5, 1], [3, 1], [3, 1], [1, 1], [0, 1]]
+    row = mask[:1].expand(3, -1)  # stride 0 along the batch
+    assert rooftop.key_mask_bounds(row, _seqlens([7, 2, 1], device)).tolist() == [[2, 0], [2, 1], [1, 1]]
+    empty = rooftop.key_mask_bounds(mask[:, :0], lengths)
+    assert empty.tolist() == [[0, 1]] * 8 and empty.is_contiguous()
 
 
 def _range_mask(lengths, width, starts, device):
@@ -140,7 +142,7 @@ def test_key_mask_with_bounds(Sq, page_size, num_splits, device):
     seqlens = _seqlens([300, 290, 260, 280, 200], device)
     mask = _range_mask(seqlens, 384, [150, 250, 0, 0, 300], device)
     mask[3] &= torch.rand(384, device=device) > 0.3  # holes
-    bounds = rooftop.mask_bounds(mask, seqlens)
+    bounds = rooftop.key_mask_bounds(mask, seqlens)
     assert bounds[:, 1].tolist() == [1, 1, 1, 0, 1]
     out, lse = decode_attention(q, k, v, seqlens, table, num_splits=num_splits, return_lse=True, key_mask=mask,
                                 mask_bounds=bounds)
@@ -148,19 +150,28 @@ def test_key_mask_with_bounds(Sq, page_size, num_splits, device):
     assert_attention_result(out, lse, ref, ref_lse, q)
 
 
-@pytest.mark.parametrize("page_size, num_splits", [(None, 1), (16, 3)])
+@pytest.mark.parametrize("page_size, num_splits", [(None, 1), (16, 3), (128, 2)])
 def test_mask_bounds_are_taken(page_size, num_splits, device):
     """The kernel takes the bounds as given: a sequence they call exactly its range has no mask byte read (its holes
-    are not applied), and no key before their first one is seen, whatever its mask says."""
-    q, k, v, table = _inputs(2, 4, 1, 1, 320, 32, torch.float16, device, page_size)
-    seqlens = _seqlens([300, 270], device)
-    mask = torch.rand(2, 320, device=device) > 0.3
-    mask[1] = True
-    bounds = torch.tensor([[0, 1], [140, 1]], dtype=torch.int32, device=device)
+    are not applied), no key before their first one is seen, whatever its mask says, and the whole key tiles before
+    that one's are not read (NaN there changes nothing); a first key past the length: no key seen."""
+    q, k, v, table = _inputs(3, 4, 1, 1, 384, 32, torch.float16, device, page_size)
+    seqlens = _seqlens([300, 270, 250], device)
+    mask = torch.rand(3, 384, device=device) > 0.3
+    mask[1:] = True
+    bounds = torch.tensor([[0, 1], [140, 1], [400, 1]], dtype=torch.int32, device=device)
     out = decode_attention(q, k, v, seqlens, table, num_splits=num_splits, key_mask=mask, mask_bounds=bounds)
-    taken = _range_mask(seqlens, 320, [0, 140], device)
+    taken = _range_mask(seqlens, 384, [0, 140, 400], device)
     ref = decode_attention_reference(q, k, v, seqlens, table, taken)
-    assert rel_err(out, ref) < TOL[torch.float16]
+    assert rel_err(out, ref) < TOL[torch.float16] and not out[2].any()
+    skipped = 140 // decode_mod._block_n(32) * decode_mod._block_n(32)  # sequence 1's keys in tiles before its first
+    for cache in (k, v):
+        if table is None:
+            cache[1, :, :skipped] = float("nan")
+        else:
+            cache[table[1, :skipped // page_size].long()] = float("nan")
+    assert torch.equal(decode_attention(q, k, v, seqlens, table, num_splits=num_splits, key_mask=mask,
+                                        mask_bounds=bounds), out)
 
 
 @pytest.mark.parametrize("Sq, page_size, num_splits", [(1, None, 1), (1, 16, 3), (2, None, 2)])
@@ -333,9 +344,17 @@ def test_bad_input(device):
         decode_attention(q, k, v, seqlens, key_mask=torch.ones(2, 32, dtype=torch.bool, device=device)[:, ::2])
     mask = torch.ones(2, 16, dtype=torch.bool, device=device)
     with pytest.raises(ValueError, match="mask_bounds describes a key_mask"):
-        decode_attention(q, k, v, seqlens, mask_bounds=rooftop.mask_bounds(mask, seqlens))
+        decode_attention(q, k, v, seqlens, mask_bounds=rooftop.key_mask_bounds(mask, seqlens))
     with pytest.raises(ValueError, match=r"mask_bounds must have shape \(2, 2\)"):
         decode_attention(q, k, v, seqlens, key_mask=mask, mask_bounds=torch.zeros(2, dtype=torch.int32, device=device))
+    with pytest.raises(TypeError, match="key_mask must be a bool tensor"):
+        rooftop.key_mask_bounds(mask.int(), seqlens)
+    with pytest.raises(ValueError, match="key_mask must have 2 dims"):
+        rooftop.key_mask_bounds(mask[0], seqlens)
+    with pytest.raises(TypeError, match="cache_seqlens must be an int32 tensor"):
+        rooftop.key_mask_bounds(mask, seqlens.long())
+    with pytest.raises(ValueError, match=r"cache_seqlens must have shape \(2,\)"):
+        rooftop.key_mask_bounds(mask, seqlens[:1])
     with pytest.raises(TypeError, match="mask_bounds must be an int32 tensor"):
         decode_attention(q, k, v, seqlens, key_mask=mask,
                          mask_bounds=torch.zeros(2, 2, dtype=torch.int64, device=device))

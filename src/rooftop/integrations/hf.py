@@ -111,7 +111,7 @@ from rooftop.nn import LayerNorm, RMSNorm
 from rooftop.ops._support import FLOAT_DTYPES, apply_keeping_dtypes, check_fp8_device, is_sm90, runs_kernel
 from rooftop.ops.activations import geglu, swiglu
 from rooftop.ops.attention import FP8_KV, MAX_HEAD_DIM, SOFTCAP_BOUNDS, attention, attention_varlen
-from rooftop.ops.decode_attention import append_kv, check_fp8_scale, decode_attention, mask_bounds, quantize_kv
+from rooftop.ops.decode_attention import append_kv, check_fp8_scale, decode_attention, key_mask_bounds, quantize_kv
 from rooftop.ops.matmul import Fp8Linear
 from rooftop.ops.moe import moe_experts, moe_experts_eager, quantize_experts
 from rooftop.ops.quant_matmul import QuantLinear
@@ -679,16 +679,16 @@ def _decode_mask_rows(query, key, mask, additive=False):
 
 def _cache_lengths(mask, rows, key) -> tuple[torch.Tensor, torch.Tensor | None]:
     """int32 [B]: keys up to the last one the mask lets through (every key without a mask), and decode_attention's
-    mask_bounds of the mask's rows over them (None without a mask: a padded batch's or a window's mask is one range of
-    keys a sequence, read so as no mask). The layers of a step share one mask object: both are computed once (not
-    under torch.compile, which fuses them anyway)."""
+    mask_bounds of the mask's rows over them (None without a mask); with the bounds, a mask that is one range of keys
+    a sequence (left padding, a window) is not read. The layers of a step share one mask object: both are computed
+    once (not under torch.compile, which fuses them anyway)."""
     if rows is None:
         return torch.full((key.shape[0],), key.shape[2], dtype=torch.int32, device=key.device), None
 
     def lengths_and_bounds():
         positions = torch.arange(1, rows.shape[1] + 1, dtype=torch.int32, device=rows.device)
         lengths = torch.where(rows, positions, 0).amax(-1).to(torch.int32)
-        return lengths, mask_bounds(rows, lengths)
+        return lengths, key_mask_bounds(rows, lengths)
     if torch.compiler.is_compiling():
         return lengths_and_bounds()
     return _once_per_mask(("lengths", key.shape[2]), mask, lengths_and_bounds)

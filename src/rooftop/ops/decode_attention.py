@@ -5,7 +5,7 @@ For sequence b with L_b = cache_seqlens[b] keys in its cache (the Sq new tokens'
 positions L_b - Sq .. L_b - 1), query i (0 <= i < Sq) of head h sees the keys j <= L_b - Sq + i of kv head
 h // (Hq / Hkv) (causal among the new tokens; with Sq = 1 every key of the cache), and with a key_mask only those
 with key_mask[b, j] (a model's padding or window mask; the kernel reads a mask byte a key it loads, but with
-mask_bounds(key_mask, cache_seqlens): it starts at the tile of a sequence's first seen key, and reads no mask byte
+key_mask_bounds(key_mask, cache_seqlens): it starts at the tile of a sequence's first seen key, and reads no mask byte
 where the mask is exactly the keys from there to L_b, as left padding and windows are). With
 s_j = scale * q . k_j (scale defaults to 1/sqrt(D)),
 
@@ -507,11 +507,12 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     cache_seqlens[b] (int32 [B]) keys of sequence b's cache: k_cache, v_cache [B_cache, Hkv, S_max, D], or
     paged [pages, Hkv, page_size, D] with block_table int32 [B, pages_per_seq]; query i sees the keys up to
     cache_seqlens[b] - Sq + i. GQA/MQA when Hq is a multiple of Hkv; scale defaults to 1/sqrt(D); num_splits
-    (keys split over that many programs a sequence and kv head) defaults to a choice from the shapes. key_mask
-    (bool [B, >= capacity], a row's stride may be 0): key j of sequence b is seen only where key_mask[b, j] too
-    (padding, windows: the mask a model passes); mask_bounds (int32 [B, 2]: mask_bounds(key_mask, cache_seqlens),
-    computed once for the layers of a step that share the mask) lets the kernel skip the keys before a sequence's
-    first seen one and read no mask byte of a sequence whose mask is exactly one range of keys. sinks (float [Hq],
+    (keys split over that many programs a sequence and kv head) defaults to a choice from the shapes. key_mask (bool
+    [B, >= capacity], a row's stride may be 0): key j of sequence b is seen only where key_mask[b, j] too (padding,
+    windows: the mask a model passes); mask_bounds (int32 [B, 2]: key_mask_bounds(key_mask, cache_seqlens), computed
+    once for the layers of a step that share the mask) lets the kernel skip the key tiles before a sequence's first
+    seen one and read no mask byte of a sequence whose mask is exactly one range of keys (bounds are trusted, not
+    checked against the mask: others drop its holes or keys, which the CPU reference would keep). sinks (float [Hq],
     gpt-oss's): a logit each query head's softmax takes in with no value (module docstring); softcap (Gemma 2's):
     scores s become softcap tanh(s / softcap).
     fp8 caches (torch.float8_e4m3fn): key j is k_cache's code times k_scale, value j v_cache's code
@@ -531,23 +532,27 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     return (out, lse) if return_lse else out
 
 
-def mask_bounds(key_mask: torch.Tensor, cache_seqlens: torch.Tensor) -> torch.Tensor:
-    """int32 [B, 2] for decode_attention's mask_bounds: a sequence's first key j < L_b (cache_seqlens[b]) with
-    key_mask[b, j] (L_b where none), and 1 where the mask over its keys is exactly the range from there to L_b (left
-    padding, a window, every key: no mask byte need be read), else 0. On the device, no host sync: a handful of small
-    kernels, once for the layers of a step that share the mask."""
-    if not isinstance(key_mask, torch.Tensor) or key_mask.dtype != torch.bool or key_mask.dim() != 2:
+def key_mask_bounds(key_mask: torch.Tensor, cache_seqlens: torch.Tensor) -> torch.Tensor:
+    """int32 [B, 2] for decode_attention's mask_bounds: with L_b = cache_seqlens[b] clamped to [0, key_mask's width],
+    a sequence's first key j < L_b with key_mask[b, j] (L_b where none), and 1 where the mask over its keys is exactly
+    the range from there to L_b (left padding, a window, every key: no mask byte need be read), else 0. On the device,
+    no host sync: a handful of small kernels, once for the layers of a step that share the mask."""
+    if not isinstance(key_mask, torch.Tensor) or key_mask.dtype != torch.bool:
         raise TypeError("key_mask must be a bool tensor [batch, capacity]")
-    check_index_tensor("cache_seqlens", cache_seqlens, key_mask.shape[0], "key_mask", key_mask, (key_mask.shape[0],))
-    width = key_mask.shape[1]
+    if key_mask.dim() != 2:
+        raise ValueError(f"key_mask must have 2 dims [batch, capacity], got shape {tuple(key_mask.shape)}")
+    batch, width = key_mask.shape
+    check_index_tensor("cache_seqlens", cache_seqlens, batch, "key_mask", key_mask, (batch,))
     if width == 0:  # no key: each sequence's range is empty, and exactly its mask
-        return torch.tensor([[0, 1]], dtype=torch.int32, device=key_mask.device).expand(key_mask.shape[0], 2)
+        bounds = key_mask.new_zeros((batch, 2), dtype=torch.int32)
+        bounds[:, 1] = 1
+        return bounds
     keys = torch.arange(width, dtype=torch.int32, device=key_mask.device)
     lengths = cache_seqlens.clamp(0, width)[:, None]
     seen = key_mask & (keys < lengths)
     first = torch.where(seen, keys, width).amin(-1, keepdim=True).minimum(lengths)
     exact = seen.sum(-1, keepdim=True, dtype=torch.int32) == lengths - first
-    return torch.cat([first, exact.to(torch.int32)], -1).to(torch.int32)
+    return torch.cat([first, exact.to(torch.int32)], -1)
 
 
 # ---------------------------------------------------------------------------------------------
