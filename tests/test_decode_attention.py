@@ -34,9 +34,11 @@ def _seqlens(lengths, device):
 
 
 def _check(q, k, v, seqlens, table=None, num_splits=None, tol=None, key_mask=None, sinks=None, softcap=None,
-           **scales):
+           bounds=False, **scales):
+    """decode_attention against the reference; bounds: the kernel also given key_mask_bounds of the mask."""
+    extra = dict(mask_bounds=rooftop.key_mask_bounds(key_mask, seqlens)) if bounds else {}
     out, lse = decode_attention(q, k, v, seqlens, table, num_splits=num_splits, return_lse=True, key_mask=key_mask,
-                                sinks=sinks, softcap=softcap, **scales)
+                                sinks=sinks, softcap=softcap, **extra, **scales)
     ref, ref_lse = decode_attention_reference(q, k, v, seqlens, table, key_mask, return_lse=True, sinks=sinks,
                                               softcap=softcap, **scales)
     assert_attention_result(out, lse, ref, ref_lse, q, tol)
@@ -142,12 +144,8 @@ def test_key_mask_with_bounds(Sq, page_size, num_splits, device):
     seqlens = _seqlens([300, 290, 260, 280, 200], device)
     mask = _range_mask(seqlens, 384, [150, 250, 0, 0, 300], device)
     mask[3] &= torch.rand(384, device=device) > 0.3  # holes
-    bounds = rooftop.key_mask_bounds(mask, seqlens)
-    assert bounds[:, 1].tolist() == [1, 1, 1, 0, 1]
-    out, lse = decode_attention(q, k, v, seqlens, table, num_splits=num_splits, return_lse=True, key_mask=mask,
-                                mask_bounds=bounds)
-    ref, ref_lse = decode_attention_reference(q, k, v, seqlens, table, mask, return_lse=True)
-    assert_attention_result(out, lse, ref, ref_lse, q)
+    assert rooftop.key_mask_bounds(mask, seqlens)[:, 1].tolist() == [1, 1, 1, 0, 1]
+    _check(q, k, v, seqlens, table, num_splits, key_mask=mask, bounds=True)
 
 
 @pytest.mark.parametrize("page_size, num_splits", [(None, 1), (16, 3), (128, 2)])
@@ -719,28 +717,33 @@ def test_gpu_fewer_stages_on_a_card_with_less_shared_memory(monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("bounds", [False, True])
 @pytest.mark.parametrize("page_size", [None, 16])
-def test_gpu_key_mask(page_size):
-    lengths = [4096, 3000, 1, 777]
+def test_gpu_key_mask(page_size, bounds):
+    """Masks with holes, one with 1000 keys of left padding, one a range past 2000 keys (bounds: its mask not read)."""
+    lengths = [4096, 3000, 1, 777, 4000]
     q, k, v, table = _inputs(len(lengths), 32, 8, 1, 4096, 128, torch.bfloat16, "cuda", page_size)
     mask = torch.rand(len(lengths), 4096, device="cuda") > 0.1
     mask[1, :1000] = False
-    _check(q, k, v, _seqlens(lengths, "cuda"), table, key_mask=mask)
+    mask[4] = torch.arange(4096, device="cuda") >= 2000
+    _check(q, k, v, _seqlens(lengths, "cuda"), table, key_mask=mask, bounds=bounds)
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("bounds", [False, True])
 @pytest.mark.parametrize("page_size", [None, 16])
 @pytest.mark.parametrize("model", ["gpt-oss-20b", "gemma-2-9b"])
-def test_gpu_sinks_and_softcap(model, page_size):
+def test_gpu_sinks_and_softcap(model, page_size, bounds):
     """gpt-oss-20b's decode (64 query heads over 8 kv heads, D = 64) with bf16 sinks and a sliding window of 128;
-    Gemma-2-9B's (16 over 8, D = 256) with its cap of 50 (scores pushed to it) and a window of 4096."""
+    Gemma-2-9B's (16 over 8, D = 256) with its cap of 50 (scores pushed to it) and a window of 4096; bounds: the
+    windows read as ranges (the tiles before them skipped)."""
     gpt_oss = model == "gpt-oss-20b"
     heads, D, window = (64, 64, 128) if gpt_oss else (16, 256, 4096)
     lengths = [8192, 6000, 1, 0]
     q, k, v, table = _inputs(len(lengths), heads, 8, 1, 8192, D, torch.bfloat16, "cuda", page_size)
     mask = torch.arange(8192, device="cuda") >= _seqlens(lengths, "cuda")[:, None] - window  # each one's window
     extra = dict(sinks=(torch.randn(heads, device="cuda") * 3).bfloat16()) if gpt_oss else dict(softcap=50.0)
-    _check(q if gpt_oss else q * 8, k, v, _seqlens(lengths, "cuda"), table, key_mask=mask, **extra)
+    _check(q if gpt_oss else q * 8, k, v, _seqlens(lengths, "cuda"), table, key_mask=mask, bounds=bounds, **extra)
 
 
 @pytest.mark.gpu
