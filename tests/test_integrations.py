@@ -279,6 +279,61 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeyp
             assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
 
+def test_gemma3n_kv_sharing():
+    """Gemma 3n's KV sharing (its last layers of each type attend over the keys and values the last earlier layer of
+    that type stores, with no k / v projections of their own): patched, the sharing layers' decode steps also go to
+    rooftop.decode_attention, over 16-bit caches (the stock logits) and over fp8 codes, which they read at the scales
+    the storing layer wrote them at (a dict giving the full layer keys at 4.0 and values at 0.5: read at 1.0 the
+    logits would be far off); a deep copy's sharing layer reads its own copy's storing layer."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.Gemma3nTextConfig(
+        vocab_size=128, vocab_size_per_layer_input=128, hidden_size=64, hidden_size_per_layer_input=8,
+        intermediate_size=96, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+        num_kv_shared_layers=2, layer_types=["sliding_attention", "full_attention"] * 2, sliding_window=8,
+        altup_num_inputs=2, laurel_rank=4, activation_sparsity_pattern=[0.0] * 4, max_position_embeddings=64)
+    config._attn_implementation = "sdpa"
+    stock = transformers.Gemma3nForCausalLM(config).to(DEVICE).eval()
+    attentions = [layer.self_attn for layer in stock.model.layers]
+    assert [(a.is_kv_shared_layer, a.store_full_length_kv) for a in attentions] == [(False, True)] * 2 + [
+        (True, False)] * 2
+    models = {"stock": stock, "patched": copy.deepcopy(stock), "fp8": copy.deepcopy(stock)}
+    counts = patch_model(models["patched"])
+    assert counts["decode_attention"] == 4 and counts["kv_append"] == 2  # the sharing layers append to no cache
+    with pytest.raises(ValueError, match=r"exactly the model's layers \[0, 1\]"):  # not the sharing ones
+        patch_model(copy.deepcopy(stock), kv_cache_dtype="fp8", kv_scales={i: (1.0, 1.0) for i in range(4)})
+    patch_model(models["fp8"], kv_cache_dtype="fp8", kv_scales={0: (1.0, 1.0), 1: (4.0, 0.5)})
+    fp8_layers = [layer.self_attn for layer in models["fp8"].model.layers]
+    assert fp8_layers[3].__dict__["_rooftop_kv_source"] is fp8_layers[1]
+    models["copy"] = copy.deepcopy(models["fp8"])
+    copied = [layer.self_attn for layer in models["copy"].model.layers]
+    assert copied[3].__dict__["_rooftop_kv_source"] is copied[1]
+    calls = []
+    real = rooftop.integrations.hf.decode_attention
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rooftop.integrations.hf, "decode_attention",
+                   lambda q, k, *a, **kw: calls.append((k.dtype, kw["k_scale"], kw["v_scale"])) or real(q, k, *a, **kw))
+        ids = torch.randint(0, 128, (2, 10), device=DEVICE)
+        steps = torch.randint(0, 128, (2, 2, 1), device=DEVICE)
+        cache_arg = "cache" if "cache" in inspect.signature(stock.model.forward).parameters else "past_key_values"
+        logits = {}
+        with torch.no_grad():
+            for name, model in models.items():
+                cache = {cache_arg: transformers.StaticCache(config=config, max_cache_len=24)}
+                model(ids, use_cache=True, **cache)
+                before = len(calls)
+                logits[name] = [model(token, use_cache=True, **cache).logits for token in steps]
+                if name in ("fp8", "copy"):  # the full layers (1, 3) over codes at layer 1's scales
+                    assert cache[cache_arg].layers[1].keys.dtype == torch.float8_e4m3fn
+                    full = (torch.float8_e4m3fn, 4.0, 0.5)
+                    assert calls[before:before + 4] == [(torch.float32, None, None), full] * 2
+    assert len(calls) == 3 * 4 * len(steps)
+    for ours, theirs in zip(logits["patched"], logits["stock"]):
+        assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
+    for name in ("fp8", "copy"):  # (1.8-2.7e-2 seen on the CPU at equal scales)
+        for ours, theirs in zip(logits[name], logits["stock"]):
+            assert rel_err(ours, theirs) < 0.05
+
+
 @pytest.mark.parametrize("rope_append", [True, False], ids=["rope_append", "apart"])
 def test_fp8_kv_cache_scales(rope_append):
     """patch_model(kv_cache_dtype="fp8", kv_scales=...): keys and values 3000x (q and o_proj's weights / 3000, so the
@@ -370,9 +425,9 @@ def test_fp8_kv_cache_scales_checks():
     patch_model(towered, kv_cache_dtype="fp8", kv_scales={0: (1.0, 2.0), 1: (3.0, 4.0)})
     assert [layer.self_attn.rooftop_kv_scales for layer in towered.model.layers] == [(1.0, 2.0), (3.0, 4.0)]
     stock.model.layers[1].self_attn.is_kv_shared_layer = True  # as Gemma 3n marks a layer reading another's cache
-    with pytest.raises(ValueError, match=r"does not cover attentions that read another layer's cache \(Gemma 3n's KV "
-                                         r"sharing\): LlamaAttention \(layer_idx 1\)"):
-        patch_model(copy.deepcopy(stock), kv_cache_dtype="fp8")
+    with pytest.raises(ValueError, match=r"does not cover LlamaAttention \(layer_idx 1\): it reads another layer's "
+                                         r"cache rows, and no patched layer before it .* stores them"):
+        patch_model(copy.deepcopy(stock), kv_cache_dtype="fp8")  # (no layer marked store_full_length_kv)
     patch_model(copy.deepcopy(stock))  # 16-bit caches: as before
 
 

@@ -899,8 +899,10 @@ def _routed(original, sinks_eager=False, softcap_eager=False, prefill=None):
                  and query.shape[-1] == key.shape[-1] <= MAX_HEAD_DIM and query.shape[1] % key.shape[1] == 0
                  and query.stride(-1) == key.stride(-1) == value.stride(-1) == 1
                  and (scaling is None or scaling > 0))
-        # a cache of fp8 codes (patch_model's kv_cache_dtype): the scales its module holds (_fp8_layer)
-        k_scale, v_scale = getattr(module, "rooftop_kv_scales", (1.0, 1.0)) if key.dtype == FP8_KV else (None, None)
+        # a cache of fp8 codes (patch_model's kv_cache_dtype): the scales its module holds (_fp8_layer), or for a layer
+        # sharing another's keys and values, that one's (_link_kv_sharing)
+        holder = module.__dict__.get("_rooftop_kv_source", module)
+        k_scale, v_scale = getattr(holder, "rooftop_kv_scales", (1.0, 1.0)) if key.dtype == FP8_KV else (None, None)
         if takes and rows is not False:
             lengths, bounds = _cache_lengths(attention_mask, rows, key)
             out = decode_attention(query, key, value, lengths, scale=scaling, key_mask=rows, mask_bounds=bounds,
@@ -1302,7 +1304,10 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
     caches; patch_model's, checked there): where its static cache layers are appended to, the module's scales become
     rooftop_kv_scales (_fp8_layer)."""
     separate = all(hasattr(module, name) for name in QKV)
-    if not (separate or hasattr(module, "qkv_proj")):
+    # Gemma 3n's and Gemma 4's KV sharing: a layer without k / v projections that attends over another's keys and
+    # values (its forward's cache update never runs): the attention functions only
+    shared = getattr(module, "is_kv_shared_layer", False) is True and hasattr(module, "q_proj")
+    if not (separate or shared or hasattr(module, "qkv_proj")):
         return None, {}
     inner = inspect.unwrap(type(module).forward)
     home = sys.modules.get(type(module).__module__)
@@ -1325,6 +1330,8 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
     changed = {}
 
     def rewrite(node):
+        if shared:
+            return 0
         changed["qkv"] = _qkv_rewrite(node) if stacked is not None else 0
         global _static_classes
         _static_classes = _static_classes or _known_static_classes()
@@ -1442,28 +1449,43 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
     checkpoint's calibrated scales), or "prefill": each attention's own from the first rows appended to its cache
     (vLLM's calculate_kv_scales, KV_CALIBRATION_RANGE: a host sync, so that first prefill runs eager or compiled
     without fullgraph), kept for later caches; a layer's scales are its attention module's `rooftop_kv_scales`, and a
-    cache layer of codes at other scales is refused (_fp8_layer); so is a model with attentions that read another
-    layer's cache (Gemma 3n's KV sharing). The model's forward gets two hooks (_forward_begins /
-    _forward_ends): its layers share what they read from a mask made under inference mode (_once_per_mask) for the
-    length of one forward."""
+    cache layer of codes at other scales is refused (_fp8_layer); attentions that read another layer's keys and values
+    (Gemma 3n's and Gemma 4's KV sharing) read its codes at its scales (_link_kv_sharing). The model's forward gets
+    two hooks (_forward_begins / _forward_ends): its layers share what they read from a mask made under inference
+    mode (_once_per_mask) for the length of one forward."""
     if kv_cache_dtype not in (None, "fp8"):
         raise ValueError(f'kv_cache_dtype must be None or "fp8", got {kv_cache_dtype!r}')
     if kv_cache_dtype and not (decode_attention and kv_append):
         raise ValueError('kv_cache_dtype="fp8" needs decode_attention and kv_append: the caches\' fp8 codes are '
                          "written by rooftop.append_kv and read by rooftop.decode_attention")
     kv_scales = _checked_kv_scales(model, kv_scales) if kv_cache_dtype else _no_kv_scales(kv_scales)
-    sharing = sorted({f"{type(m).__name__} (layer_idx {getattr(m, 'layer_idx', None)})" for m in model.modules()
-                      if getattr(m, "is_kv_shared_layer", False) is True})
-    if kv_cache_dtype and sharing:  # their forwards read another layer's cache rows as a tensor: codes there
-        raise ValueError(f'kv_cache_dtype="fp8" does not cover attentions that read another layer\'s cache (Gemma '
-                         f"3n's KV sharing): {', '.join(sharing)}")
     counts = _patch_tree(model, merge_gate_up, merge_qkv, decode_attention, kv_append, rope_append, prefill_attention,
                          kv_scales)
+    if kv_cache_dtype:
+        _link_kv_sharing(model)
     if not getattr(model, "_rooftop_forward_hooks", False):
         model.register_forward_pre_hook(_forward_begins)
         model.register_forward_hook(_forward_ends, always_call=True)
         model._rooftop_forward_hooks = True
     return counts
+
+
+def _link_kv_sharing(model: nn.Module) -> None:
+    """Under fp8 caches, each attention marked is_kv_shared_layer (Gemma 3n's, Gemma 4's) reads the codes of the last
+    layer before it of its layer_type that stores its keys and values for them (store_full_length_kv): it takes that
+    layer's scales, kept as its _rooftop_kv_source (outside the module tree: a plain attribute, which a deep copy
+    maps to the copy's layer). Refused where there is none, or where its forward was not patched to take codes."""
+    stores = {}
+    for m in model.modules():
+        if getattr(m, "store_full_length_kv", False) is True:
+            stores[getattr(m, "layer_type", None)] = m
+        elif getattr(m, "is_kv_shared_layer", False) is True:
+            source = stores.get(getattr(m, "layer_type", None))
+            if source is None or "forward" not in vars(m) or "forward" not in vars(source):
+                raise ValueError(f'kv_cache_dtype="fp8" does not cover {type(m).__name__} (layer_idx '
+                                 f"{getattr(m, 'layer_idx', None)}): it reads another layer's cache rows, and no "
+                                 "patched layer before it of its layer_type stores them (store_full_length_kv)")
+            m.__dict__["_rooftop_kv_source"] = source
 
 
 def _no_kv_scales(kv_scales) -> None:
@@ -1487,7 +1509,8 @@ def _checked_kv_scales(model: nn.Module, kv_scales):
         return pair("kv_scales", kv_scales)
     scales = {i: pair(f"kv_scales[{i!r}]", value) for i, value in kv_scales.items()}
     wanted = {m.layer_idx for m in model.modules() if any(hasattr(m, name) for name in ("q_proj", "qkv_proj"))
-              and isinstance(getattr(m, "layer_idx", None), int)}
+              and isinstance(getattr(m, "layer_idx", None), int)
+              and getattr(m, "is_kv_shared_layer", False) is not True}  # (those read another layer's codes)
     if wanted != set(scales):
         raise ValueError(f"kv_scales must hold scales for exactly the model's layers {sorted(wanted)}; missing "
                          f"{sorted(wanted - set(scales))}, unknown {sorted(set(scales) - wanted, key=repr)}")
