@@ -279,26 +279,31 @@ def test_decode_steps_over_a_static_cache_take_decode_attention(unfused, monkeyp
             assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
 
 
-def test_gemma3n_kv_sharing():
-    """Gemma 3n's KV sharing (its last layers of each type attend over the keys and values the last earlier layer of
-    that type stores, with no k / v projections of their own): patched, the sharing layers' decode steps also go to
-    rooftop.decode_attention, over 16-bit caches (the stock logits) and over fp8 codes, which they read at the scales
-    the storing layer wrote them at (a dict giving the full layer keys at 4.0 and values at 0.5: read at 1.0 the
-    logits would be far off); a deep copy's sharing layer reads its own copy's storing layer."""
+@pytest.mark.parametrize("family", ["Gemma3n", "Gemma4"])
+def test_kv_sharing(family):
+    """Gemma 3n's and Gemma 4's KV sharing (their last layers of each type attend over the keys and values the last
+    earlier layer of that type stores, with no k / v projections of their own): patched, the sharing layers' decode
+    steps also go to rooftop.decode_attention, over 16-bit caches (the stock logits; Gemma 4's q / k / v projections
+    kept apart: its forward reads `self.v_proj is not None`) and over fp8 codes, which they read at the scales the
+    storing layer wrote them at (a dict giving the full layer keys at 4.0 and values at 0.5: read at 1.0 the logits
+    would be far off); a deep copy's sharing layer reads its own copy's storing layer."""
     transformers = pytest.importorskip("transformers")
-    config = transformers.Gemma3nTextConfig(
+    extra = (dict(altup_num_inputs=2, laurel_rank=4, activation_sparsity_pattern=[0.0] * 4) if family == "Gemma3n"
+             else dict(global_head_dim=16))  # (Gemma 4's full layers: heads of 512 by default, past decode's 256)
+    config = getattr(transformers, f"{family}TextConfig")(
         vocab_size=128, vocab_size_per_layer_input=128, hidden_size=64, hidden_size_per_layer_input=8,
         intermediate_size=96, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
         num_kv_shared_layers=2, layer_types=["sliding_attention", "full_attention"] * 2, sliding_window=8,
-        altup_num_inputs=2, laurel_rank=4, activation_sparsity_pattern=[0.0] * 4, max_position_embeddings=64)
+        max_position_embeddings=64, **extra)
     config._attn_implementation = "sdpa"
-    stock = transformers.Gemma3nForCausalLM(config).to(DEVICE).eval()
+    stock = getattr(transformers, f"{family}ForCausalLM")(config).to(DEVICE).eval()
     attentions = [layer.self_attn for layer in stock.model.layers]
     assert [(a.is_kv_shared_layer, a.store_full_length_kv) for a in attentions] == [(False, True)] * 2 + [
         (True, False)] * 2
     models = {"stock": stock, "patched": copy.deepcopy(stock), "fp8": copy.deepcopy(stock)}
     counts = patch_model(models["patched"])
     assert counts["decode_attention"] == 4 and counts["kv_append"] == 2  # the sharing layers append to no cache
+    assert counts["qkv"] == (2 if family == "Gemma3n" else 0)
     with pytest.raises(ValueError, match=r"exactly the model's layers \[0, 1\]"):  # not the sharing ones
         patch_model(copy.deepcopy(stock), kv_cache_dtype="fp8", kv_scales={i: (1.0, 1.0) for i in range(4)})
     patch_model(models["fp8"], kv_cache_dtype="fp8", kv_scales={0: (1.0, 1.0), 1: (4.0, 0.5)})
@@ -329,9 +334,10 @@ def test_gemma3n_kv_sharing():
     assert len(calls) == 3 * 4 * len(steps)
     for ours, theirs in zip(logits["patched"], logits["stock"]):
         assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
-    for name in ("fp8", "copy"):  # (1.8-2.7e-2 seen on the CPU at equal scales)
+    for name in ("fp8", "copy"):  # e4m3's rounding: Gemma 3n 1.8-2.7e-2 seen on the CPU at equal scales; Gemma 4's
+        # tiny model amplifies it (7.6-7.8e-2 with no sharing layer at all)
         for ours, theirs in zip(logits[name], logits["stock"]):
-            assert rel_err(ours, theirs) < 0.05
+            assert rel_err(ours, theirs) < (0.05 if family == "Gemma3n" else 0.2)
 
 
 @pytest.mark.parametrize("rope_append", [True, False], ids=["rope_append", "apart"])

@@ -1270,8 +1270,8 @@ QKV = ("q_proj", "k_proj", "v_proj")
 
 def _qkv_rewrite(node: ast.FunctionDef) -> int:
     """self.q_proj(x), self.k_proj(x) and self.v_proj(x) (each called once, in the body's statements, on one name x
-    that none of the statements from the first call to the last assigns) become the three parts of one
-    self.qkv_proj(x), split by self.qkv_sizes, computed before the first."""
+    that none of the statements from the first call to the last assigns; the projections read nowhere else) become
+    the three parts of one self.qkv_proj(x), split by self.qkv_sizes, computed before the first."""
     self_name = _self_name(node)
     calls: dict[str, list] = {}
     for i, stmt in enumerate(node.body):
@@ -1280,6 +1280,10 @@ def _qkv_rewrite(node: ast.FunctionDef) -> int:
             if attr:
                 calls.setdefault(attr, []).append((i, sub))
     if sorted(calls) != sorted(QKV) or any(len(found) != 1 for found in calls.values()):
+        return 0
+    uses = sum(isinstance(sub, ast.Attribute) and sub.attr in QKV and isinstance(sub.value, ast.Name)
+               and sub.value.id == self_name for stmt in node.body for sub in ast.walk(stmt))
+    if uses != len(QKV):  # a projection read otherwise too (Gemma 4's `if self.v_proj is not None`): kept apart
         return 0
     arg = {found[0][1].args[0].id for found in calls.values()}
     first, last = min(f[0][0] for f in calls.values()), max(f[0][0] for f in calls.values())
