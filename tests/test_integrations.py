@@ -431,9 +431,11 @@ def test_fp8_kv_cache_scales_checks():
     patch_model(towered, kv_cache_dtype="fp8", kv_scales={0: (1.0, 2.0), 1: (3.0, 4.0)})
     assert [layer.self_attn.rooftop_kv_scales for layer in towered.model.layers] == [(1.0, 2.0), (3.0, 4.0)]
     stock.model.layers[1].self_attn.is_kv_shared_layer = True  # as Gemma 3n marks a layer reading another's cache
+    refused = copy.deepcopy(stock)
     with pytest.raises(ValueError, match=r"does not cover LlamaAttention \(layer_idx 1\): it reads another layer's "
-                                         r"cache rows, and no patched layer before it .* stores them"):
-        patch_model(copy.deepcopy(stock), kv_cache_dtype="fp8")  # (no layer marked store_full_length_kv)
+                                         r"cache rows, and no layer before it .* stores them"):
+        patch_model(refused, kv_cache_dtype="fp8")  # (no layer marked store_full_length_kv)
+    assert not any("forward" in vars(m) for m in refused.modules())  # refused before anything changed
     patch_model(copy.deepcopy(stock))  # 16-bit caches: as before
 
 
@@ -515,6 +517,14 @@ def test_fp8_kv_cache(rope_append, monkeypatch):
         mask = torch.cat([mask, torch.ones_like(mask[:, :1])], -1)
         early = patched(steps[0], attention_mask=mask, use_cache=True, **{cache_arg: cache}).logits
         assert rel_err(early, logits["stock"][0]) < 0.03
+        # a model patched for 16-bit caches over one initialised ahead in fp8: codes of unknown scales, an error
+        plain = copy.deepcopy(stock)
+        patch_model(plain)
+        cache = transformers.StaticCache(config=config, max_cache_len=24)
+        cache.early_initialization(2, config.num_key_value_heads, config.hidden_size // config.num_attention_heads,
+                                   torch.float8_e4m3fn, ids.device)
+        with pytest.raises(ValueError, match="LlamaAttention got fp8 keys but knows no scales for them"):
+            plain(ids, attention_mask=torch.ones_like(ids), use_cache=True, **{cache_arg: cache})
 
 
 def _causal_seen(B, Sq, Sk, n, left=None):

@@ -900,9 +900,13 @@ def _routed(original, sinks_eager=False, softcap_eager=False, prefill=None):
                  and query.stride(-1) == key.stride(-1) == value.stride(-1) == 1
                  and (scaling is None or scaling > 0))
         # a cache of fp8 codes (patch_model's kv_cache_dtype): the scales its module holds (_fp8_layer), or for a layer
-        # sharing another's keys and values, that one's (_link_kv_sharing)
-        holder = module.__dict__.get("_rooftop_kv_source", module)
-        k_scale, v_scale = getattr(holder, "rooftop_kv_scales", (1.0, 1.0)) if key.dtype == FP8_KV else (None, None)
+        # sharing another's keys and values, that one's (_kv_sharing_sources)
+        holder = getattr(module, "__dict__", {}).get("_rooftop_kv_source", module)
+        scales = getattr(holder, "rooftop_kv_scales", None) if key.dtype == FP8_KV else (None, None)
+        if not isinstance(scales, tuple):  # (None: a layer of no fp8 patch given codes, e.g. another model's)
+            raise ValueError(f"{type(module).__name__} got fp8 keys but knows no scales for them: patch the model "
+                             'that writes them, and this one, with patch_model(kv_cache_dtype="fp8")')
+        k_scale, v_scale = scales
         if takes and rows is not False:
             lengths, bounds = _cache_lengths(attention_mask, rows, key)
             out = decode_attention(query, key, value, lengths, scale=scaling, key_mask=rows, mask_bounds=bounds,
@@ -1310,7 +1314,8 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
     separate = all(hasattr(module, name) for name in QKV)
     # Gemma 3n's and Gemma 4's KV sharing: a layer without k / v projections that attends over another's keys and
     # values (its forward's cache update never runs): the attention functions only
-    shared = getattr(module, "is_kv_shared_layer", False) is True and hasattr(module, "q_proj")
+    shared = (getattr(module, "is_kv_shared_layer", False) is True and hasattr(module, "q_proj")
+              and hasattr(module, "store_full_length_kv"))
     if not (separate or shared or hasattr(module, "qkv_proj")):
         return None, {}
     inner = inspect.unwrap(type(module).forward)
@@ -1454,7 +1459,7 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
     (vLLM's calculate_kv_scales, KV_CALIBRATION_RANGE: a host sync, so that first prefill runs eager or compiled
     without fullgraph), kept for later caches; a layer's scales are its attention module's `rooftop_kv_scales`, and a
     cache layer of codes at other scales is refused (_fp8_layer); attentions that read another layer's keys and values
-    (Gemma 3n's and Gemma 4's KV sharing) read its codes at its scales (_link_kv_sharing). The model's forward gets
+    (Gemma 3n's and Gemma 4's KV sharing) read its codes at its scales (_kv_sharing_sources). The model's forward gets
     two hooks (_forward_begins / _forward_ends): its layers share what they read from a mask made under inference
     mode (_once_per_mask) for the length of one forward."""
     if kv_cache_dtype not in (None, "fp8"):
@@ -1463,10 +1468,15 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
         raise ValueError('kv_cache_dtype="fp8" needs decode_attention and kv_append: the caches\' fp8 codes are '
                          "written by rooftop.append_kv and read by rooftop.decode_attention")
     kv_scales = _checked_kv_scales(model, kv_scales) if kv_cache_dtype else _no_kv_scales(kv_scales)
+    sources = _kv_sharing_sources(model) if kv_cache_dtype else {}  # (checked before anything changes)
     counts = _patch_tree(model, merge_gate_up, merge_qkv, decode_attention, kv_append, rope_append, prefill_attention,
                          kv_scales)
-    if kv_cache_dtype:
-        _link_kv_sharing(model)
+    for shared, source in sources.items():
+        if "forward" not in vars(shared) or "forward" not in vars(source):  # (the check above makes this rare)
+            raise ValueError(f'kv_cache_dtype="fp8": {type(shared).__name__} (layer_idx '
+                             f"{getattr(shared, 'layer_idx', None)}) or the layer whose keys and values it reads was "
+                             "not patched to read fp8 codes")
+        shared.__dict__["_rooftop_kv_source"] = source
     if not getattr(model, "_rooftop_forward_hooks", False):
         model.register_forward_pre_hook(_forward_begins)
         model.register_forward_hook(_forward_ends, always_call=True)
@@ -1474,22 +1484,25 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
     return counts
 
 
-def _link_kv_sharing(model: nn.Module) -> None:
-    """Under fp8 caches, each attention marked is_kv_shared_layer (Gemma 3n's, Gemma 4's) reads the codes of the last
-    layer before it of its layer_type that stores its keys and values for them (store_full_length_kv): it takes that
-    layer's scales, kept as its _rooftop_kv_source (outside the module tree: a plain attribute, which a deep copy
-    maps to the copy's layer). Refused where there is none, or where its forward was not patched to take codes."""
-    stores = {}
+def _kv_sharing_sources(model: nn.Module) -> dict:
+    """{sharing attention: its source} for fp8 caches: each attention marked is_kv_shared_layer (Gemma 3n's, Gemma
+    4's) reads the codes of the last layer before it of its layer_type that stores its keys and values for them
+    (store_full_length_kv, with k / v projections of its own), and takes that layer's scales: patch_model keeps it as
+    the sharing layer's _rooftop_kv_source (outside the module tree: a plain attribute, which a deep copy maps to the
+    copy's layer). Refused where there is none (e.g. a Gemma 4 assistant, which reads another model's)."""
+    stores, sources = {}, {}
     for m in model.modules():
-        if getattr(m, "store_full_length_kv", False) is True:
+        if getattr(m, "store_full_length_kv", False) is True and (
+                all(hasattr(m, name) for name in QKV) or hasattr(m, "qkv_proj")):
             stores[getattr(m, "layer_type", None)] = m
         elif getattr(m, "is_kv_shared_layer", False) is True:
             source = stores.get(getattr(m, "layer_type", None))
-            if source is None or "forward" not in vars(m) or "forward" not in vars(source):
+            if source is None:
                 raise ValueError(f'kv_cache_dtype="fp8" does not cover {type(m).__name__} (layer_idx '
                                  f"{getattr(m, 'layer_idx', None)}): it reads another layer's cache rows, and no "
-                                 "patched layer before it of its layer_type stores them (store_full_length_kv)")
-            m.__dict__["_rooftop_kv_source"] = source
+                                 "layer before it of its layer_type stores them (store_full_length_kv)")
+            sources[m] = source
+    return sources
 
 
 def _no_kv_scales(kv_scales) -> None:
@@ -1517,7 +1530,8 @@ def _checked_kv_scales(model: nn.Module, kv_scales):
               and getattr(m, "is_kv_shared_layer", False) is not True}  # (those read another layer's codes)
     if wanted != set(scales):
         raise ValueError(f"kv_scales must hold scales for exactly the model's layers {sorted(wanted)}; missing "
-                         f"{sorted(wanted - set(scales))}, unknown {sorted(set(scales) - wanted, key=repr)}")
+                         f"{sorted(wanted - set(scales))}, unknown {sorted(set(scales) - wanted, key=repr)} (a layer "
+                         "sharing another's keys and values reads that one's)")
     return scales
 
 
