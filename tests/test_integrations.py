@@ -1,6 +1,7 @@
 """Patching Hugging Face Llama-style models: module swaps found by duck typing, same outputs."""
 import copy
 import inspect
+import warnings
 from types import SimpleNamespace
 
 import pytest
@@ -324,13 +325,20 @@ def test_kv_sharing(family):
         with torch.no_grad():
             for name, model in models.items():
                 cache = {cache_arg: transformers.StaticCache(config=config, max_cache_len=24)}
-                model(ids, use_cache=True, **cache)
-                before = len(calls)
-                logits[name] = [model(token, use_cache=True, **cache).logits for token in steps]
+                with warnings.catch_warnings(record=True) as seen:
+                    warnings.simplefilter("always")
+                    model(ids, use_cache=True, **cache)
+                    before = len(calls)
+                    logits[name] = [model(token, use_cache=True, **cache).logits for token in steps]
+                kept = [str(w.message) for w in seen if "keeps its cache" in str(w.message)]
                 if name in ("fp8", "copy"):  # the full layers (1, 3) over codes at layer 1's scales
                     assert cache[cache_arg].layers[1].keys.dtype == torch.float8_e4m3fn
                     full = (torch.float8_e4m3fn, 4.0, 0.5)
                     assert calls[before:before + 4] == [(torch.float32, None, None), full] * 2
+                    # the sliding layer's cache stays float32, said once (layer 2 shares it, appending nothing)
+                    assert len(kept) == 1 and "layer_idx 0," in kept[0] and "a StaticSlidingWindowLayer" in kept[0]
+                else:
+                    assert kept == []
     assert len(calls) == 3 * 4 * len(steps)
     for ours, theirs in zip(logits["patched"], logits["stock"]):
         assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
@@ -525,6 +533,17 @@ def test_fp8_kv_cache(rope_append, monkeypatch):
                                    torch.float8_e4m3fn, ids.device)
         with pytest.raises(ValueError, match="LlamaAttention got fp8 keys but knows no scales for them"):
             plain(ids, attention_mask=torch.ones_like(ids), use_cache=True, **{cache_arg: cache})
+        # a DynamicCache: its layers keep the model's dtype, one warning an attention module (not one a step)
+        dynamic = transformers.DynamicCache(config=config)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            patched(ids, use_cache=True, **{cache_arg: dynamic})
+            patched(steps[0], use_cache=True, **{cache_arg: dynamic})
+        kept = [str(w.message) for w in seen if "keeps its cache" in str(w.message)]
+        assert kept == [f'kv_cache_dtype="fp8": LlamaAttention (layer_idx {i}, and any other like it) keeps its cache '
+                        "in the model's dtype: its cache layer is a DynamicLayer, not a StaticLayer"
+                        for i in range(config.num_hidden_layers)]
+        assert all(layer.keys.dtype == torch.float32 for layer in dynamic.layers)
 
 
 def _causal_seen(B, Sq, Sk, n, left=None):

@@ -86,7 +86,8 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   (rooftop.append_kv, or the RoPE kernel above) and decode steps read them (rooftop.decode_attention over half the
   bytes); a call that reads the cache otherwise gets a 16-bit copy of it: a prefill over cached rows, or any prefill
   after the cache's reset() (the codes stay, zeroed), which thus reads its own rows as codes where the first prefill
-  read them in 16 bits (the logits differ by fp8's rounding).
+  read them in 16 bits (the logits differ by fp8's rounding). Any other layer (a sliding window's, heads past 256, a
+  DynamicCache's) keeps its cache in the model's dtype, with one warning an attention module saying why.
 Other parameters are shared, not copied; outputs match the original up to rounding. Prefill attention goes through the
 model's own implementation (choose `attn_implementation="sdpa"` when loading), routed as above.
 """
@@ -101,6 +102,7 @@ import math
 import sys
 import textwrap
 import types
+import warnings
 import weakref
 from typing import NamedTuple
 
@@ -947,25 +949,48 @@ def _static_layer(cache, layer_idx, key, value):
     """The layer of `cache` whose update rooftop.append_kv does where it is a StaticLayer of _static_classes
     (Cache.update, not overridden, only finds the layer without offloading), the layer initialised, its tensors the
     new rows' shape and dtype (or fp8 codes); else None."""
+    layer = _static_layer_or_why(cache, layer_idx, key, value)
+    return None if isinstance(layer, str) else layer
+
+
+def _static_layer_or_why(cache, layer_idx, key, value):
+    """_static_layer's layer, or why there is none (a phrase, for _warn_cache_kept)."""
     if _static_classes is None:
-        return None
+        return "this transformers' StaticLayer.update is not the one rooftop.append_kv stands in for"
     Cache, StaticLayer = _static_classes
     if type(cache).update is not Cache.update or getattr(cache, "offloading", True) or not isinstance(layer_idx, int):
-        return None
+        return f"a {type(cache).__name__} (not a StaticCache, or one that offloads or overrides update)"
     layers = getattr(cache, "layers", ())
     layer = layers[layer_idx] if 0 <= layer_idx < len(layers) else None
-    if type(layer) is not StaticLayer or not layer.is_initialized:
-        return None
+    if type(layer) is not StaticLayer:
+        return f"its cache layer is a {type(layer).__name__}, not a StaticLayer"
+    if not layer.is_initialized:
+        return "its cache layer is not initialised"
+    if key.shape[-1] > MAX_HEAD_DIM:
+        return f"its heads of {key.shape[-1]} are past decode_attention's {MAX_HEAD_DIM}"
+    if not runs_kernel(key):
+        return f"its keys on {key.device} run no Triton kernel"
     length = layer.cumulative_length
     if not (isinstance(length, torch.Tensor) and length.dim() == 0 and length.device == key.device
             and key.dtype == value.dtype and layer.keys.dtype == layer.values.dtype
             and layer.keys.dtype in (key.dtype, FP8_KV)
             and key.dim() == 4 and key.shape == value.shape and layer.keys.shape[0] >= key.shape[0]
             and (layer.keys.shape[1], layer.keys.shape[3]) == (key.shape[1], key.shape[3])
-            and layer.values.shape == layer.keys.shape and key.stride(-1) == value.stride(-1) == 1
-            and key.shape[-1] <= MAX_HEAD_DIM and runs_kernel(key)):
-        return None
+            and layer.values.shape == layer.keys.shape and key.stride(-1) == value.stride(-1) == 1):
+        return (f"its cache layer ({tuple(layer.keys.shape)} {layer.keys.dtype}) does not take keys {tuple(key.shape)} "
+                f"{key.dtype} as they come")
     return layer
+
+
+def _warn_cache_kept(module, why: str) -> None:
+    """Once a module (not while compiling): kv_cache_dtype="fp8" asked for, but this attention's cache stays as the
+    model made it (its dtype, not fp8 codes), `why`."""
+    if torch.compiler.is_compiling() or getattr(module, "_rooftop_cache_kept", None) is not None:
+        return
+    if module is not None:
+        module._rooftop_cache_kept = why
+    warnings.warn(f'kv_cache_dtype="fp8": {type(module).__name__} (layer_idx {getattr(module, "layer_idx", None)}, '
+                  f"and any other like it) keeps its cache in the model's dtype: {why}", stacklevel=3)
 
 
 def _cache_update(cache, key, value, layer_idx, *args, _rooftop_appended=None, _rooftop_fp8=False,
@@ -982,8 +1007,10 @@ def _cache_update(cache, key, value, layer_idx, *args, _rooftop_appended=None, _
     layer = _static_layer(cache, layer_idx, key, value)
     if layer is None:
         rows = cache.update(key, value, layer_idx, *args, **kwargs)
-        layer = _static_layer(cache, layer_idx, key, value) if _rooftop_fp8 else None
-        if layer is not None:
+        layer = _static_layer_or_why(cache, layer_idx, key, value) if _rooftop_fp8 else None
+        if isinstance(layer, str):
+            _warn_cache_kept(_rooftop_module, layer)
+        elif layer is not None:
             _fp8_layer(layer, _rooftop_module, key, value)
         return rows
     k_scale, v_scale = _fp8_layer(layer, _rooftop_module, key, value) if _rooftop_fp8 else (None, None)
