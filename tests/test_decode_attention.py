@@ -54,6 +54,7 @@ CASES = [
     (2, 8, 2, 1, 64, torch.bfloat16, 16, [100, 33]),
     (2, 4, 1, 2, 40, torch.float16, 8, [0, 61]),
     (1, 8, 1, 1, 128, torch.bfloat16, 32, [77]),
+    (2, 8, 1, 1, 512, torch.bfloat16, None, [70, 13]),  # Gemma 4's full layers' heads (16 query rows a program)
 ]
 
 
@@ -315,6 +316,9 @@ def test_bad_input(device):
         decode_attention(q, k, v[:, :, :5], seqlens)
     with pytest.raises(ValueError, match="k_cache has head_dim"):
         decode_attention(q, k[..., :16], v[..., :16], seqlens)
+    with pytest.raises(ValueError, match=r"q has head_dim 1024; supported: 1..512"):
+        wide = torch.randn(2, 2, 4, 1024, device=device, dtype=torch.float16)
+        decode_attention(wide[:, :, :1].repeat(1, 2, 1, 1), wide, wide, seqlens.clamp(max=4))
     with pytest.raises(ValueError, match="multiple of k_cache's and v_cache's 3 heads"):
         odd = torch.randn(2, 3, 16, 32, device=device, dtype=torch.float16)
         decode_attention(q, odd, odd, seqlens)
@@ -369,9 +373,9 @@ def test_bad_input(device):
 
 
 # (B_cache, B, H, S, D, lengths): one length for all (0-d, as transformers' StaticLayer keeps it, and [1]), one a
-# sequence, a prefill of several rows, rows past the capacity (dropped), head dims padded (40 -> 64)
+# sequence, a prefill of several rows, rows past the capacity (dropped), head dims padded (40 -> 64), heads of 512
 APPEND_CASES = [(1, 1, 2, 1, 64, 5), (2, 2, 3, 1, 32, [7]), (3, 2, 2, 3, 40, [0, 9]), (2, 2, 2, 4, 16, 14),
-                (1, 1, 4, 300, 32, 0)]
+                (1, 1, 4, 300, 32, 0), (2, 2, 1, 3, 512, [4, 15])]
 
 
 @pytest.mark.parametrize("B_cache, B, H, S, D, lengths", APPEND_CASES)
@@ -673,7 +677,7 @@ def test_fp8_bad_input(device):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("page_size", [None, 16, 256])  # 256: whole key tiles a page
 @pytest.mark.parametrize("Hq, Hkv, Sq, D", [(32, 8, 1, 128), (64, 8, 1, 128), (16, 16, 1, 64), (32, 8, 4, 128),
-                                            (8, 1, 1, 256), (28, 4, 1, 96)])
+                                            (8, 1, 1, 256), (28, 4, 1, 96), (32, 4, 1, 512), (16, 2, 4, 512)])
 def test_gpu_matches_reference(Hq, Hkv, Sq, D, page_size, dtype):
     lengths = [4096, 1, 0, 2999, 777]
     q, k, v, table = _inputs(len(lengths), Hq, Hkv, Sq, 4096, D, dtype, "cuda", page_size)
@@ -683,7 +687,8 @@ def test_gpu_matches_reference(Hq, Hkv, Sq, D, page_size, dtype):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("page_size", [None, 16, 256])
-@pytest.mark.parametrize("Hq, Hkv, Sq, D", [(32, 8, 1, 128), (32, 8, 4, 128), (8, 1, 1, 256), (28, 4, 1, 96)])
+@pytest.mark.parametrize("Hq, Hkv, Sq, D", [(32, 8, 1, 128), (32, 8, 4, 128), (8, 1, 1, 256), (28, 4, 1, 96),
+                                            (32, 4, 1, 512)])
 def test_gpu_fp8_caches(Hq, Hkv, Sq, D, page_size, dtype):
     """fp8 caches at model sizes: appended by append_kv (a step of 4 rows after rows written by quantize_kv),
     read by decode_attention, against the reference over the same codes and scales."""

@@ -290,7 +290,7 @@ def test_kv_sharing(family):
     would be far off); a deep copy's sharing layer reads its own copy's storing layer."""
     transformers = pytest.importorskip("transformers")
     extra = (dict(altup_num_inputs=2, laurel_rank=4, activation_sparsity_pattern=[0.0] * 4) if family == "Gemma3n"
-             else dict(global_head_dim=16))  # (Gemma 4's full layers: heads of 512 by default, past decode's 256)
+             else dict(global_head_dim=512))  # (Gemma 4's full layers' heads: to decode_attention too)
     config = getattr(transformers, f"{family}TextConfig")(
         vocab_size=128, vocab_size_per_layer_input=128, hidden_size=64, hidden_size_per_layer_input=8,
         intermediate_size=96, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
@@ -877,7 +877,8 @@ def test_decode_steps_left_to_sdpa(monkeypatch):
     assert route(q_shape=(2, 4, 2, 16)) == "sdpa"
     assert route(dropout=0.1) == route(softcap=30.0) == "sdpa"
     assert route(mask=torch.zeros(2, 1, 1, 8, device=DEVICE)) == "sdpa"
-    assert route(q_shape=(2, 4, 1, 512), kv_shape=(2, 2, 8, 512)) == "sdpa"
+    assert route(q_shape=(2, 4, 1, 512), kv_shape=(2, 2, 8, 512)) == "rooftop"  # (Gemma 4's full layers)
+    assert route(q_shape=(2, 4, 1, 1024), kv_shape=(2, 2, 8, 1024)) == "sdpa"
     assert route(q_shape=(2, 3, 1, 16)) == "sdpa"
     q, k = torch.randn(2, 4, 1, 32, device=DEVICE)[..., ::2], torch.randn(2, 2, 8, 16, device=DEVICE)
     attention(None, q, k, k, None)

@@ -113,7 +113,8 @@ from rooftop.nn import LayerNorm, RMSNorm
 from rooftop.ops._support import FLOAT_DTYPES, apply_keeping_dtypes, check_fp8_device, is_sm90, runs_kernel
 from rooftop.ops.activations import geglu, swiglu
 from rooftop.ops.attention import FP8_KV, MAX_HEAD_DIM, SOFTCAP_BOUNDS, attention, attention_varlen
-from rooftop.ops.decode_attention import append_kv, check_fp8_scale, decode_attention, key_mask_bounds, quantize_kv
+from rooftop.ops.decode_attention import (DECODE_MAX_HEAD_DIM, append_kv, check_fp8_scale, decode_attention,
+                                          key_mask_bounds, quantize_kv)
 from rooftop.ops.matmul import Fp8Linear
 from rooftop.ops.moe import moe_experts, moe_experts_eager, quantize_experts
 from rooftop.ops.quant_matmul import QuantLinear
@@ -898,7 +899,7 @@ def _routed(original, sinks_eager=False, softcap_eager=False, prefill=None):
         takes = (not dropout and not grads and not refused
                  and runs_kernel(query) and query.device == key.device == value.device  # not a CPU model: SDPA's
                  and key.dtype == value.dtype and key.dtype in (query.dtype, FP8_KV) and key.shape == value.shape
-                 and query.shape[-1] == key.shape[-1] <= MAX_HEAD_DIM and query.shape[1] % key.shape[1] == 0
+                 and query.shape[-1] == key.shape[-1] <= DECODE_MAX_HEAD_DIM and query.shape[1] % key.shape[1] == 0
                  and query.stride(-1) == key.stride(-1) == value.stride(-1) == 1
                  and (scaling is None or scaling > 0))
         # a cache of fp8 codes (patch_model's kv_cache_dtype): the scales its module holds (_fp8_layer), or for a layer
@@ -916,7 +917,7 @@ def _routed(original, sinks_eager=False, softcap_eager=False, prefill=None):
             return out.transpose(1, 2), None
         if key.dtype == FP8_KV:  # read otherwise: a 16-bit copy
             key, value = ((x.float() * s).to(query.dtype) for x, s in ((key, k_scale), (value, v_scale)))
-        if takes:
+        if takes and query.shape[-1] <= MAX_HEAD_DIM:  # prefill: attention's heads (decode_attention's go to 512)
             wanted = prefill if prefill is not None else eager or _prefill_by_default(query)
             routed = wanted and _prefill_keys(module, query, key, attention_mask, kwargs, additive=eager)
             if routed:
@@ -966,8 +967,8 @@ def _static_layer_or_why(cache, layer_idx, key, value):
         return f"its cache layer is a {type(layer).__name__}, not a StaticLayer"
     if not layer.is_initialized:
         return "its cache layer is not initialised"
-    if key.shape[-1] > MAX_HEAD_DIM:
-        return f"its heads of {key.shape[-1]} are past decode_attention's {MAX_HEAD_DIM}"
+    if key.shape[-1] > DECODE_MAX_HEAD_DIM:
+        return f"its heads of {key.shape[-1]} are past decode_attention's {DECODE_MAX_HEAD_DIM}"
     if not runs_kernel(key):
         return f"its keys on {key.device} run no Triton kernel"
     length = layer.cumulative_length

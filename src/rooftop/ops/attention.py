@@ -763,9 +763,9 @@ def check_scale(scale, D: int) -> float:
 
 
 def check_qkv(q, k, v, ndim: int, layout: str, names: tuple[str, str, str] = ("q", "k", "v"),
-              fp8_kv: bool = False) -> None:
+              fp8_kv: bool = False, max_head_dim: int = MAX_HEAD_DIM) -> None:
     """q, k and v (named `names` in errors): float, `ndim`-D with a unit last stride, k and v alike on q's device
-    and dtype (fp8_kv: or both FP8_KV, caches of fp8 codes), one head_dim <= MAX_HEAD_DIM, q's
+    and dtype (fp8_kv: or both FP8_KV, caches of fp8 codes), one head_dim <= max_head_dim, q's
     heads (dim -3 of 4-D, -2 of 3-D) a multiple of k's."""
     nq, nk, nv = names
     for name, t in zip(names, (q, k, v)):
@@ -786,8 +786,8 @@ def check_qkv(q, k, v, ndim: int, layout: str, names: tuple[str, str, str] = ("q
     D = q.shape[-1]
     if k.shape[-1] != D:
         raise ValueError(f"{nk} has head_dim {k.shape[-1]} but {nq} has {D}")
-    if not 1 <= D <= MAX_HEAD_DIM:
-        raise ValueError(f"{nq} has head_dim {D}; supported: 1..{MAX_HEAD_DIM}")
+    if not 1 <= D <= max_head_dim:
+        raise ValueError(f"{nq} has head_dim {D}; supported: 1..{max_head_dim}")
     hq, hkv = q.shape[-3 if ndim == 4 else -2], k.shape[-3 if ndim == 4 else -2]
     if hkv == 0 or hq % hkv:
         raise ValueError(f"{nq}'s {hq} heads must be a multiple of {nk}'s and {nv}'s {hkv} heads (GQA)")

@@ -90,7 +90,9 @@ LOG2E = 1.4426950408889634
 MAX_BLOCK_M = 64  # query rows a program (GROUP * Sq past this: several row tiles a kv head)
 MIN_SPLIT_KEYS = 64  # keys of capacity a split at least (one loop step)
 MAX_SPLITS = 128
-BLOCK_N = 128  # keys a loop step (D > 128: half as many)
+BLOCK_N = 128  # keys a loop step (D > 128: half as many; D > 256: a quarter)
+# heads past attention's 256 (Gemma 4's full layers: 512): a program holds 16 query rows (acc: 64 fp32 a thread)
+DECODE_MAX_HEAD_DIM = 512
 NUM_WARPS = 4
 NUM_STAGES = 3  # k/v tiles in flight (cp.async) on a GPU
 # BLOCK_N, NUM_WARPS, NUM_STAGES: the best total over 5 large cases (B = 1 at L = 32K and 128K, B = 8, 32, 128) of
@@ -329,12 +331,12 @@ def _merge_splits(part_acc, part_ml, o, lse, sinks, active, num_splits, b64, kv_
 # Wrapper
 
 
-def _block_m(query_rows: int) -> int:
-    return min(MAX_BLOCK_M, max(16, triton.next_power_of_2(query_rows)))
+def _block_m(query_rows: int, D: int) -> int:
+    return min(MAX_BLOCK_M if D <= 256 else 16, max(16, triton.next_power_of_2(query_rows)))
 
 
 def _block_n(D: int) -> int:
-    return BLOCK_N if D <= 128 else max(16, BLOCK_N // 2)
+    return BLOCK_N if D <= 128 else BLOCK_N // 2 if D <= 256 else BLOCK_N // 4
 
 
 def default_splits(tiles: int, capacity: int, resident: int, device: torch.device) -> int:
@@ -378,7 +380,7 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
         return out, lse
     group = Hq // Hkv
     rows = group * Sq
-    block_m = _block_m(rows)
+    block_m = _block_m(rows, D)
     row_tiles = cdiv(rows, block_m)
     tiles = B * Hkv * row_tiles
     table = block_table if block_table is not None else cache_seqlens  # unused when contiguous
@@ -470,7 +472,8 @@ def quantize_kv(x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
 
 def _check_decode(q, k_cache, v_cache, cache_seqlens, block_table, key_mask, sinks=None, bounds=None) -> None:
     check_qkv(q, k_cache, v_cache, 4, "[batch, heads, tokens, head_dim] (a paged cache: [pages, kv heads, page_size, "
-              "head_dim])", names=("q", "k_cache", "v_cache"), fp8_kv=True)
+              "head_dim])", names=("q", "k_cache", "v_cache"), fp8_kv=True,
+              max_head_dim=DECODE_MAX_HEAD_DIM)
     B = q.shape[0]
     check_index_tensor("cache_seqlens", cache_seqlens, B, "q", q, (B,))
     if block_table is not None:
@@ -667,7 +670,7 @@ def check_append(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, 
     """append_kv's checks of its arguments (also apply_rope_append_kv's; fp8_kv: FP8_KV caches taken)."""
     for name, t in (("k", k), ("v", v)):
         check_qkv(t, k_cache, v_cache, 4, "[batch, kv heads, tokens, head_dim]", names=(name, "k_cache", "v_cache"),
-                  fp8_kv=fp8_kv)
+                  fp8_kv=fp8_kv, max_head_dim=DECODE_MAX_HEAD_DIM)
     B, H, S, D = k.shape
     if tuple(v.shape) != tuple(k.shape):
         raise ValueError(f"v must have k's shape {tuple(k.shape)}, got {tuple(v.shape)}")
