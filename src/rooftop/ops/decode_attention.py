@@ -38,9 +38,10 @@ fp32, saturated at +-448, to nearest).
 
 The kernel: one program per (sequence, kv head, tile of query rows, split of the keys). A program's query
 rows are the GROUP = Hq / Hkv heads that share its kv head times the Sq new tokens (GQA packing: each k/v
-tile read serves all of them, and the scores are one tensor-core dot of BLOCK_M >= 16 rows). A sequence's
-keys are cut into num_splits ranges of whole BLOCK_N tiles sized by its own length, which the kernel reads
-on the device: one launch serves sequences of any lengths, and a CUDA graph replays as the caches grow.
+tile read serves all of them, and the scores are one tensor-core dot of BLOCK_M >= 16 rows; heads up to 512, past
+attention's 256, as Gemma 4's full layers have: 16 rows a program there, its fp32 accumulator 64 registers a thread).
+A sequence's keys are cut into num_splits ranges of whole BLOCK_N tiles sized by its own length, which the kernel
+reads on the device: one launch serves sequences of any lengths, and a CUDA graph replays as the caches grow.
 Each program runs an online softmax over its range (fp32 running max m and sum l, exp2 with scale * log2(e) folded
 into the scores). Where its sequence's keys fill one split, that split writes out (and lse) itself. Otherwise each
 split that holds keys stores its unnormalised accumulator and (m, l) a row to a workspace and counts itself in on
