@@ -264,9 +264,10 @@ def test_bad_input(device):
 
 
 # (B_cache, B, HQ, HK, S, D, rotary_dim, lengths): one length for all (0-d as transformers' StaticLayer keeps it, and
-# [1]), one a sequence, a prefill of several rows, rows past the capacity (dropped), partial rotary, ragged heads
+# [1]), one a sequence, a prefill of several rows, rows past the capacity (dropped), partial rotary, ragged heads,
+# heads of 512 (decode_attention's widest; Gemma 4's full layers)
 APPEND_CASES = [(1, 1, 4, 2, 1, 64, None, 5), (3, 2, 8, 2, 1, 128, None, [7]), (2, 2, 6, 3, 3, 80, 32, [0, 10]),
-                (2, 2, 4, 4, 4, 32, None, 14), (1, 1, 40, 8, 2, 128, 64, [3])]
+                (2, 2, 4, 4, 4, 32, None, 14), (1, 1, 40, 8, 2, 128, 64, [3]), (2, 2, 4, 1, 1, 512, 128, [5, 15])]
 
 
 @pytest.mark.parametrize("interleaved", [False, True], ids=["neox", "gptj"])

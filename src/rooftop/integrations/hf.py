@@ -957,12 +957,14 @@ def _static_layer(cache, layer_idx, key, value):
 def _static_layer_or_why(cache, layer_idx, key, value):
     """_static_layer's layer, or why there is none (a phrase, for _warn_cache_kept)."""
     if _static_classes is None:
-        return "this transformers' StaticLayer.update is not the one rooftop.append_kv stands in for"
+        return "transformers' StaticLayer.update is not the one rooftop.append_kv stands in for"
     Cache, StaticLayer = _static_classes
     if type(cache).update is not Cache.update or getattr(cache, "offloading", True) or not isinstance(layer_idx, int):
-        return f"a {type(cache).__name__} (not a StaticCache, or one that offloads or overrides update)"
+        return f"its cache is a {type(cache).__name__} (not a StaticCache, or one that offloads or overrides update)"
     layers = getattr(cache, "layers", ())
-    layer = layers[layer_idx] if 0 <= layer_idx < len(layers) else None
+    if not 0 <= layer_idx < len(layers):
+        return f"its cache has no layer {layer_idx}"
+    layer = layers[layer_idx]
     if type(layer) is not StaticLayer:
         return f"its cache layer is a {type(layer).__name__}, not a StaticLayer"
     if not layer.is_initialized:
@@ -984,14 +986,15 @@ def _static_layer_or_why(cache, layer_idx, key, value):
 
 
 def _warn_cache_kept(module, why: str) -> None:
-    """Once a module (not while compiling): kv_cache_dtype="fp8" asked for, but this attention's cache stays as the
-    model made it (its dtype, not fp8 codes), `why`."""
+    """kv_cache_dtype="fp8" asked for, but this attention's cache layer stays as the model made it (its dtype, not fp8
+    codes), `why`: once a module, on an eager call (a forward compiled from its first call says nothing); the same
+    words for each module of a class, which Python's default filter shows once."""
     if torch.compiler.is_compiling() or getattr(module, "_rooftop_cache_kept", None) is not None:
         return
     if module is not None:
         module._rooftop_cache_kept = why
-    warnings.warn(f'kv_cache_dtype="fp8": {type(module).__name__} (layer_idx {getattr(module, "layer_idx", None)}, '
-                  f"and any other like it) keeps its cache in the model's dtype: {why}", stacklevel=3)
+    warnings.warn(f'kv_cache_dtype="fp8": a {type(module).__name__} keeps its cache in the model\'s dtype where {why}',
+                  stacklevel=3)
 
 
 def _cache_update(cache, key, value, layer_idx, *args, _rooftop_appended=None, _rooftop_fp8=False,
@@ -1505,11 +1508,28 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
                              f"{getattr(shared, 'layer_idx', None)}) or the layer whose keys and values it reads was "
                              "not patched to read fp8 codes")
         shared.__dict__["_rooftop_kv_source"] = source
+    _warn_unrouted_caches(model, kv_cache_dtype)
     if not getattr(model, "_rooftop_forward_hooks", False):
         model.register_forward_pre_hook(_forward_begins)
         model.register_forward_hook(_forward_ends, always_call=True)
         model._rooftop_forward_hooks = True
     return counts
+
+
+def _warn_unrouted_caches(model: nn.Module, kv_cache_dtype) -> None:
+    """kv_cache_dtype="fp8": one warning naming the attentions with a cache of their own (a layer_idx, not sharing
+    another's) whose forwards append to it other than through _cache_update with fp8 (their cache update or attention
+    function not found in their source, an unknown transformers' StaticLayer): their caches keep the model's dtype."""
+    if kv_cache_dtype is None:
+        return
+    kept = [m for m in model.modules() if any(hasattr(m, name) for name in ("q_proj", "qkv_proj"))
+            and isinstance(getattr(m, "layer_idx", None), int) and getattr(m, "is_kv_shared_layer", False) is not True
+            and getattr(m, "rooftop_kv_scales", None) is None]
+    if kept:
+        names = sorted({type(m).__name__ for m in kept})
+        warnings.warn(f'kv_cache_dtype="fp8": {len(kept)} attention layers ({", ".join(names)}; layer_idx '
+                      f"{sorted(m.layer_idx for m in kept)}) keep their caches in the model's dtype: their forwards' "
+                      "cache updates or attention functions could not be routed to rooftop's", stacklevel=3)
 
 
 def _kv_sharing_sources(model: nn.Module) -> dict:
