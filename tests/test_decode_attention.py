@@ -486,10 +486,12 @@ def test_cost_and_registry():
     assert registry.get("decode_attention_fp8").cost((4, 32, 1024, 128), torch.bfloat16) == fp8
     sdpa = {"sdpa_flash", "sdpa_cudnn", "sdpa_efficient"}
     for name, peers, batch in (("decode_attention", sdpa, None), ("decode_attention_paged", set(), None),
-                               ("decode_attention_b1", sdpa, 1), ("decode_attention_fp8", set(), None)):
+                               ("decode_attention_b1", sdpa, 1), ("decode_attention_fp8", set(), None),
+                               ("decode_attention_d512", sdpa, None)):
         spec = registry.get(name)
         assert spec.family == "decode_attention" and spec.x_key == "S" and set(spec.peers) == peers
         assert all((B == 1) if batch else (B * L == 131072) for B, _, L, _ in spec.cases)
+        assert all(D == (512 if name.endswith("d512") else 128) for *_, D in spec.cases)
         inputs = spec.make_inputs((2, 8, 40, 32), torch.float16, DEVICE)
         assert rel_err(spec.run(*inputs), spec.reference(*inputs)) < TOL[torch.float16]
     fp8 = registry.get("decode_attention_fp8")  # its eager form: the codes dequantized, then the 16-bit one
@@ -498,14 +500,16 @@ def test_cost_and_registry():
     assert rel_err(fp8.eager(*inputs), fp8.reference(*inputs)) < TOL[torch.float16]
 
 
-@pytest.mark.parametrize("op", ["decode_attention", "decode_attention_paged", "decode_attention_fp8"])
-def test_kernels_compile_for_sm90(op):
+@pytest.mark.parametrize("op, D", [("decode_attention", 128), ("decode_attention_paged", 128),
+                                   ("decode_attention_fp8", 128), ("decode_attention", 512),
+                                   ("decode_attention_fp8", 512)])
+def test_kernels_compile_for_sm90(op, D):
     """The kernel of a call (B = 1, 2 kv heads: split off a GPU too, merged by its last split), compiled for sm_90 as
     a GPU launch specialises it (no GPU needed; the interpreter does not type-check a jit helper's returns): one
-    launch, no register spills."""
+    launch, no register spills (at D = 512 too: 16 query rows a program hold a 64-register accumulator a thread)."""
     from rooftop.profile.kernels import offline_kernels
 
-    kernels = offline_kernels(op, (1, 8, 4096, 128), "bf16")
+    kernels = offline_kernels(op, (1, 8, 4096, D), "bf16")
     assert [k["kernel"] for k in kernels] == ["_decode_attention_kernel"]
     assert all(k["n_spills"] == 0 for k in kernels)
 

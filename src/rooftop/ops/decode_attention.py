@@ -853,6 +853,11 @@ for _suffix, _paged, _tokens in (("", False, 131072), ("_paged", True, 131072), 
         run=decode_attention, reference=decode_attention_reference, eager=decode_attention_eager,
         cost=decode_attention_cost, cases=decode_cases(_tokens), check_cases=DECODE_CHECK_CASES,
         peers={} if _paged else _SDPA_PEERS, x_key="S"))
+registry.register(registry.OpSpec(  # heads of 512 (Gemma 4's full layers), past attention's and SDPA flash's 256
+    name="decode_attention_d512", family="decode_attention", make_inputs=_make_decode_inputs,
+    run=decode_attention, reference=decode_attention_reference, eager=decode_attention_eager,
+    cost=decode_attention_cost, cases=decode_cases(131072, head_dim=512), check_cases=((1, 8, 100, 512),),
+    peers=_SDPA_PEERS, x_key="S"))
 registry.register(registry.OpSpec(
     name="decode_attention_fp8", family="decode_attention", make_inputs=_make_fp8_decode_inputs,
     run=_fp8_scaled(decode_attention), reference=_fp8_scaled(decode_attention_reference), eager=_fp8_decode_eager,
