@@ -9,10 +9,12 @@ Both with SDPA attention, or eager where the model has no SDPA.
 No timing: this is a correctness sweep (a model the patch leaves wrong is a bug: the script exits 1 where the logits
 are off by more than TOLERANCE; one it leaves alone is a gap).
 On the CPU run with TRITON_INTERPRET=1 (fp32); on a GPU with --dtype bfloat16 too.
-Writes OUT/architectures[-QUANT].md (a table) and prints it; on a GPU also a results file (family
-patch_architectures[-QUANT]) whose table the report shows.
+--kv-fp8: patched with kv_cache_dtype="fp8"; the table also says how many of the patched model's cache layers held
+fp8 codes after its generate, and what patch_model's warnings said of the others.
+Writes OUT/architectures[-QUANT][-kv-fp8].md (a table) and prints it; on a GPU also a results file (family
+patch_architectures[-QUANT][-kv-fp8]) whose table the report shows.
 Usage: TRITON_INTERPRET=1 PYTHONPATH=src python benchmarks/check_architectures.py OUT [--dtype float32]
-       [--arch Llama,Phi3] [--quant int4|int8|fp8]"""
+       [--arch Llama,Phi3] [--quant int4|int8|fp8] [--kv-fp8]"""
 from __future__ import annotations
 
 import argparse
@@ -21,6 +23,7 @@ import datetime
 import os
 import platform
 import sys
+import warnings
 
 import torch
 
@@ -84,8 +87,10 @@ class _Forced:
         return forced.scatter_(1, self.tokens[:, input_ids.shape[1] - self.prompt, None], 0.0)
 
 
-def pair(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype, device: str, quant: str | None):
-    """(stock, patched, patch_model's counts): the patched one a copy of stock; with `quant` stock quantized before
+def pair(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype, device: str, quant: str | None,
+         kv_fp8: bool = False):
+    """(stock, patched, patch_model's counts): the patched one a copy of stock (kv_fp8: its caches fp8 codes); with
+    `quant` stock quantized before
     the copy is patched, the copy after (quantize_model either side of patch_model; it quantizes the patched
     model's experts, so stock's experts take the same codes' values); None where transformers has no such
     architecture."""
@@ -99,7 +104,7 @@ def pair(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype
     patched = copy.deepcopy(stock)
     if quant is not None:
         quantize_model(stock, **QUANT[quant])
-    counts = patch_model(patched, prefill_attention=True)
+    counts = patch_model(patched, prefill_attention=True, kv_cache_dtype="fp8" if kv_fp8 else None)
     group = QUANT[quant].get("group_size", 128) if quant else None
     if quant is not None:  # the experts patched quantizes: stock's own ones computed with the same codes
         for name, ours in [(name, m) for name, m in patched.named_modules() if isinstance(m, MoEExperts)]:
@@ -118,18 +123,20 @@ def pair(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype
     return stock, patched, counts
 
 
-def check(transformers, name: str, overrides: dict, dtype: torch.dtype, device: str, quant: str | None) -> dict:
+def check(transformers, name: str, overrides: dict, dtype: torch.dtype, device: str, quant: str | None,
+          kv_fp8: bool = False) -> dict:
     import rooftop.integrations.hf as hf
     from rooftop.bench.sweep import rel_err
 
     row: dict = {"architecture": name + "".join(f" {k}={v}" for k, v in overrides.items()
                                                 if k not in ("head_dim", "pad_token_id", "layer_types"))}
     ids = torch.randint(1, 128, (2, 12), device=device)
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
         try:
-            built = pair(transformers, name, overrides, "sdpa", dtype, device, quant)
+            built = pair(transformers, name, overrides, "sdpa", dtype, device, quant, kv_fp8)
         except ValueError:  # no SDPA for this model
-            built = pair(transformers, name, overrides, "eager", dtype, device, quant)
+            built = pair(transformers, name, overrides, "eager", dtype, device, quant, kv_fp8)
         if built is None:
             return {**row, "note": "not in this transformers"}
         stock, patched, counts = built
@@ -138,7 +145,7 @@ def check(transformers, name: str, overrides: dict, dtype: torch.dtype, device: 
         real_prefill = hf.attention
         hf.attention = lambda *a, **k: prefills.append(1) or real_prefill(*a, **k)
         try:
-            row["prefill"] = rel_err(patched(ids).logits, stock(ids).logits)
+            row["prefill"] = rel_err(patched(ids, use_cache=False).logits, stock(ids, use_cache=False).logits)
         finally:
             hf.attention = real_prefill
         row["attention calls"] = len(prefills)
@@ -154,12 +161,20 @@ def check(transformers, name: str, overrides: dict, dtype: torch.dtype, device: 
             # the patched model fed stock's tokens: a near tie that greedy decoding breaks the other way (bf16 in a
             # tiny random model) would compare logits of two different continuations
             forced = transformers.LogitsProcessorList([_Forced(out.sequences[:, ids.shape[1]:], ids.shape[1])])
-            logits = [torch.stack(out.logits), torch.stack(patched.generate(ids, logits_processor=forced,
-                                                                            **kwargs).logits)]
+            ours = patched.generate(ids, logits_processor=forced, **kwargs)
+            logits = [torch.stack(out.logits), torch.stack(ours.logits)]
         finally:
             hf.decode_attention = real
         row["decode"] = rel_err(logits[1], logits[0])
         row["decode_attention calls"] = len(calls)
+        if kv_fp8:
+            layers = getattr(ours.past_key_values, "layers", [])
+            codes = sum(getattr(layer, "keys", None) is not None and layer.keys.dtype == torch.float8_e4m3fn
+                        for layer in layers)
+            row["fp8 cache layers"] = f"{codes} / {len(layers)}"
+            kept = dict.fromkeys(str(w.message).split(": ", 1)[-1] for w in said if 'kv_cache_dtype="fp8"' in
+                                 str(w.message))
+            row["note"] = "; ".join(kept)
     return row
 
 
@@ -170,6 +185,7 @@ def main() -> None:
     parser.add_argument("--arch", default=None, help="comma-separated names (default: all)")
     parser.add_argument("--quant", default=None, choices=tuple(QUANT),
                         help="quantize_model both models (stock before the copy is patched, the copy after)")
+    parser.add_argument("--kv-fp8", action="store_true", help='the patched model with kv_cache_dtype="fp8"')
     args = parser.parse_args()
     import transformers
     from rich.progress import track
@@ -180,30 +196,33 @@ def main() -> None:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     from rooftop.ops._support import interpreting
     if interpreting() and dtype != torch.float32:  # decode_attention's dots would come out wrong, not the patch
-        sys.exit("with TRITON_INTERPRET=1 run --dtype float32: Triton 3.6's interpreter multiplies the bits of 16-bit tl.dot "
-                 "operands (tests/conftest.py widens them for the tests)")
+        sys.exit("with TRITON_INTERPRET=1 run --dtype float32: Triton 3.6's interpreter multiplies the bits of 16-bit "
+                 "tl.dot operands (tests/conftest.py widens them for the tests)")
     chosen = [a for a in ARCHITECTURES if args.arch is None or a[0] in args.arch.split(",")]
     rows = []
     for name, overrides in track(chosen, description="architectures"):
         try:
-            rows.append(check(transformers, name, overrides, dtype, device, args.quant))
+            rows.append(check(transformers, name, overrides, dtype, device, args.quant, args.kv_fp8))
         except Exception as e:  # a failure is a row of the table, not the end of the sweep
             rows.append({"architecture": name, "note": f"{type(e).__name__}: {str(e).splitlines()[0][:100]}"})
     where = torch.cuda.get_device_name() if device == "cuda" else f"CPU ({platform.machine()}, Triton interpreter)"
-    setup = args.dtype + (f", linears {args.quant} (quantize_model {QUANT[args.quant]})" if args.quant else "")
+    setup = args.dtype + (f", linears {args.quant} (quantize_model {QUANT[args.quant]})" if args.quant else "") + (
+        ', kv_cache_dtype="fp8"' if args.kv_fp8 else "")
     lines = [f"# patch_model over transformers {transformers.__version__} architectures",
              "", f"{datetime.date.today()}, {where}, {setup}, torch {torch.__version__}. Tiny random configs "
              "(2 layers, hidden 64), norm weights drawn from U(-0.5, 1.5); errors are relative L2 of the logits, "
              "patched against stock; decode: 4 greedy tokens over a StaticCache, a left-padded batch of 2.", "",
-             "| architecture | patched | prefill | attention calls | decode | decode_attention calls | note |",
-             "|---|---|---|---|---|---|---|"]
+             "| architecture | patched | prefill | attention calls | decode | decode_attention calls |"
+             + (" fp8 cache layers |" if args.kv_fp8 else "") + " note |",
+             "|---|---|---|---|---|---|" + ("---|" if args.kv_fp8 else "") + "---|"]
     for r in rows:
         cells = [r["architecture"], r.get("patched", ""), f"{r['prefill']:.1e}" if "prefill" in r else "",
                  str(r.get("attention calls", "")), f"{r['decode']:.1e}" if "decode" in r else "",
-                 str(r.get("decode_attention calls", "")), r.get("note", "")]
+                 str(r.get("decode_attention calls", ""))] + (
+            [r.get("fp8 cache layers", "")] if args.kv_fp8 else []) + [r.get("note", "")]
         lines.append("| " + " | ".join(cells) + " |")
     os.makedirs(args.out, exist_ok=True)
-    name = f"architectures{'-' + args.quant if args.quant else ''}"
+    name = f"architectures{'-' + args.quant if args.quant else ''}{'-kv-fp8' if args.kv_fp8 else ''}"
     with open(os.path.join(args.out, f"{name}.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     if device == "cuda":  # a results file: the report shows its table under the card
@@ -212,7 +231,7 @@ def main() -> None:
                               f"({setup}): logits' relative error against stock":
                               [{**r, **{k: f"{r[k]:.1e}" for k in ("prefill", "decode") if k in r}} for r in rows]})
     print("\n".join(lines))
-    tolerance = max(TOLERANCE[dtype], FP8_TOLERANCE if args.quant == "fp8" else 0.0)
+    tolerance = max(TOLERANCE[dtype], FP8_TOLERANCE if args.quant == "fp8" or args.kv_fp8 else 0.0)
     bad = [r["architecture"] for r in rows if max(r.get("prefill", 0.0), r.get("decode", 0.0)) > tolerance]
     if bad:
         sys.exit(f"logits off by more than {tolerance}: {', '.join(bad)}")

@@ -987,12 +987,13 @@ def _static_layer_or_why(cache, layer_idx, key, value):
 
 def _warn_cache_kept(module, why: str) -> None:
     """kv_cache_dtype="fp8" asked for, but this attention's cache layer stays as the model made it (its dtype, not fp8
-    codes), `why`: once a module, on an eager call (a forward compiled from its first call says nothing); the same
-    words for each module of a class, which Python's default filter shows once."""
-    if torch.compiler.is_compiling() or getattr(module, "_rooftop_cache_kept", None) is not None:
+    codes), `why`: once a module and reason, on an eager call (a forward compiled from its first call says nothing);
+    the same words for each module of a class, which Python's default filter shows once."""
+    said = getattr(module, "_rooftop_caches_kept", None)
+    if torch.compiler.is_compiling() or said is not None and why in said:
         return
     if module is not None:
-        module._rooftop_cache_kept = why
+        module._rooftop_caches_kept = (*(said or ()), why)
     warnings.warn(f'kv_cache_dtype="fp8": a {type(module).__name__} keeps its cache in the model\'s dtype where {why}',
                   stacklevel=3)
 
