@@ -342,10 +342,10 @@ def test_kv_sharing(family):
     assert len(calls) == 3 * 4 * len(steps)
     for ours, theirs in zip(logits["patched"], logits["stock"]):
         assert rel_err(ours, theirs) < (1e-2 if HAS_CUDA else 1e-4)
-    for name in ("fp8", "copy"):  # e4m3's rounding: Gemma 3n 1.8-2.7e-2 seen on the CPU at equal scales; Gemma 4's
-        # tiny model amplifies it (7.6-7.8e-2 with no sharing layer at all)
+    for name in ("fp8", "copy"):  # e4m3's rounding: Gemma 3n 1.8-2.7e-2 seen on the CPU at equal scales (once 5.04e-2
+        # over 20 runs); Gemma 4's tiny model amplifies it (7.6-7.8e-2 with no sharing layer at all)
         for ours, theirs in zip(logits[name], logits["stock"]):
-            assert rel_err(ours, theirs) < (0.05 if family == "Gemma3n" else 0.2)
+            assert rel_err(ours, theirs) < (0.08 if family == "Gemma3n" else 0.2)
 
 
 @pytest.mark.parametrize("rope_append", [True, False], ids=["rope_append", "apart"])
@@ -860,6 +860,24 @@ def test_gpt_oss_eager_decode_takes_only_its_own_sinks(monkeypatch):
             continue  # eager adds a bool mask as 0 / 1: not a mask it would be given
         ref, _ = eager(module, query, key, value, step_mask, scaling=0.25)
         assert rel_err(out, ref) < (1e-2 if HAS_CUDA else 1e-5)
+
+
+def test_fp8_cache_rows_only_attended():
+    """fp8 codes go back to a forward only where the names it gives the cache's keys and values are read after the
+    update as arguments of its attention call alone: not where it computes from them (Doge's mask from the values)."""
+    import ast
+
+    from rooftop.integrations.hf import _cache_rows_only_attended
+
+    def attended(body):
+        return _cache_rows_only_attended(ast.parse(f"def forward(self, x, cache):\n{body}").body[0])
+
+    llama = ("    k = rope(x, k)\n    k, v = cache.update(k, v, self.layer_idx)\n"
+             "    out = attend(self, q, k, v, mask)\n    return out\n")
+    assert attended(llama)
+    assert not attended(llama + "    m = v.sum()\n")  # (a use past the attention call too)
+    assert not attended(llama.replace("attend(self, q, k, v, mask)", "attend(self, q, k, v.float(), mask)"))
+    assert attended(llama.replace("attend(self, q, k, v, mask)", "attend(self, q, key=k, value=v)"))
 
 
 def test_decode_steps_left_to_sdpa(monkeypatch):

@@ -1070,6 +1070,30 @@ def _self_name(node: ast.FunctionDef) -> str | None:
     return positional[0].arg if positional else None
 
 
+def _cache_rows_only_attended(node: ast.FunctionDef) -> bool:
+    """Whether the names a forward assigns `<cache>.update(...)`'s keys and values to (CACHE_ARGS) are read only as
+    arguments of calls that take both (its attention function's): fp8 codes may be returned there, nowhere else (Doge
+    computes its dynamic mask from the cache's values), or as one tuple (a KV-sharing layer's store)."""
+    params = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)} & set(CACHE_ARGS)
+    names: set[str] = set()
+    after = math.inf  # the first update's line: names read before it hold the new rows, not the cache's
+    for sub in ast.walk(node):
+        if (isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)
+                and isinstance(sub.value.func, ast.Attribute) and sub.value.func.attr == "update"
+                and isinstance(sub.value.func.value, ast.Name) and sub.value.func.value.id in params):
+            names |= {t.id for target in sub.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+            after = min(after, sub.end_lineno)
+    attended = set()  # ids of the Name nodes passed to a call that takes every one of `names`, or packed together
+    for sub in ast.walk(node):  # in one tuple (Gemma 3n / 4 keep their full-length rows so for sharing layers)
+        if isinstance(sub, (ast.Call, ast.Tuple)):
+            given = [a for a in ((*sub.args, *(k.value for k in sub.keywords)) if isinstance(sub, ast.Call)
+                                 else sub.elts) if isinstance(a, ast.Name)]
+            if names <= {a.id for a in given}:
+                attended |= {id(a) for a in given}
+    return all(id(sub) in attended for sub in ast.walk(node) if isinstance(sub, ast.Name)
+               and isinstance(sub.ctx, ast.Load) and sub.id in names and sub.lineno > after)
+
+
 def _cache_update_rewrite(node: ast.FunctionDef) -> int:
     """`<cache>.update(k, v, layer_idx, ...)` (<cache> a parameter named as in CACHE_ARGS, three or more positional
     arguments) of a method becomes `_rooftop_cache_update(<cache>, k, v, layer_idx, ..., _rooftop_module=self)`.
@@ -1377,13 +1401,14 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
         global _static_classes
         _static_classes = _static_classes or _known_static_classes()
         known = kv_append and _static_classes is not None
+        codes = changed["fp8"] = fp8 and _cache_rows_only_attended(node)  # (before the update's rewrite)
         changed["kv_append"] = min(1, _cache_update_rewrite(node)) if known else 0
         if changed["kv_append"]:  # (the namespace is built after the rewrite)
-            rebind["_rooftop_cache_update"] = functools.partial(_cache_update, _rooftop_fp8=fp8)
+            rebind["_rooftop_cache_update"] = functools.partial(_cache_update, _rooftop_fp8=codes)
         fuse = rope_append and changed["kv_append"] and rope is not None
         changed["rope_append"] = _rope_append_rewrite(node) if fuse else 0
         if changed["rope_append"]:
-            rebind["_rooftop_rope_append"] = _rope_append(rebind["apply_rotary_pos_emb"], form, fp8)
+            rebind["_rooftop_rope_append"] = _rope_append(rebind["apply_rotary_pos_emb"], form, codes)
         return changed["qkv"] + changed["kv_append"]
 
     forward, _ = _patched_forward(module, rewrite, rebind)
@@ -1395,7 +1420,7 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
         module.qkv_proj = stacked
         for name in QKV:
             delattr(module, name)
-    if fp8 and changed.get("kv_append"):
+    if changed.get("fp8") and changed.get("kv_append"):
         if isinstance(kv_scales, dict) and getattr(module, "layer_idx", None) not in kv_scales:
             raise ValueError(f"kv_scales is a dict by layer_idx, but {type(module).__name__} appends to a cache "
                              "without a layer_idx of it: give one pair for all")
@@ -1520,7 +1545,8 @@ def patch_model(model: nn.Module, merge_gate_up: bool = True, merge_qkv: bool = 
 def _warn_unrouted_caches(model: nn.Module, kv_cache_dtype) -> None:
     """kv_cache_dtype="fp8": one warning naming the attentions with a cache of their own (a layer_idx, not sharing
     another's) whose forwards append to it other than through _cache_update with fp8 (their cache update or attention
-    function not found in their source, an unknown transformers' StaticLayer): their caches keep the model's dtype."""
+    function not found in their source, an unknown transformers' StaticLayer, the cache's rows read elsewhere:
+    _cache_rows_only_attended): their caches keep the model's dtype."""
     if kv_cache_dtype is None:
         return
     kept = [m for m in model.modules() if any(hasattr(m, name) for name in ("q_proj", "qkv_proj"))
@@ -1530,7 +1556,8 @@ def _warn_unrouted_caches(model: nn.Module, kv_cache_dtype) -> None:
         names = sorted({type(m).__name__ for m in kept})
         warnings.warn(f'kv_cache_dtype="fp8": {len(kept)} attention layers ({", ".join(names)}; layer_idx '
                       f"{sorted(m.layer_idx for m in kept)}) keep their caches in the model's dtype: their forwards' "
-                      "cache updates or attention functions could not be routed to rooftop's", stacklevel=3)
+                      "cache updates or attention functions could not be routed to rooftop's, or the forwards read "
+                      "the cache's rows outside their attention function", stacklevel=3)
 
 
 def _kv_sharing_sources(model: nn.Module) -> dict:
