@@ -86,8 +86,9 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   (rooftop.append_kv, or the RoPE kernel above) and decode steps read them (rooftop.decode_attention over half the
   bytes); a call that reads the cache otherwise gets a 16-bit copy of it: a prefill over cached rows, or any prefill
   after the cache's reset() (the codes stay, zeroed), which thus reads its own rows as codes where the first prefill
-  read them in 16 bits (the logits differ by fp8's rounding). Any other layer (a sliding window's, heads past 256, a
-  DynamicCache's) keeps its cache in the model's dtype, with one warning an attention module saying why.
+  read them in 16 bits (the logits differ by fp8's rounding). Any other layer (a sliding window's, heads past 512, a
+  DynamicCache's, one whose forward reads the cache's rows outside its attention call) keeps its cache in the model's
+  dtype, with a warning saying why.
 Other parameters are shared, not copied; outputs match the original up to rounding. Prefill attention goes through the
 model's own implementation (choose `attn_implementation="sdpa"` when loading), routed as above.
 """
