@@ -1071,17 +1071,26 @@ def _self_name(node: ast.FunctionDef) -> str | None:
     return positional[0].arg if positional else None
 
 
+def _cache_params(node: ast.FunctionDef) -> set[str]:
+    """The parameters of a method named as a cache (CACHE_ARGS)."""
+    return {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)} & set(CACHE_ARGS)
+
+
+def _is_cache_update(node: ast.AST, params: set[str]) -> bool:
+    """Whether `node` is a call `<cache>.update(...)`, <cache> one of `params`."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update"
+            and isinstance(node.func.value, ast.Name) and node.func.value.id in params)
+
+
 def _cache_rows_only_attended(node: ast.FunctionDef) -> bool:
     """Whether the names a forward assigns `<cache>.update(...)`'s keys and values to (CACHE_ARGS) are read only as
     arguments of calls that take both (its attention function's): fp8 codes may be returned there, nowhere else (Doge
     computes its dynamic mask from the cache's values), or as one tuple (a KV-sharing layer's store)."""
-    params = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)} & set(CACHE_ARGS)
+    params = _cache_params(node)
     names: set[str] = set()
     after = math.inf  # the first update's line: names read before it hold the new rows, not the cache's
     for sub in ast.walk(node):
-        if (isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)
-                and isinstance(sub.value.func, ast.Attribute) and sub.value.func.attr == "update"
-                and isinstance(sub.value.func.value, ast.Name) and sub.value.func.value.id in params):
+        if isinstance(sub, ast.Assign) and _is_cache_update(sub.value, params):
             names |= {t.id for target in sub.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
             after = min(after, sub.end_lineno)
     attended = set()  # ids of the Name nodes passed to a call that takes every one of `names`, or packed together
@@ -1099,14 +1108,13 @@ def _cache_update_rewrite(node: ast.FunctionDef) -> int:
     """`<cache>.update(k, v, layer_idx, ...)` (<cache> a parameter named as in CACHE_ARGS, three or more positional
     arguments) of a method becomes `_rooftop_cache_update(<cache>, k, v, layer_idx, ..., _rooftop_module=self)`.
     Returns how many calls changed."""
-    params = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)} & set(CACHE_ARGS)
+    params = _cache_params(node)
     self_name = _self_name(node)
     if self_name is None:
         return 0
     found = 0
     for sub in ast.walk(node):
-        if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "update"
-                and isinstance(sub.func.value, ast.Name) and sub.func.value.id in params and len(sub.args) >= 3
+        if (_is_cache_update(sub, params) and len(sub.args) >= 3
                 and not any(isinstance(a, ast.Starred) for a in sub.args[:3])):
             sub.args.insert(0, sub.func.value)
             sub.func = ast.copy_location(ast.Name("_rooftop_cache_update", ast.Load()), sub.func)
