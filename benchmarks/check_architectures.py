@@ -128,8 +128,8 @@ def pair(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype
 @contextlib.contextmanager
 def _cache_rounded_e4m3():
     """transformers' StaticLayer storing its keys and values rounded through float8_e4m3fn at scale 1.0 (patch_model's
-    default kv_scales), in their own dtype: stock's logits with an fp8 cache's rounding and nothing else of the
-    patch."""
+    default kv_scales), in their own dtype: stock's logits with an fp8 cache's rounding and nothing else of the patch.
+    Sliding-window layers (their own update) stay as they are, as patch_model leaves them 16-bit."""
     from transformers.cache_utils import StaticLayer
 
     update = StaticLayer.update
