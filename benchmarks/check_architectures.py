@@ -41,6 +41,9 @@ ARCHITECTURES = (
     ("Helium", {"head_dim": 16}), ("Ernie4_5", {"head_dim": 16}), ("HunYuanDenseV1", {"head_dim": 16}),
     ("Apertus", {}), ("Arcee", {}), ("Doge", {}), ("DiffLlama", {}), ("StableLm", {}), ("Starcoder2", {}),
     ("Nemotron", {}), ("Phi", {}), ("Lfm2", {}), ("Llama4Text", {}), ("Mixtral", {}),
+    # older layouts: q, k and v in one projection by other names (query_key_value, c_attn), GPT-J's rotary
+    ("GPTNeoX", {}), ("Persimmon", {}), ("GPTJ", {"rotary_dim": 8}), ("CodeGen", {"rotary_dim": 8}), ("OPT", {}),
+    ("GPTBigCode", {}), ("Falcon", {}),
     ("Qwen3Moe", {"head_dim": 16}),
     # mixtures of experts (their experts: rooftop.moe_experts where they keep transformers' default layout)
     ("Qwen2Moe", {"num_experts": 4, "moe_intermediate_size": 48, "shared_expert_intermediate_size": 96}),

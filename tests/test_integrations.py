@@ -1250,6 +1250,9 @@ def test_rewritten_layers_compile_without_graph_break():
     # torch's LayerNorm (a bias) and its residual add fused
     ("Starcoder2", {}, swaps(layer_norm=5, add_layer_norm=2, qkv=2, rope=2, decode_attention=2, kv_append=2,
                              rope_append=2)),
+    # GPT-NeoX (Pythia): q, k and v interleaved by head in one query_key_value, partial rotary, a parallel residual,
+    # its cache passed as layer_past: found by its forward picking an attention function
+    ("GPTNeoX", {}, swaps(layer_norm=5, rope=2, decode_attention=2, kv_append=2, rope_append=2)),
     # norms scaling by 1 + weight under names other than Gemma's
     ("VaultGemma", {"head_dim": 16}, {}),
     ("Qwen3_5Text", {"head_dim": 16, "layer_types": ["full_attention"] * 2}, {"rms_norm": 9}),

@@ -73,22 +73,22 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   for attention weights. On by
   default (`decode_attention=False` keeps SDPA): in an int4 Llama-3-8B-shaped model decoding over a static cache of
   4096, 1123 tokens/s against 608 with SDPA (H200; journal item 196);
-- that attention forward's `cache.update(k, v, self.layer_idx, ...)` (the argument named cache or past_key_value(s))
-  goes to rooftop.append_kv where the layer is transformers' StaticLayer as it has been read (_known_static_classes; its
-  cumulative_length a 0-d device tensor, the rows appended at it): one kernel for the arange, add and two index_copy_
-  kernels of its update; any other cache, layer or version updates as before. Where the RoPE statement comes before that
-  update (nothing between reading k), the two are one kernel, rooftop.apply_rope_append_kv: q rotated, the rotated k and
-  v written into the cache (`rope_append=False` keeps them apart). With kv_cache_dtype="fp8" (and both of the above on)
-  each such StaticLayer holds fp8 codes (torch.float8_e4m3fn, at per-layer scales: 1.0 as vLLM's "fp8" cache by
-  default, given, or calibrated from the first rows, patch_model's kv_scales) from its first update on: that update
-  (the prefill's, transformers' own, where it initialises the layer) returns its 16-bit rows, then the layer's tensors
-  become codes (quantize_kv; a layer initialised ahead becomes codes at once); later updates append codes
-  (rooftop.append_kv, or the RoPE kernel above) and decode steps read them (rooftop.decode_attention over half the
-  bytes); a call that reads the cache otherwise gets a 16-bit copy of it: a prefill over cached rows, or any prefill
-  after the cache's reset() (the codes stay, zeroed), which thus reads its own rows as codes where the first prefill
-  read them in 16 bits (the logits differ by fp8's rounding). Any other layer (a sliding window's, heads past 512, a
-  DynamicCache's, one whose forward reads the cache's rows outside its attention call) keeps its cache in the model's
-  dtype, with a warning saying why.
+- that attention forward's `cache.update(k, v, self.layer_idx, ...)` (the argument named cache, past_key_value(s) or
+  layer_past) goes to rooftop.append_kv where the layer is transformers' StaticLayer as it has been read
+  (_known_static_classes; its cumulative_length a 0-d device tensor, the rows appended at it): one kernel for the
+  arange, add and two index_copy_ kernels of its update; any other cache, layer or version updates as before. Where the
+  RoPE statement comes before that update (nothing between reading k), the two are one kernel,
+  rooftop.apply_rope_append_kv: q rotated, the rotated k and v written into the cache (`rope_append=False` keeps them
+  apart). With kv_cache_dtype="fp8" (and both of the above on) each such StaticLayer holds fp8 codes
+  (torch.float8_e4m3fn, at per-layer scales: 1.0 as vLLM's "fp8" cache by default, given, or calibrated from the first
+  rows, patch_model's kv_scales) from its first update on: that update (the prefill's, transformers' own, where it
+  initialises the layer) returns its 16-bit rows, then the layer's tensors become codes (quantize_kv; a layer
+  initialised ahead becomes codes at once); later updates append codes (rooftop.append_kv, or the RoPE kernel above) and
+  decode steps read them (rooftop.decode_attention over half the bytes); a call that reads the cache otherwise gets a
+  16-bit copy of it: a prefill over cached rows, or any prefill after the cache's reset() (the codes stay, zeroed),
+  which thus reads its own rows as codes where the first prefill read them in 16 bits (the logits differ by fp8's
+  rounding). Any other layer (a sliding window's, heads past 512, a DynamicCache's, one whose forward reads the cache's
+  rows outside its attention call) keeps its cache in the model's dtype, with a warning saying why.
 Other parameters are shared, not copied; outputs match the original up to rounding. Prefill attention goes through the
 model's own implementation (choose `attn_implementation="sdpa"` when loading), routed as above.
 """
@@ -1062,7 +1062,7 @@ def _fp8_layer(layer, module, key, value) -> tuple[float, float]:
     return layer.rooftop_kv_scales
 
 
-CACHE_ARGS = ("cache", "past_key_value", "past_key_values")
+CACHE_ARGS = ("cache", "past_key_value", "past_key_values", "layer_past")
 
 
 def _self_name(node: ast.FunctionDef) -> str | None:
@@ -1367,13 +1367,21 @@ def _qkv_rewrite(node: ast.FunctionDef) -> int:
     return 1
 
 
+def _picks_attention_function(module: nn.Module) -> bool:
+    """Whether the module's forward picks one of transformers' attention functions (ALL_ATTENTION_FUNCTIONS): an
+    attention, whatever its projections are named (GPT-NeoX's query_key_value, GPTBigCode's c_attn)."""
+    inner = inspect.unwrap(type(module).forward)
+    return isinstance(inner, types.FunctionType) and "ALL_ATTENTION_FUNCTIONS" in inner.__code__.co_names
+
+
 def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_append: bool = True,
                        rope_append: bool = True, prefill: bool | None = None,
                        kv_scales=None) -> tuple[object, dict[str, int]]:
-    """For an attention module (`q_proj`, `k_proj`, `v_proj`): a forward of its own that calls rooftop.apply_rope where
-    its forward calls its module's NeoX-layout `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it), and
-    with merge_qkv computes q, k and v by one stacked projection (`qkv_proj`; the three are then removed). Returns the
-    bound forward (None: nothing applies) and what it changed ({"rope": 0 / 1, "qkv": 0 / 1}). kv_scales (fp8 KV
+    """For an attention module (`q_proj`, `k_proj`, `v_proj`, or `qkv_proj`, or a forward that picks one of
+    transformers' attention functions, whatever its projections): a forward of its own that calls rooftop.apply_rope
+    where its forward calls its module's NeoX-layout `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it),
+    and with merge_qkv computes q, k and v by one stacked projection (`qkv_proj`; the three are then removed). Returns
+    the bound forward (None: nothing applies) and what it changed ({"rope": 0 / 1, "qkv": 0 / 1}). kv_scales (fp8 KV
     caches; patch_model's, checked there): where its static cache layers are appended to, the module's scales become
     rooftop_kv_scales (_fp8_layer)."""
     separate = all(hasattr(module, name) for name in QKV)
@@ -1381,7 +1389,7 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
     # values (its forward's cache update never runs): the attention functions only
     shared = (getattr(module, "is_kv_shared_layer", False) is True and hasattr(module, "q_proj")
               and hasattr(module, "store_full_length_kv"))
-    if not (separate or shared or hasattr(module, "qkv_proj")):
+    if not (separate or shared or hasattr(module, "qkv_proj") or _picks_attention_function(module)):
         return None, {}
     inner = inspect.unwrap(type(module).forward)
     home = sys.modules.get(type(module).__module__)
@@ -1558,7 +1566,8 @@ def _warn_unrouted_caches(model: nn.Module, kv_cache_dtype) -> None:
     _cache_rows_only_attended): their caches keep the model's dtype."""
     if kv_cache_dtype is None:
         return
-    kept = [m for m in model.modules() if any(hasattr(m, name) for name in ("q_proj", "qkv_proj"))
+    kept = [m for m in model.modules()
+            if (any(hasattr(m, name) for name in ("q_proj", "qkv_proj")) or _picks_attention_function(m))
             and isinstance(getattr(m, "layer_idx", None), int) and getattr(m, "is_kv_shared_layer", False) is not True
             and getattr(m, "rooftop_kv_scales", None) is None]
     if kept:
