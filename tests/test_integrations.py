@@ -880,6 +880,39 @@ def test_fp8_cache_rows_only_attended():
     assert attended(llama.replace("attend(self, q, k, v, mask)", "attend(self, q, key=k, value=v)"))
 
 
+class OwnSdpaAttention(nn.Module):  # Falcon's form: q, k and v by one projection, SDPA called by the forward itself
+    def __init__(self, hidden, layer_idx):
+        super().__init__()
+        self.query_key_value, self.layer_idx = nn.Linear(hidden, 3 * hidden), layer_idx
+
+    def forward(self, x, layer_past=None):
+        q, k, v = self.query_key_value(x).unsqueeze(1).chunk(3, dim=-1)
+        if layer_past is not None:
+            k, v = layer_past.update(k, v, self.layer_idx)
+        return nn.functional.scaled_dot_product_attention(q, k, v).squeeze(1)
+
+
+class PassingLayer(nn.Module):  # a decoder layer that has a layer_idx and passes its cache on without updating it
+    def __init__(self, hidden, layer_idx):
+        super().__init__()
+        self.attn, self.layer_idx = OwnSdpaAttention(hidden, layer_idx), layer_idx
+
+    def forward(self, x, past_key_values=None):
+        return x + self.attn(x, layer_past=past_key_values)
+
+
+def test_fp8_unrouted_caches_named():
+    """patch_model(kv_cache_dtype="fp8") names, once at patch time, the attentions it leaves with 16-bit caches:
+    modules whose forward updates a cache it is given though neither their projections nor their attention call are
+    rooftop's (Falcon's), not the layers that only pass a cache on."""
+    model = nn.Sequential(PassingLayer(16, 0), PassingLayer(16, 1)).to(DEVICE)
+    with pytest.warns(UserWarning, match=r"2 attention layers \(OwnSdpaAttention; layer_idx \[0, 1\]\) keep their ca"):
+        patch_model(model, kv_cache_dtype="fp8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        patch_model(nn.Sequential(PassingLayer(16, 0)).to(DEVICE), kv_cache_dtype=None)
+
+
 def test_decode_steps_left_to_sdpa(monkeypatch):
     """The decode-aware SDPA function takes decode_attention only for a call it computes exactly as SDPA would, on a
     device its kernel runs on; anything else (more than one query, dropout, soft-capping, a float mask, head dims

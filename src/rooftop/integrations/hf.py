@@ -1374,6 +1374,15 @@ def _picks_attention_function(module: nn.Module) -> bool:
     return isinstance(inner, types.FunctionType) and "ALL_ATTENTION_FUNCTIONS" in inner.__code__.co_names
 
 
+def _updates_a_cache(module: nn.Module) -> bool:
+    """Whether the module's forward calls `<cache>.update(...)` on a cache it is given (CACHE_ARGS): an attention with a
+    cache, whatever else it calls (Falcon's, which calls SDPA itself)."""
+    inner = inspect.unwrap(type(module).forward)
+    node = _source_function(inner) if isinstance(inner, types.FunctionType) else None
+    params = _cache_params(node) if node is not None else set()
+    return bool(params) and any(_is_cache_update(sub, params) for sub in ast.walk(node))
+
+
 def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_append: bool = True,
                        rope_append: bool = True, prefill: bool | None = None,
                        kv_scales=None) -> tuple[object, dict[str, int]]:
@@ -1567,9 +1576,10 @@ def _warn_unrouted_caches(model: nn.Module, kv_cache_dtype) -> None:
     if kv_cache_dtype is None:
         return
     kept = [m for m in model.modules()
-            if (any(hasattr(m, name) for name in ("q_proj", "qkv_proj")) or _picks_attention_function(m))
-            and isinstance(getattr(m, "layer_idx", None), int) and getattr(m, "is_kv_shared_layer", False) is not True
-            and getattr(m, "rooftop_kv_scales", None) is None]
+            if isinstance(getattr(m, "layer_idx", None), int) and getattr(m, "is_kv_shared_layer", False) is not True
+            and getattr(m, "rooftop_kv_scales", None) is None
+            and (any(hasattr(m, name) for name in ("q_proj", "qkv_proj")) or _picks_attention_function(m)
+                 or _updates_a_cache(m))]
     if kept:
         names = sorted({type(m).__name__ for m in kept})
         warnings.warn(f'kv_cache_dtype="fp8": {len(kept)} attention layers ({", ".join(names)}; layer_idx '
