@@ -29,7 +29,8 @@ import warnings
 
 import torch
 
-# (name, config overrides): the model class is <name without "Text">ForCausalLM, the config <name>Config
+# (name, config overrides): the model class is <name without "Text">ForCausalLM (or <name>LMHeadModel), the config
+# <name>Config
 ARCHITECTURES = (
     ("Llama", {}), ("Mistral", {"sliding_window": 4}), ("Qwen2", {}), ("Qwen3", {"head_dim": 16}),
     ("Qwen3_5Text", {"head_dim": 16, "layer_types": ["full_attention"] * 2}),
@@ -43,7 +44,7 @@ ARCHITECTURES = (
     ("Nemotron", {}), ("Phi", {}), ("Lfm2", {}), ("Llama4Text", {}), ("Mixtral", {}),
     # older layouts: q, k and v in one projection by other names (query_key_value, c_attn), GPT-J's rotary
     ("GPTNeoX", {}), ("Persimmon", {}), ("GPTJ", {"rotary_dim": 8}), ("CodeGen", {"rotary_dim": 8}), ("OPT", {}),
-    ("GPTBigCode", {}), ("Falcon", {}),
+    ("GPT2", {}), ("GPTBigCode", {}), ("Falcon", {}),
     ("Qwen3Moe", {"head_dim": 16}),
     # mixtures of experts (their experts: rooftop.moe_experts where they keep transformers' default layout)
     ("Qwen2Moe", {"num_experts": 4, "moe_intermediate_size": 48, "shared_expert_intermediate_size": 96}),
@@ -66,7 +67,8 @@ BASE = dict(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_la
 
 def build(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype, device: str):
     config_class = getattr(transformers, f"{name}Config", None)
-    model_class = getattr(transformers, f"{name.removesuffix('Text')}ForCausalLM", None)
+    model_class = getattr(transformers, f"{name.removesuffix('Text')}ForCausalLM",
+                          getattr(transformers, f"{name}LMHeadModel", None))  # (GPT-2's name)
     if config_class is None or model_class is None:
         return None
     config = config_class(**BASE, **overrides)
