@@ -10,8 +10,9 @@ No timing: this is a correctness sweep (a model the patch leaves wrong is a bug:
 are off by more than TOLERANCE; one it leaves alone is a gap).
 On the CPU run with TRITON_INTERPRET=1 (fp32); on a GPU with --dtype bfloat16 too.
 --kv-fp8: patched with kv_cache_dtype="fp8"; the table also says how many of the patched model's cache layers held
-fp8 codes after its generate, and what patch_model's warnings said of the others, and how far stock's decode goes
-with its cache rows rounded through e4m3 (scale 1.0) and nothing else: a row fails past twice that or FP8_TOLERANCE.
+fp8 codes after its generate, and what patch_model's warnings said of the others, and, where it held codes, how far
+stock's decode goes with its cache rounded through e4m3 (scale 1.0) and nothing else: a row's decode fails past twice
+that or FP8_TOLERANCE.
 Writes OUT/architectures[-QUANT][-kv-fp8].md (a table) and prints it; on a GPU also a results file (family
 patch_architectures[-QUANT][-kv-fp8]) whose table the report shows.
 Usage: TRITON_INTERPRET=1 PYTHONPATH=src python benchmarks/check_architectures.py OUT [--dtype float32]
@@ -132,17 +133,30 @@ def pair(transformers, name: str, overrides: dict, attn: str, dtype: torch.dtype
 
 @contextlib.contextmanager
 def _cache_rounded_e4m3():
-    """transformers' StaticLayer storing its keys and values rounded through float8_e4m3fn at scale 1.0 (patch_model's
-    default kv_scales), in their own dtype: stock's logits with an fp8 cache's rounding and nothing else of the patch.
-    Sliding-window layers (their own update) stay as they are, as patch_model leaves them 16-bit."""
+    """transformers' StaticLayer (not its subclasses: patch_model holds codes in StaticLayers only) storing its keys and
+    values as fp8 codes at scale 1.0 (patch_model's default kv_scales) would, in their own dtype: stock's logits with
+    an fp8 cache's rounding and nothing else of the patch. The update that initialises a layer returns its rows
+    unrounded, as the patched model's first update does."""
     from transformers.cache_utils import StaticLayer
+
+    from rooftop.ops.decode_attention import quantize_kv
 
     update = StaticLayer.update
 
     def rounded(x: torch.Tensor) -> torch.Tensor:
-        return x.to(torch.float8_e4m3fn).to(x.dtype)
+        return quantize_kv(x).to(x.dtype)
 
-    StaticLayer.update = lambda self, k, v, *a, **kw: update(self, rounded(k), rounded(v), *a, **kw)
+    def rounding_update(self, key, value, *args, **kwargs):
+        if type(self) is not StaticLayer:
+            return update(self, key, value, *args, **kwargs)
+        if self.is_initialized:
+            return update(self, rounded(key), rounded(value), *args, **kwargs)
+        keys, values = (x.clone() for x in update(self, key, value, *args, **kwargs))
+        self.keys.copy_(rounded(self.keys))
+        self.values.copy_(rounded(self.values))
+        return keys, values
+
+    StaticLayer.update = rounding_update
     try:
         yield
     finally:
@@ -194,17 +208,21 @@ def check(transformers, name: str, overrides: dict, dtype: torch.dtype, device: 
         row["decode"] = rel_err(logits[1], logits[0])
         row["decode_attention calls"] = len(calls)
         if kv_fp8:
-            # the error e4m3 itself makes: stock's cache rows rounded through it at patch_model's default scale
-            with _cache_rounded_e4m3():
-                rounded = stock.generate(ids, logits_processor=forced, **kwargs)
-            row["stock, e4m3 cache"] = rel_err(torch.stack(rounded.logits), logits[0])
             layers = getattr(ours.past_key_values, "layers", [])
             codes = sum(getattr(layer, "keys", None) is not None and layer.keys.dtype == torch.float8_e4m3fn
                         for layer in layers)
             row["fp8 cache layers"] = f"{codes} / {len(layers)}"
+            failed = []
+            try:  # the error e4m3 itself makes where the patched model holds codes: stock's cache rounded through it
+                if codes:
+                    with _cache_rounded_e4m3():
+                        rounded = stock.generate(ids, logits_processor=forced, **kwargs)
+                    row["stock, e4m3 cache"] = rel_err(torch.stack(rounded.logits), logits[0])
+            except Exception as e:  # noqa: BLE001 (said in the note; the row's bound stays FP8_TOLERANCE)
+                failed.append(f"stock with its cache rounded: {type(e).__name__}: {str(e).splitlines()[0][:80]}")
             kept = dict.fromkeys(str(w.message).split(": ", 1)[-1] for w in said if 'kv_cache_dtype="fp8"' in
                                  str(w.message))
-            row["note"] = "; ".join(kept)
+            row["note"] = "; ".join([*kept, *failed])
     return row
 
 
@@ -264,9 +282,10 @@ def main() -> None:
                                for r in rows]})
     print("\n".join(lines))
     tolerance = max(TOLERANCE[dtype], FP8_TOLERANCE if args.quant == "fp8" or args.kv_fp8 else 0.0)
-    # an fp8 cache may be off as far as e4m3's own rounding puts stock (twice that: the two round different rows)
-    bad = [r["architecture"] for r in rows if max(r.get("prefill", 0.0), r.get("decode", 0.0))
-           > max(tolerance, 2 * r.get("stock, e4m3 cache", 0.0))]
+    # an fp8 cache's decode may be off as far as e4m3's own rounding puts stock (twice that: the two round different
+    # rows); the prefill (no cache) by the tolerance
+    bad = [r["architecture"] for r in rows if r.get("prefill", 0.0) > tolerance
+           or r.get("decode", 0.0) > max(tolerance, 2 * r.get("stock, e4m3 cache", 0.0))]
     if bad:
         sys.exit(f"logits off by more than {tolerance}" + (" or twice stock's with its cache rounded through e4m3"
                                                           if args.kv_fp8 else "") + f": {', '.join(bad)}")

@@ -893,12 +893,12 @@ class OwnSdpaAttention(nn.Module):  # Falcon's form: q, k and v by one projectio
 
 
 class PassingLayer(nn.Module):  # a decoder layer that has a layer_idx and passes its cache on without updating it
-    def __init__(self, hidden, layer_idx):
+    def __init__(self, hidden, layer_idx, attention=True):
         super().__init__()
-        self.attn, self.layer_idx = OwnSdpaAttention(hidden, layer_idx), layer_idx
+        self.attn, self.layer_idx = OwnSdpaAttention(hidden, layer_idx) if attention else nn.Identity(), layer_idx
 
     def forward(self, x, past_key_values=None):
-        return x + self.attn(x, layer_past=past_key_values)
+        return x + (self.attn(x, layer_past=past_key_values) if past_key_values is not None else self.attn(x))
 
 
 def test_fp8_unrouted_caches_named():
@@ -910,7 +910,58 @@ def test_fp8_unrouted_caches_named():
         patch_model(model, kv_cache_dtype="fp8")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        patch_model(nn.Sequential(PassingLayer(16, 0)).to(DEVICE), kv_cache_dtype=None)
+        patch_model(nn.Sequential(PassingLayer(16, 0, attention=False)).to(DEVICE), kv_cache_dtype="fp8")
+
+
+def test_gpt_neox_decode_steps_over_a_static_cache(monkeypatch):
+    """GPT-NeoX (its attention found by its call, q, k and v from one query_key_value, its cache passed as layer_past,
+    a partial rotary): the patched model's decode steps over a StaticCache append with the RoPE by
+    rooftop.apply_rope_append_kv and read by rooftop.decode_attention, giving the stock logits; with
+    kv_cache_dtype="fp8" its cache layers hold codes and the first step's logits stay within e4m3's rounding."""
+    transformers = pytest.importorskip("transformers")
+    if not hasattr(transformers, "GPTNeoXForCausalLM"):
+        pytest.skip("this transformers has no GPT-NeoX")
+    config = transformers.GPTNeoXConfig(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
+                                        num_attention_heads=4, max_position_embeddings=64)
+    config._attn_implementation = "sdpa"
+    stock = transformers.GPTNeoXForCausalLM(config).to(DEVICE).eval()
+    patched, fp8 = copy.deepcopy(stock), copy.deepcopy(stock)
+    assert patch_model(patched) == swaps(layer_norm=5, rope=2, decode_attention=2, kv_append=2, rope_append=2)
+    patch_model(fp8, kv_cache_dtype="fp8")
+    calls = []
+    for name in ("decode_attention", "apply_rope_append_kv"):
+        real = getattr(rooftop.integrations.hf, name)
+        monkeypatch.setattr(rooftop.integrations.hf, name,
+                            lambda *a, name=name, real=real, **k: calls.append(name) or real(*a, **k))
+    ids = torch.randint(0, 128, (2, 8), device=DEVICE)
+    kwargs = dict(max_new_tokens=3, do_sample=False, cache_implementation="static", output_logits=True,
+                  return_dict_in_generate=True, pad_token_id=0)
+    with torch.no_grad():
+        want = torch.stack(stock.generate(ids, **kwargs).logits)
+        assert calls == []
+        got = torch.stack(patched.generate(ids, **kwargs).logits)
+        # two decode steps (the prefill initialises the cache by transformers' own update), two layers each
+        assert sorted(calls) == ["apply_rope_append_kv"] * 4 + ["decode_attention"] * 4
+        out = fp8.generate(ids, **kwargs)
+    assert rel_err(got, want) < (1e-2 if HAS_CUDA else 1e-4)
+    assert [layer.keys.dtype for layer in out.past_key_values.layers] == [torch.float8_e4m3fn] * 2
+    assert rel_err(out.logits[1], want[1]) < 5e-2  # (the same prefill's token: the same step)
+
+
+def test_encoder_attention_left_alone():
+    """An encoder's attention (BERT's: not causal) picks transformers' attention functions with a cache parameter
+    too, but is neither decode steps nor causal prefills: patch_model routes nothing of it and keeps its outputs."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BertConfig(vocab_size=128, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
+                                     num_attention_heads=4, max_position_embeddings=64)
+    config._attn_implementation = "sdpa"
+    model = transformers.BertModel(config).to(DEVICE).eval()
+    ids = torch.randint(0, 128, (2, 8), device=DEVICE)
+    with torch.no_grad():
+        before = model(ids).last_hidden_state
+        counts = patch_model(model)
+        assert counts["decode_attention"] == counts["kv_append"] == 0
+        assert rel_err(model(ids).last_hidden_state, before) < (1e-2 if HAS_CUDA else 1e-4)
 
 
 def test_decode_steps_left_to_sdpa(monkeypatch):

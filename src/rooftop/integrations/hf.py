@@ -17,8 +17,9 @@ Duck-typed, so it follows the architecture rather than a transformers version:
   (Phi-3, GLM; `activation_fn` or `act_fn`) runs the same GatedMLP. Either is swapped only where the GatedMLP gives the
   module's output on a random row of its weights (which half is the gate, an activation sparsity as Gemma-3n's: the
   forward's choices; on the meta device, nothing to try it on, neither is);
-- an attention module (`q_proj`, `k_proj`, `v_proj`, or a `qkv_proj` of its own) whose forward calls its module's
-  `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it) gets a forward of its own that calls
+- an attention module (`q_proj`, `k_proj`, `v_proj`, or a `qkv_proj` of its own; other projections where its forward
+  takes a cache and picks one of transformers' attention functions, causal: GPT-NeoX's, GPT-2's) whose forward calls its
+  module's `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it) gets a forward of its own that calls
   rooftop.apply_rope instead: q and k rotated in one launch (Hugging Face: ten elementwise kernels); a partial rotary
   (Phi-3's: cos / sin narrower than the head, the rest passed through) too where the function does it. How the function
   rotates is tried on small CPU tensors at patch time (_rope_form): NeoX halves (Llama), GPT-J pairs with its cos / sin
@@ -1367,20 +1368,38 @@ def _qkv_rewrite(node: ast.FunctionDef) -> int:
     return 1
 
 
-def _picks_attention_function(module: nn.Module) -> bool:
-    """Whether the module's forward picks one of transformers' attention functions (ALL_ATTENTION_FUNCTIONS): an
-    attention, whatever its projections are named (GPT-NeoX's query_key_value, GPTBigCode's c_attn)."""
-    inner = inspect.unwrap(type(module).forward)
-    return isinstance(inner, types.FunctionType) and "ALL_ATTENTION_FUNCTIONS" in inner.__code__.co_names
-
-
-def _updates_a_cache(module: nn.Module) -> bool:
-    """Whether the module's forward calls `<cache>.update(...)` on a cache it is given (CACHE_ARGS): an attention with a
-    cache, whatever else it calls (Falcon's, which calls SDPA itself)."""
-    inner = inspect.unwrap(type(module).forward)
+@functools.lru_cache(maxsize=None)
+def _forward_cache_facts(cls: type) -> tuple[bool, bool]:
+    """For cls.forward (its source read once a class): whether it takes a cache (a parameter named as in CACHE_ARGS)
+    and picks one of transformers' attention functions (its code names ALL_ATTENTION_FUNCTIONS), and whether it calls
+    `<cache>.update(...)` on that cache."""
+    inner = inspect.unwrap(cls.forward)
     node = _source_function(inner) if isinstance(inner, types.FunctionType) else None
     params = _cache_params(node) if node is not None else set()
-    return bool(params) and any(_is_cache_update(sub, params) for sub in ast.walk(node))
+    picks = bool(params) and "ALL_ATTENTION_FUNCTIONS" in inner.__code__.co_names
+    return picks, bool(params) and any(_is_cache_update(sub, params) for sub in ast.walk(node))
+
+
+def _own_cache(module: nn.Module) -> bool:
+    """Whether `module` may keep a cache of its own: a layer_idx, and not reading another layer's
+    (is_kv_shared_layer)."""
+    return (isinstance(getattr(module, "layer_idx", None), int)
+            and getattr(module, "is_kv_shared_layer", False) is not True)
+
+
+def _causal_attention_by_call(module: nn.Module) -> bool:
+    """A decoder's attention whatever its projections are named (GPT-NeoX's query_key_value, GPT-2's c_attn): its
+    forward takes a cache and picks one of transformers' attention functions, and it is causal (not an encoder's or a
+    cross attention: those are neither decode steps nor causal prefills) with a layer_idx."""
+    return (getattr(module, "is_causal", False) is True and isinstance(getattr(module, "layer_idx", None), int)
+            and _forward_cache_facts(type(module))[0])
+
+
+def _routed_attention(module: nn.Module) -> bool:
+    """An attention _attention_forward takes with a cache of its own (_own_cache): q_proj or qkv_proj, or
+    _causal_attention_by_call."""
+    return _own_cache(module) and (any(hasattr(module, name) for name in ("q_proj", "qkv_proj"))
+                                   or _causal_attention_by_call(module))
 
 
 def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_append: bool = True,
@@ -1398,7 +1417,7 @@ def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_appe
     # values (its forward's cache update never runs): the attention functions only
     shared = (getattr(module, "is_kv_shared_layer", False) is True and hasattr(module, "q_proj")
               and hasattr(module, "store_full_length_kv"))
-    if not (separate or shared or hasattr(module, "qkv_proj") or _picks_attention_function(module)):
+    if not (separate or shared or hasattr(module, "qkv_proj") or _causal_attention_by_call(module)):
         return None, {}
     inner = inspect.unwrap(type(module).forward)
     home = sys.modules.get(type(module).__module__)
@@ -1575,11 +1594,8 @@ def _warn_unrouted_caches(model: nn.Module, kv_cache_dtype) -> None:
     _cache_rows_only_attended): their caches keep the model's dtype."""
     if kv_cache_dtype is None:
         return
-    kept = [m for m in model.modules()
-            if isinstance(getattr(m, "layer_idx", None), int) and getattr(m, "is_kv_shared_layer", False) is not True
-            and getattr(m, "rooftop_kv_scales", None) is None
-            and (any(hasattr(m, name) for name in ("q_proj", "qkv_proj")) or _picks_attention_function(m)
-                 or _updates_a_cache(m))]
+    kept = [m for m in model.modules() if getattr(m, "rooftop_kv_scales", None) is None and (
+        _routed_attention(m) or _own_cache(m) and _forward_cache_facts(type(m))[1])]  # (Falcon's: SDPA called itself)
     if kept:
         names = sorted({type(m).__name__ for m in kept})
         warnings.warn(f'kv_cache_dtype="fp8": {len(kept)} attention layers ({", ".join(names)}; layer_idx '
@@ -1616,8 +1632,9 @@ def _no_kv_scales(kv_scales) -> None:
 
 def _checked_kv_scales(model: nn.Module, kv_scales):
     """patch_model's kv_scales as _attention_forward takes it: "prefill", a (k_scale, v_scale) pair of floats, or a
-    dict of them by layer_idx, one for each attention with a layer_idx (a module with q_proj or qkv_proj; those
-    without one, a vision tower's, append to no cache) and no other."""
+    dict of them by layer_idx, one for each attention patch_model routes with a cache of its own (_routed_attention;
+    those without a layer_idx, a vision tower's, append to no cache; a sharing layer reads another's codes) and no
+    other."""
     def pair(name, value):
         if not (isinstance(value, (tuple, list)) and len(value) == 2):
             raise ValueError(f'{name} must be a (k_scale, v_scale) pair of positive finite floats (kv_scales: None, '
@@ -1629,9 +1646,7 @@ def _checked_kv_scales(model: nn.Module, kv_scales):
     if not isinstance(kv_scales, dict):
         return pair("kv_scales", kv_scales)
     scales = {i: pair(f"kv_scales[{i!r}]", value) for i, value in kv_scales.items()}
-    wanted = {m.layer_idx for m in model.modules() if any(hasattr(m, name) for name in ("q_proj", "qkv_proj"))
-              and isinstance(getattr(m, "layer_idx", None), int)
-              and getattr(m, "is_kv_shared_layer", False) is not True}  # (those read another layer's codes)
+    wanted = {m.layer_idx for m in model.modules() if _routed_attention(m)}
     if wanted != set(scales):
         raise ValueError(f"kv_scales must hold scales for exactly the model's layers {sorted(wanted)}; missing "
                          f"{sorted(wanted - set(scales))}, unknown {sorted(set(scales) - wanted, key=repr)} (a layer "
