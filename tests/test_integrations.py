@@ -895,10 +895,10 @@ class OwnSdpaAttention(nn.Module):  # Falcon's form: q, k and v by one projectio
 class PassingLayer(nn.Module):  # a decoder layer that has a layer_idx and passes its cache on without updating it
     def __init__(self, hidden, layer_idx, attention=True):
         super().__init__()
-        self.attn, self.layer_idx = OwnSdpaAttention(hidden, layer_idx) if attention else nn.Identity(), layer_idx
+        self.attn, self.layer_idx = OwnSdpaAttention(hidden, layer_idx) if attention else None, layer_idx
 
     def forward(self, x, past_key_values=None):
-        return x + (self.attn(x, layer_past=past_key_values) if past_key_values is not None else self.attn(x))
+        return x if self.attn is None else x + self.attn(x, layer_past=past_key_values)
 
 
 def test_fp8_unrouted_caches_named():

@@ -1405,12 +1405,12 @@ def _routed_attention(module: nn.Module) -> bool:
 def _attention_forward(module: nn.Module, merge_qkv: bool, decode: bool, kv_append: bool = True,
                        rope_append: bool = True, prefill: bool | None = None,
                        kv_scales=None) -> tuple[object, dict[str, int]]:
-    """For an attention module (`q_proj`, `k_proj`, `v_proj`, or `qkv_proj`, or a forward that picks one of
-    transformers' attention functions, whatever its projections): a forward of its own that calls rooftop.apply_rope
-    where its forward calls its module's NeoX-layout `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it),
-    and with merge_qkv computes q, k and v by one stacked projection (`qkv_proj`; the three are then removed). Returns
-    the bound forward (None: nothing applies) and what it changed ({"rope": 0 / 1, "qkv": 0 / 1}). kv_scales (fp8 KV
-    caches; patch_model's, checked there): where its static cache layers are appended to, the module's scales become
+    """For an attention module (`q_proj`, `k_proj`, `v_proj`, or `qkv_proj`, or any projections where
+    _causal_attention_by_call finds it by its forward): a forward of its own that calls rooftop.apply_rope where its
+    forward calls its module's NeoX-layout `apply_rotary_pos_emb(q, k, cos, sin)` (a `rotate_half` beside it), and with
+    merge_qkv computes q, k and v by one stacked projection (`qkv_proj`; the three are then removed). Returns the bound
+    forward (None: nothing applies) and what it changed ({"rope": 0 / 1, "qkv": 0 / 1}). kv_scales (fp8 KV caches;
+    patch_model's, checked there): where its static cache layers are appended to, the module's scales become
     rooftop_kv_scales (_fp8_layer)."""
     separate = all(hasattr(module, name) for name in QKV)
     # Gemma 3n's and Gemma 4's KV sharing: a layer without k / v projections that attends over another's keys and
